@@ -1,0 +1,138 @@
+//! The engine's error type and its wire shape `{code, message, details?}`.
+//!
+//! Every transport (Tauri IPC, REST, CLI) reports errors through [`ErrorBody`], so a UI can act on
+//! `code` and show `message`. Errors a *model* caused (bad tool arguments, text not found) are not
+//! errors here: they go back to the model as `Failed` tool results.
+
+use serde::{Deserialize, Serialize};
+
+/// Shorthand for results carrying [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What went wrong talking to a model provider; decides retries and the advice shown to users.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderFault {
+    /// The key is missing, wrong or revoked (HTTP 401/403).
+    Auth,
+    /// HTTP 429 after all retries.
+    RateLimited,
+    /// Connection refused, DNS failure, TLS failure.
+    Unreachable,
+    /// No answer within the configured timeout.
+    Timeout,
+    /// The prompt does not fit the model's context window.
+    ContextLength,
+    /// The provider rejected the request (HTTP 400/404/422) for another reason.
+    BadRequest,
+    /// HTTP 5xx after all retries.
+    Server,
+    /// The provider answered with something we cannot parse.
+    BadResponse,
+    /// No provider is configured for the model's `provider/` prefix, or it has no key.
+    NotConfigured,
+}
+
+/// An engine error. Variants are the cases a caller can act on.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No such agent / block / message / passage / provider.
+    #[error("{what} not found: {id}")]
+    NotFound {
+        /// The kind of thing looked up, e.g. `"agent"`.
+        what: &'static str,
+        /// The id or label that was not found.
+        id: String,
+    },
+    /// The caller's input is invalid (empty name, over-limit value, unknown option…).
+    #[error("{0}")]
+    Invalid(String),
+    /// The request conflicts with what exists (duplicate label, agent busy…).
+    #[error("{0}")]
+    Conflict(String),
+    /// A model provider failed; `message` says what to do about it.
+    #[error("{message}")]
+    Provider {
+        /// The kind of failure.
+        fault: ProviderFault,
+        /// A one-line explanation for the user.
+        message: String,
+    },
+    /// The OS keychain failed.
+    #[error("keychain: {0}")]
+    Secrets(String),
+    /// SQLite failed (disk full, corrupt file, locked…).
+    #[error("database: {0}")]
+    Storage(String),
+    /// The run was cancelled by the user.
+    #[error("run cancelled")]
+    Cancelled,
+    /// A bug: something that should not happen.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    /// Shorthand for [`Error::NotFound`].
+    pub fn not_found(what: &'static str, id: impl Into<String>) -> Self {
+        Self::NotFound { what, id: id.into() }
+    }
+
+    /// Shorthand for [`Error::Invalid`].
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::Invalid(message.into())
+    }
+
+    /// Shorthand for [`Error::Provider`].
+    pub fn provider(fault: ProviderFault, message: impl Into<String>) -> Self {
+        Self::Provider { fault, message: message.into() }
+    }
+
+    /// The stable machine-readable code of this error, e.g. `"not_found"`, `"rate_limited"`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::NotFound { .. } => "not_found",
+            Self::Invalid(_) => "invalid_input",
+            Self::Conflict(_) => "conflict",
+            Self::Provider { fault, .. } => match fault {
+                ProviderFault::Auth => "provider_auth",
+                ProviderFault::RateLimited => "rate_limited",
+                ProviderFault::Unreachable => "provider_unreachable",
+                ProviderFault::Timeout => "provider_timeout",
+                ProviderFault::ContextLength => "context_length_exceeded",
+                ProviderFault::BadRequest => "provider_bad_request",
+                ProviderFault::Server => "provider_error",
+                ProviderFault::BadResponse => "provider_bad_response",
+                ProviderFault::NotConfigured => "provider_not_configured",
+            },
+            Self::Secrets(_) => "secrets",
+            Self::Storage(_) => "storage",
+            Self::Cancelled => "cancelled",
+            Self::Internal(_) => "internal",
+        }
+    }
+}
+
+/// The serializable shape of an error on every transport: `{"code", "message", "details"?}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    /// Stable machine-readable code (see [`Error::code`]).
+    pub code: String,
+    /// One line for people.
+    pub message: String,
+    /// Optional structured context (e.g. the JSON path of a bad import field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<serde_json::Value>,
+}
+
+impl From<&Error> for ErrorBody {
+    fn from(e: &Error) -> Self {
+        Self { code: e.code().to_owned(), message: e.to_string(), details: None }
+    }
+}
+
+impl From<Error> for ErrorBody {
+    fn from(e: Error) -> Self {
+        Self::from(&e)
+    }
+}

@@ -1,0 +1,25 @@
+//! Engram's ground floor: the shared vocabulary of the engine.
+//!
+//! Everything here is plain data — no IO, no async — so every other crate (store, providers,
+//! agent loop, service, transports) can depend on it. Terms follow MemGPT/Letta: an *agent*
+//! has core memory made of *blocks*, archival memory made of *passages*, and recall memory
+//! (its whole message history). A user message starts a *run* of *steps*.
+
+pub mod agent;
+pub mod error;
+pub mod ids;
+pub mod memory;
+pub mod message;
+pub mod passage;
+pub mod run;
+
+pub use agent::{Agent, AgentPatch, EmbeddingConfig, LlmConfig, LoopStyle, NewAgent};
+pub use error::{Error, ErrorBody, Result};
+pub use ids::{AgentId, BlockId, EditId, MessageId, PassageId, RunId, StepId};
+pub use memory::{Block, BlockEdit, BlockPatch, DEFAULT_BLOCK_LIMIT, Editor, NewBlock};
+pub use message::{Message, MessageKind, NewMessage, Role, ToolCall};
+pub use passage::{NewPassage, Passage, PassageHit, TagMatch};
+pub use run::{RunEvent, Step, StopReason, ToolReturn, ToolStatus, Usage};
+
+/// Timestamps are UTC everywhere; they serialize as RFC 3339.
+pub type Timestamp = chrono::DateTime<chrono::Utc>;

@@ -1,0 +1,187 @@
+//! Core memory: labelled blocks with character limits, and the history of their edits.
+
+use crate::{AgentId, BlockId, EditId, Timestamp};
+use serde::{Deserialize, Serialize};
+
+/// Default block limit, in **characters** (Unicode scalar values, not bytes or tokens).
+pub const DEFAULT_BLOCK_LIMIT: usize = 5_000;
+
+/// A labelled section of core memory, compiled into every context window of every agent it is
+/// attached to. A block may be shared by several agents: an edit by one is seen by all.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Block {
+    /// `block-<uuid>`.
+    pub id: BlockId,
+    /// Unique per agent, e.g. `human`, `persona`, `tasks`.
+    pub label: String,
+    /// The text the model sees.
+    pub value: String,
+    /// Maximum length of `value`, in characters.
+    pub limit: usize,
+    /// Tells the model what the block is for.
+    pub description: String,
+    /// When true, memory tools refuse to edit the block (people still can).
+    pub read_only: bool,
+    /// When the block was created.
+    pub created_at: Timestamp,
+    /// When the block's value or settings last changed.
+    pub updated_at: Timestamp,
+}
+
+impl Block {
+    /// Length of the value in characters — the unit of `limit`.
+    pub fn chars(&self) -> usize {
+        self.value.chars().count()
+    }
+}
+
+/// An edit refused because the value would not fit the block's limit.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "Edit failed: Exceeds {limit} character limit (requested {requested}). \
+     The block has {available} characters left; shorten the text or condense what is there."
+)]
+pub struct LimitExceeded {
+    /// The block's limit, in characters.
+    pub limit: usize,
+    /// The length the edit asked for, in characters.
+    pub requested: usize,
+    /// Characters still free before the edit (never negative).
+    pub available: usize,
+}
+
+/// Checks that `new_value` fits `limit` characters; `current` is the value before the edit and
+/// is used only to say how much room was left.
+pub fn check_limit(current: &str, new_value: &str, limit: usize) -> Result<(), LimitExceeded> {
+    let requested = new_value.chars().count();
+    if requested <= limit {
+        return Ok(());
+    }
+    Err(LimitExceeded {
+        limit,
+        requested,
+        available: limit.saturating_sub(current.chars().count()),
+    })
+}
+
+/// What it takes to create a block. `None` fields get defaults.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NewBlock {
+    /// Label (non-empty; letters, digits, `_`, `-`, `.`).
+    pub label: String,
+    /// Initial value.
+    #[serde(default)]
+    pub value: String,
+    /// Limit in characters (default [`DEFAULT_BLOCK_LIMIT`], raised to fit `value`).
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// What the block is for; `None` uses a default for `persona` and `human`.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Refuse edits by the agent.
+    #[serde(default)]
+    pub read_only: bool,
+}
+
+impl NewBlock {
+    /// A block with `label` and `value` and default settings.
+    pub fn new(label: impl Into<String>, value: impl Into<String>) -> Self {
+        Self { label: label.into(), value: value.into(), ..Self::default() }
+    }
+}
+
+/// The description given to well-known blocks when none is supplied.
+pub fn default_description(label: &str) -> String {
+    match label {
+        "persona" => "Who you are: your name, personality and how you speak. Keep it true to \
+                      yourself and refine it as you grow."
+            .into(),
+        "human" => "What you know about the person you talk with: name, facts, preferences. \
+                    Update it as soon as you learn something worth keeping."
+            .into(),
+        _ => String::new(),
+    }
+}
+
+/// Whether `label` is a usable block label: 1–64 chars of letters, digits, `_`, `-`, `.`.
+pub fn valid_label(label: &str) -> bool {
+    !label.is_empty()
+        && label.len() <= 64
+        && label.chars().all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+/// A partial update of a block; `None` leaves a field as it is.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BlockPatch {
+    /// New value (checked against the limit).
+    pub value: Option<String>,
+    /// New limit in characters (must fit the value).
+    pub limit: Option<usize>,
+    /// New label.
+    pub label: Option<String>,
+    /// New description.
+    pub description: Option<String>,
+    /// New read-only flag.
+    pub read_only: Option<bool>,
+}
+
+/// Who changed a block.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Editor {
+    /// An agent, through a memory tool.
+    Agent {
+        /// The agent that ran the tool.
+        agent_id: AgentId,
+        /// The tool call that made the edit.
+        tool_call_id: Option<String>,
+    },
+    /// A person, by hand (UI, CLI, REST).
+    User,
+    /// An import of an agent file.
+    Import,
+    /// An undo of an earlier edit.
+    Undo {
+        /// The edit that was undone.
+        edit_id: EditId,
+    },
+}
+
+/// One recorded change of a block's value.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BlockEdit {
+    /// `edit-<uuid>`.
+    pub id: EditId,
+    /// The block that changed.
+    pub block_id: BlockId,
+    /// Who changed it.
+    pub editor: Editor,
+    /// The value before.
+    pub old_value: String,
+    /// The value after.
+    pub new_value: String,
+    /// When.
+    pub created_at: Timestamp,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_count_characters_not_bytes() {
+        let five_snowmen = "☃☃☃☃☃";
+        assert!(check_limit("", five_snowmen, 5).is_ok());
+        let err = check_limit("☃☃", "☃☃☃☃☃☃", 5).unwrap_err();
+        assert_eq!((err.limit, err.requested, err.available), (5, 6, 3));
+        assert!(err.to_string().starts_with("Edit failed: Exceeds 5 character limit (requested 6)"));
+    }
+
+    #[test]
+    fn labels_are_checked() {
+        assert!(valid_label("human"));
+        assert!(valid_label("project.notes-2"));
+        assert!(!valid_label(""));
+        assert!(!valid_label("two words"));
+    }
+}

@@ -1,0 +1,1 @@
+//! Harness shared by Engram's whole-system tests and benchmarks.
