@@ -1,0 +1,188 @@
+//! Faults: HTTP errors, context-length errors, hangs, broken bodies, delays.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use engram_mock_llm::{MockLlm, Reply, Script};
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+#[tokio::test]
+async fn rate_limit_with_retry_after_then_success() {
+    let mock = MockLlm::start(Script::Queue).await;
+    mock.push(Reply::rate_limited(Some(2)));
+    mock.push(Reply::text("after the retry"));
+    let res = post(&mock.base_url(), "/chat/completions", &simple_body(false)).await;
+    assert_eq!(res.status(), 429);
+    assert_eq!(res.headers()["retry-after"], "2");
+    let v: Value = res.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "rate_limit_exceeded");
+    let v: Value = post(&mock.base_url(), "/chat/completions", &simple_body(false))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["choices"][0]["message"]["content"], "after the retry");
+}
+
+#[tokio::test]
+async fn custom_errors_and_500() {
+    let mock = MockLlm::start(Script::Queue).await;
+    mock.push(Reply::server_error());
+    mock.push(Reply::Error {
+        status: 503,
+        body: json!({"error": {"message": "overloaded"}}),
+        retry_after: None,
+    });
+    let res = post(&mock.base_url(), "/chat/completions", &simple_body(true)).await;
+    assert_eq!(res.status(), 500);
+    assert!(res.headers().get("retry-after").is_none());
+    assert_eq!(
+        res.json::<Value>().await.unwrap()["error"]["type"],
+        "server_error"
+    );
+    let res = post(&mock.base_url(), "/chat/completions", &simple_body(false)).await;
+    assert_eq!(res.status(), 503);
+    assert_eq!(
+        res.json::<Value>().await.unwrap(),
+        json!({"error": {"message": "overloaded"}})
+    );
+}
+
+#[tokio::test]
+async fn context_length_bodies_for_both_apis() {
+    let mock = MockLlm::start(Script::Queue).await;
+    mock.push(Reply::ContextLengthExceeded);
+    mock.push(Reply::ContextLengthExceeded);
+    let res = post(&mock.base_url(), "/chat/completions", &simple_body(true)).await;
+    assert_eq!(res.status(), 400);
+    let v: Value = res.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "context_length_exceeded");
+    assert_eq!(v["error"]["type"], "invalid_request_error");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("This model's maximum context length is")
+    );
+    let body = json!({"model": "claude-x", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]});
+    let res = post_anthropic(&mock.base_url(), &body).await;
+    assert_eq!(res.status(), 400);
+    let v: Value = res.json().await.unwrap();
+    assert_eq!(v["type"], "error");
+    assert_eq!(v["error"]["type"], "invalid_request_error");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("prompt is too long: ")
+    );
+    assert!(mock.violations().is_empty(), "{:?}", mock.violations());
+}
+
+#[tokio::test]
+async fn hang_until_the_client_times_out() {
+    let mock = MockLlm::start(Script::Queue).await;
+    mock.push(Reply::Hang);
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let err = client
+        .post(format!("{}/chat/completions", mock.base_url()))
+        .json(&simple_body(false))
+        .send()
+        .await
+        .expect_err("a hung request must time out");
+    assert!(err.is_timeout(), "{err}");
+    assert!(started.elapsed() >= Duration::from_millis(290));
+    // The server is still fine afterwards.
+    let v: Value = post(&mock.base_url(), "/chat/completions", &simple_body(false))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["choices"][0]["message"]["content"], "ok");
+}
+
+#[tokio::test]
+async fn dropping_the_server_releases_a_hang() {
+    let mock = MockLlm::start(Script::Queue).await;
+    mock.push(Reply::Hang);
+    let url = format!("{}/chat/completions", mock.base_url());
+    let pending =
+        tokio::spawn(async move { client().post(url).json(&simple_body(false)).send().await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(mock.requests().len(), 1);
+    drop(mock);
+    let outcome = tokio::time::timeout(Duration::from_secs(5), pending)
+        .await
+        .expect("still hanging after drop")
+        .unwrap();
+    if let Ok(res) = outcome {
+        assert_eq!(res.status(), 503);
+    }
+}
+
+#[tokio::test]
+async fn garbage_non_stream_is_not_json() {
+    let mock = MockLlm::start(Script::Queue).await;
+    mock.push(Reply::Garbage);
+    let res = post(&mock.base_url(), "/chat/completions", &simple_body(false)).await;
+    assert_eq!(res.status(), 200);
+    let text = res.text().await.unwrap();
+    assert!(text.starts_with('{'));
+    assert!(serde_json::from_str::<Value>(&text).is_err(), "{text}");
+}
+
+#[tokio::test]
+async fn garbage_stream_breaks_off_mid_chunk() {
+    let mock = MockLlm::start(Script::Queue).await;
+    mock.push(Reply::Garbage);
+    let res = post(&mock.base_url(), "/chat/completions", &simple_body(true)).await;
+    assert_eq!(res.status(), 200);
+    let mut stream = res.bytes_stream();
+    let mut received = Vec::new();
+    let mut failed = false;
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(bytes) => received.extend_from_slice(&bytes),
+            Err(_) => {
+                failed = true;
+                break;
+            }
+        }
+    }
+    let text = String::from_utf8(received).unwrap();
+    assert!(
+        failed,
+        "the body should end with a transport error; got {text:?}"
+    );
+    assert!(text.starts_with("data: {"), "{text}");
+    assert!(!text.contains("[DONE]"));
+    let last = text.rsplit("\n\n").next().unwrap();
+    assert!(
+        last.starts_with("data: {") && serde_json::from_str::<Value>(&last[6..]).is_err(),
+        "{last:?}"
+    );
+}
+
+#[tokio::test]
+async fn delayed_reply_waits() {
+    let mock = MockLlm::start(Script::Queue).await;
+    mock.push(Reply::Delayed(
+        Duration::from_millis(300),
+        Box::new(Reply::text("late")),
+    ));
+    let started = Instant::now();
+    let v: Value = post(&mock.base_url(), "/chat/completions", &simple_body(false))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(290));
+    assert_eq!(v["choices"][0]["message"]["content"], "late");
+}
