@@ -1,1 +1,183 @@
-//! Harness shared by Engram's whole-system tests and benchmarks.
+//! Harness shared by Engram's whole-system tests and benchmarks: a data directory in a temp dir,
+//! the engine opened on it with an in-memory keychain, agents pointed at the scripted model
+//! server, runs with their events collected, and the `engram` binary.
+
+use engram_core::{AgentId, LlmConfig, LoopStyle, NewAgent, NewBlock, RunEvent};
+use engram_mock_llm::MockLlm;
+use engram_secrets::{MemoryStore, SecretStore};
+use engram_service::{Engram, Options};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+pub use engram_agent::RunOutcome;
+
+/// A data directory that disappears with the value, and the engine opened on it.
+pub struct Home {
+    /// The temp dir (kept alive for the test).
+    pub dir: tempfile::TempDir,
+    /// The engine.
+    pub engram: Engram,
+}
+
+impl Home {
+    /// A fresh data directory with an in-memory keychain and an empty environment.
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let engram = open(dir.path(), Arc::new(MemoryStore::default()));
+        Self { dir, engram }
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Creates an agent on the scripted server `mock` with `persona` and `human` blocks.
+    pub fn agent(&self, mock: &MockLlm, style: LoopStyle) -> AgentId {
+        self.agent_with(mock, style, |_| {})
+    }
+
+    /// Same, letting the test adjust the request first (context window, blocks, tools…).
+    pub fn agent_with(
+        &self,
+        mock: &MockLlm,
+        style: LoopStyle,
+        adjust: impl FnOnce(&mut NewAgent),
+    ) -> AgentId {
+        let mut llm = LlmConfig::new("openai/mock-small");
+        llm.base_url = Some(mock.base_url());
+        llm.context_window = 32_000;
+        let mut new = NewAgent {
+            name: "Sam".into(),
+            llm: Some(llm),
+            loop_style: style,
+            blocks: vec![
+                NewBlock::new("persona", "I am Sam, a friendly companion who remembers."),
+                NewBlock::new("human", ""),
+            ],
+            ..NewAgent::default()
+        };
+        adjust(&mut new);
+        self.engram
+            .create_agent(new)
+            .expect("create agent")
+            .agent
+            .id
+    }
+
+    /// Sends `text` and returns the outcome with every event the run emitted.
+    pub async fn chat(&self, agent: &AgentId, text: &str) -> (RunOutcome, Vec<RunEvent>) {
+        chat(&self.engram, agent, text, CancellationToken::new()).await
+    }
+
+    /// The value of the agent's block `label`.
+    pub fn block(&self, agent: &AgentId, label: &str) -> String {
+        self.engram
+            .store()
+            .agent_block(agent, label)
+            .expect("block")
+            .value
+    }
+}
+
+impl Default for Home {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Opens the engine on `dir` with `secrets` and no environment.
+pub fn open(dir: &Path, secrets: Arc<dyn SecretStore>) -> Engram {
+    Engram::open(Options {
+        home: Some(dir.to_owned()),
+        secrets,
+        env: Arc::new(|_| None),
+    })
+    .expect("open engram")
+}
+
+/// Runs one message, collecting events until the run's `Done`.
+pub async fn chat(
+    engram: &Engram,
+    agent: &AgentId,
+    text: &str,
+    cancel: CancellationToken,
+) -> (RunOutcome, Vec<RunEvent>) {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let outcome = engram
+        .send_message(agent, text, &tx, cancel)
+        .await
+        .expect("run starts");
+    drop(tx);
+    let mut events = Vec::new();
+    while let Some(e) = rx.recv().await {
+        events.push(e);
+    }
+    (outcome, events)
+}
+
+/// The `engram` binary built alongside the tests (`cargo test` builds the workspace's binaries
+/// into the same target directory as the test executables).
+pub fn engram_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let dir = exe.parent().and_then(Path::parent).expect("target dir");
+    let bin = dir.join(format!("engram{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        bin.exists(),
+        "{} is missing: build it with `cargo build -p engram-cli`",
+        bin.display()
+    );
+    bin
+}
+
+/// Runs the `engram` CLI on `home` with an in-memory keychain and no provider environment.
+pub fn cli(home: &Path, args: &[&str]) -> Output {
+    cli_command(home).args(args).output().expect("run engram")
+}
+
+/// The `engram` command prepared for `home`, for tests that need stdin or to kill it.
+pub fn cli_command(home: &Path) -> Command {
+    let mut cmd = Command::new(engram_bin());
+    cmd.arg("--home")
+        .arg(home)
+        .env("ENGRAM_SECRETS", "memory")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("ENGRAM_HOME");
+    cmd
+}
+
+/// Standard output of a successful CLI run; panics with stderr otherwise.
+pub fn stdout_ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "engram failed ({}): {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Every tool-result envelope the scripted server saw in the last chat request, as JSON.
+pub fn last_tool_results(mock: &MockLlm) -> Vec<serde_json::Value> {
+    let requests = mock.chat_requests();
+    let Some(last) = requests.last() else {
+        return Vec::new();
+    };
+    last.body["messages"]
+        .as_array()
+        .map(|ms| {
+            ms.iter()
+                .filter(|m| m["role"] == "tool")
+                .filter_map(|m| {
+                    m["content"]
+                        .as_str()
+                        .and_then(|c| serde_json::from_str(c).ok())
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}

@@ -74,16 +74,17 @@ pub fn default_context_window(handle: &str) -> u32 {
         200_000
     } else if name.starts_with("gpt-4.1") {
         1_047_576
-    } else if name.starts_with("gpt-4o") || name.starts_with("gpt-4-turbo") || name.starts_with("gpt-5")
+    } else if name.starts_with("gpt-4o")
+        || name.starts_with("gpt-4-turbo")
+        || name.starts_with("gpt-5")
     {
         128_000
     } else if name.starts_with("o1") || name.starts_with("o3") || name.starts_with("o4") {
         200_000
     } else if name.starts_with("gpt-3.5") {
         16_385
-    } else if name.starts_with("gpt-4") {
-        8_192
     } else {
+        // Also the original gpt-4.
         8_192
     }
 }
@@ -192,15 +193,24 @@ mod tests {
 
     #[test]
     fn handles_split_on_the_first_slash() {
-        assert_eq!(split_handle("openai/gpt-4o-mini"), ("openai", "gpt-4o-mini"));
-        assert_eq!(split_handle("openrouter/meta-llama/llama-3"), ("openrouter", "meta-llama/llama-3"));
+        assert_eq!(
+            split_handle("openai/gpt-4o-mini"),
+            ("openai", "gpt-4o-mini")
+        );
+        assert_eq!(
+            split_handle("openrouter/meta-llama/llama-3"),
+            ("openrouter", "meta-llama/llama-3")
+        );
         assert_eq!(split_handle("gpt-4o"), ("openai", "gpt-4o"));
     }
 
     #[test]
     fn known_families_get_their_windows() {
         assert_eq!(default_context_window("openai/gpt-4o-mini"), 128_000);
-        assert_eq!(default_context_window("anthropic/claude-3-5-sonnet"), 200_000);
+        assert_eq!(
+            default_context_window("anthropic/claude-3-5-sonnet"),
+            200_000
+        );
         assert_eq!(default_context_window("ollama/llama3.1"), 8_192);
     }
 }

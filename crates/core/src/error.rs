@@ -75,7 +75,10 @@ pub enum Error {
 impl Error {
     /// Shorthand for [`Error::NotFound`].
     pub fn not_found(what: &'static str, id: impl Into<String>) -> Self {
-        Self::NotFound { what, id: id.into() }
+        Self::NotFound {
+            what,
+            id: id.into(),
+        }
     }
 
     /// Shorthand for [`Error::Invalid`].
@@ -85,7 +88,10 @@ impl Error {
 
     /// Shorthand for [`Error::Provider`].
     pub fn provider(fault: ProviderFault, message: impl Into<String>) -> Self {
-        Self::Provider { fault, message: message.into() }
+        Self::Provider {
+            fault,
+            message: message.into(),
+        }
     }
 
     /// The stable machine-readable code of this error, e.g. `"not_found"`, `"rate_limited"`.
@@ -127,7 +133,11 @@ pub struct ErrorBody {
 
 impl From<&Error> for ErrorBody {
     fn from(e: &Error) -> Self {
-        Self { code: e.code().to_owned(), message: e.to_string(), details: None }
+        Self {
+            code: e.code().to_owned(),
+            message: e.to_string(),
+            details: None,
+        }
     }
 }
 

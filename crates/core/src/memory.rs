@@ -86,7 +86,11 @@ pub struct NewBlock {
 impl NewBlock {
     /// A block with `label` and `value` and default settings.
     pub fn new(label: impl Into<String>, value: impl Into<String>) -> Self {
-        Self { label: label.into(), value: value.into(), ..Self::default() }
+        Self {
+            label: label.into(),
+            value: value.into(),
+            ..Self::default()
+        }
     }
 }
 
@@ -107,7 +111,9 @@ pub fn default_description(label: &str) -> String {
 pub fn valid_label(label: &str) -> bool {
     !label.is_empty()
         && label.len() <= 64
-        && label.chars().all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        && label
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))
 }
 
 /// A partial update of a block; `None` leaves a field as it is.
@@ -174,7 +180,10 @@ mod tests {
         assert!(check_limit("", five_snowmen, 5).is_ok());
         let err = check_limit("☃☃", "☃☃☃☃☃☃", 5).unwrap_err();
         assert_eq!((err.limit, err.requested, err.available), (5, 6, 3));
-        assert!(err.to_string().starts_with("Edit failed: Exceeds 5 character limit (requested 6)"));
+        assert!(
+            err.to_string()
+                .starts_with("Edit failed: Exceeds 5 character limit (requested 6)")
+        );
     }
 
     #[test]

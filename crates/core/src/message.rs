@@ -121,16 +121,34 @@ pub struct NewMessage {
 impl NewMessage {
     /// A user message.
     pub fn user(content: impl Into<String>) -> Self {
-        Self { role: Role::User, content: content.into(), ..Self::default() }
+        Self {
+            role: Role::User,
+            content: content.into(),
+            ..Self::default()
+        }
     }
 
     /// An assistant message with optional reasoning and tool calls.
-    pub fn assistant(content: impl Into<String>, reasoning: Option<String>, tool_calls: Vec<ToolCall>) -> Self {
-        Self { role: Role::Assistant, content: content.into(), reasoning, tool_calls, ..Self::default() }
+    pub fn assistant(
+        content: impl Into<String>,
+        reasoning: Option<String>,
+        tool_calls: Vec<ToolCall>,
+    ) -> Self {
+        Self {
+            role: Role::Assistant,
+            content: content.into(),
+            reasoning,
+            tool_calls,
+            ..Self::default()
+        }
     }
 
     /// The result of tool call `call_id`; `content` is the JSON envelope.
-    pub fn tool(call_id: impl Into<String>, name: impl Into<String>, content: impl Into<String>) -> Self {
+    pub fn tool(
+        call_id: impl Into<String>,
+        name: impl Into<String>,
+        content: impl Into<String>,
+    ) -> Self {
         Self {
             role: Role::Tool,
             content: content.into(),
@@ -142,7 +160,12 @@ impl NewMessage {
 
     /// A hidden user-role message of `kind` (heartbeat or alert).
     pub fn hidden(kind: MessageKind, content: impl Into<String>) -> Self {
-        Self { role: Role::User, kind, content: content.into(), ..Self::default() }
+        Self {
+            role: Role::User,
+            kind,
+            content: content.into(),
+            ..Self::default()
+        }
     }
 
     /// Tags the message with the run and step writing it.

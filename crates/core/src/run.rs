@@ -112,12 +112,20 @@ pub struct ToolReturn {
 impl ToolReturn {
     /// A successful result.
     pub fn ok(message: impl Into<String>, now: Timestamp) -> Self {
-        Self { status: ToolStatus::Ok, message: message.into(), time: format_time(now) }
+        Self {
+            status: ToolStatus::Ok,
+            message: message.into(),
+            time: format_time(now),
+        }
     }
 
     /// A failure the model should read and react to.
     pub fn failed(message: impl Into<String>, now: Timestamp) -> Self {
-        Self { status: ToolStatus::Failed, message: message.into(), time: format_time(now) }
+        Self {
+            status: ToolStatus::Failed,
+            message: message.into(),
+            time: format_time(now),
+        }
     }
 
     /// The envelope as stored in the tool message's content.
@@ -220,7 +228,9 @@ mod tests {
 
     #[test]
     fn envelope_round_trips_with_letta_field_names() {
-        let now = chrono::DateTime::parse_from_rfc3339("2026-11-21T14:38:00Z").unwrap().to_utc();
+        let now = chrono::DateTime::parse_from_rfc3339("2026-11-21T14:38:00Z")
+            .unwrap()
+            .to_utc();
         let r = ToolReturn::failed("no such block", now);
         let json = r.to_json();
         assert_eq!(
@@ -233,6 +243,9 @@ mod tests {
     #[test]
     fn events_are_tagged() {
         let json = serde_json::to_value(RunEvent::TextDelta { delta: "hi".into() }).unwrap();
-        assert_eq!(json, serde_json::json!({"type": "text_delta", "delta": "hi"}));
+        assert_eq!(
+            json,
+            serde_json::json!({"type": "text_delta", "delta": "hi"})
+        );
     }
 }

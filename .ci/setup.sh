@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs the system packages Engram builds and tests with — only those `dpkg -s` says are
+# missing, so a warm machine spends no time here. Debian 12.
+set -euo pipefail
+
+packages=(
+  build-essential pkg-config
+  libdbus-1-dev                          # keyring's Secret Service backend (build)
+  dbus-daemon dbus-bin gnome-keyring keyutils  # a real keychain for the tests
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}"
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

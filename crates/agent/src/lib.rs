@@ -1,0 +1,56 @@
+//! The agent: context compilation, the built-in memory tools, the agent loop and compaction.
+//!
+//! Tauri-free and transport-free: the service layer drives a [`Runtime`], and whatever transport
+//! is in front (desktop IPC, REST, CLI) forwards the [`RunEvent`](engram_core::RunEvent)s it
+//! emits. The loop follows MemGPT (Packer et al., 2023, "MemGPT: Towards LLMs as Operating
+//! Systems") and Letta's current agents; see DESIGN.md §5–§6.
+
+mod compact;
+pub mod compile;
+mod context;
+pub mod prompts;
+mod run;
+pub mod tokens;
+pub mod tools;
+
+pub use context::Context;
+pub use run::{LoopSettings, RunOutcome, Runtime};
+pub use tokens::{ContextBreakdown, TokenCounter};
+
+use engram_core::{EmbeddingConfig, LlmConfig, Result, RunEvent};
+use engram_providers::{ChatModel, EmbeddingModel, ProviderError};
+use std::sync::Arc;
+
+/// Where a run's events go. Unbounded so the model's stream never waits on a slow consumer;
+/// events are small and a run is bounded by its step limit.
+pub type EventSink = tokio::sync::mpsc::UnboundedSender<RunEvent>;
+
+/// An embedding model bound to a model name.
+pub struct Embedder {
+    /// The provider client.
+    pub model: Arc<dyn EmbeddingModel>,
+    /// The provider's model name (without the `provider/` prefix).
+    pub name: String,
+}
+
+impl Embedder {
+    /// Embeds one text.
+    pub async fn embed_one(&self, text: &str) -> std::result::Result<Vec<f32>, ProviderError> {
+        let mut vectors = self.model.embed(&self.name, &[text.to_owned()]).await?;
+        vectors.pop().ok_or_else(|| {
+            ProviderError::new(
+                engram_core::error::ProviderFault::BadResponse,
+                "the embedding server returned no vector",
+            )
+        })
+    }
+}
+
+/// Turns an agent's model settings into clients (the service implements this with the
+/// configured providers and the keychain). Called once per run.
+pub trait ModelResolver: Send + Sync {
+    /// The chat model for `llm`. Errors say what to configure (`provider_not_configured`…).
+    fn chat_model(&self, llm: &LlmConfig) -> Result<Arc<dyn ChatModel>>;
+    /// The embedding model for `config`.
+    fn embedder(&self, config: &EmbeddingConfig) -> Result<Embedder>;
+}

@@ -1,0 +1,514 @@
+//! The agent loop: one user message starts a run of steps; each step compiles the context,
+//! calls the model, answers every tool call it returned, and commits all of it in one
+//! transaction. The run goes on while the model asks to (heartbeat in the classic loop, tool
+//! calls in the tool loop) up to the step limit.
+
+use crate::compact::{self, Pressure};
+use crate::context::{self, Context};
+use crate::prompts;
+use crate::tools::{self, ToolContext};
+use crate::{Embedder, EventSink, ModelResolver};
+use engram_core::error::ProviderFault;
+use engram_core::run::format_time;
+use engram_core::{
+    AgentId, Error, ErrorBody, LoopStyle, Message, MessageKind, NewMessage, Result, RunEvent,
+    RunId, Step, StepId, StopReason, ToolStatus, Usage,
+};
+use engram_providers::{ChatModel, ChatResponse, Delta};
+use engram_store::{StepCommit, Store};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// Thresholds of context-window management, as fractions of the model's context window.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LoopSettings {
+    /// Warn the model (hidden alert) once the context passes this share (default 0.75).
+    pub warn_at: f32,
+    /// Compact before the call once the context passes this share (default 0.9).
+    pub compact_at: f32,
+    /// Compaction evicts the oldest messages until the context is under this share (default 0.7).
+    pub compact_to: f32,
+}
+
+impl Default for LoopSettings {
+    fn default() -> Self {
+        Self {
+            warn_at: 0.75,
+            compact_at: 0.9,
+            compact_to: 0.7,
+        }
+    }
+}
+
+/// What a run did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunOutcome {
+    /// The run.
+    pub run_id: RunId,
+    /// Every message the run committed, the user's first, in order.
+    pub messages: Vec<Message>,
+    /// Why it ended.
+    pub stop_reason: StopReason,
+    /// Tokens and steps.
+    pub usage: Usage,
+    /// What failed, when `stop_reason` is an error.
+    pub error: Option<ErrorBody>,
+}
+
+/// Runs agents. One run per agent at a time: a second message to a busy agent waits its turn,
+/// so two runs never interleave their steps.
+pub struct Runtime {
+    store: Store,
+    models: Arc<dyn ModelResolver>,
+    settings: LoopSettings,
+    busy: Mutex<HashMap<AgentId, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+/// One step's result, for the loop to decide what comes next.
+struct StepEnd {
+    messages: Vec<Message>,
+    next: Option<StopReason>,
+}
+
+impl Runtime {
+    /// A runtime over `store`, resolving models with `models`.
+    pub fn new(store: Store, models: Arc<dyn ModelResolver>) -> Self {
+        Self::with_settings(store, models, LoopSettings::default())
+    }
+
+    /// Same, with custom thresholds.
+    pub fn with_settings(
+        store: Store,
+        models: Arc<dyn ModelResolver>,
+        settings: LoopSettings,
+    ) -> Self {
+        Self {
+            store,
+            models,
+            settings,
+            busy: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The agent's context as the next call would see it (for the context-window meter).
+    pub fn context(&self, agent_id: &AgentId) -> Result<Context> {
+        context::load(&self.store, agent_id, chrono::Utc::now(), true)
+    }
+
+    /// Sends `input` (a user message) to the agent and runs steps until it is done.
+    ///
+    /// Errors before anything is written (unknown agent, model not configured) are returned as
+    /// `Err`. Failures during the run (provider down, cancelled) end it with a stop reason and
+    /// `RunOutcome::error`; everything committed before stays valid, and an `Error` then a `Done`
+    /// event are emitted. Each step is written in one transaction, so a crash loses at most the
+    /// step in flight.
+    pub async fn run(
+        &self,
+        agent_id: &AgentId,
+        input: NewMessage,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<RunOutcome> {
+        let lock = {
+            let mut busy = self
+                .busy
+                .lock()
+                .map_err(|_| Error::Internal("run registry poisoned".into()))?;
+            busy.entry(agent_id.clone()).or_default().clone()
+        };
+        let _turn = lock.lock().await;
+
+        let agent = self.store.get_agent(agent_id)?;
+        let model = self.models.chat_model(&agent.llm)?;
+        let embedder = agent
+            .embedding
+            .as_ref()
+            .map(|c| self.models.embedder(c))
+            .transpose()?;
+
+        let run_id = RunId::new();
+        let emit = |e: RunEvent| {
+            let _ = events.send(e);
+        };
+        emit(RunEvent::RunStarted {
+            run_id: run_id.clone(),
+            agent_id: agent_id.clone(),
+        });
+        let repaired = self
+            .store
+            .repair_orphaned_tool_calls(agent_id, chrono::Utc::now())?;
+        if repaired > 0 {
+            tracing::warn!(%agent_id, repaired, "answered tool calls left open by an interrupted run");
+        }
+        let mut input = input;
+        input.run_id = Some(run_id.clone());
+        let mut written = self.store.append_messages(agent_id, &[input])?;
+        for m in &written {
+            emit(RunEvent::Message { message: m.clone() });
+        }
+
+        let mut usage = Usage::default();
+        let mut stop = StopReason::MaxSteps;
+        let mut error = None;
+        for index in 1..=agent.max_steps.max(1) {
+            if cancel.is_cancelled() {
+                stop = StopReason::Cancelled;
+                break;
+            }
+            let step = self.step(
+                agent_id,
+                &*model,
+                embedder.as_ref(),
+                &run_id,
+                index,
+                events,
+                cancel,
+                &mut usage,
+            );
+            match step.await {
+                Ok(end) => {
+                    written.extend(end.messages);
+                    if let Some(reason) = end.next {
+                        stop = reason;
+                        break;
+                    }
+                }
+                Err(e) => {
+                    stop = match &e {
+                        Error::Cancelled => StopReason::Cancelled,
+                        Error::Provider { .. } => StopReason::LlmApiError,
+                        _ => StopReason::Error,
+                    };
+                    if !matches!(e, Error::Cancelled) {
+                        tracing::warn!(%agent_id, error = %e, "run ended with an error");
+                        let body = ErrorBody::from(&e);
+                        emit(RunEvent::Error {
+                            error: body.clone(),
+                        });
+                        error = Some(body);
+                    }
+                    break;
+                }
+            }
+        }
+        emit(RunEvent::Done {
+            run_id: run_id.clone(),
+            stop_reason: stop,
+            usage,
+        });
+        Ok(RunOutcome {
+            run_id,
+            messages: written,
+            stop_reason: stop,
+            usage,
+            error,
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn step(
+        &self,
+        agent_id: &AgentId,
+        model: &dyn ChatModel,
+        embedder: Option<&Embedder>,
+        run_id: &RunId,
+        index: u32,
+        events: &EventSink,
+        cancel: &CancellationToken,
+        usage: &mut Usage,
+    ) -> Result<StepEnd> {
+        let started = Instant::now();
+        let started_at = chrono::Utc::now();
+        let step_id = StepId::new();
+        let _ = events.send(RunEvent::StepStarted {
+            step_id: step_id.clone(),
+            index,
+        });
+
+        let mut ctx = self.prepare(agent_id, model, cancel).await?;
+        let classic = ctx.agent.loop_style == LoopStyle::Classic;
+
+        // Deltas stream out as they come; the text is also kept so a cancelled reply keeps
+        // what already arrived.
+        let partial = Arc::new(Mutex::new(String::new()));
+        let on_delta = {
+            let events = events.clone();
+            let partial = partial.clone();
+            move |d: Delta| {
+                let event = match d {
+                    Delta::Text(t) => {
+                        if let Ok(mut p) = partial.lock() {
+                            p.push_str(&t);
+                        }
+                        if classic {
+                            RunEvent::ReasoningDelta { delta: t }
+                        } else {
+                            RunEvent::TextDelta { delta: t }
+                        }
+                    }
+                    Delta::Reasoning(t) => RunEvent::ReasoningDelta { delta: t },
+                };
+                let _ = events.send(event);
+            }
+        };
+
+        let llm_started = Instant::now();
+        let mut compacted_for_error = false;
+        let response: ChatResponse = loop {
+            let call = model.complete(&ctx.request, &on_delta);
+            let result = tokio::select! {
+                r = call => r,
+                () = cancel.cancelled() => {
+                    let text = partial.lock().map(|p| p.clone()).unwrap_or_default();
+                    return self.commit_cancelled(&ctx, run_id, &step_id, index, text, started_at, started, events);
+                }
+            };
+            match result {
+                Ok(r) => break r,
+                // Our count said it fits but the provider disagrees, so our count is off: halve
+                // what was sent (or reach the usual target, if that is smaller), once.
+                Err(e) if e.fault == ProviderFault::ContextLength && !compacted_for_error => {
+                    compacted_for_error = true;
+                    let target = self.target_tokens(&ctx).min(ctx.breakdown.total / 2);
+                    compact::compact(&self.store, model, &ctx, target).await?;
+                    ctx = context::load(&self.store, agent_id, chrono::Utc::now(), true)?;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        };
+        let llm_ms = llm_started.elapsed().as_millis() as u64;
+
+        for call in &response.tool_calls {
+            let _ = events.send(RunEvent::ToolCall { call: call.clone() });
+        }
+        let mut messages = vec![
+            NewMessage::assistant(
+                response.content.clone(),
+                response.reasoning.clone(),
+                response.tool_calls.clone(),
+            )
+            .in_step(run_id, &step_id),
+        ];
+        let mut tool_ctx = ToolContext {
+            agent: &ctx.agent,
+            store: &self.store,
+            blocks: ctx.blocks.clone(),
+            writes: Vec::new(),
+            passages: Vec::new(),
+            embedder,
+            now: chrono::Utc::now(),
+        };
+        let (mut heartbeat, mut failed, mut replied) = (false, false, false);
+        for call in &response.tool_calls {
+            // Every call gets exactly one result, also when the run is being cancelled.
+            let out = if cancel.is_cancelled() {
+                tools::ToolOutput {
+                    result: engram_core::ToolReturn::failed(
+                        "The run was cancelled before this tool ran.",
+                        tool_ctx.now,
+                    ),
+                    heartbeat: false,
+                    reply: None,
+                }
+            } else {
+                tools::execute(&mut tool_ctx, call).await
+            };
+            let _ = events.send(RunEvent::ToolResult {
+                tool_call_id: call.id.clone(),
+                name: call.name.clone(),
+                status: out.result.status,
+                message: out.result.message.clone(),
+            });
+            if let Some(reply) = &out.reply {
+                replied = true;
+                if classic {
+                    let _ = events.send(RunEvent::TextDelta {
+                        delta: reply.clone(),
+                    });
+                }
+            }
+            heartbeat |= out.heartbeat;
+            failed |= out.result.status == ToolStatus::Failed;
+            messages.push(
+                NewMessage::tool(&call.id, &call.name, out.result.to_json())
+                    .in_step(run_id, &step_id),
+            );
+        }
+
+        let next = if cancel.is_cancelled() {
+            Some(StopReason::Cancelled)
+        } else if classic {
+            if response.tool_calls.is_empty() {
+                Some(StopReason::NoToolCall)
+            } else if heartbeat || failed {
+                let reason = if failed && !heartbeat {
+                    prompts::HEARTBEAT_AFTER_FAILURE
+                } else {
+                    prompts::HEARTBEAT_REQUESTED
+                };
+                let content = serde_json::json!({"type": "heartbeat", "reason": reason, "time": format_time(tool_ctx.now)});
+                messages.push(
+                    NewMessage::hidden(MessageKind::Heartbeat, content.to_string())
+                        .in_step(run_id, &step_id),
+                );
+                None
+            } else {
+                Some(StopReason::EndTurn)
+            }
+        } else if response.tool_calls.is_empty() || (replied && !heartbeat) {
+            Some(StopReason::EndTurn)
+        } else {
+            None
+        };
+
+        let completion_fallback = || {
+            let counter = crate::TokenCounter::for_model(&ctx.agent.llm.model);
+            counter.count(&response.content)
+                + response
+                    .tool_calls
+                    .iter()
+                    .map(|c| counter.count(&c.arguments))
+                    .sum::<usize>()
+        };
+        let (prompt_tokens, completion_tokens) = match response.usage {
+            Some(u) => (u.prompt_tokens, u.completion_tokens),
+            None => (ctx.breakdown.total as u64, completion_fallback() as u64),
+        };
+        let step = Step {
+            id: step_id,
+            agent_id: agent_id.clone(),
+            run_id: run_id.clone(),
+            index,
+            model: ctx.agent.llm.model.clone(),
+            prompt_tokens,
+            completion_tokens,
+            finish_reason: response.finish_reason.clone(),
+            started_at,
+            llm_ms,
+            step_ms: started.elapsed().as_millis() as u64,
+        };
+        let commit = StepCommit {
+            step,
+            messages,
+            block_writes: tool_ctx.writes,
+            passages: tool_ctx.passages,
+        };
+        let committed = self.store.commit_step(&commit)?;
+        let mut step_usage = Usage::default();
+        step_usage.add_step(prompt_tokens, completion_tokens);
+        usage.add_step(prompt_tokens, completion_tokens);
+        announce(events, agent_id, &committed, step_usage);
+        Ok(StepEnd {
+            messages: committed.messages,
+            next,
+        })
+    }
+
+    /// Loads the context and relieves memory pressure: compacts when over `compact_at`, or sends
+    /// the model one warning when over `warn_at`.
+    async fn prepare(
+        &self,
+        agent_id: &AgentId,
+        model: &dyn ChatModel,
+        cancel: &CancellationToken,
+    ) -> Result<Context> {
+        let ctx = context::load(&self.store, agent_id, chrono::Utc::now(), true)?;
+        match compact::pressure(&ctx, &self.settings) {
+            Pressure::Low => Ok(ctx),
+            Pressure::Warn(percent) => {
+                let alert =
+                    NewMessage::hidden(MessageKind::Alert, prompts::memory_pressure_alert(percent));
+                self.store.append_messages(agent_id, &[alert])?;
+                context::load(&self.store, agent_id, chrono::Utc::now(), true)
+            }
+            Pressure::Compact => {
+                tokio::select! {
+                    r = compact::compact(&self.store, model, &ctx, self.target_tokens(&ctx)) => r?,
+                    () = cancel.cancelled() => return Err(Error::Cancelled),
+                }
+                context::load(&self.store, agent_id, chrono::Utc::now(), true)
+            }
+        }
+    }
+
+    /// Where compaction aims: `compact_to` of the window, in tokens.
+    fn target_tokens(&self, ctx: &Context) -> usize {
+        (ctx.breakdown.context_window as f32 * self.settings.compact_to) as usize
+    }
+
+    /// Ends a step the user cancelled mid-answer: keeps the text that arrived as an assistant
+    /// message (no tool calls, so nothing is left unanswered).
+    #[allow(clippy::too_many_arguments)]
+    fn commit_cancelled(
+        &self,
+        ctx: &Context,
+        run_id: &RunId,
+        step_id: &StepId,
+        index: u32,
+        text: String,
+        started_at: engram_core::Timestamp,
+        started: Instant,
+        events: &EventSink,
+    ) -> Result<StepEnd> {
+        if text.is_empty() {
+            return Err(Error::Cancelled);
+        }
+        let step = Step {
+            id: step_id.clone(),
+            agent_id: ctx.agent.id.clone(),
+            run_id: run_id.clone(),
+            index,
+            model: ctx.agent.llm.model.clone(),
+            prompt_tokens: ctx.breakdown.total as u64,
+            completion_tokens: 0,
+            finish_reason: Some("cancelled".into()),
+            started_at,
+            llm_ms: started.elapsed().as_millis() as u64,
+            step_ms: started.elapsed().as_millis() as u64,
+        };
+        let message = NewMessage::assistant(text, None, Vec::new()).in_step(run_id, step_id);
+        let commit = StepCommit {
+            step,
+            messages: vec![message],
+            block_writes: Vec::new(),
+            passages: Vec::new(),
+        };
+        let committed = self.store.commit_step(&commit)?;
+        announce(events, &ctx.agent.id, &committed, Usage::default());
+        Ok(StepEnd {
+            messages: committed.messages,
+            next: Some(StopReason::Cancelled),
+        })
+    }
+}
+
+/// Emits what a committed step changed: blocks (last state of each), messages, usage.
+fn announce(
+    events: &EventSink,
+    agent_id: &AgentId,
+    committed: &engram_store::CommittedStep,
+    usage: Usage,
+) {
+    let mut seen = std::collections::HashSet::new();
+    for block in committed.blocks.iter().rev() {
+        if seen.insert(block.id.clone()) {
+            let _ = events.send(RunEvent::MemoryChanged {
+                agent_id: agent_id.clone(),
+                block: block.clone(),
+            });
+        }
+    }
+    for m in &committed.messages {
+        let _ = events.send(RunEvent::Message { message: m.clone() });
+    }
+    if usage.step_count > 0 {
+        let _ = events.send(RunEvent::Usage { usage });
+    }
+}

@@ -1,0 +1,87 @@
+//! Archival memory tools: insert and search passages.
+
+use super::ToolContext;
+use super::args::Args;
+use engram_core::run::format_time;
+use engram_core::{NewPassage, TagMatch};
+use engram_store::PassageQuery;
+use serde_json::json;
+
+/// Results returned to the model when it does not say how many.
+const DEFAULT_TOP_K: usize = 5;
+/// Never more than this many results, to protect the context window.
+const MAX_TOP_K: usize = 50;
+
+/// `archival_memory_insert(content, tags?)`: queues one passage (with its embedding when the
+/// agent has an embedding model) to commit with the step.
+pub(super) async fn insert(ctx: &mut ToolContext<'_>, args: &Args) -> Result<String, String> {
+    let content = args.str("content")?;
+    if content.trim().is_empty() {
+        return Err("Argument 'content' is empty; nothing to save.".into());
+    }
+    let tags = args.opt_strings("tags")?;
+    let embedding = match ctx.embedder {
+        Some(e) => Some(
+            e.embed_one(content)
+                .await
+                .map_err(|err| format!("Could not embed the passage: {err}"))?,
+        ),
+        None => None,
+    };
+    ctx.passages.push(NewPassage {
+        text: content.to_owned(),
+        tags,
+        embedding,
+        created_at: Some(ctx.now),
+    });
+    Ok("Saved to archival memory.".into())
+}
+
+/// `archival_memory_search(query, tags?, tag_match_mode?, top_k?, start_datetime?, end_datetime?)`:
+/// BM25, fused with vector similarity when the agent has an embedding model; filters apply
+/// before the limit. Returns a JSON list of `{timestamp, content, tags}`.
+pub(super) async fn search(ctx: &mut ToolContext<'_>, args: &Args) -> Result<String, String> {
+    let query = args.str("query")?.to_owned();
+    let tag_match = match args.opt_str("tag_match_mode")? {
+        None | Some("any") => TagMatch::Any,
+        Some("all") => TagMatch::All,
+        Some(other) => {
+            return Err(format!(
+                "tag_match_mode must be 'any' or 'all', not '{other}'."
+            ));
+        }
+    };
+    let top_k = args
+        .opt_int("top_k")?
+        .unwrap_or(DEFAULT_TOP_K as i64)
+        .clamp(1, MAX_TOP_K as i64) as usize;
+    let embedding = match ctx.embedder {
+        Some(e) if !query.trim().is_empty() => Some(
+            e.embed_one(&query)
+                .await
+                .map_err(|err| format!("Could not embed the query: {err}"))?,
+        ),
+        _ => None,
+    };
+    let q = PassageQuery {
+        query,
+        tags: args.opt_strings("tags")?,
+        tag_match,
+        start: args.opt_time("start_datetime", false)?,
+        end: args.opt_time("end_datetime", true)?,
+        top_k,
+        embedding,
+    };
+    let hits = ctx
+        .store
+        .search_passages(&ctx.agent.id, &q)
+        .map_err(|e| format!("Search failed: {e}"))?;
+    if hits.is_empty() {
+        return Ok("No matching passages in archival memory.".into());
+    }
+    let results: Vec<_> = hits
+        .iter()
+        .map(|h| json!({"timestamp": format_time(h.passage.created_at), "content": h.passage.text, "tags": h.passage.tags}))
+        .collect();
+    Ok(serde_json::Value::Array(results).to_string())
+}

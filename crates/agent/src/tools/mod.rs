@@ -1,0 +1,260 @@
+//! The built-in tools: their schemas for the model and their execution.
+//!
+//! Names and arguments follow Letta's SDK and agent files (DESIGN.md §4), so imported agents and
+//! existing prompts keep working; descriptions are Engram's own. Every failure the *model* caused
+//! (unknown tool, malformed JSON, missing block, read-only block, over-limit edit, text not found)
+//! comes back as a `Failed` result for the model to read — never as an error of the run.
+
+mod archival;
+mod args;
+mod memory;
+mod recall;
+
+use crate::Embedder;
+use args::Args;
+use engram_core::{Agent, Block, LoopStyle, NewPassage, Timestamp, ToolCall, ToolReturn};
+use engram_providers::ToolSpec;
+use engram_store::{BlockWrite, Store};
+use serde_json::{Value, json};
+
+/// Names of every built-in tool.
+pub const BUILTIN_TOOLS: &[&str] = &[
+    "send_message",
+    "core_memory_append",
+    "core_memory_replace",
+    "memory_insert",
+    "memory_replace",
+    "memory_rethink",
+    "archival_memory_insert",
+    "archival_memory_search",
+    "conversation_search",
+];
+
+/// The tools a new agent of `style` gets when none are chosen.
+pub fn default_tools(style: LoopStyle) -> Vec<String> {
+    let names: &[&str] = match style {
+        LoopStyle::Classic => &[
+            "send_message",
+            "core_memory_append",
+            "core_memory_replace",
+            "archival_memory_insert",
+            "archival_memory_search",
+            "conversation_search",
+        ],
+        LoopStyle::ToolLoop => &[
+            "core_memory_append",
+            "memory_replace",
+            "memory_insert",
+            "memory_rethink",
+            "archival_memory_insert",
+            "archival_memory_search",
+            "conversation_search",
+        ],
+    };
+    names.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// The schemas of the named tools, in order. Names that are not built-in tools are skipped
+/// (custom tools are not runnable yet). In the classic loop every tool but `send_message`
+/// gains the `request_heartbeat` argument.
+pub fn specs(names: &[String], style: LoopStyle) -> Vec<ToolSpec> {
+    names
+        .iter()
+        .filter_map(|name| {
+            let (description, mut parameters) = schema(name)?;
+            if style == LoopStyle::Classic && name != "send_message" {
+                add_heartbeat(&mut parameters);
+            }
+            Some(ToolSpec {
+                name: name.clone(),
+                description: description.to_owned(),
+                parameters,
+            })
+        })
+        .collect()
+}
+
+fn add_heartbeat(parameters: &mut Value) {
+    if let Some(props) = parameters["properties"].as_object_mut() {
+        props.insert(
+            "request_heartbeat".into(),
+            json!({"type": "boolean", "description": "true to take another step after this tool returns"}),
+        );
+    }
+    if let Some(required) = parameters["required"].as_array_mut() {
+        required.push("request_heartbeat".into());
+    }
+}
+
+fn object(properties: Value, required: &[&str]) -> Value {
+    json!({"type": "object", "properties": properties, "required": required})
+}
+
+/// Description and JSON schema of a built-in tool.
+fn schema(name: &str) -> Option<(&'static str, Value)> {
+    let label = json!({"type": "string", "description": "block label, e.g. human"});
+    Some(match name {
+        "send_message" => (
+            "Send a message to the user; the only way they hear you.",
+            object(json!({"message": {"type": "string"}}), &["message"]),
+        ),
+        "core_memory_append" => (
+            "Append a line to a core memory block.",
+            object(
+                json!({"label": label, "content": {"type": "string"}}),
+                &["label", "content"],
+            ),
+        ),
+        "core_memory_replace" => (
+            "Replace text in a core memory block (all occurrences); empty new_content deletes it.",
+            object(
+                json!({"label": label, "old_content": {"type": "string"}, "new_content": {"type": "string"}}),
+                &["label", "old_content", "new_content"],
+            ),
+        ),
+        "memory_insert" => (
+            "Insert text into a block after line insert_line (0 = top, -1 = end).",
+            object(
+                json!({"label": label, "new_str": {"type": "string"}, "insert_line": {"type": "integer", "default": -1}}),
+                &["label", "new_str"],
+            ),
+        ),
+        "memory_replace" => (
+            "Replace text that occurs exactly once in a block; empty new_str deletes it.",
+            object(
+                json!({"label": label, "old_str": {"type": "string"}, "new_str": {"type": "string"}}),
+                &["label", "old_str", "new_str"],
+            ),
+        ),
+        "memory_rethink" => (
+            "Rewrite a whole block, e.g. to reorganise or condense it.",
+            object(
+                json!({"label": label, "new_memory": {"type": "string"}}),
+                &["label", "new_memory"],
+            ),
+        ),
+        "archival_memory_insert" => (
+            "Save a passage to archival memory (long-term, searchable).",
+            object(
+                json!({"content": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}}}),
+                &["content"],
+            ),
+        ),
+        "archival_memory_search" => (
+            "Search archival memory. Dates are ISO 8601.",
+            object(
+                json!({
+                    "query": {"type": "string"},
+                    "tags": {"type": "array", "items": {"type": "string"}},
+                    "tag_match_mode": {"type": "string", "enum": ["any", "all"]},
+                    "top_k": {"type": "integer"},
+                    "start_datetime": {"type": "string"},
+                    "end_datetime": {"type": "string"}
+                }),
+                &["query"],
+            ),
+        ),
+        "conversation_search" => (
+            "Search past messages, including those out of view. Dates are ISO 8601.",
+            object(
+                json!({
+                    "query": {"type": "string"},
+                    "roles": {"type": "array", "items": {"type": "string", "enum": ["user", "assistant", "tool"]}},
+                    "limit": {"type": "integer"},
+                    "start_date": {"type": "string"},
+                    "end_date": {"type": "string"}
+                }),
+                &["query"],
+            ),
+        ),
+        _ => return None,
+    })
+}
+
+/// What one tool call produced.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolOutput {
+    /// The result envelope stored as the tool message.
+    pub result: ToolReturn,
+    /// Classic loop: the model asked for another step (`request_heartbeat`).
+    pub heartbeat: bool,
+    /// For `send_message`: the text the user should see.
+    pub reply: Option<String>,
+}
+
+/// The state tools work on during one step. Block edits go to a working copy (so a later call
+/// in the same step sees an earlier one) and are written with the step in one transaction.
+pub struct ToolContext<'a> {
+    /// The agent running the tools.
+    pub agent: &'a Agent,
+    /// For searches.
+    pub store: &'a Store,
+    /// Working copies of the agent's blocks.
+    pub blocks: Vec<Block>,
+    /// Block writes to commit with the step.
+    pub writes: Vec<BlockWrite>,
+    /// Passages to commit with the step.
+    pub passages: Vec<NewPassage>,
+    /// The embedding model, when the agent has one.
+    pub embedder: Option<&'a Embedder>,
+    /// The step's clock.
+    pub now: Timestamp,
+}
+
+/// Runs one tool call. Never fails: problems become `Failed` results.
+pub async fn execute(ctx: &mut ToolContext<'_>, call: &ToolCall) -> ToolOutput {
+    let now = ctx.now;
+    let mut heartbeat = false;
+    let mut reply = None;
+    let outcome = match Args::parse(&call.arguments) {
+        Err(e) => Err(e),
+        Ok(args) => {
+            heartbeat = args.heartbeat();
+            if !ctx.agent.tools.iter().any(|t| t == &call.name) || schema(&call.name).is_none() {
+                Err(format!(
+                    "Unknown tool '{}'. Available tools: {}.",
+                    call.name,
+                    ctx.agent.tools.join(", ")
+                ))
+            } else {
+                dispatch(ctx, call, &args, &mut reply).await
+            }
+        }
+    };
+    let result = match outcome {
+        Ok(message) => ToolReturn::ok(message, now),
+        Err(message) => ToolReturn::failed(message, now),
+    };
+    ToolOutput {
+        result,
+        heartbeat,
+        reply,
+    }
+}
+
+async fn dispatch(
+    ctx: &mut ToolContext<'_>,
+    call: &ToolCall,
+    args: &Args,
+    reply: &mut Option<String>,
+) -> Result<String, String> {
+    let tool_call_id = call.id.as_str();
+    match call.name.as_str() {
+        "send_message" => {
+            let message = args.str("message")?;
+            *reply = Some(message.to_owned());
+            Ok("Sent message successfully.".into())
+        }
+        "core_memory_append" => memory::append(ctx, tool_call_id, args),
+        "core_memory_replace" => memory::replace_all(ctx, tool_call_id, args),
+        "memory_insert" => memory::insert(ctx, tool_call_id, args),
+        "memory_replace" => memory::replace_once(ctx, tool_call_id, args),
+        "memory_rethink" => memory::rethink(ctx, tool_call_id, args),
+        "archival_memory_insert" => archival::insert(ctx, args).await,
+        "archival_memory_search" => archival::search(ctx, args).await,
+        "conversation_search" => recall::search(ctx, args),
+        other => Err(format!(
+            "Tool '{other}' cannot run in this version of Engram."
+        )),
+    }
+}

@@ -1,0 +1,245 @@
+//! The command line's shape.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// Engram: local agents with self-editing memory.
+#[derive(Parser)]
+#[command(name = "engram", version, about)]
+pub struct Cli {
+    /// Data directory (default: $ENGRAM_HOME, else the platform data dir).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub home: Option<PathBuf>,
+    /// What to do; without one, chat with the most recent agent (creating one if none exist).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Create, list, show and delete agents.
+    #[command(subcommand)]
+    Agent(AgentCmd),
+    /// Talk to an agent: one message with --message, else an interactive session.
+    Chat(ChatArgs),
+    /// Show and edit core memory.
+    #[command(subcommand)]
+    Memory(MemoryCmd),
+    /// Archival memory: add, list and search passages.
+    #[command(subcommand)]
+    Archival(ArchivalCmd),
+    /// Recall memory: search the conversation history.
+    #[command(subcommand)]
+    Recall(RecallCmd),
+    /// Configure model providers (keys go to the OS keychain).
+    #[command(subcommand)]
+    Provider(ProviderCmd),
+    /// Show how an agent's context window is used.
+    Context {
+        /// Agent id.
+        agent: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum LoopArg {
+    /// MemGPT's loop: send_message and heartbeats.
+    Classic,
+    /// Plain replies; the run goes on while the model calls tools.
+    ToolLoop,
+}
+
+#[derive(Subcommand)]
+pub enum AgentCmd {
+    /// Create an agent and print its id.
+    Create {
+        /// Display name.
+        #[arg(long)]
+        name: String,
+        /// Model handle, e.g. openai/gpt-4o-mini or ollama/llama3.1.
+        #[arg(long)]
+        model: Option<String>,
+        /// Base URL of an OpenAI-compatible server for this agent.
+        #[arg(long)]
+        base_url: Option<String>,
+        /// The model's context window, in tokens.
+        #[arg(long)]
+        context_window: Option<u32>,
+        /// File with the agent's instructions (may contain {CORE_MEMORY}).
+        #[arg(long, value_name = "FILE")]
+        system: Option<PathBuf>,
+        /// A memory block as label=value (repeatable).
+        #[arg(long = "block", value_name = "LABEL=VALUE")]
+        blocks: Vec<String>,
+        /// Loop style.
+        #[arg(long = "loop", value_enum, default_value = "tool-loop")]
+        loop_style: LoopArg,
+        /// Embedding model handle for archival search, e.g. openai/text-embedding-3-small.
+        #[arg(long)]
+        embedding: Option<String>,
+    },
+    /// List agents.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show an agent with its memory.
+    Show {
+        /// Agent id.
+        agent: String,
+    },
+    /// Delete an agent, its messages and its passages.
+    Delete {
+        /// Agent id.
+        agent: String,
+    },
+}
+
+#[derive(Args)]
+pub struct ChatArgs {
+    /// Agent id.
+    pub agent: String,
+    /// Send this one message and print the reply.
+    #[arg(long, short)]
+    pub message: Option<String>,
+    /// Print the run as Letta's response JSON (messages, stop_reason, usage).
+    #[arg(long, requires = "message")]
+    pub json: bool,
+}
+
+#[derive(Subcommand)]
+pub enum MemoryCmd {
+    /// Show the agent's blocks.
+    Show {
+        /// Agent id.
+        agent: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Set a block's value.
+    Set {
+        /// Agent id.
+        agent: String,
+        /// Block label.
+        label: String,
+        /// New value.
+        value: String,
+    },
+    /// Show a block's edit history.
+    History {
+        /// Agent id.
+        agent: String,
+        /// Block label.
+        label: String,
+    },
+    /// Undo one edit (by its id from `memory history`).
+    Undo {
+        /// Edit id.
+        edit: String,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum ArchivalCmd {
+    /// Store a passage.
+    Add {
+        /// Agent id.
+        agent: String,
+        /// The text.
+        text: String,
+        /// A tag (repeatable).
+        #[arg(long = "tag")]
+        tags: Vec<String>,
+    },
+    /// List passages, newest first.
+    List {
+        /// Agent id.
+        agent: String,
+        /// How many.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Search passages.
+    Search {
+        /// Agent id.
+        agent: String,
+        /// Query.
+        query: String,
+        /// Only passages with this tag (repeatable; any of them).
+        #[arg(long = "tag")]
+        tags: Vec<String>,
+        /// How many results.
+        #[arg(long, default_value_t = 5)]
+        top_k: usize,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum RecallCmd {
+    /// Search the conversation history.
+    Search {
+        /// Agent id.
+        agent: String,
+        /// Query.
+        query: String,
+        /// Only messages of this role: user, assistant or tool (repeatable).
+        #[arg(long = "role")]
+        roles: Vec<String>,
+        /// How many results.
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum ProviderCmd {
+    /// Add or change a provider; the key goes to the OS keychain.
+    Set {
+        /// Handle prefix: openai, anthropic, ollama, lmstudio, or a name of your own.
+        name: String,
+        /// Base URL with the version path, e.g. http://127.0.0.1:11434/v1.
+        #[arg(long)]
+        base_url: Option<String>,
+        /// Wire protocol (default: anthropic for `anthropic`, else openai).
+        #[arg(long, value_parser = ["openai", "anthropic"])]
+        kind: Option<String>,
+        /// Read the API key from standard input (keeps it out of shell history).
+        #[arg(long)]
+        api_key_stdin: bool,
+        /// Model handle new agents should use, e.g. ollama/llama3.1.
+        #[arg(long)]
+        default_model: Option<String>,
+        /// Seconds to wait for a response to start or continue.
+        #[arg(long)]
+        timeout: Option<u64>,
+        /// Retries on rate limits and server errors.
+        #[arg(long)]
+        retries: Option<u32>,
+    },
+    /// List providers (keys are shown only as set / not set).
+    List,
+    /// Check that a provider answers, and list its models.
+    Test {
+        /// Provider name.
+        name: String,
+    },
+    /// Remove a provider and its key.
+    Delete {
+        /// Provider name.
+        name: String,
+    },
+}

@@ -1,0 +1,440 @@
+//! `engram`: the command-line transport. Each subcommand parses, calls one service method and
+//! prints; errors print one line and exit non-zero.
+
+mod args;
+mod repl;
+
+use anyhow::{Context as _, Result, anyhow, bail};
+use args::{AgentCmd, ArchivalCmd, Cli, Command, LoopArg, MemoryCmd, ProviderCmd, RecallCmd};
+use clap::Parser;
+use engram_core::{
+    AgentId, EditId, EmbeddingConfig, LlmConfig, LoopStyle, NewAgent, NewBlock, Role, TagMatch,
+};
+use engram_providers::ProviderKind;
+use engram_service::{Engram, Options, ProviderSetup, letta};
+use engram_store::{MessageQuery, PassageList};
+use std::io::Read;
+use std::process::ExitCode;
+use tokio_util::sync::CancellationToken;
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("ENGRAM_LOG")
+                .unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<()> {
+    let engram = Engram::open(Options::from_env(cli.home))?;
+    let Some(command) = cli.command else {
+        let agent = latest_or_new_agent(&engram)?;
+        return repl::run(&engram, &agent).await;
+    };
+    match command {
+        Command::Agent(cmd) => agent(&engram, cmd),
+        Command::Chat(args) => match args.message {
+            Some(message) => {
+                chat_once(&engram, &AgentId::from(args.agent), &message, args.json).await
+            }
+            None => repl::run(&engram, &AgentId::from(args.agent)).await,
+        },
+        Command::Memory(cmd) => memory(&engram, cmd),
+        Command::Archival(cmd) => archival(&engram, cmd).await,
+        Command::Recall(cmd) => recall(&engram, cmd),
+        Command::Provider(cmd) => provider(&engram, cmd).await,
+        Command::Context { agent, json } => {
+            let b = engram.context_breakdown(&AgentId::from(agent))?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&b)?);
+            } else {
+                let pct = |n: usize| n as f64 * 100.0 / b.context_window.max(1) as f64;
+                println!(
+                    "context window: {} tokens ({})",
+                    b.context_window,
+                    if b.exact { "exact" } else { "estimated" }
+                );
+                for (name, n) in [
+                    ("system", b.system),
+                    ("core memory", b.core_memory),
+                    ("summary", b.summary),
+                    ("messages", b.messages),
+                    ("tools", b.tools),
+                    ("total", b.total),
+                ] {
+                    println!("  {name:<12} {n:>8}  {:>5.1}%", pct(n));
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The most recently created agent, or a new one with the default model when there is none.
+fn latest_or_new_agent(engram: &Engram) -> Result<AgentId> {
+    if let Some(agent) = engram.list_agents()?.pop() {
+        return Ok(agent.id);
+    }
+    let state = engram.create_agent(NewAgent {
+        name: "Engram".into(),
+        ..NewAgent::default()
+    })?;
+    eprintln!(
+        "Created agent {} ({}).",
+        state.agent.id, state.agent.llm.model
+    );
+    Ok(state.agent.id)
+}
+
+fn agent(engram: &Engram, cmd: AgentCmd) -> Result<()> {
+    match cmd {
+        AgentCmd::Create {
+            name,
+            model,
+            base_url,
+            context_window,
+            system,
+            blocks,
+            loop_style,
+            embedding,
+        } => {
+            let system = system
+                .map(|path| {
+                    std::fs::read_to_string(&path)
+                        .with_context(|| format!("cannot read {}", path.display()))
+                })
+                .transpose()?;
+            let blocks = blocks
+                .iter()
+                .map(|b| {
+                    let (label, value) = b
+                        .split_once('=')
+                        .ok_or_else(|| anyhow!("--block wants label=value, got '{b}'"))?;
+                    Ok(NewBlock::new(label.trim(), value))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let llm = match (model, base_url, context_window) {
+                (None, None, None) => None,
+                (model, base_url, window) => {
+                    let mut llm = LlmConfig::new(model.map_or_else(|| engram.default_model(), Ok)?);
+                    llm.base_url = base_url;
+                    if let Some(w) = window {
+                        llm.context_window = w;
+                    }
+                    Some(llm)
+                }
+            };
+            let state = engram.create_agent(NewAgent {
+                name,
+                system,
+                llm,
+                embedding: embedding.map(|model| EmbeddingConfig {
+                    model,
+                    base_url: None,
+                }),
+                loop_style: match loop_style {
+                    LoopArg::Classic => LoopStyle::Classic,
+                    LoopArg::ToolLoop => LoopStyle::ToolLoop,
+                },
+                blocks,
+                ..NewAgent::default()
+            })?;
+            println!("{}", state.agent.id);
+        }
+        AgentCmd::List { json } => {
+            let agents = engram.list_agents()?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&agents)?);
+            }
+            for a in agents.iter().filter(|_| !json) {
+                println!("{}  {}  ({})", a.id, a.name, a.llm.model);
+            }
+        }
+        AgentCmd::Show { agent } => {
+            let state = engram.get_agent(&AgentId::from(agent))?;
+            println!("{}", serde_json::to_string_pretty(&state)?);
+        }
+        AgentCmd::Delete { agent } => {
+            engram.delete_agent(&AgentId::from(agent.as_str()))?;
+            println!("deleted {agent}");
+        }
+    }
+    Ok(())
+}
+
+async fn chat_once(engram: &Engram, agent: &AgentId, message: &str, json: bool) -> Result<()> {
+    let style = engram.get_agent(agent)?.agent.loop_style;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
+    let outcome = engram
+        .send_message(agent, message, &tx, CancellationToken::new())
+        .await?;
+    drop(tx);
+    let _ = drain.await;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&letta::response(&outcome, style))?
+        );
+    } else {
+        for m in outcome.messages.iter().filter(|m| m.role != Role::User) {
+            for shown in letta::letta_messages(m, style) {
+                if shown["message_type"] == "assistant_message"
+                    && let Some(text) = shown["content"].as_str()
+                {
+                    println!("{text}");
+                }
+            }
+        }
+    }
+    if let Some(error) = outcome.error {
+        bail!(
+            "{} (stop reason: {})",
+            error.message,
+            outcome.stop_reason.as_str()
+        );
+    }
+    Ok(())
+}
+
+fn memory(engram: &Engram, cmd: MemoryCmd) -> Result<()> {
+    match cmd {
+        MemoryCmd::Show { agent, json } => {
+            let blocks = engram.get_agent(&AgentId::from(agent))?.blocks;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&blocks)?);
+            }
+            for b in blocks.iter().filter(|_| !json) {
+                let ro = if b.read_only { ", read-only" } else { "" };
+                println!(
+                    "[{}] {}/{} chars{ro}\n{}\n",
+                    b.label,
+                    b.chars(),
+                    b.limit,
+                    b.value
+                );
+            }
+        }
+        MemoryCmd::Set {
+            agent,
+            label,
+            value,
+        } => {
+            let b = engram.set_block_value(&AgentId::from(agent), &label, &value)?;
+            println!("[{}] {}/{} chars", b.label, b.chars(), b.limit);
+        }
+        MemoryCmd::History { agent, label } => {
+            for e in engram.block_history(&AgentId::from(agent), &label)? {
+                println!(
+                    "{}  {}  {}\n  - {:?}\n  + {:?}",
+                    e.id,
+                    e.created_at.to_rfc3339(),
+                    serde_json::to_string(&e.editor)?,
+                    e.old_value,
+                    e.new_value
+                );
+            }
+        }
+        MemoryCmd::Undo { edit } => {
+            let b = engram.undo_block_edit(&EditId::from(edit))?;
+            println!("[{}] restored ({}/{} chars)", b.label, b.chars(), b.limit);
+        }
+    }
+    Ok(())
+}
+
+async fn archival(engram: &Engram, cmd: ArchivalCmd) -> Result<()> {
+    match cmd {
+        ArchivalCmd::Add { agent, text, tags } => {
+            let p = engram
+                .add_passage(&AgentId::from(agent), &text, tags)
+                .await?;
+            println!("{}", p.id);
+        }
+        ArchivalCmd::List { agent, limit, json } => {
+            let list = PassageList {
+                search: None,
+                offset: 0,
+                limit,
+                ascending: false,
+            };
+            let passages = engram.list_passages(&AgentId::from(agent), &list)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&passages)?);
+            }
+            for p in passages.iter().filter(|_| !json) {
+                println!(
+                    "{}  {}  [{}]\n  {}",
+                    p.id,
+                    p.created_at.to_rfc3339(),
+                    p.tags.join(", "),
+                    p.text
+                );
+            }
+        }
+        ArchivalCmd::Search {
+            agent,
+            query,
+            tags,
+            top_k,
+            json,
+        } => {
+            let hits = engram
+                .search_archival(
+                    &AgentId::from(agent),
+                    &query,
+                    tags,
+                    TagMatch::Any,
+                    (None, None),
+                    top_k,
+                )
+                .await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&hits)?);
+            }
+            for h in hits.iter().filter(|_| !json) {
+                println!(
+                    "{:.4}  {}  [{}]\n  {}",
+                    h.score,
+                    h.passage.created_at.to_rfc3339(),
+                    h.passage.tags.join(", "),
+                    h.passage.text
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+fn recall(engram: &Engram, cmd: RecallCmd) -> Result<()> {
+    let RecallCmd::Search {
+        agent,
+        query,
+        roles,
+        limit,
+        json,
+    } = cmd;
+    let roles = roles
+        .iter()
+        .map(|r| match r.as_str() {
+            "user" => Ok(Role::User),
+            "assistant" => Ok(Role::Assistant),
+            "tool" => Ok(Role::Tool),
+            other => Err(anyhow!(
+                "unknown role '{other}': use user, assistant or tool"
+            )),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let q = MessageQuery {
+        query,
+        roles,
+        start: None,
+        end: None,
+        limit,
+    };
+    let hits = engram.search_recall(&AgentId::from(agent), &q)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&hits)?);
+    }
+    for h in hits.iter().filter(|_| !json) {
+        let m = &h.message;
+        println!(
+            "{}  {}: {}",
+            m.created_at.to_rfc3339(),
+            m.role.as_str(),
+            m.content
+        );
+    }
+    Ok(())
+}
+
+async fn provider(engram: &Engram, cmd: ProviderCmd) -> Result<()> {
+    match cmd {
+        ProviderCmd::Set {
+            name,
+            base_url,
+            kind,
+            api_key_stdin,
+            default_model,
+            timeout,
+            retries,
+        } => {
+            let api_key = if api_key_stdin {
+                let mut key = String::new();
+                std::io::stdin()
+                    .read_to_string(&mut key)
+                    .context("cannot read the key from standard input")?;
+                let key = key.trim().to_owned();
+                if key.is_empty() {
+                    bail!("no key on standard input");
+                }
+                Some(secrecy::SecretString::from(key))
+            } else {
+                None
+            };
+            let info = engram.set_provider(ProviderSetup {
+                name,
+                kind: kind.map(|k| {
+                    if k == "anthropic" {
+                        ProviderKind::Anthropic
+                    } else {
+                        ProviderKind::OpenAi
+                    }
+                }),
+                base_url,
+                api_key,
+                default_model,
+                timeout_secs: timeout,
+                max_retries: retries,
+            })?;
+            println!(
+                "{} ({}) key {}",
+                info.name,
+                info.base_url.unwrap_or_default(),
+                if info.key_set { "set" } else { "not set" }
+            );
+        }
+        ProviderCmd::List => {
+            for p in engram.list_providers()? {
+                println!(
+                    "{}  {}  key {}",
+                    p.name,
+                    p.base_url.unwrap_or_default(),
+                    if p.key_set { "set" } else { "not set" }
+                );
+            }
+        }
+        ProviderCmd::Test { name } => {
+            let models = engram.test_provider(&name).await?;
+            println!("{name}: OK, {} models", models.len());
+            for m in models {
+                println!("  {}", m.id);
+            }
+        }
+        ProviderCmd::Delete { name } => {
+            engram.delete_provider(&name)?;
+            println!("deleted {name}");
+        }
+    }
+    Ok(())
+}

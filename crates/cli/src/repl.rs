@@ -1,0 +1,82 @@
+//! The interactive chat: read a line, stream the agent's reply, repeat. Ctrl-C stops the
+//! reply in flight (keeping what arrived); Ctrl-D or `/exit` leaves.
+
+use anyhow::Result;
+use engram_core::{AgentId, RunEvent, ToolStatus};
+use engram_service::Engram;
+use std::io::Write;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio_util::sync::CancellationToken;
+
+pub async fn run(engram: &Engram, agent: &AgentId) -> Result<()> {
+    let state = engram.get_agent(agent)?;
+    eprintln!(
+        "Chatting with {} ({}). Ctrl-C stops a reply, Ctrl-D or /exit leaves.",
+        state.agent.name, state.agent.llm.model
+    );
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    loop {
+        eprint!("> ");
+        let Some(line) = lines.next_line().await? else {
+            break;
+        };
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if line == "/exit" || line == "/quit" {
+            break;
+        }
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let printer = tokio::spawn(async move {
+            let mut out = std::io::stdout();
+            while let Some(event) = rx.recv().await {
+                match event {
+                    RunEvent::TextDelta { delta } => {
+                        let _ = write!(out, "{delta}");
+                        let _ = out.flush();
+                    }
+                    RunEvent::ToolCall { call } => {
+                        eprintln!("\n  → {}({})", call.name, call.arguments)
+                    }
+                    RunEvent::ToolResult {
+                        status: ToolStatus::Failed,
+                        message,
+                        ..
+                    } => eprintln!("  ✗ {message}"),
+                    RunEvent::MemoryChanged { block, .. } => {
+                        eprintln!("  ✎ {} updated", block.label)
+                    }
+                    RunEvent::Done {
+                        stop_reason, usage, ..
+                    } => {
+                        let _ = writeln!(out);
+                        eprintln!(
+                            "  [{} · {} steps · {} tokens]",
+                            stop_reason.as_str(),
+                            usage.step_count,
+                            usage.total_tokens
+                        );
+                    }
+                    RunEvent::Error { error } => eprintln!("\nerror: {}", error.message),
+                    _ => {}
+                }
+            }
+        });
+        let cancel = CancellationToken::new();
+        let stop = cancel.clone();
+        let ctrl_c = tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                stop.cancel();
+            }
+        });
+        let result = engram.send_message(agent, line, &tx, cancel).await;
+        ctrl_c.abort();
+        drop(tx);
+        let _ = printer.await;
+        if let Err(e) = result {
+            eprintln!("error: {e}");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,125 @@
+//! Creating, reading, changing and deleting agents.
+
+use crate::Engram;
+use engram_agent::prompts;
+use engram_agent::tools::{BUILTIN_TOOLS, default_tools};
+use engram_core::agent::DEFAULT_MAX_STEPS;
+use engram_core::{
+    Agent, AgentId, AgentPatch, Block, Error, LlmConfig, LoopStyle, NewAgent, NewBlock, Result,
+};
+use serde::{Deserialize, Serialize};
+
+/// The model new agents get when none is given and no default is set.
+pub const FALLBACK_MODEL: &str = "openai/gpt-4o-mini";
+/// The settings key holding the default model handle.
+pub const DEFAULT_MODEL_SETTING: &str = "default_model";
+
+/// An agent with its core memory.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AgentState {
+    /// The agent.
+    #[serde(flatten)]
+    pub agent: Agent,
+    /// Its blocks, in order.
+    pub blocks: Vec<Block>,
+}
+
+impl Engram {
+    /// Creates an agent, filling what `new` leaves out: Engram's default instructions for the
+    /// loop style, the default model, the built-in tools of the loop style, and `persona` /
+    /// `human` blocks when no blocks are given at all.
+    ///
+    /// Errors: `invalid_input` for an empty name, an unknown tool or a bad block; `conflict` for
+    /// duplicate labels; `not_found` for an unknown block id to attach.
+    pub fn create_agent(&self, new: NewAgent) -> Result<AgentState> {
+        let name = new.name.trim();
+        if name.is_empty() {
+            return Err(Error::invalid("an agent needs a name"));
+        }
+        let tools = new.tools.unwrap_or_else(|| default_tools(new.loop_style));
+        if let Some(unknown) = tools.iter().find(|t| !BUILTIN_TOOLS.contains(&t.as_str())) {
+            return Err(Error::invalid(format!(
+                "unknown tool '{unknown}'; built-in tools are: {}",
+                BUILTIN_TOOLS.join(", ")
+            )));
+        }
+        let llm = match new.llm {
+            Some(llm) => llm,
+            None => LlmConfig::new(self.default_model()?),
+        };
+        let system = new
+            .system
+            .unwrap_or_else(|| default_system(new.loop_style).to_owned());
+        let mut blocks = new.blocks;
+        if blocks.is_empty() && new.block_ids.is_empty() {
+            blocks = vec![NewBlock::new("persona", ""), NewBlock::new("human", "")];
+        }
+        let now = chrono::Utc::now();
+        let agent = Agent {
+            id: AgentId::new(),
+            name: name.to_owned(),
+            description: new.description,
+            system,
+            llm,
+            embedding: new.embedding,
+            loop_style: new.loop_style,
+            max_steps: new.max_steps.unwrap_or(DEFAULT_MAX_STEPS).max(1),
+            tools,
+            summary: None,
+            created_at: now,
+            updated_at: now,
+        };
+        let (agent, blocks) = self.store.create_agent(&agent, &blocks, &new.block_ids)?;
+        Ok(AgentState { agent, blocks })
+    }
+
+    /// Every agent, oldest first.
+    pub fn list_agents(&self) -> Result<Vec<Agent>> {
+        self.store.list_agents()
+    }
+
+    /// One agent with its blocks.
+    pub fn get_agent(&self, id: &AgentId) -> Result<AgentState> {
+        Ok(AgentState {
+            agent: self.store.get_agent(id)?,
+            blocks: self.store.agent_blocks(id)?,
+        })
+    }
+
+    /// Changes an agent's settings.
+    pub fn update_agent(&self, id: &AgentId, patch: &AgentPatch) -> Result<Agent> {
+        if let Some(name) = &patch.name
+            && name.trim().is_empty()
+        {
+            return Err(Error::invalid("an agent needs a name"));
+        }
+        self.store.update_agent(id, patch)
+    }
+
+    /// Deletes an agent with its messages and passages; blocks it shares with other agents stay.
+    pub fn delete_agent(&self, id: &AgentId) -> Result<()> {
+        self.store.delete_agent(id)
+    }
+
+    /// The model handle new agents get: the `default_model` setting, else
+    /// [`FALLBACK_MODEL`].
+    pub fn default_model(&self) -> Result<String> {
+        Ok(self
+            .store
+            .get_setting(DEFAULT_MODEL_SETTING)?
+            .unwrap_or_else(|| FALLBACK_MODEL.to_owned()))
+    }
+
+    /// Sets the model handle new agents get.
+    pub fn set_default_model(&self, handle: &str) -> Result<()> {
+        self.store.set_setting(DEFAULT_MODEL_SETTING, handle)
+    }
+}
+
+/// Engram's default instructions for a loop style.
+pub fn default_system(style: LoopStyle) -> &'static str {
+    match style {
+        LoopStyle::Classic => prompts::CLASSIC_SYSTEM,
+        LoopStyle::ToolLoop => prompts::TOOL_LOOP_SYSTEM,
+    }
+}

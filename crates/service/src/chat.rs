@@ -1,0 +1,80 @@
+//! Chatting: starting runs, and stopping them.
+
+use crate::Engram;
+use engram_agent::{EventSink, RunOutcome};
+use engram_core::{AgentId, Error, NewMessage, Result};
+use tokio_util::sync::CancellationToken;
+
+/// Registers a run's cancel token while it runs; unregisters it when dropped.
+pub struct RunHandle<'a> {
+    engram: &'a Engram,
+    agent: AgentId,
+    id: u64,
+    token: CancellationToken,
+}
+
+impl Drop for RunHandle<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut runs) = self.engram.runs.lock()
+            && let Some(tokens) = runs.get_mut(&self.agent)
+        {
+            tokens.retain(|(id, _)| *id != self.id);
+            if tokens.is_empty() {
+                runs.remove(&self.agent);
+            }
+        }
+    }
+}
+
+impl Engram {
+    /// Sends a user message to an agent and runs it to the end of its turn, streaming events
+    /// into `events`. The run can be stopped with [`cancel_runs`](Self::cancel_runs) or with
+    /// `cancel`. Errors: `invalid_input` for an empty message, `not_found`, and configuration
+    /// errors (no provider, no key) before anything is written; failures during the run are in
+    /// the outcome.
+    pub async fn send_message(
+        &self,
+        agent: &AgentId,
+        text: &str,
+        events: &EventSink,
+        cancel: CancellationToken,
+    ) -> Result<RunOutcome> {
+        if text.trim().is_empty() {
+            return Err(Error::invalid("the message is empty"));
+        }
+        let handle = self.register(agent, cancel);
+        let outcome = self
+            .runtime
+            .run(agent, NewMessage::user(text), events, &handle.token)
+            .await;
+        drop(handle);
+        outcome
+    }
+
+    /// Stops every run of the agent (the one in flight keeps what already arrived). Returns how
+    /// many runs were told to stop.
+    pub fn cancel_runs(&self, agent: &AgentId) -> usize {
+        let Ok(runs) = self.runs.lock() else { return 0 };
+        runs.get(agent).map_or(0, |tokens| {
+            tokens.iter().for_each(|(_, t)| t.cancel());
+            tokens.len()
+        })
+    }
+
+    fn register(&self, agent: &AgentId, token: CancellationToken) -> RunHandle<'_> {
+        let id = self
+            .next_run
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if let Ok(mut runs) = self.runs.lock() {
+            runs.entry(agent.clone())
+                .or_default()
+                .push((id, token.clone()));
+        }
+        RunHandle {
+            engram: self,
+            agent: agent.clone(),
+            id,
+            token,
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! The service layer: the one API every transport calls (desktop IPC, REST, CLI).
+//!
+//! [`Engram`] owns the store, the keychain and the agent runtime. Transports parse their input,
+//! call one method here and map the [`Error`](engram_core::Error) to their wire shape
+//! (`{code, message, details?}`); no transport holds logic of its own.
+
+mod agents;
+mod chat;
+pub mod letta;
+mod memory;
+mod providers;
+mod resolve;
+
+pub use agents::AgentState;
+pub use chat::RunHandle;
+pub use providers::{ProviderInfo, ProviderSetup};
+
+use engram_agent::Runtime;
+use engram_core::{Error, Result};
+use engram_secrets::SecretStore;
+use engram_store::Store;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use tokio_util::sync::CancellationToken;
+
+/// The file name of the database inside the data directory.
+pub const DB_FILE: &str = "engram.db";
+
+/// Looks up an environment variable (`None` when unset or empty). Injectable so tests need not
+/// touch the process environment; values read through it are never persisted.
+pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// How to open Engram.
+pub struct Options {
+    /// The data directory; `None` uses `ENGRAM_HOME`, else the platform data dir + `engram`.
+    pub home: Option<PathBuf>,
+    /// Where API keys live (the OS keychain in the apps, memory in tests).
+    pub secrets: Arc<dyn SecretStore>,
+    /// Environment lookups (`OPENAI_BASE_URL`, `ENGRAM_HOME`).
+    pub env: EnvLookup,
+}
+
+impl Options {
+    /// Options with the real environment and the default secret store.
+    pub fn from_env(home: Option<PathBuf>) -> Self {
+        Self {
+            home,
+            secrets: engram_secrets::default_store(),
+            env: Arc::new(|k| std::env::var(k).ok().filter(|v| !v.is_empty())),
+        }
+    }
+}
+
+/// The data directory: explicit, else `ENGRAM_HOME`, else the platform data dir + `engram`.
+pub fn resolve_home(
+    explicit: Option<PathBuf>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<PathBuf> {
+    explicit
+        .or_else(|| env("ENGRAM_HOME").map(PathBuf::from))
+        .or_else(|| dirs::data_dir().map(|d| d.join("engram")))
+        .ok_or_else(|| Error::invalid("no data directory: set ENGRAM_HOME or pass --home DIR"))
+}
+
+/// Engram's engine, opened on one data directory. Cheap to share behind an `Arc`.
+pub struct Engram {
+    home: PathBuf,
+    store: Store,
+    secrets: Arc<dyn SecretStore>,
+    resolver: Arc<resolve::Resolver>,
+    runtime: Runtime,
+    /// Cancel tokens of the runs in flight (or waiting their turn), per agent.
+    runs: Mutex<HashMap<engram_core::AgentId, Vec<(u64, CancellationToken)>>>,
+    next_run: std::sync::atomic::AtomicU64,
+}
+
+impl Engram {
+    /// Opens (creating if needed) the data directory and its database.
+    pub fn open(options: Options) -> Result<Self> {
+        let home = resolve_home(options.home, &*options.env)?;
+        std::fs::create_dir_all(&home).map_err(|e| {
+            Error::Storage(format!(
+                "cannot create the data directory {}: {e}",
+                home.display()
+            ))
+        })?;
+        let store = Store::open(&home.join(DB_FILE))?;
+        let resolver = Arc::new(resolve::Resolver::new(
+            store.clone(),
+            options.secrets.clone(),
+            options.env,
+        ));
+        Ok(Self {
+            runtime: Runtime::new(store.clone(), resolver.clone()),
+            resolver,
+            home,
+            store,
+            secrets: options.secrets,
+            runs: Mutex::new(HashMap::new()),
+            next_run: std::sync::atomic::AtomicU64::new(0),
+        })
+    }
+
+    /// The data directory.
+    pub fn home(&self) -> &Path {
+        &self.home
+    }
+
+    /// The store, for transports that page through data directly (read-only use).
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+}

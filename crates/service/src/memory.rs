@@ -1,0 +1,144 @@
+//! Core, archival and recall memory as people (not the agent) see and change it.
+
+use crate::Engram;
+use engram_core::{
+    AgentId, Block, BlockEdit, BlockPatch, EditId, Editor, Error, Message, NewPassage, Passage,
+    PassageHit, PassageId, Result, TagMatch, Timestamp,
+};
+use engram_store::{MessageHit, MessageQuery, PassageList, PassageQuery};
+
+/// How many history entries a block keeps on show.
+const HISTORY_LIMIT: usize = 200;
+
+impl Engram {
+    /// Sets a block's value by hand (recorded in the block's history as a user edit).
+    /// Errors: `not_found` for an unknown agent or label, `invalid_input` when over the limit.
+    pub fn set_block_value(&self, agent: &AgentId, label: &str, value: &str) -> Result<Block> {
+        let block = self.store.agent_block(agent, label)?;
+        let patch = BlockPatch {
+            value: Some(value.to_owned()),
+            ..BlockPatch::default()
+        };
+        self.store.update_block(&block.id, &patch, &Editor::User)
+    }
+
+    /// Changes a block of an agent (value, limit, description, label, read-only).
+    pub fn update_agent_block(
+        &self,
+        agent: &AgentId,
+        label: &str,
+        patch: &BlockPatch,
+    ) -> Result<Block> {
+        let block = self.store.agent_block(agent, label)?;
+        self.store.update_block(&block.id, patch, &Editor::User)
+    }
+
+    /// The edit history of an agent's block, newest first.
+    pub fn block_history(&self, agent: &AgentId, label: &str) -> Result<Vec<BlockEdit>> {
+        let block = self.store.agent_block(agent, label)?;
+        self.store.block_history(&block.id, HISTORY_LIMIT)
+    }
+
+    /// Undoes one recorded edit (itself recorded, so it can be undone in turn).
+    pub fn undo_block_edit(&self, edit: &EditId) -> Result<Block> {
+        self.store.undo_edit(edit)
+    }
+
+    /// Stores a passage in the agent's archival memory, embedded when the agent has an
+    /// embedding model. Errors: `invalid_input` for empty text; provider errors when embedding
+    /// fails (nothing is stored then).
+    pub async fn add_passage(
+        &self,
+        agent: &AgentId,
+        text: &str,
+        tags: Vec<String>,
+    ) -> Result<Passage> {
+        if text.trim().is_empty() {
+            return Err(Error::invalid("a passage needs text"));
+        }
+        let embedding = match self.embedder_for(agent)? {
+            Some(e) => Some(e.embed_one(text).await?),
+            None => None,
+        };
+        let new = NewPassage {
+            text: text.to_owned(),
+            tags,
+            embedding,
+            created_at: None,
+        };
+        let mut stored = self.store.insert_passages(agent, &[new])?;
+        stored
+            .pop()
+            .ok_or_else(|| Error::Internal("insert returned no passage".into()))
+    }
+
+    /// Lists passages, newest first unless `ascending`.
+    pub fn list_passages(&self, agent: &AgentId, list: &PassageList) -> Result<Vec<Passage>> {
+        self.store.get_agent(agent)?;
+        self.store.list_passages(agent, list)
+    }
+
+    /// Deletes a passage.
+    pub fn delete_passage(&self, agent: &AgentId, id: &PassageId) -> Result<()> {
+        self.store.delete_passage(agent, id)
+    }
+
+    /// Searches archival memory as the agent's tool does (BM25, fused with vectors when the
+    /// agent has an embedding model; filters before the limit).
+    pub async fn search_archival(
+        &self,
+        agent: &AgentId,
+        query: &str,
+        tags: Vec<String>,
+        tag_match: TagMatch,
+        range: (Option<Timestamp>, Option<Timestamp>),
+        top_k: usize,
+    ) -> Result<Vec<PassageHit>> {
+        let embedding = match self.embedder_for(agent)? {
+            Some(e) if !query.trim().is_empty() => Some(e.embed_one(query).await?),
+            _ => None,
+        };
+        let q = PassageQuery {
+            query: query.to_owned(),
+            tags,
+            tag_match,
+            start: range.0,
+            end: range.1,
+            top_k: top_k.max(1),
+            embedding,
+        };
+        self.store.search_passages(agent, &q)
+    }
+
+    /// Searches recall memory (every message the agent ever had).
+    pub fn search_recall(&self, agent: &AgentId, query: &MessageQuery) -> Result<Vec<MessageHit>> {
+        self.store.get_agent(agent)?;
+        self.store.search_messages(agent, query)
+    }
+
+    /// Pages through the conversation: the `limit` messages before `before_seq`, oldest first.
+    pub fn list_messages(
+        &self,
+        agent: &AgentId,
+        before_seq: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<Message>> {
+        self.store.get_agent(agent)?;
+        self.store.list_messages(agent, before_seq, limit)
+    }
+
+    /// The agent's context window as its next call would see it, by part (tokens).
+    pub fn context_breakdown(&self, agent: &AgentId) -> Result<engram_agent::ContextBreakdown> {
+        Ok(self.runtime.context(agent)?.breakdown)
+    }
+
+    fn embedder_for(&self, agent: &AgentId) -> Result<Option<engram_agent::Embedder>> {
+        use engram_agent::ModelResolver;
+        let agent = self.store.get_agent(agent)?;
+        agent
+            .embedding
+            .as_ref()
+            .map(|cfg| self.resolver.embedder(cfg))
+            .transpose()
+    }
+}

@@ -1,0 +1,155 @@
+//! Model providers as the user configures them: settings in the database, keys in the keychain.
+
+use crate::Engram;
+use crate::resolve::{retries_key, timeout_key};
+use engram_core::{Error, Result};
+use engram_providers::{ModelInfo, ProviderKind};
+use engram_secrets::provider_key_name;
+use engram_store::ProviderRow;
+use secrecy::SecretString;
+use serde::{Deserialize, Serialize};
+
+/// What the user sets for a provider. `None` keeps the stored value.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct ProviderSetup {
+    /// The handle prefix the provider serves (`openai`, `anthropic`, `ollama`, `my-vllm`…).
+    pub name: String,
+    /// Wire protocol; default: Anthropic for `anthropic`, OpenAI-compatible otherwise.
+    pub kind: Option<ProviderKind>,
+    /// Base URL including the version path (`http://127.0.0.1:11434/v1`).
+    pub base_url: Option<String>,
+    /// The API key; goes to the keychain only.
+    #[serde(skip)]
+    pub api_key: Option<SecretString>,
+    /// The model handle new agents should get, e.g. `ollama/llama3.1`.
+    pub default_model: Option<String>,
+    /// Seconds to wait for a response to start or a stream to continue.
+    pub timeout_secs: Option<u64>,
+    /// Retries on 429/5xx.
+    pub max_retries: Option<u32>,
+}
+
+/// A provider as shown to people: never the key, only whether one is set.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProviderInfo {
+    /// Handle prefix.
+    pub name: String,
+    /// Wire protocol.
+    pub kind: ProviderKind,
+    /// Base URL in effect (stored, or the provider's default).
+    pub base_url: Option<String>,
+    /// Whether an API key is available (keychain or environment).
+    pub key_set: bool,
+    /// The model handle new agents get from this provider, if set.
+    pub default_model: Option<String>,
+}
+
+fn kind_name(kind: ProviderKind) -> &'static str {
+    match kind {
+        ProviderKind::OpenAi => "openai",
+        ProviderKind::Anthropic => "anthropic",
+    }
+}
+
+fn valid_base_url(url: &str) -> bool {
+    (url.starts_with("http://") || url.starts_with("https://"))
+        && url.len() > "https://".len()
+        && !url.contains(char::is_whitespace)
+}
+
+impl Engram {
+    /// Stores a provider's settings and (if given) its key in the keychain. The key is written
+    /// first, so a keychain failure leaves the stored settings as they were.
+    ///
+    /// Errors: `invalid_input` for a bad name or URL; `secrets` when the keychain fails.
+    pub fn set_provider(&self, setup: ProviderSetup) -> Result<ProviderInfo> {
+        let name = setup.name.trim().to_ascii_lowercase();
+        if !engram_core::memory::valid_label(&name) || name.contains('/') {
+            return Err(Error::invalid(format!(
+                "'{}' is not a usable provider name (letters, digits, - and _)",
+                setup.name
+            )));
+        }
+        if let Some(url) = &setup.base_url
+            && !valid_base_url(url)
+        {
+            return Err(Error::invalid(format!("'{url}' is not an http(s) URL")));
+        }
+        let existing = match self.store.get_provider(&name) {
+            Ok(row) => Some(row),
+            Err(Error::NotFound { .. }) => None,
+            Err(e) => return Err(e),
+        };
+        if let Some(key) = &setup.api_key {
+            self.secrets.set(&provider_key_name(&name), key)?;
+        }
+        let kind = setup
+            .kind
+            .map(kind_name)
+            .map(str::to_owned)
+            .or_else(|| existing.as_ref().map(|r| r.kind.clone()))
+            .unwrap_or_else(|| kind_name(engram_providers::kind_for(&name)).to_owned());
+        let row = ProviderRow {
+            name: name.clone(),
+            kind,
+            base_url: setup
+                .base_url
+                .or_else(|| existing.as_ref().and_then(|r| r.base_url.clone())),
+            default_model: setup
+                .default_model
+                .or_else(|| existing.as_ref().and_then(|r| r.default_model.clone())),
+        };
+        self.store.upsert_provider(&row)?;
+        if let Some(secs) = setup.timeout_secs {
+            self.store
+                .set_setting(&timeout_key(&name), &secs.to_string())?;
+        }
+        if let Some(n) = setup.max_retries {
+            self.store
+                .set_setting(&retries_key(&name), &n.to_string())?;
+        }
+        if let Some(model) = &row.default_model {
+            self.set_default_model(model)?;
+        }
+        self.provider_info(&row)
+    }
+
+    /// Every configured provider.
+    pub fn list_providers(&self) -> Result<Vec<ProviderInfo>> {
+        self.store
+            .list_providers()?
+            .iter()
+            .map(|r| self.provider_info(r))
+            .collect()
+    }
+
+    /// Removes a provider and its key.
+    pub fn delete_provider(&self, name: &str) -> Result<()> {
+        self.store.get_provider(name)?;
+        self.secrets.delete(&provider_key_name(name))?;
+        self.store.delete_provider(name)
+    }
+
+    /// Checks that the provider answers with these settings and key, returning its models.
+    pub async fn test_provider(&self, name: &str) -> Result<Vec<ModelInfo>> {
+        let config = self.resolver.config(name, None)?;
+        Ok(engram_providers::list_models(&config).await?)
+    }
+
+    fn provider_info(&self, row: &ProviderRow) -> Result<ProviderInfo> {
+        Ok(ProviderInfo {
+            name: row.name.clone(),
+            kind: if row.kind == "anthropic" {
+                ProviderKind::Anthropic
+            } else {
+                ProviderKind::OpenAi
+            },
+            base_url: row
+                .base_url
+                .clone()
+                .or_else(|| engram_providers::default_base_url(&row.name).map(str::to_owned)),
+            key_set: self.secrets.get(&provider_key_name(&row.name))?.is_some(),
+            default_model: row.default_model.clone(),
+        })
+    }
+}

@@ -1,0 +1,438 @@
+//! Core-memory blocks: rows of their own, linked to agents, with an edit history.
+//!
+//! Limits are in characters ([`memory::check_limit`]); every change of a value is checked against
+//! the limit stored *now* and leaves a history row in the same transaction.
+
+use crate::Store;
+use crate::agents;
+use crate::sql::{self, DbResult, json, ts};
+use engram_core::memory::{check_limit, default_description, valid_label};
+use engram_core::{
+    AgentId, Block, BlockEdit, BlockId, BlockPatch, DEFAULT_BLOCK_LIMIT, EditId, Editor, Error,
+    NewBlock, Result, Timestamp,
+};
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+const BLOCK_COLS: &str =
+    "b.id, b.label, b.value, b.char_limit, b.description, b.read_only, b.created_at, b.updated_at";
+
+fn block_from_row(r: &Row<'_>) -> rusqlite::Result<Block> {
+    Ok(Block {
+        id: BlockId::from(r.get::<_, String>(0)?),
+        label: r.get(1)?,
+        value: r.get(2)?,
+        limit: usize::try_from(sql::uint(r, 3)?).unwrap_or(usize::MAX),
+        description: r.get(4)?,
+        read_only: r.get(5)?,
+        created_at: ts(r, 6)?,
+        updated_at: ts(r, 7)?,
+    })
+}
+
+fn edit_from_row(r: &Row<'_>) -> rusqlite::Result<BlockEdit> {
+    Ok(BlockEdit {
+        id: EditId::from(r.get::<_, String>(0)?),
+        block_id: BlockId::from(r.get::<_, String>(1)?),
+        editor: json(r, 2)?,
+        old_value: r.get(3)?,
+        new_value: r.get(4)?,
+        created_at: ts(r, 5)?,
+    })
+}
+
+/// The error for a label already used by another block of the same agent.
+pub(crate) fn label_conflict(label: &str) -> Error {
+    Error::Conflict(format!(
+        "an agent cannot have two blocks labelled {label:?}"
+    ))
+}
+
+fn check_label(label: &str) -> Result<()> {
+    if valid_label(label) {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "invalid block label {label:?}: use 1-64 letters, digits, '_', '-' or '.'"
+        )))
+    }
+}
+
+fn limit_int(limit: usize) -> Result<i64> {
+    i64::try_from(limit).map_err(|_| Error::invalid(format!("block limit is too large: {limit}")))
+}
+
+/// A new block row from `nb`: validated label, default limit (raised to fit the value) and
+/// default description; explicit limits must fit the value.
+pub(crate) fn build(nb: &NewBlock, now: Timestamp) -> Result<Block> {
+    check_label(&nb.label)?;
+    let chars = nb.value.chars().count();
+    let limit = match nb.limit {
+        Some(limit) => {
+            check_limit("", &nb.value, limit).map_err(|e| Error::Invalid(e.to_string()))?;
+            limit
+        }
+        None => DEFAULT_BLOCK_LIMIT.max(chars),
+    };
+    limit_int(limit)?;
+    Ok(Block {
+        id: BlockId::new(),
+        label: nb.label.clone(),
+        value: nb.value.clone(),
+        limit,
+        description: nb
+            .description
+            .clone()
+            .unwrap_or_else(|| default_description(&nb.label)),
+        read_only: nb.read_only,
+        created_at: now,
+        updated_at: now,
+    })
+}
+
+/// Inserts a block row.
+pub(crate) fn insert(conn: &Connection, b: &Block) -> Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO blocks (id, label, value, char_limit, description, read_only, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )
+    .db()?
+    .execute(params![
+        b.id.as_str(),
+        b.label,
+        b.value,
+        limit_int(b.limit)?,
+        b.description,
+        b.read_only,
+        sql::micros(b.created_at),
+        sql::micros(b.updated_at),
+    ])
+    .db()?;
+    Ok(())
+}
+
+fn save(conn: &Connection, b: &Block) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE blocks SET label = ?2, value = ?3, char_limit = ?4, description = ?5,
+                read_only = ?6, updated_at = ?7
+         WHERE id = ?1",
+    )
+    .db()?
+    .execute(params![
+        b.id.as_str(),
+        b.label,
+        b.value,
+        limit_int(b.limit)?,
+        b.description,
+        b.read_only,
+        sql::micros(b.updated_at),
+    ])
+    .db()?;
+    Ok(())
+}
+
+/// Loads one block. Errors: `NotFound("block", id)`.
+pub(crate) fn load(conn: &Connection, id: &BlockId) -> Result<Block> {
+    conn.prepare_cached(&format!(
+        "SELECT {BLOCK_COLS} FROM blocks b WHERE b.id = ?1"
+    ))
+    .db()?
+    .query_row([id.as_str()], block_from_row)
+    .optional()
+    .db()?
+    .ok_or_else(|| Error::not_found("block", id.as_str()))
+}
+
+/// Links a block to an agent at `position` (no clash check; callers do that).
+pub(crate) fn link(
+    conn: &Connection,
+    agent: &AgentId,
+    block: &BlockId,
+    position: i64,
+) -> Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO agent_blocks (agent_id, block_id, position) VALUES (?1, ?2, ?3)",
+    )
+    .db()?
+    .execute(params![agent.as_str(), block.as_str(), position])
+    .db()?;
+    Ok(())
+}
+
+/// Whether `agent` has a block other than `except` labelled `label`.
+fn label_taken(conn: &Connection, agent: &str, label: &str, except: &BlockId) -> Result<bool> {
+    conn.prepare_cached(
+        "SELECT 1 FROM agent_blocks ab JOIN blocks b ON b.id = ab.block_id
+         WHERE ab.agent_id = ?1 AND b.label = ?2 AND b.id != ?3",
+    )
+    .db()?
+    .exists(params![agent, label, except.as_str()])
+    .db()
+}
+
+fn attached_agents(conn: &Connection, block: &BlockId) -> Result<Vec<AgentId>> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT a.id FROM agent_blocks ab JOIN agents a ON a.id = ab.agent_id
+             WHERE ab.block_id = ?1 ORDER BY a.created_at, a.id",
+        )
+        .db()?;
+    let rows = stmt
+        .query_map([block.as_str()], |r| {
+            Ok(AgentId::from(r.get::<_, String>(0)?))
+        })
+        .db()?;
+    rows.collect::<rusqlite::Result<_>>().db()
+}
+
+fn record_edit(
+    conn: &Connection,
+    block: &BlockId,
+    editor: &Editor,
+    old_value: &str,
+    new_value: &str,
+    now: Timestamp,
+) -> Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO block_history (id, block_id, editor, old_value, new_value, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )
+    .db()?
+    .execute(params![
+        EditId::new().as_str(),
+        block.as_str(),
+        sql::to_json(editor)?,
+        old_value,
+        new_value,
+        sql::micros(now),
+    ])
+    .db()?;
+    Ok(())
+}
+
+/// Sets a block's value: checked against the limit stored now (a concurrent edit may have
+/// changed the room left), saved, and recorded in the history when it differs from the old one.
+///
+/// Errors: `NotFound("block")`; `Invalid` with the limit message.
+pub(crate) fn write_value(
+    conn: &Connection,
+    id: &BlockId,
+    new_value: &str,
+    editor: &Editor,
+    now: Timestamp,
+) -> Result<Block> {
+    let mut b = load(conn, id)?;
+    check_limit(&b.value, new_value, b.limit).map_err(|e| Error::Invalid(e.to_string()))?;
+    if b.value != new_value {
+        record_edit(conn, id, editor, &b.value, new_value, now)?;
+        b.value = new_value.to_owned();
+        b.updated_at = now.max(b.updated_at);
+        save(conn, &b)?;
+    }
+    Ok(b)
+}
+
+impl Store {
+    /// Creates a standalone block (attach it later with [`attach_block`](Store::attach_block)).
+    /// Defaults as in [`create_agent`](Store::create_agent).
+    ///
+    /// Errors: `Invalid` for a bad label or a value over an explicit limit.
+    pub fn create_block(&self, b: &NewBlock) -> Result<Block> {
+        let block = build(b, sql::now())?;
+        self.write(|tx| insert(tx, &block))?;
+        Ok(block)
+    }
+
+    /// One block. Errors: `NotFound("block", id)`.
+    pub fn get_block(&self, id: &BlockId) -> Result<Block> {
+        self.read(|c| load(c, id))
+    }
+
+    /// Every block (attached or not), oldest first, optionally only those labelled `label`.
+    pub fn list_blocks(&self, label: Option<&str>) -> Result<Vec<Block>> {
+        self.read(|c| {
+            let mut stmt = c
+                .prepare_cached(&format!(
+                    "SELECT {BLOCK_COLS} FROM blocks b
+                     WHERE ?1 IS NULL OR b.label = ?1 ORDER BY b.created_at, b.id"
+                ))
+                .db()?;
+            let rows = stmt.query_map([label], block_from_row).db()?;
+            rows.collect::<rusqlite::Result<_>>().db()
+        })
+    }
+
+    /// The agent's blocks in attach order (the order they are compiled into the context).
+    /// Errors: `NotFound("agent")`.
+    pub fn agent_blocks(&self, agent: &AgentId) -> Result<Vec<Block>> {
+        self.read(|c| {
+            agents::ensure_exists(c, agent)?;
+            let mut stmt = c
+                .prepare_cached(&format!(
+                    "SELECT {BLOCK_COLS} FROM agent_blocks ab JOIN blocks b ON b.id = ab.block_id
+                     WHERE ab.agent_id = ?1 ORDER BY ab.position"
+                ))
+                .db()?;
+            let rows = stmt.query_map([agent.as_str()], block_from_row).db()?;
+            rows.collect::<rusqlite::Result<_>>().db()
+        })
+    }
+
+    /// The agent's block labelled `label`.
+    /// Errors: `NotFound("agent")`; `NotFound("block", label)`.
+    pub fn agent_block(&self, agent: &AgentId, label: &str) -> Result<Block> {
+        self.read(|c| {
+            agents::ensure_exists(c, agent)?;
+            c.prepare_cached(&format!(
+                "SELECT {BLOCK_COLS} FROM agent_blocks ab JOIN blocks b ON b.id = ab.block_id
+                 WHERE ab.agent_id = ?1 AND b.label = ?2"
+            ))
+            .db()?
+            .query_row(params![agent.as_str(), label], block_from_row)
+            .optional()
+            .db()?
+            .ok_or_else(|| Error::not_found("block", label))
+        })
+    }
+
+    /// The agents a block is attached to, oldest agent first. Errors: `NotFound("block")`.
+    pub fn block_agents(&self, block: &BlockId) -> Result<Vec<AgentId>> {
+        self.read(|c| {
+            load(c, block)?;
+            attached_agents(c, block)
+        })
+    }
+
+    /// Attaches an existing block to an agent, after its other blocks. Attaching a block that
+    /// is already attached does nothing.
+    ///
+    /// Errors: `NotFound("agent" | "block")`; `Conflict` if the agent already has another
+    /// block with the same label.
+    pub fn attach_block(&self, agent: &AgentId, block: &BlockId) -> Result<()> {
+        self.write(|tx| {
+            agents::ensure_exists(tx, agent)?;
+            let b = load(tx, block)?;
+            let linked = tx
+                .prepare_cached("SELECT 1 FROM agent_blocks WHERE agent_id = ?1 AND block_id = ?2")
+                .db()?
+                .exists(params![agent.as_str(), block.as_str()])
+                .db()?;
+            if linked {
+                return Ok(());
+            }
+            if label_taken(tx, agent.as_str(), &b.label, block)? {
+                return Err(label_conflict(&b.label));
+            }
+            let next: i64 = tx
+                .prepare_cached(
+                    "SELECT coalesce(max(position) + 1, 0) FROM agent_blocks WHERE agent_id = ?1",
+                )
+                .db()?
+                .query_row([agent.as_str()], |r| r.get(0))
+                .db()?;
+            link(tx, agent, block, next)
+        })
+    }
+
+    /// Detaches a block from an agent; the block itself stays. Detaching a block that is not
+    /// attached does nothing. Errors: `NotFound("agent" | "block")`.
+    pub fn detach_block(&self, agent: &AgentId, block: &BlockId) -> Result<()> {
+        self.write(|tx| {
+            agents::ensure_exists(tx, agent)?;
+            load(tx, block)?;
+            tx.prepare_cached("DELETE FROM agent_blocks WHERE agent_id = ?1 AND block_id = ?2")
+                .db()?
+                .execute(params![agent.as_str(), block.as_str()])
+                .db()?;
+            Ok(())
+        })
+    }
+
+    /// Applies `patch` in one transaction and returns the block as stored. The value (new or
+    /// old) must fit the limit (new or old), in characters; a new label must be valid and free
+    /// on every agent the block is attached to. A history row attributed to `editor` is written
+    /// whenever the value changes.
+    ///
+    /// Errors: `NotFound("block")`; `Invalid` (limit message `Edit failed: Exceeds N character
+    /// limit (requested M)…`, or a bad label); `Conflict` on a label clash. Nothing changes on error.
+    pub fn update_block(&self, id: &BlockId, patch: &BlockPatch, editor: &Editor) -> Result<Block> {
+        self.write(|tx| {
+            let now = sql::now();
+            let mut b = load(tx, id)?;
+            if let Some(label) = patch.label.as_ref().filter(|l| **l != b.label) {
+                check_label(label)?;
+                for agent in attached_agents(tx, id)? {
+                    if label_taken(tx, agent.as_str(), label, id)? {
+                        return Err(label_conflict(label));
+                    }
+                }
+                b.label.clone_from(label);
+            }
+            let limit = patch.limit.unwrap_or(b.limit);
+            let value = patch.value.as_deref().unwrap_or(&b.value);
+            check_limit(&b.value, value, limit).map_err(|e| Error::Invalid(e.to_string()))?;
+            if *value != b.value {
+                record_edit(tx, id, editor, &b.value, value, now)?;
+                b.value = value.to_owned();
+            }
+            b.limit = limit;
+            if let Some(d) = &patch.description {
+                b.description.clone_from(d);
+            }
+            if let Some(ro) = patch.read_only {
+                b.read_only = ro;
+            }
+            b.updated_at = now.max(b.updated_at);
+            save(tx, &b)?;
+            Ok(b)
+        })
+    }
+
+    /// Deletes a block, its links to agents and its history. Errors: `NotFound("block")`.
+    pub fn delete_block(&self, id: &BlockId) -> Result<()> {
+        self.write(|tx| {
+            let n = tx
+                .execute("DELETE FROM blocks WHERE id = ?1", [id.as_str()])
+                .db()?;
+            if n == 0 {
+                Err(Error::not_found("block", id.as_str()))
+            } else {
+                Ok(())
+            }
+        })
+    }
+
+    /// Up to `limit` recorded edits of a block, newest first. Errors: `NotFound("block")`.
+    pub fn block_history(&self, id: &BlockId, limit: usize) -> Result<Vec<BlockEdit>> {
+        self.read(|c| {
+            load(c, id)?;
+            let mut stmt = c
+                .prepare_cached(
+                    "SELECT id, block_id, editor, old_value, new_value, created_at FROM block_history
+                     WHERE block_id = ?1 ORDER BY pk DESC LIMIT ?2",
+                )
+                .db()?;
+            let rows = stmt.query_map(params![id.as_str(), sql::sat(limit)], edit_from_row).db()?;
+            rows.collect::<rusqlite::Result<_>>().db()
+        })
+    }
+
+    /// Restores the value a recorded edit replaced (its `old_value`), checked against the
+    /// block's current limit, and records that as an edit by [`Editor::Undo`]. Returns the block.
+    ///
+    /// Errors: `NotFound("edit")`; `Invalid` if the old value no longer fits.
+    pub fn undo_edit(&self, edit: &EditId) -> Result<Block> {
+        self.write(|tx| {
+            let (block, old_value): (String, String) = tx
+                .prepare_cached("SELECT block_id, old_value FROM block_history WHERE id = ?1")
+                .db()?
+                .query_row([edit.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()
+                .db()?
+                .ok_or_else(|| Error::not_found("edit", edit.as_str()))?;
+            let editor = Editor::Undo {
+                edit_id: edit.clone(),
+            };
+            write_value(tx, &BlockId::from(block), &old_value, &editor, sql::now())
+        })
+    }
+}

@@ -1,0 +1,160 @@
+//! Engram's persistence: everything an agent is and remembers, in one SQLite file.
+//!
+//! [`Store`] owns one connection behind a mutex; every method is synchronous and short, and every
+//! write that belongs together (a step's messages and memory edits, a block edit and its history
+//! row) runs in one transaction. Search runs on FTS5 (BM25), fused with brute-force vector
+//! similarity by reciprocal-rank fusion when the caller brings a query embedding.
+//!
+//! Layout: [`migrations`](crate::migrations) holds the schema; one module per kind of row
+//! (`agents`, `blocks`, `messages`, `passages`, `steps`, `settings`); `repair` fixes orphaned
+//! tool calls; `search` builds safe FTS5 queries and fuses rankings; `sql` maps rows and errors.
+//!
+//! Timestamps are stored as INTEGER unix **microseconds** (they sort and filter as integers);
+//! every struct a method returns is truncated to microseconds so it equals what later reads return.
+
+mod agents;
+mod blocks;
+mod messages;
+mod migrations;
+mod passages;
+mod repair;
+mod search;
+mod settings;
+mod sql;
+mod steps;
+
+pub use messages::{MessageHit, MessageQuery, SEQ_GAP};
+pub use passages::{PassageList, PassageQuery};
+pub use settings::ProviderRow;
+pub use steps::{BlockWrite, CommittedStep, StepCommit};
+
+use engram_core::{Error, Result};
+use rusqlite::{Connection, Transaction, TransactionBehavior};
+use sql::DbResult;
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// How many prepared statements each connection keeps; search builds a few SQL variants per
+/// filter combination, so the default of 16 would evict hot insert statements.
+const STATEMENT_CACHE: usize = 128;
+
+/// Handle to an Engram database. Cheap to clone; clones share one connection.
+///
+/// All methods are synchronous and hold the connection only for the duration of the call, so
+/// async callers may call them directly for short operations. Errors are
+/// [`Error::Storage`] for SQLite failures, [`Error::NotFound`] for missing rows,
+/// [`Error::Invalid`] for bad input and [`Error::Conflict`] for label or id clashes.
+#[derive(Clone)]
+pub struct Store {
+    conn: Arc<Mutex<Connection>>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path`, creating missing parent directories,
+    /// setting the connection PRAGMAs (WAL, foreign keys, `synchronous=NORMAL`, 5 s busy timeout)
+    /// and running pending migrations.
+    ///
+    /// Errors: [`Error::Storage`] if the directory or file cannot be created or opened, the file
+    /// is not a database, or a migration fails.
+    pub fn open(path: &Path) -> Result<Store> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                Error::Storage(format!("cannot create directory {}: {e}", dir.display()))
+            })?;
+        }
+        let conn = Connection::open(path).db()?;
+        tracing::debug!(path = %path.display(), "opening store");
+        Self::init(conn)
+    }
+
+    /// Opens a fresh private in-memory database (for tests and throwaway sessions).
+    ///
+    /// Errors: [`Error::Storage`] if SQLite cannot allocate it.
+    pub fn open_in_memory() -> Result<Store> {
+        Self::init(Connection::open_in_memory().db()?)
+    }
+
+    fn init(mut conn: Connection) -> Result<Store> {
+        // WAL + NORMAL: commits do not fsync (only checkpoints do), which is what makes one
+        // transaction per archival insert fast; a crash can lose the last commits but never
+        // corrupts the file.
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL;
+             PRAGMA synchronous = NORMAL;
+             PRAGMA foreign_keys = ON;
+             PRAGMA temp_store = MEMORY;
+             PRAGMA cache_size = -32000;",
+        )
+        .db()?;
+        conn.busy_timeout(Duration::from_millis(5000)).db()?;
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        migrations::run(&mut conn)?;
+        Ok(Store {
+            conn: Arc::new(Mutex::new(conn)),
+        })
+    }
+
+    /// Runs `PRAGMA integrity_check` and returns its rows joined by newlines: `"ok"` for a
+    /// healthy file, otherwise SQLite's list of problems.
+    ///
+    /// Errors: [`Error::Storage`] if the check itself cannot run.
+    pub fn integrity_check(&self) -> Result<String> {
+        self.read(|c| {
+            let mut stmt = c.prepare("PRAGMA integrity_check").db()?;
+            let rows = stmt.query_map([], |r| r.get::<_, String>(0)).db()?;
+            let lines = rows.collect::<rusqlite::Result<Vec<_>>>().db()?;
+            Ok(lines.join("\n"))
+        })
+    }
+
+    /// Locks the connection. A panic while it was held cannot leave a half-done write behind
+    /// (an unwinding `Transaction` rolls back), so a poisoned lock is safe to reuse.
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        self.conn
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Runs read-only work on the connection.
+    fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        let conn = self.lock();
+        f(&conn)
+    }
+
+    /// Runs `f` in one immediate transaction: committed if `f` returns `Ok`, rolled back
+    /// otherwise. Immediate so a second process (the CLI next to the app) waits at `BEGIN`
+    /// instead of failing half-way with `SQLITE_BUSY`.
+    fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        let mut conn = self.lock();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .db()?;
+        let out = f(&tx)?;
+        tx.commit().db()?;
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_is_shareable_across_threads() {
+        fn assert_send_sync<T: Send + Sync + Clone>() {}
+        assert_send_sync::<Store>();
+    }
+
+    #[test]
+    fn in_memory_store_is_healthy() {
+        let store = Store::open_in_memory().unwrap();
+        assert_eq!(store.integrity_check().unwrap(), "ok");
+    }
+}

@@ -1,0 +1,349 @@
+//! Recall memory: every message an agent ever had, ordered by `seq`, and conversation search.
+
+use crate::Store;
+use crate::agents;
+use crate::search::{FtsQuery, fts_query};
+use crate::sql::{self, DbResult, json_opt, ts};
+use engram_core::{
+    AgentId, Error, Message, MessageId, MessageKind, NewMessage, Result, Role, RunId, StepId,
+    Timestamp, ToolCall,
+};
+use rusqlite::{Connection, OptionalExtension, Row, params};
+use serde::{Deserialize, Serialize};
+
+/// Distance between the `seq` numbers of consecutive appended messages. The gap leaves room to
+/// slot a message in later right after another (e.g. the repaired result of an interrupted tool
+/// call) without renumbering the history.
+pub const SEQ_GAP: i64 = 1024;
+
+/// A conversation (recall memory) search.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MessageQuery {
+    /// Free text. Split into words, each matched as a quoted FTS5 term, joined by OR (BM25 ranks
+    /// messages matching more words higher). Empty or whitespace-only: the newest messages
+    /// matching the filters. Text without any word characters (only punctuation or emoji)
+    /// matches nothing.
+    pub query: String,
+    /// Only these roles; empty means user, assistant and tool. System messages are searched
+    /// only when `System` is listed.
+    pub roles: Vec<Role>,
+    /// Only messages created at or after this time.
+    pub start: Option<Timestamp>,
+    /// Only messages created at or before this time.
+    pub end: Option<Timestamp>,
+    /// Maximum number of hits.
+    pub limit: usize,
+}
+
+/// A conversation search result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MessageHit {
+    /// The matching message.
+    pub message: Message,
+    /// Relevance, higher is better: the negated BM25 score, or 0 for an empty query.
+    pub score: f64,
+}
+
+const MSG_COLS: &str = "m.id, m.agent_id, m.seq, m.role, m.kind, m.content, m.reasoning, \
+                        m.tool_calls, m.tool_call_id, m.tool_name, m.run_id, m.step_id, \
+                        m.in_context, m.created_at";
+
+fn role_from(s: &str) -> Role {
+    match s {
+        "system" => Role::System,
+        "assistant" => Role::Assistant,
+        "tool" => Role::Tool,
+        _ => Role::User,
+    }
+}
+
+fn kind_str(k: MessageKind) -> &'static str {
+    match k {
+        MessageKind::Chat => "chat",
+        MessageKind::Heartbeat => "heartbeat",
+        MessageKind::Alert => "alert",
+        MessageKind::Event => "event",
+    }
+}
+
+fn kind_from(s: &str) -> MessageKind {
+    match s {
+        "heartbeat" => MessageKind::Heartbeat,
+        "alert" => MessageKind::Alert,
+        "event" => MessageKind::Event,
+        _ => MessageKind::Chat,
+    }
+}
+
+/// Maps a row selected with `MSG_COLS` (optionally followed by more columns).
+pub(crate) fn message_from_row(r: &Row<'_>) -> rusqlite::Result<Message> {
+    Ok(Message {
+        id: MessageId::from(r.get::<_, String>(0)?),
+        agent_id: AgentId::from(r.get::<_, String>(1)?),
+        seq: r.get(2)?,
+        role: role_from(&r.get::<_, String>(3)?),
+        kind: kind_from(&r.get::<_, String>(4)?),
+        content: r.get(5)?,
+        reasoning: r.get(6)?,
+        tool_calls: json_opt::<Vec<ToolCall>>(r, 7)?.unwrap_or_default(),
+        tool_call_id: r.get(8)?,
+        tool_name: r.get(9)?,
+        run_id: r.get::<_, Option<String>>(10)?.map(RunId::from),
+        step_id: r.get::<_, Option<String>>(11)?.map(StepId::from),
+        in_context: r.get(12)?,
+        created_at: ts(r, 13)?,
+    })
+}
+
+/// The highest `seq` of the agent's messages, if any.
+pub(crate) fn max_seq(conn: &Connection, agent: &AgentId) -> Result<Option<i64>> {
+    conn.prepare_cached("SELECT max(seq) FROM messages WHERE agent_id = ?1")
+        .db()?
+        .query_row([agent.as_str()], |r| r.get(0))
+        .db()
+}
+
+/// Inserts a fully formed message row (seq and id chosen by the caller).
+pub(crate) fn insert_row(conn: &Connection, m: &Message) -> Result<()> {
+    let tool_calls = if m.tool_calls.is_empty() {
+        None
+    } else {
+        Some(sql::to_json(&m.tool_calls)?)
+    };
+    conn.prepare_cached(
+        "INSERT INTO messages (id, agent_id, seq, role, kind, content, reasoning, tool_calls,
+                               tool_call_id, tool_name, run_id, step_id, in_context, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+    )
+    .db()?
+    .execute(params![
+        m.id.as_str(),
+        m.agent_id.as_str(),
+        m.seq,
+        m.role.as_str(),
+        kind_str(m.kind),
+        m.content,
+        m.reasoning,
+        tool_calls,
+        m.tool_call_id,
+        m.tool_name,
+        m.run_id.as_ref().map(RunId::as_str),
+        m.step_id.as_ref().map(StepId::as_str),
+        m.in_context,
+        sql::micros(m.created_at),
+    ])
+    .db()?;
+    Ok(())
+}
+
+/// Appends `msgs` after the agent's last message, in context, `SEQ_GAP` apart. Keeps given ids
+/// and times (truncated to microseconds); `now` stamps the rest. The agent must exist.
+pub(crate) fn append(
+    conn: &Connection,
+    agent: &AgentId,
+    msgs: &[NewMessage],
+    now: Timestamp,
+) -> Result<Vec<Message>> {
+    let mut seq = max_seq(conn, agent)?.unwrap_or(0);
+    let mut out = Vec::with_capacity(msgs.len());
+    for nm in msgs {
+        seq = seq
+            .checked_add(SEQ_GAP)
+            .ok_or_else(|| Error::Internal("message sequence overflow".into()))?;
+        let m = Message {
+            id: nm.id.clone().unwrap_or_default(),
+            agent_id: agent.clone(),
+            seq,
+            role: nm.role,
+            kind: nm.kind,
+            content: nm.content.clone(),
+            reasoning: nm.reasoning.clone(),
+            tool_calls: nm.tool_calls.clone(),
+            tool_call_id: nm.tool_call_id.clone(),
+            tool_name: nm.tool_name.clone(),
+            run_id: nm.run_id.clone(),
+            step_id: nm.step_id.clone(),
+            in_context: true,
+            created_at: nm.created_at.map_or(now, sql::truncate),
+        };
+        insert_row(conn, &m).map_err(|e| match e {
+            Error::Conflict(_) => Error::Conflict(format!("message {} already exists", m.id)),
+            e => e,
+        })?;
+        out.push(m);
+    }
+    Ok(out)
+}
+
+/// The agent's in-context messages by `seq`.
+pub(crate) fn in_context(conn: &Connection, agent: &AgentId) -> Result<Vec<Message>> {
+    let mut stmt = conn
+        .prepare_cached(&format!(
+            "SELECT {MSG_COLS} FROM messages m WHERE m.agent_id = ?1 AND m.in_context = 1 ORDER BY m.seq"
+        ))
+        .db()?;
+    let rows = stmt.query_map([agent.as_str()], message_from_row).db()?;
+    rows.collect::<rusqlite::Result<_>>().db()
+}
+
+/// Roles searched when the query names none: everything people and tools said, not system text.
+const DEFAULT_ROLES: [Role; 3] = [Role::User, Role::Assistant, Role::Tool];
+
+impl Store {
+    /// Appends messages to the agent's history in one transaction, in context, with `seq`
+    /// numbers `SEQ_GAP` apart after the last one. Keeps `NewMessage::id` and `created_at` when
+    /// given (times truncated to microseconds). Returns the stored messages.
+    ///
+    /// Errors: `NotFound("agent")`; `Conflict` if a given id already exists.
+    pub fn append_messages(&self, agent: &AgentId, msgs: &[NewMessage]) -> Result<Vec<Message>> {
+        self.write(|tx| {
+            agents::ensure_exists(tx, agent)?;
+            append(tx, agent, msgs, sql::now())
+        })
+    }
+
+    /// The messages in the agent's context window, by `seq`. Errors: `NotFound("agent")`.
+    pub fn in_context_messages(&self, agent: &AgentId) -> Result<Vec<Message>> {
+        self.read(|c| {
+            agents::ensure_exists(c, agent)?;
+            in_context(c, agent)
+        })
+    }
+
+    /// A page of history for scrolling back: the `limit` newest messages with
+    /// `seq < before_seq` (all when `None`), returned oldest first. Pass the first returned
+    /// message's `seq` to get the page before it. Errors: `NotFound("agent")`.
+    pub fn list_messages(
+        &self,
+        agent: &AgentId,
+        before_seq: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<Message>> {
+        self.read(|c| {
+            agents::ensure_exists(c, agent)?;
+            let mut stmt = c
+                .prepare_cached(&format!(
+                    "SELECT {MSG_COLS} FROM messages m WHERE m.agent_id = ?1 AND m.seq < ?2
+                     ORDER BY m.seq DESC LIMIT ?3"
+                ))
+                .db()?;
+            let rows = stmt
+                .query_map(
+                    params![
+                        agent.as_str(),
+                        before_seq.unwrap_or(i64::MAX),
+                        sql::sat(limit)
+                    ],
+                    message_from_row,
+                )
+                .db()?;
+            let mut page: Vec<Message> = rows.collect::<rusqlite::Result<_>>().db()?;
+            page.reverse();
+            Ok(page)
+        })
+    }
+
+    /// One message. Errors: `NotFound("message", id)`.
+    pub fn get_message(&self, id: &MessageId) -> Result<Message> {
+        self.read(|c| {
+            c.prepare_cached(&format!(
+                "SELECT {MSG_COLS} FROM messages m WHERE m.id = ?1"
+            ))
+            .db()?
+            .query_row([id.as_str()], message_from_row)
+            .optional()
+            .db()?
+            .ok_or_else(|| Error::not_found("message", id.as_str()))
+        })
+    }
+
+    /// Takes messages out of the context window and stores the new recursive summary, in one
+    /// transaction. The messages stay in recall memory (listed and searchable).
+    ///
+    /// Errors: `NotFound("agent")`; `NotFound("message", id)` if an id is not one of the agent's
+    /// messages (then nothing changes).
+    pub fn evict_messages(&self, agent: &AgentId, ids: &[MessageId], summary: &str) -> Result<()> {
+        self.write(|tx| {
+            let n = tx
+                .prepare_cached("UPDATE agents SET summary = ?2 WHERE id = ?1")
+                .db()?
+                .execute(params![agent.as_str(), summary])
+                .db()?;
+            if n == 0 {
+                return Err(Error::not_found("agent", agent.as_str()));
+            }
+            let mut stmt = tx
+                .prepare_cached(
+                    "UPDATE messages SET in_context = 0 WHERE id = ?1 AND agent_id = ?2",
+                )
+                .db()?;
+            for id in ids {
+                if stmt.execute(params![id.as_str(), agent.as_str()]).db()? == 0 {
+                    return Err(Error::not_found("message", id.as_str()));
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Searches the agent's whole history (in context or not). Roles, kinds and dates are
+    /// filtered in SQL before the limit; hidden loop messages (heartbeats, alerts) are never
+    /// returned. Ranked by BM25 over content, reasoning and tool-call arguments; an empty query
+    /// returns the newest matching messages. User text can never cause an FTS5 syntax error.
+    ///
+    /// Errors: `NotFound("agent")`.
+    pub fn search_messages(&self, agent: &AgentId, q: &MessageQuery) -> Result<Vec<MessageHit>> {
+        let roles: &[Role] = if q.roles.is_empty() {
+            &DEFAULT_ROLES
+        } else {
+            &q.roles
+        };
+        let roles = sql::to_json(&roles.iter().map(|r| r.as_str()).collect::<Vec<_>>())?;
+        let start = q.start.map_or(i64::MIN, sql::micros);
+        let end = q.end.map_or(i64::MAX, sql::micros);
+        let limit = sql::sat(q.limit);
+        let filters = "m.agent_id = ?1 AND m.role IN (SELECT value FROM json_each(?2))
+                       AND m.kind NOT IN ('heartbeat', 'alert')
+                       AND m.created_at BETWEEN ?3 AND ?4";
+        self.read(|c| {
+            agents::ensure_exists(c, agent)?;
+            if q.limit == 0 {
+                return Ok(Vec::new());
+            }
+            let (sql, fts) = match fts_query(&q.query) {
+                FtsQuery::NoTerms => return Ok(Vec::new()),
+                FtsQuery::Blank => (
+                    format!(
+                        "SELECT {MSG_COLS}, 0.0 FROM messages m WHERE {filters}
+                         ORDER BY m.seq DESC LIMIT ?5"
+                    ),
+                    None,
+                ),
+                FtsQuery::Match(expr) => (
+                    format!(
+                        "SELECT {MSG_COLS}, -bm25(messages_fts) AS score
+                         FROM messages_fts JOIN messages m ON m.pk = messages_fts.rowid
+                         WHERE messages_fts MATCH ?6 AND {filters}
+                         ORDER BY bm25(messages_fts) LIMIT ?5"
+                    ),
+                    Some(expr),
+                ),
+            };
+            let mut stmt = c.prepare_cached(&sql).db()?;
+            let map = |r: &Row<'_>| {
+                Ok(MessageHit {
+                    message: message_from_row(r)?,
+                    score: r.get(14)?,
+                })
+            };
+            let rows = match &fts {
+                Some(expr) => {
+                    stmt.query_map(params![agent.as_str(), roles, start, end, limit, expr], map)
+                }
+                None => stmt.query_map(params![agent.as_str(), roles, start, end, limit], map),
+            }
+            .db()?;
+            rows.collect::<rusqlite::Result<_>>().db()
+        })
+    }
+}

@@ -1,0 +1,221 @@
+//! The schema, as an append-only list of migrations (tracked in `PRAGMA user_version`).
+//!
+//! Never edit a released migration; add a new `M::up` at the end. Conventions: timestamps are
+//! INTEGER unix microseconds; JSON-valued fields are TEXT; rows that other rows point at by an
+//! integer (FTS5 rowids) have an `INTEGER PRIMARY KEY pk` next to their text `id`.
+//!
+//! The FTS5 tables are *contentless* (`content=''`) with `contentless_delete=1`: the text lives
+//! once, in its own table, and triggers keep the index in step on every insert and delete,
+//! including cascades. Contentless also lets the message index hold text that is not a column
+//! (the arguments inside `tool_calls` JSON).
+
+use crate::sql::DbResult;
+use engram_core::{Error, Result};
+use rusqlite::Connection;
+use rusqlite_migration::{M, Migrations};
+
+/// Version 1: the whole initial schema.
+const V1: &str = r#"
+CREATE TABLE agents (
+    id                  TEXT PRIMARY KEY NOT NULL,
+    name                TEXT NOT NULL,
+    description         TEXT NOT NULL,
+    system              TEXT NOT NULL,
+    llm                 TEXT NOT NULL,      -- JSON LlmConfig
+    embedding           TEXT,               -- JSON EmbeddingConfig
+    loop_style          TEXT NOT NULL,      -- 'classic' | 'tool_loop'
+    max_steps           INTEGER NOT NULL,
+    tools               TEXT NOT NULL,      -- JSON array of tool names
+    summary             TEXT,
+    system_cache_memory TEXT,               -- compiled memory section the cached prompt was built from
+    system_cache_prompt TEXT,               -- the compiled system prompt
+    created_at          INTEGER NOT NULL,
+    updated_at          INTEGER NOT NULL
+);
+CREATE INDEX agents_by_created ON agents (created_at, id);
+
+-- Counters kept by triggers so the memory metadata of every context window costs one lookup.
+-- A table of its own: bumping a column of `agents` would rewrite the large agent row.
+CREATE TABLE agent_stats (
+    agent_id TEXT PRIMARY KEY NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+    messages INTEGER NOT NULL DEFAULT 0,
+    passages INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+CREATE TRIGGER agents_ai AFTER INSERT ON agents BEGIN
+    INSERT INTO agent_stats (agent_id) VALUES (new.id);
+END;
+
+CREATE TABLE blocks (
+    id          TEXT PRIMARY KEY NOT NULL,
+    label       TEXT NOT NULL,
+    value       TEXT NOT NULL,
+    char_limit  INTEGER NOT NULL,           -- characters, not bytes
+    description TEXT NOT NULL,
+    read_only   INTEGER NOT NULL,
+    created_at  INTEGER NOT NULL,
+    updated_at  INTEGER NOT NULL
+);
+CREATE INDEX blocks_by_label ON blocks (label, created_at);
+
+-- Label uniqueness per agent is checked by code inside the attaching transaction, because the
+-- label lives on the (shareable) block, not on the link.
+CREATE TABLE agent_blocks (
+    agent_id TEXT NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+    block_id TEXT NOT NULL REFERENCES blocks (id) ON DELETE CASCADE,
+    position INTEGER NOT NULL,
+    PRIMARY KEY (agent_id, block_id)
+) WITHOUT ROWID;
+CREATE INDEX agent_blocks_by_block ON agent_blocks (block_id);
+
+CREATE TABLE block_history (
+    pk         INTEGER PRIMARY KEY,         -- edit order
+    id         TEXT NOT NULL UNIQUE,
+    block_id   TEXT NOT NULL REFERENCES blocks (id) ON DELETE CASCADE,
+    editor     TEXT NOT NULL,               -- JSON Editor
+    old_value  TEXT NOT NULL,
+    new_value  TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX block_history_by_block ON block_history (block_id, pk);
+
+CREATE TABLE messages (
+    pk           INTEGER PRIMARY KEY,       -- FTS rowid
+    id           TEXT NOT NULL UNIQUE,
+    agent_id     TEXT NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+    seq          INTEGER NOT NULL,          -- spaced by SEQ_GAP so repairs can slot in
+    role         TEXT NOT NULL,
+    kind         TEXT NOT NULL,
+    content      TEXT NOT NULL,
+    reasoning    TEXT,
+    tool_calls   TEXT,                      -- JSON array of ToolCall, NULL when none
+    tool_call_id TEXT,
+    tool_name    TEXT,
+    run_id       TEXT,
+    step_id      TEXT,
+    in_context   INTEGER NOT NULL,
+    created_at   INTEGER NOT NULL,
+    UNIQUE (agent_id, seq)
+);
+CREATE INDEX messages_in_context ON messages (agent_id, in_context, seq);
+CREATE INDEX messages_by_time ON messages (agent_id, created_at);
+
+CREATE VIRTUAL TABLE messages_fts USING fts5 (
+    body, reasoning, tool_args,
+    content = '', contentless_delete = 1, tokenize = 'porter unicode61'
+);
+CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN
+    INSERT INTO messages_fts (rowid, body, reasoning, tool_args) VALUES (
+        new.pk, new.content, coalesce(new.reasoning, ''),
+        coalesce((SELECT group_concat(json_extract(value, '$.arguments'), ' ')
+                  FROM json_each(new.tool_calls)), ''));
+    UPDATE agent_stats SET messages = messages + 1 WHERE agent_id = new.agent_id;
+END;
+CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN
+    DELETE FROM messages_fts WHERE rowid = old.pk;
+    UPDATE agent_stats SET messages = messages - 1 WHERE agent_id = old.agent_id;
+END;
+CREATE TRIGGER messages_au AFTER UPDATE OF content, reasoning, tool_calls ON messages BEGIN
+    DELETE FROM messages_fts WHERE rowid = old.pk;
+    INSERT INTO messages_fts (rowid, body, reasoning, tool_args) VALUES (
+        new.pk, new.content, coalesce(new.reasoning, ''),
+        coalesce((SELECT group_concat(json_extract(value, '$.arguments'), ' ')
+                  FROM json_each(new.tool_calls)), ''));
+END;
+
+CREATE TABLE passages (
+    pk            INTEGER PRIMARY KEY,      -- FTS rowid
+    id            TEXT NOT NULL UNIQUE,
+    agent_id      TEXT NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+    text          TEXT NOT NULL,
+    created_at    INTEGER NOT NULL,
+    embedding_dim INTEGER,
+    embedding     BLOB                      -- little-endian f32 x embedding_dim; last so BM25 reads skip it
+);
+CREATE INDEX passages_by_time ON passages (agent_id, created_at);
+CREATE INDEX passages_unembedded ON passages (agent_id, pk) WHERE embedding IS NULL;
+
+CREATE TABLE passage_tags (
+    passage_id TEXT NOT NULL REFERENCES passages (id) ON DELETE CASCADE,
+    tag        TEXT NOT NULL,
+    position   INTEGER NOT NULL,            -- keeps the caller's tag order
+    PRIMARY KEY (passage_id, tag)
+) WITHOUT ROWID;
+CREATE INDEX passage_tags_by_tag ON passage_tags (tag, passage_id);
+
+CREATE VIRTUAL TABLE passages_fts USING fts5 (
+    text, content = '', contentless_delete = 1, tokenize = 'porter unicode61'
+);
+CREATE TRIGGER passages_ai AFTER INSERT ON passages BEGIN
+    INSERT INTO passages_fts (rowid, text) VALUES (new.pk, new.text);
+    UPDATE agent_stats SET passages = passages + 1 WHERE agent_id = new.agent_id;
+END;
+CREATE TRIGGER passages_ad AFTER DELETE ON passages BEGIN
+    DELETE FROM passages_fts WHERE rowid = old.pk;
+    UPDATE agent_stats SET passages = passages - 1 WHERE agent_id = old.agent_id;
+END;
+
+CREATE TABLE steps (
+    id                TEXT PRIMARY KEY NOT NULL,
+    agent_id          TEXT NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+    run_id            TEXT NOT NULL,
+    step_index        INTEGER NOT NULL,
+    model             TEXT NOT NULL,
+    prompt_tokens     INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    finish_reason     TEXT,
+    started_at        INTEGER NOT NULL,
+    llm_ms            INTEGER NOT NULL,
+    step_ms           INTEGER NOT NULL
+);
+CREATE INDEX steps_by_agent ON steps (agent_id, started_at);
+CREATE INDEX steps_by_run ON steps (run_id, step_index);
+
+-- Provider settings only. API keys live in the OS keychain and never in this file.
+CREATE TABLE providers (
+    name          TEXT PRIMARY KEY NOT NULL,
+    kind          TEXT NOT NULL,
+    base_url      TEXT,
+    default_model TEXT,
+    created_at    INTEGER NOT NULL,
+    updated_at    INTEGER NOT NULL
+);
+
+CREATE TABLE settings (
+    key   TEXT PRIMARY KEY NOT NULL,
+    value TEXT NOT NULL
+);
+"#;
+
+/// Every migration, oldest first.
+const MIGRATIONS: &[M<'static>] = &[M::up(V1)];
+
+/// The migration list (exposed to tests so they can validate it).
+pub(crate) fn migrations() -> Migrations<'static> {
+    Migrations::from_slice(MIGRATIONS)
+}
+
+/// Brings `conn` to the latest schema version.
+///
+/// Errors: [`Error::Storage`] if a migration fails or the file was written by a newer Engram.
+pub(crate) fn run(conn: &mut Connection) -> Result<()> {
+    migrations()
+        .to_latest(conn)
+        .map_err(|e| Error::Storage(format!("migrating the database failed: {e}")))?;
+    // Cheap sanity check that the FTS5 module is present in this SQLite build.
+    conn.query_row(
+        "SELECT count(*) FROM passages_fts WHERE rowid = 0",
+        [],
+        |_| Ok(()),
+    )
+    .db()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrations_are_valid() {
+        migrations().validate().unwrap();
+    }
+}

@@ -1,0 +1,432 @@
+//! Archival memory: passages with tags and optional embeddings, listed and searched.
+//!
+//! Search ranks by BM25 over FTS5 and, when the caller brings a query embedding, also by cosine
+//! similarity over the stored vectors (brute force, only vectors of the query's dimension),
+//! fusing both rankings by reciprocal-rank fusion. Tag and date filters are part of each SQL
+//! query, so they apply before the limit.
+
+use crate::Store;
+use crate::agents;
+use crate::search::{self, FtsQuery, RRF_K, fts_query};
+use crate::sql::{self, DbResult, json, ts};
+use engram_core::{
+    AgentId, Error, NewPassage, Passage, PassageHit, PassageId, Result, TagMatch, Timestamp,
+};
+use rusqlite::types::Value;
+use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
+use serde::{Deserialize, Serialize};
+
+/// An archival memory search.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PassageQuery {
+    /// Free text, made safe as in conversation search (words quoted and ORed). Empty: the
+    /// newest passages matching the filters (or, with `embedding`, the nearest ones). Text
+    /// without word characters matches nothing by BM25.
+    pub query: String,
+    /// Only passages carrying these tags (see `tag_match`); empty means no tag filter.
+    pub tags: Vec<String>,
+    /// Whether a passage needs any or all of `tags`.
+    pub tag_match: TagMatch,
+    /// Only passages created at or after this time.
+    pub start: Option<Timestamp>,
+    /// Only passages created at or before this time.
+    pub end: Option<Timestamp>,
+    /// Maximum number of hits.
+    pub top_k: usize,
+    /// The query's embedding, from the agent's embedding model. When given, passages whose
+    /// stored vector has the same dimension are also ranked by cosine similarity and the two
+    /// rankings are fused (RRF, k = 60).
+    pub embedding: Option<Vec<f32>>,
+}
+
+/// A page of an agent's archival memory, for browsing.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PassageList {
+    /// Only passages whose text contains this substring (case-insensitive for ASCII letters).
+    pub search: Option<String>,
+    /// Passages to skip.
+    pub offset: usize,
+    /// Maximum number of passages.
+    pub limit: usize,
+    /// Oldest first when true, newest first otherwise.
+    pub ascending: bool,
+}
+
+const PASSAGE_COLS: &str = "p.id, p.agent_id, p.text, \
+    (SELECT json_group_array(tag ORDER BY position) FROM passage_tags t WHERE t.passage_id = p.id), \
+    p.created_at";
+
+fn passage_from_row(r: &Row<'_>) -> rusqlite::Result<Passage> {
+    Ok(Passage {
+        id: PassageId::from(r.get::<_, String>(0)?),
+        agent_id: AgentId::from(r.get::<_, String>(1)?),
+        text: r.get(2)?,
+        tags: json(r, 3)?,
+        created_at: ts(r, 4)?,
+    })
+}
+
+fn check_vector(v: &[f32]) -> Result<()> {
+    if v.is_empty() {
+        return Err(Error::invalid("an embedding needs at least one dimension"));
+    }
+    if !v.iter().all(|x| x.is_finite()) {
+        return Err(Error::invalid(
+            "an embedding must not contain NaN or infinity",
+        ));
+    }
+    Ok(())
+}
+
+/// Tags without duplicates, first occurrence kept.
+fn dedup(tags: &[String]) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::with_capacity(tags.len());
+    for t in tags {
+        if !out.contains(&t.as_str()) {
+            out.push(t);
+        }
+    }
+    out
+}
+
+/// Stores passages for an existing agent (no transaction of its own).
+pub(crate) fn insert(
+    conn: &Connection,
+    agent: &AgentId,
+    ps: &[NewPassage],
+    now: Timestamp,
+) -> Result<Vec<Passage>> {
+    let mut out = Vec::with_capacity(ps.len());
+    let mut insert_passage = conn
+        .prepare_cached(
+            "INSERT INTO passages (id, agent_id, text, created_at, embedding_dim, embedding)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )
+        .db()?;
+    let mut insert_tag = conn
+        .prepare_cached("INSERT INTO passage_tags (passage_id, tag, position) VALUES (?1, ?2, ?3)")
+        .db()?;
+    for np in ps {
+        if np.text.trim().is_empty() {
+            return Err(Error::invalid("a passage needs some text"));
+        }
+        if let Some(v) = &np.embedding {
+            check_vector(v)?;
+        }
+        let p = Passage {
+            id: PassageId::new(),
+            agent_id: agent.clone(),
+            text: np.text.clone(),
+            tags: dedup(&np.tags).into_iter().map(str::to_owned).collect(),
+            created_at: np.created_at.map_or(now, sql::truncate),
+        };
+        insert_passage
+            .execute(params![
+                p.id.as_str(),
+                agent.as_str(),
+                p.text,
+                sql::micros(p.created_at),
+                np.embedding.as_ref().map(|v| sql::sat(v.len())),
+                np.embedding.as_deref().map(search::encode_vector),
+            ])
+            .db()?;
+        for (i, tag) in p.tags.iter().enumerate() {
+            insert_tag
+                .execute(params![p.id.as_str(), tag, sql::sat(i)])
+                .db()?;
+        }
+        out.push(p);
+    }
+    Ok(out)
+}
+
+/// A SQL text with positional arguments numbered as they are added, so optional filters can
+/// be appended without counting placeholders by hand.
+#[derive(Default)]
+struct Query {
+    args: Vec<Value>,
+}
+
+impl Query {
+    /// Adds an argument and returns its placeholder (`?N`).
+    fn arg(&mut self, v: impl Into<Value>) -> String {
+        self.args.push(v.into());
+        format!("?{}", self.args.len())
+    }
+}
+
+/// The WHERE conditions every archival search applies: agent, dates, tags.
+fn filters(agent: &AgentId, q: &PassageQuery, query: &mut Query) -> Result<String> {
+    let mut sql = format!(
+        "p.agent_id = {} AND p.created_at BETWEEN {} AND {}",
+        query.arg(agent.as_str().to_owned()),
+        query.arg(q.start.map_or(i64::MIN, sql::micros)),
+        query.arg(q.end.map_or(i64::MAX, sql::micros)),
+    );
+    let tags = dedup(&q.tags);
+    if !tags.is_empty() {
+        let list = query.arg(sql::to_json(&tags)?);
+        match q.tag_match {
+            TagMatch::Any => sql.push_str(&format!(
+                " AND p.id IN (SELECT passage_id FROM passage_tags
+                               WHERE tag IN (SELECT value FROM json_each({list})))"
+            )),
+            TagMatch::All => {
+                let count = query.arg(sql::sat(tags.len()));
+                sql.push_str(&format!(
+                    " AND (SELECT count(*) FROM passage_tags t WHERE t.passage_id = p.id
+                           AND t.tag IN (SELECT value FROM json_each({list}))) = {count}"
+                ));
+            }
+        }
+    }
+    Ok(sql)
+}
+
+/// Passage row keys with scores, best first.
+type Ranking = Vec<(i64, f64)>;
+
+fn ranked(conn: &Connection, sql: &str, args: Vec<Value>) -> Result<Ranking> {
+    let mut stmt = conn.prepare_cached(sql).db()?;
+    let rows = stmt
+        .query_map(params_from_iter(args), |r| Ok((r.get(0)?, r.get(1)?)))
+        .db()?;
+    rows.collect::<rusqlite::Result<_>>().db()
+}
+
+/// BM25 ranking (or newest first for a blank query) of up to `limit` passages.
+fn text_ranking(
+    conn: &Connection,
+    agent: &AgentId,
+    q: &PassageQuery,
+    fts: &FtsQuery,
+    limit: usize,
+) -> Result<Ranking> {
+    let mut query = Query::default();
+    let filters = filters(agent, q, &mut query)?;
+    let sql = match fts {
+        FtsQuery::NoTerms => return Ok(Vec::new()),
+        FtsQuery::Blank => format!(
+            "SELECT p.pk, 0.0 FROM passages p WHERE {filters}
+             ORDER BY p.created_at DESC, p.pk DESC LIMIT {}",
+            query.arg(sql::sat(limit))
+        ),
+        FtsQuery::Match(expr) => format!(
+            "SELECT p.pk, -bm25(passages_fts) FROM passages_fts
+             JOIN passages p ON p.pk = passages_fts.rowid
+             WHERE passages_fts MATCH {} AND {filters}
+             ORDER BY bm25(passages_fts) LIMIT {}",
+            query.arg(expr.clone()),
+            query.arg(sql::sat(limit))
+        ),
+    };
+    ranked(conn, &sql, query.args)
+}
+
+/// Cosine ranking of up to `limit` passages whose vectors have the query's dimension.
+fn vector_ranking(
+    conn: &Connection,
+    agent: &AgentId,
+    q: &PassageQuery,
+    v: &[f32],
+    limit: usize,
+) -> Result<Ranking> {
+    let qnorm = search::norm(v);
+    if qnorm == 0.0 {
+        return Ok(Vec::new());
+    }
+    let mut query = Query::default();
+    let filters = filters(agent, q, &mut query)?;
+    let sql = format!(
+        "SELECT p.pk, p.embedding FROM passages p WHERE {filters} AND p.embedding_dim = {}",
+        query.arg(sql::sat(v.len()))
+    );
+    let mut stmt = conn.prepare_cached(&sql).db()?;
+    let mut rows = stmt.query(params_from_iter(query.args)).db()?;
+    let mut scored: Ranking = Vec::new();
+    while let Some(r) = rows.next().db()? {
+        let Ok(blob) = r.get_ref(1).db()?.as_blob() else {
+            continue;
+        };
+        if blob.len() == v.len() * 4
+            && let Some(sim) = search::cosine(v, qnorm, blob)
+        {
+            scored.push((r.get(0).db()?, f64::from(sim)));
+        }
+    }
+    let best_first = |a: &(i64, f64), b: &(i64, f64)| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0));
+    if scored.len() > limit && limit > 0 {
+        scored.select_nth_unstable_by(limit - 1, best_first);
+        scored.truncate(limit);
+    }
+    scored.sort_by(best_first);
+    Ok(scored)
+}
+
+fn load_by_pk(conn: &Connection, pk: i64) -> Result<Passage> {
+    conn.prepare_cached(&format!(
+        "SELECT {PASSAGE_COLS} FROM passages p WHERE p.pk = ?1"
+    ))
+    .db()?
+    .query_row([pk], passage_from_row)
+    .db()
+}
+
+impl Store {
+    /// Stores passages in one transaction; tags are deduplicated keeping their order, given
+    /// times are kept (truncated to microseconds), embeddings stored at their native dimension.
+    ///
+    /// Errors: `NotFound("agent")`; `Invalid` for empty text or an empty/non-finite embedding
+    /// (then nothing is stored).
+    pub fn insert_passages(&self, agent: &AgentId, ps: &[NewPassage]) -> Result<Vec<Passage>> {
+        self.write(|tx| {
+            agents::ensure_exists(tx, agent)?;
+            insert(tx, agent, ps, sql::now())
+        })
+    }
+
+    /// A page of the agent's passages by creation time (see [`PassageList`]).
+    /// Errors: `NotFound("agent")`.
+    pub fn list_passages(&self, agent: &AgentId, q: &PassageList) -> Result<Vec<Passage>> {
+        let order = if q.ascending { "ASC" } else { "DESC" };
+        let pattern = q.search.as_ref().filter(|s| !s.is_empty()).map(|s| {
+            let escaped = s
+                .replace('\\', "\\\\")
+                .replace('%', "\\%")
+                .replace('_', "\\_");
+            format!("%{escaped}%")
+        });
+        self.read(|c| {
+            agents::ensure_exists(c, agent)?;
+            let mut stmt = c
+                .prepare_cached(&format!(
+                    "SELECT {PASSAGE_COLS} FROM passages p
+                     WHERE p.agent_id = ?1 AND (?2 IS NULL OR p.text LIKE ?2 ESCAPE '\\')
+                     ORDER BY p.created_at {order}, p.pk {order} LIMIT ?3 OFFSET ?4"
+                ))
+                .db()?;
+            let args = params![
+                agent.as_str(),
+                pattern,
+                sql::sat(q.limit),
+                sql::sat(q.offset)
+            ];
+            let rows = stmt.query_map(args, passage_from_row).db()?;
+            rows.collect::<rusqlite::Result<_>>().db()
+        })
+    }
+
+    /// One passage. Errors: `NotFound("passage", id)`.
+    pub fn get_passage(&self, id: &PassageId) -> Result<Passage> {
+        self.read(|c| {
+            c.prepare_cached(&format!(
+                "SELECT {PASSAGE_COLS} FROM passages p WHERE p.id = ?1"
+            ))
+            .db()?
+            .query_row([id.as_str()], passage_from_row)
+            .optional()
+            .db()?
+            .ok_or_else(|| Error::not_found("passage", id.as_str()))
+        })
+    }
+
+    /// Deletes one of the agent's passages (with its tags and index entries).
+    /// Errors: `NotFound("passage", id)` if the agent has no such passage.
+    pub fn delete_passage(&self, agent: &AgentId, id: &PassageId) -> Result<()> {
+        self.write(|tx| {
+            let n = tx
+                .prepare_cached("DELETE FROM passages WHERE id = ?1 AND agent_id = ?2")
+                .db()?
+                .execute(params![id.as_str(), agent.as_str()])
+                .db()?;
+            if n == 0 {
+                Err(Error::not_found("passage", id.as_str()))
+            } else {
+                Ok(())
+            }
+        })
+    }
+
+    /// Searches the agent's archival memory (see [`PassageQuery`]). Scores: negated BM25
+    /// without an embedding, 0 for a blank query, the RRF score with an embedding.
+    ///
+    /// Errors: `NotFound("agent")`; `Invalid` for an empty or non-finite query embedding.
+    pub fn search_passages(&self, agent: &AgentId, q: &PassageQuery) -> Result<Vec<PassageHit>> {
+        if let Some(v) = &q.embedding {
+            check_vector(v)?;
+        }
+        let fts = fts_query(&q.query);
+        self.read(|c| {
+            agents::ensure_exists(c, agent)?;
+            if q.top_k == 0 {
+                return Ok(Vec::new());
+            }
+            let ranking: Ranking = match &q.embedding {
+                None => text_ranking(c, agent, q, &fts, q.top_k)?,
+                Some(v) => {
+                    // Fusion needs more than top_k candidates from each side: a passage ranked
+                    // 8th by both can beat one ranked 1st by only one of them.
+                    let pool = q.top_k.saturating_mul(4).max(50);
+                    let text = match fts {
+                        FtsQuery::Match(_) => text_ranking(c, agent, q, &fts, pool)?,
+                        FtsQuery::Blank | FtsQuery::NoTerms => Vec::new(),
+                    };
+                    let vector = vector_ranking(c, agent, q, v, pool)?;
+                    let keys = |r: Ranking| r.into_iter().map(|(pk, _)| pk).collect::<Vec<_>>();
+                    let mut fused = search::rrf(&[keys(text), keys(vector)], RRF_K);
+                    fused.truncate(q.top_k);
+                    fused
+                }
+            };
+            ranking
+                .into_iter()
+                .map(|(pk, score)| {
+                    Ok(PassageHit {
+                        passage: load_by_pk(c, pk)?,
+                        score,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// The agent's passages without a stored embedding, oldest first (to backfill after an
+    /// embedding model is configured). Errors: `NotFound("agent")`.
+    pub fn passage_embeddings_missing(&self, agent: &AgentId) -> Result<Vec<Passage>> {
+        self.read(|c| {
+            agents::ensure_exists(c, agent)?;
+            let mut stmt = c
+                .prepare_cached(&format!(
+                    "SELECT {PASSAGE_COLS} FROM passages p
+                     WHERE p.agent_id = ?1 AND p.embedding IS NULL ORDER BY p.pk"
+                ))
+                .db()?;
+            let rows = stmt.query_map([agent.as_str()], passage_from_row).db()?;
+            rows.collect::<rusqlite::Result<_>>().db()
+        })
+    }
+
+    /// Stores (or replaces) a passage's embedding at its native dimension.
+    /// Errors: `NotFound("passage")`; `Invalid` for an empty or non-finite vector.
+    pub fn set_passage_embedding(&self, id: &PassageId, v: &[f32]) -> Result<()> {
+        check_vector(v)?;
+        self.write(|tx| {
+            let n = tx
+                .prepare_cached(
+                    "UPDATE passages SET embedding_dim = ?2, embedding = ?3 WHERE id = ?1",
+                )
+                .db()?
+                .execute(params![
+                    id.as_str(),
+                    sql::sat(v.len()),
+                    search::encode_vector(v)
+                ])
+                .db()?;
+            if n == 0 {
+                Err(Error::not_found("passage", id.as_str()))
+            } else {
+                Ok(())
+            }
+        })
+    }
+}

@@ -1,0 +1,119 @@
+//! Provider settings and app settings. Never API keys: those live in the OS keychain only.
+
+use crate::Store;
+use crate::sql::{self, DbResult};
+use engram_core::{Error, Result};
+use rusqlite::{OptionalExtension, Row, params};
+use serde::{Deserialize, Serialize};
+
+/// A configured model provider, without its key (the key is in the keychain, by `name`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProviderRow {
+    /// The handle prefix models use, e.g. `openai`, `anthropic`, `ollama`.
+    pub name: String,
+    /// The API dialect, e.g. `openai` (also for OpenAI-compatible servers) or `anthropic`.
+    pub kind: String,
+    /// The server's base URL; `None` uses the provider's default.
+    pub base_url: Option<String>,
+    /// The model picked when an agent names none.
+    pub default_model: Option<String>,
+}
+
+fn provider_from_row(r: &Row<'_>) -> rusqlite::Result<ProviderRow> {
+    Ok(ProviderRow {
+        name: r.get(0)?,
+        kind: r.get(1)?,
+        base_url: r.get(2)?,
+        default_model: r.get(3)?,
+    })
+}
+
+impl Store {
+    /// Creates or replaces a provider's settings (its creation time is kept on replace).
+    /// Errors: `Invalid` for an empty name or kind.
+    pub fn upsert_provider(&self, p: &ProviderRow) -> Result<()> {
+        if p.name.trim().is_empty() || p.kind.trim().is_empty() {
+            return Err(Error::invalid("a provider needs a name and a kind"));
+        }
+        let now = sql::micros(sql::now());
+        self.write(|tx| {
+            tx.prepare_cached(
+                "INSERT INTO providers (name, kind, base_url, default_model, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?5)
+                 ON CONFLICT (name) DO UPDATE SET kind = excluded.kind, base_url = excluded.base_url,
+                     default_model = excluded.default_model, updated_at = excluded.updated_at",
+            )
+            .db()?
+            .execute(params![p.name, p.kind, p.base_url, p.default_model, now])
+            .db()?;
+            Ok(())
+        })
+    }
+
+    /// One provider's settings. Errors: `NotFound("provider", name)`.
+    pub fn get_provider(&self, name: &str) -> Result<ProviderRow> {
+        self.read(|c| {
+            c.prepare_cached(
+                "SELECT name, kind, base_url, default_model FROM providers WHERE name = ?1",
+            )
+            .db()?
+            .query_row([name], provider_from_row)
+            .optional()
+            .db()?
+            .ok_or_else(|| Error::not_found("provider", name))
+        })
+    }
+
+    /// Every configured provider, by name.
+    pub fn list_providers(&self) -> Result<Vec<ProviderRow>> {
+        self.read(|c| {
+            let mut stmt = c
+                .prepare_cached(
+                    "SELECT name, kind, base_url, default_model FROM providers ORDER BY name",
+                )
+                .db()?;
+            let rows = stmt.query_map([], provider_from_row).db()?;
+            rows.collect::<rusqlite::Result<_>>().db()
+        })
+    }
+
+    /// Removes a provider's settings (its key, in the keychain, is the caller's business).
+    /// Errors: `NotFound("provider", name)`.
+    pub fn delete_provider(&self, name: &str) -> Result<()> {
+        self.write(|tx| {
+            let n = tx
+                .execute("DELETE FROM providers WHERE name = ?1", [name])
+                .db()?;
+            if n == 0 {
+                Err(Error::not_found("provider", name))
+            } else {
+                Ok(())
+            }
+        })
+    }
+
+    /// An app setting's value, `None` if it was never set.
+    pub fn get_setting(&self, key: &str) -> Result<Option<String>> {
+        self.read(|c| {
+            c.prepare_cached("SELECT value FROM settings WHERE key = ?1")
+                .db()?
+                .query_row([key], |r| r.get(0))
+                .optional()
+                .db()
+        })
+    }
+
+    /// Sets an app setting, replacing any previous value.
+    pub fn set_setting(&self, key: &str, value: &str) -> Result<()> {
+        self.write(|tx| {
+            tx.prepare_cached(
+                "INSERT INTO settings (key, value) VALUES (?1, ?2)
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            )
+            .db()?
+            .execute([key, value])
+            .db()?;
+            Ok(())
+        })
+    }
+}

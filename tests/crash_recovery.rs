@@ -1,0 +1,140 @@
+//! A process killed mid-run leaves a database that opens, passes `PRAGMA integrity_check` and
+//! carries on; a tool call left without its result (by a crash of an older writer, or an
+//! imported file) is answered with a `Failed` result before the next call.
+
+use engram_core::{AgentId, LoopStyle, NewMessage, Role, StopReason, ToolCall, ToolReturn};
+use engram_mock_llm::{Call, MockLlm, Reply, Script};
+use engram_suite::{Home, cli, cli_command, stdout_ok};
+use serde_json::json;
+use std::time::Duration;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_the_process_mid_run_loses_only_the_step_in_flight() {
+    let mock = MockLlm::start(Script::Queue).await;
+    let home = tempfile::tempdir().unwrap();
+    let url = mock.base_url();
+    let out = cli(
+        home.path(),
+        &[
+            "agent",
+            "create",
+            "--name",
+            "Sam",
+            "--model",
+            "openai/mock-small",
+            "--base-url",
+            &url,
+        ],
+    );
+    let agent = AgentId::from(stdout_ok(&out).trim());
+
+    // Step 1 commits a memory edit; step 2 never gets an answer, and the process is killed.
+    mock.push(Reply::ToolCalls(vec![Call::new(
+        "core_memory_append",
+        json!({"label": "human", "content": "Name: Bob"}),
+    )]));
+    mock.push(Reply::Hang);
+    let mut child = cli_command(home.path())
+        .args(["chat", agent.as_str(), "--message", "my name is Bob"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    for _ in 0..200 {
+        if mock.chat_requests().len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        mock.chat_requests().len(),
+        2,
+        "the run reached its second step"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    // The database opens cleanly with step 1 intact.
+    let db = rusqlite::Connection::open(home.path().join(engram_service::DB_FILE)).unwrap();
+    let check: String = db
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+    drop(db);
+    let engram = engram_suite::open(
+        home.path(),
+        std::sync::Arc::new(engram_secrets::MemoryStore::default()),
+    );
+    assert_eq!(
+        engram.store().agent_block(&agent, "human").unwrap().value,
+        "Name: Bob"
+    );
+    let roles: Vec<Role> = engram
+        .list_messages(&agent, None, 100)
+        .unwrap()
+        .iter()
+        .map(|m| m.role)
+        .collect();
+    assert_eq!(roles, [Role::User, Role::Assistant, Role::Tool]);
+
+    // And the agent carries on.
+    mock.push(Reply::text("Hello again, Bob."));
+    let (out, _) = engram_suite::chat(&engram, &agent, "are you there?", Default::default()).await;
+    assert_eq!(out.stop_reason, StopReason::EndTurn, "{:?}", out.error);
+    assert!(mock.violations().is_empty(), "{:#?}", mock.violations());
+}
+
+#[tokio::test]
+async fn an_orphaned_tool_call_is_answered_before_the_next_call() {
+    let mock = MockLlm::start(Script::Queue).await;
+    let home = Home::new();
+    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let store = home.engram.store();
+    let calls = vec![
+        ToolCall {
+            id: "call_a".into(),
+            name: "archival_memory_search".into(),
+            arguments: r#"{"query":"x"}"#.into(),
+        },
+        ToolCall {
+            id: "call_b".into(),
+            name: "archival_memory_search".into(),
+            arguments: r#"{"query":"y"}"#.into(),
+        },
+    ];
+    let now = chrono::Utc::now();
+    store
+        .append_messages(
+            &agent,
+            &[
+                NewMessage::user("search twice"),
+                NewMessage::assistant("", None, calls),
+                NewMessage::tool(
+                    "call_a",
+                    "archival_memory_search",
+                    ToolReturn::ok("[]", now).to_json(),
+                ),
+            ],
+        )
+        .unwrap();
+
+    mock.push(Reply::text("Where were we?"));
+    let (out, _) = home.chat(&agent, "hello?").await;
+    assert_eq!(out.stop_reason, StopReason::EndTurn);
+    assert!(mock.violations().is_empty(), "{:#?}", mock.violations());
+    let sent = &mock.chat_requests()[0].body["messages"];
+    let roles: Vec<&str> = sent
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        ["system", "user", "assistant", "tool", "tool", "user"]
+    );
+    let repaired: serde_json::Value =
+        serde_json::from_str(sent[4]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(sent[4]["tool_call_id"], "call_b");
+    assert_eq!(repaired["status"], "Failed");
+}
