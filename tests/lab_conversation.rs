@@ -95,3 +95,45 @@ async fn repeating_a_fact_does_not_duplicate_it() {
     assert_eq!(home.block(&agent, "human"), "Name: Bob");
     assert!(mock.violations().is_empty(), "{:#?}", mock.violations());
 }
+
+#[tokio::test]
+async fn lab_conversation_over_the_anthropic_api() {
+    use engram_providers::ProviderKind;
+    use engram_service::ProviderSetup;
+
+    let mock = MockLlm::start(Script::Brain).await;
+    let home = Home::new();
+    home.engram
+        .set_provider(ProviderSetup {
+            name: "anthropic".into(),
+            kind: Some(ProviderKind::Anthropic),
+            base_url: Some(mock.base_url()),
+            api_key: Some("sk-ant-test-key".to_owned().into()),
+            ..ProviderSetup::default()
+        })
+        .unwrap();
+    let agent = home.agent_with(&mock, LoopStyle::ToolLoop, |a| {
+        let llm = a.llm.as_mut().unwrap();
+        llm.model = "anthropic/claude-mock".into();
+        llm.base_url = None;
+    });
+    home.chat(&agent, "my name is Bob").await;
+    let (out, _) = home
+        .chat(&agent, "my best friend is Alya and she loves cherry pie")
+        .await;
+    assert_eq!(out.stop_reason, StopReason::EndTurn, "{:?}", out.error);
+    let (out, _) = home.chat(&agent, "who is my best friend?").await;
+    assert!(reply_text(&out, LoopStyle::ToolLoop).contains("Alya"));
+    assert_eq!(home.block(&agent, "human").lines().count(), 3);
+    let requests = mock.requests();
+    assert!(
+        requests.iter().all(|r| r.path == "/v1/messages"),
+        "spoke Anthropic's API only"
+    );
+    assert!(
+        requests
+            .iter()
+            .all(|r| r.api_key_header.as_deref() == Some("sk-ant-test-key"))
+    );
+    assert!(mock.violations().is_empty(), "{:#?}", mock.violations());
+}
