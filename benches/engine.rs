@@ -14,7 +14,10 @@ use std::time::{Duration, Instant};
 
 /// A pseudo-word for rank `n`: distinct, pronounceable-ish, deterministic.
 fn word(n: u64) -> String {
-    const SYLLABLES: &[&str] = &["ka", "lo", "mi", "ren", "tu", "sa", "vi", "do", "pel", "nor", "qui", "ba", "ze", "fo", "lun", "gar"];
+    const SYLLABLES: &[&str] = &[
+        "ka", "lo", "mi", "ren", "tu", "sa", "vi", "do", "pel", "nor", "qui", "ba", "ze", "fo",
+        "lun", "gar",
+    ];
     let mut n = n + 1;
     let mut w = String::new();
     while n > 0 {
@@ -35,7 +38,10 @@ fn next(x: &mut u64) -> u64 {
 /// A sentence of 12 words drawn from a 20,000-word vocabulary with a Zipf-like skew, so common
 /// words are common and a typical query word matches a small share of passages, as in real text.
 fn sentence(seed: u64) -> String {
-    let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407) | 1;
+    let mut x = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407)
+        | 1;
     (0..12)
         .map(|_| {
             let u = (next(&mut x) % 1_000_000) as f64 / 1_000_000.0;
@@ -118,7 +124,9 @@ fn archival(home: &Home, agent: &engram_core::AgentId) -> (f64, Duration, Durati
     for i in 0..300u64 {
         // Queries are 1–3 content words (vocabulary ranks 50–5,000), not stopwords.
         let mut x = i.wrapping_mul(0x9e3779b97f4a7c15) | 1;
-        let words: Vec<String> = (0..1 + i % 3).map(|_| word(50 + next(&mut x) % 4_950)).collect();
+        let words: Vec<String> = (0..1 + i % 3)
+            .map(|_| word(50 + next(&mut x) % 4_950))
+            .collect();
         let q = PassageQuery {
             query: words.join(" "),
             tags: Vec::new(),
