@@ -1,0 +1,11 @@
+//! Integration tests of the store against real SQLite files in temporary directories.
+
+mod agents;
+mod blocks;
+mod messages;
+mod passages;
+mod perf;
+mod schema;
+mod search;
+mod steps;
+mod support;

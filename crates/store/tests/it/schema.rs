@@ -1,0 +1,151 @@
+//! Opening, migrations, PRAGMAs, and the promise that no key column exists.
+
+use crate::support::{create, temp_store};
+use engram_core::Error;
+use engram_store::{ProviderRow, Store};
+use rusqlite::Connection;
+
+fn columns(conn: &Connection, table: &str) -> Vec<String> {
+    let mut stmt = conn
+        .prepare(&format!("PRAGMA table_info({table})"))
+        .unwrap();
+    stmt.query_map([], |r| r.get::<_, String>(1))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+#[test]
+fn fresh_file_is_migrated_and_reopens_with_its_data() {
+    let (dir, store) = temp_store();
+    let path = dir.path().join("data").join("engram.db");
+    assert!(path.exists(), "open creates missing parent directories");
+    assert_eq!(store.integrity_check().unwrap(), "ok");
+    let (agent, _) = create(&store, "kept");
+    store.set_setting("theme", "dark").unwrap();
+    drop(store);
+
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.get_agent(&agent.id).unwrap(), agent);
+    assert_eq!(store.get_setting("theme").unwrap().as_deref(), Some("dark"));
+    drop(store);
+
+    let conn = Connection::open(&path).unwrap();
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 1);
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+}
+
+#[test]
+fn a_file_that_is_not_a_database_is_a_storage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("junk.db");
+    std::fs::write(
+        &path,
+        b"this is definitely not sqlite, just some text padding it out",
+    )
+    .unwrap();
+    assert!(matches!(Store::open(&path), Err(Error::Storage(_))));
+}
+
+#[test]
+fn no_api_key_column_exists_anywhere() {
+    let (dir, store) = temp_store();
+    store
+        .upsert_provider(&ProviderRow {
+            name: "openai".into(),
+            kind: "openai".into(),
+            base_url: None,
+            default_model: Some("gpt-4o-mini".into()),
+        })
+        .unwrap();
+    drop(store);
+    let conn = Connection::open(dir.path().join("data").join("engram.db")).unwrap();
+    assert_eq!(
+        columns(&conn, "providers"),
+        [
+            "name",
+            "kind",
+            "base_url",
+            "default_model",
+            "created_at",
+            "updated_at"
+        ]
+    );
+    let mut stmt = conn
+        .prepare("SELECT name FROM sqlite_schema WHERE type = 'table'")
+        .unwrap();
+    let tables: Vec<String> = stmt
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    for table in tables {
+        for col in columns(&conn, &table) {
+            let col = col.to_lowercase();
+            for bad in ["api_key", "apikey", "secret", "password", "token_value"] {
+                assert!(!col.contains(bad), "{table}.{col} looks like a secret");
+            }
+        }
+    }
+}
+
+#[test]
+fn providers_and_settings_round_trip() {
+    let (_dir, store) = temp_store();
+    let mut p = ProviderRow {
+        name: "ollama".into(),
+        kind: "openai".into(),
+        base_url: Some("http://127.0.0.1:11434/v1".into()),
+        default_model: None,
+    };
+    store.upsert_provider(&p).unwrap();
+    p.default_model = Some("llama3.1".into());
+    store.upsert_provider(&p).unwrap();
+    store
+        .upsert_provider(&ProviderRow {
+            name: "anthropic".into(),
+            kind: "anthropic".into(),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(store.get_provider("ollama").unwrap(), p);
+    let names: Vec<_> = store
+        .list_providers()
+        .unwrap()
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
+    assert_eq!(names, ["anthropic", "ollama"]);
+    store.delete_provider("ollama").unwrap();
+    assert!(matches!(
+        store.get_provider("ollama"),
+        Err(Error::NotFound {
+            what: "provider",
+            ..
+        })
+    ));
+    assert!(matches!(
+        store.delete_provider("ollama"),
+        Err(Error::NotFound { .. })
+    ));
+    assert!(matches!(
+        store.upsert_provider(&ProviderRow::default()),
+        Err(Error::Invalid(_))
+    ));
+
+    assert_eq!(store.get_setting("missing").unwrap(), None);
+    store.set_setting("default_model", "openai/gpt-4o").unwrap();
+    store
+        .set_setting("default_model", "anthropic/claude")
+        .unwrap();
+    assert_eq!(
+        store.get_setting("default_model").unwrap().as_deref(),
+        Some("anthropic/claude")
+    );
+}
