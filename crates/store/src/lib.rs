@@ -14,6 +14,7 @@
 
 mod agents;
 mod blocks;
+mod import;
 mod messages;
 mod migrations;
 mod passages;
@@ -23,6 +24,9 @@ mod settings;
 mod sql;
 mod steps;
 
+pub use import::{
+    EXTRAS_SETTING_PREFIX, ImportAgent, ImportBlock, ImportBundle, ImportMessage, ImportedIds,
+};
 pub use messages::{MessageHit, MessageQuery, SEQ_GAP};
 pub use passages::{PassageList, PassageQuery};
 pub use settings::ProviderRow;

@@ -4,7 +4,6 @@ mod agents;
 mod blocks;
 mod messages;
 mod passages;
-mod perf;
 mod schema;
 mod search;
 mod steps;

@@ -1,0 +1,1029 @@
+//! A parsed agent file → an [`ImportBundle`] of Engram rows with fresh ids, after checking every
+//! reference (blocks, tools, messages, extension entries) and naming the JSON path of the first
+//! problem. Nothing here touches the database; [`Store::import_bundle`] writes the result in
+//! one transaction.
+//!
+//! Mapping (Letta → Engram):
+//! - blocks keep label, value, limit, description, read-only; a value over its limit (Letta
+//!   stopped enforcing limits) raises the limit to fit, with a warning;
+//! - tools named like Engram's built-ins are attached; the others (custom Python tools, web
+//!   search, `memory`, …) are kept with source and schema in the agent's extras, not runnable;
+//! - `llm_config` becomes the handle `model_endpoint_type/model` with its context window
+//!   (Letta's own `handle` can lag behind `model`, so it is only a fallback);
+//! - `memgpt_agent` / `memgpt_v2_agent` (and v1 files without a type) run in the classic loop,
+//!   everything else in the tool loop;
+//! - messages keep their text as the model saw it (wrapped `{"type":"user_message",…}` JSON,
+//!   heartbeats, login events, system alerts). Order: messages outside the context window
+//!   first (recall memory, in file order), then the context window in its own order. The
+//!   leading system message of the window (Letta's compiled prompt) stays in recall only,
+//!   since Engram compiles its own; so do approval answers (they are not model input). A tool
+//!   message with several results (parallel calls) becomes one tool message per result.
+//!
+//! Files written by Engram carry an `engram` extension with the full history, passages, block
+//! history and settings; when present it is used instead of the Letta fields it supersedes.
+//!
+//! [`Store::import_bundle`]: engram_store::Store::import_bundle
+
+use crate::errors::AgentFileError;
+use crate::extension::{AgentExt, BlockExt, Extension};
+use crate::model::{
+    BlockAf, ContentAf, EmbeddingConfigAf, LlmConfigAf, MessageAf, RoleAf, ToolAf, ToolCallAf,
+};
+use crate::parse::AgentFile;
+use crate::time::time_or;
+use engram_core::agent::{DEFAULT_MAX_STEPS, default_context_window};
+use engram_core::memory::valid_label;
+use engram_core::{
+    Agent, AgentId, Block, BlockEdit, BlockId, DEFAULT_BLOCK_LIMIT, EditId, Editor,
+    EmbeddingConfig, LlmConfig, LoopStyle, MessageKind, NewMessage, NewPassage, Role, RunId,
+    StepId, Timestamp, ToolCall,
+};
+use engram_store::{ImportAgent, ImportBlock, ImportBundle, ImportMessage};
+use serde_json::{Map, Value, json};
+use std::collections::{HashMap, HashSet};
+
+/// What the importer needs to know about this Engram.
+#[derive(Clone, Debug)]
+pub struct ImportOptions<'a> {
+    /// Names of Engram's built-in tools (`engram_agent::tools::BUILTIN_TOOLS`); only these are
+    /// attached as runnable.
+    pub builtin_tools: &'a [&'a str],
+    /// Model handle for agents whose file has no `llm_config`.
+    pub default_model: &'a str,
+    /// "Now": the time of rows whose file gives none.
+    pub now: Timestamp,
+}
+
+/// An import ready to be written, with what the user should know about it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Conversion {
+    /// The rows to write.
+    pub bundle: ImportBundle,
+    /// One line per thing that was kept but is not live (custom tools, tool rules, groups),
+    /// adjusted (raised limits) or left out (secrets, environment variables).
+    pub warnings: Vec<String>,
+}
+
+/// One block of the file, wherever it was defined.
+struct BlockIn<'a> {
+    path: String,
+    block: &'a BlockAf,
+    ext: Option<&'a BlockExt>,
+    created_at: Option<&'a str>,
+    updated_at: Option<&'a str>,
+}
+
+/// One agent of the file, resolved to indices, whatever the version.
+struct AgentIn<'a> {
+    /// Path prefix of the agent's fields (`` for v1, `agents[0].` for v2).
+    path: String,
+    local_id: String,
+    format: &'static str,
+    name: Option<&'a str>,
+    description: Option<&'a str>,
+    system: Option<&'a str>,
+    agent_type: Option<&'a str>,
+    llm: Option<&'a LlmConfigAf>,
+    embedding: Option<&'a EmbeddingConfigAf>,
+    tags: &'a [String],
+    tool_rules: &'a [Value],
+    blocks: Vec<usize>,
+    tools: Vec<&'a ToolAf>,
+    messages: &'a [MessageAf],
+    in_context: Vec<usize>,
+    created_at: Option<&'a str>,
+    updated_at: Option<&'a str>,
+    ext: Option<&'a AgentExt>,
+    extra: &'a Map<String, Value>,
+}
+
+/// Shared state of one conversion.
+struct Ctx<'a> {
+    opts: &'a ImportOptions<'a>,
+    warnings: Vec<String>,
+    agent_ids: HashMap<String, AgentId>,
+    edit_ids: HashMap<String, EditId>,
+}
+
+/// Converts a parsed file into rows with fresh ids.
+///
+/// Errors (nothing is imported): `Duplicate` for a file-local id used twice; `MissingRef` for
+/// a block, tool, message or extension entry that is not in the file; `Invalid` for a block
+/// label Engram cannot use, two blocks of one agent with the same label, or an unreadable date.
+pub fn to_bundle(file: &AgentFile, opts: &ImportOptions<'_>) -> Result<Conversion, AgentFileError> {
+    let (blocks, agents, groups) = match file {
+        AgentFile::V1(f) => resolve_v1(f)?,
+        AgentFile::V2(f) => resolve_v2(f)?,
+    };
+    let mut ctx = Ctx {
+        opts,
+        warnings: Vec::new(),
+        agent_ids: agents
+            .iter()
+            .map(|a| (a.local_id.clone(), AgentId::new()))
+            .collect(),
+        edit_ids: HashMap::new(),
+    };
+    for b in &blocks {
+        for e in b.ext.iter().flat_map(|x| &x.history) {
+            ctx.edit_ids.insert(e.id.clone(), EditId::new());
+        }
+    }
+    let mut bundle = ImportBundle::default();
+    for b in &blocks {
+        bundle.blocks.push(convert_block(&mut ctx, b)?);
+    }
+    if !groups.is_empty() {
+        ctx.warnings.push(format!(
+            "{} multi-agent group(s) kept with the agents' file extras; Engram does not run groups",
+            groups.len()
+        ));
+    }
+    for a in &agents {
+        let ia = convert_agent(&mut ctx, a, &bundle.blocks, groups)?;
+        bundle.agents.push(ia);
+    }
+    Ok(Conversion {
+        bundle,
+        warnings: ctx.warnings,
+    })
+}
+
+type Resolved<'a> = (Vec<BlockIn<'a>>, Vec<AgentIn<'a>>, &'a [Value]);
+
+fn resolve_v1(f: &crate::v1::AgentFileV1) -> Result<Resolved<'_>, AgentFileError> {
+    let blocks = f
+        .core_memory
+        .iter()
+        .enumerate()
+        .map(|(i, b)| BlockIn {
+            path: format!("core_memory[{i}]"),
+            block: b,
+            ext: None,
+            created_at: b.extra.get("created_at").and_then(Value::as_str),
+            updated_at: b.extra.get("updated_at").and_then(Value::as_str),
+        })
+        .collect();
+    let mut seen = HashSet::new();
+    for (k, &i) in f.in_context_message_indices.iter().enumerate() {
+        let path = format!("in_context_message_indices[{k}]");
+        if i >= f.messages.len() {
+            return Err(AgentFileError::MissingRef {
+                path,
+                kind: "message",
+                id: format!("#{i} (the file has {} messages)", f.messages.len()),
+            });
+        }
+        if !seen.insert(i) {
+            return Err(AgentFileError::Duplicate {
+                path,
+                id: i.to_string(),
+            });
+        }
+    }
+    let agent = AgentIn {
+        path: String::new(),
+        local_id: "agent-0".into(),
+        format: "letta-v1",
+        name: f.name.as_deref(),
+        description: f.description.as_deref(),
+        system: f.system.as_deref(),
+        agent_type: Some(f.agent_type.as_deref().unwrap_or("memgpt_agent")),
+        llm: f.llm_config.as_ref(),
+        embedding: f.embedding_config.as_ref(),
+        tags: &f.tags,
+        tool_rules: &f.tool_rules,
+        blocks: (0..f.core_memory.len()).collect(),
+        tools: f.tools.iter().collect(),
+        messages: &f.messages,
+        in_context: f.in_context_message_indices.clone(),
+        created_at: f.created_at.as_deref(),
+        updated_at: f.updated_at.as_deref(),
+        ext: None,
+        extra: &f.extra,
+    };
+    Ok((blocks, vec![agent], &[]))
+}
+
+fn unique<'a>(
+    ids: impl Iterator<Item = (String, Option<&'a str>)>,
+    what: &str,
+) -> Result<HashMap<&'a str, usize>, AgentFileError> {
+    let mut map = HashMap::new();
+    for (i, (path, id)) in ids.enumerate() {
+        let id =
+            id.ok_or_else(|| AgentFileError::invalid(&path, format!("a {what} needs an id")))?;
+        if map.insert(id, i).is_some() {
+            return Err(AgentFileError::Duplicate {
+                path: format!("{path}.id"),
+                id: id.to_owned(),
+            });
+        }
+    }
+    Ok(map)
+}
+
+fn resolve_v2(f: &crate::v2::AgentFileV2) -> Result<Resolved<'_>, AgentFileError> {
+    let ext: Option<&Extension> = f.engram.as_ref();
+    unique(
+        f.agents
+            .iter()
+            .enumerate()
+            .map(|(i, a)| (format!("agents[{i}]"), Some(a.id.as_str()))),
+        "agent",
+    )?;
+    let block_index = unique(
+        f.blocks
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (format!("blocks[{i}]"), b.id.as_deref())),
+        "block",
+    )?;
+    let tool_index = unique(
+        f.tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (format!("tools[{i}]"), t.id.as_deref())),
+        "tool",
+    )?;
+    // Message ids are file-wide; messages without an id just cannot be referred to.
+    let mut message_ids = HashSet::new();
+    for (i, a) in f.agents.iter().enumerate() {
+        for (j, m) in a.messages.iter().enumerate() {
+            if let Some(id) = m.id.as_deref()
+                && !message_ids.insert(id)
+            {
+                return Err(AgentFileError::Duplicate {
+                    path: format!("agents[{i}].messages[{j}].id"),
+                    id: id.to_owned(),
+                });
+            }
+        }
+    }
+    if let Some(ext) = ext {
+        for key in ext.agents.keys() {
+            if !f.agents.iter().any(|a| &a.id == key) {
+                return Err(AgentFileError::MissingRef {
+                    path: format!("engram.agents.{key}"),
+                    kind: "agent",
+                    id: key.clone(),
+                });
+            }
+        }
+        for key in ext.blocks.keys() {
+            if !block_index.contains_key(key.as_str()) {
+                return Err(AgentFileError::MissingRef {
+                    path: format!("engram.blocks.{key}"),
+                    kind: "block",
+                    id: key.clone(),
+                });
+            }
+        }
+    }
+
+    let mut blocks: Vec<BlockIn<'_>> = f
+        .blocks
+        .iter()
+        .enumerate()
+        .map(|(i, b)| BlockIn {
+            path: format!("blocks[{i}]"),
+            block: b,
+            ext: b
+                .id
+                .as_deref()
+                .and_then(|id| ext.and_then(|e| e.blocks.get(id))),
+            created_at: b.extra.get("created_at").and_then(Value::as_str),
+            updated_at: b.extra.get("updated_at").and_then(Value::as_str),
+        })
+        .collect();
+    let mut agents = Vec::with_capacity(f.agents.len());
+    for (i, a) in f.agents.iter().enumerate() {
+        let path = format!("agents[{i}].");
+        let mut own_blocks = Vec::new();
+        for (k, id) in a.block_ids.iter().enumerate() {
+            let at = format!("{path}block_ids[{k}]");
+            let &idx = block_index
+                .get(id.as_str())
+                .ok_or_else(|| AgentFileError::MissingRef {
+                    path: at.clone(),
+                    kind: "block",
+                    id: id.clone(),
+                })?;
+            if own_blocks.contains(&idx) {
+                return Err(AgentFileError::Duplicate {
+                    path: at,
+                    id: id.clone(),
+                });
+            }
+            own_blocks.push(idx);
+        }
+        for (k, b) in a.memory_blocks.iter().enumerate() {
+            own_blocks.push(blocks.len());
+            blocks.push(BlockIn {
+                path: format!("{path}memory_blocks[{k}]"),
+                block: b,
+                ext: None,
+                created_at: None,
+                updated_at: None,
+            });
+        }
+        let mut tools = Vec::new();
+        for (k, id) in a.tool_ids.iter().enumerate() {
+            let &idx = tool_index
+                .get(id.as_str())
+                .ok_or_else(|| AgentFileError::MissingRef {
+                    path: format!("{path}tool_ids[{k}]"),
+                    kind: "tool",
+                    id: id.clone(),
+                })?;
+            tools.push(&f.tools[idx]);
+        }
+        let positions: HashMap<&str, usize> = a
+            .messages
+            .iter()
+            .enumerate()
+            .filter_map(|(j, m)| m.id.as_deref().map(|id| (id, j)))
+            .collect();
+        let mut in_context = Vec::with_capacity(a.in_context_message_ids.len());
+        for (k, id) in a.in_context_message_ids.iter().enumerate() {
+            let at = format!("{path}in_context_message_ids[{k}]");
+            let &j = positions
+                .get(id.as_str())
+                .ok_or_else(|| AgentFileError::MissingRef {
+                    path: at.clone(),
+                    kind: "message",
+                    id: id.clone(),
+                })?;
+            if in_context.contains(&j) {
+                return Err(AgentFileError::Duplicate {
+                    path: at,
+                    id: id.clone(),
+                });
+            }
+            in_context.push(j);
+        }
+        agents.push(AgentIn {
+            path,
+            local_id: a.id.clone(),
+            format: if ext.is_some() { "engram" } else { "letta-v2" },
+            name: a.name.as_deref(),
+            description: a.description.as_deref(),
+            system: a.system.as_deref(),
+            agent_type: a.agent_type.as_deref(),
+            llm: a.llm_config.as_ref(),
+            embedding: a.embedding_config.as_ref(),
+            tags: &a.tags,
+            tool_rules: &a.tool_rules,
+            blocks: own_blocks,
+            tools,
+            messages: &a.messages,
+            in_context,
+            created_at: a.extra.get("created_at").and_then(Value::as_str),
+            updated_at: a.extra.get("updated_at").and_then(Value::as_str),
+            ext: ext.and_then(|e| e.agents.get(&a.id)),
+            extra: &a.extra,
+        });
+    }
+    Ok((blocks, agents, &f.groups))
+}
+
+fn convert_block(ctx: &mut Ctx<'_>, b: &BlockIn<'_>) -> Result<ImportBlock, AgentFileError> {
+    let af = b.block;
+    if !valid_label(&af.label) {
+        return Err(AgentFileError::invalid(
+            format!("{}.label", b.path),
+            format!(
+                "{:?} is not a usable block label (1-64 letters, digits, '_', '-' or '.')",
+                af.label
+            ),
+        ));
+    }
+    let chars = af.value.chars().count();
+    let limit = match af.limit {
+        Some(l) => {
+            let l = usize::try_from(l).unwrap_or(usize::MAX);
+            if chars > l {
+                ctx.warnings.push(format!(
+                    "block '{}' holds {chars} characters, over its limit of {l}; the limit was raised to {chars}",
+                    af.label
+                ));
+            }
+            l.max(chars)
+        }
+        None => DEFAULT_BLOCK_LIMIT.max(chars),
+    };
+    let now = ctx.opts.now;
+    let (created_at, updated_at) = match b.ext {
+        Some(x) => (x.created_at, x.updated_at),
+        None => (
+            time_or(b.created_at, &format!("{}.created_at", b.path), now)?,
+            time_or(b.updated_at, &format!("{}.updated_at", b.path), now)?,
+        ),
+    };
+    let block = Block {
+        id: BlockId::new(),
+        label: af.label.clone(),
+        value: af.value.clone(),
+        limit,
+        description: af.description.clone().unwrap_or_default(),
+        read_only: af.read_only,
+        created_at,
+        updated_at,
+    };
+    let history = b
+        .ext
+        .iter()
+        .flat_map(|x| &x.history)
+        .map(|e| BlockEdit {
+            id: ctx.edit_ids.get(&e.id).cloned().unwrap_or_default(),
+            block_id: block.id.clone(),
+            editor: remap_editor(ctx, &e.editor),
+            old_value: e.old_value.clone(),
+            new_value: e.new_value.clone(),
+            created_at: e.created_at,
+        })
+        .collect();
+    Ok(ImportBlock { block, history })
+}
+
+/// File-local agent and edit ids in an editor → the fresh ids of this import (ids of agents
+/// or edits outside the file are kept as written).
+fn remap_editor(ctx: &Ctx<'_>, e: &Editor) -> Editor {
+    match e {
+        Editor::Agent {
+            agent_id,
+            tool_call_id,
+        } => Editor::Agent {
+            agent_id: ctx
+                .agent_ids
+                .get(agent_id.as_str())
+                .cloned()
+                .unwrap_or_else(|| agent_id.clone()),
+            tool_call_id: tool_call_id.clone(),
+        },
+        Editor::Undo { edit_id } => Editor::Undo {
+            edit_id: ctx
+                .edit_ids
+                .get(edit_id.as_str())
+                .cloned()
+                .unwrap_or_else(|| edit_id.clone()),
+        },
+        other => other.clone(),
+    }
+}
+
+fn llm_config(a: &AgentIn<'_>, default_model: &str) -> LlmConfig {
+    let Some(c) = a.llm else {
+        return LlmConfig::new(default_model);
+    };
+    let handle = match (&c.model_endpoint_type, &c.model) {
+        (Some(p), Some(m)) if !p.is_empty() && !m.is_empty() => format!("{p}/{m}"),
+        _ => c
+            .handle
+            .clone()
+            .or_else(|| c.model.clone())
+            .unwrap_or_else(|| default_model.to_owned()),
+    };
+    LlmConfig {
+        context_window: c
+            .context_window
+            .map(|w| u32::try_from(w).unwrap_or(u32::MAX))
+            .unwrap_or_else(|| default_context_window(&handle)),
+        base_url: None,
+        max_tokens: c.max_tokens.and_then(|t| u32::try_from(t).ok()),
+        #[allow(clippy::cast_possible_truncation)]
+        temperature: c.temperature.map(|t| t as f32),
+        model: handle,
+    }
+}
+
+fn embedding_config(c: &EmbeddingConfigAf) -> Option<EmbeddingConfig> {
+    let model = match (&c.embedding_endpoint_type, &c.embedding_model) {
+        (Some(p), Some(m)) if !p.is_empty() && !m.is_empty() => format!("{p}/{m}"),
+        _ => c.handle.clone()?,
+    };
+    Some(EmbeddingConfig {
+        model,
+        base_url: None,
+    })
+}
+
+fn loop_style(agent_type: Option<&str>) -> LoopStyle {
+    match agent_type {
+        Some("memgpt_agent" | "memgpt_v2_agent") => LoopStyle::Classic,
+        _ => LoopStyle::ToolLoop,
+    }
+}
+
+fn convert_agent(
+    ctx: &mut Ctx<'_>,
+    a: &AgentIn<'_>,
+    blocks: &[ImportBlock],
+    groups: &[Value],
+) -> Result<ImportAgent, AgentFileError> {
+    let id = ctx.agent_ids[&a.local_id].clone();
+    let mut labels = HashSet::new();
+    let mut block_ids = Vec::with_capacity(a.blocks.len());
+    for &i in &a.blocks {
+        let b = &blocks[i].block;
+        if !labels.insert(b.label.as_str()) {
+            return Err(AgentFileError::invalid(
+                format!("{}block_ids", a.path),
+                format!("the agent has two blocks labelled {:?}", b.label),
+            ));
+        }
+        block_ids.push(b.id.clone());
+    }
+    let name = a
+        .name
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .unwrap_or("Imported agent");
+    let now = ctx.opts.now;
+    let mut agent = Agent {
+        id: id.clone(),
+        name: name.to_owned(),
+        description: a.description.unwrap_or_default().to_owned(),
+        system: a.system.unwrap_or_default().to_owned(),
+        llm: llm_config(a, ctx.opts.default_model),
+        embedding: a.embedding.and_then(embedding_config),
+        loop_style: loop_style(a.agent_type),
+        max_steps: DEFAULT_MAX_STEPS,
+        tools: Vec::new(),
+        summary: None,
+        created_at: time_or(a.created_at, &format!("{}created_at", a.path), now)?,
+        updated_at: time_or(a.updated_at, &format!("{}updated_at", a.path), now)?,
+    };
+    let (messages, passages, extras) = match a.ext {
+        Some(x) => {
+            agent.loop_style = x.loop_style;
+            agent.max_steps = x.max_steps.max(1);
+            agent.llm = x.llm.clone();
+            agent.embedding = x.embedding.clone();
+            agent.tools = x.tools.clone();
+            agent.summary = x.summary.clone();
+            agent.created_at = x.created_at;
+            agent.updated_at = x.updated_at;
+            let messages = x
+                .messages
+                .iter()
+                .map(|m| ImportMessage {
+                    message: NewMessage {
+                        role: m.role,
+                        kind: m.kind,
+                        content: m.content.clone(),
+                        reasoning: m.reasoning.clone(),
+                        tool_calls: m.tool_calls.clone(),
+                        tool_call_id: m.tool_call_id.clone(),
+                        tool_name: m.tool_name.clone(),
+                        run_id: m.run_id.clone().map(RunId::from),
+                        step_id: m.step_id.clone().map(StepId::from),
+                        created_at: Some(m.created_at),
+                        id: None,
+                    },
+                    in_context: m.in_context,
+                })
+                .collect();
+            let passages = x
+                .passages
+                .iter()
+                .map(|p| NewPassage {
+                    text: p.text.clone(),
+                    tags: p.tags.clone(),
+                    embedding: None,
+                    created_at: Some(p.created_at),
+                })
+                .collect();
+            (messages, passages, x.extras.clone())
+        }
+        None => {
+            let mut seen = HashSet::new();
+            for t in &a.tools {
+                if ctx.opts.builtin_tools.contains(&t.name.as_str()) && seen.insert(&t.name) {
+                    agent.tools.push(t.name.clone());
+                }
+            }
+            let mut messages = letta_messages(a, agent.created_at)?;
+            let moved = keep_runnable_window(&mut messages, &agent.tools);
+            if moved > 0 {
+                ctx.warnings.push(format!(
+                    "{}: {moved} message(s) of the context window call tools Engram cannot run (or answer such calls); they were kept in recall memory only",
+                    agent.name
+                ));
+            }
+            (messages, Vec::new(), Some(letta_extras(ctx, a, groups)))
+        }
+    };
+    Ok(ImportAgent {
+        agent,
+        block_ids,
+        messages,
+        passages,
+        extras,
+    })
+}
+
+/// Takes out of the context window every assistant message that calls a tool the agent cannot
+/// run here, and the results of those calls: providers reject a history whose tool calls name
+/// tools that are not offered. The messages stay in recall memory. Returns how many moved.
+fn keep_runnable_window(messages: &mut [ImportMessage], tools: &[String]) -> usize {
+    let mut dropped_calls = HashSet::new();
+    let mut moved = 0;
+    for im in messages.iter_mut().filter(|m| m.in_context) {
+        let m = &im.message;
+        let drop = match m.role {
+            Role::Assistant => m.tool_calls.iter().any(|c| !tools.contains(&c.name)),
+            Role::Tool => m
+                .tool_call_id
+                .as_ref()
+                .is_some_and(|id| dropped_calls.contains(id)),
+            _ => false,
+        };
+        if drop {
+            if m.role == Role::Assistant {
+                dropped_calls.extend(m.tool_calls.iter().map(|c| c.id.clone()));
+            }
+            im.in_context = false;
+            moved += 1;
+        }
+    }
+    moved
+}
+
+/// What Engram keeps of a Letta agent without running it (see [`engram_store::EXTRAS_SETTING_PREFIX`]).
+/// Secrets and tool environment variables are left out on purpose.
+fn letta_extras(ctx: &mut Ctx<'_>, a: &AgentIn<'_>, groups: &[Value]) -> Value {
+    let builtin = ctx.opts.builtin_tools;
+    let custom: Vec<Value> = a
+        .tools
+        .iter()
+        .filter(|t| !builtin.contains(&t.name.as_str()))
+        .map(|t| {
+            let mut t = (*t).clone();
+            t.id = None;
+            serde_json::to_value(t).unwrap_or(Value::Null)
+        })
+        .collect();
+    let name = a.name.unwrap_or("the agent");
+    for t in &custom {
+        ctx.warnings.push(format!(
+            "{name}: tool '{}' is not built into Engram; kept with the agent (with its source and schema) but not runnable",
+            t["name"].as_str().unwrap_or("?")
+        ));
+    }
+    if !a.tool_rules.is_empty() {
+        ctx.warnings.push(format!(
+            "{name}: {} tool rule(s) kept with the agent but not enforced",
+            a.tool_rules.len()
+        ));
+    }
+    let has_secret = |key: &str| {
+        a.extra.get(key).is_some_and(|v| match v {
+            Value::Null => false,
+            Value::Array(x) => !x.is_empty(),
+            Value::Object(x) => !x.is_empty(),
+            _ => true,
+        })
+    };
+    if has_secret("secrets") || has_secret("tool_exec_environment_variables") {
+        ctx.warnings.push(format!(
+            "{name}: secrets and tool environment variables in the file were not imported"
+        ));
+    }
+    let mut extras = Map::new();
+    extras.insert(
+        "source".into(),
+        json!({
+            "format": a.format,
+            "agent_type": a.agent_type,
+            "letta_version": a.extra.get("version"),
+        }),
+    );
+    extras.insert("tools".into(), Value::Array(custom));
+    extras.insert("tool_rules".into(), Value::Array(a.tool_rules.to_vec()));
+    extras.insert("tags".into(), json!(a.tags));
+    if let Some(llm) = a.llm {
+        extras.insert("llm_config".into(), json!(llm));
+    }
+    if let Some(e) = a.embedding {
+        extras.insert("embedding_config".into(), json!(e));
+    }
+    if !groups.is_empty() {
+        extras.insert("groups".into(), Value::Array(groups.to_vec()));
+    }
+    Value::Object(extras)
+}
+
+/// Text, reasoning and content-part tool calls of a message's content.
+fn flatten(content: Option<&ContentAf>) -> (String, Option<String>, Vec<ToolCall>) {
+    let parts = match content {
+        None => return (String::new(), None, Vec::new()),
+        Some(ContentAf::Text(s)) => return (s.clone(), None, Vec::new()),
+        Some(ContentAf::Parts(p)) => p,
+    };
+    let mut text = Vec::new();
+    let mut reasoning = Vec::new();
+    let mut calls = Vec::new();
+    for p in parts {
+        match p.kind.as_str() {
+            "reasoning" => reasoning.extend(p.reasoning.clone().or_else(|| p.text.clone())),
+            "tool_call" => calls.push(ToolCall {
+                id: str_field(&p.extra, "id"),
+                name: str_field(&p.extra, "name"),
+                arguments: arguments(p.extra.get("input").unwrap_or(&Value::Null)),
+            }),
+            // Redacted or omitted reasoning has no readable text.
+            "redacted_reasoning" | "omitted_reasoning" => {}
+            "image" => text.push("[image]".to_owned()),
+            _ => text.extend(p.text.clone()),
+        }
+    }
+    let reasoning = (!reasoning.is_empty()).then(|| reasoning.join("\n"));
+    (text.join("\n"), reasoning, calls)
+}
+
+fn str_field(map: &Map<String, Value>, key: &str) -> String {
+    map.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Tool-call arguments as JSON text (older files sometimes hold an object).
+fn arguments(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "{}".to_owned(),
+        other => other.to_string(),
+    }
+}
+
+fn tool_calls(calls: &[ToolCallAf]) -> Vec<ToolCall> {
+    calls
+        .iter()
+        .map(|c| ToolCall {
+            id: c.id.clone(),
+            name: c.function.name.clone(),
+            arguments: arguments(&c.function.arguments),
+        })
+        .collect()
+}
+
+/// The kind of a user-role message from the JSON it wraps, if any.
+fn user_kind(text: &str) -> MessageKind {
+    let Ok(Value::Object(v)) = serde_json::from_str::<Value>(text) else {
+        return MessageKind::Chat;
+    };
+    match v.get("type").and_then(Value::as_str) {
+        Some("heartbeat") => MessageKind::Heartbeat,
+        Some("system_alert") => MessageKind::Alert,
+        Some("login") => MessageKind::Event,
+        _ => MessageKind::Chat,
+    }
+}
+
+fn response_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Letta messages → Engram messages in Engram order (see the module docs).
+fn letta_messages(
+    a: &AgentIn<'_>,
+    fallback_time: Timestamp,
+) -> Result<Vec<ImportMessage>, AgentFileError> {
+    let msgs = a.messages;
+    let in_context: HashSet<usize> = a.in_context.iter().copied().collect();
+    let order: Vec<usize> = (0..msgs.len())
+        .filter(|i| !in_context.contains(i))
+        .chain(a.in_context.iter().copied())
+        .collect();
+    let mut names: HashMap<String, String> = HashMap::new();
+    for m in msgs {
+        for c in &m.tool_calls {
+            names.insert(c.id.clone(), c.function.name.clone());
+        }
+    }
+    let leading_system = a
+        .in_context
+        .first()
+        .copied()
+        .filter(|&i| msgs[i].role == RoleAf::System);
+
+    let mut out = Vec::with_capacity(msgs.len());
+    for i in order {
+        let m = &msgs[i];
+        let path = format!("{}messages[{i}]", a.path);
+        let created_at = time_or(
+            m.created_at.as_deref(),
+            &format!("{path}.created_at"),
+            fallback_time,
+        )?;
+        let live = in_context.contains(&i) && leading_system != Some(i);
+        let (text, reasoning, part_calls) = flatten(m.content.as_ref());
+        let base = NewMessage {
+            created_at: Some(created_at),
+            ..NewMessage::default()
+        };
+        let mut push = |message: NewMessage, in_context: bool| {
+            out.push(ImportMessage {
+                message,
+                in_context,
+            });
+        };
+        let is_call =
+            m.role == RoleAf::Assistant || !m.tool_calls.is_empty() || !part_calls.is_empty();
+        match (m.role, is_call) {
+            (RoleAf::System, _) => push(
+                NewMessage {
+                    role: Role::System,
+                    kind: MessageKind::Event,
+                    content: text,
+                    ..base
+                },
+                live,
+            ),
+            (RoleAf::User, _) => push(
+                NewMessage {
+                    role: Role::User,
+                    kind: user_kind(&text),
+                    content: text,
+                    ..base
+                },
+                live,
+            ),
+            (RoleAf::Tool, _) => {
+                let results: Vec<(Option<String>, String)> = if m.tool_returns.len() > 1 {
+                    m.tool_returns
+                        .iter()
+                        .map(|r| {
+                            (
+                                r.tool_call_id.clone().or_else(|| m.tool_call_id.clone()),
+                                r.func_response
+                                    .as_ref()
+                                    .map(response_text)
+                                    .unwrap_or_default(),
+                            )
+                        })
+                        .collect()
+                } else {
+                    let r = m.tool_returns.first();
+                    let id = r
+                        .and_then(|r| r.tool_call_id.clone())
+                        .or_else(|| m.tool_call_id.clone());
+                    let content = if text.is_empty() {
+                        r.and_then(|r| r.func_response.as_ref())
+                            .map(response_text)
+                            .unwrap_or_default()
+                    } else {
+                        text
+                    };
+                    vec![(id, content)]
+                };
+                for (call_id, content) in results {
+                    let tool_name = call_id
+                        .as_ref()
+                        .and_then(|id| names.get(id).cloned())
+                        .or_else(|| m.name.clone());
+                    push(
+                        NewMessage {
+                            role: Role::Tool,
+                            content,
+                            tool_call_id: call_id,
+                            tool_name,
+                            ..base.clone()
+                        },
+                        live,
+                    );
+                }
+            }
+            (_, true) => {
+                let mut calls = tool_calls(&m.tool_calls);
+                calls.extend(part_calls);
+                for c in &calls {
+                    names.entry(c.id.clone()).or_insert_with(|| c.name.clone());
+                }
+                push(
+                    NewMessage {
+                        role: Role::Assistant,
+                        content: text,
+                        reasoning,
+                        tool_calls: calls,
+                        ..base
+                    },
+                    live,
+                );
+            }
+            (_, false) => {
+                // A person's answers to approval requests: history, not model input.
+                let content = if text.is_empty() {
+                    json!({"type": "approval", "approvals": m.approvals}).to_string()
+                } else {
+                    text
+                };
+                push(
+                    NewMessage {
+                        role: Role::User,
+                        kind: MessageKind::Event,
+                        content,
+                        ..base
+                    },
+                    false,
+                );
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::parse;
+
+    fn opts() -> ImportOptions<'static> {
+        ImportOptions {
+            builtin_tools: &["send_message", "memory_replace"],
+            default_model: "openai/gpt-4o-mini",
+            now: chrono::Utc::now(),
+        }
+    }
+
+    const TWO_AGENTS: &str = r#"{
+      "agents": [
+        {"id": "agent-0", "name": "A", "block_ids": ["block-0", "block-1"], "tool_ids": ["tool-0", "tool-1"],
+         "agent_type": "memgpt_agent",
+         "llm_config": {"model": "llama3.1", "model_endpoint_type": "ollama", "context_window": 8192},
+         "messages": [
+           {"id": "message-0", "role": "system", "content": "sys"},
+           {"id": "message-1", "role": "user", "content": [{"type": "text", "text": "{\"type\": \"heartbeat\"}"}]},
+           {"id": "message-2", "role": "assistant", "content": [{"type": "reasoning", "reasoning": "hm"}, {"type": "text", "text": "ok"}],
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "send_message", "arguments": {"message": "hi"}}}]},
+           {"id": "message-3", "role": "tool", "tool_call_id": "c1", "content": [{"type": "text", "text": "done"}]}
+         ],
+         "in_context_message_ids": ["message-0", "message-2", "message-3"]},
+        {"id": "agent-1", "name": "B", "block_ids": ["block-0"], "tool_ids": []}
+      ],
+      "blocks": [
+        {"id": "block-0", "label": "team", "value": "shared", "limit": 3},
+        {"id": "block-1", "label": "persona", "value": "me", "read_only": true}
+      ],
+      "tools": [
+        {"id": "tool-0", "name": "send_message"},
+        {"id": "tool-1", "name": "web_search", "source_code": "def web_search(): ...", "json_schema": {"name": "web_search"}}
+      ],
+      "groups": [{"id": "group-0", "agent_ids": ["agent-0", "agent-1"]}]
+    }"#;
+
+    #[test]
+    fn shared_blocks_stay_shared_and_letta_fields_map() {
+        let file = parse(TWO_AGENTS.as_bytes()).unwrap();
+        let conv = to_bundle(&file, &opts()).unwrap();
+        let b = &conv.bundle;
+        assert_eq!(b.blocks.len(), 2);
+        assert_eq!(b.agents[0].block_ids[0], b.agents[1].block_ids[0]);
+        assert_eq!(b.blocks[0].block.limit, 6, "raised to fit");
+        assert!(b.blocks[1].block.read_only);
+        let a = &b.agents[0];
+        assert_eq!(a.agent.llm.model, "ollama/llama3.1");
+        assert_eq!(a.agent.loop_style, LoopStyle::Classic);
+        assert_eq!(a.agent.tools, ["send_message"]);
+        let extras = a.extras.as_ref().unwrap();
+        assert_eq!(extras["tools"][0]["name"], "web_search");
+        assert_eq!(extras["groups"][0]["id"], "group-0");
+        // Out-of-context first, then the window; the leading system message stays in recall.
+        let m: Vec<_> = a
+            .messages
+            .iter()
+            .map(|m| (m.message.role, m.in_context))
+            .collect();
+        assert_eq!(
+            m,
+            [
+                (Role::User, false),
+                (Role::System, false),
+                (Role::Assistant, true),
+                (Role::Tool, true)
+            ]
+        );
+        assert_eq!(a.messages[0].message.kind, MessageKind::Heartbeat);
+        let reply = &a.messages[2].message;
+        assert_eq!(reply.reasoning.as_deref(), Some("hm"));
+        assert_eq!(reply.tool_calls[0].arguments, r#"{"message":"hi"}"#);
+        assert_eq!(
+            a.messages[3].message.tool_name.as_deref(),
+            Some("send_message")
+        );
+        assert!(conv.warnings.iter().any(|w| w.contains("web_search")));
+        assert!(conv.warnings.iter().any(|w| w.contains("raised")));
+    }
+
+    #[test]
+    fn two_blocks_with_one_label_are_refused() {
+        let text = TWO_AGENTS.replace(r#""label": "persona""#, r#""label": "team""#);
+        let e = to_bundle(&parse(text.as_bytes()).unwrap(), &opts()).unwrap_err();
+        assert_eq!(e.path(), Some("agents[0].block_ids"), "{e}");
+    }
+}

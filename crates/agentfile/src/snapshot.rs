@@ -1,0 +1,53 @@
+//! Everything Engram stores about one agent, read in one place for the exporters.
+
+use engram_core::{Agent, AgentId, Block, BlockEdit, BlockId, Message, Passage, Result};
+use engram_store::{PassageList, Store};
+use std::collections::HashMap;
+
+/// One agent with its memory: settings, blocks (context order) with their edit history,
+/// the whole message history (by `seq`), archival passages (oldest first) and the agent-file
+/// extras an import kept.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AgentSnapshot {
+    /// The agent.
+    pub agent: Agent,
+    /// Its blocks, in context order.
+    pub blocks: Vec<Block>,
+    /// Edits per block, oldest first.
+    pub history: HashMap<BlockId, Vec<BlockEdit>>,
+    /// Every message, oldest first.
+    pub messages: Vec<Message>,
+    /// Every passage, oldest first.
+    pub passages: Vec<Passage>,
+    /// Agent-file extras (custom tools, tool rules…), if an import kept some.
+    pub extras: Option<serde_json::Value>,
+}
+
+/// Reads agent `id` whole. Errors: `NotFound("agent")`, `Storage`.
+pub fn snapshot(store: &Store, id: &AgentId) -> Result<AgentSnapshot> {
+    let agent = store.get_agent(id)?;
+    let blocks = store.agent_blocks(id)?;
+    let mut history = HashMap::new();
+    for b in &blocks {
+        let mut edits = store.block_history(&b.id, usize::MAX)?;
+        edits.reverse();
+        history.insert(b.id.clone(), edits);
+    }
+    let messages = store.list_messages(id, None, usize::MAX)?;
+    let passages = store.list_passages(
+        id,
+        &PassageList {
+            limit: usize::MAX,
+            ascending: true,
+            ..PassageList::default()
+        },
+    )?;
+    Ok(AgentSnapshot {
+        agent,
+        blocks,
+        history,
+        messages,
+        passages,
+        extras: store.agent_file_extras(id)?,
+    })
+}

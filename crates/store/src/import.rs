@@ -1,0 +1,399 @@
+//! Bulk import: a whole set of agents with their blocks, history, messages and passages, written
+//! in one transaction (an agent file lands completely or not at all).
+//!
+//! The caller (the agent-file crate) builds fully formed rows with fresh ids; this module checks
+//! what the database must guarantee (valid labels, values within limits, one label per agent,
+//! references to blocks of the bundle, ids not yet taken) and writes them. Messages get `seq`
+//! numbers [`SEQ_GAP`](crate::SEQ_GAP) apart in the order given.
+//!
+//! What Engram does not model yet (custom tools, tool rules, Letta-only settings) travels as a
+//! JSON document per agent in the `settings` table under [`EXTRAS_SETTING_PREFIX`]`<agent id>`,
+//! so a later feature can make it live and exports can give it back.
+
+use crate::messages::{self, SEQ_GAP};
+use crate::sql::{self, DbResult, to_json};
+use crate::{Store, agents, blocks, passages};
+use engram_core::memory::{check_limit, valid_label};
+use engram_core::{
+    Agent, AgentId, Block, BlockEdit, BlockId, Error, LoopStyle, Message, NewMessage, NewPassage,
+    Result,
+};
+use rusqlite::{Connection, OptionalExtension, params};
+use std::collections::{HashMap, HashSet};
+
+/// Settings key prefix of an agent's agent-file extras (`agent_file_extras.<agent id>`): a JSON
+/// object with what an imported file carried that Engram cannot run yet (custom tools with their
+/// source and schema, tool rules, the original model settings, tags, groups).
+pub const EXTRAS_SETTING_PREFIX: &str = "agent_file_extras.";
+
+/// A block to create, with its recorded edits (oldest first).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ImportBlock {
+    /// The block row as it will be stored (fresh id, kept times).
+    pub block: Block,
+    /// Its edit history, oldest first; `block_id` is ignored (the row's id is used).
+    pub history: Vec<BlockEdit>,
+}
+
+/// One message of an imported history.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ImportMessage {
+    /// The message; `id` (else a fresh one) and `created_at` (else now) are kept.
+    pub message: NewMessage,
+    /// Whether it is in the context window.
+    pub in_context: bool,
+}
+
+/// An agent to create.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ImportAgent {
+    /// The agent row (fresh id, settings, summary, kept times).
+    pub agent: Agent,
+    /// Blocks to attach, in context order; each must be a block of the bundle.
+    pub block_ids: Vec<BlockId>,
+    /// The whole history, oldest first (stored `SEQ_GAP` apart in this order).
+    pub messages: Vec<ImportMessage>,
+    /// Archival passages.
+    pub passages: Vec<NewPassage>,
+    /// Agent-file extras kept under [`EXTRAS_SETTING_PREFIX`]; `None` stores nothing.
+    pub extras: Option<serde_json::Value>,
+}
+
+/// Everything one import writes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ImportBundle {
+    /// Blocks, possibly shared by several agents of the bundle.
+    pub blocks: Vec<ImportBlock>,
+    /// Agents.
+    pub agents: Vec<ImportAgent>,
+}
+
+/// The ids an import created, in bundle order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ImportedIds {
+    /// The new agents.
+    pub agents: Vec<AgentId>,
+    /// The new blocks.
+    pub blocks: Vec<BlockId>,
+}
+
+fn loop_style_str(s: LoopStyle) -> &'static str {
+    match s {
+        LoopStyle::Classic => "classic",
+        LoopStyle::ToolLoop => "tool_loop",
+    }
+}
+
+fn check_block(b: &Block) -> Result<()> {
+    if !valid_label(&b.label) {
+        return Err(Error::invalid(format!(
+            "invalid block label {:?}: use 1-64 letters, digits, '_', '-' or '.'",
+            b.label
+        )));
+    }
+    check_limit("", &b.value, b.limit)
+        .map_err(|e| Error::Invalid(format!("block {:?}: {e}", b.label)))
+}
+
+fn insert_agent(tx: &Connection, a: &Agent) -> Result<()> {
+    if agents::ensure_exists(tx, &a.id).is_ok() {
+        return Err(Error::Conflict(format!("agent {} already exists", a.id)));
+    }
+    let embedding = a.embedding.as_ref().map(to_json).transpose()?;
+    tx.prepare_cached(
+        "INSERT INTO agents (id, name, description, system, llm, embedding, loop_style, max_steps,
+                             tools, summary, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    )
+    .db()?
+    .execute(params![
+        a.id.as_str(),
+        a.name,
+        a.description,
+        a.system,
+        to_json(&a.llm)?,
+        embedding,
+        loop_style_str(a.loop_style),
+        a.max_steps,
+        to_json(&a.tools)?,
+        a.summary,
+        sql::micros(a.created_at),
+        sql::micros(a.updated_at),
+    ])
+    .db()?;
+    Ok(())
+}
+
+fn insert_edit(tx: &Connection, block: &BlockId, e: &BlockEdit) -> Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO block_history (id, block_id, editor, old_value, new_value, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )
+    .db()?
+    .execute(params![
+        e.id.as_str(),
+        block.as_str(),
+        to_json(&e.editor)?,
+        e.old_value,
+        e.new_value,
+        sql::micros(e.created_at),
+    ])
+    .db()?;
+    Ok(())
+}
+
+fn insert_messages(tx: &Connection, agent: &AgentId, msgs: &[ImportMessage]) -> Result<()> {
+    let now = sql::now();
+    let mut seq = 0i64;
+    for im in msgs {
+        seq = seq
+            .checked_add(SEQ_GAP)
+            .ok_or_else(|| Error::invalid("too many messages"))?;
+        let nm = &im.message;
+        let m = Message {
+            id: nm.id.clone().unwrap_or_default(),
+            agent_id: agent.clone(),
+            seq,
+            role: nm.role,
+            kind: nm.kind,
+            content: nm.content.clone(),
+            reasoning: nm.reasoning.clone(),
+            tool_calls: nm.tool_calls.clone(),
+            tool_call_id: nm.tool_call_id.clone(),
+            tool_name: nm.tool_name.clone(),
+            run_id: nm.run_id.clone(),
+            step_id: nm.step_id.clone(),
+            in_context: im.in_context,
+            created_at: nm.created_at.map_or(now, sql::truncate),
+        };
+        messages::insert_row(tx, &m).map_err(|e| match e {
+            Error::Conflict(_) => Error::Conflict(format!("message {} already exists", m.id)),
+            e => e,
+        })?;
+    }
+    Ok(())
+}
+
+impl Store {
+    /// Writes `bundle` in one immediate transaction and returns the ids it created. Blocks are
+    /// stored first (each once, however many agents attach it), with their history; then each
+    /// agent with its block links (in the given order), messages (`seq` `SEQ_GAP` apart in the
+    /// given order, `in_context` and times kept), passages and extras. Times are truncated to
+    /// microseconds.
+    ///
+    /// Errors (nothing is written): `Invalid` for a bad label, a value over its limit or an
+    /// empty passage; `NotFound("block")` when an agent attaches a block that is not in the
+    /// bundle; `Conflict` when an agent has two blocks with one label or an id already exists.
+    pub fn import_bundle(&self, bundle: &ImportBundle) -> Result<ImportedIds> {
+        for ib in &bundle.blocks {
+            check_block(&ib.block)?;
+        }
+        let labels: HashMap<&BlockId, &str> = bundle
+            .blocks
+            .iter()
+            .map(|ib| (&ib.block.id, ib.block.label.as_str()))
+            .collect();
+        for ia in &bundle.agents {
+            let mut seen = HashSet::new();
+            for id in &ia.block_ids {
+                let label = labels
+                    .get(id)
+                    .ok_or_else(|| Error::not_found("block", id.as_str()))?;
+                if !seen.insert(*label) {
+                    return Err(blocks::label_conflict(label));
+                }
+            }
+        }
+        self.write(|tx| {
+            let mut out = ImportedIds::default();
+            for ib in &bundle.blocks {
+                let mut b = ib.block.clone();
+                b.created_at = sql::truncate(b.created_at);
+                b.updated_at = sql::truncate(b.updated_at);
+                blocks::insert(tx, &b).map_err(|e| match e {
+                    Error::Conflict(_) => Error::Conflict(format!("block {} already exists", b.id)),
+                    e => e,
+                })?;
+                for e in &ib.history {
+                    insert_edit(tx, &b.id, e)?;
+                }
+                out.blocks.push(b.id);
+            }
+            for ia in &bundle.agents {
+                let mut a = ia.agent.clone();
+                a.created_at = sql::truncate(a.created_at);
+                a.updated_at = sql::truncate(a.updated_at);
+                insert_agent(tx, &a)?;
+                for (pos, id) in ia.block_ids.iter().enumerate() {
+                    blocks::link(tx, &a.id, id, sql::sat(pos))?;
+                }
+                insert_messages(tx, &a.id, &ia.messages)?;
+                passages::insert(tx, &a.id, &ia.passages, sql::now())?;
+                if let Some(extras) = &ia.extras {
+                    tx.prepare_cached(
+                        "INSERT INTO settings (key, value) VALUES (?1, ?2)
+                         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    )
+                    .db()?
+                    .execute([format!("{EXTRAS_SETTING_PREFIX}{}", a.id), to_json(extras)?])
+                    .db()?;
+                }
+                out.agents.push(a.id);
+            }
+            Ok(out)
+        })
+    }
+
+    /// The agent-file extras kept for `agent` by an import (see [`EXTRAS_SETTING_PREFIX`]), or
+    /// `None`. Errors: `Storage` if the stored document is not JSON.
+    pub fn agent_file_extras(&self, agent: &AgentId) -> Result<Option<serde_json::Value>> {
+        let text: Option<String> = self.read(|c| {
+            c.prepare_cached("SELECT value FROM settings WHERE key = ?1")
+                .db()?
+                .query_row([format!("{EXTRAS_SETTING_PREFIX}{agent}")], |r| r.get(0))
+                .optional()
+                .db()
+        })?;
+        text.map(|t| {
+            serde_json::from_str(&t)
+                .map_err(|e| Error::Storage(format!("agent file extras of {agent}: {e}")))
+        })
+        .transpose()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engram_core::{EditId, Editor, LlmConfig, Role};
+
+    fn block(label: &str, value: &str) -> Block {
+        let now = chrono::Utc::now();
+        Block {
+            id: BlockId::new(),
+            label: label.into(),
+            value: value.into(),
+            limit: 100,
+            description: String::new(),
+            read_only: false,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    fn agent(name: &str) -> Agent {
+        let now = chrono::Utc::now();
+        Agent {
+            id: AgentId::new(),
+            name: name.into(),
+            description: String::new(),
+            system: "sys".into(),
+            llm: LlmConfig::new("openai/gpt-4o-mini"),
+            embedding: None,
+            loop_style: LoopStyle::Classic,
+            max_steps: 50,
+            tools: vec![],
+            summary: Some("so far".into()),
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    fn bundle() -> ImportBundle {
+        let shared = block("shared", "both see this");
+        let own = block("persona", "me");
+        let edit = BlockEdit {
+            id: EditId::new(),
+            block_id: shared.id.clone(),
+            editor: Editor::Import,
+            old_value: String::new(),
+            new_value: "both see this".into(),
+            created_at: chrono::Utc::now(),
+        };
+        let msg = |role, text: &str, in_context| ImportMessage {
+            message: NewMessage {
+                role,
+                content: text.into(),
+                ..NewMessage::default()
+            },
+            in_context,
+        };
+        ImportBundle {
+            agents: vec![
+                ImportAgent {
+                    agent: agent("a"),
+                    block_ids: vec![own.id.clone(), shared.id.clone()],
+                    messages: vec![msg(Role::User, "old", false), msg(Role::User, "hi", true)],
+                    passages: vec![NewPassage {
+                        text: "fact".into(),
+                        tags: vec!["t".into()],
+                        ..NewPassage::default()
+                    }],
+                    extras: Some(serde_json::json!({"tools": []})),
+                },
+                ImportAgent {
+                    agent: agent("b"),
+                    block_ids: vec![shared.id.clone()],
+                    messages: vec![],
+                    passages: vec![],
+                    extras: None,
+                },
+            ],
+            blocks: vec![
+                ImportBlock {
+                    block: shared,
+                    history: vec![edit],
+                },
+                ImportBlock {
+                    block: own,
+                    history: vec![],
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn a_bundle_lands_whole_with_shared_blocks_and_flags() {
+        let store = Store::open_in_memory().unwrap();
+        let ids = store.import_bundle(&bundle()).unwrap();
+        assert_eq!((ids.agents.len(), ids.blocks.len()), (2, 2));
+        let a = &ids.agents[0];
+        let labels: Vec<_> = store
+            .agent_blocks(a)
+            .unwrap()
+            .into_iter()
+            .map(|b| b.label)
+            .collect();
+        assert_eq!(labels, ["persona", "shared"]);
+        assert_eq!(store.block_agents(&ids.blocks[0]).unwrap().len(), 2);
+        assert_eq!(store.block_history(&ids.blocks[0], 10).unwrap().len(), 1);
+        let in_ctx = store.in_context_messages(a).unwrap();
+        assert_eq!(in_ctx.len(), 1);
+        assert_eq!(store.memory_counts(a).unwrap(), (2, 1));
+        assert_eq!(
+            store.get_agent(a).unwrap().summary.as_deref(),
+            Some("so far")
+        );
+        assert!(store.agent_file_extras(a).unwrap().is_some());
+        assert!(store.agent_file_extras(&ids.agents[1]).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_bad_bundle_writes_nothing() {
+        let store = Store::open_in_memory().unwrap();
+        let mut b = bundle();
+        b.agents[1].block_ids.push(BlockId::new());
+        assert!(matches!(
+            store.import_bundle(&b),
+            Err(Error::NotFound { .. })
+        ));
+        let mut b = bundle();
+        b.agents[0].passages[0].text = " ".into();
+        assert!(store.import_bundle(&b).is_err());
+        let mut b = bundle();
+        b.blocks[0].block.value = "x".repeat(101);
+        assert!(store.import_bundle(&b).is_err());
+        assert!(store.list_agents().unwrap().is_empty());
+        assert!(store.list_blocks(None).unwrap().is_empty());
+    }
+}
