@@ -12,4 +12,6 @@ if cargo nextest --version >/dev/null 2>&1; then
 else
   runner=(cargo test --workspace --locked --no-fail-fast)
 fi
+# The whole-system tests run the real `engram` binary; `cargo test` alone does not build it.
+cargo build --workspace --bins --locked
 bash .ci/keychain-session.sh "${runner[@]}"

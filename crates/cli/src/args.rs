@@ -34,6 +34,12 @@ pub enum Command {
     /// Configure model providers (keys go to the OS keychain).
     #[command(subcommand)]
     Provider(ProviderCmd),
+    /// Serve the Letta-compatible REST API on 127.0.0.1 (for letta-client and notebooks).
+    Serve(crate::serve::ServeArgs),
+    /// Import an Agent File (.af, Letta v1 or v2) and print the new agent ids.
+    Import(crate::transfer::ImportArgs),
+    /// Export agents as an Agent File (lossless), Markdown or JSON.
+    Export(crate::transfer::ExportArgs),
     /// Show how an agent's context window is used.
     Context {
         /// Agent id.

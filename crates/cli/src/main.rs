@@ -3,6 +3,8 @@
 
 mod args;
 mod repl;
+mod serve;
+mod transfer;
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use args::{AgentCmd, ArchivalCmd, Cli, Command, LoopArg, MemoryCmd, ProviderCmd, RecallCmd};
@@ -63,6 +65,9 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Archival(cmd) => archival(&engram, cmd).await,
         Command::Recall(cmd) => recall(&engram, cmd),
         Command::Provider(cmd) => provider(&engram, cmd).await,
+        Command::Serve(args) => serve::run(engram, args).await,
+        Command::Import(args) => transfer::import(&engram, args),
+        Command::Export(args) => transfer::export(&engram, args),
         Command::Context { agent, json } => {
             let b = engram.context_breakdown(&AgentId::from(agent))?;
             if json {

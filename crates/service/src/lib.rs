@@ -4,15 +4,22 @@
 //! call one method here and map the [`Error`](engram_core::Error) to their wire shape
 //! (`{code, message, details?}`); no transport holds logic of its own.
 
+mod agentfile;
 mod agents;
+mod api_token;
+mod blocks;
 mod chat;
+mod history;
 pub mod letta;
 mod memory;
 mod providers;
 mod resolve;
 
+pub use agentfile::ImportReport;
 pub use agents::AgentState;
+pub use api_token::REST_TOKEN_SECRET;
 pub use chat::RunHandle;
+pub use history::{MessagePage, Order};
 pub use providers::{ProviderInfo, ProviderSetup};
 
 use engram_agent::Runtime;

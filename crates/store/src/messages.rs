@@ -319,10 +319,11 @@ impl Store {
                     ),
                     None,
                 ),
+                // CROSS JOIN keeps FTS as the outer loop (see `passages::text_ranking`).
                 FtsQuery::Match(expr) => (
                     format!(
                         "SELECT {MSG_COLS}, -bm25(messages_fts) AS score
-                         FROM messages_fts JOIN messages m ON m.pk = messages_fts.rowid
+                         FROM messages_fts CROSS JOIN messages m ON m.pk = messages_fts.rowid
                          WHERE messages_fts MATCH ?6 AND {filters}
                          ORDER BY bm25(messages_fts) LIMIT ?5"
                     ),

@@ -1,0 +1,65 @@
+//! `engram serve`: the Letta-compatible REST API on loopback, until Ctrl-C.
+
+use anyhow::{Context as _, Result};
+use clap::Args;
+use engram_server::{Auth, DEFAULT_PORT, ServerConfig};
+use engram_service::Engram;
+use secrecy::ExposeSecret;
+use std::io::Write as _;
+use std::sync::Arc;
+
+/// Options of `engram serve`.
+#[derive(Args)]
+pub struct ServeArgs {
+    /// Loopback address to listen on (127.0.0.1, ::1 or localhost); others are refused.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Port; 0 picks a free one (the address is printed).
+    #[arg(long, default_value_t = DEFAULT_PORT)]
+    pub port: u16,
+    /// Accept requests without the bearer token (local scripting only).
+    #[arg(long)]
+    pub no_auth: bool,
+    /// Print the bearer token (kept in the keychain, made on first start) before serving.
+    #[arg(long)]
+    pub show_token: bool,
+}
+
+/// Serves until Ctrl-C. Prints `listening on http://ADDR` (and `token: …` with
+/// `--show-token`) on stdout once the port is bound.
+pub async fn run(engram: Engram, args: ServeArgs) -> Result<()> {
+    engram_server::loopback_addr(&args.host, args.port)?;
+    let engram = Arc::new(engram);
+    let auth = if args.no_auth {
+        Auth::Disabled
+    } else {
+        Auth::Token(
+            engram
+                .rest_api_token()
+                .context("cannot read or create the REST API token")?,
+        )
+    };
+    let listener = engram_server::bind(&args.host, args.port)
+        .await
+        .with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?;
+    let addr = listener.local_addr()?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "listening on http://{addr}")?;
+    match &auth {
+        Auth::Token(token) if args.show_token => {
+            writeln!(out, "token: {}", token.expose_secret())?;
+        }
+        Auth::Token(_) => eprintln!(
+            "Requests need `Authorization: Bearer <token>`; `engram serve --show-token` prints it."
+        ),
+        Auth::Disabled => eprintln!("Authentication is off (--no-auth)."),
+    }
+    out.flush()?;
+    drop(out);
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    engram_server::serve(listener, engram, ServerConfig::new(auth), shutdown)
+        .await
+        .context("the REST API stopped")
+}

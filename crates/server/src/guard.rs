@@ -1,0 +1,178 @@
+//! The gate every request passes: local `Host` and `Origin` only, then the bearer token.
+//!
+//! Binding to loopback is not enough on its own: a web page can point a DNS name at 127.0.0.1
+//! (DNS rebinding) and talk to the API from the browser. Such requests carry the attacker's
+//! `Host` (and usually `Origin`), so anything but a loopback name is refused with 403 before the
+//! token is even looked at. The token then keeps out other local programs and users.
+
+use crate::errors::ApiError;
+use crate::{Auth, ServerConfig};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use secrecy::ExposeSecret;
+use std::sync::Arc;
+
+/// Routes that answer without a token (they reveal nothing).
+const OPEN_PATHS: &[&str] = &["/v1/health", "/v1/health/"];
+
+/// What the gate checks, built once from the [`ServerConfig`].
+pub struct Guard {
+    token: Option<Vec<u8>>,
+    extra_origins: Vec<String>,
+}
+
+impl Guard {
+    /// The gate for `config`.
+    pub fn new(config: &ServerConfig) -> Self {
+        Self {
+            token: match &config.auth {
+                Auth::Token(t) => Some(t.expose_secret().as_bytes().to_vec()),
+                Auth::Disabled => None,
+            },
+            extra_origins: config.extra_origins.clone(),
+        }
+    }
+}
+
+/// Whether `host` (a `Host` header value or an origin's authority) names this machine:
+/// `localhost`, `127.0.0.1` (any `127.x`) or `[::1]`, with any port.
+pub fn is_local_authority(host: &str) -> bool {
+    let name = if let Some(rest) = host.strip_prefix('[') {
+        // [v6]:port
+        rest.split(']').next().unwrap_or_default()
+    } else {
+        host.rsplit_once(':').map_or(host, |(h, port)| {
+            if port.chars().all(|c| c.is_ascii_digit()) {
+                h
+            } else {
+                host
+            }
+        })
+    };
+    if name.eq_ignore_ascii_case("localhost") {
+        return true;
+    }
+    name.parse::<std::net::IpAddr>()
+        .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Whether an `Origin` header value is a local page (`http(s)://<local authority>`) or one of
+/// the extra origins.
+pub fn is_local_origin(origin: &str, extra: &[String]) -> bool {
+    if extra.iter().any(|o| o == origin) {
+        return true;
+    }
+    let Some(authority) = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+    else {
+        return false;
+    };
+    !authority.contains('/') && is_local_authority(authority)
+}
+
+fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
+    headers.get(name).map(|v| v.to_str().unwrap_or("\u{fffd}"))
+}
+
+/// Constant-time comparison, so the token cannot be guessed byte by byte from timings.
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The middleware: 403 for a foreign `Host`/`Origin`, 401 without the right bearer token.
+pub async fn check(State(guard): State<Arc<Guard>>, req: Request, next: Next) -> Response {
+    let headers = req.headers();
+    if let Some(host) = header_str(headers, header::HOST)
+        && !is_local_authority(host)
+    {
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            format!("Host '{host}' is not allowed: the API answers only to localhost"),
+        )
+        .into_response();
+    }
+    if let Some(origin) = header_str(headers, header::ORIGIN)
+        && !is_local_origin(origin, &guard.extra_origins)
+    {
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            format!("Origin '{origin}' is not allowed"),
+        )
+        .into_response();
+    }
+    if let Some(expected) = &guard.token
+        && !OPEN_PATHS.contains(&req.uri().path())
+    {
+        let given = header_str(headers, header::AUTHORIZATION)
+            .and_then(|v| {
+                v.strip_prefix("Bearer ")
+                    .or_else(|| v.strip_prefix("bearer "))
+            })
+            .map(str::trim);
+        if !given.is_some_and(|g| same_bytes(g.as_bytes(), expected)) {
+            let mut response = ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "missing or wrong bearer token: pass the token `engram serve --show-token` \
+                 prints (letta-client: token=… or api_key=…)",
+            )
+            .into_response();
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, "Bearer".parse().expect("static"));
+            return response;
+        }
+    }
+    next.run(req).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_hosts_pass_and_others_do_not() {
+        for ok in [
+            "localhost",
+            "localhost:8283",
+            "127.0.0.1:9",
+            "[::1]:8283",
+            "127.1.2.3",
+        ] {
+            assert!(is_local_authority(ok), "{ok}");
+        }
+        for bad in [
+            "evil.example",
+            "evil.example:8283",
+            "localhost.evil.example",
+            "0.0.0.0:1",
+            "10.0.0.1",
+        ] {
+            assert!(!is_local_authority(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn origins_must_be_local_pages() {
+        assert!(is_local_origin("http://localhost:5173", &[]));
+        assert!(is_local_origin("https://127.0.0.1", &[]));
+        assert!(!is_local_origin("http://evil.example", &[]));
+        assert!(!is_local_origin("null", &[]));
+        assert!(is_local_origin(
+            "tauri://localhost",
+            &["tauri://localhost".into()]
+        ));
+    }
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(same_bytes(b"abc", b"abc"));
+        assert!(!same_bytes(b"abc", b"abd"));
+        assert!(!same_bytes(b"abc", b"ab"));
+    }
+}

@@ -1,0 +1,146 @@
+//! Engram's local REST API, shaped like Letta's so the `letta-client` SDKs (0.1.x and 1.x) and
+//! the notebooks written for them run against Engram unchanged.
+//!
+//! Handlers are thin: parse, call one [`Engram`] method, shape the answer as Letta does
+//! ([`shapes`]), map errors to Letta's `{"detail": …}` ([`errors`]). Runs stream as SSE
+//! ([`sse`]). Every request passes [`guard`] first: loopback `Host`/`Origin` only (DNS
+//! rebinding), then the bearer token.
+//!
+//! ```no_run
+//! # async fn demo(engram: std::sync::Arc<engram_service::Engram>) -> std::io::Result<()> {
+//! use engram_server::{Auth, ServerConfig, bind, serve};
+//! let token = engram.rest_api_token().expect("token");
+//! let config = ServerConfig::new(Auth::Token(token));
+//! let listener = bind("127.0.0.1", 8283).await?;
+//! serve(listener, engram, config, std::future::pending()).await
+//! # }
+//! ```
+
+pub mod errors;
+pub mod guard;
+mod json;
+mod paging;
+mod routes;
+pub mod shapes;
+pub mod sse;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use engram_service::Engram;
+use secrecy::SecretString;
+use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use tokio::net::TcpListener;
+
+/// Letta's default port, which the SDKs' examples use.
+pub const DEFAULT_PORT: u16 = 8283;
+/// Default cap on request bodies, in bytes (8 MiB: agent files with long histories fit).
+pub const DEFAULT_BODY_LIMIT: usize = 8 * 1024 * 1024;
+
+/// Whether requests need the bearer token.
+#[derive(Clone)]
+pub enum Auth {
+    /// `Authorization: Bearer <token>` is required on every route but the health check.
+    Token(SecretString),
+    /// No token (chosen explicitly with `--no-auth`, for local scripting).
+    Disabled,
+}
+
+/// How the server behaves.
+#[derive(Clone)]
+pub struct ServerConfig {
+    /// Token check.
+    pub auth: Auth,
+    /// Largest accepted request body, in bytes; larger bodies get 413.
+    pub body_limit: usize,
+    /// Origins allowed besides loopback `http(s)://localhost|127.0.0.1|[::1][:port]`
+    /// (e.g. the desktop shell's `tauri://localhost`), compared exactly.
+    pub extra_origins: Vec<String>,
+}
+
+impl ServerConfig {
+    /// A config with `auth`, the default body limit and no extra origins.
+    pub fn new(auth: Auth) -> Self {
+        Self {
+            auth,
+            body_limit: DEFAULT_BODY_LIMIT,
+            extra_origins: Vec::new(),
+        }
+    }
+}
+
+/// What every handler gets.
+#[derive(Clone)]
+pub(crate) struct AppState {
+    pub engram: Arc<Engram>,
+}
+
+/// The API as an axum router: Letta's `/v1/…` routes behind the guard, the body limit and
+/// request tracing.
+pub fn router(engram: Arc<Engram>, config: ServerConfig) -> Router {
+    let limit = config.body_limit;
+    let guard_state = Arc::new(guard::Guard::new(&config));
+    routes::all()
+        .with_state(AppState { engram })
+        .layer(DefaultBodyLimit::max(limit))
+        .layer(tower_http::limit::RequestBodyLimitLayer::new(limit))
+        .layer(axum::middleware::map_response(errors::json_for_bare_errors))
+        .layer(axum::middleware::from_fn_with_state(
+            guard_state,
+            guard::check,
+        ))
+        .layer(tower_http::trace::TraceLayer::new_for_http())
+}
+
+/// Why the server would not start.
+#[derive(Debug)]
+pub struct NotLoopback(pub String);
+
+impl std::fmt::Display for NotLoopback {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "refusing to listen on {}: the REST API binds to loopback only \
+             (127.0.0.1, ::1 or localhost), since anything on the network could drive your agents",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for NotLoopback {}
+
+/// The loopback address `host` names (`localhost`, `127.0.0.1`, `::1`, any `127.x`), or
+/// [`NotLoopback`].
+pub fn loopback_addr(host: &str, port: u16) -> Result<SocketAddr, NotLoopback> {
+    let ip: IpAddr = match host.trim_matches(['[', ']']) {
+        "localhost" => IpAddr::from([127, 0, 0, 1]),
+        other => other.parse().map_err(|_| NotLoopback(host.to_owned()))?,
+    };
+    if ip.is_loopback() {
+        Ok(SocketAddr::new(ip, port))
+    } else {
+        Err(NotLoopback(host.to_owned()))
+    }
+}
+
+/// Binds a loopback listener; port 0 picks a free port (see `local_addr`).
+/// Errors: [`NotLoopback`] (as `InvalidInput`) for other hosts; the OS error when the port is
+/// taken.
+pub async fn bind(host: &str, port: u16) -> std::io::Result<TcpListener> {
+    let addr = loopback_addr(host, port)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    TcpListener::bind(addr).await
+}
+
+/// Serves the API on `listener` until `shutdown` completes (in-flight requests finish first).
+pub async fn serve(
+    listener: TcpListener,
+    engram: Arc<Engram>,
+    config: ServerConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(engram, config))
+        .with_graceful_shutdown(shutdown)
+        .await
+}

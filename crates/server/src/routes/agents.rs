@@ -1,0 +1,300 @@
+//! `/v1/agents`: create, list, retrieve, modify, delete — in Letta's request and `AgentState`
+//! shapes.
+
+use super::{agent_id, deleted};
+use crate::AppState;
+use crate::errors::{ApiError, ApiResult};
+use crate::json::{Body, Params};
+use crate::paging::{Cursor, page};
+use crate::shapes;
+use axum::Json;
+use axum::extract::{Path, State};
+use engram_agent::tools::default_tools;
+use engram_core::{
+    Agent, AgentPatch, BlockId, EmbeddingConfig, LlmConfig, LoopStyle, NewAgent, NewBlock,
+};
+use engram_service::{AgentState, Engram};
+use serde::Deserialize;
+use serde_json::Value;
+
+/// Letta's `llm_config` as clients send it (only what Engram uses).
+#[derive(Debug, Default, Deserialize)]
+pub struct LlmConfigIn {
+    model: Option<String>,
+    handle: Option<String>,
+    model_endpoint_type: Option<String>,
+    model_endpoint: Option<String>,
+    context_window: Option<u32>,
+    max_tokens: Option<u32>,
+    temperature: Option<f32>,
+}
+
+/// Letta's `embedding_config` as clients send it.
+#[derive(Debug, Default, Deserialize)]
+pub struct EmbeddingConfigIn {
+    embedding_model: Option<String>,
+    handle: Option<String>,
+    embedding_endpoint_type: Option<String>,
+    embedding_endpoint: Option<String>,
+}
+
+/// A block in `memory_blocks` (Letta's `CreateBlock`).
+#[derive(Debug, Deserialize)]
+pub struct BlockIn {
+    label: String,
+    #[serde(default)]
+    value: String,
+    limit: Option<usize>,
+    description: Option<String>,
+    #[serde(default)]
+    read_only: bool,
+}
+
+impl From<BlockIn> for NewBlock {
+    fn from(b: BlockIn) -> Self {
+        NewBlock {
+            label: b.label,
+            value: b.value,
+            limit: b.limit,
+            description: b.description,
+            read_only: b.read_only,
+        }
+    }
+}
+
+/// The fields of Letta's `CreateAgentRequest` / `UpdateAgent` that Engram acts on; others are
+/// accepted and ignored.
+#[derive(Debug, Default, Deserialize)]
+pub struct AgentIn {
+    name: Option<String>,
+    description: Option<String>,
+    system: Option<String>,
+    agent_type: Option<String>,
+    model: Option<String>,
+    embedding: Option<String>,
+    llm_config: Option<LlmConfigIn>,
+    embedding_config: Option<EmbeddingConfigIn>,
+    context_window_limit: Option<u32>,
+    max_tokens: Option<u32>,
+    memory_blocks: Option<Vec<BlockIn>>,
+    block_ids: Option<Vec<String>>,
+    tools: Option<Vec<String>>,
+    tool_ids: Option<Vec<String>>,
+    include_base_tools: Option<bool>,
+    max_steps: Option<u32>,
+}
+
+fn prefixed(endpoint_type: Option<&str>, model: &str) -> String {
+    if model.contains('/') {
+        model.to_owned()
+    } else {
+        format!("{}/{model}", endpoint_type.unwrap_or("openai"))
+    }
+}
+
+impl AgentIn {
+    fn loop_style(&self) -> ApiResult<Option<LoopStyle>> {
+        self.agent_type
+            .as_deref()
+            .map(|t| {
+                shapes::loop_style(t).ok_or_else(|| {
+                    ApiError::bad_request(format!(
+                        "agent_type '{t}' is not supported; use memgpt_agent, memgpt_v2_agent \
+                         or letta_v1_agent"
+                    ))
+                })
+            })
+            .transpose()
+    }
+
+    /// The model settings asked for, on top of `base` (an existing agent's) when given.
+    fn llm(&self, base: Option<&LlmConfig>) -> Option<LlmConfig> {
+        let cfg = self.llm_config.as_ref();
+        let handle = self.model.clone().or_else(|| {
+            cfg.and_then(|c| {
+                c.handle.clone().or_else(|| {
+                    c.model
+                        .as_deref()
+                        .map(|m| prefixed(c.model_endpoint_type.as_deref(), m))
+                })
+            })
+        });
+        let touched = handle.is_some()
+            || cfg.is_some()
+            || self.context_window_limit.is_some()
+            || self.max_tokens.is_some();
+        if !touched {
+            return None;
+        }
+        let mut llm = match (handle, base) {
+            (Some(h), Some(b)) if h == b.model => b.clone(),
+            (Some(h), _) => LlmConfig::new(h),
+            (None, Some(b)) => b.clone(),
+            (None, None) => return None,
+        };
+        if let Some(c) = cfg {
+            if c.model_endpoint.is_some() {
+                llm.base_url.clone_from(&c.model_endpoint);
+            }
+            llm.context_window = c.context_window.unwrap_or(llm.context_window);
+            llm.max_tokens = c.max_tokens.or(llm.max_tokens);
+            llm.temperature = c.temperature.or(llm.temperature);
+        }
+        llm.context_window = self.context_window_limit.unwrap_or(llm.context_window);
+        llm.max_tokens = self.max_tokens.or(llm.max_tokens);
+        Some(llm)
+    }
+
+    fn embedding(&self) -> Option<EmbeddingConfig> {
+        let cfg = self.embedding_config.as_ref();
+        let handle = self.embedding.clone().or_else(|| {
+            cfg.and_then(|c| {
+                c.handle.clone().or_else(|| {
+                    c.embedding_model
+                        .as_deref()
+                        .filter(|m| *m != "none")
+                        .map(|m| prefixed(c.embedding_endpoint_type.as_deref(), m))
+                })
+            })
+        })?;
+        Some(EmbeddingConfig {
+            model: handle,
+            base_url: cfg.and_then(|c| c.embedding_endpoint.clone()),
+        })
+    }
+
+    /// The tool list: `tools` and `tool_ids` by name, plus the loop's base tools unless
+    /// `include_base_tools` is false. `None` when nothing was said (keep or default).
+    fn tools(&self, style: LoopStyle) -> ApiResult<Option<Vec<String>>> {
+        if self.tools.is_none() && self.tool_ids.is_none() && self.include_base_tools.is_none() {
+            return Ok(None);
+        }
+        let mut named = self.tools.clone().unwrap_or_default();
+        for id in self.tool_ids.iter().flatten() {
+            let name = shapes::tool_name(id)
+                .ok_or_else(|| ApiError::not_found(format!("tool not found: {id}")))?;
+            named.push(name.to_owned());
+        }
+        let mut all = if self.include_base_tools.unwrap_or(true) {
+            default_tools(style)
+        } else {
+            Vec::new()
+        };
+        for name in named {
+            if !all.contains(&name) {
+                all.push(name);
+            }
+        }
+        Ok(Some(all))
+    }
+}
+
+/// An agent state with its in-context message ids, as Letta shows it.
+pub(crate) fn render(engram: &Engram, state: &AgentState) -> ApiResult<Json<Value>> {
+    let ids: Vec<String> = engram
+        .store()
+        .in_context_messages(&state.agent.id)?
+        .into_iter()
+        .map(|m| m.id.to_string())
+        .collect();
+    Ok(Json(shapes::agent_state(state, &ids)))
+}
+
+/// `POST /v1/agents/`.
+pub async fn create(State(s): State<AppState>, Body(req): Body<AgentIn>) -> ApiResult<Json<Value>> {
+    let style = req.loop_style()?.unwrap_or_default();
+    let (llm, embedding, tools) = (req.llm(None), req.embedding(), req.tools(style)?);
+    let new = NewAgent {
+        name: req
+            .name
+            .unwrap_or_else(|| format!("agent-{}", chrono::Utc::now().format("%Y%m%d-%H%M%S"))),
+        description: req.description.unwrap_or_default(),
+        system: req.system,
+        llm,
+        embedding,
+        loop_style: style,
+        max_steps: req.max_steps,
+        tools,
+        blocks: req
+            .memory_blocks
+            .unwrap_or_default()
+            .into_iter()
+            .map(NewBlock::from)
+            .collect(),
+        block_ids: req
+            .block_ids
+            .unwrap_or_default()
+            .into_iter()
+            .map(BlockId::from)
+            .collect(),
+    };
+    let state = s.engram.create_agent(new)?;
+    render(&s.engram, &state)
+}
+
+/// Query of `GET /v1/agents/`.
+#[derive(Deserialize)]
+pub struct AgentQuery {
+    #[serde(flatten)]
+    cursor: Cursor,
+    name: Option<String>,
+    query_text: Option<String>,
+}
+
+/// `GET /v1/agents/`: oldest first unless `order=desc`; `name` matches exactly, `query_text`
+/// as a case-insensitive substring of the name.
+pub async fn list(
+    State(s): State<AppState>,
+    Params(q): Params<AgentQuery>,
+) -> ApiResult<Json<Vec<Value>>> {
+    let mut agents: Vec<Agent> = s.engram.list_agents()?;
+    if let Some(name) = &q.name {
+        agents.retain(|a| a.name == *name);
+    }
+    if let Some(text) = q.query_text.as_deref().map(str::to_lowercase) {
+        agents.retain(|a| a.name.to_lowercase().contains(&text));
+    }
+    let agents = page(agents, |a| a.id.as_str(), &q.cursor, false, 50);
+    let mut out = Vec::with_capacity(agents.len());
+    for a in agents {
+        let state = s.engram.get_agent(&a.id)?;
+        out.push(render(&s.engram, &state)?.0);
+    }
+    Ok(Json(out))
+}
+
+/// `GET /v1/agents/{agent_id}`.
+pub async fn retrieve(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    let state = s.engram.get_agent(&agent_id(id))?;
+    render(&s.engram, &state)
+}
+
+/// `PATCH /v1/agents/{agent_id}`: name, description, system, model settings, tools, loop.
+pub async fn modify(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    Body(req): Body<AgentIn>,
+) -> ApiResult<Json<Value>> {
+    let id = agent_id(id);
+    let current = s.engram.get_agent(&id)?.agent;
+    let style = req.loop_style()?;
+    let patch = AgentPatch {
+        name: req.name.clone(),
+        description: req.description.clone(),
+        system: req.system.clone(),
+        llm: req.llm(Some(&current.llm)),
+        embedding: req.embedding().map(Some),
+        loop_style: style,
+        max_steps: req.max_steps,
+        tools: req.tools(style.unwrap_or(current.loop_style))?,
+    };
+    s.engram.update_agent(&id, &patch)?;
+    let state = s.engram.get_agent(&id)?;
+    render(&s.engram, &state)
+}
+
+/// `DELETE /v1/agents/{agent_id}`.
+pub async fn delete(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    s.engram.delete_agent(&agent_id(id))?;
+    Ok(deleted())
+}

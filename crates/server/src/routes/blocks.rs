@@ -1,0 +1,168 @@
+//! Core memory of one agent (`/v1/agents/{id}/core-memory…`) and standalone blocks
+//! (`/v1/blocks`).
+
+use super::{agent_id, agents, deleted};
+use crate::AppState;
+use crate::errors::ApiResult;
+use crate::json::{Body, Params};
+use crate::paging::{Cursor, page};
+use crate::shapes;
+use axum::Json;
+use axum::extract::{Path, State};
+use engram_core::{BlockId, BlockPatch, NewBlock};
+use serde::Deserialize;
+use serde_json::Value;
+
+/// Letta's `BlockUpdate` (the fields Engram has).
+#[derive(Debug, Deserialize)]
+pub struct BlockPatchIn {
+    value: Option<String>,
+    limit: Option<usize>,
+    label: Option<String>,
+    description: Option<String>,
+    read_only: Option<bool>,
+}
+
+impl From<BlockPatchIn> for BlockPatch {
+    fn from(p: BlockPatchIn) -> Self {
+        BlockPatch {
+            value: p.value,
+            limit: p.limit,
+            label: p.label,
+            description: p.description,
+            read_only: p.read_only,
+        }
+    }
+}
+
+/// Letta's `CreateBlock`.
+#[derive(Debug, Deserialize)]
+pub struct BlockIn {
+    label: String,
+    #[serde(default)]
+    value: String,
+    limit: Option<usize>,
+    description: Option<String>,
+    #[serde(default)]
+    read_only: bool,
+}
+
+/// Query of the block lists.
+#[derive(Deserialize)]
+pub struct BlockQuery {
+    #[serde(flatten)]
+    cursor: Cursor,
+    label: Option<String>,
+}
+
+fn id_of(b: &Value) -> &str {
+    b["id"].as_str().unwrap_or_default()
+}
+
+/// `GET …/core-memory`: Letta's `Memory` (`blocks`, `prompt_template`).
+pub async fn core_memory(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let state = s.engram.get_agent(&agent_id(id))?;
+    Ok(Json(shapes::memory(state.agent.loop_style, &state.blocks)))
+}
+
+/// `GET …/core-memory/blocks`: the agent's blocks in compile order.
+pub async fn agent_list(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    Params(q): Params<BlockQuery>,
+) -> ApiResult<Json<Vec<Value>>> {
+    let blocks = s.engram.agent_blocks(&agent_id(id))?;
+    let blocks = blocks.iter().map(shapes::block).collect();
+    Ok(Json(page(blocks, id_of, &q.cursor, false, usize::MAX)))
+}
+
+/// `GET …/core-memory/blocks/{label}`.
+pub async fn agent_retrieve(
+    State(s): State<AppState>,
+    Path((id, label)): Path<(String, String)>,
+) -> ApiResult<Json<Value>> {
+    let block = s.engram.agent_block(&agent_id(id), &label)?;
+    Ok(Json(shapes::block(&block)))
+}
+
+/// `PATCH …/core-memory/blocks/{label}`: a hand edit, recorded in the block's history.
+pub async fn agent_modify(
+    State(s): State<AppState>,
+    Path((id, label)): Path<(String, String)>,
+    Body(patch): Body<BlockPatchIn>,
+) -> ApiResult<Json<Value>> {
+    let block = s
+        .engram
+        .update_agent_block(&agent_id(id), &label, &patch.into())?;
+    Ok(Json(shapes::block(&block)))
+}
+
+/// `PATCH …/core-memory/blocks/attach/{block_id}`: answers the agent.
+pub async fn attach(
+    State(s): State<AppState>,
+    Path((id, block)): Path<(String, String)>,
+) -> ApiResult<Json<Value>> {
+    let state = s
+        .engram
+        .attach_block(&agent_id(id), &BlockId::from(block))?;
+    agents::render(&s.engram, &state)
+}
+
+/// `PATCH …/core-memory/blocks/detach/{block_id}`: answers the agent.
+pub async fn detach(
+    State(s): State<AppState>,
+    Path((id, block)): Path<(String, String)>,
+) -> ApiResult<Json<Value>> {
+    let state = s
+        .engram
+        .detach_block(&agent_id(id), &BlockId::from(block))?;
+    agents::render(&s.engram, &state)
+}
+
+/// `GET /v1/blocks/`: every block, optionally by `label`, oldest first.
+pub async fn list(
+    State(s): State<AppState>,
+    Params(q): Params<BlockQuery>,
+) -> ApiResult<Json<Vec<Value>>> {
+    let blocks = s.engram.list_blocks(q.label.as_deref())?;
+    let blocks = blocks.iter().map(shapes::block).collect();
+    Ok(Json(page(blocks, id_of, &q.cursor, false, 50)))
+}
+
+/// `POST /v1/blocks/`.
+pub async fn create(State(s): State<AppState>, Body(b): Body<BlockIn>) -> ApiResult<Json<Value>> {
+    let block = s.engram.create_block(&NewBlock {
+        label: b.label,
+        value: b.value,
+        limit: b.limit,
+        description: b.description,
+        read_only: b.read_only,
+    })?;
+    Ok(Json(shapes::block(&block)))
+}
+
+/// `GET /v1/blocks/{block_id}`.
+pub async fn retrieve(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    Ok(Json(shapes::block(
+        &s.engram.get_block(&BlockId::from(id))?,
+    )))
+}
+
+/// `PATCH /v1/blocks/{block_id}`: every agent the block is attached to sees the change.
+pub async fn modify(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    Body(patch): Body<BlockPatchIn>,
+) -> ApiResult<Json<Value>> {
+    let block = s.engram.update_block(&BlockId::from(id), &patch.into())?;
+    Ok(Json(shapes::block(&block)))
+}
+
+/// `DELETE /v1/blocks/{block_id}`.
+pub async fn delete(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    s.engram.delete_block(&BlockId::from(id))?;
+    Ok(deleted())
+}

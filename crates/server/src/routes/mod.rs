@@ -1,0 +1,102 @@
+//! Letta's `/v1` routes, one module per resource. List routes answer with and without the
+//! trailing slash, as FastAPI's redirects make both work against Letta.
+
+mod agents;
+mod blocks;
+mod messages;
+mod passages;
+mod tools;
+mod transfer;
+
+use crate::AppState;
+use crate::errors::ApiError;
+use axum::Router;
+use axum::routing::{get, patch};
+
+/// Every route, with a Letta-shaped 404 for the rest.
+pub(crate) fn all() -> Router<AppState> {
+    let agents_root = get(agents::list).post(agents::create);
+    let blocks_root = get(blocks::list).post(blocks::create);
+    let tools_root = get(tools::list);
+    let health = get(tools::health);
+    Router::new()
+        .route("/v1/health", health.clone())
+        .route("/v1/health/", health)
+        .route("/v1/agents", agents_root.clone())
+        .route("/v1/agents/", agents_root)
+        .route(
+            "/v1/agents/{agent_id}",
+            get(agents::retrieve)
+                .patch(agents::modify)
+                .delete(agents::delete),
+        )
+        .route("/v1/agents/import", axum::routing::post(transfer::import))
+        .route("/v1/agents/{agent_id}/export", get(transfer::export))
+        .route("/v1/agents/{agent_id}/tools", get(tools::for_agent))
+        .route(
+            "/v1/agents/{agent_id}/messages",
+            get(messages::list).post(messages::create),
+        )
+        .route(
+            "/v1/agents/{agent_id}/messages/stream",
+            axum::routing::post(messages::stream),
+        )
+        .route(
+            "/v1/agents/{agent_id}/messages/cancel",
+            axum::routing::post(messages::cancel),
+        )
+        .route(
+            "/v1/agents/{agent_id}/core-memory",
+            get(blocks::core_memory),
+        )
+        .route(
+            "/v1/agents/{agent_id}/core-memory/blocks",
+            get(blocks::agent_list),
+        )
+        .route(
+            "/v1/agents/{agent_id}/core-memory/blocks/{label}",
+            get(blocks::agent_retrieve).patch(blocks::agent_modify),
+        )
+        .route(
+            "/v1/agents/{agent_id}/core-memory/blocks/attach/{block_id}",
+            patch(blocks::attach),
+        )
+        .route(
+            "/v1/agents/{agent_id}/core-memory/blocks/detach/{block_id}",
+            patch(blocks::detach),
+        )
+        .route(
+            "/v1/agents/{agent_id}/archival-memory",
+            get(passages::list).post(passages::create),
+        )
+        .route(
+            "/v1/agents/{agent_id}/archival-memory/search",
+            get(passages::search),
+        )
+        .route(
+            "/v1/agents/{agent_id}/archival-memory/{memory_id}",
+            axum::routing::delete(passages::delete),
+        )
+        .route("/v1/blocks", blocks_root.clone())
+        .route("/v1/blocks/", blocks_root)
+        .route(
+            "/v1/blocks/{block_id}",
+            get(blocks::retrieve)
+                .patch(blocks::modify)
+                .delete(blocks::delete),
+        )
+        .route("/v1/tools", tools_root.clone())
+        .route("/v1/tools/", tools_root)
+        .route("/v1/tools/{tool_id}", get(tools::retrieve))
+        .fallback(|| async { ApiError::not_found("Not Found") })
+}
+
+/// The agent id of a path, as the engine's id type.
+pub(crate) fn agent_id(raw: String) -> engram_core::AgentId {
+    engram_core::AgentId::from(raw)
+}
+
+/// Letta's answer to deletes: `null` with 200.
+pub(crate) fn deleted() -> axum::Json<serde_json::Value> {
+    axum::Json(serde_json::Value::Null)
+}

@@ -1,0 +1,40 @@
+//! Agent Files: `GET /v1/agents/{id}/export` and `POST /v1/agents/import` (multipart `file`).
+
+use super::agent_id;
+use crate::AppState;
+use crate::errors::{ApiError, ApiResult};
+use axum::Json;
+use axum::extract::{Multipart, Path, State};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+/// `GET /v1/agents/{agent_id}/export`: the agent as an Agent File (JSON).
+pub async fn export(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Response> {
+    let bytes = s.engram.export_agent_file(&[agent_id(id)])?;
+    Ok(([(header::CONTENT_TYPE, "application/json")], bytes).into_response())
+}
+
+/// `POST /v1/agents/import`: imports the Agent File in the multipart field `file`; answers
+/// `{agent_ids, warnings}`.
+pub async fn import(State(s): State<AppState>, mut form: Multipart) -> ApiResult<Json<Value>> {
+    let mut file = None;
+    while let Some(field) = form
+        .next_field()
+        .await
+        .map_err(|e| ApiError::bad_request(format!("bad multipart body: {e}")))?
+    {
+        if field.name() == Some("file") {
+            let bytes = field
+                .bytes()
+                .await
+                .map_err(|e| ApiError::bad_request(format!("cannot read the file: {e}")))?;
+            file = Some(bytes);
+        }
+    }
+    let bytes = file.ok_or_else(|| ApiError::bad_request("the form has no `file` field"))?;
+    let report = s.engram.import_agent_file(&bytes)?;
+    Ok(Json(
+        json!({"agent_ids": report.agents, "warnings": report.warnings}),
+    ))
+}

@@ -1,0 +1,60 @@
+//! Blocks outside one agent's view: standalone blocks (shared memory) and attaching them.
+
+use crate::{AgentState, Engram};
+use engram_core::{AgentId, Block, BlockId, BlockPatch, Editor, NewBlock, Result};
+
+impl Engram {
+    /// Creates a block that belongs to no agent yet (attach it with
+    /// [`attach_block`](Self::attach_block)). Errors: `invalid_input` for a bad label or a value
+    /// over an explicit limit.
+    pub fn create_block(&self, new: &NewBlock) -> Result<Block> {
+        self.store.create_block(new)
+    }
+
+    /// Every block, attached or not, oldest first; only those labelled `label` when given.
+    pub fn list_blocks(&self, label: Option<&str>) -> Result<Vec<Block>> {
+        self.store.list_blocks(label)
+    }
+
+    /// One block by id. Errors: `not_found`.
+    pub fn get_block(&self, id: &BlockId) -> Result<Block> {
+        self.store.get_block(id)
+    }
+
+    /// One block of an agent by label. Errors: `not_found` for the agent or the label.
+    pub fn agent_block(&self, agent: &AgentId, label: &str) -> Result<Block> {
+        self.store.agent_block(agent, label)
+    }
+
+    /// The agent's blocks in the order they are compiled. Errors: `not_found`.
+    pub fn agent_blocks(&self, agent: &AgentId) -> Result<Vec<Block>> {
+        self.store.agent_blocks(agent)
+    }
+
+    /// Changes a block by id (recorded in its history as a user edit); every agent it is
+    /// attached to sees the change. Errors: `not_found`, `invalid_input` (limit, label),
+    /// `conflict` (label taken on an attached agent).
+    pub fn update_block(&self, id: &BlockId, patch: &BlockPatch) -> Result<Block> {
+        self.store.update_block(id, patch, &Editor::User)
+    }
+
+    /// Deletes a block and detaches it from every agent. Errors: `not_found`.
+    pub fn delete_block(&self, id: &BlockId) -> Result<()> {
+        self.store.delete_block(id)
+    }
+
+    /// Attaches an existing block to an agent (after its other blocks) and returns the agent.
+    /// Attaching twice does nothing. Errors: `not_found`; `conflict` when the agent already has
+    /// another block with that label.
+    pub fn attach_block(&self, agent: &AgentId, block: &BlockId) -> Result<AgentState> {
+        self.store.attach_block(agent, block)?;
+        self.get_agent(agent)
+    }
+
+    /// Detaches a block from an agent (the block stays) and returns the agent.
+    /// Errors: `not_found`.
+    pub fn detach_block(&self, agent: &AgentId, block: &BlockId) -> Result<AgentState> {
+        self.store.detach_block(agent, block)?;
+        self.get_agent(agent)
+    }
+}
