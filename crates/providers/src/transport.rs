@@ -10,7 +10,9 @@ use futures::{Stream, StreamExt};
 use reqwest::header::{HeaderMap, HeaderValue};
 use reqwest::{Method, RequestBuilder, Response};
 use secrecy::{ExposeSecret, SecretString};
+use std::collections::HashMap;
 use std::pin::Pin;
+use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
 /// The `anthropic-version` header Engram speaks.
@@ -30,21 +32,37 @@ pub(crate) struct Transport {
     pub retry: RetryPolicy,
 }
 
+/// One HTTP client per connect timeout, shared by every transport in the process. Building a
+/// client loads the platform's root certificates (milliseconds), and a shared client keeps its
+/// pooled connections between runs; clones are cheap handles to the same client.
+fn shared_client(connect: Duration) -> Result<reqwest::Client, ProviderError> {
+    static CLIENTS: LazyLock<Mutex<HashMap<Duration, reqwest::Client>>> =
+        LazyLock::new(Default::default);
+    let mut clients = CLIENTS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(client) = clients.get(&connect) {
+        return Ok(client.clone());
+    }
+    let client = reqwest::Client::builder()
+        .connect_timeout(connect)
+        .user_agent(concat!("engram/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| {
+            ProviderError::new(
+                ProviderFault::NotConfigured,
+                format!("could not set up the HTTP client: {e}"),
+            )
+        })?;
+    clients.insert(connect, client.clone());
+    Ok(client)
+}
+
 impl Transport {
     /// A transport for `config`. Fails only when the HTTP client cannot be built.
     pub fn new(config: &ProviderConfig) -> Result<Self, ProviderError> {
-        let http = reqwest::Client::builder()
-            .connect_timeout(config.timeouts.connect)
-            .user_agent(concat!("engram/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| {
-                ProviderError::new(
-                    ProviderFault::NotConfigured,
-                    format!("could not set up the HTTP client: {e}"),
-                )
-            })?;
         Ok(Self {
-            http,
+            http: shared_client(config.timeouts.connect)?,
             base: config.base_url.trim_end_matches('/').to_owned(),
             kind: config.kind,
             key: config

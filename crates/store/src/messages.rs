@@ -48,7 +48,8 @@ const MSG_COLS: &str = "m.id, m.agent_id, m.seq, m.role, m.kind, m.content, m.re
                         m.tool_calls, m.tool_call_id, m.tool_name, m.run_id, m.step_id, \
                         m.in_context, m.created_at";
 
-fn role_from(s: &str) -> Role {
+/// Reads a stored role name (unknown names read as `User`).
+pub(crate) fn role_from(s: &str) -> Role {
     match s {
         "system" => Role::System,
         "assistant" => Role::Assistant,
@@ -186,6 +187,27 @@ pub(crate) fn in_context(conn: &Connection, agent: &AgentId) -> Result<Vec<Messa
     rows.collect::<rusqlite::Result<_>>().db()
 }
 
+/// The SQL of a conversation search: `?1` agent, `?2` roles (JSON array), `?3`..`?4` time
+/// range, `?5` limit, and for a ranked search `?6` the FTS5 expression.
+fn search_sql(ranked: bool) -> String {
+    let filters = "m.agent_id = ?1 AND m.role IN (SELECT value FROM json_each(?2))
+                   AND m.kind NOT IN ('heartbeat', 'alert')
+                   AND m.created_at BETWEEN ?3 AND ?4";
+    if ranked {
+        // CROSS JOIN keeps FTS as the outer loop (see `passages::text_sql`).
+        format!(
+            "SELECT {MSG_COLS}, -bm25(messages_fts) AS score
+             FROM messages_fts CROSS JOIN messages m ON m.pk = messages_fts.rowid
+             WHERE messages_fts MATCH ?6 AND {filters}
+             ORDER BY bm25(messages_fts) LIMIT ?5"
+        )
+    } else {
+        format!(
+            "SELECT {MSG_COLS}, 0.0 FROM messages m WHERE {filters} ORDER BY m.seq DESC LIMIT ?5"
+        )
+    }
+}
+
 /// Roles searched when the query names none: everything people and tools said, not system text.
 const DEFAULT_ROLES: [Role; 3] = [Role::User, Role::Assistant, Role::Tool];
 
@@ -302,9 +324,6 @@ impl Store {
         let start = q.start.map_or(i64::MIN, sql::micros);
         let end = q.end.map_or(i64::MAX, sql::micros);
         let limit = sql::sat(q.limit);
-        let filters = "m.agent_id = ?1 AND m.role IN (SELECT value FROM json_each(?2))
-                       AND m.kind NOT IN ('heartbeat', 'alert')
-                       AND m.created_at BETWEEN ?3 AND ?4";
         self.read(|c| {
             agents::ensure_exists(c, agent)?;
             if q.limit == 0 {
@@ -312,23 +331,8 @@ impl Store {
             }
             let (sql, fts) = match fts_query(&q.query) {
                 FtsQuery::NoTerms => return Ok(Vec::new()),
-                FtsQuery::Blank => (
-                    format!(
-                        "SELECT {MSG_COLS}, 0.0 FROM messages m WHERE {filters}
-                         ORDER BY m.seq DESC LIMIT ?5"
-                    ),
-                    None,
-                ),
-                // CROSS JOIN keeps FTS as the outer loop (see `passages::text_ranking`).
-                FtsQuery::Match(expr) => (
-                    format!(
-                        "SELECT {MSG_COLS}, -bm25(messages_fts) AS score
-                         FROM messages_fts CROSS JOIN messages m ON m.pk = messages_fts.rowid
-                         WHERE messages_fts MATCH ?6 AND {filters}
-                         ORDER BY bm25(messages_fts) LIMIT ?5"
-                    ),
-                    Some(expr),
-                ),
+                FtsQuery::Blank => (search_sql(false), None),
+                FtsQuery::Match(expr) => (search_sql(true), Some(expr)),
             };
             let mut stmt = c.prepare_cached(&sql).db()?;
             let map = |r: &Row<'_>| {
@@ -346,5 +350,23 @@ impl Store {
             .db()?;
             rows.collect::<rusqlite::Result<_>>().db()
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranked_search_scans_fts_first() {
+        let store = Store::open_in_memory().unwrap();
+        let step = store
+            .read(|c| {
+                let sql = format!("EXPLAIN QUERY PLAN {}", search_sql(true));
+                let args = params!["agent-x", "[\"user\"]", 0, 1, 5, "\"kiwi\""];
+                c.query_row(&sql, args, |r| r.get::<_, String>(3)).db()
+            })
+            .unwrap();
+        assert!(step.starts_with("SCAN messages_fts"), "{step}");
     }
 }

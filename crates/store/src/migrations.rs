@@ -132,7 +132,6 @@ CREATE TABLE passages (
     embedding     BLOB                      -- little-endian f32 x embedding_dim; last so BM25 reads skip it
 );
 CREATE INDEX passages_by_time ON passages (agent_id, created_at);
-CREATE INDEX passages_unembedded ON passages (agent_id, pk) WHERE embedding IS NULL;
 
 CREATE TABLE passage_tags (
     passage_id TEXT NOT NULL REFERENCES passages (id) ON DELETE CASCADE,

@@ -194,18 +194,18 @@ fn ranked(conn: &Connection, sql: &str, args: Vec<Value>) -> Result<Ranking> {
     rows.collect::<rusqlite::Result<_>>().db()
 }
 
-/// BM25 ranking (or newest first for a blank query) of up to `limit` passages.
-fn text_ranking(
-    conn: &Connection,
+/// The SQL and arguments of a BM25 ranking (or newest first for a blank query) of up to
+/// `limit` passages; `None` when nothing can match.
+fn text_sql(
     agent: &AgentId,
     q: &PassageQuery,
     fts: &FtsQuery,
     limit: usize,
-) -> Result<Ranking> {
+) -> Result<Option<(String, Vec<Value>)>> {
     let mut query = Query::default();
     let filters = filters(agent, q, &mut query)?;
     let sql = match fts {
-        FtsQuery::NoTerms => return Ok(Vec::new()),
+        FtsQuery::NoTerms => return Ok(None),
         FtsQuery::Blank => format!(
             "SELECT p.pk, 0.0 FROM passages p WHERE {filters}
              ORDER BY p.created_at DESC, p.pk DESC LIMIT {}",
@@ -223,7 +223,21 @@ fn text_ranking(
             query.arg(sql::sat(limit))
         ),
     };
-    ranked(conn, &sql, query.args)
+    Ok(Some((sql, query.args)))
+}
+
+/// BM25 ranking (or newest first for a blank query) of up to `limit` passages.
+fn text_ranking(
+    conn: &Connection,
+    agent: &AgentId,
+    q: &PassageQuery,
+    fts: &FtsQuery,
+    limit: usize,
+) -> Result<Ranking> {
+    match text_sql(agent, q, fts, limit)? {
+        Some((sql, args)) => ranked(conn, &sql, args),
+        None => Ok(Vec::new()),
+    }
 }
 
 /// Cosine ranking of up to `limit` passages whose vectors have the query's dimension.
@@ -431,5 +445,52 @@ impl Store {
                 Ok(())
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The first step of SQLite's plan for `sql`.
+    fn first_step(store: &Store, sql: &str, args: Vec<Value>) -> String {
+        store
+            .read(|c| {
+                let mut stmt = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).db()?;
+                let rows = stmt
+                    .query_map(params_from_iter(args), |r| r.get::<_, String>(3))
+                    .db()?;
+                let steps = rows.collect::<rusqlite::Result<Vec<_>>>().db()?;
+                Ok(steps.into_iter().next().unwrap_or_default())
+            })
+            .unwrap()
+    }
+
+    #[test]
+    fn bm25_search_always_scans_fts_first() {
+        let store = Store::open_in_memory().unwrap();
+        let agent = AgentId::from("agent-plan");
+        let fts = fts_query("coffee garden");
+        let now = Some(chrono::Utc::now());
+        for tags in [
+            vec![],
+            vec!["a".to_owned()],
+            vec!["a".to_owned(), "b".to_owned()],
+        ] {
+            for tag_match in [TagMatch::Any, TagMatch::All] {
+                for (start, end) in [(None, None), (now, now)] {
+                    let q = PassageQuery {
+                        tags: tags.clone(),
+                        tag_match,
+                        start,
+                        end,
+                        ..Default::default()
+                    };
+                    let (sql, args) = text_sql(&agent, &q, &fts, 5).unwrap().unwrap();
+                    let step = first_step(&store, &sql, args);
+                    assert!(step.starts_with("SCAN passages_fts"), "{step} for {q:?}");
+                }
+            }
+        }
     }
 }

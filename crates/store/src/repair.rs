@@ -9,9 +9,10 @@
 use crate::Store;
 use crate::agents;
 use crate::messages::{self, SEQ_GAP};
-use crate::sql::{self, DbResult};
+use crate::sql::{self, DbResult, json_opt};
 use engram_core::{
-    AgentId, Error, Message, MessageId, MessageKind, Result, Role, Timestamp, ToolReturn,
+    AgentId, Error, Message, MessageId, MessageKind, Result, Role, RunId, StepId, Timestamp,
+    ToolCall, ToolReturn,
 };
 use rusqlite::{Connection, params};
 use std::collections::{HashMap, HashSet};
@@ -63,6 +64,44 @@ struct Orphans {
     calls: Vec<(String, String)>,
 }
 
+/// What repair needs of an in-context message that makes or answers tool calls.
+struct CallRow {
+    id: MessageId,
+    seq: i64,
+    role: Role,
+    tool_calls: Vec<ToolCall>,
+    tool_call_id: Option<String>,
+    run_id: Option<RunId>,
+    step_id: Option<StepId>,
+}
+
+/// The agent's in-context tool calls and tool results, by `seq`. Other messages and all the
+/// text are left out: repair runs at the start of every run, on contexts of thousands of
+/// messages.
+fn call_rows(conn: &Connection, agent: &AgentId) -> Result<Vec<CallRow>> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT id, seq, role, tool_calls, tool_call_id, run_id, step_id FROM messages
+             WHERE agent_id = ?1 AND in_context = 1 AND (role = 'tool' OR tool_calls IS NOT NULL)
+             ORDER BY seq",
+        )
+        .db()?;
+    let rows = stmt
+        .query_map([agent.as_str()], |r| {
+            Ok(CallRow {
+                id: MessageId::from(r.get::<_, String>(0)?),
+                seq: r.get(1)?,
+                role: messages::role_from(&r.get::<_, String>(2)?),
+                tool_calls: json_opt::<Vec<ToolCall>>(r, 3)?.unwrap_or_default(),
+                tool_call_id: r.get(4)?,
+                run_id: r.get::<_, Option<String>>(5)?.map(RunId::from),
+                step_id: r.get::<_, Option<String>>(6)?.map(StepId::from),
+            })
+        })
+        .db()?;
+    rows.collect::<rusqlite::Result<_>>().db()
+}
+
 /// What is wrong with an agent's context: calls without results, results without calls.
 struct Diagnosis {
     /// Assistant messages with unanswered calls, in context order.
@@ -72,7 +111,7 @@ struct Diagnosis {
     strays: Vec<MessageId>,
 }
 
-fn diagnose(context: &[Message]) -> Diagnosis {
+fn diagnose(context: &[CallRow]) -> Diagnosis {
     // A tool message answers the latest earlier assistant message that made a call with its id
     // (some servers reuse ids like `call_0` across turns, so ids are not global).
     let mut caller: HashMap<&str, usize> = HashMap::new();
@@ -137,7 +176,7 @@ impl Store {
         let now = sql::truncate(now);
         self.write(|tx| {
             agents::ensure_exists(tx, agent)?;
-            let context = messages::in_context(tx, agent)?;
+            let context = call_rows(tx, agent)?;
             let Diagnosis { orphans, strays } = diagnose(&context);
             let mut stmt = tx
                 .prepare_cached("UPDATE messages SET in_context = 0 WHERE id = ?1")
