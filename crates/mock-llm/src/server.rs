@@ -1,6 +1,7 @@
 //! The HTTP server: routes, shared state (queue, request log, violations) and turning a
 //! [`Reply`] into an HTTP response for either API.
 
+use axum::serve::ListenerExt;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -94,6 +95,11 @@ impl MockLlm {
             let signal = async move {
                 let _ = stop.wait_for(|s| *s).await;
             };
+            // Streamed chunks are small writes: without TCP_NODELAY, Nagle holds each one back
+            // until the client's delayed ACK (~40 ms).
+            let listener = listener.tap_io(|tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
             if let Err(e) = axum::serve(listener, router)
                 .with_graceful_shutdown(signal)
                 .await

@@ -26,6 +26,7 @@ pub mod sse;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
+use axum::serve::ListenerExt;
 use engram_service::Engram;
 use secrecy::SecretString;
 use std::future::Future;
@@ -140,6 +141,11 @@ pub async fn serve(
     config: ServerConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    // SSE chunks are small writes: without TCP_NODELAY, Nagle holds each one back until the
+    // client's delayed ACK (~40 ms), and streamed tokens arrive in bursts.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(listener, router(engram, config))
         .with_graceful_shutdown(shutdown)
         .await
