@@ -245,6 +245,12 @@ impl Store {
                 )
                 .db()?;
             }
+            // What an imported agent file carried beyond Engram's model goes with the agent.
+            tx.execute(
+                "DELETE FROM settings WHERE key = ?1",
+                [format!("{}{id}", crate::EXTRAS_SETTING_PREFIX)],
+            )
+            .db()?;
             for b in &block_ids {
                 tx.prepare_cached(
                     "DELETE FROM blocks WHERE id = ?1

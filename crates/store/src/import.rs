@@ -376,6 +376,11 @@ mod tests {
         );
         assert!(store.agent_file_extras(a).unwrap().is_some());
         assert!(store.agent_file_extras(&ids.agents[1]).unwrap().is_none());
+        store.delete_agent(a).unwrap();
+        assert!(
+            store.agent_file_extras(a).unwrap().is_none(),
+            "extras go with the agent"
+        );
     }
 
     #[test]
