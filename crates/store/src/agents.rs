@@ -67,6 +67,37 @@ pub(crate) fn load(conn: &Connection, id: &AgentId) -> Result<Agent> {
         .ok_or_else(|| Error::not_found("agent", id.as_str()))
 }
 
+/// Inserts one agent row. Errors: `Conflict` when the id exists.
+pub(crate) fn insert_row(tx: &Connection, agent: &Agent) -> Result<()> {
+    if ensure_exists(tx, &agent.id).is_ok() {
+        return Err(Error::Conflict(format!(
+            "agent {} already exists",
+            agent.id
+        )));
+    }
+    let embedding = agent.embedding.as_ref().map(to_json).transpose()?;
+    tx.prepare_cached(&format!(
+        "INSERT INTO agents ({AGENT_COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
+    ))
+    .db()?
+    .execute(params![
+        agent.id.as_str(),
+        agent.name,
+        agent.description,
+        agent.system,
+        to_json(&agent.llm)?,
+        embedding,
+        loop_style_str(agent.loop_style),
+        agent.max_steps,
+        to_json(&agent.tools)?,
+        agent.summary,
+        sql::micros(agent.created_at),
+        sql::micros(agent.updated_at),
+    ])
+    .db()?;
+    Ok(())
+}
+
 fn save(conn: &Connection, a: &Agent, clear_cache: bool) -> Result<()> {
     let embedding = a.embedding.as_ref().map(to_json).transpose()?;
     conn.prepare_cached(
@@ -114,29 +145,7 @@ impl Store {
         agent.created_at = sql::truncate(agent.created_at);
         agent.updated_at = sql::truncate(agent.updated_at);
         self.write(|tx| {
-            if ensure_exists(tx, &agent.id).is_ok() {
-                return Err(Error::Conflict(format!("agent {} already exists", agent.id)));
-            }
-            let embedding = agent.embedding.as_ref().map(to_json).transpose()?;
-            tx.prepare_cached(&format!(
-                "INSERT INTO agents ({AGENT_COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
-            ))
-            .db()?
-            .execute(params![
-                agent.id.as_str(),
-                agent.name,
-                agent.description,
-                agent.system,
-                to_json(&agent.llm)?,
-                embedding,
-                loop_style_str(agent.loop_style),
-                agent.max_steps,
-                to_json(&agent.tools)?,
-                agent.summary,
-                sql::micros(agent.created_at),
-                sql::micros(agent.updated_at),
-            ])
-            .db()?;
+            insert_row(tx, &agent)?;
 
             let now = sql::now();
             let mut attached: Vec<Block> = Vec::with_capacity(blocks.len() + attach.len());

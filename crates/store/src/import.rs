@@ -15,8 +15,7 @@ use crate::sql::{self, DbResult, to_json};
 use crate::{Store, agents, blocks, passages};
 use engram_core::memory::{check_limit, valid_label};
 use engram_core::{
-    Agent, AgentId, Block, BlockEdit, BlockId, Error, LoopStyle, Message, NewMessage, NewPassage,
-    Result,
+    Agent, AgentId, Block, BlockEdit, BlockId, Error, NewMessage, NewPassage, Result,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 use std::collections::{HashMap, HashSet};
@@ -77,13 +76,6 @@ pub struct ImportedIds {
     pub blocks: Vec<BlockId>,
 }
 
-fn loop_style_str(s: LoopStyle) -> &'static str {
-    match s {
-        LoopStyle::Classic => "classic",
-        LoopStyle::ToolLoop => "tool_loop",
-    }
-}
-
 fn check_block(b: &Block) -> Result<()> {
     if !valid_label(&b.label) {
         return Err(Error::invalid(format!(
@@ -93,35 +85,6 @@ fn check_block(b: &Block) -> Result<()> {
     }
     check_limit("", &b.value, b.limit)
         .map_err(|e| Error::Invalid(format!("block {:?}: {e}", b.label)))
-}
-
-fn insert_agent(tx: &Connection, a: &Agent) -> Result<()> {
-    if agents::ensure_exists(tx, &a.id).is_ok() {
-        return Err(Error::Conflict(format!("agent {} already exists", a.id)));
-    }
-    let embedding = a.embedding.as_ref().map(to_json).transpose()?;
-    tx.prepare_cached(
-        "INSERT INTO agents (id, name, description, system, llm, embedding, loop_style, max_steps,
-                             tools, summary, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-    )
-    .db()?
-    .execute(params![
-        a.id.as_str(),
-        a.name,
-        a.description,
-        a.system,
-        to_json(&a.llm)?,
-        embedding,
-        loop_style_str(a.loop_style),
-        a.max_steps,
-        to_json(&a.tools)?,
-        a.summary,
-        sql::micros(a.created_at),
-        sql::micros(a.updated_at),
-    ])
-    .db()?;
-    Ok(())
 }
 
 fn insert_edit(tx: &Connection, block: &BlockId, e: &BlockEdit) -> Result<()> {
@@ -149,27 +112,7 @@ fn insert_messages(tx: &Connection, agent: &AgentId, msgs: &[ImportMessage]) -> 
         seq = seq
             .checked_add(SEQ_GAP)
             .ok_or_else(|| Error::invalid("too many messages"))?;
-        let nm = &im.message;
-        let m = Message {
-            id: nm.id.clone().unwrap_or_default(),
-            agent_id: agent.clone(),
-            seq,
-            role: nm.role,
-            kind: nm.kind,
-            content: nm.content.clone(),
-            reasoning: nm.reasoning.clone(),
-            tool_calls: nm.tool_calls.clone(),
-            tool_call_id: nm.tool_call_id.clone(),
-            tool_name: nm.tool_name.clone(),
-            run_id: nm.run_id.clone(),
-            step_id: nm.step_id.clone(),
-            in_context: im.in_context,
-            created_at: nm.created_at.map_or(now, sql::truncate),
-        };
-        messages::insert_row(tx, &m).map_err(|e| match e {
-            Error::Conflict(_) => Error::Conflict(format!("message {} already exists", m.id)),
-            e => e,
-        })?;
+        messages::insert_new(tx, agent, seq, &im.message, im.in_context, now)?;
     }
     Ok(())
 }
@@ -223,7 +166,7 @@ impl Store {
                 let mut a = ia.agent.clone();
                 a.created_at = sql::truncate(a.created_at);
                 a.updated_at = sql::truncate(a.updated_at);
-                insert_agent(tx, &a)?;
+                agents::insert_row(tx, &a)?;
                 for (pos, id) in ia.block_ids.iter().enumerate() {
                     blocks::link(tx, &a.id, id, sql::sat(pos))?;
                 }
@@ -290,7 +233,7 @@ mod tests {
             system: "sys".into(),
             llm: LlmConfig::new("openai/gpt-4o-mini"),
             embedding: None,
-            loop_style: LoopStyle::Classic,
+            loop_style: engram_core::LoopStyle::Classic,
             max_steps: 50,
             tools: vec![],
             summary: Some("so far".into()),

@@ -137,6 +137,39 @@ pub(crate) fn insert_row(conn: &Connection, m: &Message) -> Result<()> {
     Ok(())
 }
 
+/// Stores `nm` at `seq`, keeping its id and time (truncated to microseconds) when given;
+/// `now` stamps the rest. Errors: `Conflict` when the id exists.
+pub(crate) fn insert_new(
+    conn: &Connection,
+    agent: &AgentId,
+    seq: i64,
+    nm: &NewMessage,
+    in_context: bool,
+    now: Timestamp,
+) -> Result<Message> {
+    let m = Message {
+        id: nm.id.clone().unwrap_or_default(),
+        agent_id: agent.clone(),
+        seq,
+        role: nm.role,
+        kind: nm.kind,
+        content: nm.content.clone(),
+        reasoning: nm.reasoning.clone(),
+        tool_calls: nm.tool_calls.clone(),
+        tool_call_id: nm.tool_call_id.clone(),
+        tool_name: nm.tool_name.clone(),
+        run_id: nm.run_id.clone(),
+        step_id: nm.step_id.clone(),
+        in_context,
+        created_at: nm.created_at.map_or(now, sql::truncate),
+    };
+    insert_row(conn, &m).map_err(|e| match e {
+        Error::Conflict(_) => Error::Conflict(format!("message {} already exists", m.id)),
+        e => e,
+    })?;
+    Ok(m)
+}
+
 /// Appends `msgs` after the agent's last message, in context, `SEQ_GAP` apart. Keeps given ids
 /// and times (truncated to microseconds); `now` stamps the rest. The agent must exist.
 pub(crate) fn append(
@@ -151,26 +184,7 @@ pub(crate) fn append(
         seq = seq
             .checked_add(SEQ_GAP)
             .ok_or_else(|| Error::Internal("message sequence overflow".into()))?;
-        let m = Message {
-            id: nm.id.clone().unwrap_or_default(),
-            agent_id: agent.clone(),
-            seq,
-            role: nm.role,
-            kind: nm.kind,
-            content: nm.content.clone(),
-            reasoning: nm.reasoning.clone(),
-            tool_calls: nm.tool_calls.clone(),
-            tool_call_id: nm.tool_call_id.clone(),
-            tool_name: nm.tool_name.clone(),
-            run_id: nm.run_id.clone(),
-            step_id: nm.step_id.clone(),
-            in_context: true,
-            created_at: nm.created_at.map_or(now, sql::truncate),
-        };
-        insert_row(conn, &m).map_err(|e| match e {
-            Error::Conflict(_) => Error::Conflict(format!("message {} already exists", m.id)),
-            e => e,
-        })?;
+        let m = insert_new(conn, agent, seq, nm, true, now)?;
         out.push(m);
     }
     Ok(out)
