@@ -130,3 +130,38 @@ async fn agent_edits_are_recorded_and_can_be_undone() {
     home.engram.undo_block_edit(&history[0].id).unwrap();
     assert_eq!(home.block(&agent, "human"), "");
 }
+
+#[tokio::test]
+async fn appending_a_line_already_in_the_block_changes_nothing() {
+    let mock = MockLlm::start(Script::Queue).await;
+    let home = Home::new();
+    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let save = || {
+        Reply::ToolCalls(vec![Call::new(
+            "core_memory_append",
+            json!({"label": "human", "content": "Name: Bob"}),
+        )])
+    };
+    mock.push(save());
+    mock.push(save());
+    mock.push(Reply::text("Noted, Bob."));
+    let (out, _) = home
+        .chat(&agent, "my name is Bob, did I say my name is Bob?")
+        .await;
+    assert_eq!(out.stop_reason, StopReason::EndTurn);
+    assert_eq!(home.block(&agent, "human"), "Name: Bob");
+    let results = last_tool_results(&mock);
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[1]["status"], "OK");
+    assert!(
+        results[1]["message"]
+            .as_str()
+            .unwrap()
+            .contains("already contains that line")
+    );
+    assert_eq!(
+        home.engram.block_history(&agent, "human").unwrap().len(),
+        1,
+        "one edit recorded"
+    );
+}
