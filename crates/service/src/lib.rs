@@ -119,3 +119,24 @@ impl Engram {
         &self.store
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_data_dir_is_explicit_then_engram_home_then_the_platform_dir() {
+        let env = |k: &str| (k == "ENGRAM_HOME").then(|| "/from/env".to_owned());
+        let none = |_: &str| None;
+        assert_eq!(
+            resolve_home(Some("/explicit".into()), &env).unwrap(),
+            PathBuf::from("/explicit")
+        );
+        assert_eq!(
+            resolve_home(None, &env).unwrap(),
+            PathBuf::from("/from/env")
+        );
+        let platform = resolve_home(None, &none).unwrap();
+        assert!(platform.ends_with("engram"), "{}", platform.display());
+    }
+}
