@@ -91,7 +91,8 @@ impl TokenCounter {
 }
 
 /// Where the tokens of one LLM call go (all in **tokens**), for the context-window meter.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+#[ts(export)]
 pub struct ContextBreakdown {
     /// The agent's instructions (system message minus compiled memory).
     pub system: usize,

@@ -23,12 +23,24 @@ pub struct ServeArgs {
     /// Print the bearer token (kept in the keychain, made on first start) before serving.
     #[arg(long)]
     pub show_token: bool,
+    /// Also serve a built web UI (e.g. `ui/dist`) at `/`, so Engram can be used from a browser
+    /// at the printed address (append `#token=…` to sign it in).
+    #[arg(long, value_name = "DIR")]
+    pub ui_dir: Option<std::path::PathBuf>,
 }
 
 /// Serves until Ctrl-C. Prints `listening on http://ADDR` (and `token: …` with
 /// `--show-token`) on stdout once the port is bound.
 pub async fn run(engram: Engram, args: ServeArgs) -> Result<()> {
     engram_server::loopback_addr(&args.host, args.port)?;
+    if let Some(dir) = &args.ui_dir
+        && !dir.join("index.html").is_file()
+    {
+        anyhow::bail!(
+            "{} has no index.html: build the UI first (npm --prefix ui run build)",
+            dir.display()
+        );
+    }
     let engram = Arc::new(engram);
     let auth = if args.no_auth {
         Auth::Disabled
@@ -59,7 +71,11 @@ pub async fn run(engram: Engram, args: ServeArgs) -> Result<()> {
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };
-    engram_server::serve(listener, engram, ServerConfig::new(auth), shutdown)
+    let config = ServerConfig {
+        ui_dir: args.ui_dir,
+        ..ServerConfig::new(auth)
+    };
+    engram_server::serve(listener, engram, config, shutdown)
         .await
         .context("the REST API stopped")
 }

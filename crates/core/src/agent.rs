@@ -2,9 +2,11 @@
 
 use crate::{AgentId, BlockId, NewBlock, Timestamp};
 use serde::{Deserialize, Serialize};
+use ts_rs::TS;
 
 /// How the agent loop drives the model (chosen per agent).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
 #[serde(rename_all = "snake_case")]
 pub enum LoopStyle {
     /// The original MemGPT loop: the agent speaks only through `send_message`, every tool takes
@@ -18,7 +20,8 @@ pub enum LoopStyle {
 }
 
 /// Which model an agent talks to and how much of it fits.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
 pub struct LlmConfig {
     /// Model handle in Letta's `provider/model` form, e.g. `openai/gpt-4o-mini`, `ollama/llama3.1`.
     pub model: String,
@@ -90,7 +93,8 @@ pub fn default_context_window(handle: &str) -> u32 {
 }
 
 /// The embedding model used for archival memory search, when the agent has one.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
 pub struct EmbeddingConfig {
     /// Model handle, e.g. `openai/text-embedding-3-small`.
     pub model: String,
@@ -100,7 +104,8 @@ pub struct EmbeddingConfig {
 }
 
 /// A stored agent. Its blocks, messages and passages are fetched separately from the store.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
 pub struct Agent {
     /// `agent-<uuid>`.
     pub id: AgentId,
@@ -133,7 +138,8 @@ pub struct Agent {
 pub const DEFAULT_MAX_STEPS: u32 = 50;
 
 /// What it takes to create an agent. `None` fields get the defaults for the loop style.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, TS)]
+#[ts(export, optional_fields)]
 pub struct NewAgent {
     /// Display name (must not be empty).
     pub name: String,
@@ -167,7 +173,8 @@ pub struct NewAgent {
 }
 
 /// A partial update of an agent's settings; `None` leaves a field as it is.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, TS)]
+#[ts(export, optional_fields)]
 pub struct AgentPatch {
     /// New display name.
     pub name: Option<String>,

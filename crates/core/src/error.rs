@@ -5,12 +5,14 @@
 //! errors here: they go back to the model as `Failed` tool results.
 
 use serde::{Deserialize, Serialize};
+use ts_rs::TS;
 
 /// Shorthand for results carrying [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// What went wrong talking to a model provider; decides retries and the advice shown to users.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
 #[serde(rename_all = "snake_case")]
 pub enum ProviderFault {
     /// The key is missing, wrong or revoked (HTTP 401/403).
@@ -120,7 +122,8 @@ impl Error {
 }
 
 /// The serializable shape of an error on every transport: `{"code", "message", "details"?}`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
 pub struct ErrorBody {
     /// Stable machine-readable code (see [`Error::code`]).
     pub code: String,

@@ -2,13 +2,15 @@
 
 use crate::{AgentId, BlockId, EditId, Timestamp};
 use serde::{Deserialize, Serialize};
+use ts_rs::TS;
 
 /// Default block limit, in **characters** (Unicode scalar values, not bytes or tokens).
 pub const DEFAULT_BLOCK_LIMIT: usize = 5_000;
 
 /// A labelled section of core memory, compiled into every context window of every agent it is
 /// attached to. A block may be shared by several agents: an edit by one is seen by all.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
 pub struct Block {
     /// `block-<uuid>`.
     pub id: BlockId,
@@ -65,7 +67,8 @@ pub fn check_limit(current: &str, new_value: &str, limit: usize) -> Result<(), L
 }
 
 /// What it takes to create a block. `None` fields get defaults.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export, optional_fields)]
 pub struct NewBlock {
     /// Label (non-empty; letters, digits, `_`, `-`, `.`).
     pub label: String,
@@ -117,7 +120,8 @@ pub fn valid_label(label: &str) -> bool {
 }
 
 /// A partial update of a block; `None` leaves a field as it is.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export, optional_fields)]
 pub struct BlockPatch {
     /// New value (checked against the limit).
     pub value: Option<String>,
@@ -132,7 +136,8 @@ pub struct BlockPatch {
 }
 
 /// Who changed a block.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Editor {
     /// An agent, through a memory tool.
@@ -154,7 +159,8 @@ pub enum Editor {
 }
 
 /// One recorded change of a block's value.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
 pub struct BlockEdit {
     /// `edit-<uuid>`.
     pub id: EditId,

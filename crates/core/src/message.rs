@@ -2,9 +2,11 @@
 
 use crate::{AgentId, MessageId, RunId, StepId, Timestamp};
 use serde::{Deserialize, Serialize};
+use ts_rs::TS;
 
 /// Who a message is from, in OpenAI chat terms.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
+#[ts(export)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// Instructions (the compiled system message) or system notes.
@@ -32,7 +34,8 @@ impl Role {
 
 /// What a message is for, beyond its role. Hidden kinds are sent to the model but shown to
 /// people only on request.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
 #[serde(rename_all = "snake_case")]
 pub enum MessageKind {
     /// An ordinary message.
@@ -48,7 +51,8 @@ pub enum MessageKind {
 
 /// A tool call as the model sent it. `arguments` is the raw JSON text: it may be malformed,
 /// and the loop answers malformed arguments with a `Failed` result instead of dropping the call.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
 pub struct ToolCall {
     /// The provider's `tool_call_id`; every one gets exactly one tool result.
     pub id: String,
@@ -59,13 +63,15 @@ pub struct ToolCall {
 }
 
 /// A stored message.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
 pub struct Message {
     /// `message-<uuid>`.
     pub id: MessageId,
     /// The agent whose history holds it.
     pub agent_id: AgentId,
     /// Position in the agent's history (strictly increasing).
+    #[ts(type = "number")]
     pub seq: i64,
     /// Who it is from.
     pub role: Role,
@@ -92,7 +98,8 @@ pub struct Message {
 }
 
 /// A message to be stored; the store assigns id, sequence number and (if absent) the time.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
 pub struct NewMessage {
     /// Who it is from.
     pub role: Role,

@@ -2,9 +2,11 @@
 
 use crate::{AgentId, PassageId, Timestamp};
 use serde::{Deserialize, Serialize};
+use ts_rs::TS;
 
 /// One entry of an agent's archival memory.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
 pub struct Passage {
     /// `passage-<uuid>`.
     pub id: PassageId,
@@ -19,7 +21,8 @@ pub struct Passage {
 }
 
 /// A passage to be stored.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
 pub struct NewPassage {
     /// The text (non-empty).
     pub text: String,
@@ -36,7 +39,8 @@ pub struct NewPassage {
 }
 
 /// How a tag filter matches a passage's tags.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
 #[serde(rename_all = "snake_case")]
 pub enum TagMatch {
     /// At least one of the tags.
@@ -48,7 +52,8 @@ pub enum TagMatch {
 
 /// A search result: the passage and its rank score (higher is better; the scale depends on
 /// whether BM25 alone or reciprocal-rank fusion produced it).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
 pub struct PassageHit {
     /// The matching passage.
     pub passage: Passage,

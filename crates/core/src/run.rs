@@ -2,9 +2,11 @@
 
 use crate::{AgentId, Block, ErrorBody, Message, RunId, StepId, Timestamp, ToolCall};
 use serde::{Deserialize, Serialize};
+use ts_rs::TS;
 
 /// Why a run ended. Serialized with Letta's names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {
     /// The agent finished its turn.
@@ -39,13 +41,17 @@ impl StopReason {
 }
 
 /// Token usage, in **tokens**, summed over `step_count` steps.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
 pub struct Usage {
     /// Tokens sent to the model.
+    #[ts(type = "number")]
     pub prompt_tokens: u64,
     /// Tokens the model produced.
+    #[ts(type = "number")]
     pub completion_tokens: u64,
     /// `prompt_tokens + completion_tokens`.
+    #[ts(type = "number")]
     pub total_tokens: u64,
     /// LLM calls made.
     pub step_count: u32,
@@ -89,7 +95,8 @@ pub struct Step {
 }
 
 /// The status of a tool result, as in Letta's envelope.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
 pub enum ToolStatus {
     /// The tool ran.
     #[serde(rename = "OK")]
@@ -99,7 +106,8 @@ pub enum ToolStatus {
 }
 
 /// The JSON envelope of every tool result: `{"status":"OK"|"Failed","message":…,"time":…}`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
 pub struct ToolReturn {
     /// OK or Failed.
     pub status: ToolStatus,
@@ -146,7 +154,8 @@ pub fn format_time(t: Timestamp) -> String {
 
 /// What a run streams while it works. Events carry deltas, not accumulated text; any transport
 /// can forward them (Tauri `Channel`, SSE, the CLI's terminal).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum RunEvent {
     /// The run began.

@@ -170,8 +170,9 @@ pub trait EmbeddingModel: Send + Sync {
 }
 
 /// Which wire protocol a provider speaks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
+#[ts(export)]
 pub enum ProviderKind {
     /// OpenAI's Chat Completions API, or any server that speaks it (Ollama, LM Studio, vLLM,
     /// llama.cpp, OpenRouter).
@@ -254,7 +255,8 @@ impl ProviderConfig {
 }
 
 /// A model a provider offers (`GET /models`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+#[ts(export)]
 pub struct ModelInfo {
     /// The provider's model name.
     pub id: String,

@@ -17,6 +17,12 @@ use std::sync::Arc;
 /// Routes that answer without a token (they reveal nothing).
 const OPEN_PATHS: &[&str] = &["/v1/health", "/v1/health/"];
 
+/// Whether a path is part of the API (token required) rather than a file of the served UI.
+fn needs_token(path: &str) -> bool {
+    (path.starts_with("/v1/") || path.starts_with("/app/") || path == "/v1" || path == "/app")
+        && !OPEN_PATHS.contains(&path)
+}
+
 /// What the gate checks, built once from the [`ServerConfig`].
 pub struct Guard {
     token: Option<Vec<u8>>,
@@ -106,7 +112,7 @@ pub async fn check(State(guard): State<Arc<Guard>>, req: Request, next: Next) ->
         .into_response();
     }
     if let Some(expected) = &guard.token
-        && !OPEN_PATHS.contains(&req.uri().path())
+        && needs_token(req.uri().path())
     {
         let given = header_str(headers, header::AUTHORIZATION)
             .and_then(|v| {

@@ -16,6 +16,7 @@
 //! # }
 //! ```
 
+mod app;
 pub mod errors;
 pub mod guard;
 mod json;
@@ -26,18 +27,29 @@ pub mod sse;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderValue, header};
+use axum::routing::any;
 use axum::serve::ListenerExt;
 use engram_service::Engram;
 use secrecy::SecretString;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::net::TcpListener;
+use tower_http::services::{ServeDir, ServeFile};
+use tower_http::set_header::SetResponseHeaderLayer;
 
 /// Letta's default port, which the SDKs' examples use.
 pub const DEFAULT_PORT: u16 = 8283;
 /// Default cap on request bodies, in bytes (8 MiB: agent files with long histories fit).
 pub const DEFAULT_BODY_LIMIT: usize = 8 * 1024 * 1024;
+
+/// The Content-Security-Policy of the served UI, as strict as the desktop window's: scripts
+/// and styles only from the app itself, images also as `data:`, no frames, no plugins.
+pub const UI_CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
+     img-src 'self' data:; connect-src 'self'; object-src 'none'; frame-ancestors 'none'; \
+     base-uri 'none'; form-action 'none'";
 
 /// Whether requests need the bearer token.
 #[derive(Clone)]
@@ -58,6 +70,9 @@ pub struct ServerConfig {
     /// Origins allowed besides loopback `http(s)://localhost|127.0.0.1|[::1][:port]`
     /// (e.g. the desktop shell's `tauri://localhost`), compared exactly.
     pub extra_origins: Vec<String>,
+    /// A built web UI (`ui/dist`) to serve at `/` beside the API, so a browser can use Engram
+    /// through [`app`]'s routes. Its files need no token; the API routes still do.
+    pub ui_dir: Option<PathBuf>,
 }
 
 impl ServerConfig {
@@ -67,6 +82,7 @@ impl ServerConfig {
             auth,
             body_limit: DEFAULT_BODY_LIMIT,
             extra_origins: Vec::new(),
+            ui_dir: None,
         }
     }
 }
@@ -82,7 +98,20 @@ pub(crate) struct AppState {
 pub fn router(engram: Arc<Engram>, config: ServerConfig) -> Router {
     let limit = config.body_limit;
     let guard_state = Arc::new(guard::Guard::new(&config));
-    routes::all()
+    let api = routes::all().merge(app::routes());
+    let with_ui = match &config.ui_dir {
+        // Unknown API paths stay JSON 404s; every other path is the single-page app's.
+        Some(dir) => api
+            .route("/v1/{*rest}", any(routes::not_found))
+            .route("/app/{*rest}", any(routes::not_found))
+            .fallback_service(ServeDir::new(dir).fallback(ServeFile::new(dir.join("index.html"))))
+            .layer(SetResponseHeaderLayer::if_not_present(
+                header::CONTENT_SECURITY_POLICY,
+                HeaderValue::from_static(UI_CSP),
+            )),
+        None => api.fallback(routes::not_found),
+    };
+    with_ui
         .with_state(AppState { engram })
         .layer(DefaultBodyLimit::max(limit))
         .layer(tower_http::limit::RequestBodyLimitLayer::new(limit))

@@ -5,12 +5,13 @@
 use crate::Engram;
 use engram_agent::tools::{BUILTIN_TOOLS, specs};
 use engram_agentfile::{ExportOptions, ImportOptions, snapshot};
-use engram_core::{AgentId, BlockId, LoopStyle, Result};
+use engram_core::{AgentId, BlockId, Error, LoopStyle, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 /// What an import created, and what the user should know about it.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+#[ts(export)]
 pub struct ImportReport {
     /// The new agents, in file order.
     pub agents: Vec<AgentId>,
@@ -68,6 +69,7 @@ impl Engram {
         }
         let ids = self.store.import_bundle(&conv.bundle)?;
         tracing::info!(agents = ids.agents.len(), "imported an agent file");
+        self.notify(crate::Notice::AgentsChanged);
         Ok(ImportReport {
             agents: ids.agents,
             blocks: ids.blocks,
@@ -103,6 +105,33 @@ impl Engram {
         }
         let file = engram_agentfile::export_v2(&snaps, &opts);
         to_pretty(&file)
+    }
+
+    /// Copies an agent — settings, blocks (as blocks of its own, not shared), history,
+    /// archival memory — through an Agent File round trip, so a copy holds exactly what an
+    /// export and re-import would. `name` renames the copy (default: the original's name +
+    /// " (copy)"). Errors: `not_found`, `invalid_input` for an empty name.
+    pub fn clone_agent(&self, agent: &AgentId, name: Option<&str>) -> Result<crate::AgentState> {
+        let original = self.store.get_agent(agent)?;
+        let name = match name.map(str::trim) {
+            Some("") => return Err(Error::invalid("an agent needs a name")),
+            Some(n) => n.to_owned(),
+            None => format!("{} (copy)", original.name),
+        };
+        let report =
+            self.import_agent_file(&self.export_agent_file(std::slice::from_ref(agent))?)?;
+        let copy = report
+            .agents
+            .first()
+            .ok_or_else(|| Error::Internal("the copy imported no agent".into()))?;
+        self.update_agent(
+            copy,
+            &engram_core::AgentPatch {
+                name: Some(name),
+                ..Default::default()
+            },
+        )?;
+        self.get_agent(copy)
     }
 
     /// One agent as a Markdown document. Errors: `not_found`.

@@ -1,6 +1,6 @@
 //! Creating, reading, changing and deleting agents.
 
-use crate::Engram;
+use crate::{Engram, Notice};
 use engram_agent::prompts;
 use engram_agent::tools::{BUILTIN_TOOLS, default_tools};
 use engram_core::agent::DEFAULT_MAX_STEPS;
@@ -15,7 +15,8 @@ pub const FALLBACK_MODEL: &str = "openai/gpt-4o-mini";
 pub const DEFAULT_MODEL_SETTING: &str = "default_model";
 
 /// An agent with its core memory.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+#[ts(export)]
 pub struct AgentState {
     /// The agent.
     #[serde(flatten)]
@@ -70,6 +71,7 @@ impl Engram {
             updated_at: now,
         };
         let (agent, blocks) = self.store.create_agent(&agent, &blocks, &new.block_ids)?;
+        self.notify(Notice::AgentsChanged);
         Ok(AgentState { agent, blocks })
     }
 
@@ -93,12 +95,18 @@ impl Engram {
         {
             return Err(Error::invalid("an agent needs a name"));
         }
-        self.store.update_agent(id, patch)
+        let agent = self.store.update_agent(id, patch)?;
+        self.notify(Notice::AgentChanged {
+            agent_id: id.clone(),
+        });
+        Ok(agent)
     }
 
     /// Deletes an agent with its messages and passages; blocks it shares with other agents stay.
     pub fn delete_agent(&self, id: &AgentId) -> Result<()> {
-        self.store.delete_agent(id)
+        self.store.delete_agent(id)?;
+        self.notify(Notice::AgentsChanged);
+        Ok(())
     }
 
     /// The model handle new agents get: the `default_model` setting, else

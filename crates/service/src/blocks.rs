@@ -1,6 +1,6 @@
 //! Blocks outside one agent's view: standalone blocks (shared memory) and attaching them.
 
-use crate::{AgentState, Engram};
+use crate::{AgentState, Engram, Notice};
 use engram_core::{AgentId, Block, BlockId, BlockPatch, Editor, NewBlock, Result};
 
 impl Engram {
@@ -35,12 +35,19 @@ impl Engram {
     /// attached to sees the change. Errors: `not_found`, `invalid_input` (limit, label),
     /// `conflict` (label taken on an attached agent).
     pub fn update_block(&self, id: &BlockId, patch: &BlockPatch) -> Result<Block> {
-        self.store.update_block(id, patch, &Editor::User)
+        let block = self.store.update_block(id, patch, &Editor::User)?;
+        self.notify_block(id);
+        Ok(block)
     }
 
     /// Deletes a block and detaches it from every agent. Errors: `not_found`.
     pub fn delete_block(&self, id: &BlockId) -> Result<()> {
-        self.store.delete_block(id)
+        let agents = self.store.block_agents(id)?;
+        self.store.delete_block(id)?;
+        for agent_id in agents {
+            self.notify(Notice::MemoryChanged { agent_id });
+        }
+        Ok(())
     }
 
     /// Attaches an existing block to an agent (after its other blocks) and returns the agent.
@@ -48,6 +55,7 @@ impl Engram {
     /// another block with that label.
     pub fn attach_block(&self, agent: &AgentId, block: &BlockId) -> Result<AgentState> {
         self.store.attach_block(agent, block)?;
+        self.notify_block(block);
         self.get_agent(agent)
     }
 
@@ -55,6 +63,9 @@ impl Engram {
     /// Errors: `not_found`.
     pub fn detach_block(&self, agent: &AgentId, block: &BlockId) -> Result<AgentState> {
         self.store.detach_block(agent, block)?;
+        self.notify(Notice::MemoryChanged {
+            agent_id: agent.clone(),
+        });
         self.get_agent(agent)
     }
 }

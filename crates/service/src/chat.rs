@@ -1,8 +1,9 @@
 //! Chatting: starting runs, and stopping them.
 
-use crate::Engram;
+use crate::{Engram, Notice};
 use engram_agent::{EventSink, RunOutcome};
-use engram_core::{AgentId, Error, NewMessage, Result};
+use engram_core::{AgentId, Error, NewMessage, Result, RunEvent};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 /// Registers a run's cancel token while it runs; unregisters it when dropped.
@@ -43,10 +44,30 @@ impl Engram {
             return Err(Error::invalid("the message is empty"));
         }
         let handle = self.register(agent, cancel);
-        let outcome = self
-            .runtime
-            .run(agent, NewMessage::user(text), events, &handle.token)
-            .await;
+        // The run's events pass through here on their way to the caller, so that other windows
+        // hear about the messages and memory edits the run commits.
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let run = async {
+            let outcome = self
+                .runtime
+                .run(agent, NewMessage::user(text), &tx, &handle.token)
+                .await;
+            drop(tx);
+            outcome
+        };
+        let forward = async {
+            while let Some(event) = rx.recv().await {
+                match &event {
+                    RunEvent::Message { message } => self.notify(Notice::MessagesChanged {
+                        agent_id: message.agent_id.clone(),
+                    }),
+                    RunEvent::MemoryChanged { block, .. } => self.notify_block(&block.id),
+                    _ => {}
+                }
+                let _ = events.send(event);
+            }
+        };
+        let (outcome, ()) = tokio::join!(run, forward);
         drop(handle);
         outcome
     }

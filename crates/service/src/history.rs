@@ -67,6 +67,26 @@ impl Engram {
         }
     }
 
+    /// Scrolling back through a chat: the `limit` messages just older than `before` (the
+    /// newest ones without it), oldest first. Errors as [`page_messages`](Self::page_messages).
+    pub fn messages_before(
+        &self,
+        agent: &AgentId,
+        before: Option<&MessageId>,
+        limit: usize,
+    ) -> Result<Vec<Message>> {
+        // In newest-first order, the messages older than `before` come *after* it.
+        let page = MessagePage {
+            after: before.cloned(),
+            before: None,
+            limit,
+            order: Order::Desc,
+        };
+        let mut messages = self.page_messages(agent, &page)?;
+        messages.reverse();
+        Ok(messages)
+    }
+
     /// Every message with `lower < seq < upper`, oldest first, read backwards from `upper` in
     /// chunks (the store pages by "before"; cost is the size of the range).
     fn walk_back(

@@ -12,6 +12,7 @@ mod chat;
 mod history;
 pub mod letta;
 mod memory;
+mod notices;
 mod providers;
 mod resolve;
 
@@ -20,7 +21,9 @@ pub use agents::AgentState;
 pub use api_token::REST_TOKEN_SECRET;
 pub use chat::RunHandle;
 pub use history::{MessagePage, Order};
-pub use providers::{ProviderInfo, ProviderSetup};
+pub use memory::PassagePage;
+pub use notices::Notice;
+pub use providers::{LocalServer, ProviderInfo, ProviderSetup};
 
 use engram_agent::Runtime;
 use engram_core::{Error, Result};
@@ -70,6 +73,28 @@ pub fn resolve_home(
         .ok_or_else(|| Error::invalid("no data directory: set ENGRAM_HOME or pass --home DIR"))
 }
 
+/// The app's version and data directory, and whether the local REST API is on.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, ts_rs::TS)]
+#[ts(export)]
+pub struct AppInfo {
+    /// Engram's version.
+    pub version: String,
+    /// The data directory in use.
+    pub home: String,
+    /// The local REST API.
+    pub rest_api: RestApiStatus,
+}
+
+/// Whether the local REST API (for `letta-client` scripts) is being served.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, ts_rs::TS)]
+#[ts(export)]
+pub struct RestApiStatus {
+    /// Serving or not.
+    pub enabled: bool,
+    /// `http://127.0.0.1:PORT` while serving.
+    pub url: Option<String>,
+}
+
 /// Engram's engine, opened on one data directory. Cheap to share behind an `Arc`.
 pub struct Engram {
     home: PathBuf,
@@ -80,6 +105,7 @@ pub struct Engram {
     /// Cancel tokens of the runs in flight (or waiting their turn), per agent.
     runs: Mutex<HashMap<engram_core::AgentId, Vec<(u64, CancellationToken)>>>,
     next_run: std::sync::atomic::AtomicU64,
+    notices: tokio::sync::broadcast::Sender<Notice>,
 }
 
 impl Engram {
@@ -106,12 +132,23 @@ impl Engram {
             secrets: options.secrets,
             runs: Mutex::new(HashMap::new()),
             next_run: std::sync::atomic::AtomicU64::new(0),
+            notices: notices::channel(),
         })
     }
 
     /// The data directory.
     pub fn home(&self) -> &Path {
         &self.home
+    }
+
+    /// What the "About" screen shows; `rest_api` is the transport's to fill in (whether the
+    /// local REST API is being served, and where).
+    pub fn app_info(&self, rest_api: RestApiStatus) -> AppInfo {
+        AppInfo {
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            home: self.home.display().to_string(),
+            rest_api,
+        }
     }
 
     /// The store, for transports that page through data directly (read-only use).

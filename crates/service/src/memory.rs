@@ -1,11 +1,23 @@
 //! Core, archival and recall memory as people (not the agent) see and change it.
 
-use crate::Engram;
+use crate::{Engram, Notice};
 use engram_core::{
     AgentId, Block, BlockEdit, BlockPatch, EditId, Editor, Error, Message, NewPassage, Passage,
     PassageHit, PassageId, Result, TagMatch, Timestamp,
 };
 use engram_store::{MessageHit, MessageQuery, PassageList, PassageQuery};
+use serde::Serialize;
+
+/// One page of archival memory and how many passages there are in all.
+#[derive(Clone, Debug, PartialEq, Serialize, ts_rs::TS)]
+#[ts(export)]
+pub struct PassagePage {
+    /// The page, in the order asked for.
+    pub passages: Vec<Passage>,
+    /// Passages matching the search (all of the agent's without one).
+    #[ts(type = "number")]
+    pub total: u64,
+}
 
 /// How many history entries a block keeps on show.
 const HISTORY_LIMIT: usize = 200;
@@ -14,12 +26,11 @@ impl Engram {
     /// Sets a block's value by hand (recorded in the block's history as a user edit).
     /// Errors: `not_found` for an unknown agent or label, `invalid_input` when over the limit.
     pub fn set_block_value(&self, agent: &AgentId, label: &str, value: &str) -> Result<Block> {
-        let block = self.store.agent_block(agent, label)?;
         let patch = BlockPatch {
             value: Some(value.to_owned()),
             ..BlockPatch::default()
         };
-        self.store.update_block(&block.id, &patch, &Editor::User)
+        self.update_agent_block(agent, label, &patch)
     }
 
     /// Changes a block of an agent (value, limit, description, label, read-only).
@@ -30,7 +41,9 @@ impl Engram {
         patch: &BlockPatch,
     ) -> Result<Block> {
         let block = self.store.agent_block(agent, label)?;
-        self.store.update_block(&block.id, patch, &Editor::User)
+        let block = self.store.update_block(&block.id, patch, &Editor::User)?;
+        self.notify_block(&block.id);
+        Ok(block)
     }
 
     /// The edit history of an agent's block, newest first.
@@ -41,7 +54,9 @@ impl Engram {
 
     /// Undoes one recorded edit (itself recorded, so it can be undone in turn).
     pub fn undo_block_edit(&self, edit: &EditId) -> Result<Block> {
-        self.store.undo_edit(edit)
+        let block = self.store.undo_edit(edit)?;
+        self.notify_block(&block.id);
+        Ok(block)
     }
 
     /// Stores a passage in the agent's archival memory, embedded when the agent has an
@@ -67,6 +82,9 @@ impl Engram {
             created_at: None,
         };
         let mut stored = self.store.insert_passages(agent, &[new])?;
+        self.notify(Notice::ArchivalChanged {
+            agent_id: agent.clone(),
+        });
         stored
             .pop()
             .ok_or_else(|| Error::Internal("insert returned no passage".into()))
@@ -80,7 +98,20 @@ impl Engram {
 
     /// Deletes a passage.
     pub fn delete_passage(&self, agent: &AgentId, id: &PassageId) -> Result<()> {
-        self.store.delete_passage(agent, id)
+        self.store.delete_passage(agent, id)?;
+        self.notify(Notice::ArchivalChanged {
+            agent_id: agent.clone(),
+        });
+        Ok(())
+    }
+
+    /// A page of passages with the number of passages matching `list.search` in all, for a
+    /// pager. Errors: `not_found`.
+    pub fn passage_page(&self, agent: &AgentId, list: &PassageList) -> Result<PassagePage> {
+        Ok(PassagePage {
+            passages: self.list_passages(agent, list)?,
+            total: self.store.count_passages(agent, list.search.as_deref())?,
+        })
     }
 
     /// Searches archival memory as the agent's tool does (BM25, fused with vectors when the

@@ -30,7 +30,8 @@ pub struct ProviderSetup {
 }
 
 /// A provider as shown to people: never the key, only whether one is set.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+#[ts(export)]
 pub struct ProviderInfo {
     /// Handle prefix.
     pub name: String,
@@ -42,6 +43,46 @@ pub struct ProviderInfo {
     pub key_set: bool,
     /// The model handle new agents get from this provider, if set.
     pub default_model: Option<String>,
+}
+
+/// A model server found on this machine.
+#[derive(Clone, Debug, PartialEq, Serialize, ts_rs::TS)]
+#[ts(export)]
+pub struct LocalServer {
+    /// The provider handle to set it up under (`ollama`, `lmstudio`).
+    pub name: String,
+    /// Its OpenAI-compatible base URL.
+    pub base_url: String,
+    /// The models it serves.
+    pub models: Vec<ModelInfo>,
+}
+
+/// The local servers looked for, by provider handle (their default URLs are the providers
+/// crate's).
+const LOCAL_SERVERS: &[&str] = &["ollama", "lmstudio"];
+
+/// Asks each `(name, base_url)` for its models at once; keeps those that answer.
+pub(crate) async fn detect_at<'a>(
+    candidates: impl Iterator<Item = (&'a str, &'a str)>,
+) -> Vec<LocalServer> {
+    let probes = candidates.map(|(name, base_url)| async move {
+        let mut config =
+            engram_providers::ProviderConfig::new(ProviderKind::OpenAi, base_url, None);
+        config.retry.max_retries = 0;
+        config.timeouts.connect = std::time::Duration::from_millis(500);
+        config.timeouts.read = std::time::Duration::from_secs(1);
+        let models = engram_providers::list_models(&config).await.ok()?;
+        Some(LocalServer {
+            name: name.to_owned(),
+            base_url: base_url.to_owned(),
+            models,
+        })
+    });
+    futures::future::join_all(probes)
+        .await
+        .into_iter()
+        .flatten()
+        .collect()
 }
 
 fn kind_name(kind: ProviderKind) -> &'static str {
@@ -136,6 +177,16 @@ impl Engram {
         Ok(engram_providers::list_models(&config).await?)
     }
 
+    /// The model servers running on this machine at their default ports (Ollama on 11434,
+    /// LM Studio on 1234), with their models; servers that do not answer within a second are
+    /// left out. Nothing is stored: the user picks one and [`set_provider`](Self::set_provider)s it.
+    pub async fn detect_local_providers(&self) -> Vec<LocalServer> {
+        let candidates = LOCAL_SERVERS
+            .iter()
+            .filter_map(|name| engram_providers::default_base_url(name).map(|url| (*name, url)));
+        detect_at(candidates).await
+    }
+
     fn provider_info(&self, row: &ProviderRow) -> Result<ProviderInfo> {
         Ok(ProviderInfo {
             name: row.name.clone(),
@@ -151,5 +202,28 @@ impl Engram {
             key_set: self.secrets.get(&provider_key_name(&row.name))?.is_some(),
             default_model: row.default_model.clone(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engram_mock_llm::{MockLlm, Script};
+
+    #[tokio::test]
+    async fn detection_keeps_the_servers_that_answer_with_their_models() {
+        let running = MockLlm::start(Script::Brain).await;
+        let url = running.base_url();
+        // A port that was free a moment ago: nothing listens there now.
+        let closed = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            format!("http://{}/v1", l.local_addr().unwrap())
+        };
+        let found =
+            detect_at([("ollama", url.as_str()), ("lmstudio", closed.as_str())].into_iter()).await;
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].name, "ollama");
+        assert_eq!(found[0].base_url, url);
+        assert!(!found[0].models.is_empty());
     }
 }

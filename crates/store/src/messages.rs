@@ -36,7 +36,8 @@ pub struct MessageQuery {
 }
 
 /// A conversation search result.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+#[ts(export)]
 pub struct MessageHit {
     /// The matching message.
     pub message: Message,

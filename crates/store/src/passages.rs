@@ -66,6 +66,17 @@ fn passage_from_row(r: &Row<'_>) -> rusqlite::Result<Passage> {
     })
 }
 
+/// A `LIKE` pattern matching text that contains `search` literally (`None` for no filter).
+fn like_pattern(search: Option<&str>) -> Option<String> {
+    search.filter(|s| !s.is_empty()).map(|s| {
+        let escaped = s
+            .replace('\\', "\\\\")
+            .replace('%', "\\%")
+            .replace('_', "\\_");
+        format!("%{escaped}%")
+    })
+}
+
 fn check_vector(v: &[f32]) -> Result<()> {
     if v.is_empty() {
         return Err(Error::invalid("an embedding needs at least one dimension"));
@@ -306,13 +317,7 @@ impl Store {
     /// Errors: `NotFound("agent")`.
     pub fn list_passages(&self, agent: &AgentId, q: &PassageList) -> Result<Vec<Passage>> {
         let order = if q.ascending { "ASC" } else { "DESC" };
-        let pattern = q.search.as_ref().filter(|s| !s.is_empty()).map(|s| {
-            let escaped = s
-                .replace('\\', "\\\\")
-                .replace('%', "\\%")
-                .replace('_', "\\_");
-            format!("%{escaped}%")
-        });
+        let pattern = like_pattern(q.search.as_deref());
         self.read(|c| {
             agents::ensure_exists(c, agent)?;
             let mut stmt = c
@@ -330,6 +335,22 @@ impl Store {
             ];
             let rows = stmt.query_map(args, passage_from_row).db()?;
             rows.collect::<rusqlite::Result<_>>().db()
+        })
+    }
+
+    /// How many of the agent's passages contain `search` (all of them for `None`), for paging
+    /// a [`PassageList`]. Errors: `NotFound("agent")`.
+    pub fn count_passages(&self, agent: &AgentId, search: Option<&str>) -> Result<u64> {
+        let pattern = like_pattern(search);
+        self.read(|c| {
+            agents::ensure_exists(c, agent)?;
+            c.prepare_cached(
+                "SELECT count(*) FROM passages p
+                 WHERE p.agent_id = ?1 AND (?2 IS NULL OR p.text LIKE ?2 ESCAPE '\\')",
+            )
+            .db()?
+            .query_row(params![agent.as_str(), pattern], |r| sql::uint(r, 0))
+            .db()
         })
     }
 

@@ -141,11 +141,11 @@ pub async fn stream(
 /// Starts the run in its own task (it finishes even if the client goes away, so the stored
 /// conversation stays whole) and waits for its first event, or for the error that kept it from
 /// starting.
-async fn start_run(
+pub(crate) async fn start_run(
     engram: Arc<Engram>,
     agent: AgentId,
     text: String,
-) -> ApiResult<(mpsc::UnboundedReceiver<RunEvent>, Option<RunEvent>)> {
+) -> engram_core::Result<(mpsc::UnboundedReceiver<RunEvent>, Option<RunEvent>)> {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let (failed_tx, failed_rx) = oneshot::channel();
     tokio::spawn(async move {
@@ -160,7 +160,7 @@ async fn start_run(
         Some(first) => Ok((rx, Some(first))),
         // The task dropped its sender: either it reported why it could not start, or it ended.
         None => match failed_rx.await {
-            Ok(e) => Err(e.into()),
+            Ok(e) => Err(e),
             Err(_) => Ok((rx, None)),
         },
     }

@@ -3,7 +3,7 @@
 
 mod agents;
 mod blocks;
-mod messages;
+pub(crate) mod messages;
 mod passages;
 mod tools;
 mod transfer;
@@ -13,7 +13,7 @@ use crate::errors::ApiError;
 use axum::Router;
 use axum::routing::{get, patch};
 
-/// Every route, with a Letta-shaped 404 for the rest.
+/// Every `/v1` route.
 pub(crate) fn all() -> Router<AppState> {
     let agents_root = get(agents::list).post(agents::create);
     let blocks_root = get(blocks::list).post(blocks::create);
@@ -88,7 +88,11 @@ pub(crate) fn all() -> Router<AppState> {
         .route("/v1/tools", tools_root.clone())
         .route("/v1/tools/", tools_root)
         .route("/v1/tools/{tool_id}", get(tools::retrieve))
-        .fallback(|| async { ApiError::not_found("Not Found") })
+}
+
+/// Letta's 404 for paths no route serves.
+pub(crate) async fn not_found() -> ApiError {
+    ApiError::not_found("Not Found")
 }
 
 /// The agent id of a path, as the engine's id type.

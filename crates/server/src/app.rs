@@ -1,0 +1,474 @@
+//! `/app/…`: the desktop UI's own API over HTTP, so the same UI runs in a browser (end-to-end
+//! tests, a second window) as in the Tauri shell.
+//!
+//! Every command of the shell's IPC has a route here with the same name and the same
+//! arguments: `POST /app/{command}` with a JSON object of snake_case arguments, answering the
+//! command's JSON result, or `{code, message, details?}` with an error status. `send_message`
+//! answers Server-Sent Events, one [`RunEvent`] per `data:` line, ending after `done`;
+//! `GET /app/notices` streams [`Notice`](engram_service::Notice)s. Letta's `/v1` routes keep
+//! Letta's shapes; these keep Engram's.
+
+use crate::AppState;
+use crate::errors::status_of;
+use crate::routes::messages::start_run;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequest, Request, State};
+use axum::http::StatusCode;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use engram_core::{
+    AgentId, AgentPatch, BlockPatch, EditId, Error, ErrorBody, MessageId, NewAgent, PassageId,
+    TagMatch,
+};
+use engram_service::{ProviderSetup, RestApiStatus};
+use engram_store::{MessageQuery, PassageList};
+use futures::StreamExt;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::convert::Infallible;
+
+/// The routes; mounted under the same guard as `/v1`.
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/app/app_info", post(app_info))
+        .route("/app/list_providers", post(list_providers))
+        .route("/app/set_provider", post(set_provider))
+        .route("/app/delete_provider", post(delete_provider))
+        .route("/app/test_provider", post(test_provider))
+        .route("/app/detect_local_providers", post(detect_local_providers))
+        .route("/app/get_default_model", post(get_default_model))
+        .route("/app/set_default_model", post(set_default_model))
+        .route("/app/list_agents", post(list_agents))
+        .route("/app/get_agent", post(get_agent))
+        .route("/app/create_agent", post(create_agent))
+        .route("/app/update_agent", post(update_agent))
+        .route("/app/clone_agent", post(clone_agent))
+        .route("/app/delete_agent", post(delete_agent))
+        .route("/app/list_messages", post(list_messages))
+        .route("/app/send_message", post(send_message))
+        .route("/app/cancel_run", post(cancel_run))
+        .route("/app/list_blocks", post(list_blocks))
+        .route("/app/update_block", post(update_block))
+        .route("/app/block_history", post(block_history))
+        .route("/app/undo_block_edit", post(undo_block_edit))
+        .route("/app/list_passages", post(list_passages))
+        .route("/app/search_archival", post(search_archival))
+        .route("/app/add_passage", post(add_passage))
+        .route("/app/delete_passage", post(delete_passage))
+        .route("/app/search_recall", post(search_recall))
+        .route("/app/context_window", post(context_window))
+        .route("/app/export_agent", post(export_agent))
+        .route("/app/import_agent_file", post(import_agent_file))
+        .route("/app/notices", get(notices))
+}
+
+/// An engine error as `{code, message, details?}` with the status the `/v1` routes would give.
+pub(crate) struct AppError(Error);
+
+impl From<Error> for AppError {
+    fn from(e: Error) -> Self {
+        Self(e)
+    }
+}
+
+impl IntoResponse for AppError {
+    fn into_response(self) -> Response {
+        let status = status_of(&self.0);
+        if status.is_server_error() {
+            tracing::warn!(%status, error = %self.0, "app command failed");
+        }
+        (status, Json(ErrorBody::from(&self.0))).into_response()
+    }
+}
+
+type AppResult<T> = Result<Json<T>, AppError>;
+
+fn done<T>(r: engram_core::Result<T>) -> AppResult<T> {
+    Ok(Json(r?))
+}
+
+/// A command's arguments: a JSON object; anything else is 400 `invalid_input`.
+pub(crate) struct Args<T>(T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Args<T> {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Response> {
+        match Json::<T>::from_request(req, state).await {
+            Ok(Json(v)) => Ok(Args(v)),
+            Err(rejection) => {
+                let status = match rejection {
+                    JsonRejection::MissingJsonContentType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    ref r if r.status() == StatusCode::PAYLOAD_TOO_LARGE => r.status(),
+                    _ => StatusCode::BAD_REQUEST,
+                };
+                let body = ErrorBody {
+                    code: "invalid_input".into(),
+                    message: rejection.body_text(),
+                    details: None,
+                };
+                Err((status, Json(body)).into_response())
+            }
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct AgentArg {
+    agent_id: AgentId,
+}
+
+#[derive(Deserialize)]
+struct NameArg {
+    name: String,
+}
+
+/// What the provider form sends: the settings, and the key once (it goes to the keychain).
+#[derive(Deserialize)]
+struct SetupArg {
+    setup: SetupIn,
+}
+
+#[derive(Deserialize)]
+struct SetupIn {
+    #[serde(flatten)]
+    settings: ProviderSetup,
+    api_key: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct HandleArg {
+    handle: String,
+}
+
+#[derive(Deserialize)]
+struct CreateArg {
+    new: NewAgent,
+}
+
+#[derive(Deserialize)]
+struct UpdateAgentArg {
+    agent_id: AgentId,
+    patch: AgentPatch,
+}
+
+#[derive(Deserialize)]
+struct CloneArg {
+    agent_id: AgentId,
+    name: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ListMessagesArg {
+    agent_id: AgentId,
+    before: Option<MessageId>,
+    limit: usize,
+}
+
+#[derive(Deserialize)]
+struct SendArg {
+    agent_id: AgentId,
+    text: String,
+}
+
+#[derive(Deserialize)]
+struct BlockArg {
+    agent_id: AgentId,
+    label: String,
+}
+
+#[derive(Deserialize)]
+struct UpdateBlockArg {
+    agent_id: AgentId,
+    label: String,
+    patch: BlockPatch,
+}
+
+#[derive(Deserialize)]
+struct EditArg {
+    edit_id: EditId,
+}
+
+#[derive(Deserialize)]
+struct ListPassagesArg {
+    agent_id: AgentId,
+    search: Option<String>,
+    offset: usize,
+    limit: usize,
+}
+
+#[derive(Deserialize)]
+struct SearchArchivalArg {
+    agent_id: AgentId,
+    query: String,
+    #[serde(default)]
+    tags: Vec<String>,
+    top_k: Option<usize>,
+}
+
+#[derive(Deserialize)]
+struct AddPassageArg {
+    agent_id: AgentId,
+    text: String,
+    #[serde(default)]
+    tags: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct PassageArg {
+    agent_id: AgentId,
+    passage_id: PassageId,
+}
+
+#[derive(Deserialize)]
+struct SearchRecallArg {
+    agent_id: AgentId,
+    query: String,
+    limit: usize,
+}
+
+#[derive(Deserialize)]
+struct ContentsArg {
+    contents: String,
+}
+
+/// How many archival hits a search returns when the UI does not say.
+const DEFAULT_TOP_K: usize = 20;
+
+async fn app_info(State(s): State<AppState>) -> Json<engram_service::AppInfo> {
+    // A browser reaches this through the REST API itself, so it is on; its address is the
+    // one the browser already uses.
+    Json(s.engram.app_info(RestApiStatus {
+        enabled: true,
+        url: None,
+    }))
+}
+
+async fn list_providers(State(s): State<AppState>) -> AppResult<impl Serialize> {
+    done(s.engram.list_providers())
+}
+
+async fn set_provider(
+    State(s): State<AppState>,
+    Args(a): Args<SetupArg>,
+) -> AppResult<impl Serialize> {
+    let mut setup = a.setup.settings;
+    setup.api_key = a.setup.api_key.filter(|k| !k.is_empty()).map(Into::into);
+    done(s.engram.set_provider(setup))
+}
+
+async fn delete_provider(State(s): State<AppState>, Args(a): Args<NameArg>) -> AppResult<()> {
+    done(s.engram.delete_provider(&a.name))
+}
+
+async fn test_provider(
+    State(s): State<AppState>,
+    Args(a): Args<NameArg>,
+) -> AppResult<impl Serialize> {
+    done(s.engram.test_provider(&a.name).await)
+}
+
+async fn detect_local_providers(State(s): State<AppState>) -> Json<impl Serialize> {
+    Json(s.engram.detect_local_providers().await)
+}
+
+async fn get_default_model(State(s): State<AppState>) -> AppResult<String> {
+    done(s.engram.default_model())
+}
+
+async fn set_default_model(State(s): State<AppState>, Args(a): Args<HandleArg>) -> AppResult<()> {
+    done(s.engram.set_default_model(&a.handle))
+}
+
+async fn list_agents(State(s): State<AppState>) -> AppResult<impl Serialize> {
+    done(s.engram.list_agents())
+}
+
+async fn get_agent(
+    State(s): State<AppState>,
+    Args(a): Args<AgentArg>,
+) -> AppResult<impl Serialize> {
+    done(s.engram.get_agent(&a.agent_id))
+}
+
+async fn create_agent(
+    State(s): State<AppState>,
+    Args(a): Args<CreateArg>,
+) -> AppResult<impl Serialize> {
+    done(s.engram.create_agent(a.new))
+}
+
+async fn update_agent(
+    State(s): State<AppState>,
+    Args(a): Args<UpdateAgentArg>,
+) -> AppResult<impl Serialize> {
+    done(s.engram.update_agent(&a.agent_id, &a.patch))
+}
+
+async fn clone_agent(
+    State(s): State<AppState>,
+    Args(a): Args<CloneArg>,
+) -> AppResult<impl Serialize> {
+    done(s.engram.clone_agent(&a.agent_id, a.name.as_deref()))
+}
+
+async fn delete_agent(State(s): State<AppState>, Args(a): Args<AgentArg>) -> AppResult<()> {
+    done(s.engram.delete_agent(&a.agent_id))
+}
+
+async fn list_messages(
+    State(s): State<AppState>,
+    Args(a): Args<ListMessagesArg>,
+) -> AppResult<impl Serialize> {
+    done(
+        s.engram
+            .messages_before(&a.agent_id, a.before.as_ref(), a.limit),
+    )
+}
+
+/// The run as SSE, one [`RunEvent`](engram_core::RunEvent) per event, ending after `done`.
+/// The run goes on if the browser goes away (stop it with `cancel_run`), so the stored
+/// conversation stays whole.
+async fn send_message(
+    State(s): State<AppState>,
+    Args(a): Args<SendArg>,
+) -> Result<Response, AppError> {
+    let (mut events, first) = start_run(s.engram.clone(), a.agent_id, a.text).await?;
+    let rest = futures::stream::poll_fn(move |cx| events.poll_recv(cx));
+    let stream = futures::stream::iter(first)
+        .chain(rest)
+        .map(|event| Event::default().json_data(&event))
+        .filter_map(|e| async move { e.ok().map(Ok::<_, Infallible>) });
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response())
+}
+
+async fn cancel_run(State(s): State<AppState>, Args(a): Args<AgentArg>) -> Json<usize> {
+    Json(s.engram.cancel_runs(&a.agent_id))
+}
+
+async fn list_blocks(
+    State(s): State<AppState>,
+    Args(a): Args<AgentArg>,
+) -> AppResult<impl Serialize> {
+    done(s.engram.agent_blocks(&a.agent_id))
+}
+
+async fn update_block(
+    State(s): State<AppState>,
+    Args(a): Args<UpdateBlockArg>,
+) -> AppResult<impl Serialize> {
+    done(s.engram.update_agent_block(&a.agent_id, &a.label, &a.patch))
+}
+
+async fn block_history(
+    State(s): State<AppState>,
+    Args(a): Args<BlockArg>,
+) -> AppResult<impl Serialize> {
+    done(s.engram.block_history(&a.agent_id, &a.label))
+}
+
+async fn undo_block_edit(
+    State(s): State<AppState>,
+    Args(a): Args<EditArg>,
+) -> AppResult<impl Serialize> {
+    done(s.engram.undo_block_edit(&a.edit_id))
+}
+
+async fn list_passages(
+    State(s): State<AppState>,
+    Args(a): Args<ListPassagesArg>,
+) -> AppResult<impl Serialize> {
+    let list = PassageList {
+        search: a.search,
+        offset: a.offset,
+        limit: a.limit,
+        ascending: false,
+    };
+    done(s.engram.passage_page(&a.agent_id, &list))
+}
+
+async fn search_archival(
+    State(s): State<AppState>,
+    Args(a): Args<SearchArchivalArg>,
+) -> AppResult<impl Serialize> {
+    let top_k = a.top_k.unwrap_or(DEFAULT_TOP_K);
+    let hits = s
+        .engram
+        .search_archival(
+            &a.agent_id,
+            &a.query,
+            a.tags,
+            TagMatch::Any,
+            (None, None),
+            top_k,
+        )
+        .await;
+    done(hits)
+}
+
+async fn add_passage(
+    State(s): State<AppState>,
+    Args(a): Args<AddPassageArg>,
+) -> AppResult<impl Serialize> {
+    done(s.engram.add_passage(&a.agent_id, &a.text, a.tags).await)
+}
+
+async fn delete_passage(State(s): State<AppState>, Args(a): Args<PassageArg>) -> AppResult<()> {
+    done(s.engram.delete_passage(&a.agent_id, &a.passage_id))
+}
+
+async fn search_recall(
+    State(s): State<AppState>,
+    Args(a): Args<SearchRecallArg>,
+) -> AppResult<impl Serialize> {
+    let query = MessageQuery {
+        query: a.query,
+        roles: Vec::new(),
+        start: None,
+        end: None,
+        limit: a.limit,
+    };
+    done(s.engram.search_recall(&a.agent_id, &query))
+}
+
+async fn context_window(
+    State(s): State<AppState>,
+    Args(a): Args<AgentArg>,
+) -> AppResult<impl Serialize> {
+    done(s.engram.context_breakdown(&a.agent_id))
+}
+
+async fn export_agent(State(s): State<AppState>, Args(a): Args<AgentArg>) -> AppResult<String> {
+    let bytes = s
+        .engram
+        .export_agent_file(std::slice::from_ref(&a.agent_id))?;
+    done(String::from_utf8(bytes).map_err(|e| Error::Internal(e.to_string())))
+}
+
+async fn import_agent_file(
+    State(s): State<AppState>,
+    Args(a): Args<ContentsArg>,
+) -> AppResult<impl Serialize> {
+    done(s.engram.import_agent_file(a.contents.as_bytes()))
+}
+
+/// Every [`Notice`](engram_service::Notice) from now on, as SSE. A listener that fell behind
+/// gets `agents_changed`, so it re-reads what it shows.
+async fn notices(State(s): State<AppState>) -> impl IntoResponse {
+    use tokio::sync::broadcast::error::RecvError;
+    let rx = s.engram.notices();
+    let stream = futures::stream::unfold(rx, |mut rx| async move {
+        let notice = match rx.recv().await {
+            Ok(n) => n,
+            Err(RecvError::Lagged(_)) => engram_service::Notice::AgentsChanged,
+            Err(RecvError::Closed) => return None,
+        };
+        Some((notice, rx))
+    })
+    .filter_map(|n| async move { Event::default().json_data(&n).ok().map(Ok::<_, Infallible>) });
+    Sse::new(stream).keep_alive(KeepAlive::default())
+}

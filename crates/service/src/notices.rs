@@ -1,0 +1,71 @@
+//! App-wide notices: "this agent's memory changed", whatever changed it.
+//!
+//! A chat in the desktop window, a `letta-client` script on the REST API and an import all go
+//! through the service layer, so the service is where changes are announced. Transports
+//! subscribe and forward (Tauri `emit`, SSE on `/app/notices`) so every open window refreshes
+//! what it shows. Notices say *what* changed, not the new data: listeners re-read what they
+//! display.
+
+use crate::Engram;
+use engram_core::AgentId;
+use serde::{Deserialize, Serialize};
+use tokio::sync::broadcast;
+
+/// How many notices a slow listener may fall behind before it misses some (it then sees
+/// `Lagged` and should re-read everything).
+const BACKLOG: usize = 256;
+
+/// What changed. Serialized tagged by `type`, e.g. `{"type":"memory_changed","agent_id":"agent-…"}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+#[ts(export)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Notice {
+    /// Agents were created, deleted or imported.
+    AgentsChanged,
+    /// An agent's settings changed (name, model, tools…).
+    AgentChanged {
+        /// The agent.
+        agent_id: AgentId,
+    },
+    /// One of the agent's blocks changed (by the agent, a person or another agent sharing it).
+    MemoryChanged {
+        /// The agent.
+        agent_id: AgentId,
+    },
+    /// Messages were added to the agent's history.
+    MessagesChanged {
+        /// The agent.
+        agent_id: AgentId,
+    },
+    /// Passages were added to or removed from the agent's archival memory.
+    ArchivalChanged {
+        /// The agent.
+        agent_id: AgentId,
+    },
+    /// Tools were added, changed or deleted.
+    ToolsChanged,
+}
+
+/// The sending side, owned by [`Engram`].
+pub(crate) fn channel() -> broadcast::Sender<Notice> {
+    broadcast::channel(BACKLOG).0
+}
+
+impl Engram {
+    /// Subscribes to notices from now on. Every transport's changes arrive here.
+    pub fn notices(&self) -> broadcast::Receiver<Notice> {
+        self.notices.subscribe()
+    }
+
+    /// Announces a change; nobody listening is fine.
+    pub(crate) fn notify(&self, notice: Notice) {
+        let _ = self.notices.send(notice);
+    }
+
+    /// Announces a change to a block to every agent it is attached to.
+    pub(crate) fn notify_block(&self, block: &engram_core::BlockId) {
+        for agent_id in self.store.block_agents(block).unwrap_or_default() {
+            self.notify(Notice::MemoryChanged { agent_id });
+        }
+    }
+}
