@@ -1,4 +1,5 @@
-//! The bearer token of the local REST API, kept in the secret store.
+//! The local REST API's settings: its bearer token (in the secret store) and whether the
+//! desktop app serves it.
 
 use crate::Engram;
 use engram_core::Result;
@@ -7,6 +8,9 @@ use secrecy::{ExposeSecret, SecretString};
 
 /// The secret-store name of the REST API token.
 pub const REST_TOKEN_SECRET: &str = "rest-api-token";
+
+/// The settings key remembering whether the desktop app serves the REST API.
+const REST_ENABLED_SETTING: &str = "rest_api_enabled";
 
 /// Random bytes in a token (256 bits).
 const TOKEN_BYTES: usize = 32;
@@ -30,5 +34,17 @@ impl Engram {
         let token = SecretString::from(format!("engram-{hex}"));
         self.secrets.set(REST_TOKEN_SECRET, &token)?;
         Ok(token)
+    }
+
+    /// Whether the desktop app should serve the REST API when it starts (off until the user
+    /// turns it on).
+    pub fn rest_api_enabled(&self) -> Result<bool> {
+        Ok(self.store.get_setting(REST_ENABLED_SETTING)?.as_deref() == Some("true"))
+    }
+
+    /// Remembers whether the desktop app should serve the REST API.
+    pub fn set_rest_api_enabled(&self, enabled: bool) -> Result<()> {
+        self.store
+            .set_setting(REST_ENABLED_SETTING, if enabled { "true" } else { "false" })
     }
 }

@@ -24,6 +24,9 @@ pub use history::{MessagePage, Order};
 pub use memory::PassagePage;
 pub use notices::Notice;
 pub use providers::{LocalServer, ProviderInfo, ProviderSetup};
+// Types transports hand on unchanged.
+pub use engram_agent::ContextBreakdown;
+pub use engram_providers::ModelInfo;
 
 use engram_agent::Runtime;
 use engram_core::{Error, Result};

@@ -1,0 +1,36 @@
+//! The names of the shell's commands, shared by the build script (which generates an
+//! `allow-<name>` permission for each) and the code that registers them.
+
+/// Every app command the window may call (the capability file allows each by name).
+pub const ALL: &[&str] = &[
+    "app_info",
+    "set_rest_api",
+    "list_providers",
+    "set_provider",
+    "delete_provider",
+    "test_provider",
+    "detect_local_providers",
+    "get_default_model",
+    "set_default_model",
+    "list_agents",
+    "get_agent",
+    "create_agent",
+    "update_agent",
+    "clone_agent",
+    "delete_agent",
+    "list_messages",
+    "send_message",
+    "cancel_run",
+    "list_blocks",
+    "update_block",
+    "block_history",
+    "undo_block_edit",
+    "list_passages",
+    "search_archival",
+    "add_passage",
+    "delete_passage",
+    "search_recall",
+    "context_window",
+    "export_agent",
+    "import_agent_file",
+];

@@ -1,0 +1,325 @@
+//! The window's commands: each one parses its arguments, calls the service layer, and maps the
+//! error. Names and arguments match the HTTP transport's `/app/{command}` routes
+//! (`crates/server/src/app.rs`), so the UI's two backends are interchangeable.
+
+use crate::Desktop;
+use crate::error::IpcResult;
+use engram_core::{
+    Agent, AgentId, AgentPatch, Block, BlockEdit, BlockPatch, EditId, Message, NewAgent, Passage,
+    PassageHit, PassageId, RunEvent, TagMatch,
+};
+use engram_service::{
+    AgentState, AppInfo, ImportReport, LocalServer, PassagePage, ProviderInfo, ProviderSetup,
+    RestApiStatus,
+};
+use engram_store::{MessageHit, MessageQuery, PassageList};
+use serde::Deserialize;
+use tauri::State;
+use tauri::ipc::Channel;
+use tokio_util::sync::CancellationToken;
+
+/// How many archival hits a search returns when the UI does not say.
+const DEFAULT_TOP_K: usize = 20;
+
+/// The provider form: settings, and the key once (it goes to the keychain, never back).
+#[derive(Deserialize)]
+pub struct SetupIn {
+    #[serde(flatten)]
+    settings: ProviderSetup,
+    api_key: Option<String>,
+}
+
+/// The version, data directory and REST API state.
+#[tauri::command(rename_all = "snake_case")]
+pub fn app_info(d: State<'_, Desktop>) -> AppInfo {
+    d.engram.app_info(d.rest.status())
+}
+
+/// Serves the local REST API on 127.0.0.1:8283 (or stops it), and remembers the choice.
+#[tauri::command(rename_all = "snake_case")]
+pub async fn set_rest_api(d: State<'_, Desktop>, enabled: bool) -> IpcResult<RestApiStatus> {
+    d.engram.set_rest_api_enabled(enabled)?;
+    if enabled {
+        Ok(d.rest.start(d.engram.clone()).await?)
+    } else {
+        Ok(d.rest.stop())
+    }
+}
+
+/// The configured model providers (never their keys).
+#[tauri::command(rename_all = "snake_case")]
+pub fn list_providers(d: State<'_, Desktop>) -> IpcResult<Vec<ProviderInfo>> {
+    Ok(d.engram.list_providers()?)
+}
+
+/// Saves a provider; its key goes to the keychain.
+#[tauri::command(rename_all = "snake_case")]
+pub fn set_provider(d: State<'_, Desktop>, setup: SetupIn) -> IpcResult<ProviderInfo> {
+    let mut settings = setup.settings;
+    settings.api_key = setup.api_key.filter(|k| !k.is_empty()).map(Into::into);
+    Ok(d.engram.set_provider(settings)?)
+}
+
+/// Removes a provider and its key.
+#[tauri::command(rename_all = "snake_case")]
+pub fn delete_provider(d: State<'_, Desktop>, name: String) -> IpcResult<()> {
+    Ok(d.engram.delete_provider(&name)?)
+}
+
+/// Asks the provider for its models: the connection test and the model picker's list.
+#[tauri::command(rename_all = "snake_case")]
+pub async fn test_provider(
+    d: State<'_, Desktop>,
+    name: String,
+) -> IpcResult<Vec<engram_service::ModelInfo>> {
+    Ok(d.engram.test_provider(&name).await?)
+}
+
+/// Ollama and LM Studio servers answering on their default local ports.
+#[tauri::command(rename_all = "snake_case")]
+pub async fn detect_local_providers(d: State<'_, Desktop>) -> IpcResult<Vec<LocalServer>> {
+    Ok(d.engram.detect_local_providers().await)
+}
+
+/// The model handle new agents get.
+#[tauri::command(rename_all = "snake_case")]
+pub fn get_default_model(d: State<'_, Desktop>) -> IpcResult<String> {
+    Ok(d.engram.default_model()?)
+}
+
+/// Sets the model handle new agents get.
+#[tauri::command(rename_all = "snake_case")]
+pub fn set_default_model(d: State<'_, Desktop>, handle: String) -> IpcResult<()> {
+    Ok(d.engram.set_default_model(&handle)?)
+}
+
+/// Every agent, oldest first.
+#[tauri::command(rename_all = "snake_case")]
+pub fn list_agents(d: State<'_, Desktop>) -> IpcResult<Vec<Agent>> {
+    Ok(d.engram.list_agents()?)
+}
+
+/// One agent with its blocks.
+#[tauri::command(rename_all = "snake_case")]
+pub fn get_agent(d: State<'_, Desktop>, agent_id: AgentId) -> IpcResult<AgentState> {
+    Ok(d.engram.get_agent(&agent_id)?)
+}
+
+/// Creates an agent.
+#[tauri::command(rename_all = "snake_case")]
+pub fn create_agent(d: State<'_, Desktop>, new: NewAgent) -> IpcResult<AgentState> {
+    Ok(d.engram.create_agent(new)?)
+}
+
+/// Changes an agent's settings (rename, model, loop style…).
+#[tauri::command(rename_all = "snake_case")]
+pub fn update_agent(
+    d: State<'_, Desktop>,
+    agent_id: AgentId,
+    patch: AgentPatch,
+) -> IpcResult<Agent> {
+    Ok(d.engram.update_agent(&agent_id, &patch)?)
+}
+
+/// Copies an agent with its memory and history.
+#[tauri::command(rename_all = "snake_case")]
+pub fn clone_agent(
+    d: State<'_, Desktop>,
+    agent_id: AgentId,
+    name: Option<String>,
+) -> IpcResult<AgentState> {
+    Ok(d.engram.clone_agent(&agent_id, name.as_deref())?)
+}
+
+/// Deletes an agent with its history and archival memory.
+#[tauri::command(rename_all = "snake_case")]
+pub fn delete_agent(d: State<'_, Desktop>, agent_id: AgentId) -> IpcResult<()> {
+    Ok(d.engram.delete_agent(&agent_id)?)
+}
+
+/// Scrolling back: the `limit` messages before `before` (the newest without it), oldest first.
+#[tauri::command(rename_all = "snake_case")]
+pub fn list_messages(
+    d: State<'_, Desktop>,
+    agent_id: AgentId,
+    before: Option<engram_core::MessageId>,
+    limit: usize,
+) -> IpcResult<Vec<Message>> {
+    Ok(d.engram
+        .messages_before(&agent_id, before.as_ref(), limit)?)
+}
+
+/// Runs the agent's turn, streaming its events over `on_event`; resolves when the run ends.
+/// Errors found before the run starts (no key, empty message) reject the call; later ones
+/// arrive as `error` events followed by `done`.
+#[tauri::command(rename_all = "snake_case")]
+pub async fn send_message(
+    d: State<'_, Desktop>,
+    agent_id: AgentId,
+    text: String,
+    on_event: Channel<RunEvent>,
+) -> IpcResult<()> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let run = async {
+        let outcome = d
+            .engram
+            .send_message(&agent_id, &text, &tx, CancellationToken::new())
+            .await;
+        drop(tx);
+        outcome
+    };
+    let forward = async {
+        while let Some(event) = rx.recv().await {
+            // A closed window is no reason to stop the run: the history must stay whole.
+            let _ = on_event.send(event);
+        }
+    };
+    let (outcome, ()) = tokio::join!(run, forward);
+    outcome?;
+    Ok(())
+}
+
+/// Stops the agent's runs; what already arrived stays.
+#[tauri::command(rename_all = "snake_case")]
+pub fn cancel_run(d: State<'_, Desktop>, agent_id: AgentId) -> usize {
+    d.engram.cancel_runs(&agent_id)
+}
+
+/// The agent's blocks.
+#[tauri::command(rename_all = "snake_case")]
+pub fn list_blocks(d: State<'_, Desktop>, agent_id: AgentId) -> IpcResult<Vec<Block>> {
+    Ok(d.engram.agent_blocks(&agent_id)?)
+}
+
+/// Edits a block by hand (recorded in its history).
+#[tauri::command(rename_all = "snake_case")]
+pub fn update_block(
+    d: State<'_, Desktop>,
+    agent_id: AgentId,
+    label: String,
+    patch: BlockPatch,
+) -> IpcResult<Block> {
+    Ok(d.engram.update_agent_block(&agent_id, &label, &patch)?)
+}
+
+/// A block's edits, newest first.
+#[tauri::command(rename_all = "snake_case")]
+pub fn block_history(
+    d: State<'_, Desktop>,
+    agent_id: AgentId,
+    label: String,
+) -> IpcResult<Vec<BlockEdit>> {
+    Ok(d.engram.block_history(&agent_id, &label)?)
+}
+
+/// Undoes one edit (itself recorded).
+#[tauri::command(rename_all = "snake_case")]
+pub fn undo_block_edit(d: State<'_, Desktop>, edit_id: EditId) -> IpcResult<Block> {
+    Ok(d.engram.undo_block_edit(&edit_id)?)
+}
+
+/// A page of archival memory, newest first, with the total.
+#[tauri::command(rename_all = "snake_case")]
+pub fn list_passages(
+    d: State<'_, Desktop>,
+    agent_id: AgentId,
+    search: Option<String>,
+    offset: usize,
+    limit: usize,
+) -> IpcResult<PassagePage> {
+    let list = PassageList {
+        search,
+        offset,
+        limit,
+        ascending: false,
+    };
+    Ok(d.engram.passage_page(&agent_id, &list)?)
+}
+
+/// Searches archival memory as the agent would.
+#[tauri::command(rename_all = "snake_case")]
+pub async fn search_archival(
+    d: State<'_, Desktop>,
+    agent_id: AgentId,
+    query: String,
+    tags: Option<Vec<String>>,
+    top_k: Option<usize>,
+) -> IpcResult<Vec<PassageHit>> {
+    let hits = d
+        .engram
+        .search_archival(
+            &agent_id,
+            &query,
+            tags.unwrap_or_default(),
+            TagMatch::Any,
+            (None, None),
+            top_k.unwrap_or(DEFAULT_TOP_K),
+        )
+        .await?;
+    Ok(hits)
+}
+
+/// Adds a passage to archival memory.
+#[tauri::command(rename_all = "snake_case")]
+pub async fn add_passage(
+    d: State<'_, Desktop>,
+    agent_id: AgentId,
+    text: String,
+    tags: Option<Vec<String>>,
+) -> IpcResult<Passage> {
+    Ok(d.engram
+        .add_passage(&agent_id, &text, tags.unwrap_or_default())
+        .await?)
+}
+
+/// Deletes a passage.
+#[tauri::command(rename_all = "snake_case")]
+pub fn delete_passage(
+    d: State<'_, Desktop>,
+    agent_id: AgentId,
+    passage_id: PassageId,
+) -> IpcResult<()> {
+    Ok(d.engram.delete_passage(&agent_id, &passage_id)?)
+}
+
+/// Searches the whole conversation (recall memory).
+#[tauri::command(rename_all = "snake_case")]
+pub fn search_recall(
+    d: State<'_, Desktop>,
+    agent_id: AgentId,
+    query: String,
+    limit: usize,
+) -> IpcResult<Vec<MessageHit>> {
+    let query = MessageQuery {
+        query,
+        roles: Vec::new(),
+        start: None,
+        end: None,
+        limit,
+    };
+    Ok(d.engram.search_recall(&agent_id, &query)?)
+}
+
+/// How the agent's next context window splits, in tokens.
+#[tauri::command(rename_all = "snake_case")]
+pub fn context_window(
+    d: State<'_, Desktop>,
+    agent_id: AgentId,
+) -> IpcResult<engram_service::ContextBreakdown> {
+    Ok(d.engram.context_breakdown(&agent_id)?)
+}
+
+/// The agent as an Agent File (JSON text).
+#[tauri::command(rename_all = "snake_case")]
+pub fn export_agent(d: State<'_, Desktop>, agent_id: AgentId) -> IpcResult<String> {
+    let bytes = d
+        .engram
+        .export_agent_file(std::slice::from_ref(&agent_id))?;
+    String::from_utf8(bytes).map_err(|e| engram_core::Error::Internal(e.to_string()).into())
+}
+
+/// Imports an Agent File (Letta v1/v2 or Engram).
+#[tauri::command(rename_all = "snake_case")]
+pub fn import_agent_file(d: State<'_, Desktop>, contents: String) -> IpcResult<ImportReport> {
+    Ok(d.engram.import_agent_file(contents.as_bytes())?)
+}

@@ -1,0 +1,164 @@
+//! The shell's commands through Tauri's real IPC layer (mock runtime, no display): the
+//! capability file lets the main window call them, arguments arrive in snake_case as the UI
+//! sends them, results and errors come back as the UI expects, and notices are emitted.
+
+use engram_desktop::{Desktop, NOTICE_EVENT};
+use engram_mock_llm::{MockLlm, Script};
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use tauri::test::{INVOKE_KEY, MockRuntime, get_ipc_response, mock_builder};
+use tauri::webview::InvokeRequest;
+use tauri::{Listener, Manager, WebviewWindow};
+
+struct Shell {
+    _app: tauri::App<MockRuntime>,
+    window: WebviewWindow<MockRuntime>,
+    _home: tempfile::TempDir,
+}
+
+impl Shell {
+    fn start() -> Shell {
+        let home = tempfile::tempdir().unwrap();
+        let engram = engram_service::Engram::open(engram_service::Options {
+            home: Some(home.path().to_owned()),
+            secrets: Arc::new(engram_secrets::MemoryStore::default()),
+            env: Arc::new(|_| None),
+        })
+        .unwrap();
+        let app = engram_desktop::builder(mock_builder(), Arc::new(engram))
+            .build(tauri::generate_context!(test = true))
+            .expect("app builds");
+        // The mock runtime has no event loop, so the builder's setup never runs.
+        engram_desktop::start(app.handle());
+        let window = match app.get_webview_window("main") {
+            Some(w) => w,
+            None => tauri::WebviewWindowBuilder::new(&app, "main", Default::default())
+                .build()
+                .unwrap(),
+        };
+        Shell {
+            _app: app,
+            window,
+            _home: home,
+        }
+    }
+
+    /// Invokes a command as the window's JavaScript would; `Err` is the rejection value.
+    fn invoke(&self, cmd: &str, args: Value) -> Result<Value, Value> {
+        get_ipc_response(
+            &self.window,
+            InvokeRequest {
+                cmd: cmd.into(),
+                callback: tauri::ipc::CallbackFn(0),
+                error: tauri::ipc::CallbackFn(1),
+                url: "tauri://localhost".parse().unwrap(),
+                body: tauri::ipc::InvokeBody::Json(args),
+                headers: Default::default(),
+                invoke_key: INVOKE_KEY.to_string(),
+            },
+        )
+        .map(|body| body.deserialize::<Value>().unwrap())
+    }
+}
+
+#[test]
+fn every_command_is_registered_and_allowed() {
+    let shell = Shell::start();
+    for name in engram_desktop::command_names::ALL {
+        // Wrong arguments on purpose: a registered, allowed command rejects them with its own
+        // argument error, never with "not found" or "not allowed".
+        if let Err(e) = shell.invoke(name, json!({"agent_id": 7, "name": 7, "setup": 7})) {
+            let text = e.to_string();
+            assert!(
+                !text.contains("not found") && !text.contains("not allowed"),
+                "{name}: {text}"
+            );
+        }
+    }
+    let unknown = shell.invoke("no_such_command", json!({})).unwrap_err();
+    assert!(unknown.to_string().contains("not found"), "{unknown}");
+}
+
+#[test]
+fn agents_and_memory_round_trip_through_ipc() {
+    let shell = Shell::start();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let mock = runtime.block_on(MockLlm::start(Script::Brain));
+    let info = shell
+        .invoke(
+            "set_provider",
+            json!({"setup": {"name": "openai", "base_url": mock.base_url(), "api_key": "sk-ipc-secret"}}),
+        )
+        .unwrap();
+    assert_eq!(info["key_set"], true);
+    assert!(!info.to_string().contains("sk-ipc-secret"));
+
+    let notices = Arc::new(Mutex::new(Vec::<Value>::new()));
+    let seen = notices.clone();
+    shell.window.listen_any(NOTICE_EVENT, move |event| {
+        seen.lock()
+            .unwrap()
+            .push(serde_json::from_str(event.payload()).unwrap());
+    });
+
+    let agent = shell
+        .invoke(
+            "create_agent",
+            json!({"new": {"name": "Sam", "llm": {"model": "openai/mock-small", "context_window": 32000}}}),
+        )
+        .unwrap();
+    let id = agent["id"].as_str().unwrap().to_owned();
+    assert_eq!(agent["name"], "Sam");
+    let labels: Vec<&str> = agent["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["persona", "human"]);
+
+    let block = shell
+        .invoke(
+            "update_block",
+            json!({"agent_id": id, "label": "human", "patch": {"value": "Name: Bob"}}),
+        )
+        .unwrap();
+    assert_eq!(block["value"], "Name: Bob");
+    let history = shell
+        .invoke("block_history", json!({"agent_id": id, "label": "human"}))
+        .unwrap();
+    assert_eq!(history[0]["editor"]["kind"], "user");
+
+    let over = shell
+        .invoke(
+            "update_block",
+            json!({"agent_id": id, "label": "human", "patch": {"value": "x".repeat(6000)}}),
+        )
+        .unwrap_err();
+    assert_eq!(over["code"], "invalid_input", "{over}");
+    assert!(
+        over["message"].as_str().unwrap().contains("limit"),
+        "{over}"
+    );
+
+    let missing = shell
+        .invoke("get_agent", json!({"agent_id": "agent-nope"}))
+        .unwrap_err();
+    assert_eq!(missing["code"], "not_found");
+
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while notices.lock().unwrap().len() < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let notices = notices.lock().unwrap().clone();
+    assert!(
+        notices.contains(&json!({"type": "agents_changed"})),
+        "{notices:?}"
+    );
+    assert!(
+        notices.contains(&json!({"type": "memory_changed", "agent_id": id})),
+        "{notices:?}"
+    );
+    let state = shell.window.state::<Desktop>();
+    assert_eq!(state.engram.list_agents().unwrap().len(), 1);
+}
