@@ -318,6 +318,7 @@ fn convert_agent(
         max_steps: DEFAULT_MAX_STEPS,
         tools: Vec::new(),
         summary: None,
+        tool_rules: Vec::new(),
         created_at: time_or(a.created_at, &format!("{}created_at", a.path), now)?,
         updated_at: time_or(a.updated_at, &format!("{}updated_at", a.path), now)?,
     };

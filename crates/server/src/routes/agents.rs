@@ -81,6 +81,7 @@ pub struct AgentIn {
     tools: Option<Vec<String>>,
     tool_ids: Option<Vec<String>>,
     include_base_tools: Option<bool>,
+    tool_rules: Option<Vec<engram_core::ToolRule>>,
     max_steps: Option<u32>,
 }
 
@@ -215,6 +216,7 @@ pub async fn create(State(s): State<AppState>, Body(req): Body<AgentIn>) -> ApiR
         loop_style: style,
         max_steps: req.max_steps,
         tools,
+        tool_rules: req.tool_rules.clone().unwrap_or_default(),
         blocks: req
             .memory_blocks
             .unwrap_or_default()
@@ -287,6 +289,7 @@ pub async fn modify(
         loop_style: style,
         max_steps: req.max_steps,
         tools: req.tools(style.unwrap_or(current.loop_style))?,
+        tool_rules: req.tool_rules.clone(),
     };
     s.engram.update_agent(&id, &patch)?;
     let state = s.engram.get_agent(&id)?;
