@@ -510,3 +510,143 @@ async fn max_count_refuses_calls_past_the_limit() {
     );
     assert!(!offered(&mock, 2).contains(&"note".to_owned()));
 }
+
+// ---------------------------------------------------------------- the CLI
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tutorial_runs_from_the_cli_with_tools_added_from_files() {
+    use engram_suite::{cli, stdout_ok};
+    let mock = MockLlm::start(Script::Brain).await;
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let url = mock.base_url();
+    let run = |args: &[&str]| cli(h, args);
+
+    let templates = stdout_ok(&run(&["template", "list"]));
+    assert!(templates.contains("task-queue"), "{templates}");
+    let id = stdout_ok(&run(&[
+        "agent",
+        "create",
+        "--name",
+        "Tasks",
+        "--model",
+        "openai/mock-small",
+        "--base-url",
+        &url,
+        "--block",
+        "persona=I work through my task queue.",
+        "--block",
+        "tasks=[]",
+    ]))
+    .trim()
+    .to_owned();
+    // The tutorial's two functions, in their own files, written against agent_state.memory.
+    let push = h.join("push.py");
+    std::fs::write(
+        &push,
+        "import json\n\ndef task_queue_push(agent_state: \"AgentState\", task_description: str):\n    \"\"\"\n    Push a task onto the queue in core memory.\n\n    Args:\n        task_description (str): The next task.\n    \"\"\"\n    tasks = json.loads(agent_state.memory.get_block(\"tasks\").value)\n    tasks.append(task_description)\n    agent_state.memory.update_block_value(\"tasks\", json.dumps(tasks))\n    return None\n",
+    )
+    .unwrap();
+    let pop = h.join("pop.py");
+    std::fs::write(
+        &pop,
+        "import json\n\ndef task_queue_pop(agent_state: \"AgentState\"):\n    \"\"\"\n    Get the next task from the queue.\n\n    Returns:\n        Optional[str]: Remaining tasks in the queue\n    \"\"\"\n    tasks = json.loads(agent_state.memory.get_block(\"tasks\").value)\n    if len(tasks) == 0:\n        return None\n    remaining = json.dumps(tasks[1:])\n    agent_state.memory.update_block_value(\"tasks\", remaining)\n    return f\"Remaining tasks {remaining}\"\n",
+    )
+    .unwrap();
+    let push_id = stdout_ok(&run(&[
+        "tool",
+        "add",
+        push.to_str().unwrap(),
+        "--attach",
+        &id,
+    ]));
+    assert!(push_id.trim().starts_with("tool-"), "{push_id}");
+    stdout_ok(&run(&["tool", "add", pop.to_str().unwrap()]));
+    let attached = stdout_ok(&run(&["tool", "attach", &id, "task_queue_pop"]));
+    assert!(attached.contains("task_queue_push") && attached.contains("task_queue_pop"));
+    let listed = stdout_ok(&run(&["tool", "list"]));
+    assert!(
+        listed.contains("task_queue_pop  (python)") && listed.contains("memory_replace  (builtin)"),
+        "{listed}"
+    );
+    let shown: Value =
+        serde_json::from_str(&stdout_ok(&run(&["tool", "show", "task_queue_push"]))).unwrap();
+    assert_eq!(
+        shown["json_schema"]["parameters"]["required"],
+        json!(["task_description"])
+    );
+
+    stdout_ok(&run(&[
+        "chat",
+        &id,
+        "--message",
+        "add task: start calling me Charles",
+    ]));
+    stdout_ok(&run(&[
+        "chat",
+        &id,
+        "--message",
+        "add task: tell me a haiku about my name",
+    ]));
+    let blocks: Value =
+        serde_json::from_str(&stdout_ok(&run(&["memory", "show", &id, "--json"]))).unwrap();
+    let tasks = blocks
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["label"] == "tasks")
+        .unwrap()["value"]
+        .clone();
+    assert_eq!(
+        tasks,
+        r#"["start calling me Charles", "tell me a haiku about my name"]"#
+    );
+    stdout_ok(&run(&["chat", &id, "--message", "complete your tasks"]));
+    let history = stdout_ok(&run(&["memory", "history", &id, "tasks"]));
+    assert!(
+        history.contains("haiku") && history.contains("Charles"),
+        "{history}"
+    );
+    let blocks: Value =
+        serde_json::from_str(&stdout_ok(&run(&["memory", "show", &id, "--json"]))).unwrap();
+    let tasks = blocks
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["label"] == "tasks")
+        .unwrap()["value"]
+        .clone();
+    assert_eq!(tasks, "[]");
+
+    stdout_ok(&run(&["tool", "detach", &id, "task_queue_pop"]));
+    stdout_ok(&run(&["tool", "delete", "task_queue_push"]));
+    let shown: Value = serde_json::from_str(&stdout_ok(&run(&["agent", "show", &id]))).unwrap();
+    let names = shown["tools"].as_array().unwrap();
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.as_str().unwrap().starts_with("task_queue")),
+        "{names:?}"
+    );
+
+    let tq = stdout_ok(&run(&[
+        "agent",
+        "create",
+        "--template",
+        "task-queue",
+        "--model",
+        "openai/mock-small",
+        "--base-url",
+        &url,
+    ]))
+    .trim()
+    .to_owned();
+    let shown: Value = serde_json::from_str(&stdout_ok(&run(&["agent", "show", &tq]))).unwrap();
+    assert_eq!(shown["name"], "Task queue agent");
+    assert!(
+        shown["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("task_queue_pop"))
+    );
+}
