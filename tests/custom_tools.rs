@@ -650,3 +650,103 @@ async fn the_tutorial_runs_from_the_cli_with_tools_added_from_files() {
             .contains(&json!("task_queue_pop"))
     );
 }
+
+// ---------------------------------------------------------------- agent files
+
+fn fixture(name: &str) -> Vec<u8> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/fixtures/agent-files")
+        .join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[tokio::test]
+async fn an_imported_agents_custom_tools_and_rules_run_and_export_back() {
+    let mock = MockLlm::start(call_once("check_order_status", json!({"order_number": 42}))).await;
+    let home = Home::new();
+    let report = home
+        .engram
+        .import_agent_file(&fixture("customer_service.af"))
+        .unwrap();
+    let agent = report.agents[0].clone();
+    let mut patch = engram_core::AgentPatch::default();
+    let mut llm = engram_core::LlmConfig::new("openai/mock-small");
+    llm.base_url = Some(mock.base_url());
+    patch.llm = Some(llm);
+    home.engram.update_agent(&agent, &patch).unwrap();
+
+    let state = home.engram.get_agent(&agent).unwrap();
+    assert!(
+        state.agent.tools.contains(&"check_order_status".to_owned()),
+        "{:?}",
+        state.agent.tools
+    );
+    assert!(state.agent.tool_rules.contains(&ToolRule::ExitLoop {
+        tool_name: "send_message".into()
+    }));
+    let tool = home.engram.find_tool("check_order_status").unwrap();
+    assert_eq!(tool.return_char_limit, 6000);
+    assert!(
+        !report
+            .warnings
+            .iter()
+            .any(|w| w.contains("check_order_status")),
+        "{:?}",
+        report.warnings
+    );
+
+    let (out, _) = home.chat(&agent, "where is my order 42?").await;
+    let r = &results(&out)[0];
+    assert_eq!(r.0, "check_order_status");
+    assert_eq!(r.1.status, ToolStatus::Ok);
+    assert_eq!(r.1.message, "Order 42 is currently processing.");
+    // The schema the model saw has the loop's heartbeat once, not twice.
+    let sent = &mock.chat_requests()[0].body["tools"];
+    let check = sent
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "check_order_status")
+        .unwrap();
+    assert_eq!(
+        check["function"]["parameters"]["required"],
+        json!(["order_number", "request_heartbeat"])
+    );
+
+    let file: Value =
+        serde_json::from_slice(&home.engram.export_agent_file(&[agent]).unwrap()).unwrap();
+    let exported = file["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "check_order_status")
+        .unwrap();
+    assert_eq!(exported["tool_type"], "custom");
+    assert!(
+        exported["source_code"]
+            .as_str()
+            .unwrap()
+            .contains("def check_order_status(")
+    );
+    assert!(
+        file["agents"][0]["tool_rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["type"] == "exit_loop" && r["tool_name"] == "send_message")
+    );
+    // And back in: the tool is upserted by name, not duplicated.
+    let again = home
+        .engram
+        .import_agent_file(&serde_json::to_vec(&file).unwrap())
+        .unwrap();
+    assert_eq!(again.agents.len(), 1);
+    let count = home
+        .engram
+        .list_tools()
+        .unwrap()
+        .iter()
+        .filter(|t| t.name == "check_order_status")
+        .count();
+    assert_eq!(count, 1);
+}
