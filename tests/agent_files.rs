@@ -167,7 +167,8 @@ fn expected(file: &Value) -> Vec<Expected> {
                 let python = t["source_code"]
                     .as_str()
                     .is_some_and(|src| src.contains(&format!("def {n}(")))
-                    && matches!(t["source_type"].as_str(), None | Some("python" | "json"));
+                    && matches!(t["source_type"].as_str(), None | Some("python" | "json"))
+                    && matches!(t["tool_type"].as_str(), None | Some("custom"));
                 if (BUILTIN.contains(&n) || python) && !names.iter().any(|x| x == n) {
                     names.push(n.to_owned());
                 }

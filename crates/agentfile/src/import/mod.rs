@@ -579,7 +579,7 @@ mod tests {
       ],
       "tools": [
         {"id": "tool-0", "name": "send_message"},
-        {"id": "tool-1", "name": "web_search", "source_code": "def web_search(): ...", "json_schema": {"name": "web_search"}}
+        {"id": "tool-1", "name": "web_search", "tool_type": "letta_builtin", "source_code": "def web_search(): ...", "json_schema": {"name": "web_search"}}
       ],
       "groups": [{"id": "group-0", "agent_ids": ["agent-0", "agent-1"]}]
     }"#;
