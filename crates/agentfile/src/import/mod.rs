@@ -427,6 +427,7 @@ fn user_tool(t: &ToolAf, opts: &ImportOptions<'_>, rules: &[Value]) -> Option<To
             t.source_type.as_deref(),
             None | Some("python") | Some("json")
         )
+        || !matches!(t.tool_type.as_deref(), None | Some("custom"))
     {
         return None;
     }
