@@ -103,11 +103,25 @@ fn expected(file: &Value) -> Vec<Expected> {
                     .iter()
                     .map(|id| by_id(&file["blocks"], id))
                     .collect();
+                // Tools gated by `requires_approval` run on Letta's client: not runnable here.
+                let gated = |name: &Value| {
+                    a["tool_rules"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|r| r["type"] == "requires_approval" && &r["tool_name"] == name)
+                };
                 let tools = a["tool_ids"]
                     .as_array()
                     .unwrap()
                     .iter()
-                    .map(|id| by_id(&file["tools"], id))
+                    .map(|id| {
+                        let mut t = by_id(&file["tools"], id);
+                        if gated(&t["name"]) {
+                            t["source_code"] = Value::Null;
+                        }
+                        t
+                    })
                     .collect();
                 let msgs = a["messages"].as_array().unwrap().clone();
                 let ctx = a["in_context_message_ids"]
@@ -149,7 +163,13 @@ fn expected(file: &Value) -> Vec<Expected> {
             let mut names: Vec<String> = Vec::new();
             for t in &tools {
                 let n = t["name"].as_str().unwrap();
-                if BUILTIN.contains(&n) && !names.iter().any(|x| x == n) {
+                // Built-ins, and custom tools whose Python source defines them (user tools).
+                let python = t["source_code"]
+                    .as_str()
+                    .is_some_and(|src| src.contains(&format!("def {n}(")))
+                    && matches!(t["source_type"].as_str(), None | Some("python" | "json"))
+                    && matches!(t["tool_type"].as_str(), None | Some("custom"));
+                if (BUILTIN.contains(&n) || python) && !names.iter().any(|x| x == n) {
                     names.push(n.to_owned());
                 }
             }

@@ -396,3 +396,101 @@ async fn the_ui_is_served_without_a_token_and_the_api_is_not() {
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert_eq!(body["code"], "not_found");
 }
+
+#[tokio::test]
+async fn tools_are_written_tried_and_attached_and_templates_make_agents() {
+    let app = App::start().await;
+    let templates = app.ok("list_templates", json!({})).await;
+    assert!(
+        templates
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["id"] == "task-queue"),
+        "{templates}"
+    );
+    app.ok(
+        "set_provider",
+        json!({"setup": {"name": "openai", "base_url": app.mock.base_url(), "api_key": "sk-t"}}),
+    )
+    .await;
+    let queue = app
+        .ok(
+            "create_agent",
+            json!({"template": "task-queue", "new": {"name": "Planner",
+                   "llm": {"model": "openai/mock-small", "context_window": 32000}}}),
+        )
+        .await;
+    assert!(
+        queue["blocks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|b| b["label"] == "tasks" && b["value"] == "[]"),
+        "{queue}"
+    );
+    assert!(
+        queue["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("task_queue_push"))
+    );
+
+    let source = "def shout(agent_state, text: str) -> str:\n    \"\"\"Say it louder.\n\n    Args:\n        text: What to say.\n    \"\"\"\n    agent_state.memory.update_block_value('human', text.upper())\n    return text.upper()\n";
+    let tool = app
+        .ok("upsert_tool", json!({"new": {"source_code": source}}))
+        .await;
+    assert_eq!(tool["name"], "shout");
+    assert_eq!(
+        tool["json_schema"]["parameters"]["properties"]["text"]["type"],
+        "string"
+    );
+    let agent = app.agent("Sam").await;
+    let trial = app
+        .ok(
+            "try_tool",
+            json!({"tool_id": tool["id"], "agent_id": agent, "args": {"text": "hi"}}),
+        )
+        .await;
+    assert_eq!(trial["status"], "OK", "{trial}");
+    assert_eq!(trial["message"], "HI");
+    assert_eq!(
+        trial["block_changes"],
+        json!([{"label": "human", "value": "HI"}])
+    );
+    // Trying stores nothing.
+    let human = app.ok("get_agent", json!({"agent_id": agent})).await["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["label"] == "human")
+        .unwrap()["value"]
+        .clone();
+    assert_eq!(human, "");
+    let tools = app
+        .ok(
+            "attach_tool",
+            json!({"agent_id": agent, "tool_id": tool["id"]}),
+        )
+        .await;
+    assert!(
+        tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "shout")
+    );
+    let tools = app
+        .ok(
+            "detach_tool",
+            json!({"agent_id": agent, "tool_id": tool["id"]}),
+        )
+        .await;
+    assert!(
+        !tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "shout")
+    );
+}

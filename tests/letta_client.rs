@@ -115,6 +115,10 @@ fn serve(home: &Path, mock: &MockLlm) -> Server {
 }
 
 async fn tutorial_flow(version: &str, script: &str) {
+    run_script(version, script, "tutorial flow OK").await;
+}
+
+async fn run_script(version: &str, script: &str, done: &str) {
     let python = tokio::task::spawn_blocking({
         let v = version.to_owned();
         move || venv(&v)
@@ -143,7 +147,7 @@ async fn tutorial_flow(version: &str, script: &str) {
         script.display(),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(stdout.contains("tutorial flow OK"), "{stdout}");
+    assert!(stdout.contains(done), "{stdout}");
     assert!(mock.violations().is_empty(), "{:#?}", mock.violations());
 }
 
@@ -155,4 +159,14 @@ async fn tutorial_runs_with_letta_client_0_1() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tutorial_runs_with_letta_client_1_x() {
     tutorial_flow(SDK_1, "tutorial_flow_v1.py").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn task_queue_tools_upserted_with_letta_client_0_1_run() {
+    run_script(SDK_0_1, "task_queue_v01.py", "task queue flow OK").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn task_queue_tools_upserted_with_letta_client_1_x_run() {
+    run_script(SDK_1, "task_queue_v1.py", "task queue flow OK").await;
 }

@@ -33,4 +33,12 @@ pub const ALL: &[&str] = &[
     "context_window",
     "export_agent",
     "import_agent_file",
+    "list_templates",
+    "list_tools",
+    "agent_tools",
+    "upsert_tool",
+    "delete_tool",
+    "attach_tool",
+    "detach_tool",
+    "try_tool",
 ];

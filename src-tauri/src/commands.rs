@@ -5,12 +5,12 @@
 use crate::Desktop;
 use crate::error::IpcResult;
 use engram_core::{
-    Agent, AgentId, AgentPatch, Block, BlockEdit, BlockPatch, EditId, Message, NewAgent, Passage,
-    PassageHit, PassageId, RunEvent, TagMatch,
+    Agent, AgentId, AgentPatch, Block, BlockEdit, BlockPatch, EditId, Message, NewAgent, NewTool,
+    Passage, PassageHit, PassageId, RunEvent, TagMatch, Tool, ToolId,
 };
 use engram_service::{
     AgentState, AppInfo, ImportReport, LocalServer, PassagePage, ProviderInfo, ProviderSetup,
-    RestApiStatus,
+    RestApiStatus, Template, ToolTrial,
 };
 use engram_store::{MessageHit, MessageQuery, PassageList};
 use serde::Deserialize;
@@ -105,10 +105,17 @@ pub fn get_agent(d: State<'_, Desktop>, agent_id: AgentId) -> IpcResult<AgentSta
     Ok(d.engram.get_agent(&agent_id)?)
 }
 
-/// Creates an agent.
+/// Creates an agent, from a template when one is named (fields given in `new` win).
 #[tauri::command(rename_all = "snake_case")]
-pub fn create_agent(d: State<'_, Desktop>, new: NewAgent) -> IpcResult<AgentState> {
-    Ok(d.engram.create_agent(new)?)
+pub fn create_agent(
+    d: State<'_, Desktop>,
+    new: NewAgent,
+    template: Option<String>,
+) -> IpcResult<AgentState> {
+    Ok(match template {
+        Some(template) => d.engram.create_agent_from_template(&template, new)?,
+        None => d.engram.create_agent(new)?,
+    })
 }
 
 /// Changes an agent's settings (rename, model, loop style…).
@@ -322,4 +329,70 @@ pub fn export_agent(d: State<'_, Desktop>, agent_id: AgentId) -> IpcResult<Strin
 #[tauri::command(rename_all = "snake_case")]
 pub fn import_agent_file(d: State<'_, Desktop>, contents: String) -> IpcResult<ImportReport> {
     Ok(d.engram.import_agent_file(contents.as_bytes())?)
+}
+
+/// The agent templates (a plain memory agent, the task-queue agent…).
+#[tauri::command(rename_all = "snake_case")]
+pub fn list_templates(d: State<'_, Desktop>) -> Vec<Template> {
+    d.engram.list_templates()
+}
+
+/// Every tool, built-in and user-written, with whether it can run here.
+#[tauri::command(rename_all = "snake_case")]
+pub fn list_tools(d: State<'_, Desktop>) -> IpcResult<Vec<Tool>> {
+    Ok(d.engram.list_tools()?)
+}
+
+/// The agent's tools, in the order the model sees them.
+#[tauri::command(rename_all = "snake_case")]
+pub fn agent_tools(d: State<'_, Desktop>, agent_id: AgentId) -> IpcResult<Vec<Tool>> {
+    Ok(d.engram.agent_tools(&agent_id)?)
+}
+
+/// Saves a Python tool (schema generated from its signature and docstring). Generating the
+/// schema runs `python3`, so it waits on a blocking thread.
+#[tauri::command(rename_all = "snake_case")]
+pub async fn upsert_tool(d: State<'_, Desktop>, new: NewTool) -> IpcResult<Tool> {
+    let engram = d.engram.clone();
+    let tool = tauri::async_runtime::spawn_blocking(move || engram.upsert_tool(new))
+        .await
+        .map_err(|e| engram_core::Error::Internal(e.to_string()))??;
+    Ok(tool)
+}
+
+/// Deletes a user tool (detaching it everywhere).
+#[tauri::command(rename_all = "snake_case")]
+pub fn delete_tool(d: State<'_, Desktop>, tool_id: ToolId) -> IpcResult<()> {
+    Ok(d.engram.delete_tool(&tool_id)?)
+}
+
+/// Gives the agent a tool; returns its tools.
+#[tauri::command(rename_all = "snake_case")]
+pub fn attach_tool(
+    d: State<'_, Desktop>,
+    agent_id: AgentId,
+    tool_id: ToolId,
+) -> IpcResult<Vec<Tool>> {
+    Ok(d.engram.attach_tool(&agent_id, &tool_id)?)
+}
+
+/// Takes a tool from the agent; returns its tools.
+#[tauri::command(rename_all = "snake_case")]
+pub fn detach_tool(
+    d: State<'_, Desktop>,
+    agent_id: AgentId,
+    tool_id: ToolId,
+) -> IpcResult<Vec<Tool>> {
+    Ok(d.engram.detach_tool(&agent_id, &tool_id)?)
+}
+
+/// Runs a tool once against an agent's memory without storing anything (the editor's "try it").
+#[tauri::command(rename_all = "snake_case")]
+pub async fn try_tool(
+    d: State<'_, Desktop>,
+    tool_id: ToolId,
+    agent_id: Option<AgentId>,
+    args: serde_json::Value,
+) -> IpcResult<ToolTrial> {
+    Ok(d.engram.try_tool(&tool_id, agent_id.as_ref(), args).await?)
 }

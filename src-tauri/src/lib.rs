@@ -71,6 +71,14 @@ pub fn builder<R: Runtime>(builder: tauri::Builder<R>, engram: Arc<Engram>) -> t
             commands::context_window,
             commands::export_agent,
             commands::import_agent_file,
+            commands::list_templates,
+            commands::list_tools,
+            commands::agent_tools,
+            commands::upsert_tool,
+            commands::delete_tool,
+            commands::attach_tool,
+            commands::detach_tool,
+            commands::try_tool,
         ])
 }
 

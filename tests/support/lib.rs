@@ -29,6 +29,23 @@ impl Home {
         Self { dir, engram }
     }
 
+    /// A fresh data directory whose engine sees only the environment variables in `vars`
+    /// (e.g. `ENGRAM_TOOL_TIMEOUT`, `ENGRAM_PYTHON`).
+    pub fn with_env(vars: &[(&str, &str)]) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        let engram = Engram::open(Options {
+            home: Some(dir.path().to_owned()),
+            secrets: Arc::new(MemoryStore::default()),
+            env: Arc::new(move |k| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())),
+        })
+        .expect("open engram");
+        Self { dir, engram }
+    }
+
     /// The directory.
     pub fn path(&self) -> &Path {
         self.dir.path()
@@ -63,6 +80,24 @@ impl Home {
         self.engram
             .create_agent(new)
             .expect("create agent")
+            .agent
+            .id
+    }
+
+    /// An agent on the scripted server `mock` made from template `template`.
+    pub fn agent_from_template(&self, mock: &MockLlm, style: LoopStyle, template: &str) -> AgentId {
+        let mut llm = LlmConfig::new("openai/mock-small");
+        llm.base_url = Some(mock.base_url());
+        llm.context_window = 32_000;
+        let new = NewAgent {
+            name: "Tasker".into(),
+            llm: Some(llm),
+            loop_style: style,
+            ..NewAgent::default()
+        };
+        self.engram
+            .create_agent_from_template(template, new)
+            .expect("create agent from template")
             .agent
             .id
     }

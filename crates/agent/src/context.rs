@@ -5,7 +5,7 @@ use crate::compile;
 use crate::prompts::SUMMARY_PREFIX;
 use crate::tokens::{ContextBreakdown, TokenCounter};
 use crate::tools;
-use engram_core::{Agent, AgentId, Block, Message, Result, Role, Timestamp};
+use engram_core::{Agent, AgentId, Block, Message, Result, Role, Timestamp, Tool};
 use engram_providers::{ChatMessage, ChatRequest, ToolChoice};
 use engram_store::Store;
 use std::collections::HashSet;
@@ -25,6 +25,8 @@ pub struct Context {
     pub breakdown: ContextBreakdown,
     /// Tokens of each entry of `messages`, same order.
     pub message_tokens: Vec<usize>,
+    /// The user tools attached to the agent (built-ins are not rows).
+    pub custom_tools: Vec<Tool>,
 }
 
 /// Loads the agent's context as of now.
@@ -51,7 +53,8 @@ pub fn load(store: &Store, agent_id: &AgentId, now: Timestamp, stream: bool) -> 
     };
 
     let counter = TokenCounter::for_model(&agent.llm.model);
-    let tools = tools::specs(&agent.tools, agent.loop_style);
+    let custom_tools = store.tools_named(&agent.tools)?;
+    let tools = tools::specs_with(&agent.tools, &custom_tools, agent.loop_style);
     let mut chat = Vec::with_capacity(messages.len() + 2);
     chat.push(ChatMessage::System { content: system });
     let summary = agent.summary.as_ref().map(|s| ChatMessage::User {
@@ -105,6 +108,7 @@ pub fn load(store: &Store, agent_id: &AgentId, now: Timestamp, stream: bool) -> 
         request,
         breakdown,
         message_tokens,
+        custom_tools,
     })
 }
 

@@ -9,11 +9,14 @@ mod compact;
 pub mod compile;
 mod context;
 pub mod prompts;
+pub mod python;
+mod rules;
 mod run;
 pub mod tokens;
 pub mod tools;
 
 pub use context::Context;
+pub use python::PythonHost;
 pub use run::{LoopSettings, RunOutcome, Runtime};
 pub use tokens::{ContextBreakdown, TokenCounter};
 

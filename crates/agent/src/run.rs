@@ -6,6 +6,8 @@
 use crate::compact::{self, Pressure};
 use crate::context::{self, Context};
 use crate::prompts;
+use crate::python::PythonHost;
+use crate::rules::Rules;
 use crate::tools::{self, ToolContext};
 use crate::{Embedder, EventSink, ModelResolver};
 use engram_core::error::ProviderFault;
@@ -14,7 +16,7 @@ use engram_core::{
     AgentId, Error, ErrorBody, LoopStyle, Message, MessageKind, NewMessage, Result, RunEvent,
     RunId, Step, StepId, StopReason, ToolStatus, Usage,
 };
-use engram_providers::{ChatModel, ChatResponse, Delta};
+use engram_providers::{ChatModel, ChatResponse, Delta, ToolChoice};
 use engram_store::{StepCommit, Store};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -63,6 +65,7 @@ pub struct Runtime {
     store: Store,
     models: Arc<dyn ModelResolver>,
     settings: LoopSettings,
+    python: Arc<PythonHost>,
     busy: Mutex<HashMap<AgentId, Arc<tokio::sync::Mutex<()>>>>,
 }
 
@@ -88,8 +91,20 @@ impl Runtime {
             store,
             models,
             settings,
+            python: Arc::new(PythonHost::default()),
             busy: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Runs user tools with `python` (default: `python3` from `PATH`, 30 s per call).
+    pub fn with_python(mut self, python: Arc<PythonHost>) -> Self {
+        self.python = python;
+        self
+    }
+
+    /// Where user tools run.
+    pub fn python(&self) -> &Arc<PythonHost> {
+        &self.python
     }
 
     /// The store.
@@ -155,6 +170,7 @@ impl Runtime {
         }
 
         let mut usage = Usage::default();
+        let mut rules = Rules::new(&agent.tool_rules);
         let mut stop = StopReason::MaxSteps;
         let mut error = None;
         for index in 1..=agent.max_steps.max(1) {
@@ -171,6 +187,7 @@ impl Runtime {
                 events,
                 cancel,
                 &mut usage,
+                &mut rules,
             );
             match step.await {
                 Ok(end) => {
@@ -223,6 +240,7 @@ impl Runtime {
         events: &EventSink,
         cancel: &CancellationToken,
         usage: &mut Usage,
+        rules: &mut Rules,
     ) -> Result<StepEnd> {
         let started = Instant::now();
         let started_at = chrono::Utc::now();
@@ -234,6 +252,13 @@ impl Runtime {
 
         let mut ctx = self.prepare(agent_id, model, cancel).await?;
         let classic = ctx.agent.loop_style == LoopStyle::Classic;
+        // Tool rules narrow what this call may use; a narrowed choice must be taken.
+        let offered: Vec<String> = ctx.request.tools.iter().map(|t| t.name.clone()).collect();
+        let allowed = rules.allowed(&offered);
+        if allowed.len() < offered.len() {
+            ctx.request.tools.retain(|t| allowed.contains(&t.name));
+            ctx.request.tool_choice = ToolChoice::Required;
+        }
 
         // Deltas stream out as they come; the text is also kept so a cancelled reply keeps
         // what already arrived.
@@ -304,8 +329,11 @@ impl Runtime {
             passages: Vec::new(),
             embedder,
             now: chrono::Utc::now(),
+            custom: &ctx.custom_tools,
+            python: &self.python,
         };
         let (mut heartbeat, mut failed, mut replied) = (false, false, false);
+        let (mut terminal, mut keep_going) = (false, false);
         for call in &response.tool_calls {
             // Every call gets exactly one result, also when the run is being cancelled.
             let out = if cancel.is_cancelled() {
@@ -317,8 +345,18 @@ impl Runtime {
                     heartbeat: false,
                     reply: None,
                 }
+            } else if let Err(why) = rules.check(&call.name) {
+                tools::ToolOutput {
+                    result: engram_core::ToolReturn::failed(why, tool_ctx.now),
+                    heartbeat: false,
+                    reply: None,
+                }
             } else {
-                tools::execute(&mut tool_ctx, call).await
+                let out = tools::execute(&mut tool_ctx, call).await;
+                let after = rules.record(&call.name);
+                terminal |= after.terminal;
+                keep_going |= after.keep_going;
+                out
             };
             let _ = events.send(RunEvent::ToolResult {
                 tool_call_id: call.id.clone(),
@@ -347,7 +385,9 @@ impl Runtime {
         } else if classic {
             if response.tool_calls.is_empty() {
                 Some(StopReason::NoToolCall)
-            } else if heartbeat || failed {
+            } else if terminal && (heartbeat || failed || keep_going) {
+                Some(StopReason::ToolRule)
+            } else if heartbeat || failed || keep_going {
                 let reason = if failed && !heartbeat {
                     prompts::HEARTBEAT_AFTER_FAILURE
                 } else {
@@ -362,8 +402,10 @@ impl Runtime {
             } else {
                 Some(StopReason::EndTurn)
             }
-        } else if response.tool_calls.is_empty() || (replied && !heartbeat) {
+        } else if response.tool_calls.is_empty() || (replied && !heartbeat && !keep_going) {
             Some(StopReason::EndTurn)
+        } else if terminal {
+            Some(StopReason::ToolRule)
         } else {
             None
         };

@@ -30,6 +30,8 @@ const REVISION_ID: &str = "066857381578";
 pub struct ExportOptions {
     /// Built-in tool schemas by name: `{name, description, parameters}` as the model sees them.
     pub tool_schemas: BTreeMap<String, Value>,
+    /// The user tools the agents use, by name (written as Letta `custom` Python tools).
+    pub user_tools: BTreeMap<String, engram_core::Tool>,
     /// The file's `created_at`.
     pub now: Timestamp,
 }
@@ -289,6 +291,25 @@ pub fn export_v2(agents: &[AgentSnapshot], opts: &ExportOptions) -> AgentFileV2 
             tool_ids.push(id);
         };
         for name in &a.tools {
+            if let Some(t) = opts.user_tools.get(name) {
+                let mut extra = Map::new();
+                extra.insert("return_char_limit".into(), json!(t.return_char_limit));
+                add_tool(
+                    &mut file,
+                    ToolAf {
+                        name: name.clone(),
+                        description: Some(t.description.clone()),
+                        tool_type: Some("custom".into()),
+                        source_type: Some("python".into()),
+                        source_code: t.source_code.clone(),
+                        json_schema: Some(t.json_schema.clone()),
+                        tags: t.tags.clone(),
+                        extra,
+                        ..ToolAf::default()
+                    },
+                );
+                continue;
+            }
             let schema = opts.tool_schemas.get(name).cloned();
             let description = schema
                 .as_ref()
@@ -374,10 +395,18 @@ pub fn export_v2(agents: &[AgentSnapshot], opts: &ExportOptions) -> AgentFileV2 
         ] {
             extra.insert(key.into(), value);
         }
-        let tool_rules = extras
-            .and_then(|x| x["tool_rules"].as_array())
-            .cloned()
-            .unwrap_or_default();
+        // Rules live on the agent; files imported before they did kept them in the extras.
+        let tool_rules = if a.tool_rules.is_empty() {
+            extras
+                .and_then(|x| x["tool_rules"].as_array())
+                .cloned()
+                .unwrap_or_default()
+        } else {
+            a.tool_rules
+                .iter()
+                .filter_map(|r| serde_json::to_value(r).ok())
+                .collect()
+        };
         let tags = extras
             .and_then(|x| x["tags"].as_array())
             .map(|t| {

@@ -40,6 +40,12 @@ pub enum Command {
     Import(crate::transfer::ImportArgs),
     /// Export agents as an Agent File (lossless), Markdown or JSON.
     Export(crate::transfer::ExportArgs),
+    /// Add, list, attach and delete tools (Python functions the agent can call).
+    #[command(subcommand)]
+    Tool(crate::tools::ToolCmd),
+    /// Agent templates (e.g. the task-queue agent).
+    #[command(subcommand)]
+    Template(crate::tools::TemplateCmd),
     /// Show how an agent's context window is used.
     Context {
         /// Agent id.
@@ -62,9 +68,12 @@ pub enum LoopArg {
 pub enum AgentCmd {
     /// Create an agent and print its id.
     Create {
-        /// Display name.
+        /// Display name (with --template, defaults to the template's name).
         #[arg(long)]
-        name: String,
+        name: Option<String>,
+        /// Start from a template (`engram template list`), e.g. task-queue.
+        #[arg(long)]
+        template: Option<String>,
         /// Model handle, e.g. openai/gpt-4o-mini or ollama/llama3.1.
         #[arg(long)]
         model: Option<String>,

@@ -4,6 +4,7 @@
 mod args;
 mod repl;
 mod serve;
+mod tools;
 mod transfer;
 
 use anyhow::{Context as _, Result, anyhow, bail};
@@ -66,6 +67,8 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Recall(cmd) => recall(&engram, cmd),
         Command::Provider(cmd) => provider(&engram, cmd).await,
         Command::Serve(args) => serve::run(engram, args).await,
+        Command::Tool(cmd) => tools::tool(&engram, cmd),
+        Command::Template(cmd) => tools::template(&engram, cmd),
         Command::Import(args) => transfer::import(&engram, args),
         Command::Export(args) => transfer::export(&engram, args),
         Command::Context { agent, json } => {
@@ -115,6 +118,7 @@ fn agent(engram: &Engram, cmd: AgentCmd) -> Result<()> {
     match cmd {
         AgentCmd::Create {
             name,
+            template,
             model,
             base_url,
             context_window,
@@ -149,8 +153,8 @@ fn agent(engram: &Engram, cmd: AgentCmd) -> Result<()> {
                     Some(llm)
                 }
             };
-            let state = engram.create_agent(NewAgent {
-                name,
+            let new = NewAgent {
+                name: name.unwrap_or_default(),
                 system,
                 llm,
                 embedding: embedding.map(|model| EmbeddingConfig {
@@ -163,7 +167,11 @@ fn agent(engram: &Engram, cmd: AgentCmd) -> Result<()> {
                 },
                 blocks,
                 ..NewAgent::default()
-            })?;
+            };
+            let state = match template {
+                Some(t) => engram.create_agent_from_template(&t, new)?,
+                None => engram.create_agent(new)?,
+            };
             println!("{}", state.agent.id);
         }
         AgentCmd::List { json } => {

@@ -1,6 +1,6 @@
 //! Agents and their model settings.
 
-use crate::{AgentId, BlockId, NewBlock, Timestamp};
+use crate::{AgentId, BlockId, NewBlock, Timestamp, ToolRule};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
@@ -126,6 +126,9 @@ pub struct Agent {
     pub max_steps: u32,
     /// Names of the tools attached to this agent, in the order shown to the model.
     pub tools: Vec<String>,
+    /// Rules on when the loop may call which tool (Letta's `tool_rules`), keyed by tool name.
+    #[serde(default)]
+    pub tool_rules: Vec<ToolRule>,
     /// The recursive summary of messages evicted from the context window, if any.
     pub summary: Option<String>,
     /// When the agent was created.
@@ -164,6 +167,9 @@ pub struct NewAgent {
     /// Tool names; `None` attaches the built-in memory tools of the loop style.
     #[serde(default)]
     pub tools: Option<Vec<String>>,
+    /// Tool rules (Letta's `tool_rules`).
+    #[serde(default)]
+    pub tool_rules: Vec<ToolRule>,
     /// New blocks to create and attach.
     #[serde(default)]
     pub blocks: Vec<NewBlock>,
@@ -192,6 +198,8 @@ pub struct AgentPatch {
     pub max_steps: Option<u32>,
     /// New tool list.
     pub tools: Option<Vec<String>>,
+    /// New tool rules.
+    pub tool_rules: Option<Vec<ToolRule>>,
 }
 
 #[cfg(test)]

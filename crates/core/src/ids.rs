@@ -82,6 +82,9 @@ id_type!(
 id_type!(
     /// Identifies one recorded edit of a block: `edit-<uuid>`.
     EditId, "edit");
+id_type!(
+    /// Identifies a tool: `tool-<uuid>` (built-ins: `tool-builtin-<name>`).
+    ToolId, "tool");
 
 #[cfg(test)]
 mod tests {

@@ -12,14 +12,16 @@ pub mod memory;
 pub mod message;
 pub mod passage;
 pub mod run;
+pub mod tool;
 
 pub use agent::{Agent, AgentPatch, EmbeddingConfig, LlmConfig, LoopStyle, NewAgent};
 pub use error::{Error, ErrorBody, Result};
-pub use ids::{AgentId, BlockId, EditId, MessageId, PassageId, RunId, StepId};
+pub use ids::{AgentId, BlockId, EditId, MessageId, PassageId, RunId, StepId, ToolId};
 pub use memory::{Block, BlockEdit, BlockPatch, DEFAULT_BLOCK_LIMIT, Editor, NewBlock};
 pub use message::{Message, MessageKind, NewMessage, Role, ToolCall};
 pub use passage::{NewPassage, Passage, PassageHit, TagMatch};
 pub use run::{RunEvent, Step, StopReason, ToolReturn, ToolStatus, Usage};
+pub use tool::{DEFAULT_RETURN_CHAR_LIMIT, NewTool, Tool, ToolLanguage, ToolRule};
 
 /// Timestamps are UTC everywhere; they serialize as RFC 3339.
 pub type Timestamp = chrono::DateTime<chrono::Utc>;

@@ -19,8 +19,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use engram_core::{
-    AgentId, AgentPatch, BlockPatch, EditId, Error, ErrorBody, MessageId, NewAgent, PassageId,
-    TagMatch,
+    AgentId, AgentPatch, BlockPatch, EditId, Error, ErrorBody, MessageId, NewAgent, NewTool,
+    PassageId, TagMatch, ToolId,
 };
 use engram_service::{ProviderSetup, RestApiStatus};
 use engram_store::{MessageQuery, PassageList};
@@ -61,6 +61,14 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/app/context_window", post(context_window))
         .route("/app/export_agent", post(export_agent))
         .route("/app/import_agent_file", post(import_agent_file))
+        .route("/app/list_templates", post(list_templates))
+        .route("/app/list_tools", post(list_tools))
+        .route("/app/agent_tools", post(agent_tools))
+        .route("/app/upsert_tool", post(upsert_tool))
+        .route("/app/delete_tool", post(delete_tool))
+        .route("/app/attach_tool", post(attach_tool))
+        .route("/app/detach_tool", post(detach_tool))
+        .route("/app/try_tool", post(try_tool))
         .route("/app/notices", get(notices))
 }
 
@@ -146,6 +154,30 @@ struct HandleArg {
 #[derive(Deserialize)]
 struct CreateArg {
     new: NewAgent,
+    template: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct NewToolArg {
+    new: NewTool,
+}
+
+#[derive(Deserialize)]
+struct ToolArg {
+    tool_id: ToolId,
+}
+
+#[derive(Deserialize)]
+struct AgentToolArg {
+    agent_id: AgentId,
+    tool_id: ToolId,
+}
+
+#[derive(Deserialize)]
+struct TryToolArg {
+    tool_id: ToolId,
+    agent_id: Option<AgentId>,
+    args: serde_json::Value,
 }
 
 #[derive(Deserialize)]
@@ -297,7 +329,10 @@ async fn create_agent(
     State(s): State<AppState>,
     Args(a): Args<CreateArg>,
 ) -> AppResult<impl Serialize> {
-    done(s.engram.create_agent(a.new))
+    done(match a.template {
+        Some(template) => s.engram.create_agent_from_template(&template, a.new),
+        None => s.engram.create_agent(a.new),
+    })
 }
 
 async fn update_agent(
@@ -454,6 +489,64 @@ async fn import_agent_file(
     Args(a): Args<ContentsArg>,
 ) -> AppResult<impl Serialize> {
     done(s.engram.import_agent_file(a.contents.as_bytes()))
+}
+
+async fn list_templates(State(s): State<AppState>) -> Json<impl Serialize> {
+    Json(s.engram.list_templates())
+}
+
+async fn list_tools(State(s): State<AppState>) -> AppResult<impl Serialize> {
+    done(s.engram.list_tools())
+}
+
+async fn agent_tools(
+    State(s): State<AppState>,
+    Args(a): Args<AgentArg>,
+) -> AppResult<impl Serialize> {
+    done(s.engram.agent_tools(&a.agent_id))
+}
+
+/// Generating the schema runs `python3`, so it waits on a blocking thread.
+async fn upsert_tool(
+    State(s): State<AppState>,
+    Args(a): Args<NewToolArg>,
+) -> AppResult<impl Serialize> {
+    let engram = s.engram.clone();
+    done(
+        tokio::task::spawn_blocking(move || engram.upsert_tool(a.new))
+            .await
+            .map_err(|e| Error::Internal(e.to_string()))
+            .and_then(|r| r),
+    )
+}
+
+async fn delete_tool(State(s): State<AppState>, Args(a): Args<ToolArg>) -> AppResult<()> {
+    done(s.engram.delete_tool(&a.tool_id))
+}
+
+async fn attach_tool(
+    State(s): State<AppState>,
+    Args(a): Args<AgentToolArg>,
+) -> AppResult<impl Serialize> {
+    done(s.engram.attach_tool(&a.agent_id, &a.tool_id))
+}
+
+async fn detach_tool(
+    State(s): State<AppState>,
+    Args(a): Args<AgentToolArg>,
+) -> AppResult<impl Serialize> {
+    done(s.engram.detach_tool(&a.agent_id, &a.tool_id))
+}
+
+async fn try_tool(
+    State(s): State<AppState>,
+    Args(a): Args<TryToolArg>,
+) -> AppResult<impl Serialize> {
+    done(
+        s.engram
+            .try_tool(&a.tool_id, a.agent_id.as_ref(), a.args)
+            .await,
+    )
 }
 
 /// Every [`Notice`](engram_service::Notice) from now on, as SSE. A listener that fell behind

@@ -5,7 +5,7 @@
 //! empty so strict parsers are satisfied. Times are RFC 3339 in UTC.
 
 use engram_agent::tools::{BUILTIN_TOOLS, specs};
-use engram_core::{Agent, Block, LoopStyle, Passage, PassageHit, Timestamp};
+use engram_core::{Agent, Block, LoopStyle, Passage, PassageHit, Timestamp, Tool, ToolLanguage};
 use engram_service::AgentState;
 use serde_json::{Value, json};
 
@@ -111,6 +111,37 @@ pub fn tool(name: &str) -> Option<Value> {
     }))
 }
 
+/// Any tool as Letta's `Tool`: built-ins keep their stable ids; user tools are `custom`
+/// Python tools with their source.
+pub fn any_tool(t: &Tool) -> Value {
+    if t.language == ToolLanguage::Builtin
+        && let Some(v) = tool(&t.name)
+    {
+        return v;
+    }
+    json!({
+        "id": t.id,
+        "name": t.name,
+        "description": t.description,
+        "tool_type": "custom",
+        "source_type": "python",
+        "source_code": t.source_code,
+        "json_schema": t.json_schema,
+        "args_json_schema": null,
+        "tags": t.tags,
+        "return_char_limit": t.return_char_limit,
+        "pip_requirements": null,
+        "npm_requirements": null,
+        "default_requires_approval": null,
+        "enable_parallel_execution": false,
+        "metadata_": {"available": t.available, "unavailable_reason": t.unavailable_reason},
+        "created_by_id": null,
+        "last_updated_by_id": null,
+        "created_at": time(&t.created_at),
+        "updated_at": time(&t.updated_at),
+    })
+}
+
 /// Every built-in tool as Letta `Tool`s.
 pub fn all_tools() -> Vec<Value> {
     BUILTIN_TOOLS.iter().filter_map(|n| tool(n)).collect()
@@ -185,7 +216,7 @@ pub fn memory(style: LoopStyle, blocks: &[Block]) -> Value {
 
 /// An agent as Letta's `AgentState`. `message_ids` are the ids of the messages in its context
 /// window.
-pub fn agent_state(state: &AgentState, message_ids: &[String]) -> Value {
+pub fn agent_state(state: &AgentState, message_ids: &[String], tools: Vec<Value>) -> Value {
     let a = &state.agent;
     json!({
         "id": a.id,
@@ -199,8 +230,8 @@ pub fn agent_state(state: &AgentState, message_ids: &[String]) -> Value {
         "embedding_config": embedding_config(a),
         "memory": memory(a.loop_style, &state.blocks),
         "blocks": state.blocks.iter().map(block).collect::<Vec<_>>(),
-        "tools": a.tools.iter().filter_map(|n| tool(n)).collect::<Vec<_>>(),
-        "tool_rules": [],
+        "tools": tools,
+        "tool_rules": a.tool_rules,
         "message_ids": message_ids,
         "sources": [],
         "tags": [],

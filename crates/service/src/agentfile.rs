@@ -88,6 +88,9 @@ impl Engram {
         };
         let names: Vec<String> = BUILTIN_TOOLS.iter().map(|s| (*s).to_owned()).collect();
         for s in &snaps {
+            for t in self.store.tools_named(&s.agent.tools)? {
+                opts.user_tools.insert(t.name.clone(), t);
+            }
             let style = s.agent.loop_style;
             for spec in specs(&names, style) {
                 opts.tool_schemas.entry(spec.name.clone()).or_insert_with(|| {

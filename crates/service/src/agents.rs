@@ -2,7 +2,7 @@
 
 use crate::{Engram, Notice};
 use engram_agent::prompts;
-use engram_agent::tools::{BUILTIN_TOOLS, default_tools};
+use engram_agent::tools::default_tools;
 use engram_core::agent::DEFAULT_MAX_STEPS;
 use engram_core::{
     Agent, AgentId, AgentPatch, Block, Error, LlmConfig, LoopStyle, NewAgent, NewBlock, Result,
@@ -38,12 +38,7 @@ impl Engram {
             return Err(Error::invalid("an agent needs a name"));
         }
         let tools = new.tools.unwrap_or_else(|| default_tools(new.loop_style));
-        if let Some(unknown) = tools.iter().find(|t| !BUILTIN_TOOLS.contains(&t.as_str())) {
-            return Err(Error::invalid(format!(
-                "unknown tool '{unknown}'; built-in tools are: {}",
-                BUILTIN_TOOLS.join(", ")
-            )));
-        }
+        self.check_tool_names(&tools)?;
         let llm = match new.llm {
             Some(llm) => llm,
             None => LlmConfig::new(self.default_model()?),
@@ -67,6 +62,7 @@ impl Engram {
             max_steps: new.max_steps.unwrap_or(DEFAULT_MAX_STEPS).max(1),
             tools,
             summary: None,
+            tool_rules: new.tool_rules,
             created_at: now,
             updated_at: now,
         };
@@ -94,6 +90,9 @@ impl Engram {
             && name.trim().is_empty()
         {
             return Err(Error::invalid("an agent needs a name"));
+        }
+        if let Some(tools) = &patch.tools {
+            self.check_tool_names(tools)?;
         }
         let agent = self.store.update_agent(id, patch)?;
         self.notify(Notice::AgentChanged {

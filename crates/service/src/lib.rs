@@ -15,6 +15,8 @@ mod memory;
 mod notices;
 mod providers;
 mod resolve;
+mod templates;
+mod tools;
 
 pub use agentfile::ImportReport;
 pub use agents::AgentState;
@@ -24,11 +26,13 @@ pub use history::{MessagePage, Order};
 pub use memory::PassagePage;
 pub use notices::Notice;
 pub use providers::{LocalServer, ProviderInfo, ProviderSetup};
+pub use templates::Template;
+pub use tools::{BlockChange, ToolPatch, ToolTrial};
 // Types transports hand on unchanged.
 pub use engram_agent::ContextBreakdown;
 pub use engram_providers::ModelInfo;
 
-use engram_agent::Runtime;
+use engram_agent::{PythonHost, Runtime};
 use engram_core::{Error, Result};
 use engram_secrets::SecretStore;
 use engram_store::Store;
@@ -50,7 +54,9 @@ pub struct Options {
     pub home: Option<PathBuf>,
     /// Where API keys live (the OS keychain in the apps, memory in tests).
     pub secrets: Arc<dyn SecretStore>,
-    /// Environment lookups (`OPENAI_BASE_URL`, `ENGRAM_HOME`).
+    /// Environment lookups (`OPENAI_BASE_URL`, `ENGRAM_HOME`, `ENGRAM_PYTHON` — the interpreter
+    /// user tools run in, default `python3` on `PATH` — and `ENGRAM_TOOL_TIMEOUT`, seconds a
+    /// user tool may run, default 30).
     pub env: EnvLookup,
 }
 
@@ -105,6 +111,7 @@ pub struct Engram {
     secrets: Arc<dyn SecretStore>,
     resolver: Arc<resolve::Resolver>,
     runtime: Runtime,
+    python: Arc<PythonHost>,
     /// Cancel tokens of the runs in flight (or waiting their turn), per agent.
     runs: Mutex<HashMap<engram_core::AgentId, Vec<(u64, CancellationToken)>>>,
     next_run: std::sync::atomic::AtomicU64,
@@ -122,13 +129,15 @@ impl Engram {
             ))
         })?;
         let store = Store::open(&home.join(DB_FILE))?;
+        let python = Arc::new(python_host(&*options.env));
         let resolver = Arc::new(resolve::Resolver::new(
             store.clone(),
             options.secrets.clone(),
             options.env,
         ));
         Ok(Self {
-            runtime: Runtime::new(store.clone(), resolver.clone()),
+            runtime: Runtime::new(store.clone(), resolver.clone()).with_python(python.clone()),
+            python,
             resolver,
             home,
             store,
@@ -158,6 +167,17 @@ impl Engram {
     pub fn store(&self) -> &Store {
         &self.store
     }
+}
+
+/// The Python host of user tools, as the environment configures it.
+fn python_host(env: &dyn Fn(&str) -> Option<String>) -> PythonHost {
+    let program = env("ENGRAM_PYTHON").unwrap_or_else(|| "python3".to_owned());
+    let timeout = env("ENGRAM_TOOL_TIMEOUT")
+        .and_then(|t| t.trim().parse::<f64>().ok())
+        .filter(|t| t.is_finite() && *t > 0.0)
+        .map(std::time::Duration::from_secs_f64)
+        .unwrap_or(engram_tools::PythonRunner::DEFAULT_TIMEOUT);
+    PythonHost::new(program, timeout)
 }
 
 #[cfg(test)]

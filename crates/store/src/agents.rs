@@ -8,7 +8,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use std::collections::HashSet;
 
 const AGENT_COLS: &str = "id, name, description, system, llm, embedding, loop_style, max_steps, \
-                          tools, summary, created_at, updated_at";
+                          tools, summary, created_at, updated_at, tool_rules";
 
 fn loop_style_str(s: LoopStyle) -> &'static str {
     match s {
@@ -40,6 +40,7 @@ fn agent_from_row(r: &Row<'_>) -> rusqlite::Result<Agent> {
         summary: r.get(9)?,
         created_at: ts(r, 10)?,
         updated_at: ts(r, 11)?,
+        tool_rules: json(r, 12)?,
     })
 }
 
@@ -77,7 +78,7 @@ pub(crate) fn insert_row(tx: &Connection, agent: &Agent) -> Result<()> {
     }
     let embedding = agent.embedding.as_ref().map(to_json).transpose()?;
     tx.prepare_cached(&format!(
-        "INSERT INTO agents ({AGENT_COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
+        "INSERT INTO agents ({AGENT_COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
     ))
     .db()?
     .execute(params![
@@ -93,6 +94,7 @@ pub(crate) fn insert_row(tx: &Connection, agent: &Agent) -> Result<()> {
         agent.summary,
         sql::micros(agent.created_at),
         sql::micros(agent.updated_at),
+        to_json(&agent.tool_rules)?,
     ])
     .db()?;
     Ok(())
@@ -102,7 +104,7 @@ fn save(conn: &Connection, a: &Agent, clear_cache: bool) -> Result<()> {
     let embedding = a.embedding.as_ref().map(to_json).transpose()?;
     conn.prepare_cached(
         "UPDATE agents SET name = ?2, description = ?3, system = ?4, llm = ?5, embedding = ?6,
-                loop_style = ?7, max_steps = ?8, tools = ?9, updated_at = ?10,
+                loop_style = ?7, max_steps = ?8, tools = ?9, updated_at = ?10, tool_rules = ?12,
                 system_cache_memory = CASE WHEN ?11 THEN NULL ELSE system_cache_memory END,
                 system_cache_prompt = CASE WHEN ?11 THEN NULL ELSE system_cache_prompt END
          WHERE id = ?1",
@@ -120,6 +122,7 @@ fn save(conn: &Connection, a: &Agent, clear_cache: bool) -> Result<()> {
         to_json(&a.tools)?,
         sql::micros(a.updated_at),
         clear_cache,
+        to_json(&a.tool_rules)?,
     ])
     .db()?;
     Ok(())
@@ -227,6 +230,9 @@ impl Store {
             }
             if let Some(v) = &patch.tools {
                 a.tools.clone_from(v);
+            }
+            if let Some(v) = &patch.tool_rules {
+                a.tool_rules.clone_from(v);
             }
             a.updated_at = sql::now().max(a.updated_at);
             save(tx, &a, system_changed)?;

@@ -65,6 +65,9 @@ pub struct ImportBundle {
     pub blocks: Vec<ImportBlock>,
     /// Agents.
     pub agents: Vec<ImportAgent>,
+    /// User tools the agents use, upserted by name (an existing tool of that name is replaced,
+    /// as Letta's import does).
+    pub tools: Vec<engram_core::Tool>,
 }
 
 /// The ids an import created, in bundle order.
@@ -149,6 +152,9 @@ impl Store {
         }
         self.write(|tx| {
             let mut out = ImportedIds::default();
+            for t in &bundle.tools {
+                crate::tools::upsert(tx, t)?;
+            }
             for ib in &bundle.blocks {
                 let mut b = ib.block.clone();
                 b.created_at = sql::truncate(b.created_at);
@@ -236,6 +242,7 @@ mod tests {
             loop_style: engram_core::LoopStyle::Classic,
             max_steps: 50,
             tools: vec![],
+            tool_rules: vec![],
             summary: Some("so far".into()),
             created_at: now,
             updated_at: now,
@@ -292,6 +299,7 @@ mod tests {
                     history: vec![],
                 },
             ],
+            tools: vec![],
         }
     }
 

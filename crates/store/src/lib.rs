@@ -24,6 +24,7 @@ mod search;
 mod settings;
 mod sql;
 mod steps;
+mod tools;
 
 pub use import::{
     EXTRAS_SETTING_PREFIX, ImportAgent, ImportBlock, ImportBundle, ImportMessage, ImportedIds,

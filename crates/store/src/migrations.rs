@@ -25,7 +25,8 @@ CREATE TABLE agents (
     embedding           TEXT,               -- JSON EmbeddingConfig
     loop_style          TEXT NOT NULL,      -- 'classic' | 'tool_loop'
     max_steps           INTEGER NOT NULL,
-    tools               TEXT NOT NULL,      -- JSON array of tool names
+    tools               TEXT NOT NULL,      -- JSON array of tool names (built-in or rows of `tools`)
+    tool_rules          TEXT NOT NULL DEFAULT '[]', -- JSON array of ToolRule
     summary             TEXT,
     system_cache_memory TEXT,               -- compiled memory section the cached prompt was built from
     system_cache_prompt TEXT,               -- the compiled system prompt
@@ -168,6 +169,21 @@ CREATE TABLE steps (
 );
 CREATE INDEX steps_by_agent ON steps (agent_id, started_at);
 CREATE INDEX steps_by_run ON steps (run_id, step_index);
+
+-- User tools (built-ins are not rows: the engine defines them). Agents refer to tools by
+-- name, as Letta's agent files and tool rules do, so the name is the key users see.
+CREATE TABLE tools (
+    id                TEXT PRIMARY KEY NOT NULL,
+    name              TEXT NOT NULL UNIQUE,
+    description       TEXT NOT NULL,
+    json_schema       TEXT NOT NULL,        -- JSON OpenAI function object
+    source_code       TEXT,
+    language          TEXT NOT NULL,        -- 'python'
+    return_char_limit INTEGER NOT NULL,     -- characters
+    tags              TEXT NOT NULL,        -- JSON array of strings
+    created_at        INTEGER NOT NULL,
+    updated_at        INTEGER NOT NULL
+);
 
 -- Provider settings only. API keys live in the OS keychain and never in this file.
 CREATE TABLE providers (

@@ -19,6 +19,14 @@ impl Args {
         }
     }
 
+    /// The arguments as a JSON object, without the loop's `request_heartbeat` (a user tool's
+    /// function does not take it).
+    pub(super) fn without_heartbeat(&self) -> Value {
+        let mut map = self.0.clone();
+        map.remove("request_heartbeat");
+        Value::Object(map)
+    }
+
     fn get(&self, names: &[&str]) -> Option<&Value> {
         names
             .iter()

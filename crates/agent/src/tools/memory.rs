@@ -177,3 +177,25 @@ pub(super) fn rethink(
     let index = find(ctx, label)?;
     write(ctx, index, new_memory.to_owned(), call_id)
 }
+
+/// Checks that a user tool may set block `label` to `value` (block exists, not read-only, fits).
+pub(super) fn check_value(ctx: &ToolContext<'_>, label: &str, value: &str) -> Result<(), String> {
+    let block = &ctx.blocks[find(ctx, label)?];
+    check_limit(&block.value, value, block.limit)
+        .map(|_| ())
+        .map_err(|e| format!("{e} (block '{label}')"))
+}
+
+/// Sets block `label` to `value` for a user tool, queueing the write (no write when unchanged).
+pub(super) fn set_value(
+    ctx: &mut ToolContext<'_>,
+    label: &str,
+    value: String,
+    call_id: &str,
+) -> Result<(), String> {
+    let index = find(ctx, label)?;
+    if ctx.blocks[index].value != value {
+        write(ctx, index, value, call_id)?;
+    }
+    Ok(())
+}

@@ -7,15 +7,23 @@
 
 mod archival;
 mod args;
+mod custom;
 mod memory;
 mod recall;
 
+pub use custom::{Trial, cut as cut_result, trial};
+
 use crate::Embedder;
+use crate::python::PythonHost;
 use args::Args;
-use engram_core::{Agent, Block, LoopStyle, NewPassage, Timestamp, ToolCall, ToolReturn};
+use engram_core::{
+    Agent, Block, LoopStyle, NewPassage, Timestamp, Tool, ToolCall, ToolId, ToolLanguage,
+    ToolReturn,
+};
 use engram_providers::ToolSpec;
 use engram_store::{BlockWrite, Store};
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 /// Names of every built-in tool.
 pub const BUILTIN_TOOLS: &[&str] = &[
@@ -54,24 +62,79 @@ pub fn default_tools(style: LoopStyle) -> Vec<String> {
     names.iter().map(|s| (*s).to_owned()).collect()
 }
 
-/// The schemas of the named tools, in order. Names that are not built-in tools are skipped
-/// (custom tools are not runnable yet). In the classic loop every tool but `send_message`
-/// gains the `request_heartbeat` argument.
+/// The schemas of the named built-in tools, in order; other names are skipped. In the classic
+/// loop every tool but `send_message` gains the `request_heartbeat` argument.
 pub fn specs(names: &[String], style: LoopStyle) -> Vec<ToolSpec> {
+    specs_with(names, &[], style)
+}
+
+/// The schemas of the named tools, built-in or among `custom` (user tools), in order; names
+/// that are neither are skipped. Classic loop: `request_heartbeat` is added as in [`specs`].
+pub fn specs_with(names: &[String], custom: &[Tool], style: LoopStyle) -> Vec<ToolSpec> {
     names
         .iter()
         .filter_map(|name| {
-            let (description, mut parameters) = schema(name)?;
+            let (description, mut parameters) = match schema(name) {
+                Some((d, p)) => (d.to_owned(), p),
+                None => {
+                    let tool = custom.iter().find(|t| &t.name == name)?;
+                    let mut parameters = tool.json_schema["parameters"].clone();
+                    if !parameters.is_object() {
+                        parameters = object(json!({}), &[]);
+                    }
+                    // Letta stores `request_heartbeat` in some schemas; the loop adds it itself.
+                    strip_heartbeat(&mut parameters);
+                    (tool.description.clone(), parameters)
+                }
+            };
             if style == LoopStyle::Classic && name != "send_message" {
                 add_heartbeat(&mut parameters);
             }
             Some(ToolSpec {
                 name: name.clone(),
-                description: description.to_owned(),
+                description,
                 parameters,
             })
         })
         .collect()
+}
+
+/// Every built-in tool as a [`Tool`] (id `tool-builtin-<name>`, tool-loop schema), so built-ins
+/// are listed, attached and shown like user tools.
+pub fn builtin_tools() -> Vec<Tool> {
+    BUILTIN_TOOLS
+        .iter()
+        .filter_map(|n| builtin_tool(n))
+        .collect()
+}
+
+/// The built-in tool `name` as a [`Tool`], if there is one.
+pub fn builtin_tool(name: &str) -> Option<Tool> {
+    let (description, parameters) = schema(name)?;
+    let epoch = chrono::DateTime::<chrono::Utc>::UNIX_EPOCH;
+    Some(Tool {
+        id: ToolId::from(format!("tool-builtin-{name}")),
+        name: name.to_owned(),
+        description: description.to_owned(),
+        json_schema: json!({"name": name, "description": description, "parameters": parameters}),
+        source_code: None,
+        language: ToolLanguage::Builtin,
+        return_char_limit: engram_core::DEFAULT_RETURN_CHAR_LIMIT,
+        tags: Vec::new(),
+        available: true,
+        unavailable_reason: None,
+        created_at: epoch,
+        updated_at: epoch,
+    })
+}
+
+fn strip_heartbeat(parameters: &mut Value) {
+    if let Some(props) = parameters["properties"].as_object_mut() {
+        props.remove("request_heartbeat");
+    }
+    if let Some(required) = parameters["required"].as_array_mut() {
+        required.retain(|r| r != "request_heartbeat");
+    }
 }
 
 fn add_heartbeat(parameters: &mut Value) {
@@ -199,6 +262,10 @@ pub struct ToolContext<'a> {
     pub embedder: Option<&'a Embedder>,
     /// The step's clock.
     pub now: Timestamp,
+    /// The user tools attached to the agent.
+    pub custom: &'a [Tool],
+    /// Where user tools run.
+    pub python: &'a Arc<PythonHost>,
 }
 
 /// Runs one tool call. Never fails: problems become `Failed` results.
@@ -210,12 +277,16 @@ pub async fn execute(ctx: &mut ToolContext<'_>, call: &ToolCall) -> ToolOutput {
         Err(e) => Err(e),
         Ok(args) => {
             heartbeat = args.heartbeat();
-            if !ctx.agent.tools.iter().any(|t| t == &call.name) || schema(&call.name).is_none() {
+            let attached = ctx.agent.tools.iter().any(|t| t == &call.name);
+            let custom = ctx.custom.iter().find(|t| t.name == call.name).cloned();
+            if !attached || (schema(&call.name).is_none() && custom.is_none()) {
                 Err(format!(
                     "Unknown tool '{}'. Available tools: {}.",
                     call.name,
                     ctx.agent.tools.join(", ")
                 ))
+            } else if let Some(tool) = custom.filter(|_| schema(&call.name).is_none()) {
+                custom::run(ctx, &tool, &call.id, &args).await
             } else {
                 dispatch(ctx, call, &args, &mut reply).await
             }

@@ -6,8 +6,10 @@
 //! Mapping (Letta → Engram):
 //! - blocks keep label, value, limit, description, read-only; a value over its limit (Letta
 //!   stopped enforcing limits) raises the limit to fit, with a warning;
-//! - tools named like Engram's built-ins are attached; the others (custom Python tools, web
-//!   search, `memory`, …) are kept with source and schema in the agent's extras, not runnable;
+//! - tools named like Engram's built-ins are attached; custom tools with Python source become
+//!   user tools (upserted by name) and are attached; the others (web search, `memory`, …) are
+//!   kept with their schema in the agent's extras, not runnable; `tool_rules` go on the agent
+//!   (unknown rule types are kept and not enforced);
 //! - `llm_config` becomes the handle `model_endpoint_type/model` with its context window
 //!   (Letta's own `handle` can lag behind `model`, so it is only a fallback);
 //! - `memgpt_agent` / `memgpt_v2_agent` (and v1 files without a type) run in the classic loop,
@@ -32,8 +34,9 @@ use crate::time::time_or;
 use engram_core::agent::{DEFAULT_MAX_STEPS, default_context_window};
 use engram_core::memory::valid_label;
 use engram_core::{
-    Agent, AgentId, Block, BlockEdit, BlockId, DEFAULT_BLOCK_LIMIT, EditId, Editor,
-    EmbeddingConfig, LlmConfig, LoopStyle, NewMessage, NewPassage, RunId, StepId, Timestamp,
+    Agent, AgentId, Block, BlockEdit, BlockId, DEFAULT_BLOCK_LIMIT, DEFAULT_RETURN_CHAR_LIMIT,
+    EditId, Editor, EmbeddingConfig, LlmConfig, LoopStyle, NewMessage, NewPassage, RunId, StepId,
+    Timestamp, Tool, ToolId, ToolLanguage, ToolRule,
 };
 use engram_store::{ImportAgent, ImportBlock, ImportBundle, ImportMessage};
 use serde_json::{Map, Value, json};
@@ -106,6 +109,8 @@ struct Ctx<'a> {
     warnings: Vec<String>,
     agent_ids: HashMap<String, AgentId>,
     edit_ids: HashMap<String, EditId>,
+    /// User tools found in the file, by name.
+    tools: Vec<Tool>,
 }
 
 /// Converts a parsed file into rows with fresh ids.
@@ -126,6 +131,7 @@ pub fn to_bundle(file: &AgentFile, opts: &ImportOptions<'_>) -> Result<Conversio
             .map(|a| (a.local_id.clone(), AgentId::new()))
             .collect(),
         edit_ids: HashMap::new(),
+        tools: Vec::new(),
     };
     for b in &blocks {
         for e in b.ext.iter().flat_map(|x| &x.history) {
@@ -146,6 +152,7 @@ pub fn to_bundle(file: &AgentFile, opts: &ImportOptions<'_>) -> Result<Conversio
         let ia = convert_agent(&mut ctx, a, &bundle.blocks, groups)?;
         bundle.agents.push(ia);
     }
+    bundle.tools = std::mem::take(&mut ctx.tools);
     Ok(Conversion {
         bundle,
         warnings: ctx.warnings,
@@ -318,9 +325,22 @@ fn convert_agent(
         max_steps: DEFAULT_MAX_STEPS,
         tools: Vec::new(),
         summary: None,
+        tool_rules: Vec::new(),
         created_at: time_or(a.created_at, &format!("{}created_at", a.path), now)?,
         updated_at: time_or(a.updated_at, &format!("{}updated_at", a.path), now)?,
     };
+    for t in &a.tools {
+        if let Some(tool) = user_tool(t, ctx.opts, a.tool_rules)
+            && !ctx.tools.iter().any(|x| x.name == tool.name)
+        {
+            ctx.tools.push(tool);
+        }
+    }
+    agent.tool_rules = a
+        .tool_rules
+        .iter()
+        .map(|r| serde_json::from_value(r.clone()).unwrap_or(ToolRule::Other(r.clone())))
+        .collect();
     let (messages, passages, extras) = match a.ext {
         Some(x) => {
             agent.loop_style = x.loop_style;
@@ -366,7 +386,9 @@ fn convert_agent(
         None => {
             let mut seen = HashSet::new();
             for t in &a.tools {
-                if ctx.opts.builtin_tools.contains(&t.name.as_str()) && seen.insert(&t.name) {
+                let runnable = ctx.opts.builtin_tools.contains(&t.name.as_str())
+                    || ctx.tools.iter().any(|x| x.name == t.name);
+                if runnable && seen.insert(&t.name) {
                     agent.tools.push(t.name.clone());
                 }
             }
@@ -390,6 +412,68 @@ fn convert_agent(
     })
 }
 
+/// The file's tool as a runnable user tool: a non-built-in with Python source defining a
+/// function of its name (Letta writes `source_type` `python` or `json` for those).
+/// Tools under a `requires_approval` rule are run by the client in Letta (their source is a
+/// stub), so they are not made runnable here.
+fn user_tool(t: &ToolAf, opts: &ImportOptions<'_>, rules: &[Value]) -> Option<Tool> {
+    let client_side = rules
+        .iter()
+        .any(|r| r["type"] == "requires_approval" && r["tool_name"] == t.name.as_str());
+    if client_side
+        || opts.builtin_tools.contains(&t.name.as_str())
+        || !engram_core::tool::valid_tool_name(&t.name)
+        || !matches!(
+            t.source_type.as_deref(),
+            None | Some("python") | Some("json")
+        )
+        || !matches!(t.tool_type.as_deref(), None | Some("custom"))
+    {
+        return None;
+    }
+    let source = t.source_code.as_deref()?;
+    if !source.contains(&format!("def {}(", t.name)) {
+        return None;
+    }
+    let description = t
+        .description
+        .clone()
+        .or_else(|| {
+            t.json_schema
+                .as_ref()
+                .and_then(|s| s["description"].as_str().map(str::to_owned))
+        })
+        .unwrap_or_default();
+    let mut json_schema = t
+        .json_schema
+        .clone()
+        .filter(Value::is_object)
+        .unwrap_or_else(
+            || json!({"parameters": {"type": "object", "properties": {}, "required": []}}),
+        );
+    json_schema["name"] = json!(t.name);
+    json_schema["description"] = json!(description);
+    let return_char_limit = t
+        .extra
+        .get("return_char_limit")
+        .and_then(Value::as_u64)
+        .map_or(DEFAULT_RETURN_CHAR_LIMIT, |n| n as usize);
+    Some(Tool {
+        id: ToolId::new(),
+        name: t.name.clone(),
+        description,
+        json_schema,
+        source_code: Some(source.to_owned()),
+        language: ToolLanguage::Python,
+        return_char_limit,
+        tags: t.tags.clone(),
+        available: true,
+        unavailable_reason: None,
+        created_at: opts.now,
+        updated_at: opts.now,
+    })
+}
+
 /// What Engram keeps of a Letta agent without running it (see [`engram_store::EXTRAS_SETTING_PREFIX`]).
 /// Secrets and tool environment variables are left out on purpose.
 fn letta_extras(ctx: &mut Ctx<'_>, a: &AgentIn<'_>, groups: &[Value]) -> Value {
@@ -397,7 +481,9 @@ fn letta_extras(ctx: &mut Ctx<'_>, a: &AgentIn<'_>, groups: &[Value]) -> Value {
     let custom: Vec<Value> = a
         .tools
         .iter()
-        .filter(|t| !builtin.contains(&t.name.as_str()))
+        .filter(|t| {
+            !builtin.contains(&t.name.as_str()) && user_tool(t, ctx.opts, a.tool_rules).is_none()
+        })
         .map(|t| {
             let mut t = (*t).clone();
             t.id = None;
@@ -411,10 +497,16 @@ fn letta_extras(ctx: &mut Ctx<'_>, a: &AgentIn<'_>, groups: &[Value]) -> Value {
             t["name"].as_str().unwrap_or("?")
         ));
     }
-    if !a.tool_rules.is_empty() {
+    let unenforced = a
+        .tool_rules
+        .iter()
+        .filter(|r| {
+            serde_json::from_value::<ToolRule>((*r).clone()).map_or(true, |r| !r.is_enforced())
+        })
+        .count();
+    if unenforced > 0 {
         ctx.warnings.push(format!(
-            "{name}: {} tool rule(s) kept with the agent but not enforced",
-            a.tool_rules.len()
+            "{name}: {unenforced} tool rule(s) of types Engram does not enforce were kept with the agent"
         ));
     }
     let has_secret = |key: &str| {
@@ -440,7 +532,6 @@ fn letta_extras(ctx: &mut Ctx<'_>, a: &AgentIn<'_>, groups: &[Value]) -> Value {
         }),
     );
     extras.insert("tools".into(), Value::Array(custom));
-    extras.insert("tool_rules".into(), Value::Array(a.tool_rules.to_vec()));
     extras.insert("tags".into(), json!(a.tags));
     if let Some(llm) = a.llm {
         extras.insert("llm_config".into(), json!(llm));
@@ -489,7 +580,7 @@ mod tests {
       ],
       "tools": [
         {"id": "tool-0", "name": "send_message"},
-        {"id": "tool-1", "name": "web_search", "source_code": "def web_search(): ...", "json_schema": {"name": "web_search"}}
+        {"id": "tool-1", "name": "web_search", "tool_type": "letta_builtin", "source_code": "def web_search(): ...", "json_schema": {"name": "web_search"}}
       ],
       "groups": [{"id": "group-0", "agent_ids": ["agent-0", "agent-1"]}]
     }"#;

@@ -81,6 +81,7 @@ pub struct AgentIn {
     tools: Option<Vec<String>>,
     tool_ids: Option<Vec<String>>,
     include_base_tools: Option<bool>,
+    tool_rules: Option<Vec<engram_core::ToolRule>>,
     max_steps: Option<u32>,
 }
 
@@ -165,15 +166,13 @@ impl AgentIn {
 
     /// The tool list: `tools` and `tool_ids` by name, plus the loop's base tools unless
     /// `include_base_tools` is false. `None` when nothing was said (keep or default).
-    fn tools(&self, style: LoopStyle) -> ApiResult<Option<Vec<String>>> {
+    fn tools(&self, engram: &Engram, style: LoopStyle) -> ApiResult<Option<Vec<String>>> {
         if self.tools.is_none() && self.tool_ids.is_none() && self.include_base_tools.is_none() {
             return Ok(None);
         }
         let mut named = self.tools.clone().unwrap_or_default();
         for id in self.tool_ids.iter().flatten() {
-            let name = shapes::tool_name(id)
-                .ok_or_else(|| ApiError::not_found(format!("tool not found: {id}")))?;
-            named.push(name.to_owned());
+            named.push(super::tools::resolve(engram, id)?.name);
         }
         let mut all = if self.include_base_tools.unwrap_or(true) {
             default_tools(style)
@@ -197,13 +196,18 @@ pub(crate) fn render(engram: &Engram, state: &AgentState) -> ApiResult<Json<Valu
         .into_iter()
         .map(|m| m.id.to_string())
         .collect();
-    Ok(Json(shapes::agent_state(state, &ids)))
+    let tools = engram
+        .agent_tools(&state.agent.id)?
+        .iter()
+        .map(shapes::any_tool)
+        .collect();
+    Ok(Json(shapes::agent_state(state, &ids, tools)))
 }
 
 /// `POST /v1/agents/`.
 pub async fn create(State(s): State<AppState>, Body(req): Body<AgentIn>) -> ApiResult<Json<Value>> {
     let style = req.loop_style()?.unwrap_or_default();
-    let (llm, embedding, tools) = (req.llm(None), req.embedding(), req.tools(style)?);
+    let (llm, embedding, tools) = (req.llm(None), req.embedding(), req.tools(&s.engram, style)?);
     let new = NewAgent {
         name: req
             .name
@@ -215,6 +219,7 @@ pub async fn create(State(s): State<AppState>, Body(req): Body<AgentIn>) -> ApiR
         loop_style: style,
         max_steps: req.max_steps,
         tools,
+        tool_rules: req.tool_rules.clone().unwrap_or_default(),
         blocks: req
             .memory_blocks
             .unwrap_or_default()
@@ -286,7 +291,8 @@ pub async fn modify(
         embedding: req.embedding().map(Some),
         loop_style: style,
         max_steps: req.max_steps,
-        tools: req.tools(style.unwrap_or(current.loop_style))?,
+        tools: req.tools(&s.engram, style.unwrap_or(current.loop_style))?,
+        tool_rules: req.tool_rules.clone(),
     };
     s.engram.update_agent(&id, &patch)?;
     let state = s.engram.get_agent(&id)?;

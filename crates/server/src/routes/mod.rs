@@ -17,7 +17,7 @@ use axum::routing::{get, patch};
 pub(crate) fn all() -> Router<AppState> {
     let agents_root = get(agents::list).post(agents::create);
     let blocks_root = get(blocks::list).post(blocks::create);
-    let tools_root = get(tools::list);
+    let tools_root = get(tools::list).post(tools::upsert).put(tools::upsert);
     let health = get(tools::health);
     Router::new()
         .route("/v1/health", health.clone())
@@ -33,6 +33,14 @@ pub(crate) fn all() -> Router<AppState> {
         .route("/v1/agents/import", axum::routing::post(transfer::import))
         .route("/v1/agents/{agent_id}/export", get(transfer::export))
         .route("/v1/agents/{agent_id}/tools", get(tools::for_agent))
+        .route(
+            "/v1/agents/{agent_id}/tools/attach/{tool_id}",
+            patch(tools::attach),
+        )
+        .route(
+            "/v1/agents/{agent_id}/tools/detach/{tool_id}",
+            patch(tools::detach),
+        )
         .route(
             "/v1/agents/{agent_id}/messages",
             get(messages::list).post(messages::create),
@@ -87,7 +95,12 @@ pub(crate) fn all() -> Router<AppState> {
         )
         .route("/v1/tools", tools_root.clone())
         .route("/v1/tools/", tools_root)
-        .route("/v1/tools/{tool_id}", get(tools::retrieve))
+        .route(
+            "/v1/tools/{tool_id}",
+            get(tools::retrieve)
+                .patch(tools::modify)
+                .delete(tools::delete),
+        )
 }
 
 /// Letta's 404 for paths no route serves.

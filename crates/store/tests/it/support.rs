@@ -25,6 +25,7 @@ pub fn agent(name: &str) -> Agent {
         loop_style: LoopStyle::ToolLoop,
         max_steps: 50,
         tools: vec!["send_message".into()],
+        tool_rules: Vec::new(),
         summary: None,
         created_at: now,
         updated_at: now,

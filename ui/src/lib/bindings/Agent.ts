@@ -3,6 +3,7 @@ import type { AgentId } from "./AgentId";
 import type { EmbeddingConfig } from "./EmbeddingConfig";
 import type { LlmConfig } from "./LlmConfig";
 import type { LoopStyle } from "./LoopStyle";
+import type { ToolRule } from "./ToolRule";
 
 /**
  * A stored agent. Its blocks, messages and passages are fetched separately from the store.
@@ -45,6 +46,10 @@ max_steps: number,
  * Names of the tools attached to this agent, in the order shown to the model.
  */
 tools: Array<string>, 
+/**
+ * Rules on when the loop may call which tool (Letta's `tool_rules`), keyed by tool name.
+ */
+tool_rules: Array<ToolRule>, 
 /**
  * The recursive summary of messages evicted from the context window, if any.
  */

@@ -2,6 +2,7 @@
 import type { EmbeddingConfig } from "./EmbeddingConfig";
 import type { LlmConfig } from "./LlmConfig";
 import type { LoopStyle } from "./LoopStyle";
+import type { ToolRule } from "./ToolRule";
 
 /**
  * A partial update of an agent's settings; `None` leaves a field as it is.
@@ -38,4 +39,8 @@ max_steps?: number,
 /**
  * New tool list.
  */
-tools?: Array<string>, };
+tools?: Array<string>, 
+/**
+ * New tool rules.
+ */
+tool_rules?: Array<ToolRule>, };

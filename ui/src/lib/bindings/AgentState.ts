@@ -4,6 +4,7 @@ import type { Block } from "./Block";
 import type { EmbeddingConfig } from "./EmbeddingConfig";
 import type { LlmConfig } from "./LlmConfig";
 import type { LoopStyle } from "./LoopStyle";
+import type { ToolRule } from "./ToolRule";
 
 /**
  * An agent with its core memory.
@@ -50,6 +51,10 @@ max_steps: number,
  * Names of the tools attached to this agent, in the order shown to the model.
  */
 tools: Array<string>, 
+/**
+ * Rules on when the loop may call which tool (Letta's `tool_rules`), keyed by tool name.
+ */
+tool_rules: Array<ToolRule>, 
 /**
  * The recursive summary of messages evicted from the context window, if any.
  */

@@ -4,6 +4,7 @@ import type { EmbeddingConfig } from "./EmbeddingConfig";
 import type { LlmConfig } from "./LlmConfig";
 import type { LoopStyle } from "./LoopStyle";
 import type { NewBlock } from "./NewBlock";
+import type { ToolRule } from "./ToolRule";
 
 /**
  * What it takes to create an agent. `None` fields get the defaults for the loop style.
@@ -41,6 +42,10 @@ max_steps?: number,
  * Tool names; `None` attaches the built-in memory tools of the loop style.
  */
 tools?: Array<string>, 
+/**
+ * Tool rules (Letta's `tool_rules`).
+ */
+tool_rules: Array<ToolRule>, 
 /**
  * New blocks to create and attach.
  */

@@ -1,0 +1,147 @@
+//! `engram tool …` and `engram template list`: user tools and agent templates.
+
+use anyhow::{Context as _, Result};
+use clap::Subcommand;
+use engram_core::{AgentId, NewTool, Tool};
+use engram_service::Engram;
+use std::path::PathBuf;
+
+#[derive(Subcommand)]
+pub enum ToolCmd {
+    /// Add (or replace, by name) a Python tool; its schema comes from the function's
+    /// signature and docstring. Prints the tool's id.
+    Add {
+        /// The Python file.
+        file: PathBuf,
+        /// The function to expose, when the file has several.
+        #[arg(long)]
+        name: Option<String>,
+        /// Also attach it to this agent.
+        #[arg(long, value_name = "AGENT")]
+        attach: Option<String>,
+    },
+    /// List every tool: built-ins and user tools, with whether they can run here.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a tool (id or name) with its schema and source, as JSON.
+    Show {
+        /// Tool id or name.
+        tool: String,
+    },
+    /// Attach a tool to an agent.
+    Attach {
+        /// Agent id.
+        agent: String,
+        /// Tool id or name.
+        tool: String,
+    },
+    /// Detach a tool from an agent (the tool stays).
+    Detach {
+        /// Agent id.
+        agent: String,
+        /// Tool id or name.
+        tool: String,
+    },
+    /// Delete a user tool and detach it from every agent.
+    Delete {
+        /// Tool id or name.
+        tool: String,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum TemplateCmd {
+    /// List the agent templates (`engram agent create --template ID`).
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn line(t: &Tool) -> String {
+    let state = match (&t.unavailable_reason, t.available) {
+        (_, true) => String::new(),
+        (Some(why), false) => format!("  [unavailable: {why}]"),
+        (None, false) => "  [unavailable]".into(),
+    };
+    format!("{}  {}  ({}){state}", t.id, t.name, t.language.as_str())
+}
+
+fn names(tools: &[Tool]) -> String {
+    tools
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+pub fn tool(engram: &Engram, cmd: ToolCmd) -> Result<()> {
+    match cmd {
+        ToolCmd::Add { file, name, attach } => {
+            let source = std::fs::read_to_string(&file)
+                .with_context(|| format!("cannot read {}", file.display()))?;
+            let tool = engram.upsert_tool(NewTool {
+                source_code: source,
+                name,
+                ..NewTool::default()
+            })?;
+            if let Some(agent) = attach {
+                engram.attach_tool(&AgentId::from(agent), &tool.id)?;
+            }
+            if let Some(why) = &tool.unavailable_reason {
+                eprintln!("note: {} cannot run here yet: {why}", tool.name);
+            }
+            println!("{}", tool.id);
+        }
+        ToolCmd::List { json } => {
+            let tools = engram.list_tools()?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&tools)?);
+            } else {
+                for t in &tools {
+                    println!("{}", line(t));
+                }
+            }
+        }
+        ToolCmd::Show { tool } => {
+            let t = engram.find_tool(&tool)?;
+            println!("{}", serde_json::to_string_pretty(&t)?);
+        }
+        ToolCmd::Attach { agent, tool } => {
+            let t = engram.find_tool(&tool)?;
+            let tools = engram.attach_tool(&AgentId::from(agent), &t.id)?;
+            println!("{}", names(&tools));
+        }
+        ToolCmd::Detach { agent, tool } => {
+            let t = engram.find_tool(&tool)?;
+            let tools = engram.detach_tool(&AgentId::from(agent), &t.id)?;
+            println!("{}", names(&tools));
+        }
+        ToolCmd::Delete { tool } => {
+            let t = engram.find_tool(&tool)?;
+            engram.delete_tool(&t.id)?;
+            println!("deleted {}", t.name);
+        }
+    }
+    Ok(())
+}
+
+pub fn template(engram: &Engram, cmd: TemplateCmd) -> Result<()> {
+    match cmd {
+        TemplateCmd::List { json } => {
+            let templates = engram.list_templates();
+            if json {
+                println!("{}", serde_json::to_string_pretty(&templates)?);
+            } else {
+                for t in &templates {
+                    println!("{}  {}: {}", t.id, t.name, t.description);
+                }
+            }
+        }
+    }
+    Ok(())
+}

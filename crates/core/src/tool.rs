@@ -1,0 +1,212 @@
+//! Tools as data: built-in and user (Python) tools, and the rules that constrain when the loop
+//! may call them.
+//!
+//! Shapes follow Letta's `Tool` and agent-file `tool_rules` so `letta-client` and `.af` files
+//! round-trip: a tool's `json_schema` is OpenAI's function object `{name, description,
+//! parameters}`; rules are keyed by tool name and tagged by `type`.
+
+use crate::{Timestamp, ToolId};
+use serde::{Deserialize, Serialize};
+
+/// Default cap on the characters of a tool result the model sees (Letta's default is 50,000
+/// characters too; results are cut, with a note, past it).
+pub const DEFAULT_RETURN_CHAR_LIMIT: usize = 50_000;
+
+/// What a tool is written in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, ts_rs::TS)]
+#[ts(export)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolLanguage {
+    /// A Python function run by Engram's Python runner (Letta's `source_type: "python"`).
+    #[default]
+    Python,
+    /// Implemented inside Engram (the memory tools, `send_message`).
+    Builtin,
+}
+
+impl ToolLanguage {
+    /// `"python"` or `"builtin"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Python => "python",
+            Self::Builtin => "builtin",
+        }
+    }
+}
+
+/// A tool the model can be offered.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+#[ts(export)]
+pub struct Tool {
+    /// `tool-<uuid>` for user tools; `tool-builtin-<name>` for built-ins (never stored).
+    pub id: ToolId,
+    /// The function name the model calls; unique among all tools.
+    pub name: String,
+    /// What the tool does, for the model and for people.
+    pub description: String,
+    /// OpenAI's function object: `{"name", "description", "parameters": <JSON Schema>}`.
+    /// Classic-loop agents get `request_heartbeat` added when the schema is sent.
+    pub json_schema: serde_json::Value,
+    /// The Python source (one or more definitions); `None` for built-ins.
+    pub source_code: Option<String>,
+    /// What the tool is written in.
+    pub language: ToolLanguage,
+    /// Results longer than this many **characters** are cut before the model sees them.
+    pub return_char_limit: usize,
+    /// Free labels for people.
+    pub tags: Vec<String>,
+    /// Whether the tool can run here (computed when read, never stored): a Python tool is
+    /// unavailable when no usable `python3` was found.
+    pub available: bool,
+    /// Why it cannot run, when `available` is false (e.g. "`python3` was not found on PATH…").
+    pub unavailable_reason: Option<String>,
+    /// When the tool was created (built-ins: the Unix epoch).
+    pub created_at: Timestamp,
+    /// When it last changed.
+    pub updated_at: Timestamp,
+}
+
+/// What it takes to create or replace (upsert by name) a user tool.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+#[ts(export, optional_fields)]
+pub struct NewTool {
+    /// The Python source; its function's signature and docstring give the schema.
+    pub source_code: String,
+    /// The function to expose; `None` takes the source's only public function, or the one the
+    /// explicit schema names.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Overrides the docstring's description.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// An explicit schema (OpenAI function object); overrides the generated one.
+    #[serde(default)]
+    pub json_schema: Option<serde_json::Value>,
+    /// Characters of a result the model sees (default [`DEFAULT_RETURN_CHAR_LIMIT`]).
+    #[serde(default)]
+    pub return_char_limit: Option<usize>,
+    /// Free labels.
+    #[serde(default)]
+    pub tags: Vec<String>,
+}
+
+/// A rule constraining when the loop may call a tool, as Letta agent files write them
+/// (`agent.tool_rules`: `{"type": "exit_loop", "tool_name": "send_message"}` …).
+///
+/// Letta's solver counts over the whole agent step (one user message, many model calls), which
+/// Engram calls a *run*; "per step" below means per run, as in Letta.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+#[ts(export)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToolRule {
+    /// Terminal: after this tool runs, the run ends (stop reason `tool_rule`).
+    ExitLoop {
+        /// The tool.
+        tool_name: String,
+    },
+    /// After this tool runs, the loop takes another step (classic loop: even without a
+    /// heartbeat).
+    ContinueLoop {
+        /// The tool.
+        tool_name: String,
+    },
+    /// The first call of a run must be this tool; it is the only tool offered on the first step.
+    RunFirst {
+        /// The tool.
+        tool_name: String,
+    },
+    /// After this tool runs, the next call must be one of `children`.
+    ConstrainChildTools {
+        /// The parent tool.
+        tool_name: String,
+        /// The tools allowed next.
+        children: Vec<String>,
+    },
+    /// The tool may run at most `max_count_limit` times per run.
+    MaxCountPerStep {
+        /// The tool.
+        tool_name: String,
+        /// Calls allowed per run.
+        max_count_limit: u32,
+    },
+    /// A rule type Engram does not enforce (`requires_approval`, `conditional`, …), kept as
+    /// read so exports give it back.
+    #[serde(untagged)]
+    Other(serde_json::Value),
+}
+
+impl ToolRule {
+    /// The tool the rule is about, when it names one.
+    pub fn tool_name(&self) -> Option<&str> {
+        match self {
+            Self::ExitLoop { tool_name }
+            | Self::ContinueLoop { tool_name }
+            | Self::RunFirst { tool_name }
+            | Self::ConstrainChildTools { tool_name, .. }
+            | Self::MaxCountPerStep { tool_name, .. } => Some(tool_name),
+            Self::Other(v) => v.get("tool_name").and_then(|n| n.as_str()),
+        }
+    }
+
+    /// Whether the loop enforces this rule.
+    pub fn is_enforced(&self) -> bool {
+        !matches!(self, Self::Other(_))
+    }
+}
+
+/// Whether `name` can be a tool name: a Python identifier (letters, digits, `_`, not starting
+/// with a digit), 1–64 characters, as providers require of function names.
+pub fn valid_tool_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && name.len() <= 64
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn rules_read_letta_wire_names_and_keep_unknown_ones() {
+        let rules: Vec<ToolRule> = serde_json::from_value(json!([
+            {"tool_name": "send_message", "type": "exit_loop", "prompt_template": null},
+            {"tool_name": "a", "type": "continue_loop"},
+            {"tool_name": "a", "type": "run_first"},
+            {"tool_name": "a", "type": "constrain_child_tools", "children": ["b"]},
+            {"tool_name": "a", "type": "max_count_per_step", "max_count_limit": 2},
+            {"tool_name": "Bash", "type": "requires_approval", "prompt_template": null}
+        ]))
+        .unwrap();
+        assert_eq!(
+            rules[0],
+            ToolRule::ExitLoop {
+                tool_name: "send_message".into()
+            }
+        );
+        assert_eq!(
+            rules[4],
+            ToolRule::MaxCountPerStep {
+                tool_name: "a".into(),
+                max_count_limit: 2
+            }
+        );
+        assert!(matches!(&rules[5], ToolRule::Other(v) if v["type"] == "requires_approval"));
+        assert_eq!(rules[5].tool_name(), Some("Bash"));
+        assert!(!rules[5].is_enforced());
+        let back = serde_json::to_value(&rules[3]).unwrap();
+        assert_eq!(
+            back,
+            json!({"type": "constrain_child_tools", "tool_name": "a", "children": ["b"]})
+        );
+    }
+
+    #[test]
+    fn tool_names_are_identifiers() {
+        assert!(valid_tool_name("task_queue_push"));
+        assert!(!valid_tool_name("1abc"));
+        assert!(!valid_tool_name("two words"));
+        assert!(!valid_tool_name(""));
+    }
+}

@@ -1,0 +1,376 @@
+//! Tools as data: listing built-in and user tools (with whether they can run here), creating
+//! user tools from Python source, attaching them to agents, tool rules, and trying a tool once.
+
+use crate::{Engram, Notice};
+use engram_agent::tools::{BUILTIN_TOOLS, builtin_tool, builtin_tools, trial};
+use engram_core::tool::valid_tool_name;
+use engram_core::{
+    Agent, AgentId, DEFAULT_RETURN_CHAR_LIMIT, Error, NewTool, Result, Tool, ToolId, ToolLanguage,
+    ToolRule, ToolStatus,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// A partial update of a user tool; `None` leaves a field as it is. A new `source_code`
+/// regenerates the schema unless `json_schema` is given too.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+#[ts(export, optional_fields)]
+pub struct ToolPatch {
+    /// New name (agents that use the tool follow the rename).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// New description.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// New Python source.
+    #[serde(default)]
+    pub source_code: Option<String>,
+    /// New explicit schema (OpenAI function object).
+    #[serde(default)]
+    pub json_schema: Option<Value>,
+    /// New cap on result characters.
+    #[serde(default)]
+    pub return_char_limit: Option<usize>,
+    /// New tags.
+    #[serde(default)]
+    pub tags: Option<Vec<String>>,
+}
+
+/// One block change a tried tool would make.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+#[ts(export)]
+pub struct BlockChange {
+    /// The block's label.
+    pub label: String,
+    /// Its new whole value.
+    pub value: String,
+}
+
+/// What [`Engram::try_tool`] saw: the result the model would get and the memory changes that
+/// would be made — none of them stored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+#[ts(export)]
+pub struct ToolTrial {
+    /// `OK` or `Failed`, as in stored tool results.
+    pub status: ToolStatus,
+    /// The return value (cut to the tool's `return_char_limit`) or the error line.
+    pub message: String,
+    /// Block changes, in first-change order; empty when the tool failed.
+    pub block_changes: Vec<BlockChange>,
+}
+
+impl Engram {
+    /// Marks a Python tool unavailable (with the reason) when no usable `python3` is found.
+    /// Blocks on first use while `python3` is looked for.
+    fn with_availability(&self, mut tool: Tool) -> Tool {
+        if tool.language == ToolLanguage::Python
+            && let Some(reason) = self.python.unavailable_reason()
+        {
+            tool.available = false;
+            tool.unavailable_reason = Some(reason);
+        }
+        tool
+    }
+
+    /// Every tool: the built-ins first (ids `tool-builtin-<name>`), then user tools by name,
+    /// each marked available or not (Python tools need `python3`).
+    pub fn list_tools(&self) -> Result<Vec<Tool>> {
+        let mut all = builtin_tools();
+        for t in self.store.list_tools()? {
+            all.push(self.with_availability(t));
+        }
+        Ok(all)
+    }
+
+    /// One tool by id (built-ins too). Errors: `not_found`.
+    pub fn get_tool(&self, id: &ToolId) -> Result<Tool> {
+        if let Some(name) = id.as_str().strip_prefix("tool-builtin-") {
+            return builtin_tool(name).ok_or_else(|| Error::not_found("tool", id.as_str()));
+        }
+        Ok(self.with_availability(self.store.get_tool(id)?))
+    }
+
+    /// One tool by id or name (for transports that let people type either).
+    /// Errors: `not_found`.
+    pub fn find_tool(&self, id_or_name: &str) -> Result<Tool> {
+        if let Some(t) = builtin_tool(id_or_name) {
+            return Ok(t);
+        }
+        if let Some(t) = self.store.tool_by_name(id_or_name)? {
+            return Ok(self.with_availability(t));
+        }
+        self.get_tool(&ToolId::from(id_or_name))
+    }
+
+    /// Creates a user tool, or replaces the one with the same name. Its schema is generated
+    /// from the source's signature and docstring (as Letta does) unless `json_schema` is given;
+    /// `name` picks the function when the source has several. Generating the schema runs
+    /// `python3` (which parses, never executes, the source).
+    ///
+    /// Errors: `invalid_input` with Python's parse error, for a name that is not an identifier
+    /// or names a built-in tool, or when no schema is given and `python3` is missing.
+    pub fn upsert_tool(&self, new: NewTool) -> Result<Tool> {
+        let tool = self.build_tool(new)?;
+        let stored = self.store.upsert_tool(&tool)?;
+        self.notify(Notice::ToolsChanged);
+        Ok(self.with_availability(stored))
+    }
+
+    /// Changes a user tool. Errors: `not_found`; `invalid_input` as for
+    /// [`upsert_tool`](Self::upsert_tool); `conflict` when renamed to a taken name.
+    pub fn update_tool(&self, id: &ToolId, patch: ToolPatch) -> Result<Tool> {
+        let old = self.store.get_tool(id)?;
+        let source_changed = patch.source_code.is_some();
+        let name = patch.name.clone().unwrap_or_else(|| old.name.clone());
+        let json_schema = match patch.json_schema {
+            Some(s) => Some(s),
+            None if source_changed => None,
+            None => {
+                let mut s = old.json_schema.clone();
+                s["name"] = json!(name);
+                Some(s)
+            }
+        };
+        let new = NewTool {
+            source_code: patch
+                .source_code
+                .or(old.source_code.clone())
+                .unwrap_or_default(),
+            name: Some(name),
+            description: patch.description.or_else(|| {
+                // Keep a hand-set description unless the source now says something else.
+                (!source_changed).then(|| old.description.clone())
+            }),
+            json_schema,
+            return_char_limit: Some(patch.return_char_limit.unwrap_or(old.return_char_limit)),
+            tags: patch.tags.unwrap_or(old.tags.clone()),
+        };
+        let mut tool = self.build_tool(new)?;
+        tool.id = old.id.clone();
+        tool.created_at = old.created_at;
+        let stored = self.store.replace_tool(id, &tool)?;
+        self.notify(Notice::ToolsChanged);
+        Ok(self.with_availability(stored))
+    }
+
+    /// Deletes a user tool and detaches it from every agent. Errors: `not_found`;
+    /// `invalid_input` for a built-in tool.
+    pub fn delete_tool(&self, id: &ToolId) -> Result<()> {
+        if id.as_str().starts_with("tool-builtin-") {
+            return Err(Error::invalid("built-in tools cannot be deleted"));
+        }
+        self.store.delete_tool(id)?;
+        self.notify(Notice::ToolsChanged);
+        Ok(())
+    }
+
+    /// The agent's tools, in the order the model sees them. Names without a tool (a user tool
+    /// deleted elsewhere) are left out. Errors: `not_found`.
+    pub fn agent_tools(&self, agent: &AgentId) -> Result<Vec<Tool>> {
+        let a = self.store.get_agent(agent)?;
+        let custom = self.store.tools_named(&a.tools)?;
+        Ok(a.tools
+            .iter()
+            .filter_map(|n| {
+                builtin_tool(n).or_else(|| {
+                    custom
+                        .iter()
+                        .find(|t| &t.name == n)
+                        .map(|t| self.with_availability(t.clone()))
+                })
+            })
+            .collect())
+    }
+
+    /// Attaches a tool (nothing changes when it is attached already); returns the agent's
+    /// tools. Errors: `not_found` for the agent or the tool.
+    pub fn attach_tool(&self, agent: &AgentId, tool: &ToolId) -> Result<Vec<Tool>> {
+        let t = self.get_tool(tool)?;
+        let a = self.store.get_agent(agent)?;
+        if !a.tools.contains(&t.name) {
+            let mut tools = a.tools.clone();
+            tools.push(t.name);
+            self.store.update_agent(
+                agent,
+                &engram_core::AgentPatch {
+                    tools: Some(tools),
+                    ..Default::default()
+                },
+            )?;
+            self.notify(Notice::AgentChanged {
+                agent_id: agent.clone(),
+            });
+        }
+        self.agent_tools(agent)
+    }
+
+    /// Detaches a tool (nothing changes when it is not attached); returns the agent's tools.
+    /// The tool itself stays. Errors: `not_found` for the agent or the tool.
+    pub fn detach_tool(&self, agent: &AgentId, tool: &ToolId) -> Result<Vec<Tool>> {
+        let t = self.get_tool(tool)?;
+        let a = self.store.get_agent(agent)?;
+        if a.tools.contains(&t.name) {
+            let tools = a.tools.iter().filter(|n| **n != t.name).cloned().collect();
+            self.store.update_agent(
+                agent,
+                &engram_core::AgentPatch {
+                    tools: Some(tools),
+                    ..Default::default()
+                },
+            )?;
+            self.notify(Notice::AgentChanged {
+                agent_id: agent.clone(),
+            });
+        }
+        self.agent_tools(agent)
+    }
+
+    /// Replaces the agent's tool rules (enforced by the loop from the next run on).
+    /// Errors: `not_found`.
+    pub fn set_tool_rules(&self, agent: &AgentId, rules: Vec<ToolRule>) -> Result<Agent> {
+        let updated = self.store.update_agent(
+            agent,
+            &engram_core::AgentPatch {
+                tool_rules: Some(rules),
+                ..Default::default()
+            },
+        )?;
+        self.notify(Notice::AgentChanged {
+            agent_id: agent.clone(),
+        });
+        Ok(updated)
+    }
+
+    /// Runs a user tool once with `args` against the agent's current memory (or no blocks
+    /// when `agent` is `None`), storing nothing: the tool editor's "try it". Failures of the
+    /// tool (exceptions, timeout, missing `python3`, over-limit writes) are a `Failed` trial,
+    /// not an error. Errors: `not_found`; `invalid_input` when `args` is not a JSON object.
+    pub async fn try_tool(
+        &self,
+        tool: &ToolId,
+        agent: Option<&AgentId>,
+        args: Value,
+    ) -> Result<ToolTrial> {
+        let tool = self.get_tool(tool)?;
+        if !args.is_object() {
+            return Err(Error::invalid("the arguments must be a JSON object"));
+        }
+        let (id, name, blocks) = match agent {
+            Some(a) => {
+                let state = self.get_agent(a)?;
+                (state.agent.id.to_string(), state.agent.name, state.blocks)
+            }
+            None => ("agent-trial".to_owned(), "trial".to_owned(), Vec::new()),
+        };
+        let t = trial(&self.python, &tool, &id, &name, blocks, args).await;
+        Ok(ToolTrial {
+            status: t.status,
+            message: t.message,
+            block_changes: t
+                .block_changes
+                .into_iter()
+                .map(|(label, value)| BlockChange { label, value })
+                .collect(),
+        })
+    }
+
+    /// Checks that every name is a built-in or a user tool. Errors: `invalid_input`.
+    pub(crate) fn check_tool_names(&self, names: &[String]) -> Result<()> {
+        for n in names {
+            if !BUILTIN_TOOLS.contains(&n.as_str()) && self.store.tool_by_name(n)?.is_none() {
+                return Err(Error::invalid(format!(
+                    "unknown tool '{n}'; built-in tools are {}, and user tools can be added with `engram tool add`",
+                    BUILTIN_TOOLS.join(", ")
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// A user tool from `new`: schema given or generated, name and description settled.
+    fn build_tool(&self, new: NewTool) -> Result<Tool> {
+        if new.source_code.trim().is_empty() {
+            return Err(Error::invalid("a tool needs Python source code"));
+        }
+        let wanted = new.name.clone().or_else(|| {
+            new.json_schema
+                .as_ref()
+                .and_then(|s| s["name"].as_str().map(str::to_owned))
+        });
+        let schema = match new.json_schema {
+            Some(s) => {
+                if !s.is_object() {
+                    return Err(Error::invalid("json_schema must be a JSON object"));
+                }
+                s
+            }
+            None => self.generate_schema(&new.source_code, wanted.as_deref())?,
+        };
+        let name = wanted
+            .or_else(|| schema["name"].as_str().map(str::to_owned))
+            .unwrap_or_default();
+        if !valid_tool_name(&name) {
+            return Err(Error::invalid(format!(
+                "'{name}' cannot be a tool name: use letters, digits and '_', not starting with a digit"
+            )));
+        }
+        if BUILTIN_TOOLS.contains(&name.as_str()) {
+            return Err(Error::invalid(format!(
+                "'{name}' is a built-in tool; give the user tool another name"
+            )));
+        }
+        let description = new
+            .description
+            .filter(|d| !d.trim().is_empty())
+            .or_else(|| schema["description"].as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let mut json_schema = schema;
+        json_schema["name"] = json!(name);
+        json_schema["description"] = json!(description);
+        if !json_schema["parameters"].is_object() {
+            json_schema["parameters"] = json!({"type": "object", "properties": {}, "required": []});
+        }
+        let now = chrono::Utc::now();
+        Ok(Tool {
+            id: ToolId::new(),
+            name,
+            description,
+            json_schema,
+            source_code: Some(new.source_code),
+            language: ToolLanguage::Python,
+            return_char_limit: new
+                .return_char_limit
+                .unwrap_or(DEFAULT_RETURN_CHAR_LIMIT)
+                .max(1),
+            tags: new.tags,
+            available: true,
+            unavailable_reason: None,
+            created_at: now,
+            updated_at: now,
+        })
+    }
+
+    /// Runs the schema generator on a thread of its own (it is async and this API is not, and
+    /// callers may be inside a runtime). Errors: `invalid_input`.
+    fn generate_schema(&self, source: &str, name: Option<&str>) -> Result<Value> {
+        let runner = self.python.runner().map_err(|u| {
+            Error::invalid(format!(
+                "cannot read the tool's schema from its source: {}; give json_schema explicitly",
+                u.reason
+            ))
+        })?;
+        let result = std::thread::scope(|s| {
+            s.spawn(|| {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| Error::Internal(format!("no runtime for schema generation: {e}")))
+                    .map(|rt| rt.block_on(runner.schema(source, name)))
+            })
+            .join()
+            .map_err(|_| Error::Internal("schema generation panicked".into()))?
+        })?;
+        let schema = result.map_err(|e| Error::invalid(format!("invalid tool source: {e}")))?;
+        serde_json::to_value(schema).map_err(|e| Error::Internal(e.to_string()))
+    }
+}

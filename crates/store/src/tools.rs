@@ -1,0 +1,226 @@
+//! User tools: rows of `tools`, unique by name. Agents refer to tools by name (their `tools`
+//! list and `tool_rules`), so renaming or deleting a tool rewrites those lists in the same
+//! transaction.
+
+use crate::Store;
+use crate::sql::{self, DbResult, json, to_json, ts};
+use engram_core::{Error, Result, Tool, ToolId, ToolLanguage};
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+const TOOL_COLS: &str = "id, name, description, json_schema, source_code, language, \
+                         return_char_limit, tags, created_at, updated_at";
+
+fn tool_from_row(r: &Row<'_>) -> rusqlite::Result<Tool> {
+    Ok(Tool {
+        id: ToolId::from(r.get::<_, String>(0)?),
+        name: r.get(1)?,
+        description: r.get(2)?,
+        json_schema: json(r, 3)?,
+        source_code: r.get(4)?,
+        language: if r.get::<_, String>(5)? == "builtin" {
+            ToolLanguage::Builtin
+        } else {
+            ToolLanguage::Python
+        },
+        return_char_limit: sql::uint(r, 6)? as usize,
+        tags: json(r, 7)?,
+        // Availability depends on the machine, not the row; the service fills it in.
+        available: true,
+        unavailable_reason: None,
+        created_at: ts(r, 8)?,
+        updated_at: ts(r, 9)?,
+    })
+}
+
+fn load_by(conn: &Connection, column: &str, key: &str) -> Result<Option<Tool>> {
+    conn.prepare_cached(&format!(
+        "SELECT {TOOL_COLS} FROM tools WHERE {column} = ?1"
+    ))
+    .db()?
+    .query_row([key], tool_from_row)
+    .optional()
+    .db()
+}
+
+/// Inserts or replaces the row of `tool.name` (keeping the existing id and `created_at`).
+pub(crate) fn upsert(conn: &Connection, tool: &Tool) -> Result<Tool> {
+    let now = sql::now();
+    let mut t = tool.clone();
+    t.updated_at = now;
+    match load_by(conn, "name", &t.name)? {
+        Some(old) => {
+            t.id = old.id;
+            t.created_at = old.created_at;
+        }
+        None => t.created_at = sql::truncate(t.created_at.min(now)),
+    }
+    conn.prepare_cached(&format!(
+        "INSERT INTO tools ({TOOL_COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+         ON CONFLICT (name) DO UPDATE SET description = excluded.description,
+             json_schema = excluded.json_schema, source_code = excluded.source_code,
+             language = excluded.language, return_char_limit = excluded.return_char_limit,
+             tags = excluded.tags, updated_at = excluded.updated_at"
+    ))
+    .db()?
+    .execute(params![
+        t.id.as_str(),
+        t.name,
+        t.description,
+        to_json(&t.json_schema)?,
+        t.source_code,
+        t.language.as_str(),
+        sql::sat(t.return_char_limit),
+        to_json(&t.tags)?,
+        sql::micros(t.created_at),
+        sql::micros(t.updated_at),
+    ])
+    .db()?;
+    Ok(t)
+}
+
+/// Rewrites every agent's `tools` list and `tool_rules` with `rename(name)`; `None` drops the
+/// name (and the rules about it).
+fn rewrite_agent_refs(conn: &Connection, old: &str, new: Option<&str>) -> Result<()> {
+    let rows: Vec<(String, String, String)> = {
+        let mut stmt = conn
+            .prepare_cached("SELECT id, tools, tool_rules FROM agents")
+            .db()?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .db()?;
+        rows.collect::<rusqlite::Result<_>>().db()?
+    };
+    for (id, tools, rules) in rows {
+        let mut names: Vec<String> = serde_json::from_str(&tools).unwrap_or_default();
+        let mut rules: Vec<engram_core::ToolRule> =
+            serde_json::from_str(&rules).unwrap_or_default();
+        if !names.iter().any(|n| n == old) && !rules.iter().any(|r| r.tool_name() == Some(old)) {
+            continue;
+        }
+        match new {
+            Some(new) => names
+                .iter_mut()
+                .filter(|n| *n == old)
+                .for_each(|n| *n = new.to_owned()),
+            None => names.retain(|n| n != old),
+        }
+        rules.retain(|r| r.tool_name() != Some(old) || new.is_some());
+        if let Some(new) = new {
+            for r in &mut rules {
+                rename_rule(r, old, new);
+            }
+        }
+        conn.prepare_cached("UPDATE agents SET tools = ?2, tool_rules = ?3 WHERE id = ?1")
+            .db()?
+            .execute(params![id, to_json(&names)?, to_json(&rules)?])
+            .db()?;
+    }
+    Ok(())
+}
+
+fn rename_rule(rule: &mut engram_core::ToolRule, old: &str, new: &str) {
+    use engram_core::ToolRule as R;
+    match rule {
+        R::ExitLoop { tool_name }
+        | R::ContinueLoop { tool_name }
+        | R::RunFirst { tool_name }
+        | R::MaxCountPerStep { tool_name, .. } => {
+            if tool_name == old {
+                *tool_name = new.to_owned();
+            }
+        }
+        R::ConstrainChildTools {
+            tool_name,
+            children,
+        } => {
+            if tool_name == old {
+                *tool_name = new.to_owned();
+            }
+            children
+                .iter_mut()
+                .filter(|c| *c == old)
+                .for_each(|c| *c = new.to_owned());
+        }
+        R::Other(_) => {}
+    }
+}
+
+impl Store {
+    /// Creates the tool, or replaces the one with the same name (id and `created_at` kept).
+    /// Returns it as stored. Errors: `Storage`.
+    pub fn upsert_tool(&self, tool: &Tool) -> Result<Tool> {
+        self.write(|tx| upsert(tx, tool))
+    }
+
+    /// Replaces the tool `id` with `tool` (its name may change: agents that had the old name
+    /// get the new one, in their tool lists and rules). Errors: `NotFound("tool")`;
+    /// `Conflict` when another tool has the new name.
+    pub fn replace_tool(&self, id: &ToolId, tool: &Tool) -> Result<Tool> {
+        self.write(|tx| {
+            let old = load_by(tx, "id", id.as_str())?
+                .ok_or_else(|| Error::not_found("tool", id.as_str()))?;
+            if old.name != tool.name {
+                if load_by(tx, "name", &tool.name)?.is_some() {
+                    return Err(Error::Conflict(format!(
+                        "a tool named '{}' already exists",
+                        tool.name
+                    )));
+                }
+                tx.execute(
+                    "UPDATE tools SET name = ?2 WHERE id = ?1",
+                    params![id.as_str(), tool.name],
+                )
+                .db()?;
+                rewrite_agent_refs(tx, &old.name, Some(&tool.name))?;
+            }
+            upsert(tx, tool)
+        })
+    }
+
+    /// One tool by id. Errors: `NotFound("tool")`.
+    pub fn get_tool(&self, id: &ToolId) -> Result<Tool> {
+        self.read(|c| load_by(c, "id", id.as_str()))?
+            .ok_or_else(|| Error::not_found("tool", id.as_str()))
+    }
+
+    /// One tool by name, if there is one.
+    pub fn tool_by_name(&self, name: &str) -> Result<Option<Tool>> {
+        self.read(|c| load_by(c, "name", name))
+    }
+
+    /// Every user tool, by name.
+    pub fn list_tools(&self) -> Result<Vec<Tool>> {
+        self.read(|c| {
+            let mut stmt = c
+                .prepare_cached(&format!("SELECT {TOOL_COLS} FROM tools ORDER BY name"))
+                .db()?;
+            let rows = stmt.query_map([], tool_from_row).db()?;
+            rows.collect::<rusqlite::Result<_>>().db()
+        })
+    }
+
+    /// The user tools among `names` (names without a row are skipped), in `names` order.
+    pub fn tools_named(&self, names: &[String]) -> Result<Vec<Tool>> {
+        self.read(|c| {
+            let mut out = Vec::new();
+            for n in names {
+                if let Some(t) = load_by(c, "name", n)? {
+                    out.push(t);
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    /// Deletes the tool and detaches it from every agent (its rules go too), in one
+    /// transaction. Errors: `NotFound("tool")`.
+    pub fn delete_tool(&self, id: &ToolId) -> Result<()> {
+        self.write(|tx| {
+            let old = load_by(tx, "id", id.as_str())?
+                .ok_or_else(|| Error::not_found("tool", id.as_str()))?;
+            tx.execute("DELETE FROM tools WHERE id = ?1", [id.as_str()])
+                .db()?;
+            rewrite_agent_refs(tx, &old.name, None)
+        })
+    }
+}
