@@ -23,3 +23,11 @@ if ((${#missing[@]})); then
   "${sudo_cmd[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+
+# The UI's npm packages: `npm ci` when node_modules is missing or older than the lock file.
+if [ ! -f ui/node_modules/.package-lock.json ] || [ ui/package-lock.json -nt ui/node_modules/.package-lock.json ]; then
+  npm --prefix ui ci --no-audit --no-fund
+fi
+
+# tauri-driver bridges WebDriver to the desktop window (for its smoke test); ~40 s, once.
+command -v tauri-driver >/dev/null 2>&1 || cargo install tauri-driver@2.1.0 --locked

@@ -4,14 +4,30 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash .ci/setup.sh
+export PATH="$HOME/.cargo/bin:$PATH"
+target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+# The desktop shell embeds the built UI (custom-protocol), as a release would.
+desktop=(--features engram-desktop/custom-protocol)
 
-# Rust: unit tests of every crate and the whole-system tests in tests/, inside a session with a
-# real keychain (the secrets crate's test round-trips a key through it).
+# UI: types (svelte-check, tsc), unit tests (Vitest), then the build the shell and the
+# end-to-end tests use.
+npm --prefix ui run check
+npm --prefix ui test
+npm --prefix ui run build
+
+# Rust: unit tests of every crate, the desktop shell's IPC tests and the whole-system tests in
+# tests/, inside a session with a real keychain (the secrets crate's test round-trips a key
+# through it). The whole-system tests run the real binaries; `cargo test` does not build them.
 if cargo nextest --version >/dev/null 2>&1; then
-  runner=(cargo nextest run --workspace --locked --no-fail-fast)
+  runner=(cargo nextest run --workspace --locked --no-fail-fast "${desktop[@]}")
 else
-  runner=(cargo test --workspace --locked --no-fail-fast)
+  runner=(cargo test --workspace --locked --no-fail-fast "${desktop[@]}")
 fi
-# The whole-system tests run the real `engram` binary; `cargo test` alone does not build it.
-cargo build --workspace --bins --locked
+cargo build --workspace --bins --locked "${desktop[@]}"
 bash .ci/keychain-session.sh "${runner[@]}"
+
+# The UI end to end in headless Chromium against `engram serve` and the scripted model.
+CARGO_TARGET_DIR="$target" npm --prefix ui run e2e
+
+# The real desktop window under Xvfb.
+bash tests/desktop/smoke.sh "$target"

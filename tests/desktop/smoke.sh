@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Smoke test of the real desktop binary: under Xvfb, in a D-Bus session (the single-instance
+# plugin uses the session bus), driven through tauri-driver + WebKitWebDriver by WebdriverIO.
+# The scripted model plays the LLM; a throwaway ENGRAM_HOME holds one agent made with the CLI.
+#
+# Usage: tests/desktop/smoke.sh TARGET_DIR [SCREENSHOT_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+target=${1:?target dir}
+shots=${2:-}
+
+scratch=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$scratch"
+}
+trap cleanup EXIT
+
+"$target/debug/mock-llm" --port 0 --print-port-file "$scratch/port" 2>"$scratch/mock.log" &
+pids+=($!)
+for _ in $(seq 100); do [ -s "$scratch/port" ] && break; sleep 0.1; done
+mock="http://127.0.0.1:$(cat "$scratch/port")/v1"
+
+export ENGRAM_HOME="$scratch/home" ENGRAM_SECRETS=memory OPENAI_API_KEY= OPENAI_BASE_URL= ANTHROPIC_API_KEY=
+# Keys live in the (in-memory) keychain of one process, so the agent's provider is a local URL
+# that needs none.
+"$target/debug/engram" provider set mock --base-url "$mock" >/dev/null
+"$target/debug/engram" agent create --name "Smoke Sam" --model mock/mock-small \
+  --block "persona=I am Sam." --block "human=" >/dev/null
+
+export ENGRAM_DESKTOP_BIN="$target/debug/engram-desktop" SMOKE_SCREENSHOTS="$shots"
+dbus-run-session -- xvfb-run -a -s "-screen 0 1280x800x24" \
+  node ui/e2e-desktop/smoke.mjs

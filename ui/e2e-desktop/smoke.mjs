@@ -1,0 +1,60 @@
+// Smoke test of the real desktop window (run by tests/desktop/smoke.sh under Xvfb): the app
+// starts, shows the agent the CLI made, streams a reply over the Tauri Channel and shows the
+// agent's memory edit — IPC, events and rendering, end to end. Screenshots go to
+// $SMOKE_SCREENSHOTS when set (the README's pictures).
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { remote } from 'webdriverio';
+
+const app = process.env.ENGRAM_DESKTOP_BIN;
+if (!app) throw new Error('set ENGRAM_DESKTOP_BIN to the engram-desktop binary');
+const shots = process.env.SMOKE_SCREENSHOTS;
+
+const driver = spawn('tauri-driver', [], { stdio: ['ignore', 'inherit', 'inherit'] });
+const stop = () => driver.exitCode === null && driver.kill();
+process.on('exit', stop);
+
+async function session() {
+  // tauri-driver needs a moment to listen.
+  for (let i = 0; ; i++) {
+    try {
+      return await remote({
+        hostname: '127.0.0.1',
+        port: 4444,
+        logLevel: 'warn',
+        capabilities: { 'tauri:options': { application: app }, 'wdio:enforceWebDriverClassic': true },
+      });
+    } catch (e) {
+      if (i > 50) throw e;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
+
+const browser = await session();
+try {
+  const isTauri = await browser.execute(() => '__TAURI_INTERNALS__' in window);
+  if (!isTauri) throw new Error('the window does not run on the Tauri backend');
+
+  const agent = await browser.$('[data-testid="agent-item"]*=Smoke Sam');
+  await agent.waitForDisplayed({ timeout: 30_000 });
+  await agent.click();
+
+  const input = await browser.$('[data-testid="chat-input"]');
+  await input.waitForDisplayed({ timeout: 10_000 });
+  await input.setValue('Hi! my name is Bob');
+  await (await browser.$('[data-testid="send"]')).click();
+
+  const human = await browser.$('[data-testid="block-human"] [data-testid="block-value"]');
+  await browser.waitUntil(async () => (await human.getText()).includes('Name: Bob'), {
+    timeout: 30_000,
+    timeoutMsg: 'the human block never showed the edit',
+  });
+  const replies = await browser.$$('[data-testid="message"][data-role="assistant"]');
+  if (replies.length === 0) throw new Error('no assistant reply rendered');
+  if (shots) await browser.saveScreenshot(join(shots, 'desktop-chat.png'));
+  console.log('desktop smoke: window rendered, chat streamed, memory edit shown');
+} finally {
+  await browser.deleteSession();
+  stop();
+}
