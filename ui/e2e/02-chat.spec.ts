@@ -33,6 +33,7 @@ test('a reply streams in and the human block changes live', async ({ page }) => 
   await expect(call.getByTestId('diff').locator('ins')).toContainText('Name: Bob');
   await expect(page.getByTestId('run-usage').last()).toContainText('2 steps');
   await expect(page.getByTestId('context-total')).toContainText('tokens');
+  await page.screenshot({ path: 'test-results/chat.png' });
 });
 
 test('edit a block by hand', async ({ page }) => {
@@ -140,4 +141,33 @@ test('delete an agent asks first', async ({ page }) => {
   await item.getByTestId('agent-delete').click();
   await page.getByTestId('confirm-ok').click();
   await expect(item).toHaveCount(0);
+});
+
+test('at 800×600 the memory panel folds behind a toggle', async ({ page }) => {
+  await createAgent('Narrow Test');
+  await page.setViewportSize({ width: 800, height: 600 });
+  await openApp(page);
+  await openAgent(page, 'Narrow Test');
+  await expect(page.getByTestId('memory-panel')).toBeHidden();
+  await expect(page.getByTestId('chat-input')).toBeVisible();
+  await page.getByTestId('memory-toggle').click();
+  await expect(page.getByTestId('block-human')).toBeVisible();
+  await page.screenshot({ path: 'test-results/narrow.png' });
+  await page.getByTestId('memory-close').click();
+  await expect(page.getByTestId('memory-panel')).toBeHidden();
+});
+
+test('keyboard: Ctrl+K searches agents, Ctrl+N opens the new-agent dialog, Ctrl+L focuses the input', async ({ page }) => {
+  await createAgent('Keys Test');
+  await openApp(page);
+  await openAgent(page, 'Keys Test');
+  await page.keyboard.press('Control+k');
+  await expect(page.getByTestId('agent-search')).toBeFocused();
+  await page.keyboard.press('Control+n');
+  await expect(page.getByTestId('new-agent-dialog')).toBeVisible();
+  await page.keyboard.press('Escape');
+  await expect(page.getByTestId('new-agent-dialog')).toBeHidden();
+  await page.keyboard.press('Control+l');
+  await expect(page.getByTestId('chat-input')).toBeFocused();
+  await page.screenshot({ path: 'test-results/wide.png' });
 });
