@@ -171,3 +171,26 @@ test('keyboard: Ctrl+K searches agents, Ctrl+N opens the new-agent dialog, Ctrl+
   await expect(page.getByTestId('chat-input')).toBeFocused();
   await page.screenshot({ path: 'test-results/wide.png' });
 });
+
+test('agent settings, export and import', async ({ page }) => {
+  await createAgent('Porter');
+  await openApp(page);
+  await openAgent(page, 'Porter');
+  await page.getByTestId('agent-settings').click();
+  await page.getByTestId('agent-settings-name').fill('Porter Two');
+  await page.getByTestId('agent-settings-context-window').fill('4096');
+  await page.getByTestId('agent-settings-save').click();
+  await expect(page.getByRole('heading', { level: 1, name: 'Porter Two' })).toBeVisible();
+
+  const download = page.waitForEvent('download');
+  await page.getByTestId('agent-export').click();
+  const file = await download;
+  expect(file.suggestedFilename()).toBe('Porter_Two.af');
+  const path = await file.path();
+
+  const before = await page.getByTestId('agent-item').count();
+  await page.getByTestId('nav-settings').click();
+  await page.getByTestId('import-file').setInputFiles(path);
+  await expect(page.getByTestId('import-report')).toContainText('Imported 1 agent');
+  await expect(page.getByTestId('agent-item')).toHaveCount(before + 1);
+});
