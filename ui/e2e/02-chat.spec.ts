@@ -51,6 +51,9 @@ test('edit a block by hand', async ({ page }) => {
   const id = await agentItem(page, 'Editor Test').getAttribute('data-agent-id');
   const blocks = await command<{ label: string; value: string }[]>('list_blocks', { agent_id: id });
   expect(blocks.find((b) => b.label === 'persona')?.value).toBe('I am a gardener who loves tulips.');
+  // Undo puts the old value back.
+  await persona.getByTestId('block-undo').first().click();
+  await expect(persona.getByTestId('block-value')).toHaveText('I am a test companion.');
 });
 
 test('archival memory: the agent saves, the panel finds it', async ({ page }) => {
