@@ -197,3 +197,19 @@ test('agent settings, export and import', async ({ page }) => {
   await expect(page.getByTestId('import-report')).toContainText('Imported 1 agent');
   await expect(page.getByTestId('agent-item')).toHaveCount(before + 1);
 });
+
+test('a model without a provider: the error says what to do and links to settings', async ({ page }) => {
+  await command('create_agent', {
+    new: { name: 'Orphan', description: '', loop_style: 'tool_loop', llm: { model: 'nope/x', context_window: 8192 }, blocks: [], block_ids: [] },
+  });
+  await openApp(page);
+  await openAgent(page, 'Orphan');
+  await page.getByTestId('chat-input').fill('hello?');
+  await page.getByTestId('chat-input').press('Enter');
+  const err = page.getByTestId('chat-error');
+  await expect(err).toHaveAttribute('data-code', 'provider_not_configured');
+  await expect(err).toContainText('No model provider is set up');
+  await expect(page.getByTestId('chat-input')).toHaveValue('hello?');
+  await err.getByTestId('open-providers').click();
+  await expect(page.getByRole('heading', { name: 'Model providers' })).toBeVisible();
+});

@@ -128,3 +128,21 @@ describe('ChatView', () => {
     expect(backend.sendMessage).not.toHaveBeenCalled();
   });
 });
+
+describe('ChatState history', () => {
+  it('pages back with `before` the oldest message, until a short page', async () => {
+    const newest = Array.from({ length: 40 }, (_, i) => message({ id: `m-${i + 10}`, seq: i + 10, role: 'user', content: `n${i}` }));
+    const older = Array.from({ length: 3 }, (_, i) => message({ id: `m-${i}`, seq: i, role: 'user', content: `o${i}` }));
+    const { calls } = useFakeBackend({
+      list_messages: (a) => (a.before ? older : newest),
+    });
+    const chat = new ChatState('agent-1');
+    await chat.load();
+    expect(chat.hasOlder).toBe(true);
+    expect(await chat.loadOlder()).toBe(true);
+    expect(calls.at(-1)).toEqual(['list_messages', { agent_id: 'agent-1', before: 'm-10', limit: 40 }]);
+    expect(chat.messages.map((m) => m.content).slice(0, 4)).toEqual(['o0', 'o1', 'o2', 'n0']);
+    expect(chat.hasOlder).toBe(false);
+    expect(await chat.loadOlder()).toBe(false);
+  });
+});
