@@ -213,3 +213,14 @@ test('a model without a provider: the error says what to do and links to setting
   await err.getByTestId('open-providers').click();
   await expect(page.getByRole('heading', { name: 'Model providers' })).toBeVisible();
 });
+
+test('follows the OS colour scheme', async ({ page }) => {
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await openApp(page);
+  await openAgent(page, 'Bob Test');
+  const bg = await page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor);
+  expect(bg).toBe('rgb(23, 24, 28)');
+  await page.screenshot({ path: 'test-results/dark.png' });
+  await page.emulateMedia({ colorScheme: 'light' });
+  expect(await page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor)).toBe('rgb(255, 255, 255)');
+});
