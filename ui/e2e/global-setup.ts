@@ -1,0 +1,78 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+/**
+ * Starts the scripted model (`mock-llm`) and `engram serve` with a throwaway home and an
+ * in-memory keychain, serving the built UI, and hands their addresses to the tests through the
+ * environment. Binaries: `ENGRAM_BIN` / `MOCK_LLM_BIN`, else `$CARGO_TARGET_DIR/debug/…`.
+ */
+export default async function globalSetup(): Promise<() => Promise<void>> {
+  const root = resolve(import.meta.dirname, '..', '..');
+  const target = process.env.CARGO_TARGET_DIR ?? join(root, 'target');
+  const engramBin = process.env.ENGRAM_BIN ?? join(target, 'debug', 'engram');
+  const mockBin = process.env.MOCK_LLM_BIN ?? join(target, 'debug', 'mock-llm');
+  const uiDir = resolve(import.meta.dirname, '..', 'dist');
+  for (const [what, path] of [
+    ['engram', engramBin],
+    ['mock-llm', mockBin],
+  ] as const) {
+    if (!existsSync(path)) {
+      throw new Error(
+        `${what} not found at ${path}. Build it: cargo build -p engram-cli -p engram-mock-llm (or set ENGRAM_BIN / MOCK_LLM_BIN).`,
+      );
+    }
+  }
+  if (!existsSync(join(uiDir, 'index.html'))) throw new Error(`No built UI in ${uiDir}: run \`npm run build\` first.`);
+
+  const scratch = mkdtempSync(join(tmpdir(), 'engram-e2e-'));
+  const children: ChildProcess[] = [];
+  const stop = async () => {
+    for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
+    await Promise.all(children.map((c) => (c.exitCode === null ? new Promise((r) => c.once('exit', r)) : null)));
+    rmSync(scratch, { recursive: true, force: true });
+  };
+
+  try {
+    const portFile = join(scratch, 'mock-port');
+    const mock = spawn(mockBin, ['--port', '0', '--print-port-file', portFile], { stdio: ['ignore', 'ignore', 'inherit'] });
+    children.push(mock);
+    const mockPort = await waitFor(() => (existsSync(portFile) ? readFileSync(portFile, 'utf8').trim() : null), 'mock-llm port');
+
+    const engram = spawn(
+      engramBin,
+      ['serve', '--port', '0', '--ui-dir', uiDir, '--show-token'],
+      {
+        env: { ...process.env, ENGRAM_HOME: join(scratch, 'home'), ENGRAM_SECRETS: 'memory', OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', OPENAI_BASE_URL: '' },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
+    children.push(engram);
+    let out = '';
+    engram.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    const [addr, token] = await waitFor(() => {
+      const addr = /listening on (http:\/\/\S+)/.exec(out)?.[1];
+      const token = /token: (\S+)/.exec(out)?.[1];
+      return addr && token ? ([addr, token] as const) : null;
+    }, 'engram serve');
+
+    process.env.E2E_ENGRAM_URL = addr;
+    process.env.E2E_ENGRAM_TOKEN = token;
+    process.env.E2E_MOCK_BASE = `http://127.0.0.1:${mockPort}/v1`;
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  return stop;
+}
+
+async function waitFor<T>(probe: () => T | null, what: string, ms = 20_000): Promise<T> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    const v = probe();
+    if (v) return v;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`${what} did not start within ${ms} ms`);
+}

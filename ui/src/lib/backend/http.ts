@@ -1,0 +1,164 @@
+import { BackendError, isErrorBody, type Backend } from './backend';
+import { readSse } from './sse';
+import type { Notice, RunEvent } from './types';
+
+const TOKEN_KEY = 'engram.token';
+
+export interface HttpOptions {
+  /** Where the engine answers, e.g. `http://127.0.0.1:8283`. */
+  base: string;
+  /** The bearer token, or `null` for a server started with `--no-auth`. */
+  token: string | null;
+  fetch?: typeof fetch;
+  /** How long to wait before reconnecting the notice stream, by attempt (ms). */
+  retryDelay?: (attempt: number) => number;
+}
+
+/**
+ * The bearer token: taken once from the URL fragment `#token=…` (the address `engram serve`
+ * prints), then kept for this tab in sessionStorage and removed from the address bar so it is
+ * not bookmarked or shared by accident.
+ */
+export function takeToken(loc: Location = location, store: Storage = sessionStorage): string | null {
+  const params = new URLSearchParams(loc.hash.replace(/^#/, ''));
+  const fromUrl = params.get('token');
+  if (fromUrl) {
+    store.setItem(TOKEN_KEY, fromUrl);
+    params.delete('token');
+    const rest = params.toString();
+    history.replaceState(history.state, '', loc.pathname + loc.search + (rest ? `#${rest}` : ''));
+    return fromUrl;
+  }
+  return store.getItem(TOKEN_KEY);
+}
+
+/** The browser transport: `POST {base}/app/{command}`, SSE for runs and notices. */
+export function httpBackend(opts: HttpOptions): Backend {
+  const doFetch = opts.fetch ?? ((...a: Parameters<typeof fetch>) => fetch(...a));
+  const retryDelay = opts.retryDelay ?? ((n: number) => Math.min(500 * 2 ** n, 10_000));
+
+  function headers(accept: string): Record<string, string> {
+    const h: Record<string, string> = { Accept: accept, 'Content-Type': 'application/json' };
+    if (opts.token) h.Authorization = `Bearer ${opts.token}`;
+    return h;
+  }
+
+  async function post(command: string, args: unknown, accept = 'application/json'): Promise<Response> {
+    let res: Response;
+    try {
+      res = await doFetch(`${opts.base}/app/${command}`, {
+        method: 'POST',
+        headers: headers(accept),
+        body: JSON.stringify(args ?? {}),
+      });
+    } catch (e) {
+      throw new BackendError(
+        'backend_unreachable',
+        `Engram is not answering (${e instanceof Error ? e.message : String(e)}). Is it still running?`,
+      );
+    }
+    if (!res.ok) throw await errorOf(res, command);
+    return res;
+  }
+
+  return {
+    async call(command, ...args) {
+      const res = await post(command, args[0]);
+      const text = await res.text();
+      return text === '' ? null : JSON.parse(text);
+    },
+
+    async sendMessage(args, onEvent) {
+      const res = await post('send_message', args, 'text/event-stream');
+      if (!res.headers.get('content-type')?.includes('text/event-stream') || !res.body) {
+        // The run did not start; the server answered with a plain result or error.
+        const text = await res.text();
+        const parsed = safeJson(text);
+        throw isErrorBody(parsed)
+          ? BackendError.from(parsed)
+          : new BackendError('internal', 'The reply stream did not start.');
+      }
+      const ended = await readSse(res.body, (data) => {
+        const event = safeJson(data) as RunEvent | undefined;
+        if (!event || typeof event !== 'object' || !('type' in event)) return;
+        onEvent(event);
+        if (event.type === 'done') return false;
+      });
+      if (!ended) {
+        throw new BackendError(
+          'backend_unreachable',
+          'The connection to Engram dropped before the reply finished. The run may still be going; reload to see it.',
+        );
+      }
+    },
+
+    onNotice(onNotice) {
+      const ctrl = new AbortController();
+      void (async () => {
+        let attempt = 0;
+        while (!ctrl.signal.aborted) {
+          try {
+            const res = await doFetch(`${opts.base}/app/notices`, {
+              headers: headers('text/event-stream'),
+              signal: ctrl.signal,
+            });
+            if (res.ok && res.body) {
+              if (attempt > 0) {
+                // Notices may have been missed while away: have listeners re-read everything.
+                onNotice({ type: 'agents_changed' });
+              }
+              attempt = 0;
+              await readSse(
+                res.body,
+                (data) => {
+                  const n = safeJson(data) as Notice | undefined;
+                  if (n && typeof n === 'object' && 'type' in n) onNotice(n);
+                },
+                ctrl.signal,
+              );
+            }
+          } catch {
+            // Dropped or refused: try again below.
+          }
+          if (ctrl.signal.aborted) break;
+          await sleep(retryDelay(attempt++), ctrl.signal);
+        }
+      })();
+      return () => ctrl.abort();
+    },
+
+    async openUrl(url) {
+      window.open(url, '_blank', 'noopener,noreferrer');
+    },
+  };
+}
+
+async function errorOf(res: Response, command: string): Promise<BackendError> {
+  const body = safeJson(await res.text().catch(() => ''));
+  if (isErrorBody(body)) return BackendError.from(body);
+  if (res.status === 401) {
+    return new BackendError('unauthorized', 'Engram refused the token. Open the address `engram serve --show-token` printed.');
+  }
+  if (res.status === 404) {
+    return new BackendError('not_supported', `This Engram does not offer "${command}" yet.`);
+  }
+  return new BackendError('internal', `Engram answered ${res.status} ${res.statusText}.`.trim());
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => {
+      clearTimeout(t);
+      resolve();
+    }, { once: true });
+  });
+}

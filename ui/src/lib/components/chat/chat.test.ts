@@ -1,0 +1,148 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { render, screen } from '@testing-library/svelte';
+import userEvent from '@testing-library/user-event';
+import ChatView from './ChatView.svelte';
+import { ChatState } from '../../state/chat.svelte';
+import { MemoryState } from '../../state/memory.svelte';
+import { setBackend } from '../../backend';
+import { agent, block, message, nextFrame, useFakeBackend } from '../../../test/fakeBackend';
+import type { RunEvent } from '../../backend/types';
+
+afterEach(() => setBackend(null));
+
+const usage = { prompt_tokens: 1200, completion_tokens: 30, total_tokens: 1230, step_count: 2 };
+
+/** A send whose events the test releases one batch at a time. */
+function scriptedSend() {
+  let emit: (e: RunEvent) => void = () => {};
+  let finish: () => void = () => {};
+  const send = (_a: unknown, onEvent: (e: RunEvent) => void) =>
+    new Promise<void>((resolve) => {
+      emit = onEvent;
+      finish = resolve;
+    });
+  return { send, emit: (...es: RunEvent[]) => es.forEach((e) => emit(e)), finish: () => finish() };
+}
+
+describe('ChatState', () => {
+  it('lands text deltas once per animation frame', async () => {
+    useFakeBackend({});
+    const chat = new ChatState('agent-1');
+    chat.handle({ type: 'text_delta', delta: 'Hel' });
+    chat.handle({ type: 'text_delta', delta: 'lo' });
+    expect(chat.live?.text ?? '').toBe('');
+    await nextFrame();
+    expect(chat.live?.text).toBe('Hello');
+  });
+
+  it('keeps the text that arrived when a run is stopped', async () => {
+    const s = scriptedSend();
+    const { calls } = useFakeBackend({ cancel_run: () => 1, list_messages: () => [] }, s.send);
+    const chat = new ChatState('agent-1');
+    const sending = chat.send('tell me a story');
+    s.emit({ type: 'run_started', run_id: 'run-1', agent_id: 'agent-1' }, { type: 'text_delta', delta: 'Once upon' });
+    await chat.stop();
+    expect(calls).toContainEqual(['cancel_run', { agent_id: 'agent-1' }]);
+    s.emit({ type: 'done', run_id: 'run-1', stop_reason: 'cancelled', usage });
+    s.finish();
+    await sending;
+    expect(chat.running).toBe(false);
+    expect(chat.live?.text).toBe('Once upon');
+    expect(chat.outcomes['run-1']?.stopReason).toBe('cancelled');
+  });
+});
+
+describe('ChatView', () => {
+  it('streams a reply with its tool call, memory diff and usage', async () => {
+    const s = scriptedSend();
+    useFakeBackend({ list_messages: () => [] }, s.send);
+    const memory = new MemoryState('agent-1');
+    memory.blocks = [block({ value: 'Likes tea.' })];
+    const chat = new ChatState('agent-1', { memoryChanged: (b) => memory.applyAgentEdit(b) });
+    render(ChatView, { agent: agent(), chat, onproviders: () => {} });
+
+    const input = screen.getByTestId('chat-input');
+    await userEvent.type(input, 'my name is Bob{Enter}');
+    expect(input).toHaveValue('');
+    expect(screen.getByTestId('stop')).toBeInTheDocument();
+    expect(document.querySelector('[data-role=user]')).toHaveTextContent('my name is Bob');
+
+    const call = { id: 'call-1', name: 'core_memory_append', arguments: '{"label":"human","content":"Name: Bob"}' };
+    s.emit(
+      { type: 'run_started', run_id: 'run-1', agent_id: 'agent-1' },
+      { type: 'message', message: message({ role: 'user', content: 'my name is Bob' }) },
+      { type: 'tool_call', call },
+      { type: 'tool_result', tool_call_id: 'call-1', name: call.name, status: 'OK', message: 'done' },
+      { type: 'memory_changed', agent_id: 'agent-1', block: block({ value: 'Likes tea.\nName: Bob' }) },
+      { type: 'message', message: message({ tool_calls: [call] }) },
+      { type: 'text_delta', delta: 'Nice to meet you, ' },
+      { type: 'text_delta', delta: '**Bob**!' },
+    );
+    await nextFrame();
+    await nextFrame();
+    const live = document.querySelector('[data-live=true]')!;
+    expect(live.querySelector('strong')).toHaveTextContent('Bob');
+    expect(live).toHaveTextContent('Nice to meet you, Bob!');
+    // The pending user bubble was replaced by the stored one, not duplicated.
+    expect(document.querySelectorAll('[data-role=user]')).toHaveLength(1);
+
+    const tool = document.querySelector('[data-tool=core_memory_append]')!;
+    expect(tool).toHaveAttribute('data-state', 'ok');
+    expect(tool.querySelector('[data-testid=diff] ins')).toHaveTextContent('Name: Bob');
+    expect(memory.blocks[0]!.value).toBe('Likes tea.\nName: Bob');
+    expect(memory.flashing.human).toBe(true);
+
+    s.emit(
+      { type: 'message', message: message({ content: 'Nice to meet you, **Bob**!' }) },
+      { type: 'done', run_id: 'run-1', stop_reason: 'end_turn', usage },
+    );
+    s.finish();
+    await screen.findByTestId('send');
+    expect(screen.getByTestId('run-usage')).toHaveTextContent('1,230 tokens');
+    expect(screen.getByTestId('run-usage')).toHaveTextContent('2 steps');
+    expect(document.querySelector('[data-live=true]')).toBeNull();
+  });
+
+  it('shows what to do when no provider is set up, and keeps the typed text', async () => {
+    useFakeBackend({}, async () => {
+      throw Object.assign(new Error('no provider for openai/gpt-4o-mini'), { code: 'provider_not_configured' });
+    });
+    let opened = false;
+    const chat = new ChatState('agent-1');
+    render(ChatView, { agent: agent(), chat, onproviders: () => (opened = true) });
+    await userEvent.type(screen.getByTestId('chat-input'), 'hello{Enter}');
+    const err = await screen.findByTestId('chat-error');
+    expect(err).toHaveTextContent('No model provider is set up');
+    expect(screen.getByTestId('chat-input')).toHaveValue('hello');
+    expect(document.querySelector('[data-role=user]')).toBeNull();
+    await userEvent.click(screen.getByTestId('open-providers'));
+    expect(opened).toBe(true);
+  });
+
+  it('sends on Enter but not on Shift+Enter', async () => {
+    const { backend } = useFakeBackend({ list_messages: () => [] });
+    render(ChatView, { agent: agent(), chat: new ChatState('agent-1'), onproviders: () => {} });
+    const input = screen.getByTestId('chat-input');
+    await userEvent.type(input, 'line one{Shift>}{Enter}{/Shift}line two');
+    expect(input).toHaveValue('line one\nline two');
+    expect(backend.sendMessage).not.toHaveBeenCalled();
+  });
+});
+
+describe('ChatState history', () => {
+  it('pages back with `before` the oldest message, until a short page', async () => {
+    const newest = Array.from({ length: 40 }, (_, i) => message({ id: `m-${i + 10}`, seq: i + 10, role: 'user', content: `n${i}` }));
+    const older = Array.from({ length: 3 }, (_, i) => message({ id: `m-${i}`, seq: i, role: 'user', content: `o${i}` }));
+    const { calls } = useFakeBackend({
+      list_messages: (a) => (a.before ? older : newest),
+    });
+    const chat = new ChatState('agent-1');
+    await chat.load();
+    expect(chat.hasOlder).toBe(true);
+    expect(await chat.loadOlder()).toBe(true);
+    expect(calls.at(-1)).toEqual(['list_messages', { agent_id: 'agent-1', before: 'm-10', limit: 40 }]);
+    expect(chat.messages.map((m) => m.content).slice(0, 4)).toEqual(['o0', 'o1', 'o2', 'n0']);
+    expect(chat.hasOlder).toBe(false);
+    expect(await chat.loadOlder()).toBe(false);
+  });
+});

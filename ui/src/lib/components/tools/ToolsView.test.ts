@@ -1,0 +1,91 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { render, screen, within } from '@testing-library/svelte';
+import userEvent from '@testing-library/user-event';
+import ToolsView from './ToolsView.svelte';
+import { setBackend } from '../../backend';
+import { agent, useFakeBackend } from '../../../test/fakeBackend';
+import type { Tool } from '../../backend/types';
+
+afterEach(() => setBackend(null));
+
+function tool(over: Partial<Tool>): Tool {
+  return {
+    id: 'tool-1',
+    name: 'core_memory_append',
+    description: 'Append to a block.',
+    json_schema: {},
+    source_code: null,
+    source_type: 'builtin',
+    return_char_limit: 6000,
+    available: true,
+    unavailable_reason: null,
+    ...over,
+  };
+}
+
+const dice = tool({
+  id: 'tool-2',
+  name: 'roll_dice',
+  description: 'Roll a die.',
+  source_type: 'python',
+  source_code: 'def roll_dice(sides: int = 6) -> str: ...',
+  json_schema: { name: 'roll_dice', parameters: { type: 'object', properties: { sides: { type: 'integer' } } } },
+});
+
+describe('ToolsView', () => {
+  it('lists tools with unavailable ones explained, and attaches to the agent', async () => {
+    const broken = tool({ id: 'tool-3', name: 'fetch_page', source_type: 'python', available: false, unavailable_reason: 'python3 was not found' });
+    const { calls } = useFakeBackend({
+      list_tools: () => [tool({}), dice, broken],
+      agent_tools: () => [tool({})],
+      attach_tool: () => [tool({}), dice],
+    });
+    render(ToolsView, { agent: agent() });
+    const items = await screen.findAllByTestId('tool-item');
+    expect(items).toHaveLength(3);
+    expect(within(items[2]!).getByTestId('tool-unavailable')).toHaveTextContent('python3 was not found');
+    expect(within(items[0]!).getByTestId('tool-attach')).toBeChecked();
+    await userEvent.click(within(items[1]!).getByTestId('tool-attach'));
+    expect(calls).toContainEqual(['attach_tool', { agent_id: 'agent-1', tool_id: 'tool-2' }]);
+    expect(within(items[1]!).getByTestId('tool-attach')).toBeChecked();
+  });
+
+  it('saves Python source and shows the generated schema', async () => {
+    const { calls } = useFakeBackend({ list_tools: () => [], agent_tools: () => [], upsert_tool: () => dice });
+    render(ToolsView, { agent: agent() });
+    await userEvent.click(await screen.findByTestId('tool-new'));
+    await userEvent.click(screen.getByTestId('tool-save'));
+    expect(calls.find(([c]) => c === 'upsert_tool')?.[1]).toEqual({ new: { source_code: expect.stringContaining('def roll_dice') } });
+    expect(screen.getByTestId('tool-schema')).toHaveTextContent('"sides"');
+  });
+
+  it('tries a tool with JSON args and shows result and block changes', async () => {
+    const { calls } = useFakeBackend({
+      list_tools: () => [dice],
+      agent_tools: () => [],
+      try_tool: () => ({ status: 'OK', message: '4', block_changes: [{ label: 'human', value: 'Rolled 4' }] }),
+    });
+    render(ToolsView, { agent: agent() });
+    await userEvent.click(await screen.findByTestId('tool-try-open'));
+    const args = screen.getByTestId('tool-try-args');
+    expect(args).toHaveValue('{\n  "sides": 0\n}');
+    await userEvent.clear(args);
+    await userEvent.type(args, '{{"sides": 20}');
+    await userEvent.click(screen.getByTestId('tool-try-run'));
+    const result = await screen.findByTestId('tool-try-result');
+    expect(result).toHaveTextContent('4');
+    expect(result).toHaveTextContent('Rolled 4');
+    expect(calls).toContainEqual(['try_tool', { tool_id: 'tool-2', agent_id: 'agent-1', args: { sides: 20 } }]);
+  });
+
+  it('says so when the engine has no tool commands yet', async () => {
+    useFakeBackend({
+      list_tools: () => {
+        throw Object.assign(new Error('This Engram does not offer "list_tools" yet.'), { code: 'not_supported' });
+      },
+    });
+    render(ToolsView, { agent: null });
+    expect(await screen.findByRole('status')).toHaveTextContent('does not offer custom tools yet');
+    expect(screen.queryByTestId('tool-new')).toBeNull();
+  });
+});

@@ -1,0 +1,79 @@
+import { backend, BackendError } from '../backend';
+import type { Agent, ProviderInfo } from '../backend/types';
+
+export type View = 'chat' | 'settings' | 'tools';
+
+const LAST_AGENT_KEY = 'engram.lastAgent';
+
+/** What the whole window shares: the agent list, the selection, the screen, providers. */
+export class AppState {
+  agents = $state<Agent[]>([]);
+  selectedId = $state<string | null>(null);
+  view = $state<View>('chat');
+  providers = $state<ProviderInfo[]>([]);
+  loaded = $state(false);
+  error = $state<string | null>(null);
+  /** Bumped when the agent list should take focus (Ctrl/Cmd+K). */
+  searchFocus = $state(0);
+  /** Bumped when the new-agent dialog should open (Ctrl/Cmd+N). */
+  newAgentRequest = $state(0);
+  /** Bumped when the chat input should take focus (Ctrl/Cmd+L). */
+  inputFocus = $state(0);
+
+  selected = $derived(this.agents.find((a) => a.id === this.selectedId) ?? null);
+
+  async init(): Promise<void> {
+    await Promise.all([this.loadAgents(), this.loadProviders()]);
+    this.loaded = true;
+    if (this.providers.length === 0) this.view = 'settings';
+  }
+
+  async loadAgents(): Promise<void> {
+    try {
+      this.agents = await backend().call('list_agents');
+      this.error = null;
+    } catch (e) {
+      this.error = BackendError.from(e).message;
+      return;
+    }
+    if (!this.selectedId || !this.agents.some((a) => a.id === this.selectedId)) {
+      const last = safeStorage()?.getItem(LAST_AGENT_KEY);
+      const pick = this.agents.find((a) => a.id === last) ?? this.agents[0];
+      this.selectedId = pick?.id ?? null;
+    }
+  }
+
+  async loadProviders(): Promise<void> {
+    try {
+      this.providers = await backend().call('list_providers');
+    } catch (e) {
+      this.error = BackendError.from(e).message;
+    }
+  }
+
+  select(id: string): void {
+    this.selectedId = id;
+    this.view = 'chat';
+    safeStorage()?.setItem(LAST_AGENT_KEY, id);
+  }
+
+  /** Puts a changed or new agent into the list. */
+  upsert(agent: Agent): void {
+    const i = this.agents.findIndex((a) => a.id === agent.id);
+    if (i >= 0) this.agents[i] = agent;
+    else this.agents.unshift(agent);
+  }
+
+  remove(id: string): void {
+    this.agents = this.agents.filter((a) => a.id !== id);
+    if (this.selectedId === id) this.selectedId = this.agents[0]?.id ?? null;
+  }
+}
+
+function safeStorage(): Storage | null {
+  try {
+    return localStorage;
+  } catch {
+    return null;
+  }
+}
