@@ -52,7 +52,16 @@ try {
   });
   const replies = await browser.$$('[data-testid="message"][data-role="assistant"]');
   if (replies.length === 0) throw new Error('no assistant reply rendered');
-  if (shots) await browser.saveScreenshot(join(shots, 'desktop-chat.png'));
+  if (shots) await browser.saveScreenshot(join(shots, 'chat.png'));
+
+  // The tools screen lists the built-in tools through another command.
+  await (await browser.$('[data-testid="nav-tools"]')).click();
+  const builtin = await browser.$('[data-testid="tool-item"]*=core_memory_append');
+  await builtin.waitForDisplayed({ timeout: 10_000 });
+  // …and shows which of them the agent has.
+  const box = await builtin.$('input[type="checkbox"]');
+  await browser.waitUntil(() => box.isSelected(), { timeout: 10_000, timeoutMsg: 'the agent\'s tools are not shown as attached' });
+  if (shots) await browser.saveScreenshot(join(shots, 'tools.png'));
   console.log('desktop smoke: window rendered, chat streamed, memory edit shown');
 } finally {
   await browser.deleteSession();

@@ -148,6 +148,7 @@ pub struct NewAgent {
     pub name: String,
     /// Free text for people.
     #[serde(default)]
+    #[ts(as = "Option<String>", optional)]
     pub description: String,
     /// Instructions; `None` uses Engram's default prompt for the loop style.
     #[serde(default)]
@@ -160,6 +161,7 @@ pub struct NewAgent {
     pub embedding: Option<EmbeddingConfig>,
     /// Loop style (default: tool loop).
     #[serde(default)]
+    #[ts(as = "Option<LoopStyle>", optional)]
     pub loop_style: LoopStyle,
     /// Step limit per run (default [`DEFAULT_MAX_STEPS`]).
     #[serde(default)]
@@ -169,12 +171,15 @@ pub struct NewAgent {
     pub tools: Option<Vec<String>>,
     /// Tool rules (Letta's `tool_rules`).
     #[serde(default)]
+    #[ts(as = "Option<Vec<ToolRule>>", optional)]
     pub tool_rules: Vec<ToolRule>,
     /// New blocks to create and attach.
     #[serde(default)]
+    #[ts(as = "Option<Vec<NewBlock>>", optional)]
     pub blocks: Vec<NewBlock>,
     /// Existing blocks to attach (shared memory).
     #[serde(default)]
+    #[ts(as = "Option<Vec<BlockId>>", optional)]
     pub block_ids: Vec<BlockId>,
 }
 

@@ -87,6 +87,7 @@ pub struct NewTool {
     pub return_char_limit: Option<usize>,
     /// Free labels.
     #[serde(default)]
+    #[ts(as = "Option<Vec<String>>", optional)]
     pub tags: Vec<String>,
 }
 

@@ -10,7 +10,8 @@ use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 
 /// What the user sets for a provider. `None` keeps the stored value.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, ts_rs::TS)]
+#[ts(export, optional_fields)]
 pub struct ProviderSetup {
     /// The handle prefix the provider serves (`openai`, `anthropic`, `ollama`, `my-vllm`…).
     pub name: String,
@@ -24,6 +25,7 @@ pub struct ProviderSetup {
     /// The model handle new agents should get, e.g. `ollama/llama3.1`.
     pub default_model: Option<String>,
     /// Seconds to wait for a response to start or a stream to continue.
+    #[ts(as = "Option<u32>", optional)]
     pub timeout_secs: Option<u64>,
     /// Retries on 429/5xx.
     pub max_retries: Option<u32>,

@@ -39,6 +39,7 @@ export function agent(over: Partial<Agent> = {}): Agent {
     loop_style: 'tool_loop',
     max_steps: 50,
     tools: [],
+    tool_rules: [],
     summary: null,
     created_at: '2026-11-21T10:00:00Z',
     updated_at: '2026-11-21T10:00:00Z',

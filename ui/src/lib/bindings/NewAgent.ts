@@ -17,7 +17,7 @@ name: string,
 /**
  * Free text for people.
  */
-description: string, 
+description?: string, 
 /**
  * Instructions; `None` uses Engram's default prompt for the loop style.
  */
@@ -33,7 +33,7 @@ embedding?: EmbeddingConfig,
 /**
  * Loop style (default: tool loop).
  */
-loop_style: LoopStyle, 
+loop_style?: LoopStyle, 
 /**
  * Step limit per run (default [`DEFAULT_MAX_STEPS`]).
  */
@@ -45,12 +45,12 @@ tools?: Array<string>,
 /**
  * Tool rules (Letta's `tool_rules`).
  */
-tool_rules: Array<ToolRule>, 
+tool_rules?: Array<ToolRule>, 
 /**
  * New blocks to create and attach.
  */
-blocks: Array<NewBlock>, 
+blocks?: Array<NewBlock>, 
 /**
  * Existing blocks to attach (shared memory).
  */
-block_ids: Array<BlockId>, };
+block_ids?: Array<BlockId>, };

@@ -29,4 +29,4 @@ return_char_limit?: number,
 /**
  * Free labels.
  */
-tags: Array<string>, };
+tags?: Array<string>, };

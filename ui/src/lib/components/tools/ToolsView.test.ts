@@ -15,10 +15,13 @@ function tool(over: Partial<Tool>): Tool {
     description: 'Append to a block.',
     json_schema: {},
     source_code: null,
-    source_type: 'builtin',
+    language: 'builtin',
     return_char_limit: 6000,
     available: true,
     unavailable_reason: null,
+    tags: [],
+    created_at: '2026-11-21T10:00:00Z',
+    updated_at: '2026-11-21T10:00:00Z',
     ...over,
   };
 }
@@ -27,14 +30,14 @@ const dice = tool({
   id: 'tool-2',
   name: 'roll_dice',
   description: 'Roll a die.',
-  source_type: 'python',
+  language: 'python',
   source_code: 'def roll_dice(sides: int = 6) -> str: ...',
   json_schema: { name: 'roll_dice', parameters: { type: 'object', properties: { sides: { type: 'integer' } } } },
 });
 
 describe('ToolsView', () => {
   it('lists tools with unavailable ones explained, and attaches to the agent', async () => {
-    const broken = tool({ id: 'tool-3', name: 'fetch_page', source_type: 'python', available: false, unavailable_reason: 'python3 was not found' });
+    const broken = tool({ id: 'tool-3', name: 'fetch_page', language: 'python', available: false, unavailable_reason: 'python3 was not found' });
     const { calls } = useFakeBackend({
       list_tools: () => [tool({}), dice, broken],
       agent_tools: () => [tool({})],
