@@ -80,15 +80,4 @@ describe('ToolsView', () => {
     expect(result).toHaveTextContent('Rolled 4');
     expect(calls).toContainEqual(['try_tool', { tool_id: 'tool-2', agent_id: 'agent-1', args: { sides: 20 } }]);
   });
-
-  it('says so when the engine has no tool commands yet', async () => {
-    useFakeBackend({
-      list_tools: () => {
-        throw Object.assign(new Error('This Engram does not offer "list_tools" yet.'), { code: 'not_supported' });
-      },
-    });
-    render(ToolsView, { agent: null });
-    expect(await screen.findByRole('status')).toHaveTextContent('does not offer custom tools yet');
-    expect(screen.queryByTestId('tool-new')).toBeNull();
-  });
 });
