@@ -65,19 +65,12 @@ fn main() {
         let home = Home::new();
         let direct_agent = home.agent(&mock, LoopStyle::ToolLoop);
         let rest_agent = home.agent(&mock, LoopStyle::ToolLoop);
-        let engram = Arc::new(engram_suite::open(
+        let engram = engram_suite::open(
             home.path(),
             Arc::new(engram_secrets::MemoryStore::default()),
-        ));
-        let listener = engram_server::bind("127.0.0.1", 0).await.expect("bind");
-        let base = format!("http://{}", listener.local_addr().expect("addr"));
+        );
         let config = ServerConfig::new(Auth::Token(secrecy::SecretString::from("bench")));
-        tokio::spawn(engram_server::serve(
-            listener,
-            engram,
-            config,
-            std::future::pending(),
-        ));
+        let base = engram_suite::serve(engram, config).await;
         let http = reqwest::Client::new();
         let url = format!("{base}/v1/agents/{rest_agent}/messages");
         // Interleaved, so both agents' histories grow alike and drift hits both paths.

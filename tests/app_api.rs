@@ -31,22 +31,12 @@ impl App {
         )
         .unwrap();
         std::fs::write(ui.path().join("app.js"), "console.log('engram')").unwrap();
-        let engram = Arc::new(engram_suite::open(
-            home.path(),
-            Arc::new(MemoryStore::default()),
-        ));
+        let engram = engram_suite::open(home.path(), Arc::new(MemoryStore::default()));
         let config = ServerConfig {
             ui_dir: Some(ui.path().to_owned()),
             ..ServerConfig::new(Auth::Token(SecretString::from(TOKEN)))
         };
-        let listener = engram_server::bind("127.0.0.1", 0).await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(engram_server::serve(
-            listener,
-            engram,
-            config,
-            std::future::pending(),
-        ));
+        let base = engram_suite::serve(engram, config).await;
         App {
             base,
             http: reqwest::Client::new(),

@@ -26,20 +26,10 @@ impl Api {
     async fn start_with(script: Script, adjust: impl FnOnce(&mut ServerConfig)) -> Api {
         let mock = MockLlm::start(script).await;
         let dir = tempfile::tempdir().unwrap();
-        let engram = Arc::new(engram_suite::open(
-            dir.path(),
-            Arc::new(MemoryStore::default()),
-        ));
+        let engram = engram_suite::open(dir.path(), Arc::new(MemoryStore::default()));
         let mut config = ServerConfig::new(Auth::Token(SecretString::from(TOKEN)));
         adjust(&mut config);
-        let listener = engram_server::bind("127.0.0.1", 0).await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(engram_server::serve(
-            listener,
-            engram,
-            config,
-            std::future::pending(),
-        ));
+        let base = engram_suite::serve(engram, config).await;
         Api {
             base,
             http: reqwest::Client::new(),

@@ -216,3 +216,19 @@ pub fn last_tool_results(mock: &MockLlm) -> Vec<serde_json::Value> {
         })
         .unwrap_or_default()
 }
+
+/// Serves the REST API (and the UI's `/app` routes) over `engram` on a free loopback port
+/// until the test ends; returns `http://127.0.0.1:PORT`.
+pub async fn serve(engram: Engram, config: engram_server::ServerConfig) -> String {
+    let listener = engram_server::bind("127.0.0.1", 0)
+        .await
+        .expect("bind a loopback port");
+    let base = format!("http://{}", listener.local_addr().expect("local addr"));
+    tokio::spawn(engram_server::serve(
+        listener,
+        Arc::new(engram),
+        config,
+        std::future::pending(),
+    ));
+    base
+}

@@ -185,32 +185,32 @@ impl Engram {
     /// Attaches a tool (nothing changes when it is attached already); returns the agent's
     /// tools. Errors: `not_found` for the agent or the tool.
     pub fn attach_tool(&self, agent: &AgentId, tool: &ToolId) -> Result<Vec<Tool>> {
-        let t = self.get_tool(tool)?;
-        let a = self.store.get_agent(agent)?;
-        if !a.tools.contains(&t.name) {
-            let mut tools = a.tools.clone();
-            tools.push(t.name);
-            self.store.update_agent(
-                agent,
-                &engram_core::AgentPatch {
-                    tools: Some(tools),
-                    ..Default::default()
-                },
-            )?;
-            self.notify(Notice::AgentChanged {
-                agent_id: agent.clone(),
-            });
-        }
-        self.agent_tools(agent)
+        let name = self.get_tool(tool)?.name;
+        self.edit_tool_list(agent, |tools| {
+            if !tools.contains(&name) {
+                tools.push(name);
+            }
+        })
     }
 
     /// Detaches a tool (nothing changes when it is not attached); returns the agent's tools.
     /// The tool itself stays. Errors: `not_found` for the agent or the tool.
     pub fn detach_tool(&self, agent: &AgentId, tool: &ToolId) -> Result<Vec<Tool>> {
-        let t = self.get_tool(tool)?;
-        let a = self.store.get_agent(agent)?;
-        if a.tools.contains(&t.name) {
-            let tools = a.tools.iter().filter(|n| **n != t.name).cloned().collect();
+        let name = self.get_tool(tool)?.name;
+        self.edit_tool_list(agent, |tools| tools.retain(|n| *n != name))
+    }
+
+    /// Changes the agent's list of tool names with `edit`, stores it when it changed, and
+    /// returns the agent's tools.
+    fn edit_tool_list(
+        &self,
+        agent: &AgentId,
+        edit: impl FnOnce(&mut Vec<String>),
+    ) -> Result<Vec<Tool>> {
+        let before = self.store.get_agent(agent)?.tools;
+        let mut tools = before.clone();
+        edit(&mut tools);
+        if tools != before {
             self.store.update_agent(
                 agent,
                 &engram_core::AgentPatch {
