@@ -13,6 +13,8 @@ use tokio_util::sync::CancellationToken;
 
 pub use engram_agent::RunOutcome;
 
+pub mod locomo;
+
 /// A data directory that disappears with the value, and the engine opened on it.
 pub struct Home {
     /// The temp dir (kept alive for the test).

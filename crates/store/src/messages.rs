@@ -2,7 +2,7 @@
 
 use crate::Store;
 use crate::agents;
-use crate::search::{FtsQuery, fts_query};
+use crate::search::{self, FtsQuery, Neighbours, fts_query};
 use crate::sql::{self, DbResult, json_opt, ts};
 use engram_core::{
     AgentId, Error, Message, MessageId, MessageKind, NewMessage, Result, Role, RunId, StepId,
@@ -41,7 +41,8 @@ pub struct MessageQuery {
 pub struct MessageHit {
     /// The matching message.
     pub message: Message,
-    /// Relevance, higher is better: the negated BM25 score, or 0 for an empty query.
+    /// Relevance, higher is better: the negated BM25 score smoothed over neighbouring messages
+    /// (see `Store::search_messages`), or 0 for an empty query.
     pub score: f64,
 }
 
@@ -202,25 +203,46 @@ pub(crate) fn in_context(conn: &Connection, agent: &AgentId) -> Result<Vec<Messa
     rows.collect::<rusqlite::Result<_>>().db()
 }
 
-/// The SQL of a conversation search: `?1` agent, `?2` roles (JSON array), `?3`..`?4` time
-/// range, `?5` limit, and for a ranked search `?6` the FTS5 expression.
-fn search_sql(ranked: bool) -> String {
-    let filters = "m.agent_id = ?1 AND m.role IN (SELECT value FROM json_each(?2))
+/// The filters of a conversation search: `?1` agent, `?2` roles (JSON array), `?3`..`?4` time
+/// range. Hidden loop messages (heartbeats, alerts) never match.
+const SEARCH_FILTERS: &str = "m.agent_id = ?1 AND m.role IN (SELECT value FROM json_each(?2))
                    AND m.kind NOT IN ('heartbeat', 'alert')
                    AND m.created_at BETWEEN ?3 AND ?4";
+
+/// The SQL of a conversation search (filters as in [`SEARCH_FILTERS`], `?5` limit): for a
+/// ranked search `(pk, -bm25)` of the matches of the FTS5 expression `?6`, else the newest
+/// messages with score 0.
+fn search_sql(ranked: bool) -> String {
     if ranked {
         // CROSS JOIN keeps FTS as the outer loop (see `passages::text_sql`).
         format!(
-            "SELECT {MSG_COLS}, -bm25(messages_fts) AS score
+            "SELECT m.pk, -bm25(messages_fts) AS score
              FROM messages_fts CROSS JOIN messages m ON m.pk = messages_fts.rowid
-             WHERE messages_fts MATCH ?6 AND {filters}
+             WHERE messages_fts MATCH ?6 AND {SEARCH_FILTERS}
              ORDER BY bm25(messages_fts) LIMIT ?5"
         )
     } else {
         format!(
-            "SELECT {MSG_COLS}, 0.0 FROM messages m WHERE {filters} ORDER BY m.seq DESC LIMIT ?5"
+            "SELECT {MSG_COLS}, 0.0 FROM messages m WHERE {SEARCH_FILTERS} ORDER BY m.seq DESC LIMIT ?5"
         )
     }
+}
+
+/// The SQL of the message just before (`before`) or after message `?5` in the conversation
+/// that passes the filters of [`SEARCH_FILTERS`], at most `?6` microseconds away from it.
+fn neighbour_sql(before: bool) -> String {
+    let (cmp, order, sign) = if before {
+        ("<", "DESC", "-")
+    } else {
+        (">", "ASC", "+")
+    };
+    format!(
+        "SELECT m.pk FROM messages h, messages m
+         WHERE h.pk = ?5 AND {SEARCH_FILTERS} AND m.seq {cmp} h.seq
+           AND m.created_at BETWEEN min(h.created_at, h.created_at {sign} ?6)
+                                AND max(h.created_at, h.created_at {sign} ?6)
+         ORDER BY m.seq {order} LIMIT 1"
+    )
 }
 
 /// Roles searched when the query names none: everything people and tools said, not system text.
@@ -325,8 +347,10 @@ impl Store {
 
     /// Searches the agent's whole history (in context or not). Roles, kinds and dates are
     /// filtered in SQL before the limit; hidden loop messages (heartbeats, alerts) are never
-    /// returned. Ranked by BM25 over content, reasoning and tool-call arguments; an empty query
-    /// returns the newest matching messages. User text can never cause an FTS5 syntax error.
+    /// returned. Ranked by BM25 over content, reasoning and tool-call arguments, each hit lending
+    /// half its score to matching messages just before and after it (a question and its answer
+    /// rise together); every hit contains a query word. An empty query returns the newest
+    /// matching messages. User text can never cause an FTS5 syntax error.
     ///
     /// Errors: `NotFound("agent")`.
     pub fn search_messages(&self, agent: &AgentId, q: &MessageQuery) -> Result<Vec<MessageHit>> {
@@ -344,26 +368,71 @@ impl Store {
             if q.limit == 0 {
                 return Ok(Vec::new());
             }
-            let (sql, fts) = match fts_query(&q.query) {
+            let expr = match fts_query(&q.query) {
                 FtsQuery::NoTerms => return Ok(Vec::new()),
-                FtsQuery::Blank => (search_sql(false), None),
-                FtsQuery::Match(expr) => (search_sql(true), Some(expr)),
-            };
-            let mut stmt = c.prepare_cached(&sql).db()?;
-            let map = |r: &Row<'_>| {
-                Ok(MessageHit {
-                    message: message_from_row(r)?,
-                    score: r.get(14)?,
-                })
-            };
-            let rows = match &fts {
-                Some(expr) => {
-                    stmt.query_map(params![agent.as_str(), roles, start, end, limit, expr], map)
+                FtsQuery::Match(expr) => expr,
+                FtsQuery::Blank => {
+                    let mut stmt = c.prepare_cached(&search_sql(false)).db()?;
+                    let rows = stmt
+                        .query_map(params![agent.as_str(), roles, start, end, limit], |r| {
+                            Ok(MessageHit {
+                                message: message_from_row(r)?,
+                                score: r.get(14)?,
+                            })
+                        })
+                        .db()?;
+                    return rows.collect::<rusqlite::Result<_>>().db();
                 }
-                None => stmt.query_map(params![agent.as_str(), roles, start, end, limit], map),
-            }
-            .db()?;
-            rows.collect::<rusqlite::Result<_>>().db()
+            };
+            // Candidates from deeper than the limit: a neighbour can overtake a hit.
+            let pool = sql::sat(q.limit.saturating_mul(4).max(50));
+            let bm25: Vec<(i64, f64)> = c
+                .prepare_cached(&search_sql(true))
+                .db()?
+                .query_map(
+                    params![agent.as_str(), roles, start, end, pool, expr],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .db()?
+                .collect::<rusqlite::Result<_>>()
+                .db()?;
+            let mut ranking = search::smooth_by_neighbours(&bm25, Neighbours::Rerank, |pk| {
+                let mut out = [None, None];
+                for (slot, before) in [true, false].into_iter().enumerate() {
+                    out[slot] = c
+                        .prepare_cached(&neighbour_sql(before))
+                        .db()?
+                        .query_row(
+                            params![
+                                agent.as_str(),
+                                roles,
+                                start,
+                                end,
+                                pk,
+                                search::NEIGHBOUR_WINDOW_MICROS
+                            ],
+                            |r| r.get(0),
+                        )
+                        .optional()
+                        .db()?;
+                }
+                Ok::<_, Error>(out)
+            })?;
+            ranking.truncate(q.limit);
+            let mut load = c
+                .prepare_cached(&format!(
+                    "SELECT {MSG_COLS} FROM messages m WHERE m.pk = ?1"
+                ))
+                .db()?;
+            ranking
+                .into_iter()
+                .map(|(pk, score)| {
+                    Ok(MessageHit {
+                        message: load.query_row([pk], message_from_row).db()?,
+                        score,
+                    })
+                })
+                .collect()
         })
     }
 }

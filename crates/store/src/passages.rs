@@ -7,7 +7,7 @@
 
 use crate::Store;
 use crate::agents;
-use crate::search::{self, FtsQuery, RRF_K, fts_query};
+use crate::search::{self, FtsQuery, Neighbours, RRF_K, fts_query};
 use crate::sql::{self, DbResult, json, ts};
 use engram_core::{
     AgentId, Error, NewPassage, Passage, PassageHit, PassageId, Result, TagMatch, Timestamp,
@@ -237,7 +237,9 @@ fn text_sql(
     Ok(Some((sql, query.args)))
 }
 
-/// BM25 ranking (or newest first for a blank query) of up to `limit` passages.
+/// Lexical ranking of up to `limit` passages: BM25 over a wider pool of candidates, smoothed
+/// over neighbouring passages (see `search::smooth_by_neighbours`), or newest first for a blank
+/// query.
 fn text_ranking(
     conn: &Connection,
     agent: &AgentId,
@@ -245,10 +247,58 @@ fn text_ranking(
     fts: &FtsQuery,
     limit: usize,
 ) -> Result<Ranking> {
-    match text_sql(agent, q, fts, limit)? {
-        Some((sql, args)) => ranked(conn, &sql, args),
-        None => Ok(Vec::new()),
+    if !matches!(fts, FtsQuery::Match(_)) {
+        return match text_sql(agent, q, fts, limit)? {
+            Some((sql, args)) => ranked(conn, &sql, args),
+            None => Ok(Vec::new()),
+        };
     }
+    // A neighbour can overtake a hit, so candidates come from deeper than `limit`.
+    let pool = limit.saturating_mul(4).max(50);
+    let Some((sql, args)) = text_sql(agent, q, fts, pool)? else {
+        return Ok(Vec::new());
+    };
+    let bm25 = ranked(conn, &sql, args)?;
+    let mut smoothed = search::smooth_by_neighbours(&bm25, Neighbours::Admit, |pk| {
+        neighbours(conn, agent, q, pk)
+    })?;
+    smoothed.truncate(limit);
+    Ok(smoothed)
+}
+
+/// The passages written just before and just after passage `pk` (by creation time, then key)
+/// that pass the search's filters, at most `search::NEIGHBOUR_WINDOW_MICROS` away from it.
+fn neighbours(
+    conn: &Connection,
+    agent: &AgentId,
+    q: &PassageQuery,
+    pk: i64,
+) -> Result<[Option<i64>; 2]> {
+    let mut out = [None, None];
+    for (slot, (cmp, order, sign)) in [("<", "DESC", "-"), (">", "ASC", "+")]
+        .into_iter()
+        .enumerate()
+    {
+        let mut query = Query::default();
+        let filters = filters(agent, q, &mut query)?;
+        let hit = query.arg(pk);
+        let window = query.arg(search::NEIGHBOUR_WINDOW_MICROS);
+        let sql = format!(
+            "SELECT p.pk FROM passages h, passages p
+             WHERE h.pk = {hit} AND {filters}
+               AND (p.created_at, p.pk) {cmp} (h.created_at, h.pk)
+               AND p.created_at BETWEEN min(h.created_at, h.created_at {sign} {window})
+                                    AND max(h.created_at, h.created_at {sign} {window})
+             ORDER BY p.created_at {order}, p.pk {order} LIMIT 1"
+        );
+        out[slot] = conn
+            .prepare_cached(&sql)
+            .db()?
+            .query_row(params_from_iter(query.args), |r| r.get(0))
+            .optional()
+            .db()?;
+    }
+    Ok(out)
 }
 
 /// Cosine ranking of up to `limit` passages whose vectors have the query's dimension.
@@ -386,7 +436,8 @@ impl Store {
     }
 
     /// Searches the agent's archival memory (see [`PassageQuery`]). Scores: negated BM25
-    /// without an embedding, 0 for a blank query, the RRF score with an embedding.
+    /// smoothed over neighbouring passages (each hit lends half its score to the passages
+    /// written just before and after it) without an embedding, 0 for a blank query, the RRF score with an embedding.
     ///
     /// Errors: `NotFound("agent")`; `Invalid` for an empty or non-finite query embedding.
     pub fn search_passages(&self, agent: &AgentId, q: &PassageQuery) -> Result<Vec<PassageHit>> {

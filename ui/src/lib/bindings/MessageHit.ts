@@ -10,6 +10,7 @@ export type MessageHit = {
  */
 message: Message, 
 /**
- * Relevance, higher is better: the negated BM25 score, or 0 for an empty query.
+ * Relevance, higher is better: the negated BM25 score smoothed over neighbouring messages
+ * (see `Store::search_messages`), or 0 for an empty query.
  */
 score: number, };

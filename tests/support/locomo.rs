@@ -1,0 +1,185 @@
+//! The LoCoMo retrieval development set (`../shared/eval/locomo-dev/`, see its README): every
+//! dialog turn stored as one archival passage of a fresh agent, every question with evidence
+//! searched, a hit when an evidence turn is among the top k.
+
+use engram_core::{AgentId, NewAgent, NewPassage, TagMatch};
+use engram_service::Engram;
+use engram_store::PassageQuery;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Where the development set lives, relative to the repository: `../shared/eval/locomo-dev`.
+pub fn dev_set_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/eval/locomo-dev")
+}
+
+/// One conversation: its turns (`dia_id`, `"{speaker}: {text}"`) in order, and its questions.
+pub struct Conversation {
+    /// The file it came from.
+    pub name: String,
+    /// `(dia_id, passage text)`, session by session.
+    pub turns: Vec<(String, String)>,
+    /// Questions that name evidence turns.
+    pub questions: Vec<Question>,
+}
+
+/// A benchmark question.
+pub struct Question {
+    /// The question text, searched as is.
+    pub text: String,
+    /// The `dia_id`s of the turns that hold the answer.
+    pub evidence: Vec<String>,
+    /// LoCoMo's question category (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop,
+    /// 5 adversarial).
+    pub category: u64,
+}
+
+/// Reads every conversation of the set in `dir`, by file name; empty if `dir` is absent.
+pub fn load(dir: &Path) -> Vec<Conversation> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries.filter_map(|e| Some(e.ok()?.path())).collect();
+    files.retain(|p| p.extension().is_some_and(|e| e == "json"));
+    files.sort();
+    files.iter().map(|f| read(f)).collect()
+}
+
+fn read(file: &Path) -> Conversation {
+    let text = std::fs::read_to_string(file).expect("read dev-set file");
+    let doc: serde_json::Value = serde_json::from_str(&text).expect("dev-set JSON");
+    // The conversation is either the document itself or its `conversation` member.
+    let conv = doc.get("conversation").unwrap_or(&doc);
+    let mut sessions: Vec<(u64, &Vec<serde_json::Value>)> = conv
+        .as_object()
+        .expect("conversation object")
+        .iter()
+        .filter_map(|(k, v)| {
+            let n = k.strip_prefix("session_")?.parse().ok()?;
+            Some((n, v.as_array()?))
+        })
+        .collect();
+    sessions.sort_by_key(|(n, _)| *n);
+    let turns = sessions
+        .into_iter()
+        .flat_map(|(_, turns)| turns)
+        .map(|t| {
+            let field = |k: &str| t[k].as_str().unwrap_or_default().to_owned();
+            (
+                field("dia_id"),
+                format!("{}: {}", field("speaker"), field("text")),
+            )
+        })
+        .collect();
+    let questions = doc["qa"]
+        .as_array()
+        .expect("qa list")
+        .iter()
+        .filter_map(|q| {
+            let evidence: Vec<String> = q["evidence"]
+                .as_array()?
+                .iter()
+                .filter_map(|e| e.as_str().map(str::to_owned))
+                .collect();
+            (!evidence.is_empty()).then(|| Question {
+                text: q["question"].as_str().unwrap_or_default().to_owned(),
+                evidence,
+                category: q["category"].as_u64().unwrap_or(0),
+            })
+        })
+        .collect();
+    Conversation {
+        name: file.file_name().unwrap().to_string_lossy().into_owned(),
+        turns,
+        questions,
+    }
+}
+
+/// Evidence recall at several cut-offs, overall and per question category.
+#[derive(Debug, Default)]
+pub struct Recall {
+    /// Questions searched.
+    pub questions: usize,
+    /// Hits at each cut-off `k` (a hit: an evidence turn among the top `k`).
+    pub hits: BTreeMap<usize, usize>,
+    /// Per category: questions and hits at each cut-off.
+    pub by_category: BTreeMap<u64, (usize, BTreeMap<usize, usize>)>,
+}
+
+impl Recall {
+    /// Hits at `k` over questions (0 when nothing was searched).
+    pub fn at(&self, k: usize) -> f64 {
+        ratio(self.hits.get(&k).copied().unwrap_or(0), self.questions)
+    }
+
+    /// Like [`at`](Self::at) for one category.
+    pub fn category_at(&self, category: u64, k: usize) -> f64 {
+        self.by_category.get(&category).map_or(0.0, |(n, hits)| {
+            ratio(hits.get(&k).copied().unwrap_or(0), *n)
+        })
+    }
+}
+
+fn ratio(hits: usize, n: usize) -> f64 {
+    if n == 0 { 0.0 } else { hits as f64 / n as f64 }
+}
+
+/// Stores each conversation's turns as passages of a fresh agent of `engram` and searches its
+/// questions through the store's archival search, lexical only; counts hits at each of `ks`.
+pub fn measure_lexical(engram: &Engram, conversations: &[Conversation], ks: &[usize]) -> Recall {
+    let top_k = ks.iter().copied().max().unwrap_or(5);
+    let store = engram.store();
+    let mut recall = Recall::default();
+    for conv in conversations {
+        let agent: AgentId = engram
+            .create_agent(NewAgent {
+                name: format!("LoCoMo {}", conv.name),
+                ..NewAgent::default()
+            })
+            .expect("create agent")
+            .agent
+            .id;
+        let passages: Vec<NewPassage> = conv
+            .turns
+            .iter()
+            .map(|(_, text)| NewPassage {
+                text: text.clone(),
+                ..NewPassage::default()
+            })
+            .collect();
+        let stored = store.insert_passages(&agent, &passages).expect("insert");
+        let dia_of: BTreeMap<_, _> = stored
+            .iter()
+            .zip(&conv.turns)
+            .map(|(p, (dia, _))| (p.id.clone(), dia.as_str()))
+            .collect();
+        for q in &conv.questions {
+            let hits = store
+                .search_passages(
+                    &agent,
+                    &PassageQuery {
+                        query: q.text.clone(),
+                        tag_match: TagMatch::Any,
+                        top_k,
+                        ..PassageQuery::default()
+                    },
+                )
+                .expect("search");
+            let found: Vec<&str> = hits.iter().map(|h| dia_of[&h.passage.id]).collect();
+            recall.questions += 1;
+            let category = recall.by_category.entry(q.category).or_default();
+            category.0 += 1;
+            for &k in ks {
+                let hit = found
+                    .iter()
+                    .take(k)
+                    .any(|d| q.evidence.iter().any(|e| e == d));
+                if hit {
+                    *recall.hits.entry(k).or_default() += 1;
+                    *category.1.entry(k).or_default() += 1;
+                }
+            }
+        }
+    }
+    recall
+}
