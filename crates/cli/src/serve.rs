@@ -1,4 +1,4 @@
-//! `engram serve`: the Letta-compatible REST API on loopback, until Ctrl-C.
+//! `engram serve`: the Letta-compatible REST API on loopback, until Ctrl-C, SIGTERM or SIGHUP.
 
 use anyhow::{Context as _, Result};
 use clap::Args;
@@ -29,7 +29,9 @@ pub struct ServeArgs {
     pub ui_dir: Option<std::path::PathBuf>,
 }
 
-/// Serves until Ctrl-C. Prints `listening on http://ADDR` (and `token: …` with
+/// Serves until Ctrl-C, SIGTERM or SIGHUP, then stops cleanly: runs in flight are cancelled
+/// (each keeps what already arrived), open requests finish, and the write-ahead log is
+/// checkpointed into the database file. Prints `listening on http://ADDR` (and `token: …` with
 /// `--show-token`) on stdout once the port is bound.
 pub async fn run(engram: Engram, args: ServeArgs) -> Result<()> {
     engram_server::loopback_addr(&args.host, args.port)?;
@@ -68,14 +70,51 @@ pub async fn run(engram: Engram, args: ServeArgs) -> Result<()> {
     }
     out.flush()?;
     drop(out);
-    let shutdown = async {
-        let _ = tokio::signal::ctrl_c().await;
+    let shutdown = {
+        let engram = Arc::clone(&engram);
+        async move {
+            stop_signal().await;
+            let runs = engram.cancel_all_runs();
+            tracing::info!(runs, "stopping: runs cancelled");
+        }
     };
     let config = ServerConfig {
         ui_dir: args.ui_dir,
         ..ServerConfig::new(auth)
     };
-    engram_server::serve(listener, engram, config, shutdown)
+    engram_server::serve(listener, Arc::clone(&engram), config, shutdown)
         .await
-        .context("the REST API stopped")
+        .context("the REST API stopped")?;
+    engram
+        .checkpoint()
+        .context("cannot checkpoint the database before exiting")?;
+    Ok(())
+}
+
+/// Resolves on the first of Ctrl-C, SIGTERM (what `kill` and service managers send) and
+/// SIGHUP (the terminal went away).
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+        ) {
+            (Ok(mut term), Ok(mut hup)) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                    _ = hup.recv() => {}
+                }
+                return;
+            }
+            (Err(e), _) | (_, Err(e)) => {
+                tracing::warn!(
+                    "cannot listen for SIGTERM/SIGHUP ({e}); only Ctrl-C stops the server cleanly"
+                );
+            }
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
 }

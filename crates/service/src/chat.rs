@@ -82,6 +82,13 @@ impl Engram {
         })
     }
 
+    /// Stops every run of every agent (each keeps what already arrived), e.g. before the
+    /// process exits. Returns how many runs were told to stop.
+    pub fn cancel_all_runs(&self) -> usize {
+        let Ok(runs) = self.runs.lock() else { return 0 };
+        runs.values().flatten().map(|(_, t)| t.cancel()).count()
+    }
+
     fn register(&self, agent: &AgentId, token: CancellationToken) -> RunHandle<'_> {
         let id = self
             .next_run

@@ -163,6 +163,13 @@ impl Engram {
         }
     }
 
+    /// Moves everything committed into the database file and empties its write-ahead log, so
+    /// a process that is about to exit leaves one self-contained file (see
+    /// [`Store::checkpoint`]). Errors: `Storage` if SQLite cannot checkpoint.
+    pub fn checkpoint(&self) -> Result<()> {
+        self.store.checkpoint().map(|_| ())
+    }
+
     /// The store, for transports that page through data directly (read-only use).
     pub fn store(&self) -> &Store {
         &self.store

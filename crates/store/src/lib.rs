@@ -122,6 +122,21 @@ impl Store {
         })
     }
 
+    /// Copies every committed page from the write-ahead log into the database file and empties
+    /// the log (`PRAGMA wal_checkpoint(TRUNCATE)`), so a process that stops leaves one
+    /// self-contained file. Returns SQLite's `(busy, log pages, checkpointed pages)`; `busy` is
+    /// 1 when another connection (a second process) kept the log from being emptied.
+    ///
+    /// Errors: [`Error::Storage`] if the checkpoint cannot run.
+    pub fn checkpoint(&self) -> Result<(i64, i64, i64)> {
+        self.read(|c| {
+            c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .db()
+        })
+    }
+
     /// Locks the connection. A panic while it was held cannot leave a half-done write behind
     /// (an unwinding `Transaction` rolls back), so a poisoned lock is safe to reuse.
     fn lock(&self) -> MutexGuard<'_, Connection> {
