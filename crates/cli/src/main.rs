@@ -269,7 +269,7 @@ fn memory(engram: &Engram, cmd: MemoryCmd) -> Result<()> {
             }
         }
         MemoryCmd::Undo { edit } => {
-            let b = engram.undo_block_edit(&EditId::from(edit))?;
+            let b = engram.undo_block_edit(&EditId::from(edit), None)?;
             println!("[{}] restored ({}/{} chars)", b.label, b.chars(), b.limit);
         }
     }

@@ -201,6 +201,7 @@ fn convert_block(ctx: &mut Ctx<'_>, b: &BlockIn<'_>) -> Result<ImportBlock, Agen
         limit,
         description: af.description.clone().unwrap_or_default(),
         read_only: af.read_only,
+        version: 1,
         created_at,
         updated_at,
     };
@@ -214,6 +215,10 @@ fn convert_block(ctx: &mut Ctx<'_>, b: &BlockIn<'_>) -> Result<ImportBlock, Agen
             editor: remap_editor(ctx, &e.editor),
             old_value: e.old_value.clone(),
             new_value: e.new_value.clone(),
+            // Versions and steps of the exporting database mean nothing here.
+            old_version: None,
+            new_version: None,
+            step_id: None,
             created_at: e.created_at,
         })
         .collect();
