@@ -142,7 +142,7 @@ pub struct BlockPatch {
     /// since, nothing is written and the caller gets [`Error::StaleVersion`](crate::Error)
     /// with the current block. `None` writes over whatever is there (last writer wins, as
     /// Letta's SDK expects).
-    #[ts(type = "number")]
+    #[ts(optional, as = "Option<u32>")]
     pub version: Option<u64>,
 }
 

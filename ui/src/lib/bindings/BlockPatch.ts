@@ -30,4 +30,4 @@ read_only?: boolean,
  * with the current block. `None` writes over whatever is there (last writer wins, as
  * Letta's SDK expects).
  */
-version: number, };
+version?: number, };
