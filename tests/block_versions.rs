@@ -184,7 +184,11 @@ async fn a_replace_whose_text_changed_meanwhile_fails_with_the_current_value() {
         save_by_hand(&home, &agent, |v| v.replace("kiwi", "figs"));
     });
     let current = format!("{HUMAN}\nLikes: figs");
-    assert_eq!(home.block(&agent, "human"), current, "never a silent overwrite");
+    assert_eq!(
+        home.block(&agent, "human"),
+        current,
+        "never a silent overwrite"
+    );
     let result = result_of(&out, "memory_replace");
     assert_eq!(result.status, ToolStatus::Failed);
     assert!(
@@ -251,15 +255,13 @@ fn slow_fact_taker() -> Script {
     Script::rules(|view: &ChatView| {
         let user = view.last_user_text().unwrap_or_default();
         match user.strip_prefix("fact: ") {
-            Some(fact) if view.messages.last().is_some_and(|m| m.is_real_user()) => {
-                Reply::Delayed(
-                    Duration::from_millis(500),
-                    Box::new(Reply::ToolCalls(vec![Call::new(
-                        "core_memory_append",
-                        json!({"label": "human", "content": fact}),
-                    )])),
-                )
-            }
+            Some(fact) if view.messages.last().is_some_and(|m| m.is_real_user()) => Reply::Delayed(
+                Duration::from_millis(500),
+                Box::new(Reply::ToolCalls(vec![Call::new(
+                    "core_memory_append",
+                    json!({"label": "human", "content": fact}),
+                )])),
+            ),
             _ => Reply::text("ok"),
         }
     })

@@ -201,7 +201,8 @@ fn convert_block(ctx: &mut Ctx<'_>, b: &BlockIn<'_>) -> Result<ImportBlock, Agen
         limit,
         description: af.description.clone().unwrap_or_default(),
         read_only: af.read_only,
-        version: 1,
+        // Kept from an Engram export so its history's versions still line up.
+        version: b.ext.and_then(|x| x.version).unwrap_or(1),
         created_at,
         updated_at,
     };
@@ -215,9 +216,9 @@ fn convert_block(ctx: &mut Ctx<'_>, b: &BlockIn<'_>) -> Result<ImportBlock, Agen
             editor: remap_editor(ctx, &e.editor),
             old_value: e.old_value.clone(),
             new_value: e.new_value.clone(),
-            // Versions and steps of the exporting database mean nothing here.
-            old_version: None,
-            new_version: None,
+            old_version: e.old_version,
+            new_version: e.new_version,
+            // Steps are not exported.
             step_id: None,
             created_at: e.created_at,
         })
