@@ -68,10 +68,10 @@ pub(crate) fn apply(
         match apply_group(tx, step, group, &mut first_seen, now) {
             Ok(results) => {
                 tx.execute_batch("RELEASE tool_call").db()?;
-                if let (Some(at), Some((last, _))) = (answer, results.last()) {
-                    if group.iter().any(|w| w.restate_result) {
-                        restate(&mut msgs[at], ToolStatus::Ok, applied_message(&last.block));
-                    }
+                if let (Some(at), Some((last, _))) = (answer, results.last())
+                    && group.iter().any(|w| w.restate_result)
+                {
+                    restate(&mut msgs[at], ToolStatus::Ok, applied_message(&last.block));
                 }
                 out.changes.extend(
                     results
