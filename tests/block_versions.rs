@@ -354,3 +354,59 @@ async fn the_cli_as_a_second_process_editing_during_a_step_loses_nothing() {
             .ends_with(&expected)
     );
 }
+
+#[tokio::test]
+async fn the_cli_names_the_version_it_read_and_is_refused_when_stale() {
+    let mock = MockLlm::start(Script::Queue).await;
+    let home = Home::new();
+    let agent = agent(&home, &mock);
+    let id = agent.to_string();
+    let shown = engram_suite::stdout_ok(&engram_suite::cli(home.path(), &["memory", "show", &id]));
+    assert!(
+        shown.contains("[human] 34/5000 chars, version 1"),
+        "{shown}"
+    );
+    // The window saves first …
+    save_by_hand(&home, &agent, |v| format!("{v}\nLikes: kiwi"));
+    // … so a CLI edit based on version 1 is refused with the current value, and changes nothing.
+    let out = engram_suite::cli(
+        home.path(),
+        &[
+            "memory",
+            "set",
+            &id,
+            "human",
+            "Name: Bob",
+            "--if-version",
+            "1",
+        ],
+    );
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("changed since version 1") && stderr.contains("Likes: kiwi"),
+        "{stderr}"
+    );
+    assert_eq!(home.block(&agent, "human"), format!("{HUMAN}\nLikes: kiwi"));
+    let set = engram_suite::stdout_ok(&engram_suite::cli(
+        home.path(),
+        &[
+            "memory",
+            "set",
+            &id,
+            "human",
+            "Name: Bob",
+            "--if-version",
+            "2",
+        ],
+    ));
+    assert!(set.contains("version 3"), "{set}");
+    let history = engram_suite::stdout_ok(&engram_suite::cli(
+        home.path(),
+        &["memory", "history", &id, "human"],
+    ));
+    assert!(
+        history.contains("v2 -> v3") && history.contains("v1 -> v2"),
+        "{history}"
+    );
+}
