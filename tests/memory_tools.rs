@@ -127,7 +127,7 @@ async fn agent_edits_are_recorded_and_can_be_undone() {
         history[0].editor,
         engram_core::Editor::Agent { .. }
     ));
-    home.engram.undo_block_edit(&history[0].id).unwrap();
+    home.engram.undo_block_edit(&history[0].id, None).unwrap();
     assert_eq!(home.block(&agent, "human"), "");
 }
 

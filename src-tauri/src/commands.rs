@@ -219,10 +219,14 @@ pub fn block_history(
     Ok(d.engram.block_history(&agent_id, &label)?)
 }
 
-/// Undoes one edit (itself recorded).
+/// Undoes one edit (itself recorded); with `version`, only if the block is still at it.
 #[tauri::command(rename_all = "snake_case")]
-pub fn undo_block_edit(d: State<'_, Desktop>, edit_id: EditId) -> IpcResult<Block> {
-    Ok(d.engram.undo_block_edit(&edit_id)?)
+pub fn undo_block_edit(
+    d: State<'_, Desktop>,
+    edit_id: EditId,
+    version: Option<u64>,
+) -> IpcResult<Block> {
+    Ok(d.engram.undo_block_edit(&edit_id, version)?)
 }
 
 /// A page of archival memory, newest first, with the total.

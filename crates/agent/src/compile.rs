@@ -73,6 +73,7 @@ mod tests {
             limit: 5000,
             description: engram_core::memory::default_description(label),
             read_only,
+            version: 1,
             created_at: t,
             updated_at: t,
         }

@@ -325,6 +325,11 @@ impl Runtime {
             agent: &ctx.agent,
             store: &self.store,
             blocks: ctx.blocks.clone(),
+            read_versions: ctx
+                .blocks
+                .iter()
+                .map(|b| (b.id.clone(), b.version))
+                .collect(),
             writes: Vec::new(),
             passages: Vec::new(),
             embedder,
@@ -447,6 +452,16 @@ impl Runtime {
         step_usage.add_step(prompt_tokens, completion_tokens);
         usage.add_step(prompt_tokens, completion_tokens);
         announce(events, agent_id, &committed, step_usage);
+        // An edit refused at commit (the block changed while the step ran) was answered with a
+        // `Failed` result showing the current value: give the model a step to retry rather than
+        // ending the turn on an edit it believes was made.
+        let next = match next {
+            Some(StopReason::EndTurn | StopReason::NoToolCall) if !committed.refused.is_empty() => {
+                tracing::info!(%agent_id, refused = ?committed.refused, "memory edits refused at commit; continuing");
+                None
+            }
+            next => next,
+        };
         Ok(StepEnd {
             messages: committed.messages,
             next,
@@ -539,11 +554,12 @@ fn announce(
     usage: Usage,
 ) {
     let mut seen = std::collections::HashSet::new();
-    for block in committed.blocks.iter().rev() {
-        if seen.insert(block.id.clone()) {
+    for change in committed.blocks.iter().rev() {
+        if seen.insert(change.block.id.clone()) {
             let _ = events.send(RunEvent::MemoryChanged {
                 agent_id: agent_id.clone(),
-                block: block.clone(),
+                block: change.block.clone(),
+                tool_call_id: change.tool_call_id.clone(),
             });
         }
     }

@@ -260,6 +260,8 @@ pub fn export_v2(agents: &[AgentSnapshot], opts: &ExportOptions) -> AgentFileV2 
                     editor: editor_out(&e.editor, &ids),
                     old_value: e.old_value.clone(),
                     new_value: e.new_value.clone(),
+                    old_version: e.old_version,
+                    new_version: e.new_version,
                     created_at: e.created_at,
                 })
                 .collect();
@@ -268,6 +270,7 @@ pub fn export_v2(agents: &[AgentSnapshot], opts: &ExportOptions) -> AgentFileV2 
                 BlockExt {
                     created_at: b.created_at,
                     updated_at: b.updated_at,
+                    version: Some(b.version),
                     history,
                 },
             );

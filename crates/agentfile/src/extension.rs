@@ -129,6 +129,9 @@ pub struct BlockExt {
     pub created_at: Timestamp,
     /// When it last changed.
     pub updated_at: Timestamp,
+    /// Its version (bumped by every committed change); absent in files of older Engrams.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<u64>,
     /// Its edits, oldest first.
     #[serde(default, deserialize_with = "nullable")]
     pub history: Vec<EditExt>,
@@ -145,6 +148,12 @@ pub struct EditExt {
     pub old_value: String,
     /// Value after.
     pub new_value: String,
+    /// The block's version before the edit, when recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old_version: Option<u64>,
+    /// The block's version after the edit, when recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_version: Option<u64>,
     /// When.
     pub created_at: Timestamp,
 }

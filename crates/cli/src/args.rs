@@ -144,6 +144,10 @@ pub enum MemoryCmd {
         label: String,
         /// New value.
         value: String,
+        /// Only if the block is still at this version (from `memory show`); refused with the
+        /// current value otherwise. Without it the new value replaces whatever is there.
+        #[arg(long, value_name = "VERSION")]
+        if_version: Option<u64>,
     },
     /// Show a block's edit history.
     History {
@@ -156,6 +160,9 @@ pub enum MemoryCmd {
     Undo {
         /// Edit id.
         edit: String,
+        /// Only if the block is still at this version; refused otherwise.
+        #[arg(long, value_name = "VERSION")]
+        if_version: Option<u64>,
     },
 }
 

@@ -240,10 +240,11 @@ fn memory(engram: &Engram, cmd: MemoryCmd) -> Result<()> {
             for b in blocks.iter().filter(|_| !json) {
                 let ro = if b.read_only { ", read-only" } else { "" };
                 println!(
-                    "[{}] {}/{} chars{ro}\n{}\n",
+                    "[{}] {}/{} chars, version {}{ro}\n{}\n",
                     b.label,
                     b.chars(),
                     b.limit,
+                    b.version,
                     b.value
                 );
             }
@@ -252,14 +253,30 @@ fn memory(engram: &Engram, cmd: MemoryCmd) -> Result<()> {
             agent,
             label,
             value,
+            if_version,
         } => {
-            let b = engram.set_block_value(&AgentId::from(agent), &label, &value)?;
-            println!("[{}] {}/{} chars", b.label, b.chars(), b.limit);
+            let patch = engram_core::BlockPatch {
+                value: Some(value),
+                version: if_version,
+                ..engram_core::BlockPatch::default()
+            };
+            let b = engram.update_agent_block(&AgentId::from(agent), &label, &patch)?;
+            println!(
+                "[{}] {}/{} chars, version {}",
+                b.label,
+                b.chars(),
+                b.limit,
+                b.version
+            );
         }
         MemoryCmd::History { agent, label } => {
             for e in engram.block_history(&AgentId::from(agent), &label)? {
+                let versions = match (e.old_version, e.new_version) {
+                    (Some(old), Some(new)) => format!("  v{old} -> v{new}"),
+                    _ => String::new(),
+                };
                 println!(
-                    "{}  {}  {}\n  - {:?}\n  + {:?}",
+                    "{}  {}  {}{versions}\n  - {:?}\n  + {:?}",
                     e.id,
                     e.created_at.to_rfc3339(),
                     serde_json::to_string(&e.editor)?,
@@ -268,8 +285,8 @@ fn memory(engram: &Engram, cmd: MemoryCmd) -> Result<()> {
                 );
             }
         }
-        MemoryCmd::Undo { edit } => {
-            let b = engram.undo_block_edit(&EditId::from(edit))?;
+        MemoryCmd::Undo { edit, if_version } => {
+            let b = engram.undo_block_edit(&EditId::from(edit), if_version)?;
             println!("[{}] restored ({}/{} chars)", b.label, b.chars(), b.limit);
         }
     }

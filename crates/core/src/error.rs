@@ -52,6 +52,20 @@ pub enum Error {
     /// The request conflicts with what exists (duplicate label, agent busy…).
     #[error("{0}")]
     Conflict(String),
+    /// A whole-value write named a block version that is no longer current (someone else —
+    /// an agent, another window, another process — changed the block since it was read).
+    /// Nothing was written; `current` is the block as stored now, for a conflict choice.
+    #[error(
+        "the '{label}' block changed since version {based_on} (it is now version {version}); \
+         nothing was written. Its current value is:\n{value}",
+        label = current.label, version = current.version, value = current.value
+    )]
+    StaleVersion {
+        /// The version the writer read.
+        based_on: u64,
+        /// The block as stored now.
+        current: Box<crate::Block>,
+    },
     /// A model provider failed; `message` says what to do about it.
     #[error("{message}")]
     Provider {
@@ -102,6 +116,7 @@ impl Error {
             Self::NotFound { .. } => "not_found",
             Self::Invalid(_) => "invalid_input",
             Self::Conflict(_) => "conflict",
+            Self::StaleVersion { .. } => "stale_version",
             Self::Provider { fault, .. } => match fault {
                 ProviderFault::Auth => "provider_auth",
                 ProviderFault::RateLimited => "rate_limited",
@@ -135,11 +150,18 @@ pub struct ErrorBody {
 }
 
 impl From<&Error> for ErrorBody {
+    /// `details` is `{"based_on": n, "current": Block}` for [`Error::StaleVersion`], else absent.
     fn from(e: &Error) -> Self {
+        let details = match e {
+            Error::StaleVersion { based_on, current } => {
+                Some(serde_json::json!({"based_on": based_on, "current": current}))
+            }
+            _ => None,
+        };
         Self {
             code: e.code().to_owned(),
             message: e.to_string(),
-            details: None,
+            details,
         }
     }
 }

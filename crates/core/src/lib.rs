@@ -6,6 +6,7 @@
 //! (its whole message history). A user message starts a *run* of *steps*.
 
 pub mod agent;
+pub mod block_op;
 pub mod error;
 pub mod ids;
 pub mod memory;
@@ -15,6 +16,7 @@ pub mod run;
 pub mod tool;
 
 pub use agent::{Agent, AgentPatch, EmbeddingConfig, LlmConfig, LoopStyle, NewAgent};
+pub use block_op::{Applied, BlockOp, OpError, ReplaceCount};
 pub use error::{Error, ErrorBody, Result};
 pub use ids::{AgentId, BlockId, EditId, MessageId, PassageId, RunId, StepId, ToolId};
 pub use memory::{Block, BlockEdit, BlockPatch, DEFAULT_BLOCK_LIMIT, Editor, NewBlock};

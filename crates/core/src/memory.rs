@@ -1,6 +1,6 @@
 //! Core memory: labelled blocks with character limits, and the history of their edits.
 
-use crate::{AgentId, BlockId, EditId, Timestamp};
+use crate::{AgentId, BlockId, EditId, StepId, Timestamp};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
@@ -24,6 +24,11 @@ pub struct Block {
     pub description: String,
     /// When true, memory tools refuse to edit the block (people still can).
     pub read_only: bool,
+    /// Increases by one with every committed change of the block (value or settings); a
+    /// whole-value write names the version it read and is refused when it is stale. New
+    /// blocks start at 1.
+    #[ts(type = "number")]
+    pub version: u64,
     /// When the block was created.
     pub created_at: Timestamp,
     /// When the block's value or settings last changed.
@@ -133,6 +138,12 @@ pub struct BlockPatch {
     pub description: Option<String>,
     /// New read-only flag.
     pub read_only: Option<bool>,
+    /// The block's version this patch was based on: when given and the block has changed
+    /// since, nothing is written and the caller gets [`Error::StaleVersion`](crate::Error)
+    /// with the current block. `None` writes over whatever is there (last writer wins, as
+    /// Letta's SDK expects).
+    #[ts(optional, as = "Option<u32>")]
+    pub version: Option<u64>,
 }
 
 /// Who changed a block.
@@ -172,6 +183,17 @@ pub struct BlockEdit {
     pub old_value: String,
     /// The value after.
     pub new_value: String,
+    /// The block's version before the edit (`None` for edits recorded before versions were).
+    #[serde(default)]
+    #[ts(type = "number | null")]
+    pub old_version: Option<u64>,
+    /// The block's version after the edit (`None` for edits recorded before versions were).
+    #[serde(default)]
+    #[ts(type = "number | null")]
+    pub new_version: Option<u64>,
+    /// The step whose tool call made the edit, for edits by an agent.
+    #[serde(default)]
+    pub step_id: Option<StepId>,
     /// When.
     pub created_at: Timestamp,
 }

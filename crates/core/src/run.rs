@@ -202,8 +202,11 @@ pub enum RunEvent {
     MemoryChanged {
         /// The agent whose tool changed it.
         agent_id: AgentId,
-        /// The block after the change.
+        /// The block after the change (its value may include edits others made meanwhile).
         block: Block,
+        /// The tool call that made the change (the last one, when a step edited the block
+        /// several times).
+        tool_call_id: Option<String>,
     },
     /// A message was committed to recall memory.
     Message {

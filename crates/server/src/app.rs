@@ -221,6 +221,9 @@ struct UpdateBlockArg {
 #[derive(Deserialize)]
 struct EditArg {
     edit_id: EditId,
+    /// The block version the window showed; a stale one is refused.
+    #[serde(default)]
+    version: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -410,7 +413,7 @@ async fn undo_block_edit(
     State(s): State<AppState>,
     Args(a): Args<EditArg>,
 ) -> AppResult<impl Serialize> {
-    done(s.engram.undo_block_edit(&a.edit_id))
+    done(s.engram.undo_block_edit(&a.edit_id, a.version))
 }
 
 async fn list_passages(

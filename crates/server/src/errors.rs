@@ -21,6 +21,9 @@ pub struct ApiError {
     pub detail: String,
     /// Engram's stable code (`not_found`, `invalid_input`…).
     pub code: &'static str,
+    /// For `stale_version` (409): the block as stored now, in Letta's `Block` shape (with its
+    /// `version`), sent as `current` next to `detail` so a client can offer a conflict choice.
+    pub current: Option<serde_json::Value>,
 }
 
 impl ApiError {
@@ -30,6 +33,7 @@ impl ApiError {
             status,
             detail: detail.into(),
             code,
+            current: None,
         }
     }
 
@@ -49,7 +53,7 @@ pub fn status_of(e: &Error) -> StatusCode {
     match e {
         Error::NotFound { .. } => StatusCode::NOT_FOUND,
         Error::Invalid(_) => StatusCode::BAD_REQUEST,
-        Error::Conflict(_) => StatusCode::CONFLICT,
+        Error::Conflict(_) | Error::StaleVersion { .. } => StatusCode::CONFLICT,
         Error::Provider {
             fault: ProviderFault::NotConfigured,
             ..
@@ -64,7 +68,11 @@ pub fn status_of(e: &Error) -> StatusCode {
 
 impl From<Error> for ApiError {
     fn from(e: Error) -> Self {
-        Self::new(status_of(&e), e.code(), e.to_string())
+        let mut out = Self::new(status_of(&e), e.code(), e.to_string());
+        if let Error::StaleVersion { current, .. } = &e {
+            out.current = Some(crate::shapes::block(current));
+        }
+        out
     }
 }
 
@@ -73,11 +81,11 @@ impl IntoResponse for ApiError {
         if self.status.is_server_error() {
             tracing::warn!(status = %self.status, detail = %self.detail, "request failed");
         }
-        (
-            self.status,
-            Json(json!({"detail": self.detail, "code": self.code})),
-        )
-            .into_response()
+        let mut body = json!({"detail": self.detail, "code": self.code});
+        if let Some(current) = self.current {
+            body["current"] = current;
+        }
+        (self.status, Json(body)).into_response()
     }
 }
 

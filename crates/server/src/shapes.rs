@@ -48,6 +48,7 @@ pub fn block(b: &Block) -> Value {
         "limit": b.limit,
         "description": b.description,
         "read_only": b.read_only,
+        "version": b.version,
         "is_template": false,
         "template_name": null,
         "preserve_on_migration": false,

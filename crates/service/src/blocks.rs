@@ -32,8 +32,9 @@ impl Engram {
     }
 
     /// Changes a block by id (recorded in its history as a user edit); every agent it is
-    /// attached to sees the change. Errors: `not_found`, `invalid_input` (limit, label),
-    /// `conflict` (label taken on an attached agent).
+    /// attached to sees the change. With `patch.version` the block must still be at that
+    /// version. Errors: `not_found`, `stale_version` (the current block in `details`),
+    /// `invalid_input` (limit, label), `conflict` (label taken on an attached agent).
     pub fn update_block(&self, id: &BlockId, patch: &BlockPatch) -> Result<Block> {
         let block = self.store.update_block(id, patch, &Editor::User)?;
         self.notify_block(id);

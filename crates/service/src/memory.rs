@@ -33,7 +33,9 @@ impl Engram {
         self.update_agent_block(agent, label, &patch)
     }
 
-    /// Changes a block of an agent (value, limit, description, label, read-only).
+    /// Changes a block of an agent (value, limit, description, label, read-only). With
+    /// `patch.version` the block must still be at that version. Errors: `not_found`;
+    /// `stale_version` (the current block in `details`); `invalid_input`; `conflict`.
     pub fn update_agent_block(
         &self,
         agent: &AgentId,
@@ -52,9 +54,13 @@ impl Engram {
         self.store.block_history(&block.id, HISTORY_LIMIT)
     }
 
-    /// Undoes one recorded edit (itself recorded, so it can be undone in turn).
-    pub fn undo_block_edit(&self, edit: &EditId) -> Result<Block> {
-        let block = self.store.undo_edit(edit)?;
+    /// Undoes one recorded edit (itself recorded, so it can be undone in turn): restores the
+    /// value the edit replaced. With `based_on` (the block version the person was looking at)
+    /// it is refused when the block changed since, so an edit made meanwhile is never silently
+    /// discarded. Errors: `not_found`; `stale_version` with the current block in `details`;
+    /// `invalid_input` when the old value no longer fits the limit.
+    pub fn undo_block_edit(&self, edit: &EditId, based_on: Option<u64>) -> Result<Block> {
+        let block = self.store.undo_edit(edit, based_on)?;
         self.notify_block(&block.id);
         Ok(block)
     }

@@ -9,12 +9,12 @@ use crate::sql::{self, DbResult, json, ts};
 use engram_core::memory::{check_limit, default_description, valid_label};
 use engram_core::{
     AgentId, Block, BlockEdit, BlockId, BlockPatch, DEFAULT_BLOCK_LIMIT, EditId, Editor, Error,
-    NewBlock, Result, Timestamp,
+    NewBlock, Result, StepId, Timestamp,
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-const BLOCK_COLS: &str =
-    "b.id, b.label, b.value, b.char_limit, b.description, b.read_only, b.created_at, b.updated_at";
+const BLOCK_COLS: &str = "b.id, b.label, b.value, b.char_limit, b.description, b.read_only, \
+                          b.created_at, b.updated_at, b.version";
 
 fn block_from_row(r: &Row<'_>) -> rusqlite::Result<Block> {
     Ok(Block {
@@ -26,7 +26,17 @@ fn block_from_row(r: &Row<'_>) -> rusqlite::Result<Block> {
         read_only: r.get(5)?,
         created_at: ts(r, 6)?,
         updated_at: ts(r, 7)?,
+        version: sql::uint(r, 8)?,
     })
+}
+
+/// The history columns [`edit_from_row`] reads, in order.
+pub(crate) const EDIT_COLS: &str =
+    "id, block_id, editor, old_value, new_value, created_at, old_version, new_version, step_id";
+
+fn opt_uint(r: &Row<'_>, i: usize) -> rusqlite::Result<Option<u64>> {
+    Ok(r.get::<_, Option<i64>>(i)?
+        .map(|v| u64::try_from(v).unwrap_or(0)))
 }
 
 fn edit_from_row(r: &Row<'_>) -> rusqlite::Result<BlockEdit> {
@@ -37,6 +47,9 @@ fn edit_from_row(r: &Row<'_>) -> rusqlite::Result<BlockEdit> {
         old_value: r.get(3)?,
         new_value: r.get(4)?,
         created_at: ts(r, 5)?,
+        old_version: opt_uint(r, 6)?,
+        new_version: opt_uint(r, 7)?,
+        step_id: r.get::<_, Option<String>>(8)?.map(StepId::from),
     })
 }
 
@@ -84,6 +97,7 @@ pub(crate) fn build(nb: &NewBlock, now: Timestamp) -> Result<Block> {
             .clone()
             .unwrap_or_else(|| default_description(&nb.label)),
         read_only: nb.read_only,
+        version: 1,
         created_at: now,
         updated_at: now,
     })
@@ -92,8 +106,9 @@ pub(crate) fn build(nb: &NewBlock, now: Timestamp) -> Result<Block> {
 /// Inserts a block row.
 pub(crate) fn insert(conn: &Connection, b: &Block) -> Result<()> {
     conn.prepare_cached(
-        "INSERT INTO blocks (id, label, value, char_limit, description, read_only, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        "INSERT INTO blocks (id, label, value, char_limit, description, read_only, created_at,
+                             updated_at, version)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )
     .db()?
     .execute(params![
@@ -105,15 +120,17 @@ pub(crate) fn insert(conn: &Connection, b: &Block) -> Result<()> {
         b.read_only,
         sql::micros(b.created_at),
         sql::micros(b.updated_at),
+        sql::int(b.version, "version")?,
     ])
     .db()?;
     Ok(())
 }
 
+/// Stores `b` (its `version` already bumped by the caller).
 fn save(conn: &Connection, b: &Block) -> Result<()> {
     conn.prepare_cached(
         "UPDATE blocks SET label = ?2, value = ?3, char_limit = ?4, description = ?5,
-                read_only = ?6, updated_at = ?7
+                read_only = ?6, updated_at = ?7, version = ?8
          WHERE id = ?1",
     )
     .db()?
@@ -125,6 +142,7 @@ fn save(conn: &Connection, b: &Block) -> Result<()> {
         b.description,
         b.read_only,
         sql::micros(b.updated_at),
+        sql::int(b.version, "version")?,
     ])
     .db()?;
     Ok(())
@@ -184,51 +202,99 @@ fn attached_agents(conn: &Connection, block: &BlockId) -> Result<Vec<AgentId>> {
     rows.collect::<rusqlite::Result<_>>().db()
 }
 
+/// Who made a change and where: the editor, and the step for edits by an agent's tool call.
+pub(crate) struct Author<'a> {
+    /// Recorded in the history row.
+    pub editor: &'a Editor,
+    /// The step whose tool call made the edit.
+    pub step: Option<&'a StepId>,
+}
+
+impl<'a> Author<'a> {
+    /// An author outside any step (a person, an import, an undo).
+    pub(crate) fn by(editor: &'a Editor) -> Self {
+        Self { editor, step: None }
+    }
+}
+
+/// Records a value change of `before` into `after` (both versions) as a history row.
 fn record_edit(
     conn: &Connection,
-    block: &BlockId,
-    editor: &Editor,
-    old_value: &str,
-    new_value: &str,
+    before: &Block,
+    after: &Block,
+    author: &Author<'_>,
     now: Timestamp,
 ) -> Result<()> {
     conn.prepare_cached(
-        "INSERT INTO block_history (id, block_id, editor, old_value, new_value, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT INTO block_history (id, block_id, editor, old_value, new_value, created_at,
+                                   old_version, new_version, step_id)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )
     .db()?
     .execute(params![
         EditId::new().as_str(),
-        block.as_str(),
-        sql::to_json(editor)?,
-        old_value,
-        new_value,
+        before.id.as_str(),
+        sql::to_json(author.editor)?,
+        before.value,
+        after.value,
         sql::micros(now),
+        sql::int(before.version, "version")?,
+        sql::int(after.version, "version")?,
+        author.step.map(StepId::as_str),
     ])
     .db()?;
     Ok(())
 }
 
-/// Sets a block's value: checked against the limit stored now (a concurrent edit may have
-/// changed the room left), saved, and recorded in the history when it differs from the old one.
+/// Refuses a write based on `based_on` when `current` has moved on.
+pub(crate) fn check_version(current: &Block, based_on: Option<u64>) -> Result<()> {
+    match based_on {
+        Some(v) if v != current.version => Err(Error::StaleVersion {
+            based_on: v,
+            current: Box::new(current.clone()),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Sets `current`'s value to `new_value` (already checked), bumps its version, saves it and
+/// records the edit. Returns the block as stored.
+pub(crate) fn commit_value(
+    conn: &Connection,
+    current: &Block,
+    new_value: String,
+    author: &Author<'_>,
+    now: Timestamp,
+) -> Result<Block> {
+    let mut b = current.clone();
+    b.value = new_value;
+    b.version += 1;
+    b.updated_at = now.max(b.updated_at);
+    record_edit(conn, current, &b, author, now)?;
+    save(conn, &b)?;
+    Ok(b)
+}
+
+/// Sets a block's whole value if it is still at `based_on` (when given): checked against the
+/// limit stored now, saved with a bumped version and recorded in the history when it differs
+/// from the old one.
 ///
-/// Errors: `NotFound("block")`; `Invalid` with the limit message.
+/// Errors: `NotFound("block")`; `StaleVersion`; `Invalid` with the limit message.
 pub(crate) fn write_value(
     conn: &Connection,
     id: &BlockId,
     new_value: &str,
-    editor: &Editor,
+    based_on: Option<u64>,
+    author: &Author<'_>,
     now: Timestamp,
 ) -> Result<Block> {
-    let mut b = load(conn, id)?;
+    let b = load(conn, id)?;
+    check_version(&b, based_on)?;
     check_limit(&b.value, new_value, b.limit).map_err(|e| Error::Invalid(e.to_string()))?;
-    if b.value != new_value {
-        record_edit(conn, id, editor, &b.value, new_value, now)?;
-        b.value = new_value.to_owned();
-        b.updated_at = now.max(b.updated_at);
-        save(conn, &b)?;
+    if b.value == new_value {
+        return Ok(b);
     }
-    Ok(b)
+    commit_value(conn, &b, new_value.to_owned(), author, now)
 }
 
 impl Store {
@@ -347,17 +413,23 @@ impl Store {
         })
     }
 
-    /// Applies `patch` in one transaction and returns the block as stored. The value (new or
-    /// old) must fit the limit (new or old), in characters; a new label must be valid and free
-    /// on every agent the block is attached to. A history row attributed to `editor` is written
-    /// whenever the value changes.
+    /// Applies `patch` in one transaction and returns the block as stored. When
+    /// `patch.version` is given the block must still be at that version (a whole-value write
+    /// names the version it read). The value (new or old) must fit the limit (new or old), in
+    /// characters; a new label must be valid and free on every agent the block is attached to.
+    /// A change bumps the block's version; a history row attributed to `editor` (with both
+    /// versions) is written whenever the value changes. A patch that changes nothing writes
+    /// nothing.
     ///
-    /// Errors: `NotFound("block")`; `Invalid` (limit message `Edit failed: Exceeds N character
-    /// limit (requested M)…`, or a bad label); `Conflict` on a label clash. Nothing changes on error.
+    /// Errors: `NotFound("block")`; `StaleVersion` with the current block; `Invalid` (limit
+    /// message `Edit failed: Exceeds N character limit (requested M)…`, or a bad label);
+    /// `Conflict` on a label clash. Nothing changes on error.
     pub fn update_block(&self, id: &BlockId, patch: &BlockPatch, editor: &Editor) -> Result<Block> {
         self.write(|tx| {
             let now = sql::now();
-            let mut b = load(tx, id)?;
+            let before = load(tx, id)?;
+            check_version(&before, patch.version)?;
+            let mut b = before.clone();
             if let Some(label) = patch.label.as_ref().filter(|l| **l != b.label) {
                 check_label(label)?;
                 for agent in attached_agents(tx, id)? {
@@ -370,10 +442,7 @@ impl Store {
             let limit = patch.limit.unwrap_or(b.limit);
             let value = patch.value.as_deref().unwrap_or(&b.value);
             check_limit(&b.value, value, limit).map_err(|e| Error::Invalid(e.to_string()))?;
-            if *value != b.value {
-                record_edit(tx, id, editor, &b.value, value, now)?;
-                b.value = value.to_owned();
-            }
+            b.value = value.to_owned();
             b.limit = limit;
             if let Some(d) = &patch.description {
                 b.description.clone_from(d);
@@ -381,7 +450,14 @@ impl Store {
             if let Some(ro) = patch.read_only {
                 b.read_only = ro;
             }
+            if b == before {
+                return Ok(b);
+            }
+            b.version += 1;
             b.updated_at = now.max(b.updated_at);
+            if b.value != before.value {
+                record_edit(tx, &before, &b, &Author::by(editor), now)?;
+            }
             save(tx, &b)?;
             Ok(b)
         })
@@ -406,21 +482,27 @@ impl Store {
         self.read(|c| {
             load(c, id)?;
             let mut stmt = c
-                .prepare_cached(
-                    "SELECT id, block_id, editor, old_value, new_value, created_at FROM block_history
-                     WHERE block_id = ?1 ORDER BY pk DESC LIMIT ?2",
-                )
+                .prepare_cached(&format!(
+                    "SELECT {EDIT_COLS} FROM block_history
+                     WHERE block_id = ?1 ORDER BY pk DESC LIMIT ?2"
+                ))
                 .db()?;
-            let rows = stmt.query_map(params![id.as_str(), sql::sat(limit)], edit_from_row).db()?;
+            let rows = stmt
+                .query_map(params![id.as_str(), sql::sat(limit)], edit_from_row)
+                .db()?;
             rows.collect::<rusqlite::Result<_>>().db()
         })
     }
 
     /// Restores the value a recorded edit replaced (its `old_value`), checked against the
     /// block's current limit, and records that as an edit by [`Editor::Undo`]. Returns the block.
+    /// Undo is a whole-value write: with `based_on` (the block version the person saw when
+    /// choosing to undo) it is refused if the block changed since, so it never silently
+    /// discards an edit made meanwhile.
     ///
-    /// Errors: `NotFound("edit")`; `Invalid` if the old value no longer fits.
-    pub fn undo_edit(&self, edit: &EditId) -> Result<Block> {
+    /// Errors: `NotFound("edit")`; `StaleVersion` with the current block; `Invalid` if the old
+    /// value no longer fits.
+    pub fn undo_edit(&self, edit: &EditId, based_on: Option<u64>) -> Result<Block> {
         self.write(|tx| {
             let (block, old_value): (String, String) = tx
                 .prepare_cached("SELECT block_id, old_value FROM block_history WHERE id = ?1")
@@ -432,7 +514,14 @@ impl Store {
             let editor = Editor::Undo {
                 edit_id: edit.clone(),
             };
-            write_value(tx, &BlockId::from(block), &old_value, &editor, sql::now())
+            write_value(
+                tx,
+                &BlockId::from(block),
+                &old_value,
+                based_on,
+                &Author::by(&editor),
+                sql::now(),
+            )
         })
     }
 }

@@ -92,8 +92,9 @@ fn check_block(b: &Block) -> Result<()> {
 
 fn insert_edit(tx: &Connection, block: &BlockId, e: &BlockEdit) -> Result<()> {
     tx.prepare_cached(
-        "INSERT INTO block_history (id, block_id, editor, old_value, new_value, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT INTO block_history (id, block_id, editor, old_value, new_value, created_at,
+                                   old_version, new_version, step_id)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )
     .db()?
     .execute(params![
@@ -103,6 +104,13 @@ fn insert_edit(tx: &Connection, block: &BlockId, e: &BlockEdit) -> Result<()> {
         e.old_value,
         e.new_value,
         sql::micros(e.created_at),
+        e.old_version
+            .map(|v| sql::int(v, "old_version"))
+            .transpose()?,
+        e.new_version
+            .map(|v| sql::int(v, "new_version"))
+            .transpose()?,
+        e.step_id.as_ref().map(|s| s.as_str()),
     ])
     .db()?;
     Ok(())
@@ -225,6 +233,7 @@ mod tests {
             limit: 100,
             description: String::new(),
             read_only: false,
+            version: 1,
             created_at: now,
             updated_at: now,
         }
@@ -258,6 +267,9 @@ mod tests {
             editor: Editor::Import,
             old_value: String::new(),
             new_value: "both see this".into(),
+            old_version: Some(0),
+            new_version: Some(1),
+            step_id: None,
             created_at: chrono::Utc::now(),
         };
         let msg = |role, text: &str, in_context| ImportMessage {

@@ -23,6 +23,7 @@ mod repair;
 mod search;
 mod settings;
 mod sql;
+mod step_edits;
 mod steps;
 mod tools;
 
@@ -32,7 +33,7 @@ pub use import::{
 pub use messages::{MessageHit, MessageQuery, SEQ_GAP};
 pub use passages::{PassageList, PassageQuery};
 pub use settings::ProviderRow;
-pub use steps::{BlockWrite, CommittedStep, StepCommit};
+pub use steps::{BlockChange, BlockWrite, CommittedStep, StepCommit};
 
 use engram_core::{Error, Result};
 use rusqlite::{Connection, Transaction, TransactionBehavior};

@@ -201,8 +201,19 @@ CREATE TABLE settings (
 );
 "#;
 
+/// Block versions (issue #16): every committed change of a block bumps `blocks.version`, so
+/// whole-value writes can name the version they read and be refused when it is stale. History
+/// rows record both versions and the step whose tool call made the edit; rows written before
+/// this migration have NULL versions.
+const BLOCK_VERSIONS: &str = r#"
+ALTER TABLE blocks ADD COLUMN version INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE block_history ADD COLUMN old_version INTEGER;
+ALTER TABLE block_history ADD COLUMN new_version INTEGER;
+ALTER TABLE block_history ADD COLUMN step_id TEXT;
+"#;
+
 /// Every migration, oldest first.
-const MIGRATIONS: &[M<'static>] = &[M::up(V1)];
+const MIGRATIONS: &[M<'static>] = &[M::up(V1), M::up(BLOCK_VERSIONS)];
 
 /// The migration list (exposed to tests so they can validate it).
 pub(crate) fn migrations() -> Migrations<'static> {

@@ -1,23 +1,48 @@
 //! Steps: one LLM call and everything it changed, committed as one transaction.
 
 use crate::sql::{self, DbResult, ts, uint};
-use crate::{Store, agents, blocks, messages, passages};
+use crate::{Store, agents, messages, passages, step_edits};
 use engram_core::{
-    AgentId, Block, BlockId, Editor, Message, NewMessage, NewPassage, Passage, Result, RunId, Step,
-    StepId,
+    AgentId, Block, BlockId, BlockOp, Editor, Message, NewMessage, NewPassage, Passage, Result,
+    RunId, Step, StepId,
 };
 use rusqlite::{Connection, Row, params};
 use serde::{Deserialize, Serialize};
 
-/// A new value for a block, written by a step.
+/// One edit of a block by a step: an operation re-applied to the block's value as stored at
+/// commit time (see [`Store::commit_step`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BlockWrite {
     /// The block to change.
     pub block_id: BlockId,
-    /// Its whole new value (checked against the block's limit, in characters).
-    pub new_value: String,
-    /// Who made the change (recorded in the block's history).
+    /// What to do to its current value (checked against its limit, in characters).
+    pub op: BlockOp,
+    /// Who made the change (recorded in the block's history). For [`Editor::Agent`] with a
+    /// `tool_call_id` whose tool result is among the step's messages, a write that no longer
+    /// applies turns that result into a `Failed` one instead of failing the step.
     pub editor: Editor,
+    /// Rewrite the (OK) tool result to describe the block as committed (memory tools, whose
+    /// result is the block's value); user tools keep their own return value.
+    pub restate_result: bool,
+}
+
+impl BlockWrite {
+    /// The tool call that made this write, if an agent's tool made it.
+    pub fn tool_call_id(&self) -> Option<&str> {
+        match &self.editor {
+            Editor::Agent { tool_call_id, .. } => tool_call_id.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+/// A block as a step left it, and the tool call that changed it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BlockChange {
+    /// The block after the change, as stored (new version).
+    pub block: Block,
+    /// The tool call that made the change.
+    pub tool_call_id: Option<String>,
 }
 
 /// Everything one step wrote. The agent is `step.agent_id`.
@@ -28,7 +53,7 @@ pub struct StepCommit {
     /// Messages to append (the assistant message, then one tool result per call, …). Those
     /// without a run or step id get the step's.
     pub messages: Vec<NewMessage>,
-    /// Block edits made by the step's tools, applied in order.
+    /// Block edits made by the step's tools, applied in order to the values stored at commit.
     pub block_writes: Vec<BlockWrite>,
     /// Archival passages inserted by the step's tools.
     pub passages: Vec<NewPassage>,
@@ -39,8 +64,12 @@ pub struct StepCommit {
 pub struct CommittedStep {
     /// The appended messages, with ids and `seq`.
     pub messages: Vec<Message>,
-    /// Each written block after its write, one per [`BlockWrite`], in order.
-    pub blocks: Vec<Block>,
+    /// Each change a [`BlockWrite`] made, in order (writes that changed nothing or were
+    /// refused are not listed).
+    pub blocks: Vec<BlockChange>,
+    /// Tool calls whose block writes no longer applied at commit: their stored results were
+    /// turned into `Failed` ones showing the block's current value.
+    pub refused: Vec<String>,
     /// The inserted passages.
     pub passages: Vec<Passage>,
 }
@@ -88,16 +117,18 @@ fn insert_step(conn: &Connection, s: &Step) -> Result<()> {
 
 impl Store {
     /// Commits a step all or nothing, in one transaction: the step row, then the block writes
-    /// in order (each checked against the block's limit as stored *now*, since a concurrent
-    /// edit may have used up room; a history row for each write that changes the value), the
-    /// passages, and the messages (appended in context).
+    /// (module `step_edits`: each operation is applied to the block's value as
+    /// stored *now*, bumping its version, with a history row naming the step; an operation that
+    /// no longer applies turns its tool call's result into a `Failed` one that shows the current
+    /// value), the passages, and the messages (appended in context).
     ///
-    /// Errors (nothing of the step is stored): `NotFound("agent" | "block")`; `Invalid` with the
-    /// limit message if a write no longer fits, or for an empty passage; `Conflict` if the step
-    /// id or a message id already exists.
+    /// Errors (nothing of the step is stored): `NotFound("agent")`; `NotFound("block")`,
+    /// `StaleVersion` or `Invalid` (limit message) for a write that has no tool result in the
+    /// step to answer with; `Invalid` for an empty passage; `Conflict` if the step id or a
+    /// message id already exists.
     pub fn commit_step(&self, c: &StepCommit) -> Result<CommittedStep> {
         let agent = &c.step.agent_id;
-        let msgs: Vec<NewMessage> = c
+        let mut msgs: Vec<NewMessage> = c
             .messages
             .iter()
             .map(|m| {
@@ -111,17 +142,14 @@ impl Store {
             agents::ensure_exists(tx, agent)?;
             insert_step(tx, &c.step)?;
             let now = sql::now();
-            let blocks = c
-                .block_writes
-                .iter()
-                .map(|w| blocks::write_value(tx, &w.block_id, &w.new_value, &w.editor, now))
-                .collect::<Result<Vec<_>>>()?;
+            let edits = step_edits::apply(tx, &c.step.id, &c.block_writes, &mut msgs, now)?;
             let passages = passages::insert(tx, agent, &c.passages, now)?;
             let messages = messages::append(tx, agent, &msgs, now)?;
             Ok(CommittedStep {
                 messages,
-                blocks,
+                blocks: edits.changes,
                 passages,
+                refused: edits.refused,
             })
         })
     }

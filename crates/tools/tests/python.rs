@@ -55,6 +55,7 @@ fn block(label: &str, value: &str, limit: usize, read_only: bool) -> Block {
         limit,
         description: String::new(),
         read_only,
+        version: 1,
         created_at: now,
         updated_at: now,
     }

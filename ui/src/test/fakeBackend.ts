@@ -55,6 +55,7 @@ export function block(over: Partial<Block> = {}): Block {
     limit: 100,
     description: 'What you know about the person.',
     read_only: false,
+    version: 1,
     created_at: '2026-11-21T10:00:00Z',
     updated_at: '2026-11-21T10:00:00Z',
     ...over,

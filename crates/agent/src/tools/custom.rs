@@ -1,6 +1,8 @@
 //! User tools: a call runs the tool's Python function through the [`PythonHost`]; the block
 //! changes it made go through the same read-only and limit checks as the memory tools and are
-//! queued as writes of the step (one transaction with the tool result, history rows included).
+//! queued as whole-value writes of the step, based on the block versions the tool read (a block
+//! changed meanwhile makes the commit answer the call with a `Failed` result instead of losing
+//! that change; one transaction with the tool result, history rows included).
 
 use super::ToolContext;
 use super::args::Args;
@@ -24,6 +26,9 @@ pub(super) async fn run(
         .runner_async()
         .await
         .map_err(|u| format!("Tool '{}' cannot run: {}.", tool.name, u.reason))?;
+    // The tool reads every block: give it the values as they are now, and base its writes on
+    // those versions.
+    memory::refresh_all(ctx);
     let call = ToolRun {
         source: source.to_owned(),
         name: tool.name.clone(),

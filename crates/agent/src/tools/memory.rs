@@ -1,11 +1,13 @@
-//! Core-memory edits: append, replace, insert, rethink. Each edit is checked against the block's
-//! limit (characters) and its read-only flag, applied to the step's working copy, and queued as a
-//! write that commits with the step.
+//! Core-memory edits: append, replace, insert, rethink. Each tool call becomes a [`BlockOp`]
+//! that is tried at once on a fresh read of the block (so the model is told the value with
+//! everyone's edits) and queued as a write of the step; the store applies it again,
+//! authoritatively, to the value stored when the step commits (DESIGN.md §8b). Read-only blocks
+//! and limits (characters) are checked both times.
 
 use super::ToolContext;
 use super::args::Args;
-use engram_core::Editor;
-use engram_core::memory::check_limit;
+use engram_core::block_op::{applied_message, refused_message};
+use engram_core::{Applied, Block, BlockOp, Editor, ReplaceCount};
 use engram_store::BlockWrite;
 
 fn find(ctx: &ToolContext<'_>, label: &str) -> Result<usize, String> {
@@ -28,33 +30,78 @@ fn find(ctx: &ToolContext<'_>, label: &str) -> Result<usize, String> {
     Ok(index)
 }
 
-/// Applies `new_value` to block `index` if it fits, queues the write, and tells the model
-/// what the block holds now.
-fn write(
+/// Re-reads block `index` from the store and replays this step's queued writes on it, so the
+/// working copy is what the block will be if nothing else changes before the commit. Its
+/// `version` stays the stored one (queued writes are not committed yet). A block that can no
+/// longer be read keeps its working copy; the commit will refuse the write then.
+pub(super) fn refresh(ctx: &mut ToolContext<'_>, index: usize) {
+    let Ok(mut fresh) = ctx.store.get_block(&ctx.blocks[index].id) else {
+        return;
+    };
+    for w in ctx.writes.iter().filter(|w| w.block_id == fresh.id) {
+        if let Ok(Applied::Changed(value)) = w.op.apply(&fresh, false) {
+            fresh.value = value;
+        }
+    }
+    ctx.blocks[index] = fresh;
+}
+
+/// Re-reads every block (before a user tool sees them all).
+pub(super) fn refresh_all(ctx: &mut ToolContext<'_>) {
+    for index in 0..ctx.blocks.len() {
+        refresh(ctx, index);
+    }
+}
+
+/// Tries `op` on block `index` (already refreshed); when it changes the value, applies it to
+/// the working copy and queues it. Returns the working copy after the op, or the refusal text.
+fn apply(
     ctx: &mut ToolContext<'_>,
     index: usize,
-    new_value: String,
-    tool_call_id: &str,
-) -> Result<String, String> {
+    op: BlockOp,
+    call_id: &str,
+    restate_result: bool,
+) -> Result<Applied, String> {
     let block = &mut ctx.blocks[index];
-    check_limit(&block.value, &new_value, block.limit).map_err(|e| e.to_string())?;
-    block.value = new_value;
-    block.updated_at = ctx.now;
-    ctx.writes.push(BlockWrite {
-        block_id: block.id.clone(),
-        new_value: block.value.clone(),
-        editor: Editor::Agent {
-            agent_id: ctx.agent.id.clone(),
-            tool_call_id: Some(tool_call_id.to_owned()),
-        },
-    });
-    Ok(format!(
-        "The '{}' block now holds {}/{} characters:\n{}",
-        block.label,
-        block.chars(),
-        block.limit,
-        block.value
-    ))
+    let applied = op
+        .apply(block, true)
+        .map_err(|e| refused_message(&e.to_string(), block))?;
+    if let Applied::Changed(value) = &applied {
+        block.value.clone_from(value);
+        block.updated_at = ctx.now;
+        ctx.writes.push(BlockWrite {
+            block_id: block.id.clone(),
+            op,
+            editor: Editor::Agent {
+                agent_id: ctx.agent.id.clone(),
+                tool_call_id: Some(call_id.to_owned()),
+            },
+            restate_result,
+        });
+    }
+    Ok(applied)
+}
+
+/// A memory tool's edit: refresh, apply, and tell the model what the block holds now.
+fn edit(
+    ctx: &mut ToolContext<'_>,
+    call_id: &str,
+    label: &str,
+    op: impl FnOnce(&Block) -> BlockOp,
+) -> Result<String, String> {
+    let index = find(ctx, label)?;
+    refresh(ctx, index);
+    let op = op(&ctx.blocks[index]);
+    let duplicate_line = matches!(op, BlockOp::Append { .. });
+    match apply(ctx, index, op, call_id, true)? {
+        Applied::Changed(_) => Ok(applied_message(&ctx.blocks[index])),
+        Applied::Unchanged if duplicate_line => Ok(format!(
+            "The '{label}' block already contains that line; nothing changed."
+        )),
+        Applied::Unchanged => Ok(format!(
+            "The '{label}' block already holds that; nothing changed."
+        )),
+    }
 }
 
 /// `core_memory_append(label, content)`: value + "\n" + content. Text already present as a line
@@ -66,22 +113,12 @@ pub(super) fn append(
 ) -> Result<String, String> {
     let label = args.str("label")?;
     let content = args.str("content")?;
-    let index = find(ctx, label)?;
-    let value = &ctx.blocks[index].value;
     if content.trim().is_empty() {
         return Err("Argument 'content' is empty; nothing to append.".into());
     }
-    if value.lines().any(|line| line.trim() == content.trim()) {
-        return Ok(format!(
-            "The '{label}' block already contains that line; nothing changed."
-        ));
-    }
-    let new_value = if value.is_empty() {
-        content.to_owned()
-    } else {
-        format!("{value}\n{content}")
-    };
-    write(ctx, index, new_value, call_id)
+    edit(ctx, call_id, label, |_| BlockOp::Append {
+        text: content.to_owned(),
+    })
 }
 
 /// `core_memory_replace(label, old_content, new_content)`: replaces every occurrence.
@@ -93,18 +130,14 @@ pub(super) fn replace_all(
     let label = args.str("label")?;
     let old = args.str_any(&["old_content", "old_str", "old_string"])?;
     let new = args.str_any(&["new_content", "new_str", "new_string"])?;
-    let index = find(ctx, label)?;
     if old.is_empty() {
         return Err("Argument 'old_content' is empty; say which text to replace.".into());
     }
-    let value = &ctx.blocks[index].value;
-    if !value.contains(old) {
-        return Err(format!(
-            "The text '{old}' was not found in the '{label}' block; copy it exactly as it appears."
-        ));
-    }
-    let new_value = value.replace(old, new);
-    write(ctx, index, new_value, call_id)
+    edit(ctx, call_id, label, |_| BlockOp::Replace {
+        old: old.to_owned(),
+        new: new.to_owned(),
+        count: ReplaceCount::All,
+    })
 }
 
 /// `memory_replace(label, old_str, new_str)`: the text must occur exactly once.
@@ -116,23 +149,14 @@ pub(super) fn replace_once(
     let label = args.str("label")?;
     let old = args.str_any(&["old_str", "old_string"])?;
     let new = args.str_any(&["new_str", "new_string"])?;
-    let index = find(ctx, label)?;
     if old.is_empty() {
         return Err("Argument 'old_str' is empty; say which text to replace.".into());
     }
-    let value = &ctx.blocks[index].value;
-    match value.matches(old).count() {
-        0 => Err(format!(
-            "The text '{old}' was not found in the '{label}' block; copy it exactly as it appears."
-        )),
-        1 => {
-            let new_value = value.replacen(old, new, 1);
-            write(ctx, index, new_value, call_id)
-        }
-        n => Err(format!(
-            "The text '{old}' occurs {n} times in the '{label}' block; include more surrounding text so it matches exactly once."
-        )),
-    }
+    edit(ctx, call_id, label, |_| BlockOp::Replace {
+        old: old.to_owned(),
+        new: new.to_owned(),
+        count: ReplaceCount::Once,
+    })
 }
 
 /// `memory_insert(label, new_str, insert_line=-1)`: inserts after line `insert_line`
@@ -145,28 +169,15 @@ pub(super) fn insert(
     let label = args.str("label")?;
     let text = args.str_any(&["new_str", "new_string", "content"])?;
     let line = args.opt_int("insert_line")?.unwrap_or(-1);
-    let index = find(ctx, label)?;
-    let value = &ctx.blocks[index].value;
-    let mut lines: Vec<&str> = if value.is_empty() {
-        Vec::new()
-    } else {
-        value.split('\n').collect()
-    };
-    let at = match line {
-        -1 => lines.len(),
-        n if n >= 0 && (n as usize) <= lines.len() => n as usize,
-        n => {
-            return Err(format!(
-                "insert_line {n} is out of range: the '{label}' block has {} lines (use 0 for the top, -1 for the end).",
-                lines.len()
-            ));
-        }
-    };
-    lines.splice(at..at, text.split('\n'));
-    write(ctx, index, lines.join("\n"), call_id)
+    edit(ctx, call_id, label, |_| BlockOp::Insert {
+        line,
+        text: text.to_owned(),
+    })
 }
 
-/// `memory_rethink(label, new_memory)`: rewrites the whole block.
+/// `memory_rethink(label, new_memory)`: rewrites the whole block — a whole-value write based on
+/// the version the model read in this step's context window, refused (with the current value)
+/// if the block changed since.
 pub(super) fn rethink(
     ctx: &mut ToolContext<'_>,
     call_id: &str,
@@ -174,19 +185,33 @@ pub(super) fn rethink(
 ) -> Result<String, String> {
     let label = args.str("label")?;
     let new_memory = args.str_any(&["new_memory", "new_str", "new_string"])?;
-    let index = find(ctx, label)?;
-    write(ctx, index, new_memory.to_owned(), call_id)
+    let read = ctx
+        .blocks
+        .iter()
+        .find(|b| b.label == label)
+        .map(|b| b.id.clone());
+    let based_on = read.and_then(|id| ctx.read_versions.get(&id).copied());
+    edit(ctx, call_id, label, |b| BlockOp::Rewrite {
+        value: new_memory.to_owned(),
+        based_on_version: based_on.unwrap_or(b.version),
+    })
 }
 
-/// Checks that a user tool may set block `label` to `value` (block exists, not read-only, fits).
+/// Tries a user tool's new value for block `label` (exists, not read-only, fits, not stale)
+/// without applying it; the working copies must have been refreshed before the tool ran.
 pub(super) fn check_value(ctx: &ToolContext<'_>, label: &str, value: &str) -> Result<(), String> {
     let block = &ctx.blocks[find(ctx, label)?];
-    check_limit(&block.value, value, block.limit)
-        .map(|_| ())
-        .map_err(|e| format!("{e} (block '{label}')"))
+    BlockOp::Rewrite {
+        value: value.to_owned(),
+        based_on_version: block.version,
+    }
+    .apply(block, true)
+    .map(|_| ())
+    .map_err(|e| format!("{e} (block '{label}')"))
 }
 
-/// Sets block `label` to `value` for a user tool, queueing the write (no write when unchanged).
+/// Sets block `label` to `value` for a user tool: a whole-value write based on the version the
+/// tool read (no write when unchanged).
 pub(super) fn set_value(
     ctx: &mut ToolContext<'_>,
     label: &str,
@@ -194,8 +219,9 @@ pub(super) fn set_value(
     call_id: &str,
 ) -> Result<(), String> {
     let index = find(ctx, label)?;
-    if ctx.blocks[index].value != value {
-        write(ctx, index, value, call_id)?;
-    }
-    Ok(())
+    let op = BlockOp::Rewrite {
+        value,
+        based_on_version: ctx.blocks[index].version,
+    };
+    apply(ctx, index, op, call_id, false).map(|_| ())
 }

@@ -17,12 +17,13 @@ use crate::Embedder;
 use crate::python::PythonHost;
 use args::Args;
 use engram_core::{
-    Agent, Block, LoopStyle, NewPassage, Timestamp, Tool, ToolCall, ToolId, ToolLanguage,
+    Agent, Block, BlockId, LoopStyle, NewPassage, Timestamp, Tool, ToolCall, ToolId, ToolLanguage,
     ToolReturn,
 };
 use engram_providers::ToolSpec;
 use engram_store::{BlockWrite, Store};
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Names of every built-in tool.
@@ -245,15 +246,21 @@ pub struct ToolOutput {
     pub reply: Option<String>,
 }
 
-/// The state tools work on during one step. Block edits go to a working copy (so a later call
-/// in the same step sees an earlier one) and are written with the step in one transaction.
+/// The state tools work on during one step. Block edits are operations: each is tried on a
+/// fresh read of the block plus the step's earlier edits (so a later call in the same step
+/// sees an earlier one, and the model sees others' edits), and queued to be applied again to
+/// the stored value when the step commits, in one transaction.
 pub struct ToolContext<'a> {
     /// The agent running the tools.
     pub agent: &'a Agent,
-    /// For searches.
+    /// For searches and fresh reads of blocks.
     pub store: &'a Store,
-    /// Working copies of the agent's blocks.
+    /// Working copies of the agent's blocks: the last read plus this step's queued edits;
+    /// `version` is the stored version of that read.
     pub blocks: Vec<Block>,
+    /// The version of each block the model read in this step's context window (what a
+    /// whole-value rewrite by the model is based on).
+    pub read_versions: HashMap<BlockId, u64>,
     /// Block writes to commit with the step.
     pub writes: Vec<BlockWrite>,
     /// Passages to commit with the step.

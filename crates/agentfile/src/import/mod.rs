@@ -201,6 +201,8 @@ fn convert_block(ctx: &mut Ctx<'_>, b: &BlockIn<'_>) -> Result<ImportBlock, Agen
         limit,
         description: af.description.clone().unwrap_or_default(),
         read_only: af.read_only,
+        // Kept from an Engram export so its history's versions still line up.
+        version: b.ext.and_then(|x| x.version).unwrap_or(1),
         created_at,
         updated_at,
     };
@@ -214,6 +216,10 @@ fn convert_block(ctx: &mut Ctx<'_>, b: &BlockIn<'_>) -> Result<ImportBlock, Agen
             editor: remap_editor(ctx, &e.editor),
             old_value: e.old_value.clone(),
             new_value: e.new_value.clone(),
+            old_version: e.old_version,
+            new_version: e.new_version,
+            // Steps are not exported.
+            step_id: None,
             created_at: e.created_at,
         })
         .collect();

@@ -21,6 +21,9 @@ pub struct BlockPatchIn {
     label: Option<String>,
     description: Option<String>,
     read_only: Option<bool>,
+    /// Engram's addition: the block version this change is based on; a stale one gets 409 with
+    /// the current block. Absent (as Letta's SDK sends it): last writer wins.
+    version: Option<u64>,
 }
 
 impl From<BlockPatchIn> for BlockPatch {
@@ -31,6 +34,7 @@ impl From<BlockPatchIn> for BlockPatch {
             label: p.label,
             description: p.description,
             read_only: p.read_only,
+            version: p.version,
         }
     }
 }

@@ -206,7 +206,7 @@ fn history_is_newest_first_and_undo_restores() {
     assert_eq!(history[1].editor, by_agent);
     assert_eq!(store.block_history(&human.id, 1).unwrap(), history[..1]);
 
-    let undone = store.undo_edit(&history[0].id).unwrap();
+    let undone = store.undo_edit(&history[0].id, None).unwrap();
     assert_eq!(undone.value, "Ann");
     assert!(undone.read_only);
     assert_eq!(store.get_block(&human.id).unwrap(), undone);
@@ -219,7 +219,7 @@ fn history_is_newest_first_and_undo_restores() {
     );
     assert_eq!(latest.new_value, "Ann");
     assert!(matches!(
-        store.undo_edit(&"edit-nope".into()),
+        store.undo_edit(&"edit-nope".into(), None),
         Err(Error::NotFound { what: "edit", .. })
     ));
 
@@ -243,7 +243,7 @@ fn history_is_newest_first_and_undo_restores() {
         .find(|e| e.old_value == "Ann, likes tea")
         .unwrap();
     assert!(matches!(
-        store.undo_edit(&restore_long.id),
+        store.undo_edit(&restore_long.id, None),
         Err(Error::Invalid(_))
     ));
 }

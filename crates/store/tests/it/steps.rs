@@ -3,7 +3,8 @@
 use crate::support::{create, temp_store};
 use chrono::Utc;
 use engram_core::{
-    AgentId, Editor, Error, NewBlock, NewMessage, NewPassage, RunId, Step, StepId, ToolCall,
+    AgentId, BlockOp, Editor, Error, NewBlock, NewMessage, NewPassage, ReplaceCount, RunId, Step,
+    StepId, ToolCall,
 };
 use engram_store::{BlockWrite, StepCommit};
 
@@ -55,13 +56,22 @@ fn a_step_commits_everything_together() {
             block_writes: vec![
                 BlockWrite {
                     block_id: human.id.clone(),
-                    new_value: "Ann".into(),
+                    op: BlockOp::Rewrite {
+                        value: "Ann".into(),
+                        based_on_version: human.version,
+                    },
                     editor: editor(&a.id, "c1"),
+                    restate_result: false,
                 },
                 BlockWrite {
                     block_id: human.id.clone(),
-                    new_value: "Ann (likes tea)".into(),
+                    op: BlockOp::Replace {
+                        old: "Ann".into(),
+                        new: "Ann (likes tea)".into(),
+                        count: ReplaceCount::Once,
+                    },
                     editor: editor(&a.id, "c1"),
+                    restate_result: false,
                 },
             ],
             passages: vec![NewPassage {
@@ -83,7 +93,13 @@ fn a_step_commits_everything_together() {
         committed.messages
     );
     assert_eq!(committed.blocks.len(), 2);
-    assert_eq!(committed.blocks[1], store.get_block(&human.id).unwrap());
+    assert_eq!(
+        committed.blocks[1].block,
+        store.get_block(&human.id).unwrap()
+    );
+    assert_eq!(committed.blocks[1].block.version, human.version + 2);
+    assert_eq!(committed.blocks[1].tool_call_id.as_deref(), Some("c1"));
+    assert!(committed.refused.is_empty());
     assert_eq!(store.block_history(&human.id, 10).unwrap().len(), 2);
     assert_eq!(
         store.get_passage(&committed.passages[0].id).unwrap(),
@@ -147,13 +163,19 @@ fn a_failing_block_write_leaves_no_trace_of_the_step() {
         block_writes: vec![
             BlockWrite {
                 block_id: persona.id.clone(),
-                new_value: "changed".into(),
+                op: BlockOp::Append {
+                    text: "changed".into(),
+                },
                 editor: editor(&a.id, "c1"),
+                restate_result: false,
             },
             BlockWrite {
                 block_id: small.id.clone(),
-                new_value: "far too long".into(),
+                op: BlockOp::Append {
+                    text: "far too long".into(),
+                },
                 editor: editor(&a.id, "c2"),
+                restate_result: false,
             },
         ],
         passages: vec![NewPassage {
@@ -163,7 +185,7 @@ fn a_failing_block_write_leaves_no_trace_of_the_step() {
     });
     match result {
         Err(Error::Invalid(m)) => assert!(
-            m.starts_with("Edit failed: Exceeds 5 character limit (requested 12)"),
+            m.starts_with("Edit failed: Exceeds 5 character limit (requested 16)"),
             "{m}"
         ),
         other => panic!("expected Invalid, got {other:?}"),
@@ -180,8 +202,9 @@ fn a_failing_block_write_leaves_no_trace_of_the_step() {
     // Unknown blocks and reused step ids fail the same way.
     let ghost = BlockWrite {
         block_id: "block-ghost".into(),
-        new_value: String::new(),
+        op: BlockOp::Append { text: "x".into() },
         editor: Editor::User,
+        restate_result: false,
     };
     let r = store.commit_step(&StepCommit {
         step: s.clone(),

@@ -56,7 +56,7 @@ export interface Commands {
   list_blocks: [AgentArg, Block[]];
   update_block: [AgentArg & { label: string; patch: BlockPatch }, Block];
   block_history: [AgentArg & { label: string }, BlockEdit[]];
-  undo_block_edit: [{ edit_id: string }, Block];
+  undo_block_edit: [{ edit_id: string; version?: number }, Block];
   list_passages: [AgentArg & { search?: string; offset: number; limit: number }, PassagePage];
   search_archival: [AgentArg & { query: string; tags?: string[]; top_k?: number }, PassageHit[]];
   add_passage: [AgentArg & { text: string; tags: string[] }, Passage];

@@ -31,6 +31,12 @@ description: string,
  */
 read_only: boolean, 
 /**
+ * Increases by one with every committed change of the block (value or settings); a
+ * whole-value write names the version it read and is refused when it is stale. New
+ * blocks start at 1.
+ */
+version: number, 
+/**
  * When the block was created.
  */
 created_at: string, 

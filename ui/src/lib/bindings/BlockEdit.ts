@@ -2,6 +2,7 @@
 import type { BlockId } from "./BlockId";
 import type { EditId } from "./EditId";
 import type { Editor } from "./Editor";
+import type { StepId } from "./StepId";
 
 /**
  * One recorded change of a block's value.
@@ -27,6 +28,18 @@ old_value: string,
  * The value after.
  */
 new_value: string, 
+/**
+ * The block's version before the edit (`None` for edits recorded before versions were).
+ */
+old_version: number | null, 
+/**
+ * The block's version after the edit (`None` for edits recorded before versions were).
+ */
+new_version: number | null, 
+/**
+ * The step whose tool call made the edit, for edits by an agent.
+ */
+step_id: StepId | null, 
 /**
  * When.
  */

@@ -23,4 +23,11 @@ description?: string,
 /**
  * New read-only flag.
  */
-read_only?: boolean, };
+read_only?: boolean, 
+/**
+ * The block's version this patch was based on: when given and the block has changed
+ * since, nothing is written and the caller gets [`Error::StaleVersion`](crate::Error)
+ * with the current block. `None` writes over whatever is there (last writer wins, as
+ * Letta's SDK expects).
+ */
+version?: number, };

@@ -64,9 +64,14 @@ message: string, } | { "type": "memory_changed",
  */
 agent_id: AgentId, 
 /**
- * The block after the change.
+ * The block after the change (its value may include edits others made meanwhile).
  */
-block: Block, } | { "type": "message", 
+block: Block, 
+/**
+ * The tool call that made the change (the last one, when a step edited the block
+ * several times).
+ */
+tool_call_id: string | null, } | { "type": "message", 
 /**
  * The stored message.
  */

@@ -73,7 +73,7 @@ describe('ChatView', () => {
       { type: 'message', message: message({ role: 'user', content: 'my name is Bob' }) },
       { type: 'tool_call', call },
       { type: 'tool_result', tool_call_id: 'call-1', name: call.name, status: 'OK', message: 'done' },
-      { type: 'memory_changed', agent_id: 'agent-1', block: block({ value: 'Likes tea.\nName: Bob' }) },
+      { type: 'memory_changed', agent_id: 'agent-1', block: block({ value: 'Likes tea.\nName: Bob' }), tool_call_id: 'call-1' },
       { type: 'message', message: message({ tool_calls: [call] }) },
       { type: 'text_delta', delta: 'Nice to meet you, ' },
       { type: 'text_delta', delta: '**Bob**!' },

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { render, screen } from '@testing-library/svelte';
 import userEvent from '@testing-library/user-event';
 import BlockCard from './BlockCard.svelte';
-import { setBackend } from '../../backend';
+import { BackendError, setBackend } from '../../backend';
 import { block } from '../../../test/fakeBackend';
 
 afterEach(() => setBackend(null));
@@ -32,7 +32,7 @@ describe('BlockCard', () => {
     await userEvent.clear(editor);
     await userEvent.type(editor, 'Name: Robert');
     await userEvent.click(screen.getByTestId('block-save'));
-    expect(onsave).toHaveBeenCalledWith('human', { value: 'Name: Robert' });
+    expect(onsave).toHaveBeenCalledWith('human', { value: 'Name: Robert', version: 1 });
     expect(screen.queryByTestId('block-editor')).toBeNull();
   });
 
@@ -45,6 +45,46 @@ describe('BlockCard', () => {
     await userEvent.click(screen.getByTestId('block-save'));
     expect(await screen.findByRole('alert')).toHaveTextContent('changed meanwhile');
     expect(screen.getByTestId('block-editor')).toBeInTheDocument();
+  });
+
+  it('a save refused as stale offers overwrite, keep theirs, or editing the current value', async () => {
+    const theirs = block({ value: 'Name: Bob\nLikes: kiwi', version: 3 });
+    const stale = new BackendError('stale_version', 'the block changed', { based_on: 2, current: theirs });
+    const onsave = vi.fn(async (_label: string, patch: { version?: number }) => {
+      if (patch.version !== 3) throw stale;
+    });
+    render(BlockCard, { block: block({ value: 'Name: Bob', version: 2 }), agentId: 'agent-1', onsave, onrestored: vi.fn() });
+
+    // Keep theirs: the edit is dropped.
+    await userEvent.click(screen.getByTestId('block-edit'));
+    await userEvent.type(screen.getByTestId('block-editor'), ', allergic to peanuts');
+    await userEvent.click(screen.getByTestId('block-save'));
+    expect(onsave).toHaveBeenLastCalledWith('human', { value: 'Name: Bob, allergic to peanuts', version: 2 });
+    expect(await screen.findByTestId('block-conflict')).toHaveTextContent('now version 3');
+    expect(screen.getByTestId('conflict-theirs')).toHaveTextContent('Likes: kiwi');
+    expect(screen.getByTestId('conflict-mine')).toHaveTextContent('allergic to peanuts');
+    await userEvent.click(screen.getByTestId('conflict-keep-theirs'));
+    expect(screen.queryByTestId('block-editor')).toBeNull();
+
+    // Edit the current value: the editor holds theirs and saves against their version.
+    await userEvent.click(screen.getByTestId('block-edit'));
+    await userEvent.click(screen.getByTestId('block-save'));
+    await userEvent.click(await screen.findByTestId('conflict-merge'));
+    const editor = screen.getByTestId('block-editor');
+    expect(editor).toHaveValue('Name: Bob\nLikes: kiwi');
+    await userEvent.type(editor, '\nAllergic to peanuts');
+    await userEvent.click(screen.getByTestId('block-save'));
+    expect(onsave).toHaveBeenLastCalledWith('human', { value: 'Name: Bob\nLikes: kiwi\nAllergic to peanuts', version: 3 });
+    expect(screen.queryByTestId('block-editor')).toBeNull();
+
+    // Overwrite with mine: my text, based on their version.
+    await userEvent.click(screen.getByTestId('block-edit'));
+    await userEvent.clear(screen.getByTestId('block-editor'));
+    await userEvent.type(screen.getByTestId('block-editor'), 'Only mine');
+    await userEvent.click(screen.getByTestId('block-save'));
+    await userEvent.click(await screen.findByTestId('conflict-overwrite'));
+    expect(onsave).toHaveBeenLastCalledWith('human', { value: 'Only mine', version: 3 });
+    expect(screen.queryByTestId('block-conflict')).toBeNull();
   });
 
   it('marks a block the agent just edited', () => {
