@@ -142,6 +142,9 @@ pub fn run() {
             std::process::exit(1);
         }
     };
+    if let Err(e) = engram_server::tool_api::install(&engram) {
+        tracing::warn!("tools cannot call Engram's API back: {e}");
+    }
     let app = tauri::Builder::default()
         // First, so a second launch only focuses the window that is already open.
         .plugin(tauri_plugin_single_instance::init(|app, _args, _cwd| {

@@ -13,12 +13,14 @@ pub mod python;
 mod rules;
 mod run;
 pub mod tokens;
+pub mod tool_api;
 pub mod tools;
 
 pub use context::Context;
 pub use python::PythonHost;
 pub use run::{LoopSettings, RunOutcome, Runtime};
 pub use tokens::{ContextBreakdown, TokenCounter};
+pub use tool_api::{TOOL_API_PORT, ToolApi, ToolApiGrant, ToolScope};
 
 use engram_core::{EmbeddingConfig, LlmConfig, Result, RunEvent};
 use engram_providers::{ChatModel, EmbeddingModel, ProviderError};

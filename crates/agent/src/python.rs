@@ -4,17 +4,28 @@
 //! tool is listed or called, and remembered — including the reason it failed, which is shown
 //! next to every Python tool.
 
+use crate::tool_api::ToolApi;
 use engram_tools::{PythonRunner, Unavailable};
 use std::ffi::OsString;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
-/// The Python interpreter user tools run in, and the limits of one call.
-#[derive(Debug)]
+/// The Python interpreter user tools run in, the limits of one call, and the way a call
+/// reaches Engram's API back.
 pub struct PythonHost {
     program: OsString,
     timeout: Duration,
     runner: OnceLock<Result<PythonRunner, Unavailable>>,
+    tool_api: RwLock<Option<Arc<dyn ToolApi>>>,
+}
+
+impl std::fmt::Debug for PythonHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PythonHost")
+            .field("program", &self.program)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for PythonHost {
@@ -31,7 +42,21 @@ impl PythonHost {
             program: program.into(),
             timeout,
             runner: OnceLock::new(),
+            tool_api: RwLock::new(None),
         }
+    }
+
+    /// Installs the way tool calls reach Engram's API (see [`ToolApi`]).
+    pub fn set_tool_api(&self, api: Arc<dyn ToolApi>) {
+        *self.tool_api.write().unwrap_or_else(|p| p.into_inner()) = Some(api);
+    }
+
+    /// The installed [`ToolApi`], if a transport installed one.
+    pub fn tool_api(&self) -> Option<Arc<dyn ToolApi>> {
+        self.tool_api
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// The runner, or why Python tools cannot run here. Blocks on first use while `python3`

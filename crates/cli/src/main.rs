@@ -18,6 +18,7 @@ use engram_service::{Engram, Options, ProviderSetup, letta};
 use engram_store::{MessageQuery, PassageList};
 use std::io::Read;
 use std::process::ExitCode;
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 fn main() -> ExitCode {
@@ -49,7 +50,10 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<()> {
-    let engram = Engram::open(Options::from_env(cli.home))?;
+    let engram = Arc::new(Engram::open(Options::from_env(cli.home))?);
+    if let Err(e) = engram_server::tool_api::install(&engram) {
+        eprintln!("warning: tools cannot call Engram's API back: {e}");
+    }
     let Some(command) = cli.command else {
         let agent = latest_or_new_agent(&engram)?;
         return repl::run(&engram, &agent).await;

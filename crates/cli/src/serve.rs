@@ -33,7 +33,7 @@ pub struct ServeArgs {
 /// (each keeps what already arrived), open requests finish, and the write-ahead log is
 /// checkpointed into the database file. Prints `listening on http://ADDR` (and `token: …` with
 /// `--show-token`) on stdout once the port is bound.
-pub async fn run(engram: Engram, args: ServeArgs) -> Result<()> {
+pub async fn run(engram: Arc<Engram>, args: ServeArgs) -> Result<()> {
     engram_server::loopback_addr(&args.host, args.port)?;
     if let Some(dir) = &args.ui_dir
         && !dir.join("index.html").is_file()
@@ -43,7 +43,6 @@ pub async fn run(engram: Engram, args: ServeArgs) -> Result<()> {
             dir.display()
         );
     }
-    let engram = Arc::new(engram);
     let auth = if args.no_auth {
         Auth::Disabled
     } else {

@@ -24,6 +24,7 @@ mod paging;
 mod routes;
 pub mod shapes;
 pub mod sse;
+pub mod tool_api;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;

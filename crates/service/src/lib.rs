@@ -148,6 +148,13 @@ impl Engram {
         })
     }
 
+    /// Gives user tools a way to call Engram's API back while they run (the tutorials'
+    /// `letta_client` pattern); installed once by each transport that runs agents (see
+    /// `engram_server::tool_api::install`). A later call replaces the earlier one.
+    pub fn set_tool_api(&self, api: Arc<dyn engram_agent::ToolApi>) {
+        self.python.set_tool_api(api);
+    }
+
     /// The data directory.
     pub fn home(&self) -> &Path {
         &self.home

@@ -42,8 +42,20 @@ impl Engram {
         label: &str,
         patch: &BlockPatch,
     ) -> Result<Block> {
+        self.update_agent_block_as(agent, label, patch, &Editor::User)
+    }
+
+    /// Like [`update_agent_block`](Self::update_agent_block), recorded in the block's history
+    /// as `editor`'s edit (a user tool calling the API back edits as its tool call).
+    pub fn update_agent_block_as(
+        &self,
+        agent: &AgentId,
+        label: &str,
+        patch: &BlockPatch,
+        editor: &Editor,
+    ) -> Result<Block> {
         let block = self.store.agent_block(agent, label)?;
-        let block = self.store.update_block(&block.id, patch, &Editor::User)?;
+        let block = self.store.update_block(&block.id, patch, editor)?;
         self.notify_block(&block.id);
         Ok(block)
     }

@@ -7,9 +7,10 @@ use crate::errors::ApiResult;
 use crate::json::{Body, Params};
 use crate::paging::{Cursor, page};
 use crate::shapes;
-use axum::Json;
 use axum::extract::{Path, State};
-use engram_core::{BlockId, BlockPatch, NewBlock};
+use axum::{Extension, Json};
+use engram_agent::ToolScope;
+use engram_core::{BlockId, BlockPatch, Editor, NewBlock};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -93,14 +94,23 @@ pub async fn agent_retrieve(
 }
 
 /// `PATCH …/core-memory/blocks/{label}`: a hand edit, recorded in the block's history.
+/// Through a tool's door (`tool_api`) the edit is recorded as that tool call's.
 pub async fn agent_modify(
     State(s): State<AppState>,
     Path((id, label)): Path<(String, String)>,
+    scope: Option<Extension<ToolScope>>,
     Body(patch): Body<BlockPatchIn>,
 ) -> ApiResult<Json<Value>> {
+    let editor = match scope {
+        Some(Extension(scope)) => Editor::Agent {
+            agent_id: scope.agent_id,
+            tool_call_id: Some(scope.tool_call_id),
+        },
+        None => Editor::User,
+    };
     let block = s
         .engram
-        .update_agent_block(&agent_id(id), &label, &patch.into())?;
+        .update_agent_block_as(&agent_id(id), &label, &patch.into(), &editor)?;
     Ok(Json(shapes::block(&block)))
 }
 
