@@ -16,7 +16,7 @@ use std::time::Duration;
 const HUMAN: &str = "Notes about the human.\nName: Alice";
 
 /// A user tool that keeps the step open for a while after the calls before it ran.
-const WAIT_TOOL: &str = "import time\n\ndef wait_a_bit() -> str:\n    \"\"\"Wait a moment before answering.\"\"\"\n    time.sleep(1.5)\n    return 'waited'\n";
+const WAIT_TOOL: &str = "import time\n\ndef wait_a_bit() -> str:\n    \"\"\"Wait a moment before answering.\"\"\"\n    time.sleep(2)\n    return 'waited'\n";
 
 fn agent(home: &Home, mock: &MockLlm) -> AgentId {
     home.agent_with(mock, LoopStyle::ToolLoop, |a| {
@@ -412,7 +412,7 @@ async fn the_cli_names_the_version_it_read_and_is_refused_when_stale() {
 }
 
 /// A user tool that reads `human`, takes its time, then writes a whole new value.
-const SLOW_REWRITE_TOOL: &str = "import time\n\ndef tidy_notes(agent_state: \"AgentState\") -> str:\n    \"\"\"Rewrite the human block in upper case, slowly.\"\"\"\n    value = agent_state.memory.get_block('human').value\n    time.sleep(1.5)\n    agent_state.memory.update_block_value('human', value.upper())\n    return 'tidied'\n";
+const SLOW_REWRITE_TOOL: &str = "import time\n\ndef tidy_notes(agent_state: \"AgentState\") -> str:\n    \"\"\"Rewrite the human block in upper case, slowly.\"\"\"\n    value = agent_state.memory.get_block('human').value\n    time.sleep(2)\n    agent_state.memory.update_block_value('human', value.upper())\n    return 'tidied'\n";
 
 #[tokio::test]
 async fn a_user_tools_whole_value_write_based_on_a_stale_read_is_refused() {
