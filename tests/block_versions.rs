@@ -16,7 +16,7 @@ use std::time::Duration;
 const HUMAN: &str = "Notes about the human.\nName: Alice";
 
 /// A user tool that keeps the step open for a while after the calls before it ran.
-const WAIT_TOOL: &str = "import time\n\ndef wait_a_bit() -> str:\n    \"\"\"Wait a moment before answering.\"\"\"\n    time.sleep(1.5)\n    return 'waited'\n";
+const WAIT_TOOL: &str = "import time\n\ndef wait_a_bit() -> str:\n    \"\"\"Wait a moment before answering.\"\"\"\n    time.sleep(2)\n    return 'waited'\n";
 
 fn agent(home: &Home, mock: &MockLlm) -> AgentId {
     home.agent_with(mock, LoopStyle::ToolLoop, |a| {
@@ -409,4 +409,46 @@ async fn the_cli_names_the_version_it_read_and_is_refused_when_stale() {
         history.contains("v2 -> v3") && history.contains("v1 -> v2"),
         "{history}"
     );
+}
+
+/// A user tool that reads `human`, takes its time, then writes a whole new value.
+const SLOW_REWRITE_TOOL: &str = "import time\n\ndef tidy_notes(agent_state: \"AgentState\") -> str:\n    \"\"\"Rewrite the human block in upper case, slowly.\"\"\"\n    value = agent_state.memory.get_block('human').value\n    time.sleep(2)\n    agent_state.memory.update_block_value('human', value.upper())\n    return 'tidied'\n";
+
+#[tokio::test]
+async fn a_user_tools_whole_value_write_based_on_a_stale_read_is_refused() {
+    let mock = MockLlm::start(Script::Queue).await;
+    let home = Home::new();
+    let agent = agent(&home, &mock);
+    let tool = home
+        .engram
+        .upsert_tool(NewTool {
+            source_code: SLOW_REWRITE_TOOL.into(),
+            ..NewTool::default()
+        })
+        .expect("upsert tool");
+    home.engram.attach_tool(&agent, &tool.id).expect("attach");
+    mock.push(Reply::ToolCalls(vec![Call::new("tidy_notes", json!({}))]));
+    mock.push(Reply::text("I will try again."));
+
+    // The hand edit lands while the tool sleeps between its read and its write.
+    let ((out, _), ()) = tokio::join!(home.chat(&agent, "tidy your notes"), async {
+        after(700).await;
+        save_by_hand(&home, &agent, |v| format!("{v}\nAllergic to peanuts"));
+    });
+    let current = format!("{HUMAN}\nAllergic to peanuts");
+    assert_eq!(home.block(&agent, "human"), current, "the hand edit stays");
+    let result = result_of(&out, "tidy_notes");
+    assert_eq!(result.status, ToolStatus::Failed);
+    assert!(
+        result.message.contains("changed since you read it") && result.message.ends_with(&current),
+        "{}",
+        result.message
+    );
+
+    // Run again with nothing in the way: the write lands.
+    mock.push(Reply::ToolCalls(vec![Call::new("tidy_notes", json!({}))]));
+    mock.push(Reply::text("Done."));
+    let (out, _) = home.chat(&agent, "again").await;
+    assert_eq!(result_of(&out, "tidy_notes").status, ToolStatus::Ok);
+    assert_eq!(home.block(&agent, "human"), current.to_uppercase());
 }

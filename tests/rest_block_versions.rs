@@ -242,4 +242,35 @@ async fn a_patch_naming_a_stale_version_is_409_with_the_current_block() {
         (v3["value"].as_str(), v3["version"].as_u64()),
         (Some("Name: Bob"), Some(3))
     );
+
+    // Undo is a whole-value write too: from a window still showing version 2 it is refused.
+    let app = |command: &str, args: Value| {
+        api.http
+            .post(format!("{}/app/{command}", api.base))
+            .bearer_auth(TOKEN)
+            .json(&args)
+            .send()
+    };
+    let history: Value = app("block_history", json!({"agent_id": a, "label": "human"}))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(history[0]["old_version"], 2);
+    assert_eq!(history[0]["new_version"], 3);
+    let edit = history[0]["id"].clone();
+    let resp = app("undo_block_edit", json!({"edit_id": edit, "version": 2}))
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::CONFLICT);
+    let resp = app("undo_block_edit", json!({"edit_id": edit, "version": 3}))
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    let undone: Value = resp.json().await.unwrap();
+    assert_eq!(
+        (undone["value"].as_str(), undone["version"].as_u64()),
+        (Some("Name: Alice"), Some(4))
+    );
 }

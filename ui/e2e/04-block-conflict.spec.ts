@@ -40,4 +40,13 @@ test('a stale save offers a choice instead of overwriting the agent’s edit', a
   await expect(human.getByTestId('block-value')).toHaveText('Name: Alice\nAllergic to peanuts');
   await expect(human.getByTestId('block-conflict')).toHaveCount(0);
   expect(await stored()).toBe('Name: Alice\nAllergic to peanuts');
+
+  // The history shows both edits with their versions: the agent's, then the merged save.
+  await human.getByTestId('block-history-toggle').click();
+  const items = human.getByTestId('block-history-item');
+  await expect(items).toHaveCount(2);
+  await expect(items.nth(0)).toContainText('By you');
+  await expect(items.nth(0).getByTestId('block-history-versions')).toHaveText('v2 → v3');
+  await expect(items.nth(1)).toContainText('By the agent');
+  await expect(items.nth(1).getByTestId('block-history-versions')).toHaveText('v1 → v2');
 });

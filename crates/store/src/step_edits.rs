@@ -39,7 +39,8 @@ type GroupResult = Vec<(BlockChange, bool)>;
 /// the value as committed).
 ///
 /// Errors: a write that fails and has no tool result in `msgs` to answer with fails the whole
-/// step (`NotFound("block")`, `StaleVersion`, `Invalid`); storage errors.
+/// step: `NotFound("block")`, or `Invalid` with the refusal (limit message, text not found,
+/// stale version…); storage errors.
 pub(crate) fn apply(
     tx: &Connection,
     step: &StepId,

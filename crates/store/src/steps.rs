@@ -122,10 +122,10 @@ impl Store {
     /// no longer applies turns its tool call's result into a `Failed` one that shows the current
     /// value), the passages, and the messages (appended in context).
     ///
-    /// Errors (nothing of the step is stored): `NotFound("agent")`; `NotFound("block")`,
-    /// `StaleVersion` or `Invalid` (limit message) for a write that has no tool result in the
-    /// step to answer with; `Invalid` for an empty passage; `Conflict` if the step id or a
-    /// message id already exists.
+    /// Errors (nothing of the step is stored): `NotFound("agent")`; `NotFound("block")` or
+    /// `Invalid` (the refusal: limit message, text not found, stale version…) for a write that
+    /// has no tool result in the step to answer with; `Invalid` for an empty passage;
+    /// `Conflict` if the step id or a message id already exists.
     pub fn commit_step(&self, c: &StepCommit) -> Result<CommittedStep> {
         let agent = &c.step.agent_id;
         let mut msgs: Vec<NewMessage> = c

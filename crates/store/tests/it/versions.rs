@@ -362,3 +362,66 @@ fn many_agents_appending_to_one_shared_block_lose_nothing() {
     }
     assert_eq!(history.last().unwrap().new_value, block.value);
 }
+
+/// Same race with a limit that fits only some of the appends: the ones that fit are all kept,
+/// the others are refused to their tool call with the limit message, and the limit holds.
+#[test]
+fn racing_appends_never_exceed_the_limit_and_refusals_are_answered() {
+    const N: usize = 4;
+    const M: usize = 10;
+    const LIMIT: usize = 100; // "fact i-j" is 8 characters: about 11 lines fit
+    let (dir, store) = temp_store();
+    let path = dir.path().join("data").join("engram.db");
+    let shared = store
+        .create_block(&NewBlock {
+            limit: Some(LIMIT),
+            ..NewBlock::new("team", "")
+        })
+        .unwrap();
+    let agents: Vec<AgentId> = (0..N)
+        .map(|i| {
+            let (a, _) = create(&store, &format!("agent{i}"));
+            store.attach_block(&a.id, &shared.id).unwrap();
+            a.id
+        })
+        .collect();
+    let threads: Vec<_> = agents
+        .into_iter()
+        .enumerate()
+        .map(|(i, agent)| {
+            let (block, path) = (shared.id.clone(), path.clone());
+            std::thread::spawn(move || {
+                let store = Store::open(&path).unwrap();
+                let mut accepted = Vec::new();
+                for j in 0..M {
+                    let text = format!("fact {i}-{j}");
+                    let op = BlockOp::Append { text: text.clone() };
+                    let c = one_call_step(&agent, &format!("call-{i}-{j}"), &block, op);
+                    let committed = store.commit_step(&c).unwrap();
+                    let result = tool_result(&committed);
+                    match result.status {
+                        ToolStatus::Ok => accepted.push(text),
+                        ToolStatus::Failed => {
+                            assert!(result.message.starts_with("Edit failed: Exceeds 100"));
+                            assert_eq!(committed.refused, [format!("call-{i}-{j}")]);
+                        }
+                    }
+                }
+                accepted
+            })
+        })
+        .collect();
+    let mut accepted: Vec<String> = threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect();
+    let block = store.get_block(&shared.id).unwrap();
+    assert!(block.chars() <= LIMIT, "{} > {LIMIT}", block.chars());
+    let mut lines: Vec<String> = block.value.lines().map(str::to_owned).collect();
+    accepted.sort();
+    lines.sort();
+    assert_eq!(lines, accepted, "exactly the accepted appends are there");
+    assert!(lines.len() >= 10, "the block filled up: {}", lines.len());
+    let history = store.block_history(&shared.id, usize::MAX).unwrap();
+    assert_eq!(history.len(), lines.len());
+}

@@ -186,12 +186,15 @@ export class ChatState {
       case 'memory_changed': {
         const before = this.#hooks.memoryChanged?.(e.block);
         if (before !== undefined && before !== e.block.value) {
-          const key = this.#callFor(e.block.label) ?? live.runId ?? 'run';
+          const key = e.tool_call_id ?? this.#callFor(e.block.label) ?? live.runId ?? 'run';
           this.diffs[key] = [...(this.diffs[key] ?? []), { label: e.block.label, before, after: e.block.value }];
         }
         break;
       }
       case 'message':
+        // A stored tool result is the final word: an edit the engine refused at commit (the
+        // block changed meanwhile) was streamed as OK but is stored as Failed.
+        if (e.message.role === 'tool' && e.message.tool_call_id) delete this.results[e.message.tool_call_id];
         this.#commit(e.message);
         break;
       case 'usage':

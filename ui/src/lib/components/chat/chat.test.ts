@@ -103,6 +103,31 @@ describe('ChatView', () => {
     expect(document.querySelector('[data-live=true]')).toBeNull();
   });
 
+  it('shows a tool result as stored once committed, also when the commit refused the edit', async () => {
+    const s = scriptedSend();
+    useFakeBackend({ list_messages: () => [] }, s.send);
+    const chat = new ChatState('agent-1');
+    render(ChatView, { agent: agent(), chat, onproviders: () => {} });
+    await userEvent.type(screen.getByTestId('chat-input'), 'I like mango{Enter}');
+    const call = { id: 'call-9', name: 'memory_replace', arguments: '{"label":"human","old_str":"kiwi","new_str":"mango"}' };
+    const refused = JSON.stringify({ status: 'Failed', message: "The text 'kiwi' was not found", time: 'now' });
+    s.emit(
+      { type: 'run_started', run_id: 'run-9', agent_id: 'agent-1' },
+      { type: 'tool_call', call },
+      { type: 'tool_result', tool_call_id: 'call-9', name: call.name, status: 'OK', message: 'preview' },
+    );
+    await nextFrame();
+    expect(document.querySelector('[data-tool=memory_replace]')).toHaveAttribute('data-state', 'ok');
+    s.emit(
+      { type: 'message', message: message({ tool_calls: [call] }) },
+      { type: 'message', message: message({ role: 'tool', tool_call_id: 'call-9', tool_name: call.name, content: refused }) },
+    );
+    await nextFrame();
+    expect(document.querySelector('[data-tool=memory_replace]')).toHaveAttribute('data-state', 'failed');
+    s.emit({ type: 'done', run_id: 'run-9', stop_reason: 'end_turn', usage });
+    s.finish();
+  });
+
   it('shows what to do when no provider is set up, and keeps the typed text', async () => {
     useFakeBackend({}, async () => {
       throw Object.assign(new Error('no provider for openai/gpt-4o-mini'), { code: 'provider_not_configured' });
