@@ -167,15 +167,19 @@ pub(crate) fn arguments(
 }
 
 /// `prlimit` options for `limits`: each sets the soft and the hard limit, and core dumps are
-/// always off (a dump could carry whatever the program read).
+/// always off (a dump could carry whatever the program read). CPU time gets a hard limit one
+/// second past the soft one, so the program first dies of `SIGXCPU` (exit status 152 through
+/// bubblewrap: the caller can say why) and `SIGKILL` follows only if it ignores that.
 fn prlimit_flags(limits: &Limits) -> Vec<OsString> {
     let mut flags = vec![OsString::from("--core=0")];
+    if let Some(cpu) = limits.cpu_seconds {
+        flags.push(format!("--cpu={cpu}:{}", cpu.saturating_add(1)).into());
+    }
     let mut add = |name: &str, value: Option<u64>| {
         if let Some(v) = value {
             flags.push(format!("--{name}={v}").into());
         }
     };
-    add("cpu", limits.cpu_seconds);
     add("as", limits.address_space_bytes);
     add("nproc", limits.max_processes);
     add("fsize", limits.file_size_bytes);
@@ -250,7 +254,7 @@ mod tests {
         );
         assert!(
             args.ends_with(
-                "-- /usr/bin/prlimit --core=0 --cpu=60 --as=1073741824 --nproc=64 --fsize=67108864 -- /usr/bin/python3 -c pass"
+                "-- /usr/bin/prlimit --core=0 --cpu=60:61 --as=1073741824 --nproc=64 --fsize=67108864 -- /usr/bin/python3 -c pass"
             ),
             "{args}"
         );

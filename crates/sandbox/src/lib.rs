@@ -105,7 +105,9 @@ pub struct Bridge {
 /// but has no effect. The wall-clock timeout is the caller's (kill the child).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
-    /// CPU time, in seconds (`RLIMIT_CPU`; the program gets `SIGXCPU`, then `SIGKILL`).
+    /// CPU time, in seconds (`RLIMIT_CPU`; the program gets `SIGXCPU`, a second later
+    /// `SIGKILL`). A program killed by `SIGXCPU` makes bubblewrap exit with status
+    /// [`CPU_EXCEEDED_STATUS`].
     pub cpu_seconds: Option<u64>,
     /// Virtual address space, in bytes (`RLIMIT_AS`; allocations past it fail).
     pub address_space_bytes: Option<u64>,
@@ -129,6 +131,10 @@ impl Default for Limits {
         }
     }
 }
+
+/// The exit status of `bwrap` when the program died of `SIGXCPU` (128 + 24): it used up its
+/// CPU time.
+pub const CPU_EXCEEDED_STATUS: i32 = 128 + 24;
 
 /// Why no sandbox can be made here, and what the user can do about it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -201,8 +201,16 @@ CREATE TABLE settings (
 );
 "#;
 
+/// A tool's sandbox settings, granted by the user per tool (issue #15): `network` (the host's
+/// network in the sandbox) and `allow_unsandboxed` (runs without a sandbox where none exists).
+/// Both off for every existing tool.
+const TOOL_SANDBOX: &str = r#"
+ALTER TABLE tools ADD COLUMN network INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE tools ADD COLUMN allow_unsandboxed INTEGER NOT NULL DEFAULT 0;
+"#;
+
 /// Every migration, oldest first.
-const MIGRATIONS: &[M<'static>] = &[M::up(V1)];
+const MIGRATIONS: &[M<'static>] = &[M::up(V1), M::up(TOOL_SANDBOX)];
 
 /// The migration list (exposed to tests so they can validate it).
 pub(crate) fn migrations() -> Migrations<'static> {

@@ -29,4 +29,12 @@ return_char_limit?: number,
 /**
  * New tags.
  */
-tags?: Array<string>, };
+tags?: Array<string>, 
+/**
+ * Grant or revoke the network (see [`Tool::network`]).
+ */
+network?: boolean, 
+/**
+ * Allow or forbid runs without a sandbox (see [`Tool::allow_unsandboxed`]).
+ */
+allow_unsandboxed?: boolean, };
