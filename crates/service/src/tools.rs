@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 /// A partial update of a user tool; `None` leaves a field as it is. A new `source_code`
-/// regenerates the schema unless `json_schema` is given too.
+/// regenerates the schema unless `json_schema` is given too. What the tool may do (network,
+/// unsandboxed runs) is not part of it: see [`Engram::set_tool_sandbox`].
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 #[ts(export, optional_fields)]
 pub struct ToolPatch {
@@ -34,12 +35,6 @@ pub struct ToolPatch {
     /// New tags.
     #[serde(default)]
     pub tags: Option<Vec<String>>,
-    /// Grant or revoke the network (see [`Tool::network`]).
-    #[serde(default)]
-    pub network: Option<bool>,
-    /// Allow or forbid runs without a sandbox (see [`Tool::allow_unsandboxed`]).
-    #[serde(default)]
-    pub allow_unsandboxed: Option<bool>,
 }
 
 /// A tool's sandbox settings, as [`Engram::set_tool_sandbox`] changes them; `None` leaves a
@@ -179,8 +174,9 @@ impl Engram {
             json_schema,
             return_char_limit: Some(patch.return_char_limit.unwrap_or(old.return_char_limit)),
             tags: patch.tags.unwrap_or(old.tags.clone()),
-            network: Some(patch.network.unwrap_or(old.network)),
-            allow_unsandboxed: Some(patch.allow_unsandboxed.unwrap_or(old.allow_unsandboxed)),
+            // What the tool may do changes only through `set_tool_sandbox`.
+            network: Some(old.network),
+            allow_unsandboxed: Some(old.allow_unsandboxed),
         };
         let mut tool = self.build_tool(new)?;
         tool.id = old.id.clone();
