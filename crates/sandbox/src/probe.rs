@@ -98,6 +98,12 @@ impl Sandbox {
         ]
         .iter()
         .any(|needle| said.contains(needle));
+        if said.contains("Unknown option") {
+            return Err(unavailable(format!(
+                "the installed bubblewrap ({}) is too old for Engram's sandbox, which needs 0.8 or newer ({said})",
+                sandbox.bwrap.display()
+            )));
+        }
         Err(unavailable(if namespaces {
             format!(
                 "bubblewrap cannot create namespaces here — user namespaces are disabled or restricted (bwrap: {said}); allow them (e.g. `sysctl kernel.unprivileged_userns_clone=1`, or on Ubuntu 24.04 an AppArmor profile for bwrap), or run inside a VM or container that permits them"
@@ -120,6 +126,10 @@ impl Sandbox {
     /// `bwrap` with a cleared environment and the seccomp filter on descriptor 3, and is killed
     /// when dropped; stdin, stdout and stderr are the caller's to set. Killing the spawned
     /// child (bubblewrap) ends every process in the room.
+    ///
+    /// bubblewrap dies with the *thread* that spawned it (`PR_SET_PDEATHSIG`), so spawn from a
+    /// thread that outlives the call — a runtime worker or the waiting thread itself, not a
+    /// pooled thread that may retire meanwhile.
     ///
     /// Errors: [`SandboxError`] for a missing scratch directory or a relative path.
     pub fn command(

@@ -416,3 +416,64 @@ fn a_missing_bubblewrap_is_reported_with_what_to_do() {
         err.reason
     );
 }
+
+#[test]
+fn a_real_session_bus_is_out_of_reach() {
+    if std::process::Command::new("dbus-run-session")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        // The abstract-socket and /run/user checks above still run; this one needs a bus.
+        eprintln!("dbus-run-session is not installed; skipping the live bus check");
+        return;
+    }
+    // A parent on a live session bus (where the Secret Service would answer).
+    let v = reexec("bus_helper", &["dbus-run-session", "--"], &[]);
+    assert_eq!(
+        v["outside"],
+        json!("connected"),
+        "the parent reaches its bus: {v}"
+    );
+    assert_ne!(v["room"]["connect"], json!("connected"), "{v}");
+    assert_eq!(v["room"]["env"], json!(null), "{v}");
+}
+
+#[tokio::test]
+#[ignore = "run by a_real_session_bus_is_out_of_reach"]
+async fn bus_helper() {
+    if !is_helper("bus_helper") {
+        return;
+    }
+    let address = std::env::var("DBUS_SESSION_BUS_ADDRESS").unwrap();
+    // The same connection attempt outside and inside: parse `unix:path=…` or `unix:abstract=…`.
+    let script = r#"
+import json, os, socket, sys
+def connect(address):
+    for part in address.split(";"):
+        kv = dict(p.split("=", 1) for p in part.split(":", 1)[1].split(",") if "=" in p)
+        target = kv.get("path") or ("\0" + kv["abstract"] if "abstract" in kv else None)
+        if target is None:
+            continue
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect(target)
+            return "connected"
+        except OSError as e:
+            return e.__class__.__name__
+    return "no usable address"
+print(json.dumps({"connect": connect(sys.argv[1]),
+                  "env": os.environ.get("DBUS_SESSION_BUS_ADDRESS")}))
+"#;
+    let (exe, _) = support::python();
+    let outside = std::process::Command::new(&exe)
+        .args(["-I", "-c", script, &address])
+        .output()
+        .unwrap();
+    let outside: serde_json::Value =
+        serde_json::from_slice(&outside.stdout).unwrap_or(json!({"connect": "no output"}));
+    let scratch = tempfile::tempdir().unwrap();
+    let ran = run_python(&policy(&scratch), script, &[&address], &[], LONG).await;
+    let v = json!({"outside": outside["connect"], "room": ran.json(), "address": address});
+    println!("ROOM:{v}");
+}
