@@ -15,6 +15,9 @@ use std::time::Duration;
 pub struct PythonHost {
     program: OsString,
     timeout: Duration,
+    /// The `bwrap` program to use instead of the machine's default (`$ENGRAM_BWRAP`, else
+    /// `bwrap` on `PATH`, found once per process).
+    bwrap: Option<OsString>,
     runner: OnceLock<Result<PythonRunner, Unavailable>>,
     tool_api: RwLock<Option<Arc<dyn ToolApi>>>,
 }
@@ -41,6 +44,7 @@ impl PythonHost {
         Self {
             program: program.into(),
             timeout,
+            bwrap: None,
             runner: OnceLock::new(),
             tool_api: RwLock::new(None),
         }
@@ -59,12 +63,26 @@ impl PythonHost {
             .clone()
     }
 
+    /// Uses the bubblewrap at `program` (a name on `PATH` or a path) for the sandbox, checked
+    /// on first use like the interpreter; a missing one makes every call of a tool that may
+    /// not run unsandboxed fail with the reason.
+    pub fn with_bwrap(mut self, program: impl Into<OsString>) -> Self {
+        self.bwrap = Some(program.into());
+        self
+    }
+
     /// The runner, or why Python tools cannot run here. Blocks on first use while `python3`
     /// starts; async callers use [`runner_async`](Self::runner_async).
     pub fn runner(&self) -> Result<&PythonRunner, &Unavailable> {
         self.runner
             .get_or_init(|| {
-                PythonRunner::discover_at(&self.program).map(|r| r.with_timeout(self.timeout))
+                PythonRunner::discover_at(&self.program).map(|r| {
+                    let r = r.with_timeout(self.timeout);
+                    match &self.bwrap {
+                        Some(bwrap) => r.with_sandbox(engram_tools::Sandbox::probe(bwrap)),
+                        None => r,
+                    }
+                })
             })
             .as_ref()
     }
@@ -87,5 +105,12 @@ impl PythonHost {
     /// Why Python tools cannot run, or `None` when they can (blocks on first use).
     pub fn unavailable_reason(&self) -> Option<String> {
         self.runner().err().map(|u| u.reason.clone())
+    }
+
+    /// Why tools cannot run sandboxed here (e.g. "bubblewrap (`bwrap`) is not installed…"),
+    /// or `None` when they can or when Python itself is missing (blocks on first use).
+    pub fn sandbox_unavailable_reason(&self) -> Option<String> {
+        let runner = self.runner().ok()?;
+        runner.sandbox().err().map(|u| u.reason.clone())
     }
 }

@@ -1,9 +1,9 @@
 //! `engram tool …` and `engram template list`: user tools and agent templates.
 
 use anyhow::{Context as _, Result};
-use clap::Subcommand;
+use clap::{Subcommand, ValueEnum};
 use engram_core::{AgentId, NewTool, Tool};
-use engram_service::Engram;
+use engram_service::{Engram, ToolSandboxSettings};
 use std::path::PathBuf;
 
 #[derive(Subcommand)]
@@ -50,6 +50,33 @@ pub enum ToolCmd {
         /// Tool id or name.
         tool: String,
     },
+    /// Change what a user tool may do when it runs (both are off unless you turn them on).
+    Set {
+        /// Tool id or name.
+        tool: String,
+        /// Let the tool use the network (off: it reaches nothing but Engram's local API).
+        #[arg(long, value_name = "on|off")]
+        network: Option<Switch>,
+        /// Let the tool run without a sandbox where none is available (it then has your
+        /// user account's full access: only for code you trust).
+        #[arg(long, value_name = "on|off")]
+        unsandboxed: Option<Switch>,
+    },
+}
+
+/// `on` or `off`.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Switch {
+    /// Allowed.
+    On,
+    /// Not allowed.
+    Off,
+}
+
+impl From<Switch> for bool {
+    fn from(s: Switch) -> bool {
+        matches!(s, Switch::On)
+    }
 }
 
 #[derive(Subcommand)]
@@ -68,7 +95,19 @@ fn line(t: &Tool) -> String {
         (Some(why), false) => format!("  [unavailable: {why}]"),
         (None, false) => "  [unavailable]".into(),
     };
-    format!("{}  {}  ({}){state}", t.id, t.name, t.language.as_str())
+    let mut grants = String::new();
+    if t.network {
+        grants.push_str("  [network]");
+    }
+    if t.allow_unsandboxed {
+        grants.push_str("  [may run unsandboxed]");
+    }
+    format!(
+        "{}  {}  ({}){grants}{state}",
+        t.id,
+        t.name,
+        t.language.as_str()
+    )
 }
 
 fn names(tools: &[Tool]) -> String {
@@ -120,6 +159,26 @@ pub fn tool(engram: &Engram, cmd: ToolCmd) -> Result<()> {
             let t = engram.find_tool(&tool)?;
             let tools = engram.detach_tool(&AgentId::from(agent), &t.id)?;
             println!("{}", names(&tools));
+        }
+        ToolCmd::Set {
+            tool,
+            network,
+            unsandboxed,
+        } => {
+            if network.is_none() && unsandboxed.is_none() {
+                anyhow::bail!(
+                    "nothing to change: give --network on|off and/or --unsandboxed on|off"
+                );
+            }
+            let t = engram.find_tool(&tool)?;
+            let t = engram.set_tool_sandbox(
+                &t.id,
+                ToolSandboxSettings {
+                    network: network.map(bool::from),
+                    allow_unsandboxed: unsandboxed.map(bool::from),
+                },
+            )?;
+            println!("{}", line(&t));
         }
         ToolCmd::Delete { tool } => {
             let t = engram.find_tool(&tool)?;

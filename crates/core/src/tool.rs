@@ -55,8 +55,18 @@ pub struct Tool {
     pub return_char_limit: usize,
     /// Free labels for people.
     pub tags: Vec<String>,
+    /// Whether the tool may use the network when it runs (the host's network namespace).
+    /// Off by default: a tool then reaches nothing outside its sandbox but Engram's own
+    /// local API, when the run bridges it. Set by the user per tool, never by an import.
+    #[serde(default)]
+    pub network: bool,
+    /// Whether the tool may run without a sandbox where none is available (it then has the
+    /// user account's full access). Off by default: such a call fails, saying why.
+    #[serde(default)]
+    pub allow_unsandboxed: bool,
     /// Whether the tool can run here (computed when read, never stored): a Python tool is
-    /// unavailable when no usable `python3` was found.
+    /// unavailable when no usable `python3` was found, or when no sandbox is available and
+    /// the tool is not allowed to run unsandboxed.
     pub available: bool,
     /// Why it cannot run, when `available` is false (e.g. "`python3` was not found on PATH…").
     pub unavailable_reason: Option<String>,
@@ -89,6 +99,14 @@ pub struct NewTool {
     #[serde(default)]
     #[ts(as = "Option<Vec<String>>", optional)]
     pub tags: Vec<String>,
+    /// See [`Tool::network`]; `None` keeps the setting of the tool being replaced (off for a
+    /// new tool).
+    #[serde(default)]
+    pub network: Option<bool>,
+    /// See [`Tool::allow_unsandboxed`]; `None` keeps the setting of the tool being replaced
+    /// (off for a new tool).
+    #[serde(default)]
+    pub allow_unsandboxed: Option<bool>,
 }
 
 /// A rule constraining when the loop may call a tool, as Letta agent files write them

@@ -27,7 +27,7 @@ pub use memory::PassagePage;
 pub use notices::Notice;
 pub use providers::{LocalServer, ProviderInfo, ProviderSetup};
 pub use templates::Template;
-pub use tools::{BlockChange, ToolPatch, ToolTrial};
+pub use tools::{BlockChange, ToolPatch, ToolSandboxSettings, ToolTrial};
 // Types transports hand on unchanged.
 pub use engram_agent::ContextBreakdown;
 pub use engram_providers::ModelInfo;
@@ -55,8 +55,9 @@ pub struct Options {
     /// Where API keys live (the OS keychain in the apps, memory in tests).
     pub secrets: Arc<dyn SecretStore>,
     /// Environment lookups (`OPENAI_BASE_URL`, `ENGRAM_HOME`, `ENGRAM_PYTHON` — the interpreter
-    /// user tools run in, default `python3` on `PATH` — and `ENGRAM_TOOL_TIMEOUT`, seconds a
-    /// user tool may run, default 30).
+    /// user tools run in, default `python3` on `PATH` —, `ENGRAM_TOOL_TIMEOUT`, seconds a
+    /// user tool may run, default 30, and `ENGRAM_BWRAP`, the bubblewrap program of the tool
+    /// sandbox, default `bwrap` on `PATH`).
     pub env: EnvLookup,
 }
 
@@ -191,7 +192,11 @@ fn python_host(env: &dyn Fn(&str) -> Option<String>) -> PythonHost {
         .filter(|t| t.is_finite() && *t > 0.0)
         .map(std::time::Duration::from_secs_f64)
         .unwrap_or(engram_tools::PythonRunner::DEFAULT_TIMEOUT);
-    PythonHost::new(program, timeout)
+    let host = PythonHost::new(program, timeout);
+    match env("ENGRAM_BWRAP") {
+        Some(bwrap) => host.with_bwrap(bwrap),
+        None => host,
+    }
 }
 
 #[cfg(test)]

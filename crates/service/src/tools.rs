@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 /// A partial update of a user tool; `None` leaves a field as it is. A new `source_code`
-/// regenerates the schema unless `json_schema` is given too.
+/// regenerates the schema unless `json_schema` is given too. What the tool may do (network,
+/// unsandboxed runs) is not part of it: see [`Engram::set_tool_sandbox`].
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 #[ts(export, optional_fields)]
 pub struct ToolPatch {
@@ -34,6 +35,19 @@ pub struct ToolPatch {
     /// New tags.
     #[serde(default)]
     pub tags: Option<Vec<String>>,
+}
+
+/// A tool's sandbox settings, as [`Engram::set_tool_sandbox`] changes them; `None` leaves a
+/// setting as it is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+#[ts(export, optional_fields)]
+pub struct ToolSandboxSettings {
+    /// Whether the tool may use the network.
+    #[serde(default)]
+    pub network: Option<bool>,
+    /// Whether the tool may run without a sandbox where none is available.
+    #[serde(default)]
+    pub allow_unsandboxed: Option<bool>,
 }
 
 /// One block change a tried tool would make.
@@ -60,12 +74,23 @@ pub struct ToolTrial {
 }
 
 impl Engram {
-    /// Marks a Python tool unavailable (with the reason) when no usable `python3` is found.
-    /// Blocks on first use while `python3` is looked for.
+    /// Marks a Python tool unavailable (with the reason) when no usable `python3` is found,
+    /// or when no sandbox is available and the tool may not run without one. Blocks on first
+    /// use while `python3` and the sandbox are looked for.
     fn with_availability(&self, mut tool: Tool) -> Tool {
-        if tool.language == ToolLanguage::Python
-            && let Some(reason) = self.python.unavailable_reason()
-        {
+        if tool.language != ToolLanguage::Python {
+            return tool;
+        }
+        let reason = self.python.unavailable_reason().or_else(|| {
+            let none = self.python.sandbox_unavailable_reason()?;
+            (!tool.allow_unsandboxed).then(|| {
+                format!(
+                    "no sandbox is available here ({none}); install bubblewrap, or allow this tool to run unsandboxed (`engram tool set {} --unsandboxed on`)",
+                    tool.name
+                )
+            })
+        });
+        if let Some(reason) = reason {
             tool.available = false;
             tool.unavailable_reason = Some(reason);
         }
@@ -110,7 +135,12 @@ impl Engram {
     /// Errors: `invalid_input` with Python's parse error, for a name that is not an identifier
     /// or names a built-in tool, or when no schema is given and `python3` is missing.
     pub fn upsert_tool(&self, new: NewTool) -> Result<Tool> {
-        let tool = self.build_tool(new)?;
+        let mut tool = self.build_tool(new.clone())?;
+        // Settings not given keep those of the tool being replaced.
+        if let Some(old) = self.store.tool_by_name(&tool.name)? {
+            tool.network = new.network.unwrap_or(old.network);
+            tool.allow_unsandboxed = new.allow_unsandboxed.unwrap_or(old.allow_unsandboxed);
+        }
         let stored = self.store.upsert_tool(&tool)?;
         self.notify(Notice::ToolsChanged);
         Ok(self.with_availability(stored))
@@ -144,10 +174,34 @@ impl Engram {
             json_schema,
             return_char_limit: Some(patch.return_char_limit.unwrap_or(old.return_char_limit)),
             tags: patch.tags.unwrap_or(old.tags.clone()),
+            // What the tool may do changes only through `set_tool_sandbox`.
+            network: Some(old.network),
+            allow_unsandboxed: Some(old.allow_unsandboxed),
         };
         let mut tool = self.build_tool(new)?;
         tool.id = old.id.clone();
         tool.created_at = old.created_at;
+        let stored = self.store.replace_tool(id, &tool)?;
+        self.notify(Notice::ToolsChanged);
+        Ok(self.with_availability(stored))
+    }
+
+    /// Grants or revokes a user tool's network and unsandboxed runs (the user's decision;
+    /// never taken from an imported file or an API client's tool definition). Returns the
+    /// tool with its availability. Errors: `not_found`; `invalid_input` for a built-in tool.
+    pub fn set_tool_sandbox(&self, id: &ToolId, settings: ToolSandboxSettings) -> Result<Tool> {
+        if id.as_str().starts_with("tool-builtin-") {
+            return Err(Error::invalid(
+                "built-in tools run inside Engram and have no sandbox settings",
+            ));
+        }
+        let mut tool = self.store.get_tool(id)?;
+        if let Some(network) = settings.network {
+            tool.network = network;
+        }
+        if let Some(allow) = settings.allow_unsandboxed {
+            tool.allow_unsandboxed = allow;
+        }
         let stored = self.store.replace_tool(id, &tool)?;
         self.notify(Notice::ToolsChanged);
         Ok(self.with_availability(stored))
@@ -343,6 +397,8 @@ impl Engram {
                 .unwrap_or(DEFAULT_RETURN_CHAR_LIMIT)
                 .max(1),
             tags: new.tags,
+            network: new.network.unwrap_or(false),
+            allow_unsandboxed: new.allow_unsandboxed.unwrap_or(false),
             available: true,
             unavailable_reason: None,
             created_at: now,

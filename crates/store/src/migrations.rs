@@ -212,8 +212,16 @@ ALTER TABLE block_history ADD COLUMN new_version INTEGER;
 ALTER TABLE block_history ADD COLUMN step_id TEXT;
 "#;
 
+/// A tool's sandbox settings, granted by the user per tool (issue #15): `network` (the host's
+/// network in the sandbox) and `allow_unsandboxed` (runs without a sandbox where none exists).
+/// Both off for every existing tool.
+const TOOL_SANDBOX: &str = r#"
+ALTER TABLE tools ADD COLUMN network INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE tools ADD COLUMN allow_unsandboxed INTEGER NOT NULL DEFAULT 0;
+"#;
+
 /// Every migration, oldest first.
-const MIGRATIONS: &[M<'static>] = &[M::up(V1), M::up(BLOCK_VERSIONS)];
+const MIGRATIONS: &[M<'static>] = &[M::up(V1), M::up(BLOCK_VERSIONS), M::up(TOOL_SANDBOX)];
 
 /// The migration list (exposed to tests so they can validate it).
 pub(crate) fn migrations() -> Migrations<'static> {

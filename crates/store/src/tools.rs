@@ -8,7 +8,8 @@ use engram_core::{Error, Result, Tool, ToolId, ToolLanguage};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 const TOOL_COLS: &str = "id, name, description, json_schema, source_code, language, \
-                         return_char_limit, tags, created_at, updated_at";
+                         return_char_limit, tags, created_at, updated_at, network, \
+                         allow_unsandboxed";
 
 fn tool_from_row(r: &Row<'_>) -> rusqlite::Result<Tool> {
     Ok(Tool {
@@ -24,6 +25,8 @@ fn tool_from_row(r: &Row<'_>) -> rusqlite::Result<Tool> {
         },
         return_char_limit: sql::uint(r, 6)? as usize,
         tags: json(r, 7)?,
+        network: r.get(10)?,
+        allow_unsandboxed: r.get(11)?,
         // Availability depends on the machine, not the row; the service fills it in.
         available: true,
         unavailable_reason: None,
@@ -55,11 +58,13 @@ pub(crate) fn upsert(conn: &Connection, tool: &Tool) -> Result<Tool> {
         None => t.created_at = sql::truncate(t.created_at.min(now)),
     }
     conn.prepare_cached(&format!(
-        "INSERT INTO tools ({TOOL_COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+        "INSERT INTO tools ({TOOL_COLS})
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
          ON CONFLICT (name) DO UPDATE SET description = excluded.description,
              json_schema = excluded.json_schema, source_code = excluded.source_code,
              language = excluded.language, return_char_limit = excluded.return_char_limit,
-             tags = excluded.tags, updated_at = excluded.updated_at"
+             tags = excluded.tags, updated_at = excluded.updated_at,
+             network = excluded.network, allow_unsandboxed = excluded.allow_unsandboxed"
     ))
     .db()?
     .execute(params![
@@ -73,6 +78,8 @@ pub(crate) fn upsert(conn: &Connection, tool: &Tool) -> Result<Tool> {
         to_json(&t.tags)?,
         sql::micros(t.created_at),
         sql::micros(t.updated_at),
+        t.network,
+        t.allow_unsandboxed,
     ])
     .db()?;
     Ok(t)

@@ -1,4 +1,5 @@
-# Engram's Python tool harness. Run as: python3 -I -B -X utf8 harness.py RESULT_PATH
+# Engram's Python tool harness. Run as: python3 -I -B -X utf8 harness.py RESULT_PATH, inside
+# the sandbox, with the sandbox's bridge code (engram_bridge_start) placed before this file.
 # Reads one JSON request on stdin and writes one JSON result to RESULT_PATH, so nothing the
 # tool prints can corrupt it. Requests:
 #   {"mode": "schema", "source": str, "name": str | null}
@@ -306,6 +307,10 @@ def run(req):
     import __future__
     import inspect
     import typing
+
+    # Engram's local API on 127.0.0.1, when the sandbox bound its socket (before any tool code).
+    if "engram_bridge_start" in globals():
+        engram_bridge_start()
 
     namespace = {"__name__": "__engram_tool__", "__builtins__": __builtins__}
     # Letta's sandbox sees typing's names; annotations stay unevaluated strings.

@@ -3,7 +3,10 @@
 //! A user tool is the source of a Python function whose signature and Google-style docstring
 //! give its schema ([`PythonRunner::schema`]; an explicit schema set by the user overrides it —
 //! that choice is the caller's). It runs ([`PythonRunner::run`]) in a separate `python3` process
-//! with a timeout, a scrubbed environment, a temporary working directory and an output cap. The
+//! inside the sandbox of `engram-sandbox` (no view of Engram's process, environment, keyring or
+//! session bus; a scratch directory as the only writable place; CPU, memory and process limits;
+//! network only when the tool is allowed it), with a timeout and an output cap. Where no sandbox
+//! exists, a call fails with the reason unless the tool was allowed to run unsandboxed. The
 //! process gets an `agent_state` with `id`, `name` and a `memory` offering `get_block(label)`
 //! (`.value`, `.limit`, `.label`) and `update_block_value(label, value)`; the block changes come
 //! back in [`ToolOutcome::block_updates`], already checked against the blocks' limits, for the
@@ -11,8 +14,11 @@
 //!
 //! This crate knows nothing of the store or the agent loop; it only runs Python.
 
+mod capture;
+mod room;
 mod runner;
 
+pub use engram_sandbox::{Bridge, Limits, Sandbox};
 pub use runner::PythonRunner;
 
 use serde::{Deserialize, Serialize};
@@ -71,6 +77,15 @@ pub struct ToolRun {
     pub agent_name: String,
     /// The agent's core-memory blocks, as `agent_state.memory` shows them.
     pub blocks: Vec<engram_core::Block>,
+    /// Whether the tool may use the host's network (the user's per-tool setting; default off).
+    pub network: bool,
+    /// Whether the tool may run without a sandbox when none is available here (the user's
+    /// per-tool setting; default off, and then such a call fails saying why).
+    pub allow_unsandboxed: bool,
+    /// Engram's local API, reachable from the tool at `127.0.0.1:<port>` even with the
+    /// network off (for tools that call Engram, such as the tutorial's task queue over
+    /// `letta_client`). The socket's server scopes what the connection may do.
+    pub bridge: Option<Bridge>,
 }
 
 /// Whether the tool returned or failed.

@@ -1,20 +1,29 @@
-//! Spawning the Python harness: scrubbed environment, temp dir, timeout, capped output.
+//! Running the Python harness: in the sandbox (or, when allowed, a scrubbed process), with a
+//! timeout and capped output.
 
+use crate::capture::{Capture, Stream, drain};
+use crate::room::{self, Confinement, Layout};
 use crate::{ToolError, ToolOutcome, ToolRun, ToolSchema, ToolStatus, Unavailable};
+use engram_sandbox::{Limits, Sandbox};
 use serde::Deserialize;
 use serde_json::json;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::process::ExitStatus;
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::Command;
+use tokio::io::AsyncWriteExt;
 use tracing::{debug, instrument, warn};
 
-/// The harness the child runs; see its header for the request and result shapes.
-const HARNESS: &str = include_str!("harness.py");
+/// The harness the child runs (see its header for the request and result shapes), after the
+/// sandbox's local API bridge, which it starts before any tool code.
+fn harness() -> String {
+    format!(
+        "{}\n{}",
+        engram_sandbox::BRIDGE_PY,
+        include_str!("harness.py")
+    )
+}
 
 /// Largest result file read back, in bytes (return value plus block updates).
 const MAX_RESULT_BYTES: u64 = 8 * 1024 * 1024;
@@ -26,10 +35,23 @@ const DRAIN_GRACE: Duration = Duration::from_secs(2);
 /// Oldest Python the harness supports.
 const MIN_PYTHON: (u32, u32) = (3, 8);
 
-/// Runs user tools written in Python, one fresh `python3` process per call.
+/// What the interpreter tells about itself: version, real path, then the directories it reads
+/// (prefix, base and exec prefixes, site-packages), one a line.
+const INTROSPECT: &str = "import sys, site\n\
+print(sys.version_info[0], sys.version_info[1])\n\
+print(sys.executable)\n\
+dirs = [sys.prefix, sys.base_prefix, sys.exec_prefix, getattr(sys, 'base_exec_prefix', sys.prefix)]\n\
+try:\n    dirs += site.getsitepackages()\nexcept Exception:\n    pass\n\
+for d in dict.fromkeys(dirs): print(d)";
+
+/// Runs user tools written in Python, one fresh `python3` process per call, in the sandbox.
 #[derive(Clone, Debug)]
 pub struct PythonRunner {
     python: PathBuf,
+    /// The interpreter's directories, readable inside the sandbox.
+    python_paths: Vec<PathBuf>,
+    sandbox: Result<Sandbox, engram_sandbox::Unavailable>,
+    limits: Limits,
     timeout: Duration,
     max_output: usize,
 }
@@ -40,12 +62,14 @@ impl PythonRunner {
     /// Default cap on the stdout and stderr kept per call, together: 1 MiB (bytes).
     pub const DEFAULT_MAX_OUTPUT: usize = 1024 * 1024;
 
-    /// Finds `python3` on `PATH` and checks that it runs and is Python 3.8 or newer.
+    /// Finds `python3` on `PATH` and checks that it runs and is Python 3.8 or newer; finds
+    /// the machine's sandbox too ([`Sandbox::detect`]).
     ///
     /// Blocks while `python3` starts (a few tens of milliseconds); call it once at startup or
     /// from `spawn_blocking`. The runner keeps the interpreter's real path (`sys.executable`),
     /// so shims such as pyenv's, which need `HOME`, are not in the way of the scrubbed
-    /// environment later.
+    /// environment later, and the interpreter's prefix and site-packages, which the sandbox
+    /// shows read-only (so installed packages such as `letta_client` import).
     pub fn discover() -> Result<PythonRunner, Unavailable> {
         Self::discover_at("python3")
     }
@@ -55,11 +79,8 @@ impl PythonRunner {
         let program = program.as_ref();
         let shown = program.to_string_lossy();
         let output = std::process::Command::new(program)
-            .args([
-                "-c",
-                "import sys; print(sys.version_info[0], sys.version_info[1]); print(sys.executable)",
-            ])
-            .stdin(Stdio::null())
+            .args(["-c", INTROSPECT])
+            .stdin(std::process::Stdio::null())
             .output()
             .map_err(|e| Unavailable {
                 reason: if e.kind() == std::io::ErrorKind::NotFound {
@@ -108,14 +129,33 @@ impl PythonRunner {
             Some(exe) if !exe.is_empty() => PathBuf::from(exe),
             _ => PathBuf::from(program),
         };
-        debug!(python = %python.display(), major, minor, "found Python");
-        Ok(PythonRunner::with_python(python))
+        let python_paths: Vec<PathBuf> = lines
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .collect();
+        debug!(python = %python.display(), major, minor, ?python_paths, "found Python");
+        let mut runner = PythonRunner::with_python(python);
+        runner.python_paths = python_paths;
+        Ok(runner)
     }
 
-    /// A runner for the interpreter at `path`, unchecked, with the default timeout and cap.
+    /// A runner for the interpreter at `path`, unchecked, with the default timeout, cap and
+    /// limits and the machine's sandbox. Its prefix is taken to be the directory above the
+    /// interpreter's `bin` (use [`discover_at`](Self::discover_at) to ask the interpreter).
     pub fn with_python(path: impl Into<PathBuf>) -> PythonRunner {
+        let python = path.into();
+        let python_paths = python
+            .parent()
+            .and_then(Path::parent)
+            .map(|prefix| vec![prefix.to_path_buf()])
+            .unwrap_or_default();
         PythonRunner {
-            python: path.into(),
+            python,
+            python_paths,
+            sandbox: Sandbox::detect(),
+            limits: Limits::default(),
             timeout: Self::DEFAULT_TIMEOUT,
             max_output: Self::DEFAULT_MAX_OUTPUT,
         }
@@ -134,9 +174,32 @@ impl PythonRunner {
         self
     }
 
+    /// Sets the resource limits of a sandboxed call (default [`Limits::default`]: 60 CPU
+    /// seconds, 1 GiB of address space, 64 processes, 64 MiB files and `/tmp`).
+    pub fn with_limits(mut self, limits: Limits) -> PythonRunner {
+        self.limits = limits;
+        self
+    }
+
+    /// Replaces the sandbox (e.g. with the result of [`Sandbox::probe`], or a reason to
+    /// behave as a machine without one).
+    pub fn with_sandbox(
+        mut self,
+        sandbox: Result<Sandbox, engram_sandbox::Unavailable>,
+    ) -> PythonRunner {
+        self.sandbox = sandbox;
+        self
+    }
+
     /// The interpreter this runner starts.
     pub fn python(&self) -> &Path {
         &self.python
+    }
+
+    /// The sandbox calls run in, or why there is none (then only tools allowed to run
+    /// unsandboxed run).
+    pub fn sandbox(&self) -> Result<&Sandbox, &engram_sandbox::Unavailable> {
+        self.sandbox.as_ref()
     }
 
     /// The time limit of one call.
@@ -149,10 +212,16 @@ impl PythonRunner {
         self.max_output
     }
 
+    /// The resource limits of a sandboxed call.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
     /// Generates the schema of function `name` (or of the source's only public function when
     /// `None`) from its signature and Google-style docstring, as Letta does.
     ///
-    /// The source is parsed with Python's `ast` in a child process and never executed.
+    /// The source is parsed with Python's `ast` in a child process and never executed (in the
+    /// sandbox when there is one; parsing runs no tool code, so it needs none).
     /// Annotations map `str`→`string`, `int`→`integer`, `float`→`number`, `bool`→`boolean`,
     /// `list`/`List[X]`→`array` (with `items`), `dict`→`object`, `Literal[...]`→`enum`;
     /// `Optional[X]` and `X | None` are `X` and not required; unknown or missing annotations
@@ -160,7 +229,11 @@ impl PythonRunner {
     #[instrument(skip_all, fields(name = name.unwrap_or("")))]
     pub async fn schema(&self, source: &str, name: Option<&str>) -> Result<ToolSchema, ToolError> {
         let request = json!({"mode": "schema", "source": source, "name": name});
-        let exec = self.exec(&request).await?;
+        let confinement = match &self.sandbox {
+            Ok(sandbox) => self.sandboxed(sandbox, false, None),
+            Err(_) => Confinement::Unsandboxed,
+        };
+        let exec = self.exec(&request, confinement).await?;
         if exec.timed_out {
             return Err(ToolError::Timeout(self.timeout.as_secs().max(1)));
         }
@@ -172,9 +245,23 @@ impl PythonRunner {
     }
 
     /// Runs one call. Never errors: every failure (an exception, a timeout, a limit broken, no
-    /// interpreter) is a [`ToolStatus::Failed`] outcome whose message the model can read.
-    #[instrument(skip_all, fields(tool = %call.name, agent = %call.agent_id))]
+    /// interpreter, no sandbox for a tool that needs one) is a [`ToolStatus::Failed`] outcome
+    /// whose message the model (and the user) can read.
+    #[instrument(skip_all, fields(tool = %call.name, agent = %call.agent_id, network = call.network))]
     pub async fn run(&self, call: &ToolRun) -> ToolOutcome {
+        let confinement = match &self.sandbox {
+            Ok(sandbox) => self.sandboxed(sandbox, call.network, call.bridge.clone()),
+            Err(_) if call.allow_unsandboxed => {
+                debug!("no sandbox; the tool is allowed to run without one");
+                Confinement::Unsandboxed
+            }
+            Err(none) => {
+                return ToolOutcome::failed(format!(
+                    "Tool '{}' was not run: no sandbox is available here ({}). Install bubblewrap, or, if you trust this tool with your user account's full access, allow it to run unsandboxed (`engram tool set {} --unsandboxed on`).",
+                    call.name, none.reason, call.name
+                ));
+            }
+        };
         let blocks: Vec<_> = call
             .blocks
             .iter()
@@ -188,7 +275,7 @@ impl PythonRunner {
             "agent": {"id": call.agent_id, "name": call.agent_name},
             "blocks": blocks,
         });
-        let exec = match self.exec(&request).await {
+        let exec = match self.exec(&request, confinement).await {
             Ok(exec) => exec,
             Err(e) => {
                 warn!(error = %e, "could not start python");
@@ -198,12 +285,23 @@ impl PythonRunner {
                 ));
             }
         };
+        let cpu_exceeded = exec.result.is_none()
+            && exec.status.and_then(|s| s.code()) == Some(engram_sandbox::CPU_EXCEEDED_STATUS);
         let (status, message, block_updates) = if exec.timed_out {
             (
                 ToolStatus::Failed,
                 format!(
                     "The tool did not finish within {} s and was stopped.",
                     format_secs(self.timeout)
+                ),
+                Vec::new(),
+            )
+        } else if cpu_exceeded {
+            (
+                ToolStatus::Failed,
+                format!(
+                    "The tool used more than its {} s of CPU time and was stopped.",
+                    self.limits.cpu_seconds.unwrap_or_default()
                 ),
                 Vec::new(),
             )
@@ -235,49 +333,31 @@ impl PythonRunner {
         }
     }
 
-    /// Runs the harness on one request in a fresh temp dir and collects what it left.
-    async fn exec(&self, request: &serde_json::Value) -> std::io::Result<Exec> {
-        let dir = tempfile::Builder::new().prefix("engram-tool-").tempdir()?;
-        let harness = dir.path().join("harness.py");
-        let result_path = dir.path().join("result.json");
-        let work = dir.path().join("work");
-        std::fs::write(&harness, HARNESS)?;
-        std::fs::create_dir(&work)?;
-
-        let mut command = Command::new(&self.python);
-        // -I: ignore PYTHON* variables and user site-packages, keep the script dir off sys.path;
-        // -B: write no .pyc; -X utf8: UTF-8 I/O whatever the locale.
-        command
-            .args(["-I", "-B", "-X", "utf8"])
-            .arg(&harness)
-            .arg(&result_path)
-            .env_clear()
-            .env(
-                "PATH",
-                std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
-            )
-            .env("HOME", &work)
-            .env("LANG", "C.UTF-8")
-            .env("PYTHONIOENCODING", "utf-8")
-            .env("PYTHONDONTWRITEBYTECODE", "1")
-            .current_dir(&work)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        #[cfg(windows)]
-        if let Some(root) = std::env::var_os("SYSTEMROOT") {
-            // Python on Windows cannot start without it.
-            command.env("SYSTEMROOT", root);
+    fn sandboxed<'a>(
+        &'a self,
+        sandbox: &'a Sandbox,
+        network: bool,
+        bridge: Option<engram_sandbox::Bridge>,
+    ) -> Confinement<'a> {
+        Confinement::Sandboxed {
+            sandbox,
+            python_paths: &self.python_paths,
+            limits: self.limits,
+            network,
+            bridge,
         }
-        let mut child = command.spawn()?;
+    }
 
-        let shared = Arc::new(Capture {
-            budget: AtomicUsize::new(self.max_output),
-            truncated: AtomicBool::new(false),
-            stdout: Mutex::default(),
-            stderr: Mutex::default(),
-        });
+    /// Runs the harness on one request in a fresh temp dir and collects what it left.
+    async fn exec(
+        &self,
+        request: &serde_json::Value,
+        confinement: Confinement<'_>,
+    ) -> std::io::Result<Exec> {
+        let layout = Layout::new(&harness())?;
+        let mut child = room::command(&self.python, &layout, confinement)?.spawn()?;
+
+        let shared = Arc::new(Capture::new(self.max_output));
         let mut readers = Vec::new();
         if let Some(out) = child.stdout.take() {
             readers.push(tokio::spawn(drain(out, shared.clone(), Stream::Stdout)));
@@ -306,6 +386,7 @@ impl PythonRunner {
                     timeout_s = self.timeout.as_secs_f64(),
                     "tool timed out; killing it"
                 );
+                // In the sandbox this is bubblewrap: its room and every process in it go too.
                 child.kill().await?;
                 (None, true)
             }
@@ -323,17 +404,15 @@ impl PythonRunner {
         let result = if timed_out {
             None
         } else {
-            read_result(&result_path)
+            read_result(&layout.result())
         };
-        let take =
-            |m: &Mutex<Vec<u8>>| std::mem::take(&mut *m.lock().unwrap_or_else(|e| e.into_inner()));
         Ok(Exec {
             result,
             status,
             timed_out,
-            truncated: shared.truncated.load(Ordering::SeqCst),
-            stdout: take(&shared.stdout),
-            stderr: take(&shared.stderr),
+            truncated: shared.truncated(),
+            stdout: shared.take(Stream::Stdout),
+            stderr: shared.take(Stream::Stderr),
         })
     }
 }
@@ -387,51 +466,6 @@ struct RunResult {
     #[serde(rename = "return")]
     value: String,
     updates: Vec<(String, String)>,
-}
-
-struct Capture {
-    /// Bytes of stdout and stderr still to keep.
-    budget: AtomicUsize,
-    truncated: AtomicBool,
-    stdout: Mutex<Vec<u8>>,
-    stderr: Mutex<Vec<u8>>,
-}
-
-#[derive(Clone, Copy)]
-enum Stream {
-    Stdout,
-    Stderr,
-}
-
-/// Reads `pipe` to its end, keeping bytes while the shared budget lasts.
-async fn drain(mut pipe: impl AsyncRead + Unpin, capture: Arc<Capture>, stream: Stream) {
-    let mut buf = vec![0u8; 16 * 1024];
-    loop {
-        let n = match pipe.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        let left = capture
-            .budget
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| {
-                Some(left.saturating_sub(n))
-            })
-            .unwrap_or(0);
-        let keep = left.min(n);
-        if keep > 0 {
-            let target = match stream {
-                Stream::Stdout => &capture.stdout,
-                Stream::Stderr => &capture.stderr,
-            };
-            target
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .extend_from_slice(&buf[..keep]);
-        }
-        if keep < n {
-            capture.truncated.store(true, Ordering::SeqCst);
-        }
-    }
 }
 
 fn read_result(path: &Path) -> Option<Result<Vec<u8>, String>> {

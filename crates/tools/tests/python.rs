@@ -69,6 +69,9 @@ fn call(source: &str, name: &str, arguments: Value, blocks: Vec<Block>) -> ToolR
         agent_id: "agent-1".into(),
         agent_name: "tester".into(),
         blocks,
+        network: false,
+        allow_unsandboxed: false,
+        bridge: None,
     }
 }
 
@@ -288,17 +291,22 @@ async fn unknown_function_and_bad_arguments_fail() {
 
 #[tokio::test]
 async fn an_endless_tool_is_stopped_at_the_timeout() {
-    let source = r#"
-import os, sys
+    // The tool leaves a detached child behind, then spins; neither may survive the timeout.
+    let marker = format!("engram-spin-{}-{}", std::process::id(), line!());
+    let source = format!(
+        r#"
+import subprocess, sys
 def spin():
-    print(os.getpid(), flush=True)
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "{marker}"],
+                     start_new_session=True)
     while True:
         pass
-"#;
+"#
+    );
     let started = std::time::Instant::now();
     let out = runner()
         .with_timeout(Duration::from_secs(1))
-        .run(&call(source, "spin", json!({}), vec![]))
+        .run(&call(&source, "spin", json!({}), vec![]))
         .await;
     assert!(started.elapsed() < Duration::from_secs(10));
     assert_eq!(out.status, ToolStatus::Failed);
@@ -306,13 +314,24 @@ def spin():
         out.message,
         "The tool did not finish within 1 s and was stopped."
     );
-    let pid: u32 = out.stdout.trim().parse().expect("the tool printed its pid");
     #[cfg(target_os = "linux")]
-    assert!(
-        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
-        "process {pid} is still there"
-    );
-    let _ = pid;
+    {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let left = support_processes_with(&marker);
+        assert!(left.is_empty(), "processes outlived the call: {left:?}");
+    }
+}
+
+/// Host processes whose command line contains `needle`.
+#[cfg(target_os = "linux")]
+fn support_processes_with(needle: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(needle))
+        .collect()
 }
 
 #[tokio::test]
@@ -491,8 +510,9 @@ def env():
         "LANG",
         "PYTHONIOENCODING",
         "PYTHONDONTWRITEBYTECODE",
-        // Set by the interpreter or OS themselves, not inherited.
+        // Set by the interpreter, the OS or the sandbox themselves, not inherited.
         "LC_CTYPE",
+        "PWD",
         "__CF_USER_TEXT_ENCODING",
     ];
     for key in v["keys"].as_array().unwrap() {

@@ -36,6 +36,9 @@ pub(super) async fn run(
         agent_id: ctx.agent.id.to_string(),
         agent_name: ctx.agent.name.clone(),
         blocks: ctx.blocks.clone(),
+        network: tool.network,
+        allow_unsandboxed: tool.allow_unsandboxed,
+        bridge: None,
     };
     let outcome = runner.run(&call).await;
     if outcome.status == ToolStatus::Failed {
@@ -94,6 +97,9 @@ pub async fn trial(
         agent_id: agent_id.to_owned(),
         agent_name: agent_name.to_owned(),
         blocks,
+        network: tool.network,
+        allow_unsandboxed: tool.allow_unsandboxed,
+        bridge: None,
     };
     let outcome = runner.run(&call).await;
     match outcome.status {

@@ -122,6 +122,8 @@ pub fn builtin_tool(name: &str) -> Option<Tool> {
         language: ToolLanguage::Builtin,
         return_char_limit: engram_core::DEFAULT_RETURN_CHAR_LIMIT,
         tags: Vec::new(),
+        network: false,
+        allow_unsandboxed: false,
         available: true,
         unavailable_reason: None,
         created_at: epoch,

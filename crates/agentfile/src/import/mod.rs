@@ -473,6 +473,8 @@ fn user_tool(t: &ToolAf, opts: &ImportOptions<'_>, rules: &[Value]) -> Option<To
         language: ToolLanguage::Python,
         return_char_limit,
         tags: t.tags.clone(),
+        network: false,
+        allow_unsandboxed: false,
         available: true,
         unavailable_reason: None,
         created_at: opts.now,

@@ -99,6 +99,8 @@ impl ToolIn {
             json_schema: self.json_schema.filter(Value::is_object),
             return_char_limit: self.return_char_limit,
             tags: self.tags.unwrap_or_default(),
+            // Network and unsandboxed runs are the local user's to grant, never a client's.
+            ..NewTool::default()
         })
     }
 }

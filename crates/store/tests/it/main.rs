@@ -8,4 +8,5 @@ mod schema;
 mod search;
 mod steps;
 mod support;
+mod tools;
 mod versions;

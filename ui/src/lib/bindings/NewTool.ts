@@ -29,4 +29,14 @@ return_char_limit?: number,
 /**
  * Free labels.
  */
-tags?: Array<string>, };
+tags?: Array<string>, 
+/**
+ * See [`Tool::network`]; `None` keeps the setting of the tool being replaced (off for a
+ * new tool).
+ */
+network?: boolean, 
+/**
+ * See [`Tool::allow_unsandboxed`]; `None` keeps the setting of the tool being replaced
+ * (off for a new tool).
+ */
+allow_unsandboxed?: boolean, };

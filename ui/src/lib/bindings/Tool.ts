@@ -41,8 +41,20 @@ return_char_limit: number,
  */
 tags: Array<string>, 
 /**
+ * Whether the tool may use the network when it runs (the host's network namespace).
+ * Off by default: a tool then reaches nothing outside its sandbox but Engram's own
+ * local API, when the run bridges it. Set by the user per tool, never by an import.
+ */
+network: boolean, 
+/**
+ * Whether the tool may run without a sandbox where none is available (it then has the
+ * user account's full access). Off by default: such a call fails, saying why.
+ */
+allow_unsandboxed: boolean, 
+/**
  * Whether the tool can run here (computed when read, never stored): a Python tool is
- * unavailable when no usable `python3` was found.
+ * unavailable when no usable `python3` was found, or when no sandbox is available and
+ * the tool is not allowed to run unsandboxed.
  */
 available: boolean, 
 /**

@@ -17,6 +17,8 @@ function tool(over: Partial<Tool>): Tool {
     source_code: null,
     language: 'builtin',
     return_char_limit: 6000,
+    network: false,
+    allow_unsandboxed: false,
     available: true,
     unavailable_reason: null,
     tags: [],
