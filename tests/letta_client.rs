@@ -83,7 +83,13 @@ impl Drop for Server {
 }
 
 fn serve(home: &Path, mock: &MockLlm) -> Server {
+    serve_with(home, mock, &[])
+}
+
+/// Like [`serve`], with more environment for the server (e.g. `ENGRAM_PYTHON`).
+fn serve_with(home: &Path, mock: &MockLlm, env: &[(&str, &Path)]) -> Server {
     let mut child = engram_suite::cli_command(home)
+        .envs(env.iter().map(|(k, v)| (*k, *v)))
         .args(["serve", "--port", "0", "--show-token"])
         // The tutorial's `openai/…` handles then reach the scripted model, unchanged.
         .env("OPENAI_API_KEY", "sk-mock")
@@ -169,4 +175,73 @@ async fn task_queue_tools_upserted_with_letta_client_0_1_run() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn task_queue_tools_upserted_with_letta_client_1_x_run() {
     run_script(SDK_1, "task_queue_v1.py", "task queue flow OK").await;
+}
+
+/// The tutorial's task-queue tools as written call the server back with `letta_client` and no
+/// token: with the API's token required, each call reaches its own agent through the door Engram
+/// opens for the tool call (the sandbox bridges it to localhost:8283), the `tasks` block ends
+/// `[]`, and every edit is recorded as the tool call's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tutorial_task_queue_tools_call_the_server_back_with_auth_on() {
+    let python = tokio::task::spawn_blocking(|| venv(SDK_0_1))
+        .await
+        .expect("venv");
+    let mock = MockLlm::start(Script::Brain).await;
+    let home = tempfile::tempdir().expect("temp home");
+    let server = serve_with(home.path(), &mock, &[("ENGRAM_PYTHON", &python)]);
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/tutorial_task_queue_v01.py");
+    let out = tokio::process::Command::new(&python)
+        .arg(&script)
+        .env("ENGRAM_URL", &server.url)
+        .env("ENGRAM_TOKEN", &server.token)
+        .env_remove("LETTA_BASE_URL")
+        .env_remove("LETTA_API_KEY")
+        .output()
+        .await
+        .expect("run python");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "tutorial task queue failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("tutorial task queue OK"), "{stdout}");
+    assert!(mock.violations().is_empty(), "{:#?}", mock.violations());
+
+    // Four tool edits of the tasks block (two pushes, two pops), each recorded as its call's.
+    let agent = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("AGENT "))
+        .expect("agent id")
+        .trim()
+        .to_owned();
+    let db = rusqlite::Connection::open(home.path().join(engram_service::DB_FILE)).unwrap();
+    let editors: Vec<serde_json::Value> = db
+        .prepare(
+            "SELECT h.editor FROM block_history h JOIN blocks b ON b.id = h.block_id
+             JOIN agent_blocks ab ON ab.block_id = b.id
+             WHERE ab.agent_id = ?1 AND b.label = 'tasks' ORDER BY h.pk",
+        )
+        .unwrap()
+        .query_map([&agent], |r| r.get::<_, String>(0))
+        .unwrap()
+        .map(|e| serde_json::from_str(&e.unwrap()).unwrap())
+        .collect();
+    assert_eq!(editors.len(), 4, "{editors:?}");
+    let calls: Vec<String> = mock
+        .chat_requests()
+        .iter()
+        .flat_map(|r| r.body["messages"].as_array().cloned().unwrap_or_default())
+        .filter_map(|m| m["tool_call_id"].as_str().map(str::to_owned))
+        .collect();
+    for editor in &editors {
+        let id = editor["tool_call_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{editor}"));
+        assert!(
+            calls.iter().any(|c| c == id),
+            "{id} is not one of the model's tool calls"
+        );
+    }
 }

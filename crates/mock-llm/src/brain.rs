@@ -17,7 +17,8 @@
 //!   `archival_memory_insert`; "search your archival memory for Q" / "what do you know about Q"
 //!   → `archival_memory_search` then an answer quoting the top hit; "search our conversation
 //!   for Q" → `conversation_search` likewise.
-//! - **Task queue.** "add task: T" → `task_queue_push`; "complete your tasks" / "keep going" →
+//! - **Task queue.** "add task: T" (or "Add 'A' and 'B' as two tasks") → `task_queue_push`
+//!   per task; "complete your tasks" / "keep going" →
 //!   one `task_queue_pop` per step while the `tasks` block (a JSON list) is non-empty, then
 //!   "All tasks are done.".
 //! - "slow: …" answers the rest after 5 s (for stop-generation tests); a failed tool result is
@@ -172,17 +173,28 @@ fn plan(view: &ChatView, user: Option<&str>) -> Step {
             &query,
             "our conversation",
         ),
-        Intent::AddTask(task) => {
+        Intent::AddTasks(tasks) => {
+            let list = tasks.join("; ");
             if !view.has_tool("task_queue_push") {
-                return Step::Say(format!("Noted: {task}"));
+                return Step::Say(format!("Noted: {list}"));
             }
-            if !calls.iter().any(|c| c.name == "task_queue_push") {
+            // One push per step, in order, each once.
+            let pushed = |task: &str| {
+                calls.iter().any(|c| {
+                    c.name == "task_queue_push"
+                        && c.args()["task_description"].as_str() == Some(task)
+                })
+            };
+            if let Some(next) = tasks.iter().find(|t| !pushed(t)) {
                 return Step::Calls(vec![(
                     "task_queue_push".into(),
-                    json!({"task_description": task}),
+                    json!({"task_description": next}),
                 )]);
             }
-            Step::Say(format!("I added the task: {task}"))
+            match tasks.len() {
+                1 => Step::Say(format!("I added the task: {list}")),
+                n => Step::Say(format!("I added {n} tasks: {list}")),
+            }
         }
         Intent::DoTasks => {
             let tasks: Vec<Value> = view

@@ -23,6 +23,8 @@ def engram_bridge_start():
         # With the host's network the port may be Engram's own server: nothing to bridge.
         listener.close()
         return None
+    # letta_client 1.x reads its address from here when a tool does not name one.
+    os.environ.setdefault("LETTA_BASE_URL", "http://localhost:" + port)
 
     def pump(src, dst):
         try:

@@ -26,8 +26,10 @@ pub struct UnixToolApi {
 /// 0700, so no other user can reach the sockets in it) and installs a [`UnixToolApi`]. Every
 /// transport that runs agents calls it once at start.
 ///
+/// Returns the installed API (to open doors directly, e.g. in tests).
+///
 /// Errors: the directory cannot be created or made private.
-pub fn install(engram: &Arc<Engram>) -> std::io::Result<()> {
+pub fn install(engram: &Arc<Engram>) -> std::io::Result<Arc<UnixToolApi>> {
     let dir = engram.home().join("run");
     std::fs::create_dir_all(&dir)?;
     #[cfg(unix)]
@@ -35,11 +37,12 @@ pub fn install(engram: &Arc<Engram>) -> std::io::Result<()> {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
     }
-    engram.set_tool_api(Arc::new(UnixToolApi {
+    let api = Arc::new(UnixToolApi {
         engram: Arc::downgrade(engram),
         dir,
-    }));
-    Ok(())
+    });
+    engram.set_tool_api(api.clone());
+    Ok(api)
 }
 
 impl ToolApi for UnixToolApi {

@@ -7,8 +7,9 @@
 use super::ToolContext;
 use super::args::Args;
 use super::memory;
+use crate::tool_api::{TOOL_API_PORT, ToolScope};
 use engram_core::Tool;
-use engram_tools::{ToolRun, ToolStatus};
+use engram_tools::{Bridge, ToolRun, ToolStatus};
 
 /// Runs `tool` for call `call_id`. `Ok` is the (possibly cut) return value; `Err` is the line
 /// the model reads: the exception, the timeout, the missing interpreter or the broken limit.
@@ -29,6 +30,18 @@ pub(super) async fn run(
     // The tool reads every block: give it the values as they are now, and base its writes on
     // those versions.
     memory::refresh_all(ctx);
+    // A door into Engram's API for this call only (the tutorials' tools call the server back);
+    // it closes when `door` drops at the end of the call.
+    let door = match ctx.python.tool_api() {
+        Some(api) => Some(
+            api.open(ToolScope {
+                agent_id: ctx.agent.id.clone(),
+                tool_call_id: call_id.to_owned(),
+            })
+            .map_err(|e| format!("Tool '{}' cannot run: {e}.", tool.name))?,
+        ),
+        None => None,
+    };
     let call = ToolRun {
         source: source.to_owned(),
         name: tool.name.clone(),
@@ -38,9 +51,13 @@ pub(super) async fn run(
         blocks: ctx.blocks.clone(),
         network: tool.network,
         allow_unsandboxed: tool.allow_unsandboxed,
-        bridge: None,
+        bridge: door.as_ref().map(|d| Bridge {
+            socket: d.socket.clone(),
+            port: TOOL_API_PORT,
+        }),
     };
     let outcome = runner.run(&call).await;
+    drop(door);
     if outcome.status == ToolStatus::Failed {
         return Err(outcome.message);
     }

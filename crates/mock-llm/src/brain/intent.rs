@@ -14,7 +14,9 @@ pub(super) enum Intent {
     ArchivalInsert(String),
     ArchivalSearch(String),
     ConversationSearch(String),
-    AddTask(String),
+    /// Tasks to push, in order: "add task: T", or the tutorial's "Add 'A' and 'B' as two
+    /// separate tasks" (every quoted phrase).
+    AddTasks(Vec<String>),
     DoTasks,
     Echo(String),
 }
@@ -58,7 +60,13 @@ pub(super) fn parse_intent(user: &str) -> Intent {
     }
     for prefix in ["add task:", "add a task:"] {
         if let Some(rest) = strip_prefix_ci(text, prefix) {
-            return Intent::AddTask(clean_tail(rest));
+            return Intent::AddTasks(vec![clean_tail(rest)]);
+        }
+    }
+    if lower.starts_with("add ") && lower.contains("task") {
+        let quoted = quoted_phrases(text);
+        if !quoted.is_empty() {
+            return Intent::AddTasks(quoted);
         }
     }
     if ["complete your tasks", "keep going", "do your tasks"]
@@ -164,6 +172,23 @@ fn capitalize(word: &str) -> String {
 }
 
 /// Text up to the end of its sentence, trimmed.
+/// The phrases between single or double quotes, in order (`'a' and "b"` → `[a, b]`).
+fn quoted_phrases(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find(['\'', '"']) {
+        let quote = rest[start..].chars().next().unwrap_or('"');
+        let after = &rest[start + 1..];
+        let Some(len) = after.find(quote) else { break };
+        let phrase = after[..len].trim();
+        if !phrase.is_empty() {
+            out.push(phrase.to_owned());
+        }
+        rest = &after[len + 1..];
+    }
+    out
+}
+
 pub(super) fn clean_tail(text: &str) -> String {
     let end = text.find(['\n', '?', '!']).unwrap_or(text.len());
     text[..end].trim().trim_end_matches('.').trim().to_string()
@@ -238,7 +263,16 @@ mod tests {
         );
         assert_eq!(
             parse_intent("add task: write a haiku"),
-            Intent::AddTask("write a haiku".into())
+            Intent::AddTasks(vec!["write a haiku".into()])
+        );
+        assert_eq!(
+            parse_intent(
+                "Add 'start calling me Charles' and 'tell me a haiku about my name' as two seperate tasks."
+            ),
+            Intent::AddTasks(vec![
+                "start calling me Charles".into(),
+                "tell me a haiku about my name".into()
+            ])
         );
         assert_eq!(parse_intent("Complete your tasks"), Intent::DoTasks);
         assert_eq!(

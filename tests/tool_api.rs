@@ -1,0 +1,108 @@
+//! The door a running tool calls Engram's API through: a Unix socket per tool call that serves
+//! only the call's own agent, records block edits as the tool call's, refuses every other route
+//! in words the tool's author can act on, and is gone when the call ends.
+
+use engram_agent::{ToolApi, ToolScope};
+use engram_core::{Editor, NewAgent, NewBlock};
+use engram_suite::Home;
+use std::path::Path;
+use std::sync::Arc;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::UnixStream;
+
+/// One HTTP/1.1 request over the Unix socket at `socket`: `(status, body)`.
+async fn request(socket: &Path, method: &str, path: &str, body: &str) -> (u16, String) {
+    let mut stream = UnixStream::connect(socket).await.expect("connect");
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: localhost:8283\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).await.unwrap();
+    let status = raw
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("status line");
+    let body = raw
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+fn agent(home: &Home, name: &str) -> engram_core::AgentId {
+    home.engram
+        .create_agent(NewAgent {
+            name: name.into(),
+            blocks: vec![NewBlock::new("tasks", "[]")],
+            ..NewAgent::default()
+        })
+        .unwrap()
+        .agent
+        .id
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tools_door_serves_only_its_own_agent_and_closes_with_the_call() {
+    let home = Home::new();
+    let (own, other) = (agent(&home, "Own"), agent(&home, "Other"));
+    let Home { dir: _dir, engram } = home;
+    let engram = Arc::new(engram);
+    let api = engram_server::tool_api::install(&engram).unwrap();
+    let door = api
+        .open(ToolScope {
+            agent_id: own.clone(),
+            tool_call_id: "call_push_1".into(),
+        })
+        .unwrap();
+    let socket = door.socket.clone();
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(socket.parent().unwrap())
+            .unwrap()
+            .permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o700, "the sockets' directory is private");
+
+    let blocks = format!("/v1/agents/{own}/core-memory/blocks/tasks");
+    let (status, body) = request(&socket, "GET", &blocks, "").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"[]\""), "{body}");
+
+    // No token needed, and the edit is the tool call's.
+    let (status, body) = request(&socket, "PATCH", &blocks, r#"{"value": "[\"a\"]"}"#).await;
+    assert_eq!(status, 200, "{body}");
+    let history = engram.block_history(&own, "tasks").unwrap();
+    assert_eq!(
+        history[0].editor,
+        Editor::Agent {
+            agent_id: own.clone(),
+            tool_call_id: Some("call_push_1".into())
+        }
+    );
+
+    for (method, path) in [
+        (
+            "GET",
+            format!("/v1/agents/{other}/core-memory/blocks/tasks"),
+        ),
+        ("GET", "/v1/agents/".to_owned()),
+        ("GET", "/v1/tools/".to_owned()),
+        ("POST", format!("/v1/agents/{own}/messages")),
+    ] {
+        let (status, body) = request(&socket, method, &path, "{}").await;
+        assert_eq!(status, 403, "{method} {path}: {body}");
+        assert!(body.contains("detail"), "{body}");
+    }
+    assert_eq!(
+        engram.agent_block(&other, "tasks").unwrap().value,
+        "[]",
+        "the other agent is untouched"
+    );
+
+    drop(door);
+    assert!(!socket.exists(), "the socket is removed with the call");
+    assert!(UnixStream::connect(&socket).await.is_err());
+}
