@@ -149,7 +149,13 @@ pub(crate) fn arguments(
     if !has(&env, "PATH") {
         env.push(("PATH".into(), DEFAULT_PATH.into()));
     }
-    if let Some(bridge) = &policy.bridge {
+    // With the host's network a forwarder would listen on the host's loopback, open to every
+    // local process: the room then gets the socket only, and reaches the API the usual way.
+    if let Some(bridge) = policy
+        .bridge
+        .as_ref()
+        .filter(|_| policy.network == Network::Off)
+    {
         env.push((BRIDGE_SOCKET_VAR.into(), BRIDGE_SOCKET_PATH.into()));
         env.push((BRIDGE_PORT_VAR.into(), bridge.port.to_string().into()));
     }
@@ -260,6 +266,16 @@ mod tests {
         );
         assert!(!args.contains("/home"), "{args}");
         assert!(!args.contains("/etc/passwd"), "{args}");
+
+        // With the host's network: the socket, but no forwarder on the host's loopback.
+        let full = Policy {
+            network: Network::Full,
+            ..policy
+        };
+        let args =
+            joined(&arguments(&full, Path::new("/usr/bin/prlimit"), "x".as_ref(), &[]).unwrap());
+        assert!(args.contains("/run/engram/api.sock"), "{args}");
+        assert!(!args.contains("ENGRAM_BRIDGE_PORT"), "{args}");
     }
 
     #[test]

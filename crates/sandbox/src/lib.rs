@@ -88,6 +88,8 @@ pub enum Network {
 /// [`BRIDGE_SOCKET_PATH`], and [`BRIDGE_SOCKET_VAR`] / [`BRIDGE_PORT_VAR`] tell a harness to
 /// forward `127.0.0.1:port` to it ([`BRIDGE_PY`]). The socket's server decides what a
 /// connection may do (e.g. a credential scoped to one agent); the room adds no other route out.
+/// With [`Network::Full`] the socket is bound but the forwarding variables are not set: a
+/// forwarder there would listen on the host's loopback, open to every local process.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Bridge {
     /// The host's Unix socket of Engram's API.

@@ -85,7 +85,7 @@ impl Engram {
             let none = self.python.sandbox_unavailable_reason()?;
             (!tool.allow_unsandboxed).then(|| {
                 format!(
-                    "no sandbox is available here ({none}); install bubblewrap, or allow this tool to run unsandboxed (`engram tool set {} --unsandboxed on`)",
+                    "no sandbox is available here ({none}); if you trust this tool with your user account's full access, allow it to run unsandboxed (`engram tool set {} --unsandboxed on`)",
                     tool.name
                 )
             })

@@ -257,7 +257,7 @@ impl PythonRunner {
             }
             Err(none) => {
                 return ToolOutcome::failed(format!(
-                    "Tool '{}' was not run: no sandbox is available here ({}). Install bubblewrap, or, if you trust this tool with your user account's full access, allow it to run unsandboxed (`engram tool set {} --unsandboxed on`).",
+                    "Tool '{}' was not run: no sandbox is available here ({}). If you trust this tool with your user account's full access, you can allow it to run unsandboxed (`engram tool set {} --unsandboxed on`).",
                     call.name, none.reason, call.name
                 ));
             }
