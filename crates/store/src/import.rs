@@ -13,7 +13,7 @@
 use crate::messages::{self, SEQ_GAP};
 use crate::sql::{self, DbResult, to_json};
 use crate::{Store, agents, blocks, passages};
-use engram_core::memory::{check_limit, valid_label};
+use engram_core::memory::check_limit;
 use engram_core::{
     Agent, AgentId, Block, BlockEdit, BlockId, Error, NewMessage, NewPassage, Result,
 };
@@ -80,12 +80,7 @@ pub struct ImportedIds {
 }
 
 fn check_block(b: &Block) -> Result<()> {
-    if !valid_label(&b.label) {
-        return Err(Error::invalid(format!(
-            "invalid block label {:?}: use 1-64 letters, digits, '_', '-' or '.'",
-            b.label
-        )));
-    }
+    crate::blocks::check_label(&b.label)?;
     check_limit("", &b.value, b.limit)
         .map_err(|e| Error::Invalid(format!("block {:?}: {e}", b.label)))
 }

@@ -79,7 +79,7 @@ pub async fn agent_list(
     Ok(Json(page(blocks, id_of, &q.cursor, false, usize::MAX)))
 }
 
-/// `GET …/core-memory/blocks/{label}`.
+/// `GET …/core-memory/blocks/{label}`; the label may be a path (`system/human/family`).
 pub async fn agent_retrieve(
     State(s): State<AppState>,
     Path((id, label)): Path<(String, String)>,

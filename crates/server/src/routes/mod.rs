@@ -62,7 +62,9 @@ pub(crate) fn all() -> Router<AppState> {
             get(blocks::agent_list),
         )
         .route(
-            "/v1/agents/{agent_id}/core-memory/blocks/{label}",
+            // A catch-all, since path-like labels (`system/human/family`) reach us unescaped:
+            // both SDK generations put the label into the URL as it is.
+            "/v1/agents/{agent_id}/core-memory/blocks/{*label}",
             get(blocks::agent_retrieve).patch(blocks::agent_modify),
         )
         .route(
