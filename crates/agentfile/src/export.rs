@@ -453,14 +453,7 @@ pub fn export_v2(agents: &[AgentSnapshot], opts: &ExportOptions) -> AgentFileV2 
                 .filter_map(|r| serde_json::to_value(r).ok())
                 .collect()
         };
-        let tags = extras
-            .and_then(|x| x["tags"].as_array())
-            .map(|t| {
-                t.iter()
-                    .filter_map(|v| v.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let tags = s.tags.clone();
         file.agents.push(AgentV2 {
             id: local.clone(),
             name: Some(a.name.clone()),

@@ -56,6 +56,8 @@ pub struct ImportAgent {
     pub passages: Vec<NewPassage>,
     /// Agent-file extras kept under [`EXTRAS_SETTING_PREFIX`]; `None` stores nothing.
     pub extras: Option<serde_json::Value>,
+    /// The agent's tags (Letta's `tags`), in order.
+    pub tags: Vec<String>,
 }
 
 /// Everything one import writes.
@@ -173,6 +175,7 @@ impl Store {
                 }
                 insert_messages(tx, &a.id, &ia.messages)?;
                 passages::insert(tx, &a.id, &ia.passages, sql::now())?;
+                crate::rewrite::write_tags(tx, &a.id, &ia.tags)?;
                 if let Some(extras) = &ia.extras {
                     tx.prepare_cached(
                         "INSERT INTO settings (key, value) VALUES (?1, ?2)
@@ -275,6 +278,7 @@ mod tests {
                         ..NewPassage::default()
                     }],
                     extras: Some(serde_json::json!({"tools": []})),
+                    tags: vec!["kept".into()],
                 },
                 ImportAgent {
                     agent: agent("b"),
@@ -282,6 +286,7 @@ mod tests {
                     messages: vec![],
                     passages: vec![],
                     extras: None,
+                    tags: Vec::new(),
                 },
             ],
             blocks: vec![
@@ -322,6 +327,7 @@ mod tests {
         );
         assert!(store.agent_file_extras(a).unwrap().is_some());
         assert!(store.agent_file_extras(&ids.agents[1]).unwrap().is_none());
+        assert_eq!(store.agent_tags(a).unwrap(), ["kept"]);
         store.delete_agent(a).unwrap();
         assert!(
             store.agent_file_extras(a).unwrap().is_none(),

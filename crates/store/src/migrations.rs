@@ -201,8 +201,26 @@ CREATE TABLE settings (
 );
 "#;
 
+/// Agent tags (Letta's `tags`, filtered by `agents.list(tags=…)`) and passage edits (Letta's
+/// passage modify): a tag table, and a trigger that keeps the archival index in step when a
+/// passage's text changes.
+const AGENT_TAGS_AND_PASSAGE_EDITS: &str = r#"
+CREATE TABLE agent_tags (
+    agent_id TEXT NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+    tag      TEXT NOT NULL,
+    position INTEGER NOT NULL,              -- keeps the caller's tag order
+    PRIMARY KEY (agent_id, tag)
+) WITHOUT ROWID;
+CREATE INDEX agent_tags_by_tag ON agent_tags (tag, agent_id);
+
+CREATE TRIGGER passages_au AFTER UPDATE OF text ON passages BEGIN
+    DELETE FROM passages_fts WHERE rowid = old.pk;
+    INSERT INTO passages_fts (rowid, text) VALUES (new.pk, new.text);
+END;
+"#;
+
 /// Every migration, oldest first.
-const MIGRATIONS: &[M<'static>] = &[M::up(V1)];
+const MIGRATIONS: &[M<'static>] = &[M::up(V1), M::up(AGENT_TAGS_AND_PASSAGE_EDITS)];
 
 /// The migration list (exposed to tests so they can validate it).
 pub(crate) fn migrations() -> Migrations<'static> {

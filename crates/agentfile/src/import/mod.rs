@@ -426,12 +426,15 @@ fn convert_agent(
             (messages, Vec::new(), Some(letta_extras(ctx, a, groups)))
         }
     };
+    // Engram's own files carry the tags in Letta's field too.
+    let tags = a.tags.to_vec();
     Ok(ImportAgent {
         agent,
         block_ids,
         messages,
         passages,
         extras,
+        tags,
     })
 }
 

@@ -71,3 +71,54 @@ fn unusable_labels_are_refused_with_the_reason() {
     );
     assert!(store.list_agents().unwrap().is_empty(), "nothing half-made");
 }
+
+#[test]
+fn passage_edits_follow_in_the_index_and_agent_tags_keep_order() {
+    use engram_core::NewPassage;
+    use engram_store::PassageQuery;
+    let (_dir, store) = temp_store();
+    let (a, _) = crate::support::create(&store, "Sam");
+    let p = store
+        .insert_passages(
+            &a.id,
+            &[NewPassage {
+                text: "tulips in April".into(),
+                tags: vec!["garden".into()],
+                embedding: Some(vec![1.0, 0.0]),
+                created_at: None,
+            }],
+        )
+        .unwrap()
+        .remove(0);
+    let q = |text: &str| PassageQuery {
+        query: text.into(),
+        top_k: 5,
+        ..PassageQuery::default()
+    };
+    let edited = store
+        .update_passage(&a.id, &p.id, Some("tulips in May"), None, None)
+        .unwrap();
+    assert_eq!(edited.tags, ["garden"], "tags untouched");
+    assert_eq!(store.search_passages(&a.id, &q("May")).unwrap().len(), 1);
+    assert!(
+        store
+            .search_passages(&a.id, &q("April"))
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        store.passage_embeddings_missing(&a.id).unwrap().len(),
+        1,
+        "the old vector described the old text"
+    );
+    let bad = store.update_passage(&a.id, &p.id, Some(" "), None, None);
+    assert!(matches!(bad, Err(Error::Invalid(_))));
+    assert_eq!(store.get_passage(&p.id).unwrap().text, "tulips in May");
+
+    store
+        .set_agent_tags(&a.id, &["b".into(), "a".into(), "b".into(), " ".into()])
+        .unwrap();
+    assert_eq!(store.agent_tags(&a.id).unwrap(), ["b", "a"]);
+    store.delete_agent(&a.id).unwrap();
+    assert!(store.agent_tags(&a.id).unwrap().is_empty());
+}
