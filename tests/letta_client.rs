@@ -170,3 +170,13 @@ async fn task_queue_tools_upserted_with_letta_client_0_1_run() {
 async fn task_queue_tools_upserted_with_letta_client_1_x_run() {
     run_script(SDK_1, "task_queue_v1.py", "task queue flow OK").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn letta_material_with_letta_client_0_1() {
+    run_script(SDK_0_1, "letta_material_v01.py", "letta material OK").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn letta_material_with_letta_client_1_x() {
+    run_script(SDK_1, "letta_material_v1.py", "letta material OK").await;
+}

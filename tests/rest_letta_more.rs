@@ -103,6 +103,8 @@ async fn path_labels_work_in_urls_raw_and_percent_encoded() {
         ),
         (format!("{base}//note_directory"), "/note_directory"),
         (format!("{base}/%2Fnote_directory"), "/note_directory"),
+        // 0.1.x's HTTP client folds the `//`; the block with the leading slash is meant.
+        (format!("{base}/note_directory"), "/note_directory"),
         (format!("{base}/reference/faq"), "reference/faq"),
     ] {
         let b = api.ok(Method::GET, &path, None).await;
