@@ -54,11 +54,23 @@ assert len(list(client.agents.list(tags=["bakery"]))) == 2
 assert [a.id for a in client.agents.list(tags=["bakery", "prod"], match_all_tags=True)] == [ezra.id]
 assert [a.id for a in client.agents.list(name="Other")] == [other.id]
 
-# Messages: search and reset.
+# Counts: 1.x has no count methods; the routes are reached through the client's own calls.
+assert client.get("/v1/agents/count", cast_to=int) == 2
+assert client.get("/v1/agents/count", cast_to=int, options={"params": {"tags": ["prod"]}}) == 1
+assert client.get("/v1/blocks/count", cast_to=int) == 5
+
+# Messages: modify (through the client's own call, as 1.x dropped the method), search, reset.
 client.agents.messages.create(ezra.id, messages=[{"role": "user", "content": "my favourite bread is rye"}])
 user = next(m for m in client.agents.messages.list(ezra.id) if m.message_type == "user_message")
-hits = client.messages.search(query="rye", agent_id=ezra.id)
+changed = client.patch(
+    f"/v1/agents/{ezra.id}/messages/{user.id}",
+    cast_to=object,
+    body={"message_type": "user_message", "content": "my favourite bread is spelt"},
+)
+assert changed["content"] == "my favourite bread is spelt", changed
+hits = client.messages.search(query="spelt", agent_id=ezra.id)
 assert user.id in [h.message_id for h in hits], hits
+assert client.get(f"/v1/agents/{ezra.id}/messages/count", cast_to=int) >= 2
 state = client.agents.messages.reset(ezra.id, add_default_initial_messages=False)
 assert state.message_ids == [], state.message_ids
 assert user.id in [m.id for m in client.agents.messages.list(ezra.id)], "recall keeps it"
@@ -73,6 +85,7 @@ client.patch(
 )
 found = client.agents.passages.search(ezra.id, query="May")
 assert found.count == 1, found
+assert client.get(f"/v1/agents/{ezra.id}/archival-memory/count", cast_to=int) == 1
 
 # An agent file with path labels, skills, documents and sleep-time tools, round trip.
 with open(FIXTURE, "rb") as f:
