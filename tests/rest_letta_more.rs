@@ -490,3 +490,68 @@ async fn core_memory_has_the_prompt_template_and_unknown_routes_are_letta_404() 
         .await;
     assert_detail(s, &b, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn classic_replies_are_modified_in_their_send_message_call() {
+    let api = Api::start().await;
+    let (status, v) = api
+        .call(
+            Method::POST,
+            "/v1/agents/",
+            Some(json!({
+                "name": "Classic",
+                "agent_type": "memgpt_agent",
+                "memory_blocks": [{"label": "human", "value": ""}],
+                "model": "openai/mock-small",
+                "llm_config": {"model": "mock-small", "model_endpoint_type": "openai",
+                               "model_endpoint": api.mock.base_url(), "context_window": 32000}
+            })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    let id = v["id"].as_str().unwrap().to_owned();
+    api.ok(
+        Method::POST,
+        &format!("/v1/agents/{id}/messages"),
+        Some(json!({"messages": [{"role": "user", "content": "hello there"}]})),
+    )
+    .await;
+    let listed = api
+        .ok(
+            Method::GET,
+            &format!("/v1/agents/{id}/messages?limit=100"),
+            None,
+        )
+        .await;
+    let reply = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["message_type"] == "assistant_message")
+        .unwrap_or_else(|| panic!("a reply in {listed}"))
+        .clone();
+    let mid = reply["id"].as_str().unwrap();
+    let changed = api
+        .ok(
+            Method::PATCH,
+            &format!("/v1/agents/{id}/messages/{mid}"),
+            Some(json!({"message_type": "assistant_message", "content": "Hi, I am Classic."})),
+        )
+        .await;
+    assert_eq!(changed["message_type"], "assistant_message");
+    assert_eq!(changed["content"], "Hi, I am Classic.");
+    // The next call sees the rewritten reply as the call's argument, still answered.
+    api.ok(
+        Method::POST,
+        &format!("/v1/agents/{id}/messages"),
+        Some(json!({"messages": [{"role": "user", "content": "and now?"}]})),
+    )
+    .await;
+    let sent = api.mock.chat_requests().last().unwrap().body["messages"].to_string();
+    assert!(sent.contains("Hi, I am Classic."), "{sent}");
+    assert!(
+        api.mock.violations().is_empty(),
+        "{:#?}",
+        api.mock.violations()
+    );
+}

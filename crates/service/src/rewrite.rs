@@ -3,7 +3,10 @@
 //! the same behaviour (REST today; the UI and CLI can call the same methods).
 
 use crate::{Engram, Notice};
-use engram_core::{AgentId, Error, Message, MessageId, Passage, PassageId, Result, Role};
+use engram_core::{
+    AgentId, Error, LoopStyle, Message, MessageId, Passage, PassageId, Result, Role,
+};
+use serde_json::json;
 
 impl Engram {
     /// The agent's tags, in order. Errors: `not_found` for an unknown agent.
@@ -30,18 +33,20 @@ impl Engram {
 
     /// Rewrites a user, assistant or system message's text (Letta's message modify): the model
     /// sees the new text from its next step, recall search finds it. `reasoning`, when given,
-    /// replaces the reasoning of an assistant message. Tool calls and tool results cannot be
-    /// rewritten (their pairing is what keeps a conversation valid).
+    /// replaces the reasoning of an assistant message. In the classic loop an assistant's reply
+    /// is the `message` argument of its `send_message` call, so that is what `content` rewrites
+    /// there (the call keeps its id, so its tool result still answers it). Tool results cannot
+    /// be rewritten.
     ///
     /// Errors: `not_found` (agent or message); `invalid_input` for a tool message.
     pub fn edit_message(
         &self,
         agent: &AgentId,
         id: &MessageId,
-        content: &str,
+        content: Option<&str>,
         reasoning: Option<&str>,
     ) -> Result<Message> {
-        self.store.get_agent(agent)?;
+        let style = self.store.get_agent(agent)?.loop_style;
         let current = self.store.get_message(id)?;
         if current.agent_id != *agent {
             return Err(Error::not_found("message", id.as_str()));
@@ -51,9 +56,28 @@ impl Engram {
                 "tool results cannot be rewritten; edit a user, assistant or system message",
             ));
         }
+        let mut text = current.content.clone();
+        let mut calls = None;
+        if let Some(new) = content {
+            let speaks = current.role == Role::Assistant
+                && style == LoopStyle::Classic
+                && current.tool_calls.iter().any(|c| c.name == "send_message");
+            if speaks {
+                let mut rewritten = current.tool_calls.clone();
+                for c in rewritten.iter_mut().filter(|c| c.name == "send_message") {
+                    let mut args: serde_json::Value =
+                        serde_json::from_str(&c.arguments).unwrap_or_else(|_| json!({}));
+                    args["message"] = json!(new);
+                    c.arguments = args.to_string();
+                }
+                calls = Some(rewritten);
+            } else {
+                new.clone_into(&mut text);
+            }
+        }
         let m = self
             .store
-            .update_message_text(agent, id, content, reasoning)?;
+            .update_message_text(agent, id, &text, reasoning, calls.as_deref())?;
         self.notify(Notice::MessagesChanged {
             agent_id: agent.clone(),
         });

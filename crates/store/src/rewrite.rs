@@ -5,7 +5,7 @@
 use crate::Store;
 use crate::agents;
 use crate::sql::DbResult;
-use engram_core::{AgentId, Error, Message, MessageId, Passage, PassageId, Result};
+use engram_core::{AgentId, Error, Message, MessageId, Passage, PassageId, Result, ToolCall};
 use rusqlite::{Connection, OptionalExtension, params};
 
 /// Tags in the caller's order, each once, none blank.
@@ -56,24 +56,33 @@ impl Store {
         })
     }
 
-    /// Sets a message's text (and, when given, its reasoning) as the model will see it from now
-    /// on; recall search follows. Errors: `NotFound("message", id)` if the agent has no such
-    /// message.
+    /// Sets a message's text and, when given, its reasoning and tool calls (same ids, new
+    /// arguments), as the model will see them from now on; recall search follows.
+    /// Errors: `NotFound("message", id)` if the agent has no such message.
     pub fn update_message_text(
         &self,
         agent: &AgentId,
         id: &MessageId,
         content: &str,
         reasoning: Option<&str>,
+        tool_calls: Option<&[ToolCall]>,
     ) -> Result<Message> {
+        let calls = tool_calls.map(crate::sql::to_json).transpose()?;
         self.write(|tx| {
             let n = tx
                 .prepare_cached(
-                    "UPDATE messages SET content = ?3, reasoning = coalesce(?4, reasoning)
+                    "UPDATE messages SET content = ?3, reasoning = coalesce(?4, reasoning),
+                         tool_calls = coalesce(?5, tool_calls)
                      WHERE id = ?1 AND agent_id = ?2",
                 )
                 .db()?
-                .execute(params![id.as_str(), agent.as_str(), content, reasoning])
+                .execute(params![
+                    id.as_str(),
+                    agent.as_str(),
+                    content,
+                    reasoning,
+                    calls
+                ])
                 .db()?;
             if n == 0 {
                 return Err(Error::not_found("message", id.as_str()));

@@ -74,17 +74,17 @@ pub async fn modify_message(
         let r = p
             .reasoning
             .ok_or_else(|| unprocessable("a reasoning_message update needs `reasoning`"))?;
-        (current.content.clone(), Some(r))
+        (None, Some(r))
     } else {
         let c = p
             .content
             .as_ref()
             .ok_or_else(|| unprocessable(format!("a {kind} update needs `content`")))?;
-        (text_of(c)?, None)
+        (Some(text_of(c)?), None)
     };
     let m = s
         .engram
-        .edit_message(&agent, &message, &content, reasoning.as_deref())?;
+        .edit_message(&agent, &message, content.as_deref(), reasoning.as_deref())?;
     let style = s.engram.get_agent(&agent)?.agent.loop_style;
     let shown = letta::letta_messages(&m, style);
     let pick = shown
@@ -96,15 +96,6 @@ pub async fn modify_message(
     Ok(Json(pick))
 }
 
-/// Body of `PATCH …/reset-messages`.
-#[derive(Debug, Default, Deserialize)]
-pub struct ResetIn {
-    /// Letta adds its greeting messages back; Engram's context starts empty either way.
-    #[serde(default)]
-    #[allow(dead_code)]
-    add_default_initial_messages: Option<bool>,
-}
-
 /// A JSON body that may be absent (0.1.x sends some of these PATCHes without one).
 fn optional_body<T: Default + serde::de::DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
@@ -114,13 +105,14 @@ fn optional_body<T: Default + serde::de::DeserializeOwned>(bytes: &[u8]) -> ApiR
 }
 
 /// `PATCH /v1/agents/{agent_id}/reset-messages`: empties the context window (the messages stay
-/// in recall memory); answers the agent.
+/// in recall memory); answers the agent. Letta's `add_default_initial_messages` (body or
+/// query) is accepted and has no effect: Engram's context starts empty either way.
 pub async fn reset_messages(
     State(s): State<AppState>,
     Path(id): Path<String>,
     body: axum::body::Bytes,
 ) -> ApiResult<Json<Value>> {
-    let _: ResetIn = optional_body(&body)?;
+    let _: Value = optional_body(&body)?;
     let id = agent_id(id);
     s.engram.reset_messages(&id)?;
     let state = s.engram.get_agent(&id)?;
