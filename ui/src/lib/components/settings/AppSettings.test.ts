@@ -21,7 +21,8 @@ describe('AppSettings import', () => {
     };
     const { calls } = useFakeBackend({ import_agent_file: () => report });
     const onimported = vi.fn();
-    render(AppSettings, { onimported });
+    const onopen = vi.fn();
+    render(AppSettings, { onimported, onopen });
     const file = new File(['{"agents": []}'], 'ezra.af', { type: 'application/json' });
     // jsdom's File has no text(); the browser's does.
     Object.defineProperty(file, 'text', { value: async () => '{"agents": []}' });
@@ -33,5 +34,8 @@ describe('AppSettings import', () => {
     expect(items[1]).toHaveTextContent('Ezra: MCP server linear — not connected');
     expect(calls.some(([c]) => c === 'import_agent_file')).toBe(true);
     expect(onimported).toHaveBeenCalledWith(report);
+    // The report stays until the user opens the agent.
+    await userEvent.click(screen.getByTestId('import-open'));
+    expect(onopen).toHaveBeenCalledWith('agent-1');
   });
 });
