@@ -10,6 +10,9 @@
 //!   user tools (upserted by name) and are attached; the others (web search, `memory`, …) are
 //!   kept with their schema in the agent's extras, not runnable; `tool_rules` go on the agent
 //!   (unknown rule types are kept and not enforced);
+//! - skills, documents (`files`, `sources`, `files_agents`), MCP servers, `compaction_settings`
+//!   and `enable_sleeptime` are kept verbatim in the agent's extras (see `sections`); every
+//!   part kept but not run is listed per agent in [`Conversion::inactive`];
 //! - `llm_config` becomes the handle `model_endpoint_type/model` with its context window
 //!   (Letta's own `handle` can lag behind `model`, so it is only a fallback);
 //! - `memgpt_agent` / `memgpt_v2_agent` (and v1 files without a type) run in the classic loop,
