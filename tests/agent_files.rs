@@ -340,7 +340,11 @@ fn reasoning_parallel_results_and_approvals_map_onto_messages() {
             .any(|m| !m.in_context && m.content.contains("\"approval\""))
     );
     assert!(s.agent.tools.is_empty() || s.agent.tools == ["conversation_search"]);
-    assert!(report.warnings.iter().any(|w| w.contains("'Bash'")));
+    assert!(
+        report.inactive.iter().any(|x| x.name == "Bash"),
+        "{:?}",
+        report.inactive
+    );
 }
 
 async fn continue_chatting(name: &str) {
@@ -656,7 +660,7 @@ fn bad_files_name_what_and_where_and_import_nothing() {
         ),
         (
             "bad label",
-            edit(v2, |v| v["blocks"][0]["label"] = "two words".into()),
+            edit(v2, |v| v["blocks"][0]["label"] = "line\nbreak".into()),
             "blocks[0].label",
         ),
         (

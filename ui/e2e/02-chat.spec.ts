@@ -196,6 +196,8 @@ test('agent settings, export and import', async ({ page }) => {
   await page.getByTestId('import-file').setInputFiles(path);
   await expect(page.getByTestId('import-report')).toContainText('Imported 1 agent');
   await expect(page.getByTestId('agent-item')).toHaveCount(before + 1);
+  await page.getByTestId('import-open').click();
+  await expect(page.getByRole('heading', { level: 1, name: 'Porter Two' })).toBeVisible();
 });
 
 test('a model without a provider: the error says what to do and links to settings', async ({ page }) => {

@@ -7,6 +7,7 @@
 //! go back into `tools` and `tool_rules`. Nothing secret is written: Engram keeps keys only in
 //! the OS keychain, and an import never keeps a file's secrets or environment variables.
 
+use crate::export_sections::Sections;
 use crate::extension::{
     AgentExt, BlockExt, EXTENSION_VERSION, EditExt, Extension, MessageExt, PassageExt,
 };
@@ -41,6 +42,46 @@ fn letta_tool_type(name: &str) -> &'static str {
         "core_memory_append" | "core_memory_replace" => "letta_memory_core",
         "memory_insert" | "memory_replace" | "memory_rethink" => "letta_sleeptime_core",
         _ => "letta_core",
+    }
+}
+
+/// Letta's `model_endpoint_type` values (its `LLMConfig` accepts only these).
+const LETTA_ENDPOINT_TYPES: &[&str] = &[
+    "openai",
+    "anthropic",
+    "google_ai",
+    "google_vertex",
+    "azure",
+    "groq",
+    "ollama",
+    "webui",
+    "webui-legacy",
+    "lmstudio",
+    "lmstudio-legacy",
+    "lmstudio-chatcompletions",
+    "llamacpp",
+    "koboldcpp",
+    "vllm",
+    "hugging-face",
+    "minimax",
+    "mistral",
+    "together",
+    "bedrock",
+    "deepseek",
+    "xai",
+    "zai",
+    "openrouter",
+    "chatgpt_oauth",
+];
+
+/// The `model_endpoint_type` Letta accepts for an Engram provider: its own name when Letta
+/// knows it, else `openai` (every other Engram provider speaks the OpenAI API). The provider's
+/// own name goes in `provider_name`, and the `engram` extension keeps the exact handle.
+fn endpoint_type(provider: &str) -> &str {
+    if LETTA_ENDPOINT_TYPES.contains(&provider) {
+        provider
+    } else {
+        "openai"
     }
 }
 
@@ -228,6 +269,7 @@ pub fn export_v2(agents: &[AgentSnapshot], opts: &ExportOptions) -> AgentFileV2 
         version: EXTENSION_VERSION,
         ..Extension::default()
     };
+    let mut sections = Sections::new();
 
     for (i, s) in agents.iter().enumerate() {
         let local = format!("agent-{i}");
@@ -345,13 +387,16 @@ pub fn export_v2(agents: &[AgentSnapshot], opts: &ExportOptions) -> AgentFileV2 
         let (provider, model) = split_handle(&a.llm.model);
         let llm_config = LlmConfigAf {
             model: Some(model.to_owned()),
-            model_endpoint_type: Some(provider.to_owned()),
+            model_endpoint_type: Some(endpoint_type(provider).to_owned()),
             model_endpoint: a.llm.base_url.clone(),
             context_window: Some(u64::from(a.llm.context_window)),
             handle: Some(a.llm.model.clone()),
             temperature: a.llm.temperature.map(f64::from),
             max_tokens: a.llm.max_tokens.map(u64::from),
-            extra: Map::from_iter([("put_inner_thoughts_in_kwargs".into(), json!(false))]),
+            extra: Map::from_iter([
+                ("put_inner_thoughts_in_kwargs".into(), json!(false)),
+                ("provider_name".into(), json!(provider)),
+            ]),
         };
         let embedding_config = a.embedding.as_ref().map(|e| {
             let (provider, model) = split_handle(&e.model);
@@ -398,6 +443,7 @@ pub fn export_v2(agents: &[AgentSnapshot], opts: &ExportOptions) -> AgentFileV2 
         ] {
             extra.insert(key.into(), value);
         }
+        sections.add_agent(extras, &local, &mut extra);
         // Rules live on the agent; files imported before they did kept them in the extras.
         let tool_rules = if a.tool_rules.is_empty() {
             extras
@@ -410,14 +456,7 @@ pub fn export_v2(agents: &[AgentSnapshot], opts: &ExportOptions) -> AgentFileV2 
                 .filter_map(|r| serde_json::to_value(r).ok())
                 .collect()
         };
-        let tags = extras
-            .and_then(|x| x["tags"].as_array())
-            .map(|t| {
-                t.iter()
-                    .filter_map(|v| v.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let tags = s.tags.clone();
         file.agents.push(AgentV2 {
             id: local.clone(),
             name: Some(a.name.clone()),
@@ -477,6 +516,7 @@ pub fn export_v2(agents: &[AgentSnapshot], opts: &ExportOptions) -> AgentFileV2 
             },
         );
     }
+    sections.finish(&mut file);
     file.engram = Some(ext);
     file
 }

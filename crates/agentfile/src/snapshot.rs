@@ -21,6 +21,8 @@ pub struct AgentSnapshot {
     pub passages: Vec<Passage>,
     /// Agent-file extras (custom tools, tool rules…), if an import kept some.
     pub extras: Option<serde_json::Value>,
+    /// The agent's tags, in order.
+    pub tags: Vec<String>,
 }
 
 /// Reads agent `id` whole. Errors: `NotFound("agent")`, `Storage`.
@@ -49,5 +51,6 @@ pub fn snapshot(store: &Store, id: &AgentId) -> Result<AgentSnapshot> {
         messages,
         passages,
         extras: store.agent_file_extras(id)?,
+        tags: store.agent_tags(id)?,
     })
 }

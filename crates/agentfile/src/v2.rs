@@ -1,4 +1,4 @@
-//! Agent File v2: `{agents, groups, blocks, files, sources, tools, mcp_servers, metadata}` with
+//! Agent File v2: `{agents, groups, blocks, files, sources, tools, mcp_servers, skills, metadata}` with
 //! file-local ids (`agent-0`, `block-0`, `tool-0`, `message-0`), as Letta exports it since 0.11.
 //! Engram writes the same shape, plus its own `engram` extension (see [`crate::extension`]).
 
@@ -31,6 +31,10 @@ pub struct AgentFileV2 {
     /// MCP servers, kept as read.
     #[serde(default, deserialize_with = "nullable")]
     pub mcp_servers: Vec<Value>,
+    /// Skills (`{name, files: {path: text}, source_url}`, Letta 0.16+), kept as read: Engram
+    /// does not load skills.
+    #[serde(default, deserialize_with = "nullable")]
+    pub skills: Vec<Value>,
     /// `{revision_id}` of the writer's schema.
     #[serde(default)]
     pub metadata: Option<Value>,

@@ -42,7 +42,8 @@ pub struct ExportArgs {
     pub output: Option<PathBuf>,
 }
 
-/// Imports a file and prints the new agent ids, one per line, then any warnings on stderr.
+/// Imports a file and prints the new agent ids, one per line; then on stderr any warnings and
+/// one `inactive: <agent>: <kind> "<name>": <reason>` line per part kept but not active.
 pub fn import(engram: &Engram, args: ImportArgs) -> Result<()> {
     let limit = engram_agentfile::MAX_FILE_BYTES;
     let bytes = if args.file.as_os_str() == "-" {
@@ -72,7 +73,43 @@ pub fn import(engram: &Engram, args: ImportArgs) -> Result<()> {
     for w in &report.warnings {
         eprintln!("warning: {w}");
     }
+    for x in &report.inactive {
+        eprintln!(
+            "inactive: {}: {} \"{}\": {}",
+            plain(&x.agent_name),
+            kind_word(x.kind),
+            plain(&x.name),
+            x.reason
+        );
+    }
     Ok(())
+}
+
+/// Names from a file are untrusted: control characters (terminal escapes) are shown escaped.
+fn plain(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+/// How `engram import` names a kind of inactive part.
+fn kind_word(kind: engram_agentfile::InactiveKind) -> &'static str {
+    use engram_agentfile::InactiveKind as K;
+    match kind {
+        K::Tool => "tool",
+        K::Skill => "skill",
+        K::Source => "document folder",
+        K::File => "document",
+        K::McpServer => "MCP server",
+        K::CompactionSettings => "setting",
+        K::Sleeptime => "setting",
+    }
 }
 
 /// Exports agents in the chosen format to a file or standard output.

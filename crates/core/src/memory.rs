@@ -75,7 +75,8 @@ pub fn check_limit(current: &str, new_value: &str, limit: usize) -> Result<(), L
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, TS)]
 #[ts(export, optional_fields)]
 pub struct NewBlock {
-    /// Label (non-empty; letters, digits, `_`, `-`, `.`).
+    /// Label, unique per agent: plain (`human`) or path-like (`system/human/family`); see
+    /// [`check_label`] for what is refused.
     pub label: String,
     /// Initial value.
     #[serde(default)]
@@ -115,13 +116,67 @@ pub fn default_description(label: &str) -> String {
     }
 }
 
-/// Whether `label` is a usable block label: 1–64 chars of letters, digits, `_`, `-`, `.`.
+/// Longest block label accepted, in **characters**. Letta sets no bound; path-like labels in
+/// published agent files (`system/human/family`, `corrections/ezra-mistakes`) stay far below it.
+pub const MAX_LABEL_CHARS: usize = 256;
+
+/// Why a block label cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LabelError {
+    /// Empty, or only whitespace.
+    #[error("a block label cannot be empty")]
+    Empty,
+    /// Longer than [`MAX_LABEL_CHARS`] characters.
+    #[error("a block label can be at most {MAX_LABEL_CHARS} characters long (this one has {0})")]
+    TooLong(usize),
+    /// Starts or ends with whitespace (forms trim it, so the block could not be found again).
+    #[error("a block label cannot start or end with whitespace")]
+    Padded,
+    /// A control character (newline, tab…) at the given character index.
+    #[error("a block label cannot contain control characters (character {0})")]
+    Control(usize),
+    /// `<` or `>`: the label is the tag around the block in the compiled context window.
+    #[error(
+        "a block label cannot contain '<' or '>': it becomes the block's tag in the context window"
+    )]
+    AngleBracket,
+}
+
+/// Checks a block label. Labels are names, possibly path-like as Letta's memory trees use
+/// them (`human`, `system/human/family`, `reference/faq`, `/note_directory`): any text of 1 to
+/// [`MAX_LABEL_CHARS`] characters is kept byte for byte, except what cannot work — empty or
+/// padded labels, control characters, and `<`/`>` (which would break the block's tag in the
+/// compiled context window). A label is unique per agent; the store checks that.
+pub fn check_label(label: &str) -> Result<(), LabelError> {
+    if label.trim().is_empty() {
+        return Err(LabelError::Empty);
+    }
+    let chars = label.chars().count();
+    if chars > MAX_LABEL_CHARS {
+        return Err(LabelError::TooLong(chars));
+    }
+    if label.trim() != label {
+        return Err(LabelError::Padded);
+    }
+    if let Some(i) = label.chars().position(char::is_control) {
+        return Err(LabelError::Control(i));
+    }
+    if label.contains(['<', '>']) {
+        return Err(LabelError::AngleBracket);
+    }
+    Ok(())
+}
+
+/// Whether `label` is a usable block label (see [`check_label`]).
 pub fn valid_label(label: &str) -> bool {
-    !label.is_empty()
-        && label.len() <= 64
-        && label
-            .chars()
-            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))
+    check_label(label).is_ok()
+}
+
+/// The path segments of a label (`system/human/family` → `system`, `human`, `family`); empty
+/// segments (a leading `/`, a doubled `//`) are skipped, as Letta's memory tree does. Used to
+/// show labels as a tree; the label itself is never rewritten.
+pub fn label_segments(label: &str) -> impl Iterator<Item = &str> {
+    label.split('/').filter(|s| !s.is_empty())
 }
 
 /// A partial update of a block; `None` leaves a field as it is.
@@ -219,6 +274,34 @@ mod tests {
         assert!(valid_label("human"));
         assert!(valid_label("project.notes-2"));
         assert!(!valid_label(""));
-        assert!(!valid_label("two words"));
+        assert!(valid_label("two words"));
+        for ok in [
+            "system/human/family",
+            "reference/faq",
+            "/note_directory",
+            "corrections/ezra-mistakes",
+            "notes//draft",
+            "Überblick/日記",
+        ] {
+            assert_eq!(check_label(ok), Ok(()), "{ok}");
+        }
+        assert_eq!(check_label(""), Err(LabelError::Empty));
+        assert_eq!(check_label("  "), Err(LabelError::Empty));
+        assert_eq!(check_label(" human"), Err(LabelError::Padded));
+        assert_eq!(check_label("a\nb"), Err(LabelError::Control(1)));
+        assert_eq!(check_label("<human>"), Err(LabelError::AngleBracket));
+        let long = "é".repeat(MAX_LABEL_CHARS);
+        assert_eq!(check_label(&long), Ok(()), "the bound counts characters");
+        assert_eq!(
+            check_label(&format!("{long}x")),
+            Err(LabelError::TooLong(MAX_LABEL_CHARS + 1))
+        );
+    }
+
+    #[test]
+    fn labels_split_into_path_segments() {
+        let parts: Vec<_> = label_segments("/system//human/family").collect();
+        assert_eq!(parts, ["system", "human", "family"]);
+        assert_eq!(label_segments("human").collect::<Vec<_>>(), ["human"]);
     }
 }

@@ -21,6 +21,10 @@ pub struct ImportReport {
     /// limits, an embedding model that is not configured) or to set up (an unconfigured
     /// provider: the agent was imported, change its model or add the provider).
     pub warnings: Vec<String>,
+    /// Per agent, what the file brought that Engram keeps (and exports again) but does not
+    /// run: tools of types it lacks, skills, documents, MCP servers, compaction and sleep-time
+    /// settings. Empty when everything imported is active.
+    pub inactive: Vec<engram_agentfile::Inactive>,
 }
 
 impl Engram {
@@ -74,6 +78,7 @@ impl Engram {
             agents: ids.agents,
             blocks: ids.blocks,
             warnings: conv.warnings,
+            inactive: conv.inactive,
         })
     }
 

@@ -15,6 +15,7 @@ mod memory;
 mod notices;
 mod providers;
 mod resolve;
+mod rewrite;
 mod templates;
 mod tools;
 

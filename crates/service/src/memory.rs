@@ -181,7 +181,7 @@ impl Engram {
         Ok(self.runtime.context(agent)?.breakdown)
     }
 
-    fn embedder_for(&self, agent: &AgentId) -> Result<Option<engram_agent::Embedder>> {
+    pub(crate) fn embedder_for(&self, agent: &AgentId) -> Result<Option<engram_agent::Embedder>> {
         use engram_agent::ModelResolver;
         let agent = self.store.get_agent(agent)?;
         agent

@@ -100,6 +100,16 @@ fn valid_base_url(url: &str) -> bool {
         && !url.contains(char::is_whitespace)
 }
 
+/// Provider names are the `provider/` part of model handles: 1-64 letters, digits, `_`, `-`, `.`
+/// (no `/`, which separates provider and model). Block labels follow their own, wider grammar.
+fn valid_provider_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
 impl Engram {
     /// Stores a provider's settings and (if given) its key in the keychain. The key is written
     /// first, so a keychain failure leaves the stored settings as they were.
@@ -107,7 +117,7 @@ impl Engram {
     /// Errors: `invalid_input` for a bad name or URL; `secrets` when the keychain fails.
     pub fn set_provider(&self, setup: ProviderSetup) -> Result<ProviderInfo> {
         let name = setup.name.trim().to_ascii_lowercase();
-        if !engram_core::memory::valid_label(&name) || name.contains('/') {
+        if !valid_provider_name(&name) {
             return Err(Error::invalid(format!(
                 "'{}' is not a usable provider name (letters, digits, - and _)",
                 setup.name

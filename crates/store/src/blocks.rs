@@ -6,7 +6,7 @@
 use crate::Store;
 use crate::agents;
 use crate::sql::{self, DbResult, json, ts};
-use engram_core::memory::{check_limit, default_description, valid_label};
+use engram_core::memory::{check_limit, default_description};
 use engram_core::{
     AgentId, Block, BlockEdit, BlockId, BlockPatch, DEFAULT_BLOCK_LIMIT, EditId, Editor, Error,
     NewBlock, Result, StepId, Timestamp,
@@ -60,14 +60,11 @@ pub(crate) fn label_conflict(label: &str) -> Error {
     ))
 }
 
-fn check_label(label: &str) -> Result<()> {
-    if valid_label(label) {
-        Ok(())
-    } else {
-        Err(Error::invalid(format!(
-            "invalid block label {label:?}: use 1-64 letters, digits, '_', '-' or '.'"
-        )))
-    }
+/// Refuses only labels that cannot work (see [`engram_core::memory::check_label`]); path-like
+/// labels such as `system/human/family` are kept as given.
+pub(crate) fn check_label(label: &str) -> Result<()> {
+    engram_core::memory::check_label(label)
+        .map_err(|e| Error::invalid(format!("invalid block label {label:?}: {e}")))
 }
 
 fn limit_int(limit: usize) -> Result<i64> {

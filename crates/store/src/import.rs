@@ -13,7 +13,7 @@
 use crate::messages::{self, SEQ_GAP};
 use crate::sql::{self, DbResult, to_json};
 use crate::{Store, agents, blocks, passages};
-use engram_core::memory::{check_limit, valid_label};
+use engram_core::memory::check_limit;
 use engram_core::{
     Agent, AgentId, Block, BlockEdit, BlockId, Error, NewMessage, NewPassage, Result,
 };
@@ -56,6 +56,8 @@ pub struct ImportAgent {
     pub passages: Vec<NewPassage>,
     /// Agent-file extras kept under [`EXTRAS_SETTING_PREFIX`]; `None` stores nothing.
     pub extras: Option<serde_json::Value>,
+    /// The agent's tags (Letta's `tags`), in order.
+    pub tags: Vec<String>,
 }
 
 /// Everything one import writes.
@@ -80,12 +82,7 @@ pub struct ImportedIds {
 }
 
 fn check_block(b: &Block) -> Result<()> {
-    if !valid_label(&b.label) {
-        return Err(Error::invalid(format!(
-            "invalid block label {:?}: use 1-64 letters, digits, '_', '-' or '.'",
-            b.label
-        )));
-    }
+    crate::blocks::check_label(&b.label)?;
     check_limit("", &b.value, b.limit)
         .map_err(|e| Error::Invalid(format!("block {:?}: {e}", b.label)))
 }
@@ -186,6 +183,7 @@ impl Store {
                 }
                 insert_messages(tx, &a.id, &ia.messages)?;
                 passages::insert(tx, &a.id, &ia.passages, sql::now())?;
+                crate::rewrite::write_tags(tx, &a.id, &ia.tags)?;
                 if let Some(extras) = &ia.extras {
                     tx.prepare_cached(
                         "INSERT INTO settings (key, value) VALUES (?1, ?2)
@@ -292,6 +290,7 @@ mod tests {
                         ..NewPassage::default()
                     }],
                     extras: Some(serde_json::json!({"tools": []})),
+                    tags: vec!["kept".into()],
                 },
                 ImportAgent {
                     agent: agent("b"),
@@ -299,6 +298,7 @@ mod tests {
                     messages: vec![],
                     passages: vec![],
                     extras: None,
+                    tags: Vec::new(),
                 },
             ],
             blocks: vec![
@@ -339,6 +339,7 @@ mod tests {
         );
         assert!(store.agent_file_extras(a).unwrap().is_some());
         assert!(store.agent_file_extras(&ids.agents[1]).unwrap().is_none());
+        assert_eq!(store.agent_tags(a).unwrap(), ["kept"]);
         store.delete_agent(a).unwrap();
         assert!(
             store.agent_file_extras(a).unwrap().is_none(),

@@ -20,6 +20,7 @@ mod messages;
 mod migrations;
 mod passages;
 mod repair;
+mod rewrite;
 mod search;
 mod settings;
 mod sql;

@@ -220,8 +220,38 @@ ALTER TABLE tools ADD COLUMN network INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE tools ADD COLUMN allow_unsandboxed INTEGER NOT NULL DEFAULT 0;
 "#;
 
+/// Agent tags (Letta's `tags`, filtered by `agents.list(tags=…)`) and passage edits (Letta's
+/// passage modify): a tag table, and a trigger that keeps the archival index in step when a
+/// passage's text changes.
+const AGENT_TAGS_AND_PASSAGE_EDITS: &str = r#"
+CREATE TABLE agent_tags (
+    agent_id TEXT NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+    tag      TEXT NOT NULL,
+    position INTEGER NOT NULL,              -- keeps the caller's tag order
+    PRIMARY KEY (agent_id, tag)
+) WITHOUT ROWID;
+CREATE INDEX agent_tags_by_tag ON agent_tags (tag, agent_id);
+-- Agents imported before tags had a table kept them in their agent-file extras.
+INSERT OR IGNORE INTO agent_tags (agent_id, tag, position)
+SELECT a.id, j.value, j.key
+FROM settings s
+JOIN agents a ON a.id = substr(s.key, length('agent_file_extras.') + 1)
+JOIN json_each(s.value, '$.tags') j
+WHERE s.key LIKE 'agent_file_extras.%' AND j.type = 'text';
+
+CREATE TRIGGER passages_au AFTER UPDATE OF text ON passages BEGIN
+    DELETE FROM passages_fts WHERE rowid = old.pk;
+    INSERT INTO passages_fts (rowid, text) VALUES (new.pk, new.text);
+END;
+"#;
+
 /// Every migration, oldest first.
-const MIGRATIONS: &[M<'static>] = &[M::up(V1), M::up(BLOCK_VERSIONS), M::up(TOOL_SANDBOX)];
+const MIGRATIONS: &[M<'static>] = &[
+    M::up(V1),
+    M::up(BLOCK_VERSIONS),
+    M::up(TOOL_SANDBOX),
+    M::up(AGENT_TAGS_AND_PASSAGE_EDITS),
+];
 
 /// The migration list (exposed to tests so they can validate it).
 pub(crate) fn migrations() -> Migrations<'static> {
@@ -251,5 +281,37 @@ mod tests {
     #[test]
     fn migrations_are_valid() {
         migrations().validate().unwrap();
+    }
+
+    #[test]
+    fn tags_kept_in_agent_file_extras_move_to_the_tag_table() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        Migrations::from_slice(&MIGRATIONS[..1])
+            .to_latest(&mut conn)
+            .unwrap();
+        conn.execute_batch(
+            r#"INSERT INTO agents (id, name, description, system, llm, loop_style, max_steps,
+                                   tools, created_at, updated_at)
+               VALUES ('agent-1', 'A', '', '', '{}', 'tool_loop', 50, '[]', 0, 0);
+               INSERT INTO settings (key, value)
+               VALUES ('agent_file_extras.agent-1', '{"tags": ["b", "a", 3]}'),
+                      ('agent_file_extras.agent-gone', '{"tags": ["x"]}');"#,
+        )
+        .unwrap();
+        migrations().to_latest(&mut conn).unwrap();
+        let tags: Vec<(String, String)> = conn
+            .prepare("SELECT agent_id, tag FROM agent_tags ORDER BY position")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(
+            tags,
+            [
+                ("agent-1".to_owned(), "b".to_owned()),
+                ("agent-1".to_owned(), "a".to_owned())
+            ]
+        );
     }
 }

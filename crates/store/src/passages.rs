@@ -77,7 +77,7 @@ fn like_pattern(search: Option<&str>) -> Option<String> {
     })
 }
 
-fn check_vector(v: &[f32]) -> Result<()> {
+pub(crate) fn check_vector(v: &[f32]) -> Result<()> {
     if v.is_empty() {
         return Err(Error::invalid("an embedding needs at least one dimension"));
     }

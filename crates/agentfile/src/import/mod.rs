@@ -10,6 +10,9 @@
 //!   user tools (upserted by name) and are attached; the others (web search, `memory`, …) are
 //!   kept with their schema in the agent's extras, not runnable; `tool_rules` go on the agent
 //!   (unknown rule types are kept and not enforced);
+//! - skills, documents (`files`, `sources`, `files_agents`), MCP servers, `compaction_settings`
+//!   and `enable_sleeptime` are kept verbatim in the agent's extras (see `sections`); every
+//!   part kept but not run is listed per agent in [`Conversion::inactive`];
 //! - `llm_config` becomes the handle `model_endpoint_type/model` with its context window
 //!   (Letta's own `handle` can lag behind `model`, so it is only a fallback);
 //! - `memgpt_agent` / `memgpt_v2_agent` (and v1 files without a type) run in the classic loop,
@@ -32,7 +35,7 @@ use crate::model::{BlockAf, EmbeddingConfigAf, LlmConfigAf, MessageAf, ToolAf};
 use crate::parse::AgentFile;
 use crate::time::time_or;
 use engram_core::agent::{DEFAULT_MAX_STEPS, default_context_window};
-use engram_core::memory::valid_label;
+use engram_core::memory::check_label;
 use engram_core::{
     Agent, AgentId, Block, BlockEdit, BlockId, DEFAULT_BLOCK_LIMIT, DEFAULT_RETURN_CHAR_LIMIT,
     EditId, Editor, EmbeddingConfig, LlmConfig, LoopStyle, NewMessage, NewPassage, RunId, StepId,
@@ -44,6 +47,9 @@ use std::collections::{HashMap, HashSet};
 
 mod messages;
 mod resolve;
+mod sections;
+
+pub use sections::{Inactive, InactiveKind};
 
 use messages::{keep_runnable_window, letta_messages};
 use resolve::{resolve_v1, resolve_v2};
@@ -65,9 +71,13 @@ pub struct ImportOptions<'a> {
 pub struct Conversion {
     /// The rows to write.
     pub bundle: ImportBundle,
-    /// One line per thing that was kept but is not live (custom tools, tool rules, groups),
-    /// adjusted (raised limits) or left out (secrets, environment variables).
+    /// One line per thing that was kept but is not live (tool rules, groups), adjusted
+    /// (raised limits) or left out (secrets, environment variables).
     pub warnings: Vec<String>,
+    /// Per agent, each part of the file that was imported but is not active (tools Engram
+    /// cannot run, skills, documents, MCP servers, compaction and sleep-time settings); all
+    /// of it is kept in the agent's file extras and written back on export.
+    pub inactive: Vec<Inactive>,
 }
 
 /// One block of the file, wherever it was defined.
@@ -119,7 +129,7 @@ struct Ctx<'a> {
 /// a block, tool, message or extension entry that is not in the file; `Invalid` for a block
 /// label Engram cannot use, two blocks of one agent with the same label, or an unreadable date.
 pub fn to_bundle(file: &AgentFile, opts: &ImportOptions<'_>) -> Result<Conversion, AgentFileError> {
-    let (blocks, agents, groups) = match file {
+    let (blocks, agents, shared) = match file {
         AgentFile::V1(f) => resolve_v1(f)?,
         AgentFile::V2(f) => resolve_v2(f)?,
     };
@@ -142,34 +152,50 @@ pub fn to_bundle(file: &AgentFile, opts: &ImportOptions<'_>) -> Result<Conversio
     for b in &blocks {
         bundle.blocks.push(convert_block(&mut ctx, b)?);
     }
-    if !groups.is_empty() {
+    if !shared.groups.is_empty() {
         ctx.warnings.push(format!(
             "{} multi-agent group(s) kept with the agents' file extras; Engram does not run groups",
-            groups.len()
+            shared.groups.len()
         ));
     }
-    for a in &agents {
-        let ia = convert_agent(&mut ctx, a, &bundle.blocks, groups)?;
+    let owned = sections::Owners::of(&agents, &shared)?;
+    let mut inactive = Vec::new();
+    for (i, a) in agents.iter().enumerate() {
+        let mut ia = convert_agent(&mut ctx, a, &bundle.blocks, shared.groups)?;
+        if a.ext.is_none()
+            && let Some(Value::Object(extras)) = ia.extras.as_mut()
+        {
+            owned.keep(i, a, &shared, extras);
+        }
+        inactive.extend(sections::inactive(&ia));
         bundle.agents.push(ia);
     }
     bundle.tools = std::mem::take(&mut ctx.tools);
     Ok(Conversion {
         bundle,
         warnings: ctx.warnings,
+        inactive,
     })
 }
 
-type Resolved<'a> = (Vec<BlockIn<'a>>, Vec<AgentIn<'a>>, &'a [Value]);
+type Resolved<'a> = (Vec<BlockIn<'a>>, Vec<AgentIn<'a>>, Shared<'a>);
+
+/// File-level sections of a v2 file that belong to its agents (empty for v1).
+#[derive(Clone, Copy, Default)]
+struct Shared<'a> {
+    groups: &'a [Value],
+    skills: &'a [Value],
+    files: &'a [Value],
+    sources: &'a [Value],
+    mcp_servers: &'a [Value],
+}
 
 fn convert_block(ctx: &mut Ctx<'_>, b: &BlockIn<'_>) -> Result<ImportBlock, AgentFileError> {
     let af = b.block;
-    if !valid_label(&af.label) {
+    if let Err(e) = check_label(&af.label) {
         return Err(AgentFileError::invalid(
             format!("{}.label", b.path),
-            format!(
-                "{:?} is not a usable block label (1-64 letters, digits, '_', '-' or '.')",
-                af.label
-            ),
+            format!("{:?} is not a usable block label: {e}", af.label),
         ));
     }
     let chars = af.value.chars().count();
@@ -409,12 +435,15 @@ fn convert_agent(
             (messages, Vec::new(), Some(letta_extras(ctx, a, groups)))
         }
     };
+    // Engram's own files carry the tags in Letta's field too.
+    let tags = a.tags.to_vec();
     Ok(ImportAgent {
         agent,
         block_ids,
         messages,
         passages,
         extras,
+        tags,
     })
 }
 
@@ -499,12 +528,6 @@ fn letta_extras(ctx: &mut Ctx<'_>, a: &AgentIn<'_>, groups: &[Value]) -> Value {
         })
         .collect();
     let name = a.name.unwrap_or("the agent");
-    for t in &custom {
-        ctx.warnings.push(format!(
-            "{name}: tool '{}' is not built into Engram; kept with the agent (with its source and schema) but not runnable",
-            t["name"].as_str().unwrap_or("?")
-        ));
-    }
     let unenforced = a
         .tool_rules
         .iter()
@@ -632,7 +655,11 @@ mod tests {
             a.messages[3].message.tool_name.as_deref(),
             Some("send_message")
         );
-        assert!(conv.warnings.iter().any(|w| w.contains("web_search")));
+        assert!(
+            conv.inactive
+                .iter()
+                .any(|x| x.name == "web_search" && x.kind == InactiveKind::Tool)
+        );
         assert!(conv.warnings.iter().any(|w| w.contains("raised")));
     }
 

@@ -5,7 +5,7 @@ use crate::extension::Extension;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 
-use super::{AgentIn, BlockIn, Resolved};
+use super::{AgentIn, BlockIn, Resolved, Shared};
 
 pub(super) fn resolve_v1(f: &crate::v1::AgentFileV1) -> Result<Resolved<'_>, AgentFileError> {
     let blocks = f
@@ -58,7 +58,7 @@ pub(super) fn resolve_v1(f: &crate::v1::AgentFileV1) -> Result<Resolved<'_>, Age
         ext: None,
         extra: &f.extra,
     };
-    Ok((blocks, vec![agent], &[]))
+    Ok((blocks, vec![agent], Shared::default()))
 }
 
 fn unique<'a>(
@@ -240,5 +240,12 @@ pub(super) fn resolve_v2(f: &crate::v2::AgentFileV2) -> Result<Resolved<'_>, Age
             extra: &a.extra,
         });
     }
-    Ok((blocks, agents, &f.groups))
+    let shared = Shared {
+        groups: &f.groups,
+        skills: &f.skills,
+        files: &f.files,
+        sources: &f.sources,
+        mcp_servers: &f.mcp_servers,
+    };
+    Ok((blocks, agents, shared))
 }

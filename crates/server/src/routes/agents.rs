@@ -8,7 +8,7 @@ use crate::json::{Body, Params};
 use crate::paging::{Cursor, page};
 use crate::shapes;
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use engram_agent::tools::default_tools;
 use engram_core::{
     Agent, AgentPatch, BlockId, EmbeddingConfig, LlmConfig, LoopStyle, NewAgent, NewBlock,
@@ -83,6 +83,7 @@ pub struct AgentIn {
     include_base_tools: Option<bool>,
     tool_rules: Option<Vec<engram_core::ToolRule>>,
     max_steps: Option<u32>,
+    tags: Option<Vec<String>>,
 }
 
 fn prefixed(endpoint_type: Option<&str>, model: &str) -> String {
@@ -201,7 +202,9 @@ pub(crate) fn render(engram: &Engram, state: &AgentState) -> ApiResult<Json<Valu
         .iter()
         .map(shapes::any_tool)
         .collect();
-    Ok(Json(shapes::agent_state(state, &ids, tools)))
+    let mut v = shapes::agent_state(state, &ids, tools);
+    v["tags"] = serde_json::json!(engram.agent_tags(&state.agent.id)?);
+    Ok(Json(v))
 }
 
 /// `POST /v1/agents/`.
@@ -234,24 +237,37 @@ pub async fn create(State(s): State<AppState>, Body(req): Body<AgentIn>) -> ApiR
             .collect(),
     };
     let state = s.engram.create_agent(new)?;
+    if let Some(tags) = &req.tags {
+        s.engram.set_agent_tags(&state.agent.id, tags)?;
+    }
     render(&s.engram, &state)
 }
 
-/// Query of `GET /v1/agents/`.
+/// Query of `GET /v1/agents/` and `/v1/agents/count`.
 #[derive(Deserialize)]
 pub struct AgentQuery {
     #[serde(flatten)]
     cursor: Cursor,
     name: Option<String>,
     query_text: Option<String>,
+    #[serde(default)]
+    match_all_tags: bool,
 }
 
-/// `GET /v1/agents/`: oldest first unless `order=desc`; `name` matches exactly, `query_text`
-/// as a case-insensitive substring of the name.
-pub async fn list(
-    State(s): State<AppState>,
-    Params(q): Params<AgentQuery>,
-) -> ApiResult<Json<Vec<Value>>> {
+/// `tags` may repeat (`tags=a&tags=b`), which a struct cannot read: taken from the raw query.
+fn tags_of(raw: Option<&str>) -> ApiResult<Vec<String>> {
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(raw.unwrap_or_default())
+        .map_err(|e| ApiError::bad_request(format!("bad query string: {e}")))?;
+    Ok(pairs
+        .into_iter()
+        .filter(|(k, _)| k == "tags" || k == "tags[]")
+        .map(|(_, v)| v)
+        .collect())
+}
+
+/// The agents the filters keep, oldest first: `name` exactly, `query_text` as a
+/// case-insensitive substring of the name, `tags` any of them (all with `match_all_tags`).
+fn filtered(s: &AppState, q: &AgentQuery, tags: &[String]) -> ApiResult<Vec<Agent>> {
     let mut agents: Vec<Agent> = s.engram.list_agents()?;
     if let Some(name) = &q.name {
         agents.retain(|a| a.name == *name);
@@ -259,6 +275,31 @@ pub async fn list(
     if let Some(text) = q.query_text.as_deref().map(str::to_lowercase) {
         agents.retain(|a| a.name.to_lowercase().contains(&text));
     }
+    if !tags.is_empty() {
+        let mut kept = Vec::with_capacity(agents.len());
+        for a in agents {
+            let have = s.engram.agent_tags(&a.id)?;
+            let hit = |t: &String| have.contains(t);
+            if if q.match_all_tags {
+                tags.iter().all(hit)
+            } else {
+                tags.iter().any(hit)
+            } {
+                kept.push(a);
+            }
+        }
+        agents = kept;
+    }
+    Ok(agents)
+}
+
+/// `GET /v1/agents/`: oldest first unless `order=desc`, filtered as [`filtered`] says.
+pub async fn list(
+    State(s): State<AppState>,
+    Params(q): Params<AgentQuery>,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<Vec<Value>>> {
+    let agents = filtered(&s, &q, &tags_of(raw.as_deref())?)?;
     let agents = page(agents, |a| a.id.as_str(), &q.cursor, false, 50);
     let mut out = Vec::with_capacity(agents.len());
     for a in agents {
@@ -266,6 +307,15 @@ pub async fn list(
         out.push(render(&s.engram, &state)?.0);
     }
     Ok(Json(out))
+}
+
+/// `GET /v1/agents/count`: how many agents the same filters as the list keep.
+pub async fn count(
+    State(s): State<AppState>,
+    Params(q): Params<AgentQuery>,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<usize>> {
+    Ok(Json(filtered(&s, &q, &tags_of(raw.as_deref())?)?.len()))
 }
 
 /// `GET /v1/agents/{agent_id}`.
@@ -295,6 +345,9 @@ pub async fn modify(
         tool_rules: req.tool_rules.clone(),
     };
     s.engram.update_agent(&id, &patch)?;
+    if let Some(tags) = &req.tags {
+        s.engram.set_agent_tags(&id, tags)?;
+    }
     let state = s.engram.get_agent(&id)?;
     render(&s.engram, &state)
 }

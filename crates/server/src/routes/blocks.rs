@@ -84,12 +84,30 @@ pub async fn agent_list(
     Ok(Json(page(blocks, id_of, &q.cursor, false, usize::MAX)))
 }
 
-/// `GET …/core-memory/blocks/{label}`.
+/// The label a core-memory URL names. 0.1.x SDKs put a label into the URL unescaped, and
+/// their HTTP client folds the `//` of a label with a leading slash (`/note_directory`), so
+/// the server sees `note_directory`: when no block has the label as read but one has it with
+/// the leading slash, that one is meant (an exact match always wins).
+fn label_in_url(s: &AppState, agent: &engram_core::AgentId, label: String) -> String {
+    if label.starts_with('/') || s.engram.agent_block(agent, &label).is_ok() {
+        return label;
+    }
+    let slashed = format!("/{label}");
+    if s.engram.agent_block(agent, &slashed).is_ok() {
+        slashed
+    } else {
+        label
+    }
+}
+
+/// `GET …/core-memory/blocks/{label}`; the label may be a path (`system/human/family`).
 pub async fn agent_retrieve(
     State(s): State<AppState>,
     Path((id, label)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {
-    let block = s.engram.agent_block(&agent_id(id), &label)?;
+    let id = agent_id(id);
+    let label = label_in_url(&s, &id, label);
+    let block = s.engram.agent_block(&id, &label)?;
     Ok(Json(shapes::block(&block)))
 }
 
@@ -108,9 +126,11 @@ pub async fn agent_modify(
         },
         None => Editor::User,
     };
+    let id = agent_id(id);
+    let label = label_in_url(&s, &id, label);
     let block = s
         .engram
-        .update_agent_block_as(&agent_id(id), &label, &patch.into(), &editor)?;
+        .update_agent_block_as(&id, &label, &patch.into(), &editor)?;
     Ok(Json(shapes::block(&block)))
 }
 

@@ -3,6 +3,7 @@
 
 mod agents;
 mod blocks;
+mod edits;
 pub(crate) mod messages;
 mod passages;
 mod tools;
@@ -31,6 +32,29 @@ pub(crate) fn all() -> Router<AppState> {
                 .delete(agents::delete),
         )
         .route("/v1/agents/import", axum::routing::post(transfer::import))
+        .route("/v1/agents/count", get(agents::count))
+        .route(
+            "/v1/agents/messages/search",
+            axum::routing::post(edits::search_v01),
+        )
+        .route("/v1/messages/search", axum::routing::post(edits::search_v1))
+        .route(
+            "/v1/agents/{agent_id}/messages/{message_id}",
+            patch(edits::modify_message),
+        )
+        .route(
+            "/v1/agents/{agent_id}/messages/count",
+            get(edits::count_messages),
+        )
+        .route(
+            "/v1/agents/{agent_id}/reset-messages",
+            patch(edits::reset_messages),
+        )
+        .route(
+            "/v1/agents/{agent_id}/archival-memory/count",
+            get(edits::count_passages),
+        )
+        .route("/v1/blocks/count", get(edits::count_blocks))
         .route("/v1/agents/{agent_id}/export", get(transfer::export))
         .route("/v1/agents/{agent_id}/tools", get(tools::for_agent))
         .route(
@@ -62,7 +86,9 @@ pub(crate) fn all() -> Router<AppState> {
             get(blocks::agent_list),
         )
         .route(
-            "/v1/agents/{agent_id}/core-memory/blocks/{label}",
+            // A catch-all, since path-like labels (`system/human/family`) reach us unescaped:
+            // both SDK generations put the label into the URL as it is.
+            "/v1/agents/{agent_id}/core-memory/blocks/{*label}",
             get(blocks::agent_retrieve).patch(blocks::agent_modify),
         )
         .route(
@@ -83,7 +109,7 @@ pub(crate) fn all() -> Router<AppState> {
         )
         .route(
             "/v1/agents/{agent_id}/archival-memory/{memory_id}",
-            axum::routing::delete(passages::delete),
+            axum::routing::delete(passages::delete).patch(edits::modify_passage),
         )
         .route("/v1/blocks", blocks_root.clone())
         .route("/v1/blocks/", blocks_root)

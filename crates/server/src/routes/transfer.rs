@@ -16,7 +16,8 @@ pub async fn export(State(s): State<AppState>, Path(id): Path<String>) -> ApiRes
 }
 
 /// `POST /v1/agents/import`: imports the Agent File in the multipart field `file`; answers
-/// `{agent_ids, warnings}`.
+/// `{agent_ids, warnings, inactive}` (`inactive`: Engram's list of parts kept but not active,
+/// `[{agent, agent_name, kind, name, reason}]`; Letta's SDKs ignore it).
 pub async fn import(State(s): State<AppState>, mut form: Multipart) -> ApiResult<Json<Value>> {
     let mut file = None;
     while let Some(field) = form
@@ -35,6 +36,6 @@ pub async fn import(State(s): State<AppState>, mut form: Multipart) -> ApiResult
     let bytes = file.ok_or_else(|| ApiError::bad_request("the form has no `file` field"))?;
     let report = s.engram.import_agent_file(&bytes)?;
     Ok(Json(
-        json!({"agent_ids": report.agents, "warnings": report.warnings}),
+        json!({"agent_ids": report.agents, "warnings": report.warnings, "inactive": report.inactive}),
     ))
 }

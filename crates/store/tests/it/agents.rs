@@ -67,7 +67,7 @@ fn create_rejects_bad_blocks_and_stores_nothing() {
     ));
     assert!(store.list_blocks(None).unwrap().is_empty());
 
-    let bad_label = store.create_agent(&a, &[NewBlock::new("two words", "")], &[]);
+    let bad_label = store.create_agent(&a, &[NewBlock::new("line\nbreak", "")], &[]);
     assert!(matches!(bad_label, Err(Error::Invalid(_))));
     let over = NewBlock {
         limit: Some(3),

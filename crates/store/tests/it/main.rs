@@ -2,6 +2,7 @@
 
 mod agents;
 mod blocks;
+mod labels;
 mod messages;
 mod passages;
 mod schema;

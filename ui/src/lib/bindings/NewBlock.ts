@@ -5,7 +5,8 @@
  */
 export type NewBlock = { 
 /**
- * Label (non-empty; letters, digits, `_`, `-`, `.`).
+ * Label, unique per agent: plain (`human`) or path-like (`system/human/family`); see
+ * [`check_label`] for what is refused.
  */
 label: string, 
 /**
