@@ -244,6 +244,7 @@ async fn tutorial_task_queue_tools_call_the_server_back_with_auth_on() {
             "{id} is not one of the model's tool calls"
         );
     }
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn letta_material_with_letta_client_0_1() {
