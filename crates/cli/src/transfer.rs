@@ -42,7 +42,8 @@ pub struct ExportArgs {
     pub output: Option<PathBuf>,
 }
 
-/// Imports a file and prints the new agent ids, one per line, then any warnings on stderr.
+/// Imports a file and prints the new agent ids, one per line; on stderr, what the file brings
+/// that waits for review (tools with code, endpoints, tool rules, MCP servers) and warnings.
 pub fn import(engram: &Engram, args: ImportArgs) -> Result<()> {
     let limit = engram_agentfile::MAX_FILE_BYTES;
     let bytes = if args.file.as_os_str() == "-" {
@@ -65,13 +66,19 @@ pub fn import(engram: &Engram, args: ImportArgs) -> Result<()> {
         }
         std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?
     };
-    let report = engram.import_agent_file(&bytes)?;
+    let file_name = if args.file.as_os_str() == "-" {
+        "(standard input)".to_owned()
+    } else {
+        args.file.file_name().map_or_else(
+            || args.file.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+    };
+    let report = engram.import_agent_file_named(&bytes, &file_name)?;
     for id in &report.agents {
         println!("{id}");
     }
-    for w in &report.warnings {
-        eprintln!("warning: {w}");
-    }
+    crate::trust::print_report(&report);
     Ok(())
 }
 

@@ -7,7 +7,8 @@
 //! - blocks keep label, value, limit, description, read-only; a value over its limit (Letta
 //!   stopped enforcing limits) raises the limit to fit, with a warning;
 //! - tools named like Engram's built-ins are attached; custom tools with Python source become
-//!   user tools (upserted by name) and are attached; the others (web search, `memory`, …) are
+//!   user tools and are attached, *untrusted* (they run only after the user trusts their
+//!   source) and never replacing a stored tool (see `ImportBundle::tools`); the others (web search, `memory`, …) are
 //!   kept with their schema in the agent's extras, not runnable; `tool_rules` go on the agent
 //!   (unknown rule types are kept and not enforced);
 //! - `llm_config` becomes the handle `model_endpoint_type/model` with its context window
@@ -23,6 +24,8 @@
 //!
 //! Files written by Engram carry an `engram` extension with the full history, passages, block
 //! history and settings; when present it is used instead of the Letta fields it supersedes.
+//! Its base URLs become pending endpoints (inactive until the user accepts them) and its tool
+//! list keeps only built-ins and tools the file itself carries.
 //!
 //! [`Store::import_bundle`]: engram_store::Store::import_bundle
 
@@ -35,8 +38,8 @@ use engram_core::agent::{DEFAULT_MAX_STEPS, default_context_window};
 use engram_core::memory::valid_label;
 use engram_core::{
     Agent, AgentId, Block, BlockEdit, BlockId, DEFAULT_BLOCK_LIMIT, DEFAULT_RETURN_CHAR_LIMIT,
-    EditId, Editor, EmbeddingConfig, LlmConfig, LoopStyle, NewMessage, NewPassage, RunId, StepId,
-    Timestamp, Tool, ToolId, ToolLanguage, ToolRule,
+    EditId, Editor, EmbeddingConfig, EndpointKind, LlmConfig, LoopStyle, NewMessage, NewPassage,
+    PendingEndpoint, RunId, StepId, Timestamp, Tool, ToolId, ToolLanguage, ToolOrigin, ToolRule,
 };
 use engram_store::{ImportAgent, ImportBlock, ImportBundle, ImportMessage};
 use serde_json::{Map, Value, json};
@@ -58,6 +61,9 @@ pub struct ImportOptions<'a> {
     pub default_model: &'a str,
     /// "Now": the time of rows whose file gives none.
     pub now: Timestamp,
+    /// The file's name as the user gave it (recorded as the origin of its tools and
+    /// endpoints), e.g. `support.af`.
+    pub file_name: &'a str,
 }
 
 /// An import ready to be written, with what the user should know about it.
@@ -68,6 +74,8 @@ pub struct Conversion {
     /// One line per thing that was kept but is not live (custom tools, tool rules, groups),
     /// adjusted (raised limits) or left out (secrets, environment variables).
     pub warnings: Vec<String>,
+    /// The file's `mcp_servers` entries as written (Engram does not connect to them).
+    pub mcp_servers: Vec<Value>,
 }
 
 /// One block of the file, wherever it was defined.
@@ -123,6 +131,10 @@ pub fn to_bundle(file: &AgentFile, opts: &ImportOptions<'_>) -> Result<Conversio
         AgentFile::V1(f) => resolve_v1(f)?,
         AgentFile::V2(f) => resolve_v2(f)?,
     };
+    let mcp_servers = match file {
+        AgentFile::V1(_) => Vec::new(),
+        AgentFile::V2(f) => f.mcp_servers.clone(),
+    };
     let mut ctx = Ctx {
         opts,
         warnings: Vec::new(),
@@ -153,9 +165,16 @@ pub fn to_bundle(file: &AgentFile, opts: &ImportOptions<'_>) -> Result<Conversio
         bundle.agents.push(ia);
     }
     bundle.tools = std::mem::take(&mut ctx.tools);
+    if !mcp_servers.is_empty() {
+        ctx.warnings.push(format!(
+            "{} MCP server(s) in the file were not connected; Engram does not start or reach a file's MCP servers",
+            mcp_servers.len()
+        ));
+    }
     Ok(Conversion {
         bundle,
         warnings: ctx.warnings,
+        mcp_servers,
     })
 }
 
@@ -329,13 +348,21 @@ fn convert_agent(
         created_at: time_or(a.created_at, &format!("{}created_at", a.path), now)?,
         updated_at: time_or(a.updated_at, &format!("{}updated_at", a.path), now)?,
     };
+    // The file's own code: stored untrusted, with where it came from.
+    let mut carried = Vec::new();
     for t in &a.tools {
-        if let Some(tool) = user_tool(t, ctx.opts, a.tool_rules)
-            && !ctx.tools.iter().any(|x| x.name == tool.name)
-        {
-            ctx.tools.push(tool);
+        if let Some(mut tool) = user_tool(t, ctx.opts, a.tool_rules) {
+            tool.origin = ToolOrigin::AgentFile {
+                file: ctx.opts.file_name.to_owned(),
+                agent: name.to_owned(),
+            };
+            carried.push(tool.name.clone());
+            if !ctx.tools.iter().any(|x| x.name == tool.name) {
+                ctx.tools.push(tool);
+            }
         }
     }
+    let mut pending_endpoints = Vec::new();
     agent.tool_rules = a
         .tool_rules
         .iter()
@@ -347,7 +374,39 @@ fn convert_agent(
             agent.max_steps = x.max_steps.max(1);
             agent.llm = x.llm.clone();
             agent.embedding = x.embedding.clone();
-            agent.tools = x.tools.clone();
+            // A file's endpoints wait for the user; until then the provider's own URL is used.
+            let pend = |kind, url: Option<String>| {
+                url.map(|base_url| PendingEndpoint {
+                    agent_id: id.clone(),
+                    kind,
+                    base_url,
+                    source: ctx.opts.file_name.to_owned(),
+                    created_at: now,
+                })
+            };
+            pending_endpoints.extend(pend(EndpointKind::Llm, agent.llm.base_url.take()));
+            pending_endpoints.extend(pend(
+                EndpointKind::Embedding,
+                agent.embedding.as_mut().and_then(|e| e.base_url.take()),
+            ));
+            // Only tools the file carries, or built-ins: never the user's installed tools.
+            let mut dropped = Vec::new();
+            agent.tools = Vec::new();
+            for t in &x.tools {
+                if ctx.opts.builtin_tools.contains(&t.as_str()) || carried.contains(t) {
+                    if !agent.tools.contains(t) {
+                        agent.tools.push(t.clone());
+                    }
+                } else {
+                    dropped.push(t.as_str());
+                }
+            }
+            if !dropped.is_empty() {
+                ctx.warnings.push(format!(
+                    "{name}: the file attaches tools it does not contain ({}); they were not attached",
+                    dropped.join(", ")
+                ));
+            }
             agent.summary = x.summary.clone();
             agent.created_at = x.created_at;
             agent.updated_at = x.updated_at;
@@ -409,6 +468,7 @@ fn convert_agent(
         messages,
         passages,
         extras,
+        pending_endpoints,
     })
 }
 
@@ -469,6 +529,11 @@ fn user_tool(t: &ToolAf, opts: &ImportOptions<'_>, rules: &[Value]) -> Option<To
         tags: t.tags.clone(),
         available: true,
         unavailable_reason: None,
+        origin: ToolOrigin::Unknown,
+        // Code from a file never runs before the user trusts it.
+        trusted_hash: None,
+        source_hash: None,
+        trusted: false,
         created_at: opts.now,
         updated_at: opts.now,
     })
@@ -556,6 +621,7 @@ mod tests {
             builtin_tools: &["send_message", "memory_replace"],
             default_model: "openai/gpt-4o-mini",
             now: chrono::Utc::now(),
+            file_name: "test.af",
         }
     }
 

@@ -8,3 +8,4 @@ mod schema;
 mod search;
 mod steps;
 mod support;
+mod trust;
