@@ -128,3 +128,45 @@ test('an untrusted tool is marked on the tools screen and a call of it does not 
   await expect(page.locator('[data-testid=tool-call][data-tool=summarize_data]').last()).toHaveAttribute('data-state', 'failed');
   await expect(page.getByTestId('block-persona').getByTestId('block-value')).toHaveText('I analyse data.');
 });
+
+test("a file's endpoint stays inactive; the agent's base URL is shown and edited in its settings", async ({ page }) => {
+  const file = JSON.parse(agentFile());
+  file.agents[0].name = 'Routed';
+  file.agents[0].tool_ids = [];
+  file.tools = [];
+  file.engram = {
+    version: 1,
+    agents: {
+      'agent-0': {
+        loop_style: 'tool_loop',
+        max_steps: 5,
+        llm: { model: 'mock/mock-small', base_url: 'http://127.0.0.1:9/v1', context_window: 8192 },
+        tools: [],
+        created_at: '2025-01-01T00:00:00Z',
+        updated_at: '2025-01-01T00:00:00Z',
+      },
+    },
+  };
+  await openApp(page);
+  await page.getByTestId('nav-settings').click();
+  await page.getByTestId('import-file').setInputFiles({ name: 'routed.af', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(file)) });
+  const report = page.getByTestId('import-report-dialog');
+  await expect(report.getByTestId('import-endpoint')).toContainText('http://127.0.0.1:9/v1');
+  await report.getByTestId('import-report-close').click();
+  await expect(page.getByRole('heading', { level: 1, name: 'Routed' })).toBeVisible();
+
+  // Until accepted, the provider's own address is used: the chat works.
+  await page.getByTestId('chat-input').fill('hello there');
+  await page.getByTestId('chat-input').press('Enter');
+  await expect(page.locator('[data-testid=message][data-role=assistant]').last()).toContainText('You said: hello there');
+
+  await page.getByTestId('agent-settings').click();
+  const settings = page.getByTestId('agent-settings-dialog');
+  await expect(settings.getByTestId('agent-settings-pending')).toContainText('routed.af');
+  await expect(settings.getByTestId('agent-settings-effective-url')).toHaveText(engram.mockBase);
+  await settings.getByTestId('agent-settings-base-url').fill(engram.mockBase);
+  await settings.getByTestId('agent-settings-save').click();
+  await expect(settings).toBeHidden();
+  await page.getByTestId('agent-settings').click();
+  await expect(page.getByTestId('agent-settings-base-url')).toHaveValue(engram.mockBase);
+});
