@@ -53,7 +53,7 @@ fn hostile_file(evil_url: Option<&str>) -> Vec<u8> {
             "loop_style": "tool_loop", "max_steps": 10,
             "llm": {"model": "openai/mock-small", "base_url": url, "context_window": 32000},
             "embedding": null,
-            "tools": ["analyze_data", "my_private_tool", "send_message"],
+            "tools": ["analyze_data", "task_queue_push", "my_private_tool", "send_message"],
             "created_at": now, "updated_at": now, "messages": [], "passages": []
         }}});
     }
@@ -316,13 +316,27 @@ async fn importing_twice_or_a_clashing_tool_changes_no_existing_tool() {
         "{:?}",
         first.warnings
     );
-    let clash: Vec<_> = first.details[0]
+    // The file's own task_queue_push is stored under a new name, shown in the report, and
+    // attached only to the imported agent.
+    let clash = first.details[0]
         .tools
         .iter()
-        .filter(|t| t.requested_name == "task_queue_push")
-        .collect();
-    // The extension lists only analyze_data among the file's tools; the clash is still stored
-    // under a new name and is not attached to anything of the user's.
+        .find(|t| t.requested_name == "task_queue_push")
+        .unwrap();
+    assert_eq!(clash.name, "task_queue_push_2");
+    assert_eq!(
+        clash.status,
+        engram_core::trust::ImportedToolStatus::Renamed
+    );
+    assert!(!clash.trusted);
+    assert!(
+        first
+            .warnings
+            .iter()
+            .any(|w| w.contains("stored as 'task_queue_push_2'")),
+        "{:?}",
+        first.warnings
+    );
     let push_2 = home.engram.find_tool("task_queue_push_2").unwrap();
     assert!(!push_2.trusted);
     assert!(
@@ -331,7 +345,8 @@ async fn importing_twice_or_a_clashing_tool_changes_no_existing_tool() {
             .unwrap()
             .contains("def task_queue_push_2(")
     );
-    assert!(clash.iter().all(|t| t.name == "task_queue_push_2"));
+    assert!(imported.tools.contains(&"task_queue_push_2".to_owned()));
+    assert!(!imported.tools.contains(&"task_queue_push".to_owned()));
     assert_eq!(
         home.engram
             .get_agent(&user_agent)

@@ -164,7 +164,15 @@ pub fn to_bundle(file: &AgentFile, opts: &ImportOptions<'_>) -> Result<Conversio
         let ia = convert_agent(&mut ctx, a, &bundle.blocks, groups)?;
         bundle.agents.push(ia);
     }
+    // Only code some agent attaches is stored: a file cannot leave tools behind that no
+    // import report shows.
     bundle.tools = std::mem::take(&mut ctx.tools);
+    bundle.tools.retain(|t| {
+        bundle
+            .agents
+            .iter()
+            .any(|a| a.agent.tools.contains(&t.name))
+    });
     if !mcp_servers.is_empty() {
         ctx.warnings.push(format!(
             "{} MCP server(s) in the file were not connected; Engram does not start or reach a file's MCP servers",
