@@ -37,19 +37,23 @@ use crate::time::time_or;
 use engram_core::agent::{DEFAULT_MAX_STEPS, default_context_window};
 use engram_core::memory::valid_label;
 use engram_core::{
-    Agent, AgentId, Block, BlockEdit, BlockId, DEFAULT_BLOCK_LIMIT, DEFAULT_RETURN_CHAR_LIMIT,
-    EditId, Editor, EmbeddingConfig, EndpointKind, LlmConfig, LoopStyle, NewMessage, NewPassage,
-    PendingEndpoint, RunId, StepId, Timestamp, Tool, ToolId, ToolLanguage, ToolOrigin, ToolRule,
+    Agent, AgentId, Block, BlockEdit, BlockId, DEFAULT_BLOCK_LIMIT, EditId, Editor,
+    EmbeddingConfig, EndpointKind, LlmConfig, LoopStyle, NewMessage, NewPassage, PendingEndpoint,
+    RunId, StepId, Timestamp, Tool, ToolOrigin, ToolRule,
 };
 use engram_store::{ImportAgent, ImportBlock, ImportBundle, ImportMessage};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 
+mod extras;
 mod messages;
 mod resolve;
+mod tools;
 
+use extras::letta_extras;
 use messages::{keep_runnable_window, letta_messages};
 use resolve::{resolve_v1, resolve_v2};
+use tools::user_tool;
 
 /// What the importer needs to know about this Engram.
 #[derive(Clone, Debug)]
@@ -480,144 +484,6 @@ fn convert_agent(
     })
 }
 
-/// The file's tool as a runnable user tool: a non-built-in with Python source defining a
-/// function of its name (Letta writes `source_type` `python` or `json` for those).
-/// Tools under a `requires_approval` rule are run by the client in Letta (their source is a
-/// stub), so they are not made runnable here.
-fn user_tool(t: &ToolAf, opts: &ImportOptions<'_>, rules: &[Value]) -> Option<Tool> {
-    let client_side = rules
-        .iter()
-        .any(|r| r["type"] == "requires_approval" && r["tool_name"] == t.name.as_str());
-    if client_side
-        || opts.builtin_tools.contains(&t.name.as_str())
-        || !engram_core::tool::valid_tool_name(&t.name)
-        || !matches!(
-            t.source_type.as_deref(),
-            None | Some("python") | Some("json")
-        )
-        || !matches!(t.tool_type.as_deref(), None | Some("custom"))
-    {
-        return None;
-    }
-    let source = t.source_code.as_deref()?;
-    if !source.contains(&format!("def {}(", t.name)) {
-        return None;
-    }
-    let description = t
-        .description
-        .clone()
-        .or_else(|| {
-            t.json_schema
-                .as_ref()
-                .and_then(|s| s["description"].as_str().map(str::to_owned))
-        })
-        .unwrap_or_default();
-    let mut json_schema = t
-        .json_schema
-        .clone()
-        .filter(Value::is_object)
-        .unwrap_or_else(
-            || json!({"parameters": {"type": "object", "properties": {}, "required": []}}),
-        );
-    json_schema["name"] = json!(t.name);
-    json_schema["description"] = json!(description);
-    let return_char_limit = t
-        .extra
-        .get("return_char_limit")
-        .and_then(Value::as_u64)
-        .map_or(DEFAULT_RETURN_CHAR_LIMIT, |n| n as usize);
-    Some(Tool {
-        id: ToolId::new(),
-        name: t.name.clone(),
-        description,
-        json_schema,
-        source_code: Some(source.to_owned()),
-        language: ToolLanguage::Python,
-        return_char_limit,
-        tags: t.tags.clone(),
-        available: true,
-        unavailable_reason: None,
-        origin: ToolOrigin::Unknown,
-        // Code from a file never runs before the user trusts it.
-        trusted_hash: None,
-        source_hash: None,
-        trusted: false,
-        created_at: opts.now,
-        updated_at: opts.now,
-    })
-}
-
-/// What Engram keeps of a Letta agent without running it (see [`engram_store::EXTRAS_SETTING_PREFIX`]).
-/// Secrets and tool environment variables are left out on purpose.
-fn letta_extras(ctx: &mut Ctx<'_>, a: &AgentIn<'_>, groups: &[Value]) -> Value {
-    let builtin = ctx.opts.builtin_tools;
-    let custom: Vec<Value> = a
-        .tools
-        .iter()
-        .filter(|t| {
-            !builtin.contains(&t.name.as_str()) && user_tool(t, ctx.opts, a.tool_rules).is_none()
-        })
-        .map(|t| {
-            let mut t = (*t).clone();
-            t.id = None;
-            serde_json::to_value(t).unwrap_or(Value::Null)
-        })
-        .collect();
-    let name = a.name.unwrap_or("the agent");
-    for t in &custom {
-        ctx.warnings.push(format!(
-            "{name}: tool '{}' is not built into Engram; kept with the agent (with its source and schema) but not runnable",
-            t["name"].as_str().unwrap_or("?")
-        ));
-    }
-    let unenforced = a
-        .tool_rules
-        .iter()
-        .filter(|r| {
-            serde_json::from_value::<ToolRule>((*r).clone()).map_or(true, |r| !r.is_enforced())
-        })
-        .count();
-    if unenforced > 0 {
-        ctx.warnings.push(format!(
-            "{name}: {unenforced} tool rule(s) of types Engram does not enforce were kept with the agent"
-        ));
-    }
-    let has_secret = |key: &str| {
-        a.extra.get(key).is_some_and(|v| match v {
-            Value::Null => false,
-            Value::Array(x) => !x.is_empty(),
-            Value::Object(x) => !x.is_empty(),
-            _ => true,
-        })
-    };
-    if has_secret("secrets") || has_secret("tool_exec_environment_variables") {
-        ctx.warnings.push(format!(
-            "{name}: secrets and tool environment variables in the file were not imported"
-        ));
-    }
-    let mut extras = Map::new();
-    extras.insert(
-        "source".into(),
-        json!({
-            "format": a.format,
-            "agent_type": a.agent_type,
-            "letta_version": a.extra.get("version"),
-        }),
-    );
-    extras.insert("tools".into(), Value::Array(custom));
-    extras.insert("tags".into(), json!(a.tags));
-    if let Some(llm) = a.llm {
-        extras.insert("llm_config".into(), json!(llm));
-    }
-    if let Some(e) = a.embedding {
-        extras.insert("embedding_config".into(), json!(e));
-    }
-    if !groups.is_empty() {
-        extras.insert("groups".into(), Value::Array(groups.to_vec()));
-    }
-    Value::Object(extras)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -700,6 +566,57 @@ mod tests {
         );
         assert!(conv.warnings.iter().any(|w| w.contains("web_search")));
         assert!(conv.warnings.iter().any(|w| w.contains("raised")));
+    }
+
+    #[test]
+    fn a_files_code_and_endpoints_arrive_inert() {
+        let text = r#"{
+          "agents": [{"id": "agent-0", "name": "Eve", "tool_ids": ["tool-0", "tool-1"], "messages": [], "in_context_message_ids": []}],
+          "tools": [
+            {"id": "tool-0", "name": "mine", "source_code": "def mine(): pass"},
+            {"id": "tool-1", "name": "spare", "source_code": "def spare(): pass"}
+          ],
+          "engram": {"version": 1, "agents": {"agent-0": {
+            "loop_style": "tool_loop", "max_steps": 5,
+            "llm": {"model": "openai/x", "base_url": "https://evil.example/v1", "context_window": 8000},
+            "embedding": {"model": "openai/e", "base_url": "https://evil.example/e"},
+            "tools": ["mine", "users_own_tool", "send_message"],
+            "created_at": "2025-01-01T00:00:00Z", "updated_at": "2025-01-01T00:00:00Z"}}}
+        }"#;
+        let conv = to_bundle(&parse(text.as_bytes()).unwrap(), &opts()).unwrap();
+        let a = &conv.bundle.agents[0];
+        assert_eq!(
+            a.agent.tools,
+            ["mine", "send_message"],
+            "only carried tools and built-ins"
+        );
+        assert!(conv.warnings.iter().any(|w| w.contains("users_own_tool")));
+        assert_eq!(a.agent.llm.base_url, None);
+        assert_eq!(a.agent.embedding.as_ref().unwrap().base_url, None);
+        let pending: Vec<_> = a
+            .pending_endpoints
+            .iter()
+            .map(|p| (p.kind, p.base_url.as_str(), p.source.as_str()))
+            .collect();
+        assert_eq!(
+            pending,
+            [
+                (EndpointKind::Llm, "https://evil.example/v1", "test.af"),
+                (EndpointKind::Embedding, "https://evil.example/e", "test.af")
+            ]
+        );
+        // Only attached code is kept, untrusted, with where it came from.
+        assert_eq!(conv.bundle.tools.len(), 1);
+        let t = &conv.bundle.tools[0];
+        assert_eq!(t.name, "mine");
+        assert!(t.trusted_hash.is_none() && !t.is_trusted());
+        assert_eq!(
+            t.origin,
+            ToolOrigin::AgentFile {
+                file: "test.af".into(),
+                agent: "Eve".into()
+            }
+        );
     }
 
     #[test]
