@@ -44,7 +44,7 @@ function report(): ImportReport {
 describe('ImportReportDialog', () => {
   it('lists what the file brings, reviews and trusts a tool, and accepts an endpoint', async () => {
     const { calls } = useFakeBackend({
-      trust_tool: () => ({}) as never,
+      trust_tool: () => ({ id: 'tool-9', name: 'task_queue_push_2', trusted: true }) as never,
       accept_endpoint: () => ({}) as never,
     });
     const onclose = vi.fn();
