@@ -519,9 +519,25 @@ async fn engram_to_af_to_engram_is_lossless_and_holds_no_secrets() {
     );
     assert_eq!(json["agents"][0]["in_context_message_ids"][0], "message-0");
 
+    // The agents' own base URL (the scripted server) is not another host's key holder: the
+    // key stored for OpenAI never went to it.
+    assert!(
+        mock.requests()
+            .iter()
+            .all(|r| r.authorization.as_deref() != Some(&format!("Bearer {KEY}"))),
+        "a stored key reached an agent's own base URL"
+    );
+
     let other = Home::new();
     let report = other.engram.import_agent_file(&file).unwrap();
     assert_eq!(report.agents.len(), 2);
+    // The file's endpoints wait for approval; accepted, the agents are as they were.
+    for (id, d) in report.agents.iter().zip(&report.details) {
+        assert_eq!(d.endpoints.len(), 1, "{:?}", d.endpoints);
+        assert_eq!(d.endpoints[0].base_url, mock.base_url());
+        assert_eq!(other.engram.get_agent(id).unwrap().agent.llm.base_url, None);
+        other.engram.accept_endpoint(id, None).unwrap();
+    }
     let after: Vec<Value> = report
         .agents
         .iter()

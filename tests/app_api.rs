@@ -484,3 +484,95 @@ async fn tools_are_written_tried_and_attached_and_templates_make_agents() {
             .any(|t| t["name"] == "shout")
     );
 }
+
+#[tokio::test]
+async fn imported_code_and_endpoints_wait_for_the_trust_commands() {
+    let app = App::start().await;
+    let agent = app.agent("Sam").await;
+    let source = "def shout(text: str) -> str:\n    \"\"\"Shout.\"\"\"\n    return text.upper()\n";
+    let file = json!({
+        "agents": [{"id": "agent-0", "name": "Shouter", "tool_ids": ["tool-0"], "messages": [],
+                    "in_context_message_ids": [], "block_ids": []}],
+        "tools": [{"id": "tool-0", "name": "shout", "source_type": "python", "source_code": source,
+                   "json_schema": {"name": "shout", "parameters": {"type": "object", "properties": {"text": {"type": "string"}}}}}],
+        "blocks": [],
+        "engram": {"version": 1, "agents": {"agent-0": {
+            "loop_style": "tool_loop", "max_steps": 5,
+            "llm": {"model": "openai/mock-small", "base_url": "http://127.0.0.1:9/v1", "context_window": 8000},
+            "tools": ["shout"], "created_at": "2025-01-01T00:00:00Z", "updated_at": "2025-01-01T00:00:00Z"}}}
+    });
+    let report = app
+        .ok(
+            "import_agent_file",
+            json!({"contents": file.to_string(), "file_name": "shouter.af"}),
+        )
+        .await;
+    assert_eq!(report["file_name"], "shouter.af");
+    let tool = &report["details"][0]["tools"][0];
+    assert_eq!(tool["name"], "shout");
+    assert_eq!(tool["trusted"], false);
+    assert_eq!(tool["origin"]["kind"], "agent_file");
+    let imported = report["agents"][0].as_str().unwrap();
+    assert_eq!(
+        report["details"][0]["endpoints"][0]["base_url"],
+        "http://127.0.0.1:9/v1"
+    );
+
+    let (status, err) = app
+        .call(
+            "trust_tool",
+            json!({"tool": "shout", "expected_hash": "0".repeat(64)}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{err}");
+    assert_eq!(err["code"], "conflict");
+    let trusted = app
+        .ok(
+            "trust_tool",
+            json!({"tool": "shout", "expected_hash": tool["source_hash"]}),
+        )
+        .await;
+    assert_eq!(trusted["trusted"], true);
+    let listed = app.ok("list_tools", json!({})).await;
+    let shout = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "shout")
+        .unwrap();
+    assert_eq!(shout["trusted"], true);
+    let untrusted = app.ok("untrust_tool", json!({"tool": "shout"})).await;
+    assert_eq!(untrusted["trusted"], false);
+
+    let shown = app
+        .ok("agent_endpoints", json!({"agent_id": imported}))
+        .await;
+    assert_eq!(shown["llm_base_url"], Value::Null);
+    assert_eq!(shown["pending"].as_array().unwrap().len(), 1);
+    let accepted = app
+        .ok("accept_endpoint", json!({"agent_id": imported}))
+        .await;
+    assert_eq!(accepted["llm_base_url"], "http://127.0.0.1:9/v1");
+    assert!(accepted["pending"].as_array().unwrap().is_empty());
+    let set = app
+        .ok(
+            "set_agent_base_url",
+            json!({"agent_id": agent, "kind": "llm", "base_url": app.mock.base_url()}),
+        )
+        .await;
+    assert_eq!(set["llm_base_url"], app.mock.base_url());
+    let (status, _) = app
+        .call(
+            "set_agent_base_url",
+            json!({"agent_id": agent, "kind": "llm", "base_url": "file:///etc/passwd"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let cleared = app
+        .ok(
+            "set_agent_base_url",
+            json!({"agent_id": agent, "kind": "llm", "base_url": null}),
+        )
+        .await;
+    assert_eq!(cleared["llm_base_url"], Value::Null);
+}

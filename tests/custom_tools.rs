@@ -686,6 +686,12 @@ async fn an_imported_agents_custom_tools_and_rules_run_and_export_back() {
     }));
     let tool = home.engram.find_tool("check_order_status").unwrap();
     assert_eq!(tool.return_char_limit, 6000);
+    // Code from a file waits for the user's review; trusted, it runs.
+    assert!(!tool.trusted, "a file's tool is stored untrusted");
+    assert_eq!(report.details[0].tools[0].name, "check_order_status");
+    home.engram
+        .trust_tool("check_order_status", tool.source_hash.as_deref().unwrap())
+        .unwrap();
     assert!(
         !report
             .warnings
@@ -735,7 +741,7 @@ async fn an_imported_agents_custom_tools_and_rules_run_and_export_back() {
             .iter()
             .any(|r| r["type"] == "exit_loop" && r["tool_name"] == "send_message")
     );
-    // And back in: the tool is upserted by name, not duplicated.
+    // And back in: the file's tool is the one already stored, not a duplicate.
     let again = home
         .engram
         .import_agent_file(&serde_json::to_vec(&file).unwrap())

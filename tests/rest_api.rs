@@ -531,6 +531,8 @@ async fn agents_export_and_import_as_agent_files() {
         .unwrap();
     assert_eq!(resp.status(), StatusCode::OK);
     let report: Value = resp.json().await.unwrap();
+    // Engram's report rides along, naming the uploaded file as the origin.
+    assert_eq!(report["report"]["file_name"], "sam.af", "{report}");
     let new_id = report["agent_ids"][0].as_str().unwrap();
     assert_ne!(new_id, id);
     let (_, human) = api

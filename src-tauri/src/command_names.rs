@@ -41,4 +41,10 @@ pub const ALL: &[&str] = &[
     "attach_tool",
     "detach_tool",
     "try_tool",
+    "trust_tool",
+    "untrust_tool",
+    "agent_endpoints",
+    "set_agent_base_url",
+    "accept_endpoint",
+    "dismiss_endpoint",
 ];

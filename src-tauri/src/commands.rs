@@ -329,10 +329,18 @@ pub fn export_agent(d: State<'_, Desktop>, agent_id: AgentId) -> IpcResult<Strin
     String::from_utf8(bytes).map_err(|e| engram_core::Error::Internal(e.to_string()).into())
 }
 
-/// Imports an Agent File (Letta v1/v2 or Engram).
+/// Imports an Agent File (Letta v1/v2 or Engram); `file_name` is recorded as the origin of
+/// its tools and endpoints. The report lists what waits for the user's review.
 #[tauri::command(rename_all = "snake_case")]
-pub fn import_agent_file(d: State<'_, Desktop>, contents: String) -> IpcResult<ImportReport> {
-    Ok(d.engram.import_agent_file(contents.as_bytes())?)
+pub fn import_agent_file(
+    d: State<'_, Desktop>,
+    contents: String,
+    file_name: Option<String>,
+) -> IpcResult<ImportReport> {
+    Ok(d.engram.import_agent_file_named(
+        contents.as_bytes(),
+        file_name.as_deref().unwrap_or(engram_service::UNNAMED_FILE),
+    )?)
 }
 
 /// The agent templates (a plain memory agent, the task-queue agent…).

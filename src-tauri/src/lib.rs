@@ -11,6 +11,7 @@ pub mod command_names;
 pub mod commands;
 pub mod error;
 pub mod rest;
+pub mod trust_commands;
 
 use engram_service::{Engram, Notice};
 use std::sync::Arc;
@@ -79,6 +80,12 @@ pub fn builder<R: Runtime>(builder: tauri::Builder<R>, engram: Arc<Engram>) -> t
             commands::attach_tool,
             commands::detach_tool,
             commands::try_tool,
+            trust_commands::trust_tool,
+            trust_commands::untrust_tool,
+            trust_commands::agent_endpoints,
+            trust_commands::set_agent_base_url,
+            trust_commands::accept_endpoint,
+            trust_commands::dismiss_endpoint,
         ])
 }
 

@@ -162,3 +162,46 @@ fn agents_and_memory_round_trip_through_ipc() {
     let state = shell.window.state::<Desktop>();
     assert_eq!(state.engram.list_agents().unwrap().len(), 1);
 }
+
+#[test]
+fn imported_code_waits_for_trust_through_ipc() {
+    let shell = Shell::start();
+    let source = "def shout(text: str) -> str:\n    \"\"\"Shout.\"\"\"\n    return text.upper()\n";
+    let file = json!({
+        "agents": [{"id": "agent-0", "name": "Shouter", "tool_ids": ["tool-0"], "messages": [],
+                    "in_context_message_ids": []}],
+        "tools": [{"id": "tool-0", "name": "shout", "source_type": "python", "source_code": source,
+                   "json_schema": {"name": "shout", "parameters": {"type": "object", "properties": {}}}}]
+    });
+    let report = shell
+        .invoke(
+            "import_agent_file",
+            json!({"contents": file.to_string(), "file_name": "shouter.af"}),
+        )
+        .unwrap();
+    assert_eq!(report["file_name"], "shouter.af");
+    let tool = &report["details"][0]["tools"][0];
+    assert_eq!(tool["trusted"], false);
+    let refused = shell
+        .invoke(
+            "trust_tool",
+            json!({"tool": "shout", "expected_hash": "0".repeat(64)}),
+        )
+        .unwrap_err();
+    assert_eq!(refused["code"], "conflict", "{refused}");
+    let trusted = shell
+        .invoke(
+            "trust_tool",
+            json!({"tool": "shout", "expected_hash": tool["source_hash"]}),
+        )
+        .unwrap();
+    assert_eq!(trusted["trusted"], true);
+    let agent = report["agents"][0].as_str().unwrap();
+    let endpoints = shell
+        .invoke(
+            "set_agent_base_url",
+            json!({"agent_id": agent, "kind": "llm", "base_url": "http://127.0.0.1:9/v1"}),
+        )
+        .unwrap();
+    assert_eq!(endpoints["llm_base_url"], "http://127.0.0.1:9/v1");
+}

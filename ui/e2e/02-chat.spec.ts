@@ -196,7 +196,8 @@ test('agent settings, export and import', async ({ page }) => {
   await page.getByTestId('import-file').setInputFiles(path);
   await expect(page.getByTestId('import-report')).toContainText('Imported 1 agent');
   await expect(page.getByTestId('agent-item')).toHaveCount(before + 1);
-  await page.getByTestId('import-open').click();
+  // The report opens over the view; closing it opens the imported agent.
+  await page.getByTestId('import-report-close').click();
   await expect(page.getByRole('heading', { level: 1, name: 'Porter Two' })).toBeVisible();
 });
 

@@ -17,6 +17,7 @@ test('import today’s Letta material: inactive parts are listed and path labels
   await expect(inactive).toContainText('Ezra: skill pdf');
   await expect(inactive).toContainText('Ezra: MCP server linear');
   await expect(inactive).toContainText('Ezra-sleeptime: tool memory_finish_edits');
+  await page.getByTestId('import-report-close').click();
 
   await openAgent(page, 'Ezra');
   const system = page.getByTestId('block-folder-system');

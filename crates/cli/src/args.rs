@@ -112,6 +112,10 @@ pub enum AgentCmd {
         /// Agent id.
         agent: String,
     },
+    /// An agent's model endpoints: show them, set its base URL, or accept or dismiss the
+    /// ones an imported file asked for.
+    #[command(subcommand)]
+    Endpoint(crate::trust::EndpointCmd),
 }
 
 #[derive(Args)]

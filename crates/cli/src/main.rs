@@ -4,8 +4,10 @@
 mod args;
 mod repl;
 mod serve;
+mod terminal;
 mod tools;
 mod transfer;
+mod trust;
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use args::{AgentCmd, ArchivalCmd, Cli, Command, LoopArg, MemoryCmd, ProviderCmd, RecallCmd};
@@ -19,6 +21,7 @@ use engram_store::{MessageQuery, PassageList};
 use std::io::Read;
 use std::process::ExitCode;
 use std::sync::Arc;
+use terminal::safe;
 use tokio_util::sync::CancellationToken;
 
 fn main() -> ExitCode {
@@ -43,7 +46,8 @@ fn main() -> ExitCode {
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // Errors can quote names and text from agent files and models.
+            eprintln!("error: {}", terminal::safe(&format!("{e:#}")));
             ExitCode::FAILURE
         }
     }
@@ -113,7 +117,8 @@ fn latest_or_new_agent(engram: &Engram) -> Result<AgentId> {
     })?;
     eprintln!(
         "Created agent {} ({}).",
-        state.agent.id, state.agent.llm.model
+        state.agent.id,
+        safe(&state.agent.llm.model)
     );
     Ok(state.agent.id)
 }
@@ -184,13 +189,18 @@ fn agent(engram: &Engram, cmd: AgentCmd) -> Result<()> {
                 println!("{}", serde_json::to_string_pretty(&agents)?);
             }
             for a in agents.iter().filter(|_| !json) {
-                println!("{}  {}  ({})", a.id, a.name, a.llm.model);
+                println!("{}  {}  ({})", a.id, safe(&a.name), safe(&a.llm.model));
             }
         }
         AgentCmd::Show { agent } => {
-            let state = engram.get_agent(&AgentId::from(agent))?;
-            println!("{}", serde_json::to_string_pretty(&state)?);
+            let id = AgentId::from(agent);
+            let state = engram.get_agent(&id)?;
+            // The agent as JSON, with where its model calls go and what waits for approval.
+            let mut shown = serde_json::to_value(&state)?;
+            shown["endpoints"] = serde_json::to_value(engram.agent_endpoints(&id)?)?;
+            println!("{}", terminal::json(&shown)?);
         }
+        AgentCmd::Endpoint(cmd) => trust::endpoint(engram, cmd)?,
         AgentCmd::Delete { agent } => {
             engram.delete_agent(&AgentId::from(agent.as_str()))?;
             println!("deleted {agent}");
@@ -219,7 +229,7 @@ async fn chat_once(engram: &Engram, agent: &AgentId, message: &str, json: bool) 
                 if shown["message_type"] == "assistant_message"
                     && let Some(text) = shown["content"].as_str()
                 {
-                    println!("{text}");
+                    println!("{}", safe(text));
                 }
             }
         }
@@ -227,7 +237,7 @@ async fn chat_once(engram: &Engram, agent: &AgentId, message: &str, json: bool) 
     if let Some(error) = outcome.error {
         bail!(
             "{} (stop reason: {})",
-            error.message,
+            safe(&error.message),
             outcome.stop_reason.as_str()
         );
     }
@@ -245,11 +255,11 @@ fn memory(engram: &Engram, cmd: MemoryCmd) -> Result<()> {
                 let ro = if b.read_only { ", read-only" } else { "" };
                 println!(
                     "[{}] {}/{} chars, version {}{ro}\n{}\n",
-                    b.label,
+                    safe(&b.label),
                     b.chars(),
                     b.limit,
                     b.version,
-                    b.value
+                    safe(&b.value)
                 );
             }
         }
@@ -267,7 +277,7 @@ fn memory(engram: &Engram, cmd: MemoryCmd) -> Result<()> {
             let b = engram.update_agent_block(&AgentId::from(agent), &label, &patch)?;
             println!(
                 "[{}] {}/{} chars, version {}",
-                b.label,
+                safe(&b.label),
                 b.chars(),
                 b.limit,
                 b.version
@@ -283,7 +293,7 @@ fn memory(engram: &Engram, cmd: MemoryCmd) -> Result<()> {
                     "{}  {}  {}{versions}\n  - {:?}\n  + {:?}",
                     e.id,
                     e.created_at.to_rfc3339(),
-                    serde_json::to_string(&e.editor)?,
+                    terminal::json(&e.editor)?,
                     e.old_value,
                     e.new_value
                 );
@@ -291,7 +301,12 @@ fn memory(engram: &Engram, cmd: MemoryCmd) -> Result<()> {
         }
         MemoryCmd::Undo { edit, if_version } => {
             let b = engram.undo_block_edit(&EditId::from(edit), if_version)?;
-            println!("[{}] restored ({}/{} chars)", b.label, b.chars(), b.limit);
+            println!(
+                "[{}] restored ({}/{} chars)",
+                safe(&b.label),
+                b.chars(),
+                b.limit
+            );
         }
     }
     Ok(())
@@ -321,8 +336,8 @@ async fn archival(engram: &Engram, cmd: ArchivalCmd) -> Result<()> {
                     "{}  {}  [{}]\n  {}",
                     p.id,
                     p.created_at.to_rfc3339(),
-                    p.tags.join(", "),
-                    p.text
+                    safe(&p.tags.join(", ")),
+                    safe(&p.text)
                 );
             }
         }
@@ -351,8 +366,8 @@ async fn archival(engram: &Engram, cmd: ArchivalCmd) -> Result<()> {
                     "{:.4}  {}  [{}]\n  {}",
                     h.score,
                     h.passage.created_at.to_rfc3339(),
-                    h.passage.tags.join(", "),
-                    h.passage.text
+                    safe(&h.passage.tags.join(", ")),
+                    safe(&h.passage.text)
                 );
             }
         }
@@ -396,7 +411,7 @@ fn recall(engram: &Engram, cmd: RecallCmd) -> Result<()> {
             "{}  {}: {}",
             m.created_at.to_rfc3339(),
             m.role.as_str(),
-            m.content
+            safe(&m.content)
         );
     }
     Ok(())
@@ -443,8 +458,8 @@ async fn provider(engram: &Engram, cmd: ProviderCmd) -> Result<()> {
             })?;
             println!(
                 "{} ({}) key {}",
-                info.name,
-                info.base_url.unwrap_or_default(),
+                safe(&info.name),
+                safe(&info.base_url.unwrap_or_default()),
                 if info.key_set { "set" } else { "not set" }
             );
         }
@@ -452,8 +467,8 @@ async fn provider(engram: &Engram, cmd: ProviderCmd) -> Result<()> {
             for p in engram.list_providers()? {
                 println!(
                     "{}  {}  key {}",
-                    p.name,
-                    p.base_url.unwrap_or_default(),
+                    safe(&p.name),
+                    safe(&p.base_url.unwrap_or_default()),
                     if p.key_set { "set" } else { "not set" }
                 );
             }
@@ -462,7 +477,7 @@ async fn provider(engram: &Engram, cmd: ProviderCmd) -> Result<()> {
             let models = engram.test_provider(&name).await?;
             println!("{name}: OK, {} models", models.len());
             for m in models {
-                println!("  {}", m.id);
+                println!("  {}", safe(&m.id));
             }
         }
         ProviderCmd::Delete { name } => {

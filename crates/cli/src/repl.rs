@@ -1,6 +1,7 @@
 //! The interactive chat: read a line, stream the agent's reply, repeat. Ctrl-C stops the
 //! reply in flight (keeping what arrived); Ctrl-D or `/exit` leaves.
 
+use crate::terminal::safe;
 use anyhow::Result;
 use engram_core::{AgentId, RunEvent, ToolStatus};
 use engram_service::Engram;
@@ -12,7 +13,8 @@ pub async fn run(engram: &Engram, agent: &AgentId) -> Result<()> {
     let state = engram.get_agent(agent)?;
     eprintln!(
         "Chatting with {} ({}). Ctrl-C stops a reply, Ctrl-D or /exit leaves.",
-        state.agent.name, state.agent.llm.model
+        safe(&state.agent.name),
+        safe(&state.agent.llm.model)
     );
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     loop {
@@ -33,19 +35,19 @@ pub async fn run(engram: &Engram, agent: &AgentId) -> Result<()> {
             while let Some(event) = rx.recv().await {
                 match event {
                     RunEvent::TextDelta { delta } => {
-                        let _ = write!(out, "{delta}");
+                        let _ = write!(out, "{}", safe(&delta));
                         let _ = out.flush();
                     }
                     RunEvent::ToolCall { call } => {
-                        eprintln!("\n  → {}({})", call.name, call.arguments)
+                        eprintln!("\n  → {}({})", safe(&call.name), safe(&call.arguments))
                     }
                     RunEvent::ToolResult {
                         status: ToolStatus::Failed,
                         message,
                         ..
-                    } => eprintln!("  ✗ {message}"),
+                    } => eprintln!("  ✗ {}", safe(&message)),
                     RunEvent::MemoryChanged { block, .. } => {
-                        eprintln!("  ✎ {} updated", block.label)
+                        eprintln!("  ✎ {} updated", safe(&block.label))
                     }
                     RunEvent::Done {
                         stop_reason, usage, ..
@@ -58,7 +60,7 @@ pub async fn run(engram: &Engram, agent: &AgentId) -> Result<()> {
                             usage.total_tokens
                         );
                     }
-                    RunEvent::Error { error } => eprintln!("\nerror: {}", error.message),
+                    RunEvent::Error { error } => eprintln!("\nerror: {}", safe(&error.message)),
                     _ => {}
                 }
             }
@@ -75,7 +77,7 @@ pub async fn run(engram: &Engram, agent: &AgentId) -> Result<()> {
         drop(tx);
         let _ = printer.await;
         if let Err(e) = result {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", safe(&e.to_string()));
         }
     }
     Ok(())

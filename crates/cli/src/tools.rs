@@ -1,5 +1,6 @@
 //! `engram tool …` and `engram template list`: user tools and agent templates.
 
+use crate::terminal::safe;
 use anyhow::{Context as _, Result};
 use clap::{Subcommand, ValueEnum};
 use engram_core::{AgentId, NewTool, Tool};
@@ -47,6 +48,21 @@ pub enum ToolCmd {
     },
     /// Delete a user tool and detach it from every agent.
     Delete {
+        /// Tool id or name.
+        tool: String,
+    },
+    /// Review a tool's source and trust it, so agents can run it. Code from agent files does
+    /// not run until trusted; trust is bound to the source's SHA-256 (a changed source is
+    /// untrusted again). Asks on a terminal; scripts pass the hash shown.
+    Trust {
+        /// Tool id or name.
+        tool: String,
+        /// The SHA-256 of the source you reviewed (from `engram tool show` or the prompt).
+        #[arg(long)]
+        hash: Option<String>,
+    },
+    /// Withdraw trust: the tool stops running until trusted again.
+    Untrust {
         /// Tool id or name.
         tool: String,
     },
@@ -102,12 +118,18 @@ fn line(t: &Tool) -> String {
     if t.allow_unsandboxed {
         grants.push_str("  [may run unsandboxed]");
     }
-    format!(
-        "{}  {}  ({}){grants}{state}",
+    let trust = if t.trusted {
+        String::new()
+    } else {
+        format!("  [untrusted: from {}]", t.origin.describe())
+    };
+    safe(&format!(
+        "{}  {}  ({}){grants}{state}{trust}",
         t.id,
         t.name,
         t.language.as_str()
-    )
+    ))
+    .into_owned()
 }
 
 fn names(tools: &[Tool]) -> String {
@@ -132,7 +154,7 @@ pub fn tool(engram: &Engram, cmd: ToolCmd) -> Result<()> {
                 engram.attach_tool(&AgentId::from(agent), &tool.id)?;
             }
             if let Some(why) = &tool.unavailable_reason {
-                eprintln!("note: {} cannot run here yet: {why}", tool.name);
+                eprintln!("note: {} cannot run here yet: {}", tool.name, safe(why));
             }
             println!("{}", tool.id);
         }
@@ -148,7 +170,12 @@ pub fn tool(engram: &Engram, cmd: ToolCmd) -> Result<()> {
         }
         ToolCmd::Show { tool } => {
             let t = engram.find_tool(&tool)?;
-            println!("{}", serde_json::to_string_pretty(&t)?);
+            println!("{}", crate::terminal::json(&t)?);
+        }
+        ToolCmd::Trust { tool, hash } => crate::trust::trust_tool(engram, &tool, hash)?,
+        ToolCmd::Untrust { tool } => {
+            let t = engram.untrust_tool(&tool)?;
+            println!("untrusted {}", t.name);
         }
         ToolCmd::Attach { agent, tool } => {
             let t = engram.find_tool(&tool)?;
@@ -197,7 +224,7 @@ pub fn template(engram: &Engram, cmd: TemplateCmd) -> Result<()> {
                 println!("{}", serde_json::to_string_pretty(&templates)?);
             } else {
                 for t in &templates {
-                    println!("{}  {}: {}", t.id, t.name, t.description);
+                    println!("{}  {}: {}", t.id, safe(&t.name), safe(&t.description));
                 }
             }
         }

@@ -1,6 +1,7 @@
 //! `engram import` and `engram export`: Agent Files (.af), Markdown and JSON, through the
 //! service layer.
 
+use crate::terminal::safe;
 use anyhow::{Context as _, Result, bail};
 use clap::{Args, ValueEnum};
 use engram_core::AgentId;
@@ -42,7 +43,8 @@ pub struct ExportArgs {
     pub output: Option<PathBuf>,
 }
 
-/// Imports a file and prints the new agent ids, one per line; then on stderr any warnings and
+/// Imports a file and prints the new agent ids, one per line; on stderr, what the file brings
+/// that waits for review (tools with code, endpoints, tool rules, MCP servers), warnings, and
 /// one `inactive: <agent>: <kind> "<name>": <reason>` line per part kept but not active.
 pub fn import(engram: &Engram, args: ImportArgs) -> Result<()> {
     let limit = engram_agentfile::MAX_FILE_BYTES;
@@ -66,36 +68,29 @@ pub fn import(engram: &Engram, args: ImportArgs) -> Result<()> {
         }
         std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?
     };
-    let report = engram.import_agent_file(&bytes)?;
+    let file_name = if args.file.as_os_str() == "-" {
+        "(standard input)".to_owned()
+    } else {
+        args.file.file_name().map_or_else(
+            || args.file.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+    };
+    let report = engram.import_agent_file_named(&bytes, &file_name)?;
     for id in &report.agents {
         println!("{id}");
     }
-    for w in &report.warnings {
-        eprintln!("warning: {w}");
-    }
+    crate::trust::print_report(&report);
     for x in &report.inactive {
         eprintln!(
             "inactive: {}: {} \"{}\": {}",
-            plain(&x.agent_name),
+            safe(&x.agent_name),
             kind_word(x.kind),
-            plain(&x.name),
-            x.reason
+            safe(&x.name),
+            safe(&x.reason)
         );
     }
     Ok(())
-}
-
-/// Names from a file are untrusted: control characters (terminal escapes) are shown escaped.
-fn plain(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
 }
 
 /// How `engram import` names a kind of inactive part.

@@ -14,6 +14,7 @@ pub mod message;
 pub mod passage;
 pub mod run;
 pub mod tool;
+pub mod trust;
 
 pub use agent::{Agent, AgentPatch, EmbeddingConfig, LlmConfig, LoopStyle, NewAgent};
 pub use block_op::{Applied, BlockOp, OpError, ReplaceCount};
@@ -24,6 +25,7 @@ pub use message::{Message, MessageKind, NewMessage, Role, ToolCall};
 pub use passage::{NewPassage, Passage, PassageHit, TagMatch};
 pub use run::{RunEvent, Step, StopReason, ToolReturn, ToolStatus, Usage};
 pub use tool::{DEFAULT_RETURN_CHAR_LIMIT, NewTool, Tool, ToolLanguage, ToolRule};
+pub use trust::{EndpointKind, PendingEndpoint, ToolOrigin, source_hash};
 
 /// Timestamps are UTC everywhere; they serialize as RFC 3339.
 pub type Timestamp = chrono::DateTime<chrono::Utc>;

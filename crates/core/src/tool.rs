@@ -70,10 +70,44 @@ pub struct Tool {
     pub available: bool,
     /// Why it cannot run, when `available` is false (e.g. "`python3` was not found on PATH…").
     pub unavailable_reason: Option<String>,
+    /// Where the tool came from (built-ins: `user`, they are Engram's own).
+    #[serde(default)]
+    pub origin: crate::ToolOrigin,
+    /// SHA-256 (64 hex digits, see [`crate::source_hash`]) of the source the user trusted;
+    /// `None` until trusted. Tools the user writes are trusted as written.
+    #[serde(default)]
+    pub trusted_hash: Option<String>,
+    /// SHA-256 of the current `source_code` (computed when read; `None` for built-ins).
+    #[serde(default)]
+    pub source_hash: Option<String>,
+    /// Whether the tool may run: built-in, or `trusted_hash` equals the hash of the current
+    /// source (computed when read; see [`Tool::is_trusted`], which the loop checks).
+    #[serde(default)]
+    pub trusted: bool,
     /// When the tool was created (built-ins: the Unix epoch).
     pub created_at: Timestamp,
     /// When it last changed.
     pub updated_at: Timestamp,
+}
+
+impl Tool {
+    /// Whether this tool may run: a built-in, or a tool whose current source hashes to the
+    /// hash the user trusted. Computed from the source itself, so a changed source is
+    /// untrusted again whatever `trusted` says.
+    pub fn is_trusted(&self) -> bool {
+        match (&self.source_code, &self.trusted_hash) {
+            _ if self.language == ToolLanguage::Builtin => true,
+            (Some(src), Some(hash)) => crate::source_hash(src) == *hash,
+            _ => false,
+        }
+    }
+
+    /// Fills the computed `source_hash` and `trusted` from the stored fields.
+    pub fn with_trust_computed(mut self) -> Self {
+        self.source_hash = self.source_code.as_deref().map(crate::source_hash);
+        self.trusted = self.is_trusted();
+        self
+    }
 }
 
 /// What it takes to create or replace (upsert by name) a user tool.

@@ -70,6 +70,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/app/detach_tool", post(detach_tool))
         .route("/app/try_tool", post(try_tool))
         .route("/app/notices", get(notices))
+        .merge(crate::app_trust::routes())
 }
 
 /// An engine error as `{code, message, details?}` with the status the `/v1` routes would give.
@@ -91,14 +92,14 @@ impl IntoResponse for AppError {
     }
 }
 
-type AppResult<T> = Result<Json<T>, AppError>;
+pub(crate) type AppResult<T> = Result<Json<T>, AppError>;
 
-fn done<T>(r: engram_core::Result<T>) -> AppResult<T> {
+pub(crate) fn done<T>(r: engram_core::Result<T>) -> AppResult<T> {
     Ok(Json(r?))
 }
 
 /// A command's arguments: a JSON object; anything else is 400 `invalid_input`.
-pub(crate) struct Args<T>(T);
+pub(crate) struct Args<T>(pub(crate) T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Args<T> {
     type Rejection = Response;
@@ -267,6 +268,9 @@ struct SearchRecallArg {
 #[derive(Deserialize)]
 struct ContentsArg {
     contents: String,
+    /// The file's name, recorded as the origin of its tools and endpoints.
+    #[serde(default)]
+    file_name: Option<String>,
 }
 
 /// How many archival hits a search returns when the UI does not say.
@@ -491,7 +495,14 @@ async fn import_agent_file(
     State(s): State<AppState>,
     Args(a): Args<ContentsArg>,
 ) -> AppResult<impl Serialize> {
-    done(s.engram.import_agent_file(a.contents.as_bytes()))
+    done(
+        s.engram.import_agent_file_named(
+            a.contents.as_bytes(),
+            a.file_name
+                .as_deref()
+                .unwrap_or(engram_service::UNNAMED_FILE),
+        ),
+    )
 }
 
 async fn list_templates(State(s): State<AppState>) -> Json<impl Serialize> {

@@ -5,18 +5,28 @@
 use crate::Engram;
 use engram_agent::tools::{BUILTIN_TOOLS, specs};
 use engram_agentfile::{ExportOptions, ImportOptions, snapshot};
-use engram_core::{AgentId, BlockId, Error, LoopStyle, Result};
+use engram_core::trust::ImportedToolStatus;
+use engram_core::{
+    AgentId, BlockId, Error, LoopStyle, PendingEndpoint, Result, ToolId, ToolOrigin, ToolRule,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 /// What an import created, and what the user should know about it.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 #[ts(export)]
 pub struct ImportReport {
+    /// The file's name as given (`(unnamed file)` when none was).
+    pub file_name: String,
     /// The new agents, in file order.
     pub agents: Vec<AgentId>,
     /// The new blocks (shared blocks once).
     pub blocks: Vec<BlockId>,
+    /// Per agent, what the file brings that the user should review: tools with code,
+    /// endpoints, tool rules.
+    pub details: Vec<ImportedAgent>,
+    /// The file's MCP servers (never connected by an import).
+    pub mcp_servers: Vec<ImportedMcpServer>,
     /// Things kept but not live (custom tools, tool rules, groups), adjusted (raised block
     /// limits, an embedding model that is not configured) or to set up (an unconfigured
     /// provider: the agent was imported, change its model or add the provider).
@@ -27,9 +37,109 @@ pub struct ImportReport {
     pub inactive: Vec<engram_agentfile::Inactive>,
 }
 
+impl ImportReport {
+    /// Whether anything waits for the user's approval (an untrusted tool or a pending endpoint).
+    pub fn needs_review(&self) -> bool {
+        self.details
+            .iter()
+            .any(|d| !d.endpoints.is_empty() || d.tools.iter().any(|t| !t.trusted))
+    }
+}
+
+/// What one imported agent brings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+#[ts(export)]
+pub struct ImportedAgent {
+    /// The new agent.
+    pub agent_id: AgentId,
+    /// Its name.
+    pub name: String,
+    /// The tools with code the file carries for it.
+    pub tools: Vec<ImportedToolReport>,
+    /// Base URLs the file asked for, inactive until accepted.
+    pub endpoints: Vec<PendingEndpoint>,
+    /// Its tool rules (the loop enforces the known types).
+    pub tool_rules: Vec<ToolRule>,
+}
+
+/// One tool with code from the file, as stored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+#[ts(export)]
+pub struct ImportedToolReport {
+    /// The stored tool's id.
+    pub tool_id: ToolId,
+    /// Its name now (differs from `requested_name` when renamed).
+    pub name: String,
+    /// The name the file gave it.
+    pub requested_name: String,
+    /// Added, renamed (the name was taken by a different tool), or the same as a stored tool.
+    pub status: ImportedToolStatus,
+    /// Where the stored tool came from.
+    pub origin: ToolOrigin,
+    /// The Python source to review.
+    pub source_code: String,
+    /// SHA-256 of `source_code` (64 hex digits): what trusting it binds to.
+    pub source_hash: String,
+    /// Whether it may run (false for new code from a file until the user trusts it).
+    pub trusted: bool,
+}
+
+/// An MCP server entry of the file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+#[ts(export)]
+pub struct ImportedMcpServer {
+    /// Its name (`server_name`), or `?`.
+    pub name: String,
+    /// Its type as written (`stdio`, `sse`, `streamable_http`, …), or `?`.
+    pub kind: String,
+    /// Its URL, or its command line for stdio servers (empty when the file gives neither).
+    pub target: String,
+}
+
+fn mcp_server(v: &serde_json::Value) -> ImportedMcpServer {
+    let text = |keys: &[&str]| {
+        keys.iter()
+            .find_map(|k| v[*k].as_str().map(str::to_owned))
+            .unwrap_or_default()
+    };
+    let command = match (&v["command"], &v["args"]) {
+        (serde_json::Value::String(c), serde_json::Value::Array(args)) => {
+            let args: Vec<&str> = args.iter().filter_map(|a| a.as_str()).collect();
+            format!("{c} {}", args.join(" ")).trim().to_owned()
+        }
+        (serde_json::Value::String(c), _) => c.clone(),
+        _ => String::new(),
+    };
+    let url = text(&["server_url", "url"]);
+    let or_unknown = |s: String| if s.is_empty() { "?".to_owned() } else { s };
+    ImportedMcpServer {
+        name: or_unknown(text(&["server_name", "name"])),
+        kind: or_unknown(text(&["type", "server_type"])),
+        target: if url.is_empty() { command } else { url },
+    }
+}
+
+/// The name imports record when the transport gives none.
+pub const UNNAMED_FILE: &str = "(unnamed file)";
+
 impl Engram {
     /// Imports an Agent File (v1 or v2, possibly double-encoded; at most
-    /// [`MAX_FILE_BYTES`](engram_agentfile::MAX_FILE_BYTES)) in one transaction.
+    /// [`MAX_FILE_BYTES`](engram_agentfile::MAX_FILE_BYTES)) in one transaction, as
+    /// [`import_agent_file_named`](Self::import_agent_file_named) with no file name.
+    ///
+    /// Errors: as `import_agent_file_named`.
+    pub fn import_agent_file(&self, bytes: &[u8]) -> Result<ImportReport> {
+        self.import_agent_file_named(bytes, UNNAMED_FILE)
+    }
+
+    /// Imports an Agent File in one transaction; `file_name` is recorded as the origin of its
+    /// tools and endpoints.
+    ///
+    /// Nothing the user has changes: the file's tools are stored untrusted (they do not run
+    /// until the user trusts their source), a tool whose name is taken by a different tool is
+    /// stored under a new name, and the file can attach only built-ins and tools it carries.
+    /// Base URLs in Engram's extension wait as pending endpoints. The report lists, per agent,
+    /// the tools with code, endpoints and tool rules, and the file's MCP servers.
     ///
     /// Agents whose model provider is not configured are imported anyway, with a warning. An
     /// embedding model whose provider is not configured is dropped (search falls back to BM25;
@@ -37,13 +147,20 @@ impl Engram {
     ///
     /// Errors: `invalid_input` naming what is wrong and its JSON path (e.g. `agent file:
     /// unexpected value at agents[0].messages[3].role: …`); nothing is imported then.
-    pub fn import_agent_file(&self, bytes: &[u8]) -> Result<ImportReport> {
+    pub fn import_agent_file_named(&self, bytes: &[u8], file_name: &str) -> Result<ImportReport> {
         let file = engram_agentfile::parse(bytes)?;
         let default_model = self.default_model()?;
+        let file_name = file_name.trim();
+        let file_name = if file_name.is_empty() {
+            UNNAMED_FILE
+        } else {
+            file_name
+        };
         let opts = ImportOptions {
             builtin_tools: BUILTIN_TOOLS,
             default_model: &default_model,
             now: chrono::Utc::now(),
+            file_name,
         };
         let mut conv = engram_agentfile::to_bundle(&file, &opts)?;
         for ia in &mut conv.bundle.agents {
@@ -57,9 +174,15 @@ impl Engram {
                     a.name, a.llm.model
                 ));
             }
+            let keeps_embedding_url = ia
+                .pending_endpoints
+                .iter()
+                .any(|p| p.kind == engram_core::EndpointKind::Embedding);
             if let Some(emb) = a.embedding.clone() {
                 let (provider, _) = engram_core::agent::split_handle(&emb.model);
-                if let Err(e) = self.resolver.config(provider, emb.base_url.as_deref()) {
+                if !keeps_embedding_url
+                    && let Err(e) = self.resolver.config(provider, emb.base_url.as_deref())
+                {
                     conv.warnings.push(format!(
                         "{}: embedding model {} is not usable ({e}); archival search uses BM25 only until you set one",
                         a.name, emb.model
@@ -72,12 +195,58 @@ impl Engram {
             }
         }
         let ids = self.store.import_bundle(&conv.bundle)?;
-        tracing::info!(agents = ids.agents.len(), "imported an agent file");
+        tracing::info!(
+            agents = ids.agents.len(),
+            file = file_name,
+            "imported an agent file"
+        );
+        let mut warnings = conv.warnings;
+        for t in &ids.tools {
+            if t.status == ImportedToolStatus::Renamed {
+                warnings.push(format!(
+                    "tool '{}' of the file was stored as '{}': you already have a different tool named '{}'",
+                    t.requested_name, t.tool.name, t.requested_name
+                ));
+            }
+        }
+        let details = conv
+            .bundle
+            .agents
+            .iter()
+            .zip(&ids.agents)
+            .map(|(ia, id)| ImportedAgent {
+                agent_id: id.clone(),
+                name: ia.agent.name.clone(),
+                tools: ids
+                    .tools
+                    .iter()
+                    .filter(|t| ia.agent.tools.contains(&t.requested_name))
+                    .map(|t| ImportedToolReport {
+                        tool_id: t.tool.id.clone(),
+                        name: t.tool.name.clone(),
+                        requested_name: t.requested_name.clone(),
+                        status: t.status,
+                        origin: t.tool.origin.clone(),
+                        source_code: t.tool.source_code.clone().unwrap_or_default(),
+                        source_hash: t.tool.source_hash.clone().unwrap_or_default(),
+                        trusted: t.tool.trusted,
+                    })
+                    .collect(),
+                endpoints: ia.pending_endpoints.clone(),
+                tool_rules: ia.agent.tool_rules.clone(),
+            })
+            .collect();
         self.notify(crate::Notice::AgentsChanged);
+        if !ids.tools.is_empty() {
+            self.notify(crate::Notice::ToolsChanged);
+        }
         Ok(ImportReport {
+            file_name: file_name.to_owned(),
             agents: ids.agents,
             blocks: ids.blocks,
-            warnings: conv.warnings,
+            details,
+            mcp_servers: conv.mcp_servers.iter().map(mcp_server).collect(),
+            warnings,
             inactive: conv.inactive,
         })
     }
@@ -126,12 +295,18 @@ impl Engram {
             Some(n) => n.to_owned(),
             None => format!("{} (copy)", original.name),
         };
-        let report =
-            self.import_agent_file(&self.export_agent_file(std::slice::from_ref(agent))?)?;
+        let report = self.import_agent_file_named(
+            &self.export_agent_file(std::slice::from_ref(agent))?,
+            &format!("a copy of {}", original.name),
+        )?;
         let copy = report
             .agents
             .first()
             .ok_or_else(|| Error::Internal("the copy imported no agent".into()))?;
+        // The endpoints are the original's, which the user already has: keep them live.
+        if report.details.iter().any(|d| !d.endpoints.is_empty()) {
+            self.accept_endpoint(copy, None)?;
+        }
         self.update_agent(
             copy,
             &engram_core::AgentPatch {

@@ -43,6 +43,7 @@ impl Engram {
         if text.trim().is_empty() {
             return Err(Error::invalid("the message is empty"));
         }
+        self.check_pending_endpoints(agent)?;
         let handle = self.register(agent, cancel);
         // The run's events pass through here on their way to the caller, so that other windows
         // hear about the messages and memory edits the run commits.

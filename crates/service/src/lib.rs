@@ -18,8 +18,11 @@ mod resolve;
 mod rewrite;
 mod templates;
 mod tools;
+mod trust;
 
-pub use agentfile::ImportReport;
+pub use agentfile::{
+    ImportReport, ImportedAgent, ImportedMcpServer, ImportedToolReport, UNNAMED_FILE,
+};
 pub use agents::AgentState;
 pub use api_token::REST_TOKEN_SECRET;
 pub use chat::RunHandle;
@@ -29,6 +32,7 @@ pub use notices::Notice;
 pub use providers::{LocalServer, ProviderInfo, ProviderSetup};
 pub use templates::Template;
 pub use tools::{BlockChange, ToolPatch, ToolSandboxSettings, ToolTrial};
+pub use trust::AgentEndpoints;
 // Types transports hand on unchanged.
 pub use engram_agent::ContextBreakdown;
 pub use engram_providers::ModelInfo;
@@ -124,12 +128,8 @@ impl Engram {
     /// Opens (creating if needed) the data directory and its database.
     pub fn open(options: Options) -> Result<Self> {
         let home = resolve_home(options.home, &*options.env)?;
-        std::fs::create_dir_all(&home).map_err(|e| {
-            Error::Storage(format!(
-                "cannot create the data directory {}: {e}",
-                home.display()
-            ))
-        })?;
+        // Private to the user: 0700 when Engram creates it (DESIGN.md §8b).
+        engram_store::private::create_dir(&home)?;
         let store = Store::open(&home.join(DB_FILE))?;
         let python = Arc::new(python_host(&*options.env));
         let resolver = Arc::new(resolve::Resolver::new(

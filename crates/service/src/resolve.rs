@@ -8,7 +8,7 @@ use engram_core::agent::split_handle;
 use engram_core::error::ProviderFault;
 use engram_core::{EmbeddingConfig, Error, LlmConfig, Result};
 use engram_providers::{ChatModel, ProviderConfig, ProviderKind, RetryPolicy, Timeouts};
-use engram_secrets::{SecretStore, provider_key_name};
+use engram_secrets::{EnvOverride, SecretStore, provider_key_name};
 use engram_store::Store;
 use std::sync::Arc;
 use std::time::Duration;
@@ -60,11 +60,15 @@ impl Resolver {
         } else {
             None
         };
+        let default_base = engram_providers::default_base_url(provider).map(str::to_owned);
+        let stored_base = row
+            .as_ref()
+            .and_then(|r| r.base_url.clone())
+            .or_else(|| default_base.clone());
         let base_url = base_override
             .map(str::to_owned)
-            .or(env_base)
-            .or_else(|| row.as_ref().and_then(|r| r.base_url.clone()))
-            .or_else(|| engram_providers::default_base_url(provider).map(str::to_owned))
+            .or_else(|| env_base.clone())
+            .or_else(|| stored_base.clone())
             .ok_or_else(|| {
                 Error::provider(
                     ProviderFault::NotConfigured,
@@ -74,10 +78,38 @@ impl Resolver {
                     ),
                 )
             })?;
-        let api_key = self.secrets.get(&provider_key_name(provider))?;
+        let key_name = provider_key_name(provider);
+        let mut api_key = self.secrets.get(&key_name)?;
+        // A key goes only to the host it was stored for (DESIGN.md §8b): a stored key to the
+        // provider's configured base URL (or the user's own OPENAI_BASE_URL), a key from the
+        // environment to OPENAI_BASE_URL or the provider's default. Never to a URL an agent
+        // (or the file it came from) names.
+        let from_env = EnvOverride::<()>::variable_for(&key_name)
+            .and_then(|var| (self.env)(var))
+            .is_some_and(|v| !v.trim().is_empty());
+        let key_homes: Vec<&String> = if from_env {
+            env_base.iter().chain(&default_base).take(1).collect()
+        } else {
+            stored_base.iter().chain(&env_base).collect()
+        };
+        let withheld = api_key.is_some() && !key_homes.iter().any(|h| same_origin(h, &base_url));
+        if withheld {
+            tracing::warn!(provider, "not sending the provider's key to another host");
+            api_key = None;
+        }
         let local = base_url.contains("://127.0.0.1")
             || base_url.contains("://localhost")
             || base_url.contains("://[::1]");
+        if withheld && !local {
+            return Err(Error::provider(
+                ProviderFault::NotConfigured,
+                format!(
+                    "the key of '{provider}' is sent only to {}; this agent's base URL {base_url} is another host. \
+                     Add a provider for that server (`engram provider set NAME --base-url URL`) or clear the agent's base URL",
+                    key_homes.first().map_or("its own server", |h| h.as_str())
+                ),
+            ));
+        }
         if api_key.is_none()
             && !local
             && (row.is_none() || kind == ProviderKind::Anthropic || provider == "openai")
@@ -115,6 +147,18 @@ impl Resolver {
     }
 }
 
+/// Whether two URLs have the same origin (scheme, host and port, default ports filled in).
+/// Unparsable URLs match nothing.
+pub(crate) fn same_origin(a: &str, b: &str) -> bool {
+    match (url::Url::parse(a.trim()), url::Url::parse(b.trim())) {
+        (Ok(a), Ok(b)) => {
+            let (a, b) = (a.origin(), b.origin());
+            a.is_tuple() && a == b
+        }
+        _ => false,
+    }
+}
+
 fn provider_error(e: engram_providers::ProviderError) -> Error {
     e.into()
 }
@@ -133,5 +177,31 @@ impl ModelResolver for Resolver {
             model,
             name: name.to_owned(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_origin;
+
+    #[test]
+    fn origins_compare_scheme_host_and_port() {
+        assert!(same_origin(
+            "https://api.openai.com/v1",
+            "https://api.openai.com:443/x"
+        ));
+        assert!(!same_origin(
+            "https://api.openai.com/v1",
+            "http://api.openai.com/v1"
+        ));
+        assert!(!same_origin(
+            "https://api.openai.com/v1",
+            "https://api.openai.com.evil.io/v1"
+        ));
+        assert!(!same_origin(
+            "http://127.0.0.1:8080/v1",
+            "http://127.0.0.1:8081/v1"
+        ));
+        assert!(!same_origin("not a url", "not a url"));
     }
 }

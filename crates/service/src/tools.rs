@@ -6,7 +6,7 @@ use engram_agent::tools::{BUILTIN_TOOLS, builtin_tool, builtin_tools, trial};
 use engram_core::tool::valid_tool_name;
 use engram_core::{
     Agent, AgentId, DEFAULT_RETURN_CHAR_LIMIT, Error, NewTool, Result, Tool, ToolId, ToolLanguage,
-    ToolRule, ToolStatus,
+    ToolOrigin, ToolRule, ToolStatus, source_hash,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -181,6 +181,12 @@ impl Engram {
         let mut tool = self.build_tool(new)?;
         tool.id = old.id.clone();
         tool.created_at = old.created_at;
+        if tool.source_code == old.source_code {
+            // Only the code the user wrote is trusted by writing it: a new name or description
+            // leaves an untrusted tool untrusted.
+            tool.origin = old.origin.clone();
+            tool.trusted_hash = old.trusted_hash.clone();
+        }
         let stored = self.store.replace_tool(id, &tool)?;
         self.notify(Notice::ToolsChanged);
         Ok(self.with_availability(stored))
@@ -385,6 +391,7 @@ impl Engram {
             json_schema["parameters"] = json!({"type": "object", "properties": {}, "required": []});
         }
         let now = chrono::Utc::now();
+        let hash = source_hash(&new.source_code);
         Ok(Tool {
             id: ToolId::new(),
             name,
@@ -401,6 +408,11 @@ impl Engram {
             allow_unsandboxed: new.allow_unsandboxed.unwrap_or(false),
             available: true,
             unavailable_reason: None,
+            // Written by the user through one of Engram's own transports: trusted as written.
+            origin: ToolOrigin::User,
+            trusted_hash: Some(hash),
+            source_hash: None,
+            trusted: false,
             created_at: now,
             updated_at: now,
         })

@@ -100,7 +100,7 @@ pub(crate) fn insert_row(tx: &Connection, agent: &Agent) -> Result<()> {
     Ok(())
 }
 
-fn save(conn: &Connection, a: &Agent, clear_cache: bool) -> Result<()> {
+pub(crate) fn save(conn: &Connection, a: &Agent, clear_cache: bool) -> Result<()> {
     let embedding = a.embedding.as_ref().map(to_json).transpose()?;
     conn.prepare_cached(
         "UPDATE agents SET name = ?2, description = ?3, system = ?4, llm = ?5, embedding = ?6,

@@ -12,10 +12,12 @@
 
 use crate::messages::{self, SEQ_GAP};
 use crate::sql::{self, DbResult, to_json};
-use crate::{Store, agents, blocks, passages};
+use crate::{Store, agents, blocks, passages, tools};
 use engram_core::memory::check_limit;
+use engram_core::trust::ImportedToolStatus;
 use engram_core::{
-    Agent, AgentId, Block, BlockEdit, BlockId, Error, NewMessage, NewPassage, Result,
+    Agent, AgentId, Block, BlockEdit, BlockId, Error, NewMessage, NewPassage, PendingEndpoint,
+    Result, Tool,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 use std::collections::{HashMap, HashSet};
@@ -58,6 +60,9 @@ pub struct ImportAgent {
     pub extras: Option<serde_json::Value>,
     /// The agent's tags (Letta's `tags`), in order.
     pub tags: Vec<String>,
+    /// Base URLs the file asked for, stored inactive until the user accepts them (their
+    /// `agent_id` is replaced by the agent's).
+    pub pending_endpoints: Vec<PendingEndpoint>,
 }
 
 /// Everything one import writes.
@@ -67,18 +72,107 @@ pub struct ImportBundle {
     pub blocks: Vec<ImportBlock>,
     /// Agents.
     pub agents: Vec<ImportAgent>,
-    /// User tools the agents use, upserted by name (an existing tool of that name is replaced,
-    /// as Letta's import does).
-    pub tools: Vec<engram_core::Tool>,
+    /// User tools the agents use. An import never changes a stored tool: a tool whose name
+    /// is free is added as given (a file's tools untrusted); one identical to the stored tool
+    /// of its name (same source and schema) is that tool; any other gets a free name
+    /// (`name_2`, `name_3`, …; its `def` and the bundle's tool lists and rules follow).
+    pub tools: Vec<Tool>,
+}
+
+/// What became of one tool of a bundle.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ImportedTool {
+    /// The name the file gave it.
+    pub requested_name: String,
+    /// The tool as stored (for `Existing`, the stored tool the file's copy matched).
+    pub tool: Tool,
+    /// Added, added under a new name, or matched an existing tool.
+    pub status: ImportedToolStatus,
 }
 
 /// The ids an import created, in bundle order.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ImportedIds {
     /// The new agents.
     pub agents: Vec<AgentId>,
     /// The new blocks.
     pub blocks: Vec<BlockId>,
+    /// The bundle's tools, in bundle order.
+    pub tools: Vec<ImportedTool>,
+}
+
+/// `name` with suffix `_n`, cut so the result stays a valid tool name (≤ 64 characters).
+fn suffixed(name: &str, n: u32) -> String {
+    let suffix = format!("_{n}");
+    let keep = name.len().min(64 - suffix.len());
+    format!("{}{suffix}", &name[..keep])
+}
+
+/// `t` under the name `name`: its `def` and schema follow.
+fn renamed(t: &Tool, name: &str) -> Tool {
+    let mut r = t.clone();
+    r.source_code = t
+        .source_code
+        .as_ref()
+        .map(|src| src.replace(&format!("def {}(", t.name), &format!("def {name}(")));
+    r.json_schema["name"] = serde_json::json!(name);
+    r.name = name.to_owned();
+    r
+}
+
+/// Stores one tool of a bundle without touching a stored tool (see [`ImportBundle::tools`]).
+/// A tool identical to a stored one (under its name, or under a name an earlier import of
+/// the same file gave it) is that tool, so importing a file twice adds nothing.
+fn place_tool(tx: &Connection, t: &Tool, bundle_names: &HashSet<&str>) -> Result<ImportedTool> {
+    let same =
+        |a: &Tool, b: &Tool| a.source_code == b.source_code && a.json_schema == b.json_schema;
+    let mut n = 1;
+    let (tool, status) = loop {
+        let candidate = if n == 1 {
+            t.clone()
+        } else {
+            renamed(t, &suffixed(&t.name, n))
+        };
+        let taken_in_bundle = n > 1 && bundle_names.contains(candidate.name.as_str());
+        match tools::load_by(tx, "name", &candidate.name)? {
+            Some(old) if same(&old, &candidate) => break (old, ImportedToolStatus::Existing),
+            None if !taken_in_bundle => {
+                let mut fresh = candidate;
+                fresh.id = engram_core::ToolId::new();
+                let status = if n == 1 {
+                    ImportedToolStatus::Added
+                } else {
+                    ImportedToolStatus::Renamed
+                };
+                break (tools::upsert(tx, &fresh)?, status);
+            }
+            _ => n += 1,
+        }
+    };
+    Ok(ImportedTool {
+        requested_name: t.name.clone(),
+        tool,
+        status,
+    })
+}
+
+fn insert_pending(tx: &Connection, agent: &AgentId, e: &PendingEndpoint) -> Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO pending_endpoints (agent_id, kind, base_url, source, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT (agent_id, kind) DO UPDATE SET base_url = excluded.base_url,
+             source = excluded.source, created_at = excluded.created_at",
+    )
+    .db()?
+    .execute(params![
+        agent.as_str(),
+        e.kind.as_str(),
+        e.base_url,
+        e.source,
+        sql::micros(e.created_at),
+    ])
+    .db()?;
+    Ok(())
 }
 
 fn check_block(b: &Block) -> Result<()> {
@@ -157,8 +251,15 @@ impl Store {
         }
         self.write(|tx| {
             let mut out = ImportedIds::default();
+            let bundle_names: HashSet<&str> =
+                bundle.tools.iter().map(|t| t.name.as_str()).collect();
+            let mut renames = HashMap::new();
             for t in &bundle.tools {
-                crate::tools::upsert(tx, t)?;
+                let placed = place_tool(tx, t, &bundle_names)?;
+                if placed.tool.name != t.name {
+                    renames.insert(t.name.clone(), placed.tool.name.clone());
+                }
+                out.tools.push(placed);
             }
             for ib in &bundle.blocks {
                 let mut b = ib.block.clone();
@@ -177,7 +278,19 @@ impl Store {
                 let mut a = ia.agent.clone();
                 a.created_at = sql::truncate(a.created_at);
                 a.updated_at = sql::truncate(a.updated_at);
+                for (old, new) in &renames {
+                    a.tools
+                        .iter_mut()
+                        .filter(|n| *n == old)
+                        .for_each(|n| n.clone_from(new));
+                    for r in &mut a.tool_rules {
+                        tools::rename_rule(r, old, new);
+                    }
+                }
                 agents::insert_row(tx, &a)?;
+                for e in &ia.pending_endpoints {
+                    insert_pending(tx, &a.id, e)?;
+                }
                 for (pos, id) in ia.block_ids.iter().enumerate() {
                     blocks::link(tx, &a.id, id, sql::sat(pos))?;
                 }
@@ -291,6 +404,7 @@ mod tests {
                     }],
                     extras: Some(serde_json::json!({"tools": []})),
                     tags: vec!["kept".into()],
+                    pending_endpoints: vec![],
                 },
                 ImportAgent {
                     agent: agent("b"),
@@ -299,6 +413,7 @@ mod tests {
                     passages: vec![],
                     extras: None,
                     tags: Vec::new(),
+                    pending_endpoints: vec![],
                 },
             ],
             blocks: vec![

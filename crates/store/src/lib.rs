@@ -15,10 +15,12 @@
 
 mod agents;
 mod blocks;
+mod endpoints;
 mod import;
 mod messages;
 mod migrations;
 mod passages;
+pub mod private;
 mod repair;
 mod rewrite;
 mod search;
@@ -30,13 +32,16 @@ mod tools;
 
 pub use import::{
     EXTRAS_SETTING_PREFIX, ImportAgent, ImportBlock, ImportBundle, ImportMessage, ImportedIds,
+    ImportedTool,
 };
 pub use messages::{MessageHit, MessageQuery, SEQ_GAP};
 pub use passages::{PassageList, PassageQuery};
 pub use settings::ProviderRow;
 pub use steps::{BlockChange, BlockWrite, CommittedStep, StepCommit};
 
-use engram_core::{Error, Result};
+#[allow(unused_imports)] // named in docs
+use engram_core::Error;
+use engram_core::Result;
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 use sql::DbResult;
 use std::path::Path;
@@ -65,7 +70,9 @@ impl std::fmt::Debug for Store {
 }
 
 impl Store {
-    /// Opens (creating if needed) the database at `path`, creating missing parent directories,
+    /// Opens (creating if needed) the database at `path`, creating missing parent directories
+    /// (mode 0700 on Unix) and the file (0600; SQLite gives its WAL and shared-memory files the
+    /// database file's mode),
     /// setting the connection PRAGMAs (WAL, foreign keys, `synchronous=NORMAL`, 5 s busy timeout)
     /// and running pending migrations.
     ///
@@ -73,10 +80,9 @@ impl Store {
     /// is not a database, or a migration fails.
     pub fn open(path: &Path) -> Result<Store> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| {
-                Error::Storage(format!("cannot create directory {}: {e}", dir.display()))
-            })?;
+            private::create_dir(dir)?;
         }
+        private::create_file(path)?;
         let conn = Connection::open(path).db()?;
         tracing::debug!(path = %path.display(), "opening store");
         Self::init(conn)

@@ -245,12 +245,31 @@ CREATE TRIGGER passages_au AFTER UPDATE OF text ON passages BEGIN
 END;
 "#;
 
+/// Trust (DESIGN.md §8b): where each user tool came from and the SHA-256 of the source the
+/// user trusted (a tool runs only while its source hashes to it), and base URLs imported agent
+/// files asked for, kept inactive until the user accepts them. Tools stored before this
+/// migration have an unknown origin and are untrusted: one of them may have come from a file.
+const TOOL_TRUST: &str = r#"
+ALTER TABLE tools ADD COLUMN origin TEXT NOT NULL DEFAULT '{"kind":"unknown"}'; -- JSON ToolOrigin
+ALTER TABLE tools ADD COLUMN trusted_hash TEXT;  -- hex SHA-256 of the trusted source, or NULL
+
+CREATE TABLE pending_endpoints (
+    agent_id   TEXT NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+    kind       TEXT NOT NULL,                -- 'llm' | 'embedding'
+    base_url   TEXT NOT NULL,
+    source     TEXT NOT NULL,                -- the agent file's name
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (agent_id, kind)
+) WITHOUT ROWID;
+"#;
+
 /// Every migration, oldest first.
 const MIGRATIONS: &[M<'static>] = &[
     M::up(V1),
     M::up(BLOCK_VERSIONS),
     M::up(TOOL_SANDBOX),
     M::up(AGENT_TAGS_AND_PASSAGE_EDITS),
+    M::up(TOOL_TRUST),
 ];
 
 /// The migration list (exposed to tests so they can validate it).

@@ -9,7 +9,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 const TOOL_COLS: &str = "id, name, description, json_schema, source_code, language, \
                          return_char_limit, tags, created_at, updated_at, network, \
-                         allow_unsandboxed";
+                         allow_unsandboxed, origin, trusted_hash";
 
 fn tool_from_row(r: &Row<'_>) -> rusqlite::Result<Tool> {
     Ok(Tool {
@@ -30,12 +30,17 @@ fn tool_from_row(r: &Row<'_>) -> rusqlite::Result<Tool> {
         // Availability depends on the machine, not the row; the service fills it in.
         available: true,
         unavailable_reason: None,
+        origin: json(r, 12)?,
+        trusted_hash: r.get(13)?,
+        source_hash: None,
+        trusted: false,
         created_at: ts(r, 8)?,
         updated_at: ts(r, 9)?,
-    })
+    }
+    .with_trust_computed())
 }
 
-fn load_by(conn: &Connection, column: &str, key: &str) -> Result<Option<Tool>> {
+pub(crate) fn load_by(conn: &Connection, column: &str, key: &str) -> Result<Option<Tool>> {
     conn.prepare_cached(&format!(
         "SELECT {TOOL_COLS} FROM tools WHERE {column} = ?1"
     ))
@@ -45,7 +50,9 @@ fn load_by(conn: &Connection, column: &str, key: &str) -> Result<Option<Tool>> {
     .db()
 }
 
-/// Inserts or replaces the row of `tool.name` (keeping the existing id and `created_at`).
+/// Inserts or replaces the row of `tool.name` (keeping the existing id and `created_at`), with
+/// the origin and trusted hash `tool` carries. Only for tools the user wrote: imports go
+/// through [`crate::import`], which never replaces a row.
 pub(crate) fn upsert(conn: &Connection, tool: &Tool) -> Result<Tool> {
     let now = sql::now();
     let mut t = tool.clone();
@@ -59,12 +66,13 @@ pub(crate) fn upsert(conn: &Connection, tool: &Tool) -> Result<Tool> {
     }
     conn.prepare_cached(&format!(
         "INSERT INTO tools ({TOOL_COLS})
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
          ON CONFLICT (name) DO UPDATE SET description = excluded.description,
              json_schema = excluded.json_schema, source_code = excluded.source_code,
              language = excluded.language, return_char_limit = excluded.return_char_limit,
              tags = excluded.tags, updated_at = excluded.updated_at,
-             network = excluded.network, allow_unsandboxed = excluded.allow_unsandboxed"
+             network = excluded.network, allow_unsandboxed = excluded.allow_unsandboxed,
+             origin = excluded.origin, trusted_hash = excluded.trusted_hash"
     ))
     .db()?
     .execute(params![
@@ -80,14 +88,16 @@ pub(crate) fn upsert(conn: &Connection, tool: &Tool) -> Result<Tool> {
         sql::micros(t.updated_at),
         t.network,
         t.allow_unsandboxed,
+        to_json(&t.origin)?,
+        t.trusted_hash,
     ])
     .db()?;
-    Ok(t)
+    Ok(t.with_trust_computed())
 }
 
 /// Rewrites every agent's `tools` list and `tool_rules` with `rename(name)`; `None` drops the
 /// name (and the rules about it).
-fn rewrite_agent_refs(conn: &Connection, old: &str, new: Option<&str>) -> Result<()> {
+pub(crate) fn rewrite_agent_refs(conn: &Connection, old: &str, new: Option<&str>) -> Result<()> {
     let rows: Vec<(String, String, String)> = {
         let mut stmt = conn
             .prepare_cached("SELECT id, tools, tool_rules FROM agents")
@@ -125,7 +135,7 @@ fn rewrite_agent_refs(conn: &Connection, old: &str, new: Option<&str>) -> Result
     Ok(())
 }
 
-fn rename_rule(rule: &mut engram_core::ToolRule, old: &str, new: &str) {
+pub(crate) fn rename_rule(rule: &mut engram_core::ToolRule, old: &str, new: &str) {
     use engram_core::ToolRule as R;
     match rule {
         R::ExitLoop { tool_name }
@@ -181,6 +191,53 @@ impl Store {
                 rewrite_agent_refs(tx, &old.name, Some(&tool.name))?;
             }
             upsert(tx, tool)
+        })
+    }
+
+    /// Trusts the tool's current source: stores `expected_hash` as the trusted hash when it is
+    /// the SHA-256 of the source now stored (so the user trusts exactly the code they were
+    /// shown). Returns the tool. Errors: `NotFound("tool")`; `Invalid` for a tool without
+    /// source; `Conflict` naming the current hash when the source changed since it was shown.
+    pub fn trust_tool(&self, id: &ToolId, expected_hash: &str) -> Result<Tool> {
+        self.write(|tx| {
+            let tool = load_by(tx, "id", id.as_str())?
+                .ok_or_else(|| Error::not_found("tool", id.as_str()))?;
+            let Some(current) = tool.source_hash.clone() else {
+                return Err(Error::invalid(format!(
+                    "tool '{}' has no source code to trust",
+                    tool.name
+                )));
+            };
+            if !current.eq_ignore_ascii_case(expected_hash.trim()) {
+                return Err(Error::Conflict(format!(
+                    "the source of tool '{}' is not the one you reviewed (its SHA-256 is now \
+                     {current}); review it again before trusting it",
+                    tool.name
+                )));
+            }
+            tx.execute(
+                "UPDATE tools SET trusted_hash = ?2 WHERE id = ?1",
+                params![id.as_str(), current],
+            )
+            .db()?;
+            load_by(tx, "id", id.as_str())?.ok_or_else(|| Error::not_found("tool", id.as_str()))
+        })
+    }
+
+    /// Withdraws trust from a tool: it stops running until trusted again. Returns the tool.
+    /// Errors: `NotFound("tool")`.
+    pub fn untrust_tool(&self, id: &ToolId) -> Result<Tool> {
+        self.write(|tx| {
+            let n = tx
+                .execute(
+                    "UPDATE tools SET trusted_hash = NULL WHERE id = ?1",
+                    [id.as_str()],
+                )
+                .db()?;
+            if n == 0 {
+                return Err(Error::not_found("tool", id.as_str()));
+            }
+            load_by(tx, "id", id.as_str())?.ok_or_else(|| Error::not_found("tool", id.as_str()))
         })
     }
 

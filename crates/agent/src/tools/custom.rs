@@ -22,6 +22,9 @@ pub(super) async fn run(
     let Some(source) = tool.source_code.as_deref() else {
         return Err(format!("Tool '{}' has no source code to run.", tool.name));
     };
+    if !tool.is_trusted() {
+        return Err(awaits_approval(tool));
+    }
     let runner = ctx
         .python
         .runner_async()
@@ -71,6 +74,19 @@ pub(super) async fn run(
     Ok(cut(outcome.message, tool.return_char_limit))
 }
 
+/// The result line of a call to a tool whose source the user has not trusted (code from an
+/// agent file, or changed since it was trusted): it names where the code came from and how to
+/// review it, for the model to pass on.
+pub fn awaits_approval(tool: &Tool) -> String {
+    format!(
+        "Tool '{name}' did not run: its code (from {origin}) awaits the user's approval. \
+         The user can review and trust it in Tools, or with `engram tool show {name}` and \
+         `engram tool trust {name}`.",
+        name = tool.name,
+        origin = tool.origin.describe(),
+    )
+}
+
 /// What one trial run of a user tool gave (nothing stored).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Trial {
@@ -103,6 +119,9 @@ pub async fn trial(
             tool.name
         ));
     };
+    if !tool.is_trusted() {
+        return failed(awaits_approval(tool));
+    }
     let runner = match python.runner_async().await {
         Ok(r) => r,
         Err(u) => return failed(format!("Tool '{}' cannot run: {}.", tool.name, u.reason)),

@@ -11,7 +11,7 @@ mod custom;
 mod memory;
 mod recall;
 
-pub use custom::{Trial, cut as cut_result, trial};
+pub use custom::{Trial, awaits_approval, cut as cut_result, trial};
 
 use crate::Embedder;
 use crate::python::PythonHost;
@@ -126,6 +126,10 @@ pub fn builtin_tool(name: &str) -> Option<Tool> {
         allow_unsandboxed: false,
         available: true,
         unavailable_reason: None,
+        origin: engram_core::ToolOrigin::User,
+        trusted_hash: None,
+        source_hash: None,
+        trusted: true,
         created_at: epoch,
         updated_at: epoch,
     })

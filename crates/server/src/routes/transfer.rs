@@ -16,16 +16,19 @@ pub async fn export(State(s): State<AppState>, Path(id): Path<String>) -> ApiRes
 }
 
 /// `POST /v1/agents/import`: imports the Agent File in the multipart field `file`; answers
-/// `{agent_ids, warnings, inactive}` (`inactive`: Engram's list of parts kept but not active,
-/// `[{agent, agent_name, kind, name, reason}]`; Letta's SDKs ignore it).
+/// `{agent_ids, warnings, inactive, report}` (`inactive`: Engram's list of parts kept but not
+/// active, `[{agent, agent_name, kind, name, reason}]`; `report`: Engram's `ImportReport`, with
+/// what waits for the user's review; Letta's SDKs ignore both).
 pub async fn import(State(s): State<AppState>, mut form: Multipart) -> ApiResult<Json<Value>> {
     let mut file = None;
+    let mut file_name = None;
     while let Some(field) = form
         .next_field()
         .await
         .map_err(|e| ApiError::bad_request(format!("bad multipart body: {e}")))?
     {
         if field.name() == Some("file") {
+            file_name = field.file_name().map(str::to_owned);
             let bytes = field
                 .bytes()
                 .await
@@ -34,8 +37,15 @@ pub async fn import(State(s): State<AppState>, mut form: Multipart) -> ApiResult
         }
     }
     let bytes = file.ok_or_else(|| ApiError::bad_request("the form has no `file` field"))?;
-    let report = s.engram.import_agent_file(&bytes)?;
-    Ok(Json(
-        json!({"agent_ids": report.agents, "warnings": report.warnings, "inactive": report.inactive}),
-    ))
+    // The file's tools are stored untrusted and its endpoints pending, as for every import.
+    let report = s.engram.import_agent_file_named(
+        &bytes,
+        file_name.as_deref().unwrap_or(engram_service::UNNAMED_FILE),
+    )?;
+    Ok(Json(json!({
+        "agent_ids": report.agents,
+        "warnings": report.warnings,
+        "inactive": report.inactive,
+        "report": report,
+    })))
 }

@@ -10,4 +10,5 @@ mod search;
 mod steps;
 mod support;
 mod tools;
+mod trust;
 mod versions;

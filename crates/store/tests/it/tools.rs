@@ -19,6 +19,10 @@ fn tool(name: &str) -> Tool {
         allow_unsandboxed: false,
         available: true,
         unavailable_reason: None,
+        origin: engram_core::ToolOrigin::User,
+        trusted_hash: None,
+        source_hash: None,
+        trusted: false,
         created_at: now,
         updated_at: now,
     }

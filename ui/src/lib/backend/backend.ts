@@ -1,5 +1,6 @@
 import type {
   Agent,
+  AgentEndpoints,
   AgentPatch,
   AgentState,
   AppInfo,
@@ -7,6 +8,7 @@ import type {
   BlockEdit,
   BlockPatch,
   ContextBreakdown,
+  EndpointKind,
   ErrorBody,
   ImportReport,
   LocalServer,
@@ -64,7 +66,7 @@ export interface Commands {
   search_recall: [AgentArg & { query: string; limit: number }, MessageHit[]];
   context_window: [AgentArg, ContextBreakdown];
   export_agent: [AgentArg, string];
-  import_agent_file: [{ contents: string }, ImportReport];
+  import_agent_file: [{ contents: string; file_name?: string }, ImportReport];
   list_tools: [undefined, Tool[]];
   agent_tools: [AgentArg, Tool[]];
   upsert_tool: [{ new: NewTool }, Tool];
@@ -72,6 +74,12 @@ export interface Commands {
   detach_tool: [AgentArg & { tool_id: string }, Tool[]];
   delete_tool: [{ tool_id: string }, null];
   try_tool: [{ tool_id: string; agent_id?: string; args: Record<string, unknown> }, TryToolResult];
+  trust_tool: [{ tool: string; expected_hash: string }, Tool];
+  untrust_tool: [{ tool: string }, Tool];
+  agent_endpoints: [AgentArg, AgentEndpoints];
+  set_agent_base_url: [AgentArg & { kind: EndpointKind; base_url: string | null }, AgentEndpoints];
+  accept_endpoint: [AgentArg & { kind?: EndpointKind }, AgentEndpoints];
+  dismiss_endpoint: [AgentArg & { kind?: EndpointKind }, AgentEndpoints];
 }
 
 export type Command = keyof Commands;

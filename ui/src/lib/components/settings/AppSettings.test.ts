@@ -11,8 +11,11 @@ afterEach(() => setBackend(null));
 describe('AppSettings import', () => {
   it('lists, per agent, what was imported but is not active', async () => {
     const report: ImportReport = {
+      file_name: 'ezra.af',
       agents: ['agent-1'],
       blocks: [],
+      details: [],
+      mcp_servers: [],
       warnings: [],
       inactive: [
         { agent: 'agent-1', agent_name: 'Ezra', kind: 'skill', name: 'pdf', reason: 'Engram does not load skills; kept for export' },
@@ -21,8 +24,8 @@ describe('AppSettings import', () => {
     };
     const { calls } = useFakeBackend({ import_agent_file: () => report });
     const onimported = vi.fn();
-    const onopen = vi.fn();
-    render(AppSettings, { onimported, onopen });
+    const onshowreport = vi.fn();
+    render(AppSettings, { onimported, onshowreport });
     const file = new File(['{"agents": []}'], 'ezra.af', { type: 'application/json' });
     // jsdom's File has no text(); the browser's does.
     Object.defineProperty(file, 'text', { value: async () => '{"agents": []}' });
@@ -34,8 +37,8 @@ describe('AppSettings import', () => {
     expect(items[1]).toHaveTextContent('Ezra: MCP server linear — not connected');
     expect(calls.some(([c]) => c === 'import_agent_file')).toBe(true);
     expect(onimported).toHaveBeenCalledWith(report);
-    // The report stays until the user opens the agent.
-    await userEvent.click(screen.getByTestId('import-open'));
-    expect(onopen).toHaveBeenCalledWith('agent-1');
+    // The whole report (what waits for review) opens again on request.
+    await userEvent.click(screen.getByTestId('import-report-open'));
+    expect(onshowreport).toHaveBeenCalledWith(report);
   });
 });

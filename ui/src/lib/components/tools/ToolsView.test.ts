@@ -22,6 +22,10 @@ function tool(over: Partial<Tool>): Tool {
     available: true,
     unavailable_reason: null,
     tags: [],
+    origin: { kind: 'user' },
+    trusted_hash: null,
+    source_hash: null,
+    trusted: true,
     created_at: '2026-11-21T10:00:00Z',
     updated_at: '2026-11-21T10:00:00Z',
     ...over,
@@ -38,6 +42,35 @@ const dice = tool({
 });
 
 describe('ToolsView', () => {
+  it('marks a tool from an agent file untrusted and trusts it after review of its code', async () => {
+    const hash = 'ab'.repeat(32);
+    const fromFile = tool({
+      id: 'tool-9',
+      name: 'analyze_data',
+      language: 'python',
+      source_code: 'def analyze_data(x: str) -> str:\n    return x\n',
+      source_hash: hash,
+      trusted: false,
+      origin: { kind: 'agent_file', file: 'helper.af', agent: 'Helper' },
+    });
+    const { calls } = useFakeBackend({
+      list_tools: () => [fromFile],
+      agent_tools: () => [],
+      trust_tool: () => ({ ...fromFile, trusted: true, trusted_hash: hash }),
+    });
+    render(ToolsView, { agent: agent() });
+    const item = await screen.findByTestId('tool-item');
+    expect(within(item).getByTestId('tool-untrusted')).toHaveTextContent('untrusted');
+    await userEvent.click(within(item).getByTestId('tool-review'));
+    expect(screen.getByTestId('review-source')).toHaveTextContent('def analyze_data');
+    expect(screen.getByTestId('review-origin')).toHaveTextContent('agent file helper.af (agent Helper)');
+    expect(screen.getByTestId('review-hash')).toHaveTextContent(hash);
+    await userEvent.click(screen.getByTestId('review-trust'));
+    expect(calls).toContainEqual(['trust_tool', { tool: 'analyze_data', expected_hash: hash }]);
+    expect(screen.queryByTestId('review-tool-dialog')).toBeNull();
+    expect(within(screen.getByTestId('tool-item')).queryByTestId('tool-untrusted')).toBeNull();
+  });
+
   it('lists tools with unavailable ones explained, and attaches to the agent', async () => {
     const broken = tool({ id: 'tool-3', name: 'fetch_page', language: 'python', available: false, unavailable_reason: 'python3 was not found' });
     const { calls } = useFakeBackend({
