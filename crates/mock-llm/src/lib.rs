@@ -28,6 +28,7 @@ mod anthropic;
 pub mod brain;
 mod control;
 mod embeddings;
+mod limits;
 mod openai;
 mod server;
 mod validate;
@@ -41,6 +42,7 @@ use std::time::Duration;
 pub use brain::brain;
 pub use control::{CallSpec, ReplySpec};
 pub use embeddings::{EMBEDDING_DIMS, embed};
+pub use limits::Limits;
 pub use server::{MockLlm, StreamStyle};
 pub use view::{Api, ChatView, ToolResultView, ViewCall, ViewMessage};
 
