@@ -5,6 +5,7 @@
 //! emits. The loop follows MemGPT (Packer et al., 2023, "MemGPT: Towards LLMs as Operating
 //! Systems") and Letta's current agents; see DESIGN.md §5–§6.
 
+pub mod calibrate;
 mod compact;
 pub mod compile;
 mod context;
@@ -12,8 +13,10 @@ pub mod prompts;
 pub mod python;
 mod rules;
 mod run;
+mod summary;
 pub mod tokens;
 pub mod tools;
+pub mod window;
 
 pub use context::Context;
 pub use python::PythonHost;

@@ -190,7 +190,10 @@ mod tests {
             token_factor: 1.25,
             ..Limits::default()
         };
-        assert_eq!(more.count(&body, false), (plain as f64 * 1.25).ceil() as u64);
+        assert_eq!(
+            more.count(&body, false),
+            (plain as f64 * 1.25).ceil() as u64
+        );
     }
 
     #[test]

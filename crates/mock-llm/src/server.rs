@@ -17,9 +17,9 @@ use axum::routing::{get, post};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
+use crate::limits::{self, Limits};
 use crate::view::{Api, ChatView};
 use crate::wire::{Answer, Usage, sse_body, unix_now};
-use crate::limits::{self, Limits};
 use crate::{Recorded, Reply, Script, anthropic, control, embeddings, openai, validate};
 
 /// How streamed answers are paced and shaped.

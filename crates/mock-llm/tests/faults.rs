@@ -203,15 +203,22 @@ async fn limits_refuse_over_long_prompts_and_report_scaled_usage() {
     let v: Value = res.json().await.unwrap();
     assert_eq!(v["error"]["code"], "context_length_exceeded");
     let message = v["error"]["message"].as_str().unwrap();
-    assert!(message.contains("maximum context length is 300 tokens"), "{message}");
+    assert!(
+        message.contains("maximum context length is 300 tokens"),
+        "{message}"
+    );
     assert_eq!(mock.refusals(), 1);
 
     // 100 characters = 25 tokens, + 4 for the message = 29; a quarter more = 37.
-    let v: Value = post(&mock.base_url(), "/chat/completions", &body(&"x".repeat(100)))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let v: Value = post(
+        &mock.base_url(),
+        "/chat/completions",
+        &body(&"x".repeat(100)),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
     assert_eq!(v["usage"]["prompt_tokens"], 37);
     assert_eq!(mock.take_prompt_counts(), vec![630, 37]);
     assert_eq!(mock.refusals(), 1);

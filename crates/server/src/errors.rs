@@ -48,7 +48,7 @@ impl ApiError {
 pub fn status_of(e: &Error) -> StatusCode {
     match e {
         Error::NotFound { .. } => StatusCode::NOT_FOUND,
-        Error::Invalid(_) => StatusCode::BAD_REQUEST,
+        Error::Invalid(_) | Error::ContextWindowTooSmall { .. } => StatusCode::BAD_REQUEST,
         Error::Conflict(_) => StatusCode::CONFLICT,
         Error::Provider {
             fault: ProviderFault::NotConfigured,

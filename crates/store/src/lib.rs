@@ -15,6 +15,7 @@
 
 mod agents;
 mod blocks;
+mod calibration;
 mod import;
 mod messages;
 mod migrations;
@@ -26,6 +27,7 @@ mod sql;
 mod steps;
 mod tools;
 
+pub use calibration::{CALIBRATION_SETTING_PREFIX, Calibration};
 pub use import::{
     EXTRAS_SETTING_PREFIX, ImportAgent, ImportBlock, ImportBundle, ImportMessage, ImportedIds,
 };
