@@ -122,16 +122,31 @@ async fn run(model: &Model, window: u64, turns: &[String]) -> String {
     });
     let rss_before = rss_mb();
     let (mut took, mut counts, mut failed) = (Vec::new(), Vec::new(), 0);
+    let mut refused_by_engram = None;
     for text in turns {
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
         let started = Instant::now();
-        let (out, _) = home.chat(&agent, text).await;
+        let outcome = home
+            .engram
+            .send_message(&agent, text, &tx, Default::default())
+            .await;
         took.push(started.elapsed());
-        if out.stop_reason != StopReason::EndTurn {
-            failed += 1;
-        }
         counts.extend(mock.take_prompt_counts());
         // The request log keeps whole bodies; it is not what is being measured.
         mock.clear_log();
+        match outcome {
+            Ok(out) if out.stop_reason == StopReason::EndTurn => {}
+            Ok(_) => failed += 1,
+            // The window cannot hold the agent (as counted once calibrated): Engram says so
+            // instead of running; the rest of the conversation would get the same answer.
+            Err(e) => {
+                refused_by_engram = Some((took.len(), e.to_string()));
+                break;
+            }
+        }
+    }
+    if let Some((at, why)) = refused_by_engram {
+        return format!("| {window:>6} | {:<18} | message {at}: {why} |", model.name);
     }
     let n = turns.len();
     let calls = counts.len();

@@ -342,3 +342,121 @@ async fn a_model_that_repeats_itself_is_stopped_with_a_clear_reason() {
     assert_eq!(out.stop_reason, StopReason::EndTurn, "{:?}", out.error);
     assert_eq!(out.usage.step_count, 5);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_window_error_reaches_every_transport() {
+    let mock = MockLlm::start(Script::Brain).await;
+    let home = tempfile::tempdir().unwrap();
+    let engram = engram_suite::open(
+        home.path(),
+        std::sync::Arc::new(engram_secrets::MemoryStore::default()),
+    );
+    let base = engram_suite::serve(
+        engram,
+        engram_server::ServerConfig::new(engram_server::Auth::Disabled),
+    )
+    .await;
+    let http = reqwest::Client::new();
+
+    // REST (Letta's shape): 400 with the advice as `detail`.
+    let resp = http
+        .post(format!("{base}/v1/agents/"))
+        .json(&json!({
+            "name": "Tiny",
+            "memory_blocks": [{"label": "human", "value": ""}],
+            "llm_config": {"model": "mock-small", "model_endpoint_type": "openai",
+                           "model_endpoint": mock.base_url(), "context_window": 1000}
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+    let body: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(body["code"], "context_window_too_small", "{body}");
+    let detail = body["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("offers 1000") && detail.contains("num_ctx"),
+        "{detail}"
+    );
+
+    // The window's transport (/app): `{code, message, details}` with the figures.
+    let resp = http
+        .post(format!("{base}/app/create_agent"))
+        .json(
+            &json!({"new": {"name": "Tiny", "llm": {"model": "openai/mock-small",
+                       "base_url": mock.base_url(), "context_window": 1000}}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+    let body: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(body["code"], "context_window_too_small", "{body}");
+    assert_eq!(body["details"]["offered"], 1000);
+    assert!(body["details"]["needed"].as_u64().unwrap() > 1000);
+
+    // The CLI: one line on stderr and a failure exit.
+    let url = mock.base_url();
+    let out = engram_suite::cli(
+        home.path(),
+        &[
+            "agent",
+            "create",
+            "--name",
+            "Tiny",
+            "--model",
+            "openai/mock-small",
+            "--base-url",
+            &url,
+            "--context-window",
+            "1000",
+        ],
+    );
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("error: this agent needs at least ") && stderr.contains("offers 1000"),
+        "{stderr}"
+    );
+    assert!(mock.chat_requests().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_bricked_by_a_nested_summary_recovers() {
+    let mock = MockLlm::start(Script::Brain).await;
+    mock.set_limits(Some(Limits::window(4_096)));
+    let home = Home::new();
+    let agent = agent_at(&home, &mock, 4_096);
+    // What an unbounded summary had grown into: more than the window on its own.
+    let nested = (0..60)
+        .map(|i| format!("Previous summary: the user mentioned tulip bed {i} again."))
+        .collect::<Vec<_>>()
+        .join(" ")
+        .repeat(4);
+    home.engram
+        .store()
+        .evict_messages(&agent, &[], &nested)
+        .unwrap();
+    for i in 0..5 {
+        let (out, _) = home.chat(&agent, &line(i)).await;
+        assert_eq!(
+            out.stop_reason,
+            StopReason::EndTurn,
+            "message {i}: {:?}",
+            out.error
+        );
+    }
+    let summary = home
+        .engram
+        .get_agent(&agent)
+        .unwrap()
+        .agent
+        .summary
+        .unwrap();
+    assert!(
+        summary.chars().count().div_ceil(4) <= summary_budget(4_096),
+        "{} chars",
+        summary.chars().count()
+    );
+    assert_eq!(mock.refusals(), 0);
+}

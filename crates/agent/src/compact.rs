@@ -3,8 +3,8 @@
 //! its result. Evicted messages stay in recall memory, searchable.
 
 use crate::context::Context;
+use crate::outcome::LoopSettings;
 use crate::prompts::SUMMARY_PREFIX;
-use crate::run::LoopSettings;
 use crate::summary::{Summarizer, cut_to_budget};
 use crate::tokens::TokenCounter;
 use crate::window;
@@ -76,8 +76,8 @@ fn choose_cut(ctx: &Context, target: usize, budget: usize) -> usize {
 /// previous summary) into a new summary written by the agent's own model and bounded by
 /// [`window::summary_budget`]. Never leaves the context larger than it was.
 ///
-/// Errors: [`engram_core::Error::ContextWindowTooSmall`] when the fixed part and a full-size summary do not
-/// fit the window (a block grew, or the window was lowered); the provider's errors.
+/// Errors: [`engram_core::Error::ContextWindowTooSmall`] when the fixed part and a full-size
+/// summary do not fit the window (a block grew, or the window was lowered); the provider's.
 pub async fn compact(
     store: &Store,
     model: &dyn ChatModel,
@@ -90,12 +90,19 @@ pub async fn compact(
     window::check(fixed, window, &ctx.agent.llm.model, settings)?;
     let budget = window::summary_budget(window);
     let cut = choose_cut(ctx, target, budget);
-    if cut == 0 {
+    let counter = ctx.counter;
+    // A summary stored before summaries were bounded (the agents issue #17 saw bricked) is
+    // folded down even when no message can leave.
+    let oversized = ctx
+        .agent
+        .summary
+        .as_deref()
+        .is_some_and(|s| counter.count(s) > budget);
+    if cut == 0 && !oversized {
         return Ok(());
     }
     let evicted = &ctx.messages[..cut];
-    let counter = ctx.counter;
-    // A summary stored before summaries were bounded can be larger than a request may carry.
+    // Such a summary can also be larger than a request may carry.
     let mut summary = ctx.agent.summary.as_deref().map(|s| {
         if counter.count(s) > window / 4 {
             cut_to_budget(s, window / 4, &counter)
@@ -113,6 +120,11 @@ pub async fn compact(
     // carrying the summary so far (a recursive summary, as in MemGPT).
     for chunk in chunks(evicted, &counter, window / 2) {
         summary = Some(summarizer.fold(summary.as_deref(), &chunk).await?);
+    }
+    if let Some(s) = summary.as_deref()
+        && counter.count(s) > budget
+    {
+        summary = Some(summarizer.fold(None, s).await?);
     }
     let summary = summary.unwrap_or_default();
     let after = fixed

@@ -9,6 +9,7 @@ pub mod calibrate;
 mod compact;
 pub mod compile;
 mod context;
+mod outcome;
 pub mod prompts;
 pub mod python;
 mod rules;
@@ -19,8 +20,9 @@ pub mod tools;
 pub mod window;
 
 pub use context::Context;
+pub use outcome::{LoopSettings, RunOutcome};
 pub use python::PythonHost;
-pub use run::{LoopSettings, RunOutcome, Runtime};
+pub use run::Runtime;
 pub use tokens::{ContextBreakdown, TokenCounter};
 
 use engram_core::{EmbeddingConfig, LlmConfig, Result, RunEvent};

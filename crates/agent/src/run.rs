@@ -6,6 +6,7 @@
 use crate::calibrate;
 use crate::compact::{self, Pressure};
 use crate::context::{self, Context};
+use crate::outcome::{LoopSettings, RunOutcome};
 use crate::prompts;
 use crate::python::PythonHost;
 use crate::rules::Rules;
@@ -24,42 +25,6 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
-
-/// Thresholds of context-window management, as fractions of the model's context window.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct LoopSettings {
-    /// Warn the model (hidden alert) once the context passes this share (default 0.75).
-    pub warn_at: f32,
-    /// Compact before the call once the context passes this share (default 0.9).
-    pub compact_at: f32,
-    /// Compaction evicts the oldest messages until the context is under this share (default 0.7).
-    pub compact_to: f32,
-}
-
-impl Default for LoopSettings {
-    fn default() -> Self {
-        Self {
-            warn_at: 0.75,
-            compact_at: 0.9,
-            compact_to: 0.7,
-        }
-    }
-}
-
-/// What a run did.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RunOutcome {
-    /// The run.
-    pub run_id: RunId,
-    /// Every message the run committed, the user's first, in order.
-    pub messages: Vec<Message>,
-    /// Why it ended.
-    pub stop_reason: StopReason,
-    /// Tokens and steps.
-    pub usage: Usage,
-    /// What failed, when `stop_reason` is an error.
-    pub error: Option<ErrorBody>,
-}
 
 /// Runs agents. One run per agent at a time: a second message to a busy agent waits its turn,
 /// so two runs never interleave their steps.

@@ -8,7 +8,7 @@
 //! every step would compact again (DESIGN.md §6; the failure Engram issue #17 measured).
 
 use crate::compile;
-use crate::run::LoopSettings;
+use crate::outcome::LoopSettings;
 use crate::tokens::TokenCounter;
 use crate::tools;
 use engram_core::{Agent, Block, Error, Result, Tool};
