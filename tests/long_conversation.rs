@@ -321,12 +321,13 @@ async fn a_model_that_repeats_itself_is_stopped_with_a_clear_reason() {
             json!({"query": "tulips"}),
         )])
     };
-    // Without the check the loop would go on to the step limit; two are enough to see it.
+    // Without the check the loop would go on to the step limit; three are enough to see it.
+    mock.push(search());
     mock.push(search());
     mock.push(search());
     let (out, _) = home.chat(&agent, "what do you know about tulips?").await;
     assert_eq!(out.stop_reason, StopReason::NoProgress, "{:?}", out.error);
-    assert_eq!(out.usage.step_count, 2, "stopped at the first repeat");
+    assert_eq!(out.usage.step_count, 3, "stopped at the second repeat");
     assert_eq!(StopReason::NoProgress.as_str(), "no_progress");
 
     // Different calls are progress, however many.

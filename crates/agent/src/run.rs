@@ -39,6 +39,10 @@ pub struct Runtime {
     warned: Mutex<HashSet<AgentId>>,
 }
 
+/// How many times a tool effect (call, arguments, result) may happen in a run before a step
+/// that only repeats such effects ends the run with [`StopReason::NoProgress`].
+const NO_PROGRESS_REPEATS: u32 = 2;
+
 /// One step's result, for the loop to decide what comes next.
 struct StepEnd {
     messages: Vec<Message>,
@@ -161,8 +165,9 @@ impl Runtime {
         let mut rules = Rules::new(&agent.tool_rules);
         let mut stop = StopReason::MaxSteps;
         let mut error = None;
-        // Every tool effect of this run so far, to notice a model that only repeats itself.
-        let mut seen: HashSet<String> = HashSet::new();
+        // How often each tool effect happened in this run, to notice a model that only
+        // repeats itself.
+        let mut seen: HashMap<String, u32> = HashMap::new();
         for index in 1..=agent.max_steps.max(1) {
             if cancel.is_cancelled() {
                 stop = StopReason::Cancelled;
@@ -186,16 +191,22 @@ impl Runtime {
                         stop = reason;
                         break;
                     }
-                    // Going on after a step that only repeated earlier calls with the same
-                    // results would repeat it again until the step limit.
-                    let repeated =
-                        !end.effects.is_empty() && end.effects.iter().all(|e| seen.contains(e));
+                    // A step that only repeats calls already made twice with the same results
+                    // would be repeated again until the step limit. (Once is allowed: a model
+                    // may check a result again.)
+                    let repeated = !end.effects.is_empty()
+                        && end
+                            .effects
+                            .iter()
+                            .all(|e| seen.get(e).is_some_and(|n| *n >= NO_PROGRESS_REPEATS));
                     if repeated {
                         tracing::warn!(%agent_id, step = index, "the model repeats itself; stopping the run");
                         stop = StopReason::NoProgress;
                         break;
                     }
-                    seen.extend(end.effects);
+                    for e in end.effects {
+                        *seen.entry(e).or_default() += 1;
+                    }
                 }
                 Err(e) => {
                     stop = match &e {

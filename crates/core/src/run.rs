@@ -24,7 +24,7 @@ pub enum StopReason {
     /// Classic loop: the model answered without calling a tool and no heartbeat was requested.
     NoToolCall,
     /// The model kept repeating itself: a step whose every tool call (name, arguments and
-    /// result) already happened earlier in the run. Engram's own reason; Letta has none.
+    /// result) already happened twice earlier in the run. Engram's own reason; Letta has none.
     NoProgress,
 }
 
