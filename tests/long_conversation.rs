@@ -461,3 +461,22 @@ async fn an_agent_bricked_by_a_nested_summary_recovers() {
     );
     assert_eq!(mock.refusals(), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heartbeats_that_only_repeat_a_memory_edit_are_stopped() {
+    let mock = MockLlm::start(Script::Queue).await;
+    let home = Home::new();
+    let agent = home.agent(&mock, LoopStyle::Classic);
+    // A small model answering every heartbeat with the same edit, heartbeat requested.
+    for _ in 0..8 {
+        mock.push(Reply::ToolCalls(vec![Call::new(
+            "core_memory_append",
+            json!({"label": "human", "content": "Likes tulips.", "request_heartbeat": true}),
+        )]));
+    }
+    let (out, _) = home.chat(&agent, "I like tulips").await;
+    assert_eq!(out.stop_reason, StopReason::NoProgress, "{:?}", out.error);
+    // Appended once, then "already there" twice, then stopped — not the 50-step limit.
+    assert_eq!(out.usage.step_count, 4);
+    assert_eq!(home.block(&agent, "human"), "Likes tulips.");
+}
