@@ -101,8 +101,8 @@ impl Runtime {
 
     /// Sends `input` (a user message) to the agent and runs steps until it is done.
     ///
-    /// Errors before anything is written (unknown agent, model not configured) are returned as
-    /// `Err`. Failures during the run (provider down, cancelled) end it with a stop reason and
+    /// Errors before anything is written (unknown agent, model not configured, a context window
+    /// too small for the agent: `context_window_too_small`) are returned as `Err`. Failures during the run (provider down, cancelled) end it with a stop reason and
     /// `RunOutcome::error`; everything committed before stays valid, and an `Error` then a `Done`
     /// event are emitted. Each step is written in one transaction, so a crash loses at most the
     /// step in flight.
