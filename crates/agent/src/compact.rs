@@ -3,16 +3,14 @@
 //! its result. Evicted messages stay in recall memory, searchable.
 
 use crate::context::Context;
-use crate::prompts::SUMMARIZER_SYSTEM;
-use crate::run::LoopSettings;
+use crate::outcome::LoopSettings;
+use crate::prompts::SUMMARY_PREFIX;
+use crate::summary::{Summarizer, cut_to_budget};
 use crate::tokens::TokenCounter;
-use engram_core::error::ProviderFault;
-use engram_core::{Error, Message, MessageKind, Result, Role};
-use engram_providers::{ChatMessage, ChatModel, ChatRequest, ToolChoice};
+use crate::window;
+use engram_core::{Message, MessageKind, Result, Role};
+use engram_providers::{ChatMessage, ChatModel};
 use engram_store::Store;
-
-/// Room kept for the summary message itself when choosing the cut, in tokens.
-const SUMMARY_BUDGET: usize = 500;
 /// Longest rendering of one message in the summariser's transcript, in characters.
 const MAX_LINE_CHARS: usize = 2_000;
 
@@ -21,32 +19,45 @@ const MAX_LINE_CHARS: usize = 2_000;
 pub enum Pressure {
     /// Nothing to do.
     Low,
-    /// Past the warning threshold and not yet warned: the percentage used.
+    /// Past the warning threshold for the first time in this fill: the percentage used.
     Warn(u32),
+    /// Past the warning threshold, already warned in this fill.
+    Warned,
     /// Past the compaction threshold.
     Compact,
 }
 
-/// Judges the pressure on `ctx`'s window.
-pub fn pressure(ctx: &Context, settings: &LoopSettings) -> Pressure {
+/// Judges the pressure on `ctx`'s window. `warned` says whether the model was already warned
+/// since the context was last below the warning threshold: the warning fires once per fill,
+/// not again after a compaction that could not get below the threshold.
+pub fn pressure(ctx: &Context, settings: &LoopSettings, warned: bool) -> Pressure {
     let window = ctx.breakdown.context_window.max(1) as f32;
     let used = ctx.breakdown.total as f32 / window;
     if used > settings.compact_at {
         Pressure::Compact
-    } else if used > settings.warn_at && !ctx.messages.iter().any(|m| m.kind == MessageKind::Alert)
-    {
-        Pressure::Warn((used * 100.0).round() as u32)
+    } else if used > settings.warn_at {
+        if warned || ctx.messages.iter().any(|m| m.kind == MessageKind::Alert) {
+            Pressure::Warned
+        } else {
+            Pressure::Warn((used * 100.0).round() as u32)
+        }
     } else {
         Pressure::Low
     }
 }
 
-/// The first message index to keep so that the context fits `target` tokens: the smallest index
-/// whose suffix fits and that is not a tool result (so calls and results stay together).
-/// `messages.len()` means everything goes into the summary.
-fn choose_cut(ctx: &Context, target: usize) -> usize {
+/// Tokens of the part of every call compaction cannot shrink: system message (instructions and
+/// memory) and tool schemas.
+pub fn fixed_tokens(ctx: &Context) -> usize {
     let b = &ctx.breakdown;
-    let fixed = b.system + b.core_memory + b.tools + SUMMARY_BUDGET;
+    b.system + b.core_memory + b.tools
+}
+
+/// The first message index to keep so that the context fits `target` tokens with a summary of
+/// `budget` tokens: the smallest index whose suffix fits and that is not a tool result (so
+/// calls and results stay together). `messages.len()` means everything goes into the summary.
+fn choose_cut(ctx: &Context, target: usize, budget: usize) -> usize {
+    let fixed = fixed_tokens(ctx) + budget;
     let mut cut = ctx.messages.len();
     let mut kept = 0;
     for i in (0..ctx.messages.len()).rev() {
@@ -62,30 +73,74 @@ fn choose_cut(ctx: &Context, target: usize) -> usize {
 }
 
 /// Evicts the oldest messages until the context fits `target` tokens, folding them (and the
-/// previous summary) into a new summary written by the agent's own model.
+/// previous summary) into a new summary written by the agent's own model and bounded by
+/// [`window::summary_budget`]. Never leaves the context larger than it was.
+///
+/// Errors: [`engram_core::Error::ContextWindowTooSmall`] when the fixed part and a full-size
+/// summary do not fit the window (a block grew, or the window was lowered); the provider's.
 pub async fn compact(
     store: &Store,
     model: &dyn ChatModel,
     ctx: &Context,
     target: usize,
+    settings: &LoopSettings,
 ) -> Result<()> {
     let window = ctx.breakdown.context_window;
-    let cut = choose_cut(ctx, target);
-    if cut == 0 {
+    let fixed = fixed_tokens(ctx);
+    window::check(fixed, window, &ctx.agent.llm.model, settings)?;
+    let budget = window::summary_budget(window);
+    let cut = choose_cut(ctx, target, budget);
+    let counter = ctx.counter;
+    // A summary stored before summaries were bounded (the agents issue #17 saw bricked) is
+    // folded down even when no message can leave.
+    let oversized = ctx
+        .agent
+        .summary
+        .as_deref()
+        .is_some_and(|s| counter.count(s) > budget);
+    if cut == 0 && !oversized {
         return Ok(());
     }
     let evicted = &ctx.messages[..cut];
-    let counter = TokenCounter::for_model(&ctx.agent.llm.model);
-    let mut summary = ctx.agent.summary.clone();
+    // Such a summary can also be larger than a request may carry.
+    let mut summary = ctx.agent.summary.as_deref().map(|s| {
+        if counter.count(s) > window / 4 {
+            cut_to_budget(s, window / 4, &counter)
+        } else {
+            s.to_owned()
+        }
+    });
+    let summarizer = Summarizer {
+        model,
+        model_name: &ctx.request.model,
+        counter,
+        budget,
+    };
     // Transcripts larger than half the window are summarised chunk by chunk, each fold
     // carrying the summary so far (a recursive summary, as in MemGPT).
     for chunk in chunks(evicted, &counter, window / 2) {
-        summary = Some(summarize(model, &ctx.request.model, summary.as_deref(), &chunk).await?);
+        summary = Some(summarizer.fold(summary.as_deref(), &chunk).await?);
+    }
+    if let Some(s) = summary.as_deref()
+        && counter.count(s) > budget
+    {
+        summary = Some(summarizer.fold(None, s).await?);
     }
     let summary = summary.unwrap_or_default();
+    let after = fixed
+        + counter.count_message(&ChatMessage::User {
+            content: format!("{SUMMARY_PREFIX}{summary}"),
+        })
+        + ctx.message_tokens[cut..].iter().sum::<usize>();
+    if after >= ctx.breakdown.total {
+        // Only reachable with almost nothing to evict; keeping things as they are is better
+        // than a larger prompt.
+        tracing::warn!(agent_id = %ctx.agent.id, before = ctx.breakdown.total, after, "compaction would not shrink the context; skipped");
+        return Ok(());
+    }
     let ids: Vec<_> = evicted.iter().map(|m| m.id.clone()).collect();
     store.evict_messages(&ctx.agent.id, &ids, &summary)?;
-    tracing::info!(agent_id = %ctx.agent.id, evicted = ids.len(), "compacted the context window");
+    tracing::info!(agent_id = %ctx.agent.id, evicted = ids.len(), before = ctx.breakdown.total, after, "compacted the context window");
     Ok(())
 }
 
@@ -126,42 +181,4 @@ fn chunks(messages: &[Message], counter: &TokenCounter, budget: usize) -> Vec<St
         out.push(current);
     }
     out
-}
-
-async fn summarize(
-    model: &dyn ChatModel,
-    model_name: &str,
-    previous: Option<&str>,
-    transcript: &str,
-) -> Result<String> {
-    let mut prompt = String::new();
-    if let Some(p) = previous {
-        prompt.push_str(&format!("Previous summary:\n{p}\n\n"));
-    }
-    prompt.push_str(&format!(
-        "Messages leaving the context window:\n{transcript}"
-    ));
-    let request = ChatRequest {
-        model: model_name.to_owned(),
-        messages: vec![
-            ChatMessage::System {
-                content: SUMMARIZER_SYSTEM.into(),
-            },
-            ChatMessage::User { content: prompt },
-        ],
-        tools: Vec::new(),
-        tool_choice: ToolChoice::Auto,
-        max_tokens: Some(1024),
-        temperature: None,
-        stream: false,
-    };
-    let response = model.complete(&request, &|_| {}).await?;
-    let text = response.content.trim();
-    if text.is_empty() {
-        return Err(Error::provider(
-            ProviderFault::BadResponse,
-            "the model returned an empty summary",
-        ));
-    }
-    Ok(text.to_owned())
 }

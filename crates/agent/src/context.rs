@@ -1,6 +1,7 @@
 //! Assembling one LLM call: system message (cached while memory is unchanged), summary,
 //! in-context messages and tool schemas — plus the token breakdown.
 
+use crate::calibrate;
 use crate::compile;
 use crate::prompts::SUMMARY_PREFIX;
 use crate::tokens::{ContextBreakdown, TokenCounter};
@@ -27,6 +28,8 @@ pub struct Context {
     pub message_tokens: Vec<usize>,
     /// The user tools attached to the agent (built-ins are not rows).
     pub custom_tools: Vec<Tool>,
+    /// The counter the breakdown was made with (calibrated for the model).
+    pub counter: TokenCounter,
 }
 
 /// Loads the agent's context as of now.
@@ -52,7 +55,7 @@ pub fn load(store: &Store, agent_id: &AgentId, now: Timestamp, stream: bool) -> 
         }
     };
 
-    let counter = TokenCounter::for_model(&agent.llm.model);
+    let counter = calibrate::counter(store, &agent.llm.model);
     let custom_tools = store.tools_named(&agent.tools)?;
     let tools = tools::specs_with(&agent.tools, &custom_tools, agent.loop_style);
     let mut chat = Vec::with_capacity(messages.len() + 2);
@@ -109,6 +112,7 @@ pub fn load(store: &Store, agent_id: &AgentId, now: Timestamp, stream: bool) -> 
         breakdown,
         message_tokens,
         custom_tools,
+        counter,
     })
 }
 

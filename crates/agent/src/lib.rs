@@ -5,20 +5,25 @@
 //! emits. The loop follows MemGPT (Packer et al., 2023, "MemGPT: Towards LLMs as Operating
 //! Systems") and Letta's current agents; see DESIGN.md §5–§6.
 
+pub mod calibrate;
 mod compact;
 pub mod compile;
 mod context;
+mod outcome;
 pub mod prompts;
 pub mod python;
 mod rules;
 mod run;
+mod summary;
 pub mod tokens;
 pub mod tool_api;
 pub mod tools;
+pub mod window;
 
 pub use context::Context;
+pub use outcome::{LoopSettings, RunOutcome};
 pub use python::PythonHost;
-pub use run::{LoopSettings, RunOutcome, Runtime};
+pub use run::Runtime;
 pub use tokens::{ContextBreakdown, TokenCounter};
 pub use tool_api::{TOOL_API_PORT, ToolApi, ToolApiGrant, ToolScope};
 

@@ -56,8 +56,24 @@ You maintain the running summary of a conversation between an AI agent and a use
 from the agent's point of view. You get the previous summary (if any) and the messages that \
 are leaving the agent's context window. Write one updated summary that keeps what the agent \
 will need later: facts about the user, decisions, promises, open questions, tasks in progress \
-and what tools revealed. Drop greetings and small talk. Plain prose or terse bullet points, at \
-most about 300 words. Output only the summary.";
+and what tools revealed. Drop greetings and small talk. Plain prose or terse bullet points, \
+within the length you are given. Output only the summary.";
+
+/// The closing line of a summarisation request: the length limit, in words. `over` is the
+/// token count of a previous attempt that was too long, when this is the stricter retry.
+pub fn summary_length_rule(words: usize, over: Option<usize>) -> String {
+    match over {
+        None => format!("Write at most {words} words."),
+        Some(tokens) => format!(
+            "Your previous attempt was far too long (about {tokens} tokens). Write at most \
+             {words} words: keep only the facts the agent cannot do without, and do not \
+             restate the previous summary at length."
+        ),
+    }
+}
+
+/// Appended to a summary that had to be cut to fit its budget.
+pub const SUMMARY_CUT_MARKER: &str = " [… summary cut to fit the context window]";
 
 /// Opening of the user-role message that carries the summary into the context window.
 pub const SUMMARY_PREFIX: &str = "\

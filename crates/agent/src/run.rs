@@ -3,12 +3,15 @@
 //! transaction. The run goes on while the model asks to (heartbeat in the classic loop, tool
 //! calls in the tool loop) up to the step limit.
 
+use crate::calibrate;
 use crate::compact::{self, Pressure};
 use crate::context::{self, Context};
+use crate::outcome::{LoopSettings, RunOutcome};
 use crate::prompts;
 use crate::python::PythonHost;
 use crate::rules::Rules;
 use crate::tools::{self, ToolContext};
+use crate::window;
 use crate::{Embedder, EventSink, ModelResolver};
 use engram_core::error::ProviderFault;
 use engram_core::run::format_time;
@@ -18,46 +21,10 @@ use engram_core::{
 };
 use engram_providers::{ChatModel, ChatResponse, Delta, ToolChoice};
 use engram_store::{StepCommit, Store};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
-
-/// Thresholds of context-window management, as fractions of the model's context window.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct LoopSettings {
-    /// Warn the model (hidden alert) once the context passes this share (default 0.75).
-    pub warn_at: f32,
-    /// Compact before the call once the context passes this share (default 0.9).
-    pub compact_at: f32,
-    /// Compaction evicts the oldest messages until the context is under this share (default 0.7).
-    pub compact_to: f32,
-}
-
-impl Default for LoopSettings {
-    fn default() -> Self {
-        Self {
-            warn_at: 0.75,
-            compact_at: 0.9,
-            compact_to: 0.7,
-        }
-    }
-}
-
-/// What a run did.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RunOutcome {
-    /// The run.
-    pub run_id: RunId,
-    /// Every message the run committed, the user's first, in order.
-    pub messages: Vec<Message>,
-    /// Why it ended.
-    pub stop_reason: StopReason,
-    /// Tokens and steps.
-    pub usage: Usage,
-    /// What failed, when `stop_reason` is an error.
-    pub error: Option<ErrorBody>,
-}
 
 /// Runs agents. One run per agent at a time: a second message to a busy agent waits its turn,
 /// so two runs never interleave their steps.
@@ -67,12 +34,21 @@ pub struct Runtime {
     settings: LoopSettings,
     python: Arc<PythonHost>,
     busy: Mutex<HashMap<AgentId, Arc<tokio::sync::Mutex<()>>>>,
+    /// Agents warned about memory pressure in the current fill (since their context was last
+    /// below the warning threshold), so the warning fires once per fill.
+    warned: Mutex<HashSet<AgentId>>,
 }
+
+/// How many times a tool effect (call, arguments, result) may happen in a run before a step
+/// that only repeats such effects ends the run with [`StopReason::NoProgress`].
+const NO_PROGRESS_REPEATS: u32 = 2;
 
 /// One step's result, for the loop to decide what comes next.
 struct StepEnd {
     messages: Vec<Message>,
     next: Option<StopReason>,
+    /// What each tool call of the step did: name, arguments and result (time left out).
+    effects: Vec<String>,
 }
 
 impl Runtime {
@@ -93,6 +69,7 @@ impl Runtime {
             settings,
             python: Arc::new(PythonHost::default()),
             busy: Mutex::new(HashMap::new()),
+            warned: Mutex::new(HashSet::new()),
         }
     }
 
@@ -112,6 +89,11 @@ impl Runtime {
         &self.store
     }
 
+    /// The context-window thresholds in use.
+    pub fn settings(&self) -> &LoopSettings {
+        &self.settings
+    }
+
     /// The agent's context as the next call would see it (for the context-window meter).
     pub fn context(&self, agent_id: &AgentId) -> Result<Context> {
         context::load(&self.store, agent_id, chrono::Utc::now(), true)
@@ -119,8 +101,8 @@ impl Runtime {
 
     /// Sends `input` (a user message) to the agent and runs steps until it is done.
     ///
-    /// Errors before anything is written (unknown agent, model not configured) are returned as
-    /// `Err`. Failures during the run (provider down, cancelled) end it with a stop reason and
+    /// Errors before anything is written (unknown agent, model not configured, a context window
+    /// too small for the agent: `context_window_too_small`) are returned as `Err`. Failures during the run (provider down, cancelled) end it with a stop reason and
     /// `RunOutcome::error`; everything committed before stays valid, and an `Error` then a `Done`
     /// event are emitted. Each step is written in one transaction, so a crash loses at most the
     /// step in flight.
@@ -142,6 +124,16 @@ impl Runtime {
 
         let agent = self.store.get_agent(agent_id)?;
         let model = self.models.chat_model(&agent.llm)?;
+        // A window that cannot hold the agent is the user's to fix; say so before anything is
+        // written, instead of a run that compacts on every step.
+        let ctx = context::load(&self.store, agent_id, chrono::Utc::now(), true)?;
+        window::check(
+            compact::fixed_tokens(&ctx),
+            ctx.breakdown.context_window,
+            &agent.llm.model,
+            &self.settings,
+        )?;
+        drop(ctx);
         let embedder = agent
             .embedding
             .as_ref()
@@ -173,6 +165,9 @@ impl Runtime {
         let mut rules = Rules::new(&agent.tool_rules);
         let mut stop = StopReason::MaxSteps;
         let mut error = None;
+        // How often each tool effect happened in this run, to notice a model that only
+        // repeats itself.
+        let mut seen: HashMap<String, u32> = HashMap::new();
         for index in 1..=agent.max_steps.max(1) {
             if cancel.is_cancelled() {
                 stop = StopReason::Cancelled;
@@ -195,6 +190,22 @@ impl Runtime {
                     if let Some(reason) = end.next {
                         stop = reason;
                         break;
+                    }
+                    // A step that only repeats calls already made twice with the same results
+                    // would be repeated again until the step limit. (Once is allowed: a model
+                    // may check a result again.)
+                    let repeated = !end.effects.is_empty()
+                        && end
+                            .effects
+                            .iter()
+                            .all(|e| seen.get(e).is_some_and(|n| *n >= NO_PROGRESS_REPEATS));
+                    if repeated {
+                        tracing::warn!(%agent_id, step = index, "the model repeats itself; stopping the run");
+                        stop = StopReason::NoProgress;
+                        break;
+                    }
+                    for e in end.effects {
+                        *seen.entry(e).or_default() += 1;
                     }
                 }
                 Err(e) => {
@@ -297,18 +308,39 @@ impl Runtime {
             };
             match result {
                 Ok(r) => break r,
-                // Our count said it fits but the provider disagrees, so our count is off: halve
-                // what was sent (or reach the usual target, if that is smaller), once.
+                // Our count said it fits but the provider disagrees, so our count is off. An
+                // estimated count learns from it (the provider's ratio is at least window /
+                // estimate); either way, halve what was sent (or reach the usual target, if
+                // that is smaller), once.
                 Err(e) if e.fault == ProviderFault::ContextLength && !compacted_for_error => {
                     compacted_for_error = true;
+                    if !ctx.counter.is_exact() {
+                        calibrate::refused(
+                            &self.store,
+                            &ctx.agent.llm.model,
+                            &ctx.counter,
+                            ctx.breakdown.total,
+                            ctx.breakdown.context_window,
+                        );
+                        ctx = context::load(&self.store, agent_id, chrono::Utc::now(), true)?;
+                    }
                     let target = self.target_tokens(&ctx).min(ctx.breakdown.total / 2);
-                    compact::compact(&self.store, model, &ctx, target).await?;
+                    compact::compact(&self.store, model, &ctx, target, &self.settings).await?;
                     ctx = context::load(&self.store, agent_id, chrono::Utc::now(), true)?;
                 }
                 Err(e) => return Err(e.into()),
             }
         };
         let llm_ms = llm_started.elapsed().as_millis() as u64;
+        if let Some(u) = &response.usage {
+            calibrate::observe(
+                &self.store,
+                &ctx.agent.llm.model,
+                &ctx.counter,
+                ctx.breakdown.total,
+                u.prompt_tokens,
+            );
+        }
 
         for call in &response.tool_calls {
             let _ = events.send(RunEvent::ToolCall { call: call.clone() });
@@ -339,6 +371,7 @@ impl Runtime {
         };
         let (mut heartbeat, mut failed, mut replied) = (false, false, false);
         let (mut terminal, mut keep_going) = (false, false);
+        let mut effects = Vec::with_capacity(response.tool_calls.len());
         for call in &response.tool_calls {
             // Every call gets exactly one result, also when the run is being cancelled.
             let out = if cancel.is_cancelled() {
@@ -379,6 +412,10 @@ impl Runtime {
             }
             heartbeat |= out.heartbeat;
             failed |= out.result.status == ToolStatus::Failed;
+            effects.push(format!(
+                "{}\u{0}{}\u{0}{:?}\u{0}{}",
+                call.name, call.arguments, out.result.status, out.result.message
+            ));
             messages.push(
                 NewMessage::tool(&call.id, &call.name, out.result.to_json())
                     .in_step(run_id, &step_id),
@@ -416,7 +453,7 @@ impl Runtime {
         };
 
         let completion_fallback = || {
-            let counter = crate::TokenCounter::for_model(&ctx.agent.llm.model);
+            let counter = ctx.counter;
             counter.count(&response.content)
                 + response
                     .tool_calls
@@ -465,11 +502,12 @@ impl Runtime {
         Ok(StepEnd {
             messages: committed.messages,
             next,
+            effects,
         })
     }
 
     /// Loads the context and relieves memory pressure: compacts when over `compact_at`, or sends
-    /// the model one warning when over `warn_at`.
+    /// the model one warning per fill when over `warn_at`.
     async fn prepare(
         &self,
         agent_id: &AgentId,
@@ -477,17 +515,36 @@ impl Runtime {
         cancel: &CancellationToken,
     ) -> Result<Context> {
         let ctx = context::load(&self.store, agent_id, chrono::Utc::now(), true)?;
-        match compact::pressure(&ctx, &self.settings) {
-            Pressure::Low => Ok(ctx),
+        let warned = self
+            .warned
+            .lock()
+            .map(|w| w.contains(agent_id))
+            .unwrap_or(false);
+        let set_warned = |on: bool| {
+            if let Ok(mut w) = self.warned.lock() {
+                if on {
+                    w.insert(agent_id.clone());
+                } else {
+                    w.remove(agent_id);
+                }
+            }
+        };
+        match compact::pressure(&ctx, &self.settings, warned) {
+            Pressure::Low => {
+                set_warned(false);
+                Ok(ctx)
+            }
+            Pressure::Warned => Ok(ctx),
             Pressure::Warn(percent) => {
                 let alert =
                     NewMessage::hidden(MessageKind::Alert, prompts::memory_pressure_alert(percent));
                 self.store.append_messages(agent_id, &[alert])?;
+                set_warned(true);
                 context::load(&self.store, agent_id, chrono::Utc::now(), true)
             }
             Pressure::Compact => {
                 tokio::select! {
-                    r = compact::compact(&self.store, model, &ctx, self.target_tokens(&ctx)) => r?,
+                    r = compact::compact(&self.store, model, &ctx, self.target_tokens(&ctx), &self.settings) => r?,
                     () = cancel.cancelled() => return Err(Error::Cancelled),
                 }
                 context::load(&self.store, agent_id, chrono::Utc::now(), true)
@@ -542,6 +599,7 @@ impl Runtime {
         Ok(StepEnd {
             messages: committed.messages,
             next: Some(StopReason::Cancelled),
+            effects: Vec::new(),
         })
     }
 }

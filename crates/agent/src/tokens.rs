@@ -2,8 +2,8 @@
 //!
 //! OpenAI-family models are counted exactly with tiktoken (`o200k_base` for the 4o/4.1/o-series/5
 //! generation, `cl100k_base` for older ones). Other models are estimated at one token per four
-//! characters — close enough to decide when to compact; provider-reported usage is recorded
-//! after each call.
+//! characters, scaled by a per-model calibration learnt from the `prompt_tokens` the provider
+//! reports (see `calibrate.rs`), so the estimate tracks a tokenizer Engram does not know.
 
 use engram_providers::{ChatMessage, ToolSpec};
 use serde::{Deserialize, Serialize};
@@ -17,6 +17,17 @@ const PER_MESSAGE_OVERHEAD: usize = 4;
 #[derive(Clone, Copy)]
 pub struct TokenCounter {
     bpe: Option<&'static CoreBPE>,
+    /// Multiplies estimated counts (1.0 = plain estimate); never applied to exact counts.
+    scale: f32,
+}
+
+impl std::fmt::Debug for TokenCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenCounter")
+            .field("exact", &self.bpe.is_some())
+            .field("scale", &self.scale)
+            .finish()
+    }
 }
 
 impl TokenCounter {
@@ -39,7 +50,22 @@ impl TokenCounter {
         } else {
             None
         };
-        Self { bpe }
+        Self { bpe, scale: 1.0 }
+    }
+
+    /// The same counter with estimates multiplied by `scale` (the calibration of a model whose
+    /// tokenizer Engram does not know); exact counters are left as they are. Non-finite or
+    /// non-positive scales are ignored.
+    pub fn scaled(mut self, scale: f32) -> Self {
+        if self.bpe.is_none() && scale.is_finite() && scale > 0.0 {
+            self.scale = scale;
+        }
+        self
+    }
+
+    /// The factor estimates are multiplied by (1.0 for exact counters).
+    pub fn scale(&self) -> f32 {
+        self.scale
     }
 
     /// Whether counts are exact (tiktoken) rather than estimated.
@@ -51,13 +77,21 @@ impl TokenCounter {
     pub fn count(&self, text: &str) -> usize {
         match self.bpe {
             Some(bpe) => bpe.encode_ordinary(text).len(),
-            None => text.chars().count().div_ceil(4),
+            None => self.scaled_count(text.chars().count().div_ceil(4)),
+        }
+    }
+
+    fn scaled_count(&self, n: usize) -> usize {
+        if self.scale == 1.0 {
+            n
+        } else {
+            (n as f32 * self.scale).ceil() as usize
         }
     }
 
     /// Tokens of one chat message, format overhead included.
     pub fn count_message(&self, m: &ChatMessage) -> usize {
-        PER_MESSAGE_OVERHEAD
+        self.overhead(PER_MESSAGE_OVERHEAD)
             + match m {
                 ChatMessage::System { content } | ChatMessage::User { content } => {
                     self.count(content)
@@ -69,11 +103,22 @@ impl TokenCounter {
                     self.count(content)
                         + tool_calls
                             .iter()
-                            .map(|c| self.count(&c.name) + self.count(&c.arguments) + 3)
+                            .map(|c| {
+                                self.count(&c.name) + self.count(&c.arguments) + self.overhead(3)
+                            })
                             .sum::<usize>()
                 }
-                ChatMessage::Tool { content, .. } => self.count(content) + 2,
+                ChatMessage::Tool { content, .. } => self.count(content) + self.overhead(2),
             }
+    }
+
+    /// A fixed format overhead, scaled like estimates.
+    fn overhead(&self, n: usize) -> usize {
+        if self.bpe.is_some() {
+            n
+        } else {
+            self.scaled_count(n)
+        }
     }
 
     /// Tokens of the tool schemas as sent (their JSON).
@@ -84,7 +129,7 @@ impl TokenCounter {
                 self.count(&t.name)
                     + self.count(&t.description)
                     + self.count(&t.parameters.to_string())
-                    + 8
+                    + self.overhead(8)
             })
             .sum()
     }
@@ -124,5 +169,7 @@ mod tests {
         let estimate = TokenCounter::for_model("ollama/llama3.1");
         assert!(!estimate.is_exact());
         assert_eq!(estimate.count("12345678"), 2);
+        assert_eq!(estimate.scaled(1.25).count(&"x".repeat(400)), 125);
+        assert_eq!(exact.scaled(2.0).count("hello world"), 2);
     }
 }

@@ -74,6 +74,22 @@ pub enum Error {
         /// A one-line explanation for the user.
         message: String,
     },
+    /// The model's context window cannot hold what this agent sends on every call (its
+    /// instructions, core memory, tool schemas and a bounded summary) with room to talk. Raised
+    /// at agent creation, on a model change and when a message is sent, before anything is
+    /// written, instead of a run that compacts without end. All figures are **tokens**.
+    #[error(
+        "this agent needs at least {needed} tokens of context; {model} offers {offered} — raise the \
+         server's context length (e.g. Ollama `num_ctx`) or choose another model"
+    )]
+    ContextWindowTooSmall {
+        /// The model handle, e.g. `ollama/llama3.2`.
+        model: String,
+        /// The smallest context window this agent works in.
+        needed: u32,
+        /// The context window configured for the model.
+        offered: u32,
+    },
     /// The OS keychain failed.
     #[error("keychain: {0}")]
     Secrets(String),
@@ -128,6 +144,7 @@ impl Error {
                 ProviderFault::BadResponse => "provider_bad_response",
                 ProviderFault::NotConfigured => "provider_not_configured",
             },
+            Self::ContextWindowTooSmall { .. } => "context_window_too_small",
             Self::Secrets(_) => "secrets",
             Self::Storage(_) => "storage",
             Self::Cancelled => "cancelled",
@@ -156,6 +173,11 @@ impl From<&Error> for ErrorBody {
             Error::StaleVersion { based_on, current } => {
                 Some(serde_json::json!({"based_on": based_on, "current": current}))
             }
+            Error::ContextWindowTooSmall {
+                model,
+                needed,
+                offered,
+            } => Some(serde_json::json!({"model": model, "needed": needed, "offered": offered})),
             _ => None,
         };
         Self {
@@ -169,5 +191,27 @@ impl From<&Error> for ErrorBody {
 impl From<Error> for ErrorBody {
     fn from(e: Error) -> Self {
         Self::from(&e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_window_too_small_says_what_to_do() {
+        let e = Error::ContextWindowTooSmall {
+            model: "ollama/llama3.2".into(),
+            needed: 2_300,
+            offered: 2_048,
+        };
+        let body = ErrorBody::from(&e);
+        assert_eq!(body.code, "context_window_too_small");
+        assert_eq!(
+            body.message,
+            "this agent needs at least 2300 tokens of context; ollama/llama3.2 offers 2048 — raise \
+             the server's context length (e.g. Ollama `num_ctx`) or choose another model"
+        );
+        assert_eq!(body.details.unwrap()["needed"], 2_300);
     }
 }

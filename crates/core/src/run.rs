@@ -23,6 +23,9 @@ pub enum StopReason {
     ToolRule,
     /// Classic loop: the model answered without calling a tool and no heartbeat was requested.
     NoToolCall,
+    /// The model kept repeating itself: a step whose every tool call (name, arguments and
+    /// result) already happened twice earlier in the run. Engram's own reason; Letta has none.
+    NoProgress,
 }
 
 impl StopReason {
@@ -36,6 +39,7 @@ impl StopReason {
             Self::Error => "error",
             Self::ToolRule => "tool_rule",
             Self::NoToolCall => "no_tool_call",
+            Self::NoProgress => "no_progress",
         }
     }
 }

@@ -261,11 +261,9 @@ pub(crate) fn error_body(message: &str, kind: &str) -> Value {
 }
 
 /// Anthropic's context-length error body.
-pub(crate) fn context_length_error(tokens: u64) -> Value {
-    // The request that triggers this in a test is usually small; claim it is over the limit.
-    let tokens = tokens.max(200_001);
+pub(crate) fn context_length_error(window: u64, tokens: u64) -> Value {
     error_body(
-        &format!("prompt is too long: {tokens} tokens > 200000 maximum"),
+        &format!("prompt is too long: {tokens} tokens > {window} maximum"),
         "invalid_request_error",
     )
 }

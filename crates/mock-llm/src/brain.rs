@@ -379,7 +379,9 @@ fn reports_empty_queue(message: &str) -> bool {
     m.is_empty() || m.ends_with("[]") || m.eq_ignore_ascii_case("none") || m == "null"
 }
 
-fn is_summary_request(view: &ChatView) -> bool {
+/// Whether `view` asks for a summary ("summar…" in the system message or the last user
+/// message); callers also check that no tools are offered.
+pub(crate) fn is_summary_request(view: &ChatView) -> bool {
     let last = view
         .messages
         .iter()

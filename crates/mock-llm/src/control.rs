@@ -1,6 +1,7 @@
 //! Control endpoints for harnesses in other languages (Python, Node) that run the `mock-llm`
 //! binary: `POST /_mock/push` queues replies, `GET /_mock/requests` and
-//! `GET /_mock/violations` read the log. Replies travel as [`ReplySpec`] JSON.
+//! `GET /_mock/violations` read the log, `POST /_mock/limits` sets [`Limits`] (JSON `null`
+//! turns them off). Replies travel as [`ReplySpec`] JSON.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::server::Shared;
-use crate::{Call, Reply};
+use crate::{Call, Limits, Reply};
 
 /// A [`Reply`] as JSON, tagged by `type`, e.g. `{"type":"text","text":"hi"}`,
 /// `{"type":"tool_calls","calls":[{"name":"send_message","arguments":{"message":"hi"}}]}`,
@@ -170,4 +171,19 @@ pub(crate) async fn requests(State(shared): State<Arc<Shared>>) -> Json<Value> {
 pub(crate) async fn violations(State(shared): State<Arc<Shared>>) -> Json<Value> {
     let (_, violations) = shared.log_snapshot();
     Json(json!(violations))
+}
+
+/// `POST /_mock/limits`: a [`Limits`] object, or `null` to turn limits off.
+pub(crate) async fn limits(State(shared): State<Arc<Shared>>, Json(body): Json<Value>) -> Response {
+    match serde_json::from_value::<Option<Limits>>(body) {
+        Ok(limits) => {
+            shared.set_limits(limits.clone());
+            Json(json!({"limits": limits})).into_response()
+        }
+        Err(e) => (
+            StatusCode::BAD_REQUEST,
+            Json(json!({"error": format!("not a limits object: {e}")})),
+        )
+            .into_response(),
+    }
 }

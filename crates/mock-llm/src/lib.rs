@@ -9,9 +9,11 @@
 //! closure over the parsed request ([`ChatView`]), or the built-in rule-based [`brain()`] that plays
 //! a memory agent well enough for end-to-end tests. Replies can also be faults (rate limits,
 //! server errors, context-length errors, hangs, broken bodies) so retry and error paths run for
-//! real. Every request is recorded ([`MockLlm::requests`]) and checked against the protocols'
-//! rules ([`MockLlm::violations`]): an unanswered tool call is caught here, in the test that
-//! caused it, instead of as a 400 from a real provider in production.
+//! real. [`Limits`] make it behave like a real local server: a context length it refuses longer
+//! prompts by, a tokenizer that counts differently from Engram's estimate, a summariser that
+//! ignores `max_tokens`. Every request is recorded ([`MockLlm::requests`]) and checked against
+//! the protocols' rules ([`MockLlm::violations`]): an unanswered tool call is caught here, in
+//! the test that caused it, instead of as a 400 from a real provider in production.
 //!
 //! ```no_run
 //! # async fn demo() {
@@ -28,6 +30,7 @@ mod anthropic;
 pub mod brain;
 mod control;
 mod embeddings;
+mod limits;
 mod openai;
 mod server;
 mod validate;
@@ -41,6 +44,7 @@ use std::time::Duration;
 pub use brain::brain;
 pub use control::{CallSpec, ReplySpec};
 pub use embeddings::{EMBEDDING_DIMS, embed};
+pub use limits::Limits;
 pub use server::{MockLlm, StreamStyle};
 pub use view::{Api, ChatView, ToolResultView, ViewCall, ViewMessage};
 

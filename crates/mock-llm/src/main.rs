@@ -1,6 +1,7 @@
 //! `mock-llm`: the scripted model server as a process, for test harnesses in other languages.
 //!
-//! `mock-llm [--port 0] [--script brain|queue] [--print-port-file PATH]` prints
+//! `mock-llm [--port 0] [--script brain|queue] [--print-port-file PATH] [--context-window N]
+//! [--token-factor F] [--ramble-summaries]` prints
 //! `listening on http://127.0.0.1:PORT/v1` once ready and serves until killed. Queue replies
 //! through `POST /_mock/push`; read the log at `GET /_mock/requests` and `GET /_mock/violations`.
 
@@ -9,7 +10,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, ValueEnum};
-use engram_mock_llm::{MockLlm, Script};
+use engram_mock_llm::{Limits, MockLlm, Script};
 
 /// A scripted OpenAI- and Anthropic-compatible model server on 127.0.0.1.
 #[derive(Parser, Debug)]
@@ -24,6 +25,15 @@ struct Args {
     /// Also write the bound port (digits only) to this file once listening.
     #[arg(long, value_name = "PATH")]
     print_port_file: Option<PathBuf>,
+    /// Refuse prompts over this many tokens, as a real server's context length does.
+    #[arg(long, value_name = "TOKENS")]
+    context_window: Option<u64>,
+    /// Count prompt tokens this many times Engram's estimate (e.g. 1.25).
+    #[arg(long, value_name = "FACTOR")]
+    token_factor: Option<f64>,
+    /// Answer summarisation requests at great length, ignoring max_tokens.
+    #[arg(long)]
+    ramble_summaries: bool,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -48,6 +58,13 @@ async fn main() -> anyhow::Result<()> {
     let mock = MockLlm::start_on(args.port, script)
         .await
         .with_context(|| format!("cannot bind 127.0.0.1:{}", args.port))?;
+    if args.context_window.is_some() || args.token_factor.is_some() || args.ramble_summaries {
+        mock.set_limits(Some(Limits {
+            context_window: args.context_window,
+            token_factor: args.token_factor.unwrap_or(1.0),
+            ramble_summaries: args.ramble_summaries,
+        }));
+    }
     if let Some(path) = &args.print_port_file {
         // Write then rename, so a harness polling for the file never reads it half-written.
         let tmp = path.with_extension("tmp");

@@ -265,11 +265,9 @@ pub(crate) fn garbage_frames(meta: &Meta<'_>) -> Vec<String> {
 }
 
 /// OpenAI's context-length error body.
-pub(crate) fn context_length_error(tokens: u64) -> Value {
-    // The request that triggers this in a test is usually small; claim it is over the limit.
-    let tokens = tokens.max(8193);
+pub(crate) fn context_length_error(window: u64, tokens: u64) -> Value {
     json!({"error": {
-        "message": format!("This model's maximum context length is 8192 tokens. However, your messages resulted in {tokens} tokens. Please reduce the length of the messages."),
+        "message": format!("This model's maximum context length is {window} tokens. However, your messages resulted in {tokens} tokens. Please reduce the length of the messages."),
         "type": "invalid_request_error",
         "param": "messages",
         "code": "context_length_exceeded",

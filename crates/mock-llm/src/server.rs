@@ -17,6 +17,7 @@ use axum::routing::{get, post};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
+use crate::limits::{self, Limits};
 use crate::view::{Api, ChatView};
 use crate::wire::{Answer, Usage, sse_body, unix_now};
 use crate::{Recorded, Reply, Script, anthropic, control, embeddings, openai, validate};
@@ -46,6 +47,9 @@ pub(crate) struct Shared {
     counter: AtomicU64,
     style: Mutex<StreamStyle>,
     reject_invalid: AtomicBool,
+    limits: Mutex<Option<Limits>>,
+    refusals: AtomicU64,
+    prompt_counts: Mutex<Vec<u64>>,
     shutdown: watch::Sender<bool>,
 }
 
@@ -87,6 +91,9 @@ impl MockLlm {
             counter: AtomicU64::new(1),
             style: Mutex::new(StreamStyle::default()),
             reject_invalid: AtomicBool::new(false),
+            limits: Mutex::new(None),
+            refusals: AtomicU64::new(0),
+            prompt_counts: Mutex::new(Vec::new()),
             shutdown,
         });
         let router = router(shared.clone());
@@ -177,6 +184,23 @@ impl MockLlm {
     pub fn reject_invalid(&self, on: bool) {
         self.shared.reject_invalid.store(on, Ordering::Relaxed);
     }
+
+    /// Counts, limits and misbehaves like a real server from now on (see [`Limits`]); `None`
+    /// goes back to the default (usage estimated from the body size, no refusals).
+    pub fn set_limits(&self, limits: Option<Limits>) {
+        self.shared.set_limits(limits);
+    }
+
+    /// How many chat requests were refused for exceeding [`Limits::context_window`].
+    pub fn refusals(&self) -> u64 {
+        self.shared.refusals.load(Ordering::Relaxed)
+    }
+
+    /// The prompt tokens of every chat request counted under [`Limits`] since the last call
+    /// (refused ones included), in order; empties the list.
+    pub fn take_prompt_counts(&self) -> Vec<u64> {
+        std::mem::take(&mut *lock(&self.shared.prompt_counts))
+    }
 }
 
 impl std::fmt::Debug for MockLlm {
@@ -214,6 +238,7 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/_mock/push", post(control::push))
         .route("/_mock/requests", get(control::requests))
         .route("/_mock/violations", get(control::violations))
+        .route("/_mock/limits", post(control::limits))
         .fallback(unknown)
         .with_state(shared)
 }
@@ -256,10 +281,21 @@ impl Shared {
         (log.requests.clone(), log.violations.clone())
     }
 
-    /// The queued reply if there is one, else the script's.
-    fn next_reply(&self, view: &ChatView) -> Reply {
+    pub(crate) fn set_limits(&self, limits: Option<Limits>) {
+        *lock(&self.limits) = limits;
+    }
+
+    /// The queued reply if there is one, else a rambling summary when asked to ramble, else
+    /// the script's.
+    fn next_reply(&self, view: &ChatView, ramble: bool) -> Reply {
         let queued = lock(&self.queue).pop_front();
-        queued.unwrap_or_else(|| self.script.answer(view))
+        queued.unwrap_or_else(|| {
+            if ramble && view.tools.is_empty() && crate::brain::is_summary_request(view) {
+                Reply::Text(limits::ramble(view))
+            } else {
+                self.script.answer(view)
+            }
+        })
     }
 
     /// Waits out delays and hangs; `None` when the server shut down meanwhile.
@@ -333,7 +369,19 @@ async fn chat(api: Api, State(shared): St, uri: Uri, headers: HeaderMap, body: B
         messages = view.messages.len(),
         "mock-llm chat request"
     );
-    let reply = shared.next_reply(&view);
+    let limits = lock(&shared.limits).clone();
+    let counted = limits
+        .as_ref()
+        .map(|l| l.count(&json, api == Api::Anthropic));
+    if let (Some(limits), Some(tokens)) = (&limits, counted) {
+        lock(&shared.prompt_counts).push(tokens);
+        if let Some(window) = limits.context_window.filter(|w| tokens > *w) {
+            shared.refusals.fetch_add(1, Ordering::Relaxed);
+            return context_length_response(api, window, tokens);
+        }
+    }
+    let ramble = limits.as_ref().is_some_and(|l| l.ramble_summaries);
+    let reply = shared.next_reply(&view, ramble);
     let Some(reply) = shared.settle(reply).await else {
         return error_response(
             api,
@@ -364,12 +412,14 @@ async fn chat(api: Api, State(shared): St, uri: Uri, headers: HeaderMap, body: B
             response
         }
         Reply::ContextLengthExceeded => {
-            let tokens = view.estimated_tokens() as u64;
-            let body = match api {
-                Api::OpenAi => openai::context_length_error(tokens),
-                Api::Anthropic => anthropic::context_length_error(tokens),
+            // The request that triggers this in a test is usually small; claim it is over the
+            // model's usual limit.
+            let tokens = counted.unwrap_or(view.estimated_tokens() as u64);
+            let window = match api {
+                Api::OpenAi => 8192,
+                Api::Anthropic => 200_000,
             };
-            (StatusCode::BAD_REQUEST, axum::Json(body)).into_response()
+            context_length_response(api, window, tokens.max(window + 1))
         }
         Reply::Garbage => {
             let id = format!("garbage{}", shared.next_id());
@@ -413,7 +463,10 @@ async fn chat(api: Api, State(shared): St, uri: Uri, headers: HeaderMap, body: B
                     "mock-llm cannot encode this reply",
                 );
             };
-            let usage = Usage::estimate(body_chars, &answer);
+            let mut usage = Usage::estimate(body_chars, &answer);
+            if let Some(tokens) = counted {
+                usage.prompt = tokens;
+            }
             match api {
                 Api::OpenAi => {
                     let id = format!("chatcmpl-mock{}", shared.next_id());
@@ -450,6 +503,14 @@ async fn chat(api: Api, State(shared): St, uri: Uri, headers: HeaderMap, body: B
             }
         }
     }
+}
+
+fn context_length_response(api: Api, window: u64, tokens: u64) -> Response {
+    let body = match api {
+        Api::OpenAi => openai::context_length_error(window, tokens),
+        Api::Anthropic => anthropic::context_length_error(window, tokens),
+    };
+    (StatusCode::BAD_REQUEST, axum::Json(body)).into_response()
 }
 
 fn error_response(api: Api, status: StatusCode, kind: &str, message: &str) -> Response {

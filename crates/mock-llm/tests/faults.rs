@@ -186,3 +186,77 @@ async fn delayed_reply_waits() {
     assert!(started.elapsed() >= Duration::from_millis(290));
     assert_eq!(v["choices"][0]["message"]["content"], "late");
 }
+
+#[tokio::test]
+async fn limits_refuse_over_long_prompts_and_report_scaled_usage() {
+    use engram_mock_llm::Limits;
+    let mock = MockLlm::start(Script::Queue).await;
+    let long = "word ".repeat(400); // 2,000 characters: 504 tokens, 630 with a quarter more
+    let body = |text: &str| json!({"model": "mock-small", "messages": [{"role": "user", "content": text}]});
+    mock.set_limits(Some(Limits {
+        context_window: Some(300),
+        token_factor: 1.25,
+        ramble_summaries: false,
+    }));
+    let res = post(&mock.base_url(), "/chat/completions", &body(&long)).await;
+    assert_eq!(res.status(), 400);
+    let v: Value = res.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "context_length_exceeded");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("maximum context length is 300 tokens"),
+        "{message}"
+    );
+    assert_eq!(mock.refusals(), 1);
+
+    // 100 characters = 25 tokens, + 4 for the message = 29; a quarter more = 37.
+    let v: Value = post(
+        &mock.base_url(),
+        "/chat/completions",
+        &body(&"x".repeat(100)),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(v["usage"]["prompt_tokens"], 37);
+    assert_eq!(mock.take_prompt_counts(), vec![630, 37]);
+    assert_eq!(mock.refusals(), 1);
+
+    // Off again: no refusal.
+    mock.set_limits(None);
+    let res = post(&mock.base_url(), "/chat/completions", &body(&long)).await;
+    assert_eq!(res.status(), 200);
+}
+
+#[tokio::test]
+async fn a_rambling_model_answers_summary_requests_at_length() {
+    let mock = MockLlm::start(Script::Brain).await;
+    let base = mock.base_url();
+    let client = client();
+    let limits = client
+        .post(format!("{}/_mock/limits", mock.root_url()))
+        .json(&json!({"ramble_summaries": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(limits.status(), 200);
+    let transcript = "user: my dog is called Rex.\n".repeat(20);
+    let body = json!({"model": "mock-small", "max_tokens": 20, "messages": [
+        {"role": "system", "content": "Summarise the conversation in at most 50 words."},
+        {"role": "user", "content": transcript}]});
+    let v: Value = post(&base, "/chat/completions", &body)
+        .await
+        .json()
+        .await
+        .unwrap();
+    let text = v["choices"][0]["message"]["content"].as_str().unwrap();
+    assert!(text.len() > 2 * transcript.len(), "{}", text.len());
+    // Requests with tools are answered by the script as usual.
+    let v: Value = post(&base, "/chat/completions", &simple_body(false))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(v["choices"][0]["message"].is_object());
+}

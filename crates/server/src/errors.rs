@@ -52,7 +52,7 @@ impl ApiError {
 pub fn status_of(e: &Error) -> StatusCode {
     match e {
         Error::NotFound { .. } => StatusCode::NOT_FOUND,
-        Error::Invalid(_) => StatusCode::BAD_REQUEST,
+        Error::Invalid(_) | Error::ContextWindowTooSmall { .. } => StatusCode::BAD_REQUEST,
         Error::Conflict(_) | Error::StaleVersion { .. } => StatusCode::CONFLICT,
         Error::Provider {
             fault: ProviderFault::NotConfigured,

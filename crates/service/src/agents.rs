@@ -1,11 +1,12 @@
 //! Creating, reading, changing and deleting agents.
 
 use crate::{Engram, Notice};
-use engram_agent::prompts;
 use engram_agent::tools::default_tools;
+use engram_agent::{calibrate, prompts, window};
 use engram_core::agent::DEFAULT_MAX_STEPS;
 use engram_core::{
-    Agent, AgentId, AgentPatch, Block, Error, LlmConfig, LoopStyle, NewAgent, NewBlock, Result,
+    Agent, AgentId, AgentPatch, Block, BlockId, Error, LlmConfig, LoopStyle, NewAgent, NewBlock,
+    Result,
 };
 use serde::{Deserialize, Serialize};
 
@@ -31,7 +32,9 @@ impl Engram {
     /// `human` blocks when no blocks are given at all.
     ///
     /// Errors: `invalid_input` for an empty name, an unknown tool or a bad block; `conflict` for
-    /// duplicate labels; `not_found` for an unknown block id to attach.
+    /// duplicate labels; `not_found` for an unknown block id to attach;
+    /// `context_window_too_small` when the model's context window cannot hold the agent
+    /// (details: `{model, needed, offered}` in tokens).
     pub fn create_agent(&self, new: NewAgent) -> Result<AgentState> {
         let name = new.name.trim();
         if name.is_empty() {
@@ -66,6 +69,10 @@ impl Engram {
             created_at: now,
             updated_at: now,
         };
+        self.check_window(
+            &agent,
+            &planned_blocks(&blocks, &self.attached(&new.block_ids)?),
+        )?;
         let (agent, blocks) = self.store.create_agent(&agent, &blocks, &new.block_ids)?;
         self.notify(Notice::AgentsChanged);
         Ok(AgentState { agent, blocks })
@@ -85,6 +92,10 @@ impl Engram {
     }
 
     /// Changes an agent's settings.
+    ///
+    /// Errors: `not_found`, `invalid_input`; `context_window_too_small` when a new model,
+    /// context window, instructions or tool list would not fit the model's context window
+    /// (nothing is changed then).
     pub fn update_agent(&self, id: &AgentId, patch: &AgentPatch) -> Result<Agent> {
         if let Some(name) = &patch.name
             && name.trim().is_empty()
@@ -93,6 +104,22 @@ impl Engram {
         }
         if let Some(tools) = &patch.tools {
             self.check_tool_names(tools)?;
+        }
+        if patch.llm.is_some() || patch.system.is_some() || patch.tools.is_some() {
+            let mut planned = self.store.get_agent(id)?;
+            if let Some(llm) = &patch.llm {
+                planned.llm = llm.clone();
+            }
+            if let Some(system) = &patch.system {
+                planned.system = system.clone();
+            }
+            if let Some(tools) = &patch.tools {
+                planned.tools = tools.clone();
+            }
+            if let Some(style) = patch.loop_style {
+                planned.loop_style = style;
+            }
+            self.check_window(&planned, &self.store.agent_blocks(id)?)?;
         }
         let agent = self.store.update_agent(id, patch)?;
         self.notify(Notice::AgentChanged {
@@ -108,6 +135,18 @@ impl Engram {
         Ok(())
     }
 
+    /// Checks that `agent`'s model offers the context window it needs with `blocks`.
+    fn check_window(&self, agent: &Agent, blocks: &[Block]) -> Result<()> {
+        let custom = self.store.tools_named(&agent.tools)?;
+        let counter = calibrate::counter(&self.store, &agent.llm.model);
+        window::check_agent(agent, blocks, &custom, &counter, self.runtime.settings())
+    }
+
+    /// The existing blocks `ids` (to be attached), for the window check.
+    fn attached(&self, ids: &[BlockId]) -> Result<Vec<Block>> {
+        ids.iter().map(|id| self.store.get_block(id)).collect()
+    }
+
     /// The model handle new agents get: the `default_model` setting, else
     /// [`FALLBACK_MODEL`].
     pub fn default_model(&self) -> Result<String> {
@@ -121,6 +160,32 @@ impl Engram {
     pub fn set_default_model(&self, handle: &str) -> Result<()> {
         self.store.set_setting(DEFAULT_MODEL_SETTING, handle)
     }
+}
+
+/// The blocks an agent will have: `new` ones as the store will create them (values and limits
+/// as given; the default description for well-known labels), then the `attached` ones.
+fn planned_blocks(new: &[NewBlock], attached: &[Block]) -> Vec<Block> {
+    let now = chrono::Utc::now();
+    new.iter()
+        .map(|b| Block {
+            id: BlockId::from(String::from("block-planned")),
+            label: b.label.clone(),
+            value: b.value.clone(),
+            limit: b
+                .limit
+                .unwrap_or(engram_core::memory::DEFAULT_BLOCK_LIMIT)
+                .max(b.value.chars().count()),
+            description: b
+                .description
+                .clone()
+                .unwrap_or_else(|| engram_core::memory::default_description(&b.label)),
+            read_only: b.read_only,
+            version: 1,
+            created_at: now,
+            updated_at: now,
+        })
+        .chain(attached.iter().cloned())
+        .collect()
 }
 
 /// Engram's default instructions for a loop style.

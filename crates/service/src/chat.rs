@@ -31,8 +31,8 @@ impl Engram {
     /// Sends a user message to an agent and runs it to the end of its turn, streaming events
     /// into `events`. The run can be stopped with [`cancel_runs`](Self::cancel_runs) or with
     /// `cancel`. Errors: `invalid_input` for an empty message, `not_found`, and configuration
-    /// errors (no provider, no key) before anything is written; failures during the run are in
-    /// the outcome.
+    /// errors (no provider, no key, `context_window_too_small` when the model's window cannot
+    /// hold the agent) before anything is written; failures during the run are in the outcome.
     pub async fn send_message(
         &self,
         agent: &AgentId,

@@ -15,6 +15,7 @@
 
 mod agents;
 mod blocks;
+mod calibration;
 mod endpoints;
 mod import;
 mod messages;
@@ -30,6 +31,7 @@ mod step_edits;
 mod steps;
 mod tools;
 
+pub use calibration::{CALIBRATION_SETTING_PREFIX, Calibration};
 pub use import::{
     EXTRAS_SETTING_PREFIX, ImportAgent, ImportBlock, ImportBundle, ImportMessage, ImportedIds,
     ImportedTool,

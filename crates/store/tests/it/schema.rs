@@ -157,3 +157,26 @@ fn providers_and_settings_round_trip() {
         Some("anthropic/claude")
     );
 }
+
+#[test]
+fn a_model_calibration_survives_a_reopen() {
+    use engram_store::Calibration;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("engram.db");
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.model_calibration("ollama/llama3.2").unwrap(), None);
+    let c = Calibration {
+        ratio: 1.25,
+        samples: 7,
+    };
+    store.set_model_calibration("ollama/llama3.2", &c).unwrap();
+    drop(store);
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.model_calibration("ollama/llama3.2").unwrap(), Some(c));
+    assert_eq!(store.model_calibration("ollama/other").unwrap(), None);
+    // A value that is not a calibration reads as none rather than failing the run.
+    store
+        .set_setting("calibration.ollama/other", "not json")
+        .unwrap();
+    assert_eq!(store.model_calibration("ollama/other").unwrap(), None);
+}

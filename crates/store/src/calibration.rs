@@ -1,0 +1,43 @@
+//! Per-model token calibration: how the provider's count of a prompt (`prompt_tokens`) relates
+//! to Engram's estimate, for models whose tokenizer Engram does not know. Kept in the settings
+//! table under `calibration.<model handle>` as JSON, so it survives restarts without a table of
+//! its own.
+
+use crate::Store;
+use engram_core::Result;
+use serde::{Deserialize, Serialize};
+
+/// Settings-key prefix of calibrations; the model handle follows.
+pub const CALIBRATION_SETTING_PREFIX: &str = "calibration.";
+
+/// What Engram has learnt about one model's tokenizer.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    /// Provider-reported prompt tokens per token of Engram's estimate (1.25 = the provider
+    /// counts a quarter more), smoothed over calls and raised by context-length refusals.
+    pub ratio: f64,
+    /// How many calls it was learnt from.
+    pub samples: u64,
+}
+
+impl Store {
+    /// The calibration of `model` (a `provider/model` handle), if one was learnt.
+    ///
+    /// Errors: [`engram_core::Error::Storage`]. A malformed stored value reads as `None`.
+    pub fn model_calibration(&self, model: &str) -> Result<Option<Calibration>> {
+        let key = format!("{CALIBRATION_SETTING_PREFIX}{model}");
+        Ok(self
+            .get_setting(&key)?
+            .and_then(|v| serde_json::from_str(&v).ok()))
+    }
+
+    /// Stores the calibration of `model`, replacing the previous one.
+    ///
+    /// Errors: [`engram_core::Error::Storage`].
+    pub fn set_model_calibration(&self, model: &str, calibration: &Calibration) -> Result<()> {
+        let key = format!("{CALIBRATION_SETTING_PREFIX}{model}");
+        let value = serde_json::to_string(calibration)
+            .map_err(|e| engram_core::Error::Internal(format!("calibration: {e}")))?;
+        self.set_setting(&key, &value)
+    }
+}
