@@ -255,3 +255,15 @@ async fn letta_material_with_letta_client_0_1() {
 async fn letta_material_with_letta_client_1_x() {
     run_script(SDK_1, "letta_material_v1.py", "letta material OK").await;
 }
+
+/// The custom-memory tutorial (seed 004) cell by cell with letta-client 0.1.x: standalone
+/// blocks, the task-queue tools, `agents.list(name=…)`, and the queue filled and cleared.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn custom_memory_tutorial_runs_with_letta_client_0_1() {
+    run_script(
+        SDK_0_1,
+        "tutorial_custom_memory_v01.py",
+        "custom memory tutorial OK",
+    )
+    .await;
+}

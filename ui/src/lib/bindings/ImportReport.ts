@@ -3,6 +3,7 @@ import type { AgentId } from "./AgentId";
 import type { BlockId } from "./BlockId";
 import type { ImportedAgent } from "./ImportedAgent";
 import type { ImportedMcpServer } from "./ImportedMcpServer";
+import type { Inactive } from "./Inactive";
 
 /**
  * What an import created, and what the user should know about it.
@@ -34,4 +35,10 @@ mcp_servers: Array<ImportedMcpServer>,
  * limits, an embedding model that is not configured) or to set up (an unconfigured
  * provider: the agent was imported, change its model or add the provider).
  */
-warnings: Array<string>, };
+warnings: Array<string>, 
+/**
+ * Per agent, what the file brought that Engram keeps (and exports again) but does not
+ * run: tools of types it lacks, skills, documents, MCP servers, compaction and sleep-time
+ * settings. Empty when everything imported is active.
+ */
+inactive: Array<Inactive>, };

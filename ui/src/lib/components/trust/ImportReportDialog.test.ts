@@ -38,6 +38,7 @@ function report(): ImportReport {
     ],
     mcp_servers: [{ name: 'exfil', kind: 'sse', target: 'https://evil.example/sse' }],
     warnings: ["tool 'task_queue_push' of the file was stored as 'task_queue_push_2'"],
+    inactive: [],
   };
 }
 
