@@ -46,6 +46,10 @@ pub enum Command {
     /// Agent templates (e.g. the task-queue agent).
     #[command(subcommand)]
     Template(crate::tools::TemplateCmd),
+    /// The Python tools run in: show it, or set one up with letta-client for tools that call
+    /// Engram back.
+    #[command(subcommand)]
+    Python(crate::tools::PythonCmd),
     /// Show how an agent's context window is used.
     Context {
         /// Agent id.

@@ -77,6 +77,7 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Serve(args) => serve::run(engram, args).await,
         Command::Tool(cmd) => tools::tool(&engram, cmd),
         Command::Template(cmd) => tools::template(&engram, cmd),
+        Command::Python(cmd) => tools::python(&engram, cmd),
         Command::Import(args) => transfer::import(&engram, args),
         Command::Export(args) => transfer::export(&engram, args),
         Command::Context { agent, json } => {

@@ -96,6 +96,54 @@ impl From<Switch> for bool {
 }
 
 #[derive(Subcommand)]
+pub enum PythonCmd {
+    /// Which Python tools run in and whether it has letta-client.
+    Status {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Create a Python environment in the data directory with letta-client installed (for
+    /// tools that call Engram back, as Letta's tutorials write them) and run tools in it.
+    Setup {
+        /// What pip installs instead of the tutorials' letta-client (e.g. `letta-client`
+        /// for the newest).
+        #[arg(long, value_name = "REQUIREMENT")]
+        requirement: Option<String>,
+    },
+}
+
+/// Runs `engram python …`.
+pub fn python(engram: &Engram, cmd: PythonCmd) -> Result<()> {
+    let status = match cmd {
+        PythonCmd::Status { json: true } => {
+            println!("{}", serde_json::to_string_pretty(&engram.tool_python())?);
+            return Ok(());
+        }
+        PythonCmd::Status { json: false } => engram.tool_python(),
+        PythonCmd::Setup { requirement } => {
+            engram.set_up_tool_python(requirement.as_deref(), &mut |line| {
+                eprintln!("{}", safe(line));
+            })?
+        }
+    };
+    let managed = if status.managed {
+        " (set up by Engram)"
+    } else {
+        ""
+    };
+    println!("python: {}{managed}", safe(&status.program));
+    match (&status.unavailable, &status.letta_client) {
+        (Some(why), _) => println!("unavailable: {}", safe(why)),
+        (None, Some(v)) => println!("letta-client: {}", safe(v)),
+        (None, None) => println!(
+            "letta-client: not installed (tools that call Engram back need it: `engram python setup`)"
+        ),
+    }
+    Ok(())
+}
+
+#[derive(Subcommand)]
 pub enum TemplateCmd {
     /// List the agent templates (`engram agent create --template ID`).
     List {

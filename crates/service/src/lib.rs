@@ -17,6 +17,7 @@ mod providers;
 mod resolve;
 mod rewrite;
 mod templates;
+mod tool_python;
 mod tools;
 mod trust;
 
@@ -31,6 +32,7 @@ pub use memory::PassagePage;
 pub use notices::Notice;
 pub use providers::{LocalServer, ProviderInfo, ProviderSetup};
 pub use templates::Template;
+pub use tool_python::{LETTA_CLIENT_REQUIREMENT, TOOL_VENV_DIR, ToolPython};
 pub use tools::{BlockChange, ToolPatch, ToolSandboxSettings, ToolTrial};
 pub use trust::AgentEndpoints;
 // Types transports hand on unchanged.
@@ -118,6 +120,8 @@ pub struct Engram {
     resolver: Arc<resolve::Resolver>,
     runtime: Runtime,
     python: Arc<PythonHost>,
+    /// Whether `ENGRAM_PYTHON` chose the interpreter (then a Python Engram sets up is not used).
+    python_from_env: bool,
     /// Cancel tokens of the runs in flight (or waiting their turn), per agent.
     runs: Mutex<HashMap<engram_core::AgentId, Vec<(u64, CancellationToken)>>>,
     next_run: std::sync::atomic::AtomicU64,
@@ -131,7 +135,8 @@ impl Engram {
         // Private to the user: 0700 when Engram creates it (DESIGN.md §8b).
         engram_store::private::create_dir(&home)?;
         let store = Store::open(&home.join(DB_FILE))?;
-        let python = Arc::new(python_host(&*options.env));
+        let python = Arc::new(python_host(&*options.env, &home));
+        let python_from_env = (options.env)("ENGRAM_PYTHON").is_some();
         let resolver = Arc::new(resolve::Resolver::new(
             store.clone(),
             options.secrets.clone(),
@@ -140,6 +145,7 @@ impl Engram {
         Ok(Self {
             runtime: Runtime::new(store.clone(), resolver.clone()).with_python(python.clone()),
             python,
+            python_from_env,
             resolver,
             home,
             store,
@@ -186,8 +192,17 @@ impl Engram {
 }
 
 /// The Python host of user tools, as the environment configures it.
-fn python_host(env: &dyn Fn(&str) -> Option<String>) -> PythonHost {
-    let program = env("ENGRAM_PYTHON").unwrap_or_else(|| "python3".to_owned());
+/// Tools run in `ENGRAM_PYTHON`, else the Python Engram set up in the data directory, else
+/// `python3` on `PATH`.
+fn python_host(env: &dyn Fn(&str) -> Option<String>, home: &Path) -> PythonHost {
+    let managed = tool_python::venv_python(&home.join(TOOL_VENV_DIR));
+    let program = env("ENGRAM_PYTHON").unwrap_or_else(|| {
+        if managed.exists() {
+            managed.to_string_lossy().into_owned()
+        } else {
+            "python3".to_owned()
+        }
+    });
     let timeout = env("ENGRAM_TOOL_TIMEOUT")
         .and_then(|t| t.trim().parse::<f64>().ok())
         .filter(|t| t.is_finite() && *t > 0.0)
