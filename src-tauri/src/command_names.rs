@@ -47,4 +47,6 @@ pub const ALL: &[&str] = &[
     "set_agent_base_url",
     "accept_endpoint",
     "dismiss_endpoint",
+    "tool_python",
+    "set_up_tool_python",
 ];

@@ -10,6 +10,7 @@
 pub mod command_names;
 pub mod commands;
 pub mod error;
+pub mod python_commands;
 pub mod rest;
 pub mod trust_commands;
 
@@ -86,6 +87,8 @@ pub fn builder<R: Runtime>(builder: tauri::Builder<R>, engram: Arc<Engram>) -> t
             trust_commands::set_agent_base_url,
             trust_commands::accept_endpoint,
             trust_commands::dismiss_endpoint,
+            python_commands::tool_python,
+            python_commands::set_up_tool_python,
         ])
 }
 

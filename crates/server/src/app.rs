@@ -71,6 +71,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/app/try_tool", post(try_tool))
         .route("/app/notices", get(notices))
         .merge(crate::app_trust::routes())
+        .merge(crate::app_python::routes())
 }
 
 /// An engine error as `{code, message, details?}` with the status the `/v1` routes would give.

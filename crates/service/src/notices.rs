@@ -44,6 +44,12 @@ pub enum Notice {
     },
     /// Tools were added, changed or deleted.
     ToolsChanged,
+    /// A line of progress while Engram sets up a Python for tools
+    /// (`Engram::set_up_tool_python`).
+    PythonSetup {
+        /// What the setup (or pip) just said.
+        line: String,
+    },
 }
 
 /// The sending side, owned by [`Engram`].

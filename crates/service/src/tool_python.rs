@@ -72,8 +72,8 @@ impl Engram {
     /// system's `python3` with `requirement` installed by pip (default
     /// [`LETTA_CLIENT_REQUIREMENT`]), then makes it the interpreter tools run in (unless
     /// `ENGRAM_PYTHON` names another). Each line pip prints goes to `progress`. Running it again
-    /// updates the environment. Blocks for as long as pip takes (often a minute): transports
-    /// call it off their async threads.
+    /// updates the environment. Every line is also sent as a `PythonSetup` notice. Blocks for
+    /// as long as pip takes (often a minute): transports call it off their async threads.
     ///
     /// Errors: `invalid_input` when `python3` or its `venv` module is missing, or pip fails
     /// (the message carries pip's last lines).
@@ -82,6 +82,13 @@ impl Engram {
         requirement: Option<&str>,
         progress: &mut dyn FnMut(&str),
     ) -> Result<ToolPython> {
+        // Every line also goes out as a notice, for windows showing the setup.
+        let progress = &mut |line: &str| {
+            self.notify(crate::Notice::PythonSetup {
+                line: line.to_owned(),
+            });
+            progress(line);
+        };
         let venv = self.home.join(TOOL_VENV_DIR);
         progress(&format!(
             "Creating a Python environment in {}",

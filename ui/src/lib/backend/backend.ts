@@ -27,6 +27,7 @@ import type {
   RunEvent,
   Template,
   Tool,
+  ToolPython,
   TryToolResult,
 } from './types';
 
@@ -80,6 +81,8 @@ export interface Commands {
   set_agent_base_url: [AgentArg & { kind: EndpointKind; base_url: string | null }, AgentEndpoints];
   accept_endpoint: [AgentArg & { kind?: EndpointKind }, AgentEndpoints];
   dismiss_endpoint: [AgentArg & { kind?: EndpointKind }, AgentEndpoints];
+  tool_python: [undefined, ToolPython];
+  set_up_tool_python: [{ requirement?: string }, ToolPython];
 }
 
 export type Command = keyof Commands;

@@ -9,6 +9,7 @@ export type { ImportedAgent } from '../bindings/ImportedAgent';
 export type { ImportedToolReport } from '../bindings/ImportedToolReport';
 export type { PendingEndpoint } from '../bindings/PendingEndpoint';
 export type { ToolOrigin } from '../bindings/ToolOrigin';
+export type { ToolPython } from '../bindings/ToolPython';
 export type { AgentPatch } from '../bindings/AgentPatch';
 export type { AgentState } from '../bindings/AgentState';
 export type { AppInfo } from '../bindings/AppInfo';

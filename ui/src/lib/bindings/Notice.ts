@@ -20,4 +20,8 @@ agent_id: AgentId, } | { "type": "archival_changed",
 /**
  * The agent.
  */
-agent_id: AgentId, } | { "type": "tools_changed" };
+agent_id: AgentId, } | { "type": "tools_changed" } | { "type": "python_setup", 
+/**
+ * What the setup (or pip) just said.
+ */
+line: string, };
