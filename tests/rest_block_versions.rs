@@ -3,84 +3,26 @@
 //! `letta-client` sends it) lands mid-step — every edit stays. A patch naming a stale version
 //! is refused with 409 and the current block, on the Letta routes and the UI's `/app` route.
 
-use engram_mock_llm::{Call, ChatView, MockLlm, Reply, Script};
-use engram_secrets::MemoryStore;
-use engram_server::{Auth, ServerConfig};
+use engram_mock_llm::{Call, ChatView, Reply, Script};
+use engram_suite::rest::{RestApi, TOKEN};
 use reqwest::{Method, StatusCode};
-use secrecy::SecretString;
 use serde_json::{Value, json};
-use std::sync::Arc;
 use std::time::Duration;
 
-const TOKEN: &str = "versions-test-token-7";
-
-struct Api {
-    base: String,
-    http: reqwest::Client,
-    mock: MockLlm,
-    _dir: tempfile::TempDir,
+/// An agent with only a persona block (the shared `human` block is attached later).
+async fn agent(api: &RestApi, name: &str) -> String {
+    let persona = json!({"label": "persona", "value": "I am an agent."});
+    api.agent(name, vec![persona], json!({})).await
 }
 
-impl Api {
-    async fn start(script: Script) -> Api {
-        let mock = MockLlm::start(script).await;
-        let dir = tempfile::tempdir().unwrap();
-        let engram = engram_suite::open(dir.path(), Arc::new(MemoryStore::default()));
-        let config = ServerConfig::new(Auth::Token(SecretString::from(TOKEN)));
-        let base = engram_suite::serve(engram, config).await;
-        Api {
-            base,
-            http: reqwest::Client::new(),
-            mock,
-            _dir: dir,
-        }
-    }
-
-    async fn call(&self, method: Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
-        let mut r = self
-            .http
-            .request(method, format!("{}{path}", self.base))
-            .bearer_auth(TOKEN);
-        if let Some(b) = body {
-            r = r.json(&b);
-        }
-        let resp = r.send().await.unwrap();
-        let status = resp.status();
-        let text = resp.text().await.unwrap();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
-    }
-
-    async fn ok(&self, method: Method, path: &str, body: Option<Value>) -> Value {
-        let (status, body) = self.call(method, path, body).await;
-        assert_eq!(status, StatusCode::OK, "{path}: {body}");
-        body
-    }
-
-    /// An agent with only a persona block (the shared `human` block is attached later).
-    async fn agent(&self, name: &str) -> String {
-        let body = json!({
-            "name": name,
-            "memory_blocks": [{"label": "persona", "value": "I am an agent."}],
-            "model": "openai/mock-small",
-            "llm_config": {"model": "mock-small", "model_endpoint_type": "openai",
-                           "model_endpoint": self.mock.base_url(), "context_window": 32000}
-        });
-        let agent = self.ok(Method::POST, "/v1/agents/", Some(body)).await;
-        agent["id"].as_str().unwrap().to_owned()
-    }
-
-    async fn send(&self, agent: &str, text: &str) -> Value {
-        let body = json!({"messages": [{"role": "user", "content": text}]});
-        self.ok(
-            Method::POST,
-            &format!("/v1/agents/{agent}/messages"),
-            Some(body),
-        )
-        .await
-    }
+async fn send(api: &RestApi, agent: &str, text: &str) -> Value {
+    let body = json!({"messages": [{"role": "user", "content": text}]});
+    api.ok(
+        Method::POST,
+        &format!("/v1/agents/{agent}/messages"),
+        Some(body),
+    )
+    .await
 }
 
 /// A model that appends what follows "fact: " to `human` after 800 ms, then says "ok".
@@ -101,9 +43,9 @@ fn slow_fact_taker() -> Script {
 }
 
 /// Two agents on one shared block, plus the shared block's id.
-async fn shared_setup(api: &Api) -> (String, String, String) {
-    let a = api.agent("A").await;
-    let b = api.agent("B").await;
+async fn shared_setup(api: &RestApi) -> (String, String, String) {
+    let a = agent(api, "A").await;
+    let b = agent(api, "B").await;
     let block = api
         .ok(
             Method::POST,
@@ -126,7 +68,7 @@ async fn shared_setup(api: &Api) -> (String, String, String) {
 
 #[tokio::test]
 async fn two_runs_and_a_hand_edit_on_a_shared_block_keep_every_edit() {
-    let api = Api::start(slow_fact_taker()).await;
+    let api = RestApi::start(slow_fact_taker()).await;
     let (a, b, block) = shared_setup(&api).await;
 
     let hand_edit = async {
@@ -140,8 +82,8 @@ async fn two_runs_and_a_hand_edit_on_a_shared_block_keep_every_edit() {
         .await
     };
     let (reply_a, reply_b, edited) = tokio::join!(
-        api.send(&a, "fact: Likes kiwi"),
-        api.send(&b, "fact: Allergic to peanuts"),
+        send(&api, &a, "fact: Likes kiwi"),
+        send(&api, &b, "fact: Allergic to peanuts"),
         hand_edit
     );
     assert_eq!(edited["version"], 2, "the hand edit landed mid-step");
@@ -181,7 +123,7 @@ async fn two_runs_and_a_hand_edit_on_a_shared_block_keep_every_edit() {
 
 #[tokio::test]
 async fn a_patch_naming_a_stale_version_is_409_with_the_current_block() {
-    let api = Api::start(Script::Queue).await;
+    let api = RestApi::start(Script::Queue).await;
     let (a, _b, block) = shared_setup(&api).await;
     let by_label = format!("/v1/agents/{a}/core-memory/blocks/human");
     let v2 = api

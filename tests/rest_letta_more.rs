@@ -3,85 +3,19 @@
 //! percent-encoded, as 1.x does), counts, tag filters, message modify / search / reset, passage
 //! modify, and Letta-shaped 4xx for what does not fit.
 
-use engram_mock_llm::{MockLlm, Script};
-use engram_secrets::MemoryStore;
-use engram_server::{Auth, ServerConfig};
+use engram_mock_llm::Script;
+use engram_suite::rest::RestApi;
 use reqwest::{Method, StatusCode};
-use secrecy::SecretString;
 use serde_json::{Value, json};
-use std::sync::Arc;
 
-const TOKEN: &str = "test-token-0123456789";
-
-struct Api {
-    base: String,
-    http: reqwest::Client,
-    mock: MockLlm,
-    _dir: tempfile::TempDir,
-}
-
-impl Api {
-    async fn start() -> Api {
-        let mock = MockLlm::start(Script::Brain).await;
-        let dir = tempfile::tempdir().unwrap();
-        let engram = engram_suite::open(dir.path(), Arc::new(MemoryStore::default()));
-        let base = engram_suite::serve(
-            engram,
-            ServerConfig::new(Auth::Token(SecretString::from(TOKEN))),
-        )
-        .await;
-        Api {
-            base,
-            http: reqwest::Client::new(),
-            mock,
-            _dir: dir,
-        }
-    }
-
-    async fn call(&self, method: Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
-        let mut r = self
-            .http
-            .request(method, format!("{}{path}", self.base))
-            .bearer_auth(TOKEN);
-        if let Some(b) = body {
-            r = r.json(&b);
-        }
-        let resp = r.send().await.unwrap();
-        let status = resp.status();
-        let text = resp.text().await.unwrap();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
-    }
-
-    async fn ok(&self, method: Method, path: &str, body: Option<Value>) -> Value {
-        let (status, v) = self.call(method.clone(), path, body).await;
-        assert_eq!(status, StatusCode::OK, "{method} {path}: {v}");
-        v
-    }
-
-    async fn agent(&self, name: &str, tags: &[&str], labels: &[&str]) -> String {
-        let blocks: Vec<Value> = labels
-            .iter()
-            .map(|l| json!({"label": l, "value": format!("about {l}")}))
-            .collect();
-        let v = self
-            .ok(
-                Method::POST,
-                "/v1/agents/",
-                Some(json!({
-                    "name": name,
-                    "tags": tags,
-                    "memory_blocks": blocks,
-                    "model": "openai/mock-small",
-                    "llm_config": {"model": "mock-small", "model_endpoint_type": "openai",
-                                   "model_endpoint": self.mock.base_url(), "context_window": 32000}
-                })),
-            )
-            .await;
-        v["id"].as_str().unwrap().to_owned()
-    }
+/// The served API with Letta's SDK shapes' helper: an agent with `tags` and blocks named by
+/// `labels` (each valued `about <label>`).
+async fn agent(api: &RestApi, name: &str, tags: &[&str], labels: &[&str]) -> String {
+    let blocks: Vec<Value> = labels
+        .iter()
+        .map(|l| json!({"label": l, "value": format!("about {l}")}))
+        .collect();
+    api.agent(name, blocks, json!({"tags": tags})).await
 }
 
 fn assert_detail(status: StatusCode, body: &Value, want: StatusCode) {
@@ -91,9 +25,9 @@ fn assert_detail(status: StatusCode, body: &Value, want: StatusCode) {
 
 #[tokio::test]
 async fn path_labels_work_in_urls_raw_and_percent_encoded() {
-    let api = Api::start().await;
+    let api = RestApi::start(Script::Brain).await;
     let labels = ["system/human/family", "/note_directory", "reference/faq"];
-    let id = api.agent("Ezra", &[], &labels).await;
+    let id = agent(&api, "Ezra", &[], &labels).await;
     let base = format!("/v1/agents/{id}/core-memory/blocks");
     for (path, label) in [
         (format!("{base}/system/human/family"), "system/human/family"),
@@ -178,10 +112,10 @@ async fn path_labels_work_in_urls_raw_and_percent_encoded() {
 
 #[tokio::test]
 async fn counts_and_tag_filters() {
-    let api = Api::start().await;
-    let a = api.agent("A", &["bakery", "prod"], &["human"]).await;
-    let b = api.agent("B", &["bakery"], &["human"]).await;
-    let _c = api.agent("C", &[], &["human"]).await;
+    let api = RestApi::start(Script::Brain).await;
+    let a = agent(&api, "A", &["bakery", "prod"], &["human"]).await;
+    let b = agent(&api, "B", &["bakery"], &["human"]).await;
+    let _c = agent(&api, "C", &[], &["human"]).await;
     assert_eq!(
         api.ok(Method::GET, "/v1/agents/count", None).await,
         json!(3)
@@ -271,8 +205,8 @@ async fn counts_and_tag_filters() {
 
 #[tokio::test]
 async fn messages_modify_search_and_reset() {
-    let api = Api::start().await;
-    let id = api.agent("Sam", &[], &["human", "persona"]).await;
+    let api = RestApi::start(Script::Brain).await;
+    let id = agent(&api, "Sam", &[], &["human", "persona"]).await;
     api.ok(
         Method::POST,
         &format!("/v1/agents/{id}/messages"),
@@ -414,8 +348,8 @@ async fn messages_modify_search_and_reset() {
 
 #[tokio::test]
 async fn passages_modify() {
-    let api = Api::start().await;
-    let id = api.agent("Sam", &[], &["human"]).await;
+    let api = RestApi::start(Script::Brain).await;
+    let id = agent(&api, "Sam", &[], &["human"]).await;
     let created = api
         .ok(
             Method::POST,
@@ -478,8 +412,8 @@ async fn passages_modify() {
 
 #[tokio::test]
 async fn core_memory_has_the_prompt_template_and_unknown_routes_are_letta_404() {
-    let api = Api::start().await;
-    let id = api.agent("Sam", &[], &["system/persona"]).await;
+    let api = RestApi::start(Script::Brain).await;
+    let id = agent(&api, "Sam", &[], &["system/persona"]).await;
     let memory = api
         .ok(Method::GET, &format!("/v1/agents/{id}/core-memory"), None)
         .await;
@@ -493,7 +427,7 @@ async fn core_memory_has_the_prompt_template_and_unknown_routes_are_letta_404() 
 
 #[tokio::test]
 async fn classic_replies_are_modified_in_their_send_message_call() {
-    let api = Api::start().await;
+    let api = RestApi::start(Script::Brain).await;
     let (status, v) = api
         .call(
             Method::POST,

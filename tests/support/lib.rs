@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 pub use engram_agent::RunOutcome;
 
 pub mod locomo;
+pub mod rest;
 
 /// A data directory that disappears with the value, and the engine opened on it.
 pub struct Home {
