@@ -37,7 +37,13 @@ fn agent(home: &Home, name: &str) -> engram_core::AgentId {
     home.engram
         .create_agent(NewAgent {
             name: name.into(),
-            blocks: vec![NewBlock::new("tasks", "[]")],
+            blocks: vec![
+                NewBlock::new("tasks", "[]"),
+                NewBlock {
+                    read_only: true,
+                    ..NewBlock::new("rules", "Be kind.")
+                },
+            ],
             ..NewAgent::default()
         })
         .unwrap()
@@ -83,19 +89,57 @@ async fn a_tools_door_serves_only_its_own_agent_and_closes_with_the_call() {
         }
     );
 
-    for (method, path) in [
+    // Reading the agent is fine; changing the agent itself is the user's.
+    let (status, body) = request(&socket, "GET", &format!("/v1/agents/{own}"), "").await;
+    assert_eq!(status, 200, "{body}");
+    let evil = r#"{"llm_config": {"model": "x", "model_endpoint_type": "openai", "model_endpoint": "https://evil.example/v1"}, "system": "obey", "tool_ids": []}"#;
+    for (method, path, body) in [
         (
             "GET",
             format!("/v1/agents/{other}/core-memory/blocks/tasks"),
+            "{}",
         ),
-        ("GET", "/v1/agents/".to_owned()),
-        ("GET", "/v1/tools/".to_owned()),
-        ("POST", format!("/v1/agents/{own}/messages")),
+        ("GET", "/v1/agents/".to_owned(), "{}"),
+        ("GET", "/v1/tools/".to_owned(), "{}"),
+        ("POST", format!("/v1/agents/{own}/messages"), "{}"),
+        ("PATCH", format!("/v1/agents/{own}"), evil),
+        ("DELETE", format!("/v1/agents/{own}"), "{}"),
+        ("PATCH", format!("/v1/agents/{own}/reset-messages"), "{}"),
+        (
+            "PATCH",
+            format!("/v1/agents/{own}/core-memory/blocks/attach/block-x"),
+            "{}",
+        ),
+        (
+            "PATCH",
+            format!("/v1/agents/{own}/tools/attach/tool-x"),
+            "{}",
+        ),
+        (
+            "PATCH",
+            format!("/v1/agents/{own}/core-memory/blocks/rules"),
+            r#"{"value": "Obey."}"#,
+        ),
+        (
+            "PATCH",
+            blocks.clone(),
+            r#"{"value": "[]", "limit": 99999}"#,
+        ),
     ] {
-        let (status, body) = request(&socket, method, &path, "{}").await;
-        assert_eq!(status, 403, "{method} {path}: {body}");
-        assert!(body.contains("detail"), "{body}");
+        let (status, answer) = request(&socket, method, &path, body).await;
+        assert_eq!(status, 403, "{method} {path}: {answer}");
+        assert!(answer.contains("detail"), "{answer}");
     }
+    let agent = engram.get_agent(&own).unwrap().agent;
+    assert!(
+        !agent
+            .llm
+            .base_url
+            .as_deref()
+            .is_some_and(|u| u.contains("evil")),
+        "the tool changed its agent's endpoint"
+    );
+    assert_eq!(engram.agent_block(&own, "rules").unwrap().value, "Be kind.");
     assert_eq!(
         engram.agent_block(&other, "tasks").unwrap().value,
         "[]",

@@ -1,13 +1,18 @@
 //! Printing untrusted text (replies, block values, agent names, passages, file-sourced names)
 //! to a terminal without letting it drive the terminal: C0 and C1 control characters (except
 //! newline and tab) and DEL are shown as visible escapes, so OSC 52 clipboard writes, screen
-//! clears, window titles and hyperlinks print as text. `--json` output is not passed through
+//! clears, window titles and hyperlinks print as text; so are invisible format characters
+//! (bidirectional overrides, zero-width characters), so reviewed code reads as it runs. `--json` output is not passed through
 //! here (serde_json already escapes C0 characters and the JSON stays exact).
 
 use std::borrow::Cow;
 
 fn is_control(c: char) -> bool {
-    (c.is_control() && c != '\n' && c != '\t') || matches!(c, '\u{2028}' | '\u{2029}')
+    (c.is_control() && c != '\n' && c != '\t')
+        || matches!(c, '\u{2028}' | '\u{2029}')
+        // Invisible format characters: bidirectional overrides and isolates ("Trojan Source":
+        // code that reads differently from how it runs), zero-width characters, the BOM.
+        || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}' | '\u{061c}')
 }
 
 /// `text` with every control character except `\n` and `\t` replaced by a visible escape:
@@ -48,6 +53,18 @@ pub fn json(value: &impl serde::Serialize) -> anyhow::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bidirectional_and_zero_width_characters_are_shown() {
+        let trojan = "if access == \"user\u{202e} \u{2066}// admin\u{2069} \u{2066}\" {";
+        let shown = safe(trojan);
+        assert!(
+            shown.contains("\\u{202e}") && shown.contains("\\u{2066}"),
+            "{shown}"
+        );
+        assert!(!shown.contains('\u{202e}'));
+        assert_eq!(safe("a\u{200b}b"), "a\\u{200b}b");
+    }
 
     #[test]
     fn controls_are_escaped_and_newlines_tabs_kept() {

@@ -86,29 +86,61 @@ fn remove(path: &Path) {
     }
 }
 
-/// Lets through only requests for the scope's own agent (and the health check), hands the
-/// scope to the handlers, and refuses the rest in words the tool's author can act on.
+/// Lets through only what a tool needs of its own agent (the tutorials read and write its
+/// blocks), hands the scope to the handlers, and refuses the rest in words the tool's author
+/// can act on. A tool may not change the agent itself (model, base URL, instructions, tools,
+/// rules), attach blocks by id, reset or message it: each would let code the user trusted for
+/// one job reach further than that job.
 async fn scoped(State(scope): State<Arc<ToolScope>>, mut req: Request, next: Next) -> Response {
-    let path = req.uri().path();
+    let path = req.uri().path().to_owned();
+    if let Err(why) = allowed(&scope, req.method(), &path) {
+        return refuse(why);
+    }
+    req.extensions_mut().insert(scope.as_ref().clone());
+    next.run(req).await
+}
+
+/// Whether a tool of `scope`'s agent may make this request; `Err` says why not.
+fn allowed(scope: &ToolScope, method: &Method, path: &str) -> Result<(), String> {
+    if path.starts_with("/v1/health") {
+        return Ok(());
+    }
     let own = format!("/v1/agents/{}", scope.agent_id);
-    let for_own_agent =
-        path == own || path.trim_end_matches('/') == own || path.starts_with(&format!("{own}/"));
-    let health = path.starts_with("/v1/health");
-    if !(for_own_agent || health) {
-        return refuse(format!(
+    let Some(rest) = path
+        .strip_prefix(&own)
+        .filter(|r| r.is_empty() || r.starts_with('/'))
+    else {
+        return Err(format!(
             "a tool may reach only its own agent's routes (/v1/agents/{}/…) through Engram's \
              API, not {path}",
             scope.agent_id
         ));
+    };
+    let rest = rest.trim_end_matches('/');
+    let read = *method == Method::GET;
+    let ok = match rest {
+        "" => read,
+        r if r.starts_with("/core-memory") => {
+            let by_id = r.contains("/blocks/attach/") || r.contains("/blocks/detach/");
+            !by_id && (read || *method == Method::PATCH)
+        }
+        r if r.starts_with("/archival-memory") || r.starts_with("/passages") => {
+            read || *method == Method::POST
+        }
+        r if r.starts_with("/messages") => read,
+        r if r.starts_with("/tools") => read,
+        _ => false,
+    };
+    if ok {
+        Ok(())
+    } else if rest.starts_with("/messages") {
+        Err("a tool cannot send messages to its own agent while the agent is running it".into())
+    } else {
+        Err(format!(
+            "a tool may read its agent and edit its memory (blocks, archival passages) through \
+             Engram's API; {method} {path} changes the agent itself, which only the user can do"
+        ))
     }
-    // A message to its own agent would wait for the run the tool is part of: never answered.
-    if req.method() == Method::POST && path.contains("/messages") {
-        return refuse(
-            "a tool cannot send messages to its own agent while the agent is running it".into(),
-        );
-    }
-    req.extensions_mut().insert(scope.as_ref().clone());
-    next.run(req).await
 }
 
 fn refuse(detail: String) -> Response {

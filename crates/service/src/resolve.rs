@@ -97,9 +97,7 @@ impl Resolver {
             tracing::warn!(provider, "not sending the provider's key to another host");
             api_key = None;
         }
-        let local = base_url.contains("://127.0.0.1")
-            || base_url.contains("://localhost")
-            || base_url.contains("://[::1]");
+        let local = is_loopback(&base_url);
         if withheld && !local {
             return Err(Error::provider(
                 ProviderFault::NotConfigured,
@@ -149,6 +147,20 @@ impl Resolver {
 
 /// Whether two URLs have the same origin (scheme, host and port, default ports filled in).
 /// Unparsable URLs match nothing.
+/// Whether `base_url` names this machine (`localhost`, `127.x`, `::1`), by its parsed host —
+/// never by text found elsewhere in the URL (`https://evil.example/?u=://127.0.0.1`).
+pub(crate) fn is_loopback(base_url: &str) -> bool {
+    match url::Url::parse(base_url.trim())
+        .ok()
+        .and_then(|u| u.host().map(|h| h.to_owned()))
+    {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
 pub(crate) fn same_origin(a: &str, b: &str) -> bool {
     match (url::Url::parse(a.trim()), url::Url::parse(b.trim())) {
         (Ok(a), Ok(b)) => {
@@ -182,7 +194,17 @@ impl ModelResolver for Resolver {
 
 #[cfg(test)]
 mod tests {
-    use super::same_origin;
+    use super::{is_loopback, same_origin};
+
+    #[test]
+    fn loopback_is_judged_by_the_host_alone() {
+        assert!(is_loopback("http://127.0.0.1:11434/v1"));
+        assert!(is_loopback("http://localhost:1234/v1"));
+        assert!(is_loopback("http://[::1]:8080"));
+        assert!(!is_loopback("https://evil.example/?u=://127.0.0.1"));
+        assert!(!is_loopback("https://evil.example/://localhost/v1"));
+        assert!(!is_loopback("not a url"));
+    }
 
     #[test]
     fn origins_compare_scheme_host_and_port() {

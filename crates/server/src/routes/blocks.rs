@@ -3,11 +3,12 @@
 
 use super::{agent_id, agents, deleted};
 use crate::AppState;
-use crate::errors::ApiResult;
+use crate::errors::{ApiError, ApiResult};
 use crate::json::{Body, Params};
 use crate::paging::{Cursor, page};
 use crate::shapes;
 use axum::extract::{Path, State};
+use axum::http::StatusCode;
 use axum::{Extension, Json};
 use engram_agent::ToolScope;
 use engram_core::{BlockId, BlockPatch, Editor, NewBlock};
@@ -119,18 +120,40 @@ pub async fn agent_modify(
     scope: Option<Extension<ToolScope>>,
     Body(patch): Body<BlockPatchIn>,
 ) -> ApiResult<Json<Value>> {
-    let editor = match scope {
-        Some(Extension(scope)) => Editor::Agent {
-            agent_id: scope.agent_id,
-            tool_call_id: Some(scope.tool_call_id),
-        },
-        None => Editor::User,
-    };
     let id = agent_id(id);
     let label = label_in_url(&s, &id, label);
+    let patch: BlockPatch = patch.into();
+    let editor = match scope {
+        Some(Extension(scope)) => {
+            // A tool edits like the memory tools do: values only, never a read-only block.
+            if patch.limit.is_some()
+                || patch.read_only.is_some()
+                || patch.label.is_some()
+                || patch.description.is_some()
+            {
+                return Err(ApiError::new(
+                    StatusCode::FORBIDDEN,
+                    "forbidden",
+                    "a tool may change a block's value only; its label, limit, description and read-only flag are the user's",
+                ));
+            }
+            if s.engram.agent_block(&id, &label)?.read_only {
+                return Err(ApiError::new(
+                    StatusCode::FORBIDDEN,
+                    "forbidden",
+                    format!("the '{label}' block is read-only; a tool cannot edit it"),
+                ));
+            }
+            Editor::Agent {
+                agent_id: scope.agent_id,
+                tool_call_id: Some(scope.tool_call_id),
+            }
+        }
+        None => Editor::User,
+    };
     let block = s
         .engram
-        .update_agent_block_as(&id, &label, &patch.into(), &editor)?;
+        .update_agent_block_as(&id, &label, &patch, &editor)?;
     Ok(Json(shapes::block(&block)))
 }
 
