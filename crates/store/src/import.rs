@@ -122,10 +122,16 @@ fn renamed(t: &Tool, name: &str) -> Tool {
 
 /// Stores one tool of a bundle without touching a stored tool (see [`ImportBundle::tools`]).
 /// A tool identical to a stored one (under its name, or under a name an earlier import of
-/// the same file gave it) is that tool, so importing a file twice adds nothing.
+/// the same file gave it) is that tool, so importing a file twice adds nothing — unless the
+/// user granted the stored one the network or unsandboxed runs: a file never gets those, so
+/// it gets a copy of its own instead.
 fn place_tool(tx: &Connection, t: &Tool, bundle_names: &HashSet<&str>) -> Result<ImportedTool> {
-    let same =
-        |a: &Tool, b: &Tool| a.source_code == b.source_code && a.json_schema == b.json_schema;
+    let same = |a: &Tool, b: &Tool| {
+        a.source_code == b.source_code
+            && a.json_schema == b.json_schema
+            && !a.network
+            && !a.allow_unsandboxed
+    };
     let mut n = 1;
     let (tool, status) = loop {
         let candidate = if n == 1 {

@@ -170,6 +170,31 @@ fn an_import_never_changes_a_stored_tool() {
 }
 
 #[test]
+fn a_file_never_gets_a_stored_tool_the_user_granted_more() {
+    let (_dir, store) = temp_store();
+    let granted = Tool {
+        network: true,
+        ..tool("fetch_page", "return 'mine'", ToolOrigin::User, true)
+    };
+    let mine = store.upsert_tool(&granted).unwrap();
+    assert!(mine.trusted && mine.network);
+    // The file carries the very same code: it gets an untrusted copy without the grant.
+    let copy = tool("fetch_page", "return 'mine'", from_file(), false);
+    let ids = store
+        .import_bundle(&bundle_with(vec![copy], &["fetch_page"]))
+        .unwrap();
+    let placed = &ids.tools[0].tool;
+    assert_ne!(placed.id, mine.id);
+    assert_eq!(placed.name, "fetch_page_2");
+    assert!(!placed.trusted && !placed.network && !placed.allow_unsandboxed);
+    assert_eq!(
+        store.get_agent(&ids.agents[0]).unwrap().tools,
+        ["fetch_page_2"]
+    );
+    assert_eq!(store.get_tool(&mine.id).unwrap(), mine);
+}
+
+#[test]
 fn pending_endpoints_wait_until_accepted_or_dismissed() {
     let (_dir, store) = temp_store();
     let ids = store.import_bundle(&bundle_with(vec![], &[])).unwrap();
