@@ -412,9 +412,12 @@ impl Runtime {
             }
             heartbeat |= out.heartbeat;
             failed |= out.result.status == ToolStatus::Failed;
-            effects.push(format!(
-                "{}\u{0}{}\u{0}{:?}\u{0}{}",
-                call.name, call.arguments, out.result.status, out.result.message
+            effects.push((
+                call.id.clone(),
+                format!(
+                    "{}\u{0}{}\u{0}{:?}\u{0}{}",
+                    call.name, call.arguments, out.result.status, out.result.message
+                ),
             ));
             messages.push(
                 NewMessage::tool(&call.id, &call.name, out.result.to_json())
@@ -499,6 +502,13 @@ impl Runtime {
             }
             next => next,
         };
+        // A call refused at commit got another answer than the one recorded here; its retries
+        // respond to a change, so they never count as repeats.
+        let effects = effects
+            .into_iter()
+            .filter(|(id, _)| !committed.refused.contains(id))
+            .map(|(_, effect)| effect)
+            .collect();
         Ok(StepEnd {
             messages: committed.messages,
             next,

@@ -489,8 +489,10 @@ fn convert_agent(
         None => {
             let mut seen = HashSet::new();
             for t in &a.tools {
-                let runnable = ctx.opts.builtin_tools.contains(&t.name.as_str())
-                    || ctx.tools.iter().any(|x| x.name == t.name);
+                // Only this agent's own code: another agent of the file carrying a tool of the
+                // same name does not make this one runnable.
+                let runnable =
+                    ctx.opts.builtin_tools.contains(&t.name.as_str()) || carried.contains(&t.name);
                 if runnable && seen.insert(&t.name) {
                     agent.tools.push(t.name.clone());
                 }
