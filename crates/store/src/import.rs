@@ -284,14 +284,14 @@ impl Store {
                 let mut a = ia.agent.clone();
                 a.created_at = sql::truncate(a.created_at);
                 a.updated_at = sql::truncate(a.updated_at);
-                for (old, new) in &renames {
-                    a.tools
-                        .iter_mut()
-                        .filter(|n| *n == old)
-                        .for_each(|n| n.clone_from(new));
-                    for r in &mut a.tool_rules {
-                        tools::rename_rule(r, old, new);
+                // One pass per name: renames may chain (x→x_2 while the file's x_2 became x_2_2).
+                for n in &mut a.tools {
+                    if let Some(new) = renames.get(n.as_str()) {
+                        n.clone_from(new);
                     }
+                }
+                for r in &mut a.tool_rules {
+                    tools::map_rule_names(r, |n| renames.get(n).cloned());
                 }
                 agents::insert_row(tx, &a)?;
                 for e in &ia.pending_endpoints {

@@ -136,27 +136,32 @@ pub(crate) fn rewrite_agent_refs(conn: &Connection, old: &str, new: Option<&str>
 }
 
 pub(crate) fn rename_rule(rule: &mut engram_core::ToolRule, old: &str, new: &str) {
+    map_rule_names(rule, |n| (n == old).then(|| new.to_owned()));
+}
+
+/// Renames every tool name `rule` mentions that `map` gives a new name for, in one pass (so
+/// `a→b` and `b→c` applied together never turn `a` into `c`).
+pub(crate) fn map_rule_names(
+    rule: &mut engram_core::ToolRule,
+    map: impl Fn(&str) -> Option<String>,
+) {
     use engram_core::ToolRule as R;
+    let apply = |name: &mut String| {
+        if let Some(new) = map(name) {
+            *name = new;
+        }
+    };
     match rule {
         R::ExitLoop { tool_name }
         | R::ContinueLoop { tool_name }
         | R::RunFirst { tool_name }
-        | R::MaxCountPerStep { tool_name, .. } => {
-            if tool_name == old {
-                *tool_name = new.to_owned();
-            }
-        }
+        | R::MaxCountPerStep { tool_name, .. } => apply(tool_name),
         R::ConstrainChildTools {
             tool_name,
             children,
         } => {
-            if tool_name == old {
-                *tool_name = new.to_owned();
-            }
-            children
-                .iter_mut()
-                .filter(|c| *c == old)
-                .for_each(|c| *c = new.to_owned());
+            apply(tool_name);
+            children.iter_mut().for_each(apply);
         }
         R::Other(_) => {}
     }

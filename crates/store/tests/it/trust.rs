@@ -195,6 +195,40 @@ fn a_file_never_gets_a_stored_tool_the_user_granted_more() {
 }
 
 #[test]
+fn chained_renames_apply_once() {
+    let (_dir, store) = temp_store();
+    store
+        .upsert_tool(&tool("x", "return 'mine'", ToolOrigin::User, true))
+        .unwrap();
+    // A first import stores the file's x as x_2.
+    let p = tool("x", "return 'p'", from_file(), false);
+    let first = store
+        .import_bundle(&bundle_with(vec![p.clone()], &["x"]))
+        .unwrap();
+    assert_eq!(first.tools[0].tool.name, "x_2");
+    // A file with that x and an x_2 of its own: x is the stored x_2, its x_2 becomes x_2_2.
+    let q = tool("x_2", "return 'q'", from_file(), false);
+    let ids = store
+        .import_bundle(&bundle_with(vec![p, q], &["x", "x_2"]))
+        .unwrap();
+    let agent = store.get_agent(&ids.agents[0]).unwrap();
+    assert_eq!(agent.tools, ["x_2", "x_2_2"]);
+    assert_eq!(
+        agent.tool_rules,
+        [
+            ToolRule::ExitLoop {
+                tool_name: "x_2".into()
+            },
+            ToolRule::ExitLoop {
+                tool_name: "x_2_2".into()
+            }
+        ]
+    );
+    let x_2_2 = store.get_tool(&ids.tools[1].tool.id).unwrap();
+    assert!(x_2_2.source_code.unwrap().contains("'q'"));
+}
+
+#[test]
 fn pending_endpoints_wait_until_accepted_or_dismissed() {
     let (_dir, store) = temp_store();
     let ids = store.import_bundle(&bundle_with(vec![], &[])).unwrap();
