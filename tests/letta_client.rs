@@ -82,11 +82,8 @@ impl Drop for Server {
     }
 }
 
-fn serve(home: &Path, mock: &MockLlm) -> Server {
-    serve_with(home, mock, &[])
-}
-
-/// Like [`serve`], with more environment for the server (e.g. `ENGRAM_PYTHON`).
+/// `engram serve` on a free port with more environment (e.g. `ENGRAM_PYTHON`); killed when
+/// dropped.
 fn serve_with(home: &Path, mock: &MockLlm, env: &[(&str, &Path)]) -> Server {
     let mut child = engram_suite::cli_command(home)
         .envs(env.iter().map(|(k, v)| (*k, *v)))
@@ -125,6 +122,26 @@ async fn tutorial_flow(version: &str, script: &str) {
 }
 
 async fn run_script(version: &str, script: &str, done: &str) {
+    run_script_with(version, script, done, false).await;
+}
+
+/// What a script run leaves for further checks: its output, the server's data directory and
+/// the scripted model.
+struct ScriptRun {
+    stdout: String,
+    home: tempfile::TempDir,
+    mock: MockLlm,
+}
+
+/// Runs `tests/python/<script>` with letta-client `version` against `engram serve` and the
+/// scripted model, and checks it printed `done`. With `tools_use_sdk`, the server runs user
+/// tools in the SDK's Python too (so tools can `import letta_client`).
+async fn run_script_with(
+    version: &str,
+    script: &str,
+    done: &str,
+    tools_use_sdk: bool,
+) -> ScriptRun {
     let python = tokio::task::spawn_blocking({
         let v = version.to_owned();
         move || venv(&v)
@@ -133,7 +150,12 @@ async fn run_script(version: &str, script: &str, done: &str) {
     .expect("venv");
     let mock = MockLlm::start(Script::Brain).await;
     let home = tempfile::tempdir().expect("temp home");
-    let server = serve(home.path(), &mock);
+    let tool_python: &[(&str, &Path)] = if tools_use_sdk {
+        &[("ENGRAM_PYTHON", &python)]
+    } else {
+        &[]
+    };
+    let server = serve_with(home.path(), &mock, tool_python);
     let script = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/python")
         .join(script);
@@ -146,7 +168,7 @@ async fn run_script(version: &str, script: &str, done: &str) {
         .output()
         .await
         .expect("run python");
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
         "letta-client {version}: {} failed:\n{stdout}\n{}",
@@ -155,6 +177,8 @@ async fn run_script(version: &str, script: &str, done: &str) {
     );
     assert!(stdout.contains(done), "{stdout}");
     assert!(mock.violations().is_empty(), "{:#?}", mock.violations());
+    drop(server);
+    ScriptRun { stdout, home, mock }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -183,31 +207,13 @@ async fn task_queue_tools_upserted_with_letta_client_1_x_run() {
 /// `[]`, and every edit is recorded as the tool call's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tutorial_task_queue_tools_call_the_server_back_with_auth_on() {
-    let python = tokio::task::spawn_blocking(|| venv(SDK_0_1))
-        .await
-        .expect("venv");
-    let mock = MockLlm::start(Script::Brain).await;
-    let home = tempfile::tempdir().expect("temp home");
-    let server = serve_with(home.path(), &mock, &[("ENGRAM_PYTHON", &python)]);
-    let script =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/tutorial_task_queue_v01.py");
-    let out = tokio::process::Command::new(&python)
-        .arg(&script)
-        .env("ENGRAM_URL", &server.url)
-        .env("ENGRAM_TOKEN", &server.token)
-        .env_remove("LETTA_BASE_URL")
-        .env_remove("LETTA_API_KEY")
-        .output()
-        .await
-        .expect("run python");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "tutorial task queue failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(stdout.contains("tutorial task queue OK"), "{stdout}");
-    assert!(mock.violations().is_empty(), "{:#?}", mock.violations());
+    let ScriptRun { stdout, home, mock } = run_script_with(
+        SDK_0_1,
+        "tutorial_task_queue_v01.py",
+        "tutorial task queue OK",
+        true,
+    )
+    .await;
 
     // Four tool edits of the tasks block (two pushes, two pops), each recorded as its call's.
     let agent = stdout
