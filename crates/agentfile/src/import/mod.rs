@@ -661,6 +661,27 @@ mod tests {
     }
 
     #[test]
+    fn a_tool_runs_only_for_the_agent_that_carries_its_code() {
+        // A carries foo's code; B lists foo under `requires_approval` (Letta runs it on the
+        // client), so B's foo is not runnable here even though A's is.
+        let text = r#"{
+          "agents": [
+            {"id": "agent-0", "name": "A", "tool_ids": ["tool-0"], "messages": [], "in_context_message_ids": []},
+            {"id": "agent-1", "name": "B", "tool_ids": ["tool-0"], "messages": [], "in_context_message_ids": [],
+             "tool_rules": [{"type": "requires_approval", "tool_name": "foo"}]}
+          ],
+          "tools": [{"id": "tool-0", "name": "foo", "source_code": "def foo(): pass"}]
+        }"#;
+        let conv = to_bundle(&parse(text.as_bytes()).unwrap(), &opts()).unwrap();
+        assert_eq!(conv.bundle.agents[0].agent.tools, ["foo"]);
+        assert!(
+            conv.bundle.agents[1].agent.tools.is_empty(),
+            "{:?}",
+            conv.bundle.agents[1].agent.tools
+        );
+    }
+
+    #[test]
     fn two_blocks_with_one_label_are_refused() {
         let text = TWO_AGENTS.replace(r#""label": "persona""#, r#""label": "team""#);
         let e = to_bundle(&parse(text.as_bytes()).unwrap(), &opts()).unwrap_err();
