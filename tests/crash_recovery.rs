@@ -2,9 +2,9 @@
 //! carries on; a tool call left without its result (by a crash of an older writer, or an
 //! imported file) is answered with a `Failed` result before the next call.
 
-use engram_core::{AgentId, LoopStyle, NewMessage, Role, StopReason, ToolCall, ToolReturn};
+use engram_core::{LoopStyle, NewMessage, Role, StopReason, ToolCall, ToolReturn};
 use engram_mock_llm::{Call, MockLlm, Reply, Script};
-use engram_suite::{Home, cli, cli_command, stdout_ok};
+use engram_suite::{Home, cli_agent, cli_command};
 use serde_json::json;
 use std::time::Duration;
 
@@ -12,21 +12,7 @@ use std::time::Duration;
 async fn killing_the_process_mid_run_loses_only_the_step_in_flight() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = tempfile::tempdir().unwrap();
-    let url = mock.base_url();
-    let out = cli(
-        home.path(),
-        &[
-            "agent",
-            "create",
-            "--name",
-            "Sam",
-            "--model",
-            "openai/mock-small",
-            "--base-url",
-            &url,
-        ],
-    );
-    let agent = AgentId::from(stdout_ok(&out).trim());
+    let agent = cli_agent(home.path(), &mock);
 
     // Step 1 commits a memory edit; step 2 never gets an answer, and the process is killed.
     mock.push(Reply::ToolCalls(vec![Call::new(

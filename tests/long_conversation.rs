@@ -34,6 +34,19 @@ fn line(i: usize) -> String {
     )
 }
 
+/// Sends lines `turns` of [`line`], one message each; every message must end its turn.
+async fn send_turns(home: &Home, agent: &AgentId, turns: std::ops::Range<usize>) {
+    for i in turns {
+        let (out, _) = home.chat(agent, &line(i)).await;
+        assert_eq!(
+            out.stop_reason,
+            StopReason::EndTurn,
+            "message {i}: {:?}",
+            out.error
+        );
+    }
+}
+
 fn agent_at(home: &Home, mock: &MockLlm, window: u32) -> AgentId {
     home.agent_with(mock, LoopStyle::ToolLoop, |a| {
         a.llm.as_mut().unwrap().context_window = window;
@@ -68,15 +81,7 @@ async fn a_summariser_that_ignores_max_tokens_never_bricks_the_agent() {
     }));
     let home = Home::new();
     let agent = agent_at(&home, &mock, window as u32);
-    for i in 0..300 {
-        let (out, _) = home.chat(&agent, &line(i)).await;
-        assert_eq!(
-            out.stop_reason,
-            StopReason::EndTurn,
-            "message {i}: {:?}",
-            out.error
-        );
-    }
+    send_turns(&home, &agent, 0..300).await;
     assert_eq!(mock.refusals(), 0, "no prompt went over the window");
     let counts = mock.take_prompt_counts();
     assert!(
@@ -128,15 +133,7 @@ async fn a_2k_window_takes_few_calls_per_message() {
     let home = Home::new();
     let agent = agent_at(&home, &mock, 2_048);
     let messages = 60;
-    for i in 0..messages {
-        let (out, _) = home.chat(&agent, &line(i)).await;
-        assert_eq!(
-            out.stop_reason,
-            StopReason::EndTurn,
-            "message {i}: {:?}",
-            out.error
-        );
-    }
+    send_turns(&home, &agent, 0..messages).await;
     let calls = mock.chat_requests().len();
     assert!(
         calls <= 3 * messages,
@@ -163,15 +160,7 @@ async fn a_tokenizer_counting_a_quarter_more_is_learnt_with_at_most_one_refusal(
     }));
     let home = Home::new();
     let agent = agent_at(&home, &mock, 4_096);
-    for i in 0..120 {
-        let (out, _) = home.chat(&agent, &line(i)).await;
-        assert_eq!(
-            out.stop_reason,
-            StopReason::EndTurn,
-            "message {i}: {:?}",
-            out.error
-        );
-    }
+    send_turns(&home, &agent, 0..120).await;
     assert!(mock.refusals() <= 1, "{} refusals", mock.refusals());
     let (first, _) = summariser_calls(&mock);
     assert!(first >= 2, "the window was compacted ({first})");
@@ -216,15 +205,7 @@ async fn a_refusal_tightens_the_calibration_and_the_message_still_goes_through()
         .store()
         .model_calibration("openai/mock-small")
         .unwrap();
-    for i in 20..60 {
-        let (out, _) = home.chat(&agent, &line(i)).await;
-        assert_eq!(
-            out.stop_reason,
-            StopReason::EndTurn,
-            "message {i}: {:?}",
-            out.error
-        );
-    }
+    send_turns(&home, &agent, 20..60).await;
     assert!(mock.refusals() <= 1, "{} refusals", mock.refusals());
     let after = home
         .engram
@@ -438,15 +419,7 @@ async fn an_agent_bricked_by_a_nested_summary_recovers() {
         .store()
         .evict_messages(&agent, &[], &nested)
         .unwrap();
-    for i in 0..5 {
-        let (out, _) = home.chat(&agent, &line(i)).await;
-        assert_eq!(
-            out.stop_reason,
-            StopReason::EndTurn,
-            "message {i}: {:?}",
-            out.error
-        );
-    }
+    send_turns(&home, &agent, 0..5).await;
     let summary = home
         .engram
         .get_agent(&agent)

@@ -18,6 +18,24 @@ async fn agent(api: &RestApi, name: &str, tags: &[&str], labels: &[&str]) -> Str
     api.agent(name, blocks, json!({"tags": tags})).await
 }
 
+/// The agent's first message of Letta's `message_type` (from the last 100).
+async fn first_message(api: &RestApi, id: &str, message_type: &str) -> Value {
+    let listed = api
+        .ok(
+            Method::GET,
+            &format!("/v1/agents/{id}/messages?limit=100"),
+            None,
+        )
+        .await;
+    listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["message_type"] == message_type)
+        .unwrap_or_else(|| panic!("no {message_type} in {listed}"))
+        .clone()
+}
+
 fn assert_detail(status: StatusCode, body: &Value, want: StatusCode) {
     assert_eq!(status, want, "{body}");
     assert!(body["detail"].is_string(), "not Letta-shaped: {body}");
@@ -223,20 +241,7 @@ async fn messages_modify_search_and_reset() {
         .as_u64()
         .unwrap();
     assert!(count >= 2, "{count}");
-    let listed = api
-        .ok(
-            Method::GET,
-            &format!("/v1/agents/{id}/messages?limit=100"),
-            None,
-        )
-        .await;
-    let user = listed
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["message_type"] == "user_message")
-        .expect("the user message")
-        .clone();
+    let user = first_message(&api, &id, "user_message").await;
     let mid = user["id"].as_str().unwrap();
 
     let changed = api
@@ -450,20 +455,7 @@ async fn classic_replies_are_modified_in_their_send_message_call() {
         Some(json!({"messages": [{"role": "user", "content": "hello there"}]})),
     )
     .await;
-    let listed = api
-        .ok(
-            Method::GET,
-            &format!("/v1/agents/{id}/messages?limit=100"),
-            None,
-        )
-        .await;
-    let reply = listed
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["message_type"] == "assistant_message")
-        .unwrap_or_else(|| panic!("a reply in {listed}"))
-        .clone();
+    let reply = first_message(&api, &id, "assistant_message").await;
     let mid = reply["id"].as_str().unwrap();
     let changed = api
         .ok(

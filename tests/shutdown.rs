@@ -2,9 +2,8 @@
 //! closing terminal send): a run in flight is cancelled, the process exits 0, the write-ahead
 //! log is checkpointed into the database file, and no committed step is lost.
 
-use engram_core::AgentId;
 use engram_mock_llm::{MockLlm, Reply, Script};
-use engram_suite::{cli, cli_command, stdout_ok};
+use engram_suite::{cli_agent, cli_command};
 use serde_json::json;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -14,21 +13,7 @@ use std::time::{Duration, Instant};
 async fn stops_cleanly_on(signal: &str) {
     let mock = MockLlm::start(Script::Queue).await;
     let home = tempfile::tempdir().unwrap();
-    let url = mock.base_url();
-    let out = cli(
-        home.path(),
-        &[
-            "agent",
-            "create",
-            "--name",
-            "Sam",
-            "--model",
-            "openai/mock-small",
-            "--base-url",
-            &url,
-        ],
-    );
-    let agent = AgentId::from(stdout_ok(&out).trim());
+    let agent = cli_agent(home.path(), &mock);
 
     let mut child = cli_command(home.path())
         .args(["serve", "--port", "0", "--no-auth"])

@@ -188,6 +188,25 @@ pub fn cli_command(home: &Path) -> Command {
     cmd
 }
 
+/// Creates agent "Sam" on the scripted model with the `engram` CLI in `home`; its id.
+pub fn cli_agent(home: &Path, mock: &MockLlm) -> AgentId {
+    let url = mock.base_url();
+    let out = cli(
+        home,
+        &[
+            "agent",
+            "create",
+            "--name",
+            "Sam",
+            "--model",
+            "openai/mock-small",
+            "--base-url",
+            &url,
+        ],
+    );
+    AgentId::from(stdout_ok(&out).trim())
+}
+
 /// Standard output of a successful CLI run; panics with stderr otherwise.
 pub fn stdout_ok(out: &Output) -> String {
     assert!(
