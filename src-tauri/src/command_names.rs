@@ -49,4 +49,6 @@ pub const ALL: &[&str] = &[
     "dismiss_endpoint",
     "tool_python",
     "set_up_tool_python",
+    "message_window",
+    "attach_run",
 ];

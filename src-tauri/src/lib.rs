@@ -7,6 +7,7 @@
 //! One process owns the database (single-instance plugin); the data directory is the
 //! engine's (`ENGRAM_HOME`, else the platform data dir).
 
+pub mod chat_commands;
 pub mod command_names;
 pub mod commands;
 pub mod error;
@@ -89,6 +90,8 @@ pub fn builder<R: Runtime>(builder: tauri::Builder<R>, engram: Arc<Engram>) -> t
             trust_commands::dismiss_endpoint,
             python_commands::tool_python,
             python_commands::set_up_tool_python,
+            chat_commands::message_window,
+            chat_commands::attach_run,
         ])
 }
 

@@ -16,6 +16,7 @@ pub struct RunHandle<'a> {
 
 impl Drop for RunHandle<'_> {
     fn drop(&mut self) {
+        self.engram.live.end(&self.agent, self.id);
         if let Ok(mut runs) = self.engram.runs.lock()
             && let Some(tokens) = runs.get_mut(&self.agent)
         {
@@ -45,6 +46,7 @@ impl Engram {
         }
         self.check_pending_endpoints(agent)?;
         let handle = self.register(agent, cancel);
+        self.live.begin(agent, handle.id);
         // The run's events pass through here on their way to the caller, so that other windows
         // hear about the messages and memory edits the run commits.
         let (tx, mut rx) = mpsc::unbounded_channel();
@@ -65,6 +67,7 @@ impl Engram {
                     RunEvent::MemoryChanged { block, .. } => self.notify_block(&block.id),
                     _ => {}
                 }
+                self.live.push(agent, handle.id, &event);
                 let _ = events.send(event);
             }
         };

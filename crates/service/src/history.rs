@@ -1,10 +1,13 @@
-//! Paging through recall memory with message-id cursors, as Letta's list endpoints do.
+//! Paging through recall memory with message-id cursors, as Letta's list endpoints do, and
+//! windows of the conversation for a chat that jumps (to the start, a date, a search hit).
+//! Every page is one indexed SQL range read (see `engram_store::Store::page_messages`).
 
 use crate::Engram;
-use engram_core::{AgentId, Error, Message, MessageId, Result};
+use engram_core::{AgentId, Message, MessageId, Result};
+use engram_store::{MessageWindow, SeqOrder, WindowAt};
 
-/// How many stored messages one backwards walk reads at a time.
-const WALK_CHUNK: usize = 512;
+/// The most messages one window or page may hold; larger requests are cut to it.
+pub const MAX_PAGE: usize = 1000;
 
 /// Which way a page runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -24,47 +27,29 @@ pub struct MessagePage {
     pub after: Option<MessageId>,
     /// Only messages that come before this one in `order`.
     pub before: Option<MessageId>,
-    /// At most this many messages.
+    /// At most this many messages (at least 1).
     pub limit: usize,
     /// The order of the page.
     pub order: Order,
 }
 
 impl Engram {
-    /// One page of the agent's messages (every kind, hidden ones included), in `page.order`.
-    /// The page nearest the `after` cursor is returned (or the start, without one).
+    /// One page of the agent's messages (every kind, hidden ones included), in `page.order`:
+    /// the page nearest the `after` cursor (or the start of that order, without one). Letta's
+    /// `GET /v1/agents/{id}/messages?after=&before=&limit=&order=`.
     ///
     /// Errors: `not_found` for an unknown agent or a cursor that is not one of its messages.
     pub fn page_messages(&self, agent: &AgentId, page: &MessagePage) -> Result<Vec<Message>> {
-        self.store.get_agent(agent)?;
-        let seq_of = |id: &MessageId| -> Result<i64> {
-            let m = self.store.get_message(id)?;
-            if m.agent_id != *agent {
-                return Err(Error::not_found("message", id.as_str()));
-            }
-            Ok(m.seq)
-        };
+        let seq_of = |id: &MessageId| self.store.message_seq(agent, id);
         let after = page.after.as_ref().map(seq_of).transpose()?;
         let before = page.before.as_ref().map(seq_of).transpose()?;
         // Seq bounds, both exclusive, whatever the order.
-        let (lower, upper) = match page.order {
-            Order::Asc => (after, before),
-            Order::Desc => (before, after),
+        let (lower, upper, order) = match page.order {
+            Order::Asc => (after, before, SeqOrder::Asc),
+            Order::Desc => (before, after, SeqOrder::Desc),
         };
-        let limit = page.limit.max(1);
-        match page.order {
-            Order::Desc => {
-                let mut newest = self.store.list_messages(agent, upper, limit)?;
-                newest.retain(|m| lower.is_none_or(|l| m.seq > l));
-                newest.reverse();
-                Ok(newest)
-            }
-            Order::Asc => {
-                let mut range = self.walk_back(agent, lower, upper)?;
-                range.truncate(limit);
-                Ok(range)
-            }
-        }
+        self.store
+            .page_messages(agent, lower, upper, page.limit.max(1), order)
     }
 
     /// Scrolling back through a chat: the `limit` messages just older than `before` (the
@@ -87,28 +72,19 @@ impl Engram {
         Ok(messages)
     }
 
-    /// Every message with `lower < seq < upper`, oldest first, read backwards from `upper` in
-    /// chunks (the store pages by "before"; cost is the size of the range).
-    fn walk_back(
+    /// A window of at most `limit` messages (1 to [`MAX_PAGE`]) of the agent's conversation at
+    /// `at` (the newest, the start, before/after/around a message, or a date), oldest first,
+    /// with whether more lie on either side and the compaction dividers inside it. What the
+    /// chat window pages with.
+    ///
+    /// Errors: `not_found` for an unknown agent or a message id that is not one of its own.
+    pub fn message_window(
         &self,
         agent: &AgentId,
-        lower: Option<i64>,
-        upper: Option<i64>,
-    ) -> Result<Vec<Message>> {
-        let mut chunks: Vec<Vec<Message>> = Vec::new();
-        let mut cursor = upper;
-        loop {
-            let mut chunk = self.store.list_messages(agent, cursor, WALK_CHUNK)?;
-            let full = chunk.len() == WALK_CHUNK;
-            let first = chunk.first().map(|m| m.seq);
-            chunk.retain(|m| lower.is_none_or(|l| m.seq > l));
-            let reached_lower = matches!((first, lower), (Some(f), Some(l)) if f <= l);
-            chunks.push(chunk);
-            match first {
-                Some(f) if full && !reached_lower => cursor = Some(f),
-                _ => break,
-            }
-        }
-        Ok(chunks.into_iter().rev().flatten().collect())
+        at: &WindowAt,
+        limit: usize,
+    ) -> Result<MessageWindow> {
+        self.store
+            .message_window(agent, at, limit.clamp(1, MAX_PAGE))
     }
 }

@@ -11,6 +11,7 @@ mod blocks;
 mod chat;
 mod history;
 pub mod letta;
+mod live;
 mod memory;
 mod notices;
 mod providers;
@@ -27,7 +28,9 @@ pub use agentfile::{
 pub use agents::AgentState;
 pub use api_token::REST_TOKEN_SECRET;
 pub use chat::RunHandle;
-pub use history::{MessagePage, Order};
+pub use engram_store::{Compaction, MessageWindow, WindowAt};
+pub use history::{MAX_PAGE, MessagePage, Order};
+pub use live::RunAttachment;
 pub use memory::PassagePage;
 pub use notices::Notice;
 pub use providers::{LocalServer, ProviderInfo, ProviderSetup};
@@ -125,6 +128,8 @@ pub struct Engram {
     /// Cancel tokens of the runs in flight (or waiting their turn), per agent.
     runs: Mutex<HashMap<engram_core::AgentId, Vec<(u64, CancellationToken)>>>,
     next_run: std::sync::atomic::AtomicU64,
+    /// What each run in flight streamed so far, for windows that attach late.
+    live: live::LiveRuns,
     notices: tokio::sync::broadcast::Sender<Notice>,
 }
 
@@ -152,6 +157,7 @@ impl Engram {
             secrets: options.secrets,
             runs: Mutex::new(HashMap::new()),
             next_run: std::sync::atomic::AtomicU64::new(0),
+            live: live::LiveRuns::default(),
             notices: notices::channel(),
         })
     }

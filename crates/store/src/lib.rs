@@ -18,6 +18,7 @@ mod blocks;
 mod calibration;
 mod endpoints;
 mod import;
+mod message_pages;
 mod messages;
 mod migrations;
 mod passages;
@@ -36,6 +37,7 @@ pub use import::{
     EXTRAS_SETTING_PREFIX, ImportAgent, ImportBlock, ImportBundle, ImportMessage, ImportedIds,
     ImportedTool,
 };
+pub use message_pages::{Compaction, MessageWindow, SeqOrder, WindowAt};
 pub use messages::{MessageHit, MessageQuery, SEQ_GAP};
 pub use passages::{PassageList, PassageQuery};
 pub use settings::ProviderRow;

@@ -2,6 +2,7 @@
 
 use crate::Store;
 use crate::agents;
+use crate::message_pages;
 use crate::search::{self, FtsQuery, Neighbours, fts_query};
 use crate::sql::{self, DbResult, json_opt, ts};
 use engram_core::{
@@ -317,7 +318,7 @@ impl Store {
     }
 
     /// Takes messages out of the context window and stores the new recursive summary, in one
-    /// transaction. The messages stay in recall memory (listed and searchable).
+    /// transaction, with a [`Compaction`](crate::Compaction) row marking where it happened. The messages stay in recall memory (listed and searchable).
     ///
     /// Errors: `NotFound("agent")`; `NotFound("message", id)` if an id is not one of the agent's
     /// messages (then nothing changes).
@@ -333,13 +334,22 @@ impl Store {
             }
             let mut stmt = tx
                 .prepare_cached(
-                    "UPDATE messages SET in_context = 0 WHERE id = ?1 AND agent_id = ?2",
+                    "UPDATE messages SET in_context = 0 WHERE id = ?1 AND agent_id = ?2
+                     RETURNING seq",
                 )
                 .db()?;
+            let mut newest: Option<i64> = None;
             for id in ids {
-                if stmt.execute(params![id.as_str(), agent.as_str()]).db()? == 0 {
-                    return Err(Error::not_found("message", id.as_str()));
-                }
+                let seq: i64 = stmt
+                    .query_row(params![id.as_str(), agent.as_str()], |r| r.get(0))
+                    .optional()
+                    .db()?
+                    .ok_or_else(|| Error::not_found("message", id.as_str()))?;
+                newest = newest.max(Some(seq));
+            }
+            // The chat shows a divider where this compaction happened.
+            if let Some(seq) = newest {
+                message_pages::record_compaction(tx, agent, seq, summary, ids.len())?;
             }
             Ok(())
         })

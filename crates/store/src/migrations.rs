@@ -263,6 +263,28 @@ CREATE TABLE pending_endpoints (
 ) WITHOUT ROWID;
 "#;
 
+/// Compaction dividers (issue #18): one row per compaction, at the `seq` of the newest message
+/// it folded into the summary, with the summary as it stood then, so the chat can show where
+/// older messages were summarised and what the summary said. Agents compacted before this
+/// migration get one row at their last evicted message, with their current summary.
+const COMPACTION_MARKERS: &str = r#"
+CREATE TABLE compactions (
+    id         INTEGER PRIMARY KEY,
+    agent_id   TEXT NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+    seq        INTEGER NOT NULL,            -- newest message folded in; the divider follows it
+    summary    TEXT NOT NULL,
+    evicted    INTEGER NOT NULL,            -- messages this compaction took out of context
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX compactions_by_seq ON compactions (agent_id, seq);
+INSERT INTO compactions (agent_id, seq, summary, evicted, created_at)
+SELECT a.id, last.seq, a.summary, last.n, last.created_at
+FROM agents a
+JOIN (SELECT agent_id, max(seq) AS seq, count(*) AS n, max(created_at) AS created_at
+      FROM messages WHERE in_context = 0 GROUP BY agent_id) last ON last.agent_id = a.id
+WHERE a.summary IS NOT NULL AND a.summary != '';
+"#;
+
 /// Every migration, oldest first.
 const MIGRATIONS: &[M<'static>] = &[
     M::up(V1),
@@ -270,6 +292,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(TOOL_SANDBOX),
     M::up(AGENT_TAGS_AND_PASSAGE_EDITS),
     M::up(TOOL_TRUST),
+    M::up(COMPACTION_MARKERS),
 ];
 
 /// The migration list (exposed to tests so they can validate it).
@@ -332,5 +355,37 @@ mod tests {
                 ("agent-1".to_owned(), "a".to_owned())
             ]
         );
+    }
+    #[test]
+    fn agents_compacted_before_dividers_get_one_at_their_last_evicted_message() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        let before = MIGRATIONS
+            .iter()
+            .position(|m| *m == M::up(COMPACTION_MARKERS))
+            .unwrap();
+        Migrations::from_slice(&MIGRATIONS[..before])
+            .to_latest(&mut conn)
+            .unwrap();
+        conn.execute_batch(
+            r#"INSERT INTO agents (id, name, description, system, llm, loop_style, max_steps,
+                                   tools, created_at, updated_at, summary)
+               VALUES ('agent-1', 'A', '', '', '{}', 'tool_loop', 50, '[]', 0, 0, 'so far'),
+                      ('agent-2', 'B', '', '', '{}', 'tool_loop', 50, '[]', 0, 0, NULL);
+               INSERT INTO messages (id, agent_id, seq, role, kind, content, in_context, created_at)
+               VALUES ('m1', 'agent-1', 1024, 'user', 'chat', 'a', 0, 10),
+                      ('m2', 'agent-1', 2048, 'user', 'chat', 'b', 0, 20),
+                      ('m3', 'agent-1', 3072, 'user', 'chat', 'c', 1, 30),
+                      ('m4', 'agent-2', 1024, 'user', 'chat', 'd', 0, 40);"#,
+        )
+        .unwrap();
+        migrations().to_latest(&mut conn).unwrap();
+        let rows: Vec<(String, i64, String, i64)> = conn
+            .prepare("SELECT agent_id, seq, summary, evicted FROM compactions")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(rows, [("agent-1".to_owned(), 2048, "so far".to_owned(), 2)]);
     }
 }

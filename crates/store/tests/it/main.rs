@@ -3,6 +3,7 @@
 mod agents;
 mod blocks;
 mod labels;
+mod message_pages;
 mod messages;
 mod passages;
 mod schema;

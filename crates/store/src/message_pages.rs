@@ -1,0 +1,346 @@
+//! Paging through recall memory in SQL: ranges by `seq` in either order, and windows of the
+//! conversation around a place a reader jumps to (the start, a message, a date), with the
+//! compactions (where older messages were folded into the summary) that fall inside them.
+//!
+//! Every query here reads through the `(agent_id, seq)` unique index (or `messages_by_time`
+//! for dates), so a page costs the same at message 50 as at message 50,000.
+
+use crate::Store;
+use crate::agents;
+use crate::messages::message_from_row;
+use crate::sql::{self, DbResult, ts};
+use engram_core::{AgentId, Error, Message, MessageId, Result, Timestamp};
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+
+const MSG_COLS: &str = "m.id, m.agent_id, m.seq, m.role, m.kind, m.content, m.reasoning, \
+                        m.tool_calls, m.tool_call_id, m.tool_name, m.run_id, m.step_id, \
+                        m.in_context, m.created_at";
+
+/// A place in the history where older messages left the context window and were folded into
+/// the agent's recursive summary (MemGPT's "recursive summary"; Letta keeps only the newest).
+/// One row per compaction, written in the same transaction as the eviction.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+#[ts(export)]
+pub struct Compaction {
+    /// The `seq` of the newest message folded in: the divider goes right after it.
+    pub seq: i64,
+    /// The summary as it stood after this compaction (it covers everything folded so far).
+    pub summary: String,
+    /// How many messages this compaction took out of the context window.
+    pub evicted: u32,
+    /// When it happened.
+    pub created_at: Timestamp,
+}
+
+/// Where a [`MessageWindow`] is taken.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[ts(export)]
+pub enum WindowAt {
+    /// The newest messages (what a chat opens on).
+    Latest,
+    /// The first messages the agent ever had.
+    Start,
+    /// The messages just older than this one (scrolling up).
+    Before {
+        /// A message of the agent.
+        id: MessageId,
+    },
+    /// The messages just newer than this one (scrolling down after a jump).
+    After {
+        /// A message of the agent.
+        id: MessageId,
+    },
+    /// This message with about half the window on either side (opening a search hit).
+    Around {
+        /// A message of the agent.
+        id: MessageId,
+    },
+    /// The first message written at or after this time, with context on either side (a jump
+    /// to a date). After the last message: the newest messages.
+    Date {
+        /// RFC 3339 time.
+        at: Timestamp,
+    },
+}
+
+/// A contiguous run of an agent's messages, oldest first, and what lies beyond it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+#[ts(export)]
+pub struct MessageWindow {
+    /// The messages, oldest first (every kind, hidden loop messages included).
+    pub messages: Vec<Message>,
+    /// Whether older messages exist before the first one.
+    pub has_older: bool,
+    /// Whether newer messages exist after the last one.
+    pub has_newer: bool,
+    /// The message the window was taken for (`Around`, `Date`), to show highlighted.
+    pub anchor: Option<MessageId>,
+    /// Compactions whose divider falls inside the window (`seq` from the first message's to
+    /// the last's, both included), oldest first.
+    pub compactions: Vec<Compaction>,
+}
+
+/// Which way a page of messages runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SeqOrder {
+    /// Oldest first.
+    Asc,
+    /// Newest first.
+    #[default]
+    Desc,
+}
+
+/// The `seq` of one of the agent's messages. Errors: `NotFound("message", id)` when it is not
+/// one of the agent's.
+pub(crate) fn seq_of(c: &Connection, agent: &AgentId, id: &MessageId) -> Result<i64> {
+    c.prepare_cached("SELECT seq FROM messages WHERE id = ?1 AND agent_id = ?2")
+        .db()?
+        .query_row(params![id.as_str(), agent.as_str()], |r| r.get(0))
+        .optional()
+        .db()?
+        .ok_or_else(|| Error::not_found("message", id.as_str()))
+}
+
+/// Messages with `lower < seq < upper` (unbounded where `None`), the `limit` nearest `lower`
+/// in `Asc` order or nearest `upper` in `Desc` order, returned in that order.
+fn range(
+    c: &Connection,
+    agent: &AgentId,
+    lower: Option<i64>,
+    upper: Option<i64>,
+    limit: usize,
+    order: SeqOrder,
+) -> Result<Vec<Message>> {
+    let dir = match order {
+        SeqOrder::Asc => "ASC",
+        SeqOrder::Desc => "DESC",
+    };
+    let mut stmt = c
+        .prepare_cached(&format!(
+            "SELECT {MSG_COLS} FROM messages m
+             WHERE m.agent_id = ?1 AND m.seq > ?2 AND m.seq < ?3
+             ORDER BY m.seq {dir} LIMIT ?4"
+        ))
+        .db()?;
+    let rows = stmt
+        .query_map(
+            params![
+                agent.as_str(),
+                lower.unwrap_or(i64::MIN),
+                upper.unwrap_or(i64::MAX),
+                sql::sat(limit)
+            ],
+            message_from_row,
+        )
+        .db()?;
+    rows.collect::<rusqlite::Result<_>>().db()
+}
+
+/// Up to `limit` messages older than `upper` (oldest first) and whether more lie beyond.
+fn older(
+    c: &Connection,
+    agent: &AgentId,
+    upper: Option<i64>,
+    limit: usize,
+) -> Result<(Vec<Message>, bool)> {
+    let mut page = range(c, agent, None, upper, limit + 1, SeqOrder::Desc)?;
+    let more = page.len() > limit;
+    page.truncate(limit);
+    page.reverse();
+    Ok((page, more))
+}
+
+/// Up to `limit` messages newer than `lower` (oldest first) and whether more lie beyond.
+fn newer(
+    c: &Connection,
+    agent: &AgentId,
+    lower: Option<i64>,
+    limit: usize,
+) -> Result<(Vec<Message>, bool)> {
+    let mut page = range(c, agent, lower, None, limit + 1, SeqOrder::Asc)?;
+    let more = page.len() > limit;
+    page.truncate(limit);
+    Ok((page, more))
+}
+
+/// The window centred on the message at `seq` (included), `limit` messages in all; near either
+/// end of the history the other side fills the window.
+fn around(c: &Connection, agent: &AgentId, seq: i64, limit: usize) -> Result<MessageWindow> {
+    let (mut before, more_before) = older(c, agent, Some(seq), limit - 1)?;
+    let (mut after, more_after) = newer(c, agent, Some(seq - 1), limit)?;
+    let half = (limit - 1) / 2;
+    let take_before = before
+        .len()
+        .min(half.max(limit.saturating_sub(after.len())));
+    let take_after = after.len().min(limit - take_before);
+    let has_older = more_before || take_before < before.len();
+    let has_newer = more_after || take_after < after.len();
+    before.drain(..before.len() - take_before);
+    after.truncate(take_after);
+    let anchor = after.first().map(|m| m.id.clone());
+    before.extend(after);
+    Ok(MessageWindow {
+        messages: before,
+        has_older,
+        has_newer,
+        anchor,
+        compactions: Vec::new(),
+    })
+}
+
+fn compactions_between(
+    c: &Connection,
+    agent: &AgentId,
+    first: i64,
+    last: i64,
+) -> Result<Vec<Compaction>> {
+    let mut stmt = c
+        .prepare_cached(
+            "SELECT seq, summary, evicted, created_at FROM compactions
+             WHERE agent_id = ?1 AND seq >= ?2 AND seq <= ?3 ORDER BY seq, id",
+        )
+        .db()?;
+    let rows = stmt
+        .query_map(params![agent.as_str(), first, last], |r| {
+            Ok(Compaction {
+                seq: r.get(0)?,
+                summary: r.get(1)?,
+                evicted: r.get(2)?,
+                created_at: ts(r, 3)?,
+            })
+        })
+        .db()?;
+    rows.collect::<rusqlite::Result<_>>().db()
+}
+
+/// Records a compaction whose newest folded message is `seq` (inside the caller's transaction).
+pub(crate) fn record_compaction(
+    tx: &Connection,
+    agent: &AgentId,
+    seq: i64,
+    summary: &str,
+    evicted: usize,
+) -> Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO compactions (agent_id, seq, summary, evicted, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )
+    .db()?
+    .execute(params![
+        agent.as_str(),
+        seq,
+        summary,
+        sql::sat(evicted),
+        sql::micros(sql::now())
+    ])
+    .db()?;
+    Ok(())
+}
+
+impl Store {
+    /// A page of the agent's messages with `after_seq < seq < before_seq` (each bound
+    /// exclusive and optional), at most `limit`, in `order`: the page nearest `after_seq` when
+    /// ascending, nearest `before_seq` when descending. One indexed SQL range read.
+    ///
+    /// Errors: `NotFound("agent")`.
+    pub fn page_messages(
+        &self,
+        agent: &AgentId,
+        after_seq: Option<i64>,
+        before_seq: Option<i64>,
+        limit: usize,
+        order: SeqOrder,
+    ) -> Result<Vec<Message>> {
+        self.read(|c| {
+            agents::ensure_exists(c, agent)?;
+            range(c, agent, after_seq, before_seq, limit, order)
+        })
+    }
+
+    /// The `seq` of one of the agent's messages.
+    ///
+    /// Errors: `NotFound("agent")`; `NotFound("message", id)` when the id is not one of the
+    /// agent's messages.
+    pub fn message_seq(&self, agent: &AgentId, id: &MessageId) -> Result<i64> {
+        self.read(|c| {
+            agents::ensure_exists(c, agent)?;
+            seq_of(c, agent, id)
+        })
+    }
+
+    /// A window of at most `limit` (at least 1) messages at `at`, oldest first, with whether
+    /// more lie on either side and the compactions inside it. All reads share one snapshot.
+    ///
+    /// Errors: `NotFound("agent")`; `NotFound("message", id)` for a cursor that is not one of
+    /// the agent's messages.
+    pub fn message_window(
+        &self,
+        agent: &AgentId,
+        at: &WindowAt,
+        limit: usize,
+    ) -> Result<MessageWindow> {
+        let limit = limit.max(1);
+        self.read(|c| {
+            agents::ensure_exists(c, agent)?;
+            let mut w = match at {
+                WindowAt::Latest => {
+                    let (messages, has_older) = older(c, agent, None, limit)?;
+                    window(messages, has_older, false)
+                }
+                WindowAt::Start => {
+                    let (messages, has_newer) = newer(c, agent, None, limit)?;
+                    window(messages, false, has_newer)
+                }
+                WindowAt::Before { id } => {
+                    let seq = seq_of(c, agent, id)?;
+                    let (messages, has_older) = older(c, agent, Some(seq), limit)?;
+                    window(messages, has_older, true)
+                }
+                WindowAt::After { id } => {
+                    let seq = seq_of(c, agent, id)?;
+                    let (messages, has_newer) = newer(c, agent, Some(seq), limit)?;
+                    window(messages, true, has_newer)
+                }
+                WindowAt::Around { id } => around(c, agent, seq_of(c, agent, id)?, limit)?,
+                WindowAt::Date { at } => {
+                    let first: Option<i64> = c
+                        .prepare_cached(
+                            "SELECT seq FROM messages WHERE agent_id = ?1 AND created_at >= ?2
+                             ORDER BY created_at, seq LIMIT 1",
+                        )
+                        .db()?
+                        .query_row(params![agent.as_str(), sql::micros(*at)], |r| r.get(0))
+                        .optional()
+                        .db()?;
+                    match first {
+                        Some(seq) => around(c, agent, seq, limit)?,
+                        None => {
+                            let (messages, has_older) = older(c, agent, None, limit)?;
+                            let mut w = window(messages, has_older, false);
+                            w.anchor = w.messages.last().map(|m| m.id.clone());
+                            w
+                        }
+                    }
+                }
+            };
+            // Both ends included: neighbouring pages may both carry a divider; readers merge
+            // them by `seq`.
+            if let (Some(first), Some(last)) = (w.messages.first(), w.messages.last()) {
+                w.compactions = compactions_between(c, agent, first.seq, last.seq)?;
+            }
+            Ok(w)
+        })
+    }
+}
+
+fn window(messages: Vec<Message>, has_older: bool, has_newer: bool) -> MessageWindow {
+    MessageWindow {
+        messages,
+        has_older,
+        has_newer,
+        anchor: None,
+        compactions: Vec::new(),
+    }
+}
