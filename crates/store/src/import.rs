@@ -301,6 +301,10 @@ impl Store {
                     blocks::link(tx, &a.id, id, sql::sat(pos))?;
                 }
                 insert_messages(tx, &a.id, &ia.messages)?;
+                if let Some(summary) = a.summary.as_deref().filter(|s| !s.is_empty()) {
+                    // Where the kept summary took over: after the last message out of context.
+                    crate::message_pages::record_imported_compaction(tx, &a.id, summary)?;
+                }
                 passages::insert(tx, &a.id, &ia.passages, sql::now())?;
                 crate::rewrite::write_tags(tx, &a.id, &ia.tags)?;
                 if let Some(extras) = &ia.extras {
@@ -458,6 +462,12 @@ mod tests {
             store.get_agent(a).unwrap().summary.as_deref(),
             Some("so far")
         );
+        // The summary's divider follows the one message out of context.
+        let w = store
+            .message_window(a, &crate::WindowAt::Start, 10)
+            .unwrap();
+        let marks: Vec<_> = w.compactions.iter().map(|c| (c.seq, c.evicted)).collect();
+        assert_eq!(marks, [(w.messages[0].seq, 1)]);
         assert!(store.agent_file_extras(a).unwrap().is_some());
         assert!(store.agent_file_extras(&ids.agents[1]).unwrap().is_none());
         assert_eq!(store.agent_tags(a).unwrap(), ["kept"]);

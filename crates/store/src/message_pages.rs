@@ -239,6 +239,25 @@ pub(crate) fn record_compaction(
     Ok(())
 }
 
+/// Records one compaction for an agent imported with a summary: at its newest message that is
+/// out of the context window (none when every message is in it), as the migration does for
+/// agents compacted before dividers were kept.
+pub(crate) fn record_imported_compaction(
+    tx: &Connection,
+    agent: &AgentId,
+    summary: &str,
+) -> Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO compactions (agent_id, seq, summary, evicted, created_at)
+         SELECT agent_id, max(seq), ?2, count(*), max(created_at) FROM messages
+         WHERE agent_id = ?1 AND in_context = 0 HAVING count(*) > 0",
+    )
+    .db()?
+    .execute(params![agent.as_str(), summary])
+    .db()?;
+    Ok(())
+}
+
 impl Store {
     /// A page of the agent's messages with `after_seq < seq < before_seq` (each bound
     /// exclusive and optional), at most `limit`, in `order`: the page nearest `after_seq` when
