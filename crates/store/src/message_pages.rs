@@ -24,6 +24,7 @@ const MSG_COLS: &str = "m.id, m.agent_id, m.seq, m.role, m.kind, m.content, m.re
 #[ts(export)]
 pub struct Compaction {
     /// The `seq` of the newest message folded in: the divider goes right after it.
+    #[ts(type = "number")]
     pub seq: i64,
     /// The summary as it stood after this compaction (it covers everything folded so far).
     pub summary: String,

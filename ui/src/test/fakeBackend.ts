@@ -9,6 +9,7 @@ type Handlers = { [C in Command]?: (args: ArgsOf<C>) => ResultOf<C> | Promise<Re
 export function useFakeBackend(
   handlers: Handlers,
   send?: (args: { agent_id: string; text: string }, onEvent: (e: RunEvent) => void) => Promise<void>,
+  attach?: (args: { agent_id: string }, onEvent: (e: RunEvent) => void) => Promise<boolean>,
 ) {
   const calls: [string, unknown][] = [];
   const b: Backend = {
@@ -19,6 +20,7 @@ export function useFakeBackend(
       return h(args);
     }) as Backend['call'],
     sendMessage: vi.fn(send ?? (async () => {})),
+    attachRun: vi.fn(attach ?? (async () => false)),
     onNotice: vi.fn(() => () => {}),
     openUrl: vi.fn(async () => {}),
   };

@@ -14,6 +14,7 @@ import type {
   LocalServer,
   Message,
   MessageHit,
+  MessageWindow,
   ModelInfo,
   NewAgent,
   NewTool,
@@ -29,6 +30,7 @@ import type {
   Tool,
   ToolPython,
   TryToolResult,
+  WindowAt,
 } from './types';
 
 type AgentArg = { agent_id: string };
@@ -55,6 +57,7 @@ export interface Commands {
   clone_agent: [AgentArg & { name?: string }, AgentState];
   delete_agent: [AgentArg, null];
   list_messages: [AgentArg & { before?: string; limit: number }, Message[]];
+  message_window: [AgentArg & { at: WindowAt; limit: number }, MessageWindow];
   cancel_run: [AgentArg, number];
   list_blocks: [AgentArg, Block[]];
   update_block: [AgentArg & { label: string; patch: BlockPatch }, Block];
@@ -101,6 +104,12 @@ export interface Backend {
    * Rejects with a {@link BackendError} when the run could not start.
    */
   sendMessage(args: { agent_id: string; text: string }, onEvent: (e: RunEvent) => void): Promise<void>;
+  /**
+   * Joins the agent's run in flight (after a reload, or from a second window): streams what it
+   * sent so far, then the rest, to `onEvent`, and resolves `true` after `done`. Resolves `false`
+   * at once when the agent is not running.
+   */
+  attachRun(args: { agent_id: string }, onEvent: (e: RunEvent) => void): Promise<boolean>;
   /** Calls `onNotice` for every app-wide change until the returned function is called. */
   onNotice(onNotice: (n: Notice) => void): () => void;
   /** Opens a link outside the app (the system browser in the desktop app). */

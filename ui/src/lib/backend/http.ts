@@ -92,6 +92,25 @@ export function httpBackend(opts: HttpOptions): Backend {
       }
     },
 
+    async attachRun(args, onEvent) {
+      const res = await post('attach_run', args, 'text/event-stream');
+      if (!res.headers.get('content-type')?.includes('text/event-stream') || !res.body) {
+        // `null`: the agent is not running.
+        await res.text();
+        return false;
+      }
+      const ended = await readSse(res.body, (data) => {
+        const event = safeJson(data) as RunEvent | undefined;
+        if (!event || typeof event !== 'object' || !('type' in event)) return;
+        onEvent(event);
+        if (event.type === 'done') return false;
+      });
+      if (!ended) {
+        throw new BackendError('backend_unreachable', 'The connection to Engram dropped while following the run; reload to see it.');
+      }
+      return true;
+    },
+
     onNotice(onNotice) {
       const ctrl = new AbortController();
       void (async () => {

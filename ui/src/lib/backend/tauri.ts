@@ -35,6 +35,24 @@ export function tauriBackend(): Backend {
       await done;
     },
 
+    async attachRun(args, onEvent) {
+      let sawDone!: () => void;
+      const done = new Promise<void>((resolve) => (sawDone = resolve));
+      const channel = new Channel<RunEvent>();
+      channel.onmessage = (event) => {
+        onEvent(event);
+        if (event.type === 'done') sawDone();
+      };
+      let attached: boolean;
+      try {
+        attached = await invoke<boolean>('attach_run', { ...args, on_event: channel });
+      } catch (e) {
+        throw BackendError.from(e);
+      }
+      if (attached) await done;
+      return attached;
+    },
+
     onNotice(onNotice) {
       let stopped = false;
       const unlisten = listen<Notice>(NOTICE_EVENT, (e) => onNotice(e.payload));

@@ -9,7 +9,7 @@ export type Compaction = {
 /**
  * The `seq` of the newest message folded in: the divider goes right after it.
  */
-seq: bigint, 
+seq: number, 
 /**
  * The summary as it stood after this compaction (it covers everything folded so far).
  */

@@ -1,9 +1,20 @@
+import { tick } from 'svelte';
 import { backend, BackendError } from '../backend';
-import type { Block, Message, RunEvent, StopReason, ToolCall, Usage } from '../backend/types';
+import type { Block, Compaction, Message, MessageWindow, RunEvent, StopReason, ToolCall, Usage, WindowAt } from '../backend/types';
+import { mergeCompactions, mergeMessages, trimWindow } from '../chat/rows';
 import { onNextFrame } from './frame';
 
 /** How many messages one page of history holds. */
 export const PAGE = 40;
+
+/**
+ * The most messages kept loaded. Scrolling further drops pages at the far end (they are read
+ * again when the reader comes back), so memory follows the screen, not the history.
+ */
+export const MAX_LOADED = 6 * PAGE;
+
+/** Where the list should scroll after the window was replaced (a jump). */
+export type ScrollTarget = { kind: 'top' } | { kind: 'bottom' } | { kind: 'message'; id: string };
 
 /** A memory edit seen live: the block before and after. */
 export interface MemoryDiff {
@@ -37,10 +48,23 @@ export interface ChatHooks {
 /** One agent's conversation: stored history, the reply streaming in, and what runs cost. */
 export class ChatState {
   readonly agentId: string;
+  /** A contiguous run of the stored history (oldest first), plus the pending user message. */
   messages = $state<Message[]>([]);
+  /** Compaction dividers inside the loaded run, by `seq`. */
+  compactions = $state<Compaction[]>([]);
   hasOlder = $state(true);
+  /** Whether newer stored messages exist past the loaded run (after a jump back, or a trim). */
+  hasNewer = $state(false);
   loading = $state(false);
   loadingOlder = $state(false);
+  loadingNewer = $state(false);
+  /** The message a jump opened (a search hit, a date), shown highlighted. */
+  anchor = $state<string | null>(null);
+  /** Set with a change at the start of `messages`, so the list keeps what is on screen still. */
+  shift = $state(false);
+  /** Where to scroll after a jump; `jumps` counts them so the view reacts to each. */
+  scrollTarget = $state<ScrollTarget>({ kind: 'bottom' });
+  jumps = $state(0);
   live = $state<LiveRun | null>(null);
   running = $state(false);
   stopping = $state(false);
@@ -62,26 +86,63 @@ export class ChatState {
     this.#hooks = hooks;
   }
 
-  /** Loads the newest page of history. */
+  /** Loads the newest page of history, then joins a run already in flight (after a reload). */
   async load(): Promise<void> {
     this.loading = true;
     try {
-      const page = await backend().call('list_messages', { agent_id: this.agentId, limit: PAGE });
-      this.messages = page;
-      this.hasOlder = page.length >= PAGE;
+      this.#replace(await this.#window({ kind: 'latest' }, PAGE));
+      this.scrollTarget = { kind: 'bottom' };
+      this.jumps++;
     } catch (e) {
       this.error = BackendError.from(e);
     } finally {
       this.loading = false;
     }
+    void this.attach();
+  }
+
+  /**
+   * Follows the agent's run in flight, if any, as if this window had started it: busy state,
+   * Stop, and the reply streaming in. Resolves when the run ended (or at once without one).
+   */
+  async attach(): Promise<void> {
+    if (this.running) return;
+    let attached = false;
+    try {
+      attached = await backend().attachRun({ agent_id: this.agentId }, (e) => {
+        if (!this.running) {
+          this.running = true;
+          this.stopping = false;
+        }
+        this.handle(e);
+      });
+    } catch (e) {
+      this.error = BackendError.from(e);
+    } finally {
+      if (this.running) this.#settle();
+    }
+    if (attached) {
+      await this.refresh();
+      this.#hooks.runDone?.();
+    }
   }
 
   /** Re-reads the newest page and merges it in (another window or transport wrote). */
   async refresh(): Promise<void> {
-    if (this.running) return;
+    // Far back in the history: new messages are not next to what is shown; "jump to latest"
+    // reads them.
+    if (this.running || this.hasNewer) return;
     try {
-      const page = await backend().call('list_messages', { agent_id: this.agentId, limit: PAGE });
-      this.#merge(page);
+      const w = await this.#window({ kind: 'latest' }, PAGE);
+      const newest = this.#stored().at(-1);
+      const first = w.messages[0];
+      if (newest && first && first.seq > newest.seq && w.has_older) {
+        // More arrived than one page holds: the newest page replaces what is shown.
+        this.#replace(w);
+      } else {
+        this.#setMessages(mergeMessages(this.messages, w.messages), false);
+        this.compactions = mergeCompactions(this.compactions, w.compactions);
+      }
     } catch {
       // Keep what is shown; the next notice or run will try again.
     }
@@ -89,19 +150,22 @@ export class ChatState {
 
   /** Loads the page before the oldest message shown; resolves `false` when there is none. */
   async loadOlder(): Promise<boolean> {
-    if (!this.hasOlder || this.loadingOlder) return false;
-    const oldest = this.messages.find((m) => !m.id.startsWith('pending-'));
-    if (!oldest) return false;
+    const oldest = this.#stored()[0];
+    if (!this.hasOlder || this.loadingOlder || !oldest) return false;
     this.loadingOlder = true;
     try {
-      const page = await backend().call('list_messages', {
-        agent_id: this.agentId,
-        before: oldest.id,
-        limit: PAGE,
-      });
-      this.hasOlder = page.length >= PAGE;
-      this.#merge(page);
-      return page.length > 0;
+      const w = await this.#window({ kind: 'before', id: oldest.id }, PAGE);
+      this.hasOlder = w.has_older;
+      this.compactions = mergeCompactions(this.compactions, w.compactions);
+      this.#setMessages(mergeMessages(this.messages, w.messages), true);
+      // Dropping the far end is a change of its own: the list keeps its place from the start.
+      await tick();
+      const [kept, dropped] = trimWindow(this.messages, MAX_LOADED, 'end');
+      if (dropped) {
+        this.#setMessages(kept, false);
+        this.hasNewer = true;
+      }
+      return w.messages.length > 0;
     } catch (e) {
       this.error = BackendError.from(e);
       return false;
@@ -110,16 +174,77 @@ export class ChatState {
     }
   }
 
+  /** Loads the page after the newest message shown (after a jump back); `false` when none. */
+  async loadNewer(): Promise<boolean> {
+    const newest = this.#stored().at(-1);
+    if (!this.hasNewer || this.loadingNewer || !newest) return false;
+    this.loadingNewer = true;
+    try {
+      const w = await this.#window({ kind: 'after', id: newest.id }, PAGE);
+      this.hasNewer = w.has_newer;
+      this.compactions = mergeCompactions(this.compactions, w.compactions);
+      this.#setMessages(mergeMessages(this.messages, w.messages), false);
+      await tick();
+      const [kept, dropped] = trimWindow(this.messages, MAX_LOADED, 'start');
+      if (dropped) {
+        this.#setMessages(kept, true);
+        this.hasOlder = true;
+      }
+      return w.messages.length > 0;
+    } catch (e) {
+      this.error = BackendError.from(e);
+      return false;
+    } finally {
+      this.loadingNewer = false;
+    }
+  }
+
+  /**
+   * Opens the conversation at `at` (the start, a message, a date), replacing what is loaded;
+   * the message found is highlighted and scrolled to.
+   */
+  async jumpTo(at: WindowAt): Promise<void> {
+    try {
+      const w = await this.#window(at, at.kind === 'around' || at.kind === 'date' ? 2 * PAGE : PAGE);
+      this.#replace(w);
+      this.anchor = w.anchor;
+      this.scrollTarget =
+        at.kind === 'start' ? { kind: 'top' } : w.anchor ? { kind: 'message', id: w.anchor } : { kind: 'bottom' };
+      this.jumps++;
+    } catch (e) {
+      this.error = BackendError.from(e);
+    }
+  }
+
+  /** Back to the newest messages (reading them again if the loaded run does not reach them). */
+  async jumpToLatest(): Promise<void> {
+    this.anchor = null;
+    if (this.hasNewer) {
+      try {
+        this.#replace(await this.#window({ kind: 'latest' }, PAGE));
+      } catch (e) {
+        this.error = BackendError.from(e);
+        return;
+      }
+    }
+    this.scrollTarget = { kind: 'bottom' };
+    this.jumps++;
+  }
+
   /** Sends `text` and streams the reply. Resolves `false` if the run could not start. */
   async send(text: string): Promise<boolean> {
     if (this.running || !text.trim()) return false;
+    // The reply goes at the end of the conversation: show the end first.
+    if (this.hasNewer) await this.jumpToLatest();
     this.error = null;
     this.running = true;
     this.stopping = false;
     this.live = { runId: null, text: '', reasoning: '', calls: [], step: 0 };
     const pending = pendingUserMessage(this.agentId, text, this.#nextSeq());
     this.#pendingUserId = pending.id;
-    this.messages.push(pending);
+    this.#setMessages([...this.messages, pending], false);
+    this.scrollTarget = { kind: 'bottom' };
+    this.jumps++;
     let started = false;
     try {
       await backend().sendMessage({ agent_id: this.agentId, text }, (e) => {
@@ -129,13 +254,9 @@ export class ChatState {
     } catch (e) {
       this.#flush();
       this.error = BackendError.from(e);
-      if (!started) this.messages = this.messages.filter((m) => m.id !== pending.id);
+      if (!started) this.#setMessages(this.messages.filter((m) => m.id !== pending.id), false);
     } finally {
-      this.#flush();
-      this.running = false;
-      this.stopping = false;
-      // Keep text that never became a message (a dropped connection) visible; drop the rest.
-      if (this.live && !this.live.text && !this.live.reasoning && this.live.calls.length === 0) this.live = null;
+      this.#settle();
       if (started) {
         await this.refresh();
         this.#hooks.runDone?.();
@@ -223,9 +344,18 @@ export class ChatState {
     return undefined;
   }
 
+  /** The run ended: flush what is pending, drop an empty live reply, clear busy state. */
+  #settle(): void {
+    this.#flush();
+    this.running = false;
+    this.stopping = false;
+    // Keep text that never became a message (a dropped connection) visible; drop the rest.
+    if (this.live && !this.live.text && !this.live.reasoning && this.live.calls.length === 0) this.live = null;
+  }
+
   #commit(m: Message): void {
     if (m.role === 'user' && this.#pendingUserId) {
-      this.messages = this.messages.filter((x) => x.id !== this.#pendingUserId);
+      this.#setMessages(this.messages.filter((x) => x.id !== this.#pendingUserId), false);
       this.#pendingUserId = null;
     }
     if (m.role === 'assistant' && this.live) {
@@ -234,13 +364,33 @@ export class ChatState {
       this.live.reasoning = '';
       this.live.calls = [];
     }
-    this.#merge([m]);
+    // Far back in the history the new message is not next to what is shown: it is stored,
+    // and "jump to latest" shows it.
+    if (!this.hasNewer) this.#setMessages(mergeMessages(this.messages, [m]), false);
   }
 
-  #merge(page: Message[]): void {
-    const byId = new Map(this.messages.map((m) => [m.id, m]));
-    for (const m of page) byId.set(m.id, m);
-    this.messages = [...byId.values()].sort((a, b) => a.seq - b.seq);
+  /** Replaces `messages`; `atStart` when the change is at the start (older pages, trims). */
+  #setMessages(list: Message[], atStart: boolean): void {
+    this.shift = atStart;
+    this.messages = list;
+  }
+
+  /** Replaces the loaded run with `w` (a jump, or the first load). */
+  #replace(w: MessageWindow): void {
+    const pending = this.messages.filter((m) => m.id.startsWith('pending-'));
+    this.#setMessages(w.has_newer ? w.messages : [...w.messages, ...pending], false);
+    this.compactions = w.compactions;
+    this.hasOlder = w.has_older;
+    this.hasNewer = w.has_newer;
+    this.anchor = null;
+  }
+
+  #stored(): Message[] {
+    return this.messages.filter((m) => !m.id.startsWith('pending-'));
+  }
+
+  #window(at: WindowAt, limit: number): Promise<MessageWindow> {
+    return backend().call('message_window', { agent_id: this.agentId, at, limit });
   }
 
   // Returns the reactive proxy (`this.live ??= x` would hand back the plain object).

@@ -49,4 +49,33 @@ describe('AgentList', () => {
     await userEvent.type(input, 'Samantha{Enter}');
     expect(h.onrename).toHaveBeenCalledWith(expect.objectContaining({ id: 'agent-1' }), 'Samantha');
   });
+
+  it('opens the first match on Enter, spends the key and clears the search', async () => {
+    const h = setup();
+    const search = screen.getByTestId('agent-search');
+    await userEvent.type(search, 'ad');
+    const enter = new KeyboardEvent('keydown', { key: 'Enter', bubbles: true, cancelable: true });
+    search.dispatchEvent(enter);
+    expect(h.onselect).toHaveBeenCalledWith('agent-2');
+    // Not passed on: the message box that takes focus next would type it as a newline.
+    expect(enter.defaultPrevented).toBe(true);
+    await vi.waitFor(() => expect(search).toHaveValue(''));
+    expect(screen.getAllByTestId('agent-item')).toHaveLength(2);
+  });
+
+  it('keeps long names whole: wrapped, with the full name as a tooltip', () => {
+    const long = 'Travel planner for the long summer holiday 10';
+    render(AgentList, {
+      agents: [agent({ id: 'agent-9', name: long })],
+      selectedId: null,
+      onselect: vi.fn(),
+      onnew: vi.fn(),
+      onrename: vi.fn(async () => {}),
+      onclone: vi.fn(async () => {}),
+      ondelete: vi.fn(async () => {}),
+    });
+    const open = screen.getByTestId('agent-open');
+    expect(open).toHaveAttribute('title', long);
+    expect(open).toHaveTextContent(long);
+  });
 });

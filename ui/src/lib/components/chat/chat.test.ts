@@ -1,14 +1,16 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { render, screen } from '@testing-library/svelte';
 import userEvent from '@testing-library/user-event';
 import ChatView from './ChatView.svelte';
-import { ChatState } from '../../state/chat.svelte';
+import { ChatState, MAX_LOADED, PAGE } from '../../state/chat.svelte';
 import { MemoryState } from '../../state/memory.svelte';
 import { setBackend } from '../../backend';
 import { agent, block, message, nextFrame, useFakeBackend } from '../../../test/fakeBackend';
-import type { RunEvent } from '../../backend/types';
+import type { MessageWindow, RunEvent } from '../../backend/types';
 
 afterEach(() => setBackend(null));
+
+const emptyWindow = { messages: [], has_older: false, has_newer: false, anchor: null, compactions: [] };
 
 const usage = { prompt_tokens: 1200, completion_tokens: 30, total_tokens: 1230, step_count: 2 };
 
@@ -37,7 +39,7 @@ describe('ChatState', () => {
 
   it('keeps the text that arrived when a run is stopped', async () => {
     const s = scriptedSend();
-    const { calls } = useFakeBackend({ cancel_run: () => 1, list_messages: () => [] }, s.send);
+    const { calls } = useFakeBackend({ cancel_run: () => 1, message_window: () => emptyWindow }, s.send);
     const chat = new ChatState('agent-1');
     const sending = chat.send('tell me a story');
     s.emit({ type: 'run_started', run_id: 'run-1', agent_id: 'agent-1' }, { type: 'text_delta', delta: 'Once upon' });
@@ -55,7 +57,7 @@ describe('ChatState', () => {
 describe('ChatView', () => {
   it('streams a reply with its tool call, memory diff and usage', async () => {
     const s = scriptedSend();
-    useFakeBackend({ list_messages: () => [] }, s.send);
+    useFakeBackend({ message_window: () => emptyWindow }, s.send);
     const memory = new MemoryState('agent-1');
     memory.blocks = [block({ value: 'Likes tea.' })];
     const chat = new ChatState('agent-1', { memoryChanged: (b) => memory.applyAgentEdit(b) });
@@ -105,7 +107,7 @@ describe('ChatView', () => {
 
   it('shows a tool result as stored once committed, also when the commit refused the edit', async () => {
     const s = scriptedSend();
-    useFakeBackend({ list_messages: () => [] }, s.send);
+    useFakeBackend({ message_window: () => emptyWindow }, s.send);
     const chat = new ChatState('agent-1');
     render(ChatView, { agent: agent(), chat, onproviders: () => {} });
     await userEvent.type(screen.getByTestId('chat-input'), 'I like mango{Enter}');
@@ -129,7 +131,7 @@ describe('ChatView', () => {
   });
 
   it('shows what to do when no provider is set up, and keeps the typed text', async () => {
-    useFakeBackend({}, async () => {
+    useFakeBackend({ message_window: () => emptyWindow }, async () => {
       throw Object.assign(new Error('no provider for openai/gpt-4o-mini'), { code: 'provider_not_configured' });
     });
     let opened = false;
@@ -145,7 +147,7 @@ describe('ChatView', () => {
   });
 
   it('sends on Enter but not on Shift+Enter', async () => {
-    const { backend } = useFakeBackend({ list_messages: () => [] });
+    const { backend } = useFakeBackend({ message_window: () => emptyWindow });
     render(ChatView, { agent: agent(), chat: new ChatState('agent-1'), onproviders: () => {} });
     const input = screen.getByTestId('chat-input');
     await userEvent.type(input, 'line one{Shift>}{Enter}{/Shift}line two');
@@ -155,19 +157,110 @@ describe('ChatView', () => {
 });
 
 describe('ChatState history', () => {
-  it('pages back with `before` the oldest message, until a short page', async () => {
-    const newest = Array.from({ length: 40 }, (_, i) => message({ id: `m-${i + 10}`, seq: i + 10, role: 'user', content: `n${i}` }));
-    const older = Array.from({ length: 3 }, (_, i) => message({ id: `m-${i}`, seq: i, role: 'user', content: `o${i}` }));
+  const win = (messages: ReturnType<typeof message>[], over: Partial<MessageWindow> = {}): MessageWindow => ({
+    messages,
+    has_older: false,
+    has_newer: false,
+    anchor: null,
+    compactions: [],
+    ...over,
+  });
+  const page = (from: number, n: number) =>
+    Array.from({ length: n }, (_, i) => message({ id: `m-${from + i}`, seq: from + i, role: 'user', content: `m${from + i}` }));
+
+  it('pages back with `before` the oldest message, until the start', async () => {
     const { calls } = useFakeBackend({
-      list_messages: (a) => (a.before ? older : newest),
+      message_window: (a) =>
+        a.at.kind === 'before' ? win(page(0, 3)) : win(page(10, 40), { has_older: true }),
     });
     const chat = new ChatState('agent-1');
     await chat.load();
     expect(chat.hasOlder).toBe(true);
     expect(await chat.loadOlder()).toBe(true);
-    expect(calls.at(-1)).toEqual(['list_messages', { agent_id: 'agent-1', before: 'm-10', limit: 40 }]);
-    expect(chat.messages.map((m) => m.content).slice(0, 4)).toEqual(['o0', 'o1', 'o2', 'n0']);
+    expect(calls.at(-1)).toEqual(['message_window', { agent_id: 'agent-1', at: { kind: 'before', id: 'm-10' }, limit: 40 }]);
+    expect(chat.messages.map((m) => m.content).slice(0, 4)).toEqual(['m0', 'm1', 'm2', 'm10']);
     expect(chat.hasOlder).toBe(false);
     expect(await chat.loadOlder()).toBe(false);
+  });
+
+  it('keeps at most MAX_LOADED messages, dropping the far end, and reads it again on the way back', async () => {
+    // 2,000 stored messages, seq 0..1999; pages of 40.
+    const all = page(0, 2000);
+    const before = (id: string) => {
+      const i = all.findIndex((m) => m.id === id);
+      return win(all.slice(Math.max(0, i - PAGE), i), { has_older: i - PAGE > 0, has_newer: true });
+    };
+    const after = (id: string) => {
+      const i = all.findIndex((m) => m.id === id);
+      return win(all.slice(i + 1, i + 1 + PAGE), { has_older: true, has_newer: i + 1 + PAGE < all.length });
+    };
+    useFakeBackend({
+      message_window: (a) =>
+        a.at.kind === 'before' ? before(a.at.id) : a.at.kind === 'after' ? after(a.at.id) : win(all.slice(-PAGE), { has_older: true }),
+    });
+    const chat = new ChatState('agent-1');
+    await chat.load();
+    for (let i = 0; i < 20; i++) await chat.loadOlder();
+    expect(chat.messages.length).toBe(MAX_LOADED);
+    expect(chat.messages[0]!.seq).toBe(2000 - 21 * PAGE);
+    expect(chat.hasNewer).toBe(true);
+    // Contiguous: no gap was left by the trims.
+    expect(chat.messages.every((m, i) => i === 0 || m.seq === chat.messages[i - 1]!.seq + 1)).toBe(true);
+    for (let i = 0; i < 30 && chat.hasNewer; i++) await chat.loadNewer();
+    expect(chat.hasNewer).toBe(false);
+    expect(chat.messages.at(-1)!.seq).toBe(1999);
+    expect(chat.messages.length).toBe(MAX_LOADED);
+  });
+
+  it('jumps to a message: the window around it replaces what is loaded, and it is the anchor', async () => {
+    const { calls } = useFakeBackend({
+      message_window: (a) =>
+        a.at.kind === 'around'
+          ? win(page(500, 80), { has_older: true, has_newer: true, anchor: 'm-540' })
+          : win(page(1000, 40), { has_older: true }),
+    });
+    const chat = new ChatState('agent-1');
+    await chat.load();
+    await chat.jumpTo({ kind: 'around', id: 'm-540' });
+    expect(calls.at(-1)).toEqual(['message_window', { agent_id: 'agent-1', at: { kind: 'around', id: 'm-540' }, limit: 80 }]);
+    expect(chat.messages[0]!.seq).toBe(500);
+    expect(chat.anchor).toBe('m-540');
+    expect(chat.scrollTarget).toEqual({ kind: 'message', id: 'm-540' });
+    expect(chat.hasNewer).toBe(true);
+    // New messages elsewhere do not glue onto this run; "jump to latest" reads the end again.
+    await chat.refresh();
+    expect(chat.messages.at(-1)!.seq).toBe(579);
+    await chat.jumpToLatest();
+    expect(chat.messages.at(-1)!.seq).toBe(1039);
+    expect(chat.hasNewer).toBe(false);
+    expect(chat.anchor).toBeNull();
+  });
+
+  it('re-attaches to a run in flight after a reload: busy, then the reply, then idle', async () => {
+    let emit: (e: RunEvent) => void = () => {};
+    let finish: (v: boolean) => void = () => {};
+    const { calls } = useFakeBackend(
+      { message_window: () => win(page(0, 2)), cancel_run: () => 1 },
+      undefined,
+      (_a, onEvent) =>
+        new Promise<boolean>((resolve) => {
+          emit = onEvent;
+          finish = resolve;
+        }),
+    );
+    const chat = new ChatState('agent-1');
+    await chat.load();
+    expect(chat.running).toBe(false);
+    emit({ type: 'run_started', run_id: 'run-7', agent_id: 'agent-1' });
+    emit({ type: 'text_delta', delta: 'still thinking' });
+    expect(chat.running).toBe(true);
+    await nextFrame();
+    expect(chat.live?.text).toBe('still thinking');
+    await chat.stop();
+    expect(calls).toContainEqual(['cancel_run', { agent_id: 'agent-1' }]);
+    emit({ type: 'done', run_id: 'run-7', stop_reason: 'cancelled', usage });
+    finish(true);
+    await vi.waitFor(() => expect(chat.running).toBe(false));
+    expect(chat.outcomes['run-7']?.stopReason).toBe('cancelled');
   });
 });
