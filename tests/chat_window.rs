@@ -5,13 +5,11 @@
 
 use engram_core::{AgentId, LoopStyle, MessageId, NewMessage};
 use engram_mock_llm::{MockLlm, Reply, Script};
-use engram_secrets::MemoryStore;
 use engram_server::{Auth, ServerConfig};
 use engram_suite::Home;
 use reqwest::StatusCode;
 use secrecy::SecretString;
 use serde_json::{Value, json};
-use std::sync::Arc;
 use std::time::Duration;
 
 const TOKEN: &str = "chat-window-token-7";
@@ -125,7 +123,10 @@ async fn rest_messages_page_by_cursor_in_both_orders() {
     assert_eq!(texts(&desc), ["m60", "m59", "m58", "m57", "m56"]);
     // Newest first, `after` walks towards older messages.
     let next = s
-        .get(&format!("/v1/agents/{a}/messages?limit=5&after={}", s.id(56)))
+        .get(&format!(
+            "/v1/agents/{a}/messages?limit=5&after={}",
+            s.id(56)
+        ))
         .await;
     assert_eq!(texts(&next), ["m55", "m54", "m53", "m52", "m51"]);
     let asc = s
@@ -178,13 +179,19 @@ async fn the_window_jumps_to_the_start_a_message_and_a_date_with_the_divider() {
         (latest["has_older"].as_bool(), latest["has_newer"].as_bool()),
         (Some(true), Some(false))
     );
-    assert_eq!(latest["compactions"], json!([]), "the divider is further up");
+    assert_eq!(
+        latest["compactions"],
+        json!([]),
+        "the divider is further up"
+    );
 
     let start = s.window(json!({"kind": "start"}), 50).await;
     assert_eq!(texts(&start["messages"]), names(1..=50));
     assert_eq!(start["has_older"], false);
 
-    let hit = s.window(json!({"kind": "around", "id": s.id(120)}), 21).await;
+    let hit = s
+        .window(json!({"kind": "around", "id": s.id(120)}), 21)
+        .await;
     assert_eq!(texts(&hit["messages"]), names(110..=130));
     assert_eq!(hit["anchor"], s.id(120));
     let divider = &hit["compactions"][0];
@@ -199,7 +206,9 @@ async fn the_window_jumps_to_the_start_a_message_and_a_date_with_the_divider() {
     assert_eq!(day["anchor"], s.id(49));
     assert_eq!(texts(&day["messages"]), names(44..=54));
 
-    let back = s.window(json!({"kind": "before", "id": s.id(44)}), 10).await;
+    let back = s
+        .window(json!({"kind": "before", "id": s.id(44)}), 10)
+        .await;
     assert_eq!(texts(&back["messages"]), names(34..=43));
     let down = s.window(json!({"kind": "after", "id": s.id(54)}), 10).await;
     assert_eq!(texts(&down["messages"]), names(55..=64));
@@ -265,7 +274,11 @@ async fn a_window_that_reloads_mid_run_attaches_and_sees_the_reply_arrive() {
         .map(|d| serde_json::from_str(d).unwrap())
         .collect();
     let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
-    assert_eq!(types.first(), Some(&"run_started"), "from the start: {types:?}");
+    assert_eq!(
+        types.first(),
+        Some(&"run_started"),
+        "from the start: {types:?}"
+    );
     assert_eq!(types.last(), Some(&"done"), "{types:?}");
     assert!(
         events

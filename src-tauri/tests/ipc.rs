@@ -128,6 +128,21 @@ fn agents_and_memory_round_trip_through_ipc() {
         .invoke("block_history", json!({"agent_id": id, "label": "human"}))
         .unwrap();
     assert_eq!(history[0]["editor"]["kind"], "user");
+    let window = shell
+        .invoke(
+            "message_window",
+            json!({"agent_id": id, "at": {"kind": "latest"}, "limit": 40}),
+        )
+        .unwrap();
+    assert_eq!(window["messages"], json!([]));
+    assert_eq!(window["has_older"], false);
+    let bad = shell
+        .invoke(
+            "message_window",
+            json!({"agent_id": id, "at": {"kind": "around", "id": "message-nope"}, "limit": 40}),
+        )
+        .unwrap_err();
+    assert_eq!(bad["code"], "not_found", "{bad}");
 
     let over = shell
         .invoke(

@@ -160,6 +160,7 @@ export class ChatState {
       this.#setMessages(mergeMessages(this.messages, w.messages), true);
       // Dropping the far end is a change of its own: the list keeps its place from the start.
       await tick();
+      this.shift = false;
       const [kept, dropped] = trimWindow(this.messages, MAX_LOADED, 'end');
       if (dropped) {
         this.#setMessages(kept, false);
@@ -189,6 +190,8 @@ export class ChatState {
       if (dropped) {
         this.#setMessages(kept, true);
         this.hasOlder = true;
+        await tick();
+        this.shift = false;
       }
       return w.messages.length > 0;
     } catch (e) {
