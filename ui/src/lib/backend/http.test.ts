@@ -22,6 +22,24 @@ function sse(chunks: string[]): Response {
 }
 
 describe('http backend', () => {
+  it('attaches to a run in flight: its events until done, or false when none runs', async () => {
+    const none = httpBackend({ base: '', token: 't', fetch: vi.fn(async () => json(null)) });
+    expect(await none.attachRun({ agent_id: 'agent-1' }, () => {})).toBe(false);
+
+    const events: RunEvent[] = [];
+    const fetch = vi.fn(async () =>
+      sse([
+        'data: {"type":"run_started","run_id":"run-1","agent_id":"agent-1"}\n\n',
+        'data: {"type":"text_delta","delta":"so far"}\n\ndata: {"type":"done","run_id":"run-1",',
+        `"stop_reason":"end_turn","usage":${JSON.stringify(usage)}}\n\n`,
+      ]),
+    );
+    const b = httpBackend({ base: 'http://x', token: 't', fetch });
+    expect(await b.attachRun({ agent_id: 'agent-1' }, (e) => events.push(e))).toBe(true);
+    expect(events.map((e) => e.type)).toEqual(['run_started', 'text_delta', 'done']);
+    expect((fetch.mock.calls[0] as unknown as [string])[0]).toBe('http://x/app/attach_run');
+  });
+
   it('posts the args as JSON to /app/{command} with the bearer token', async () => {
     const fetch = vi.fn(async () => json({ id: 'block-1', label: 'human' }));
     const b = httpBackend({ base: 'http://127.0.0.1:9', token: 'tok', fetch });

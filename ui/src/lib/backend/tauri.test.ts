@@ -79,6 +79,26 @@ describe('tauri backend', () => {
     expect(events).toEqual(run);
   });
 
+  it('attaches to a run in flight, or answers false when none runs', async () => {
+    const run: RunEvent[] = [
+      { type: 'run_started', run_id: 'run-2', agent_id: 'agent-1' },
+      { type: 'done', run_id: 'run-2', stop_reason: 'end_turn', usage },
+    ];
+    let running = false;
+    mockIPC((cmd, payload) => {
+      expect(cmd).toBe('attach_run');
+      if (!running) return false;
+      const channel = (payload as Record<string, unknown>).on_event as Channel<RunEvent>;
+      setTimeout(() => run.forEach((message, index) => window.__TAURI_INTERNALS__.runCallback(channel.id, { index, message })), 5);
+      return true;
+    });
+    expect(await tauriBackend().attachRun({ agent_id: 'agent-1' }, () => {})).toBe(false);
+    running = true;
+    const events: RunEvent[] = [];
+    expect(await tauriBackend().attachRun({ agent_id: 'agent-1' }, (e) => events.push(e))).toBe(true);
+    expect(events).toEqual(run);
+  });
+
   it('rejects when the run cannot start', async () => {
     mockIPC(() => {
       throw { code: 'provider_not_configured', message: 'no provider for openai/gpt-4o' };
