@@ -91,6 +91,26 @@ async fn a_long_conversation_is_compacted_with_tool_pairs_whole() {
     let total = home.engram.list_messages(&agent, None, 10_000).unwrap();
     assert!(in_context.len() < total.len());
 
+    // Each compaction left a divider in the chat, right after its newest folded message, with
+    // the summary as it stood then; the last one carries the current summary.
+    let window = home
+        .engram
+        .message_window(&agent, &engram_service::WindowAt::Start, 1000)
+        .unwrap();
+    assert!(window.compactions.len() >= 2, "{:?}", window.compactions);
+    assert!(
+        window
+            .compactions
+            .iter()
+            .all(|c| c.summary.starts_with("Summary #") && c.evicted > 0)
+    );
+    assert_eq!(
+        window.compactions.last().unwrap().summary,
+        state.summary.clone().unwrap()
+    );
+    let last_evicted = total.iter().filter(|m| !m.in_context).map(|m| m.seq).max();
+    assert_eq!(Some(window.compactions.last().unwrap().seq), last_evicted);
+
     // The model was warned once before compaction, and every request kept tool pairs whole.
     assert!(total.iter().any(|m| m.kind == MessageKind::Alert));
     assert!(mock.violations().is_empty(), "{:#?}", mock.violations());
