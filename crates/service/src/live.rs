@@ -107,3 +107,31 @@ impl Engram {
             .is_ok_and(|runs| runs.get(agent).is_some_and(|v| !v.is_empty()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn late_watchers_get_merged_deltas_then_the_rest_and_the_end() {
+        let live = LiveRuns::default();
+        let agent = AgentId::from("agent-1");
+        live.begin(&agent, 7);
+        let delta = |d: &str| RunEvent::TextDelta { delta: d.into() };
+        live.push(&agent, 7, &delta("Hel"));
+        live.push(&agent, 7, &delta("lo"));
+        let mut late = live.attach(&agent).expect("running");
+        assert_eq!(late.so_far, [delta("Hello")]);
+        live.push(&agent, 7, &delta("!"));
+        assert_eq!(late.events.try_recv().unwrap(), delta("!"));
+        live.end(&agent, 7);
+        assert!(
+            late.events.try_recv().is_err(),
+            "the stream ends with the run"
+        );
+        assert!(live.attach(&agent).is_none());
+        // Another agent's run is not this one's.
+        live.begin(&AgentId::from("agent-2"), 8);
+        assert!(live.attach(&agent).is_none());
+    }
+}
