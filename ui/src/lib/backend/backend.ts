@@ -7,7 +7,9 @@ import type {
   Block,
   BlockEdit,
   BlockPatch,
+  ChatModel,
   ContextBreakdown,
+  ContextView,
   EndpointKind,
   ErrorBody,
   ImportReport,
@@ -15,7 +17,9 @@ import type {
   Message,
   MessageHit,
   ModelInfo,
+  ModelWindow,
   NewAgent,
+  NewBlock,
   NewTool,
   Notice,
   Passage,
@@ -25,10 +29,12 @@ import type {
   ProviderSetup,
   RestApiStatus,
   RunEvent,
+  SharedBlock,
   Template,
   Tool,
   ToolPython,
   TryToolResult,
+  UndoPlan,
 } from './types';
 
 type AgentArg = { agent_id: string };
@@ -83,6 +89,17 @@ export interface Commands {
   dismiss_endpoint: [AgentArg & { kind?: EndpointKind }, AgentEndpoints];
   tool_python: [undefined, ToolPython];
   set_up_tool_python: [{ requirement?: string }, ToolPython];
+  create_agent_block: [AgentArg & { new: NewBlock }, Block];
+  shared_blocks: [undefined, SharedBlock[]];
+  attach_block: [AgentArg & { block_id: string }, AgentState];
+  detach_block: [AgentArg & { block_id: string }, AgentState];
+  delete_block: [{ block_id: string }, null];
+  block_undo_plan: [{ edit_id: string }, UndoPlan];
+  restore_block_edit: [{ edit_id: string; version?: number }, Block];
+  context_view: [AgentArg, ContextView];
+  chat_models: [{ name: string }, ChatModel[]];
+  model_windows: [undefined, ModelWindow[]];
+  set_model_window: [{ handle: string; context_window: number }, null];
 }
 
 export type Command = keyof Commands;
