@@ -67,6 +67,10 @@ test('blocks are added, renamed, limited, locked, shared with a second agent and
   expect((await blocksOf(page, 'Blocks B')).find((b) => b.label === 'hobbies')?.id).toBe(stored.id);
   await openAgent(page, 'Blocks A');
   await expect(page.getByTestId('block-hobbies').getByTestId('block-shared')).toHaveText('shared with Blocks B');
+  // README screenshot: a shared, read-only block with its settings open.
+  await page.getByTestId('block-hobbies').getByTestId('block-settings-toggle').click();
+  await page.screenshot({ path: 'test-results/blocks.png' });
+  await page.getByTestId('block-hobbies').getByTestId('block-settings-toggle').click();
 
   // Remove from B only (detach), then delete it from A.
   await openAgent(page, 'Blocks B');
@@ -156,6 +160,7 @@ test('the context view shows what the scripted model receives next', async ({ pa
     })),
   );
   await expect(page.getByTestId('context-tool').first()).toBeVisible();
+  await page.screenshot({ path: 'test-results/context.png' });
   const tools = await page.getByTestId('context-tool').locator('summary code').allTextContents();
 
   await send(page, 'what is my name?', 'Alice');

@@ -300,8 +300,17 @@ fn memory(engram: &Engram, cmd: MemoryCmd) -> Result<()> {
                 );
             }
         }
-        MemoryCmd::Undo { edit, if_version } => {
-            let b = engram.undo_block_edit(&EditId::from(edit), if_version)?;
+        MemoryCmd::Undo {
+            edit,
+            if_version,
+            whole,
+        } => {
+            let edit = EditId::from(edit);
+            let b = if whole {
+                engram.restore_block_edit(&edit, if_version)?
+            } else {
+                engram.undo_block_edit(&edit, if_version)?
+            };
             println!(
                 "[{}] restored ({}/{} chars)",
                 safe(&b.label),
