@@ -180,12 +180,17 @@ test('the model picker offers chat models with their windows; the model and temp
   await createAgent('Model Test');
   await openApp(page);
   await openAgent(page, 'Model Test');
+  // The window the engine knows for mock-large: the server's 32768, or one stored earlier
+  // (the provider test stores 16000) — the picker shows whichever the engine says.
+  const listed = await command<{ handle: string; context_window: number }[]>('chat_models', { name: 'mock' });
+  expect(listed.map((m) => m.handle)).toEqual(['mock/mock-small', 'mock/mock-large']);
+  const window = listed[1]!.context_window;
   await page.getByTestId('agent-settings').click();
   const select = page.getByTestId('agent-settings-model-select');
-  await expect(select.locator('option', { hasText: 'mock/mock-large · 32,768 tokens' })).toHaveCount(1);
+  await expect(select.locator('option', { hasText: `mock/mock-large · ${window.toLocaleString('en-US')} tokens` })).toHaveCount(1);
   await expect(select.locator('option', { hasText: 'mock-embed' })).toHaveCount(0);
   await select.selectOption('mock/mock-large');
-  await expect(page.getByTestId('agent-settings-context-window')).toHaveValue('32768');
+  await expect(page.getByTestId('agent-settings-context-window')).toHaveValue(String(window));
   await page.getByTestId('agent-settings-temperature').fill('0.4');
   await page.getByTestId('agent-settings-max-tokens').fill('300');
   await page.getByTestId('agent-settings-save').click();
@@ -196,7 +201,7 @@ test('the model picker offers chat models with their windows; the model and temp
   expect([last.model, last.temperature]).toEqual(['mock-large', 0.4]);
   expect((last as unknown as { max_tokens: number }).max_tokens).toBe(300);
   const windows = await command<{ handle: string; context_window: number }[]>('model_windows');
-  expect(windows).toContainEqual({ handle: 'mock/mock-large', context_window: 32768 });
+  expect(windows).toContainEqual({ handle: 'mock/mock-large', context_window: window });
 
   // After a reload the agent and the context view still say so (stored, not window state).
   await page.reload();

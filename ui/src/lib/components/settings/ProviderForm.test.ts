@@ -37,15 +37,15 @@ describe('ProviderForm', () => {
     const local: ProviderInfo = { name: 'local', kind: 'open_ai', base_url: 'http://127.0.0.1:8080/v1', key_set: false, default_model: null };
     const { calls } = useFakeBackend({
       set_provider: () => ({ ...local, default_model: 'local/qwen' }),
-      test_provider: () => [
-        { id: 'llama', context_window: null },
-        { id: 'qwen', context_window: 32768 },
+      chat_models: () => [
+        { handle: 'local/llama', context_window: null, stored: false },
+        { handle: 'local/qwen', context_window: 32768, stored: false },
       ],
       set_model_window: () => null,
     });
     render(ProviderForm, { existing: local, onsaved: vi.fn() });
     await userEvent.click(screen.getByTestId('provider-test'));
-    expect(await screen.findByTestId('provider-status')).toHaveTextContent('2 models available');
+    expect(await screen.findByTestId('provider-status')).toHaveTextContent('2 chat models available');
     await userEvent.selectOptions(screen.getByTestId('provider-model'), 'qwen');
     expect(screen.getByTestId('provider-context-window')).toHaveValue(32768);
     await userEvent.click(screen.getByTestId('provider-save'));
@@ -62,7 +62,7 @@ describe('ProviderForm', () => {
 
   it('shows a failed connection', async () => {
     useFakeBackend({
-      test_provider: () => {
+      chat_models: () => {
         throw Object.assign(new Error('connection refused'), { code: 'provider_unreachable' });
       },
     });
