@@ -110,6 +110,18 @@ test('an unsaved block edit asks before switching agents', async ({ page }) => {
   await page.getByTestId('confirm-ok').click();
   await expect(page.getByRole('heading', { level: 1, name: 'Draft B' })).toBeVisible();
   expect((await blocksOf(page, 'Draft A')).find((b) => b.label === 'human')?.value).toBe('');
+
+  // Closing the page with a draft open asks too (the browser's own leave-page prompt).
+  await page.getByTestId('block-human').getByTestId('block-edit').click();
+  await page.getByTestId('block-human').getByTestId('block-editor').fill('Night owl');
+  const asked = new Promise<string>((resolve) =>
+    page.once('dialog', (d) => {
+      resolve(d.type());
+      void d.accept();
+    }),
+  );
+  await page.close({ runBeforeUnload: true });
+  expect(await asked).toBe('beforeunload');
 });
 
 test('undo of an older edit keeps the later ones, or says what a restore loses', async ({ page }) => {
