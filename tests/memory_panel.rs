@@ -339,3 +339,43 @@ async fn the_model_picker_lists_chat_models_with_stored_windows() {
     assert_eq!(agent.agent.llm.model, "mock/mock-large");
     assert_eq!(agent.agent.llm.context_window, 24_000);
 }
+
+#[tokio::test]
+async fn the_cli_shows_the_full_context_and_undoes_one_edit_or_restores_the_whole_value() {
+    use engram_suite::{cli, stdout_ok};
+    let mock = MockLlm::start(Script::Queue).await;
+    let home = Home::new();
+    let sam = home.agent(&mock, LoopStyle::ToolLoop);
+    let view: Value = serde_json::from_str(&stdout_ok(&cli(
+        home.path(),
+        &["context", sam.as_str(), "--full", "--json"],
+    )))
+    .unwrap();
+    assert_eq!(view["messages"][0]["part"], "system");
+    assert!(
+        view["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("<memory_blocks>")
+    );
+    assert!(!view["tools"].as_array().unwrap().is_empty());
+    let text = stdout_ok(&cli(home.path(), &["context", sam.as_str(), "--full"]));
+    assert!(
+        text.contains("system (system,") && text.contains("core_memory_append"),
+        "{text}"
+    );
+
+    let e = &home.engram;
+    e.set_block_value(&sam, "human", "Name: Bob").unwrap();
+    e.set_block_value(&sam, "human", "Name: Robert").unwrap();
+    e.set_block_value(&sam, "human", "Name: Rob").unwrap();
+    let robert = e.block_history(&sam, "human").unwrap()[1].id.clone();
+    let refused = cli(home.path(), &["memory", "undo", robert.as_str()]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("cannot be undone on its own"));
+    stdout_ok(&cli(
+        home.path(),
+        &["memory", "undo", robert.as_str(), "--whole"],
+    ));
+    assert_eq!(home.block(&sam, "human"), "Name: Bob");
+}

@@ -57,6 +57,9 @@ pub enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        /// Show the whole next request: every message and tool schema, with its tokens.
+        #[arg(long)]
+        full: bool,
     },
 }
 
