@@ -21,6 +21,7 @@ export function useFakeBackend(
     sendMessage: vi.fn(send ?? (async () => {})),
     onNotice: vi.fn(() => () => {}),
     openUrl: vi.fn(async () => {}),
+    onCloseRequested: vi.fn(() => () => {}),
   };
   setBackend(b);
   return { backend: b, calls };

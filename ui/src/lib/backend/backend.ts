@@ -122,6 +122,12 @@ export interface Backend {
   onNotice(onNotice: (n: Notice) => void): () => void;
   /** Opens a link outside the app (the system browser in the desktop app). */
   openUrl(url: string): Promise<void>;
+  /**
+   * Asks `mayClose` before the desktop window closes (it may wait for the person to choose);
+   * the window stays open when it resolves `false`. Until the returned function is called.
+   * In a browser the page's own `beforeunload` prompt does this job, so it is a no-op there.
+   */
+  onCloseRequested(mayClose: () => Promise<boolean>): () => void;
 }
 
 /** An engine error on any transport: a stable `code` to act on and a message for people. */
