@@ -11,6 +11,7 @@ pub mod chat_commands;
 pub mod command_names;
 pub mod commands;
 pub mod error;
+pub mod memory_commands;
 pub mod python_commands;
 pub mod rest;
 pub mod trust_commands;
@@ -92,6 +93,17 @@ pub fn builder<R: Runtime>(builder: tauri::Builder<R>, engram: Arc<Engram>) -> t
             python_commands::set_up_tool_python,
             chat_commands::message_window,
             chat_commands::attach_run,
+            memory_commands::create_agent_block,
+            memory_commands::shared_blocks,
+            memory_commands::attach_block,
+            memory_commands::detach_block,
+            memory_commands::delete_block,
+            memory_commands::block_undo_plan,
+            memory_commands::restore_block_edit,
+            memory_commands::context_view,
+            memory_commands::chat_models,
+            memory_commands::model_windows,
+            memory_commands::set_model_window,
         ])
 }
 

@@ -57,6 +57,9 @@ pub enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        /// Show the whole next request: every message and tool schema, with its tokens.
+        #[arg(long)]
+        full: bool,
     },
 }
 
@@ -164,13 +167,17 @@ pub enum MemoryCmd {
         /// Block label.
         label: String,
     },
-    /// Undo one edit (by its id from `memory history`).
+    /// Undo one edit (by its id from `memory history`), keeping every later edit; refused when
+    /// a later edit rewrote the same text (then `--whole` restores the value before it).
     Undo {
         /// Edit id.
         edit: String,
         /// Only if the block is still at this version; refused otherwise.
         #[arg(long, value_name = "VERSION")]
         if_version: Option<u64>,
+        /// Restore the whole value from before the edit, dropping every later edit.
+        #[arg(long)]
+        whole: bool,
     },
 }
 

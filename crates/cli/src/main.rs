@@ -80,8 +80,12 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Python(cmd) => tools::python(&engram, cmd),
         Command::Import(args) => transfer::import(&engram, args),
         Command::Export(args) => transfer::export(&engram, args),
-        Command::Context { agent, json } => {
-            let b = engram.context_breakdown(&AgentId::from(agent))?;
+        Command::Context { agent, json, full } => {
+            let agent = AgentId::from(agent);
+            if full {
+                return print_context_view(&engram, &agent, json);
+            }
+            let b = engram.context_breakdown(&agent)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&b)?);
             } else {
@@ -105,6 +109,39 @@ async fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// `engram context --full`: the next request as the model will receive it, part by part.
+fn print_context_view(engram: &Engram, agent: &AgentId, json: bool) -> Result<()> {
+    let view = engram.context_view(agent)?;
+    if json {
+        println!("{}", terminal::json(&view)?);
+        return Ok(());
+    }
+    println!(
+        "model {} · {} of {} tokens",
+        safe(&view.model),
+        view.breakdown.total,
+        view.breakdown.context_window
+    );
+    for m in &view.messages {
+        let who = m
+            .name
+            .as_deref()
+            .map_or(m.role.clone(), |n| format!("{} {n}", m.role));
+        println!("\n── {} ({}, {} tokens)", safe(&who), m.part, m.tokens);
+        if !m.content.is_empty() {
+            println!("{}", safe(&m.content));
+        }
+        for c in &m.tool_calls {
+            println!("→ {}({})", safe(&c.name), safe(&c.arguments));
+        }
+    }
+    println!("\n── tools ({} tokens)", view.breakdown.tools);
+    for t in &view.tools {
+        println!("  {:<28} {:>6} tokens", safe(&t.name), t.tokens);
+    }
+    Ok(())
 }
 
 /// The most recently created agent, or a new one with the default model when there is none.
@@ -300,8 +337,17 @@ fn memory(engram: &Engram, cmd: MemoryCmd) -> Result<()> {
                 );
             }
         }
-        MemoryCmd::Undo { edit, if_version } => {
-            let b = engram.undo_block_edit(&EditId::from(edit), if_version)?;
+        MemoryCmd::Undo {
+            edit,
+            if_version,
+            whole,
+        } => {
+            let edit = EditId::from(edit);
+            let b = if whole {
+                engram.restore_block_edit(&edit, if_version)?
+            } else {
+                engram.undo_block_edit(&edit, if_version)?
+            };
             println!(
                 "[{}] restored ({}/{} chars)",
                 safe(&b.label),

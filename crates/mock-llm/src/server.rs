@@ -556,17 +556,28 @@ async fn embeddings_handler(
     }
 }
 
-/// The models the mock claims to serve.
-const MODELS: [&str; 2] = ["mock-small", "mock-large"];
+/// The models the mock claims to serve: two chat models with the context window they state
+/// (`context_length`, as OpenRouter and LM Studio say it), then an embedding model, so a model
+/// picker has chat and embedding models to tell apart.
+const MODELS: [(&str, Option<u32>); 3] = [
+    ("mock-small", Some(8192)),
+    ("mock-large", Some(32768)),
+    ("mock-embed", None),
+];
 
 fn model_json(id: &str) -> Value {
-    json!({"id": id, "object": "model", "created": 1_700_000_000, "owned_by": "engram-mock"})
+    let mut m =
+        json!({"id": id, "object": "model", "created": 1_700_000_000, "owned_by": "engram-mock"});
+    if let Some((_, Some(window))) = MODELS.iter().find(|(m, _)| *m == id) {
+        m["context_length"] = json!(window);
+    }
+    m
 }
 
 async fn models(State(shared): St, uri: Uri, headers: HeaderMap) -> Response {
     shared.record(uri.path(), &headers, Value::Null);
     axum::Json(
-        json!({"object": "list", "data": MODELS.iter().map(|m| model_json(m)).collect::<Vec<_>>()}),
+        json!({"object": "list", "data": MODELS.iter().map(|(m, _)| model_json(m)).collect::<Vec<_>>()}),
     )
     .into_response()
 }
@@ -578,7 +589,7 @@ async fn model(
     axum::extract::Path(id): axum::extract::Path<String>,
 ) -> Response {
     shared.record(uri.path(), &headers, Value::Null);
-    if MODELS.contains(&id.as_str()) {
+    if MODELS.iter().any(|(m, _)| *m == id) {
         axum::Json(model_json(&id)).into_response()
     } else {
         let message = format!("The model `{id}` does not exist");

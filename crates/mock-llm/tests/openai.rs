@@ -312,7 +312,7 @@ async fn models_and_unknown_endpoints() {
         .iter()
         .map(|m| m["id"].as_str().unwrap())
         .collect();
-    assert_eq!(ids, ["mock-small", "mock-large"]);
+    assert_eq!(ids, ["mock-small", "mock-large", "mock-embed"]);
     let one = client()
         .get(format!("{}/models/mock-large", mock.base_url()))
         .send()

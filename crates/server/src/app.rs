@@ -73,6 +73,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .merge(crate::app_trust::routes())
         .merge(crate::app_python::routes())
         .merge(crate::app_chat::routes())
+        .merge(crate::app_memory::routes())
 }
 
 /// An engine error as `{code, message, details?}` with the status the `/v1` routes would give.

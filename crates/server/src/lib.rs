@@ -18,6 +18,7 @@
 
 mod app;
 mod app_chat;
+mod app_memory;
 mod app_python;
 mod app_trust;
 pub mod errors;

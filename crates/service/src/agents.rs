@@ -44,7 +44,7 @@ impl Engram {
         self.check_tool_names(&tools)?;
         let llm = match new.llm {
             Some(llm) => llm,
-            None => LlmConfig::new(self.default_model()?),
+            None => self.llm_for(self.default_model()?)?,
         };
         let system = new
             .system
@@ -142,18 +142,35 @@ impl Engram {
         window::check_agent(agent, blocks, &custom, &counter, self.runtime.settings())
     }
 
+    /// Model settings for `handle` with the context window stored for it (the model picker's),
+    /// else the guess of [`LlmConfig::new`].
+    fn llm_for(&self, handle: String) -> Result<LlmConfig> {
+        let stored = self.store.model_window(&handle)?;
+        let mut llm = LlmConfig::new(handle);
+        if let Some(tokens) = stored {
+            llm.context_window = tokens;
+        }
+        Ok(llm)
+    }
+
     /// The existing blocks `ids` (to be attached), for the window check.
     fn attached(&self, ids: &[BlockId]) -> Result<Vec<Block>> {
         ids.iter().map(|id| self.store.get_block(id)).collect()
     }
 
-    /// The model handle new agents get: the `default_model` setting, else
+    /// The model handle new agents get: the `default_model` setting, else the default model
+    /// of the only configured provider (a person with one provider means that one), else
     /// [`FALLBACK_MODEL`].
     pub fn default_model(&self) -> Result<String> {
-        Ok(self
-            .store
-            .get_setting(DEFAULT_MODEL_SETTING)?
-            .unwrap_or_else(|| FALLBACK_MODEL.to_owned()))
+        if let Some(handle) = self.store.get_setting(DEFAULT_MODEL_SETTING)? {
+            return Ok(handle);
+        }
+        let providers = self.store.list_providers()?;
+        Ok(match providers.as_slice() {
+            [only] => only.default_model.clone(),
+            _ => None,
+        }
+        .unwrap_or_else(|| FALLBACK_MODEL.to_owned()))
     }
 
     /// Sets the model handle new agents get.

@@ -2,6 +2,7 @@
 
 use crate::{AgentState, Engram, Notice};
 use engram_core::{AgentId, Block, BlockId, BlockPatch, Editor, NewBlock, Result};
+use engram_store::SharedBlock;
 
 impl Engram {
     /// Creates a block that belongs to no agent yet (attach it with
@@ -68,5 +69,22 @@ impl Engram {
             agent_id: agent.clone(),
         });
         self.get_agent(agent)
+    }
+
+    /// Creates a block and attaches it to `agent` after its other blocks, in one transaction
+    /// (the memory panel's "add block"). Errors: `not_found` for the agent; `invalid_input`
+    /// for a bad label or a value over an explicit limit; `conflict` when the label is taken.
+    pub fn create_agent_block(&self, agent: &AgentId, new: &NewBlock) -> Result<Block> {
+        let block = self.store.create_agent_block(agent, new)?;
+        self.notify(Notice::MemoryChanged {
+            agent_id: agent.clone(),
+        });
+        Ok(block)
+    }
+
+    /// Every block with the agents it is attached to (by id and name), oldest block first:
+    /// where each block is shared, and what can be attached to another agent.
+    pub fn shared_blocks(&self) -> Result<Vec<SharedBlock>> {
+        self.store.shared_blocks()
     }
 }

@@ -5,7 +5,7 @@ use engram_core::{
     AgentId, Block, BlockEdit, BlockPatch, EditId, Editor, Error, Message, NewPassage, Passage,
     PassageHit, PassageId, Result, TagMatch, Timestamp,
 };
-use engram_store::{MessageHit, MessageQuery, PassageList, PassageQuery};
+use engram_store::{MessageHit, MessageQuery, PassageList, PassageQuery, UndoPlan};
 use serde::Serialize;
 
 /// One page of archival memory and how many passages there are in all.
@@ -66,13 +66,34 @@ impl Engram {
         self.store.block_history(&block.id, HISTORY_LIMIT)
     }
 
-    /// Undoes one recorded edit (itself recorded, so it can be undone in turn): restores the
-    /// value the edit replaced. With `based_on` (the block version the person was looking at)
-    /// it is refused when the block changed since, so an edit made meanwhile is never silently
-    /// discarded. Errors: `not_found`; `stale_version` with the current block in `details`;
-    /// `invalid_input` when the old value no longer fits the limit.
+    /// Undoes one recorded edit, keeping every edit made after it: the text the edit changed
+    /// is put back where it now stands (a reverse operation; see
+    /// [`engram_store::revert_value`]). The undo is itself recorded, so it can be undone in
+    /// turn. With `based_on` (the block version the person was looking at) it is refused when
+    /// the block changed since. Errors: `not_found`; `stale_version` with the current block in
+    /// `details`; `conflict` when later edits rewrote the text this edit changed (see
+    /// [`block_undo_plan`](Self::block_undo_plan) and
+    /// [`restore_block_edit`](Self::restore_block_edit)); `invalid_input` when the result no
+    /// longer fits the limit.
     pub fn undo_block_edit(&self, edit: &EditId, based_on: Option<u64>) -> Result<Block> {
         let block = self.store.undo_edit(edit, based_on)?;
+        self.notify_block(&block.id);
+        Ok(block)
+    }
+
+    /// What undoing `edit` would do now: the value after undoing just it (when it applies),
+    /// the value a whole restore writes, and how many later edits a restore drops. Writes
+    /// nothing. Errors: `not_found`.
+    pub fn block_undo_plan(&self, edit: &EditId) -> Result<UndoPlan> {
+        self.store.undo_plan(edit)
+    }
+
+    /// Restores the whole value `edit` replaced, dropping every later edit — only after the
+    /// person saw what is lost ([`block_undo_plan`](Self::block_undo_plan)), so `based_on`
+    /// should name the version they saw. Errors: `not_found`; `stale_version`;
+    /// `invalid_input` when the old value no longer fits the limit.
+    pub fn restore_block_edit(&self, edit: &EditId, based_on: Option<u64>) -> Result<Block> {
+        let block = self.store.restore_edit(edit, based_on)?;
         self.notify_block(&block.id);
         Ok(block)
     }

@@ -272,28 +272,6 @@ pub(crate) fn commit_value(
     Ok(b)
 }
 
-/// Sets a block's whole value if it is still at `based_on` (when given): checked against the
-/// limit stored now, saved with a bumped version and recorded in the history when it differs
-/// from the old one.
-///
-/// Errors: `NotFound("block")`; `StaleVersion`; `Invalid` with the limit message.
-pub(crate) fn write_value(
-    conn: &Connection,
-    id: &BlockId,
-    new_value: &str,
-    based_on: Option<u64>,
-    author: &Author<'_>,
-    now: Timestamp,
-) -> Result<Block> {
-    let b = load(conn, id)?;
-    check_version(&b, based_on)?;
-    check_limit(&b.value, new_value, b.limit).map_err(|e| Error::Invalid(e.to_string()))?;
-    if b.value == new_value {
-        return Ok(b);
-    }
-    commit_value(conn, &b, new_value.to_owned(), author, now)
-}
-
 impl Store {
     /// Creates a standalone block (attach it later with [`attach_block`](Store::attach_block)).
     /// Defaults as in [`create_agent`](Store::create_agent).
@@ -488,37 +466,6 @@ impl Store {
                 .query_map(params![id.as_str(), sql::sat(limit)], edit_from_row)
                 .db()?;
             rows.collect::<rusqlite::Result<_>>().db()
-        })
-    }
-
-    /// Restores the value a recorded edit replaced (its `old_value`), checked against the
-    /// block's current limit, and records that as an edit by [`Editor::Undo`]. Returns the block.
-    /// Undo is a whole-value write: with `based_on` (the block version the person saw when
-    /// choosing to undo) it is refused if the block changed since, so it never silently
-    /// discards an edit made meanwhile.
-    ///
-    /// Errors: `NotFound("edit")`; `StaleVersion` with the current block; `Invalid` if the old
-    /// value no longer fits.
-    pub fn undo_edit(&self, edit: &EditId, based_on: Option<u64>) -> Result<Block> {
-        self.write(|tx| {
-            let (block, old_value): (String, String) = tx
-                .prepare_cached("SELECT block_id, old_value FROM block_history WHERE id = ?1")
-                .db()?
-                .query_row([edit.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))
-                .optional()
-                .db()?
-                .ok_or_else(|| Error::not_found("edit", edit.as_str()))?;
-            let editor = Editor::Undo {
-                edit_id: edit.clone(),
-            };
-            write_value(
-                tx,
-                &BlockId::from(block),
-                &old_value,
-                based_on,
-                &Author::by(&editor),
-                sql::now(),
-            )
         })
     }
 }

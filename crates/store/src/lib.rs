@@ -21,16 +21,19 @@ mod import;
 mod message_pages;
 mod messages;
 mod migrations;
+mod model_windows;
 mod passages;
 pub mod private;
 mod repair;
 mod rewrite;
 mod search;
 mod settings;
+mod sharing;
 mod sql;
 mod step_edits;
 mod steps;
 mod tools;
+mod undo;
 
 pub use calibration::{CALIBRATION_SETTING_PREFIX, Calibration};
 pub use import::{
@@ -39,9 +42,12 @@ pub use import::{
 };
 pub use message_pages::{Compaction, MessageWindow, SeqOrder, WindowAt};
 pub use messages::{MessageHit, MessageQuery, SEQ_GAP};
+pub use model_windows::MODEL_WINDOW_SETTING_PREFIX;
 pub use passages::{PassageList, PassageQuery};
 pub use settings::ProviderRow;
+pub use sharing::{BlockAgent, SharedBlock};
 pub use steps::{BlockChange, BlockWrite, CommittedStep, StepCommit};
+pub use undo::{UndoPlan, revert_value};
 
 #[allow(unused_imports)] // named in docs
 use engram_core::Error;

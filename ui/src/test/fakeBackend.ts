@@ -23,6 +23,7 @@ export function useFakeBackend(
     attachRun: vi.fn(attach ?? (async () => false)),
     onNotice: vi.fn(() => () => {}),
     openUrl: vi.fn(async () => {}),
+    onCloseRequested: vi.fn(() => () => {}),
   };
   setBackend(b);
   return { backend: b, calls };

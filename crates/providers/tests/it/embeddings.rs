@@ -58,7 +58,7 @@ async fn list_models_on_both_apis() {
     for kind in [ProviderKind::OpenAi, ProviderKind::Anthropic] {
         let models = list_models(&config(kind, &mock.base_url())).await.unwrap();
         let ids: Vec<&str> = models.iter().map(|m| m.id.as_str()).collect();
-        assert_eq!(ids, ["mock-small", "mock-large"], "{kind:?}");
+        assert_eq!(ids, ["mock-small", "mock-large", "mock-embed"], "{kind:?}");
     }
     let recorded = mock.requests();
     assert_eq!(recorded[0].path, "/v1/models");

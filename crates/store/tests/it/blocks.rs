@@ -242,8 +242,14 @@ fn history_is_newest_first_and_undo_restores() {
         .iter()
         .find(|e| e.old_value == "Ann, likes tea")
         .unwrap();
+    // The text that edit changed is gone, so it cannot be undone on its own; the whole
+    // restore (chosen after seeing what it loses) is limit-checked.
     assert!(matches!(
         store.undo_edit(&restore_long.id, None),
+        Err(Error::Conflict(_))
+    ));
+    assert!(matches!(
+        store.restore_edit(&restore_long.id, None),
         Err(Error::Invalid(_))
     ));
 }

@@ -7,7 +7,9 @@ import type {
   Block,
   BlockEdit,
   BlockPatch,
+  ChatModel,
   ContextBreakdown,
+  ContextView,
   EndpointKind,
   ErrorBody,
   ImportReport,
@@ -16,7 +18,9 @@ import type {
   MessageHit,
   MessageWindow,
   ModelInfo,
+  ModelWindow,
   NewAgent,
+  NewBlock,
   NewTool,
   Notice,
   Passage,
@@ -26,11 +30,13 @@ import type {
   ProviderSetup,
   RestApiStatus,
   RunEvent,
+  SharedBlock,
   Template,
   Tool,
   ToolPython,
   TryToolResult,
   WindowAt,
+  UndoPlan,
 } from './types';
 
 type AgentArg = { agent_id: string };
@@ -86,6 +92,17 @@ export interface Commands {
   dismiss_endpoint: [AgentArg & { kind?: EndpointKind }, AgentEndpoints];
   tool_python: [undefined, ToolPython];
   set_up_tool_python: [{ requirement?: string }, ToolPython];
+  create_agent_block: [AgentArg & { new: NewBlock }, Block];
+  shared_blocks: [undefined, SharedBlock[]];
+  attach_block: [AgentArg & { block_id: string }, AgentState];
+  detach_block: [AgentArg & { block_id: string }, AgentState];
+  delete_block: [{ block_id: string }, null];
+  block_undo_plan: [{ edit_id: string }, UndoPlan];
+  restore_block_edit: [{ edit_id: string; version?: number }, Block];
+  context_view: [AgentArg, ContextView];
+  chat_models: [{ name: string }, ChatModel[]];
+  model_windows: [undefined, ModelWindow[]];
+  set_model_window: [{ handle: string; context_window: number }, null];
 }
 
 export type Command = keyof Commands;
@@ -114,6 +131,12 @@ export interface Backend {
   onNotice(onNotice: (n: Notice) => void): () => void;
   /** Opens a link outside the app (the system browser in the desktop app). */
   openUrl(url: string): Promise<void>;
+  /**
+   * Asks `mayClose` before the desktop window closes (it may wait for the person to choose);
+   * the window stays open when it resolves `false`. Until the returned function is called.
+   * In a browser the page's own `beforeunload` prompt does this job, so it is a no-op there.
+   */
+  onCloseRequested(mayClose: () => Promise<boolean>): () => void;
 }
 
 /** An engine error on any transport: a stable `code` to act on and a message for people. */

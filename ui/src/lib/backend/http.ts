@@ -149,6 +149,11 @@ export function httpBackend(opts: HttpOptions): Backend {
     async openUrl(url) {
       window.open(url, '_blank', 'noopener,noreferrer');
     },
+
+    // A browser tab asks through `beforeunload` (App.svelte); nothing to hook here.
+    onCloseRequested() {
+      return () => {};
+    },
   };
 }
 

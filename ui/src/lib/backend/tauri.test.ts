@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { clearMocks, mockIPC } from '@tauri-apps/api/mocks';
+import { clearMocks, mockIPC, mockWindows } from '@tauri-apps/api/mocks';
 import { emit } from '@tauri-apps/api/event';
 import type { Channel } from '@tauri-apps/api/core';
 import { tauriBackend, NOTICE_EVENT } from './tauri';
@@ -119,6 +119,24 @@ describe('tauri backend', () => {
     await new Promise((r) => setTimeout(r, 0));
     await emit(NOTICE_EVENT, { type: 'tools_changed' });
     expect(got).toHaveBeenCalledTimes(1);
+  });
+
+  it('asks before the window closes: stays open on no, closes on yes', async () => {
+    mockWindows('main');
+    const seen: string[] = [];
+    mockIPC((cmd) => void seen.push(cmd), { shouldMockEvents: true });
+    let answer = false;
+    const asked = vi.fn(async () => answer);
+    const stop = tauriBackend().onCloseRequested(asked);
+    await new Promise((r) => setTimeout(r, 0));
+    await emit('tauri://close-requested');
+    await vi.waitFor(() => expect(asked).toHaveBeenCalledTimes(1));
+    await new Promise((r) => setTimeout(r, 0));
+    expect(seen).not.toContain('plugin:window|destroy');
+    answer = true;
+    await emit('tauri://close-requested');
+    await vi.waitFor(() => expect(seen).toContain('plugin:window|destroy'));
+    stop();
   });
 
   it('opens links through the opener plugin', async () => {

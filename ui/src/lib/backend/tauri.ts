@@ -1,5 +1,6 @@
 import { Channel, invoke } from '@tauri-apps/api/core';
 import { listen } from '@tauri-apps/api/event';
+import { getCurrentWindow } from '@tauri-apps/api/window';
 import { BackendError, type Backend } from './backend';
 import type { Notice, RunEvent } from './types';
 
@@ -69,6 +70,20 @@ export function tauriBackend(): Backend {
       } catch (e) {
         throw BackendError.from(e);
       }
+    },
+
+    onCloseRequested(mayClose) {
+      let stopped = false;
+      // The window closes (destroy) after the handler unless it prevents it; the handler may
+      // await the person's answer first.
+      const unlisten = getCurrentWindow().onCloseRequested(async (e) => {
+        if (!(await mayClose())) e.preventDefault();
+      });
+      return () => {
+        if (stopped) return;
+        stopped = true;
+        void unlisten.then((f) => f());
+      };
     },
   };
 }

@@ -44,6 +44,15 @@ export type { ToolCall } from '../bindings/ToolCall';
 export type { ToolStatus } from '../bindings/ToolStatus';
 export type { Usage } from '../bindings/Usage';
 
+export type { BlockAgent } from '../bindings/BlockAgent';
+export type { ChatModel } from '../bindings/ChatModel';
+export type { ContextMessage } from '../bindings/ContextMessage';
+export type { ContextTool } from '../bindings/ContextTool';
+export type { ContextView } from '../bindings/ContextView';
+export type { ModelWindow } from '../bindings/ModelWindow';
+export type { SharedBlock } from '../bindings/SharedBlock';
+export type { UndoPlan } from '../bindings/UndoPlan';
+
 export type { NewTool } from '../bindings/NewTool';
 export type { Template } from '../bindings/Template';
 export type { Tool } from '../bindings/Tool';

@@ -1,5 +1,5 @@
 import { backend, BackendError } from '../backend';
-import type { Block, BlockPatch, ContextBreakdown } from '../backend/types';
+import type { Block, BlockAgent, BlockPatch, ContextBreakdown, NewBlock, SharedBlock } from '../backend/types';
 
 /** How long a block stays highlighted after the agent edited it (ms). */
 export const FLASH_MS = 1600;
@@ -12,21 +12,93 @@ export class MemoryState {
   flashing = $state<Record<string, boolean>>({});
   context = $state<ContextBreakdown | null>(null);
   error = $state<string | null>(null);
+  /** Every block with the agents it is attached to (where blocks are shared; what to attach). */
+  shared = $state<SharedBlock[]>([]);
+  /** Blocks with a hand edit not saved yet: id → label. Leaving the agent asks first. */
+  unsaved = $state<Record<string, string>>({});
 
   constructor(agentId: string) {
     this.agentId = agentId;
   }
 
   async load(): Promise<void> {
+    const shared = this.loadShared();
     try {
       this.blocks = await backend().call('list_blocks', { agent_id: this.agentId });
       this.error = null;
     } catch (e) {
       this.error = BackendError.from(e).message;
     }
+    await shared;
   }
 
+  /** Where blocks are shared; without it the blocks still show, only unmarked. */
+  async loadShared(): Promise<void> {
+    try {
+      this.shared = await backend().call('shared_blocks');
+    } catch {
+      this.shared = [];
+    }
+  }
+
+  /** The other agents a block of this agent is attached to. */
+  sharedWith(blockId: string): BlockAgent[] {
+    return this.shared.find((s) => s.block.id === blockId)?.agents.filter((a) => a.id !== this.agentId) ?? [];
+  }
+
+  /** Blocks of other agents (or of none) that this agent could attach. */
+  get attachable(): SharedBlock[] {
+    return this.shared.filter((s) => !s.agents.some((a) => a.id === this.agentId));
+  }
+
+  /** Labels of blocks with unsaved hand edits. */
+  get unsavedLabels(): string[] {
+    return Object.values(this.unsaved);
+  }
+
+  setUnsaved(block: Block, dirty: boolean): void {
+    if (dirty) this.unsaved[block.id] = block.label;
+    else delete this.unsaved[block.id];
+  }
+
+  /** Adds a new block to this agent; rejects with the engine's error (label taken, limit…). */
+  async addBlock(nb: NewBlock): Promise<Block> {
+    const b = await backend().call('create_agent_block', { agent_id: this.agentId, new: nb });
+    await this.load();
+    void this.loadContext();
+    return b;
+  }
+
+  /** Attaches an existing block (shared memory). */
+  async attach(blockId: string): Promise<void> {
+    const state = await backend().call('attach_block', { agent_id: this.agentId, block_id: blockId });
+    this.blocks = state.blocks;
+    await this.load();
+    void this.loadContext();
+  }
+
+  /** Detaches a block from this agent only; other agents keep it. */
+  async detach(blockId: string): Promise<void> {
+    const state = await backend().call('detach_block', { agent_id: this.agentId, block_id: blockId });
+    this.blocks = state.blocks;
+    delete this.unsaved[blockId];
+    await this.load();
+    void this.loadContext();
+  }
+
+  /** Deletes a block for every agent it is attached to. */
+  async deleteBlock(blockId: string): Promise<void> {
+    await backend().call('delete_block', { block_id: blockId });
+    delete this.unsaved[blockId];
+    await this.load();
+    void this.loadContext();
+  }
+
+  /** Bumped on every context re-read, so the compiled-context view follows. */
+  contextVersion = $state(0);
+
   async loadContext(): Promise<void> {
+    this.contextVersion++;
     try {
       this.context = await backend().call('context_window', { agent_id: this.agentId });
     } catch {
@@ -53,7 +125,7 @@ export class MemoryState {
   }
 
   replace(label: string, block: Block): void {
-    const i = this.blocks.findIndex((b) => b.label === label || b.id === block.id);
+    const i = this.blocks.findIndex((b) => b.id === block.id || b.label === label);
     if (i >= 0) this.blocks[i] = block;
     else this.blocks.push(block);
   }

@@ -1,37 +1,47 @@
+import { backend } from '../backend';
+
 /**
- * Context windows people set per model handle (`provider/model`), kept in this browser profile
- * and used to prefill new agents. The engine stores the window on each agent's model settings.
+ * Context windows people set per model handle (`provider/model`). The engine keeps them
+ * (`set_model_window`), so every window and every reload sees the same ones and new agents on
+ * a model get its window; this module holds the copy the forms read synchronously, loaded once
+ * with {@link loadModelWindows}.
  */
-const KEY = 'engram.modelWindows';
+const windows = new Map<string, number>();
+let loading: Promise<void> | null = null;
 
 /** A safe default for models whose window nobody told us. */
 export const DEFAULT_CONTEXT_WINDOW = 8192;
 
-function read(): Record<string, number> {
-  try {
-    const v: unknown = JSON.parse(localStorage.getItem(KEY) ?? '{}');
-    return v && typeof v === 'object' ? (v as Record<string, number>) : {};
-  } catch {
-    return {};
-  }
+/** Reads the stored windows from the engine (once; call again after a failure to retry). */
+export function loadModelWindows(): Promise<void> {
+  loading ??= backend()
+    .call('model_windows')
+    .then((all) => {
+      for (const w of all) windows.set(w.handle, w.context_window);
+    })
+    .catch(() => {
+      loading = null;
+    });
+  return loading;
 }
 
 export function contextWindowFor(handle: string): number | undefined {
-  return read()[handle];
+  return windows.get(handle);
 }
 
-export function rememberContextWindow(handle: string, tokens: number): void {
-  if (!Number.isFinite(tokens) || tokens <= 0) return;
-  const all = read();
-  all[handle] = Math.round(tokens);
+/** Stores a model's window in the engine (and here at once). */
+export async function rememberContextWindow(handle: string, tokens: number): Promise<void> {
+  if (!handle.includes('/') || !Number.isFinite(tokens) || tokens <= 0) return;
+  const context_window = Math.round(tokens);
+  windows.set(handle, context_window);
   try {
-    localStorage.setItem(KEY, JSON.stringify(all));
+    await backend().call('set_model_window', { handle, context_window });
   } catch {
-    // Storage full or disabled: the value is only a convenience.
+    // The window is also on the agent itself; a failed store only loses the prefill.
   }
 }
 
-/** All remembered handles (for model pickers). */
+/** All handles with a stored window (for model pickers). */
 export function knownModels(): string[] {
-  return Object.keys(read());
+  return [...windows.keys()];
 }

@@ -59,6 +59,9 @@ export class Sessions {
         void this.#app.loadAgents();
         break;
       case 'memory_changed': {
+        // Attaching, detaching or deleting a block changes where it is shared, which every
+        // open agent shows.
+        for (const other of this.#byId.values()) if (other.memory.agentId !== n.agent_id) void other.memory.loadShared();
         const s = this.#byId.get(n.agent_id);
         if (s && !s.chat.running) {
           void s.memory.load();

@@ -13,6 +13,7 @@ describe('Sessions.onNotice', () => {
     let value = 'before';
     const { calls } = useFakeBackend({
       list_blocks: () => [block({ value })],
+      shared_blocks: () => [],
       context_window: () => ({ system: 1, core_memory: 1, summary: 0, messages: 0, tools: 1, total: 3, context_window: 100, exact: true }),
       list_messages: () => [],
     });
@@ -26,11 +27,12 @@ describe('Sessions.onNotice', () => {
     await settle();
     expect(s.memory.blocks[0]!.value).toBe('after');
 
-    // Notices about agents that are not open cost nothing.
+    // Notices about agents that are not open re-read only where blocks are shared (a block of
+    // this agent may have been attached there or detached).
     const n = calls.length;
     sessions.onNotice({ type: 'memory_changed', agent_id: 'agent-2' });
     await settle();
-    expect(calls.length).toBe(n);
+    expect(calls.slice(n).map(([c]) => c)).toEqual(['shared_blocks']);
   });
 
   it('reloads the agent list and bumps archival views', async () => {

@@ -37,28 +37,32 @@ describe('ProviderForm', () => {
     const local: ProviderInfo = { name: 'local', kind: 'open_ai', base_url: 'http://127.0.0.1:8080/v1', key_set: false, default_model: null };
     const { calls } = useFakeBackend({
       set_provider: () => ({ ...local, default_model: 'local/qwen' }),
-      test_provider: () => [
-        { id: 'llama', context_window: null },
-        { id: 'qwen', context_window: 32768 },
+      chat_models: () => [
+        { handle: 'local/llama', context_window: null, stored: false },
+        { handle: 'local/qwen', context_window: 32768, stored: false },
       ],
+      set_model_window: () => null,
     });
     render(ProviderForm, { existing: local, onsaved: vi.fn() });
     await userEvent.click(screen.getByTestId('provider-test'));
-    expect(await screen.findByTestId('provider-status')).toHaveTextContent('2 models available');
+    expect(await screen.findByTestId('provider-status')).toHaveTextContent('2 chat models available');
     await userEvent.selectOptions(screen.getByTestId('provider-model'), 'qwen');
     expect(screen.getByTestId('provider-context-window')).toHaveValue(32768);
     await userEvent.click(screen.getByTestId('provider-save'));
-    expect(calls.at(-1)).toEqual([
+    const setProvider = calls.find(([c]) => c === 'set_provider');
+    expect(setProvider).toEqual([
       'set_provider',
       { setup: expect.objectContaining({ name: 'local', base_url: 'http://127.0.0.1:8080/v1', default_model: 'local/qwen' }) },
     ]);
     // No key typed: none sent (the stored one, if any, stays).
-    expect((calls.at(-1)![1] as { setup: { api_key?: string } }).setup.api_key).toBeUndefined();
+    expect((setProvider![1] as { setup: { api_key?: string } }).setup.api_key).toBeUndefined();
+    // The model's window is stored in the engine, not in this browser.
+    expect(calls.at(-1)).toEqual(['set_model_window', { handle: 'local/qwen', context_window: 32768 }]);
   });
 
   it('shows a failed connection', async () => {
     useFakeBackend({
-      test_provider: () => {
+      chat_models: () => {
         throw Object.assign(new Error('connection refused'), { code: 'provider_unreachable' });
       },
     });

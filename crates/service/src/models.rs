@@ -1,0 +1,120 @@
+//! The model picker: a provider's chat models with their context windows, and the context
+//! window people set per model, kept in the engine (not in one browser's storage).
+
+use crate::Engram;
+use engram_core::{Error, Result};
+use serde::Serialize;
+
+/// A chat model a provider offers, as the model picker lists it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, ts_rs::TS)]
+#[ts(export)]
+pub struct ChatModel {
+    /// The handle agents use: `provider/model`.
+    pub handle: String,
+    /// The context window in **tokens**: the one stored for this model if someone set it,
+    /// else the one the server states; `None` when neither is known.
+    pub context_window: Option<u32>,
+    /// Whether `context_window` is the stored one (set by a person) rather than the server's.
+    pub stored: bool,
+}
+
+/// A context window stored for one model.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, ts_rs::TS)]
+#[ts(export)]
+pub struct ModelWindow {
+    /// `provider/model`.
+    pub handle: String,
+    /// The context window in **tokens**.
+    pub context_window: u32,
+}
+
+/// Whether a model id names an embedding model, which cannot chat (OpenAI's
+/// `text-embedding-3-small`, Ollama's `nomic-embed-text`, `mxbai-embed-large`, BGE, E5,
+/// MiniLM sentence encoders). Servers' model lists mix both kinds without saying which is which.
+pub fn is_embedding_model(id: &str) -> bool {
+    let id = id.to_ascii_lowercase();
+    let name = id.rsplit('/').next().unwrap_or(&id);
+    name.contains("embed")
+        || name.starts_with("bge-")
+        || name.starts_with("e5-")
+        || name.starts_with("gte-")
+        || name.contains("minilm")
+}
+
+impl Engram {
+    /// The chat models provider `name` serves (embedding models left out), in the server's
+    /// order, each with its context window (a stored one wins over the server's).
+    ///
+    /// Errors: `not_found` for an unknown provider; provider errors (`provider_auth`,
+    /// `provider_unreachable`, …) when the server does not answer.
+    pub async fn chat_models(&self, name: &str) -> Result<Vec<ChatModel>> {
+        let listed = self.test_provider(name).await?;
+        let stored: std::collections::HashMap<String, u32> =
+            self.store.model_windows()?.into_iter().collect();
+        Ok(listed
+            .into_iter()
+            .filter(|m| !is_embedding_model(&m.id))
+            .map(|m| {
+                let handle = format!("{name}/{}", m.id);
+                let kept = stored.get(&handle).copied();
+                ChatModel {
+                    context_window: kept.or(m.context_window),
+                    stored: kept.is_some(),
+                    handle,
+                }
+            })
+            .collect())
+    }
+
+    /// Every context window stored per model, by handle.
+    pub fn model_windows(&self) -> Result<Vec<ModelWindow>> {
+        Ok(self
+            .store
+            .model_windows()?
+            .into_iter()
+            .map(|(handle, context_window)| ModelWindow {
+                handle,
+                context_window,
+            })
+            .collect())
+    }
+
+    /// Stores the context window (tokens) of model `handle`; new agents on that model get it.
+    /// Agents already on the model keep their own setting. Errors: `invalid_input` for a
+    /// handle without `provider/` or zero tokens.
+    pub fn set_model_window(&self, handle: &str, tokens: u32) -> Result<()> {
+        if !handle.contains('/') {
+            return Err(Error::invalid(format!(
+                "model handle {handle:?} needs the provider/model form"
+            )));
+        }
+        self.store.set_model_window(handle, tokens)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_embedding_model;
+
+    #[test]
+    fn embedding_models_are_told_apart_from_chat_models() {
+        for id in [
+            "text-embedding-3-small",
+            "nomic-embed-text:latest",
+            "mxbai-embed-large",
+            "BAAI/bge-m3",
+            "all-MiniLM-L6-v2",
+            "mock-embed",
+        ] {
+            assert!(is_embedding_model(id), "{id}");
+        }
+        for id in [
+            "gpt-4o-mini",
+            "llama3.1:8b",
+            "qwen2.5-7b-instruct",
+            "mock-small",
+        ] {
+            assert!(!is_embedding_model(id), "{id}");
+        }
+    }
+}

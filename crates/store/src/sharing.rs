@@ -1,0 +1,103 @@
+//! Blocks as the memory panel manages them: a new block made for one agent, and which agents
+//! share each block (Letta's shared memory: one block row attached to several agents).
+
+use crate::Store;
+use crate::agents;
+use crate::blocks::{self, label_conflict};
+use crate::sql::{self, DbResult};
+use engram_core::{AgentId, Block, BlockId, NewBlock, Result};
+use rusqlite::params;
+use serde::Serialize;
+
+/// An agent a block is attached to, by id and display name.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, ts_rs::TS)]
+#[ts(export)]
+pub struct BlockAgent {
+    /// `agent-<uuid>`.
+    pub id: AgentId,
+    /// The agent's display name.
+    pub name: String,
+}
+
+/// One block with every agent it is attached to (none for a standalone block).
+#[derive(Clone, Debug, PartialEq, Serialize, ts_rs::TS)]
+#[ts(export)]
+pub struct SharedBlock {
+    /// The block.
+    pub block: Block,
+    /// The agents it is attached to, oldest agent first.
+    pub agents: Vec<BlockAgent>,
+}
+
+impl Store {
+    /// Creates a block and attaches it to `agent` after its other blocks, in one transaction.
+    /// Defaults as in [`create_block`](Store::create_block).
+    ///
+    /// Errors: `NotFound("agent")`; `Invalid` for a bad label or a value over an explicit limit;
+    /// `Conflict` when the agent already has a block with that label. Nothing is written on
+    /// error.
+    pub fn create_agent_block(&self, agent: &AgentId, new: &NewBlock) -> Result<Block> {
+        let block = blocks::build(new, sql::now())?;
+        self.write(|tx| {
+            agents::ensure_exists(tx, agent)?;
+            let taken = tx
+                .prepare_cached(
+                    "SELECT 1 FROM agent_blocks ab JOIN blocks b ON b.id = ab.block_id
+                     WHERE ab.agent_id = ?1 AND b.label = ?2",
+                )
+                .db()?
+                .exists(params![agent.as_str(), block.label])
+                .db()?;
+            if taken {
+                return Err(label_conflict(&block.label));
+            }
+            blocks::insert(tx, &block)?;
+            let next: i64 = tx
+                .prepare_cached(
+                    "SELECT coalesce(max(position) + 1, 0) FROM agent_blocks WHERE agent_id = ?1",
+                )
+                .db()?
+                .query_row([agent.as_str()], |r| r.get(0))
+                .db()?;
+            blocks::link(tx, agent, &block.id, next)?;
+            Ok(block)
+        })
+    }
+
+    /// Every block with the agents it is attached to, oldest block first.
+    pub fn shared_blocks(&self) -> Result<Vec<SharedBlock>> {
+        let all = self.list_blocks(None)?;
+        let links: Vec<(BlockId, BlockAgent)> = self.read(|c| {
+            let mut stmt = c
+                .prepare_cached(
+                    "SELECT ab.block_id, a.id, a.name FROM agent_blocks ab
+                     JOIN agents a ON a.id = ab.agent_id ORDER BY a.created_at, a.id",
+                )
+                .db()?;
+            let rows = stmt
+                .query_map([], |r| {
+                    Ok((
+                        BlockId::from(r.get::<_, String>(0)?),
+                        BlockAgent {
+                            id: AgentId::from(r.get::<_, String>(1)?),
+                            name: r.get(2)?,
+                        },
+                    ))
+                })
+                .db()?;
+            rows.collect::<rusqlite::Result<_>>().db()
+        })?;
+        let mut by_block: std::collections::HashMap<BlockId, Vec<BlockAgent>> =
+            std::collections::HashMap::new();
+        for (block, agent) in links {
+            by_block.entry(block).or_default().push(agent);
+        }
+        Ok(all
+            .into_iter()
+            .map(|block| SharedBlock {
+                agents: by_block.remove(&block.id).unwrap_or_default(),
+                block,
+            })
+            .collect())
+    }
+}

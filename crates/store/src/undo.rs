@@ -1,0 +1,248 @@
+//! Undoing one recorded block edit without losing the edits made after it (issue #10,
+//! defect 5).
+//!
+//! An edit is undone by its *reverse operation*: the text it changed, found again in the
+//! block's current value with just enough surrounding text to be unique, is put back as it
+//! was. Later edits elsewhere in the block stay. When the changed text is gone or ambiguous
+//! (a later edit rewrote that part), the edit cannot be undone on its own; the caller is told
+//! so and may choose a whole restore of the value before the edit, after seeing what that
+//! loses ([`UndoPlan`]).
+
+use crate::Store;
+use crate::blocks::{self, Author};
+use crate::sql::{self, DbResult};
+use engram_core::memory::check_limit;
+use engram_core::{Block, BlockId, EditId, Editor, Error, Result};
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
+
+/// What undoing one edit would do, computed from the block as stored now; nothing is written.
+#[derive(Clone, Debug, PartialEq, Serialize, ts_rs::TS)]
+#[ts(export)]
+pub struct UndoPlan {
+    /// The edit to undo.
+    pub edit_id: EditId,
+    /// The block as stored now (its `version` is what an undo should name).
+    pub block: Block,
+    /// How many edits of the block were recorded after this one.
+    pub later_edits: u32,
+    /// The value after undoing just this edit, keeping every later one; `None` when the text
+    /// it changed is no longer in the block exactly once.
+    pub reverted: Option<String>,
+    /// The value before the edit: what a whole restore writes, dropping every later edit.
+    pub restored: String,
+}
+
+/// How many characters of surrounding text the reverse operation tries, in turn, to find the
+/// changed text exactly once.
+const CONTEXT_STEPS: [usize; 6] = [0, 8, 24, 64, 160, 400];
+
+/// The value `current` becomes when the change `old` → `new` (one recorded edit) is reversed
+/// and everything else in `current` is kept; `None` when that change cannot be found in
+/// `current` exactly once. Pure; lengths are in characters.
+pub fn revert_value(old: &str, new: &str, current: &str) -> Option<String> {
+    if current == new {
+        return Some(old.to_owned());
+    }
+    if old == new {
+        return Some(current.to_owned());
+    }
+    let old_chars: Vec<char> = old.chars().collect();
+    let new_chars: Vec<char> = new.chars().collect();
+    let prefix = old_chars
+        .iter()
+        .zip(&new_chars)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let max_suffix = old_chars.len().min(new_chars.len()) - prefix;
+    let suffix = old_chars
+        .iter()
+        .rev()
+        .zip(new_chars.iter().rev())
+        .take(max_suffix)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let removed: String = old_chars[prefix..old_chars.len() - suffix].iter().collect();
+    let added: String = new_chars[prefix..new_chars.len() - suffix].iter().collect();
+    for k in CONTEXT_STEPS {
+        let before: String = new_chars[prefix.saturating_sub(k)..prefix].iter().collect();
+        let after_end = (new_chars.len() - suffix + k).min(new_chars.len());
+        let after: String = new_chars[new_chars.len() - suffix..after_end]
+            .iter()
+            .collect();
+        let needle = format!("{before}{added}{after}");
+        let exhausted = k >= prefix && k >= suffix;
+        if !needle.is_empty() {
+            match current.matches(needle.as_str()).count() {
+                0 => return None,
+                1 => {
+                    let reversed = format!("{before}{removed}{after}");
+                    return Some(current.replacen(needle.as_str(), &reversed, 1));
+                }
+                _ => {}
+            }
+        }
+        if exhausted {
+            return None;
+        }
+    }
+    None
+}
+
+/// One recorded edit: its block, its values, and its row number (history order).
+struct EditRow {
+    block: BlockId,
+    old_value: String,
+    new_value: String,
+    pk: i64,
+}
+
+fn load_edit(conn: &Connection, edit: &EditId) -> Result<EditRow> {
+    conn.prepare_cached(
+        "SELECT block_id, old_value, new_value, pk FROM block_history WHERE id = ?1",
+    )
+    .db()?
+    .query_row([edit.as_str()], |r| {
+        Ok(EditRow {
+            block: BlockId::from(r.get::<_, String>(0)?),
+            old_value: r.get(1)?,
+            new_value: r.get(2)?,
+            pk: r.get(3)?,
+        })
+    })
+    .optional()
+    .db()?
+    .ok_or_else(|| Error::not_found("edit", edit.as_str()))
+}
+
+fn later_edits(conn: &Connection, e: &EditRow) -> Result<u32> {
+    let n: i64 = conn
+        .prepare_cached("SELECT count(*) FROM block_history WHERE block_id = ?1 AND pk > ?2")
+        .db()?
+        .query_row(params![e.block.as_str(), e.pk], |r| r.get(0))
+        .db()?;
+    Ok(u32::try_from(n).unwrap_or(u32::MAX))
+}
+
+fn plan(conn: &Connection, edit: &EditId) -> Result<UndoPlan> {
+    let e = load_edit(conn, edit)?;
+    let block = blocks::load(conn, &e.block)?;
+    Ok(UndoPlan {
+        edit_id: edit.clone(),
+        later_edits: later_edits(conn, &e)?,
+        reverted: revert_value(&e.old_value, &e.new_value, &block.value),
+        restored: e.old_value,
+        block,
+    })
+}
+
+/// Writes `value` over the block of `plan` as an undo of its edit: checked against the
+/// block's current limit, recorded in the history.
+fn write_undo(conn: &Connection, plan: &UndoPlan, value: &str) -> Result<Block> {
+    let editor = Editor::Undo {
+        edit_id: plan.edit_id.clone(),
+    };
+    check_limit(&plan.block.value, value, plan.block.limit)
+        .map_err(|e| Error::Invalid(e.to_string()))?;
+    if plan.block.value == value {
+        return Ok(plan.block.clone());
+    }
+    blocks::commit_value(
+        conn,
+        &plan.block,
+        value.to_owned(),
+        &Author::by(&editor),
+        sql::now(),
+    )
+}
+
+impl Store {
+    /// What undoing `edit` would do to its block as stored now (see [`UndoPlan`]).
+    /// Errors: `NotFound("edit")`.
+    pub fn undo_plan(&self, edit: &EditId) -> Result<UndoPlan> {
+        self.read(|c| plan(c, edit))
+    }
+
+    /// Undoes just `edit`, keeping every edit made after it (its reverse operation, see
+    /// [`revert_value`]), recorded as an edit by [`Editor::Undo`]. With `based_on` (the block
+    /// version the person saw) it is refused if the block changed since.
+    ///
+    /// Errors: `NotFound("edit")`; `StaleVersion` with the current block; `Conflict` when the
+    /// text the edit changed is no longer in the block exactly once (only a whole restore,
+    /// [`restore_edit`](Store::restore_edit), can undo it then); `Invalid` if the result no
+    /// longer fits the limit. Nothing changes on error.
+    pub fn undo_edit(&self, edit: &EditId, based_on: Option<u64>) -> Result<Block> {
+        self.write(|tx| {
+            let p = plan(tx, edit)?;
+            blocks::check_version(&p.block, based_on)?;
+            let Some(value) = p.reverted.clone() else {
+                return Err(Error::Conflict(format!(
+                    "this edit of '{}' cannot be undone on its own: {} later edit{} changed the \
+                     same text; restoring the value before it would undo {} too",
+                    p.block.label,
+                    p.later_edits,
+                    if p.later_edits == 1 { "" } else { "s" },
+                    if p.later_edits == 1 { "it" } else { "them" },
+                )));
+            };
+            write_undo(tx, &p, &value)
+        })
+    }
+
+    /// Restores the whole value `edit` replaced (its `old_value`), dropping every later edit of
+    /// the block — the choice offered when [`undo_edit`](Store::undo_edit) cannot apply. It is a
+    /// whole-value write: with `based_on` it is refused if the block changed since, so it never
+    /// silently discards an edit the person has not seen. Recorded as an edit by
+    /// [`Editor::Undo`].
+    ///
+    /// Errors: `NotFound("edit")`; `StaleVersion` with the current block; `Invalid` if the old
+    /// value no longer fits.
+    pub fn restore_edit(&self, edit: &EditId, based_on: Option<u64>) -> Result<Block> {
+        self.write(|tx| {
+            let p = plan(tx, edit)?;
+            blocks::check_version(&p.block, based_on)?;
+            let value = p.restored.clone();
+            write_undo(tx, &p, &value)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::revert_value;
+
+    #[test]
+    fn the_latest_edit_reverts_to_its_old_value() {
+        assert_eq!(revert_value("a", "a\nb", "a\nb").as_deref(), Some("a"));
+    }
+
+    #[test]
+    fn an_older_edit_reverts_and_later_edits_stay() {
+        // Edit 1 appended "likes tea"; edit 2 then appended "lives in Oslo".
+        let got = revert_value(
+            "Name: Bob",
+            "Name: Bob\nlikes tea",
+            "Name: Bob\nlikes tea\nlives in Oslo",
+        );
+        assert_eq!(got.as_deref(), Some("Name: Bob\nlives in Oslo"));
+        // Edit 1 replaced a word; edit 2 appended on the same line.
+        let got = revert_value("Name: Bob", "Name: Robert", "Name: Robert, 42");
+        assert_eq!(got.as_deref(), Some("Name: Bob, 42"));
+        // Edit 1 deleted a line: putting it back needs the text around it.
+        let got = revert_value("a\nb\nc", "a\nc", "x\na\nc\nd");
+        assert_eq!(got.as_deref(), Some("x\na\nb\nc\nd"));
+    }
+
+    #[test]
+    fn a_change_rewritten_since_does_not_revert() {
+        assert_eq!(revert_value("Name: Bob", "Name: Robert", "Name: Rob"), None);
+        // The changed text now occurs twice, with the same context: ambiguous.
+        assert_eq!(revert_value("", "tea", "tea tea"), None);
+    }
+
+    #[test]
+    fn characters_not_bytes() {
+        let got = revert_value("café", "cafés", "cafés et thé");
+        assert_eq!(got.as_deref(), Some("café et thé"));
+    }
+}
