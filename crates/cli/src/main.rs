@@ -323,10 +323,8 @@ async fn archival(engram: &Engram, cmd: ArchivalCmd) -> Result<()> {
         }
         ArchivalCmd::List { agent, limit, json } => {
             let list = PassageList {
-                search: None,
-                offset: 0,
                 limit,
-                ascending: false,
+                ..PassageList::default()
             };
             let passages = engram.list_passages(&AgentId::from(agent), &list)?;
             if json {

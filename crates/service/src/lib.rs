@@ -27,8 +27,8 @@ pub use agentfile::{
 pub use agents::AgentState;
 pub use api_token::REST_TOKEN_SECRET;
 pub use chat::RunHandle;
+pub use engram_store::{PassageList, PassagePage};
 pub use history::{MessagePage, Order};
-pub use memory::PassagePage;
 pub use notices::Notice;
 pub use providers::{LocalServer, ProviderInfo, ProviderSetup};
 pub use templates::Template;

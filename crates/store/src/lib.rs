@@ -20,6 +20,7 @@ mod endpoints;
 mod import;
 mod messages;
 mod migrations;
+mod passage_list;
 mod passages;
 pub mod private;
 mod repair;
@@ -37,7 +38,8 @@ pub use import::{
     ImportedTool,
 };
 pub use messages::{MessageHit, MessageQuery, SEQ_GAP};
-pub use passages::{PassageList, PassageQuery};
+pub use passage_list::{PassageList, PassagePage};
+pub use passages::PassageQuery;
 pub use settings::ProviderRow;
 pub use steps::{BlockChange, BlockWrite, CommittedStep, StepCommit};
 

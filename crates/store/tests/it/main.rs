@@ -4,6 +4,7 @@ mod agents;
 mod blocks;
 mod labels;
 mod messages;
+mod paging;
 mod passages;
 mod schema;
 mod search;
