@@ -216,3 +216,111 @@ async fn parameters_that_do_not_fit_are_letta_shaped_errors() {
     assert_eq!(got, StatusCode::NOT_FOUND);
     assert_eq!(texts(&api, &b, "limit=1").await, ["p0"]);
 }
+
+/// The `name` of every item of a JSON list.
+fn field(list: &Value, key: &str) -> Vec<String> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v[key].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn agents_and_blocks_page_in_sql_in_both_orders() {
+    let api = RestApi::start(Script::Brain).await;
+    let mut ids = Vec::new();
+    for i in 0..7 {
+        let tags = if i % 2 == 0 {
+            json!(["even"])
+        } else {
+            json!(["odd"])
+        };
+        let blocks = vec![json!({"label": format!("note{i}"), "value": "x"})];
+        ids.push(
+            api.agent(&format!("Walker {i}"), blocks, json!({"tags": tags}))
+                .await,
+        );
+    }
+    let names = |v: &Value| field(v, "name");
+    let get = |q: String| {
+        let api = &api;
+        async move { api.ok(Method::GET, &format!("/v1/agents/?{q}"), None).await }
+    };
+    let all: Vec<String> = (0..7).map(|i| format!("Walker {i}")).collect();
+    assert_eq!(names(&get("limit=3".into()).await), all[..3]);
+    assert_eq!(
+        names(&get("order=desc&limit=2".into()).await),
+        ["Walker 6", "Walker 5"]
+    );
+    // Forward with `after` to the end, newest first.
+    let mut seen = Vec::new();
+    let mut q = "order=desc&limit=3".to_owned();
+    loop {
+        let page = get(q.clone()).await;
+        if page.as_array().unwrap().is_empty() {
+            break;
+        }
+        let last = field(&page, "id").pop().unwrap();
+        seen.extend(names(&page));
+        q = format!("order=desc&limit=3&after={last}");
+    }
+    let mut reversed = all.clone();
+    reversed.reverse();
+    assert_eq!(seen, reversed);
+    assert_eq!(
+        names(&get(format!("before={}&limit=2", ids[4])).await),
+        ["Walker 2", "Walker 3"]
+    );
+    assert_eq!(
+        names(&get("tags=even&limit=2&order=desc".into()).await),
+        ["Walker 6", "Walker 4"]
+    );
+    assert_eq!(
+        names(&get("query_text=WALKER 3".into()).await),
+        ["Walker 3"]
+    );
+    assert_eq!(names(&get("name=Walker 5".into()).await), ["Walker 5"]);
+    assert!(
+        get("after=agent-unknown".into())
+            .await
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    let count = api.ok(Method::GET, "/v1/agents/count?tags=odd", None).await;
+    assert_eq!(count, json!(3));
+
+    // Every block: by label, both orders, cursors.
+    let labels = |v: &Value| field(v, "label");
+    let blocks = api.ok(Method::GET, "/v1/blocks/?limit=100", None).await;
+    let every = labels(&blocks);
+    let notes: Vec<&String> = every.iter().filter(|l| l.starts_with("note")).collect();
+    assert_eq!(notes.len(), 7, "{every:?}");
+    let first_two = api.ok(Method::GET, "/v1/blocks/?limit=2", None).await;
+    assert_eq!(labels(&first_two), every[..2]);
+    let newest = api
+        .ok(Method::GET, "/v1/blocks/?order=desc&limit=1", None)
+        .await;
+    assert_eq!(labels(&newest), [every.last().unwrap().clone()]);
+    let after = field(&first_two, "id").pop().unwrap();
+    let next = api
+        .ok(
+            Method::GET,
+            &format!("/v1/blocks/?limit=2&after={after}"),
+            None,
+        )
+        .await;
+    assert_eq!(labels(&next), every[2..4]);
+    let before = field(&next, "id").pop().unwrap();
+    let back = api
+        .ok(
+            Method::GET,
+            &format!("/v1/blocks/?limit=2&before={before}"),
+            None,
+        )
+        .await;
+    assert_eq!(labels(&back), every[1..3]);
+    let by_label = api.ok(Method::GET, "/v1/blocks/?label=note3", None).await;
+    assert_eq!(labels(&by_label), ["note3"]);
+}

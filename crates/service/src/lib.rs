@@ -27,7 +27,7 @@ pub use agentfile::{
 pub use agents::AgentState;
 pub use api_token::REST_TOKEN_SECRET;
 pub use chat::RunHandle;
-pub use engram_store::{PassageList, PassagePage};
+pub use engram_store::{AgentList, BlockList, PassageList, PassagePage};
 pub use history::{MessagePage, Order};
 pub use notices::Notice;
 pub use providers::{LocalServer, ProviderInfo, ProviderSetup};

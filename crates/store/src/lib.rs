@@ -13,7 +13,9 @@
 //! Timestamps are stored as INTEGER unix **microseconds** (they sort and filter as integers);
 //! every struct a method returns is truncated to microseconds so it equals what later reads return.
 
+mod agent_list;
 mod agents;
+mod block_list;
 mod blocks;
 mod calibration;
 mod endpoints;
@@ -32,6 +34,8 @@ mod step_edits;
 mod steps;
 mod tools;
 
+pub use agent_list::AgentList;
+pub use block_list::BlockList;
 pub use calibration::{CALIBRATION_SETTING_PREFIX, Calibration};
 pub use import::{
     EXTRAS_SETTING_PREFIX, ImportAgent, ImportBlock, ImportBundle, ImportMessage, ImportedIds,

@@ -8,7 +8,7 @@
 
 use crate::Store;
 use crate::agents;
-use crate::passages::{PASSAGE_COLS, PassageQuery, Query, filters, passage_from_row};
+use crate::passages::{PASSAGE_COLS, Query, passage_from_row};
 use crate::sql::{self, DbResult};
 use engram_core::{AgentId, Error, Passage, PassageId, Result, TagMatch, Timestamp};
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
@@ -97,16 +97,65 @@ fn key_of(c: &Connection, agent: &AgentId, id: &PassageId) -> Result<Key> {
         .ok_or_else(|| Error::not_found("passage", id.as_str()))
 }
 
-/// The WHERE clause of the list's filters (agent, dates, tags, substring).
-fn list_filters(agent: &AgentId, q: &PassageList, query: &mut Query) -> Result<String> {
-    let search = PassageQuery {
-        tags: q.tags.clone(),
-        tag_match: q.tag_match,
-        start: q.start,
-        end: q.end,
-        ..PassageQuery::default()
-    };
-    let mut cond = filters(agent, &search, query)?;
+/// Bounds on a passage's place in time order, besides the list's own dates:
+/// `(created_at, pk)` strictly greater than `after` and strictly less than `before`.
+#[derive(Clone, Copy, Default)]
+struct Between {
+    after: Option<Key>,
+    before: Option<Key>,
+}
+
+/// The WHERE clause of the list's filters (agent, dates, substring; tags unless `tags` is
+/// false) within `between`. The list's dates and the bounds fold into one range on
+/// `created_at`, so SQLite seeks `passages_by_time` instead of testing every entry (a row
+/// value `(created_at, pk) > (?, ?)` is not used as a range by its planner).
+fn list_filters(
+    agent: &AgentId,
+    q: &PassageList,
+    between: Between,
+    tags: bool,
+    query: &mut Query,
+) -> Result<String> {
+    let start = q.start.map(sql::micros);
+    let end = q.end.map(sql::micros);
+    let low = [start, between.after.map(|k| k.0)]
+        .into_iter()
+        .flatten()
+        .max();
+    let high = [end, between.before.map(|k| k.0)]
+        .into_iter()
+        .flatten()
+        .min();
+    let mut cond = format!("p.agent_id = {}", query.arg(agent.as_str().to_owned()));
+    if let Some(t) = low {
+        cond.push_str(&format!(" AND p.created_at >= {}", query.arg(t)));
+    }
+    if let Some(t) = high {
+        cond.push_str(&format!(" AND p.created_at <= {}", query.arg(t)));
+    }
+    if let Some((t, pk)) = between.after {
+        cond.push_str(&format!(
+            " AND NOT (p.created_at = {} AND p.pk <= {})",
+            query.arg(t),
+            query.arg(pk)
+        ));
+    }
+    if let Some((t, pk)) = between.before {
+        cond.push_str(&format!(
+            " AND NOT (p.created_at = {} AND p.pk >= {})",
+            query.arg(t),
+            query.arg(pk)
+        ));
+    }
+    let unique = unique_tags(q);
+    if tags && !unique.is_empty() {
+        let list = query.arg(sql::to_json(&unique)?);
+        let need = query.arg(need_tags(q, unique.len()));
+        cond.push_str(&format!(
+            " AND (SELECT count(*) FROM passage_tags t WHERE t.passage_id = p.id
+                   AND t.tag IN (SELECT value FROM json_each({list}))) >= {need}"
+        ));
+    }
     if let Some(pattern) = like_pattern(q.search.as_deref()) {
         cond.push_str(&format!(
             " AND p.text LIKE {} ESCAPE '\\'",
@@ -116,11 +165,60 @@ fn list_filters(agent: &AgentId, q: &PassageList, query: &mut Query) -> Result<S
     Ok(cond)
 }
 
+fn unique_tags(q: &PassageList) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
+    for t in &q.tags {
+        if !out.contains(&t.as_str()) {
+            out.push(t);
+        }
+    }
+    out
+}
+
+/// How many of the list's `n` distinct tags a passage needs.
+fn need_tags(q: &PassageList, n: usize) -> i64 {
+    match q.tag_match {
+        TagMatch::Any => 1,
+        TagMatch::All => sql::sat(n),
+    }
+}
+
 fn unfiltered(q: &PassageList) -> bool {
     like_pattern(q.search.as_deref()).is_none()
         && q.tags.is_empty()
         && q.start.is_none()
         && q.end.is_none()
+}
+
+/// Passages passing the list's filters within `between`.
+fn count_between(
+    c: &Connection,
+    agent: &AgentId,
+    q: &PassageList,
+    between: Between,
+) -> Result<u64> {
+    let mut query = Query::default();
+    let tags = unique_tags(q);
+    let sql = if tags.is_empty() {
+        let cond = list_filters(agent, q, between, false, &mut query)?;
+        format!("SELECT count(*) FROM passages p WHERE {cond}")
+    } else {
+        // Counted from the tag index: walking the agent's passages and probing each one's
+        // tags costs ~100k probes at 100k passages; the tag side has only the tagged ones.
+        let list = query.arg(sql::to_json(&tags)?);
+        let need = query.arg(need_tags(q, tags.len()));
+        let cond = list_filters(agent, q, between, false, &mut query)?;
+        format!(
+            "SELECT count(*) FROM (
+                SELECT p.pk FROM passage_tags t CROSS JOIN passages p ON p.id = t.passage_id
+                WHERE t.tag IN (SELECT value FROM json_each({list})) AND {cond}
+                GROUP BY p.pk HAVING count(*) >= {need})"
+        )
+    };
+    c.prepare_cached(&sql)
+        .db()?
+        .query_row(params_from_iter(query.args), |r| sql::uint(r, 0))
+        .db()
 }
 
 /// Passages passing the list's filters.
@@ -135,12 +233,7 @@ fn count(c: &Connection, agent: &AgentId, q: &PassageList) -> Result<u64> {
             .db()
             .map(Option::unwrap_or_default);
     }
-    let mut query = Query::default();
-    let cond = list_filters(agent, q, &mut query)?;
-    c.prepare_cached(&format!("SELECT count(*) FROM passages p WHERE {cond}"))
-        .db()?
-        .query_row(params_from_iter(query.args), |r| sql::uint(r, 0))
-        .db()
+    count_between(c, agent, q, Between::default())
 }
 
 /// Passages passing the filters that come strictly before `key` in time order (`older`) or
@@ -152,19 +245,18 @@ fn count_beside(
     key: Key,
     older: bool,
 ) -> Result<u64> {
-    let mut query = Query::default();
-    let cond = list_filters(agent, q, &mut query)?;
-    let cmp = if older { "<" } else { ">" };
-    let sql = format!(
-        "SELECT count(*) FROM passages p WHERE {cond}
-         AND (p.created_at, p.pk) {cmp} ({}, {})",
-        query.arg(key.0),
-        query.arg(key.1)
-    );
-    c.prepare_cached(&sql)
-        .db()?
-        .query_row(params_from_iter(query.args), |r| sql::uint(r, 0))
-        .db()
+    let between = if older {
+        Between {
+            before: Some(key),
+            ..Between::default()
+        }
+    } else {
+        Between {
+            after: Some(key),
+            ..Between::default()
+        }
+    };
+    count_between(c, agent, q, between)
 }
 
 /// One range scan: passages passing the filters and lying beyond `lower` and short of `upper`
@@ -184,19 +276,20 @@ fn scan(
     if take == 0 {
         return Ok(Vec::new());
     }
-    let mut query = Query::default();
-    let mut cond = list_filters(agent, q, &mut query)?;
     // In the list's order, "beyond lower" is later in time when ascending, earlier when not.
-    let (past, short) = if q.ascending { (">", "<") } else { ("<", ">") };
-    for (key, cmp) in [(lower, past), (upper, short)] {
-        if let Some((t, pk)) = key {
-            cond.push_str(&format!(
-                " AND (p.created_at, p.pk) {cmp} ({}, {})",
-                query.arg(t),
-                query.arg(pk)
-            ));
+    let between = if q.ascending {
+        Between {
+            after: lower,
+            before: upper,
         }
-    }
+    } else {
+        Between {
+            after: upper,
+            before: lower,
+        }
+    };
+    let mut query = Query::default();
+    let cond = list_filters(agent, q, between, true, &mut query)?;
     let ascending_scan = q.ascending != from_end;
     let dir = if ascending_scan { "ASC" } else { "DESC" };
     let sql = format!(
@@ -274,7 +367,13 @@ impl Store {
     pub fn list_passages(&self, agent: &AgentId, q: &PassageList) -> Result<Vec<Passage>> {
         self.read(|c| {
             agents::ensure_exists(c, agent)?;
-            page(c, agent, q, None)
+            // Unfiltered, the total is one lookup, and lets a deep offset read from the end.
+            let total = if q.offset > 0 && unfiltered(q) {
+                Some(count(c, agent, q)?)
+            } else {
+                None
+            };
+            page(c, agent, q, total)
         })
     }
 
