@@ -94,7 +94,11 @@ test('filter by tag and by date, with counts of what passes', async ({ page }) =
   await expect(items(page).first()).toContainText('Entry 4900:');
   await page.getByTestId('archival-last').click();
   await expect(items(page).last()).toContainText('Entry 0:');
+  // For the README: the whole panel in view, filters and pager included.
+  await page.setViewportSize({ width: 1280, height: 1000 });
+  await page.getByTestId('archival-filter-tags').scrollIntoViewIfNeeded();
   await page.screenshot({ path: 'test-results/archive.png' });
+  await page.setViewportSize({ width: 1280, height: 800 });
   await page.getByTestId('archival-filter-clear').click();
   await expect(page.getByTestId('archival-count')).toHaveText('5,000 passages');
   // One day holds 24 hourly passages: 2025-01-03 is Entry 48 … Entry 71.
