@@ -240,7 +240,9 @@ pub fn list_passages(
     Ok(d.engram.passage_page(&agent_id, &list)?)
 }
 
-/// Searches archival memory as the agent would.
+/// Searches archival memory as the agent would, filtered by tags and dates before the limit.
+// A command's parameters are its named IPC arguments, the same as `/app/search_archival`'s.
+#[allow(clippy::too_many_arguments)]
 #[tauri::command(rename_all = "snake_case")]
 pub async fn search_archival(
     d: State<'_, Desktop>,

@@ -136,3 +136,18 @@ describe('ArchivalBrowser', () => {
     await waitFor(() => expect(items()).toEqual(['note two, edited', 'note 0']));
   });
 });
+
+describe('ArchivalBrowser on another agent', () => {
+  it('starts over: first page, no filters, no search', async () => {
+    const { lists } = archive(95);
+    const view = render(ArchivalBrowser, { agentId: 'agent-1' });
+    await waitFor(() => expect(items()).toHaveLength(10));
+    await userEvent.type(screen.getByTestId('archival-filter-tags'), 'even');
+    await userEvent.click(screen.getByTestId('archival-filter-apply'));
+    await userEvent.click(screen.getByTestId('archival-last'));
+    await waitFor(() => expect(lists.at(-1)).toMatchObject({ tags: ['even'], offset: 40 }));
+    await view.rerender({ agentId: 'agent-2' });
+    await waitFor(() => expect(lists.at(-1)).toMatchObject({ tags: [], offset: 0 }));
+    expect(screen.getByTestId('archival-filter-tags')).toHaveValue('');
+  });
+});
