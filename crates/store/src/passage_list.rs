@@ -343,8 +343,15 @@ fn page(
 }
 
 /// Where the page holding `at` starts: the number of filtered passages ahead of it in the
-/// list's order, rounded down to a multiple of `limit`.
-fn offset_at(c: &Connection, agent: &AgentId, q: &PassageList, at: Timestamp) -> Result<usize> {
+/// list's order, rounded down to a multiple of `limit`; past the list's end (a time beyond
+/// every passage), the last page of the `total`.
+fn offset_at(
+    c: &Connection,
+    agent: &AgentId,
+    q: &PassageList,
+    at: Timestamp,
+    total: u64,
+) -> Result<usize> {
     let micros = sql::micros(at);
     // Ahead of `at` newest first: created after it; oldest first: created before it.
     let key = if q.ascending {
@@ -353,7 +360,7 @@ fn offset_at(c: &Connection, agent: &AgentId, q: &PassageList, at: Timestamp) ->
         (micros, i64::MAX)
     };
     let ahead = count_beside(c, agent, q, key, q.ascending)?;
-    let ahead = usize::try_from(ahead).unwrap_or(usize::MAX);
+    let ahead = usize::try_from(ahead.min(total.saturating_sub(1))).unwrap_or(usize::MAX);
     Ok(match q.limit {
         0 => ahead,
         n => ahead / n * n,
@@ -395,7 +402,7 @@ impl Store {
             let cursor = q.after.is_some() || q.before.is_some();
             let mut q = q.clone();
             if let (Some(at), false) = (q.at, cursor) {
-                q.offset = offset_at(c, agent, &q, at)?;
+                q.offset = offset_at(c, agent, &q, at, total)?;
             }
             let passages = page(c, agent, &q, Some(total))?;
             let offset = match (cursor, passages.first()) {

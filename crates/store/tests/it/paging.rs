@@ -241,6 +241,14 @@ fn jumping_to_a_date_opens_the_page_that_holds_it() {
     let page = store.passage_page(&a, &early).unwrap();
     assert_eq!(page.offset, 20);
     assert_eq!(page.passages.last().unwrap().text, "n0");
+    // When the pages divide the list evenly, "before everything" is still the last page.
+    let even = PassageList {
+        at: Some(at("2023-01-01T00:00:00Z")),
+        ..list(5, 0, false)
+    };
+    let page = store.passage_page(&a, &even).unwrap();
+    assert_eq!(page.offset, 20);
+    assert_eq!(page.passages.len(), 5);
     let late = PassageList {
         at: Some(at("2030-01-01T00:00:00Z")),
         ..list(10, 0, false)
