@@ -254,18 +254,71 @@ async fn archival_pages_carry_the_total_and_search_finds_passages() {
     let page = app
         .ok(
             "list_passages",
-            json!({"agent_id": agent, "offset": 0, "limit": 2}),
+            json!({"agent_id": agent, "list": {"offset": 0, "limit": 2}}),
         )
         .await;
-    assert_eq!(page["total"], 3);
+    assert_eq!(
+        (page["total"].as_u64(), page["offset"].as_u64()),
+        (Some(3), Some(0))
+    );
     assert_eq!(page["passages"].as_array().unwrap().len(), 2);
+    // Newest first unless asked otherwise; the last page holds the oldest passage.
+    assert_eq!(page["passages"][0]["text"], "Alya bakes cherry pie");
+    let last = app
+        .ok(
+            "list_passages",
+            json!({"agent_id": agent, "list": {"offset": 2, "limit": 2}}),
+        )
+        .await;
+    assert_eq!(last["passages"][0]["text"], "Bob likes tea");
     let filtered = app
         .ok(
             "list_passages",
-            json!({"agent_id": agent, "search": "bob", "offset": 0, "limit": 10}),
+            json!({"agent_id": agent, "list": {"search": "bob", "offset": 0, "limit": 10}}),
         )
         .await;
     assert_eq!(filtered["total"], 2);
+    // Edit a passage's text and tags in place; a tag filter then finds it, and only it.
+    let first = last["passages"][0]["id"].clone();
+    let edited = app
+        .ok(
+            "edit_passage",
+            json!({"agent_id": agent, "passage_id": first,
+                   "text": "Bob likes green tea", "tags": ["drinks"]}),
+        )
+        .await;
+    assert_eq!(edited["tags"], json!(["drinks"]));
+    let drinks = app
+        .ok(
+            "list_passages",
+            json!({"agent_id": agent, "list": {"tags": ["drinks"], "offset": 0, "limit": 10}}),
+        )
+        .await;
+    assert_eq!(drinks["total"], 1);
+    assert_eq!(drinks["passages"][0]["text"], "Bob likes green tea");
+    let (status, err) = app
+        .call(
+            "edit_passage",
+            json!({"agent_id": agent, "passage_id": first, "text": "  "}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{err}");
+    assert_eq!(err["code"], "invalid_input");
+    let found = app
+        .ok(
+            "search_archival",
+            json!({"agent_id": agent, "query": "bob", "tags": ["drinks"]}),
+        )
+        .await;
+    assert_eq!(found.as_array().unwrap().len(), 1, "{found}");
+    assert_eq!(found[0]["passage"]["text"], "Bob likes green tea");
+    let none = app
+        .ok(
+            "search_archival",
+            json!({"agent_id": agent, "query": "bob", "end": "2001-01-01T00:00:00Z"}),
+        )
+        .await;
+    assert_eq!(none, json!([]));
     let hits = app
         .ok(
             "search_archival",
@@ -282,7 +335,7 @@ async fn archival_pages_carry_the_total_and_search_finds_passages() {
     let page = app
         .ok(
             "list_passages",
-            json!({"agent_id": agent, "offset": 0, "limit": 10}),
+            json!({"agent_id": agent, "list": {"offset": 0, "limit": 10}}),
         )
         .await;
     assert_eq!(page["total"], 2);

@@ -96,6 +96,26 @@ async fn the_cli_quick_start_works() {
     ])))
     .unwrap();
     assert_eq!(tagged.as_array().unwrap().len(), 0, "tag filter applies");
+    let listed: Value = serde_json::from_str(&stdout_ok(&run(&[
+        "archival", "list", &id, "--tag", "garden", "--json",
+    ])))
+    .unwrap();
+    assert_eq!(listed[0]["text"], "The tulips bloom in April.");
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    let oldest: Value = serde_json::from_str(&stdout_ok(&run(&[
+        "archival",
+        "list",
+        &id,
+        "--oldest-first",
+        "--offset",
+        "1",
+        "--since",
+        "2001-01-01T00:00:00Z",
+        "--json",
+    ])))
+    .unwrap();
+    assert_eq!(oldest.as_array().unwrap().len(), 1, "{oldest}");
+    assert_eq!(oldest[0]["text"], "Bob's car is blue.");
     let recall: Value = serde_json::from_str(&stdout_ok(&run(&[
         "recall", "search", &id, "Bob", "--role", "user", "--json",
     ])))

@@ -29,6 +29,7 @@ pub const ALL: &[&str] = &[
     "search_archival",
     "add_passage",
     "delete_passage",
+    "edit_passage",
     "search_recall",
     "context_window",
     "export_agent",

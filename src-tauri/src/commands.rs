@@ -6,7 +6,7 @@ use crate::Desktop;
 use crate::error::IpcResult;
 use engram_core::{
     Agent, AgentId, AgentPatch, Block, BlockEdit, BlockPatch, EditId, Message, NewAgent, NewTool,
-    Passage, PassageHit, PassageId, RunEvent, TagMatch, Tool, ToolId,
+    Passage, PassageHit, PassageId, RunEvent, TagMatch, Timestamp, Tool, ToolId,
 };
 use engram_service::{
     AgentState, AppInfo, ImportReport, LocalServer, PassagePage, ProviderInfo, ProviderSetup,
@@ -229,31 +229,29 @@ pub fn undo_block_edit(
     Ok(d.engram.undo_block_edit(&edit_id, version)?)
 }
 
-/// A page of archival memory, newest first, with the total.
+/// A page of archival memory (filters, order, cursor or offset in `list`) with the filtered
+/// total and the page's position.
 #[tauri::command(rename_all = "snake_case")]
 pub fn list_passages(
     d: State<'_, Desktop>,
     agent_id: AgentId,
-    search: Option<String>,
-    offset: usize,
-    limit: usize,
+    list: PassageList,
 ) -> IpcResult<PassagePage> {
-    let list = PassageList {
-        search,
-        offset,
-        limit,
-        ascending: false,
-    };
     Ok(d.engram.passage_page(&agent_id, &list)?)
 }
 
-/// Searches archival memory as the agent would.
+/// Searches archival memory as the agent would, filtered by tags and dates before the limit.
+// A command's parameters are its named IPC arguments, the same as `/app/search_archival`'s.
+#[allow(clippy::too_many_arguments)]
 #[tauri::command(rename_all = "snake_case")]
 pub async fn search_archival(
     d: State<'_, Desktop>,
     agent_id: AgentId,
     query: String,
     tags: Option<Vec<String>>,
+    tag_match: Option<TagMatch>,
+    start: Option<Timestamp>,
+    end: Option<Timestamp>,
     top_k: Option<usize>,
 ) -> IpcResult<Vec<PassageHit>> {
     let hits = d
@@ -262,8 +260,8 @@ pub async fn search_archival(
             &agent_id,
             &query,
             tags.unwrap_or_default(),
-            TagMatch::Any,
-            (None, None),
+            tag_match.unwrap_or_default(),
+            (start, end),
             top_k.unwrap_or(DEFAULT_TOP_K),
         )
         .await?;
@@ -291,6 +289,21 @@ pub fn delete_passage(
     passage_id: PassageId,
 ) -> IpcResult<()> {
     Ok(d.engram.delete_passage(&agent_id, &passage_id)?)
+}
+
+/// Changes a passage's text and/or tags (embedded again when the agent has an embedding
+/// model).
+#[tauri::command(rename_all = "snake_case")]
+pub async fn edit_passage(
+    d: State<'_, Desktop>,
+    agent_id: AgentId,
+    passage_id: PassageId,
+    text: Option<String>,
+    tags: Option<Vec<String>>,
+) -> IpcResult<Passage> {
+    Ok(d.engram
+        .edit_passage(&agent_id, &passage_id, text.as_deref(), tags)
+        .await?)
 }
 
 /// Searches the whole conversation (recall memory).

@@ -71,6 +71,7 @@ pub fn builder<R: Runtime>(builder: tauri::Builder<R>, engram: Arc<Engram>) -> t
             commands::search_archival,
             commands::add_passage,
             commands::delete_passage,
+            commands::edit_passage,
             commands::search_recall,
             commands::context_window,
             commands::export_agent,

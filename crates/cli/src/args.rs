@@ -193,13 +193,31 @@ pub enum ArchivalCmd {
         #[arg(long = "tag")]
         tags: Vec<String>,
     },
-    /// List passages, newest first.
+    /// List passages, newest first (a page read in SQL; filters apply before the limit).
     List {
         /// Agent id.
         agent: String,
         /// How many.
         #[arg(long, default_value_t = 20)]
         limit: usize,
+        /// Skip this many passages first.
+        #[arg(long, default_value_t = 0)]
+        offset: usize,
+        /// Oldest first.
+        #[arg(long)]
+        oldest_first: bool,
+        /// Only passages with this tag (repeatable: any of them, all with --all-tags).
+        #[arg(long = "tag")]
+        tags: Vec<String>,
+        /// With several --tag: passages need all of them.
+        #[arg(long)]
+        all_tags: bool,
+        /// Only passages created at or after this time (RFC 3339, e.g. 2026-01-31T00:00:00Z).
+        #[arg(long)]
+        since: Option<chrono::DateTime<chrono::Utc>>,
+        /// Only passages created at or before this time (RFC 3339).
+        #[arg(long)]
+        until: Option<chrono::DateTime<chrono::Utc>>,
         /// Print JSON.
         #[arg(long)]
         json: bool,

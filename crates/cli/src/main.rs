@@ -367,12 +367,30 @@ async fn archival(engram: &Engram, cmd: ArchivalCmd) -> Result<()> {
                 .await?;
             println!("{}", p.id);
         }
-        ArchivalCmd::List { agent, limit, json } => {
+        ArchivalCmd::List {
+            agent,
+            limit,
+            offset,
+            oldest_first,
+            tags,
+            all_tags,
+            since,
+            until,
+            json,
+        } => {
             let list = PassageList {
-                search: None,
-                offset: 0,
                 limit,
-                ascending: false,
+                offset,
+                ascending: oldest_first,
+                tags,
+                tag_match: if all_tags {
+                    TagMatch::All
+                } else {
+                    TagMatch::Any
+                },
+                start: since,
+                end: until,
+                ..PassageList::default()
             };
             let passages = engram.list_passages(&AgentId::from(agent), &list)?;
             if json {

@@ -20,7 +20,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use engram_core::{
     AgentId, AgentPatch, BlockPatch, EditId, Error, ErrorBody, MessageId, NewAgent, NewTool,
-    PassageId, TagMatch, ToolId,
+    PassageId, TagMatch, Timestamp, ToolId,
 };
 use engram_service::{ProviderSetup, RestApiStatus};
 use engram_store::{MessageQuery, PassageList};
@@ -57,6 +57,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/app/search_archival", post(search_archival))
         .route("/app/add_passage", post(add_passage))
         .route("/app/delete_passage", post(delete_passage))
+        .route("/app/edit_passage", post(edit_passage))
         .route("/app/search_recall", post(search_recall))
         .route("/app/context_window", post(context_window))
         .route("/app/export_agent", post(export_agent))
@@ -233,9 +234,7 @@ struct EditArg {
 #[derive(Deserialize)]
 struct ListPassagesArg {
     agent_id: AgentId,
-    search: Option<String>,
-    offset: usize,
-    limit: usize,
+    list: PassageList,
 }
 
 #[derive(Deserialize)]
@@ -244,6 +243,10 @@ struct SearchArchivalArg {
     query: String,
     #[serde(default)]
     tags: Vec<String>,
+    #[serde(default)]
+    tag_match: TagMatch,
+    start: Option<Timestamp>,
+    end: Option<Timestamp>,
     top_k: Option<usize>,
 }
 
@@ -259,6 +262,14 @@ struct AddPassageArg {
 struct PassageArg {
     agent_id: AgentId,
     passage_id: PassageId,
+}
+
+#[derive(Deserialize)]
+struct EditPassageArg {
+    agent_id: AgentId,
+    passage_id: PassageId,
+    text: Option<String>,
+    tags: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -427,13 +438,7 @@ async fn list_passages(
     State(s): State<AppState>,
     Args(a): Args<ListPassagesArg>,
 ) -> AppResult<impl Serialize> {
-    let list = PassageList {
-        search: a.search,
-        offset: a.offset,
-        limit: a.limit,
-        ascending: false,
-    };
-    done(s.engram.passage_page(&a.agent_id, &list))
+    done(s.engram.passage_page(&a.agent_id, &a.list))
 }
 
 async fn search_archival(
@@ -447,8 +452,8 @@ async fn search_archival(
             &a.agent_id,
             &a.query,
             a.tags,
-            TagMatch::Any,
-            (None, None),
+            a.tag_match,
+            (a.start, a.end),
             top_k,
         )
         .await;
@@ -464,6 +469,17 @@ async fn add_passage(
 
 async fn delete_passage(State(s): State<AppState>, Args(a): Args<PassageArg>) -> AppResult<()> {
     done(s.engram.delete_passage(&a.agent_id, &a.passage_id))
+}
+
+async fn edit_passage(
+    State(s): State<AppState>,
+    Args(a): Args<EditPassageArg>,
+) -> AppResult<impl Serialize> {
+    let edited = s
+        .engram
+        .edit_passage(&a.agent_id, &a.passage_id, a.text.as_deref(), a.tags)
+        .await;
+    done(edited)
 }
 
 async fn search_recall(

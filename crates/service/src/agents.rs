@@ -83,6 +83,17 @@ impl Engram {
         self.store.list_agents()
     }
 
+    /// A page of agents filtered and paged in SQL (Letta's `GET /v1/agents/`; see
+    /// [`AgentList`](engram_store::AgentList)).
+    pub fn list_agents_page(&self, q: &engram_store::AgentList) -> Result<Vec<Agent>> {
+        self.store.list_agents_page(q)
+    }
+
+    /// How many agents pass the filters of `q` (cursors and limit aside).
+    pub fn count_agents(&self, q: &engram_store::AgentList) -> Result<u64> {
+        self.store.count_agents(q)
+    }
+
     /// One agent with its blocks.
     pub fn get_agent(&self, id: &AgentId) -> Result<AgentState> {
         Ok(AgentState {

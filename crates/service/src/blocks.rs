@@ -17,6 +17,12 @@ impl Engram {
         self.store.list_blocks(label)
     }
 
+    /// A page of every block, filtered and paged in SQL (Letta's `GET /v1/blocks/`; see
+    /// [`BlockList`](engram_store::BlockList)).
+    pub fn list_blocks_page(&self, q: &engram_store::BlockList) -> Result<Vec<Block>> {
+        self.store.list_blocks_page(q)
+    }
+
     /// One block by id. Errors: `not_found`.
     pub fn get_block(&self, id: &BlockId) -> Result<Block> {
         self.store.get_block(id)

@@ -5,19 +5,7 @@ use engram_core::{
     AgentId, Block, BlockEdit, BlockPatch, EditId, Editor, Error, Message, NewPassage, Passage,
     PassageHit, PassageId, Result, TagMatch, Timestamp,
 };
-use engram_store::{MessageHit, MessageQuery, PassageList, PassageQuery, UndoPlan};
-use serde::Serialize;
-
-/// One page of archival memory and how many passages there are in all.
-#[derive(Clone, Debug, PartialEq, Serialize, ts_rs::TS)]
-#[ts(export)]
-pub struct PassagePage {
-    /// The page, in the order asked for.
-    pub passages: Vec<Passage>,
-    /// Passages matching the search (all of the agent's without one).
-    #[ts(type = "number")]
-    pub total: u64,
-}
+use engram_store::{MessageHit, MessageQuery, PassageList, PassagePage, PassageQuery, UndoPlan};
 
 /// How many history entries a block keeps on show.
 const HISTORY_LIMIT: usize = 200;
@@ -107,6 +95,18 @@ impl Engram {
         text: &str,
         tags: Vec<String>,
     ) -> Result<Passage> {
+        self.add_passage_at(agent, text, tags, None).await
+    }
+
+    /// Like [`add_passage`](Self::add_passage), dated `created_at` when given (Letta's
+    /// backdated passages: imported notes keep their day); otherwise now.
+    pub async fn add_passage_at(
+        &self,
+        agent: &AgentId,
+        text: &str,
+        tags: Vec<String>,
+        created_at: Option<Timestamp>,
+    ) -> Result<Passage> {
         if text.trim().is_empty() {
             return Err(Error::invalid("a passage needs text"));
         }
@@ -118,7 +118,7 @@ impl Engram {
             text: text.to_owned(),
             tags,
             embedding,
-            created_at: None,
+            created_at,
         };
         let mut stored = self.store.insert_passages(agent, &[new])?;
         self.notify(Notice::ArchivalChanged {
@@ -129,9 +129,9 @@ impl Engram {
             .ok_or_else(|| Error::Internal("insert returned no passage".into()))
     }
 
-    /// Lists passages, newest first unless `ascending`.
+    /// Lists a page of passages (see [`PassageList`]), newest first unless `ascending`.
+    /// Errors: `not_found` (agent, or a cursor passage).
     pub fn list_passages(&self, agent: &AgentId, list: &PassageList) -> Result<Vec<Passage>> {
-        self.store.get_agent(agent)?;
         self.store.list_passages(agent, list)
     }
 
@@ -144,13 +144,11 @@ impl Engram {
         Ok(())
     }
 
-    /// A page of passages with the number of passages matching `list.search` in all, for a
-    /// pager. Errors: `not_found`.
+    /// A page of passages with the number of passages passing the list's filters in all and
+    /// the page's position in that list, for a pager (paged in SQL: a page costs the same at
+    /// any archive size). Errors: `not_found` (agent, or a cursor passage).
     pub fn passage_page(&self, agent: &AgentId, list: &PassageList) -> Result<PassagePage> {
-        Ok(PassagePage {
-            passages: self.list_passages(agent, list)?,
-            total: self.store.count_passages(agent, list.search.as_deref())?,
-        })
+        self.store.passage_page(agent, list)
     }
 
     /// Searches archival memory as the agent's tool does (BM25, fused with vectors when the

@@ -7,7 +7,7 @@ use engram_core::{Agent, AgentId, AgentPatch, Block, BlockId, Error, LoopStyle, 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use std::collections::HashSet;
 
-const AGENT_COLS: &str = "id, name, description, system, llm, embedding, loop_style, max_steps, \
+pub(crate) const AGENT_COLS: &str = "id, name, description, system, llm, embedding, loop_style, max_steps, \
                           tools, summary, created_at, updated_at, tool_rules";
 
 fn loop_style_str(s: LoopStyle) -> &'static str {
@@ -26,7 +26,7 @@ fn parse_loop_style(s: &str) -> LoopStyle {
     }
 }
 
-fn agent_from_row(r: &Row<'_>) -> rusqlite::Result<Agent> {
+pub(crate) fn agent_from_row(r: &Row<'_>) -> rusqlite::Result<Agent> {
     Ok(Agent {
         id: AgentId::from(r.get::<_, String>(0)?),
         name: r.get(1)?,

@@ -13,10 +13,10 @@ use engram_core::{
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-const BLOCK_COLS: &str = "b.id, b.label, b.value, b.char_limit, b.description, b.read_only, \
+pub(crate) const BLOCK_COLS: &str = "b.id, b.label, b.value, b.char_limit, b.description, b.read_only, \
                           b.created_at, b.updated_at, b.version";
 
-fn block_from_row(r: &Row<'_>) -> rusqlite::Result<Block> {
+pub(crate) fn block_from_row(r: &Row<'_>) -> rusqlite::Result<Block> {
     Ok(Block {
         id: BlockId::from(r.get::<_, String>(0)?),
         label: r.get(1)?,

@@ -13,7 +13,9 @@
 //! Timestamps are stored as INTEGER unix **microseconds** (they sort and filter as integers);
 //! every struct a method returns is truncated to microseconds so it equals what later reads return.
 
+mod agent_list;
 mod agents;
+mod block_list;
 mod blocks;
 mod calibration;
 mod endpoints;
@@ -22,6 +24,7 @@ mod message_pages;
 mod messages;
 mod migrations;
 mod model_windows;
+mod passage_list;
 mod passages;
 pub mod private;
 mod repair;
@@ -35,6 +38,8 @@ mod steps;
 mod tools;
 mod undo;
 
+pub use agent_list::AgentList;
+pub use block_list::BlockList;
 pub use calibration::{CALIBRATION_SETTING_PREFIX, Calibration};
 pub use import::{
     EXTRAS_SETTING_PREFIX, ImportAgent, ImportBlock, ImportBundle, ImportMessage, ImportedIds,
@@ -43,7 +48,8 @@ pub use import::{
 pub use message_pages::{Compaction, MessageWindow, SeqOrder, WindowAt};
 pub use messages::{MessageHit, MessageQuery, SEQ_GAP};
 pub use model_windows::MODEL_WINDOW_SETTING_PREFIX;
-pub use passages::{PassageList, PassageQuery};
+pub use passage_list::{PassageList, PassagePage};
+pub use passages::PassageQuery;
 pub use settings::ProviderRow;
 pub use sharing::{BlockAgent, SharedBlock};
 pub use steps::{BlockChange, BlockWrite, CommittedStep, StepCommit};

@@ -286,6 +286,10 @@ WHERE a.summary IS NOT NULL AND a.summary != '';
 "#;
 
 /// Every migration, oldest first.
+/// Lists paged in SQL (issue #18): `GET /v1/blocks/` walks blocks in creation order by index
+/// instead of sorting every block for each page.
+const BLOCKS_BY_CREATION: &str = "CREATE INDEX blocks_by_created ON blocks (created_at, id);";
+
 const MIGRATIONS: &[M<'static>] = &[
     M::up(V1),
     M::up(BLOCK_VERSIONS),
@@ -293,6 +297,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(AGENT_TAGS_AND_PASSAGE_EDITS),
     M::up(TOOL_TRUST),
     M::up(COMPACTION_MARKERS),
+    M::up(BLOCKS_BY_CREATION),
 ];
 
 /// The migration list (exposed to tests so they can validate it).

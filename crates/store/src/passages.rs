@@ -39,41 +39,17 @@ pub struct PassageQuery {
     pub embedding: Option<Vec<f32>>,
 }
 
-/// A page of an agent's archival memory, for browsing.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PassageList {
-    /// Only passages whose text contains this substring (case-insensitive for ASCII letters).
-    pub search: Option<String>,
-    /// Passages to skip.
-    pub offset: usize,
-    /// Maximum number of passages.
-    pub limit: usize,
-    /// Oldest first when true, newest first otherwise.
-    pub ascending: bool,
-}
-
-const PASSAGE_COLS: &str = "p.id, p.agent_id, p.text, \
+pub(crate) const PASSAGE_COLS: &str = "p.id, p.agent_id, p.text, \
     (SELECT json_group_array(tag ORDER BY position) FROM passage_tags t WHERE t.passage_id = p.id), \
     p.created_at";
 
-fn passage_from_row(r: &Row<'_>) -> rusqlite::Result<Passage> {
+pub(crate) fn passage_from_row(r: &Row<'_>) -> rusqlite::Result<Passage> {
     Ok(Passage {
         id: PassageId::from(r.get::<_, String>(0)?),
         agent_id: AgentId::from(r.get::<_, String>(1)?),
         text: r.get(2)?,
         tags: json(r, 3)?,
         created_at: ts(r, 4)?,
-    })
-}
-
-/// A `LIKE` pattern matching text that contains `search` literally (`None` for no filter).
-fn like_pattern(search: Option<&str>) -> Option<String> {
-    search.filter(|s| !s.is_empty()).map(|s| {
-        let escaped = s
-            .replace('\\', "\\\\")
-            .replace('%', "\\%")
-            .replace('_', "\\_");
-        format!("%{escaped}%")
     })
 }
 
@@ -154,20 +130,20 @@ pub(crate) fn insert(
 /// A SQL text with positional arguments numbered as they are added, so optional filters can
 /// be appended without counting placeholders by hand.
 #[derive(Default)]
-struct Query {
-    args: Vec<Value>,
+pub(crate) struct Query {
+    pub(crate) args: Vec<Value>,
 }
 
 impl Query {
     /// Adds an argument and returns its placeholder (`?N`).
-    fn arg(&mut self, v: impl Into<Value>) -> String {
+    pub(crate) fn arg(&mut self, v: impl Into<Value>) -> String {
         self.args.push(v.into());
         format!("?{}", self.args.len())
     }
 }
 
 /// The WHERE conditions every archival search applies: agent, dates, tags.
-fn filters(agent: &AgentId, q: &PassageQuery, query: &mut Query) -> Result<String> {
+pub(crate) fn filters(agent: &AgentId, q: &PassageQuery, query: &mut Query) -> Result<String> {
     let mut sql = format!(
         "p.agent_id = {} AND p.created_at BETWEEN {} AND {}",
         query.arg(agent.as_str().to_owned()),
@@ -360,47 +336,6 @@ impl Store {
         self.write(|tx| {
             agents::ensure_exists(tx, agent)?;
             insert(tx, agent, ps, sql::now())
-        })
-    }
-
-    /// A page of the agent's passages by creation time (see [`PassageList`]).
-    /// Errors: `NotFound("agent")`.
-    pub fn list_passages(&self, agent: &AgentId, q: &PassageList) -> Result<Vec<Passage>> {
-        let order = if q.ascending { "ASC" } else { "DESC" };
-        let pattern = like_pattern(q.search.as_deref());
-        self.read(|c| {
-            agents::ensure_exists(c, agent)?;
-            let mut stmt = c
-                .prepare_cached(&format!(
-                    "SELECT {PASSAGE_COLS} FROM passages p
-                     WHERE p.agent_id = ?1 AND (?2 IS NULL OR p.text LIKE ?2 ESCAPE '\\')
-                     ORDER BY p.created_at {order}, p.pk {order} LIMIT ?3 OFFSET ?4"
-                ))
-                .db()?;
-            let args = params![
-                agent.as_str(),
-                pattern,
-                sql::sat(q.limit),
-                sql::sat(q.offset)
-            ];
-            let rows = stmt.query_map(args, passage_from_row).db()?;
-            rows.collect::<rusqlite::Result<_>>().db()
-        })
-    }
-
-    /// How many of the agent's passages contain `search` (all of them for `None`), for paging
-    /// a [`PassageList`]. Errors: `NotFound("agent")`.
-    pub fn count_passages(&self, agent: &AgentId, search: Option<&str>) -> Result<u64> {
-        let pattern = like_pattern(search);
-        self.read(|c| {
-            agents::ensure_exists(c, agent)?;
-            c.prepare_cached(
-                "SELECT count(*) FROM passages p
-                 WHERE p.agent_id = ?1 AND (?2 IS NULL OR p.text LIKE ?2 ESCAPE '\\')",
-            )
-            .db()?
-            .query_row(params![agent.as_str(), pattern], |r| sql::uint(r, 0))
-            .db()
         })
     }
 

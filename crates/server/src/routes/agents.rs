@@ -5,15 +5,15 @@ use super::{agent_id, deleted};
 use crate::AppState;
 use crate::errors::{ApiError, ApiResult};
 use crate::json::{Body, Params};
-use crate::paging::{Cursor, page};
+use crate::paging::Cursor;
 use crate::shapes;
 use axum::Json;
 use axum::extract::{Path, RawQuery, State};
 use engram_agent::tools::default_tools;
 use engram_core::{
-    Agent, AgentPatch, BlockId, EmbeddingConfig, LlmConfig, LoopStyle, NewAgent, NewBlock,
+    AgentId, AgentPatch, BlockId, EmbeddingConfig, LlmConfig, LoopStyle, NewAgent, NewBlock,
 };
-use engram_service::{AgentState, Engram};
+use engram_service::{AgentList, AgentState, Engram};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -265,42 +265,34 @@ fn tags_of(raw: Option<&str>) -> ApiResult<Vec<String>> {
         .collect())
 }
 
-/// The agents the filters keep, oldest first: `name` exactly, `query_text` as a
-/// case-insensitive substring of the name, `tags` any of them (all with `match_all_tags`).
-fn filtered(s: &AppState, q: &AgentQuery, tags: &[String]) -> ApiResult<Vec<Agent>> {
-    let mut agents: Vec<Agent> = s.engram.list_agents()?;
-    if let Some(name) = &q.name {
-        agents.retain(|a| a.name == *name);
+/// The filters and page of a list: `name` exactly, `query_text` as a case-insensitive
+/// substring of the name, `tags` any of them (all with `match_all_tags`), Letta's cursors;
+/// oldest first unless `order=desc`. All of it runs in SQL.
+fn agent_list(q: &AgentQuery, tags: Vec<String>) -> AgentList {
+    AgentList {
+        name: q.name.clone(),
+        query_text: q.query_text.clone(),
+        tags,
+        match_all_tags: q.match_all_tags,
+        after: q.cursor.after.clone().map(AgentId::from),
+        before: q.cursor.before.clone().map(AgentId::from),
+        limit: q.cursor.limit.unwrap_or(DEFAULT_AGENT_LIMIT),
+        ascending: !q.cursor.descending(false),
     }
-    if let Some(text) = q.query_text.as_deref().map(str::to_lowercase) {
-        agents.retain(|a| a.name.to_lowercase().contains(&text));
-    }
-    if !tags.is_empty() {
-        let mut kept = Vec::with_capacity(agents.len());
-        for a in agents {
-            let have = s.engram.agent_tags(&a.id)?;
-            let hit = |t: &String| have.contains(t);
-            if if q.match_all_tags {
-                tags.iter().all(hit)
-            } else {
-                tags.iter().any(hit)
-            } {
-                kept.push(a);
-            }
-        }
-        agents = kept;
-    }
-    Ok(agents)
 }
 
-/// `GET /v1/agents/`: oldest first unless `order=desc`, filtered as [`filtered`] says.
+/// How many agents a list answers when the caller does not say.
+const DEFAULT_AGENT_LIMIT: usize = 50;
+
+/// `GET /v1/agents/`: oldest first unless `order=desc`, filtered as [`agent_list`] says.
 pub async fn list(
     State(s): State<AppState>,
     Params(q): Params<AgentQuery>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<Vec<Value>>> {
-    let agents = filtered(&s, &q, &tags_of(raw.as_deref())?)?;
-    let agents = page(agents, |a| a.id.as_str(), &q.cursor, false, 50);
+    let agents = s
+        .engram
+        .list_agents_page(&agent_list(&q, tags_of(raw.as_deref())?))?;
     let mut out = Vec::with_capacity(agents.len());
     for a in agents {
         let state = s.engram.get_agent(&a.id)?;
@@ -314,8 +306,9 @@ pub async fn count(
     State(s): State<AppState>,
     Params(q): Params<AgentQuery>,
     RawQuery(raw): RawQuery,
-) -> ApiResult<Json<usize>> {
-    Ok(Json(filtered(&s, &q, &tags_of(raw.as_deref())?)?.len()))
+) -> ApiResult<Json<u64>> {
+    let list = agent_list(&q, tags_of(raw.as_deref())?);
+    Ok(Json(s.engram.count_agents(&list)?))
 }
 
 /// `GET /v1/agents/{agent_id}`.

@@ -12,6 +12,7 @@ use axum::http::StatusCode;
 use axum::{Extension, Json};
 use engram_agent::ToolScope;
 use engram_core::{BlockId, BlockPatch, Editor, NewBlock};
+use engram_service::BlockList;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -179,14 +180,24 @@ pub async fn detach(
     agents::render(&s.engram, &state)
 }
 
-/// `GET /v1/blocks/`: every block, optionally by `label`, oldest first.
+/// How many blocks `GET /v1/blocks/` answers when the caller does not say.
+const DEFAULT_BLOCK_LIMIT: usize = 50;
+
+/// `GET /v1/blocks/`: every block, optionally by `label`, oldest first unless `order=desc`,
+/// paged in SQL.
 pub async fn list(
     State(s): State<AppState>,
     Params(q): Params<BlockQuery>,
 ) -> ApiResult<Json<Vec<Value>>> {
-    let blocks = s.engram.list_blocks(q.label.as_deref())?;
-    let blocks = blocks.iter().map(shapes::block).collect();
-    Ok(Json(page(blocks, id_of, &q.cursor, false, 50)))
+    let list = BlockList {
+        label: q.label.clone(),
+        after: q.cursor.after.clone().map(BlockId::from),
+        before: q.cursor.before.clone().map(BlockId::from),
+        limit: q.cursor.limit.unwrap_or(DEFAULT_BLOCK_LIMIT),
+        ascending: !q.cursor.descending(false),
+    };
+    let blocks = s.engram.list_blocks_page(&list)?;
+    Ok(Json(blocks.iter().map(shapes::block).collect()))
 }
 
 /// `POST /v1/blocks/`.

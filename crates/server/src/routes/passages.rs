@@ -3,8 +3,7 @@
 use super::{agent_id, deleted};
 use crate::AppState;
 use crate::errors::{ApiError, ApiResult};
-use crate::json::{Body, Params};
-use crate::paging::{Cursor, page};
+use crate::json::Body;
 use crate::shapes;
 use axum::Json;
 use axum::extract::{Path, RawQuery, State};
@@ -14,39 +13,109 @@ use engram_store::PassageList;
 use serde::Deserialize;
 use serde_json::Value;
 
-/// Query of the list: cursors plus `search` (substring) and `ascending` (default true).
-#[derive(Deserialize)]
-pub struct ListQuery {
-    #[serde(flatten)]
-    cursor: Cursor,
-    search: Option<String>,
+/// How many passages a list answers when the caller does not say (Letta's default).
+const DEFAULT_LIST_LIMIT: usize = 100;
+
+fn unprocessable(detail: impl Into<String>) -> ApiError {
+    ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_input", detail)
 }
 
-/// `GET …/archival-memory`: passages oldest first (unless `ascending=false`), paged by id.
+fn number(name: &str, v: &str) -> ApiResult<usize> {
+    v.parse()
+        .map_err(|_| unprocessable(format!("{name} must be a whole number ≥ 0, got '{v}'")))
+}
+
+fn boolean(name: &str, v: &str) -> ApiResult<bool> {
+    match v.to_ascii_lowercase().as_str() {
+        "true" | "1" => Ok(true),
+        "false" | "0" => Ok(false),
+        _ => Err(unprocessable(format!(
+            "{name} must be true or false, got '{v}'"
+        ))),
+    }
+}
+
+/// The list's query: Letta's `after`, `before`, `limit`, `search`, `ascending` (0.1.x) or
+/// `order=asc|desc` (1.x; default oldest first), plus Engram's `offset`, `tags` (repeatable),
+/// `tag_match_mode=any|all`, `start_datetime` and `end_datetime`. Every filter runs in SQL.
+fn list_query(raw: Option<&str>) -> ApiResult<PassageList> {
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(raw.unwrap_or_default())
+        .map_err(|e| ApiError::bad_request(format!("bad query string: {e}")))?;
+    let mut q = PassageList {
+        limit: DEFAULT_LIST_LIMIT,
+        ascending: true,
+        ..PassageList::default()
+    };
+    let mut order = None;
+    for (k, v) in pairs {
+        match k.as_str() {
+            "after" => q.after = Some(PassageId::from(v)),
+            "before" => q.before = Some(PassageId::from(v)),
+            "limit" => q.limit = number(&k, &v)?,
+            "offset" => q.offset = number(&k, &v)?,
+            "search" => q.search = Some(v),
+            "ascending" => q.ascending = boolean(&k, &v)?,
+            "order" => {
+                order = Some(match v.to_ascii_lowercase().as_str() {
+                    "asc" => true,
+                    "desc" => false,
+                    _ => {
+                        return Err(unprocessable(format!(
+                            "order must be asc or desc, got '{v}'"
+                        )));
+                    }
+                })
+            }
+            "tags" | "tags[]" => q.tags.push(v),
+            "tag_match_mode" => {
+                q.tag_match = match v.as_str() {
+                    "any" => TagMatch::Any,
+                    "all" => TagMatch::All,
+                    _ => {
+                        return Err(unprocessable(format!(
+                            "tag_match_mode must be any or all, got '{v}'"
+                        )));
+                    }
+                }
+            }
+            "start_datetime" => q.start = Some(parse_time(&k, &v)?),
+            "end_datetime" => q.end = Some(parse_time(&k, &v)?),
+            _ => {}
+        }
+    }
+    // `order` is the newer spelling; it wins when a client sends both.
+    if let Some(asc) = order {
+        q.ascending = asc;
+    }
+    if let (Some(start), Some(end)) = (q.start, q.end)
+        && start > end
+    {
+        return Err(unprocessable("start_datetime is after end_datetime"));
+    }
+    Ok(q)
+}
+
+/// `GET …/archival-memory`: a page of passages, oldest first unless `ascending=false` or
+/// `order=desc`, paged in SQL by cursor (`after`/`before` a passage id) or `offset`. An
+/// unknown cursor id is 404.
 pub async fn list(
     State(s): State<AppState>,
     Path(id): Path<String>,
-    Params(q): Params<ListQuery>,
+    RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<Vec<Value>>> {
-    let all = s.engram.list_passages(
-        &agent_id(id),
-        &PassageList {
-            search: q.search.clone(),
-            offset: 0,
-            limit: usize::MAX,
-            ascending: true,
-        },
-    )?;
-    let passages = page(all, |p| p.id.as_str(), &q.cursor, false, 100);
+    let q = list_query(raw.as_deref())?;
+    let passages = s.engram.list_passages(&agent_id(id), &q)?;
     Ok(Json(passages.iter().map(shapes::passage).collect()))
 }
 
-/// Letta's `CreateArchivalMemory`.
+/// Letta's `CreateArchivalMemory` (`created_at` backdates the passage).
 #[derive(Deserialize)]
 pub struct PassageIn {
     text: String,
     #[serde(default)]
     tags: Option<Vec<String>>,
+    #[serde(default)]
+    created_at: Option<Timestamp>,
 }
 
 /// `POST …/archival-memory`: answers a list holding the new passage, as Letta does.
@@ -57,7 +126,12 @@ pub async fn create(
 ) -> ApiResult<Json<Vec<Value>>> {
     let passage = s
         .engram
-        .add_passage(&agent_id(id), &p.text, p.tags.unwrap_or_default())
+        .add_passage_at(
+            &agent_id(id),
+            &p.text,
+            p.tags.unwrap_or_default(),
+            p.created_at,
+        )
         .await?;
     Ok(Json(vec![shapes::passage(&passage)]))
 }

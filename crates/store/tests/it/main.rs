@@ -5,6 +5,7 @@ mod blocks;
 mod labels;
 mod message_pages;
 mod messages;
+mod paging;
 mod passages;
 mod schema;
 mod search;

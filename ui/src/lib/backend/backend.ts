@@ -25,12 +25,14 @@ import type {
   Notice,
   Passage,
   PassageHit,
+  PassageList,
   PassagePage,
   ProviderInfo,
   ProviderSetup,
   RestApiStatus,
   RunEvent,
   SharedBlock,
+  TagMatch,
   Template,
   Tool,
   ToolPython,
@@ -69,9 +71,13 @@ export interface Commands {
   update_block: [AgentArg & { label: string; patch: BlockPatch }, Block];
   block_history: [AgentArg & { label: string }, BlockEdit[]];
   undo_block_edit: [{ edit_id: string; version?: number }, Block];
-  list_passages: [AgentArg & { search?: string; offset: number; limit: number }, PassagePage];
-  search_archival: [AgentArg & { query: string; tags?: string[]; top_k?: number }, PassageHit[]];
+  list_passages: [AgentArg & { list: PassageList }, PassagePage];
+  search_archival: [
+    AgentArg & { query: string; tags?: string[]; tag_match?: TagMatch; start?: string; end?: string; top_k?: number },
+    PassageHit[],
+  ];
   add_passage: [AgentArg & { text: string; tags: string[] }, Passage];
+  edit_passage: [AgentArg & { passage_id: string; text?: string; tags?: string[] }, Passage];
   delete_passage: [AgentArg & { passage_id: string }, null];
   search_recall: [AgentArg & { query: string; limit: number }, MessageHit[]];
   context_window: [AgentArg, ContextBreakdown];

@@ -24,9 +24,10 @@ describe('tauri backend', () => {
       if (cmd === 'list_passages') return { passages: [], total: 0 };
     });
     const b = tauriBackend();
-    const page = await b.call('list_passages', { agent_id: 'agent-1', search: 'tulips', offset: 20, limit: 10 });
+    const list = { search: 'tulips', tags: [], tag_match: 'any' as const, offset: 20, limit: 10, ascending: false };
+    const page = await b.call('list_passages', { agent_id: 'agent-1', list });
     expect(page).toEqual({ passages: [], total: 0 });
-    expect(seen).toEqual([['list_passages', { agent_id: 'agent-1', search: 'tulips', offset: 20, limit: 10 }]]);
+    expect(seen).toEqual([['list_passages', { agent_id: 'agent-1', list }]]);
   });
 
   it('passes an empty object to commands without arguments', async () => {

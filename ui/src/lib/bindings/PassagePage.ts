@@ -2,7 +2,8 @@
 import type { Passage } from "./Passage";
 
 /**
- * One page of archival memory and how many passages there are in all.
+ * One page of archival memory, where it sits in the list, and how many passages the list
+ * holds.
  */
 export type PassagePage = { 
 /**
@@ -10,6 +11,11 @@ export type PassagePage = {
  */
 passages: Array<Passage>, 
 /**
- * Passages matching the search (all of the agent's without one).
+ * Passages passing the filters (all of the agent's without any).
  */
-total: number, };
+total: number, 
+/**
+ * How many passages of the list come before the page's first one (the page's index is
+ * `offset / limit` when the page is aligned).
+ */
+offset: number, };

@@ -1,0 +1,142 @@
+//! Listing agents as Letta's `GET /v1/agents/` does, filtered and paged in SQL: by exact name,
+//! name substring, tags (any or all), with `after`/`before` cursors in either order, over the
+//! `agents_by_created (created_at, id)` index, so a page costs the same however many agents
+//! there are.
+
+use crate::Store;
+use crate::agents::{AGENT_COLS, agent_from_row};
+use crate::passages::Query;
+use crate::sql::{self, DbResult};
+use engram_core::{Agent, AgentId, Result};
+use rusqlite::{Connection, OptionalExtension, params_from_iter};
+
+/// Which agents to list, and which page.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AgentList {
+    /// Only agents with exactly this name.
+    pub name: Option<String>,
+    /// Only agents whose name contains this (case-insensitive for ASCII letters).
+    pub query_text: Option<String>,
+    /// Only agents with any of these tags (all of them with `match_all_tags`); empty: no
+    /// tag filter.
+    pub tags: Vec<String>,
+    /// Whether an agent needs every tag rather than one.
+    pub match_all_tags: bool,
+    /// Only agents after this one in the list's order. An id that is not an agent's gives an
+    /// empty page (the SDKs' paging then ends).
+    pub after: Option<AgentId>,
+    /// Only agents before this one in the list's order: the `limit` nearest it.
+    pub before: Option<AgentId>,
+    /// Maximum number of agents.
+    pub limit: usize,
+    /// Oldest first when true.
+    pub ascending: bool,
+}
+
+/// An agent's place in creation order: `(created_at µs, id)`.
+type Key = (i64, String);
+
+fn key_of(c: &Connection, id: &AgentId) -> Result<Option<Key>> {
+    c.prepare_cached("SELECT created_at, id FROM agents WHERE id = ?1")
+        .db()?
+        .query_row([id.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()
+        .db()
+}
+
+/// The WHERE clause of the filters (on table alias `a`).
+fn filters(q: &AgentList, query: &mut Query) -> Result<String> {
+    let mut cond = String::from("1");
+    if let Some(name) = &q.name {
+        cond.push_str(&format!(" AND a.name = {}", query.arg(name.clone())));
+    }
+    if let Some(text) = q.query_text.as_deref().filter(|t| !t.is_empty()) {
+        cond.push_str(&format!(
+            " AND instr(lower(a.name), lower({})) > 0",
+            query.arg(text.to_owned())
+        ));
+    }
+    let mut tags: Vec<&str> = Vec::new();
+    for t in &q.tags {
+        if !tags.contains(&t.as_str()) {
+            tags.push(t);
+        }
+    }
+    if !tags.is_empty() {
+        let list = query.arg(sql::to_json(&tags)?);
+        let need = if q.match_all_tags {
+            query.arg(sql::sat(tags.len()))
+        } else {
+            "1".to_owned()
+        };
+        cond.push_str(&format!(
+            " AND (SELECT count(*) FROM agent_tags t WHERE t.agent_id = a.id
+                   AND t.tag IN (SELECT value FROM json_each({list}))) >= {need}"
+        ));
+    }
+    Ok(cond)
+}
+
+impl Store {
+    /// A page of agents passing `q`'s filters, in creation order (see [`AgentList`]).
+    pub fn list_agents_page(&self, q: &AgentList) -> Result<Vec<Agent>> {
+        self.read(|c| {
+            let mut keys = Vec::new();
+            for (id, cmp) in [(&q.after, true), (&q.before, false)] {
+                if let Some(id) = id {
+                    match key_of(c, id)? {
+                        Some(k) => keys.push((k, cmp)),
+                        None => return Ok(Vec::new()),
+                    }
+                }
+            }
+            if q.limit == 0 {
+                return Ok(Vec::new());
+            }
+            let mut query = Query::default();
+            let mut cond = filters(q, &mut query)?;
+            for ((t, id), after) in keys {
+                // "After" in the list's order is later in time when ascending.
+                let cmp = if after == q.ascending { ">" } else { "<" };
+                cond.push_str(&format!(
+                    " AND (a.created_at, a.id) {cmp} ({}, {})",
+                    query.arg(t),
+                    query.arg(id)
+                ));
+            }
+            // `before` takes the page nearest the cursor: read backwards, then turn round.
+            let backwards = q.before.is_some();
+            let dir = if q.ascending != backwards {
+                "ASC"
+            } else {
+                "DESC"
+            };
+            let sql = format!(
+                "SELECT {AGENT_COLS} FROM agents a WHERE {cond}
+                 ORDER BY a.created_at {dir}, a.id {dir} LIMIT {}",
+                query.arg(sql::sat(q.limit))
+            );
+            let mut stmt = c.prepare_cached(&sql).db()?;
+            let rows = stmt
+                .query_map(params_from_iter(query.args), agent_from_row)
+                .db()?;
+            let mut out: Vec<Agent> = rows.collect::<rusqlite::Result<_>>().db()?;
+            if backwards {
+                out.reverse();
+            }
+            Ok(out)
+        })
+    }
+
+    /// How many agents pass `q`'s filters (cursors and limit aside).
+    pub fn count_agents(&self, q: &AgentList) -> Result<u64> {
+        self.read(|c| {
+            let mut query = Query::default();
+            let cond = filters(q, &mut query)?;
+            c.prepare_cached(&format!("SELECT count(*) FROM agents a WHERE {cond}"))
+                .db()?
+                .query_row(params_from_iter(query.args), |r| sql::uint(r, 0))
+                .db()
+        })
+    }
+}

@@ -1,0 +1,425 @@
+//! Browsing archival memory: pages of an agent's passages in time order, paged in SQL.
+//!
+//! Filters (substring, tags, date range) are SQL conditions and the page is an indexed range
+//! scan over `passages_by_time` (`agent_id, created_at` plus the row key), so a page of 10
+//! costs the same at 100 or 100,000 passages. Cursors (`after`/`before` a passage id, as
+//! Letta's list routes take them) become row-value bounds on `(created_at, pk)`; a deep offset
+//! is read from the other end of the list, so the last page is as cheap as the first.
+
+use crate::Store;
+use crate::agents;
+use crate::passages::{PASSAGE_COLS, Query, passage_from_row};
+use crate::sql::{self, DbResult};
+use engram_core::{AgentId, Error, Passage, PassageId, Result, TagMatch, Timestamp};
+use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
+use serde::{Deserialize, Serialize};
+
+/// Which page of an agent's archival memory to read, and which passages count.
+///
+/// Filters (`search`, `tags`, `start`, `end`) decide which passages are in the list and are
+/// counted in [`PassagePage::total`]; `after`, `before`, `at` and `offset` only choose where
+/// in that list the page starts.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+#[ts(export)]
+#[serde(default)]
+pub struct PassageList {
+    /// Only passages whose text contains this substring (case-insensitive for ASCII letters).
+    #[ts(optional)]
+    pub search: Option<String>,
+    /// Only passages carrying these tags (see `tag_match`); empty: no tag filter.
+    pub tags: Vec<String>,
+    /// Whether a passage needs any or all of `tags`.
+    pub tag_match: TagMatch,
+    /// Only passages created at or after this time.
+    #[ts(optional)]
+    pub start: Option<Timestamp>,
+    /// Only passages created at or before this time.
+    #[ts(optional)]
+    pub end: Option<Timestamp>,
+    /// Only passages after this one in the list's order (a Letta cursor).
+    #[ts(optional)]
+    pub after: Option<PassageId>,
+    /// Only passages before this one in the list's order: the `limit` nearest it.
+    #[ts(optional)]
+    pub before: Option<PassageId>,
+    /// Start at the page (of `limit` passages, counted from the list's start) holding the
+    /// first passage created at or before this time (newest first) or at or after it (oldest
+    /// first): "jump to a date". Ignored with a cursor.
+    #[ts(optional)]
+    pub at: Option<Timestamp>,
+    /// Passages to skip (after the cursor, if any).
+    pub offset: usize,
+    /// Maximum number of passages.
+    pub limit: usize,
+    /// Oldest first when true, newest first otherwise.
+    pub ascending: bool,
+}
+
+/// One page of archival memory, where it sits in the list, and how many passages the list
+/// holds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+#[ts(export)]
+pub struct PassagePage {
+    /// The page, in the order asked for.
+    pub passages: Vec<Passage>,
+    /// Passages passing the filters (all of the agent's without any).
+    #[ts(type = "number")]
+    pub total: u64,
+    /// How many passages of the list come before the page's first one (the page's index is
+    /// `offset / limit` when the page is aligned).
+    #[ts(type = "number")]
+    pub offset: u64,
+}
+
+/// A `LIKE` pattern matching text that contains `search` literally (`None` for no filter).
+fn like_pattern(search: Option<&str>) -> Option<String> {
+    search.filter(|s| !s.is_empty()).map(|s| {
+        let escaped = s
+            .replace('\\', "\\\\")
+            .replace('%', "\\%")
+            .replace('_', "\\_");
+        format!("%{escaped}%")
+    })
+}
+
+/// A passage's place in time order: `(created_at µs, pk)`.
+type Key = (i64, i64);
+
+/// The key of the agent's passage `id`. Errors: `NotFound("passage", id)`.
+fn key_of(c: &Connection, agent: &AgentId, id: &PassageId) -> Result<Key> {
+    c.prepare_cached("SELECT created_at, pk FROM passages WHERE id = ?1 AND agent_id = ?2")
+        .db()?
+        .query_row(params![id.as_str(), agent.as_str()], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .optional()
+        .db()?
+        .ok_or_else(|| Error::not_found("passage", id.as_str()))
+}
+
+/// Bounds on a passage's place in time order, besides the list's own dates:
+/// `(created_at, pk)` strictly greater than `after` and strictly less than `before`.
+#[derive(Clone, Copy, Default)]
+struct Between {
+    after: Option<Key>,
+    before: Option<Key>,
+}
+
+/// The WHERE clause of the list's filters (agent, dates, substring; tags unless `tags` is
+/// false) within `between`. The list's dates and the bounds fold into one range on
+/// `created_at`, so SQLite seeks `passages_by_time` instead of testing every entry (a row
+/// value `(created_at, pk) > (?, ?)` is not used as a range by its planner).
+fn list_filters(
+    agent: &AgentId,
+    q: &PassageList,
+    between: Between,
+    tags: bool,
+    query: &mut Query,
+) -> Result<String> {
+    let start = q.start.map(sql::micros);
+    let end = q.end.map(sql::micros);
+    let low = [start, between.after.map(|k| k.0)]
+        .into_iter()
+        .flatten()
+        .max();
+    let high = [end, between.before.map(|k| k.0)]
+        .into_iter()
+        .flatten()
+        .min();
+    let mut cond = format!("p.agent_id = {}", query.arg(agent.as_str().to_owned()));
+    if let Some(t) = low {
+        cond.push_str(&format!(" AND p.created_at >= {}", query.arg(t)));
+    }
+    if let Some(t) = high {
+        cond.push_str(&format!(" AND p.created_at <= {}", query.arg(t)));
+    }
+    if let Some((t, pk)) = between.after {
+        cond.push_str(&format!(
+            " AND NOT (p.created_at = {} AND p.pk <= {})",
+            query.arg(t),
+            query.arg(pk)
+        ));
+    }
+    if let Some((t, pk)) = between.before {
+        cond.push_str(&format!(
+            " AND NOT (p.created_at = {} AND p.pk >= {})",
+            query.arg(t),
+            query.arg(pk)
+        ));
+    }
+    let unique = unique_tags(q);
+    if tags && !unique.is_empty() {
+        let list = query.arg(sql::to_json(&unique)?);
+        let need = query.arg(need_tags(q, unique.len()));
+        cond.push_str(&format!(
+            " AND (SELECT count(*) FROM passage_tags t WHERE t.passage_id = p.id
+                   AND t.tag IN (SELECT value FROM json_each({list}))) >= {need}"
+        ));
+    }
+    if let Some(pattern) = like_pattern(q.search.as_deref()) {
+        cond.push_str(&format!(
+            " AND p.text LIKE {} ESCAPE '\\'",
+            query.arg(pattern)
+        ));
+    }
+    Ok(cond)
+}
+
+fn unique_tags(q: &PassageList) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
+    for t in &q.tags {
+        if !out.contains(&t.as_str()) {
+            out.push(t);
+        }
+    }
+    out
+}
+
+/// How many of the list's `n` distinct tags a passage needs.
+fn need_tags(q: &PassageList, n: usize) -> i64 {
+    match q.tag_match {
+        TagMatch::Any => 1,
+        TagMatch::All => sql::sat(n),
+    }
+}
+
+fn unfiltered(q: &PassageList) -> bool {
+    like_pattern(q.search.as_deref()).is_none()
+        && q.tags.is_empty()
+        && q.start.is_none()
+        && q.end.is_none()
+}
+
+/// Passages passing the list's filters within `between`.
+fn count_between(
+    c: &Connection,
+    agent: &AgentId,
+    q: &PassageList,
+    between: Between,
+) -> Result<u64> {
+    let mut query = Query::default();
+    let tags = unique_tags(q);
+    let sql = if tags.is_empty() {
+        let cond = list_filters(agent, q, between, false, &mut query)?;
+        format!("SELECT count(*) FROM passages p WHERE {cond}")
+    } else {
+        // Counted from the tag index: walking the agent's passages and probing each one's
+        // tags costs ~100k probes at 100k passages; the tag side has only the tagged ones.
+        let list = query.arg(sql::to_json(&tags)?);
+        let need = query.arg(need_tags(q, tags.len()));
+        let cond = list_filters(agent, q, between, false, &mut query)?;
+        format!(
+            "SELECT count(*) FROM (
+                SELECT p.pk FROM passage_tags t CROSS JOIN passages p ON p.id = t.passage_id
+                WHERE t.tag IN (SELECT value FROM json_each({list})) AND {cond}
+                GROUP BY p.pk HAVING count(*) >= {need})"
+        )
+    };
+    c.prepare_cached(&sql)
+        .db()?
+        .query_row(params_from_iter(query.args), |r| sql::uint(r, 0))
+        .db()
+}
+
+/// Passages passing the list's filters.
+fn count(c: &Connection, agent: &AgentId, q: &PassageList) -> Result<u64> {
+    if unfiltered(q) {
+        // Kept by the insert/delete triggers; a count over 100k index entries costs ms.
+        return c
+            .prepare_cached("SELECT passages FROM agent_stats WHERE agent_id = ?1")
+            .db()?
+            .query_row([agent.as_str()], |r| sql::uint(r, 0))
+            .optional()
+            .db()
+            .map(Option::unwrap_or_default);
+    }
+    count_between(c, agent, q, Between::default())
+}
+
+/// Passages passing the filters that come strictly before `key` in time order (`older`) or
+/// strictly after it.
+fn count_beside(
+    c: &Connection,
+    agent: &AgentId,
+    q: &PassageList,
+    key: Key,
+    older: bool,
+) -> Result<u64> {
+    let between = if older {
+        Between {
+            before: Some(key),
+            ..Between::default()
+        }
+    } else {
+        Between {
+            after: Some(key),
+            ..Between::default()
+        }
+    };
+    count_between(c, agent, q, between)
+}
+
+/// One range scan: passages passing the filters and lying beyond `lower` and short of `upper`
+/// in the list's order, `skip`ped and `take`n reading from the start (`from_end` false) or
+/// from the end of that range; returned in the list's order.
+#[allow(clippy::too_many_arguments)]
+fn scan(
+    c: &Connection,
+    agent: &AgentId,
+    q: &PassageList,
+    lower: Option<Key>,
+    upper: Option<Key>,
+    skip: usize,
+    take: usize,
+    from_end: bool,
+) -> Result<Vec<Passage>> {
+    if take == 0 {
+        return Ok(Vec::new());
+    }
+    // In the list's order, "beyond lower" is later in time when ascending, earlier when not.
+    let between = if q.ascending {
+        Between {
+            after: lower,
+            before: upper,
+        }
+    } else {
+        Between {
+            after: upper,
+            before: lower,
+        }
+    };
+    let mut query = Query::default();
+    let cond = list_filters(agent, q, between, true, &mut query)?;
+    let ascending_scan = q.ascending != from_end;
+    let dir = if ascending_scan { "ASC" } else { "DESC" };
+    let sql = format!(
+        "SELECT {PASSAGE_COLS} FROM passages p WHERE {cond}
+         ORDER BY p.created_at {dir}, p.pk {dir} LIMIT {} OFFSET {}",
+        query.arg(sql::sat(take)),
+        query.arg(sql::sat(skip))
+    );
+    let mut stmt = c.prepare_cached(&sql).db()?;
+    let rows = stmt
+        .query_map(params_from_iter(query.args), passage_from_row)
+        .db()?;
+    let mut out: Vec<Passage> = rows.collect::<rusqlite::Result<_>>().db()?;
+    if from_end {
+        out.reverse();
+    }
+    Ok(out)
+}
+
+/// The page `q` asks for; with `total` (the filtered count) known, a deep offset is read from
+/// the list's other end.
+fn page(
+    c: &Connection,
+    agent: &AgentId,
+    q: &PassageList,
+    total: Option<u64>,
+) -> Result<Vec<Passage>> {
+    let lower = q
+        .after
+        .as_ref()
+        .map(|id| key_of(c, agent, id))
+        .transpose()?;
+    let upper = q
+        .before
+        .as_ref()
+        .map(|id| key_of(c, agent, id))
+        .transpose()?;
+    if upper.is_some() {
+        // `before` means the page nearest the cursor.
+        return scan(c, agent, q, lower, upper, q.offset, q.limit, true);
+    }
+    if lower.is_none()
+        && let Some(total) = total.and_then(|t| usize::try_from(t).ok())
+        && q.offset > total / 2
+    {
+        let take = q.limit.min(total.saturating_sub(q.offset));
+        let skip = total.saturating_sub(q.offset.saturating_add(q.limit));
+        return scan(c, agent, q, None, None, skip, take, true);
+    }
+    scan(c, agent, q, lower, None, q.offset, q.limit, false)
+}
+
+/// Where the page holding `at` starts: the number of filtered passages ahead of it in the
+/// list's order, rounded down to a multiple of `limit`; past the list's end (a time beyond
+/// every passage), the last page of the `total`.
+fn offset_at(
+    c: &Connection,
+    agent: &AgentId,
+    q: &PassageList,
+    at: Timestamp,
+    total: u64,
+) -> Result<usize> {
+    let micros = sql::micros(at);
+    // Ahead of `at` newest first: created after it; oldest first: created before it.
+    let key = if q.ascending {
+        (micros, i64::MIN)
+    } else {
+        (micros, i64::MAX)
+    };
+    let ahead = count_beside(c, agent, q, key, q.ascending)?;
+    let ahead = usize::try_from(ahead.min(total.saturating_sub(1))).unwrap_or(usize::MAX);
+    Ok(match q.limit {
+        0 => ahead,
+        n => ahead / n * n,
+    })
+}
+
+impl Store {
+    /// A page of the agent's passages by creation time (see [`PassageList`]), without the
+    /// count. Errors: `NotFound("agent")`; `NotFound("passage", id)` for a cursor that is not
+    /// one of the agent's passages.
+    pub fn list_passages(&self, agent: &AgentId, q: &PassageList) -> Result<Vec<Passage>> {
+        self.read(|c| {
+            agents::ensure_exists(c, agent)?;
+            // Unfiltered, the total is one lookup, and lets a deep offset read from the end.
+            let total = if q.offset > 0 && unfiltered(q) {
+                Some(count(c, agent, q)?)
+            } else {
+                None
+            };
+            page(c, agent, q, total)
+        })
+    }
+
+    /// How many of the agent's passages pass the list's filters (`search`, `tags`, `start`,
+    /// `end`; cursors and offsets do not count). Errors: `NotFound("agent")`.
+    pub fn count_passages(&self, agent: &AgentId, q: &PassageList) -> Result<u64> {
+        self.read(|c| {
+            agents::ensure_exists(c, agent)?;
+            count(c, agent, q)
+        })
+    }
+
+    /// A page of the agent's passages with the filtered total and the page's position, read
+    /// under one lock so the three agree. Errors as [`list_passages`](Self::list_passages).
+    pub fn passage_page(&self, agent: &AgentId, q: &PassageList) -> Result<PassagePage> {
+        self.read(|c| {
+            agents::ensure_exists(c, agent)?;
+            let total = count(c, agent, q)?;
+            let cursor = q.after.is_some() || q.before.is_some();
+            let mut q = q.clone();
+            if let (Some(at), false) = (q.at, cursor) {
+                q.offset = offset_at(c, agent, &q, at, total)?;
+            }
+            let passages = page(c, agent, &q, Some(total))?;
+            let offset = match (cursor, passages.first()) {
+                (false, _) => u64::try_from(q.offset).unwrap_or(u64::MAX),
+                // Past either end of the list.
+                (true, None) if q.before.is_some() && q.after.is_none() => 0,
+                (true, None) => total,
+                (true, Some(first)) => {
+                    let key = key_of(c, agent, &first.id)?;
+                    count_beside(c, agent, &q, key, q.ascending)?
+                }
+            };
+            Ok(PassagePage {
+                passages,
+                total,
+                offset,
+            })
+        })
+    }
+}
