@@ -17,6 +17,7 @@
 //! ```
 
 mod app;
+mod app_approval;
 mod app_python;
 mod app_trust;
 pub mod errors;

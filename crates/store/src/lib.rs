@@ -14,6 +14,7 @@
 //! every struct a method returns is truncated to microseconds so it equals what later reads return.
 
 mod agents;
+mod approvals;
 mod blocks;
 mod calibration;
 mod endpoints;
@@ -31,6 +32,7 @@ mod step_edits;
 mod steps;
 mod tools;
 
+pub use approvals::ApprovalWrite;
 pub use calibration::{CALIBRATION_SETTING_PREFIX, Calibration};
 pub use import::{
     EXTRAS_SETTING_PREFIX, ImportAgent, ImportBlock, ImportBundle, ImportMessage, ImportedIds,

@@ -263,6 +263,21 @@ CREATE TABLE pending_endpoints (
 ) WITHOUT ROWID;
 "#;
 
+/// Tool calls waiting for a person (Letta's `requires_approval` rule): at most one per agent,
+/// written in the transaction of the step that made the call and deleted in the one that
+/// answers it. The call itself stays in its assistant message; repair leaves it unanswered
+/// while this row names it.
+const PENDING_TOOL_APPROVALS: &str = r#"
+CREATE TABLE pending_approvals (
+    agent_id     TEXT PRIMARY KEY NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+    run_id       TEXT NOT NULL,
+    step_id      TEXT NOT NULL,
+    message_id   TEXT NOT NULL,               -- the assistant message that made the call
+    tool_call    TEXT NOT NULL,               -- JSON ToolCall {id, name, arguments}
+    requested_at INTEGER NOT NULL
+) WITHOUT ROWID;
+"#;
+
 /// Every migration, oldest first.
 const MIGRATIONS: &[M<'static>] = &[
     M::up(V1),
@@ -270,6 +285,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(TOOL_SANDBOX),
     M::up(AGENT_TAGS_AND_PASSAGE_EDITS),
     M::up(TOOL_TRUST),
+    M::up(PENDING_TOOL_APPROVALS),
 ];
 
 /// The migration list (exposed to tests so they can validate it).
