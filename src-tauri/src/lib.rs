@@ -7,6 +7,7 @@
 //! One process owns the database (single-instance plugin); the data directory is the
 //! engine's (`ENGRAM_HOME`, else the platform data dir).
 
+pub mod approval_commands;
 pub mod command_names;
 pub mod commands;
 pub mod error;
@@ -89,6 +90,9 @@ pub fn builder<R: Runtime>(builder: tauri::Builder<R>, engram: Arc<Engram>) -> t
             trust_commands::dismiss_endpoint,
             python_commands::tool_python,
             python_commands::set_up_tool_python,
+            approval_commands::pending_approval,
+            approval_commands::resolve_approval,
+            approval_commands::set_tool_approval,
         ])
 }
 

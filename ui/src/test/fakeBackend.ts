@@ -19,6 +19,7 @@ export function useFakeBackend(
       return h(args);
     }) as Backend['call'],
     sendMessage: vi.fn(send ?? (async () => {})),
+    resolveApproval: vi.fn(async () => {}),
     onNotice: vi.fn(() => () => {}),
     openUrl: vi.fn(async () => {}),
   };

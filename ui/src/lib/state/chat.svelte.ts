@@ -1,5 +1,5 @@
 import { backend, BackendError } from '../backend';
-import type { Block, Message, RunEvent, StopReason, ToolCall, Usage } from '../backend/types';
+import type { Block, Message, PendingApproval, RunEvent, StopReason, ToolCall, Usage } from '../backend/types';
 import { onNextFrame } from './frame';
 
 /** How many messages one page of history holds. */
@@ -50,6 +50,8 @@ export class ChatState {
   /** Memory edits seen live, by tool call id. */
   diffs = $state<Record<string, MemoryDiff[]>>({});
   outcomes = $state<Record<string, RunOutcome>>({});
+  /** The tool call the agent's run waits on for a person's decision (as stored). */
+  approval = $state<PendingApproval | null>(null);
 
   #hooks: ChatHooks;
   #pendingText = '';
@@ -69,6 +71,7 @@ export class ChatState {
       const page = await backend().call('list_messages', { agent_id: this.agentId, limit: PAGE });
       this.messages = page;
       this.hasOlder = page.length >= PAGE;
+      this.approval = await backend().call('pending_approval', { agent_id: this.agentId });
     } catch (e) {
       this.error = BackendError.from(e);
     } finally {
@@ -82,6 +85,7 @@ export class ChatState {
     try {
       const page = await backend().call('list_messages', { agent_id: this.agentId, limit: PAGE });
       this.#merge(page);
+      this.approval = await backend().call('pending_approval', { agent_id: this.agentId });
     } catch {
       // Keep what is shown; the next notice or run will try again.
     }
@@ -113,23 +117,45 @@ export class ChatState {
   /** Sends `text` and streams the reply. Resolves `false` if the run could not start. */
   async send(text: string): Promise<boolean> {
     if (this.running || !text.trim()) return false;
+    const pending = pendingUserMessage(this.agentId, text, this.#nextSeq());
+    this.#pendingUserId = pending.id;
+    this.messages.push(pending);
+    const started = await this.#stream((on) => backend().sendMessage({ agent_id: this.agentId, text }, on));
+    if (!started) this.messages = this.messages.filter((m) => m.id !== pending.id);
+    return started;
+  }
+
+  /**
+   * Approves or denies the call the run waits on (`reason` is what the model reads on a
+   * denial) and streams the run that goes on. Resolves `false` if it could not start.
+   */
+  async decide(approve: boolean, reason?: string): Promise<boolean> {
+    const waiting = this.approval;
+    if (this.running || !waiting) return false;
+    const decision = { tool_call_id: waiting.tool_call.id, approve, reason: reason?.trim() || undefined };
+    this.approval = null;
+    const started = await this.#stream((on) =>
+      backend().resolveApproval({ agent_id: this.agentId, decision }, on),
+    );
+    if (!started) this.approval = waiting;
+    return started;
+  }
+
+  /** Runs one streaming command; resolves whether its run started. */
+  async #stream(run: (onEvent: (e: RunEvent) => void) => Promise<void>): Promise<boolean> {
     this.error = null;
     this.running = true;
     this.stopping = false;
     this.live = { runId: null, text: '', reasoning: '', calls: [], step: 0 };
-    const pending = pendingUserMessage(this.agentId, text, this.#nextSeq());
-    this.#pendingUserId = pending.id;
-    this.messages.push(pending);
     let started = false;
     try {
-      await backend().sendMessage({ agent_id: this.agentId, text }, (e) => {
+      await run((e) => {
         started = true;
         this.handle(e);
       });
     } catch (e) {
       this.#flush();
       this.error = BackendError.from(e);
-      if (!started) this.messages = this.messages.filter((m) => m.id !== pending.id);
     } finally {
       this.#flush();
       this.running = false;
@@ -196,6 +222,9 @@ export class ChatState {
         // block changed meanwhile) was streamed as OK but is stored as Failed.
         if (e.message.role === 'tool' && e.message.tool_call_id) delete this.results[e.message.tool_call_id];
         this.#commit(e.message);
+        break;
+      case 'approval_requested':
+        this.approval = e.approval;
         break;
       case 'usage':
         break;
