@@ -21,7 +21,7 @@ test('approve a tool call in the chat: the run waits, survives a reload, then go
   await expect(card).toBeVisible();
   await expect(card).toHaveAttribute('data-tool', 'core_memory_append');
   await expect(card.getByTestId('approval-arguments')).toContainText('Name: Bob');
-  await expect(page.getByTestId('block-human').getByTestId('block-value')).toHaveText('');
+  await expect(page.getByTestId('block-human').getByTestId('block-value')).toHaveText('(empty)');
 
   // The waiting call is stored: a reload shows the same card.
   await page.reload();
@@ -55,7 +55,7 @@ test('deny a tool call with a reason: the model reads it and nothing runs', asyn
   await expect(call).toHaveAttribute('data-state', 'failed');
   await call.locator('summary').click();
   await expect(call).toContainText('I would rather you did not store my name');
-  await expect(page.getByTestId('block-human').getByTestId('block-value')).toHaveText('');
+  await expect(page.getByTestId('block-human').getByTestId('block-value')).toHaveText('(empty)');
   expect(await command('pending_approval', { agent_id: id })).toBeNull();
   await expect(agentItem(page, 'Deny Test')).toBeVisible();
 });
