@@ -377,3 +377,64 @@ async fn the_rule_round_trips_through_an_agent_file() {
         }]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_windows_deciding_at_once_answer_the_call_once() {
+    let mock = MockLlm::start(Script::Queue).await;
+    let home = Home::new();
+    let agent = guarded(&home, &mock);
+    mock.push(Reply::ToolCalls(vec![append("Name: Bob")]));
+    mock.push(Reply::Text("Noted.".into()));
+    let (out, _) = home.chat(&agent, "my name is Bob").await;
+    assert_eq!(out.stop_reason, StopReason::RequiresApproval);
+
+    let decide = |approve: bool| {
+        let engram = &home.engram;
+        let agent = agent.clone();
+        async move {
+            let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+            let d = ApprovalDecision {
+                approve,
+                ..Default::default()
+            };
+            engram
+                .resolve_approval(&agent, d, &tx, CancellationToken::new())
+                .await
+        }
+    };
+    let (a, b) = tokio::join!(decide(true), decide(false));
+    // One decision wins; the other finds nothing waiting and changes nothing.
+    let lost = match (&a, &b) {
+        (Ok(_), Err(e)) | (Err(e), Ok(_)) => e,
+        other => panic!("exactly one decision must win: {other:?}"),
+    };
+    assert_eq!(engram_core::ErrorBody::from(lost).code, "not_found");
+    let answers = home
+        .engram
+        .store()
+        .in_context_messages(&agent)
+        .unwrap()
+        .into_iter()
+        .filter(|m| m.role == Role::Tool)
+        .count();
+    assert_eq!(answers, 1, "the call got exactly one answer");
+    assert!(mock.violations().is_empty(), "{:?}", mock.violations());
+}
+
+#[tokio::test]
+async fn resetting_the_messages_drops_a_waiting_call_unrun() {
+    let mock = MockLlm::start(Script::Queue).await;
+    let home = Home::new();
+    let agent = guarded(&home, &mock);
+    mock.push(Reply::ToolCalls(vec![append("Name: Bob")]));
+    let (out, _) = home.chat(&agent, "my name is Bob").await;
+    assert_eq!(out.stop_reason, StopReason::RequiresApproval);
+    home.engram.reset_messages(&agent).unwrap();
+    assert!(home.engram.pending_approval(&agent).unwrap().is_none());
+    // The agent talks again, and the dropped call never ran.
+    mock.push(Reply::Text("Hello again.".into()));
+    let (out, _) = home.chat(&agent, "hi").await;
+    assert_eq!(out.stop_reason, StopReason::EndTurn);
+    assert_eq!(home.block(&agent, "human"), "");
+    assert!(mock.violations().is_empty(), "{:?}", mock.violations());
+}

@@ -134,7 +134,7 @@ where
     }))
 }
 
-/// Refuses a stop reason the caller does not expect here (a bug guard for the REPL loop).
+/// Whether the run ended waiting for a person's decision.
 pub fn is_waiting(outcome: &RunOutcome) -> bool {
     outcome.stop_reason == StopReason::RequiresApproval
 }
