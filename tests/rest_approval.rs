@@ -76,6 +76,18 @@ async fn approval_streams_in_letta_shapes_and_bad_requests_change_nothing() {
         "{chunks:?}"
     );
 
+    // Listed, the waiting call shows as the approval request.
+    let listed = api
+        .ok(Method::GET, &format!("{path}?order=asc"), None)
+        .await;
+    let listed = listed.as_array().unwrap();
+    assert!(
+        listed
+            .iter()
+            .any(|m| m["message_type"] == "approval_request_message"
+                && m["tool_call"]["tool_call_id"] == call_id.as_str()),
+        "{listed:?}"
+    );
     // A user message meanwhile is a conflict naming the call; mixing approval and text is refused.
     let (status, body) = api
         .call(

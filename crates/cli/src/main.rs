@@ -252,7 +252,7 @@ async fn chat_once(
     if json {
         let mut body = letta::response(&outcome, style);
         if let (Some(p), Some(list)) = (&pending, body["messages"].as_array_mut()) {
-            letta::mark_pending(list, p);
+            letta::mark_pending(list, p, true);
         }
         println!("{}", serde_json::to_string_pretty(&body)?);
     } else {

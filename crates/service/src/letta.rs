@@ -130,15 +130,17 @@ pub fn approval_request(p: &PendingApproval) -> Value {
 }
 
 /// Shows `pending` in a list of Letta messages as Letta does: its `tool_call_message` becomes
-/// the `approval_request_message` (appended when the list does not hold the call).
-pub fn mark_pending(messages: &mut Vec<Value>, pending: &PendingApproval) {
+/// the `approval_request_message`; when the list does not hold the call, the request is
+/// appended if `append` (a run's response), else the list is left as it is (a page of history).
+pub fn mark_pending(messages: &mut Vec<Value>, pending: &PendingApproval, append: bool) {
     let request = approval_request(pending);
     match messages.iter_mut().find(|m| {
         m["message_type"] == "tool_call_message"
             && m["tool_call"]["tool_call_id"] == pending.tool_call.id.as_str()
     }) {
         Some(m) => *m = request,
-        None => messages.push(request),
+        None if append => messages.push(request),
+        None => {}
     }
 }
 

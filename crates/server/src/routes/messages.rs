@@ -185,7 +185,7 @@ pub async fn create(
             body["messages"].as_array_mut(),
         )
     {
-        letta::mark_pending(list, &p);
+        letta::mark_pending(list, &p, true);
     }
     if let Some(error) = &outcome.error {
         body["error"] = json!({"error_type": error.code, "message": error.message});
@@ -318,12 +318,15 @@ pub async fn list(
         },
     };
     let messages = s.engram.page_messages(&id, &page)?;
-    Ok(Json(
-        messages
-            .iter()
-            .flat_map(|m| letta::letta_messages(m, style))
-            .collect(),
-    ))
+    let mut out: Vec<Value> = messages
+        .iter()
+        .flat_map(|m| letta::letta_messages(m, style))
+        .collect();
+    // A call waiting for approval shows as Letta shows it.
+    if let Some(p) = s.engram.pending_approval(&id)? {
+        letta::mark_pending(&mut out, &p, false);
+    }
+    Ok(Json(out))
 }
 
 /// `POST …/messages/cancel`: stops the agent's runs; `{"cancelled": n}`.
