@@ -438,3 +438,37 @@ async fn resetting_the_messages_drops_a_waiting_call_unrun() {
     assert_eq!(home.block(&agent, "human"), "");
     assert!(mock.violations().is_empty(), "{:?}", mock.violations());
 }
+
+#[tokio::test]
+async fn in_the_classic_loop_a_denial_gets_a_heartbeat_and_the_agent_answers() {
+    let mock = MockLlm::start(Script::Queue).await;
+    let home = Home::new();
+    let agent = home.agent(&mock, LoopStyle::Classic);
+    home.engram
+        .set_tool_approval(&agent, "core_memory_append", true)
+        .unwrap();
+    mock.push(Reply::ToolCalls(vec![append("Name: Cy")]));
+    mock.push(Reply::ToolCalls(vec![Call::new(
+        "send_message",
+        json!({"message": "All right, I will not write that down."}),
+    )]));
+    let (out, _) = home.chat(&agent, "I am Cy").await;
+    assert_eq!(out.stop_reason, StopReason::RequiresApproval);
+    let (out, _) = decide(&home, &agent, false, Some("no notes please")).await;
+    assert_eq!(out.stop_reason, StopReason::EndTurn);
+    assert!(
+        out.messages
+            .iter()
+            .any(|m| m.kind == engram_core::MessageKind::Heartbeat),
+        "a failed call asks for another step in the classic loop"
+    );
+    let results = last_tool_results(&mock);
+    assert!(
+        results[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no notes please")
+    );
+    assert_eq!(home.block(&agent, "human"), "");
+    assert!(mock.violations().is_empty(), "{:?}", mock.violations());
+}

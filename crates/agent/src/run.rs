@@ -193,8 +193,10 @@ impl Runtime {
         })
     }
 
-    /// Takes steps `first..=max_steps` of run `run_id` until one ends the run; `written` holds
-    /// what the run committed so far. Always ends with a `Done` event.
+    /// Takes steps `first..=max_steps` of run `run_id` until one ends the run (at least one
+    /// step, so a run resumed after an approval decision on its last step still lets the
+    /// model read the result); `written` holds what the run committed so far. Always ends
+    /// with a `Done` event.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn drive(
         &self,
