@@ -273,3 +273,11 @@ async fn custom_memory_tutorial_runs_with_letta_client_0_1() {
     )
     .await;
 }
+
+/// Tool approval in Letta's shapes (issue #12): `requires_approval` rule at create, the
+/// `approval_request_message` and stop reason, then approve (`approvals` list) and deny
+/// (`approve`/`reason`) through `messages.create`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_approval_with_letta_client_1_x() {
+    run_script(SDK_1, "approval_v1.py", "approval flow OK").await;
+}

@@ -8,6 +8,7 @@
 //! engine's (`ENGRAM_HOME`, else the platform data dir).
 
 pub mod chat_commands;
+pub mod approval_commands;
 pub mod command_names;
 pub mod commands;
 pub mod error;
@@ -105,6 +106,9 @@ pub fn builder<R: Runtime>(builder: tauri::Builder<R>, engram: Arc<Engram>) -> t
             memory_commands::chat_models,
             memory_commands::model_windows,
             memory_commands::set_model_window,
+            approval_commands::pending_approval,
+            approval_commands::resolve_approval,
+            approval_commands::set_tool_approval,
         ])
 }
 

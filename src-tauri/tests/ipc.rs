@@ -220,3 +220,38 @@ fn imported_code_waits_for_trust_through_ipc() {
         .unwrap();
     assert_eq!(endpoints["llm_base_url"], "http://127.0.0.1:9/v1");
 }
+
+#[test]
+fn ask_before_running_is_set_and_read_through_ipc() {
+    let shell = Shell::start();
+    let agent = shell
+        .invoke(
+            "create_agent",
+            json!({"new": {"name": "Careful", "llm": {"model": "openai/mock-small", "context_window": 32000}}}),
+        )
+        .unwrap();
+    let id = agent["id"].as_str().unwrap().to_owned();
+    let updated = shell
+        .invoke(
+            "set_tool_approval",
+            json!({"agent_id": id, "tool": "core_memory_append", "on": true}),
+        )
+        .unwrap();
+    assert_eq!(
+        updated["tool_rules"],
+        json!([{"type": "requires_approval", "tool_name": "core_memory_append"}])
+    );
+    let err = shell
+        .invoke(
+            "set_tool_approval",
+            json!({"agent_id": id, "tool": "not_a_tool", "on": true}),
+        )
+        .unwrap_err();
+    assert_eq!(err["code"], "invalid_input", "{err}");
+    assert_eq!(
+        shell
+            .invoke("pending_approval", json!({"agent_id": id}))
+            .unwrap(),
+        Value::Null
+    );
+}

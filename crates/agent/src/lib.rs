@@ -5,6 +5,8 @@
 //! emits. The loop follows MemGPT (Packer et al., 2023, "MemGPT: Towards LLMs as Operating
 //! Systems") and Letta's current agents; see DESIGN.md §5–§6.
 
+mod answer;
+mod approval;
 pub mod calibrate;
 mod compact;
 pub mod compile;

@@ -3,24 +3,23 @@
 //! transaction. The run goes on while the model asks to (heartbeat in the classic loop, tool
 //! calls in the tool loop) up to the step limit.
 
+use crate::answer::{self, Pass};
 use crate::calibrate;
 use crate::compact::{self, Pressure};
 use crate::context::{self, Context};
 use crate::outcome::{LoopSettings, RunOutcome};
-use crate::prompts;
 use crate::python::PythonHost;
 use crate::rules::Rules;
-use crate::tools::{self, ToolContext};
+use crate::tools::ToolContext;
 use crate::window;
 use crate::{Embedder, EventSink, ModelResolver};
 use engram_core::error::ProviderFault;
-use engram_core::run::format_time;
 use engram_core::{
-    AgentId, Error, ErrorBody, LoopStyle, Message, MessageKind, NewMessage, Result, RunEvent,
-    RunId, Step, StepId, StopReason, ToolStatus, Usage,
+    AgentId, Error, ErrorBody, LoopStyle, Message, MessageId, MessageKind, NewMessage,
+    PendingApproval, Result, RunEvent, RunId, Step, StepId, StopReason, Usage,
 };
 use engram_providers::{ChatModel, ChatResponse, Delta, ToolChoice};
-use engram_store::{StepCommit, Store};
+use engram_store::{ApprovalWrite, StepCommit, Store};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -42,6 +41,13 @@ pub struct Runtime {
 /// How many times a tool effect (call, arguments, result) may happen in a run before a step
 /// that only repeats such effects ends the run with [`StopReason::NoProgress`].
 const NO_PROGRESS_REPEATS: u32 = 2;
+
+/// What a run needs before anything is written (see [`Runtime::setup`]).
+pub(crate) struct Setup {
+    pub agent: engram_core::Agent,
+    pub model: Arc<dyn ChatModel>,
+    pub embedder: Option<Embedder>,
+}
 
 /// One step's result, for the loop to decide what comes next.
 struct StepEnd {
@@ -102,10 +108,13 @@ impl Runtime {
     /// Sends `input` (a user message) to the agent and runs steps until it is done.
     ///
     /// Errors before anything is written (unknown agent, model not configured, a context window
-    /// too small for the agent: `context_window_too_small`) are returned as `Err`. Failures during the run (provider down, cancelled) end it with a stop reason and
-    /// `RunOutcome::error`; everything committed before stays valid, and an `Error` then a `Done`
-    /// event are emitted. Each step is written in one transaction, so a crash loses at most the
-    /// step in flight.
+    /// too small for the agent: `context_window_too_small`; `conflict` while a tool call waits
+    /// for approval, naming the call — decide it with [`resolve_approval`](Self::resolve_approval)
+    /// first) are returned as `Err`. Failures during the run (provider down, cancelled) end it
+    /// with a stop reason and `RunOutcome::error`; everything committed before stays valid, and
+    /// an `Error` then a `Done` event are emitted. Each step is written in one transaction, so a
+    /// crash loses at most the step in flight. A call of a tool under a `requires_approval`
+    /// rule ends the run with [`StopReason::RequiresApproval`] (see `answer`).
     pub async fn run(
         &self,
         agent_id: &AgentId,
@@ -113,6 +122,40 @@ impl Runtime {
         events: &EventSink,
         cancel: &CancellationToken,
     ) -> Result<RunOutcome> {
+        let _turn = self.turn(agent_id).await?;
+        if let Some(p) = self.store.pending_approval(agent_id)? {
+            return Err(crate::approval::pending_error(&p));
+        }
+        let setup = self.setup(agent_id)?;
+
+        let run_id = RunId::new();
+        let _ = events.send(RunEvent::RunStarted {
+            run_id: run_id.clone(),
+            agent_id: agent_id.clone(),
+        });
+        let repaired = self
+            .store
+            .repair_orphaned_tool_calls(agent_id, chrono::Utc::now())?;
+        if repaired > 0 {
+            tracing::warn!(%agent_id, repaired, "answered tool calls left open by an interrupted run");
+        }
+        let mut input = input;
+        input.run_id = Some(run_id.clone());
+        let written = self.store.append_messages(agent_id, &[input])?;
+        for m in &written {
+            let _ = events.send(RunEvent::Message { message: m.clone() });
+        }
+        let rules = Rules::new(&setup.agent.tool_rules);
+        Ok(self
+            .drive(&setup, run_id, 1, written, rules, events, cancel)
+            .await)
+    }
+
+    /// Waits for the agent's turn: one run (or approval decision) per agent at a time.
+    pub(crate) async fn turn(
+        &self,
+        agent_id: &AgentId,
+    ) -> Result<tokio::sync::OwnedMutexGuard<()>> {
         let lock = {
             let mut busy = self
                 .busy
@@ -120,8 +163,12 @@ impl Runtime {
                 .map_err(|_| Error::Internal("run registry poisoned".into()))?;
             busy.entry(agent_id.clone()).or_default().clone()
         };
-        let _turn = lock.lock().await;
+        Ok(lock.lock_owned().await)
+    }
 
+    /// What a run needs before anything is written: the agent, its model clients, and the
+    /// check that its context window can hold it.
+    pub(crate) fn setup(&self, agent_id: &AgentId) -> Result<Setup> {
         let agent = self.store.get_agent(agent_id)?;
         let model = self.models.chat_model(&agent.llm)?;
         // A window that cannot hold the agent is the user's to fix; say so before anything is
@@ -139,44 +186,47 @@ impl Runtime {
             .as_ref()
             .map(|c| self.models.embedder(c))
             .transpose()?;
+        Ok(Setup {
+            agent,
+            model,
+            embedder,
+        })
+    }
 
-        let run_id = RunId::new();
+    /// Takes steps `first..=max_steps` of run `run_id` until one ends the run (at least one
+    /// step, so a run resumed after an approval decision on its last step still lets the
+    /// model read the result); `written` holds what the run committed so far. Always ends
+    /// with a `Done` event.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn drive(
+        &self,
+        setup: &Setup,
+        run_id: RunId,
+        first: u32,
+        mut written: Vec<Message>,
+        mut rules: Rules,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> RunOutcome {
+        let agent_id = &setup.agent.id;
         let emit = |e: RunEvent| {
             let _ = events.send(e);
         };
-        emit(RunEvent::RunStarted {
-            run_id: run_id.clone(),
-            agent_id: agent_id.clone(),
-        });
-        let repaired = self
-            .store
-            .repair_orphaned_tool_calls(agent_id, chrono::Utc::now())?;
-        if repaired > 0 {
-            tracing::warn!(%agent_id, repaired, "answered tool calls left open by an interrupted run");
-        }
-        let mut input = input;
-        input.run_id = Some(run_id.clone());
-        let mut written = self.store.append_messages(agent_id, &[input])?;
-        for m in &written {
-            emit(RunEvent::Message { message: m.clone() });
-        }
-
         let mut usage = Usage::default();
-        let mut rules = Rules::new(&agent.tool_rules);
         let mut stop = StopReason::MaxSteps;
         let mut error = None;
         // How often each tool effect happened in this run, to notice a model that only
         // repeats itself.
         let mut seen: HashMap<String, u32> = HashMap::new();
-        for index in 1..=agent.max_steps.max(1) {
+        for index in first..=setup.agent.max_steps.max(first) {
             if cancel.is_cancelled() {
                 stop = StopReason::Cancelled;
                 break;
             }
             let step = self.step(
                 agent_id,
-                &*model,
-                embedder.as_ref(),
+                &*setup.model,
+                setup.embedder.as_ref(),
                 &run_id,
                 index,
                 events,
@@ -231,13 +281,13 @@ impl Runtime {
             stop_reason: stop,
             usage,
         });
-        Ok(RunOutcome {
+        RunOutcome {
             run_id,
             messages: written,
             stop_reason: stop,
             usage,
             error,
-        })
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -345,14 +395,17 @@ impl Runtime {
         for call in &response.tool_calls {
             let _ = events.send(RunEvent::ToolCall { call: call.clone() });
         }
-        let mut messages = vec![
-            NewMessage::assistant(
+        // Minted here so a pending approval can name the message that made the call.
+        let assistant_id = MessageId::new();
+        let mut messages = vec![NewMessage {
+            id: Some(assistant_id.clone()),
+            ..NewMessage::assistant(
                 response.content.clone(),
                 response.reasoning.clone(),
                 response.tool_calls.clone(),
             )
-            .in_step(run_id, &step_id),
-        ];
+            .in_step(run_id, &step_id)
+        }];
         let mut tool_ctx = ToolContext {
             agent: &ctx.agent,
             store: &self.store,
@@ -369,90 +422,36 @@ impl Runtime {
             custom: &ctx.custom_tools,
             python: &self.python,
         };
-        let (mut heartbeat, mut failed, mut replied) = (false, false, false);
-        let (mut terminal, mut keep_going) = (false, false);
-        let mut effects = Vec::with_capacity(response.tool_calls.len());
-        for call in &response.tool_calls {
-            // Every call gets exactly one result, also when the run is being cancelled.
-            let out = if cancel.is_cancelled() {
-                tools::ToolOutput {
-                    result: engram_core::ToolReturn::failed(
-                        "The run was cancelled before this tool ran.",
-                        tool_ctx.now,
-                    ),
-                    heartbeat: false,
-                    reply: None,
-                }
-            } else if let Err(why) = rules.check(&call.name) {
-                tools::ToolOutput {
-                    result: engram_core::ToolReturn::failed(why, tool_ctx.now),
-                    heartbeat: false,
-                    reply: None,
-                }
-            } else {
-                let out = tools::execute(&mut tool_ctx, call).await;
-                let after = rules.record(&call.name);
-                terminal |= after.terminal;
-                keep_going |= after.keep_going;
-                out
-            };
-            let _ = events.send(RunEvent::ToolResult {
-                tool_call_id: call.id.clone(),
-                name: call.name.clone(),
-                status: out.result.status,
-                message: out.result.message.clone(),
-            });
-            if let Some(reply) = &out.reply {
-                replied = true;
-                if classic {
-                    let _ = events.send(RunEvent::TextDelta {
-                        delta: reply.clone(),
-                    });
-                }
-            }
-            heartbeat |= out.heartbeat;
-            failed |= out.result.status == ToolStatus::Failed;
-            effects.push((
-                call.id.clone(),
-                format!(
-                    "{}\u{0}{}\u{0}{:?}\u{0}{}",
-                    call.name, call.arguments, out.result.status, out.result.message
-                ),
-            ));
-            messages.push(
-                NewMessage::tool(&call.id, &call.name, out.result.to_json())
-                    .in_step(run_id, &step_id),
-            );
-        }
-
-        let next = if cancel.is_cancelled() {
-            Some(StopReason::Cancelled)
-        } else if classic {
-            if response.tool_calls.is_empty() {
-                Some(StopReason::NoToolCall)
-            } else if terminal && (heartbeat || failed || keep_going) {
-                Some(StopReason::ToolRule)
-            } else if heartbeat || failed || keep_going {
-                let reason = if failed && !heartbeat {
-                    prompts::HEARTBEAT_AFTER_FAILURE
-                } else {
-                    prompts::HEARTBEAT_REQUESTED
-                };
-                let content = serde_json::json!({"type": "heartbeat", "reason": reason, "time": format_time(tool_ctx.now)});
-                messages.push(
-                    NewMessage::hidden(MessageKind::Heartbeat, content.to_string())
-                        .in_step(run_id, &step_id),
-                );
-                None
-            } else {
-                Some(StopReason::EndTurn)
-            }
-        } else if response.tool_calls.is_empty() || (replied && !heartbeat && !keep_going) {
-            Some(StopReason::EndTurn)
-        } else if terminal {
-            Some(StopReason::ToolRule)
-        } else {
-            None
+        let mut pass = Pass {
+            rules,
+            events,
+            cancel,
+            run_id,
+            step_id: &step_id,
+            classic,
+        };
+        let mut answers =
+            answer::answer_calls(&mut tool_ctx, &response.tool_calls, None, &mut pass).await;
+        messages.extend(std::mem::take(&mut answers.messages));
+        let next = answer::next_stop(
+            &answers,
+            !response.tool_calls.is_empty(),
+            cancel.is_cancelled(),
+            &pass,
+            tool_ctx.now,
+            &mut messages,
+        );
+        let effects = answers.effects;
+        let approval = match &answers.waiting {
+            Some(call) => ApprovalWrite::Request(PendingApproval {
+                agent_id: agent_id.clone(),
+                run_id: run_id.clone(),
+                step_id: step_id.clone(),
+                message_id: assistant_id.clone(),
+                tool_call: call.clone(),
+                requested_at: tool_ctx.now,
+            }),
+            None => ApprovalWrite::Keep,
         };
 
         let completion_fallback = || {
@@ -486,12 +485,16 @@ impl Runtime {
             messages,
             block_writes: tool_ctx.writes,
             passages: tool_ctx.passages,
+            approval,
         };
         let committed = self.store.commit_step(&commit)?;
         let mut step_usage = Usage::default();
         step_usage.add_step(prompt_tokens, completion_tokens);
         usage.add_step(prompt_tokens, completion_tokens);
         announce(events, agent_id, &committed, step_usage);
+        if answers.waiting.is_some() {
+            crate::approval::announce_pending(&self.store, events, agent_id);
+        }
         // An edit refused at commit (the block changed while the step ran) was answered with a
         // `Failed` result showing the current value: give the model a step to retry rather than
         // ending the turn on an edit it believes was made.
@@ -546,8 +549,10 @@ impl Runtime {
             }
             Pressure::Warned => Ok(ctx),
             Pressure::Warn(percent) => {
-                let alert =
-                    NewMessage::hidden(MessageKind::Alert, prompts::memory_pressure_alert(percent));
+                let alert = NewMessage::hidden(
+                    MessageKind::Alert,
+                    crate::prompts::memory_pressure_alert(percent),
+                );
                 self.store.append_messages(agent_id, &[alert])?;
                 set_warned(true);
                 context::load(&self.store, agent_id, chrono::Utc::now(), true)
@@ -603,6 +608,7 @@ impl Runtime {
             messages: vec![message],
             block_writes: Vec::new(),
             passages: Vec::new(),
+            approval: ApprovalWrite::Keep,
         };
         let committed = self.store.commit_step(&commit)?;
         announce(events, &ctx.agent.id, &committed, Usage::default());
@@ -615,7 +621,7 @@ impl Runtime {
 }
 
 /// Emits what a committed step changed: blocks (last state of each), messages, usage.
-fn announce(
+pub(crate) fn announce(
     events: &EventSink,
     agent_id: &AgentId,
     committed: &engram_store::CommittedStep,

@@ -133,8 +133,18 @@ pub struct ChatArgs {
     #[arg(long, short)]
     pub message: Option<String>,
     /// Print the run as Letta's response JSON (messages, stop_reason, usage).
-    #[arg(long, requires = "message")]
+    #[arg(long)]
     pub json: bool,
+    /// Approve every tool call that waits for approval (the pending one first, then any the
+    /// run asks for). Without --message, only decides what is pending.
+    #[arg(long, conflicts_with = "deny_all")]
+    pub approve_all: bool,
+    /// Deny every tool call that waits for approval; the model reads --reason.
+    #[arg(long)]
+    pub deny_all: bool,
+    /// The reason the model reads for denied calls (with --deny-all).
+    #[arg(long, requires = "deny_all")]
+    pub reason: Option<String>,
 }
 
 #[derive(Subcommand)]

@@ -1,6 +1,7 @@
 //! `engram`: the command-line transport. Each subcommand parses, calls one service method and
 //! prints; errors print one line and exit non-zero.
 
+mod approval;
 mod args;
 mod repl;
 mod serve;
@@ -64,12 +65,19 @@ async fn run(cli: Cli) -> Result<()> {
     };
     match command {
         Command::Agent(cmd) => agent(&engram, cmd),
-        Command::Chat(args) => match args.message {
-            Some(message) => {
-                chat_once(&engram, &AgentId::from(args.agent), &message, args.json).await
+        Command::Chat(args) => {
+            let policy = approval::Policy::from_flags(args.approve_all, args.deny_all, args.reason);
+            let agent = AgentId::from(args.agent);
+            match args.message {
+                Some(message) => {
+                    chat_once(&engram, &agent, Some(&message), args.json, policy).await
+                }
+                None if args.approve_all || args.deny_all || args.json => {
+                    chat_once(&engram, &agent, None, args.json, policy).await
+                }
+                None => repl::run(&engram, &agent).await,
             }
-            None => repl::run(&engram, &AgentId::from(args.agent)).await,
-        },
+        }
         Command::Memory(cmd) => memory(&engram, cmd),
         Command::Archival(cmd) => archival(&engram, cmd).await,
         Command::Recall(cmd) => recall(&engram, cmd),
@@ -247,20 +255,43 @@ fn agent(engram: &Engram, cmd: AgentCmd) -> Result<()> {
     Ok(())
 }
 
-async fn chat_once(engram: &Engram, agent: &AgentId, message: &str, json: bool) -> Result<()> {
+/// One message (or, with `message` `None`, only the decisions `policy` makes about a waiting
+/// call): prints the replies, or Letta's response JSON.
+async fn chat_once(
+    engram: &Engram,
+    agent: &AgentId,
+    message: Option<&str>,
+    json: bool,
+    policy: approval::Policy,
+) -> Result<()> {
     let style = engram.get_agent(agent)?.agent.loop_style;
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
-    let outcome = engram
-        .send_message(agent, message, &tx, CancellationToken::new())
-        .await?;
-    drop(tx);
-    let _ = drain.await;
+    let mut merged = None;
+    // A call left waiting by an earlier run is decided first, so the message can be sent.
+    approval::settle(engram, agent, &policy, &mut merged).await?;
+    if let Some(message) = message {
+        if let Some(p) = engram.pending_approval(agent)? {
+            return Err(approval::waiting_error(agent, &p));
+        }
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
+        let outcome = engram
+            .send_message(agent, message, &tx, CancellationToken::new())
+            .await?;
+        drop(tx);
+        let _ = drain.await;
+        approval::merge(&mut merged, outcome);
+        approval::settle(engram, agent, &policy, &mut merged).await?;
+    }
+    let Some(outcome) = merged else {
+        bail!("no tool call is waiting for approval; nothing to do");
+    };
+    let pending = engram.pending_approval(agent)?;
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&letta::response(&outcome, style))?
-        );
+        let mut body = letta::response(&outcome, style);
+        if let (Some(p), Some(list)) = (&pending, body["messages"].as_array_mut()) {
+            letta::mark_pending(list, p, true);
+        }
+        println!("{}", serde_json::to_string_pretty(&body)?);
     } else {
         for m in outcome.messages.iter().filter(|m| m.role != Role::User) {
             for shown in letta::letta_messages(m, style) {
@@ -278,6 +309,9 @@ async fn chat_once(engram: &Engram, agent: &AgentId, message: &str, json: bool) 
             safe(&error.message),
             outcome.stop_reason.as_str()
         );
+    }
+    if let Some(p) = pending.filter(|_| approval::is_waiting(&outcome)) {
+        return Err(approval::waiting_error(agent, &p));
     }
     Ok(())
 }

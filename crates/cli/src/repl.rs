@@ -1,9 +1,10 @@
 //! The interactive chat: read a line, stream the agent's reply, repeat. Ctrl-C stops the
 //! reply in flight (keeping what arrived); Ctrl-D or `/exit` leaves.
 
+use crate::approval;
 use crate::terminal::safe;
 use anyhow::Result;
-use engram_core::{AgentId, RunEvent, ToolStatus};
+use engram_core::{AgentId, ApprovalDecision, RunEvent, ToolStatus};
 use engram_service::Engram;
 use std::io::Write;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -18,6 +19,14 @@ pub async fn run(engram: &Engram, agent: &AgentId) -> Result<()> {
     );
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     loop {
+        // A call waiting for approval (from this run or one before) is asked about first.
+        if let Some(p) = engram.pending_approval(agent)? {
+            match approval::ask(&mut lines, &p).await? {
+                Some(decision) => turn(engram, agent, Turn::Decide(decision)).await,
+                None => break,
+            }
+            continue;
+        }
         eprint!("> ");
         let Some(line) = lines.next_line().await? else {
             break;
@@ -29,56 +38,75 @@ pub async fn run(engram: &Engram, agent: &AgentId) -> Result<()> {
         if line == "/exit" || line == "/quit" {
             break;
         }
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let printer = tokio::spawn(async move {
-            let mut out = std::io::stdout();
-            while let Some(event) = rx.recv().await {
-                match event {
-                    RunEvent::TextDelta { delta } => {
-                        let _ = write!(out, "{}", safe(&delta));
-                        let _ = out.flush();
-                    }
-                    RunEvent::ToolCall { call } => {
-                        eprintln!("\n  → {}({})", safe(&call.name), safe(&call.arguments))
-                    }
-                    RunEvent::ToolResult {
-                        status: ToolStatus::Failed,
-                        message,
-                        ..
-                    } => eprintln!("  ✗ {}", safe(&message)),
-                    RunEvent::MemoryChanged { block, .. } => {
-                        eprintln!("  ✎ {} updated", safe(&block.label))
-                    }
-                    RunEvent::Done {
-                        stop_reason, usage, ..
-                    } => {
-                        let _ = writeln!(out);
-                        eprintln!(
-                            "  [{} · {} steps · {} tokens]",
-                            stop_reason.as_str(),
-                            usage.step_count,
-                            usage.total_tokens
-                        );
-                    }
-                    RunEvent::Error { error } => eprintln!("\nerror: {}", safe(&error.message)),
-                    _ => {}
-                }
-            }
-        });
-        let cancel = CancellationToken::new();
-        let stop = cancel.clone();
-        let ctrl_c = tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                stop.cancel();
-            }
-        });
-        let result = engram.send_message(agent, line, &tx, cancel).await;
-        ctrl_c.abort();
-        drop(tx);
-        let _ = printer.await;
-        if let Err(e) = result {
-            eprintln!("error: {}", safe(&e.to_string()));
-        }
+        turn(engram, agent, Turn::Send(line)).await;
     }
     Ok(())
+}
+
+/// What one turn of the REPL does.
+enum Turn<'a> {
+    /// Send a user message.
+    Send(&'a str),
+    /// Decide the call waiting for approval.
+    Decide(ApprovalDecision),
+}
+
+/// Runs one turn, streaming it to the terminal; Ctrl-C stops it.
+async fn turn(engram: &Engram, agent: &AgentId, what: Turn<'_>) {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let printer = tokio::spawn(async move {
+        let mut out = std::io::stdout();
+        while let Some(event) = rx.recv().await {
+            match event {
+                RunEvent::TextDelta { delta } => {
+                    let _ = write!(out, "{}", safe(&delta));
+                    let _ = out.flush();
+                }
+                RunEvent::ToolCall { call } => {
+                    eprintln!("\n  → {}({})", safe(&call.name), safe(&call.arguments))
+                }
+                RunEvent::ToolResult {
+                    status: ToolStatus::Failed,
+                    message,
+                    ..
+                } => eprintln!("  ✗ {}", safe(&message)),
+                RunEvent::MemoryChanged { block, .. } => {
+                    eprintln!("  ✎ {} updated", safe(&block.label))
+                }
+                RunEvent::ApprovalRequested { approval: p } => {
+                    eprintln!("  ⏸ {} waits for your approval", approval::describe(&p))
+                }
+                RunEvent::Done {
+                    stop_reason, usage, ..
+                } => {
+                    let _ = writeln!(out);
+                    eprintln!(
+                        "  [{} · {} steps · {} tokens]",
+                        stop_reason.as_str(),
+                        usage.step_count,
+                        usage.total_tokens
+                    );
+                }
+                RunEvent::Error { error } => eprintln!("\nerror: {}", safe(&error.message)),
+                _ => {}
+            }
+        }
+    });
+    let cancel = CancellationToken::new();
+    let stop = cancel.clone();
+    let ctrl_c = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            stop.cancel();
+        }
+    });
+    let result = match what {
+        Turn::Send(line) => engram.send_message(agent, line, &tx, cancel).await,
+        Turn::Decide(d) => engram.resolve_approval(agent, d, &tx, cancel).await,
+    };
+    ctrl_c.abort();
+    drop(tx);
+    let _ = printer.await;
+    if let Err(e) = result {
+        eprintln!("error: {}", safe(&e.to_string()));
+    }
 }

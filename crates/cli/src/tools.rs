@@ -78,6 +78,17 @@ pub enum ToolCmd {
         #[arg(long, value_name = "on|off")]
         unsandboxed: Option<Switch>,
     },
+    /// Ask before running (Letta's `requires_approval` rule): when the agent calls this tool,
+    /// the run waits until you approve or deny the call.
+    Approval {
+        /// Agent id.
+        agent: String,
+        /// Tool id or name (built-in or your own).
+        tool: String,
+        /// on: ask first; off: run without asking.
+        #[arg(value_name = "on|off")]
+        state: Switch,
+    },
 }
 
 /// `on` or `off`.
@@ -224,6 +235,11 @@ pub fn tool(engram: &Engram, cmd: ToolCmd) -> Result<()> {
         ToolCmd::Untrust { tool } => {
             let t = engram.untrust_tool(&tool)?;
             println!("untrusted {}", t.name);
+        }
+        ToolCmd::Approval { agent, tool, state } => {
+            let name = engram.find_tool(&tool)?.name;
+            let on = bool::from(state);
+            crate::approval::set_rule(engram, &agent, &name, on)?;
         }
         ToolCmd::Attach { agent, tool } => {
             let t = engram.find_tool(&tool)?;

@@ -6,6 +6,7 @@
 //! (its whole message history). A user message starts a *run* of *steps*.
 
 pub mod agent;
+pub mod approval;
 pub mod block_op;
 pub mod error;
 pub mod ids;
@@ -17,6 +18,7 @@ pub mod tool;
 pub mod trust;
 
 pub use agent::{Agent, AgentPatch, EmbeddingConfig, LlmConfig, LoopStyle, NewAgent};
+pub use approval::{ApprovalDecision, PendingApproval};
 pub use block_op::{Applied, BlockOp, OpError, ReplaceCount};
 pub use error::{Error, ErrorBody, Result};
 pub use ids::{AgentId, BlockId, EditId, MessageId, PassageId, RunId, StepId, ToolId};

@@ -1,6 +1,8 @@
 //! Runs and steps: stop reasons, usage, tool results and the events a run streams.
 
-use crate::{AgentId, Block, ErrorBody, Message, RunId, StepId, Timestamp, ToolCall};
+use crate::{
+    AgentId, Block, ErrorBody, Message, PendingApproval, RunId, StepId, Timestamp, ToolCall,
+};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
@@ -26,6 +28,9 @@ pub enum StopReason {
     /// The model kept repeating itself: a step whose every tool call (name, arguments and
     /// result) already happened twice earlier in the run. Engram's own reason; Letta has none.
     NoProgress,
+    /// The model called a tool a person must approve first (Letta's `requires_approval`):
+    /// the call is stored unanswered and the run waits for an approve or deny.
+    RequiresApproval,
 }
 
 impl StopReason {
@@ -40,6 +45,7 @@ impl StopReason {
             Self::ToolRule => "tool_rule",
             Self::NoToolCall => "no_tool_call",
             Self::NoProgress => "no_progress",
+            Self::RequiresApproval => "requires_approval",
         }
     }
 }
@@ -216,6 +222,12 @@ pub enum RunEvent {
     Message {
         /// The stored message.
         message: Message,
+    },
+    /// A tool call waits for a person (sent after its step committed; the run then ends with
+    /// stop reason `requires_approval`).
+    ApprovalRequested {
+        /// The call and where it is stored.
+        approval: PendingApproval,
     },
     /// Usage of the step just finished.
     Usage {

@@ -182,7 +182,14 @@ pub enum ToolRule {
         /// Calls allowed per run.
         max_count_limit: u32,
     },
-    /// A rule type Engram does not enforce (`requires_approval`, `conditional`, …), kept as
+    /// Ask before running: when the model calls this tool, the run pauses (stop reason
+    /// `requires_approval`) until a person approves the call (it runs) or denies it (the
+    /// model gets a `Failed` result carrying the reason). Letta's `requires_approval` rule.
+    RequiresApproval {
+        /// The tool (built-in, Python or MCP: keyed by name, whatever runs it).
+        tool_name: String,
+    },
+    /// A rule type Engram does not enforce (`conditional`, `parent_last_tool`, …), kept as
     /// read so exports give it back.
     #[serde(untagged)]
     Other(serde_json::Value),
@@ -195,6 +202,7 @@ impl ToolRule {
             Self::ExitLoop { tool_name }
             | Self::ContinueLoop { tool_name }
             | Self::RunFirst { tool_name }
+            | Self::RequiresApproval { tool_name }
             | Self::ConstrainChildTools { tool_name, .. }
             | Self::MaxCountPerStep { tool_name, .. } => Some(tool_name),
             Self::Other(v) => v.get("tool_name").and_then(|n| n.as_str()),
@@ -204,6 +212,13 @@ impl ToolRule {
     /// Whether the loop enforces this rule.
     pub fn is_enforced(&self) -> bool {
         !matches!(self, Self::Other(_))
+    }
+
+    /// Whether `rules` say a person must approve each call of `tool` before it runs.
+    pub fn requires_approval(rules: &[ToolRule], tool: &str) -> bool {
+        rules
+            .iter()
+            .any(|r| matches!(r, Self::RequiresApproval { tool_name } if tool_name == tool))
     }
 }
 
@@ -245,9 +260,24 @@ mod tests {
                 max_count_limit: 2
             }
         );
-        assert!(matches!(&rules[5], ToolRule::Other(v) if v["type"] == "requires_approval"));
+        assert_eq!(
+            rules[5],
+            ToolRule::RequiresApproval {
+                tool_name: "Bash".into()
+            }
+        );
         assert_eq!(rules[5].tool_name(), Some("Bash"));
-        assert!(!rules[5].is_enforced());
+        assert!(rules[5].is_enforced());
+        assert!(ToolRule::requires_approval(&rules, "Bash"));
+        assert!(!ToolRule::requires_approval(&rules, "a"));
+        assert_eq!(
+            serde_json::to_value(&rules[5]).unwrap(),
+            json!({"type": "requires_approval", "tool_name": "Bash"})
+        );
+        let other: ToolRule =
+            serde_json::from_value(json!({"type": "conditional", "tool_name": "a"})).unwrap();
+        assert!(matches!(&other, ToolRule::Other(v) if v["type"] == "conditional"));
+        assert!(!other.is_enforced());
         let back = serde_json::to_value(&rules[3]).unwrap();
         assert_eq!(
             back,

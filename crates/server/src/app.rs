@@ -10,7 +10,7 @@
 
 use crate::AppState;
 use crate::errors::status_of;
-use crate::routes::messages::start_run;
+use crate::routes::messages::{Start, start_run};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRequest, Request, State};
 use axum::http::StatusCode;
@@ -75,6 +75,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .merge(crate::app_python::routes())
         .merge(crate::app_chat::routes())
         .merge(crate::app_memory::routes())
+        .merge(crate::app_approval::routes())
 }
 
 /// An engine error as `{code, message, details?}` with the status the `/v1` routes would give.
@@ -391,7 +392,8 @@ async fn send_message(
     State(s): State<AppState>,
     Args(a): Args<SendArg>,
 ) -> Result<Response, AppError> {
-    let (mut events, first) = start_run(s.engram.clone(), a.agent_id, a.text).await?;
+    let (mut events, first) =
+        start_run(s.engram.clone(), a.agent_id, Start::Message(a.text)).await?;
     let rest = futures::stream::poll_fn(move |cx| events.poll_recv(cx));
     let stream = futures::stream::iter(first)
         .chain(rest)

@@ -19,6 +19,7 @@
 mod app;
 mod app_chat;
 mod app_memory;
+mod app_approval;
 mod app_python;
 mod app_trust;
 pub mod errors;

@@ -89,6 +89,7 @@ impl ChunkMapper {
                 }
                 chunks
             }
+            RunEvent::ApprovalRequested { approval } => vec![letta::approval_request(&approval)],
             RunEvent::Error { error } => vec![json!({
                 "message_type": "error_message",
                 "id": MessageId::new(),

@@ -1,8 +1,8 @@
 //! Chatting: starting runs, and stopping them.
 
-use crate::{Engram, Notice};
+use crate::Engram;
 use engram_agent::{EventSink, RunOutcome};
-use engram_core::{AgentId, Error, NewMessage, Result, RunEvent};
+use engram_core::{AgentId, Error, NewMessage, Result};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -10,8 +10,8 @@ use tokio_util::sync::CancellationToken;
 pub struct RunHandle<'a> {
     engram: &'a Engram,
     agent: AgentId,
-    id: u64,
-    token: CancellationToken,
+    pub(crate) id: u64,
+    pub(crate) token: CancellationToken,
 }
 
 impl Drop for RunHandle<'_> {
@@ -33,7 +33,9 @@ impl Engram {
     /// into `events`. The run can be stopped with [`cancel_runs`](Self::cancel_runs) or with
     /// `cancel`. Errors: `invalid_input` for an empty message, `not_found`, and configuration
     /// errors (no provider, no key, `context_window_too_small` when the model's window cannot
-    /// hold the agent) before anything is written; failures during the run are in the outcome.
+    /// hold the agent) before anything is written; `conflict` while a tool call waits for
+    /// approval (see [`resolve_approval`](Self::resolve_approval)); failures during the run are
+    /// in the outcome.
     pub async fn send_message(
         &self,
         agent: &AgentId,
@@ -58,19 +60,7 @@ impl Engram {
             drop(tx);
             outcome
         };
-        let forward = async {
-            while let Some(event) = rx.recv().await {
-                match &event {
-                    RunEvent::Message { message } => self.notify(Notice::MessagesChanged {
-                        agent_id: message.agent_id.clone(),
-                    }),
-                    RunEvent::MemoryChanged { block, .. } => self.notify_block(&block.id),
-                    _ => {}
-                }
-                self.live.push(agent, handle.id, &event);
-                let _ = events.send(event);
-            }
-        };
+        let forward = self.forward(agent, handle.id, &mut rx, events);
         let (outcome, ()) = tokio::join!(run, forward);
         drop(handle);
         outcome
@@ -93,7 +83,7 @@ impl Engram {
         runs.values().flatten().map(|(_, t)| t.cancel()).count()
     }
 
-    fn register(&self, agent: &AgentId, token: CancellationToken) -> RunHandle<'_> {
+    pub(crate) fn register(&self, agent: &AgentId, token: CancellationToken) -> RunHandle<'_> {
         let id = self
             .next_run
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);

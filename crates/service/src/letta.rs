@@ -8,7 +8,8 @@
 
 use engram_agent::RunOutcome;
 use engram_core::{
-    LoopStyle, Message, MessageKind, Role, StopReason, ToolReturn, ToolStatus, Usage,
+    LoopStyle, Message, MessageKind, PendingApproval, Role, StopReason, ToolReturn, ToolStatus,
+    Usage,
 };
 use serde_json::{Value, json};
 
@@ -110,6 +111,36 @@ pub fn letta_messages(m: &Message, style: LoopStyle) -> Vec<Value> {
                 }),
             )]
         }
+    }
+}
+
+/// Letta's `approval_request_message` for a call waiting for a person: its id is the
+/// assistant message that made the call (what Letta's `approval_request_id` names).
+pub fn approval_request(p: &PendingApproval) -> Value {
+    let call = json!({"name": p.tool_call.name, "arguments": p.tool_call.arguments, "tool_call_id": p.tool_call.id});
+    json!({
+        "id": p.message_id,
+        "date": p.requested_at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+        "message_type": "approval_request_message",
+        "run_id": p.run_id,
+        "step_id": p.step_id,
+        "tool_call": call,
+        "tool_calls": [call],
+    })
+}
+
+/// Shows `pending` in a list of Letta messages as Letta does: its `tool_call_message` becomes
+/// the `approval_request_message`; when the list does not hold the call, the request is
+/// appended if `append` (a run's response), else the list is left as it is (a page of history).
+pub fn mark_pending(messages: &mut Vec<Value>, pending: &PendingApproval, append: bool) {
+    let request = approval_request(pending);
+    match messages.iter_mut().find(|m| {
+        m["message_type"] == "tool_call_message"
+            && m["tool_call"]["tool_call_id"] == pending.tool_call.id.as_str()
+    }) {
+        Some(m) => *m = request,
+        None if append => messages.push(request),
+        None => {}
     }
 }
 

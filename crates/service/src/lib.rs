@@ -7,6 +7,7 @@
 mod agentfile;
 mod agents;
 mod api_token;
+mod approval;
 mod blocks;
 mod chat;
 mod context_view;

@@ -16,6 +16,7 @@
 mod agent_list;
 mod agents;
 mod block_list;
+mod approvals;
 mod blocks;
 mod calibration;
 mod endpoints;
@@ -40,6 +41,7 @@ mod undo;
 
 pub use agent_list::AgentList;
 pub use block_list::BlockList;
+pub use approvals::ApprovalWrite;
 pub use calibration::{CALIBRATION_SETTING_PREFIX, Calibration};
 pub use import::{
     EXTRAS_SETTING_PREFIX, ImportAgent, ImportBlock, ImportBundle, ImportMessage, ImportedIds,

@@ -285,11 +285,26 @@ JOIN (SELECT agent_id, max(seq) AS seq, count(*) AS n, max(created_at) AS create
 WHERE a.summary IS NOT NULL AND a.summary != '';
 "#;
 
-/// Every migration, oldest first.
 /// Lists paged in SQL (issue #18): `GET /v1/blocks/` walks blocks in creation order by index
 /// instead of sorting every block for each page.
 const BLOCKS_BY_CREATION: &str = "CREATE INDEX blocks_by_created ON blocks (created_at, id);";
 
+/// Tool calls waiting for a person (Letta's `requires_approval` rule): at most one per agent,
+/// written in the transaction of the step that made the call and deleted in the one that
+/// answers it. The call itself stays in its assistant message; repair leaves it unanswered
+/// while this row names it.
+const PENDING_TOOL_APPROVALS: &str = r#"
+CREATE TABLE pending_approvals (
+    agent_id     TEXT PRIMARY KEY NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+    run_id       TEXT NOT NULL,
+    step_id      TEXT NOT NULL,
+    message_id   TEXT NOT NULL,               -- the assistant message that made the call
+    tool_call    TEXT NOT NULL,               -- JSON ToolCall {id, name, arguments}
+    requested_at INTEGER NOT NULL
+) WITHOUT ROWID;
+"#;
+
+/// Every migration, oldest first.
 const MIGRATIONS: &[M<'static>] = &[
     M::up(V1),
     M::up(BLOCK_VERSIONS),
@@ -298,6 +313,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(TOOL_TRUST),
     M::up(COMPACTION_MARKERS),
     M::up(BLOCKS_BY_CREATION),
+    M::up(PENDING_TOOL_APPROVALS),
 ];
 
 /// The migration list (exposed to tests so they can validate it).

@@ -8,6 +8,7 @@
 
 use crate::Store;
 use crate::agents;
+use crate::approvals;
 use crate::messages::{self, SEQ_GAP};
 use crate::sql::{self, DbResult, json_opt};
 use engram_core::{
@@ -163,7 +164,8 @@ fn diagnose(context: &[CallRow]) -> Diagnosis {
 }
 
 impl Store {
-    /// Makes the agent's context valid for providers again, in one transaction:
+    /// Makes the agent's context valid for providers again, in one transaction (the calls of
+    /// the message a pending approval names are left for the person to decide):
     /// - every in-context assistant tool call without a tool result gets a `Failed` result
     ///   (role `Tool`, the call's id and tool name, the assistant message's run and step), placed
     ///   right after the last existing result of that assistant message (or right after the
@@ -177,7 +179,15 @@ impl Store {
         self.write(|tx| {
             agents::ensure_exists(tx, agent)?;
             let context = call_rows(tx, agent)?;
-            let Diagnosis { orphans, strays } = diagnose(&context);
+            let Diagnosis {
+                mut orphans,
+                strays,
+            } = diagnose(&context);
+            // A call waiting for a person is not an orphan: it and the calls after it in its
+            // message are answered when the person decides.
+            if let Some(p) = approvals::get(tx, agent)? {
+                orphans.retain(|o| context[o.caller].id != p.message_id);
+            }
             let mut stmt = tx
                 .prepare_cached("UPDATE messages SET in_context = 0 WHERE id = ?1")
                 .db()?;

@@ -157,7 +157,8 @@ impl Store {
 
     /// Empties the agent's context window (Letta's reset messages): every message leaves the
     /// window but stays in recall memory, listed and searchable; the recursive summary of the
-    /// old window goes too. Returns how many messages left the window. Errors:
+    /// old window goes too, and so does a tool call waiting for approval (it is never run).
+    /// Returns how many messages left the window. Errors:
     /// `NotFound("agent")`.
     pub fn reset_context(&self, agent: &AgentId) -> Result<usize> {
         self.write(|tx| {
@@ -170,6 +171,11 @@ impl Store {
                 .execute([agent.as_str()])
                 .db()?;
             tx.prepare_cached("UPDATE agents SET summary = NULL WHERE id = ?1")
+                .db()?
+                .execute([agent.as_str()])
+                .db()?;
+            // A call waiting for approval left the window with its message: nothing waits now.
+            tx.prepare_cached("DELETE FROM pending_approvals WHERE agent_id = ?1")
                 .db()?
                 .execute([agent.as_str()])
                 .db()?;

@@ -1,5 +1,6 @@
 //! Steps: one LLM call and everything it changed, committed as one transaction.
 
+use crate::approvals::{self, ApprovalWrite};
 use crate::sql::{self, DbResult, ts, uint};
 use crate::{Store, agents, messages, passages, step_edits};
 use engram_core::{
@@ -57,6 +58,10 @@ pub struct StepCommit {
     pub block_writes: Vec<BlockWrite>,
     /// Archival passages inserted by the step's tools.
     pub passages: Vec<NewPassage>,
+    /// Whether the step pauses on a call a person must approve, or answers one (stored in the
+    /// same transaction as the messages, so a pending call is never lost or left unmarked).
+    #[serde(default)]
+    pub approval: ApprovalWrite,
 }
 
 /// What [`Store::commit_step`] stored.
@@ -125,7 +130,9 @@ impl Store {
     /// Errors (nothing of the step is stored): `NotFound("agent")`; `NotFound("block")` or
     /// `Invalid` (the refusal: limit message, text not found, stale version…) for a write that
     /// has no tool result in the step to answer with; `Invalid` for an empty passage;
-    /// `Conflict` if the step id or a message id already exists.
+    /// `Conflict` if the step id or a message id already exists, or the step asks for an
+    /// approval while another is pending; `NotFound("pending approval")` if it resolves one
+    /// that is no longer pending.
     pub fn commit_step(&self, c: &StepCommit) -> Result<CommittedStep> {
         let agent = &c.step.agent_id;
         let mut msgs: Vec<NewMessage> = c
@@ -145,6 +152,7 @@ impl Store {
             let edits = step_edits::apply(tx, &c.step.id, &c.block_writes, &mut msgs, now)?;
             let passages = passages::insert(tx, agent, &c.passages, now)?;
             let messages = messages::append(tx, agent, &msgs, now)?;
+            approvals::apply(tx, agent, &c.approval)?;
             Ok(CommittedStep {
                 messages,
                 blocks: edits.changes,

@@ -155,6 +155,7 @@ pub(crate) fn map_rule_names(
         R::ExitLoop { tool_name }
         | R::ContinueLoop { tool_name }
         | R::RunFirst { tool_name }
+        | R::RequiresApproval { tool_name }
         | R::MaxCountPerStep { tool_name, .. } => apply(tool_name),
         R::ConstrainChildTools {
             tool_name,

@@ -21,6 +21,7 @@ export function useFakeBackend(
     }) as Backend['call'],
     sendMessage: vi.fn(send ?? (async () => {})),
     attachRun: vi.fn(attach ?? (async () => false)),
+    resolveApproval: vi.fn(async () => {}),
     onNotice: vi.fn(() => () => {}),
     openUrl: vi.fn(async () => {}),
     onCloseRequested: vi.fn(() => () => {}),

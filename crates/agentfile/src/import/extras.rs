@@ -12,7 +12,8 @@ pub(super) fn letta_extras(ctx: &mut Ctx<'_>, a: &AgentIn<'_>, groups: &[Value])
         .tools
         .iter()
         .filter(|t| {
-            !builtin.contains(&t.name.as_str()) && user_tool(t, ctx.opts, a.tool_rules).is_none()
+            !builtin.contains(&t.name.as_str())
+                && user_tool(t, ctx.opts, a.tool_rules, a.ext.is_some()).is_none()
         })
         .map(|t| {
             let mut t = (*t).clone();

@@ -395,7 +395,7 @@ fn convert_agent(
     // The file's own code: stored untrusted, with where it came from.
     let mut carried = Vec::new();
     for t in &a.tools {
-        if let Some(mut tool) = user_tool(t, ctx.opts, a.tool_rules) {
+        if let Some(mut tool) = user_tool(t, ctx.opts, a.tool_rules, a.ext.is_some()) {
             tool.origin = ToolOrigin::AgentFile {
                 file: ctx.opts.file_name.to_owned(),
                 agent: name.to_owned(),

@@ -8,12 +8,20 @@ use serde_json::{Value, json};
 
 /// The file's tool as a runnable user tool: a non-built-in with Python source defining a
 /// function of its name (Letta writes `source_type` `python` or `json` for those).
-/// Tools under a `requires_approval` rule are run by the client in Letta (their source is a
-/// stub), so they are not made runnable here.
-pub(super) fn user_tool(t: &ToolAf, opts: &ImportOptions<'_>, rules: &[Value]) -> Option<Tool> {
-    let client_side = rules
-        .iter()
-        .any(|r| r["type"] == "requires_approval" && r["tool_name"] == t.name.as_str());
+/// In a Letta file, tools under a `requires_approval` rule are run by the client (their source
+/// is a stub), so they are not made runnable here. A file Engram wrote (`engram_file`) means
+/// the rule as Engram does: the tool runs here once a person approves the call, so its code
+/// is kept (untrusted, as any imported code).
+pub(super) fn user_tool(
+    t: &ToolAf,
+    opts: &ImportOptions<'_>,
+    rules: &[Value],
+    engram_file: bool,
+) -> Option<Tool> {
+    let client_side = !engram_file
+        && rules
+            .iter()
+            .any(|r| r["type"] == "requires_approval" && r["tool_name"] == t.name.as_str());
     if client_side
         || opts.builtin_tools.contains(&t.name.as_str())
         || !engram_core::tool::valid_tool_name(&t.name)

@@ -10,7 +10,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use engram_core::{AgentId, LoopStyle, MessageId, RunEvent};
+use engram_core::{AgentId, ApprovalDecision, LoopStyle, MessageId, RunEvent};
 use engram_service::{Engram, MessagePage, Order, letta};
 use futures::StreamExt;
 use serde::Deserialize;
@@ -20,11 +20,19 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-/// One message of a request: `content` is text or a list of `{type: "text", text}` parts.
+/// One message of a request: `content` is text or a list of `{type: "text", text}` parts; or
+/// Letta's approval message `{type: "approval", approve, reason?, approval_request_id?}` /
+/// `{type: "approval", approvals: [{type: "approval", tool_call_id, approve, reason?}]}`.
 #[derive(Debug, Deserialize)]
 pub struct MessageIn {
     role: Option<String>,
+    #[serde(default)]
     content: Value,
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    approve: Option<bool>,
+    reason: Option<String>,
+    approvals: Option<Vec<Value>>,
 }
 
 /// Letta's `LettaRequest` / `LettaStreamingRequest` (the fields Engram acts on).
@@ -58,6 +66,54 @@ fn text_of(content: &Value) -> ApiResult<String> {
 }
 
 impl SendIn {
+    /// The approval decisions of the request, in order, when it is Letta's approval message
+    /// (`None` for an ordinary user message). A request may not mix the two.
+    fn approvals(&self) -> ApiResult<Option<Vec<ApprovalDecision>>> {
+        let msgs = self.messages.as_deref().unwrap_or_default();
+        if !msgs.iter().any(|m| m.kind.as_deref() == Some("approval")) {
+            return Ok(None);
+        }
+        if msgs.len() != 1 || self.input.is_some() {
+            return Err(ApiError::bad_request(
+                "send the approval message on its own, without user messages",
+            ));
+        }
+        let m = &msgs[0];
+        if let Some(list) = &m.approvals {
+            let mut out = Vec::new();
+            for a in list {
+                if a["type"] != "approval" {
+                    return Err(ApiError::bad_request(
+                        "only approvals are accepted here; Engram runs approved tools itself \
+                         (client-side tool returns are not supported)",
+                    ));
+                }
+                let approve = a["approve"].as_bool().ok_or_else(|| {
+                    ApiError::bad_request("each approval needs approve: true or false")
+                })?;
+                out.push(ApprovalDecision {
+                    tool_call_id: a["tool_call_id"].as_str().map(str::to_owned),
+                    approve,
+                    reason: a["reason"].as_str().map(str::to_owned),
+                });
+            }
+            if out.is_empty() {
+                return Err(ApiError::bad_request(
+                    "the approval message lists no approvals",
+                ));
+            }
+            return Ok(Some(out));
+        }
+        let approve = m.approve.ok_or_else(|| {
+            ApiError::bad_request("the approval message needs approve: true or false")
+        })?;
+        Ok(Some(vec![ApprovalDecision {
+            tool_call_id: None,
+            approve,
+            reason: m.reason.clone(),
+        }]))
+    }
+
     /// The user's text: every message joined (Engram runs one user turn per request).
     fn text(&self) -> ApiResult<String> {
         let mut texts = Vec::new();
@@ -97,14 +153,40 @@ pub async fn create(
     }
     let id = agent_id(id);
     let style = s.engram.get_agent(&id)?.agent.loop_style;
-    let text = req.text()?;
+    let start = Start::of(&req)?;
     let (tx, rx) = mpsc::unbounded_channel();
     drop(rx);
-    let outcome = s
-        .engram
-        .send_message(&id, &text, &tx, CancellationToken::new())
-        .await?;
+    let mut messages = Vec::new();
+    let mut last = None;
+    for step in start.calls() {
+        let outcome = match step {
+            Call::Send(text) => {
+                s.engram
+                    .send_message(&id, &text, &tx, CancellationToken::new())
+                    .await?
+            }
+            Call::Decide(d) => {
+                s.engram
+                    .resolve_approval(&id, d, &tx, CancellationToken::new())
+                    .await?
+            }
+        };
+        messages.extend(outcome.messages.iter().cloned());
+        last = Some(outcome);
+    }
+    let Some(mut outcome) = last else {
+        return Err(ApiError::bad_request("nothing to do"));
+    };
+    outcome.messages = messages;
     let mut body = letta::response(&outcome, style);
+    if outcome.stop_reason == engram_core::StopReason::RequiresApproval
+        && let (Some(p), Some(list)) = (
+            s.engram.pending_approval(&id)?,
+            body["messages"].as_array_mut(),
+        )
+    {
+        letta::mark_pending(list, &p, true);
+    }
     if let Some(error) = &outcome.error {
         body["error"] = json!({"error_type": error.code, "message": error.message});
     }
@@ -121,8 +203,8 @@ pub async fn stream(
 ) -> ApiResult<Response> {
     let id = agent_id(id);
     let style = s.engram.get_agent(&id)?.agent.loop_style;
-    let text = req.text()?;
-    let (mut events, first) = start_run(s.engram.clone(), id, text).await?;
+    let start = Start::of(&req)?;
+    let (mut events, first) = start_run(s.engram.clone(), id, start).await?;
     let mut mapper = ChunkMapper::new(style, req.stream_tokens);
     let head = futures::stream::iter(first);
     let rest = futures::stream::poll_fn(move |cx| events.poll_recv(cx));
@@ -144,16 +226,28 @@ pub async fn stream(
 pub(crate) async fn start_run(
     engram: Arc<Engram>,
     agent: AgentId,
-    text: String,
+    start: Start,
 ) -> engram_core::Result<(mpsc::UnboundedReceiver<RunEvent>, Option<RunEvent>)> {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let (failed_tx, failed_rx) = oneshot::channel();
     tokio::spawn(async move {
-        if let Err(e) = engram
-            .send_message(&agent, &text, &tx, CancellationToken::new())
-            .await
-        {
-            let _ = failed_tx.send(e);
+        for call in start.calls() {
+            let result = match call {
+                Call::Send(text) => {
+                    engram
+                        .send_message(&agent, &text, &tx, CancellationToken::new())
+                        .await
+                }
+                Call::Decide(d) => {
+                    engram
+                        .resolve_approval(&agent, d, &tx, CancellationToken::new())
+                        .await
+                }
+            };
+            if let Err(e) = result {
+                let _ = failed_tx.send(e);
+                return;
+            }
         }
     });
     match rx.recv().await {
@@ -163,6 +257,37 @@ pub(crate) async fn start_run(
             Ok(e) => Err(e),
             Err(_) => Ok((rx, None)),
         },
+    }
+}
+
+/// What a send request asks for: a user message, or decisions about calls waiting for
+/// approval (applied in order; each lets the paused run go on).
+pub(crate) enum Start {
+    /// A user message.
+    Message(String),
+    /// Approval decisions.
+    Approvals(Vec<ApprovalDecision>),
+}
+
+/// One service call of a [`Start`].
+enum Call {
+    Send(String),
+    Decide(ApprovalDecision),
+}
+
+impl Start {
+    fn of(req: &SendIn) -> ApiResult<Self> {
+        Ok(match req.approvals()? {
+            Some(list) => Self::Approvals(list),
+            None => Self::Message(req.text()?),
+        })
+    }
+
+    fn calls(self) -> Vec<Call> {
+        match self {
+            Self::Message(text) => vec![Call::Send(text)],
+            Self::Approvals(list) => list.into_iter().map(Call::Decide).collect(),
+        }
     }
 }
 
@@ -193,12 +318,15 @@ pub async fn list(
         },
     };
     let messages = s.engram.page_messages(&id, &page)?;
-    Ok(Json(
-        messages
-            .iter()
-            .flat_map(|m| letta::letta_messages(m, style))
-            .collect(),
-    ))
+    let mut out: Vec<Value> = messages
+        .iter()
+        .flat_map(|m| letta::letta_messages(m, style))
+        .collect();
+    // A call waiting for approval shows as Letta shows it.
+    if let Some(p) = s.engram.pending_approval(&id)? {
+        letta::mark_pending(&mut out, &p, false);
+    }
+    Ok(Json(out))
 }
 
 /// `POST …/messages/cancel`: stops the agent's runs; `{"cancelled": n}`.

@@ -273,6 +273,7 @@ fn delete_removes_everything_but_shared_blocks() {
                 tags: vec!["t".into()],
                 ..Default::default()
             }],
+            approval: Default::default(),
         })
         .unwrap();
     store

@@ -79,6 +79,7 @@ fn a_step_commits_everything_together() {
                 tags: vec!["ann".into()],
                 ..Default::default()
             }],
+            approval: Default::default(),
         })
         .unwrap();
     assert_eq!(committed.messages.len(), 2);
@@ -123,6 +124,7 @@ fn a_step_commits_everything_together() {
             messages: vec![],
             block_writes: vec![],
             passages: vec![],
+            approval: Default::default(),
         })
         .unwrap();
     store
@@ -131,6 +133,7 @@ fn a_step_commits_everything_together() {
             messages: vec![],
             block_writes: vec![],
             passages: vec![],
+            approval: Default::default(),
         })
         .unwrap();
     let run: Vec<_> = store
@@ -182,6 +185,7 @@ fn a_failing_block_write_leaves_no_trace_of_the_step() {
             text: "should not land".into(),
             ..Default::default()
         }],
+        approval: Default::default(),
     });
     match result {
         Err(Error::Invalid(m)) => assert!(
@@ -211,6 +215,7 @@ fn a_failing_block_write_leaves_no_trace_of_the_step() {
         messages: vec![],
         block_writes: vec![ghost],
         passages: vec![],
+        approval: Default::default(),
     });
     assert!(matches!(r, Err(Error::NotFound { what: "block", .. })));
     store
@@ -219,6 +224,7 @@ fn a_failing_block_write_leaves_no_trace_of_the_step() {
             messages: vec![],
             block_writes: vec![],
             passages: vec![],
+            approval: Default::default(),
         })
         .unwrap();
     let again = store.commit_step(&StepCommit {
@@ -226,6 +232,7 @@ fn a_failing_block_write_leaves_no_trace_of_the_step() {
         messages: vec![NewMessage::user("x")],
         block_writes: vec![],
         passages: vec![],
+        approval: Default::default(),
     });
     assert!(matches!(again, Err(Error::Conflict(_))), "{again:?}");
     assert_eq!(store.memory_counts(&a.id).unwrap(), (0, 0));

@@ -46,6 +46,7 @@ fn one_call_step(agent: &AgentId, call: &str, block: &BlockId, op: BlockOp) -> S
             restate_result: true,
         }],
         passages: vec![],
+        approval: Default::default(),
     }
 }
 

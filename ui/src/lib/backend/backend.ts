@@ -4,6 +4,7 @@ import type {
   AgentPatch,
   AgentState,
   AppInfo,
+  ApprovalDecision,
   Block,
   BlockEdit,
   BlockPatch,
@@ -27,6 +28,7 @@ import type {
   PassageHit,
   PassageList,
   PassagePage,
+  PendingApproval,
   ProviderInfo,
   ProviderSetup,
   RestApiStatus,
@@ -45,7 +47,8 @@ type AgentArg = { agent_id: string };
 
 /**
  * Every command the engine answers: its arguments (snake_case, identical on both transports)
- * and its result. `send_message` is not here: it streams, see {@link Backend.sendMessage}.
+ * and its result. `send_message` and `resolve_approval` are not here: they stream, see
+ * {@link Backend.sendMessage} and {@link Backend.resolveApproval}.
  */
 export interface Commands {
   app_info: [undefined, AppInfo];
@@ -67,6 +70,8 @@ export interface Commands {
   list_messages: [AgentArg & { before?: string; limit: number }, Message[]];
   message_window: [AgentArg & { at: WindowAt; limit: number }, MessageWindow];
   cancel_run: [AgentArg, number];
+  pending_approval: [AgentArg, PendingApproval | null];
+  set_tool_approval: [AgentArg & { tool: string; on: boolean }, Agent];
   list_blocks: [AgentArg, Block[]];
   update_block: [AgentArg & { label: string; patch: BlockPatch }, Block];
   block_history: [AgentArg & { label: string }, BlockEdit[]];
@@ -133,6 +138,15 @@ export interface Backend {
    * at once when the agent is not running.
    */
   attachRun(args: { agent_id: string }, onEvent: (e: RunEvent) => void): Promise<boolean>;
+  /**
+   * Approves or denies the tool call the agent's run waits on, and streams the run that goes
+   * on to `onEvent`; resolves after `done`. Rejects with a {@link BackendError} when nothing
+   * waits (`not_found`) or the decision names another call (`invalid_input`).
+   */
+  resolveApproval(
+    args: { agent_id: string; decision: ApprovalDecision },
+    onEvent: (e: RunEvent) => void,
+  ): Promise<void>;
   /** Calls `onNotice` for every app-wide change until the returned function is called. */
   onNotice(onNotice: (n: Notice) => void): () => void;
   /** Opens a link outside the app (the system browser in the desktop app). */

@@ -61,6 +61,35 @@ export function httpBackend(opts: HttpOptions): Backend {
     return res;
   }
 
+  /** A command answered as a run's events (SSE), until `done`. */
+  async function stream(
+    command: 'send_message' | 'resolve_approval',
+    args: unknown,
+    onEvent: (e: RunEvent) => void,
+  ): Promise<void> {
+    const res = await post(command, args, 'text/event-stream');
+    if (!res.headers.get('content-type')?.includes('text/event-stream') || !res.body) {
+      // The run did not start; the server answered with a plain result or error.
+      const text = await res.text();
+      const parsed = safeJson(text);
+      throw isErrorBody(parsed)
+        ? BackendError.from(parsed)
+        : new BackendError('internal', 'The reply stream did not start.');
+    }
+    const ended = await readSse(res.body, (data) => {
+      const event = safeJson(data) as RunEvent | undefined;
+      if (!event || typeof event !== 'object' || !('type' in event)) return;
+      onEvent(event);
+      if (event.type === 'done') return false;
+    });
+    if (!ended) {
+      throw new BackendError(
+        'backend_unreachable',
+        'The connection to Engram dropped before the reply finished. The run may still be going; reload to see it.',
+      );
+    }
+  }
+
   return {
     async call(command, ...args) {
       const res = await post(command, args[0]);
@@ -68,28 +97,12 @@ export function httpBackend(opts: HttpOptions): Backend {
       return text === '' ? null : JSON.parse(text);
     },
 
-    async sendMessage(args, onEvent) {
-      const res = await post('send_message', args, 'text/event-stream');
-      if (!res.headers.get('content-type')?.includes('text/event-stream') || !res.body) {
-        // The run did not start; the server answered with a plain result or error.
-        const text = await res.text();
-        const parsed = safeJson(text);
-        throw isErrorBody(parsed)
-          ? BackendError.from(parsed)
-          : new BackendError('internal', 'The reply stream did not start.');
-      }
-      const ended = await readSse(res.body, (data) => {
-        const event = safeJson(data) as RunEvent | undefined;
-        if (!event || typeof event !== 'object' || !('type' in event)) return;
-        onEvent(event);
-        if (event.type === 'done') return false;
-      });
-      if (!ended) {
-        throw new BackendError(
-          'backend_unreachable',
-          'The connection to Engram dropped before the reply finished. The run may still be going; reload to see it.',
-        );
-      }
+    sendMessage(args, onEvent) {
+      return stream('send_message', args, onEvent);
+    },
+
+    resolveApproval(args, onEvent) {
+      return stream('resolve_approval', args, onEvent);
     },
 
     async attachRun(args, onEvent) {

@@ -8,6 +8,25 @@ import type { Notice, RunEvent } from './types';
 export const NOTICE_EVENT = 'engram://notice';
 
 /** The desktop transport: Tauri IPC commands, a `Channel` per run, events for notices. */
+/** A command that streams a run's events over a `Channel`; resolves after `done`. */
+async function stream(command: string, args: object, onEvent: (e: RunEvent) => void): Promise<void> {
+  // A channel's last messages can arrive after the command itself resolved, so the run is
+  // over when both the command returned and `done` came through.
+  let sawDone!: () => void;
+  const done = new Promise<void>((resolve) => (sawDone = resolve));
+  const channel = new Channel<RunEvent>();
+  channel.onmessage = (event) => {
+    onEvent(event);
+    if (event.type === 'done') sawDone();
+  };
+  try {
+    await invoke(command, { ...args, on_event: channel });
+  } catch (e) {
+    throw BackendError.from(e);
+  }
+  await done;
+}
+
 export function tauriBackend(): Backend {
   return {
     async call(command, ...args) {
@@ -18,22 +37,12 @@ export function tauriBackend(): Backend {
       }
     },
 
-    async sendMessage(args, onEvent) {
-      // A channel's last messages can arrive after the command itself resolved, so the run is
-      // over when both the command returned and `done` came through.
-      let sawDone!: () => void;
-      const done = new Promise<void>((resolve) => (sawDone = resolve));
-      const channel = new Channel<RunEvent>();
-      channel.onmessage = (event) => {
-        onEvent(event);
-        if (event.type === 'done') sawDone();
-      };
-      try {
-        await invoke('send_message', { ...args, on_event: channel });
-      } catch (e) {
-        throw BackendError.from(e);
-      }
-      await done;
+    sendMessage(args, onEvent) {
+      return stream('send_message', args, onEvent);
+    },
+
+    resolveApproval(args, onEvent) {
+      return stream('resolve_approval', args, onEvent);
     },
 
     async attachRun(args, onEvent) {

@@ -3,6 +3,7 @@ import type { AgentId } from "./AgentId";
 import type { Block } from "./Block";
 import type { ErrorBody } from "./ErrorBody";
 import type { Message } from "./Message";
+import type { PendingApproval } from "./PendingApproval";
 import type { RunId } from "./RunId";
 import type { StepId } from "./StepId";
 import type { StopReason } from "./StopReason";
@@ -75,7 +76,11 @@ tool_call_id: string | null, } | { "type": "message",
 /**
  * The stored message.
  */
-message: Message, } | { "type": "usage", 
+message: Message, } | { "type": "approval_requested", 
+/**
+ * The call and where it is stored.
+ */
+approval: PendingApproval, } | { "type": "usage", 
 /**
  * That step's tokens (`step_count` = 1).
  */

@@ -3,4 +3,4 @@
 /**
  * Why a run ended. Serialized with Letta's names.
  */
-export type StopReason = "end_turn" | "max_steps" | "cancelled" | "llm_api_error" | "error" | "tool_rule" | "no_tool_call" | "no_progress";
+export type StopReason = "end_turn" | "max_steps" | "cancelled" | "llm_api_error" | "error" | "tool_rule" | "no_tool_call" | "no_progress" | "requires_approval";

@@ -36,4 +36,8 @@ tool_name: string,
 /**
  * Calls allowed per run.
  */
-max_count_limit: number, } | JsonValue;
+max_count_limit: number, } | { "type": "requires_approval", 
+/**
+ * The tool (built-in, Python or MCP: keyed by name, whatever runs it).
+ */
+tool_name: string, } | JsonValue;

@@ -1,6 +1,17 @@
 import { tick } from 'svelte';
 import { backend, BackendError } from '../backend';
-import type { Block, Compaction, Message, MessageWindow, RunEvent, StopReason, ToolCall, Usage, WindowAt } from '../backend/types';
+import type {
+  Block,
+  Compaction,
+  Message,
+  MessageWindow,
+  PendingApproval,
+  RunEvent,
+  StopReason,
+  ToolCall,
+  Usage,
+  WindowAt,
+} from '../backend/types';
 import { mergeCompactions, mergeMessages, trimWindow } from '../chat/rows';
 import { onNextFrame } from './frame';
 
@@ -74,6 +85,8 @@ export class ChatState {
   /** Memory edits seen live, by tool call id. */
   diffs = $state<Record<string, MemoryDiff[]>>({});
   outcomes = $state<Record<string, RunOutcome>>({});
+  /** The tool call the agent's run waits on for a person's decision (as stored). */
+  approval = $state<PendingApproval | null>(null);
 
   #hooks: ChatHooks;
   #pendingText = '';
@@ -93,6 +106,7 @@ export class ChatState {
       this.#replace(await this.#window({ kind: 'latest' }, PAGE));
       this.scrollTarget = { kind: 'bottom' };
       this.jumps++;
+      this.approval = await backend().call('pending_approval', { agent_id: this.agentId });
     } catch (e) {
       this.error = BackendError.from(e);
     } finally {
@@ -143,6 +157,7 @@ export class ChatState {
         this.#setMessages(mergeMessages(this.messages, w.messages), false);
         this.compactions = mergeCompactions(this.compactions, w.compactions);
       }
+      this.approval = await backend().call('pending_approval', { agent_id: this.agentId });
     } catch {
       // Keep what is shown; the next notice or run will try again.
     }
@@ -239,25 +254,47 @@ export class ChatState {
     if (this.running || !text.trim()) return false;
     // The reply goes at the end of the conversation: show the end first.
     if (this.hasNewer) await this.jumpToLatest();
-    this.error = null;
-    this.running = true;
-    this.stopping = false;
-    this.live = { runId: null, text: '', reasoning: '', calls: [], step: 0 };
     const pending = pendingUserMessage(this.agentId, text, this.#nextSeq());
     this.#pendingUserId = pending.id;
     this.#setMessages([...this.messages, pending], false);
     this.scrollTarget = { kind: 'bottom' };
     this.jumps++;
+    const started = await this.#stream((on) => backend().sendMessage({ agent_id: this.agentId, text }, on));
+    if (!started) this.#setMessages(this.messages.filter((m) => m.id !== pending.id), false);
+    return started;
+  }
+
+  /**
+   * Approves or denies the call the run waits on (`reason` is what the model reads on a
+   * denial) and streams the run that goes on. Resolves `false` if it could not start.
+   */
+  async decide(approve: boolean, reason?: string): Promise<boolean> {
+    const waiting = this.approval;
+    if (this.running || !waiting) return false;
+    const decision = { tool_call_id: waiting.tool_call.id, approve, reason: reason?.trim() || undefined };
+    this.approval = null;
+    const started = await this.#stream((on) =>
+      backend().resolveApproval({ agent_id: this.agentId, decision }, on),
+    );
+    if (!started) this.approval = waiting;
+    return started;
+  }
+
+  /** Runs one streaming command; resolves whether its run started. */
+  async #stream(run: (onEvent: (e: RunEvent) => void) => Promise<void>): Promise<boolean> {
+    this.error = null;
+    this.running = true;
+    this.stopping = false;
+    this.live = { runId: null, text: '', reasoning: '', calls: [], step: 0 };
     let started = false;
     try {
-      await backend().sendMessage({ agent_id: this.agentId, text }, (e) => {
+      await run((e) => {
         started = true;
         this.handle(e);
       });
     } catch (e) {
       this.#flush();
       this.error = BackendError.from(e);
-      if (!started) this.#setMessages(this.messages.filter((m) => m.id !== pending.id), false);
     } finally {
       this.#settle();
       if (started) {
@@ -320,6 +357,9 @@ export class ChatState {
         // block changed meanwhile) was streamed as OK but is stored as Failed.
         if (e.message.role === 'tool' && e.message.tool_call_id) delete this.results[e.message.tool_call_id];
         this.#commit(e.message);
+        break;
+      case 'approval_requested':
+        this.approval = e.approval;
         break;
       case 'usage':
         break;

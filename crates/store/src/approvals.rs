@@ -1,0 +1,119 @@
+//! Tool calls waiting for a person (Letta's `requires_approval` rule): one row per paused
+//! agent, written and deleted only inside step commits (see [`crate::StepCommit::approval`]),
+//! so the call and the row that says it waits are stored together.
+
+use crate::Store;
+use crate::agents;
+use crate::sql::{self, DbResult, json, ts};
+use engram_core::{AgentId, Error, MessageId, PendingApproval, Result, RunId, StepId, ToolCall};
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+
+/// What a step commit does to the agent's pending approval.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub enum ApprovalWrite {
+    /// Nothing (an ordinary step).
+    #[default]
+    Keep,
+    /// The step paused on this call: store it as the agent's pending approval. Its
+    /// `message_id` must be the id of one of the step's messages (mint it beforehand).
+    Request(PendingApproval),
+    /// The step answers the pending call: remove it, and store this one when the step paused
+    /// again on a later call of the same message.
+    Resolve(Option<PendingApproval>),
+}
+
+/// The agent's pending approval, if any.
+pub(crate) fn get(conn: &Connection, agent: &AgentId) -> Result<Option<PendingApproval>> {
+    conn.prepare_cached(
+        "SELECT agent_id, run_id, step_id, message_id, tool_call, requested_at
+         FROM pending_approvals WHERE agent_id = ?1",
+    )
+    .db()?
+    .query_row([agent.as_str()], |r| {
+        Ok(PendingApproval {
+            agent_id: AgentId::from(r.get::<_, String>(0)?),
+            run_id: RunId::from(r.get::<_, String>(1)?),
+            step_id: StepId::from(r.get::<_, String>(2)?),
+            message_id: MessageId::from(r.get::<_, String>(3)?),
+            tool_call: json::<ToolCall>(r, 4)?,
+            requested_at: ts(r, 5)?,
+        })
+    })
+    .optional()
+    .db()
+}
+
+fn insert(conn: &Connection, p: &PendingApproval) -> Result<()> {
+    let call = serde_json::to_string(&p.tool_call)
+        .map_err(|e| Error::Internal(format!("tool call: {e}")))?;
+    let n = conn
+        .prepare_cached(
+            "INSERT OR IGNORE INTO pending_approvals
+             (agent_id, run_id, step_id, message_id, tool_call, requested_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )
+        .db()?
+        .execute(params![
+            p.agent_id.as_str(),
+            p.run_id.as_str(),
+            p.step_id.as_str(),
+            p.message_id.as_str(),
+            call,
+            sql::micros(p.requested_at),
+        ])
+        .db()?;
+    if n == 0 {
+        return Err(Error::Conflict(format!(
+            "the agent already has a tool call waiting for approval; decide it first (asked: '{}')",
+            p.tool_call.name
+        )));
+    }
+    Ok(())
+}
+
+/// Applies a step's [`ApprovalWrite`] inside its transaction. `Resolve` fails with `NotFound`
+/// when nothing is pending (a second window decided first), so a call is never answered twice.
+pub(crate) fn apply(conn: &Connection, agent: &AgentId, w: &ApprovalWrite) -> Result<()> {
+    match w {
+        ApprovalWrite::Keep => Ok(()),
+        ApprovalWrite::Request(p) => insert(conn, p),
+        ApprovalWrite::Resolve(next) => {
+            let n = conn
+                .prepare_cached("DELETE FROM pending_approvals WHERE agent_id = ?1")
+                .db()?
+                .execute([agent.as_str()])
+                .db()?;
+            if n == 0 {
+                return Err(Error::not_found("pending approval", agent.as_str()));
+            }
+            next.as_ref().map_or(Ok(()), |p| insert(conn, p))
+        }
+    }
+}
+
+impl Store {
+    /// The tool call the agent's paused run waits on, if any (see [`ApprovalWrite`]).
+    /// Errors: `NotFound("agent")`.
+    pub fn pending_approval(&self, agent: &AgentId) -> Result<Option<PendingApproval>> {
+        self.read(|c| {
+            agents::ensure_exists(c, agent)?;
+            get(c, agent)
+        })
+    }
+
+    /// Forgets the agent's pending approval without answering the call (the message that made
+    /// it left the context, e.g. after a reset); the next repair answers it as interrupted.
+    /// Returns whether one was pending. Errors: `NotFound("agent")`.
+    pub fn drop_pending_approval(&self, agent: &AgentId) -> Result<bool> {
+        self.write(|tx| {
+            agents::ensure_exists(tx, agent)?;
+            let n = tx
+                .prepare_cached("DELETE FROM pending_approvals WHERE agent_id = ?1")
+                .db()?
+                .execute([agent.as_str()])
+                .db()?;
+            Ok(n > 0)
+        })
+    }
+}
