@@ -7,8 +7,8 @@
 //! One process owns the database (single-instance plugin); the data directory is the
 //! engine's (`ENGRAM_HOME`, else the platform data dir).
 
-pub mod chat_commands;
 pub mod approval_commands;
+pub mod chat_commands;
 pub mod command_names;
 pub mod commands;
 pub mod error;

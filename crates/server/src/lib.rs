@@ -17,9 +17,9 @@
 //! ```
 
 mod app;
+mod app_approval;
 mod app_chat;
 mod app_memory;
-mod app_approval;
 mod app_python;
 mod app_trust;
 pub mod errors;

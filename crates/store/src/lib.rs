@@ -15,8 +15,8 @@
 
 mod agent_list;
 mod agents;
-mod block_list;
 mod approvals;
+mod block_list;
 mod blocks;
 mod calibration;
 mod endpoints;
@@ -40,8 +40,8 @@ mod tools;
 mod undo;
 
 pub use agent_list::AgentList;
-pub use block_list::BlockList;
 pub use approvals::ApprovalWrite;
+pub use block_list::BlockList;
 pub use calibration::{CALIBRATION_SETTING_PREFIX, Calibration};
 pub use import::{
     EXTRAS_SETTING_PREFIX, ImportAgent, ImportBlock, ImportBundle, ImportMessage, ImportedIds,
