@@ -301,7 +301,7 @@ impl Store {
                     blocks::link(tx, &a.id, id, sql::sat(pos))?;
                 }
                 insert_messages(tx, &a.id, &ia.messages)?;
-                passages::insert(tx, &a.id, &ia.passages, sql::now())?;
+                passages::insert(tx, &a.id, &ia.passages, None, sql::now())?;
                 crate::rewrite::write_tags(tx, &a.id, &ia.tags)?;
                 if let Some(extras) = &ia.extras {
                     tx.prepare_cached(

@@ -24,6 +24,8 @@ mod passages;
 pub mod private;
 mod repair;
 mod rewrite;
+mod rollback;
+mod runs;
 mod search;
 mod settings;
 mod sql;
@@ -38,6 +40,8 @@ pub use import::{
 };
 pub use messages::{MessageHit, MessageQuery, SEQ_GAP};
 pub use passages::{PassageList, PassageQuery};
+pub use rollback::{BlockRevert, TurnRollback};
+pub use runs::RunRecord;
 pub use settings::ProviderRow;
 pub use steps::{BlockChange, BlockWrite, CommittedStep, StepCommit};
 

@@ -263,6 +263,28 @@ CREATE TABLE pending_endpoints (
 ) WITHOUT ROWID;
 "#;
 
+/// Turn rollback (issue #10: regenerate, edit & resend): each passage remembers the step whose
+/// tool call inserted it (NULL for passages added by hand, imported, or stored before this
+/// migration), so rolling back a turn removes exactly the passages it added; and each finished
+/// run keeps its stop reason, error and usage, so a reload shows "stopped" labels and usage
+/// lines from stored data.
+const TURN_ROLLBACK: &str = r#"
+ALTER TABLE passages ADD COLUMN step_id TEXT;
+CREATE INDEX passages_by_step ON passages (step_id) WHERE step_id IS NOT NULL;
+
+CREATE TABLE runs (
+    id                TEXT PRIMARY KEY NOT NULL,
+    agent_id          TEXT NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+    stop_reason       TEXT NOT NULL,            -- StopReason, snake_case
+    error             TEXT,                     -- JSON ErrorBody, when the run failed
+    prompt_tokens     INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    step_count        INTEGER NOT NULL,
+    ended_at          INTEGER NOT NULL
+);
+CREATE INDEX runs_by_agent ON runs (agent_id, ended_at);
+"#;
+
 /// Every migration, oldest first.
 const MIGRATIONS: &[M<'static>] = &[
     M::up(V1),
@@ -270,6 +292,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(TOOL_SANDBOX),
     M::up(AGENT_TAGS_AND_PASSAGE_EDITS),
     M::up(TOOL_TRUST),
+    M::up(TURN_ROLLBACK),
 ];
 
 /// The migration list (exposed to tests so they can validate it).

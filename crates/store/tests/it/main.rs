@@ -5,6 +5,7 @@ mod blocks;
 mod labels;
 mod messages;
 mod passages;
+mod rollback;
 mod schema;
 mod search;
 mod steps;
