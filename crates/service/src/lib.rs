@@ -20,6 +20,7 @@ mod templates;
 mod tool_python;
 mod tools;
 mod trust;
+mod turns;
 
 pub use agentfile::{
     ImportReport, ImportedAgent, ImportedMcpServer, ImportedToolReport, UNNAMED_FILE,
@@ -38,6 +39,7 @@ pub use trust::AgentEndpoints;
 // Types transports hand on unchanged.
 pub use engram_agent::ContextBreakdown;
 pub use engram_providers::ModelInfo;
+pub use engram_store::{BlockRevert, RunRecord, ToolEdit, TurnRollback};
 
 use engram_agent::{PythonHost, Runtime};
 use engram_core::{Error, Result};

@@ -41,7 +41,7 @@ pub use import::{
 pub use messages::{MessageHit, MessageQuery, SEQ_GAP};
 pub use passages::{PassageList, PassageQuery};
 pub use rollback::{BlockRevert, TurnRollback};
-pub use runs::RunRecord;
+pub use runs::{RunRecord, ToolEdit};
 pub use settings::ProviderRow;
 pub use steps::{BlockChange, BlockWrite, CommittedStep, StepCommit};
 

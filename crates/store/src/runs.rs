@@ -3,8 +3,8 @@
 //! window happened to see live.
 
 use crate::sql::{self, DbResult, json_opt, ts, uint};
-use crate::{Store, agents};
-use engram_core::{AgentId, ErrorBody, Result, RunId, StopReason, Timestamp, Usage};
+use crate::{Store, agents, blocks};
+use engram_core::{AgentId, BlockEdit, ErrorBody, Result, RunId, StopReason, Timestamp, Usage};
 use rusqlite::params;
 use serde::{Deserialize, Serialize};
 
@@ -27,11 +27,55 @@ pub struct RunRecord {
     pub ended_at: Timestamp,
 }
 
+/// A block edit one of the agent's tool calls made, with the block's label: what the chat shows
+/// as a diff under the tool call named by the edit's [`engram_core::Editor::Agent`] `tool_call_id`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+#[ts(export)]
+pub struct ToolEdit {
+    /// The stored history row (old and new value, versions, step, tool call).
+    pub edit: BlockEdit,
+    /// The block's label.
+    pub label: String,
+}
+
 fn stop_from(s: &str) -> StopReason {
     serde_json::from_value(serde_json::Value::String(s.to_owned())).unwrap_or(StopReason::Error)
 }
 
 impl Store {
+    /// The block edits made by the agent's steps in `runs`, in the order they were made (two
+    /// edits in one step are two rows, each with its own old and new value).
+    /// Errors: `NotFound("agent")`.
+    pub fn run_edits(&self, agent: &AgentId, runs: &[RunId]) -> Result<Vec<ToolEdit>> {
+        let runs = sql::to_json(&runs.iter().map(RunId::as_str).collect::<Vec<_>>())?;
+        self.read(|c| {
+            agents::ensure_exists(c, agent)?;
+            let cols = blocks::EDIT_COLS
+                .split(',')
+                .map(|col| format!("h.{}", col.trim()))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let mut stmt = c
+                .prepare_cached(&format!(
+                    "SELECT {cols}, b.label FROM block_history h
+                     JOIN steps s ON s.id = h.step_id
+                     JOIN blocks b ON b.id = h.block_id
+                     WHERE s.agent_id = ?1 AND s.run_id IN (SELECT value FROM json_each(?2))
+                     ORDER BY h.pk"
+                ))
+                .db()?;
+            let rows = stmt
+                .query_map(params![agent.as_str(), runs], |r| {
+                    Ok(ToolEdit {
+                        edit: blocks::edit_from_row(r)?,
+                        label: r.get(9)?,
+                    })
+                })
+                .db()?;
+            rows.collect::<rusqlite::Result<_>>().db()
+        })
+    }
+
     /// Records how a run ended (replacing an earlier record of the same run).
     /// Errors: `NotFound("agent")`.
     pub fn record_run(&self, r: &RunRecord) -> Result<()> {
