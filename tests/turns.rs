@@ -51,8 +51,8 @@ fn texts(home: &Home, agent: &AgentId) -> Vec<(Role, String)> {
         .collect()
 }
 
+/// Runs `f` with a fresh event sink and collects what it streamed.
 async fn run_with(
-    home: &Home,
     f: impl AsyncFnOnce(&engram_agent::EventSink) -> engram_core::Result<engram_agent::RunOutcome>,
 ) -> engram_core::Result<(engram_agent::RunOutcome, Vec<RunEvent>)> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
@@ -62,7 +62,6 @@ async fn run_with(
     while let Some(e) = rx.recv().await {
         events.push(e);
     }
-    let _ = home;
     out.map(|o| (o, events))
 }
 
@@ -88,7 +87,7 @@ async fn regenerate_rolls_back_exactly_the_last_turn_then_runs_it_again() {
     );
 
     let preview = home.engram.regenerate_preview(&agent).unwrap();
-    assert_eq!(preview.runs, [first_try.run_id.clone()]);
+    assert_eq!(preview.runs, std::slice::from_ref(&first_try.run_id));
     assert_eq!(preview.blocks.len(), 1);
     assert_eq!(preview.blocks[0].label, "human");
     assert_eq!(preview.blocks[0].restored_value, "likes kiwi");
@@ -98,7 +97,7 @@ async fn regenerate_rolls_back_exactly_the_last_turn_then_runs_it_again() {
 
     // The second try answers differently: only its edits are there afterwards.
     script_turn(&mock, "likes papaya");
-    let (second_try, events) = run_with(&home, async |tx| {
+    let (second_try, events) = run_with(async |tx| {
         home.engram
             .regenerate(&agent, tx, CancellationToken::new())
             .await
@@ -184,7 +183,7 @@ async fn edit_and_resend_rolls_back_from_that_message() {
     assert_eq!(preview.blocks[0].restored_value, "");
 
     script_turn(&mock, "likes figs");
-    let (out, _) = run_with(&home, async |tx| {
+    let (out, _) = run_with(async |tx| {
         home.engram
             .edit_and_resend(
                 &agent,
@@ -222,7 +221,7 @@ async fn a_turn_whose_block_was_changed_by_hand_since_is_refused_and_nothing_is_
 
     let preview = home.engram.regenerate_preview(&agent).unwrap();
     assert!(preview.blocks[0].changed_later);
-    let err = run_with(&home, async |tx| {
+    let err = run_with(async |tx| {
         home.engram
             .regenerate(&agent, tx, CancellationToken::new())
             .await

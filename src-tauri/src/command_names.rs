@@ -49,4 +49,12 @@ pub const ALL: &[&str] = &[
     "dismiss_endpoint",
     "tool_python",
     "set_up_tool_python",
+    "regenerate_preview",
+    "rollback_preview",
+    "regenerate",
+    "edit_and_resend",
+    "delete_message",
+    "reset_messages",
+    "run_records",
+    "run_edits",
 ];

@@ -13,6 +13,7 @@ pub mod error;
 pub mod python_commands;
 pub mod rest;
 pub mod trust_commands;
+pub mod turn_commands;
 
 use engram_service::{Engram, Notice};
 use std::sync::Arc;
@@ -89,6 +90,14 @@ pub fn builder<R: Runtime>(builder: tauri::Builder<R>, engram: Arc<Engram>) -> t
             trust_commands::dismiss_endpoint,
             python_commands::tool_python,
             python_commands::set_up_tool_python,
+            turn_commands::regenerate_preview,
+            turn_commands::rollback_preview,
+            turn_commands::regenerate,
+            turn_commands::edit_and_resend,
+            turn_commands::delete_message,
+            turn_commands::reset_messages,
+            turn_commands::run_records,
+            turn_commands::run_edits,
         ])
 }
 

@@ -72,6 +72,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/app/notices", get(notices))
         .merge(crate::app_trust::routes())
         .merge(crate::app_python::routes())
+        .merge(crate::app_turns::routes())
 }
 
 /// An engine error as `{code, message, details?}` with the status the `/v1` routes would give.

@@ -19,6 +19,7 @@
 mod app;
 mod app_python;
 mod app_trust;
+mod app_turns;
 pub mod errors;
 pub mod guard;
 mod json;

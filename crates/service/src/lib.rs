@@ -37,7 +37,7 @@ pub use tool_python::{LETTA_CLIENT_REQUIREMENT, TOOL_VENV_DIR, ToolPython};
 pub use tools::{BlockChange, ToolPatch, ToolSandboxSettings, ToolTrial};
 pub use trust::AgentEndpoints;
 // Types transports hand on unchanged.
-pub use engram_agent::ContextBreakdown;
+pub use engram_agent::{ContextBreakdown, EventSink, RunOutcome};
 pub use engram_providers::ModelInfo;
 pub use engram_store::{BlockRevert, RunRecord, ToolEdit, TurnRollback};
 

@@ -146,13 +146,47 @@ pub(crate) async fn start_run(
     agent: AgentId,
     text: String,
 ) -> engram_core::Result<(mpsc::UnboundedReceiver<RunEvent>, Option<RunEvent>)> {
+    start_turn(engram, agent, Turn::Send { text }).await
+}
+
+/// Which run to start: a new message, or one of the message actions that replace a turn.
+pub(crate) enum Turn {
+    /// Send a user message.
+    Send {
+        /// Its text.
+        text: String,
+    },
+    /// Re-run the last turn (`Engram::regenerate`).
+    Regenerate,
+    /// Replace a user message and run from there (`Engram::edit_and_resend`).
+    Resend {
+        /// The user message replaced.
+        message: MessageId,
+        /// Its new text.
+        text: String,
+    },
+}
+
+/// [`start_run`] for any [`Turn`].
+pub(crate) async fn start_turn(
+    engram: Arc<Engram>,
+    agent: AgentId,
+    turn: Turn,
+) -> engram_core::Result<(mpsc::UnboundedReceiver<RunEvent>, Option<RunEvent>)> {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let (failed_tx, failed_rx) = oneshot::channel();
     tokio::spawn(async move {
-        if let Err(e) = engram
-            .send_message(&agent, &text, &tx, CancellationToken::new())
-            .await
-        {
+        let cancel = CancellationToken::new();
+        let result = match turn {
+            Turn::Send { text } => engram.send_message(&agent, &text, &tx, cancel).await,
+            Turn::Regenerate => engram.regenerate(&agent, &tx, cancel).await,
+            Turn::Resend { message, text } => {
+                engram
+                    .edit_and_resend(&agent, &message, &text, &tx, cancel)
+                    .await
+            }
+        };
+        if let Err(e) = result {
             let _ = failed_tx.send(e);
         }
     });

@@ -119,7 +119,7 @@ fn rolling_back_the_last_turn_undoes_exactly_that_turn() {
 
     let preview = store.rollback_preview(&a.id, &second).unwrap();
     assert_eq!(preview.messages.len(), 4);
-    assert_eq!(preview.runs, [run2.clone()]);
+    assert_eq!(preview.runs, std::slice::from_ref(&run2));
     assert_eq!(preview.usage.step_count, 1);
     assert_eq!(preview.passages.len(), 1);
     assert_eq!(preview.passages[0].text, "archived mango");
