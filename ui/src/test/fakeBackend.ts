@@ -9,6 +9,7 @@ type Handlers = { [C in Command]?: (args: ArgsOf<C>) => ResultOf<C> | Promise<Re
 export function useFakeBackend(
   handlers: Handlers,
   send?: (args: { agent_id: string; text: string }, onEvent: (e: RunEvent) => void) => Promise<void>,
+  run?: (command: string, args: unknown, onEvent: (e: RunEvent) => void) => Promise<void>,
 ) {
   const calls: [string, unknown][] = [];
   const b: Backend = {
@@ -19,6 +20,12 @@ export function useFakeBackend(
       return h(args);
     }) as Backend['call'],
     sendMessage: vi.fn(send ?? (async () => {})),
+    // Regenerate and edit & resend stream like a sent message; tests script them with `run`.
+    run: vi.fn(async (command: string, args: unknown, onEvent: (e: RunEvent) => void) => {
+      calls.push([command, args]);
+      if (command === 'send_message' && send) return send(args as { agent_id: string; text: string }, onEvent);
+      return run?.(command, args, onEvent);
+    }) as Backend['run'],
     onNotice: vi.fn(() => () => {}),
     openUrl: vi.fn(async () => {}),
   };

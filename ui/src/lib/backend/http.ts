@@ -1,4 +1,4 @@
-import { BackendError, isErrorBody, type Backend } from './backend';
+import { BackendError, isErrorBody, type Backend, type RunCommand, type RunCommands } from './backend';
 import { readSse } from './sse';
 import type { Notice, RunEvent } from './types';
 
@@ -61,6 +61,34 @@ export function httpBackend(opts: HttpOptions): Backend {
     return res;
   }
 
+  async function run<C extends RunCommand>(
+    command: C,
+    args: RunCommands[C],
+    onEvent: (e: RunEvent) => void,
+  ): Promise<void> {
+    const res = await post(command, args, 'text/event-stream');
+    if (!res.headers.get('content-type')?.includes('text/event-stream') || !res.body) {
+      // The run did not start; the server answered with a plain result or error.
+      const text = await res.text();
+      const parsed = safeJson(text);
+      throw isErrorBody(parsed)
+        ? BackendError.from(parsed)
+        : new BackendError('internal', 'The reply stream did not start.');
+    }
+    const ended = await readSse(res.body, (data) => {
+      const event = safeJson(data) as RunEvent | undefined;
+      if (!event || typeof event !== 'object' || !('type' in event)) return;
+      onEvent(event);
+      if (event.type === 'done') return false;
+    });
+    if (!ended) {
+      throw new BackendError(
+        'backend_unreachable',
+        'The connection to Engram dropped before the reply finished. The run may still be going; reload to see it.',
+      );
+    }
+  }
+
   return {
     async call(command, ...args) {
       const res = await post(command, args[0]);
@@ -68,29 +96,11 @@ export function httpBackend(opts: HttpOptions): Backend {
       return text === '' ? null : JSON.parse(text);
     },
 
-    async sendMessage(args, onEvent) {
-      const res = await post('send_message', args, 'text/event-stream');
-      if (!res.headers.get('content-type')?.includes('text/event-stream') || !res.body) {
-        // The run did not start; the server answered with a plain result or error.
-        const text = await res.text();
-        const parsed = safeJson(text);
-        throw isErrorBody(parsed)
-          ? BackendError.from(parsed)
-          : new BackendError('internal', 'The reply stream did not start.');
-      }
-      const ended = await readSse(res.body, (data) => {
-        const event = safeJson(data) as RunEvent | undefined;
-        if (!event || typeof event !== 'object' || !('type' in event)) return;
-        onEvent(event);
-        if (event.type === 'done') return false;
-      });
-      if (!ended) {
-        throw new BackendError(
-          'backend_unreachable',
-          'The connection to Engram dropped before the reply finished. The run may still be going; reload to see it.',
-        );
-      }
+    sendMessage(args, onEvent) {
+      return run('send_message', args, onEvent);
     },
+
+    run,
 
     onNotice(onNotice) {
       const ctrl = new AbortController();
