@@ -271,6 +271,8 @@ CREATE TABLE pending_endpoints (
 const TURN_ROLLBACK: &str = r#"
 ALTER TABLE passages ADD COLUMN step_id TEXT;
 CREATE INDEX passages_by_step ON passages (step_id) WHERE step_id IS NOT NULL;
+-- The edits of a turn's steps: its diffs under each tool call, and what rolling it back undoes.
+CREATE INDEX block_history_by_step ON block_history (step_id) WHERE step_id IS NOT NULL;
 
 CREATE TABLE runs (
     id                TEXT PRIMARY KEY NOT NULL,
