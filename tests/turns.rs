@@ -367,3 +367,32 @@ async fn deleting_a_message_keeps_memory() {
     assert_eq!(out.stop_reason, StopReason::EndTurn);
     assert!(mock.violations().is_empty(), "{:#?}", mock.violations());
 }
+
+// Several threads: the scripted model answers while the test waits on the CLI process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_regenerates_the_last_turn() {
+    let mock = MockLlm::start(Script::Queue).await;
+    let home = tempfile::tempdir().unwrap();
+    let agent = engram_suite::cli_agent(home.path(), &mock);
+    script_turn(&mock, "likes kiwi");
+    engram_suite::stdout_ok(&engram_suite::cli(
+        home.path(),
+        &["chat", agent.as_str(), "--message", "I like kiwi"],
+    ));
+    script_turn(&mock, "likes papaya");
+    let out = engram_suite::cli(home.path(), &["chat", agent.as_str(), "--regenerate"]);
+    assert_eq!(engram_suite::stdout_ok(&out).trim(), "Noted: likes papaya.");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("undoing 5 messages, 1 block edits, 1 passages"),
+        "{said}"
+    );
+    let shown = engram_suite::stdout_ok(&engram_suite::cli(
+        home.path(),
+        &["memory", "show", agent.as_str(), "--json"],
+    ));
+    assert!(
+        shown.contains("likes papaya") && !shown.contains("likes kiwi"),
+        "{shown}"
+    );
+}

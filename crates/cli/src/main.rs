@@ -66,7 +66,11 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Agent(cmd) => agent(&engram, cmd),
         Command::Chat(args) => match args.message {
             Some(message) => {
-                chat_once(&engram, &AgentId::from(args.agent), &message, args.json).await
+                let turn = Turn::Send(&message);
+                chat_once(&engram, &AgentId::from(args.agent), turn, args.json).await
+            }
+            None if args.regenerate => {
+                chat_once(&engram, &AgentId::from(args.agent), Turn::Regenerate, false).await
             }
             None => repl::run(&engram, &AgentId::from(args.agent)).await,
         },
@@ -210,13 +214,35 @@ fn agent(engram: &Engram, cmd: AgentCmd) -> Result<()> {
     Ok(())
 }
 
-async fn chat_once(engram: &Engram, agent: &AgentId, message: &str, json: bool) -> Result<()> {
+/// What `engram chat` runs once: a new message, or the last turn again.
+enum Turn<'a> {
+    Send(&'a str),
+    Regenerate,
+}
+
+async fn chat_once(engram: &Engram, agent: &AgentId, turn: Turn<'_>, json: bool) -> Result<()> {
     let style = engram.get_agent(agent)?.agent.loop_style;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
-    let outcome = engram
-        .send_message(agent, message, &tx, CancellationToken::new())
-        .await?;
+    let outcome = match turn {
+        Turn::Send(message) => {
+            engram
+                .send_message(agent, message, &tx, CancellationToken::new())
+                .await?
+        }
+        Turn::Regenerate => {
+            let undone = engram.regenerate_preview(agent)?;
+            eprintln!(
+                "undoing {} messages, {} block edits, {} passages",
+                undone.messages.len(),
+                undone.blocks.iter().map(|b| b.edits).sum::<u32>(),
+                undone.passages.len()
+            );
+            engram
+                .regenerate(agent, &tx, CancellationToken::new())
+                .await?
+        }
+    };
     drop(tx);
     let _ = drain.await;
     if json {
