@@ -90,14 +90,36 @@ async fn a_hanging_server_times_out() {
 }
 
 #[tokio::test]
-async fn garbage_from_the_server_is_a_bad_response() {
+async fn a_server_dying_mid_stream_says_the_connection_dropped_and_keeps_the_partial_reply() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
     let agent = impatient(&home, &mock);
+    // Streams the first words, then breaks the connection in the middle of a chunk.
     mock.push(Reply::Garbage);
     let (out, _) = home.chat(&agent, "hi").await;
     assert_eq!(out.stop_reason, StopReason::LlmApiError);
-    assert_eq!(out.error.unwrap().code, "provider_bad_response");
+    let error = out.error.unwrap();
+    assert_eq!(error.code, "provider_unreachable");
+    assert!(
+        error
+            .message
+            .contains("dropped in the middle of the answer"),
+        "{}",
+        error.message
+    );
+    // Issue #10, defect 7: the part of the reply that arrived is kept, and the run's usage
+    // counts the step it was.
+    let last = home
+        .engram
+        .store()
+        .list_messages(&agent, None, 100)
+        .unwrap()
+        .pop()
+        .unwrap();
+    assert_eq!(last.role, engram_core::Role::Assistant);
+    assert!(last.content.starts_with("Hello"), "{last:?}");
+    assert_eq!(out.usage.step_count, 1);
+    assert!(out.usage.prompt_tokens > 0);
     still_usable(&home, &mock, &agent).await;
 }
 

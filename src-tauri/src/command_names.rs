@@ -66,4 +66,12 @@ pub const ALL: &[&str] = &[
     "chat_models",
     "model_windows",
     "set_model_window",
+    "regenerate_preview",
+    "rollback_preview",
+    "regenerate",
+    "edit_and_resend",
+    "delete_message",
+    "reset_messages",
+    "run_records",
+    "run_edits",
 ];

@@ -16,6 +16,7 @@ pub mod memory_commands;
 pub mod python_commands;
 pub mod rest;
 pub mod trust_commands;
+pub mod turn_commands;
 
 use engram_service::{Engram, Notice};
 use std::sync::Arc;
@@ -109,6 +110,14 @@ pub fn builder<R: Runtime>(builder: tauri::Builder<R>, engram: Arc<Engram>) -> t
             approval_commands::pending_approval,
             approval_commands::resolve_approval,
             approval_commands::set_tool_approval,
+            turn_commands::regenerate_preview,
+            turn_commands::rollback_preview,
+            turn_commands::regenerate,
+            turn_commands::edit_and_resend,
+            turn_commands::delete_message,
+            turn_commands::reset_messages,
+            turn_commands::run_records,
+            turn_commands::run_edits,
         ])
 }
 

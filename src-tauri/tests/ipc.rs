@@ -255,3 +255,45 @@ fn ask_before_running_is_set_and_read_through_ipc() {
         Value::Null
     );
 }
+
+#[test]
+fn message_actions_answer_through_ipc() {
+    let shell = Shell::start();
+    let agent = shell
+        .invoke(
+            "create_agent",
+            json!({"new": {"name": "Ann", "llm": {"model": "openai/mock-small", "context_window": 32000}}}),
+        )
+        .unwrap();
+    let id = agent["id"].as_str().unwrap().to_owned();
+    // Nothing said yet: nothing to regenerate, said as bad input, not a crash.
+    let none = shell
+        .invoke("regenerate_preview", json!({"agent_id": id}))
+        .unwrap_err();
+    assert_eq!(none["code"], "invalid_input", "{none}");
+    let missing = shell
+        .invoke(
+            "rollback_preview",
+            json!({"agent_id": id, "message_id": "message-nope"}),
+        )
+        .unwrap_err();
+    assert_eq!(missing["code"], "not_found", "{missing}");
+    assert_eq!(
+        shell
+            .invoke("run_records", json!({"agent_id": id}))
+            .unwrap(),
+        json!([])
+    );
+    assert_eq!(
+        shell
+            .invoke("run_edits", json!({"agent_id": id, "run_ids": []}))
+            .unwrap(),
+        json!([])
+    );
+    assert_eq!(
+        shell
+            .invoke("reset_messages", json!({"agent_id": id}))
+            .unwrap(),
+        json!(0)
+    );
+}

@@ -54,6 +54,31 @@ try {
   if (replies.length === 0) throw new Error('no assistant reply rendered');
   if (shots) await browser.saveScreenshot(join(shots, 'chat.png'));
 
+  // Regenerate (issue #10): the preview says what will be undone, then the turn runs again
+  // over the Channel with the old turn's memory edit rolled back (not applied twice).
+  await browser.waitUntil(async () => !(await (await browser.$('[data-testid="stop"]')).isExisting()), {
+    timeout: 30_000,
+    timeoutMsg: 'the first run never finished',
+  });
+  const before = (await browser.$$('[data-testid="message"][data-role="assistant"]')).length;
+  await (await browser.$('[data-testid="action-regenerate"]')).click();
+  const dialog = await browser.$('[data-testid="rollback-dialog"]');
+  await dialog.waitForDisplayed({ timeout: 10_000 });
+  if (!(await dialog.$('[data-testid="rollback-block"][data-label="human"]').isExisting())) {
+    throw new Error('the regenerate preview does not list the human block');
+  }
+  await (await browser.$('[data-testid="rollback-confirm"]')).click();
+  await browser.waitUntil(
+    async () =>
+      !(await (await browser.$('[data-testid="stop"]')).isExisting()) &&
+      (await browser.$$('[data-testid="message"][data-role="assistant"]')).length === before,
+    { timeout: 30_000, timeoutMsg: 'the regenerated reply never replaced the old one' },
+  );
+  await browser.waitUntil(async () => (await human.getText()).trim() === 'Name: Bob', {
+    timeout: 10_000,
+    timeoutMsg: 'after regenerate the human block is not exactly the one edit',
+  });
+
   // The tools screen lists the built-in tools through another command.
   await (await browser.$('[data-testid="nav-tools"]')).click();
   const builtin = await browser.$('[data-testid="tool-item"]*=core_memory_append');
@@ -62,7 +87,7 @@ try {
   const box = await builtin.$('input[type="checkbox"]');
   await browser.waitUntil(() => box.isSelected(), { timeout: 10_000, timeoutMsg: 'the agent\'s tools are not shown as attached' });
   if (shots) await browser.saveScreenshot(join(shots, 'tools.png'));
-  console.log('desktop smoke: window rendered, chat streamed, memory edit shown');
+  console.log('desktop smoke: window rendered, chat streamed, memory edit shown, regenerate rolled back and ran again');
 } finally {
   await browser.deleteSession();
   stop();

@@ -105,6 +105,28 @@ impl Runtime {
         context::load(&self.store, agent_id, chrono::Utc::now(), true)
     }
 
+    /// Checks what [`run`](Self::run) checks before it writes anything (the agent exists, its
+    /// model resolves, the context window can hold it), so a caller about to change the
+    /// conversation first (regenerate, edit & resend) can refuse before losing anything.
+    ///
+    /// Errors: `NotFound("agent")`, configuration errors (no provider, no key),
+    /// `context_window_too_small`.
+    pub fn preflight(&self, agent_id: &AgentId) -> Result<()> {
+        let agent = self.store.get_agent(agent_id)?;
+        self.models.chat_model(&agent.llm)?;
+        let ctx = context::load(&self.store, agent_id, chrono::Utc::now(), true)?;
+        window::check(
+            compact::fixed_tokens(&ctx),
+            ctx.breakdown.context_window,
+            &agent.llm.model,
+            &self.settings,
+        )?;
+        if let Some(e) = &agent.embedding {
+            self.models.embedder(e)?;
+        }
+        Ok(())
+    }
+
     /// Sends `input` (a user message) to the agent and runs steps until it is done.
     ///
     /// Errors before anything is written (unknown agent, model not configured, a context window
@@ -276,6 +298,18 @@ impl Runtime {
                 }
             }
         }
+        // How the turn ended is stored, so a reload shows its usage line and "stopped" label.
+        let record = engram_store::RunRecord {
+            id: run_id.clone(),
+            agent_id: agent_id.clone(),
+            stop_reason: stop,
+            error: error.clone(),
+            usage,
+            ended_at: chrono::Utc::now(),
+        };
+        if let Err(e) = self.store.record_run(&record) {
+            tracing::warn!(%agent_id, error = %e, "could not record how the run ended");
+        }
         emit(RunEvent::Done {
             run_id: run_id.clone(),
             stop_reason: stop,
@@ -353,7 +387,12 @@ impl Runtime {
                 r = call => r,
                 () = cancel.cancelled() => {
                     let text = partial.lock().map(|p| p.clone()).unwrap_or_default();
-                    return self.commit_cancelled(&ctx, run_id, &step_id, index, text, started_at, started, events);
+                    if text.is_empty() {
+                        // Nothing arrived, but the prompt was sent: the run shows that it was.
+                        usage.add_step(ctx.breakdown.total as u64, 0);
+                        return Err(Error::Cancelled);
+                    }
+                    return self.commit_partial(&ctx, run_id, &step_id, index, text, "cancelled", started_at, started, events, usage);
                 }
             };
             match result {
@@ -378,7 +417,18 @@ impl Runtime {
                     compact::compact(&self.store, model, &ctx, target, &self.settings).await?;
                     ctx = context::load(&self.store, agent_id, chrono::Utc::now(), true)?;
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => {
+                    // The server died mid-answer: keep the part of the reply that arrived
+                    // (issue #10), then end the run with the error.
+                    let text = partial.lock().map(|p| p.clone()).unwrap_or_default();
+                    if !text.is_empty() {
+                        self.commit_partial(
+                            &ctx, run_id, &step_id, index, text, "error", started_at, started,
+                            events, usage,
+                        )?;
+                    }
+                    return Err(e.into());
+                }
             }
         };
         let llm_ms = llm_started.elapsed().as_millis() as u64;
@@ -572,32 +622,36 @@ impl Runtime {
         (ctx.breakdown.context_window as f32 * self.settings.compact_to) as usize
     }
 
-    /// Ends a step the user cancelled mid-answer: keeps the text that arrived as an assistant
-    /// message (no tool calls, so nothing is left unanswered).
+    /// Ends a step whose answer broke off (the user stopped it: `finish_reason` "cancelled"; the
+    /// connection dropped: "error"): keeps the text that arrived as an assistant message (no
+    /// tool calls, so nothing is left unanswered) and counts what was sent and what arrived,
+    /// so a stopped run shows what it used.
     #[allow(clippy::too_many_arguments)]
-    fn commit_cancelled(
+    fn commit_partial(
         &self,
         ctx: &Context,
         run_id: &RunId,
         step_id: &StepId,
         index: u32,
         text: String,
+        finish_reason: &str,
         started_at: engram_core::Timestamp,
         started: Instant,
         events: &EventSink,
+        usage: &mut Usage,
     ) -> Result<StepEnd> {
-        if text.is_empty() {
-            return Err(Error::Cancelled);
-        }
+        let prompt_tokens = ctx.breakdown.total as u64;
+        let completion_tokens = ctx.counter.count(&text) as u64;
+        usage.add_step(prompt_tokens, completion_tokens);
         let step = Step {
             id: step_id.clone(),
             agent_id: ctx.agent.id.clone(),
             run_id: run_id.clone(),
             index,
             model: ctx.agent.llm.model.clone(),
-            prompt_tokens: ctx.breakdown.total as u64,
-            completion_tokens: 0,
-            finish_reason: Some("cancelled".into()),
+            prompt_tokens,
+            completion_tokens,
+            finish_reason: Some(finish_reason.into()),
             started_at,
             llm_ms: started.elapsed().as_millis() as u64,
             step_ms: started.elapsed().as_millis() as u64,
@@ -611,7 +665,9 @@ impl Runtime {
             approval: ApprovalWrite::Keep,
         };
         let committed = self.store.commit_step(&commit)?;
-        announce(events, &ctx.agent.id, &committed, Usage::default());
+        let mut step_usage = Usage::default();
+        step_usage.add_step(prompt_tokens, completion_tokens);
+        announce(events, &ctx.agent.id, &committed, step_usage);
         Ok(StepEnd {
             messages: committed.messages,
             next: Some(StopReason::Cancelled),
@@ -620,22 +676,20 @@ impl Runtime {
     }
 }
 
-/// Emits what a committed step changed: blocks (last state of each), messages, usage.
+/// Emits what a committed step changed: every block change in commit order (two edits of one
+/// block in one step are two events, each naming its own tool call), messages, usage.
 pub(crate) fn announce(
     events: &EventSink,
     agent_id: &AgentId,
     committed: &engram_store::CommittedStep,
     usage: Usage,
 ) {
-    let mut seen = std::collections::HashSet::new();
-    for change in committed.blocks.iter().rev() {
-        if seen.insert(change.block.id.clone()) {
-            let _ = events.send(RunEvent::MemoryChanged {
-                agent_id: agent_id.clone(),
-                block: change.block.clone(),
-                tool_call_id: change.tool_call_id.clone(),
-            });
-        }
+    for change in &committed.blocks {
+        let _ = events.send(RunEvent::MemoryChanged {
+            agent_id: agent_id.clone(),
+            block: change.block.clone(),
+            tool_call_id: change.tool_call_id.clone(),
+        });
     }
     for m in &committed.messages {
         let _ = events.send(RunEvent::Message { message: m.clone() });

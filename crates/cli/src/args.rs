@@ -132,6 +132,10 @@ pub struct ChatArgs {
     /// Send this one message and print the reply.
     #[arg(long, short)]
     pub message: Option<String>,
+    /// Re-run the last turn: undo its messages, memory edits and passages, then send the
+    /// same message again (refused, with the blocks named, if someone changed them since).
+    #[arg(long, conflicts_with = "message")]
+    pub regenerate: bool,
     /// Print the run as Letta's response JSON (messages, stop_reason, usage).
     #[arg(long)]
     pub json: bool,

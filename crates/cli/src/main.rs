@@ -70,7 +70,11 @@ async fn run(cli: Cli) -> Result<()> {
             let agent = AgentId::from(args.agent);
             match args.message {
                 Some(message) => {
-                    chat_once(&engram, &agent, Some(&message), args.json, policy).await
+                    let turn = Some(Turn::Send(&message));
+                    chat_once(&engram, &agent, turn, args.json, policy).await
+                }
+                None if args.regenerate => {
+                    chat_once(&engram, &agent, Some(Turn::Regenerate), args.json, policy).await
                 }
                 None if args.approve_all || args.deny_all || args.json => {
                     chat_once(&engram, &agent, None, args.json, policy).await
@@ -255,28 +259,50 @@ fn agent(engram: &Engram, cmd: AgentCmd) -> Result<()> {
     Ok(())
 }
 
-/// One message (or, with `message` `None`, only the decisions `policy` makes about a waiting
-/// call): prints the replies, or Letta's response JSON.
+/// What `engram chat` runs once: a new message, or the last turn again.
+enum Turn<'a> {
+    Send(&'a str),
+    Regenerate,
+}
+
+/// One turn (or, with `turn` `None`, only the decisions `policy` makes about a waiting call):
+/// prints the replies, or Letta's response JSON.
 async fn chat_once(
     engram: &Engram,
     agent: &AgentId,
-    message: Option<&str>,
+    turn: Option<Turn<'_>>,
     json: bool,
     policy: approval::Policy,
 ) -> Result<()> {
     let style = engram.get_agent(agent)?.agent.loop_style;
     let mut merged = None;
-    // A call left waiting by an earlier run is decided first, so the message can be sent.
+    // A call left waiting by an earlier run is decided first, so the turn can run.
     approval::settle(engram, agent, &policy, &mut merged).await?;
-    if let Some(message) = message {
+    if let Some(turn) = turn {
         if let Some(p) = engram.pending_approval(agent)? {
             return Err(approval::waiting_error(agent, &p));
         }
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
-        let outcome = engram
-            .send_message(agent, message, &tx, CancellationToken::new())
-            .await?;
+        let outcome = match turn {
+            Turn::Send(message) => {
+                engram
+                    .send_message(agent, message, &tx, CancellationToken::new())
+                    .await?
+            }
+            Turn::Regenerate => {
+                let undone = engram.regenerate_preview(agent)?;
+                eprintln!(
+                    "undoing {} messages, {} block edits, {} passages",
+                    undone.messages.len(),
+                    undone.blocks.iter().map(|b| b.edits).sum::<u32>(),
+                    undone.passages.len()
+                );
+                engram
+                    .regenerate(agent, &tx, CancellationToken::new())
+                    .await?
+            }
+        };
         drop(tx);
         let _ = drain.await;
         approval::merge(&mut merged, outcome);

@@ -222,6 +222,9 @@ pub enum Editor {
         /// The edit that was undone.
         edit_id: EditId,
     },
+    /// A rolled-back turn (regenerate, edit & resend): the block went back to its value
+    /// before the turn's edits.
+    Rollback,
 }
 
 /// One recorded change of a block's value.

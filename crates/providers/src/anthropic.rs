@@ -64,7 +64,7 @@ impl AnthropicChat {
         }
         if !state.stopped && state.stop_reason.is_none() {
             return Err(Failure::fatal(
-                ctx.bad_response("the stream ended before the answer was complete"),
+                ctx.dropped("the stream ended before the answer was complete"),
             ));
         }
         Ok(state.finish())

@@ -216,8 +216,8 @@ impl ErrorContext {
         }
         // Connected, then the exchange broke (closed or reset before a complete answer): the
         // server misbehaved. Not retried, as the request may have been acted on.
-        Failure::fatal(self.bad_response(&format!(
-            "the connection closed before a complete answer: {}",
+        Failure::fatal(self.dropped(&format!(
+            "closed before a complete answer: {}",
             error_chain(err)
         )))
     }
@@ -242,6 +242,22 @@ impl ErrorContext {
                 "{} stopped streaming for {} s; try again, or raise the read timeout for slow local models",
                 self.label,
                 secs(self.read_timeout)
+            ),
+        )
+    }
+
+    /// The connection broke in the middle of an answer (the server died, was restarted or
+    /// closed the stream early): said as such, not as an unreadable answer (issue #10). The
+    /// loop keeps the part of the reply that arrived; `what` is the transport's detail.
+    pub fn dropped(&self, what: &str) -> ProviderError {
+        ProviderError::new(
+            ProviderFault::Unreachable,
+            format!(
+                "the connection to {} dropped in the middle of the answer ({}); the part that \
+                 arrived is kept — retry when the server at {} is back",
+                self.label,
+                self.quote(what),
+                self.base_url
             ),
         )
     }

@@ -70,7 +70,7 @@ impl OpenAiChat {
         }
         if !done && acc.finish_reason.is_none() {
             return Err(Failure::fatal(
-                ctx.bad_response("the stream ended before the answer was complete"),
+                ctx.dropped("the stream ended before the answer was complete"),
             ));
         }
         Ok(acc.finish())

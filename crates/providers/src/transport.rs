@@ -224,7 +224,7 @@ impl Events<'_> {
             Ok(None) => Ok(None),
             Ok(Some(Ok(event))) => Ok(Some(event)),
             Ok(Some(Err(EventStreamError::Transport(e)))) => Err(Failure::fatal(
-                ctx.bad_response(&format!("the stream broke off: {e}")),
+                ctx.dropped(&format!("the stream broke off: {e}")),
             )),
             Ok(Some(Err(e))) => Err(Failure::fatal(
                 ctx.bad_response(&format!("the stream is not valid SSE: {e}")),

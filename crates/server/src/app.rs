@@ -76,6 +76,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .merge(crate::app_chat::routes())
         .merge(crate::app_memory::routes())
         .merge(crate::app_approval::routes())
+        .merge(crate::app_turns::routes())
 }
 
 /// An engine error as `{code, message, details?}` with the status the `/v1` routes would give.

@@ -22,6 +22,7 @@ mod app_chat;
 mod app_memory;
 mod app_python;
 mod app_trust;
+mod app_turns;
 pub mod errors;
 pub mod guard;
 mod json;

@@ -24,6 +24,7 @@ mod templates;
 mod tool_python;
 mod tools;
 mod trust;
+mod turns;
 
 pub use agentfile::{
     ImportReport, ImportedAgent, ImportedMcpServer, ImportedToolReport, UNNAMED_FILE,
@@ -44,8 +45,9 @@ pub use tool_python::{LETTA_CLIENT_REQUIREMENT, TOOL_VENV_DIR, ToolPython};
 pub use tools::{BlockChange, ToolPatch, ToolSandboxSettings, ToolTrial};
 pub use trust::AgentEndpoints;
 // Types transports hand on unchanged.
-pub use engram_agent::ContextBreakdown;
+pub use engram_agent::{ContextBreakdown, EventSink, RunOutcome};
 pub use engram_providers::ModelInfo;
+pub use engram_store::{BlockRevert, RunRecord, ToolEdit, TurnRollback};
 
 use engram_agent::{PythonHost, Runtime};
 use engram_core::{Error, Result};

@@ -39,7 +39,7 @@ fn opt_uint(r: &Row<'_>, i: usize) -> rusqlite::Result<Option<u64>> {
         .map(|v| u64::try_from(v).unwrap_or(0)))
 }
 
-fn edit_from_row(r: &Row<'_>) -> rusqlite::Result<BlockEdit> {
+pub(crate) fn edit_from_row(r: &Row<'_>) -> rusqlite::Result<BlockEdit> {
     Ok(BlockEdit {
         id: EditId::from(r.get::<_, String>(0)?),
         block_id: BlockId::from(r.get::<_, String>(1)?),

@@ -305,7 +305,7 @@ impl Store {
                     // Where the kept summary took over: after the last message out of context.
                     crate::message_pages::record_imported_compaction(tx, &a.id, summary)?;
                 }
-                passages::insert(tx, &a.id, &ia.passages, sql::now())?;
+                passages::insert(tx, &a.id, &ia.passages, None, sql::now())?;
                 crate::rewrite::write_tags(tx, &a.id, &ia.tags)?;
                 if let Some(extras) = &ia.extras {
                     tx.prepare_cached(

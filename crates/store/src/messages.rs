@@ -47,7 +47,7 @@ pub struct MessageHit {
     pub score: f64,
 }
 
-const MSG_COLS: &str = "m.id, m.agent_id, m.seq, m.role, m.kind, m.content, m.reasoning, \
+pub(crate) const MSG_COLS: &str = "m.id, m.agent_id, m.seq, m.role, m.kind, m.content, m.reasoning, \
                         m.tool_calls, m.tool_call_id, m.tool_name, m.run_id, m.step_id, \
                         m.in_context, m.created_at";
 

@@ -304,6 +304,30 @@ CREATE TABLE pending_approvals (
 ) WITHOUT ROWID;
 "#;
 
+/// Turn rollback (issue #10: regenerate, edit & resend): each passage remembers the step whose
+/// tool call inserted it (NULL for passages added by hand, imported, or stored before this
+/// migration), so rolling back a turn removes exactly the passages it added; and each finished
+/// run keeps its stop reason, error and usage, so a reload shows "stopped" labels and usage
+/// lines from stored data.
+const TURN_ROLLBACK: &str = r#"
+ALTER TABLE passages ADD COLUMN step_id TEXT;
+CREATE INDEX passages_by_step ON passages (step_id) WHERE step_id IS NOT NULL;
+-- The edits of a turn's steps: its diffs under each tool call, and what rolling it back undoes.
+CREATE INDEX block_history_by_step ON block_history (step_id) WHERE step_id IS NOT NULL;
+
+CREATE TABLE runs (
+    id                TEXT PRIMARY KEY NOT NULL,
+    agent_id          TEXT NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+    stop_reason       TEXT NOT NULL,            -- StopReason, snake_case
+    error             TEXT,                     -- JSON ErrorBody, when the run failed
+    prompt_tokens     INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    step_count        INTEGER NOT NULL,
+    ended_at          INTEGER NOT NULL
+);
+CREATE INDEX runs_by_agent ON runs (agent_id, ended_at);
+"#;
+
 /// Every migration, oldest first.
 const MIGRATIONS: &[M<'static>] = &[
     M::up(V1),
@@ -314,6 +338,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(COMPACTION_MARKERS),
     M::up(BLOCKS_BY_CREATION),
     M::up(PENDING_TOOL_APPROVALS),
+    M::up(TURN_ROLLBACK),
 ];
 
 /// The migration list (exposed to tests so they can validate it).

@@ -10,7 +10,7 @@ use crate::agents;
 use crate::search::{self, FtsQuery, Neighbours, RRF_K, fts_query};
 use crate::sql::{self, DbResult, json, ts};
 use engram_core::{
-    AgentId, Error, NewPassage, Passage, PassageHit, PassageId, Result, TagMatch, Timestamp,
+    AgentId, Error, NewPassage, Passage, PassageHit, PassageId, Result, StepId, TagMatch, Timestamp,
 };
 use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
@@ -81,13 +81,14 @@ pub(crate) fn insert(
     conn: &Connection,
     agent: &AgentId,
     ps: &[NewPassage],
+    step: Option<&StepId>,
     now: Timestamp,
 ) -> Result<Vec<Passage>> {
     let mut out = Vec::with_capacity(ps.len());
     let mut insert_passage = conn
         .prepare_cached(
-            "INSERT INTO passages (id, agent_id, text, created_at, embedding_dim, embedding)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT INTO passages (id, agent_id, text, created_at, embedding_dim, embedding, step_id)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )
         .db()?;
     let mut insert_tag = conn
@@ -115,6 +116,7 @@ pub(crate) fn insert(
                 sql::micros(p.created_at),
                 np.embedding.as_ref().map(|v| sql::sat(v.len())),
                 np.embedding.as_deref().map(search::encode_vector),
+                step.map(StepId::as_str),
             ])
             .db()?;
         for (i, tag) in p.tags.iter().enumerate() {
@@ -335,7 +337,7 @@ impl Store {
     pub fn insert_passages(&self, agent: &AgentId, ps: &[NewPassage]) -> Result<Vec<Passage>> {
         self.write(|tx| {
             agents::ensure_exists(tx, agent)?;
-            insert(tx, agent, ps, sql::now())
+            insert(tx, agent, ps, None, sql::now())
         })
     }
 

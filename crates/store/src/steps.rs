@@ -150,7 +150,7 @@ impl Store {
             insert_step(tx, &c.step)?;
             let now = sql::now();
             let edits = step_edits::apply(tx, &c.step.id, &c.block_writes, &mut msgs, now)?;
-            let passages = passages::insert(tx, agent, &c.passages, now)?;
+            let passages = passages::insert(tx, agent, &c.passages, Some(&c.step.id), now)?;
             let messages = messages::append(tx, agent, &msgs, now)?;
             approvals::apply(tx, agent, &c.approval)?;
             Ok(CommittedStep {

@@ -10,6 +10,7 @@ export function useFakeBackend(
   handlers: Handlers,
   send?: (args: { agent_id: string; text: string }, onEvent: (e: RunEvent) => void) => Promise<void>,
   attach?: (args: { agent_id: string }, onEvent: (e: RunEvent) => void) => Promise<boolean>,
+  run?: (command: string, args: unknown, onEvent: (e: RunEvent) => void) => Promise<void>,
 ) {
   const calls: [string, unknown][] = [];
   const b: Backend = {
@@ -22,6 +23,12 @@ export function useFakeBackend(
     sendMessage: vi.fn(send ?? (async () => {})),
     attachRun: vi.fn(attach ?? (async () => false)),
     resolveApproval: vi.fn(async () => {}),
+    // Regenerate and edit & resend stream like a sent message; tests script them with `run`.
+    run: vi.fn(async (command: string, args: unknown, onEvent: (e: RunEvent) => void) => {
+      calls.push([command, args]);
+      if (command === 'send_message' && send) return send(args as { agent_id: string; text: string }, onEvent);
+      return run?.(command, args, onEvent);
+    }) as Backend['run'],
     onNotice: vi.fn(() => () => {}),
     openUrl: vi.fn(async () => {}),
     onCloseRequested: vi.fn(() => () => {}),

@@ -166,6 +166,12 @@ async fn context_length_and_garbage() {
     for stream in [false, true] {
         mock.push(Reply::Garbage);
         let e = model.complete(&request(stream), &|_| {}).await.unwrap_err();
-        assert_eq!(e.fault, ProviderFault::BadResponse, "stream={stream}: {e}");
+        // A stream that breaks off mid-chunk is a dropped connection (issue #10).
+        let expected = if stream {
+            ProviderFault::Unreachable
+        } else {
+            ProviderFault::BadResponse
+        };
+        assert_eq!(e.fault, expected, "stream={stream}: {e}");
     }
 }

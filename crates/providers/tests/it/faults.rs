@@ -281,7 +281,13 @@ async fn garbage_is_a_bad_response() {
     for stream in [false, true] {
         mock.push(Reply::Garbage);
         let e = model.complete(&request(stream), &|_| {}).await.unwrap_err();
-        assert_eq!(e.fault, ProviderFault::BadResponse, "stream={stream}: {e}");
+        // A stream that breaks off mid-chunk is a dropped connection (issue #10).
+        let expected = if stream {
+            ProviderFault::Unreachable
+        } else {
+            ProviderFault::BadResponse
+        };
+        assert_eq!(e.fault, expected, "stream={stream}: {e}");
     }
     assert_eq!(chat_count(&mock), 2, "bad responses are not retried");
 }
@@ -374,7 +380,7 @@ async fn dropping_the_future_cancels_cleanly() {
 }
 
 #[tokio::test]
-async fn a_stream_broken_off_after_headers_is_a_bad_response() {
+async fn a_stream_broken_off_after_headers_says_the_connection_dropped() {
     let router = axum::Router::new().route(
         "/v1/chat/completions",
         post(|| async {
@@ -401,6 +407,12 @@ async fn a_stream_broken_off_after_headers_is_a_bad_response() {
         .complete(&request(true), &|d| deltas.push(d))
         .await
         .unwrap_err();
-    assert_eq!(e.fault, ProviderFault::BadResponse, "{e}");
+    // Issue #10 (defect 7): said as a dropped connection, not as an unreadable answer.
+    assert_eq!(e.fault, ProviderFault::Unreachable, "{e}");
+    assert!(
+        e.message.contains("dropped in the middle of the answer"),
+        "{e}"
+    );
+    assert!(!e.message.contains("cannot read"), "{e}");
     assert_eq!(deltas.text(), "Hel");
 }

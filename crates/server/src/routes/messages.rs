@@ -228,26 +228,55 @@ pub(crate) async fn start_run(
     agent: AgentId,
     start: Start,
 ) -> engram_core::Result<(mpsc::UnboundedReceiver<RunEvent>, Option<RunEvent>)> {
+    let turn = match start {
+        Start::Message(text) => Turn::Send { text },
+        Start::Approvals(list) => Turn::Approvals(list),
+    };
+    start_turn(engram, agent, turn).await
+}
+
+/// Which run to start: a new message, or one of the message actions that replace a turn.
+pub(crate) enum Turn {
+    /// Send a user message.
+    Send {
+        /// Its text.
+        text: String,
+    },
+    /// Re-run the last turn (`Engram::regenerate`).
+    Regenerate,
+    /// Replace a user message and run from there (`Engram::edit_and_resend`).
+    Resend {
+        /// The user message replaced.
+        message: MessageId,
+        /// Its new text.
+        text: String,
+    },
+    /// Decide the calls waiting for approval, in order (each lets the paused run go on).
+    Approvals(Vec<ApprovalDecision>),
+}
+
+/// [`start_run`] for any [`Turn`].
+pub(crate) async fn start_turn(
+    engram: Arc<Engram>,
+    agent: AgentId,
+    turn: Turn,
+) -> engram_core::Result<(mpsc::UnboundedReceiver<RunEvent>, Option<RunEvent>)> {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let (failed_tx, failed_rx) = oneshot::channel();
     tokio::spawn(async move {
-        for call in start.calls() {
-            let result = match call {
-                Call::Send(text) => {
-                    engram
-                        .send_message(&agent, &text, &tx, CancellationToken::new())
-                        .await
-                }
-                Call::Decide(d) => {
-                    engram
-                        .resolve_approval(&agent, d, &tx, CancellationToken::new())
-                        .await
-                }
-            };
-            if let Err(e) = result {
-                let _ = failed_tx.send(e);
-                return;
+        let cancel = CancellationToken::new();
+        let result = match turn {
+            Turn::Send { text } => engram.send_message(&agent, &text, &tx, cancel).await,
+            Turn::Regenerate => engram.regenerate(&agent, &tx, cancel).await,
+            Turn::Resend { message, text } => {
+                engram
+                    .edit_and_resend(&agent, &message, &text, &tx, cancel)
+                    .await
             }
+            Turn::Approvals(list) => decide_all(&engram, &agent, list, &tx).await,
+        };
+        if let Err(e) = result {
+            let _ = failed_tx.send(e);
         }
     });
     match rx.recv().await {
@@ -258,6 +287,24 @@ pub(crate) async fn start_run(
             Err(_) => Ok((rx, None)),
         },
     }
+}
+
+/// Decides waiting calls one after the other; the outcome is the last run's.
+async fn decide_all(
+    engram: &Engram,
+    agent: &AgentId,
+    list: Vec<ApprovalDecision>,
+    tx: &mpsc::UnboundedSender<RunEvent>,
+) -> engram_core::Result<engram_service::RunOutcome> {
+    let mut last = None;
+    for d in list {
+        last = Some(
+            engram
+                .resolve_approval(agent, d, tx, CancellationToken::new())
+                .await?,
+        );
+    }
+    last.ok_or_else(|| engram_core::Error::invalid("no approval decision was given"))
 }
 
 /// What a send request asks for: a user message, or decisions about calls waiting for

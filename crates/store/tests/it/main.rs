@@ -7,6 +7,7 @@ mod message_pages;
 mod messages;
 mod paging;
 mod passages;
+mod rollback;
 mod schema;
 mod search;
 mod steps;

@@ -35,12 +35,15 @@ import type {
   RunEvent,
   SharedBlock,
   TagMatch,
+  RunRecord,
   Template,
   Tool,
+  ToolEdit,
   ToolPython,
   TryToolResult,
   WindowAt,
   UndoPlan,
+  TurnRollback,
 } from './types';
 
 type AgentArg = { agent_id: string };
@@ -114,7 +117,25 @@ export interface Commands {
   chat_models: [{ name: string }, ChatModel[]];
   model_windows: [undefined, ModelWindow[]];
   set_model_window: [{ handle: string; context_window: number }, null];
+  regenerate_preview: [AgentArg, TurnRollback];
+  rollback_preview: [AgentArg & { message_id: string }, TurnRollback];
+  delete_message: [AgentArg & { message_id: string }, string[]];
+  reset_messages: [AgentArg, number];
+  run_records: [AgentArg & { run_ids?: string[] }, RunRecord[]];
+  run_edits: [AgentArg & { run_ids: string[] }, ToolEdit[]];
 }
+
+/**
+ * The commands that start a run and stream its events: a new message, or one of the message
+ * actions that replace a turn (roll it back, then run again).
+ */
+export interface RunCommands {
+  send_message: { agent_id: string; text: string };
+  regenerate: { agent_id: string };
+  edit_and_resend: { agent_id: string; message_id: string; text: string };
+  resolve_approval: { agent_id: string; decision: ApprovalDecision };
+}
+export type RunCommand = keyof RunCommands;
 
 export type Command = keyof Commands;
 export type ArgsOf<C extends Command> = Commands[C][0];
@@ -147,6 +168,11 @@ export interface Backend {
     args: { agent_id: string; decision: ApprovalDecision },
     onEvent: (e: RunEvent) => void,
   ): Promise<void>;
+  /**
+   * Starts any run ({@link RunCommands}) and streams its events like {@link sendMessage};
+   * rejects with a {@link BackendError} when it could not start (e.g. a rollback conflict).
+   */
+  run<C extends RunCommand>(command: C, args: RunCommands[C], onEvent: (e: RunEvent) => void): Promise<void>;
   /** Calls `onNotice` for every app-wide change until the returned function is called. */
   onNotice(onNotice: (n: Notice) => void): () => void;
   /** Opens a link outside the app (the system browser in the desktop app). */

@@ -1,4 +1,4 @@
-import { BackendError, isErrorBody, type Backend } from './backend';
+import { BackendError, isErrorBody, type Backend, type RunCommand, type RunCommands } from './backend';
 import { readSse } from './sse';
 import type { Notice, RunEvent } from './types';
 
@@ -62,9 +62,9 @@ export function httpBackend(opts: HttpOptions): Backend {
   }
 
   /** A command answered as a run's events (SSE), until `done`. */
-  async function stream(
-    command: 'send_message' | 'resolve_approval',
-    args: unknown,
+  async function run<C extends RunCommand>(
+    command: C,
+    args: RunCommands[C],
     onEvent: (e: RunEvent) => void,
   ): Promise<void> {
     const res = await post(command, args, 'text/event-stream');
@@ -98,11 +98,11 @@ export function httpBackend(opts: HttpOptions): Backend {
     },
 
     sendMessage(args, onEvent) {
-      return stream('send_message', args, onEvent);
+      return run('send_message', args, onEvent);
     },
 
     resolveApproval(args, onEvent) {
-      return stream('resolve_approval', args, onEvent);
+      return run('resolve_approval', args, onEvent);
     },
 
     async attachRun(args, onEvent) {
@@ -123,6 +123,8 @@ export function httpBackend(opts: HttpOptions): Backend {
       }
       return true;
     },
+
+    run,
 
     onNotice(onNotice) {
       const ctrl = new AbortController();

@@ -1,13 +1,12 @@
 import { Channel, invoke } from '@tauri-apps/api/core';
 import { listen } from '@tauri-apps/api/event';
 import { getCurrentWindow } from '@tauri-apps/api/window';
-import { BackendError, type Backend } from './backend';
+import { BackendError, type Backend, type RunCommand, type RunCommands } from './backend';
 import type { Notice, RunEvent } from './types';
 
 /** The app-wide notice event the shell emits. */
 export const NOTICE_EVENT = 'engram://notice';
 
-/** The desktop transport: Tauri IPC commands, a `Channel` per run, events for notices. */
 /** A command that streams a run's events over a `Channel`; resolves after `done`. */
 async function stream(command: string, args: object, onEvent: (e: RunEvent) => void): Promise<void> {
   // A channel's last messages can arrive after the command itself resolved, so the run is
@@ -27,7 +26,12 @@ async function stream(command: string, args: object, onEvent: (e: RunEvent) => v
   await done;
 }
 
+/** The desktop transport: Tauri IPC commands, a `Channel` per run, events for notices. */
 export function tauriBackend(): Backend {
+  function run<C extends RunCommand>(command: C, args: RunCommands[C], onEvent: (e: RunEvent) => void): Promise<void> {
+    return stream(command, args, onEvent);
+  }
+
   return {
     async call(command, ...args) {
       try {
@@ -62,6 +66,8 @@ export function tauriBackend(): Backend {
       if (attached) await done;
       return attached;
     },
+
+    run,
 
     onNotice(onNotice) {
       let stopped = false;

@@ -17,4 +17,4 @@ tool_call_id: string | null, } | { "kind": "user" } | { "kind": "import" } | { "
 /**
  * The edit that was undone.
  */
-edit_id: EditId, };
+edit_id: EditId, } | { "kind": "rollback" };

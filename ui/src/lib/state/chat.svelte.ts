@@ -1,5 +1,6 @@
 import { tick } from 'svelte';
 import { backend, BackendError } from '../backend';
+import type { RunCommand, RunCommands } from '../backend/backend';
 import type {
   Block,
   Compaction,
@@ -9,6 +10,8 @@ import type {
   RunEvent,
   StopReason,
   ToolCall,
+  ToolEdit,
+  TurnRollback,
   Usage,
   WindowAt,
 } from '../backend/types';
@@ -82,8 +85,10 @@ export class ChatState {
   error = $state<{ code: string; message: string } | null>(null);
   /** Results of tool calls seen live, by call id (committed ones are also in `messages`). */
   results = $state<Record<string, { status: string; message: string }>>({});
-  /** Memory edits seen live, by tool call id. */
+  /** Memory edits seen live, by tool call id (until the stored ones are read back). */
   diffs = $state<Record<string, MemoryDiff[]>>({});
+  /** Memory edits read from the stored block history, by the tool call that made them. */
+  storedDiffs = $state<Record<string, MemoryDiff[]>>({});
   outcomes = $state<Record<string, RunOutcome>>({});
   /** The tool call the agent's run waits on for a person's decision (as stored). */
   approval = $state<PendingApproval | null>(null);
@@ -106,6 +111,7 @@ export class ChatState {
       this.#replace(await this.#window({ kind: 'latest' }, PAGE));
       this.scrollTarget = { kind: 'bottom' };
       this.jumps++;
+      await this.#loadRuns(this.messages);
       this.approval = await backend().call('pending_approval', { agent_id: this.agentId });
     } catch (e) {
       this.error = BackendError.from(e);
@@ -157,6 +163,7 @@ export class ChatState {
         this.#setMessages(mergeMessages(this.messages, w.messages), false);
         this.compactions = mergeCompactions(this.compactions, w.compactions);
       }
+      await this.#loadRuns(w.messages);
       this.approval = await backend().call('pending_approval', { agent_id: this.agentId });
     } catch {
       // Keep what is shown; the next notice or run will try again.
@@ -173,6 +180,7 @@ export class ChatState {
       this.hasOlder = w.has_older;
       this.compactions = mergeCompactions(this.compactions, w.compactions);
       this.#setMessages(mergeMessages(this.messages, w.messages), true);
+      await this.#loadRuns(w.messages);
       // Dropping the far end is a change of its own: the list keeps its place from the start.
       await tick();
       this.shift = false;
@@ -200,6 +208,7 @@ export class ChatState {
       this.hasNewer = w.has_newer;
       this.compactions = mergeCompactions(this.compactions, w.compactions);
       this.#setMessages(mergeMessages(this.messages, w.messages), false);
+      await this.#loadRuns(w.messages);
       await tick();
       const [kept, dropped] = trimWindow(this.messages, MAX_LOADED, 'start');
       if (dropped) {
@@ -225,6 +234,7 @@ export class ChatState {
     try {
       const w = await this.#window(at, at.kind === 'around' || at.kind === 'date' ? 2 * PAGE : PAGE);
       this.#replace(w);
+      await this.#loadRuns(w.messages);
       this.anchor = w.anchor;
       this.scrollTarget =
         at.kind === 'start' ? { kind: 'top' } : w.anchor ? { kind: 'message', id: w.anchor } : { kind: 'bottom' };
@@ -240,6 +250,7 @@ export class ChatState {
     if (this.hasNewer) {
       try {
         this.#replace(await this.#window({ kind: 'latest' }, PAGE));
+        await this.#loadRuns(this.messages);
       } catch (e) {
         this.error = BackendError.from(e);
         return;
@@ -259,7 +270,7 @@ export class ChatState {
     this.#setMessages([...this.messages, pending], false);
     this.scrollTarget = { kind: 'bottom' };
     this.jumps++;
-    const started = await this.#stream((on) => backend().sendMessage({ agent_id: this.agentId, text }, on));
+    const started = await this.#stream((on) => backend().run('send_message', { agent_id: this.agentId, text }, on));
     if (!started) this.#setMessages(this.messages.filter((m) => m.id !== pending.id), false);
     return started;
   }
@@ -278,6 +289,85 @@ export class ChatState {
     );
     if (!started) this.approval = waiting;
     return started;
+  }
+
+  /**
+   * Rolls back the last turn (its messages, memory edits and passages) and runs it again;
+   * also "retry" after a failed run. Resolves `false` if it could not start (e.g. someone
+   * changed one of the turn's blocks since: the error says which).
+   */
+  async regenerate(): Promise<boolean> {
+    const last = this.#lastUserMessage();
+    if (this.running || !last) return false;
+    return this.#rerun('regenerate', { agent_id: this.agentId }, last.content, last.seq);
+  }
+
+  /** Replaces user message `messageId` with `text`, rolling back from there, and runs again. */
+  async editAndResend(messageId: string, text: string): Promise<boolean> {
+    const m = this.messages.find((x) => x.id === messageId);
+    if (this.running || !m || !text.trim()) return false;
+    return this.#rerun('edit_and_resend', { agent_id: this.agentId, message_id: messageId, text }, text, m.seq);
+  }
+
+  /** What regenerating (no id) or editing `messageId` would undo. Rejects with the engine's error. */
+  preview(messageId?: string): Promise<TurnRollback> {
+    return messageId
+      ? backend().call('rollback_preview', { agent_id: this.agentId, message_id: messageId })
+      : backend().call('regenerate_preview', { agent_id: this.agentId });
+  }
+
+  /** Deletes a message (an assistant message takes its tool results along); memory stays. */
+  async deleteMessage(messageId: string): Promise<void> {
+    try {
+      const removed = new Set(
+        await backend().call('delete_message', { agent_id: this.agentId, message_id: messageId }),
+      );
+      this.#setMessages(this.messages.filter((m) => !removed.has(m.id)), false);
+    } catch (e) {
+      this.error = BackendError.from(e);
+    }
+  }
+
+  /**
+   * Starts a new conversation: memory stays, the context window restarts, and the old messages
+   * stay in recall memory (still listed above, and searchable).
+   */
+  async newConversation(): Promise<void> {
+    if (this.running) return;
+    try {
+      await backend().call('reset_messages', { agent_id: this.agentId });
+      await this.load();
+    } catch (e) {
+      this.error = BackendError.from(e);
+    }
+  }
+
+  /** The diffs to show under tool call `callId`: stored ones when read back, else live ones. */
+  diffsFor(callId: string): MemoryDiff[] {
+    return this.storedDiffs[callId] ?? this.diffs[callId] ?? [];
+  }
+
+  /**
+   * Runs a turn-replacing `command`, showing `text` as the pending user message at `from` (the
+   * `seq` where the rolled-back turn began): once the run started (the rollback is done), what
+   * was shown from there goes.
+   */
+  async #rerun<C extends RunCommand>(command: C, args: RunCommands[C], text: string, from: number): Promise<boolean> {
+    if (this.hasNewer) await this.jumpToLatest();
+    const pending = pendingUserMessage(this.agentId, text, from);
+    this.#pendingUserId = pending.id;
+    let cut = false;
+    return this.#stream((on) =>
+      backend().run(command, args, (e) => {
+        if (!cut) {
+          cut = true;
+          this.#setMessages([...this.messages.filter((m) => m.seq < from), pending], false);
+          this.scrollTarget = { kind: 'bottom' };
+          this.jumps++;
+        }
+        on(e);
+      }),
+    );
   }
 
   /** Runs one streaming command; resolves whether its run started. */
@@ -347,7 +437,8 @@ export class ChatState {
       case 'memory_changed': {
         const before = this.#hooks.memoryChanged?.(e.block);
         if (before !== undefined && before !== e.block.value) {
-          const key = e.tool_call_id ?? this.#callFor(e.block.label) ?? live.runId ?? 'run';
+          // The event names the tool call that made the edit (issue #10: no guessing).
+          const key = e.tool_call_id ?? live.runId ?? 'run';
           this.diffs[key] = [...(this.diffs[key] ?? []), { label: e.block.label, before, after: e.block.value }];
         }
         break;
@@ -372,19 +463,38 @@ export class ChatState {
     }
   }
 
-  /** The live tool call that edited block `label` (memory tools name it in `label`). */
-  #callFor(label: string): string | undefined {
-    const calls = [...(this.live?.calls ?? []), ...this.messages.flatMap((m) => m.tool_calls)];
-    for (let i = calls.length - 1; i >= 0; i--) {
-      const c = calls[i]!;
-      try {
-        const args = JSON.parse(c.arguments) as { label?: unknown };
-        if (args.label === label) return c.id;
-      } catch {
-        // Malformed arguments: not this call.
+  /** The last message a person wrote (what regenerate sends again). */
+  #lastUserMessage(): Message | undefined {
+    return [...this.messages].reverse().find((m) => m.role === 'user' && m.kind === 'chat' && !m.id.startsWith('pending-'));
+  }
+
+  /**
+   * Reads back what the runs of `page` left behind: how each ended (usage line, "stopped"
+   * label) and the memory edit under each tool call, so a reload or agent switch shows the
+   * same as the live run did.
+   */
+  async #loadRuns(page: Message[]): Promise<void> {
+    const runIds = [...new Set(page.flatMap((m) => (m.run_id ? [m.run_id] : [])))];
+    if (runIds.length === 0) return;
+    try {
+      const [records, edits] = await Promise.all([
+        backend().call('run_records', { agent_id: this.agentId, run_ids: runIds }),
+        backend().call('run_edits', { agent_id: this.agentId, run_ids: runIds }),
+      ]);
+      for (const r of records) this.outcomes[r.id] = { usage: r.usage, stopReason: r.stop_reason };
+      const byCall: Record<string, MemoryDiff[]> = {};
+      for (const e of edits) {
+        const call = callOf(e);
+        if (!call) continue;
+        (byCall[call] ??= []).push({ label: e.label, before: e.edit.old_value, after: e.edit.new_value });
       }
+      for (const [call, diffs] of Object.entries(byCall)) {
+        this.storedDiffs[call] = diffs;
+        delete this.diffs[call];
+      }
+    } catch {
+      // An older engine without run records: keep what was seen live.
     }
-    return undefined;
   }
 
   /** The run ended: flush what is pending, drop an empty live reply, clear busy state. */
@@ -455,6 +565,11 @@ export class ChatState {
     this.#pendingText = '';
     this.#pendingReasoning = '';
   }
+}
+
+/** The tool call that made a stored edit, for edits by an agent's tool. */
+function callOf(e: ToolEdit): string | null {
+  return e.edit.editor.kind === 'agent' ? e.edit.editor.tool_call_id : null;
 }
 
 function pendingUserMessage(agentId: string, text: string, seq: number): Message {

@@ -17,6 +17,13 @@ export function adviceFor(err: { code: string; message: string }): Advice {
     case 'provider_auth':
       return { title: 'The provider refused the API key. Check or replace it.', detail, providers: true };
     case 'provider_unreachable':
+      if (detail.includes('dropped in the middle of the answer')) {
+        return {
+          title: 'The connection to the model server dropped in the middle of the reply. The part that arrived is kept; Retry when the server is back.',
+          detail,
+          providers: false,
+        };
+      }
       return {
         title: 'The model server did not answer. Is it running, and is its address right?',
         detail,

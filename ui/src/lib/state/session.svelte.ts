@@ -30,6 +30,8 @@ export class Sessions {
       chat: new ChatState(agentId, {
         memoryChanged: (block) => memory.applyAgentEdit(block),
         runDone: () => {
+          // A regenerate or edit & resend rolled memory back before the run: re-read it.
+          void memory.load();
           void memory.loadContext();
           session.archivalVersion++;
         },

@@ -6,11 +6,13 @@ import { ChatState, MAX_LOADED, PAGE } from '../../state/chat.svelte';
 import { MemoryState } from '../../state/memory.svelte';
 import { setBackend } from '../../backend';
 import { agent, block, message, nextFrame, useFakeBackend } from '../../../test/fakeBackend';
-import type { MessageWindow, RunEvent } from '../../backend/types';
+import type { Message, MessageWindow, RunEvent } from '../../backend/types';
 
 afterEach(() => setBackend(null));
 
 const emptyWindow = { messages: [], has_older: false, has_newer: false, anchor: null, compactions: [] };
+/** A stored window holding `messages`, the whole conversation. */
+const win = (messages: Message[]) => ({ ...emptyWindow, messages });
 
 const usage = { prompt_tokens: 1200, completion_tokens: 30, total_tokens: 1230, step_count: 2 };
 
@@ -177,7 +179,7 @@ describe('ChatState history', () => {
     await chat.load();
     expect(chat.hasOlder).toBe(true);
     expect(await chat.loadOlder()).toBe(true);
-    expect(calls.at(-1)).toEqual(['message_window', { agent_id: 'agent-1', at: { kind: 'before', id: 'm-10' }, limit: 40 }]);
+    expect(calls.filter(([c]) => c === 'message_window').at(-1)).toEqual(['message_window', { agent_id: 'agent-1', at: { kind: 'before', id: 'm-10' }, limit: 40 }]);
     expect(chat.messages.map((m) => m.content).slice(0, 4)).toEqual(['m0', 'm1', 'm2', 'm10']);
     expect(chat.hasOlder).toBe(false);
     expect(await chat.loadOlder()).toBe(false);
@@ -222,7 +224,7 @@ describe('ChatState history', () => {
     const chat = new ChatState('agent-1');
     await chat.load();
     await chat.jumpTo({ kind: 'around', id: 'm-540' });
-    expect(calls.at(-1)).toEqual(['message_window', { agent_id: 'agent-1', at: { kind: 'around', id: 'm-540' }, limit: 80 }]);
+    expect(calls.filter(([c]) => c === 'message_window').at(-1)).toEqual(['message_window', { agent_id: 'agent-1', at: { kind: 'around', id: 'm-540' }, limit: 80 }]);
     expect(chat.messages[0]!.seq).toBe(500);
     expect(chat.anchor).toBe('m-540');
     expect(chat.scrollTarget).toEqual({ kind: 'message', id: 'm-540' });
@@ -262,5 +264,145 @@ describe('ChatState history', () => {
     finish(true);
     await vi.waitFor(() => expect(chat.running).toBe(false));
     expect(chat.outcomes['run-7']?.stopReason).toBe('cancelled');
+  });
+});
+
+describe('Message actions (issue #10)', () => {
+  const appendCall = { id: 'call-1', name: 'core_memory_append', arguments: '{"label":"human","content":"Ann"}' };
+  const secondCall = { id: 'call-2', name: 'core_memory_append', arguments: '{"label":"human","content":"tea"}' };
+  const stored = () => [
+    message({ id: 'u1', seq: 1, role: 'user', content: 'I am Ann, I like tea', run_id: 'run-1' }),
+    message({ id: 'a1', seq: 2, tool_calls: [appendCall, secondCall], run_id: 'run-1' }),
+    message({ id: 't1', seq: 3, role: 'tool', tool_call_id: 'call-1', content: '{"status":"OK","message":"ok"}', run_id: 'run-1' }),
+    message({ id: 't2', seq: 4, role: 'tool', tool_call_id: 'call-2', content: '{"status":"OK","message":"ok"}', run_id: 'run-1' }),
+    message({ id: 'a2', seq: 5, content: 'Hi Ann', run_id: 'run-1' }),
+  ];
+  const edit = (call: string, before: string, after: string) => ({
+    label: 'human',
+    edit: {
+      id: `edit-${call}`,
+      block_id: 'block-1',
+      editor: { kind: 'agent' as const, agent_id: 'agent-1', tool_call_id: call },
+      old_value: before,
+      new_value: after,
+      old_version: 1,
+      new_version: 2,
+      step_id: 'step-1',
+      created_at: '2026-11-21T10:00:00Z',
+    },
+  });
+
+  it('shows stored diffs under the tool call that made each edit, and the stored usage line', async () => {
+    useFakeBackend({
+      message_window: () => win(stored()),
+      run_records: () => [
+        {
+          id: 'run-1',
+          agent_id: 'agent-1',
+          stop_reason: 'cancelled',
+          error: null,
+          usage,
+          ended_at: '2026-11-21T10:00:00Z',
+        },
+      ],
+      run_edits: () => [edit('call-1', '', 'Ann'), edit('call-2', 'Ann', 'Ann\ntea')],
+    });
+    const chat = new ChatState('agent-1');
+    await chat.load();
+    render(ChatView, { agent: agent(), chat, onproviders: () => {} });
+    const calls = await screen.findAllByTestId('tool-call');
+    expect(calls).toHaveLength(2);
+    // Each call has its own diff: the first inserted "Ann", the second only "tea".
+    expect(calls[0]!.querySelector('ins')?.textContent).toBe('Ann');
+    expect(calls[1]!.querySelectorAll('ins')).toHaveLength(1);
+    expect(calls[1]!.querySelector('ins')?.textContent).toContain('tea');
+    expect(calls[1]!.querySelector('ins')?.textContent).not.toContain('Ann');
+    expect(screen.getByTestId('run-usage')).toHaveTextContent('1,230 tokens');
+    expect(screen.getByTestId('run-usage')).toHaveTextContent('stopped');
+  });
+
+  it('regenerate shows what will be undone, then replaces the turn', async () => {
+    let regenerated = false;
+    const asked = message({ id: 'u2', seq: 1, role: 'user', content: 'I am Ann, I like tea', run_id: 'run-2' });
+    const { calls } = useFakeBackend(
+      {
+        // After the rollback the engine holds only the question asked again.
+        message_window: () => win((regenerated ? [asked] : stored())),
+        run_records: () => [],
+        run_edits: () => [],
+        regenerate_preview: () => ({
+          agent_id: 'agent-1',
+          from_message: 'u1',
+          messages: ['u1', 'a1', 't1', 't2', 'a2'],
+          runs: ['run-1'],
+          usage,
+          blocks: [
+            {
+              block_id: 'block-1',
+              label: 'human',
+              current_value: 'Ann\ntea',
+              restored_value: '',
+              version: 3,
+              edits: 2,
+              changed_later: false,
+            },
+          ],
+          passages: [{ id: 'passage-1', agent_id: 'agent-1', text: 'Ann likes tea', tags: [], created_at: '2026-11-21T10:00:00Z' }],
+        }),
+      },
+      undefined,
+      undefined,
+      async (_c, _a, onEvent) => {
+        regenerated = true;
+        onEvent({ type: 'run_started', run_id: 'run-2', agent_id: 'agent-1' });
+        onEvent({ type: 'message', message: asked });
+      },
+    );
+    const chat = new ChatState('agent-1');
+    await chat.load();
+    render(ChatView, { agent: agent(), chat, onproviders: () => {} });
+    await userEvent.click(await screen.findByTestId('action-regenerate'));
+    const dialog = await screen.findByTestId('rollback-dialog');
+    expect(dialog).toHaveTextContent('5 messages');
+    expect(dialog.querySelector('[data-testid=rollback-block]')).toHaveAttribute('data-label', 'human');
+    expect(dialog).toHaveTextContent('Ann likes tea');
+    expect(calls.some(([c]) => c === 'regenerate')).toBe(false);
+    await userEvent.click(screen.getByTestId('rollback-confirm'));
+    expect(calls).toContainEqual(['regenerate', { agent_id: 'agent-1' }]);
+    // Once the run started, the replaced turn is gone; the same question is asked again.
+    expect(chat.messages.map((m) => m.id)).toEqual(['u2']);
+  });
+
+  it('a conflicting block blocks the rollback in the preview', async () => {
+    useFakeBackend({
+      message_window: () => win(stored()),
+      run_records: () => [],
+      run_edits: () => [],
+      regenerate_preview: () => ({
+        agent_id: 'agent-1',
+        from_message: 'u1',
+        messages: ['u1'],
+        runs: ['run-1'],
+        usage,
+        blocks: [
+          {
+            block_id: 'block-1',
+            label: 'human',
+            current_value: 'by hand',
+            restored_value: '',
+            version: 4,
+            edits: 1,
+            changed_later: true,
+          },
+        ],
+        passages: [],
+      }),
+    });
+    const chat = new ChatState('agent-1');
+    await chat.load();
+    render(ChatView, { agent: agent(), chat, onproviders: () => {} });
+    await userEvent.click(await screen.findByTestId('action-regenerate'));
+    expect(await screen.findByTestId('rollback-conflict')).toHaveTextContent('human');
+    expect(screen.getByTestId('rollback-confirm')).toBeDisabled();
   });
 });

@@ -1,0 +1,154 @@
+//! Message actions on a conversation (issue #10): regenerate the last turn, edit & resend a user
+//! message, delete a message — and what a turn left behind for the chat to show after a reload
+//! (how each run ended, the memory edits under each tool call).
+//!
+//! Regenerate and edit & resend are a rollback (`Store::rollback_from`: the replaced turns'
+//! messages, steps, usage, passages and memory edits, in one transaction, refused when someone
+//! else changed one of those blocks since) followed by a new run. Everything a new run checks
+//! before writing is checked before the rollback too, so a refusal loses nothing.
+
+use crate::{Engram, Notice};
+use engram_agent::{EventSink, RunOutcome};
+use engram_core::{AgentId, Error, Message, MessageId, MessageKind, Result, Role, RunId};
+use engram_store::{RunRecord, ToolEdit, TurnRollback};
+use tokio_util::sync::CancellationToken;
+
+impl Engram {
+    /// What regenerating the agent's last turn would undo: everything from its last user
+    /// message on. Nothing changes.
+    ///
+    /// Errors: `not_found` (agent); `invalid_input` when there is no user message to
+    /// regenerate from.
+    pub fn regenerate_preview(&self, agent: &AgentId) -> Result<TurnRollback> {
+        let last = self.last_user_message(agent)?;
+        self.store.rollback_preview(agent, &last.id)
+    }
+
+    /// What editing and resending user message `from` would undo: that message and everything
+    /// after it. Nothing changes. Blocks with `changed_later` set would refuse the rollback.
+    ///
+    /// Errors: `not_found` (agent or message).
+    pub fn rollback_preview(&self, agent: &AgentId, from: &MessageId) -> Result<TurnRollback> {
+        self.store.rollback_preview(agent, from)
+    }
+
+    /// Re-runs the agent's last turn: rolls back everything from its last user message on (see
+    /// [`rollback_preview`](Self::rollback_preview)), then sends the same text again, streaming
+    /// the new run into `events`. Also "retry" after a run that failed.
+    ///
+    /// Errors (nothing changed): `not_found`; `invalid_input` without a user message;
+    /// `conflict` while a run of the agent is in flight, or naming the blocks someone else
+    /// changed after the turn's edits; the configuration errors of
+    /// [`send_message`](Self::send_message).
+    pub async fn regenerate(
+        &self,
+        agent: &AgentId,
+        events: &EventSink,
+        cancel: CancellationToken,
+    ) -> Result<RunOutcome> {
+        let last = self.last_user_message(agent)?;
+        self.resend(agent, &last.id, &last.content, events, cancel)
+            .await
+    }
+
+    /// Replaces user message `message` with `text` and runs the agent again from there: rolls
+    /// back that message and everything after it, then sends `text`, streaming into `events`.
+    ///
+    /// Errors (nothing changed): `invalid_input` for an empty text or a message that is not
+    /// one a person wrote; otherwise as [`regenerate`](Self::regenerate).
+    pub async fn edit_and_resend(
+        &self,
+        agent: &AgentId,
+        message: &MessageId,
+        text: &str,
+        events: &EventSink,
+        cancel: CancellationToken,
+    ) -> Result<RunOutcome> {
+        let m = self.store.get_message(message)?;
+        if m.agent_id != *agent {
+            return Err(Error::not_found("message", message.as_str()));
+        }
+        if m.role != Role::User || m.kind != MessageKind::Chat {
+            return Err(Error::invalid(
+                "only a message you wrote can be edited and resent",
+            ));
+        }
+        self.resend(agent, message, text, events, cancel).await
+    }
+
+    /// Deletes one of the agent's messages (an assistant message takes its tool results
+    /// along). Memory edits and passages stay; returns the ids removed.
+    ///
+    /// Errors: `not_found`; `invalid_input` for a tool result; `conflict` while a run of the
+    /// agent is in flight.
+    pub fn delete_message(&self, agent: &AgentId, id: &MessageId) -> Result<Vec<MessageId>> {
+        self.refuse_while_running(agent)?;
+        let removed = self.store.delete_message(agent, id)?;
+        self.notify(Notice::MessagesChanged {
+            agent_id: agent.clone(),
+        });
+        Ok(removed)
+    }
+
+    /// How the agent's runs ended (stop reason, error, usage), oldest first; only those in
+    /// `runs` when given. Errors: `not_found`.
+    pub fn run_records(&self, agent: &AgentId, runs: Option<&[RunId]>) -> Result<Vec<RunRecord>> {
+        self.store.list_runs(agent, runs)
+    }
+
+    /// The block edits the agent's tool calls made in `runs`, oldest first, from the stored
+    /// history: what the chat shows as a diff under each tool call.
+    /// Errors: `not_found`.
+    pub fn run_edits(&self, agent: &AgentId, runs: &[RunId]) -> Result<Vec<ToolEdit>> {
+        self.store.run_edits(agent, runs)
+    }
+
+    fn refuse_while_running(&self, agent: &AgentId) -> Result<()> {
+        if self.is_running(agent) {
+            return Err(Error::Conflict(
+                "the agent is answering; stop the run first".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn last_user_message(&self, agent: &AgentId) -> Result<Message> {
+        self.store
+            .last_user_message(agent)?
+            .ok_or_else(|| Error::invalid("there is no message of yours to answer again"))
+    }
+
+    /// Rolls back from `from` and sends `text`, refusing first whatever would make the new run
+    /// fail to start.
+    async fn resend(
+        &self,
+        agent: &AgentId,
+        from: &MessageId,
+        text: &str,
+        events: &EventSink,
+        cancel: CancellationToken,
+    ) -> Result<RunOutcome> {
+        if text.trim().is_empty() {
+            return Err(Error::invalid("the message is empty"));
+        }
+        self.refuse_while_running(agent)?;
+        self.check_pending_endpoints(agent)?;
+        self.runtime.preflight(agent)?;
+        let undone = self.store.rollback_from(agent, from)?;
+        self.announce_rollback(&undone);
+        self.send_message(agent, text, events, cancel).await
+    }
+
+    fn announce_rollback(&self, undone: &TurnRollback) {
+        let agent_id = undone.agent_id.clone();
+        for b in &undone.blocks {
+            self.notify_block(&b.block_id);
+        }
+        if !undone.passages.is_empty() {
+            self.notify(Notice::ArchivalChanged {
+                agent_id: agent_id.clone(),
+            });
+        }
+        self.notify(Notice::MessagesChanged { agent_id });
+    }
+}

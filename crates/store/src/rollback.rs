@@ -1,0 +1,363 @@
+//! Rolling the conversation back to just before one message (regenerate, edit & resend): the
+//! messages from that message on, the runs they belong to with their steps and usage, the
+//! passages those steps inserted, and the block edits those steps made — all in one
+//! transaction, or nothing.
+//!
+//! A block goes back to the value it had before the first rolled-back edit **only when no other
+//! writer touched it since** (a hand edit, another agent on a shared block, an undo): every
+//! history row of the block from that edit on must come from a rolled-back step. Otherwise the
+//! whole rollback is refused with a conflict naming the blocks, and nothing changes — a rollback
+//! never silently wipes someone else's edit (DESIGN.md §8b). The restore is a new write (version
+//! bumped, history row by [`Editor::Rollback`]), so a window that read the turn's version sees
+//! its save refused instead of writing over the restored value.
+
+use crate::blocks::{self, Author};
+use crate::sql::{self, DbResult};
+use crate::{Store, agents, messages, passages};
+use engram_core::{
+    AgentId, Block, BlockId, Editor, Error, MessageId, Passage, Result, Role, RunId, StepId, Usage,
+};
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+
+/// What rolling back the conversation from one message undoes (shown before it is done, and
+/// returned once it is done).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+#[ts(export)]
+pub struct TurnRollback {
+    /// The agent.
+    pub agent_id: AgentId,
+    /// The first message removed (a user message for regenerate and edit & resend).
+    pub from_message: MessageId,
+    /// Every message removed (that one and all after it), oldest first.
+    pub messages: Vec<MessageId>,
+    /// The runs (turns) whose messages, steps and usage are removed.
+    pub runs: Vec<RunId>,
+    /// What the removed steps used (tokens and LLM calls).
+    pub usage: Usage,
+    /// Blocks whose edits by the removed steps are undone.
+    pub blocks: Vec<BlockRevert>,
+    /// Archival passages the removed steps inserted, which are deleted.
+    pub passages: Vec<Passage>,
+}
+
+impl TurnRollback {
+    /// The blocks that another writer changed after the rolled-back edits: while any is listed,
+    /// the rollback is refused.
+    pub fn conflicts(&self) -> impl Iterator<Item = &BlockRevert> {
+        self.blocks.iter().filter(|b| b.changed_later)
+    }
+}
+
+/// One block a rollback puts back.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+#[ts(export)]
+pub struct BlockRevert {
+    /// The block.
+    pub block_id: BlockId,
+    /// Its label.
+    pub label: String,
+    /// Its value now.
+    pub current_value: String,
+    /// The value it goes back to (before the first rolled-back edit).
+    pub restored_value: String,
+    /// Its version now.
+    #[ts(type = "number")]
+    pub version: u64,
+    /// How many edits of the rolled-back steps are undone.
+    pub edits: u32,
+    /// Another writer (a person, another agent, an undo) changed the block after the first
+    /// rolled-back edit: restoring it would lose that change, so the rollback is refused.
+    pub changed_later: bool,
+}
+
+/// Works out what rolling back from `from` would undo, reading inside `conn` (the caller's
+/// transaction when it is about to apply it).
+fn plan(conn: &Connection, agent: &AgentId, from: &MessageId) -> Result<TurnRollback> {
+    agents::ensure_exists(conn, agent)?;
+    let seq: i64 = conn
+        .prepare_cached("SELECT seq FROM messages WHERE id = ?1 AND agent_id = ?2")
+        .db()?
+        .query_row(params![from.as_str(), agent.as_str()], |r| r.get(0))
+        .optional()
+        .db()?
+        .ok_or_else(|| Error::not_found("message", from.as_str()))?;
+    let rows: Vec<(String, Option<String>)> = conn
+        .prepare_cached(
+            "SELECT id, run_id FROM messages WHERE agent_id = ?1 AND seq >= ?2 ORDER BY seq",
+        )
+        .db()?
+        .query_map(params![agent.as_str(), seq], |r| Ok((r.get(0)?, r.get(1)?)))
+        .db()?
+        .collect::<rusqlite::Result<_>>()
+        .db()?;
+    let mut runs: Vec<RunId> = Vec::new();
+    for run in rows.iter().filter_map(|(_, r)| r.as_deref()) {
+        if !runs.iter().any(|r| r.as_str() == run) {
+            runs.push(RunId::from(run.to_owned()));
+        }
+    }
+    let runs_json = sql::to_json(&runs.iter().map(RunId::as_str).collect::<Vec<_>>())?;
+    let (steps, usage) = steps_of(conn, agent, &runs_json)?;
+    let steps_json = sql::to_json(&steps.iter().map(StepId::as_str).collect::<Vec<_>>())?;
+    let passages = conn
+        .prepare_cached(&format!(
+            "SELECT {} FROM passages p
+             WHERE p.agent_id = ?1 AND p.step_id IN (SELECT value FROM json_each(?2))
+             ORDER BY p.created_at, p.pk",
+            passages::PASSAGE_COLS
+        ))
+        .db()?
+        .query_map(
+            params![agent.as_str(), steps_json],
+            passages::passage_from_row,
+        )
+        .db()?
+        .collect::<rusqlite::Result<_>>()
+        .db()?;
+    Ok(TurnRollback {
+        agent_id: agent.clone(),
+        from_message: from.clone(),
+        messages: rows
+            .into_iter()
+            .map(|(id, _)| MessageId::from(id))
+            .collect(),
+        runs,
+        usage,
+        blocks: reverts(conn, &steps_json)?,
+        passages,
+    })
+}
+
+/// The ids of the agent's steps of `runs` (JSON array of run ids), and their usage.
+fn steps_of(conn: &Connection, agent: &AgentId, runs: &str) -> Result<(Vec<StepId>, Usage)> {
+    let mut usage = Usage::default();
+    let mut ids = Vec::new();
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT id, prompt_tokens, completion_tokens FROM steps
+             WHERE agent_id = ?1 AND run_id IN (SELECT value FROM json_each(?2))
+             ORDER BY started_at, step_index",
+        )
+        .db()?;
+    let rows = stmt
+        .query_map(params![agent.as_str(), runs], |r| {
+            Ok((r.get::<_, String>(0)?, sql::uint(r, 1)?, sql::uint(r, 2)?))
+        })
+        .db()?;
+    for row in rows {
+        let (id, prompt, completion) = row.db()?;
+        usage.add_step(prompt, completion);
+        ids.push(StepId::from(id));
+    }
+    Ok((ids, usage))
+}
+
+/// For each block the steps (JSON array of step ids) edited: the value before their first edit,
+/// and whether any history row after it came from someone else.
+fn reverts(conn: &Connection, steps: &str) -> Result<Vec<BlockRevert>> {
+    // The first edit of each block by one of the steps.
+    let firsts: Vec<(String, i64)> = conn
+        .prepare_cached(
+            "SELECT block_id, min(pk) FROM block_history
+             WHERE step_id IN (SELECT value FROM json_each(?1)) GROUP BY block_id ORDER BY 2",
+        )
+        .db()?
+        .query_map([steps], |r| Ok((r.get(0)?, r.get(1)?)))
+        .db()?
+        .collect::<rusqlite::Result<_>>()
+        .db()?;
+    let mut out = Vec::with_capacity(firsts.len());
+    for (block_id, first_pk) in firsts {
+        let restored: String = conn
+            .prepare_cached("SELECT old_value FROM block_history WHERE pk = ?1")
+            .db()?
+            .query_row([first_pk], |r| r.get(0))
+            .db()?;
+        let (edits, foreign): (u32, u32) = conn
+            .prepare_cached(
+                "SELECT count(*) FILTER (WHERE step_id IN (SELECT value FROM json_each(?3))),
+                        count(*) FILTER (WHERE step_id IS NULL
+                                         OR step_id NOT IN (SELECT value FROM json_each(?3)))
+                 FROM block_history WHERE block_id = ?1 AND pk >= ?2",
+            )
+            .db()?
+            .query_row(params![block_id, first_pk, steps], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .db()?;
+        let block = match blocks::load(conn, &BlockId::from(block_id)) {
+            Ok(b) => b,
+            // A deleted block has nothing left to restore.
+            Err(Error::NotFound { .. }) => continue,
+            Err(e) => return Err(e),
+        };
+        out.push(BlockRevert {
+            block_id: block.id.clone(),
+            label: block.label.clone(),
+            current_value: block.value.clone(),
+            restored_value: restored,
+            version: block.version,
+            edits,
+            changed_later: foreign > 0,
+        });
+    }
+    Ok(out)
+}
+
+/// The refusal for a plan with conflicts.
+fn conflict(plan: &TurnRollback) -> Error {
+    let labels: Vec<String> = plan.conflicts().map(|b| format!("'{}'", b.label)).collect();
+    Error::Conflict(format!(
+        "cannot roll back this turn: the {} {} changed by someone else after the turn edited {}; \
+         nothing was rolled back (edit the {} by hand instead)",
+        if labels.len() == 1 { "block" } else { "blocks" },
+        labels.join(", "),
+        if labels.len() == 1 { "it" } else { "them" },
+        if labels.len() == 1 { "block" } else { "blocks" },
+    ))
+}
+
+impl Store {
+    /// What [`rollback_from`](Store::rollback_from) would undo, without changing anything:
+    /// blocks with `changed_later` set would make it refuse.
+    ///
+    /// Errors: `NotFound("agent")`; `NotFound("message", id)` when `from` is not one of the
+    /// agent's messages.
+    pub fn rollback_preview(&self, agent: &AgentId, from: &MessageId) -> Result<TurnRollback> {
+        self.read(|c| plan(c, agent, from))
+    }
+
+    /// Removes the conversation from message `from` on, in one transaction: those messages
+    /// (recall search follows through the FTS triggers), the runs they belong to with their
+    /// steps and usage, the passages those steps inserted, and their block edits — each block
+    /// goes back to its value before the first of them, as a new version recorded by
+    /// [`Editor::Rollback`]. The old history rows stay (they are what happened). Returns what
+    /// was undone.
+    ///
+    /// Errors (nothing changes): `NotFound("agent")`, `NotFound("message", id)`; `Conflict`
+    /// naming the blocks another writer changed after the turn's edits.
+    pub fn rollback_from(&self, agent: &AgentId, from: &MessageId) -> Result<TurnRollback> {
+        self.write(|tx| {
+            let plan = plan(tx, agent, from)?;
+            if plan.conflicts().next().is_some() {
+                return Err(conflict(&plan));
+            }
+            let now = sql::now();
+            for b in &plan.blocks {
+                let current: Block = blocks::load(tx, &b.block_id)?;
+                if current.value != b.restored_value {
+                    blocks::commit_value(
+                        tx,
+                        &current,
+                        b.restored_value.clone(),
+                        &Author::by(&Editor::Rollback),
+                        now,
+                    )?;
+                }
+            }
+            for p in &plan.passages {
+                tx.prepare_cached("DELETE FROM passages WHERE id = ?1")
+                    .db()?
+                    .execute([p.id.as_str()])
+                    .db()?;
+            }
+            let runs = sql::to_json(&plan.runs.iter().map(RunId::as_str).collect::<Vec<_>>())?;
+            for table in ["steps", "runs"] {
+                let column = if table == "steps" { "run_id" } else { "id" };
+                tx.prepare_cached(&format!(
+                    "DELETE FROM {table} WHERE agent_id = ?1
+                     AND {column} IN (SELECT value FROM json_each(?2))"
+                ))
+                .db()?
+                .execute(params![agent.as_str(), runs])
+                .db()?;
+            }
+            let seq: i64 = tx
+                .prepare_cached("SELECT seq FROM messages WHERE id = ?1")
+                .db()?
+                .query_row([from.as_str()], |r| r.get(0))
+                .db()?;
+            tx.prepare_cached("DELETE FROM messages WHERE agent_id = ?1 AND seq >= ?2")
+                .db()?
+                .execute(params![agent.as_str(), seq])
+                .db()?;
+            Ok(plan)
+        })
+    }
+
+    /// Deletes one of the agent's messages from recall memory (and the context window), with
+    /// everything that only makes sense with it, in one transaction: an assistant message's
+    /// tool calls take their tool results along, so no call is left unanswered and no result
+    /// answers nothing. Memory edits and passages stay (use [`rollback_from`](Store::rollback_from)
+    /// to undo a turn). Returns the ids removed.
+    ///
+    /// Errors: `NotFound("message", id)` when it is not one of the agent's messages;
+    /// `Invalid` for a tool result (delete the assistant message that made the call).
+    pub fn delete_message(&self, agent: &AgentId, id: &MessageId) -> Result<Vec<MessageId>> {
+        self.write(|tx| {
+            let m = tx
+                .prepare_cached(&format!(
+                    "SELECT {} FROM messages m WHERE m.id = ?1 AND m.agent_id = ?2",
+                    messages::MSG_COLS
+                ))
+                .db()?
+                .query_row(
+                    params![id.as_str(), agent.as_str()],
+                    messages::message_from_row,
+                )
+                .optional()
+                .db()?
+                .ok_or_else(|| Error::not_found("message", id.as_str()))?;
+            if m.role == Role::Tool {
+                return Err(Error::invalid(
+                    "a tool result cannot be deleted on its own; delete the assistant message \
+                     that made the call",
+                ));
+            }
+            let mut removed = vec![m.id.clone()];
+            for call in &m.tool_calls {
+                let answers: Vec<String> = tx
+                    .prepare_cached(
+                        "SELECT id FROM messages WHERE agent_id = ?1 AND role = 'tool'
+                         AND tool_call_id = ?2",
+                    )
+                    .db()?
+                    .query_map(params![agent.as_str(), call.id], |r| r.get(0))
+                    .db()?
+                    .collect::<rusqlite::Result<_>>()
+                    .db()?;
+                removed.extend(answers.into_iter().map(MessageId::from));
+            }
+            let mut delete = tx
+                .prepare_cached("DELETE FROM messages WHERE id = ?1")
+                .db()?;
+            for r in &removed {
+                delete.execute([r.as_str()]).db()?;
+            }
+            Ok(removed)
+        })
+    }
+
+    /// The agent's last user message a person wrote (not a heartbeat or system alert): the
+    /// one "regenerate" re-sends. `None` when there is none.
+    ///
+    /// Errors: `NotFound("agent")`.
+    pub fn last_user_message(&self, agent: &AgentId) -> Result<Option<engram_core::Message>> {
+        self.read(|c| {
+            agents::ensure_exists(c, agent)?;
+            c.prepare_cached(&format!(
+                "SELECT {} FROM messages m WHERE m.agent_id = ?1 AND m.role = ?2
+                 AND m.kind = 'chat' ORDER BY m.seq DESC LIMIT 1",
+                messages::MSG_COLS
+            ))
+            .db()?
+            .query_row(
+                params![agent.as_str(), Role::User.as_str()],
+                messages::message_from_row,
+            )
+            .optional()
+            .db()
+        })
+    }
+}
