@@ -21,7 +21,7 @@ test('first run: set up an OpenAI-compatible provider and pick a model', async (
   await expect(page.locator('body')).not.toContainText('sk-test');
 
   await page.getByTestId('provider-test').click();
-  await expect(page.getByTestId('provider-status')).toContainText('2 models available');
+  await expect(page.getByTestId('provider-status')).toContainText('2 chat models available');
   await page.getByTestId('provider-model').selectOption('mock-large');
   await page.getByTestId('provider-context-window').fill('16000');
   await page.getByTestId('provider-save').click();

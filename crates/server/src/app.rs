@@ -72,6 +72,8 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/app/notices", get(notices))
         .merge(crate::app_trust::routes())
         .merge(crate::app_python::routes())
+        .merge(crate::app_prices::routes())
+        .merge(crate::app_files::routes())
 }
 
 /// An engine error as `{code, message, details?}` with the status the `/v1` routes would give.

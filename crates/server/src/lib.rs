@@ -17,6 +17,8 @@
 //! ```
 
 mod app;
+mod app_files;
+mod app_prices;
 mod app_python;
 mod app_trust;
 pub mod errors;

@@ -9,10 +9,12 @@ mod agents;
 mod api_token;
 mod blocks;
 mod chat;
+mod export;
 mod history;
 pub mod letta;
 mod memory;
 mod notices;
+mod prices;
 mod providers;
 mod resolve;
 mod rewrite;
@@ -27,6 +29,7 @@ pub use agentfile::{
 pub use agents::AgentState;
 pub use api_token::REST_TOKEN_SECRET;
 pub use chat::RunHandle;
+pub use export::{ExportFile, ExportFormat};
 pub use history::{MessagePage, Order};
 pub use memory::PassagePage;
 pub use notices::Notice;
@@ -183,6 +186,12 @@ impl Engram {
     /// [`Store::checkpoint`]). Errors: `Storage` if SQLite cannot checkpoint.
     pub fn checkpoint(&self) -> Result<()> {
         self.store.checkpoint().map(|_| ())
+    }
+
+    /// Gives back memory the database holds but does not need (SQLite's page cache), for a
+    /// long-running server between bursts of work. Errors: `Storage`.
+    pub fn release_memory(&self) -> Result<()> {
+        self.store.release_memory()
     }
 
     /// The store, for transports that page through data directly (read-only use).

@@ -263,6 +263,17 @@ CREATE TABLE pending_endpoints (
 ) WITHOUT ROWID;
 "#;
 
+/// Model prices the user set (USD per million tokens); Engram's built-in table lives in code
+/// (`engram_core::price::BUILTIN_PRICES`) and a row here wins over it.
+const MODEL_PRICES: &str = r#"
+CREATE TABLE model_prices (
+    model           TEXT PRIMARY KEY NOT NULL,  -- handle `provider/model`
+    input_per_mtok  REAL NOT NULL,              -- USD per 1M prompt tokens
+    output_per_mtok REAL NOT NULL,              -- USD per 1M completion tokens
+    updated_at      INTEGER NOT NULL
+) WITHOUT ROWID;
+"#;
+
 /// Every migration, oldest first.
 const MIGRATIONS: &[M<'static>] = &[
     M::up(V1),
@@ -270,6 +281,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(TOOL_SANDBOX),
     M::up(AGENT_TAGS_AND_PASSAGE_EDITS),
     M::up(TOOL_TRUST),
+    M::up(MODEL_PRICES),
 ];
 
 /// The migration list (exposed to tests so they can validate it).

@@ -21,6 +21,8 @@ export function useFakeBackend(
     sendMessage: vi.fn(send ?? (async () => {})),
     onNotice: vi.fn(() => () => {}),
     openUrl: vi.fn(async () => {}),
+    saveExport: vi.fn(async () => null),
+    importFromDialog: null,
   };
   setBackend(b);
   return { backend: b, calls };

@@ -10,11 +10,14 @@ import type {
   ContextBreakdown,
   EndpointKind,
   ErrorBody,
+  ExportFile,
+  ExportFormat,
   ImportReport,
   LocalServer,
   Message,
   MessageHit,
   ModelInfo,
+  ModelPrice,
   NewAgent,
   NewTool,
   Notice,
@@ -29,6 +32,7 @@ import type {
   Tool,
   ToolPython,
   TryToolResult,
+  UsageCost,
 } from './types';
 
 type AgentArg = { agent_id: string };
@@ -83,7 +87,18 @@ export interface Commands {
   dismiss_endpoint: [AgentArg & { kind?: EndpointKind }, AgentEndpoints];
   tool_python: [undefined, ToolPython];
   set_up_tool_python: [{ requirement?: string }, ToolPython];
+  model_prices: [undefined, ModelPrice[]];
+  set_model_price: [{ price: ModelPrice }, null];
+  delete_model_price: [{ model: string }, boolean];
+  usage_cost: [AgentArg & { run_id?: string }, UsageCost];
+  export_agents: [ExportArgs, ExportFile];
 }
+
+/** Which agents to export (every agent when `agent_ids` is absent) and as what. */
+export type ExportArgs = { agent_ids?: string[]; format: ExportFormat };
+
+/** Where an export went: a path the user chose (desktop) or a browser download. */
+export type Saved = { kind: 'path' | 'download'; where: string };
 
 export type Command = keyof Commands;
 export type ArgsOf<C extends Command> = Commands[C][0];
@@ -105,6 +120,17 @@ export interface Backend {
   onNotice(onNotice: (n: Notice) => void): () => void;
   /** Opens a link outside the app (the system browser in the desktop app). */
   openUrl(url: string): Promise<void>;
+  /**
+   * Saves an export: through the native save dialog in the desktop app, as a download in a
+   * browser. Resolves to where it went, or `null` when the user cancelled the dialog.
+   */
+  saveExport(args: ExportArgs): Promise<Saved | null>;
+  /**
+   * Picks an agent file in the native open dialog and imports it (desktop only; `null` in a
+   * browser, which uses a file input and `import_agent_file`). Resolves to the report, or
+   * `null` when the user cancelled.
+   */
+  importFromDialog: (() => Promise<ImportReport | null>) | null;
 }
 
 /** An engine error on any transport: a stable `code` to act on and a message for people. */

@@ -1,6 +1,6 @@
 import { BackendError, isErrorBody, type Backend } from './backend';
 import { readSse } from './sse';
-import type { Notice, RunEvent } from './types';
+import type { ExportFile, Notice, RunEvent } from './types';
 
 const TOKEN_KEY = 'engram.token';
 
@@ -130,6 +130,20 @@ export function httpBackend(opts: HttpOptions): Backend {
     async openUrl(url) {
       window.open(url, '_blank', 'noopener,noreferrer');
     },
+
+    async saveExport(args) {
+      const file = (await (await post('export_agents', args)).json()) as ExportFile;
+      const type = file.file_name.endsWith('.md') ? 'text/markdown' : 'application/json';
+      const url = URL.createObjectURL(new Blob([file.contents], { type }));
+      const link = document.createElement('a');
+      link.href = url;
+      link.download = file.file_name;
+      link.click();
+      setTimeout(() => URL.revokeObjectURL(url), 1000);
+      return { kind: 'download', where: file.file_name };
+    },
+
+    importFromDialog: null,
   };
 }
 

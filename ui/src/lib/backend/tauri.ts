@@ -1,7 +1,7 @@
 import { Channel, invoke } from '@tauri-apps/api/core';
 import { listen } from '@tauri-apps/api/event';
 import { BackendError, type Backend } from './backend';
-import type { Notice, RunEvent } from './types';
+import type { ImportReport, Notice, RunEvent } from './types';
 
 /** The app-wide notice event the shell emits. */
 export const NOTICE_EVENT = 'engram://notice';
@@ -48,6 +48,23 @@ export function tauriBackend(): Backend {
     async openUrl(url) {
       try {
         await invoke('plugin:opener|open_url', { url });
+      } catch (e) {
+        throw BackendError.from(e);
+      }
+    },
+
+    async saveExport(args) {
+      try {
+        const path = await invoke<string | null>('export_to_file', args);
+        return path === null ? null : { kind: 'path', where: path };
+      } catch (e) {
+        throw BackendError.from(e);
+      }
+    },
+
+    async importFromDialog() {
+      try {
+        return await invoke<ImportReport | null>('import_from_file');
       } catch (e) {
         throw BackendError.from(e);
       }

@@ -44,7 +44,7 @@ describe('ProviderForm', () => {
     });
     render(ProviderForm, { existing: local, onsaved: vi.fn() });
     await userEvent.click(screen.getByTestId('provider-test'));
-    expect(await screen.findByTestId('provider-status')).toHaveTextContent('2 models available');
+    expect(await screen.findByTestId('provider-status')).toHaveTextContent('2 chat models available');
     await userEvent.selectOptions(screen.getByTestId('provider-model'), 'qwen');
     expect(screen.getByTestId('provider-context-window')).toHaveValue(32768);
     await userEvent.click(screen.getByTestId('provider-save'));
@@ -65,5 +65,30 @@ describe('ProviderForm', () => {
     render(ProviderForm, { existing: openai, onsaved: vi.fn() });
     await userEvent.click(screen.getByTestId('provider-test'));
     expect(await screen.findByTestId('provider-status')).toHaveTextContent('Connection failed: connection refused');
+  });
+
+  it('offers only chat models, saying how many embedding models it left out', async () => {
+    const local: ProviderInfo = { name: 'ollama', kind: 'open_ai', base_url: 'http://127.0.0.1:11434/v1', key_set: false, default_model: null };
+    useFakeBackend({
+      test_provider: () => [
+        { id: 'nomic-embed-text:latest', context_window: 8192 },
+        { id: 'llama3.1:8b', context_window: 131072 },
+        { id: 'mxbai-embed-large', context_window: 512 },
+      ],
+    });
+    render(ProviderForm, { existing: local, onsaved: vi.fn() });
+    await userEvent.click(screen.getByTestId('provider-test'));
+    expect(await screen.findByTestId('provider-status')).toHaveTextContent(
+      '1 chat model available (and 2 embedding models, not offered for chat)',
+    );
+    const options = [...screen.getByTestId('provider-model').querySelectorAll('option')].map((o) => o.value);
+    expect(options).toEqual(['llama3.1:8b']);
+  });
+
+  it('says why "Test connection" waits for a save', () => {
+    useFakeBackend({});
+    render(ProviderForm, { onsaved: vi.fn() });
+    expect(screen.getByTestId('provider-test')).toBeDisabled();
+    expect(screen.getByTestId('provider-test')).toHaveAccessibleDescription('Save first: the test uses the saved settings and key.');
   });
 });
