@@ -49,4 +49,11 @@ pub const ALL: &[&str] = &[
     "dismiss_endpoint",
     "tool_python",
     "set_up_tool_python",
+    "model_prices",
+    "set_model_price",
+    "delete_model_price",
+    "usage_cost",
+    "export_agents",
+    "export_to_file",
+    "import_from_file",
 ];

@@ -10,6 +10,8 @@
 pub mod command_names;
 pub mod commands;
 pub mod error;
+pub mod file_commands;
+pub mod price_commands;
 pub mod python_commands;
 pub mod rest;
 pub mod trust_commands;
@@ -89,6 +91,13 @@ pub fn builder<R: Runtime>(builder: tauri::Builder<R>, engram: Arc<Engram>) -> t
             trust_commands::dismiss_endpoint,
             python_commands::tool_python,
             python_commands::set_up_tool_python,
+            price_commands::model_prices,
+            price_commands::set_model_price,
+            price_commands::delete_model_price,
+            price_commands::usage_cost,
+            file_commands::export_agents,
+            file_commands::export_to_file,
+            file_commands::import_from_file,
         ])
 }
 
@@ -164,7 +173,8 @@ pub fn run() {
             }
         }))
         .plugin(tauri_plugin_window_state::Builder::default().build())
-        .plugin(tauri_plugin_opener::init());
+        .plugin(tauri_plugin_opener::init())
+        .plugin(tauri_plugin_dialog::init());
     builder(app, engram)
         .run(tauri::generate_context!())
         .expect("the desktop app failed to start");
