@@ -176,11 +176,11 @@ async fn exports_come_with_a_file_name_in_every_format() {
     let file: Value = serde_json::from_str(one["contents"].as_str().unwrap()).unwrap();
     assert_eq!(file["agents"].as_array().unwrap().len(), 1);
     assert!(
-        file["engram"]["agents"]["agent-0"]["steps"]
+        !file["engram"]["agents"]["agent-0"]["steps"]
             .as_array()
             .unwrap()
-            .len()
-            >= 1
+            .is_empty(),
+        "the export carries the usage history"
     );
 
     let all = app.ok("export_agents", json!({"format": "markdown"})).await;
