@@ -426,6 +426,14 @@ fn comparable(s: &AgentSnapshot, agents: &[AgentId]) -> Value {
             for k in ["id", "agent_id", "seq"] {
                 v[k] = Value::Null;
             }
+            // Step ids are minted afresh on import: compare which recorded step it names.
+            if let Some(step) = &m.step_id {
+                v["step_id"] = s
+                    .steps
+                    .iter()
+                    .position(|st| &st.id == step)
+                    .map_or(Value::Null, |i| format!("step#{i}").into());
+            }
             v
         })
         .collect();
@@ -434,8 +442,18 @@ fn comparable(s: &AgentSnapshot, agents: &[AgentId]) -> Value {
         .iter()
         .map(|p| serde_json::json!([p.text, p.tags, p.created_at]))
         .collect();
+    let steps: Vec<Value> = s
+        .steps
+        .iter()
+        .map(|st| {
+            let mut v = serde_json::to_value(st).unwrap();
+            v["id"] = Value::Null;
+            v["agent_id"] = Value::Null;
+            v
+        })
+        .collect();
     serde_json::json!({"agent": agent, "blocks": blocks, "messages": messages,
-                       "passages": passages, "extras": s.extras})
+                       "passages": passages, "extras": s.extras, "steps": steps})
 }
 
 #[tokio::test]

@@ -74,4 +74,11 @@ pub const ALL: &[&str] = &[
     "reset_messages",
     "run_records",
     "run_edits",
+    "model_prices",
+    "set_model_price",
+    "delete_model_price",
+    "usage_cost",
+    "export_agents",
+    "export_to_file",
+    "import_from_file",
 ];

@@ -12,7 +12,9 @@ pub mod chat_commands;
 pub mod command_names;
 pub mod commands;
 pub mod error;
+pub mod file_commands;
 pub mod memory_commands;
+pub mod price_commands;
 pub mod python_commands;
 pub mod rest;
 pub mod trust_commands;
@@ -118,6 +120,13 @@ pub fn builder<R: Runtime>(builder: tauri::Builder<R>, engram: Arc<Engram>) -> t
             turn_commands::reset_messages,
             turn_commands::run_records,
             turn_commands::run_edits,
+            price_commands::model_prices,
+            price_commands::set_model_price,
+            price_commands::delete_model_price,
+            price_commands::usage_cost,
+            file_commands::export_agents,
+            file_commands::export_to_file,
+            file_commands::import_from_file,
         ])
 }
 
@@ -193,7 +202,8 @@ pub fn run() {
             }
         }))
         .plugin(tauri_plugin_window_state::Builder::default().build())
-        .plugin(tauri_plugin_opener::init());
+        .plugin(tauri_plugin_opener::init())
+        .plugin(tauri_plugin_dialog::init());
     builder(app, engram)
         .run(tauri::generate_context!())
         .expect("the desktop app failed to start");

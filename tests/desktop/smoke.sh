@@ -30,6 +30,8 @@ export ENGRAM_HOME="$scratch/home" ENGRAM_SECRETS=memory OPENAI_API_KEY= OPENAI_
 "$target/debug/engram" agent create --name "Smoke Sam" --model mock/mock-small \
   --block "persona=I am Sam." --block "human=" >/dev/null
 
+# The debug build's save dialog returns this path instead of asking (release builds ignore it).
+export ENGRAM_TEST_SAVE_PATH="$scratch/export.af"
 export ENGRAM_DESKTOP_BIN="$target/debug/engram-desktop" SMOKE_SCREENSHOTS="$shots"
 dbus-run-session -- xvfb-run -a -s "-screen 0 1280x800x24" \
   node ui/e2e-desktop/smoke.mjs

@@ -1,8 +1,9 @@
 // Smoke test of the real desktop window (run by tests/desktop/smoke.sh under Xvfb): the app
 // starts, shows the agent the CLI made, streams a reply over the Tauri Channel and shows the
-// agent's memory edit — IPC, events and rendering, end to end. Screenshots go to
+// agent's memory edit — IPC, events and rendering, end to end — and saves an export. Screenshots go to
 // $SMOKE_SCREENSHOTS when set (the README's pictures).
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { remote } from 'webdriverio';
 
@@ -87,7 +88,23 @@ try {
   const box = await builtin.$('input[type="checkbox"]');
   await browser.waitUntil(() => box.isSelected(), { timeout: 10_000, timeoutMsg: 'the agent\'s tools are not shown as attached' });
   if (shots) await browser.saveScreenshot(join(shots, 'tools.png'));
-  console.log('desktop smoke: window rendered, chat streamed, memory edit shown, regenerate rolled back and ran again');
+
+  // Export through the shell's save dialog. Native dialogs cannot be driven over WebDriver, so
+  // this debug build takes the path the dialog would return from ENGRAM_TEST_SAVE_PATH
+  // (smoke.sh sets it; release builds ignore it). The file must be an agent file that names
+  // the agent, and the window must say where it went.
+  const savePath = process.env.ENGRAM_TEST_SAVE_PATH;
+  if (!savePath) throw new Error('set ENGRAM_TEST_SAVE_PATH to where the export should go');
+  await (await browser.$('[data-testid="nav-settings"]')).click();
+  const save = await browser.$('[data-testid="export-save"]');
+  await save.waitForDisplayed({ timeout: 10_000 });
+  await save.click();
+  const result = await browser.$('[data-testid="export-result"]');
+  await result.waitForDisplayed({ timeout: 30_000 });
+  if (!(await result.getText()).includes(savePath)) throw new Error(`the window did not say where the export went: ${await result.getText()}`);
+  const exported = JSON.parse(readFileSync(savePath, 'utf8'));
+  if (!exported.agents?.some((a) => a.name === 'Smoke Sam')) throw new Error('the exported file does not hold the agent');
+  console.log('desktop smoke: window rendered, chat streamed, memory edit shown, regenerate rolled back and ran again, export saved');
 } finally {
   await browser.deleteSession();
   stop();

@@ -1,6 +1,6 @@
 //! What can be wrong with an agent file, and where.
 
-/// Why an agent file cannot be read or imported. Every variant but [`TooLarge`] names where the
+/// Why an agent file cannot be read or imported. Every variant but [`TooLarge`] and `Report` names where the
 /// problem is as a JSON path (`agents[0].messages[3].role`; `$` is the whole file).
 ///
 /// [`TooLarge`]: AgentFileError::TooLarge
@@ -56,6 +56,10 @@ pub enum AgentFileError {
         /// The id (or index) referred to.
         id: String,
     },
+    /// Engram's JSON export (`"format": "engram-export"`): a read-only report, not an agent
+    /// file. The message says to import the `.af` export instead.
+    #[error("{}", crate::people::REPORT_NOT_IMPORTABLE)]
+    Report,
     /// A value of the right type that Engram cannot accept (bad label, unreadable date…).
     #[error("invalid value at {path}: {message}")]
     Invalid {
@@ -70,7 +74,7 @@ impl AgentFileError {
     /// The JSON path of the problem, if it has one.
     pub fn path(&self) -> Option<&str> {
         match self {
-            Self::TooLarge { .. } => None,
+            Self::TooLarge { .. } | Self::Report => None,
             Self::Syntax { path, .. }
             | Self::Shape { path, .. }
             | Self::UnknownVersion { path, .. }

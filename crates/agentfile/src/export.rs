@@ -9,7 +9,8 @@
 
 use crate::export_sections::Sections;
 use crate::extension::{
-    AgentExt, BlockExt, EXTENSION_VERSION, EditExt, Extension, MessageExt, PassageExt,
+    AgentExt, BlockExt, EXTENSION_VERSION, EditExt, Extension, MessageExt, PassageExt, StepExt,
+    encode_vector,
 };
 use crate::model::{
     BlockAf, ContentAf, EmbeddingConfigAf, FunctionAf, LlmConfigAf, MessageAf, PartAf, RoleAf,
@@ -506,13 +507,38 @@ pub fn export_v2(agents: &[AgentSnapshot], opts: &ExportOptions) -> AgentFileV2 
                 passages: s
                     .passages
                     .iter()
-                    .map(|p| PassageExt {
-                        text: p.text.clone(),
-                        tags: p.tags.clone(),
-                        created_at: p.created_at,
+                    .map(|p| {
+                        // A vector is only worth keeping with the name of the model that made it.
+                        let vector = a
+                            .embedding
+                            .as_ref()
+                            .and_then(|e| Some((s.vectors.get(&p.id)?, &e.model)));
+                        PassageExt {
+                            text: p.text.clone(),
+                            tags: p.tags.clone(),
+                            created_at: p.created_at,
+                            embedding: vector.map(|(v, _)| encode_vector(v)),
+                            embedding_model: vector.map(|(_, m)| m.clone()),
+                        }
                     })
                     .collect(),
                 extras: s.extras.clone(),
+                steps: s
+                    .steps
+                    .iter()
+                    .map(|st| StepExt {
+                        id: st.id.to_string(),
+                        run_id: st.run_id.to_string(),
+                        index: st.index,
+                        model: st.model.clone(),
+                        prompt_tokens: st.prompt_tokens,
+                        completion_tokens: st.completion_tokens,
+                        finish_reason: st.finish_reason.clone(),
+                        started_at: st.started_at,
+                        llm_ms: st.llm_ms,
+                        step_ms: st.step_ms,
+                    })
+                    .collect(),
             },
         );
     }

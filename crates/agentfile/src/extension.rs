@@ -10,7 +10,9 @@
 //!       "created_at": "…", "updated_at": "…",
 //!       "messages": [ {"role", "kind", "content", "reasoning", "tool_calls", "tool_call_id",
 //!                      "tool_name", "run_id", "step_id", "in_context", "created_at"} … ],
-//!       "passages": [ {"text", "tags", "created_at"} … ],
+//!       "passages": [ {"text", "tags", "created_at", "embedding", "embedding_model"} … ],
+//!       "steps": [ {"id", "run_id", "index", "model", "prompt_tokens", "completion_tokens",
+//!                   "finish_reason", "started_at", "llm_ms", "step_ms"} … ],
 //!       "extras": {…} } },
 //!   "blocks": { "block-0": { "created_at", "updated_at",
 //!       "history": [ {"id": "edit-0", "editor": {…}, "old_value", "new_value", "created_at"} … ] } }
@@ -18,6 +20,17 @@
 //! ```
 //! `messages` is the whole recall history in order, not only the context window. Agent ids
 //! inside editors and edit ids inside undo editors are file-local (`agent-0`, `edit-3`).
+//!
+//! A passage's `embedding` is its stored vector as standard base64 (RFC 4648, padded) of
+//! little-endian IEEE-754 `f32`s — 4 bytes per dimension, so a 1,536-dimension vector takes
+//! 8,192 characters instead of ~30,000 as a JSON number array — and `embedding_model` names
+//! the embedding model that made it (`openai/text-embedding-3-small`). An import keeps the
+//! vector only when the imported agent's embedding model is that same model; otherwise the
+//! passage arrives without one (and is embedded again by the agent's own model).
+//!
+//! `steps` is the usage history (one row per LLM call: tokens, model, timings) that the
+//! token and cost totals are computed from; step ids are minted afresh on import, and the
+//! messages' `step_id`s follow. Both fields are absent in files of older Engrams.
 
 use crate::model::nullable;
 use engram_core::{
@@ -73,6 +86,39 @@ pub struct AgentExt {
     /// Agent-file extras kept from an earlier import (custom tools, tool rules…).
     #[serde(default)]
     pub extras: Option<serde_json::Value>,
+    /// Usage history, oldest first (absent in files of older Engrams).
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub steps: Vec<StepExt>,
+}
+
+/// One recorded step (an LLM call): what it cost and how long it took.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StepExt {
+    /// The step id as stored by the exporting Engram (`step-<uuid>`); messages name it.
+    pub id: String,
+    /// The run it belonged to.
+    pub run_id: String,
+    /// 1-based position in the run.
+    pub index: u32,
+    /// Model handle called (`openai/gpt-4o-mini`).
+    pub model: String,
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+    /// Provider's finish reason.
+    #[serde(default)]
+    pub finish_reason: Option<String>,
+    /// When it started.
+    pub started_at: Timestamp,
+    /// Wall time of the LLM call, in milliseconds.
+    pub llm_ms: u64,
+    /// Wall time of the whole step, in milliseconds.
+    pub step_ms: u64,
 }
 
 /// One message of the full history.
@@ -120,6 +166,43 @@ pub struct PassageExt {
     pub tags: Vec<String>,
     /// When it was stored.
     pub created_at: Timestamp,
+    /// The stored vector: base64 of little-endian `f32`s (see the module docs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding: Option<String>,
+    /// The embedding model that made `embedding` (`provider/model`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding_model: Option<String>,
+}
+
+/// Encodes a vector for [`PassageExt::embedding`]: base64 of little-endian `f32`s.
+pub fn encode_vector(v: &[f32]) -> String {
+    use base64::Engine as _;
+    let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// Decodes [`PassageExt::embedding`]. Errors (a message for the file's error): text that is
+/// not base64, a length that is not a whole number of `f32`s, no dimensions, or a value that
+/// is NaN or infinite.
+pub fn decode_vector(text: &str) -> Result<Vec<f32>, String> {
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .map_err(|e| format!("not base64: {e}"))?;
+    if bytes.is_empty() || bytes.len() % 4 != 0 {
+        return Err(format!(
+            "{} bytes is not a whole, non-zero number of 4-byte f32 values",
+            bytes.len()
+        ));
+    }
+    let v: Vec<f32> = bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    if v.iter().any(|x| !x.is_finite()) {
+        return Err("a value is NaN or infinite".into());
+    }
+    Ok(v)
 }
 
 /// What Engram keeps of a block beyond Letta's fields.
@@ -156,4 +239,26 @@ pub struct EditExt {
     pub new_version: Option<u64>,
     /// When.
     pub created_at: Timestamp,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vectors_survive_base64_exactly() {
+        let v = vec![0.0, -1.5, 3.25e-7, f32::MAX, f32::MIN_POSITIVE];
+        let text = encode_vector(&v);
+        assert_eq!(text.len(), 28, "4 bytes a dimension, base64-padded");
+        assert_eq!(decode_vector(&text).unwrap(), v);
+    }
+
+    #[test]
+    fn bad_vectors_are_refused_with_a_reason() {
+        assert!(decode_vector("not base64!").unwrap_err().contains("base64"));
+        assert!(decode_vector("AAA=").unwrap_err().contains("2 bytes"));
+        assert!(decode_vector("").is_err());
+        let nan = encode_vector(&[f32::NAN]);
+        assert!(decode_vector(&nan).unwrap_err().contains("NaN"));
+    }
 }

@@ -88,6 +88,9 @@ pub fn parse(bytes: &[u8]) -> Result<AgentFile, AgentFileError> {
             message: format!("expected a JSON object, found {}", type_name(&value)),
         });
     };
+    if map.get("format").and_then(Value::as_str) == Some("engram-export") {
+        return Err(AgentFileError::Report);
+    }
     if map.contains_key("agents") {
         if let Some(ext) = map.get("engram").filter(|e| !e.is_null()) {
             let version = ext.get("version");
@@ -161,5 +164,13 @@ mod tests {
         assert_eq!(e.path(), Some("engram.version"));
         assert!(parse(br#"{"hello":1}"#).is_err());
         assert!(parse(b"[1,2]").is_err());
+    }
+
+    #[test]
+    fn the_json_report_is_refused_as_a_report() {
+        let e = parse(br#"{"format":"engram-export","version":1,"agents":[]}"#).unwrap_err();
+        assert_eq!(e, AgentFileError::Report);
+        assert!(e.to_string().contains("read-only report"), "{e}");
+        assert!(e.to_string().contains(".af"), "{e}");
     }
 }

@@ -3,6 +3,7 @@
 //!
 //! ```json
 //! { "format": "engram-export", "version": 1, "exported_at": "2025-04-01T03:47:27.492924Z",
+//!   "note": "A read-only report …",
 //!   "agents": [ {
 //!     "id": "agent-…", "name": "…", "description": "…", "model": "openai/gpt-4o-mini",
 //!     "context_window": 128000, "loop_style": "classic" | "tool_loop", "system": "…",
@@ -18,10 +19,18 @@
 //! ```
 //! Times are RFC 3339 UTC with microseconds; `limit` is in characters; messages are in
 //! conversation order (the whole history, not only the context window).
+//!
+//! This is a **read-only report**: it leaves out what an agent needs to run again (model
+//! settings, block history, tools' code, vectors, usage), and `note` says so in the file
+//! itself. Importing one is refused with [`REPORT_NOT_IMPORTABLE`]; the Agent File (`.af`)
+//! export is the one that imports back.
 
 use crate::snapshot::AgentSnapshot;
 use engram_core::{LoopStyle, MessageKind, Role, Timestamp, ToolCall};
 use serde::Serialize;
+
+/// The `note` every report carries, and why an import of one is refused.
+pub const REPORT_NOT_IMPORTABLE: &str = "A read-only report of Engram agents for people and scripts; it cannot be imported. To move or back up agents, export them as an Agent File (.af) and import that.";
 
 /// The version of the shape below.
 pub const PEOPLE_JSON_VERSION: u32 = 1;
@@ -35,6 +44,8 @@ pub struct Export {
     pub version: u32,
     /// When the export was made.
     pub exported_at: Timestamp,
+    /// [`REPORT_NOT_IMPORTABLE`]: what this file is for.
+    pub note: &'static str,
     /// The agents.
     pub agents: Vec<AgentOut>,
 }
@@ -133,6 +144,7 @@ pub struct MessageOut {
 pub fn export(agents: &[AgentSnapshot], now: Timestamp) -> Export {
     Export {
         format: "engram-export",
+        note: REPORT_NOT_IMPORTABLE,
         version: PEOPLE_JSON_VERSION,
         exported_at: now,
         agents: agents.iter().map(agent).collect(),

@@ -1,12 +1,14 @@
 //! Everything Engram stores about one agent, read in one place for the exporters.
 
-use engram_core::{Agent, AgentId, Block, BlockEdit, BlockId, Message, Passage, Result};
+use engram_core::{
+    Agent, AgentId, Block, BlockEdit, BlockId, Message, Passage, PassageId, Result, Step,
+};
 use engram_store::{PassageList, Store};
 use std::collections::HashMap;
 
 /// One agent with its memory: settings, blocks (context order) with their edit history,
 /// the whole message history (by `seq`), archival passages (oldest first) and the agent-file
-/// extras an import kept.
+/// extras an import kept, the stored passage vectors and the step (usage) history.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AgentSnapshot {
     /// The agent.
@@ -23,6 +25,10 @@ pub struct AgentSnapshot {
     pub extras: Option<serde_json::Value>,
     /// The agent's tags, in order.
     pub tags: Vec<String>,
+    /// Stored passage vectors by passage (made by the agent's embedding model).
+    pub vectors: HashMap<PassageId, Vec<f32>>,
+    /// Every step (LLM call with its usage), oldest first.
+    pub steps: Vec<Step>,
 }
 
 /// Reads agent `id` whole. Errors: `NotFound("agent")`, `Storage`.
@@ -52,5 +58,7 @@ pub fn snapshot(store: &Store, id: &AgentId) -> Result<AgentSnapshot> {
         passages,
         extras: store.agent_file_extras(id)?,
         tags: store.agent_tags(id)?,
+        vectors: store.passage_vectors(id)?.into_iter().collect(),
+        steps: store.list_steps(id, None)?,
     })
 }

@@ -25,6 +25,13 @@ use std::sync::Arc;
 use terminal::safe;
 use tokio_util::sync::CancellationToken;
 
+/// jemalloc, with background threads that purge freed pages after its decay time (10 s), so a
+/// long-running `engram serve` shrinks back after an export or a burst of work (measured in
+/// `benches/memory.rs`). SQLite's own page cache is released separately (`serve.rs`).
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(

@@ -13,6 +13,7 @@ pub mod ids;
 pub mod memory;
 pub mod message;
 pub mod passage;
+pub mod price;
 pub mod run;
 pub mod tool;
 pub mod trust;
@@ -25,6 +26,7 @@ pub use ids::{AgentId, BlockId, EditId, MessageId, PassageId, RunId, StepId, Too
 pub use memory::{Block, BlockEdit, BlockPatch, DEFAULT_BLOCK_LIMIT, Editor, NewBlock};
 pub use message::{Message, MessageKind, NewMessage, Role, ToolCall};
 pub use passage::{NewPassage, Passage, PassageHit, TagMatch};
+pub use price::{ModelPrice, PriceSource, UsageCost};
 pub use run::{RunEvent, Step, StopReason, ToolReturn, ToolStatus, Usage};
 pub use tool::{DEFAULT_RETURN_CHAR_LIMIT, NewTool, Tool, ToolLanguage, ToolRule};
 pub use trust::{EndpointKind, PendingEndpoint, ToolOrigin, source_hash};

@@ -77,6 +77,8 @@ pub(crate) fn routes() -> Router<AppState> {
         .merge(crate::app_memory::routes())
         .merge(crate::app_approval::routes())
         .merge(crate::app_turns::routes())
+        .merge(crate::app_prices::routes())
+        .merge(crate::app_files::routes())
 }
 
 /// An engine error as `{code, message, details?}` with the status the `/v1` routes would give.

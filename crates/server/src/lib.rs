@@ -19,7 +19,9 @@
 mod app;
 mod app_approval;
 mod app_chat;
+mod app_files;
 mod app_memory;
+mod app_prices;
 mod app_python;
 mod app_trust;
 mod app_turns;

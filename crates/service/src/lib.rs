@@ -11,12 +11,14 @@ mod approval;
 mod blocks;
 mod chat;
 mod context_view;
+mod export;
 mod history;
 pub mod letta;
 mod live;
 mod memory;
 pub mod models;
 mod notices;
+mod prices;
 mod providers;
 mod resolve;
 mod rewrite;
@@ -35,6 +37,7 @@ pub use chat::RunHandle;
 pub use context_view::{ContextMessage, ContextTool, ContextView};
 pub use engram_store::{AgentList, BlockList, PassageList, PassagePage};
 pub use engram_store::{Compaction, MessageWindow, WindowAt};
+pub use export::{ExportFile, ExportFormat};
 pub use history::{MAX_PAGE, MessagePage, Order};
 pub use live::RunAttachment;
 pub use models::{ChatModel, ModelWindow};
@@ -196,6 +199,12 @@ impl Engram {
     /// [`Store::checkpoint`]). Errors: `Storage` if SQLite cannot checkpoint.
     pub fn checkpoint(&self) -> Result<()> {
         self.store.checkpoint().map(|_| ())
+    }
+
+    /// Gives back memory the database holds but does not need (SQLite's page cache), for a
+    /// long-running server between bursts of work. Errors: `Storage`.
+    pub fn release_memory(&self) -> Result<()> {
+        self.store.release_memory()
     }
 
     /// The store, for transports that page through data directly (read-only use).

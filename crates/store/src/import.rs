@@ -17,7 +17,7 @@ use engram_core::memory::check_limit;
 use engram_core::trust::ImportedToolStatus;
 use engram_core::{
     Agent, AgentId, Block, BlockEdit, BlockId, Error, NewMessage, NewPassage, PendingEndpoint,
-    Result, Tool,
+    Result, Step, Tool,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 use std::collections::{HashMap, HashSet};
@@ -60,6 +60,9 @@ pub struct ImportAgent {
     pub extras: Option<serde_json::Value>,
     /// The agent's tags (Letta's `tags`), in order.
     pub tags: Vec<String>,
+    /// Its step (usage) history as recorded by the Engram that exported it: ids as given
+    /// (the importer mints fresh ones), `agent_id` is replaced by the agent's.
+    pub steps: Vec<Step>,
     /// Base URLs the file asked for, stored inactive until the user accepts them (their
     /// `agent_id` is replaced by the agent's).
     pub pending_endpoints: Vec<PendingEndpoint>,
@@ -306,6 +309,17 @@ impl Store {
                     crate::message_pages::record_imported_compaction(tx, &a.id, summary)?;
                 }
                 passages::insert(tx, &a.id, &ia.passages, None, sql::now())?;
+                for s in &ia.steps {
+                    let mut s = s.clone();
+                    s.agent_id = a.id.clone();
+                    s.started_at = sql::truncate(s.started_at);
+                    crate::steps::insert_step(tx, &s).map_err(|e| match e {
+                        Error::Conflict(_) => {
+                            Error::Conflict(format!("step {} already exists", s.id))
+                        }
+                        e => e,
+                    })?;
+                }
                 crate::rewrite::write_tags(tx, &a.id, &ia.tags)?;
                 if let Some(extras) = &ia.extras {
                     tx.prepare_cached(
@@ -379,6 +393,22 @@ mod tests {
         }
     }
 
+    fn step() -> Step {
+        Step {
+            id: engram_core::StepId::new(),
+            agent_id: AgentId::new(),
+            run_id: engram_core::RunId::new(),
+            index: 1,
+            model: "openai/gpt-4o-mini".into(),
+            prompt_tokens: 1200,
+            completion_tokens: 34,
+            finish_reason: Some("stop".into()),
+            started_at: chrono::Utc::now(),
+            llm_ms: 800,
+            step_ms: 812,
+        }
+    }
+
     fn bundle() -> ImportBundle {
         let shared = block("shared", "both see this");
         let own = block("persona", "me");
@@ -414,6 +444,7 @@ mod tests {
                     }],
                     extras: Some(serde_json::json!({"tools": []})),
                     tags: vec!["kept".into()],
+                    steps: vec![step()],
                     pending_endpoints: vec![],
                 },
                 ImportAgent {
@@ -423,6 +454,7 @@ mod tests {
                     passages: vec![],
                     extras: None,
                     tags: Vec::new(),
+                    steps: vec![],
                     pending_endpoints: vec![],
                 },
             ],
@@ -471,6 +503,13 @@ mod tests {
         assert!(store.agent_file_extras(a).unwrap().is_some());
         assert!(store.agent_file_extras(&ids.agents[1]).unwrap().is_none());
         assert_eq!(store.agent_tags(a).unwrap(), ["kept"]);
+        let steps = store.list_steps(a, None).unwrap();
+        assert_eq!(steps.len(), 1, "usage history lands with the agent");
+        assert_eq!(
+            (steps[0].prompt_tokens, steps[0].completion_tokens),
+            (1200, 34)
+        );
+        assert_eq!(&steps[0].agent_id, a);
         store.delete_agent(a).unwrap();
         assert!(
             store.agent_file_extras(a).unwrap().is_none(),

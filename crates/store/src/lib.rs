@@ -27,6 +27,7 @@ mod migrations;
 mod model_windows;
 mod passage_list;
 mod passages;
+mod prices;
 pub mod private;
 mod repair;
 mod rewrite;
@@ -165,6 +166,15 @@ impl Store {
             })
             .db()
         })
+    }
+
+    /// Gives back the memory SQLite holds in this connection's page cache for pages not in use
+    /// (`sqlite3_db_release_memory`); later reads refill it from the OS's file cache. Up to
+    /// `cache_size` (32 MB) stays allocated otherwise after a large export or search.
+    ///
+    /// Errors: [`Error::Storage`] if SQLite refuses.
+    pub fn release_memory(&self) -> Result<()> {
+        self.read(|c| c.release_memory().db())
     }
 
     /// Locks the connection. A panic while it was held cannot leave a half-done write behind

@@ -328,6 +328,17 @@ CREATE TABLE runs (
 CREATE INDEX runs_by_agent ON runs (agent_id, ended_at);
 "#;
 
+/// Model prices the user set (USD per million tokens); Engram's built-in table lives in code
+/// (`engram_core::price::BUILTIN_PRICES`) and a row here wins over it.
+const MODEL_PRICES: &str = r#"
+CREATE TABLE model_prices (
+    model           TEXT PRIMARY KEY NOT NULL,  -- handle `provider/model`
+    input_per_mtok  REAL NOT NULL,              -- USD per 1M prompt tokens
+    output_per_mtok REAL NOT NULL,              -- USD per 1M completion tokens
+    updated_at      INTEGER NOT NULL
+) WITHOUT ROWID;
+"#;
+
 /// Every migration, oldest first.
 const MIGRATIONS: &[M<'static>] = &[
     M::up(V1),
@@ -339,6 +350,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(BLOCKS_BY_CREATION),
     M::up(PENDING_TOOL_APPROVALS),
     M::up(TURN_ROLLBACK),
+    M::up(MODEL_PRICES),
 ];
 
 /// The migration list (exposed to tests so they can validate it).

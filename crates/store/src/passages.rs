@@ -432,6 +432,32 @@ impl Store {
         })
     }
 
+    /// The stored embeddings of the agent's passages, oldest passage first, at their native
+    /// dimension (passages without one are left out). For exports: the vectors belong to the
+    /// agent's embedding model, which the store does not record per passage.
+    /// Errors: `NotFound("agent")`.
+    pub fn passage_vectors(&self, agent: &AgentId) -> Result<Vec<(PassageId, Vec<f32>)>> {
+        self.read(|c| {
+            agents::ensure_exists(c, agent)?;
+            let mut stmt = c
+                .prepare_cached(
+                    "SELECT id, embedding FROM passages
+                     WHERE agent_id = ?1 AND embedding IS NOT NULL ORDER BY pk",
+                )
+                .db()?;
+            let rows = stmt
+                .query_map([agent.as_str()], |r| {
+                    let bytes: Vec<u8> = r.get(1)?;
+                    Ok((
+                        PassageId::from(r.get::<_, String>(0)?),
+                        search::decode_vector(&bytes),
+                    ))
+                })
+                .db()?;
+            rows.collect::<rusqlite::Result<_>>().db()
+        })
+    }
+
     /// Stores (or replaces) a passage's embedding at its native dimension.
     /// Errors: `NotFound("passage")`; `Invalid` for an empty or non-finite vector.
     pub fn set_passage_embedding(&self, id: &PassageId, v: &[f32]) -> Result<()> {

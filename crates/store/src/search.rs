@@ -124,6 +124,14 @@ pub(crate) fn encode_vector(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
+/// Decodes a stored vector (little-endian `f32`s; a trailing partial value is ignored).
+pub(crate) fn decode_vector(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
 /// Cosine similarity of `query` (with precomputed norm `query_norm`) and a stored little-endian
 /// vector of the same dimension; `None` if the stored vector has zero length.
 pub(crate) fn cosine(query: &[f32], query_norm: f32, stored: &[u8]) -> Option<f32> {

@@ -98,7 +98,7 @@ fn step_from_row(r: &Row<'_>) -> rusqlite::Result<Step> {
     })
 }
 
-fn insert_step(conn: &Connection, s: &Step) -> Result<()> {
+pub(crate) fn insert_step(conn: &Connection, s: &Step) -> Result<()> {
     conn.prepare_cached(&format!(
         "INSERT INTO steps ({STEP_COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
     ))

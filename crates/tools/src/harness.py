@@ -214,6 +214,17 @@ def schema(req):
         prop = dict(prop)
         if param_docs.get(arg.arg):
             prop["description"] = param_docs[arg.arg]
+        if default is not None:
+            # A literal default (`sides: int = 6`) is part of the contract: models and the
+            # window's "Try it" start from it. Anything computed is left out.
+            try:
+                value = ast.literal_eval(default)
+                json.dumps(value)
+            except (ValueError, TypeError, SyntaxError):
+                pass
+            else:
+                if value is not None:
+                    prop["default"] = value
         properties[arg.arg] = prop
         if default is None and not optional:
             required.append(arg.arg)

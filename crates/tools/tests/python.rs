@@ -225,10 +225,10 @@ raise SystemExit("module-level code must not run during schema()")
                 "urgent": {"type": "boolean", "description": "Whether it is urgent."},
                 "tags": {"type": "array", "items": {"type": "string"}, "description": "Labels to add."},
                 "note": {"type": "string", "description": "A note."},
-                "ratio": {"type": "number", "description": "Share of effort."},
+                "ratio": {"type": "number", "description": "Share of effort.", "default": 0.5},
                 "extra": {"type": "object"},
-                "mode": {"type": "string"},
-                "items": {"type": "array"}
+                "mode": {"type": "string", "default": "fast"},
+                "items": {"type": "array", "default": []}
             },
             "required": ["count", "urgent", "tags"]
         })

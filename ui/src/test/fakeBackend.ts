@@ -32,6 +32,8 @@ export function useFakeBackend(
     onNotice: vi.fn(() => () => {}),
     openUrl: vi.fn(async () => {}),
     onCloseRequested: vi.fn(() => () => {}),
+    saveExport: vi.fn(async () => null),
+    importFromDialog: null,
   };
   setBackend(b);
   return { backend: b, calls };

@@ -33,7 +33,7 @@
 //! [`Store::import_bundle`]: engram_store::Store::import_bundle
 
 use crate::errors::AgentFileError;
-use crate::extension::{AgentExt, BlockExt};
+use crate::extension::{AgentExt, BlockExt, decode_vector};
 use crate::model::{BlockAf, EmbeddingConfigAf, LlmConfigAf, MessageAf, ToolAf};
 use crate::parse::AgentFile;
 use crate::time::time_or;
@@ -42,7 +42,7 @@ use engram_core::memory::check_label;
 use engram_core::{
     Agent, AgentId, Block, BlockEdit, BlockId, DEFAULT_BLOCK_LIMIT, EditId, Editor,
     EmbeddingConfig, EndpointKind, LlmConfig, LoopStyle, NewMessage, NewPassage, PendingEndpoint,
-    RunId, StepId, Timestamp, Tool, ToolOrigin, ToolRule,
+    RunId, Step, StepId, Timestamp, Tool, ToolOrigin, ToolRule,
 };
 use engram_store::{ImportAgent, ImportBlock, ImportBundle, ImportMessage};
 use serde_json::{Map, Value};
@@ -407,6 +407,7 @@ fn convert_agent(
         }
     }
     let mut pending_endpoints = Vec::new();
+    let mut steps = Vec::new();
     agent.tool_rules = a
         .tool_rules
         .iter()
@@ -454,6 +455,35 @@ fn convert_agent(
             agent.summary = x.summary.clone();
             agent.created_at = x.created_at;
             agent.updated_at = x.updated_at;
+            // Fresh step ids (the exporting database may be this one); messages follow them.
+            let step_ids: HashMap<&str, StepId> = x
+                .steps
+                .iter()
+                .map(|s| (s.id.as_str(), StepId::new()))
+                .collect();
+            let map_step = |old: &str| {
+                step_ids
+                    .get(old)
+                    .cloned()
+                    .unwrap_or_else(|| StepId::from(old.to_owned()))
+            };
+            steps = x
+                .steps
+                .iter()
+                .map(|s| Step {
+                    id: step_ids[s.id.as_str()].clone(),
+                    agent_id: id.clone(),
+                    run_id: RunId::from(s.run_id.clone()),
+                    index: s.index,
+                    model: s.model.clone(),
+                    prompt_tokens: s.prompt_tokens,
+                    completion_tokens: s.completion_tokens,
+                    finish_reason: s.finish_reason.clone(),
+                    started_at: s.started_at,
+                    llm_ms: s.llm_ms,
+                    step_ms: s.step_ms,
+                })
+                .collect();
             let messages = x
                 .messages
                 .iter()
@@ -467,23 +497,14 @@ fn convert_agent(
                         tool_call_id: m.tool_call_id.clone(),
                         tool_name: m.tool_name.clone(),
                         run_id: m.run_id.clone().map(RunId::from),
-                        step_id: m.step_id.clone().map(StepId::from),
+                        step_id: m.step_id.as_deref().map(map_step),
                         created_at: Some(m.created_at),
                         id: None,
                     },
                     in_context: m.in_context,
                 })
                 .collect();
-            let passages = x
-                .passages
-                .iter()
-                .map(|p| NewPassage {
-                    text: p.text.clone(),
-                    tags: p.tags.clone(),
-                    embedding: None,
-                    created_at: Some(p.created_at),
-                })
-                .collect();
+            let passages = passages_with_vectors(ctx, a, x, agent.embedding.as_ref())?;
             (messages, passages, x.extras.clone())
         }
         None => {
@@ -517,8 +538,64 @@ fn convert_agent(
         passages,
         extras,
         tags,
+        steps,
         pending_endpoints,
     })
+}
+
+/// The extension's passages, each with its vector when the file names the model that made it
+/// and that model is the imported agent's embedding model (a vector from another model would
+/// rank nonsense); dropped vectors are counted in a warning. Errors: `Invalid` for a vector
+/// that does not decode, with its path.
+fn passages_with_vectors(
+    ctx: &mut Ctx<'_>,
+    a: &AgentIn<'_>,
+    x: &AgentExt,
+    embedding: Option<&EmbeddingConfig>,
+) -> Result<Vec<NewPassage>, AgentFileError> {
+    let mut dropped = 0usize;
+    let mut dim = None;
+    let mut out = Vec::with_capacity(x.passages.len());
+    for (i, p) in x.passages.iter().enumerate() {
+        let mut vector = None;
+        if let Some(text) = &p.embedding {
+            let path = format!("engram.agents.{}.passages[{i}].embedding", a.local_id);
+            let v = decode_vector(text).map_err(|m| AgentFileError::invalid(&path, m))?;
+            if *dim.get_or_insert(v.len()) != v.len() {
+                return Err(AgentFileError::invalid(
+                    path,
+                    format!(
+                        "{} dimensions, but the agent's other vectors have {}",
+                        v.len(),
+                        dim.unwrap_or_default()
+                    ),
+                ));
+            }
+            let same_model = matches!(
+                (embedding, &p.embedding_model),
+                (Some(e), Some(m)) if &e.model == m
+            );
+            if same_model {
+                vector = Some(v);
+            } else {
+                dropped += 1;
+            }
+        }
+        out.push(NewPassage {
+            text: p.text.clone(),
+            tags: p.tags.clone(),
+            embedding: vector,
+            created_at: Some(p.created_at),
+        });
+    }
+    if dropped > 0 {
+        ctx.warnings.push(format!(
+            "{}: {dropped} passage vector(s) were made by another embedding model than the agent's ({}); they were left out and the passages will be embedded again",
+            a.name.unwrap_or("Imported agent"),
+            embedding.map_or("none", |e| e.model.as_str())
+        ));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

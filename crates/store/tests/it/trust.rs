@@ -66,6 +66,7 @@ fn bundle_with(tools: Vec<Tool>, attach: &[&str]) -> ImportBundle {
             passages: vec![],
             extras: None,
             tags: vec![],
+            steps: vec![],
         }],
         tools,
     }

@@ -13,6 +13,8 @@ import type {
   ContextView,
   EndpointKind,
   ErrorBody,
+  ExportFile,
+  ExportFormat,
   ImportReport,
   LocalServer,
   Message,
@@ -20,6 +22,7 @@ import type {
   MessageWindow,
   ModelInfo,
   ModelWindow,
+  ModelPrice,
   NewAgent,
   NewBlock,
   NewTool,
@@ -44,6 +47,7 @@ import type {
   WindowAt,
   UndoPlan,
   TurnRollback,
+  UsageCost,
 } from './types';
 
 type AgentArg = { agent_id: string };
@@ -123,6 +127,11 @@ export interface Commands {
   reset_messages: [AgentArg, number];
   run_records: [AgentArg & { run_ids?: string[] }, RunRecord[]];
   run_edits: [AgentArg & { run_ids: string[] }, ToolEdit[]];
+  model_prices: [undefined, ModelPrice[]];
+  set_model_price: [{ price: ModelPrice }, null];
+  delete_model_price: [{ model: string }, boolean];
+  usage_cost: [AgentArg & { run_id?: string }, UsageCost];
+  export_agents: [ExportArgs, ExportFile];
 }
 
 /**
@@ -136,6 +145,12 @@ export interface RunCommands {
   resolve_approval: { agent_id: string; decision: ApprovalDecision };
 }
 export type RunCommand = keyof RunCommands;
+
+/** Which agents to export (every agent when `agent_ids` is absent) and as what. */
+export type ExportArgs = { agent_ids?: string[]; format: ExportFormat };
+
+/** Where an export went: a path the user chose (desktop) or a browser download. */
+export type Saved = { kind: 'path' | 'download'; where: string };
 
 export type Command = keyof Commands;
 export type ArgsOf<C extends Command> = Commands[C][0];
@@ -183,6 +198,17 @@ export interface Backend {
    * In a browser the page's own `beforeunload` prompt does this job, so it is a no-op there.
    */
   onCloseRequested(mayClose: () => Promise<boolean>): () => void;
+  /**
+   * Saves an export: through the native save dialog in the desktop app, as a download in a
+   * browser. Resolves to where it went, or `null` when the user cancelled the dialog.
+   */
+  saveExport(args: ExportArgs): Promise<Saved | null>;
+  /**
+   * Picks an agent file in the native open dialog and imports it (desktop only; `null` in a
+   * browser, which uses a file input and `import_agent_file`). Resolves to the report, or
+   * `null` when the user cancelled.
+   */
+  importFromDialog: (() => Promise<ImportReport | null>) | null;
 }
 
 /** An engine error on any transport: a stable `code` to act on and a message for people. */

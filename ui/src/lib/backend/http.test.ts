@@ -159,4 +159,22 @@ describe('takeToken', () => {
     expect(location.hash).toBe('');
     expect(takeToken(location, sessionStorage)).toBe('abc123');
   });
+
+  it('saves an export as a download named as the engine suggests', async () => {
+    const fetch = vi.fn(async () => json({ file_name: 'Sam.af', contents: '{"agents":[]}' }));
+    const b = httpBackend({ base: '', token: null, fetch });
+    const clicked: string[] = [];
+    const click = vi.spyOn(HTMLAnchorElement.prototype, 'click').mockImplementation(function (this: HTMLAnchorElement) {
+      clicked.push(this.download);
+    });
+    URL.createObjectURL ??= () => 'blob:x';
+    URL.revokeObjectURL ??= () => {};
+    expect(await b.saveExport({ agent_ids: ['agent-1'], format: 'af' })).toEqual({ kind: 'download', where: 'Sam.af' });
+    expect(clicked).toEqual(['Sam.af']);
+    const [url, init] = fetch.mock.calls[0] as unknown as [string, RequestInit];
+    expect(url).toBe('/app/export_agents');
+    expect(JSON.parse(init.body as string)).toEqual({ agent_ids: ['agent-1'], format: 'af' });
+    expect(b.importFromDialog).toBeNull();
+    click.mockRestore();
+  });
 });

@@ -1,6 +1,6 @@
 import { BackendError, isErrorBody, type Backend, type RunCommand, type RunCommands } from './backend';
 import { readSse } from './sse';
-import type { Notice, RunEvent } from './types';
+import type { ExportFile, Notice, RunEvent } from './types';
 
 const TOKEN_KEY = 'engram.token';
 
@@ -169,6 +169,19 @@ export function httpBackend(opts: HttpOptions): Backend {
     onCloseRequested() {
       return () => {};
     },
+    async saveExport(args) {
+      const file = (await (await post('export_agents', args)).json()) as ExportFile;
+      const type = file.file_name.endsWith('.md') ? 'text/markdown' : 'application/json';
+      const url = URL.createObjectURL(new Blob([file.contents], { type }));
+      const link = document.createElement('a');
+      link.href = url;
+      link.download = file.file_name;
+      link.click();
+      setTimeout(() => URL.revokeObjectURL(url), 1000);
+      return { kind: 'download', where: file.file_name };
+    },
+
+    importFromDialog: null,
   };
 }
 

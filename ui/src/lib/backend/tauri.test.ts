@@ -146,4 +146,19 @@ describe('tauri backend', () => {
     await tauriBackend().openUrl('https://example.com/');
     expect(seen).toEqual([['plugin:opener|open_url', { url: 'https://example.com/' }]]);
   });
+
+  it('saves an export through the shell, which picks the path in its own dialog', async () => {
+    const seen: [string, unknown][] = [];
+    mockIPC((cmd, args) => {
+      seen.push([cmd, args]);
+      if (cmd === 'export_to_file') return (args as { format: string }).format === 'af' ? '/home/me/Sam.af' : null;
+      if (cmd === 'import_from_file') return { file_name: 'Sam.af', agents: ['agent-2'] };
+    });
+    const b = tauriBackend();
+    expect(await b.saveExport({ agent_ids: ['agent-1'], format: 'af' })).toEqual({ kind: 'path', where: '/home/me/Sam.af' });
+    // A cancelled dialog is not an error.
+    expect(await b.saveExport({ format: 'markdown' })).toBeNull();
+    expect(seen[0]).toEqual(['export_to_file', { agent_ids: ['agent-1'], format: 'af' }]);
+    expect(await b.importFromDialog!()).toMatchObject({ file_name: 'Sam.af' });
+  });
 });

@@ -2,7 +2,7 @@ import { Channel, invoke } from '@tauri-apps/api/core';
 import { listen } from '@tauri-apps/api/event';
 import { getCurrentWindow } from '@tauri-apps/api/window';
 import { BackendError, type Backend, type RunCommand, type RunCommands } from './backend';
-import type { Notice, RunEvent } from './types';
+import type { ImportReport, Notice, RunEvent } from './types';
 
 /** The app-wide notice event the shell emits. */
 export const NOTICE_EVENT = 'engram://notice';
@@ -99,6 +99,23 @@ export function tauriBackend(): Backend {
         stopped = true;
         void unlisten.then((f) => f());
       };
+    },
+
+    async saveExport(args) {
+      try {
+        const path = await invoke<string | null>('export_to_file', args);
+        return path === null ? null : { kind: 'path', where: path };
+      } catch (e) {
+        throw BackendError.from(e);
+      }
+    },
+
+    async importFromDialog() {
+      try {
+        return await invoke<ImportReport | null>('import_from_file');
+      } catch (e) {
+        throw BackendError.from(e);
+      }
     },
   };
 }

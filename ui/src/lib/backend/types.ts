@@ -52,6 +52,11 @@ export type { StopReason } from '../bindings/StopReason';
 export type { ToolCall } from '../bindings/ToolCall';
 export type { ToolStatus } from '../bindings/ToolStatus';
 export type { Usage } from '../bindings/Usage';
+export type { ExportFile } from '../bindings/ExportFile';
+export type { ExportFormat } from '../bindings/ExportFormat';
+export type { ModelPrice } from '../bindings/ModelPrice';
+export type { PriceSource } from '../bindings/PriceSource';
+export type { UsageCost } from '../bindings/UsageCost';
 
 export type { BlockAgent } from '../bindings/BlockAgent';
 export type { ChatModel } from '../bindings/ChatModel';

@@ -50,6 +50,9 @@ export interface LiveRun {
 export interface RunOutcome {
   usage: Usage;
   stopReason: StopReason;
+  /** The run, so its cost can be read from the stored steps. */
+  runId?: string;
+  agentId?: string;
 }
 
 export interface ChatHooks {
@@ -455,7 +458,7 @@ export class ChatState {
       case 'usage':
         break;
       case 'done':
-        this.outcomes[e.run_id] = { usage: e.usage, stopReason: e.stop_reason };
+        this.outcomes[e.run_id] = { usage: e.usage, stopReason: e.stop_reason, runId: e.run_id, agentId: this.agentId };
         break;
       case 'error':
         this.error = e.error;

@@ -70,4 +70,11 @@ describe('ProviderForm', () => {
     await userEvent.click(screen.getByTestId('provider-test'));
     expect(await screen.findByTestId('provider-status')).toHaveTextContent('Connection failed: connection refused');
   });
+
+  it('says why "Test connection" waits for a save', () => {
+    useFakeBackend({});
+    render(ProviderForm, { onsaved: vi.fn() });
+    expect(screen.getByTestId('provider-test')).toBeDisabled();
+    expect(screen.getByTestId('provider-test')).toHaveAccessibleDescription('Save first: the test uses the saved settings and key.');
+  });
 });

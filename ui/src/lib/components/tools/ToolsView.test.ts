@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { render, screen, within } from '@testing-library/svelte';
 import userEvent from '@testing-library/user-event';
 import ToolsView from './ToolsView.svelte';
@@ -38,7 +38,7 @@ const dice = tool({
   description: 'Roll a die.',
   language: 'python',
   source_code: 'def roll_dice(sides: int = 6) -> str: ...',
-  json_schema: { name: 'roll_dice', parameters: { type: 'object', properties: { sides: { type: 'integer' } } } },
+  json_schema: { name: 'roll_dice', parameters: { type: 'object', properties: { sides: { type: 'integer', default: 6 } } } },
 });
 
 describe('ToolsView', () => {
@@ -106,7 +106,8 @@ describe('ToolsView', () => {
     render(ToolsView, { agent: agent() });
     await userEvent.click(await screen.findByTestId('tool-try-open'));
     const args = screen.getByTestId('tool-try-args');
-    expect(args).toHaveValue('{\n  "sides": 0\n}');
+    // The parameter's default, not 0.
+    expect(args).toHaveValue('{\n  "sides": 6\n}');
     await userEvent.clear(args);
     await userEvent.type(args, '{{"sides": 20}');
     await userEvent.click(screen.getByTestId('tool-try-run'));
@@ -114,5 +115,24 @@ describe('ToolsView', () => {
     expect(result).toHaveTextContent('4');
     expect(result).toHaveTextContent('Rolled 4');
     expect(calls).toContainEqual(['try_tool', { tool_id: 'tool-2', agent_id: 'agent-1', args: { sides: 20 } }]);
+  });
+
+  it('attaches to the agent picked on the screen, not whichever was last open', async () => {
+    const { calls } = useFakeBackend({
+      list_tools: () => [dice],
+      agent_tools: ({ agent_id }) => (agent_id === 'agent-2' ? [dice] : []),
+      attach_tool: () => [dice],
+      detach_tool: () => [],
+    });
+    const sam = agent();
+    const kim = agent({ id: 'agent-2', name: 'Kim' });
+    render(ToolsView, { agent: sam, agents: [sam, kim] });
+    expect(await screen.findByTestId('tools-agent')).toHaveDisplayValue('Sam');
+    await userEvent.selectOptions(screen.getByTestId('tools-agent'), 'agent-2');
+    expect(await screen.findByText('Kim', { selector: 'strong' })).toBeInTheDocument();
+    const box = await screen.findByTestId('tool-attach');
+    await vi.waitFor(() => expect(box).toBeChecked());
+    await userEvent.click(box);
+    expect(calls).toContainEqual(['detach_tool', { agent_id: 'agent-2', tool_id: 'tool-2' }]);
   });
 });

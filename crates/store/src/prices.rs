@@ -1,0 +1,127 @@
+//! Model prices the user set, and token usage grouped by model for cost totals.
+
+use crate::sql::{self, DbResult, uint};
+use crate::{Store, agents};
+use engram_core::{AgentId, ModelPrice, PriceSource, Result, RunId};
+use rusqlite::params;
+
+/// Tokens one model used: `(model, prompt tokens, completion tokens, steps)`.
+pub type ModelUsage = (String, u64, u64, u64);
+
+impl Store {
+    /// The prices the user stored, by model (source [`PriceSource::User`]).
+    /// Errors: `Storage`.
+    pub fn user_model_prices(&self) -> Result<Vec<ModelPrice>> {
+        self.read(|c| {
+            let mut stmt = c
+                .prepare_cached(
+                    "SELECT model, input_per_mtok, output_per_mtok FROM model_prices ORDER BY model",
+                )
+                .db()?;
+            let rows = stmt
+                .query_map([], |r| {
+                    Ok(ModelPrice {
+                        model: r.get(0)?,
+                        input_per_mtok: r.get(1)?,
+                        output_per_mtok: r.get(2)?,
+                        source: PriceSource::User,
+                    })
+                })
+                .db()?;
+            rows.collect::<rusqlite::Result<_>>().db()
+        })
+    }
+
+    /// Stores (or replaces) the user's price of `p.model`.
+    /// Errors: `Invalid` for an empty model or a negative or non-finite price.
+    pub fn set_model_price(&self, p: &ModelPrice) -> Result<()> {
+        p.check()?;
+        self.write(|tx| {
+            tx.prepare_cached(
+                "INSERT INTO model_prices (model, input_per_mtok, output_per_mtok, updated_at)
+                 VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (model) DO UPDATE SET input_per_mtok = excluded.input_per_mtok,
+                     output_per_mtok = excluded.output_per_mtok, updated_at = excluded.updated_at",
+            )
+            .db()?
+            .execute(params![
+                p.model.trim(),
+                p.input_per_mtok,
+                p.output_per_mtok,
+                sql::micros(sql::now())
+            ])
+            .db()?;
+            Ok(())
+        })
+    }
+
+    /// Removes the user's price of `model` (a built-in price, if any, applies again). Returns
+    /// whether there was one. Errors: `Storage`.
+    pub fn delete_model_price(&self, model: &str) -> Result<bool> {
+        self.write(|tx| {
+            let n = tx
+                .prepare_cached("DELETE FROM model_prices WHERE model = ?1")
+                .db()?
+                .execute([model])
+                .db()?;
+            Ok(n > 0)
+        })
+    }
+
+    /// The agent's recorded usage per model (only `run`'s steps when given), by model name.
+    /// One indexed pass over the steps table. Errors: `NotFound("agent")`.
+    pub fn usage_by_model(&self, agent: &AgentId, run: Option<&RunId>) -> Result<Vec<ModelUsage>> {
+        self.read(|c| {
+            agents::ensure_exists(c, agent)?;
+            let mut stmt = c
+                .prepare_cached(
+                    "SELECT model, sum(prompt_tokens), sum(completion_tokens), count(*) FROM steps
+                     WHERE agent_id = ?1 AND (?2 IS NULL OR run_id = ?2)
+                     GROUP BY model ORDER BY model",
+                )
+                .db()?;
+            let rows = stmt
+                .query_map(params![agent.as_str(), run.map(RunId::as_str)], |r| {
+                    Ok((r.get(0)?, uint(r, 1)?, uint(r, 2)?, uint(r, 3)?))
+                })
+                .db()?;
+            rows.collect::<rusqlite::Result<_>>().db()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn price(model: &str, i: f64, o: f64) -> ModelPrice {
+        ModelPrice {
+            model: model.into(),
+            input_per_mtok: i,
+            output_per_mtok: o,
+            source: PriceSource::User,
+        }
+    }
+
+    #[test]
+    fn prices_are_stored_replaced_and_removed() {
+        let s = Store::open_in_memory().unwrap();
+        s.set_model_price(&price("openai/gpt-4o-mini", 0.15, 0.6))
+            .unwrap();
+        s.set_model_price(&price("openai/gpt-4o-mini", 0.2, 0.8))
+            .unwrap();
+        s.set_model_price(&price("local/x", 0.0, 0.0)).unwrap();
+        let got = s.user_model_prices().unwrap();
+        assert_eq!(
+            got,
+            [
+                price("local/x", 0.0, 0.0),
+                price("openai/gpt-4o-mini", 0.2, 0.8)
+            ]
+        );
+        assert!(s.set_model_price(&price("a/b", -1.0, 0.0)).is_err());
+        assert!(s.delete_model_price("local/x").unwrap());
+        assert!(!s.delete_model_price("local/x").unwrap());
+        assert_eq!(s.user_model_prices().unwrap().len(), 1);
+    }
+}

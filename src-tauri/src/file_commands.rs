@@ -1,0 +1,137 @@
+//! Exports and imports through the native save and open dialogs. The shell shows the dialog
+//! itself, so the path always comes from the user's choice, never from the window's
+//! JavaScript; the service writes or reads the file. `export_agents` (same as
+//! `/app/export_agents`) returns the export instead, for the window to use as it likes.
+//!
+//! Native dialogs cannot be driven by WebDriver, so debug builds (the desktop smoke test runs
+//! one) take the path the dialog would return from `ENGRAM_TEST_SAVE_PATH` /
+//! `ENGRAM_TEST_OPEN_PATH` when set; release builds never read them.
+
+use crate::Desktop;
+use crate::error::IpcResult;
+use engram_core::{AgentId, Error};
+use engram_service::{ExportFile, ExportFormat, ImportReport};
+use std::path::PathBuf;
+use tauri::{AppHandle, Manager, Runtime, State};
+use tauri_plugin_dialog::{Dialog, DialogExt};
+
+/// The path a test build's dialog "returns", from `var`.
+fn test_path(var: &str) -> Option<PathBuf> {
+    if cfg!(debug_assertions) {
+        std::env::var_os(var).map(PathBuf::from)
+    } else {
+        None
+    }
+}
+
+fn no_dialog() -> Error {
+    Error::Internal("this window has no file dialogs".into())
+}
+
+/// An export (one agent, several, or all when `agent_ids` is absent) as a file name and
+/// contents.
+#[tauri::command(rename_all = "snake_case")]
+pub async fn export_agents(
+    d: State<'_, Desktop>,
+    agent_ids: Option<Vec<AgentId>>,
+    format: ExportFormat,
+) -> IpcResult<ExportFile> {
+    let engram = d.engram.clone();
+    Ok(
+        tokio::task::spawn_blocking(move || engram.export_agents(agent_ids.as_deref(), format))
+            .await
+            .map_err(|e| Error::Internal(format!("export: {e}")))??,
+    )
+}
+
+/// Asks where to save the export in the native save dialog and writes it there. Returns the
+/// path written, or `None` when the user cancelled.
+#[tauri::command(rename_all = "snake_case")]
+pub async fn export_to_file<R: Runtime>(
+    app: AppHandle<R>,
+    d: State<'_, Desktop>,
+    agent_ids: Option<Vec<AgentId>>,
+    format: ExportFormat,
+) -> IpcResult<Option<String>> {
+    let engram = d.engram.clone();
+    // The name to offer needs the export's stem; the file itself is written after the choice.
+    let offered = {
+        let e = engram.clone();
+        let ids = agent_ids.clone();
+        tokio::task::spawn_blocking(move || e.export_agents(ids.as_deref(), format))
+            .await
+            .map_err(|e| Error::Internal(format!("export: {e}")))??
+            .file_name
+    };
+    let path = match test_path("ENGRAM_TEST_SAVE_PATH") {
+        Some(p) => Some(p),
+        None => {
+            if app.try_state::<Dialog<R>>().is_none() {
+                return Err(no_dialog().into());
+            }
+            let (label, ext) = match format {
+                ExportFormat::Af => ("Agent File", "af"),
+                ExportFormat::Markdown => ("Markdown", "md"),
+                ExportFormat::Json => ("JSON report", "json"),
+            };
+            let dialog = app
+                .dialog()
+                .file()
+                .set_title("Export agents")
+                .set_file_name(offered)
+                .add_filter(label, &[ext]);
+            tokio::task::spawn_blocking(move || dialog.blocking_save_file())
+                .await
+                .map_err(|e| Error::Internal(format!("save dialog: {e}")))?
+                .map(|p| {
+                    p.into_path()
+                        .map_err(|e| Error::invalid(format!("cannot save there: {e}")))
+                })
+                .transpose()?
+        }
+    };
+    let Some(path) = path else { return Ok(None) };
+    let written = tokio::task::spawn_blocking(move || {
+        engram.export_agents_to(agent_ids.as_deref(), format, &path)
+    })
+    .await
+    .map_err(|e| Error::Internal(format!("export: {e}")))??;
+    Ok(Some(written.display().to_string()))
+}
+
+/// Asks for an agent file in the native open dialog and imports it. Returns the import
+/// report, or `None` when the user cancelled.
+#[tauri::command(rename_all = "snake_case")]
+pub async fn import_from_file<R: Runtime>(
+    app: AppHandle<R>,
+    d: State<'_, Desktop>,
+) -> IpcResult<Option<ImportReport>> {
+    let path = match test_path("ENGRAM_TEST_OPEN_PATH") {
+        Some(p) => Some(p),
+        None => {
+            if app.try_state::<Dialog<R>>().is_none() {
+                return Err(no_dialog().into());
+            }
+            let dialog = app
+                .dialog()
+                .file()
+                .set_title("Import an agent file")
+                .add_filter("Agent File", &["af", "json"]);
+            tokio::task::spawn_blocking(move || dialog.blocking_pick_file())
+                .await
+                .map_err(|e| Error::Internal(format!("open dialog: {e}")))?
+                .map(|p| {
+                    p.into_path()
+                        .map_err(|e| Error::invalid(format!("cannot open that file: {e}")))
+                })
+                .transpose()?
+        }
+    };
+    let Some(path) = path else { return Ok(None) };
+    let engram = d.engram.clone();
+    Ok(Some(
+        tokio::task::spawn_blocking(move || engram.import_agent_file_at(&path))
+            .await
+            .map_err(|e| Error::Internal(format!("import: {e}")))??,
+    ))
+}
