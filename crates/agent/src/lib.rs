@@ -9,6 +9,7 @@ pub mod calibrate;
 mod compact;
 pub mod compile;
 mod context;
+pub mod mcp;
 mod outcome;
 pub mod prompts;
 pub mod python;
@@ -21,6 +22,7 @@ pub mod tools;
 pub mod window;
 
 pub use context::Context;
+pub use mcp::{McpCall, McpCaller};
 pub use outcome::{LoopSettings, RunOutcome};
 pub use python::PythonHost;
 pub use run::Runtime;

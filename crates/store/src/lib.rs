@@ -18,6 +18,7 @@ mod blocks;
 mod calibration;
 mod endpoints;
 mod import;
+mod mcp;
 mod messages;
 mod migrations;
 mod passages;

@@ -71,6 +71,7 @@ pub(super) fn user_tool(t: &ToolAf, opts: &ImportOptions<'_>, rules: &[Value]) -
         trusted_hash: None,
         source_hash: None,
         trusted: false,
+        mcp: None,
         created_at: opts.now,
         updated_at: opts.now,
     })
