@@ -141,7 +141,7 @@ async fn a_crash_mid_call_is_a_failed_result_naming_the_server_and_the_next_run_
     let mock = MockLlm::start(Script::rules(|view: &ChatView| {
         let last = view.messages.last();
         match last {
-            Some(m) if m.is_real_user() && m.content.contains("crash") => Reply::ToolCalls(vec![
+            Some(m) if m.is_real_user() && m.text.contains("crash") => Reply::ToolCalls(vec![
                 Call::new("box__crash", json!({})),
                 Call::new("box__add", json!({"a": 1, "b": 2})),
             ]),

@@ -49,4 +49,11 @@ pub const ALL: &[&str] = &[
     "dismiss_endpoint",
     "tool_python",
     "set_up_tool_python",
+    "list_mcp_servers",
+    "add_mcp_server",
+    "remove_mcp_server",
+    "set_mcp_server_active",
+    "import_mcp_servers",
+    "list_mcp_tools",
+    "stored_mcp_tools",
 ];

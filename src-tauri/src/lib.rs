@@ -10,6 +10,7 @@
 pub mod command_names;
 pub mod commands;
 pub mod error;
+pub mod mcp_commands;
 pub mod python_commands;
 pub mod rest;
 pub mod trust_commands;
@@ -89,6 +90,13 @@ pub fn builder<R: Runtime>(builder: tauri::Builder<R>, engram: Arc<Engram>) -> t
             trust_commands::dismiss_endpoint,
             python_commands::tool_python,
             python_commands::set_up_tool_python,
+            mcp_commands::list_mcp_servers,
+            mcp_commands::add_mcp_server,
+            mcp_commands::remove_mcp_server,
+            mcp_commands::set_mcp_server_active,
+            mcp_commands::import_mcp_servers,
+            mcp_commands::list_mcp_tools,
+            mcp_commands::stored_mcp_tools,
         ])
 }
 

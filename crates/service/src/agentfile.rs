@@ -277,6 +277,11 @@ impl Engram {
         let names: Vec<String> = BUILTIN_TOOLS.iter().map(|s| (*s).to_owned()).collect();
         for s in &snaps {
             for t in self.store.tools_named(&s.agent.tools)? {
+                if let Some(m) = &t.mcp
+                    && let Ok(server) = self.store.find_mcp_server(m.server_id.as_str())
+                {
+                    opts.mcp_servers.insert(server.id.to_string(), server);
+                }
                 opts.user_tools.insert(t.name.clone(), t);
             }
             let style = s.agent.loop_style;

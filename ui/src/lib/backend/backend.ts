@@ -25,6 +25,8 @@ import type {
   ProviderSetup,
   RestApiStatus,
   RunEvent,
+  McpServer,
+  NewMcpServer,
   Template,
   Tool,
   ToolPython,
@@ -83,6 +85,13 @@ export interface Commands {
   dismiss_endpoint: [AgentArg & { kind?: EndpointKind }, AgentEndpoints];
   tool_python: [undefined, ToolPython];
   set_up_tool_python: [{ requirement?: string }, ToolPython];
+  list_mcp_servers: [undefined, McpServer[]];
+  add_mcp_server: [{ server: NewMcpServer }, McpServer];
+  remove_mcp_server: [{ server: string }, null];
+  set_mcp_server_active: [{ server: string; active: boolean }, McpServer];
+  import_mcp_servers: [{ text: string; source?: string }, McpServer[]];
+  list_mcp_tools: [{ server: string }, Tool[]];
+  stored_mcp_tools: [{ server: string }, Tool[]];
 }
 
 export type Command = keyof Commands;

@@ -42,6 +42,9 @@ export type { ToolStatus } from '../bindings/ToolStatus';
 export type { Usage } from '../bindings/Usage';
 
 export type { NewTool } from '../bindings/NewTool';
+export type { McpServer } from '../bindings/McpServer';
+export type { McpTransport } from '../bindings/McpTransport';
+export type { NewMcpServer } from '../bindings/NewMcpServer';
 export type { Template } from '../bindings/Template';
 export type { Tool } from '../bindings/Tool';
 export type { ToolTrial as TryToolResult } from '../bindings/ToolTrial';
