@@ -3,6 +3,7 @@
 mod agents;
 mod blocks;
 mod labels;
+mod mcp;
 mod messages;
 mod passages;
 mod schema;
