@@ -132,6 +132,10 @@ pub enum McpError {
 
 type Client = RunningService<RoleClient, ClientConfig>;
 
+/// A server's connection slot: empty until first use and after a failure or idle stop. A tokio
+/// lock, since starting a server (held under it) awaits.
+type Slot = Arc<tokio::sync::Mutex<Option<Arc<Conn>>>>;
+
 /// A live connection.
 struct Conn {
     client: Client,
@@ -143,7 +147,7 @@ struct Conn {
 
 /// Connections to MCP servers, keyed by server id. Cheap to share behind an `Arc`.
 pub struct Hub {
-    slots: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<Arc<Conn>>>>>>,
+    slots: Mutex<HashMap<String, Slot>>,
     /// How long one request may take.
     timeout: Duration,
     /// How long a stdio server may sit unused before it is stopped.
@@ -170,7 +174,7 @@ impl Hub {
         self.timeout
     }
 
-    fn slot(&self, id: &str) -> Arc<tokio::sync::Mutex<Option<Arc<Conn>>>> {
+    fn slot(&self, id: &str) -> Slot {
         let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
         slots.entry(id.to_owned()).or_default().clone()
     }
@@ -191,10 +195,11 @@ impl Hub {
     async fn connect(&self, spec: &ServerSpec) -> Result<Arc<Conn>, McpError> {
         let slot = self.slot(&spec.id);
         let mut guard = slot.lock().await;
-        if let Some(conn) = guard.as_ref() {
-            if conn.launch == spec.launch && !conn.client.is_transport_closed() {
-                return Ok(conn.clone());
-            }
+        if let Some(conn) = guard.as_ref()
+            && conn.launch == spec.launch
+            && !conn.client.is_transport_closed()
+        {
+            return Ok(conn.clone());
         }
         guard.take();
         let start = tokio::time::timeout(self.timeout, start(spec));
@@ -357,10 +362,10 @@ fn result_text<C: serde::Serialize>(content: &[C], structured: Option<&Value>) -
             None => {}
         }
     }
-    if parts.is_empty() {
-        if let Some(s) = structured {
-            return s.to_string();
-        }
+    if parts.is_empty()
+        && let Some(s) = structured
+    {
+        return s.to_string();
     }
     parts.join("\n")
 }
