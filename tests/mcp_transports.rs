@@ -305,3 +305,41 @@ async fn agent_files_carry_the_server_without_secrets_and_import_it_inactive() {
     );
     assert!(!other.engram.mcp_server_connected("files").await.unwrap());
 }
+
+#[tokio::test]
+async fn letta_01_mcp_routes_under_tools_work_too() {
+    let api = RestApi::start(Script::Brain).await;
+    let configs = api
+        .ok(
+            Method::PUT,
+            "/v1/tools/mcp/servers",
+            Some(json!({"server_name": "files", "type": "stdio", "command": mock_mcp(), "args": [], "env": {"K": "hidden-value"}})),
+        )
+        .await;
+    assert_eq!(configs[0]["server_name"], "files");
+    assert!(!configs.to_string().contains("hidden-value"));
+    let by_name = api.ok(Method::GET, "/v1/tools/mcp/servers", None).await;
+    assert_eq!(by_name["files"]["command"], mock_mcp());
+    let tools = api
+        .ok(Method::GET, "/v1/tools/mcp/servers/files/tools", None)
+        .await;
+    let echo = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "echo")
+        .expect("echo, by the server's name");
+    assert_eq!(echo["inputSchema"]["properties"]["text"]["type"], "string");
+    let tool = api
+        .ok(Method::POST, "/v1/tools/mcp/servers/files/echo", None)
+        .await;
+    assert_eq!(tool["name"], "files__echo");
+    let (status, _) = api
+        .call(Method::POST, "/v1/tools/mcp/servers/files/nope", None)
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let left = api
+        .ok(Method::DELETE, "/v1/tools/mcp/servers/files", None)
+        .await;
+    assert_eq!(left, json!([]));
+}

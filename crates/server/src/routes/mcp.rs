@@ -161,3 +161,101 @@ pub async fn tools(
     let tools = s.engram.list_mcp_tools(&id).await?;
     Ok(Json(tools.iter().map(shapes::any_tool).collect()))
 }
+
+// Letta 0.1.x (`letta-client` 0.1: `client.tools.list_mcp_servers()` …): the same servers under
+// `/v1/tools/mcp/servers`, keyed by name, in the older config shapes.
+
+/// A server as Letta 0.1's `StdioServerConfig` / `StreamableHTTPServerConfig` (no secrets:
+/// `env` and `auth_token` are never answered).
+fn config_v01(s: &McpServer) -> Value {
+    match &s.transport {
+        McpTransport::Stdio { command, args, .. } => json!({
+            "server_name": s.name, "type": "stdio", "command": command, "args": args, "env": null,
+        }),
+        McpTransport::StreamableHttp { url, .. } => json!({
+            "server_name": s.name, "type": "streamable_http", "server_url": url,
+            "auth_header": null, "auth_token": null, "custom_headers": null,
+        }),
+    }
+}
+
+fn configs_v01(s: &AppState) -> ApiResult<Vec<Value>> {
+    Ok(s.engram
+        .list_mcp_servers()?
+        .iter()
+        .map(config_v01)
+        .collect())
+}
+
+/// `GET /v1/tools/mcp/servers`: `{server_name: config}`.
+pub async fn list_v01(State(s): State<AppState>) -> ApiResult<Json<Value>> {
+    let map: serde_json::Map<String, Value> = s
+        .engram
+        .list_mcp_servers()?
+        .iter()
+        .map(|m| (m.name.clone(), config_v01(m)))
+        .collect();
+    Ok(Json(Value::Object(map)))
+}
+
+/// `PUT /v1/tools/mcp/servers`: adds a server; answers every server's config.
+pub async fn create_v01(
+    State(s): State<AppState>,
+    Body(body): Body<CreateIn>,
+) -> ApiResult<Json<Vec<Value>>> {
+    require_token(&s, "adding an MCP server")?;
+    let new = NewMcpServer {
+        name: body.server_name,
+        transport: transport(body.config.unwrap_or(body.flat))?,
+    };
+    s.engram.add_mcp_server(new)?;
+    Ok(Json(configs_v01(&s)?))
+}
+
+/// `DELETE /v1/tools/mcp/servers/{name}`: answers the remaining servers' configs.
+pub async fn delete_v01(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Vec<Value>>> {
+    s.engram.remove_mcp_server(&name).await?;
+    Ok(Json(configs_v01(&s)?))
+}
+
+/// `GET /v1/tools/mcp/servers/{name}/tools`: the server's tools as MCP lists them
+/// (`{name, description, inputSchema}`, the server's own names).
+pub async fn tools_v01(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Vec<Value>>> {
+    let tools = s.engram.list_mcp_tools(&name).await?;
+    Ok(Json(
+        tools
+            .iter()
+            .filter_map(|t| {
+                let m = t.mcp.as_ref()?;
+                Some(json!({"name": m.tool_name, "description": t.description,
+                            "inputSchema": t.json_schema["parameters"]}))
+            })
+            .collect(),
+    ))
+}
+
+/// `POST /v1/tools/mcp/servers/{name}/{tool}`: the Engram tool for the server's tool `tool`
+/// (listing the server first), as a Letta `Tool` to attach.
+pub async fn add_tool_v01(
+    State(s): State<AppState>,
+    Path((name, tool)): Path<(String, String)>,
+) -> ApiResult<Json<Value>> {
+    let tools = s.engram.list_mcp_tools(&name).await?;
+    let found = tools
+        .iter()
+        .find(|t| t.mcp.as_ref().is_some_and(|m| m.tool_name == tool))
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_input",
+                format!("MCP server '{name}' has no tool '{tool}'"),
+            )
+        })?;
+    Ok(Json(shapes::any_tool(found)))
+}

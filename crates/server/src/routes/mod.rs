@@ -132,6 +132,19 @@ pub(crate) fn all() -> Router<AppState> {
             "/v1/mcp-servers/{mcp_server_id}/refresh",
             axum::routing::post(mcp::tools),
         )
+        .route(
+            "/v1/tools/mcp/servers",
+            get(mcp::list_v01).put(mcp::create_v01),
+        )
+        .route(
+            "/v1/tools/mcp/servers/{name}",
+            axum::routing::delete(mcp::delete_v01),
+        )
+        .route("/v1/tools/mcp/servers/{name}/tools", get(mcp::tools_v01))
+        .route(
+            "/v1/tools/mcp/servers/{name}/{tool}",
+            axum::routing::post(mcp::add_tool_v01),
+        )
         .route("/v1/tools", tools_root.clone())
         .route("/v1/tools/", tools_root)
         .route(
