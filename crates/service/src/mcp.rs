@@ -416,3 +416,90 @@ impl Engram {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stdio(name: &str, command: &str) -> NewMcpServer {
+        NewMcpServer {
+            name: name.into(),
+            transport: NewMcpTransport::Stdio {
+                command: command.into(),
+                args: vec![],
+                env: BTreeMap::from([("KEY".to_owned(), "value".to_owned())]),
+            },
+        }
+    }
+
+    fn http(url: &str, token: Option<&str>) -> NewMcpServer {
+        NewMcpServer {
+            name: "web".into(),
+            transport: NewMcpTransport::StreamableHttp {
+                url: url.into(),
+                token: token.map(str::to_owned),
+            },
+        }
+    }
+
+    #[test]
+    fn servers_to_add_are_checked_and_stored_without_secrets() {
+        assert_eq!(
+            check_new(&stdio("files", "npx")).unwrap(),
+            McpTransport::Stdio {
+                command: "npx".into(),
+                args: vec![],
+                env_keys: vec!["KEY".into()]
+            }
+        );
+        assert_eq!(
+            check_new(&http("https://example.com/mcp", Some("t"))).unwrap(),
+            McpTransport::StreamableHttp {
+                url: "https://example.com/mcp".into(),
+                has_token: true
+            }
+        );
+        for bad in [
+            stdio("a__b", "npx"),
+            stdio("files", " "),
+            http("ftp://example.com/mcp", None),
+            http("not a url", None),
+            http("https://example.com/mcp", Some(" ")),
+        ] {
+            let e = check_new(&bad).unwrap_err();
+            assert!(matches!(e, Error::Invalid(_)), "{bad:?}: {e:?}");
+        }
+    }
+
+    #[test]
+    fn a_remote_tool_becomes_an_mcp_tool_named_after_its_server() {
+        let now = chrono::Utc::now();
+        let server = McpServer {
+            id: McpServerId::new(),
+            name: "web".into(),
+            transport: McpTransport::StreamableHttp {
+                url: "http://127.0.0.1:1/mcp".into(),
+                has_token: false,
+            },
+            active: true,
+            source: ADDED_BY_USER.into(),
+            created_at: now,
+            updated_at: now,
+        };
+        let remote = RemoteTool {
+            name: "get-page".into(),
+            description: String::new(),
+            input_schema: json!({"type": "object", "properties": {"url": {"type": "string"}}}),
+        };
+        let t = tool_of(&server, &remote);
+        assert!(t.name.starts_with("web__get_page_"), "{}", t.name);
+        assert_eq!(t.language, ToolLanguage::Mcp);
+        assert!(t.is_trusted());
+        assert_eq!(
+            t.json_schema["parameters"]["properties"]["url"]["type"],
+            "string"
+        );
+        assert_eq!(t.description, "Tool 'get-page' of MCP server 'web'.");
+        assert_eq!(t.mcp.unwrap().tool_name, "get-page");
+    }
+}
