@@ -6,6 +6,7 @@
 //! also records the `Authorization` header of every request so tests can check where a bearer
 //! token went.
 
+use axum::serve::ListenerExt as _;
 use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
 use rmcp::model::{CallToolResult, ContentBlock, ServerCapabilities, ServerConfig};
 use rmcp::transport::streamable_http_server::{
@@ -187,6 +188,10 @@ pub async fn serve_http(addr: SocketAddr) -> std::io::Result<HttpServer> {
             ));
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let addr = listener.local_addr()?;
+    // Small SSE writes: without TCP_NODELAY each answer waits ~40 ms for the delayed ACK.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     let until = stop.clone();
     tokio::spawn(async move {
         let _ = axum::serve(listener, router)
