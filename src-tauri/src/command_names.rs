@@ -81,4 +81,11 @@ pub const ALL: &[&str] = &[
     "export_agents",
     "export_to_file",
     "import_from_file",
+    "list_mcp_servers",
+    "add_mcp_server",
+    "remove_mcp_server",
+    "set_mcp_server_active",
+    "import_mcp_servers",
+    "list_mcp_tools",
+    "stored_mcp_tools",
 ];

@@ -13,6 +13,7 @@ pub mod command_names;
 pub mod commands;
 pub mod error;
 pub mod file_commands;
+pub mod mcp_commands;
 pub mod memory_commands;
 pub mod price_commands;
 pub mod python_commands;
@@ -127,6 +128,13 @@ pub fn builder<R: Runtime>(builder: tauri::Builder<R>, engram: Arc<Engram>) -> t
             file_commands::export_agents,
             file_commands::export_to_file,
             file_commands::import_from_file,
+            mcp_commands::list_mcp_servers,
+            mcp_commands::add_mcp_server,
+            mcp_commands::remove_mcp_server,
+            mcp_commands::set_mcp_server_active,
+            mcp_commands::import_mcp_servers,
+            mcp_commands::list_mcp_tools,
+            mcp_commands::stored_mcp_tools,
         ])
 }
 

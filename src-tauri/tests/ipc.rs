@@ -297,3 +297,47 @@ fn message_actions_answer_through_ipc() {
         json!(0)
     );
 }
+
+#[test]
+fn mcp_servers_are_configured_through_ipc_with_secrets_kept_out_of_answers() {
+    let shell = Shell::start();
+    assert_eq!(
+        shell.invoke("list_mcp_servers", json!({})).unwrap(),
+        json!([])
+    );
+    let added = shell
+        .invoke(
+            "add_mcp_server",
+            json!({"server": {"name": "web", "transport": {"type": "streamable_http", "url": "http://127.0.0.1:9/mcp", "token": "tok-ipc-secret"}}}),
+        )
+        .unwrap();
+    assert_eq!(added["transport"]["has_token"], true);
+    assert!(!added.to_string().contains("tok-ipc-secret"));
+    let bad = shell
+        .invoke(
+            "add_mcp_server",
+            json!({"server": {"name": "bad-name", "transport": {"type": "stdio", "command": "x"}}}),
+        )
+        .unwrap_err();
+    assert_eq!(bad["code"], "invalid_input", "{bad}");
+    let imported = shell
+        .invoke(
+            "import_mcp_servers",
+            json!({"text": r#"{"mcpServers": {"pasted": {"command": "true"}}}"#}),
+        )
+        .unwrap();
+    assert_eq!(imported[0]["active"], false);
+    assert_eq!(imported[0]["source"], "pasted config");
+    let accepted = shell
+        .invoke(
+            "set_mcp_server_active",
+            json!({"server": "pasted", "active": true}),
+        )
+        .unwrap();
+    assert_eq!(accepted["active"], true);
+    shell
+        .invoke("remove_mcp_server", json!({"server": "web"}))
+        .unwrap();
+    let left = shell.invoke("list_mcp_servers", json!({})).unwrap();
+    assert_eq!(left.as_array().unwrap().len(), 1);
+}

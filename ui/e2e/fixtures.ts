@@ -12,6 +12,10 @@ export const engram = {
   get mockBase(): string {
     return process.env.E2E_MOCK_BASE!;
   },
+  /** The test MCP server binary (`cargo build -p engram-mcp --bins`). */
+  get mockMcp(): string {
+    return process.env.E2E_MOCK_MCP!;
+  },
 };
 
 /** Calls an app command directly (setup shortcuts; the UI under test is not involved). */

@@ -13,6 +13,8 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
   const target = process.env.CARGO_TARGET_DIR ?? join(root, 'target');
   const engramBin = process.env.ENGRAM_BIN ?? join(target, 'debug', 'engram');
   const mockBin = process.env.MOCK_LLM_BIN ?? join(target, 'debug', 'mock-llm');
+  // The test MCP server (crates/mcp); only the MCP spec needs it.
+  const mcpBin = process.env.MOCK_MCP_BIN ?? join(target, 'debug', 'mock-mcp');
   const uiDir = resolve(import.meta.dirname, '..', 'dist');
   for (const [what, path] of [
     ['engram', engramBin],
@@ -60,6 +62,7 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
     process.env.E2E_ENGRAM_URL = addr;
     process.env.E2E_ENGRAM_TOKEN = token;
     process.env.E2E_MOCK_BASE = `http://127.0.0.1:${mockPort}/v1`;
+    process.env.E2E_MOCK_MCP = mcpBin;
   } catch (e) {
     await stop();
     throw e;

@@ -130,6 +130,7 @@ impl Runtime {
             now: started_at,
             custom: &ctx.custom_tools,
             python: self.python(),
+            mcp: self.mcp.as_deref(),
         };
         let mut pass = Pass {
             rules: &mut rules,

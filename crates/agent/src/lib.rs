@@ -11,6 +11,7 @@ pub mod calibrate;
 mod compact;
 pub mod compile;
 mod context;
+pub mod mcp;
 mod outcome;
 pub mod prompts;
 pub mod python;
@@ -23,6 +24,7 @@ pub mod tools;
 pub mod window;
 
 pub use context::Context;
+pub use mcp::{McpCall, McpCaller};
 pub use outcome::{LoopSettings, RunOutcome};
 pub use python::PythonHost;
 pub use run::Runtime;

@@ -32,6 +32,8 @@ pub struct Runtime {
     models: Arc<dyn ModelResolver>,
     settings: LoopSettings,
     python: Arc<PythonHost>,
+    /// Calls tools of MCP servers; `None` answers such calls with a `Failed` result.
+    pub(crate) mcp: Option<Arc<dyn crate::McpCaller>>,
     busy: Mutex<HashMap<AgentId, Arc<tokio::sync::Mutex<()>>>>,
     /// Agents warned about memory pressure in the current fill (since their context was last
     /// below the warning threshold), so the warning fires once per fill.
@@ -74,6 +76,7 @@ impl Runtime {
             models,
             settings,
             python: Arc::new(PythonHost::default()),
+            mcp: None,
             busy: Mutex::new(HashMap::new()),
             warned: Mutex::new(HashSet::new()),
         }
@@ -82,6 +85,12 @@ impl Runtime {
     /// Runs user tools with `python` (default: `python3` from `PATH`, 30 s per call).
     pub fn with_python(mut self, python: Arc<PythonHost>) -> Self {
         self.python = python;
+        self
+    }
+
+    /// Calls tools of MCP servers through `mcp`.
+    pub fn with_mcp(mut self, mcp: Arc<dyn crate::McpCaller>) -> Self {
+        self.mcp = Some(mcp);
         self
     }
 
@@ -471,6 +480,7 @@ impl Runtime {
             now: chrono::Utc::now(),
             custom: &ctx.custom_tools,
             python: &self.python,
+            mcp: self.mcp.as_deref(),
         };
         let mut pass = Pass {
             rules,

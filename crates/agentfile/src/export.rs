@@ -32,10 +32,36 @@ const REVISION_ID: &str = "066857381578";
 pub struct ExportOptions {
     /// Built-in tool schemas by name: `{name, description, parameters}` as the model sees them.
     pub tool_schemas: BTreeMap<String, Value>,
-    /// The user tools the agents use, by name (written as Letta `custom` Python tools).
+    /// The user tools the agents use, by name (written as Letta `custom` Python tools, or
+    /// `external_mcp` tools for tools of MCP servers).
     pub user_tools: BTreeMap<String, engram_core::Tool>,
+    /// The MCP servers of those tools, by server id (written to `mcp_servers` in Letta's
+    /// shape, without environment values or tokens).
+    pub mcp_servers: BTreeMap<String, engram_core::McpServer>,
     /// The file's `created_at`.
     pub now: Timestamp,
+}
+
+/// A server as Letta's agent-file `MCPServer`: how to reach it, never its secrets (environment
+/// values and tokens stay in the keychain; the names of the variables are kept).
+fn mcp_server_af(s: &engram_core::McpServer) -> Value {
+    match &s.transport {
+        engram_core::McpTransport::Stdio {
+            command,
+            args,
+            env_keys,
+        } => json!({
+            "server_name": s.name,
+            "server_type": "stdio",
+            "stdio_config": {"server_name": s.name, "type": "stdio", "command": command, "args": args},
+            "metadata_": {"engram_env_keys": env_keys},
+        }),
+        engram_core::McpTransport::StreamableHttp { url, .. } => json!({
+            "server_name": s.name,
+            "server_type": "streamable_http",
+            "server_url": url,
+        }),
+    }
 }
 
 fn letta_tool_type(name: &str) -> &'static str {
@@ -337,6 +363,34 @@ pub fn export_v2(agents: &[AgentSnapshot], opts: &ExportOptions) -> AgentFileV2 
             tool_ids.push(id);
         };
         for name in &a.tools {
+            if let Some((t, m)) = opts
+                .user_tools
+                .get(name)
+                .and_then(|t| Some((t, t.mcp.as_ref()?)))
+            {
+                let server = opts
+                    .mcp_servers
+                    .get(m.server_id.as_str())
+                    .and_then(|s| sections.add_mcp_server(mcp_server_af(s)));
+                let mut extra = Map::new();
+                extra.insert(
+                    "metadata_".into(),
+                    json!({"mcp": {"server_name": m.server_name, "server_id": server, "tool_name": m.tool_name}}),
+                );
+                add_tool(
+                    &mut file,
+                    ToolAf {
+                        name: name.clone(),
+                        description: Some(t.description.clone()),
+                        tool_type: Some("external_mcp".into()),
+                        json_schema: Some(t.json_schema.clone()),
+                        tags: t.tags.clone(),
+                        extra,
+                        ..ToolAf::default()
+                    },
+                );
+                continue;
+            }
             if let Some(t) = opts.user_tools.get(name) {
                 let mut extra = Map::new();
                 extra.insert("return_char_limit".into(), json!(t.return_char_limit));

@@ -159,6 +159,12 @@ impl Sections {
         }
     }
 
+    /// Adds an MCP server object (once, however many tools name it) and returns its id in
+    /// the file.
+    pub(crate) fn add_mcp_server(&mut self, server: Value) -> Option<String> {
+        self.servers.add(server)
+    }
+
     /// Writes the top-level lists into `file`.
     pub(crate) fn finish(self, file: &mut AgentFileV2) {
         file.skills = self.skills;

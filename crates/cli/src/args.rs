@@ -50,6 +50,9 @@ pub enum Command {
     /// Engram back.
     #[command(subcommand)]
     Python(crate::tools::PythonCmd),
+    /// MCP servers: add (stdio or streamable HTTP), list, test, remove, accept, import.
+    #[command(subcommand)]
+    Mcp(crate::mcp::McpCmd),
     /// Show how an agent's context window is used.
     Context {
         /// Agent id.

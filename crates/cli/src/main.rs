@@ -3,6 +3,7 @@
 
 mod approval;
 mod args;
+mod mcp;
 mod repl;
 mod serve;
 mod terminal;
@@ -97,6 +98,7 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Tool(cmd) => tools::tool(&engram, cmd),
         Command::Template(cmd) => tools::template(&engram, cmd),
         Command::Python(cmd) => tools::python(&engram, cmd),
+        Command::Mcp(cmd) => mcp::mcp(&engram, cmd).await,
         Command::Import(args) => transfer::import(&engram, args),
         Command::Export(args) => transfer::export(&engram, args),
         Command::Context { agent, json, full } => {

@@ -182,11 +182,13 @@ fn line(t: &Tool) -> String {
     } else {
         format!("  [untrusted: from {}]", t.origin.describe())
     };
+    let kind = match &t.mcp {
+        Some(m) => format!("mcp: {}", m.server_name),
+        None => t.language.as_str().to_owned(),
+    };
     safe(&format!(
-        "{}  {}  ({}){grants}{state}{trust}",
-        t.id,
-        t.name,
-        t.language.as_str()
+        "{}  {}  ({kind}){grants}{state}{trust}",
+        t.id, t.name
     ))
     .into_owned()
 }

@@ -85,6 +85,9 @@ id_type!(
 id_type!(
     /// Identifies a tool: `tool-<uuid>` (built-ins: `tool-builtin-<name>`).
     ToolId, "tool");
+id_type!(
+    /// Identifies a configured MCP server: `mcp_server-<uuid>` (Letta's prefix).
+    McpServerId, "mcp_server");
 
 #[cfg(test)]
 mod tests {

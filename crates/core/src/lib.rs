@@ -10,6 +10,7 @@ pub mod approval;
 pub mod block_op;
 pub mod error;
 pub mod ids;
+pub mod mcp;
 pub mod memory;
 pub mod message;
 pub mod passage;
@@ -22,7 +23,8 @@ pub use agent::{Agent, AgentPatch, EmbeddingConfig, LlmConfig, LoopStyle, NewAge
 pub use approval::{ApprovalDecision, PendingApproval};
 pub use block_op::{Applied, BlockOp, OpError, ReplaceCount};
 pub use error::{Error, ErrorBody, Result};
-pub use ids::{AgentId, BlockId, EditId, MessageId, PassageId, RunId, StepId, ToolId};
+pub use ids::{AgentId, BlockId, EditId, McpServerId, MessageId, PassageId, RunId, StepId, ToolId};
+pub use mcp::{McpServer, McpToolSource, McpTransport, NewMcpServer, NewMcpTransport};
 pub use memory::{Block, BlockEdit, BlockPatch, DEFAULT_BLOCK_LIMIT, Editor, NewBlock};
 pub use message::{Message, MessageKind, NewMessage, Role, ToolCall};
 pub use passage::{NewPassage, Passage, PassageHit, TagMatch};

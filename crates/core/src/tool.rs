@@ -22,14 +22,17 @@ pub enum ToolLanguage {
     Python,
     /// Implemented inside Engram (the memory tools, `send_message`).
     Builtin,
+    /// Offered by an MCP server (see [`Tool::mcp`]); the server runs it.
+    Mcp,
 }
 
 impl ToolLanguage {
-    /// `"python"` or `"builtin"`.
+    /// `"python"`, `"builtin"` or `"mcp"`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Python => "python",
             Self::Builtin => "builtin",
+            Self::Mcp => "mcp",
         }
     }
 }
@@ -84,6 +87,9 @@ pub struct Tool {
     /// source (computed when read; see [`Tool::is_trusted`], which the loop checks).
     #[serde(default)]
     pub trusted: bool,
+    /// For a tool of an MCP server: which server and which of its tools; `None` otherwise.
+    #[serde(default)]
+    pub mcp: Option<crate::McpToolSource>,
     /// When the tool was created (built-ins: the Unix epoch).
     pub created_at: Timestamp,
     /// When it last changed.
@@ -91,12 +97,14 @@ pub struct Tool {
 }
 
 impl Tool {
-    /// Whether this tool may run: a built-in, or a tool whose current source hashes to the
+    /// Whether this tool may run: a built-in or MCP tool, or a tool whose current source hashes to the
     /// hash the user trusted. Computed from the source itself, so a changed source is
     /// untrusted again whatever `trusted` says.
     pub fn is_trusted(&self) -> bool {
         match (&self.source_code, &self.trusted_hash) {
-            _ if self.language == ToolLanguage::Builtin => true,
+            // Built-ins are Engram's; an MCP tool runs on a server the user added or accepted
+            // (the server's `active` flag is its trust, checked when it is called).
+            _ if matches!(self.language, ToolLanguage::Builtin | ToolLanguage::Mcp) => true,
             (Some(src), Some(hash)) => crate::source_hash(src) == *hash,
             _ => false,
         }

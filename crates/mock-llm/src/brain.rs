@@ -217,6 +217,15 @@ fn plan(view: &ChatView, user: Option<&str>) -> Step {
             }
             Step::Say("All tasks are done.".into())
         }
+        Intent::UseTool { name, args } => {
+            if !view.has_tool(&name) {
+                return Step::Say(format!("I have no tool named {name}."));
+            }
+            match view.turn_results().iter().rev().find(|r| r.name == name) {
+                Some(r) => Step::Say(format!("The tool said: {}", truncate(&r.message, 200))),
+                None => Step::Calls(vec![(name, args)]),
+            }
+        }
         Intent::Echo(text) => Step::Say(format!("Got it! You said: {}", truncate(&text, 200))),
     }
 }

@@ -20,6 +20,7 @@ mod app;
 mod app_approval;
 mod app_chat;
 mod app_files;
+mod app_mcp;
 mod app_memory;
 mod app_prices;
 mod app_python;
@@ -100,14 +101,19 @@ impl ServerConfig {
 #[derive(Clone)]
 pub(crate) struct AppState {
     pub engram: Arc<Engram>,
+    /// Whether requests carry the user's token. Without it (`--no-auth`) any local program
+    /// could call the API, so acts that run programs as the user (adding or accepting an MCP
+    /// server) are refused.
+    pub authenticated: bool,
 }
 
 /// The API as an axum router: Letta's `/v1/…` routes behind the guard, the body limit and
 /// request tracing.
 pub fn router(engram: Arc<Engram>, config: ServerConfig) -> Router {
     let limit = config.body_limit;
+    let authenticated = matches!(config.auth, Auth::Token(_));
     let guard_state = Arc::new(guard::Guard::new(&config));
-    let api = routes::all().merge(app::routes());
+    let api = routes::all().merge(app::routes()).merge(app_mcp::routes());
     let with_ui = match &config.ui_dir {
         // Unknown API paths stay JSON 404s; every other path is the single-page app's.
         Some(dir) => api
@@ -121,7 +127,10 @@ pub fn router(engram: Arc<Engram>, config: ServerConfig) -> Router {
         None => api.fallback(routes::not_found),
     };
     with_ui
-        .with_state(AppState { engram })
+        .with_state(AppState {
+            engram,
+            authenticated,
+        })
         .layer(DefaultBodyLimit::max(limit))
         .layer(tower_http::limit::RequestBodyLimitLayer::new(limit))
         .layer(axum::middleware::map_response(errors::json_for_bare_errors))

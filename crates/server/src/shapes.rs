@@ -120,12 +120,20 @@ pub fn any_tool(t: &Tool) -> Value {
     {
         return v;
     }
+    let (tool_type, source_type, mcp) = match &t.mcp {
+        Some(m) => (
+            "external_mcp",
+            "mcp",
+            json!({"server_id": m.server_id, "server_name": m.server_name, "tool_name": m.tool_name}),
+        ),
+        None => ("custom", "python", Value::Null),
+    };
     json!({
         "id": t.id,
         "name": t.name,
         "description": t.description,
-        "tool_type": "custom",
-        "source_type": "python",
+        "tool_type": tool_type,
+        "source_type": source_type,
         "source_code": t.source_code,
         "json_schema": t.json_schema,
         "args_json_schema": null,
@@ -135,7 +143,7 @@ pub fn any_tool(t: &Tool) -> Value {
         "npm_requirements": null,
         "default_requires_approval": null,
         "enable_parallel_execution": false,
-        "metadata_": {"available": t.available, "unavailable_reason": t.unavailable_reason},
+        "metadata_": {"available": t.available, "unavailable_reason": t.unavailable_reason, "mcp": mcp},
         "created_by_id": null,
         "last_updated_by_id": null,
         "created_at": time(&t.created_at),

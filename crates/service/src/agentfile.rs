@@ -236,6 +236,20 @@ impl Engram {
                 tool_rules: ia.agent.tool_rules.clone(),
             })
             .collect();
+        // The file's MCP servers are stored inactive: never started until the user accepts.
+        for server in conv
+            .mcp_servers
+            .iter()
+            .filter_map(crate::mcp_import::server_from_agent_file)
+        {
+            match self.store_inactive(server, file_name) {
+                Ok(s) => warnings.push(format!(
+                    "MCP server '{}' of the file is stored inactive: accept it in Settings → MCP servers or with `engram mcp accept {}`",
+                    s.name, s.name
+                )),
+                Err(e) => warnings.push(format!("an MCP server of the file was not stored: {e}")),
+            }
+        }
         self.notify(crate::Notice::AgentsChanged);
         if !ids.tools.is_empty() {
             self.notify(crate::Notice::ToolsChanged);
@@ -263,6 +277,11 @@ impl Engram {
         let names: Vec<String> = BUILTIN_TOOLS.iter().map(|s| (*s).to_owned()).collect();
         for s in &snaps {
             for t in self.store.tools_named(&s.agent.tools)? {
+                if let Some(m) = &t.mcp
+                    && let Ok(server) = self.store.find_mcp_server(m.server_id.as_str())
+                {
+                    opts.mcp_servers.insert(server.id.to_string(), server);
+                }
                 opts.user_tools.insert(t.name.clone(), t);
             }
             let style = s.agent.loop_style;

@@ -15,6 +15,8 @@ mod export;
 mod history;
 pub mod letta;
 mod live;
+mod mcp;
+mod mcp_import;
 mod memory;
 pub mod models;
 mod notices;
@@ -40,6 +42,8 @@ pub use engram_store::{Compaction, MessageWindow, WindowAt};
 pub use export::{ExportFile, ExportFormat};
 pub use history::{MAX_PAGE, MessagePage, Order};
 pub use live::RunAttachment;
+pub use mcp::ADDED_BY_USER;
+pub use mcp_import::parse_mcp_servers_block;
 pub use models::{ChatModel, ModelWindow};
 pub use notices::Notice;
 pub use providers::{LocalServer, ProviderInfo, ProviderSetup};
@@ -77,7 +81,9 @@ pub struct Options {
     /// Environment lookups (`OPENAI_BASE_URL`, `ENGRAM_HOME`, `ENGRAM_PYTHON` — the interpreter
     /// user tools run in, default `python3` on `PATH` —, `ENGRAM_TOOL_TIMEOUT`, seconds a
     /// user tool may run, default 30, and `ENGRAM_BWRAP`, the bubblewrap program of the tool
-    /// sandbox, default `bwrap` on `PATH`).
+    /// sandbox, default `bwrap` on `PATH`; `ENGRAM_MCP_TIMEOUT`, seconds one MCP request may
+    /// take, default 60; `ENGRAM_MCP_IDLE`, seconds an unused stdio MCP server keeps running,
+    /// default 300).
     pub env: EnvLookup,
 }
 
@@ -141,6 +147,8 @@ pub struct Engram {
     /// What each run in flight streamed so far, for windows that attach late.
     live: live::LiveRuns,
     notices: tokio::sync::broadcast::Sender<Notice>,
+    /// One connection per MCP server, shared by every agent.
+    mcp: Arc<engram_mcp::Hub>,
 }
 
 impl Engram {
@@ -152,13 +160,35 @@ impl Engram {
         let store = Store::open(&home.join(DB_FILE))?;
         let python = Arc::new(python_host(&*options.env, &home));
         let python_from_env = (options.env)("ENGRAM_PYTHON").is_some();
+        let env = options.env.clone();
         let resolver = Arc::new(resolve::Resolver::new(
             store.clone(),
             options.secrets.clone(),
             options.env,
         ));
+        let seconds = |name: &str, default: std::time::Duration| {
+            env(name)
+                .and_then(|t| t.trim().parse::<f64>().ok())
+                .filter(|t| t.is_finite() && *t > 0.0)
+                .map(std::time::Duration::from_secs_f64)
+                .unwrap_or(default)
+        };
+        let mcp = Arc::new(engram_mcp::Hub::new(
+            seconds("ENGRAM_MCP_TIMEOUT", engram_mcp::Hub::DEFAULT_TIMEOUT),
+            seconds("ENGRAM_MCP_IDLE", engram_mcp::Hub::DEFAULT_IDLE),
+        ));
+        let notices = notices::channel();
+        let bridge = Arc::new(mcp::McpBridge {
+            store: store.clone(),
+            secrets: options.secrets.clone(),
+            hub: mcp.clone(),
+            notices: notices.clone(),
+        });
         Ok(Self {
-            runtime: Runtime::new(store.clone(), resolver.clone()).with_python(python.clone()),
+            runtime: Runtime::new(store.clone(), resolver.clone())
+                .with_python(python.clone())
+                .with_mcp(bridge),
+            mcp,
             python,
             python_from_env,
             resolver,
@@ -168,7 +198,7 @@ impl Engram {
             runs: Mutex::new(HashMap::new()),
             next_run: std::sync::atomic::AtomicU64::new(0),
             live: live::LiveRuns::default(),
-            notices: notices::channel(),
+            notices,
         })
     }
 

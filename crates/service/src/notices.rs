@@ -44,6 +44,17 @@ pub enum Notice {
     },
     /// Tools were added, changed or deleted.
     ToolsChanged,
+    /// MCP servers were added, removed, accepted or deactivated.
+    McpServersChanged,
+    /// An MCP server could not be used (down, crashed, too slow); it is restarted on next use.
+    McpServerFailed {
+        /// The server.
+        server_id: engram_core::McpServerId,
+        /// Its name.
+        server: String,
+        /// What went wrong, naming the server.
+        message: String,
+    },
     /// A line of progress while Engram sets up a Python for tools
     /// (`Engram::set_up_tool_python`).
     PythonSetup {

@@ -77,7 +77,14 @@ impl Engram {
     /// Marks a Python tool unavailable (with the reason) when no usable `python3` is found,
     /// or when no sandbox is available and the tool may not run without one. Blocks on first
     /// use while `python3` and the sandbox are looked for.
-    fn with_availability(&self, mut tool: Tool) -> Tool {
+    pub(crate) fn with_availability(&self, mut tool: Tool) -> Tool {
+        if tool.language == ToolLanguage::Mcp {
+            if let Some(reason) = self.mcp_unavailable_reason(&tool) {
+                tool.available = false;
+                tool.unavailable_reason = Some(reason);
+            }
+            return tool;
+        }
         if tool.language != ToolLanguage::Python {
             return tool;
         }
@@ -413,6 +420,7 @@ impl Engram {
             trusted_hash: Some(hash),
             source_hash: None,
             trusted: false,
+            mcp: None,
             created_at: now,
             updated_at: now,
         })

@@ -21,6 +21,7 @@ mod blocks;
 mod calibration;
 mod endpoints;
 mod import;
+mod mcp;
 mod message_pages;
 mod messages;
 mod migrations;

@@ -339,6 +339,25 @@ CREATE TABLE model_prices (
 ) WITHOUT ROWID;
 "#;
 
+/// MCP servers (issue #12): how each server is reached (no secrets: stdio environment values and
+/// bearer tokens live in the OS keychain, only the variable names here), whether the user made
+/// it active (servers from an imported file wait inactive), and where it came from. A tool
+/// offered by a server is a row of `tools` with language 'mcp' and `mcp` naming the server and
+/// the server's own tool name; removing the server removes its tools (done by code, which also
+/// detaches them from agents).
+const MCP_SERVERS: &str = r#"
+CREATE TABLE mcp_servers (
+    id         TEXT PRIMARY KEY NOT NULL,
+    name       TEXT NOT NULL UNIQUE,
+    transport  TEXT NOT NULL,              -- JSON McpTransport
+    active     INTEGER NOT NULL,
+    source     TEXT NOT NULL,              -- 'you' or the imported file's name
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+ALTER TABLE tools ADD COLUMN mcp TEXT;     -- JSON McpToolSource, NULL for other tools
+"#;
+
 /// Every migration, oldest first.
 const MIGRATIONS: &[M<'static>] = &[
     M::up(V1),
@@ -351,6 +370,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(PENDING_TOOL_APPROVALS),
     M::up(TURN_ROLLBACK),
     M::up(MODEL_PRICES),
+    M::up(MCP_SERVERS),
 ];
 
 /// The migration list (exposed to tests so they can validate it).

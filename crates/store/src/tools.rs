@@ -9,7 +9,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 const TOOL_COLS: &str = "id, name, description, json_schema, source_code, language, \
                          return_char_limit, tags, created_at, updated_at, network, \
-                         allow_unsandboxed, origin, trusted_hash";
+                         allow_unsandboxed, origin, trusted_hash, mcp";
 
 fn tool_from_row(r: &Row<'_>) -> rusqlite::Result<Tool> {
     Ok(Tool {
@@ -18,10 +18,10 @@ fn tool_from_row(r: &Row<'_>) -> rusqlite::Result<Tool> {
         description: r.get(2)?,
         json_schema: json(r, 3)?,
         source_code: r.get(4)?,
-        language: if r.get::<_, String>(5)? == "builtin" {
-            ToolLanguage::Builtin
-        } else {
-            ToolLanguage::Python
+        language: match r.get::<_, String>(5)?.as_str() {
+            "builtin" => ToolLanguage::Builtin,
+            "mcp" => ToolLanguage::Mcp,
+            _ => ToolLanguage::Python,
         },
         return_char_limit: sql::uint(r, 6)? as usize,
         tags: json(r, 7)?,
@@ -34,6 +34,9 @@ fn tool_from_row(r: &Row<'_>) -> rusqlite::Result<Tool> {
         trusted_hash: r.get(13)?,
         source_hash: None,
         trusted: false,
+        mcp: r
+            .get::<_, Option<String>>(14)?
+            .and_then(|j| serde_json::from_str(&j).ok()),
         created_at: ts(r, 8)?,
         updated_at: ts(r, 9)?,
     }
@@ -66,13 +69,14 @@ pub(crate) fn upsert(conn: &Connection, tool: &Tool) -> Result<Tool> {
     }
     conn.prepare_cached(&format!(
         "INSERT INTO tools ({TOOL_COLS})
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
          ON CONFLICT (name) DO UPDATE SET description = excluded.description,
              json_schema = excluded.json_schema, source_code = excluded.source_code,
              language = excluded.language, return_char_limit = excluded.return_char_limit,
              tags = excluded.tags, updated_at = excluded.updated_at,
              network = excluded.network, allow_unsandboxed = excluded.allow_unsandboxed,
-             origin = excluded.origin, trusted_hash = excluded.trusted_hash"
+             origin = excluded.origin, trusted_hash = excluded.trusted_hash,
+             mcp = excluded.mcp"
     ))
     .db()?
     .execute(params![
@@ -90,6 +94,7 @@ pub(crate) fn upsert(conn: &Connection, tool: &Tool) -> Result<Tool> {
         t.allow_unsandboxed,
         to_json(&t.origin)?,
         t.trusted_hash,
+        t.mcp.as_ref().map(to_json).transpose()?,
     ])
     .db()?;
     Ok(t.with_trust_computed())

@@ -130,6 +130,7 @@ pub fn builtin_tool(name: &str) -> Option<Tool> {
         trusted_hash: None,
         source_hash: None,
         trusted: true,
+        mcp: None,
         created_at: epoch,
         updated_at: epoch,
     })
@@ -279,6 +280,8 @@ pub struct ToolContext<'a> {
     pub custom: &'a [Tool],
     /// Where user tools run.
     pub python: &'a Arc<PythonHost>,
+    /// Calls tools of MCP servers (`None`: such calls fail, saying so).
+    pub mcp: Option<&'a dyn crate::McpCaller>,
 }
 
 /// Runs one tool call. Never fails: problems become `Failed` results.
@@ -299,7 +302,11 @@ pub async fn execute(ctx: &mut ToolContext<'_>, call: &ToolCall) -> ToolOutput {
                     ctx.agent.tools.join(", ")
                 ))
             } else if let Some(tool) = custom.filter(|_| schema(&call.name).is_none()) {
-                custom::run(ctx, &tool, &call.id, &args).await
+                if tool.language == ToolLanguage::Mcp {
+                    mcp_call(ctx, &tool, &args).await
+                } else {
+                    custom::run(ctx, &tool, &call.id, &args).await
+                }
             } else {
                 dispatch(ctx, call, &args, &mut reply).await
             }
@@ -314,6 +321,26 @@ pub async fn execute(ctx: &mut ToolContext<'_>, call: &ToolCall) -> ToolOutput {
         heartbeat,
         reply,
     }
+}
+
+/// Runs a tool of an MCP server: its arguments (without `request_heartbeat`) go to the server
+/// as they are; the result is cut to the tool's `return_char_limit`.
+async fn mcp_call(ctx: &ToolContext<'_>, tool: &Tool, args: &Args) -> Result<String, String> {
+    let Some(source) = tool.mcp.as_ref() else {
+        return Err(format!("Tool '{}' names no MCP server.", tool.name));
+    };
+    let Some(mcp) = ctx.mcp else {
+        return Err(format!(
+            "Tool '{}' is on MCP server '{}', which this Engram process cannot reach.",
+            tool.name, source.server_name
+        ));
+    };
+    let arguments = match args.without_heartbeat() {
+        Value::Object(map) => map,
+        _ => serde_json::Map::new(),
+    };
+    let text = mcp.call(&ctx.agent.id, source, arguments).await?;
+    Ok(custom::cut(text, tool.return_char_limit))
 }
 
 async fn dispatch(

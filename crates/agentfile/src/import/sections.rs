@@ -227,7 +227,7 @@ fn tool_reason(t: &Value) -> String {
         "letta_sleeptime_core" | "letta_voice_sleeptime_core" => {
             "a sleep-time memory tool Engram does not have".into()
         }
-        "external_mcp" => "an MCP tool: Engram does not connect to MCP servers yet".into(),
+        "external_mcp" => "an MCP tool: its server is stored inactive; accept the server in Settings → MCP servers (or `engram mcp accept`), list its tools and attach them".into(),
         "external_composio" | "external_langchain" => {
             "a tool from an external toolkit Engram does not run".into()
         }
@@ -291,7 +291,7 @@ pub(super) fn inactive(ia: &ImportAgent) -> Vec<Inactive> {
         add(
             InactiveKind::McpServer,
             str_field(&m, "server_name").unwrap_or("?"),
-            "not connected: Engram does not connect to MCP servers yet".into(),
+            "stored inactive: never started until you accept it (Settings → MCP servers, or `engram mcp accept`)".into(),
         );
     }
     let fields = extras.get("agent_fields");

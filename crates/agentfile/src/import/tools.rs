@@ -79,6 +79,7 @@ pub(super) fn user_tool(
         trusted_hash: None,
         source_hash: None,
         trusted: false,
+        mcp: None,
         created_at: opts.now,
         updated_at: opts.now,
     })

@@ -18,6 +18,12 @@ pub(super) enum Intent {
     /// separate tasks" (every quoted phrase).
     AddTasks(Vec<String>),
     DoTasks,
+    /// "use tool NAME with {json}": call that tool once with those arguments (any tool the
+    /// agent has, e.g. an MCP server's), then report its result.
+    UseTool {
+        name: String,
+        args: serde_json::Value,
+    },
     Echo(String),
 }
 
@@ -31,6 +37,15 @@ pub(super) fn parse_intent(user: &str) -> Intent {
             .find(needle)
             .map(|i| clean_tail(&text[i + needle.len()..]))
     };
+    if let Some(rest) = strip_prefix_ci(text, "use tool ") {
+        let (name, args) = rest.split_once(" with ").unwrap_or((rest, "{}"));
+        if let Ok(args @ serde_json::Value::Object(_)) = serde_json::from_str(args.trim()) {
+            return Intent::UseTool {
+                name: name.trim().to_owned(),
+                args,
+            };
+        }
+    }
     if let Some(rest) = strip_prefix_ci(text, "remember that ") {
         return Intent::ArchivalInsert(clean_tail(rest));
     }
@@ -275,6 +290,13 @@ mod tests {
             ])
         );
         assert_eq!(parse_intent("Complete your tasks"), Intent::DoTasks);
+        assert_eq!(
+            parse_intent(r#"use tool files__echo with {"text": "hi"}"#),
+            Intent::UseTool {
+                name: "files__echo".into(),
+                args: serde_json::json!({"text": "hi"})
+            }
+        );
         assert_eq!(
             parse_intent("nice weather"),
             Intent::Echo("nice weather".into())

@@ -4,6 +4,7 @@
 mod agents;
 mod blocks;
 mod edits;
+mod mcp;
 pub(crate) mod messages;
 mod passages;
 mod tools;
@@ -20,6 +21,7 @@ pub(crate) fn all() -> Router<AppState> {
     let blocks_root = get(blocks::list).post(blocks::create);
     let tools_root = get(tools::list).post(tools::upsert).put(tools::upsert);
     let health = get(tools::health);
+    let mcp_root = get(mcp::list).post(mcp::create);
     Router::new()
         .route("/v1/health", health.clone())
         .route("/v1/health/", health)
@@ -118,6 +120,30 @@ pub(crate) fn all() -> Router<AppState> {
             get(blocks::retrieve)
                 .patch(blocks::modify)
                 .delete(blocks::delete),
+        )
+        .route("/v1/mcp-servers", mcp_root.clone())
+        .route("/v1/mcp-servers/", mcp_root)
+        .route(
+            "/v1/mcp-servers/{mcp_server_id}",
+            get(mcp::retrieve).delete(mcp::delete),
+        )
+        .route("/v1/mcp-servers/{mcp_server_id}/tools", get(mcp::tools))
+        .route(
+            "/v1/mcp-servers/{mcp_server_id}/refresh",
+            axum::routing::post(mcp::tools),
+        )
+        .route(
+            "/v1/tools/mcp/servers",
+            get(mcp::list_v01).put(mcp::create_v01),
+        )
+        .route(
+            "/v1/tools/mcp/servers/{name}",
+            axum::routing::delete(mcp::delete_v01),
+        )
+        .route("/v1/tools/mcp/servers/{name}/tools", get(mcp::tools_v01))
+        .route(
+            "/v1/tools/mcp/servers/{name}/{tool}",
+            axum::routing::post(mcp::add_tool_v01),
         )
         .route("/v1/tools", tools_root.clone())
         .route("/v1/tools/", tools_root)

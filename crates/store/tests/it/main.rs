@@ -3,6 +3,7 @@
 mod agents;
 mod blocks;
 mod labels;
+mod mcp;
 mod message_pages;
 mod messages;
 mod paging;

@@ -23,6 +23,7 @@ fn tool(name: &str) -> Tool {
         trusted_hash: None,
         source_hash: None,
         trusted: false,
+        mcp: None,
         created_at: now,
         updated_at: now,
     }

@@ -29,6 +29,7 @@ fn tool(name: &str, body: &str, origin: ToolOrigin, trusted: bool) -> Tool {
         origin,
         source_hash: None,
         trusted: false,
+        mcp: None,
         created_at: now,
         updated_at: now,
     }

@@ -39,6 +39,8 @@ import type {
   SharedBlock,
   TagMatch,
   RunRecord,
+  McpServer,
+  NewMcpServer,
   Template,
   Tool,
   ToolEdit,
@@ -132,6 +134,13 @@ export interface Commands {
   delete_model_price: [{ model: string }, boolean];
   usage_cost: [AgentArg & { run_id?: string }, UsageCost];
   export_agents: [ExportArgs, ExportFile];
+  list_mcp_servers: [undefined, McpServer[]];
+  add_mcp_server: [{ server: NewMcpServer }, McpServer];
+  remove_mcp_server: [{ server: string }, null];
+  set_mcp_server_active: [{ server: string; active: boolean }, McpServer];
+  import_mcp_servers: [{ text: string; source?: string }, McpServer[]];
+  list_mcp_tools: [{ server: string }, Tool[]];
+  stored_mcp_tools: [{ server: string }, Tool[]];
 }
 
 /**

@@ -68,6 +68,9 @@ export type { SharedBlock } from '../bindings/SharedBlock';
 export type { UndoPlan } from '../bindings/UndoPlan';
 
 export type { NewTool } from '../bindings/NewTool';
+export type { McpServer } from '../bindings/McpServer';
+export type { McpTransport } from '../bindings/McpTransport';
+export type { NewMcpServer } from '../bindings/NewMcpServer';
 export type { Template } from '../bindings/Template';
 export type { Tool } from '../bindings/Tool';
 export type { ToolTrial as TryToolResult } from '../bindings/ToolTrial';

@@ -3,4 +3,4 @@
 /**
  * What a tool is written in.
  */
-export type ToolLanguage = "python" | "builtin";
+export type ToolLanguage = "python" | "builtin" | "mcp";

@@ -26,6 +26,7 @@ function tool(over: Partial<Tool>): Tool {
     trusted_hash: null,
     source_hash: null,
     trusted: true,
+    mcp: null,
     created_at: '2026-11-21T10:00:00Z',
     updated_at: '2026-11-21T10:00:00Z',
     ...over,
@@ -134,5 +135,20 @@ describe('ToolsView', () => {
     await vi.waitFor(() => expect(box).toBeChecked());
     await userEvent.click(box);
     expect(calls).toContainEqual(['detach_tool', { agent_id: 'agent-2', tool_id: 'tool-2' }]);
+  });
+
+  it('shows which MCP server a tool comes from, and offers no "Try it" for it', async () => {
+    const echo = tool({
+      id: 'tool-5',
+      name: 'files__echo',
+      language: 'mcp',
+      mcp: { server_id: 'mcp_server-1', server_name: 'files', tool_name: 'echo' },
+    });
+    useFakeBackend({ list_tools: () => [echo], agent_tools: () => [] });
+    render(ToolsView, { agent: agent() });
+    const item = await screen.findByTestId('tool-item');
+    expect(within(item).getByTestId('tool-kind')).toHaveTextContent('MCP: files');
+    expect(within(item).queryByTestId('tool-try-open')).toBeNull();
+    expect(within(item).queryByTestId('tool-review')).toBeNull();
   });
 });

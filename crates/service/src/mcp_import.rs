@@ -1,0 +1,195 @@
+//! MCP servers from elsewhere: the `mcpServers` block Claude Desktop, Jan and Cursor write
+//! (`{"mcpServers": {"name": {"command", "args", "env"} | {"url", "headers"}}}`), and the
+//! `mcp_servers` of a Letta agent file. Both are stored *inactive*: nothing is started or
+//! called until the user accepts the server.
+
+use crate::Engram;
+use engram_core::{Error, McpServer, NewMcpServer, NewMcpTransport, Result};
+use engram_mcp::names;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Reads an `mcpServers` block (with or without the `{"mcpServers": …}` wrapper) into servers
+/// to add, names made valid with [`names::server_name_from`]. An `Authorization: Bearer …`
+/// header becomes the server's token; other headers are not supported and refused.
+///
+/// Errors: `invalid_input` naming the entry that cannot be read (not JSON, neither `command`
+/// nor `url`, an SSE-only server).
+pub fn parse_mcp_servers_block(text: &str) -> Result<Vec<NewMcpServer>> {
+    let v: Value = serde_json::from_str(text)
+        .map_err(|e| Error::invalid(format!("the MCP config is not JSON: {e}")))?;
+    let map = v
+        .get("mcpServers")
+        .or_else(|| v.get("mcp_servers"))
+        .unwrap_or(&v)
+        .as_object()
+        .ok_or_else(|| Error::invalid("expected {\"mcpServers\": {\"name\": {…}}}"))?;
+    map.iter()
+        .map(|(key, entry)| server_from_entry(key, entry))
+        .collect()
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn string_map(v: &Value) -> BTreeMap<String, String> {
+    v.as_object()
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn server_from_entry(key: &str, entry: &Value) -> Result<NewMcpServer> {
+    let bad = |what: &str| Error::invalid(format!("MCP server '{key}': {what}"));
+    let name = names::server_name_from(key);
+    let kind = entry["type"].as_str().unwrap_or_default();
+    if kind == "sse" {
+        return Err(bad(
+            "SSE-only servers are not supported; use the server's streamable-HTTP URL",
+        ));
+    }
+    if let Some(command) = entry["command"].as_str() {
+        return Ok(NewMcpServer {
+            name,
+            transport: NewMcpTransport::Stdio {
+                command: command.to_owned(),
+                args: strings(&entry["args"]),
+                env: string_map(&entry["env"]),
+            },
+        });
+    }
+    let url = entry["url"]
+        .as_str()
+        .or_else(|| entry["serverUrl"].as_str())
+        .ok_or_else(|| bad("neither `command` nor `url`"))?;
+    let mut token = None;
+    for (header, value) in string_map(&entry["headers"]) {
+        match (
+            header.eq_ignore_ascii_case("authorization"),
+            value.strip_prefix("Bearer "),
+        ) {
+            (true, Some(t)) => token = Some(t.trim().to_owned()),
+            _ => {
+                return Err(bad(&format!(
+                    "header '{header}' is not supported (only `Authorization: Bearer …`)"
+                )));
+            }
+        }
+    }
+    Ok(NewMcpServer {
+        name,
+        transport: NewMcpTransport::StreamableHttp {
+            url: url.to_owned(),
+            token,
+        },
+    })
+}
+
+/// A Letta agent file's MCP server entry (`server_name`, `server_type`, `server_url` or
+/// `stdio_config`/`command`), without tokens (files never carry them to us as trusted).
+pub(crate) fn server_from_agent_file(v: &Value) -> Option<NewMcpServer> {
+    let name = names::server_name_from(v["server_name"].as_str().or(v["name"].as_str())?);
+    let stdio = if v["stdio_config"].is_object() {
+        &v["stdio_config"]
+    } else {
+        v
+    };
+    let transport = match stdio["command"].as_str() {
+        Some(command) => NewMcpTransport::Stdio {
+            command: command.to_owned(),
+            args: strings(&stdio["args"]),
+            env: string_map(&stdio["env"]),
+        },
+        None => {
+            if v["server_type"].as_str() == Some("sse") || v["type"].as_str() == Some("sse") {
+                return None;
+            }
+            NewMcpTransport::StreamableHttp {
+                url: v["server_url"].as_str().or(v["url"].as_str())?.to_owned(),
+                token: None,
+            }
+        }
+    };
+    Some(NewMcpServer { name, transport })
+}
+
+impl Engram {
+    /// Stores the servers of an `mcpServers` block (see [`parse_mcp_servers_block`]) as
+    /// *inactive*, recording `source` (e.g. the file's name) as where they came from; the user
+    /// accepts each with [`Engram::set_mcp_server_active`]. A name already taken gets `_2`,
+    /// `_3`…. Returns the stored servers.
+    ///
+    /// Errors: `invalid_input` for an unreadable block or entry (nothing is stored then).
+    pub fn import_mcp_servers(&self, text: &str, source: &str) -> Result<Vec<McpServer>> {
+        let servers = parse_mcp_servers_block(text)?;
+        for s in &servers {
+            crate::mcp::check_new(s)?;
+        }
+        servers
+            .into_iter()
+            .map(|s| self.store_inactive(s, source))
+            .collect()
+    }
+
+    /// Stores one server inactive under a free name.
+    pub(crate) fn store_inactive(&self, mut s: NewMcpServer, source: &str) -> Result<McpServer> {
+        let base = s.name.clone();
+        let mut n = 1;
+        while self.store.find_mcp_server(&s.name).is_ok() {
+            n += 1;
+            let suffix = format!("_{n}");
+            let keep = base.len().min(names::MAX_SERVER_NAME - suffix.len());
+            s.name = format!("{}{suffix}", &base[..keep]);
+        }
+        self.store_mcp_server(s, false, source)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn claude_desktop_blocks_are_read() {
+        let servers = parse_mcp_servers_block(
+            r#"{"mcpServers": {
+                "brave-search": {"command": "npx", "args": ["-y", "@mcp/brave"], "env": {"BRAVE_API_KEY": "k"}},
+                "remote": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer t0k"}}
+            }}"#,
+        )
+        .unwrap();
+        assert_eq!(servers[0].name, "brave_search");
+        assert!(matches!(
+            &servers[0].transport,
+            NewMcpTransport::Stdio { command, args, env }
+                if command == "npx" && args.len() == 2 && env["BRAVE_API_KEY"] == "k"
+        ));
+        assert!(matches!(
+            &servers[1].transport,
+            NewMcpTransport::StreamableHttp { url, token: Some(t) }
+                if url == "https://example.com/mcp" && t == "t0k"
+        ));
+    }
+
+    #[test]
+    fn unreadable_entries_are_refused_by_name() {
+        let e = parse_mcp_servers_block(
+            r#"{"mcpServers": {"x": {"type": "sse", "url": "http://h/sse"}}}"#,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("'x'"), "{e}");
+        let e = parse_mcp_servers_block(r#"{"mcpServers": {"y": {}}}"#).unwrap_err();
+        assert!(e.to_string().contains("neither"), "{e}");
+        assert!(parse_mcp_servers_block("not json").is_err());
+    }
+}
