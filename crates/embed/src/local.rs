@@ -45,7 +45,13 @@ pub struct LocalEmbeddings {
     slot: Arc<Mutex<Slot>>,
     /// Held while loading, so two first calls fetch and load once.
     loading: tokio::sync::Mutex<()>,
+    /// The last failure to fetch or load and when it happened: calls within
+    /// [`RETRY_AFTER`] get it again at once instead of trying the network or disk again.
+    failed: Mutex<Option<(Instant, ProviderError)>>,
 }
+
+/// How long a failure to fetch or load the model is answered from memory.
+pub const RETRY_AFTER: Duration = Duration::from_secs(30);
 
 /// How long the model stays loaded after its last use unless told otherwise.
 pub const DEFAULT_IDLE: Duration = Duration::from_secs(300);
@@ -68,6 +74,7 @@ impl LocalEmbeddings {
                 last_used: Instant::now(),
             })),
             loading: tokio::sync::Mutex::new(()),
+            failed: Mutex::new(None),
         }
     }
 
@@ -86,9 +93,11 @@ impl LocalEmbeddings {
         self.lock().encoder.is_some()
     }
 
-    /// Drops the weights now (they are loaded again on the next call).
+    /// Drops the weights now (they are loaded again on the next call) and forgets an earlier
+    /// failure to load them.
     pub fn unload(&self) {
         self.lock().encoder = None;
+        *self.failed.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Slot> {
@@ -135,13 +144,22 @@ impl LocalEmbeddings {
         if let Some(e) = self.touch() {
             return Ok(e);
         }
-        self.ensure_files().await?;
-        let dir = self.folder();
-        let encoder = tokio::task::spawn_blocking(move || Encoder::load(&dir))
-            .await
-            .map_err(|e| unusable(self.spec, e))?
-            .map_err(|e| unusable(self.spec, e))?;
-        let encoder = Arc::new(encoder);
+        {
+            let failed = self.failed.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((at, e)) = &*failed
+                && at.elapsed() < RETRY_AFTER
+            {
+                return Err(e.clone());
+            }
+        }
+        let encoder = match self.load().await {
+            Ok(e) => Arc::new(e),
+            Err(e) => {
+                *self.failed.lock().unwrap_or_else(|p| p.into_inner()) =
+                    Some((Instant::now(), e.clone()));
+                return Err(e);
+            }
+        };
         {
             let mut slot = self.lock();
             slot.encoder = Some(encoder.clone());
@@ -153,6 +171,15 @@ impl LocalEmbeddings {
             "loaded the built-in embedding model"
         );
         Ok(encoder)
+    }
+
+    async fn load(&self) -> Result<Encoder, ProviderError> {
+        self.ensure_files().await?;
+        let dir = self.folder();
+        tokio::task::spawn_blocking(move || Encoder::load(&dir))
+            .await
+            .map_err(|e| unusable(self.spec, e))?
+            .map_err(|e| unusable(self.spec, e))
     }
 
     fn touch(&self) -> Option<Arc<Encoder>> {

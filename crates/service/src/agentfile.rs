@@ -237,6 +237,11 @@ impl Engram {
             })
             .collect();
         self.notify(crate::Notice::AgentsChanged);
+        // Passages arrive without vectors (or with another model's): fill them in, in the
+        // background; search works by words meanwhile.
+        for agent in &ids.agents {
+            self.spawn_backfill(agent);
+        }
         if !ids.tools.is_empty() {
             self.notify(crate::Notice::ToolsChanged);
         }

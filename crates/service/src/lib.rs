@@ -9,8 +9,10 @@ mod agents;
 mod api_token;
 mod blocks;
 mod chat;
+mod embeddings;
 mod history;
 pub mod letta;
+mod local_model;
 mod memory;
 mod notices;
 mod providers;
@@ -24,10 +26,14 @@ mod trust;
 pub use agentfile::{
     ImportReport, ImportedAgent, ImportedMcpServer, ImportedToolReport, UNNAMED_FILE,
 };
-pub use agents::AgentState;
+pub use agents::{AgentState, DEFAULT_EMBEDDING_SETTING};
 pub use api_token::REST_TOKEN_SECRET;
 pub use chat::RunHandle;
+pub use embeddings::BackfillReport;
 pub use history::{MessagePage, Order};
+pub use local_model::{
+    LOCAL_MODEL_DIR_SETTING, LOCAL_MODEL_IDLE_ENV, LOCAL_MODEL_URL_ENV, LocalModelStatus,
+};
 pub use memory::PassagePage;
 pub use notices::Notice;
 pub use providers::{LocalServer, ProviderInfo, ProviderSetup};
@@ -126,6 +132,8 @@ pub struct Engram {
     runs: Mutex<HashMap<engram_core::AgentId, Vec<(u64, CancellationToken)>>>,
     next_run: std::sync::atomic::AtomicU64,
     notices: tokio::sync::broadcast::Sender<Notice>,
+    /// Agents whose missing vectors are being filled in now (one backfill per agent).
+    backfills: Arc<Mutex<std::collections::HashSet<engram_core::AgentId>>>,
 }
 
 impl Engram {
@@ -137,10 +145,18 @@ impl Engram {
         let store = Store::open(&home.join(DB_FILE))?;
         let python = Arc::new(python_host(&*options.env, &home));
         let python_from_env = (options.env)("ENGRAM_PYTHON").is_some();
+        let notices = notices::channel();
+        let local = local_model::LocalModels::new(
+            home.clone(),
+            store.clone(),
+            options.env.clone(),
+            notices.clone(),
+        );
         let resolver = Arc::new(resolve::Resolver::new(
             store.clone(),
             options.secrets.clone(),
             options.env,
+            local,
         ));
         Ok(Self {
             runtime: Runtime::new(store.clone(), resolver.clone()).with_python(python.clone()),
@@ -152,7 +168,8 @@ impl Engram {
             secrets: options.secrets,
             runs: Mutex::new(HashMap::new()),
             next_run: std::sync::atomic::AtomicU64::new(0),
-            notices: notices::channel(),
+            notices,
+            backfills: Arc::new(Mutex::new(std::collections::HashSet::new())),
         })
     }
 

@@ -20,6 +20,7 @@ mod endpoints;
 mod import;
 mod messages;
 mod migrations;
+mod passage_vectors;
 mod passages;
 pub mod private;
 mod repair;
