@@ -179,10 +179,16 @@ impl Engram {
                 .iter()
                 .any(|p| p.kind == engram_core::EndpointKind::Embedding);
             if let Some(emb) = a.embedding.clone() {
-                let (provider, _) = engram_core::agent::split_handle(&emb.model);
-                if !keeps_embedding_url
-                    && let Err(e) = self.resolver.config(provider, emb.base_url.as_deref())
-                {
+                let (provider, name) = engram_core::agent::split_handle(&emb.model);
+                // A built-in model has no endpoint: usable when Engram knows it.
+                let usable = if provider.eq_ignore_ascii_case(engram_embed::PROVIDER) {
+                    self.resolver.local.get(name).map(|_| ())
+                } else {
+                    self.resolver
+                        .config(provider, emb.base_url.as_deref())
+                        .map(|_| ())
+                };
+                if !keeps_embedding_url && let Err(e) = usable {
                     conv.warnings.push(format!(
                         "{}: embedding model {} is not usable ({e}); archival search uses BM25 only until you set one",
                         a.name, emb.model
