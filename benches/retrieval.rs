@@ -1,13 +1,19 @@
-//! Retrieval quality on the LoCoMo development set, as a report: `cargo bench --bench retrieval`.
+//! Retrieval quality and speed, as a report: `cargo bench --bench retrieval`.
 //!
 //! Every dialog turn of `../shared/eval/locomo-dev/` becomes one archival passage of a fresh
 //! agent (through the real store, in a temp data directory); every question with evidence is
-//! searched; a hit is an evidence turn among the top k. Prints evidence recall@5 and @10,
-//! overall and per question category, and the search latency on this corpus.
+//! searched; a hit is an evidence turn among the top k. Prints evidence recall@5 and @10 for
+//! lexical, vector and hybrid retrieval with the built-in model (all-MiniLM-L6-v2 from
+//! `ENGRAM_LOCAL_MODEL_DIR`, see `.ci/fetch-model.sh`), overall and per question category,
+//! the sweep of the fusion weight, the embedding throughput, and the hybrid search latency at
+//! 100k passages (and 1M with `ENGRAM_BENCH_1M=1`: about 1.6 GB of vectors on disk).
 
+use engram_core::{NewAgent, NewPassage, TagMatch};
+use engram_store::PassageQuery;
 use engram_suite::Home;
-use engram_suite::locomo::{self, Recall};
-use std::time::Instant;
+use engram_suite::locomo::{self, Ranked, Recall};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 const CATEGORIES: [(u64, &str); 5] = [
     (1, "multi-hop"),
@@ -17,47 +23,234 @@ const CATEGORIES: [(u64, &str); 5] = [
     (5, "adversarial"),
 ];
 
-fn main() {
-    let dir = locomo::dev_set_dir();
-    let conversations = locomo::load(&dir);
+/// The store's fusion (`search::fuse`), replayed offline to sweep its weight.
+fn fused(r: &Ranked, lexical_weight: f64) -> Vec<(String, f64)> {
+    let best = r.lexical.iter().map(|x| x.1).fold(0.0, f64::max);
+    let mut order: Vec<String> = Vec::new();
+    let mut m: HashMap<String, f64> = HashMap::new();
+    let sides = [
+        (&r.lexical, lexical_weight, best),
+        (&r.vector, 1.0 - lexical_weight, 1.0),
+    ];
+    for (ranking, w, scale) in sides {
+        for (d, s) in ranking {
+            let e = m.entry(d.clone()).or_insert_with(|| {
+                order.push(d.clone());
+                0.0
+            });
+            if scale > 0.0 {
+                *e += w * (s / scale).clamp(0.0, 1.0);
+            }
+        }
+    }
+    let mut v: Vec<(String, f64)> = order.into_iter().map(|d| (d.clone(), m[&d])).collect();
+    v.sort_by(|a, b| b.1.total_cmp(&a.1));
+    v
+}
+
+/// Equal-weight reciprocal-rank fusion (k = 60), for comparison.
+fn rrf(r: &Ranked) -> Vec<(String, f64)> {
+    let mut order: Vec<String> = Vec::new();
+    let mut m: HashMap<String, f64> = HashMap::new();
+    for ranking in [&r.lexical, &r.vector] {
+        for (i, (d, _)) in ranking.iter().enumerate() {
+            let e = m.entry(d.clone()).or_insert_with(|| {
+                order.push(d.clone());
+                0.0
+            });
+            *e += 1.0 / (61.0 + i as f64);
+        }
+    }
+    let mut v: Vec<(String, f64)> = order.into_iter().map(|d| (d.clone(), m[&d])).collect();
+    v.sort_by(|a, b| b.1.total_cmp(&a.1));
+    v
+}
+
+fn row(name: &str, r: &Recall) {
+    let cats: Vec<String> = CATEGORIES
+        .iter()
+        .map(|(c, _)| format!("{:.3}", r.category_at(*c, 5)))
+        .collect();
+    println!(
+        "| {name} | **{:.3}** | {:.3} | {} |",
+        r.at(5),
+        r.at(10),
+        cats.join(" | ")
+    );
+}
+
+fn dev_set() {
+    let conversations = locomo::load(&locomo::dev_set_dir());
     if conversations.is_empty() {
-        println!(
-            "no development set at {}; nothing to measure",
-            dir.display()
-        );
+        println!("no development set at {}", locomo::dev_set_dir().display());
         return;
     }
-    let turns: usize = conversations.iter().map(|c| c.turns.len()).sum();
-    let home = Home::new();
+    let dir = engram_suite::model::model_dir();
+    let encoder = engram_embed::Encoder::load(&dir).expect("load the model");
+    let turns: Vec<String> = conversations
+        .iter()
+        .flat_map(|c| c.turns.iter().map(|(_, t)| t.clone()))
+        .collect();
     let started = Instant::now();
-    let recall: Recall = locomo::measure_lexical(&home.engram, &conversations, &[5, 10]);
-    let elapsed = started.elapsed();
-
+    let vectors = encoder.embed(&turns).expect("embed");
+    let took = started.elapsed().as_secs_f64();
     println!(
-        "LoCoMo development set: {} conversations, {turns} turns, {} questions\n",
+        "embedding the {} dev-set turns: {took:.1} s ({:.0} passages/s, {} threads available)\n",
+        vectors.len(),
+        vectors.len() as f64 / took,
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    let by_text: HashMap<&str, &Vec<f32>> = turns
+        .iter()
+        .map(String::as_str)
+        .zip(vectors.iter())
+        .collect();
+    let home = Home::new();
+    let ranked = locomo::rank_both(&home.engram, &conversations, 50, &|texts| {
+        let missing: Vec<String> = texts
+            .iter()
+            .filter(|t| !by_text.contains_key(t.as_str()))
+            .cloned()
+            .collect();
+        let fresh = encoder.embed(&missing).expect("embed");
+        let fresh: HashMap<&str, &Vec<f32>> = missing
+            .iter()
+            .map(String::as_str)
+            .zip(fresh.iter())
+            .collect();
+        texts
+            .iter()
+            .map(|t| {
+                by_text
+                    .get(t.as_str())
+                    .or_else(|| fresh.get(t.as_str()))
+                    .map(|v| (*v).clone())
+                    .expect("a vector per text")
+            })
+            .collect()
+    });
+    println!(
+        "LoCoMo development set: {} conversations, {} turns, {} questions\n",
         conversations.len(),
-        recall.questions
+        turns.len(),
+        ranked.len()
     );
-    println!("| retrieval | recall@5 | recall@10 |");
-    println!("|---|---|---|");
+    let ks = [5, 10];
     println!(
-        "| lexical (BM25, stop words out, neighbour smoothing) | {:.3} | {:.3} |",
-        recall.at(5),
-        recall.at(10)
+        "| retrieval | recall@5 | recall@10 | multi-hop@5 | temporal@5 | open-domain@5 | single-hop@5 | adversarial@5 |"
     );
-    println!("\n| category | questions | lexical recall@5 | recall@10 |");
-    println!("|---|---|---|---|");
-    for (c, name) in CATEGORIES {
-        let n = recall.by_category.get(&c).map_or(0, |(n, _)| *n);
-        println!(
-            "| {c} {name} | {n} | {:.3} | {:.3} |",
-            recall.category_at(c, 5),
-            recall.category_at(c, 10)
+    println!("|---|---|---|---|---|---|---|---|");
+    let lexical = locomo::recall_of(&ranked, &ks, &|r| r.lexical.clone());
+    row(
+        "lexical (BM25, stop words out, neighbour smoothing)",
+        &lexical,
+    );
+    row(
+        "vector (all-MiniLM-L6-v2, cosine)",
+        &locomo::recall_of(&ranked, &ks, &|r| r.vector.clone()),
+    );
+    row(
+        "equal-weight RRF (k = 60), for comparison",
+        &locomo::recall_of(&ranked, &ks, &rrf),
+    );
+    let hybrid = locomo::recall_of(&ranked, &ks, &|r| r.hybrid.clone());
+    row("**hybrid, as the store searches**", &hybrid);
+    println!("\nfusion weight sweep (score = w · lexical share of best + (1 − w) · cosine):\n");
+    println!(
+        "| lexical weight w | recall@5 | recall@10 | multi-hop@5 | temporal@5 | open-domain@5 | single-hop@5 | adversarial@5 |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for w in [0.3, 0.4, 0.5, 0.6, 0.7, 0.8] {
+        row(
+            &format!("{w}"),
+            &locomo::recall_of(&ranked, &ks, &|r| fused(r, w)),
         );
     }
+    println!();
+}
+
+/// A deterministic unit vector of `dims` components.
+fn unit_vector(seed: u64, dims: usize) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let v: Vec<f32> = (0..dims)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % 2001) as f32 / 1000.0 - 1.0
+        })
+        .collect();
+    let n = v.iter().map(|a| a * a).sum::<f32>().sqrt();
+    v.into_iter().map(|a| a / n).collect()
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize].as_secs_f64() * 1e3
+}
+
+/// Hybrid search latency with `n` passages of 384-dimensional vectors (brute force).
+fn scale(n: u64) {
+    let home = Home::new();
+    let agent = home
+        .engram
+        .create_agent(NewAgent {
+            name: "Scale".into(),
+            ..NewAgent::default()
+        })
+        .expect("agent")
+        .agent
+        .id;
+    let store = home.engram.store();
+    let words = [
+        "garden", "tulips", "harbour", "terrier", "report", "lisbon", "coffee", "music", "river",
+        "bicycle", "painting", "museum", "recipe", "holiday", "school", "camping",
+    ];
+    for chunk in (0..n).collect::<Vec<_>>().chunks(5_000) {
+        let batch: Vec<NewPassage> = chunk
+            .iter()
+            .map(|&i| NewPassage {
+                text: format!(
+                    "note {i} about the {} and the {} near the {}",
+                    words[(i % 16) as usize],
+                    words[(i / 16 % 16) as usize],
+                    words[(i / 256 % 16) as usize]
+                ),
+                embedding: Some(unit_vector(i, 384)),
+                ..NewPassage::default()
+            })
+            .collect();
+        store.insert_passages(&agent, &batch).expect("insert");
+    }
+    let mut times = Vec::new();
+    for i in 0..40u64 {
+        let q = PassageQuery {
+            query: format!(
+                "{} {}",
+                words[(i % 16) as usize],
+                words[(i * 7 % 16) as usize]
+            ),
+            tag_match: TagMatch::Any,
+            top_k: 5,
+            embedding: Some(unit_vector(1_000_000_000 + i, 384)),
+            ..PassageQuery::default()
+        };
+        let started = Instant::now();
+        std::hint::black_box(store.search_passages(&agent, &q).expect("search"));
+        times.push(started.elapsed());
+    }
+    times.sort();
     println!(
-        "\nstore + search of the whole set: {:.2} s ({:.2} ms per question, insert included)",
-        elapsed.as_secs_f64(),
-        elapsed.as_secs_f64() * 1e3 / recall.questions.max(1) as f64
+        "| hybrid search, {n} passages, 384-dim vectors, brute force | {:.1} ms | {:.1} ms |",
+        percentile(&times, 0.5),
+        percentile(&times, 0.95)
     );
+}
+
+fn main() {
+    dev_set();
+    println!("| measure | p50 | p95 |\n|---|---|---|");
+    scale(100_000);
+    if std::env::var_os("ENGRAM_BENCH_1M").is_some() {
+        scale(1_000_000);
+    }
 }

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 pub use engram_agent::RunOutcome;
 
 pub mod locomo;
+pub mod model;
 pub mod rest;
 
 /// A data directory that disappears with the value, and the engine opened on it.
@@ -124,6 +125,21 @@ impl Default for Home {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// Opens the engine on `dir` with an in-memory keychain and only the environment variables
+/// in `vars`.
+pub fn open_with_env(dir: &Path, vars: &[(&str, &str)]) -> Engram {
+    let vars: Vec<(String, String)> = vars
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    Engram::open(Options {
+        home: Some(dir.to_owned()),
+        secrets: Arc::new(MemoryStore::default()),
+        env: Arc::new(move |k| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())),
+    })
+    .expect("open engram")
 }
 
 /// Opens the engine on `dir` with `secrets` and no environment.

@@ -183,3 +183,132 @@ pub fn measure_lexical(engram: &Engram, conversations: &[Conversation], ks: &[us
     }
     recall
 }
+
+/// One searched question with the rankings the retrievers gave it (evidence `dia_id`s first
+/// to last), for trying fusions without searching again.
+pub struct Ranked {
+    /// LoCoMo's category.
+    pub category: u64,
+    /// The evidence turns.
+    pub evidence: Vec<String>,
+    /// Lexical ranking (`dia_id`s and scores, best first).
+    pub lexical: Vec<(String, f64)>,
+    /// Vector ranking (`dia_id`s and cosine similarities, best first).
+    pub vector: Vec<(String, f64)>,
+    /// The store's hybrid ranking (text and query vector together), best first.
+    pub hybrid: Vec<(String, f64)>,
+}
+
+impl Ranked {
+    /// Whether an evidence turn is among the first `k` of `ranking`.
+    pub fn hit(&self, ranking: &[(String, f64)], k: usize) -> bool {
+        ranking
+            .iter()
+            .take(k)
+            .any(|(d, _)| self.evidence.iter().any(|e| e == d))
+    }
+}
+
+/// Evidence recall at each of `ks` of the ranking `pick` chooses, overall and per category.
+pub fn recall_of(
+    ranked: &[Ranked],
+    ks: &[usize],
+    pick: &dyn Fn(&Ranked) -> Vec<(String, f64)>,
+) -> Recall {
+    let mut recall = Recall::default();
+    for r in ranked {
+        let ranking = pick(r);
+        recall.questions += 1;
+        let category = recall.by_category.entry(r.category).or_default();
+        category.0 += 1;
+        for &k in ks {
+            if r.hit(&ranking, k) {
+                *recall.hits.entry(k).or_default() += 1;
+                *category.1.entry(k).or_default() += 1;
+            }
+        }
+    }
+    recall
+}
+
+/// Stores each conversation's turns with their vectors (`embed` gives one per text) as
+/// passages of a fresh agent and ranks every question lexically, by vector alone and by the
+/// store's hybrid search, `depth` deep.
+pub fn rank_both(
+    engram: &Engram,
+    conversations: &[Conversation],
+    depth: usize,
+    embed: &dyn Fn(&[String]) -> Vec<Vec<f32>>,
+) -> Vec<Ranked> {
+    let store = engram.store();
+    let mut out = Vec::new();
+    for conv in conversations {
+        let agent: AgentId = engram
+            .create_agent(NewAgent {
+                name: format!("LoCoMo {}", conv.name),
+                ..NewAgent::default()
+            })
+            .expect("create agent")
+            .agent
+            .id;
+        let texts: Vec<String> = conv.turns.iter().map(|(_, t)| t.clone()).collect();
+        let vectors = embed(&texts);
+        let vector_of: BTreeMap<String, Vec<f32>> = conv
+            .turns
+            .iter()
+            .map(|(dia, _)| dia.clone())
+            .zip(vectors.iter().cloned())
+            .collect();
+        let passages: Vec<NewPassage> = texts
+            .into_iter()
+            .zip(vectors)
+            .map(|(text, v)| NewPassage {
+                text,
+                embedding: Some(v),
+                ..NewPassage::default()
+            })
+            .collect();
+        let stored = store.insert_passages(&agent, &passages).expect("insert");
+        let dia_of: BTreeMap<_, _> = stored
+            .iter()
+            .zip(&conv.turns)
+            .map(|(p, (dia, _))| (p.id.clone(), dia.clone()))
+            .collect();
+        let questions: Vec<String> = conv.questions.iter().map(|q| q.text.clone()).collect();
+        let qvecs = embed(&questions);
+        for (q, qv) in conv.questions.iter().zip(qvecs) {
+            let search = |query: &str, embedding: Option<Vec<f32>>| {
+                store
+                    .search_passages(
+                        &agent,
+                        &PassageQuery {
+                            query: query.to_owned(),
+                            top_k: depth,
+                            embedding,
+                            ..PassageQuery::default()
+                        },
+                    )
+                    .expect("search")
+                    .into_iter()
+                    .map(|h| (dia_of[&h.passage.id].clone(), h.score))
+                    .collect::<Vec<_>>()
+            };
+            // The store's vector-only order, scored by the cosine itself (unit vectors).
+            let vector = search("", Some(qv.clone()))
+                .into_iter()
+                .map(|(dia, _)| {
+                    let cos: f32 = vector_of[&dia].iter().zip(&qv).map(|(a, b)| a * b).sum();
+                    (dia, f64::from(cos))
+                })
+                .collect();
+            out.push(Ranked {
+                category: q.category,
+                evidence: q.evidence.clone(),
+                lexical: search(&q.text, None),
+                vector,
+                hybrid: search(&q.text, Some(qv)),
+            });
+        }
+    }
+    out
+}

@@ -41,23 +41,38 @@ pub type EventSink = tokio::sync::mpsc::UnboundedSender<RunEvent>;
 
 /// An embedding model bound to a model name.
 pub struct Embedder {
-    /// The provider client.
+    /// The provider client for stored text (retries 429/5xx as configured).
     pub model: Arc<dyn EmbeddingModel>,
+    /// The client for search queries: no retries, so an outage turns a search into a
+    /// lexical one at once instead of after seconds of backoff.
+    pub query_model: Arc<dyn EmbeddingModel>,
     /// The provider's model name (without the `provider/` prefix).
     pub name: String,
 }
 
 impl Embedder {
-    /// Embeds one text.
+    /// Embeds one text to be stored.
     pub async fn embed_one(&self, text: &str) -> std::result::Result<Vec<f32>, ProviderError> {
-        let mut vectors = self.model.embed(&self.name, &[text.to_owned()]).await?;
-        vectors.pop().ok_or_else(|| {
-            ProviderError::new(
-                engram_core::error::ProviderFault::BadResponse,
-                "the embedding server returned no vector",
-            )
-        })
+        first(self.model.embed(&self.name, &[text.to_owned()]).await?)
     }
+
+    /// Embeds a search query (no retries; see [`Embedder::query_model`]).
+    pub async fn embed_query(&self, text: &str) -> std::result::Result<Vec<f32>, ProviderError> {
+        first(
+            self.query_model
+                .embed(&self.name, &[text.to_owned()])
+                .await?,
+        )
+    }
+}
+
+fn first(mut vectors: Vec<Vec<f32>>) -> std::result::Result<Vec<f32>, ProviderError> {
+    vectors.pop().ok_or_else(|| {
+        ProviderError::new(
+            engram_core::error::ProviderFault::BadResponse,
+            "the embedding server returned no vector",
+        )
+    })
 }
 
 /// Turns an agent's model settings into clients (the service implements this with the

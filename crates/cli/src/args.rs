@@ -10,6 +10,11 @@ pub struct Cli {
     /// Data directory (default: $ENGRAM_HOME, else the platform data dir).
     #[arg(long, global = true, value_name = "DIR")]
     pub home: Option<PathBuf>,
+    /// A folder with the built-in embedding model's weights (config.json, tokenizer.json,
+    /// model.safetensors) to use instead of downloading them, for this run
+    /// (`engram embedding local-dir` keeps one).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub model_dir: Option<PathBuf>,
     /// What to do; without one, chat with the most recent agent (creating one if none exist).
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -31,6 +36,9 @@ pub enum Command {
     /// Recall memory: search the conversation history.
     #[command(subcommand)]
     Recall(RecallCmd),
+    /// The built-in embedding model: status, download, a local weights folder, the default.
+    #[command(subcommand)]
+    Embedding(crate::embedding::EmbeddingCmd),
     /// Configure model providers (keys go to the OS keychain).
     #[command(subcommand)]
     Provider(ProviderCmd),
@@ -102,9 +110,15 @@ pub enum AgentCmd {
         /// Loop style.
         #[arg(long = "loop", value_enum, default_value = "tool-loop")]
         loop_style: LoopArg,
-        /// Embedding model handle for archival search, e.g. openai/text-embedding-3-small.
+        /// Embedding model handle for archival and recall search, e.g. local/all-minilm-l6-v2
+        /// (built in, the default), openai/text-embedding-3-small, ollama/nomic-embed-text, or
+        /// none (search by words only).
         #[arg(long)]
         embedding: Option<String>,
+        /// The embedding server's base URL (e.g. http://127.0.0.1:11434/v1); stored with the
+        /// agent. Default: the provider's, written down when the agent is created.
+        #[arg(long, value_name = "URL")]
+        embedding_base_url: Option<String>,
     },
     /// List agents.
     List {
@@ -254,6 +268,12 @@ pub enum ArchivalCmd {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// Embed the passages that have no vector yet (imported, stored during an embedding
+    /// outage, or after a model change); resumable.
+    Backfill {
+        /// Agent id.
+        agent: String,
     },
 }
 

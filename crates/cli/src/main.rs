@@ -1,8 +1,28 @@
 //! `engram`: the command-line transport. Each subcommand parses, calls one service method and
 //! prints; errors print one line and exit non-zero.
 
+/// Every line the CLI prints goes through [`terminal::out`], so a closed pipe
+/// (`engram agent show | head`) ends the command quietly instead of panicking.
+macro_rules! println {
+    () => {
+        $crate::terminal::out(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::terminal::out(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// Like `println!` without the newline (see there).
+#[allow(unused_macros)]
+macro_rules! print {
+    ($($arg:tt)*) => {
+        $crate::terminal::out(format_args!($($arg)*))
+    };
+}
+
 mod approval;
 mod args;
+mod embedding;
 mod mcp;
 mod repl;
 mod serve;
@@ -63,7 +83,19 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<()> {
-    let engram = Arc::new(Engram::open(Options::from_env(cli.home))?);
+    let mut options = Options::from_env(cli.home);
+    if let Some(dir) = cli.model_dir {
+        let dir = std::path::absolute(dir)?.display().to_string();
+        let env = options.env.clone();
+        options.env = Arc::new(move |k| {
+            if k == engram_embed::MODEL_DIR_ENV {
+                Some(dir.clone())
+            } else {
+                env(k)
+            }
+        });
+    }
+    let engram = Arc::new(Engram::open(options)?);
     if let Err(e) = engram_server::tool_api::install(&engram) {
         eprintln!("warning: tools cannot call Engram's API back: {e}");
     }
@@ -93,6 +125,7 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Memory(cmd) => memory(&engram, cmd),
         Command::Archival(cmd) => archival(&engram, cmd).await,
         Command::Recall(cmd) => recall(&engram, cmd),
+        Command::Embedding(cmd) => embedding::embedding(&engram, cmd).await,
         Command::Provider(cmd) => provider(&engram, cmd).await,
         Command::Serve(args) => serve::run(engram, args).await,
         Command::Tool(cmd) => tools::tool(&engram, cmd),
@@ -194,7 +227,11 @@ fn agent(engram: &Engram, cmd: AgentCmd) -> Result<()> {
             blocks,
             loop_style,
             embedding,
+            embedding_base_url,
         } => {
+            let no_embedding = embedding
+                .as_deref()
+                .is_some_and(|m| m.trim().eq_ignore_ascii_case("none"));
             let system = system
                 .map(|path| {
                     std::fs::read_to_string(&path)
@@ -225,10 +262,19 @@ fn agent(engram: &Engram, cmd: AgentCmd) -> Result<()> {
                 name: name.unwrap_or_default(),
                 system,
                 llm,
-                embedding: embedding.map(|model| EmbeddingConfig {
-                    model,
-                    base_url: None,
-                }),
+                embedding: match (embedding, embedding_base_url) {
+                    (Some(m), _) if m.trim().eq_ignore_ascii_case("none") => None,
+                    (None, None) => None,
+                    (model, base_url) => Some(EmbeddingConfig {
+                        model: model
+                            .map_or_else(
+                                || engram.default_embedding().map(|d| d.map(|c| c.model)),
+                                |m| Ok(Some(m)),
+                            )?
+                            .ok_or_else(|| anyhow!("--embedding-base-url needs --embedding"))?,
+                        base_url,
+                    }),
+                },
                 loop_style: match loop_style {
                     LoopArg::Classic => LoopStyle::Classic,
                     LoopArg::ToolLoop => LoopStyle::ToolLoop,
@@ -240,6 +286,13 @@ fn agent(engram: &Engram, cmd: AgentCmd) -> Result<()> {
                 Some(t) => engram.create_agent_from_template(&t, new)?,
                 None => engram.create_agent(new)?,
             };
+            if no_embedding && state.agent.embedding.is_some() {
+                let patch = engram_core::AgentPatch {
+                    embedding: Some(None),
+                    ..Default::default()
+                };
+                engram.update_agent(&state.agent.id, &patch)?;
+            }
             println!("{}", state.agent.id);
         }
         AgentCmd::List { json } => {
@@ -431,10 +484,13 @@ fn memory(engram: &Engram, cmd: MemoryCmd) -> Result<()> {
 async fn archival(engram: &Engram, cmd: ArchivalCmd) -> Result<()> {
     match cmd {
         ArchivalCmd::Add { agent, text, tags } => {
-            let p = engram
-                .add_passage(&AgentId::from(agent), &text, tags)
-                .await?;
+            let agent = AgentId::from(agent);
+            let add = engram.add_passage(&agent, &text, tags);
+            let p = embedding::with_progress(engram, add).await?;
             println!("{}", p.id);
+        }
+        ArchivalCmd::Backfill { agent } => {
+            embedding::backfill(engram, &AgentId::from(agent)).await?;
         }
         ArchivalCmd::List {
             agent,
@@ -482,16 +538,10 @@ async fn archival(engram: &Engram, cmd: ArchivalCmd) -> Result<()> {
             top_k,
             json,
         } => {
-            let hits = engram
-                .search_archival(
-                    &AgentId::from(agent),
-                    &query,
-                    tags,
-                    TagMatch::Any,
-                    (None, None),
-                    top_k,
-                )
-                .await?;
+            let agent = AgentId::from(agent);
+            let search =
+                engram.search_archival(&agent, &query, tags, TagMatch::Any, (None, None), top_k);
+            let hits = embedding::with_progress(engram, search).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&hits)?);
             }

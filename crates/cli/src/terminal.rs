@@ -6,6 +6,21 @@
 //! here (serde_json already escapes C0 characters and the JSON stays exact).
 
 use std::borrow::Cow;
+use std::io::Write;
+
+/// Writes to stdout. A reader that went away (`engram agent show | head`) ends the process
+/// quietly with success — what it wanted has been read — instead of a panic; any other write
+/// error ends it with a message.
+pub fn out(args: std::fmt::Arguments<'_>) {
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout.write_fmt(args).and_then(|()| stdout.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("error: cannot write to stdout: {e}");
+        std::process::exit(1);
+    }
+}
 
 fn is_control(c: char) -> bool {
     (c.is_control() && c != '\n' && c != '\t')

@@ -179,10 +179,16 @@ impl Engram {
                 .iter()
                 .any(|p| p.kind == engram_core::EndpointKind::Embedding);
             if let Some(emb) = a.embedding.clone() {
-                let (provider, _) = engram_core::agent::split_handle(&emb.model);
-                if !keeps_embedding_url
-                    && let Err(e) = self.resolver.config(provider, emb.base_url.as_deref())
-                {
+                let (provider, name) = engram_core::agent::split_handle(&emb.model);
+                // A built-in model has no endpoint: usable when Engram knows it.
+                let usable = if provider.eq_ignore_ascii_case(engram_embed::PROVIDER) {
+                    self.resolver.local.get(name).map(|_| ())
+                } else {
+                    self.resolver
+                        .config(provider, emb.base_url.as_deref())
+                        .map(|_| ())
+                };
+                if !keeps_embedding_url && let Err(e) = usable {
                     conv.warnings.push(format!(
                         "{}: embedding model {} is not usable ({e}); archival search uses BM25 only until you set one",
                         a.name, emb.model
@@ -251,6 +257,11 @@ impl Engram {
             }
         }
         self.notify(crate::Notice::AgentsChanged);
+        // Passages arrive without vectors (or with another model's): fill them in, in the
+        // background; search works by words meanwhile.
+        for agent in &ids.agents {
+            self.spawn_backfill(agent);
+        }
         if !ids.tools.is_empty() {
             self.notify(crate::Notice::ToolsChanged);
         }

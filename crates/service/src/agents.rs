@@ -5,8 +5,8 @@ use engram_agent::tools::default_tools;
 use engram_agent::{calibrate, prompts, window};
 use engram_core::agent::DEFAULT_MAX_STEPS;
 use engram_core::{
-    Agent, AgentId, AgentPatch, Block, BlockId, Error, LlmConfig, LoopStyle, NewAgent, NewBlock,
-    Result,
+    Agent, AgentId, AgentPatch, Block, BlockId, EmbeddingConfig, Error, LlmConfig, LoopStyle,
+    NewAgent, NewBlock, Result,
 };
 use serde::{Deserialize, Serialize};
 
@@ -14,6 +14,10 @@ use serde::{Deserialize, Serialize};
 pub const FALLBACK_MODEL: &str = "openai/gpt-4o-mini";
 /// The settings key holding the default model handle.
 pub const DEFAULT_MODEL_SETTING: &str = "default_model";
+/// The settings key holding the embedding model new agents get (`none`: no embedding model,
+/// archival search by words alone); unset means [`engram_embed::DEFAULT_MODEL`], the built-in
+/// local model.
+pub const DEFAULT_EMBEDDING_SETTING: &str = "default_embedding";
 
 /// An agent with its core memory.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ts_rs::TS)]
@@ -28,11 +32,15 @@ pub struct AgentState {
 
 impl Engram {
     /// Creates an agent, filling what `new` leaves out: Engram's default instructions for the
-    /// loop style, the default model, the built-in tools of the loop style, and `persona` /
-    /// `human` blocks when no blocks are given at all.
+    /// loop style, the default model, the default embedding model (the built-in
+    /// `local/all-minilm-l6-v2` unless the `default_embedding` setting says otherwise), the
+    /// built-in tools of the loop style, and `persona` / `human` blocks when no blocks are
+    /// given at all. A remote embedding model's base URL is written into the agent as it
+    /// resolves now, so its text never goes to another host later.
     ///
     /// Errors: `invalid_input` for an empty name, an unknown tool or a bad block; `conflict` for
     /// duplicate labels; `not_found` for an unknown block id to attach;
+    /// `provider_not_configured` for an embedding model whose provider is unknown;
     /// `context_window_too_small` when the model's context window cannot hold the agent
     /// (details: `{model, needed, offered}` in tokens).
     pub fn create_agent(&self, new: NewAgent) -> Result<AgentState> {
@@ -60,7 +68,10 @@ impl Engram {
             description: new.description,
             system,
             llm,
-            embedding: new.embedding,
+            embedding: match new.embedding {
+                Some(cfg) => Some(self.resolver.pin_embedding(cfg)?),
+                None => self.default_embedding()?,
+            },
             loop_style: new.loop_style,
             max_steps: new.max_steps.unwrap_or(DEFAULT_MAX_STEPS).max(1),
             tools,
@@ -102,7 +113,9 @@ impl Engram {
         })
     }
 
-    /// Changes an agent's settings.
+    /// Changes an agent's settings. A new embedding model (or endpoint) has its base URL
+    /// written down as on creation; the passages' old vectors are forgotten and re-embedded in
+    /// the background (search uses words meanwhile; chat is not held up).
     ///
     /// Errors: `not_found`, `invalid_input`; `context_window_too_small` when a new model,
     /// context window, instructions or tool list would not fit the model's context window
@@ -132,7 +145,24 @@ impl Engram {
             }
             self.check_window(&planned, &self.store.agent_blocks(id)?)?;
         }
-        let agent = self.store.update_agent(id, patch)?;
+        let mut patch = patch.clone();
+        let before = match &patch.embedding {
+            Some(new) => {
+                let before = self.store.get_agent(id)?.embedding;
+                if let Some(cfg) = new {
+                    patch.embedding = Some(Some(self.resolver.pin_embedding(cfg.clone())?));
+                }
+                Some(before)
+            }
+            None => None,
+        };
+        let agent = self.store.update_agent(id, &patch)?;
+        if let Some(before) = before
+            && before != agent.embedding
+        {
+            self.store.clear_passage_vectors(id)?;
+            self.spawn_backfill(id);
+        }
         self.notify(Notice::AgentChanged {
             agent_id: id.clone(),
         });
@@ -182,6 +212,37 @@ impl Engram {
             _ => None,
         }
         .unwrap_or_else(|| FALLBACK_MODEL.to_owned()))
+    }
+
+    /// The embedding model new agents get: the `default_embedding` setting (`none` for
+    /// none), else the built-in [`engram_embed::DEFAULT_MODEL`].
+    pub fn default_embedding(&self) -> Result<Option<EmbeddingConfig>> {
+        let handle = self
+            .store
+            .get_setting(DEFAULT_EMBEDDING_SETTING)?
+            .unwrap_or_else(|| engram_embed::DEFAULT_MODEL.to_owned());
+        if handle.trim().is_empty() || handle.trim().eq_ignore_ascii_case("none") {
+            return Ok(None);
+        }
+        self.resolver
+            .pin_embedding(EmbeddingConfig {
+                model: handle.trim().to_owned(),
+                base_url: None,
+            })
+            .map(Some)
+    }
+
+    /// Sets the embedding model new agents get (`none` for none). Errors: `invalid_input` for
+    /// an unknown built-in model or a provider that is not configured.
+    pub fn set_default_embedding(&self, handle: &str) -> Result<()> {
+        let handle = handle.trim();
+        if !handle.eq_ignore_ascii_case("none") {
+            self.resolver.pin_embedding(EmbeddingConfig {
+                model: handle.to_owned(),
+                base_url: None,
+            })?;
+        }
+        self.store.set_setting(DEFAULT_EMBEDDING_SETTING, handle)
     }
 
     /// Sets the model handle new agents get.

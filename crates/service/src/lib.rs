@@ -11,10 +11,12 @@ mod approval;
 mod blocks;
 mod chat;
 mod context_view;
+mod embeddings;
 mod export;
 mod history;
 pub mod letta;
 mod live;
+mod local_model;
 mod mcp;
 mod mcp_import;
 mod memory;
@@ -33,15 +35,19 @@ mod turns;
 pub use agentfile::{
     ImportReport, ImportedAgent, ImportedMcpServer, ImportedToolReport, UNNAMED_FILE,
 };
-pub use agents::AgentState;
+pub use agents::{AgentState, DEFAULT_EMBEDDING_SETTING};
 pub use api_token::REST_TOKEN_SECRET;
 pub use chat::RunHandle;
 pub use context_view::{ContextMessage, ContextTool, ContextView};
+pub use embeddings::BackfillReport;
 pub use engram_store::{AgentList, BlockList, PassageList, PassagePage};
 pub use engram_store::{Compaction, MessageWindow, WindowAt};
 pub use export::{ExportFile, ExportFormat};
 pub use history::{MAX_PAGE, MessagePage, Order};
 pub use live::RunAttachment;
+pub use local_model::{
+    LOCAL_MODEL_DIR_SETTING, LOCAL_MODEL_IDLE_ENV, LOCAL_MODEL_URL_ENV, LocalModelStatus,
+};
 pub use mcp::ADDED_BY_USER;
 pub use mcp_import::parse_mcp_servers_block;
 pub use models::{ChatModel, ModelWindow};
@@ -149,6 +155,8 @@ pub struct Engram {
     notices: tokio::sync::broadcast::Sender<Notice>,
     /// One connection per MCP server, shared by every agent.
     mcp: Arc<engram_mcp::Hub>,
+    /// Agents whose missing vectors are being filled in now (one backfill per agent).
+    backfills: Arc<Mutex<std::collections::HashSet<engram_core::AgentId>>>,
 }
 
 impl Engram {
@@ -161,10 +169,18 @@ impl Engram {
         let python = Arc::new(python_host(&*options.env, &home));
         let python_from_env = (options.env)("ENGRAM_PYTHON").is_some();
         let env = options.env.clone();
+        let notices = notices::channel();
+        let local = local_model::LocalModels::new(
+            home.clone(),
+            store.clone(),
+            options.env.clone(),
+            notices.clone(),
+        );
         let resolver = Arc::new(resolve::Resolver::new(
             store.clone(),
             options.secrets.clone(),
             options.env,
+            local,
         ));
         let seconds = |name: &str, default: std::time::Duration| {
             env(name)
@@ -177,7 +193,6 @@ impl Engram {
             seconds("ENGRAM_MCP_TIMEOUT", engram_mcp::Hub::DEFAULT_TIMEOUT),
             seconds("ENGRAM_MCP_IDLE", engram_mcp::Hub::DEFAULT_IDLE),
         ));
-        let notices = notices::channel();
         let bridge = Arc::new(mcp::McpBridge {
             store: store.clone(),
             secrets: options.secrets.clone(),
@@ -199,6 +214,7 @@ impl Engram {
             next_run: std::sync::atomic::AtomicU64::new(0),
             live: live::LiveRuns::default(),
             notices,
+            backfills: Arc::new(Mutex::new(std::collections::HashSet::new())),
         })
     }
 

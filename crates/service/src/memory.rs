@@ -87,8 +87,9 @@ impl Engram {
     }
 
     /// Stores a passage in the agent's archival memory, embedded when the agent has an
-    /// embedding model. Errors: `invalid_input` for empty text; provider errors when embedding
-    /// fails (nothing is stored then).
+    /// embedding model. An embedding outage never loses the passage: it is stored without a
+    /// vector (a `EmbeddingsUnavailable` notice says so) and backfilled later.
+    /// Errors: `invalid_input` for empty text; `not_found` for the agent.
     pub async fn add_passage(
         &self,
         agent: &AgentId,
@@ -110,10 +111,11 @@ impl Engram {
         if text.trim().is_empty() {
             return Err(Error::invalid("a passage needs text"));
         }
-        let embedding = match self.embedder_for(agent)? {
-            Some(e) => Some(e.embed_one(text).await?),
-            None => None,
-        };
+        self.store.get_agent(agent)?;
+        let embedding = self
+            .vectors_for_storing(agent, &[text.to_owned()])
+            .await?
+            .and_then(|mut v| v.pop());
         let new = NewPassage {
             text: text.to_owned(),
             tags,
@@ -152,7 +154,9 @@ impl Engram {
     }
 
     /// Searches archival memory as the agent's tool does (BM25, fused with vectors when the
-    /// agent has an embedding model; filters before the limit).
+    /// agent has an embedding model; filters before the limit). When the embedding model
+    /// cannot embed the query the search answers by words alone at once, after an
+    /// `EmbeddingsUnavailable` notice.
     pub async fn search_archival(
         &self,
         agent: &AgentId,
@@ -162,10 +166,8 @@ impl Engram {
         range: (Option<Timestamp>, Option<Timestamp>),
         top_k: usize,
     ) -> Result<Vec<PassageHit>> {
-        let embedding = match self.embedder_for(agent)? {
-            Some(e) if !query.trim().is_empty() => Some(e.embed_one(query).await?),
-            _ => None,
-        };
+        self.store.get_agent(agent)?;
+        let embedding = self.query_vector(agent, query).await;
         let q = PassageQuery {
             query: query.to_owned(),
             tags,

@@ -55,6 +55,39 @@ pub enum Notice {
         /// What went wrong, naming the server.
         message: String,
     },
+    /// Progress of the first-use download of a built-in embedding model's weights (bytes over
+    /// all its files; `done_bytes == total_bytes` when the last file is verified).
+    ModelDownload {
+        /// The model handle, e.g. `local/all-minilm-l6-v2`.
+        model: String,
+        /// The file being fetched.
+        file: String,
+        /// Bytes present so far.
+        #[ts(type = "number")]
+        done_bytes: u64,
+        /// Bytes of all files.
+        #[ts(type = "number")]
+        total_bytes: u64,
+    },
+    /// The agent's embedding model could not be used: passages were stored without a vector
+    /// (to be backfilled) or a search answered by words alone. `message` says why and what to do.
+    EmbeddingsUnavailable {
+        /// The agent.
+        agent_id: AgentId,
+        /// Why, for people.
+        message: String,
+    },
+    /// Progress of filling in missing vectors of an agent's passages and messages.
+    EmbeddingBackfill {
+        /// The agent.
+        agent_id: AgentId,
+        /// Rows embedded so far in this backfill.
+        #[ts(type = "number")]
+        done: u64,
+        /// Rows that had no vector when it started.
+        #[ts(type = "number")]
+        total: u64,
+    },
     /// A line of progress while Engram sets up a Python for tools
     /// (`Engram::set_up_tool_python`).
     PythonSetup {

@@ -3,6 +3,7 @@
 //! the secret store's own `OPENAI_API_KEY` / `ANTHROPIC_API_KEY` override).
 
 use crate::EnvLookup;
+use crate::local_model::LocalModels;
 use engram_agent::{Embedder, ModelResolver};
 use engram_core::agent::split_handle;
 use engram_core::error::ProviderFault;
@@ -27,15 +28,87 @@ pub(crate) struct Resolver {
     store: Store,
     secrets: Arc<dyn SecretStore>,
     env: EnvLookup,
+    pub(crate) local: LocalModels,
 }
 
 impl Resolver {
-    pub(crate) fn new(store: Store, secrets: Arc<dyn SecretStore>, env: EnvLookup) -> Self {
+    pub(crate) fn new(
+        store: Store,
+        secrets: Arc<dyn SecretStore>,
+        env: EnvLookup,
+        local: LocalModels,
+    ) -> Self {
         Self {
             store,
             secrets,
             env,
+            local,
         }
+    }
+
+    fn embedder_with(&self, cfg: &EmbeddingConfig) -> Result<Embedder> {
+        let (provider, name) = split_handle(&cfg.model);
+        if provider.eq_ignore_ascii_case(engram_embed::PROVIDER) {
+            if cfg.base_url.is_some() {
+                return Err(Error::invalid(format!(
+                    "{} runs inside Engram and takes no base URL",
+                    cfg.model
+                )));
+            }
+            let model: Arc<dyn engram_providers::EmbeddingModel> = self.local.get(name)?;
+            return Ok(Embedder {
+                query_model: model.clone(),
+                model,
+                name: name.to_owned(),
+            });
+        }
+        let config = self.config(provider, cfg.base_url.as_deref())?;
+        let mut once = config.clone();
+        once.retry.max_retries = 0;
+        let model = engram_providers::embedding_model(config).map_err(provider_error)?;
+        let query_model = engram_providers::embedding_model(once).map_err(provider_error)?;
+        Ok(Embedder {
+            model,
+            query_model,
+            name: name.to_owned(),
+        })
+    }
+
+    /// `cfg` with its endpoint written down: a remote model's base URL as it resolves now
+    /// (the agent's own, else `OPENAI_BASE_URL` or the stored provider's), so the agent keeps
+    /// sending its text to that host whatever changes later. Built-in models have none.
+    /// Errors: what to configure when the provider is unknown.
+    pub(crate) fn pin_embedding(&self, mut cfg: EmbeddingConfig) -> Result<EmbeddingConfig> {
+        let (provider, _) = split_handle(&cfg.model);
+        if provider.eq_ignore_ascii_case(engram_embed::PROVIDER) {
+            self.embedder_with(&cfg)?;
+            return Ok(cfg);
+        }
+        if cfg.base_url.is_none() {
+            let row = match self.store.get_provider(provider) {
+                Ok(row) => row.base_url,
+                Err(Error::NotFound { .. }) => None,
+                Err(e) => return Err(e),
+            };
+            let env_base = (provider == "openai")
+                .then(|| (self.env)("OPENAI_BASE_URL"))
+                .flatten();
+            cfg.base_url = Some(
+                env_base
+                    .or(row)
+                    .or_else(|| engram_providers::default_base_url(provider).map(str::to_owned))
+                    .ok_or_else(|| {
+                        Error::provider(
+                            ProviderFault::NotConfigured,
+                            format!(
+                                "no provider named '{provider}' for the embedding model: add it with \
+                                 `engram provider set {provider} --base-url URL` or give the agent an embedding base URL"
+                            ),
+                        )
+                    })?,
+            );
+        }
+        Ok(cfg)
     }
 
     /// The connection settings for `provider`, with `base_override` (an agent's own base URL)
@@ -182,13 +255,7 @@ impl ModelResolver for Resolver {
     }
 
     fn embedder(&self, cfg: &EmbeddingConfig) -> Result<Embedder> {
-        let (provider, name) = split_handle(&cfg.model);
-        let config = self.config(provider, cfg.base_url.as_deref())?;
-        let model = engram_providers::embedding_model(config).map_err(provider_error)?;
-        Ok(Embedder {
-            model,
-            name: name.to_owned(),
-        })
+        self.embedder_with(cfg)
     }
 }
 

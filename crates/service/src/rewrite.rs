@@ -96,11 +96,12 @@ impl Engram {
     }
 
     /// Changes a passage's text and/or tags (Letta's passage modify). A new text is embedded
-    /// again when the agent has an embedding model, before anything is written (if embedding
-    /// fails, nothing changes); text, tags and vector are written in one transaction.
+    /// again when the agent has an embedding model, before anything is written; text, tags
+    /// and vector are written in one transaction.
     ///
-    /// Errors: `not_found` (agent or passage); `invalid_input` for blank text; provider
-    /// errors from embedding.
+    /// Errors: `not_found` (agent or passage); `invalid_input` for blank text. An embedding
+    /// outage is not an error: the passage keeps its new text without a vector (a notice says
+    /// so) until the backfill embeds it.
     pub async fn edit_passage(
         &self,
         agent: &AgentId,
@@ -109,8 +110,13 @@ impl Engram {
         tags: Option<Vec<String>>,
     ) -> Result<Passage> {
         self.store.get_agent(agent)?;
-        let embedding = match (text, self.embedder_for(agent)?) {
-            (Some(t), Some(e)) if !t.trim().is_empty() => Some(e.embed_one(t).await?),
+        // New text gets a new vector; if the model cannot give one now, the old vector is
+        // dropped (it described the old text) and the backfill fills it in later.
+        let embedding = match text {
+            Some(t) if !t.trim().is_empty() => self
+                .vectors_for_storing(agent, &[t.to_owned()])
+                .await?
+                .and_then(|mut v| v.pop()),
             _ => None,
         };
         let p =

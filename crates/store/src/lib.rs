@@ -27,6 +27,7 @@ mod messages;
 mod migrations;
 mod model_windows;
 mod passage_list;
+mod passage_vectors;
 mod passages;
 mod prices;
 pub mod private;

@@ -7,7 +7,7 @@
 
 use crate::Store;
 use crate::agents;
-use crate::search::{self, FtsQuery, Neighbours, RRF_K, fts_query};
+use crate::search::{self, FtsQuery, Neighbours, fts_query};
 use crate::sql::{self, DbResult, json, ts};
 use engram_core::{
     AgentId, Error, NewPassage, Passage, PassageHit, PassageId, Result, StepId, TagMatch, Timestamp,
@@ -372,9 +372,15 @@ impl Store {
         })
     }
 
-    /// Searches the agent's archival memory (see [`PassageQuery`]). Scores: negated BM25
-    /// smoothed over neighbouring passages (each hit lends half its score to the passages
-    /// written just before and after it) without an embedding, 0 for a blank query, the RRF score with an embedding.
+    /// Searches the agent's archival memory (see [`PassageQuery`]).
+    ///
+    /// Scores are relevance in `0..=1`, comparable between lexical and hybrid searches: a
+    /// lexical hit's BM25 score (smoothed over neighbouring passages: each hit lends half its
+    /// score to the passages written just before and after it) as a share of the best hit's;
+    /// with a query embedding, that blended with the cosine similarity (see
+    /// `search::fuse`; passages without a vector of the query's dimension count only by their
+    /// words); a vector-only search (blank text) gives the cosine itself; a blank search
+    /// without an embedding lists the newest passages with score 0.
     ///
     /// Errors: `NotFound("agent")`; `Invalid` for an empty or non-finite query embedding.
     pub fn search_passages(&self, agent: &AgentId, q: &PassageQuery) -> Result<Vec<PassageHit>> {
@@ -387,19 +393,27 @@ impl Store {
             if q.top_k == 0 {
                 return Ok(Vec::new());
             }
-            let ranking: Ranking = match &q.embedding {
-                None => text_ranking(c, agent, q, &fts, q.top_k)?,
-                Some(v) => {
+            let ranking: Ranking = match (&q.embedding, &fts) {
+                (None, FtsQuery::Match(_)) => {
+                    search::relative(&text_ranking(c, agent, q, &fts, q.top_k)?)
+                }
+                (None, _) => text_ranking(c, agent, q, &fts, q.top_k)?,
+                (Some(v), _) => {
                     // Fusion needs more than top_k candidates from each side: a passage ranked
                     // 8th by both can beat one ranked 1st by only one of them.
                     let pool = q.top_k.saturating_mul(4).max(50);
                     let text = match fts {
-                        FtsQuery::Match(_) => text_ranking(c, agent, q, &fts, pool)?,
+                        FtsQuery::Match(_) => {
+                            search::relative(&text_ranking(c, agent, q, &fts, pool)?)
+                        }
                         FtsQuery::Blank | FtsQuery::NoTerms => Vec::new(),
                     };
                     let vector = vector_ranking(c, agent, q, v, pool)?;
-                    let keys = |r: Ranking| r.into_iter().map(|(pk, _)| pk).collect::<Vec<_>>();
-                    let mut fused = search::rrf(&[keys(text), keys(vector)], RRF_K);
+                    let mut fused = if text.is_empty() {
+                        vector
+                    } else {
+                        search::fuse(&text, &vector, search::LEXICAL_WEIGHT)
+                    };
                     fused.truncate(q.top_k);
                     fused
                 }

@@ -20,13 +20,20 @@ pub(super) async fn insert(ctx: &mut ToolContext<'_>, args: &Args) -> Result<Str
         return Err("Argument 'content' is empty; nothing to save.".into());
     }
     let tags = args.opt_strings("tags")?;
-    let embedding = match ctx.embedder {
-        Some(e) => Some(
-            e.embed_one(content)
-                .await
-                .map_err(|err| format!("Could not embed the passage: {err}"))?,
-        ),
-        None => None,
+    // An embedding outage never loses the passage: it is stored without a vector, found by
+    // its words now and by meaning once its vector is backfilled.
+    let (embedding, note) = match ctx.embedder {
+        Some(e) => match e.embed_one(content).await {
+            Ok(v) => (Some(v), ""),
+            Err(err) => {
+                tracing::warn!(%err, "storing a passage without a vector");
+                (
+                    None,
+                    " (The embedding model is unavailable; it is searchable by its words until its vector is filled in.)",
+                )
+            }
+        },
+        None => (None, ""),
     };
     ctx.passages.push(NewPassage {
         text: content.to_owned(),
@@ -34,7 +41,7 @@ pub(super) async fn insert(ctx: &mut ToolContext<'_>, args: &Args) -> Result<Str
         embedding,
         created_at: Some(ctx.now),
     });
-    Ok("Saved to archival memory.".into())
+    Ok(format!("Saved to archival memory.{note}"))
 }
 
 /// `archival_memory_search(query, tags?, tag_match_mode?, top_k?, start_datetime?, end_datetime?)`:
@@ -55,12 +62,15 @@ pub(super) async fn search(ctx: &mut ToolContext<'_>, args: &Args) -> Result<Str
         .opt_int("top_k")?
         .unwrap_or(DEFAULT_TOP_K as i64)
         .clamp(1, MAX_TOP_K as i64) as usize;
+    // Without the embedding model the search still answers, by words alone.
     let embedding = match ctx.embedder {
-        Some(e) if !query.trim().is_empty() => Some(
-            e.embed_one(&query)
-                .await
-                .map_err(|err| format!("Could not embed the query: {err}"))?,
-        ),
+        Some(e) if !query.trim().is_empty() => match e.embed_query(&query).await {
+            Ok(v) => Some(v),
+            Err(err) => {
+                tracing::warn!(%err, "archival search by words alone");
+                None
+            }
+        },
         _ => None,
     };
     let q = PassageQuery {

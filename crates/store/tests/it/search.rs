@@ -289,7 +289,7 @@ fn date_filters_apply_in_sql() {
 }
 
 #[test]
-fn embeddings_change_the_ranking_by_rrf() {
+fn embeddings_change_the_ranking_by_fusion_on_one_score_scale() {
     let (_dir, store) = temp_store();
     let (a, _) = create(&store, "a");
     let ps = vec![
@@ -331,6 +331,12 @@ fn embeddings_change_the_ranking_by_rrf() {
         )
         .unwrap();
     assert_eq!(bm25[0].passage.text, "rust rust rust borrow checker");
+    // Lexical scores are shares of the best hit: 1 for the best, less for the rest.
+    assert_eq!(bm25[0].score, 1.0);
+    assert!(
+        bm25[1..].iter().all(|h| h.score > 0.0 && h.score < 1.0),
+        "{bm25:?}"
+    );
 
     let q = PassageQuery {
         query: "rust".into(),
@@ -344,11 +350,19 @@ fn embeddings_change_the_ranking_by_rrf() {
         "first by vector, second by BM25"
     );
     assert!(fused.windows(2).all(|w| w[0].score >= w[1].score));
+    // 0.7 × the lexical share + 0.3 × the cosine: on the same 0..1 scale as lexical scores.
+    let cos = 1.0 / 1.01f64.sqrt();
+    let lexical_share = bm25
+        .iter()
+        .find(|h| h.passage.text == "rust and ownership")
+        .unwrap()
+        .score;
     assert!(
-        (fused[0].score - (1.0 / 61.0 + 1.0 / 62.0)).abs() < 1e-9,
+        (fused[0].score - (0.7 * lexical_share + 0.3 * cos)).abs() < 1e-6,
         "{}",
         fused[0].score
     );
+    assert!(fused.iter().all(|h| (0.0..=1.0).contains(&h.score)));
     assert!(
         fused
             .iter()
@@ -363,6 +377,10 @@ fn embeddings_change_the_ranking_by_rrf() {
     };
     let hits = store.search_passages(&a.id, &near).unwrap();
     assert_eq!(hits[0].passage.text, "rust and ownership");
+    assert!(
+        (hits[0].score - 1.0 / 1.01f64.sqrt()).abs() < 1e-6,
+        "the cosine itself"
+    );
     assert_eq!(hits.len(), 4);
 }
 

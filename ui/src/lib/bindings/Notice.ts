@@ -33,7 +33,43 @@ server: string,
 /**
  * What went wrong, naming the server.
  */
-message: string, } | { "type": "python_setup", 
+message: string, } | { "type": "model_download", 
+/**
+ * The model handle, e.g. `local/all-minilm-l6-v2`.
+ */
+model: string, 
+/**
+ * The file being fetched.
+ */
+file: string, 
+/**
+ * Bytes present so far.
+ */
+done_bytes: number, 
+/**
+ * Bytes of all files.
+ */
+total_bytes: number, } | { "type": "embeddings_unavailable", 
+/**
+ * The agent.
+ */
+agent_id: AgentId, 
+/**
+ * Why, for people.
+ */
+message: string, } | { "type": "embedding_backfill", 
+/**
+ * The agent.
+ */
+agent_id: AgentId, 
+/**
+ * Rows embedded so far in this backfill.
+ */
+done: number, 
+/**
+ * Rows that had no vector when it started.
+ */
+total: number, } | { "type": "python_setup", 
 /**
  * What the setup (or pip) just said.
  */

@@ -1,0 +1,174 @@
+//! `engram embedding …` and `engram archival backfill`: the built-in embedding model (status,
+//! download ahead of first use, a local weights folder, the default for new agents) and
+//! filling in missing vectors, with progress on stderr.
+
+use crate::terminal::safe;
+use anyhow::Result;
+use clap::Subcommand;
+use engram_core::AgentId;
+use engram_service::{Engram, Notice};
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(Subcommand)]
+pub enum EmbeddingCmd {
+    /// Show where a built-in model's weights are and whether it is loaded.
+    Status {
+        /// The model.
+        #[arg(default_value = engram_embed::DEFAULT_MODEL)]
+        model: String,
+    },
+    /// Download a built-in model's weights now (checked against pinned SHA-256 digests).
+    Fetch {
+        /// The model.
+        #[arg(default_value = engram_embed::DEFAULT_MODEL)]
+        model: String,
+    },
+    /// Use weights from a folder (config.json, tokenizer.json, model.safetensors) instead of
+    /// downloading them: for offline installs. Without a folder, shows the setting.
+    LocalDir {
+        /// The folder.
+        dir: Option<PathBuf>,
+        /// Go back to downloading into the data directory.
+        #[arg(long, conflicts_with = "dir")]
+        clear: bool,
+    },
+    /// Show or set the embedding model new agents get (`none`: search by words only).
+    Default {
+        /// A handle such as local/all-minilm-l6-v2, openai/text-embedding-3-small or none.
+        model: Option<String>,
+    },
+}
+
+pub async fn embedding(engram: &Engram, cmd: EmbeddingCmd) -> Result<()> {
+    match cmd {
+        EmbeddingCmd::Status { model } => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&engram.local_model_status(&model)?)?
+            );
+        }
+        EmbeddingCmd::Fetch { model } => {
+            let status = with_progress(engram, engram.fetch_local_model(&model)).await?;
+            println!("{} ready in {}", status.model, safe(&status.dir));
+        }
+        EmbeddingCmd::LocalDir { dir, clear } => {
+            if clear {
+                engram.set_local_model_dir(None)?;
+            } else if let Some(dir) = dir {
+                let dir = std::path::absolute(&dir)?;
+                engram.set_local_model_dir(Some(&dir))?;
+            }
+            let status = engram.local_model_status(engram_embed::DEFAULT_MODEL)?;
+            let whose = if status.user_folder {
+                "your folder"
+            } else {
+                "download cache"
+            };
+            println!("{} ({whose})", safe(&status.dir));
+        }
+        EmbeddingCmd::Default { model } => {
+            if let Some(m) = model {
+                engram.set_default_embedding(&m)?;
+            }
+            match engram.default_embedding()? {
+                Some(cfg) => println!(
+                    "{}{}",
+                    safe(&cfg.model),
+                    cfg.base_url
+                        .map(|u| format!(" at {}", safe(&u)))
+                        .unwrap_or_default()
+                ),
+                None => println!("none"),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `engram archival backfill AGENT`.
+pub async fn backfill(engram: &Engram, agent: &AgentId) -> Result<()> {
+    let report = with_progress(engram, engram.backfill_embeddings(agent)).await?;
+    println!(
+        "embedded {} passages; {} still without a vector",
+        report.embedded, report.remaining
+    );
+    Ok(())
+}
+
+/// Runs `work` while showing the engine's notices that matter on a terminal: download and
+/// backfill progress as one updating line, and embedding outages as warnings (stderr).
+pub async fn with_progress<T>(engram: &Engram, work: impl Future<Output = T>) -> T {
+    let mut notices = engram.notices();
+    let mut line = false;
+    tokio::pin!(work);
+    loop {
+        tokio::select! {
+            biased;
+            n = notices.recv() => match n {
+                Ok(n) => show(n, &mut line),
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(_) => return work.await,
+            },
+            out = &mut work => {
+                // What was announced just before the work finished.
+                while let Ok(n) = notices.try_recv() {
+                    show(n, &mut line);
+                }
+                return out;
+            }
+        }
+    }
+}
+
+fn show(n: Notice, line: &mut bool) {
+    match n {
+        Notice::ModelDownload {
+            model,
+            done_bytes,
+            total_bytes,
+            ..
+        } => {
+            bar(
+                &format!("downloading {model}"),
+                done_bytes,
+                total_bytes,
+                1e6,
+                "MB",
+            );
+            *line = done_bytes < total_bytes;
+        }
+        Notice::EmbeddingBackfill { done, total, .. } => {
+            bar("embedding passages", done, total, 1.0, "");
+            *line = done < total;
+        }
+        Notice::EmbeddingsUnavailable { message, .. } => {
+            if std::mem::take(line) {
+                eprintln!();
+            }
+            eprintln!("warning: {}", safe(&message));
+        }
+        _ => {}
+    }
+}
+
+fn bar(what: &str, done: u64, total: u64, unit: f64, unit_name: &str) {
+    let pct = if total == 0 {
+        100.0
+    } else {
+        done as f64 * 100.0 / total as f64
+    };
+    let filled = (pct / 5.0) as usize;
+    let mut err = std::io::stderr().lock();
+    let _ = write!(
+        err,
+        "\r{what} [{:<20}] {:.1}/{:.1}{unit_name} {pct:>3.0}%",
+        "#".repeat(filled.min(20)),
+        done as f64 / unit,
+        total as f64 / unit,
+    );
+    if done >= total {
+        let _ = writeln!(err);
+    }
+    let _ = err.flush();
+}

@@ -1,0 +1,30 @@
+//! Engram's built-in embedding model: a small sentence encoder that runs in-process, so
+//! semantic memory needs no key, no server and no network after the first use.
+//!
+//! - [`catalog`]: the known models, where their files live and their pinned SHA-256 digests.
+//! - [`fetch`]: first-use download with progress, resume and checksum refusal.
+//! - [`encoder`]: the model (BERT via `candle-transformers`, WordPiece via `tokenizers`),
+//!   mean pooling and normalisation as sentence-transformers does it.
+//! - [`local`]: the model behind the providers' `EmbeddingModel` interface, loaded lazily and
+//!   unloaded after idle.
+//!
+//! Agents name it `local/<model>` (e.g. `local/all-minilm-l6-v2`).
+
+pub mod catalog;
+pub mod encoder;
+pub mod fetch;
+pub mod local;
+
+pub use catalog::{ALL_MINILM_L6_V2, LocalModelSpec};
+pub use encoder::Encoder;
+pub use local::{LocalEmbeddings, WeightsSource};
+
+/// The provider handle of built-in models: `local/all-minilm-l6-v2`.
+pub const PROVIDER: &str = "local";
+
+/// The embedding model new agents get unless told otherwise.
+pub const DEFAULT_MODEL: &str = "local/all-minilm-l6-v2";
+
+/// The environment variable naming a folder that holds a built-in model's weights
+/// (`config.json`, `tokenizer.json`, `model.safetensors`); when set, nothing is downloaded.
+pub const MODEL_DIR_ENV: &str = "ENGRAM_LOCAL_MODEL_DIR";

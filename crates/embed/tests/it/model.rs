@@ -1,0 +1,124 @@
+use crate::model_dir;
+use engram_embed::{ALL_MINILM_L6_V2, Encoder, LocalEmbeddings, WeightsSource};
+use engram_providers::EmbeddingModel;
+use std::time::Duration;
+
+fn cos(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+#[test]
+fn paraphrases_are_closer_than_unrelated_text() {
+    let enc = Encoder::load(&model_dir()).unwrap();
+    assert_eq!(enc.dimension(), 384);
+    let texts: Vec<String> = [
+        "my dog",
+        "Bob loves boston terriers",
+        "The quarterly tax report is due on Friday",
+        "",
+    ]
+    .map(String::from)
+    .to_vec();
+    let v = enc.embed(&texts).unwrap();
+    assert_eq!(v.len(), 4);
+    for x in &v {
+        assert_eq!(x.len(), 384);
+        let n: f32 = x.iter().map(|a| a * a).sum::<f32>().sqrt();
+        assert!((n - 1.0).abs() < 1e-4, "not unit length: {n}");
+    }
+    let dog_terrier = cos(&v[0], &v[1]);
+    let dog_tax = cos(&v[0], &v[2]);
+    assert!(
+        dog_terrier > dog_tax + 0.1,
+        "dog~terrier {dog_terrier} vs dog~tax {dog_tax}"
+    );
+}
+
+#[test]
+fn a_text_embeds_the_same_alone_and_in_a_padded_batch() {
+    let enc = Encoder::load(&model_dir()).unwrap();
+    let short = "tulips bloom in April".to_owned();
+    let long =
+        "a much longer sentence about the garden, the weather, and what grows where in spring"
+            .to_owned();
+    let alone = enc.embed(std::slice::from_ref(&short)).unwrap();
+    let batch = enc.embed(&[long, short]).unwrap();
+    let sim = cos(&alone[0], &batch[1]);
+    assert!(sim > 0.9999, "padding changed the vector: cos {sim}");
+}
+
+#[test]
+fn a_damaged_weights_file_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["config.json", "tokenizer.json"] {
+        std::fs::copy(model_dir().join(f), dir.path().join(f)).unwrap();
+    }
+    let missing = Encoder::load(dir.path()).err().unwrap().to_string();
+    assert!(missing.contains("model.safetensors"), "{missing}");
+    let real = std::fs::read(model_dir().join("model.safetensors")).unwrap();
+    std::fs::write(
+        dir.path().join("model.safetensors"),
+        &real[..real.len() / 2],
+    )
+    .unwrap();
+    let damaged = Encoder::load(dir.path()).err().unwrap().to_string();
+    assert!(damaged.contains("model.safetensors"), "{damaged}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_loads_on_first_use_and_unloads_when_idle() {
+    let local = LocalEmbeddings::new(
+        &ALL_MINILM_L6_V2,
+        WeightsSource::Folder(model_dir()),
+        Duration::from_millis(300),
+        None,
+    );
+    assert!(!local.is_loaded());
+    let v = local
+        .embed("all-minilm-l6-v2", &["hello".to_owned()])
+        .await
+        .unwrap();
+    assert_eq!(v[0].len(), 384);
+    assert!(local.is_loaded());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while local.is_loaded() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!local.is_loaded(), "still loaded after being idle");
+    // And it comes back on the next call.
+    let again = local
+        .embed("all-minilm-l6-v2", &["hello".to_owned()])
+        .await
+        .unwrap();
+    assert_eq!(again, v);
+    let wrong = local
+        .embed("bge-small", &["x".to_owned()])
+        .await
+        .unwrap_err();
+    assert!(
+        wrong.message.contains("not a built-in"),
+        "{}",
+        wrong.message
+    );
+}
+
+#[tokio::test]
+async fn a_folder_without_weights_says_which_file_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let local = LocalEmbeddings::new(
+        &ALL_MINILM_L6_V2,
+        WeightsSource::Folder(dir.path().to_owned()),
+        Duration::from_secs(60),
+        None,
+    );
+    let e = local
+        .embed("all-minilm-l6-v2", &["x".to_owned()])
+        .await
+        .unwrap_err();
+    assert!(e.message.contains("config.json"), "{}", e.message);
+    assert!(
+        e.message.contains("local/all-minilm-l6-v2"),
+        "{}",
+        e.message
+    );
+}

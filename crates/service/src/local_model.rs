@@ -1,0 +1,198 @@
+//! The built-in embedding models (`local/<model>`) as the service provides them: one shared,
+//! lazily loaded instance per model; weights from the user's folder when one is set (the
+//! `ENGRAM_LOCAL_MODEL_DIR` environment variable or the `embedding.local_model_dir` setting),
+//! else downloaded once into `<data dir>/models/<model>` with progress as a [`Notice`].
+
+use crate::{EnvLookup, Notice};
+use engram_core::error::ProviderFault;
+use engram_core::{Error, Result};
+use engram_embed::fetch::Progress;
+use engram_embed::{LocalEmbeddings, LocalModelSpec, WeightsSource};
+use engram_store::Store;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Settings key of a folder holding the built-in model's weights (offline installs).
+pub const LOCAL_MODEL_DIR_SETTING: &str = "embedding.local_model_dir";
+
+/// The environment variable that replaces the download URL of the built-in model's files
+/// (`{url}/{file}`), for mirrors and tests.
+pub const LOCAL_MODEL_URL_ENV: &str = "ENGRAM_LOCAL_MODEL_URL";
+
+/// The environment variable with the seconds an idle model stays loaded (default 300).
+pub const LOCAL_MODEL_IDLE_ENV: &str = "ENGRAM_LOCAL_MODEL_IDLE_SECS";
+
+pub(crate) struct LocalModels {
+    home: PathBuf,
+    store: Store,
+    env: EnvLookup,
+    notices: tokio::sync::broadcast::Sender<Notice>,
+    loaded: Mutex<HashMap<&'static str, (WeightsSource, Arc<LocalEmbeddings>)>>,
+}
+
+impl LocalModels {
+    pub(crate) fn new(
+        home: PathBuf,
+        store: Store,
+        env: EnvLookup,
+        notices: tokio::sync::broadcast::Sender<Notice>,
+    ) -> Self {
+        Self {
+            home,
+            store,
+            env,
+            notices,
+            loaded: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Where the weights of `spec` come from now.
+    pub(crate) fn source(&self, spec: &LocalModelSpec) -> Result<WeightsSource> {
+        let folder = (self.env)(engram_embed::MODEL_DIR_ENV)
+            .or(self.store.get_setting(LOCAL_MODEL_DIR_SETTING)?)
+            .filter(|d| !d.trim().is_empty());
+        Ok(match folder {
+            Some(dir) => WeightsSource::Folder(PathBuf::from(dir)),
+            None => WeightsSource::Download {
+                cache_dir: self.home.join("models").join(spec.name),
+                base_url: (self.env)(LOCAL_MODEL_URL_ENV)
+                    .unwrap_or_else(|| spec.base_url.to_owned()),
+            },
+        })
+    }
+
+    /// The shared instance of `local/<name>`. A changed weights source (a new folder setting)
+    /// gets a fresh instance. Errors: `provider_not_configured` for an unknown name.
+    pub(crate) fn get(&self, name: &str) -> Result<Arc<LocalEmbeddings>> {
+        let spec = engram_embed::catalog::find(name).ok_or_else(|| {
+            let known: Vec<String> = engram_embed::catalog::MODELS
+                .iter()
+                .map(|m| format!("local/{}", m.name))
+                .collect();
+            Error::provider(
+                ProviderFault::NotConfigured,
+                format!(
+                    "local/{name} is not a built-in embedding model (built in: {})",
+                    known.join(", ")
+                ),
+            )
+        })?;
+        let source = self.source(spec)?;
+        let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((s, model)) = loaded.get(spec.name)
+            && *s == source
+        {
+            return Ok(model.clone());
+        }
+        let idle = (self.env)(LOCAL_MODEL_IDLE_ENV)
+            .and_then(|s| s.trim().parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s > 0.0)
+            .map_or(engram_embed::local::DEFAULT_IDLE, Duration::from_secs_f64);
+        let notices = self.notices.clone();
+        let model_name = format!("local/{}", spec.name);
+        let hook = Arc::new(move |p: Progress| {
+            let _ = notices.send(Notice::ModelDownload {
+                model: model_name.clone(),
+                file: p.file.to_owned(),
+                done_bytes: p.done,
+                total_bytes: p.total,
+            });
+        });
+        let model = Arc::new(LocalEmbeddings::new(spec, source.clone(), idle, Some(hook)));
+        loaded.insert(spec.name, (source, model.clone()));
+        Ok(model)
+    }
+
+    /// The instance of `local/<name>` if it was created, for status and tests.
+    pub(crate) fn existing(&self, name: &str) -> Option<Arc<LocalEmbeddings>> {
+        let loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        engram_embed::catalog::find(name)
+            .and_then(|spec| loaded.get(spec.name).map(|(_, m)| m.clone()))
+    }
+}
+
+/// Where a built-in model stands.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, ts_rs::TS)]
+#[ts(export)]
+pub struct LocalModelStatus {
+    /// The handle, e.g. `local/all-minilm-l6-v2`.
+    pub model: String,
+    /// The folder its weights are read from.
+    pub dir: String,
+    /// Whether that folder is the user's own (offline install) rather than Engram's cache.
+    pub user_folder: bool,
+    /// Whether all its files are there (a download is needed otherwise).
+    pub present: bool,
+    /// Whether it is in memory now.
+    pub loaded: bool,
+    /// Bytes of its files together.
+    #[ts(type = "number")]
+    pub bytes: u64,
+}
+
+impl crate::Engram {
+    fn local_spec(handle: &str) -> Result<&'static LocalModelSpec> {
+        let name = handle.strip_prefix("local/").unwrap_or(handle).trim();
+        engram_embed::catalog::find(name)
+            .ok_or_else(|| Error::invalid(format!("{handle} is not a built-in embedding model")))
+    }
+
+    /// Where the built-in model `handle` (`local/all-minilm-l6-v2`) stands.
+    /// Errors: `invalid_input` for an unknown model.
+    pub fn local_model_status(&self, handle: &str) -> Result<LocalModelStatus> {
+        let spec = Self::local_spec(handle)?;
+        let local = &self.resolver.local;
+        let source = local.source(spec)?;
+        let (dir, user_folder) = match &source {
+            WeightsSource::Folder(d) => (d.clone(), true),
+            WeightsSource::Download { cache_dir, .. } => (cache_dir.clone(), false),
+        };
+        Ok(LocalModelStatus {
+            model: format!("local/{}", spec.name),
+            dir: dir.display().to_string(),
+            user_folder,
+            present: engram_embed::fetch::is_complete(spec, &dir),
+            loaded: local.existing(spec.name).is_some_and(|m| m.is_loaded()),
+            bytes: spec.files.iter().map(|f| f.bytes).sum(),
+        })
+    }
+
+    /// Downloads the built-in model's files now if they are missing (otherwise done on first
+    /// use), with progress as [`Notice::ModelDownload`]. Errors: `provider_not_configured`
+    /// when the download fails or a file does not match its pinned SHA-256 (nothing
+    /// unverified is kept; an interrupted download resumes on the next call).
+    pub async fn fetch_local_model(&self, handle: &str) -> Result<LocalModelStatus> {
+        let spec = Self::local_spec(handle)?;
+        self.resolver
+            .local
+            .get(spec.name)?
+            .ensure_files()
+            .await
+            .map_err(Error::from)?;
+        self.local_model_status(handle)
+    }
+
+    /// Points the built-in models at a folder holding their weights (`config.json`,
+    /// `tokenizer.json`, `model.safetensors`) instead of downloading them; `None` goes back
+    /// to the download cache. Errors: `invalid_input` when the folder lacks a file.
+    pub fn set_local_model_dir(&self, dir: Option<&std::path::Path>) -> Result<()> {
+        match dir {
+            Some(d) => {
+                for f in engram_embed::encoder::FILES {
+                    if !d.join(f).is_file() {
+                        return Err(Error::invalid(format!(
+                            "{} has no {f}; a weights folder holds {}",
+                            d.display(),
+                            engram_embed::encoder::FILES.join(", ")
+                        )));
+                    }
+                }
+                self.store
+                    .set_setting(LOCAL_MODEL_DIR_SETTING, &d.display().to_string())
+            }
+            None => self.store.set_setting(LOCAL_MODEL_DIR_SETTING, ""),
+        }
+    }
+}

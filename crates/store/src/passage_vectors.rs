@@ -1,0 +1,90 @@
+//! Vectors of archival passages kept in step with the agent's embedding model: finding the
+//! passages that lack one, filling them in without overwriting a newer write, and forgetting
+//! them when the model changes.
+
+use crate::Store;
+use crate::agents;
+use crate::passages::{PASSAGE_COLS, check_vector, passage_from_row};
+use crate::search;
+use crate::sql::{self, DbResult};
+use engram_core::{AgentId, Passage, PassageId, Result};
+use rusqlite::params;
+
+impl Store {
+    /// Up to `limit` of the agent's passages without a stored vector, oldest first (a
+    /// backfill takes them batch by batch). Errors: `NotFound("agent")`.
+    pub fn passages_without_vectors(&self, agent: &AgentId, limit: usize) -> Result<Vec<Passage>> {
+        self.read(|c| {
+            agents::ensure_exists(c, agent)?;
+            let mut stmt = c
+                .prepare_cached(&format!(
+                    "SELECT {PASSAGE_COLS} FROM passages p
+                     WHERE p.agent_id = ?1 AND p.embedding IS NULL ORDER BY p.pk LIMIT ?2"
+                ))
+                .db()?;
+            let rows = stmt
+                .query_map(params![agent.as_str(), sql::sat(limit)], passage_from_row)
+                .db()?;
+            rows.collect::<rusqlite::Result<_>>().db()
+        })
+    }
+
+    /// How many of the agent's passages have no stored vector. Errors: `NotFound("agent")`.
+    pub fn count_passages_without_vectors(&self, agent: &AgentId) -> Result<u64> {
+        self.read(|c| {
+            agents::ensure_exists(c, agent)?;
+            c.prepare_cached(
+                "SELECT count(*) FROM passages WHERE agent_id = ?1 AND embedding IS NULL",
+            )
+            .db()?
+            .query_row([agent.as_str()], |r| sql::uint(r, 0))
+            .db()
+        })
+    }
+
+    /// Fills in vectors computed for `(passage, text it was computed from, vector)` in one
+    /// transaction, only where the passage still has no vector and still has that text (an
+    /// edit or another writer meanwhile wins). Returns how many were stored.
+    /// Errors: `Invalid` for an empty or non-finite vector (then nothing is stored).
+    pub fn fill_passage_vectors(&self, filled: &[(PassageId, String, Vec<f32>)]) -> Result<usize> {
+        for (_, _, v) in filled {
+            check_vector(v)?;
+        }
+        self.write(|tx| {
+            let mut stmt = tx
+                .prepare_cached(
+                    "UPDATE passages SET embedding_dim = ?2, embedding = ?3
+                     WHERE id = ?1 AND embedding IS NULL AND text = ?4",
+                )
+                .db()?;
+            let mut n = 0;
+            for (id, text, v) in filled {
+                n += stmt
+                    .execute(params![
+                        id.as_str(),
+                        sql::sat(v.len()),
+                        search::encode_vector(v),
+                        text
+                    ])
+                    .db()?;
+            }
+            Ok(n)
+        })
+    }
+
+    /// Forgets the vectors of all the agent's passages (its embedding model changed: old
+    /// vectors are not comparable with the new model's). Returns how many were cleared.
+    /// Errors: `NotFound("agent")`.
+    pub fn clear_passage_vectors(&self, agent: &AgentId) -> Result<usize> {
+        self.write(|tx| {
+            agents::ensure_exists(tx, agent)?;
+            tx.prepare_cached(
+                "UPDATE passages SET embedding_dim = NULL, embedding = NULL
+                 WHERE agent_id = ?1 AND embedding IS NOT NULL",
+            )
+            .db()?
+            .execute([agent.as_str()])
+            .db()
+        })
+    }
+}
