@@ -320,3 +320,24 @@ async fn an_http_server_gets_its_token_from_the_keychain_and_removal_detaches_it
     assert!(home.engram.find_tool("web__add").is_err());
     assert!(home.engram.list_mcp_servers().unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn a_server_tool_under_approval_waits_and_names_its_server() {
+    let mock = MockLlm::start(calls_once(vec![("files__echo", json!({"text": "hi"}))])).await;
+    let home = Home::new();
+    let agent = agent_with_mcp(&home, &mock, stdio_server("files"), &["files__echo"]).await;
+    home.engram
+        .set_tool_approval(&agent, "files__echo", true)
+        .expect("ask before running");
+
+    let (out, _) = home.chat(&agent, "say hi").await;
+    assert_eq!(out.stop_reason.as_str(), "requires_approval");
+    assert!(results(&out).is_empty(), "nothing ran before the decision");
+    let pending = home
+        .engram
+        .pending_approval(&agent)
+        .unwrap()
+        .expect("the call waits");
+    assert_eq!(pending.tool_call.name, "files__echo");
+    assert_eq!(pending.server.as_deref(), Some("files"));
+}

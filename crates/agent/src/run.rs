@@ -510,6 +510,7 @@ impl Runtime {
                 message_id: assistant_id.clone(),
                 tool_call: call.clone(),
                 requested_at: tool_ctx.now,
+                server: None,
             }),
             None => ApprovalWrite::Keep,
         };

@@ -27,6 +27,11 @@ pub struct PendingApproval {
     pub tool_call: ToolCall,
     /// When the run paused.
     pub requested_at: Timestamp,
+    /// The MCP server the tool comes from, so the person sees where the call would go; `None`
+    /// for built-in and Python tools. Filled in when the pending call is read, not stored.
+    #[serde(default)]
+    #[ts(optional)]
+    pub server: Option<String>,
 }
 
 /// A person's answer to a [`PendingApproval`].

@@ -5,7 +5,9 @@
 use crate::Store;
 use crate::agents;
 use crate::sql::{self, DbResult, json, ts};
-use engram_core::{AgentId, Error, MessageId, PendingApproval, Result, RunId, StepId, ToolCall};
+use engram_core::{
+    AgentId, Error, McpToolSource, MessageId, PendingApproval, Result, RunId, StepId, ToolCall,
+};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
@@ -38,10 +40,31 @@ pub(crate) fn get(conn: &Connection, agent: &AgentId) -> Result<Option<PendingAp
             message_id: MessageId::from(r.get::<_, String>(3)?),
             tool_call: json::<ToolCall>(r, 4)?,
             requested_at: ts(r, 5)?,
+            server: None,
         })
     })
     .optional()
-    .db()
+    .db()?
+    .map(|mut p| {
+        p.server = server_of(conn, &p.tool_call.name)?;
+        Ok(p)
+    })
+    .transpose()
+}
+
+/// The MCP server tool `name` comes from (`None` for built-in and Python tools, or a tool that
+/// is gone).
+fn server_of(conn: &Connection, name: &str) -> Result<Option<String>> {
+    let mcp: Option<Option<String>> = conn
+        .prepare_cached("SELECT mcp FROM tools WHERE name = ?1")
+        .db()?
+        .query_row([name], |r| r.get(0))
+        .optional()
+        .db()?;
+    Ok(mcp
+        .flatten()
+        .and_then(|j| serde_json::from_str::<McpToolSource>(&j).ok())
+        .map(|s| s.server_name))
 }
 
 fn insert(conn: &Connection, p: &PendingApproval) -> Result<()> {

@@ -32,6 +32,13 @@ describe('ApprovalCard', () => {
       [true, undefined],
       [false, 'not now'],
     ]);
+    expect(screen.queryByTestId('approval-server')).toBeNull();
+  });
+
+  it('names the MCP server a call would go to', () => {
+    const call = { id: 'call_2', name: 'files__read_file', arguments: '{"path":"notes.md"}' };
+    render(ApprovalCard, { approval: { ...waiting, tool_call: call, server: 'files' }, ondecide: () => {} });
+    expect(screen.getByTestId('approval-server')).toHaveTextContent('files');
   });
 });
 
