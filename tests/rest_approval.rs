@@ -121,6 +121,25 @@ async fn approval_streams_in_letta_shapes_and_bad_requests_change_nothing() {
         )
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
+    // A list entry must name the call it decides (a retried decision cannot run a newer call).
+    let (status, _) = api
+        .call(
+            Method::POST,
+            &path,
+            Some(json!({"messages": [{"type": "approval", "approvals": [{"type": "approval", "approve": true}]}]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    // A request that is not the one waiting is refused, and nothing runs.
+    let (status, body) = api
+        .call(
+            Method::POST,
+            &path,
+            Some(json!({"messages": [{"type": "approval", "approve": true, "approval_request_id": "message-stale"}]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert!(body["detail"].as_str().unwrap().contains("message-stale"), "{body}");
 
     // Approved over the stream: the tool's result, then the reply, then end_turn.
     api.mock.push(Reply::Text("Hi Bob.".into()));

@@ -472,3 +472,47 @@ async fn in_the_classic_loop_a_denial_gets_a_heartbeat_and_the_agent_answers() {
     assert_eq!(home.block(&agent, "human"), "");
     assert!(mock.violations().is_empty(), "{:?}", mock.violations());
 }
+
+#[tokio::test]
+async fn regenerate_edit_and_delete_wait_until_the_call_is_decided() {
+    let mock = MockLlm::start(Script::Queue).await;
+    let home = Home::new();
+    let agent = guarded(&home, &mock);
+    mock.push(Reply::ToolCalls(vec![append("Name: Bob")]));
+    let (out, _) = home.chat(&agent, "my name is Bob").await;
+    assert_eq!(out.stop_reason, StopReason::RequiresApproval);
+    let before = msg_count(&home, &agent);
+    let user = out
+        .messages
+        .iter()
+        .find(|m| m.role == Role::User)
+        .expect("the user's message")
+        .id
+        .clone();
+
+    // Each would strand the waiting call: each is refused, naming it, and nothing is removed.
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let regenerate = home
+        .engram
+        .regenerate(&agent, &tx, CancellationToken::new())
+        .await
+        .unwrap_err();
+    let resend = home
+        .engram
+        .edit_and_resend(&agent, &user, "my name is Rob", &tx, CancellationToken::new())
+        .await
+        .unwrap_err();
+    let delete = home.engram.delete_message(&agent, &user).unwrap_err();
+    for e in [regenerate, resend, delete] {
+        assert_eq!(e.code(), "conflict", "{e}");
+        assert!(e.to_string().contains("core_memory_append"), "{e}");
+    }
+    assert_eq!(msg_count(&home, &agent), before);
+    assert!(home.engram.pending_approval(&agent).unwrap().is_some());
+
+    // Deciding still works afterwards.
+    mock.push(Reply::Text("Saved.".into()));
+    let (out, _) = decide(&home, &agent, true, None).await;
+    assert_eq!(out.stop_reason, StopReason::EndTurn);
+    assert_eq!(home.block(&agent, "human"), "Name: Bob");
+}

@@ -79,13 +79,21 @@ impl Runtime {
                 pending.tool_call.name, pending.tool_call.id
             )));
         }
-        let assistant = self.store().get_message(&pending.message_id)?;
-        let Some(pos) = assistant
-            .tool_calls
-            .iter()
-            .position(|c| c.id == pending.tool_call.id)
-            .filter(|_| assistant.in_context)
-        else {
+        // The message that made the call may be gone (deleted or rolled back by an older
+        // Engram): then the call is no longer in the conversation either.
+        let assistant = match self.store().get_message(&pending.message_id) {
+            Ok(m) => Some(m),
+            Err(Error::NotFound { .. }) => None,
+            Err(e) => return Err(e),
+        };
+        let Some((assistant, pos)) = assistant.and_then(|a| {
+            let pos = a
+                .tool_calls
+                .iter()
+                .position(|c| c.id == pending.tool_call.id)
+                .filter(|_| a.in_context)?;
+            Some((a, pos))
+        }) else {
             self.store().drop_pending_approval(agent_id)?;
             return Err(Error::Conflict(format!(
                 "the call to '{}' is no longer in the conversation; nothing was run",

@@ -167,6 +167,15 @@ async fn fetch_one(
     let mut body = response.bytes_stream();
     while let Some(chunk) = body.next().await {
         let chunk = chunk.map_err(|e| transfer(e.to_string()))?;
+        if have + chunk.len() as u64 > file.bytes {
+            // Longer than the pinned file: not it, and it must not fill the disk.
+            drop(out);
+            let _ = tokio::fs::remove_file(&part).await;
+            return Err(transfer(format!(
+                "the server sent more than the file's {} bytes",
+                file.bytes
+            )));
+        }
         hasher.update(&chunk);
         out.write_all(&chunk).await.map_err(io(&part))?;
         have += chunk.len() as u64;

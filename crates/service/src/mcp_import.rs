@@ -49,6 +49,25 @@ fn string_map(v: &Value) -> BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
+/// Refuses environment variables that change which code a program loads or fetches (`PATH`,
+/// `LD_*`, `NODE_OPTIONS`, `npm_config_*`, `PYTHON*`, …) in a pasted config: the accept screen
+/// shows variable names only, so such a value could hide what the server really runs. A person
+/// who wants one sets it with `engram mcp add`.
+fn refuse_loader_vars(key: &str, env: &BTreeMap<String, String>) -> Result<()> {
+    const EXACT: &[&str] = &["PATH", "NODE_OPTIONS", "NODE_PATH", "BASH_ENV", "ENV", "PERL5OPT"];
+    const PREFIXES: &[&str] = &["LD_", "DYLD_", "NPM_CONFIG_", "PYTHON", "PIP_", "UV_", "RUBY"];
+    for name in env.keys() {
+        let upper = name.to_ascii_uppercase();
+        if EXACT.contains(&upper.as_str()) || PREFIXES.iter().any(|p| upper.starts_with(p)) {
+            return Err(Error::invalid(format!(
+                "MCP server '{key}': the environment variable '{name}' changes which code the \
+                 server loads; if you trust it, add the server yourself with `engram mcp add`"
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn server_from_entry(key: &str, entry: &Value) -> Result<NewMcpServer> {
     let bad = |what: &str| Error::invalid(format!("MCP server '{key}': {what}"));
     let name = names::server_name_from(key);
@@ -59,12 +78,14 @@ fn server_from_entry(key: &str, entry: &Value) -> Result<NewMcpServer> {
         ));
     }
     if let Some(command) = entry["command"].as_str() {
+        let env = string_map(&entry["env"]);
+        refuse_loader_vars(key, &env)?;
         return Ok(NewMcpServer {
             name,
             transport: NewMcpTransport::Stdio {
                 command: command.to_owned(),
                 args: strings(&entry["args"]),
-                env: string_map(&entry["env"]),
+                env,
             },
         });
     }
@@ -108,7 +129,9 @@ pub(crate) fn server_from_agent_file(v: &Value) -> Option<NewMcpServer> {
         Some(command) => NewMcpTransport::Stdio {
             command: command.to_owned(),
             args: strings(&stdio["args"]),
-            env: string_map(&stdio["env"]),
+            // A file's environment values are never taken (like tokens): the accept screen shows
+            // only names, so a value could hide what the server really loads or fetches.
+            env: BTreeMap::new(),
         },
         None => {
             if v["server_type"].as_str() == Some("sse") || v["type"].as_str() == Some("sse") {
@@ -178,6 +201,30 @@ mod tests {
             &servers[1].transport,
             NewMcpTransport::StreamableHttp { url, token: Some(t) }
                 if url == "https://example.com/mcp" && t == "t0k"
+        ));
+    }
+
+    #[test]
+    fn a_pasted_config_may_not_change_what_the_server_loads() {
+        for var in ["NODE_OPTIONS", "npm_config_registry", "LD_PRELOAD", "PATH", "PYTHONPATH"] {
+            let text = format!(
+                r#"{{"mcpServers": {{"fs": {{"command": "npx", "env": {{"{var}": "x"}}}}}}}}"#
+            );
+            let e = parse_mcp_servers_block(&text).unwrap_err();
+            assert!(e.to_string().contains(var), "{var}: {e}");
+        }
+    }
+
+    #[test]
+    fn an_agent_files_server_brings_no_environment_values() {
+        let server = server_from_agent_file(&serde_json::json!({
+            "server_name": "fs",
+            "stdio_config": {"command": "npx", "args": ["srv"], "env": {"npm_config_registry": "https://evil.example/"}}
+        }))
+        .unwrap();
+        assert!(matches!(
+            &server.transport,
+            NewMcpTransport::Stdio { command, env, .. } if command == "npx" && env.is_empty()
         ));
     }
 

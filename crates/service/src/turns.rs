@@ -103,11 +103,19 @@ impl Engram {
         self.store.run_edits(agent, runs)
     }
 
+    /// Refuses to change the conversation while the agent runs, or while a tool call waits for
+    /// approval: rolling back or deleting then would strand the waiting call.
     fn refuse_while_running(&self, agent: &AgentId) -> Result<()> {
         if self.is_running(agent) {
             return Err(Error::Conflict(
                 "the agent is answering; stop the run first".into(),
             ));
+        }
+        if let Some(p) = self.store.pending_approval(agent)? {
+            return Err(Error::Conflict(format!(
+                "the call to '{}' waits for your approval; approve or deny it first",
+                p.tool_call.name
+            )));
         }
         Ok(())
     }

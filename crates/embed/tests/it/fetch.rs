@@ -235,3 +235,22 @@ async fn a_server_that_ignores_ranges_gets_a_clean_restart() {
         files[2].1
     );
 }
+
+#[tokio::test]
+async fn a_server_sending_more_than_the_pinned_size_is_cut_off() {
+    let files = files();
+    let spec = spec_for(&files, false);
+    // The server's weights are twice as long as the pinned file.
+    let mut s = served(true, 0);
+    let doubled = [files[2].1.clone(), files[2].1.clone()].concat();
+    s.files.insert("model.safetensors".into(), doubled);
+    let (base, _) = start(s).await;
+    let dir = tempfile::tempdir().unwrap();
+    let err = fetch::fetch(spec, &base, dir.path(), &|_| {})
+        .await
+        .unwrap_err();
+    assert!(matches!(err, FetchError::Transfer { .. }), "{err}");
+    assert!(err.to_string().contains("more than"), "{err}");
+    assert!(!dir.path().join("model.safetensors").exists());
+    assert!(!dir.path().join("model.safetensors.part").exists());
+}

@@ -32,6 +32,9 @@ pub struct MessageIn {
     kind: Option<String>,
     approve: Option<bool>,
     reason: Option<String>,
+    /// The `approval_request_message` this decision answers (its message id); a decision for a
+    /// request that no longer waits is refused, so a retried approve cannot run a newer call.
+    approval_request_id: Option<String>,
     approvals: Option<Vec<Value>>,
 }
 
@@ -91,8 +94,12 @@ impl SendIn {
                 let approve = a["approve"].as_bool().ok_or_else(|| {
                     ApiError::bad_request("each approval needs approve: true or false")
                 })?;
+                // The call is named, so a stale or retried decision cannot decide a newer call.
+                let call = a["tool_call_id"].as_str().ok_or_else(|| {
+                    ApiError::bad_request("each approval needs the tool_call_id it decides")
+                })?;
                 out.push(ApprovalDecision {
-                    tool_call_id: a["tool_call_id"].as_str().map(str::to_owned),
+                    tool_call_id: Some(call.to_owned()),
                     approve,
                     reason: a["reason"].as_str().map(str::to_owned),
                 });
@@ -154,6 +161,7 @@ pub async fn create(
     let id = agent_id(id);
     let style = s.engram.get_agent(&id)?.agent.loop_style;
     let start = Start::of(&req)?;
+    check_request(&s.engram, &id, &req)?;
     let (tx, rx) = mpsc::unbounded_channel();
     drop(rx);
     let mut messages = Vec::new();
@@ -204,6 +212,7 @@ pub async fn stream(
     let id = agent_id(id);
     let style = s.engram.get_agent(&id)?.agent.loop_style;
     let start = Start::of(&req)?;
+    check_request(&s.engram, &id, &req)?;
     let (mut events, first) = start_run(s.engram.clone(), id, start).await?;
     let mut mapper = ChunkMapper::new(style, req.stream_tokens);
     let head = futures::stream::iter(first);
@@ -305,6 +314,26 @@ async fn decide_all(
         );
     }
     last.ok_or_else(|| engram_core::Error::invalid("no approval decision was given"))
+}
+
+/// Refuses an approval message whose `approval_request_id` names a request that no longer
+/// waits (it was decided already, or the run moved on to another call): 409, nothing runs.
+fn check_request(engram: &Engram, agent: &AgentId, req: &SendIn) -> ApiResult<()> {
+    let named = req
+        .messages
+        .iter()
+        .flatten()
+        .filter_map(|m| m.approval_request_id.as_deref());
+    for request in named {
+        let waiting = engram.pending_approval(agent)?;
+        if waiting.as_ref().is_none_or(|p| p.message_id.as_str() != request) {
+            return Err(engram_core::Error::Conflict(format!(
+                "approval request {request} is not waiting any more; read the messages again"
+            ))
+            .into());
+        }
+    }
+    Ok(())
 }
 
 /// What a send request asks for: a user message, or decisions about calls waiting for
