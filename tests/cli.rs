@@ -95,7 +95,14 @@ async fn the_cli_quick_start_works() {
         "archival", "search", &id, "blue", "--tag", "garden", "--json",
     ])))
     .unwrap();
-    assert_eq!(tagged.as_array().unwrap().len(), 0, "tag filter applies");
+    // The tag filter applies before ranking: the blue car is not tagged "garden", so only the
+    // tagged passage can come back (by meaning, when the agent has an embedding model).
+    let tagged = tagged.as_array().unwrap();
+    assert!(
+        tagged.iter().all(|h| h["passage"]["tags"][0] == "garden"),
+        "tag filter applies: {tagged:?}"
+    );
+    assert!(!tagged.iter().any(|h| h["passage"]["text"] == "Bob's car is blue."));
     let listed: Value = serde_json::from_str(&stdout_ok(&run(&[
         "archival", "list", &id, "--tag", "garden", "--json",
     ])))
