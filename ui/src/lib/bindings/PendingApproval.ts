@@ -33,4 +33,9 @@ tool_call: ToolCall,
 /**
  * When the run paused.
  */
-requested_at: string, };
+requested_at: string, 
+/**
+ * The MCP server the tool comes from, so the person sees where the call would go; `None`
+ * for built-in and Python tools. Filled in when the pending call is read, not stored.
+ */
+server?: string, };
