@@ -102,7 +102,11 @@ async fn the_cli_quick_start_works() {
         tagged.iter().all(|h| h["passage"]["tags"][0] == "garden"),
         "tag filter applies: {tagged:?}"
     );
-    assert!(!tagged.iter().any(|h| h["passage"]["text"] == "Bob's car is blue."));
+    assert!(
+        !tagged
+            .iter()
+            .any(|h| h["passage"]["text"] == "Bob's car is blue.")
+    );
     let listed: Value = serde_json::from_str(&stdout_ok(&run(&[
         "archival", "list", &id, "--tag", "garden", "--json",
     ])))

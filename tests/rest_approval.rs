@@ -139,7 +139,10 @@ async fn approval_streams_in_letta_shapes_and_bad_requests_change_nothing() {
         )
         .await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
-    assert!(body["detail"].as_str().unwrap().contains("message-stale"), "{body}");
+    assert!(
+        body["detail"].as_str().unwrap().contains("message-stale"),
+        "{body}"
+    );
 
     // Approved over the stream: the tool's result, then the reply, then end_turn.
     api.mock.push(Reply::Text("Hi Bob.".into()));

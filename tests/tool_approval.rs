@@ -499,7 +499,13 @@ async fn regenerate_edit_and_delete_wait_until_the_call_is_decided() {
         .unwrap_err();
     let resend = home
         .engram
-        .edit_and_resend(&agent, &user, "my name is Rob", &tx, CancellationToken::new())
+        .edit_and_resend(
+            &agent,
+            &user,
+            "my name is Rob",
+            &tx,
+            CancellationToken::new(),
+        )
         .await
         .unwrap_err();
     let delete = home.engram.delete_message(&agent, &user).unwrap_err();

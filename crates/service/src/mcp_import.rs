@@ -54,8 +54,23 @@ fn string_map(v: &Value) -> BTreeMap<String, String> {
 /// shows variable names only, so such a value could hide what the server really runs. A person
 /// who wants one sets it with `engram mcp add`.
 fn refuse_loader_vars(key: &str, env: &BTreeMap<String, String>) -> Result<()> {
-    const EXACT: &[&str] = &["PATH", "NODE_OPTIONS", "NODE_PATH", "BASH_ENV", "ENV", "PERL5OPT"];
-    const PREFIXES: &[&str] = &["LD_", "DYLD_", "NPM_CONFIG_", "PYTHON", "PIP_", "UV_", "RUBY"];
+    const EXACT: &[&str] = &[
+        "PATH",
+        "NODE_OPTIONS",
+        "NODE_PATH",
+        "BASH_ENV",
+        "ENV",
+        "PERL5OPT",
+    ];
+    const PREFIXES: &[&str] = &[
+        "LD_",
+        "DYLD_",
+        "NPM_CONFIG_",
+        "PYTHON",
+        "PIP_",
+        "UV_",
+        "RUBY",
+    ];
     for name in env.keys() {
         let upper = name.to_ascii_uppercase();
         if EXACT.contains(&upper.as_str()) || PREFIXES.iter().any(|p| upper.starts_with(p)) {
@@ -206,7 +221,13 @@ mod tests {
 
     #[test]
     fn a_pasted_config_may_not_change_what_the_server_loads() {
-        for var in ["NODE_OPTIONS", "npm_config_registry", "LD_PRELOAD", "PATH", "PYTHONPATH"] {
+        for var in [
+            "NODE_OPTIONS",
+            "npm_config_registry",
+            "LD_PRELOAD",
+            "PATH",
+            "PYTHONPATH",
+        ] {
             let text = format!(
                 r#"{{"mcpServers": {{"fs": {{"command": "npx", "env": {{"{var}": "x"}}}}}}}}"#
             );

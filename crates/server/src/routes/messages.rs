@@ -326,7 +326,10 @@ fn check_request(engram: &Engram, agent: &AgentId, req: &SendIn) -> ApiResult<()
         .filter_map(|m| m.approval_request_id.as_deref());
     for request in named {
         let waiting = engram.pending_approval(agent)?;
-        if waiting.as_ref().is_none_or(|p| p.message_id.as_str() != request) {
+        if waiting
+            .as_ref()
+            .is_none_or(|p| p.message_id.as_str() != request)
+        {
             return Err(engram_core::Error::Conflict(format!(
                 "approval request {request} is not waiting any more; read the messages again"
             ))
