@@ -48,7 +48,7 @@ async function human(id: string): Promise<string> {
 }
 
 async function passages(id: string): Promise<string[]> {
-  const page = await command<{ passages: { text: string }[] }>('list_passages', { agent_id: id, offset: 0, limit: 50 });
+  const page = await command<{ passages: { text: string }[] }>('list_passages', { agent_id: id, list: { offset: 0, limit: 50 } });
   return page.passages.map((p) => p.text).sort();
 }
 

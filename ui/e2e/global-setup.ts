@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -42,11 +42,17 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
     children.push(mock);
     const mockPort = await waitFor(() => (existsSync(portFile) ? readFileSync(portFile, 'utf8').trim() : null), 'mock-llm port');
 
+    const env = { ...process.env, ENGRAM_HOME: join(scratch, 'home'), ENGRAM_SECRETS: 'memory', OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', OPENAI_BASE_URL: '' };
+    // New agents search by words here: the specs check the window (counts, lists, rollbacks)
+    // against exact expectations, and a semantic search ranks every passage. Ranking by meaning
+    // with the real model is tested in tests/semantic.rs.
+    const setup = spawnSync(engramBin, ['embedding', 'default', 'none'], { env, encoding: 'utf8' });
+    if (setup.status !== 0) throw new Error(`engram embedding default none: ${setup.stderr}`);
     const engram = spawn(
       engramBin,
       ['serve', '--port', '0', '--ui-dir', uiDir, '--show-token'],
       {
-        env: { ...process.env, ENGRAM_HOME: join(scratch, 'home'), ENGRAM_SECRETS: 'memory', OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', OPENAI_BASE_URL: '' },
+        env,
         stdio: ['ignore', 'pipe', 'inherit'],
       },
     );

@@ -484,7 +484,7 @@ export class ChatState {
         backend().call('run_records', { agent_id: this.agentId, run_ids: runIds }),
         backend().call('run_edits', { agent_id: this.agentId, run_ids: runIds }),
       ]);
-      for (const r of records) this.outcomes[r.id] = { usage: r.usage, stopReason: r.stop_reason };
+      for (const r of records) this.outcomes[r.id] = { usage: r.usage, stopReason: r.stop_reason, runId: r.id, agentId: this.agentId };
       const byCall: Record<string, MemoryDiff[]> = {};
       for (const e of edits) {
         const call = callOf(e);
