@@ -9,6 +9,7 @@ packages=(
   dbus-daemon dbus-bin gnome-keyring keyutils  # a real keychain for the tests
   bubblewrap util-linux                  # the sandbox user tools run in (bwrap, prlimit)
   python3-venv                           # letta-client venvs (SDK tests, `engram python setup`)
+  python3-pip                            # the embedding model's test weights (.ci/fetch-model.sh)
   libwebkit2gtk-4.1-dev                  # the desktop shell (Tauri 2 on WebKitGTK)
   xvfb xauth webkit2gtk-driver xdotool imagemagick  # the real window under Xvfb, screenshots
   chromium                               # end-to-end tests of the UI in a headless browser
