@@ -3,39 +3,10 @@
 //! Real SQLite, real `python3`, the real provider code against the scripted server.
 
 use engram_core::ToolStatus;
-use engram_core::{Editor, LoopStyle, NewTool, Role, RunEvent, StopReason, ToolReturn, ToolRule};
+use engram_core::{Editor, LoopStyle, NewTool, RunEvent, StopReason, ToolRule};
 use engram_mock_llm::{Call, ChatView, MockLlm, Reply, Script};
-use engram_suite::{Home, RunOutcome};
+use engram_suite::{Home, assert_all_answered, results};
 use serde_json::{Value, json};
-
-/// The tool results of a run, as (tool name, envelope).
-fn results(out: &RunOutcome) -> Vec<(String, ToolReturn)> {
-    out.messages
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .map(|m| {
-            (
-                m.tool_name.clone().unwrap_or_default(),
-                ToolReturn::parse(&m.content).expect("a tool envelope"),
-            )
-        })
-        .collect()
-}
-
-/// Every call of the run got exactly one result.
-fn assert_all_answered(out: &RunOutcome) {
-    let calls: Vec<&str> = out
-        .messages
-        .iter()
-        .flat_map(|m| m.tool_calls.iter().map(|c| c.id.as_str()))
-        .collect();
-    let answered: Vec<&str> = out
-        .messages
-        .iter()
-        .filter_map(|m| m.tool_call_id.as_deref())
-        .collect();
-    assert_eq!(calls, answered, "each call answered once, in order");
-}
 
 /// A model that calls `name(args)` once per user message, then answers "done".
 fn call_once(name: &'static str, args: Value) -> Script {

@@ -3,12 +3,10 @@
 //! the scripted model through the real provider code and loop. Faults: a crash mid-call, a
 //! timeout, a server that is not active yet.
 
-use engram_core::{
-    LoopStyle, McpTransport, NewMcpServer, NewMcpTransport, Role, ToolReturn, ToolStatus,
-};
+use engram_core::{LoopStyle, McpTransport, NewMcpServer, NewMcpTransport, ToolStatus};
 use engram_mock_llm::{Call, ChatView, MockLlm, Reply, Script};
 use engram_service::Notice;
-use engram_suite::{Home, RunOutcome};
+use engram_suite::{Home, assert_all_answered, results};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 
@@ -50,33 +48,6 @@ fn calls_once(calls: Vec<(&'static str, Value)>) -> Script {
             Reply::text("done")
         }
     })
-}
-
-fn results(out: &RunOutcome) -> Vec<(String, ToolReturn)> {
-    out.messages
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .map(|m| {
-            (
-                m.tool_name.clone().unwrap_or_default(),
-                ToolReturn::parse(&m.content).expect("a tool envelope"),
-            )
-        })
-        .collect()
-}
-
-fn assert_all_answered(out: &RunOutcome) {
-    let calls: Vec<&str> = out
-        .messages
-        .iter()
-        .flat_map(|m| m.tool_calls.iter().map(|c| c.id.as_str()))
-        .collect();
-    let answered: Vec<&str> = out
-        .messages
-        .iter()
-        .filter_map(|m| m.tool_call_id.as_deref())
-        .collect();
-    assert_eq!(calls, answered, "each call answered once, in order");
 }
 
 /// Adds `server`, lists its tools and attaches `tools` (Engram names) to a new agent.

@@ -2,7 +2,7 @@
 //! the engine opened on it with an in-memory keychain, agents pointed at the scripted model
 //! server, runs with their events collected, and the `engram` binary.
 
-use engram_core::{AgentId, LlmConfig, LoopStyle, NewAgent, NewBlock, RunEvent};
+use engram_core::{AgentId, LlmConfig, LoopStyle, NewAgent, NewBlock, Role, RunEvent, ToolReturn};
 use engram_mock_llm::MockLlm;
 use engram_secrets::{MemoryStore, SecretStore};
 use engram_service::{Engram, Options};
@@ -269,4 +269,33 @@ pub async fn serve(engram: Engram, config: engram_server::ServerConfig) -> Strin
         std::future::pending(),
     ));
     base
+}
+
+/// The tool results of a run, as (tool name, envelope), in order.
+pub fn results(out: &RunOutcome) -> Vec<(String, ToolReturn)> {
+    out.messages
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| {
+            (
+                m.tool_name.clone().unwrap_or_default(),
+                ToolReturn::parse(&m.content).expect("a tool envelope"),
+            )
+        })
+        .collect()
+}
+
+/// Every tool call of the run got exactly one result, in the model's order.
+pub fn assert_all_answered(out: &RunOutcome) {
+    let calls: Vec<&str> = out
+        .messages
+        .iter()
+        .flat_map(|m| m.tool_calls.iter().map(|c| c.id.as_str()))
+        .collect();
+    let answered: Vec<&str> = out
+        .messages
+        .iter()
+        .filter_map(|m| m.tool_call_id.as_deref())
+        .collect();
+    assert_eq!(calls, answered, "each call answered once, in order");
 }
