@@ -197,6 +197,22 @@ impl Runtime {
         Ok(lock.lock_owned().await)
     }
 
+    /// The agent's turn if no run or approval decision holds it now, without waiting: for
+    /// changes to the conversation outside a run (rollback, deleting a message), which must
+    /// not interleave with a run's steps. `None` while the agent's turn is taken.
+    ///
+    /// Errors: `internal` when the run registry is poisoned.
+    pub fn try_turn(&self, agent_id: &AgentId) -> Result<Option<tokio::sync::OwnedMutexGuard<()>>> {
+        let lock = {
+            let mut busy = self
+                .busy
+                .lock()
+                .map_err(|_| Error::Internal("run registry poisoned".into()))?;
+            busy.entry(agent_id.clone()).or_default().clone()
+        };
+        Ok(lock.try_lock_owned().ok())
+    }
+
     /// What a run needs before anything is written: the agent, its model clients, and the
     /// check that its context window can hold it.
     pub(crate) fn setup(&self, agent_id: &AgentId) -> Result<Setup> {

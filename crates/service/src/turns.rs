@@ -46,9 +46,7 @@ impl Engram {
         events: &EventSink,
         cancel: CancellationToken,
     ) -> Result<RunOutcome> {
-        let last = self.last_user_message(agent)?;
-        self.resend(agent, &last.id, &last.content, events, cancel)
-            .await
+        self.resend(agent, None, events, cancel).await
     }
 
     /// Replaces user message `message` with `text` and runs the agent again from there: rolls
@@ -73,7 +71,8 @@ impl Engram {
                 "only a message you wrote can be edited and resent",
             ));
         }
-        self.resend(agent, message, text, events, cancel).await
+        self.resend(agent, Some((message, text)), events, cancel)
+            .await
     }
 
     /// Deletes one of the agent's messages (an assistant message takes its tool results
@@ -82,8 +81,9 @@ impl Engram {
     /// Errors: `not_found`; `invalid_input` for a tool result; `conflict` while a run of the
     /// agent is in flight.
     pub fn delete_message(&self, agent: &AgentId, id: &MessageId) -> Result<Vec<MessageId>> {
-        self.refuse_while_running(agent)?;
+        let turn = self.hold_turn(agent)?;
         let removed = self.store.delete_message(agent, id)?;
+        drop(turn);
         self.notify(Notice::MessagesChanged {
             agent_id: agent.clone(),
         });
@@ -103,9 +103,14 @@ impl Engram {
         self.store.run_edits(agent, runs)
     }
 
-    /// Refuses to change the conversation while the agent runs, or while a tool call waits for
-    /// approval: rolling back or deleting then would strand the waiting call.
-    fn refuse_while_running(&self, agent: &AgentId) -> Result<()> {
+    /// Takes the agent's turn for a change to the conversation, refusing while the agent runs
+    /// or a tool call waits for approval (rolling back or deleting then would strand the
+    /// waiting call). The change is made while the returned guard is held: a run that starts
+    /// meanwhile waits for it, so the check cannot go stale before the change (a run starting
+    /// between the two would lose its messages to a rollback, or have them changed under it).
+    fn hold_turn(&self, agent: &AgentId) -> Result<tokio::sync::OwnedMutexGuard<()>> {
+        let busy = || Error::Conflict("the agent is answering; stop the run first".into());
+        let turn = self.runtime.try_turn(agent)?.ok_or_else(busy)?;
         if self.is_running(agent) {
             return Err(Error::Conflict(
                 "the agent is answering; stop the run first".into(),
@@ -117,7 +122,7 @@ impl Engram {
                 p.tool_call.name
             )));
         }
-        Ok(())
+        Ok(turn)
     }
 
     fn last_user_message(&self, agent: &AgentId) -> Result<Message> {
@@ -126,25 +131,38 @@ impl Engram {
             .ok_or_else(|| Error::invalid("there is no message of yours to answer again"))
     }
 
-    /// Rolls back from `from` and sends `text`, refusing first whatever would make the new run
+    /// Rolls back from user message `edit.0` (the last one when `None`) and sends `edit.1`
+    /// (that message's own text when `None`), refusing first whatever would make the new run
     /// fail to start.
     async fn resend(
         &self,
         agent: &AgentId,
-        from: &MessageId,
-        text: &str,
+        edit: Option<(&MessageId, &str)>,
         events: &EventSink,
         cancel: CancellationToken,
     ) -> Result<RunOutcome> {
-        if text.trim().is_empty() {
+        if edit.is_some_and(|(_, text)| text.trim().is_empty()) {
             return Err(Error::invalid("the message is empty"));
         }
-        self.refuse_while_running(agent)?;
-        self.check_pending_endpoints(agent)?;
-        self.runtime.preflight(agent)?;
-        let undone = self.store.rollback_from(agent, from)?;
-        self.announce_rollback(&undone);
-        self.send_message(agent, text, events, cancel).await
+        let text = {
+            let _turn = self.hold_turn(agent)?;
+            // The last message is read under the turn: a run that finished between reading it
+            // and rolling back would otherwise be rolled back too, unseen.
+            let (from, text) = match edit {
+                Some((from, text)) => (from.clone(), text.to_owned()),
+                None => {
+                    let last = self.last_user_message(agent)?;
+                    (last.id, last.content)
+                }
+            };
+            self.check_pending_endpoints(agent)?;
+            self.runtime.preflight(agent)?;
+            let undone = self.store.rollback_from(agent, &from)?;
+            self.announce_rollback(&undone);
+            text
+        };
+        // A run that queued up meanwhile goes first; it sees the rolled-back conversation.
+        self.send_message(agent, &text, events, cancel).await
     }
 
     fn announce_rollback(&self, undone: &TurnRollback) {
