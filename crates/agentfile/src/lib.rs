@@ -26,6 +26,6 @@ pub mod v2;
 
 pub use errors::AgentFileError;
 pub use export::{ExportOptions, export_v2};
-pub use import::{Conversion, ImportOptions, Inactive, InactiveKind, to_bundle};
+pub use import::{Conversion, FileMcpTool, ImportOptions, Inactive, InactiveKind, to_bundle};
 pub use parse::{AgentFile, MAX_FILE_BYTES, parse};
 pub use snapshot::{AgentSnapshot, snapshot};

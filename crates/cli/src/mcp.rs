@@ -83,9 +83,18 @@ fn describe(s: &McpServer) -> String {
             };
             format!("stdio  {} {}{env}", command, args.join(" "))
         }
-        McpTransport::StreamableHttp { url, has_token } => format!(
-            "http   {url}{}",
-            if *has_token { " (token set)" } else { "" }
+        McpTransport::StreamableHttp {
+            url,
+            has_token,
+            url_secret,
+        } => format!(
+            "http   {url}{}{}",
+            if *has_token { " (token set)" } else { "" },
+            if *url_secret {
+                " (URL credentials in the keychain)"
+            } else {
+                ""
+            }
         ),
     };
     let state = if s.active {

@@ -28,6 +28,11 @@ pub enum McpTransport {
         url: String,
         /// Whether a bearer token is stored for it (in the keychain).
         has_token: bool,
+        /// Whether the URL as given carried credentials (user name and password, or a query
+        /// parameter such as `api_key` or `token`): then the full URL is in the keychain and
+        /// `url` shows them as `***` (see `engram_mcp::url_secrets`).
+        #[serde(default)]
+        url_secret: bool,
     },
 }
 
@@ -78,8 +83,20 @@ pub enum NewMcpTransport {
     },
 }
 
+/// `url` without its query, fragment and user info, which may hold credentials (`?api_key=`,
+/// `user:pass@`): what a debug print may show.
+fn without_credentials(url: &str) -> String {
+    let base = url.split(['?', '#']).next().unwrap_or_default();
+    let Some((scheme, rest)) = base.split_once("://") else {
+        return base.to_owned();
+    };
+    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    format!("{scheme}://{host}/{path}")
+}
+
 impl std::fmt::Debug for NewMcpTransport {
-    // Environment values and tokens are secrets: never printed.
+    // Environment values, tokens and credentials in a URL are secrets: never printed.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Stdio { command, args, env } => f
@@ -90,7 +107,7 @@ impl std::fmt::Debug for NewMcpTransport {
                 .finish(),
             Self::StreamableHttp { url, token } => f
                 .debug_struct("StreamableHttp")
-                .field("url", url)
+                .field("url", &without_credentials(url))
                 .field("token", &token.as_ref().map(|_| "<redacted>"))
                 .finish(),
         }
@@ -117,4 +134,22 @@ pub struct McpToolSource {
     pub server_name: String,
     /// The tool's name on the server (may differ from the Engram tool name).
     pub tool_name: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_debug_print_shows_no_credentials_of_the_url() {
+        let t = NewMcpTransport::StreamableHttp {
+            url: "https://bob:hunter22@example.com/mcp?api_key=s3cret#x".into(),
+            token: Some("tok-9".into()),
+        };
+        let shown = format!("{t:?}");
+        for secret in ["bob", "hunter22", "s3cret", "tok-9"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        assert!(shown.contains("https://example.com/mcp"), "{shown}");
+    }
 }

@@ -41,7 +41,7 @@ pub enum Launch {
 }
 
 impl std::fmt::Debug for Launch {
-    // Env values and tokens are secrets: never printed.
+    // Env values, tokens and credentials in a URL are secrets: never printed.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Stdio { command, args, env } => f
@@ -52,7 +52,7 @@ impl std::fmt::Debug for Launch {
                 .finish(),
             Self::Http { url, bearer } => f
                 .debug_struct("Http")
-                .field("url", url)
+                .field("url", &crate::url_secrets::hide(url).0)
                 .field("bearer", &bearer.as_ref().map(|_| "<redacted>"))
                 .finish(),
         }
@@ -68,6 +68,25 @@ pub struct ServerSpec {
     pub name: String,
     /// How to reach it.
     pub launch: Launch,
+}
+
+impl ServerSpec {
+    /// `text` (an error from the transport, which may quote the request URL) without the
+    /// credentials of an HTTP server's URL or its bearer token.
+    pub fn scrub(&self, text: &str) -> String {
+        match &self.launch {
+            Launch::Stdio { .. } => text.to_owned(),
+            Launch::Http { url, bearer } => {
+                let text = crate::url_secrets::scrub(text, url);
+                match bearer {
+                    Some(b) if !b.is_empty() => {
+                        text.replace(b.as_str(), crate::url_secrets::HIDDEN)
+                    }
+                    _ => text,
+                }
+            }
+        }
+    }
 }
 
 /// A tool a server offers, as listed (`tools/list`).
@@ -284,13 +303,13 @@ impl Hub {
             }
             Ok(Err(ServiceError::McpError(e))) => Err(McpError::Refused {
                 server,
-                detail: e.message.to_string(),
+                detail: spec.scrub(&e.message),
             }),
             Ok(Err(e)) => {
                 self.drop_conn(spec, &conn).await;
                 Err(McpError::Lost {
                     server,
-                    detail: e.to_string(),
+                    detail: spec.scrub(&e.to_string()),
                 })
             }
             Ok(Ok(v)) => Ok(v),
@@ -370,11 +389,24 @@ fn result_text<C: serde::Serialize>(content: &[C], structured: Option<&Value>) -
     parts.join("\n")
 }
 
+/// Whether `url`'s host is this machine (`localhost`, `127.x`, `::1`).
+fn is_loopback_url(url: &str) -> bool {
+    let Ok(parsed) = url::Url::parse(url.trim()) else {
+        return false;
+    };
+    match parsed.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
 /// Starts a connection: spawns the process or opens the HTTP session, then the handshake.
 async fn start(spec: &ServerSpec) -> Result<Client, McpError> {
     let fail = |detail: String| McpError::Start {
         server: spec.name.clone(),
-        detail,
+        detail: spec.scrub(&detail),
     };
     match &spec.launch {
         Launch::Stdio { command, args, env } => {
@@ -401,10 +433,14 @@ async fn start(spec: &ServerSpec) -> Result<Client, McpError> {
                 config = config.auth_header(token.clone());
             }
             // No redirects: the token goes to this URL's server and nowhere else.
-            let http = reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .build()
-                .map_err(|e| fail(e.to_string()))?;
+            let mut builder =
+                reqwest::Client::builder().redirect(reqwest::redirect::Policy::none());
+            // A server on this machine is reached directly: the environment's HTTP_PROXY would
+            // otherwise get its requests, token included.
+            if is_loopback_url(url) {
+                builder = builder.no_proxy();
+            }
+            let http = builder.build().map_err(|e| fail(e.to_string()))?;
             let transport = StreamableHttpClientTransport::with_client(http, config);
             ClientConfig::default()
                 .serve(transport)

@@ -11,5 +11,6 @@
 pub mod hub;
 pub mod mock;
 pub mod names;
+pub mod url_secrets;
 
 pub use hub::{CallOutcome, Hub, Launch, McpError, RemoteTool};

@@ -125,6 +125,7 @@ pub struct HttpServer {
     pub addr: SocketAddr,
     /// The `Authorization` header of every request, in order (`None` when absent).
     pub authorizations: Arc<Mutex<Vec<Option<String>>>>,
+    queries: Arc<Mutex<Vec<Option<String>>>>,
     stop: CancellationToken,
 }
 
@@ -140,6 +141,11 @@ impl HttpServer {
             .lock()
             .map(|a| a.clone())
             .unwrap_or_default()
+    }
+
+    /// The query strings of the requests seen so far (`None` for a request without one).
+    pub fn seen_queries(&self) -> Vec<Option<String>> {
+        self.queries.lock().map(|q| q.clone()).unwrap_or_default()
     }
 
     /// Stops serving (also on drop).
@@ -170,6 +176,8 @@ pub async fn serve_http(addr: SocketAddr) -> std::io::Result<HttpServer> {
         );
     let authorizations: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
     let seen = authorizations.clone();
+    let queries: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
+    let seen_queries = queries.clone();
     let router =
         axum::Router::new()
             .nest_service("/mcp", service)
@@ -182,6 +190,9 @@ pub async fn serve_http(addr: SocketAddr) -> std::io::Result<HttpServer> {
                         .map(str::to_owned);
                     if let Ok(mut s) = seen.lock() {
                         s.push(header);
+                    }
+                    if let Ok(mut q) = seen_queries.lock() {
+                        q.push(req.uri().query().map(str::to_owned));
                     }
                     next.run(req)
                 },
@@ -201,6 +212,7 @@ pub async fn serve_http(addr: SocketAddr) -> std::io::Result<HttpServer> {
     Ok(HttpServer {
         addr,
         authorizations,
+        queries,
         stop,
     })
 }

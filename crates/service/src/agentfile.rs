@@ -9,6 +9,7 @@ use engram_core::trust::ImportedToolStatus;
 use engram_core::{
     AgentId, BlockId, Error, LoopStyle, PendingEndpoint, Result, ToolId, ToolOrigin, ToolRule,
 };
+use engram_store::PendingMcpTool;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -163,6 +164,20 @@ impl Engram {
             file_name,
         };
         let mut conv = engram_agentfile::to_bundle(&file, &opts)?;
+        // The agent keeps the file's MCP server entries (for the report and export) without
+        // their secrets; the servers stored below take them to the keychain.
+        for ia in &mut conv.bundle.agents {
+            if let Some(list) = ia
+                .extras
+                .as_mut()
+                .and_then(|x| x.get_mut("mcp_servers"))
+                .and_then(|l| l.as_array_mut())
+            {
+                for entry in list {
+                    *entry = crate::mcp_import::entry_without_secrets(entry);
+                }
+            }
+        }
         for ia in &mut conv.bundle.agents {
             let a = &mut ia.agent;
             if let Err(e) = self
@@ -243,16 +258,51 @@ impl Engram {
             })
             .collect();
         // The file's MCP servers are stored inactive: never started until the user accepts.
-        for server in conv
-            .mcp_servers
-            .iter()
-            .filter_map(crate::mcp_import::server_from_agent_file)
-        {
-            match self.store_inactive(server, file_name) {
-                Ok(s) => warnings.push(format!(
-                    "MCP server '{}' of the file is stored inactive: accept it in Settings → MCP servers or with `engram mcp accept {}`",
-                    s.name, s.name
-                )),
+        // The tools the file's agents used from one are attached to them on acceptance.
+        for entry in &conv.mcp_servers {
+            let Some(server) = crate::mcp_import::server_from_agent_file(entry) else {
+                continue;
+            };
+            let named = entry["server_name"]
+                .as_str()
+                .or(entry["name"].as_str())
+                .unwrap_or_default();
+            let pending: Vec<PendingMcpTool> = conv
+                .mcp_tools
+                .iter()
+                .filter(|t| t.server == named)
+                .filter_map(|t| {
+                    Some(PendingMcpTool {
+                        agent_id: ids.agents.get(t.agent)?.clone(),
+                        tool_name: t.tool_name.clone(),
+                        file_name: t.file_name.clone(),
+                        description: t.description.clone(),
+                        json_schema: t.json_schema.clone(),
+                    })
+                })
+                .collect();
+            match self.store_inactive(server, file_name).and_then(|s| {
+                self.store
+                    .add_pending_mcp_tools(&s.id, &pending)
+                    .map(|()| s)
+            }) {
+                Ok(s) => {
+                    let then = if pending.is_empty() {
+                        String::new()
+                    } else {
+                        let mut names: Vec<&str> =
+                            pending.iter().map(|p| p.tool_name.as_str()).collect();
+                        names.dedup();
+                        format!(
+                            "; then its tools the file's agents use ({}) are attached to them",
+                            names.join(", ")
+                        )
+                    };
+                    warnings.push(format!(
+                        "MCP server '{}' of the file is stored inactive: accept it in Settings → MCP servers or with `engram mcp accept {}`{then}",
+                        s.name, s.name
+                    ));
+                }
                 Err(e) => warnings.push(format!("an MCP server of the file was not stored: {e}")),
             }
         }
@@ -270,7 +320,11 @@ impl Engram {
             agents: ids.agents,
             blocks: ids.blocks,
             details,
-            mcp_servers: conv.mcp_servers.iter().map(mcp_server).collect(),
+            mcp_servers: conv
+                .mcp_servers
+                .iter()
+                .map(|m| mcp_server(&crate::mcp_import::entry_without_secrets(m)))
+                .collect(),
             warnings,
             inactive: conv.inactive,
         })

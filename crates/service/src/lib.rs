@@ -199,7 +199,7 @@ impl Engram {
             hub: mcp.clone(),
             notices: notices.clone(),
         });
-        Ok(Self {
+        let engram = Self {
             runtime: Runtime::new(store.clone(), resolver.clone())
                 .with_python(python.clone())
                 .with_mcp(bridge),
@@ -215,7 +215,9 @@ impl Engram {
             live: live::LiveRuns::default(),
             notices,
             backfills: Arc::new(Mutex::new(std::collections::HashSet::new())),
-        })
+        };
+        engram.secure_mcp_urls();
+        Ok(engram)
     }
 
     /// Gives user tools a way to call Engram's API back while they run (the tutorials'

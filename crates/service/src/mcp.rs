@@ -16,7 +16,7 @@ use engram_core::{
     NewMcpTransport, Result, Tool, ToolId, ToolLanguage, ToolOrigin,
 };
 use engram_mcp::hub::{Launch, ServerSpec};
-use engram_mcp::{Hub, McpError, RemoteTool, names};
+use engram_mcp::{Hub, McpError, RemoteTool, names, url_secrets};
 use engram_secrets::SecretStore;
 use engram_store::Store;
 use secrecy::{ExposeSecret, SecretString};
@@ -31,6 +31,12 @@ pub const ADDED_BY_USER: &str = "you";
 /// The keychain name of a server's bearer token.
 fn token_secret(id: &McpServerId) -> String {
     format!("mcp-server:{id}:token")
+}
+
+/// The keychain name of an HTTP server's full URL, when the URL as given carried credentials
+/// (the stored URL shows them as `***`).
+fn url_secret(id: &McpServerId) -> String {
+    format!("mcp-server:{id}:url")
 }
 
 /// The keychain name of a stdio server's environment (a JSON object of strings).
@@ -84,9 +90,13 @@ pub(crate) fn check_new(new: &NewMcpServer) -> Result<McpTransport> {
                     "the bearer token is empty; leave it out instead",
                 ));
             }
+            // Credentials written into the URL go to the keychain with it; the stored, shown
+            // and exported URL has them as `***`.
+            let (shown, url_secret) = url_secrets::hide(url);
             Ok(McpTransport::StreamableHttp {
-                url: url.clone(),
+                url: shown,
                 has_token: token.is_some(),
+                url_secret,
             })
         }
     }
@@ -106,8 +116,24 @@ fn spec_of(secrets: &dyn SecretStore, server: &McpServer) -> Result<ServerSpec> 
                 env: env.into_iter().collect(),
             }
         }
-        McpTransport::StreamableHttp { url, has_token } => Launch::Http {
-            url: url.clone(),
+        McpTransport::StreamableHttp {
+            url,
+            has_token,
+            url_secret: hidden,
+        } => Launch::Http {
+            url: if *hidden {
+                secrets
+                    .get(&url_secret(&server.id))?
+                    .map(|s| s.expose_secret().to_owned())
+                    .ok_or_else(|| {
+                        Error::invalid(format!(
+                            "the credentials of MCP server '{}' are missing from the keychain; remove the server and add it again",
+                            server.name
+                        ))
+                    })?
+            } else {
+                url.clone()
+            },
             bearer: if *has_token {
                 secrets
                     .get(&token_secret(&server.id))?
@@ -146,7 +172,7 @@ fn inactive_line(server: &McpServer) -> String {
 }
 
 /// A server's tool as an Engram tool (name per [`names::tool_name`]).
-fn tool_of(server: &McpServer, remote: &RemoteTool) -> Tool {
+pub(crate) fn tool_of(server: &McpServer, remote: &RemoteTool) -> Tool {
     let name = names::tool_name(&server.name, &remote.name);
     let description = if remote.description.trim().is_empty() {
         format!("Tool '{}' of MCP server '{}'.", remote.name, server.name)
@@ -298,6 +324,16 @@ impl Engram {
             created_at: now,
             updated_at: now,
         };
+        if let (
+            NewMcpTransport::StreamableHttp { url, .. },
+            McpTransport::StreamableHttp {
+                url_secret: true, ..
+            },
+        ) = (&new.transport, &server.transport)
+        {
+            self.secrets
+                .set(&url_secret(&server.id), &SecretString::from(url.clone()))?;
+        }
         match &new.transport {
             NewMcpTransport::Stdio { env, .. } if !env.is_empty() => {
                 let json =
@@ -325,6 +361,45 @@ impl Engram {
     fn forget_secrets(&self, id: &McpServerId) {
         let _ = self.secrets.delete(&env_secret(id));
         let _ = self.secrets.delete(&token_secret(id));
+        let _ = self.secrets.delete(&url_secret(id));
+    }
+
+    /// Moves credentials that an older Engram stored inside MCP server URLs (`user:pass@`,
+    /// `?api_key=…`) to the keychain; the stored URL then shows them as `***`. Run at open.
+    /// A keychain or database failure is logged and leaves that server as it was.
+    pub(crate) fn secure_mcp_urls(&self) {
+        let Ok(servers) = self.store.list_mcp_servers() else {
+            return;
+        };
+        for s in servers {
+            let McpTransport::StreamableHttp {
+                url,
+                has_token,
+                url_secret: false,
+            } = &s.transport
+            else {
+                continue;
+            };
+            let (shown, true) = url_secrets::hide(url) else {
+                continue;
+            };
+            let moved = self
+                .secrets
+                .set(&url_secret(&s.id), &SecretString::from(url.clone()))
+                .and_then(|()| {
+                    self.store.set_mcp_server_transport(
+                        &s.id,
+                        &McpTransport::StreamableHttp {
+                            url: shown,
+                            has_token: *has_token,
+                            url_secret: true,
+                        },
+                    )
+                });
+            if let Err(e) = moved {
+                tracing::warn!(server = %s.name, "the credentials in the MCP server's URL stay in the database: {e}");
+            }
+        }
     }
 
     /// Removes a server: stops it, deletes its tools (detaching them from every agent) and
@@ -341,13 +416,20 @@ impl Engram {
     }
 
     /// Accepts a server that came from a file (it may then be started and called), or
-    /// deactivates one. Returns it. Errors: `not_found`.
+    /// deactivates one. Returns it. Accepting a server from an agent file attaches to each
+    /// imported agent the server's tools the file gave it — only those, under their Engram
+    /// names (`<server>__<tool>`), with the file's tool rules (e.g. `requires_approval`)
+    /// renamed to match — without contacting the server (the next listing refreshes them).
+    /// Errors: `not_found`.
     pub async fn set_mcp_server_active(&self, id_or_name: &str, active: bool) -> Result<McpServer> {
         let server = self.store.find_mcp_server(id_or_name)?;
         if !active {
             self.mcp.forget(server.id.as_str()).await;
         }
         let s = self.store.set_mcp_server_active(&server.id, active)?;
+        if active {
+            self.attach_pending_tools(&s)?;
+        }
         self.notify(Notice::McpServersChanged);
         self.notify(Notice::ToolsChanged);
         Ok(s)
@@ -456,7 +538,21 @@ mod tests {
             check_new(&http("https://example.com/mcp", Some("t"))).unwrap(),
             McpTransport::StreamableHttp {
                 url: "https://example.com/mcp".into(),
-                has_token: true
+                has_token: true,
+                url_secret: false,
+            }
+        );
+        // Credentials in the URL are not stored with it.
+        assert_eq!(
+            check_new(&http(
+                "https://me:pw1234@example.com/mcp?token=abcd&x=1",
+                None
+            ))
+            .unwrap(),
+            McpTransport::StreamableHttp {
+                url: "https://***@example.com/mcp?token=***&x=1".into(),
+                has_token: false,
+                url_secret: true,
             }
         );
         for bad in [
@@ -480,6 +576,7 @@ mod tests {
             transport: McpTransport::StreamableHttp {
                 url: "http://127.0.0.1:1/mcp".into(),
                 has_token: false,
+                url_secret: false,
             },
             active: true,
             source: ADDED_BY_USER.into(),

@@ -3,10 +3,10 @@
 //! `mcp_servers` of a Letta agent file. Both are stored *inactive*: nothing is started or
 //! called until the user accepts the server.
 
-use crate::Engram;
+use crate::{Engram, Notice};
 use engram_core::{Error, McpServer, NewMcpServer, NewMcpTransport, Result};
-use engram_mcp::names;
-use serde_json::Value;
+use engram_mcp::{RemoteTool, names, url_secrets};
+use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
 /// Reads an `mcpServers` block (with or without the `{"mcpServers": …}` wrapper) into servers
@@ -161,6 +161,42 @@ pub(crate) fn server_from_agent_file(v: &Value) -> Option<NewMcpServer> {
     Some(NewMcpServer { name, transport })
 }
 
+/// A file's MCP server entry as Engram may keep it with the agent (and export again): every
+/// value that can be a secret — credentials in `server_url`/`url`, environment values, tokens
+/// and headers — replaced by `***`. The server Engram stores from the entry is made from the
+/// original (its credentials go to the keychain, see `crate::mcp`).
+pub(crate) fn entry_without_secrets(entry: &Value) -> Value {
+    let mut v = entry.clone();
+    hide_secrets(&mut v);
+    if let Some(stdio) = v.get_mut("stdio_config") {
+        hide_secrets(stdio);
+    }
+    v
+}
+
+fn hide_secrets(v: &mut Value) {
+    let Some(map) = v.as_object_mut() else {
+        return;
+    };
+    for key in ["server_url", "url", "serverUrl"] {
+        if let Some(Value::String(u)) = map.get_mut(key) {
+            *u = url_secrets::hide(u).0;
+        }
+    }
+    for key in ["env", "headers", "custom_headers"] {
+        if let Some(Value::Object(m)) = map.get_mut(key) {
+            for value in m.values_mut() {
+                *value = Value::String(url_secrets::HIDDEN.into());
+            }
+        }
+    }
+    for key in ["token", "auth_token", "auth_header"] {
+        if let Some(value) = map.get_mut(key).filter(|v| !v.is_null()) {
+            *value = Value::String(url_secrets::HIDDEN.into());
+        }
+    }
+}
+
 impl Engram {
     /// Stores the servers of an `mcpServers` block (see [`parse_mcp_servers_block`]) as
     /// *inactive*, recording `source` (e.g. the file's name) as where they came from; the user
@@ -177,6 +213,48 @@ impl Engram {
             .into_iter()
             .map(|s| self.store_inactive(s, source))
             .collect()
+    }
+
+    /// Attaches the tools imported agents used from `server` (see
+    /// [`set_mcp_server_active`](Self::set_mcp_server_active)).
+    pub(crate) fn attach_pending_tools(&self, server: &McpServer) -> Result<()> {
+        let pending = self.store.pending_mcp_tools(&server.id)?;
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let tools: Vec<_> = pending
+            .into_iter()
+            .map(|p| {
+                // Files carry Letta's `{name, description, parameters}`; a bare object schema
+                // is taken as the parameters.
+                let schema = &p.json_schema;
+                let input_schema = match schema.get("parameters") {
+                    Some(params) => params.clone(),
+                    None if schema.get("type").is_some() => schema.clone(),
+                    None => json!({"type": "object", "properties": {}}),
+                };
+                let remote = RemoteTool {
+                    name: p.tool_name.clone(),
+                    description: p.description.clone(),
+                    input_schema,
+                };
+                let tool = crate::mcp::tool_of(server, &remote);
+                (p, tool)
+            })
+            .collect();
+        let done = self.store.attach_pending_mcp_tools(&server.id, &tools)?;
+        for name in &done.name_taken {
+            tracing::warn!(server = %server.name, tool = %name, "not attached: another tool has its name");
+        }
+        for (agent, _) in &done.attached {
+            self.notify(Notice::AgentChanged {
+                agent_id: agent.clone(),
+            });
+        }
+        if !done.attached.is_empty() {
+            self.notify(Notice::AgentsChanged);
+        }
+        Ok(())
     }
 
     /// Stores one server inactive under a free name.

@@ -22,6 +22,7 @@ mod calibration;
 mod endpoints;
 mod import;
 mod mcp;
+mod mcp_pending;
 mod message_pages;
 mod messages;
 mod migrations;
@@ -52,6 +53,7 @@ pub use import::{
     EXTRAS_SETTING_PREFIX, ImportAgent, ImportBlock, ImportBundle, ImportMessage, ImportedIds,
     ImportedTool,
 };
+pub use mcp_pending::{AttachedMcpTools, PendingMcpTool};
 pub use message_pages::{Compaction, MessageWindow, SeqOrder, WindowAt};
 pub use messages::{MessageHit, MessageQuery, SEQ_GAP};
 pub use model_windows::MODEL_WINDOW_SETTING_PREFIX;

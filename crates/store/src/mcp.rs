@@ -111,6 +111,27 @@ impl Store {
         })
     }
 
+    /// Replaces how a server is reached (e.g. its URL with the credentials moved to the
+    /// keychain). Errors: `NotFound("MCP server")`.
+    pub fn set_mcp_server_transport(
+        &self,
+        id: &McpServerId,
+        transport: &engram_core::McpTransport,
+    ) -> Result<()> {
+        self.write(|tx| {
+            let n = tx
+                .execute(
+                    "UPDATE mcp_servers SET transport = ?2, updated_at = ?3 WHERE id = ?1",
+                    params![id.as_str(), to_json(transport)?, sql::micros(sql::now())],
+                )
+                .db()?;
+            if n == 0 {
+                return Err(Error::not_found("MCP server", id.as_str()));
+            }
+            Ok(())
+        })
+    }
+
     /// Removes a server and its tools, detaching them from every agent, in one transaction.
     /// Errors: `NotFound("MCP server")`.
     pub fn delete_mcp_server(&self, id: &McpServerId) -> Result<()> {

@@ -358,6 +358,22 @@ CREATE TABLE mcp_servers (
 ALTER TABLE tools ADD COLUMN mcp TEXT;     -- JSON McpToolSource, NULL for other tools
 "#;
 
+/// The tools of an imported agent file's MCP servers that the file's agents used: kept while
+/// the server waits inactive, and attached to those agents (only those tools, under the
+/// server's Engram name) when the user accepts the server. Removing the server or the agent
+/// drops its rows.
+const MCP_PENDING_TOOLS: &str = r#"
+CREATE TABLE mcp_pending_tools (
+    server_id   TEXT NOT NULL REFERENCES mcp_servers (id) ON DELETE CASCADE,
+    agent_id    TEXT NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+    tool_name   TEXT NOT NULL,             -- the server's own name for the tool
+    file_name   TEXT NOT NULL,             -- the tool's name in the file (its tool rules use it)
+    description TEXT NOT NULL,
+    json_schema TEXT NOT NULL,             -- JSON, as the file gave it
+    PRIMARY KEY (server_id, agent_id, tool_name)
+) WITHOUT ROWID;
+"#;
+
 /// Every migration, oldest first.
 const MIGRATIONS: &[M<'static>] = &[
     M::up(V1),
@@ -371,6 +387,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(TURN_ROLLBACK),
     M::up(MODEL_PRICES),
     M::up(MCP_SERVERS),
+    M::up(MCP_PENDING_TOOLS),
 ];
 
 /// The migration list (exposed to tests so they can validate it).

@@ -49,11 +49,13 @@ use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 
 mod extras;
+mod mcp_tools;
 mod messages;
 mod resolve;
 mod sections;
 mod tools;
 
+pub use mcp_tools::FileMcpTool;
 pub use sections::{Inactive, InactiveKind};
 
 use extras::letta_extras;
@@ -90,6 +92,8 @@ pub struct Conversion {
     pub inactive: Vec<Inactive>,
     /// The file's `mcp_servers` entries as written (Engram does not connect to them).
     pub mcp_servers: Vec<Value>,
+    /// The tools of those servers each agent uses (to attach once a server is accepted).
+    pub mcp_tools: Vec<FileMcpTool>,
 }
 
 /// One block of the file, wherever it was defined.
@@ -176,7 +180,9 @@ pub fn to_bundle(file: &AgentFile, opts: &ImportOptions<'_>) -> Result<Conversio
     }
     let owned = sections::Owners::of(&agents, &shared)?;
     let mut inactive = Vec::new();
+    let mut mcp_tools = Vec::new();
     for (i, a) in agents.iter().enumerate() {
+        mcp_tools.extend(mcp_tools::of_agent(i, &a.tools, shared.mcp_servers));
         let mut ia = convert_agent(&mut ctx, a, &bundle.blocks, shared.groups)?;
         if a.ext.is_none()
             && let Some(Value::Object(extras)) = ia.extras.as_mut()
@@ -206,6 +212,7 @@ pub fn to_bundle(file: &AgentFile, opts: &ImportOptions<'_>) -> Result<Conversio
         warnings: ctx.warnings,
         inactive,
         mcp_servers,
+        mcp_tools,
     })
 }
 

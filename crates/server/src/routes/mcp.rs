@@ -41,7 +41,7 @@ fn server(s: &McpServer) -> Value {
             v["args"] = json!(args);
             v["env_keys"] = json!(env_keys);
         }
-        McpTransport::StreamableHttp { url, has_token } => {
+        McpTransport::StreamableHttp { url, has_token, .. } => {
             v["mcp_server_type"] = json!("streamable_http");
             v["server_url"] = json!(url);
             v["has_auth_token"] = json!(has_token);
