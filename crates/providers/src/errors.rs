@@ -202,6 +202,24 @@ impl ErrorContext {
                 retry_after: None,
             };
         }
+        if err.is_redirect() {
+            // Only the policy's own words: reqwest's message quotes the request URL.
+            let mut source = std::error::Error::source(err);
+            let mut why = String::from("redirect not followed");
+            while let Some(s) = source {
+                if let Some(r) = s.downcast_ref::<crate::transport::CrossOriginRedirect>() {
+                    why = r.to_string();
+                }
+                source = s.source();
+            }
+            return Failure::fatal(ProviderError::new(
+                ProviderFault::NotConfigured,
+                format!(
+                    "{label} at {} answered with a redirect to another server ({why}); Engram does not follow it, so the API key and your messages go only to the configured server: set the provider's base URL to the server's own address",
+                    self.base_url,
+                ),
+            ));
+        }
         if err.is_timeout() {
             return Failure::fatal(self.timeout());
         }

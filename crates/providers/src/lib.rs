@@ -39,6 +39,7 @@ use std::sync::Arc;
 pub use anthropic::DEFAULT_MAX_TOKENS;
 pub use embeddings::MAX_BATCH as MAX_EMBEDDING_BATCH;
 pub use models::list_models;
+pub use transport::is_loopback_url;
 pub use types::*;
 
 /// The known provider handles (the `openai` of `openai/gpt-4o-mini`) and their default base URLs.

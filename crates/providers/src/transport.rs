@@ -35,34 +35,99 @@ pub(crate) struct Transport {
 /// One HTTP client per connect timeout, shared by every transport in the process. Building a
 /// client loads the platform's root certificates (milliseconds), and a shared client keeps its
 /// pooled connections between runs; clones are cheap handles to the same client.
-fn shared_client(connect: Duration) -> Result<reqwest::Client, ProviderError> {
-    static CLIENTS: LazyLock<Mutex<HashMap<Duration, reqwest::Client>>> =
+/// `direct` clients use no proxy (see [`is_loopback_url`]).
+fn shared_client(connect: Duration, direct: bool) -> Result<reqwest::Client, ProviderError> {
+    static CLIENTS: LazyLock<Mutex<HashMap<(Duration, bool), reqwest::Client>>> =
         LazyLock::new(Default::default);
     let mut clients = CLIENTS
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some(client) = clients.get(&connect) {
+    if let Some(client) = clients.get(&(connect, direct)) {
         return Ok(client.clone());
     }
-    let client = reqwest::Client::builder()
+    let mut builder = reqwest::Client::builder()
         .connect_timeout(connect)
-        .user_agent(concat!("engram/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|e| {
-            ProviderError::new(
-                ProviderFault::NotConfigured,
-                format!("could not set up the HTTP client: {e}"),
-            )
-        })?;
-    clients.insert(connect, client.clone());
+        .redirect(same_origin_redirects())
+        .user_agent(concat!("engram/", env!("CARGO_PKG_VERSION")));
+    if direct {
+        builder = builder.no_proxy();
+    }
+    let client = builder.build().map_err(|e| {
+        ProviderError::new(
+            ProviderFault::NotConfigured,
+            format!("could not set up the HTTP client: {e}"),
+        )
+    })?;
+    clients.insert((connect, direct), client.clone());
     Ok(client)
 }
+
+/// Whether `url` names this machine (`localhost`, `127.x`, `::1`) by its parsed host. Such
+/// servers (Ollama, LM Studio, a local MCP server) are reached directly: reqwest takes
+/// `HTTP_PROXY`/`ALL_PROXY` from the environment without exempting loopback, which would send
+/// a conversation (and any key or token) meant for this machine to the proxy.
+pub fn is_loopback_url(url: &str) -> bool {
+    let Ok(parsed) = reqwest::Url::parse(url.trim()) else {
+        return false;
+    };
+    match parsed.host_str() {
+        Some(h) if h.eq_ignore_ascii_case("localhost") => true,
+        Some(h) => h
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback()),
+        None => false,
+    }
+}
+
+/// Most redirects followed within one origin.
+const MAX_REDIRECTS: usize = 10;
+
+/// Follows redirects only within the origin (scheme, host, port) the request went to. reqwest
+/// drops `Authorization` on a cross-host redirect but not Anthropic's `x-api-key`, and a 307/308
+/// would carry the conversation along too: a key and the text sent with it go only to the host
+/// they were configured for (DESIGN.md §8b).
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let next = attempt.url();
+        let same = attempt.previous().last().is_some_and(|prev| {
+            prev.scheme() == next.scheme()
+                && prev.host_str() == next.host_str()
+                && prev.port_or_known_default() == next.port_or_known_default()
+        });
+        if !same {
+            let to = format!(
+                "{}://{}",
+                next.scheme(),
+                next.host_str().unwrap_or_default()
+            );
+            attempt.error(CrossOriginRedirect(to))
+        } else if attempt.previous().len() > MAX_REDIRECTS {
+            attempt.error(CrossOriginRedirect("too many redirects".into()))
+        } else {
+            attempt.follow()
+        }
+    })
+}
+
+/// Why a redirect was not followed (the target's scheme and host, or "too many redirects").
+#[derive(Debug)]
+pub(crate) struct CrossOriginRedirect(pub(crate) String);
+
+impl std::fmt::Display for CrossOriginRedirect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "redirect to {} not followed", self.0)
+    }
+}
+
+impl std::error::Error for CrossOriginRedirect {}
 
 impl Transport {
     /// A transport for `config`. Fails only when the HTTP client cannot be built.
     pub fn new(config: &ProviderConfig) -> Result<Self, ProviderError> {
         Ok(Self {
-            http: shared_client(config.timeouts.connect)?,
+            http: shared_client(config.timeouts.connect, is_loopback_url(&config.base_url))?,
             base: config.base_url.trim_end_matches('/').to_owned(),
             kind: config.kind,
             key: config
@@ -263,4 +328,29 @@ pub(crate) enum SseItem {
     Json(serde_json::Value),
     /// OpenAI's `data: [DONE]` terminator.
     Done,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_loopback_url;
+
+    #[test]
+    fn loopback_is_told_by_the_parsed_host() {
+        for local in [
+            "http://localhost:11434/v1",
+            "http://127.0.0.1:1234/v1",
+            "http://127.9.9.9/",
+            "http://[::1]:8080/v1",
+        ] {
+            assert!(is_loopback_url(local), "{local}");
+        }
+        for remote in [
+            "https://api.openai.com/v1",
+            "https://localhost.evil.example/v1",
+            "https://evil.example/?u=http://127.0.0.1",
+            "not a url",
+        ] {
+            assert!(!is_loopback_url(remote), "{remote}");
+        }
+    }
 }

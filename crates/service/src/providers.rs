@@ -114,7 +114,9 @@ impl Engram {
     /// Stores a provider's settings and (if given) its key in the keychain. The key is written
     /// first, so a keychain failure leaves the stored settings as they were.
     ///
-    /// Errors: `invalid_input` for a bad name or URL; `secrets` when the keychain fails.
+    /// Errors: `invalid_input` for a bad name or URL, or for a base URL on another host than
+    /// the stored key was given for without the key (a key goes only to its own host: give it
+    /// again with the new URL); `secrets` when the keychain fails.
     pub fn set_provider(&self, setup: ProviderSetup) -> Result<ProviderInfo> {
         let name = setup.name.trim().to_ascii_lowercase();
         if !valid_provider_name(&name) {
@@ -133,6 +135,14 @@ impl Engram {
             Err(Error::NotFound { .. }) => None,
             Err(e) => return Err(e),
         };
+        // A stored key goes only to the host it was given for: moving the provider to another
+        // host takes the key again.
+        if setup.api_key.is_none()
+            && let Some(new_base) = &setup.base_url
+        {
+            let old_base = existing.as_ref().and_then(|r| r.base_url.as_deref());
+            self.resolver.check_key_stays(&name, old_base, new_base)?;
+        }
         if let Some(key) = &setup.api_key {
             self.secrets.set(&provider_key_name(&name), key)?;
         }

@@ -111,6 +111,42 @@ impl Resolver {
         Ok(cfg)
     }
 
+    /// Refuses to send a stored key to a new host: `invalid_input` when `provider` has a key in
+    /// the keychain (not one from the environment) and `new_base` is not the origin it was
+    /// stored for (`old_base`, else the provider's default, or the user's `OPENAI_BASE_URL`).
+    /// The user gives the key again with the new base URL instead.
+    pub(crate) fn check_key_stays(
+        &self,
+        provider: &str,
+        old_base: Option<&str>,
+        new_base: &str,
+    ) -> Result<()> {
+        let key_name = provider_key_name(provider);
+        let from_env = EnvOverride::<()>::variable_for(&key_name)
+            .and_then(|var| (self.env)(var))
+            .is_some_and(|v| !v.trim().is_empty());
+        if from_env || self.secrets.get(&key_name)?.is_none() {
+            return Ok(());
+        }
+        let home = old_base
+            .map(str::to_owned)
+            .or_else(|| engram_providers::default_base_url(provider).map(str::to_owned));
+        let env_base = (provider == "openai")
+            .then(|| (self.env)("OPENAI_BASE_URL"))
+            .flatten();
+        if home
+            .iter()
+            .chain(&env_base)
+            .any(|h| same_origin(h, new_base))
+        {
+            return Ok(());
+        }
+        Err(Error::invalid(format!(
+            "the key of '{provider}' was given for {}; it is sent only there. To use {new_base}, give the key again with the new base URL",
+            home.as_deref().unwrap_or("another server")
+        )))
+    }
+
     /// The connection settings for `provider`, with `base_override` (an agent's own base URL)
     /// taking precedence. Errors name what to configure.
     pub(crate) fn config(
