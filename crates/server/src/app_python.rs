@@ -42,6 +42,8 @@ async fn set_up_tool_python(
     State(s): State<AppState>,
     Args(a): Args<SetupArgs>,
 ) -> AppResult<impl Serialize> {
+    // pip runs the install code of what it installs, with the user's rights.
+    crate::app_mcp::require_token(&s, "setting up the tools' Python")?;
     let engram = s.engram.clone();
     done(
         tokio::task::spawn_blocking(move || {

@@ -82,6 +82,14 @@ impl Engram {
         requirement: Option<&str>,
         progress: &mut dyn FnMut(&str),
     ) -> Result<ToolPython> {
+        // One requirement, never pip options (`--index-url`, `-r FILE`, `-e URL`).
+        if let Some(r) = requirement
+            && (r.trim().is_empty() || r.trim_start().starts_with('-'))
+        {
+            return Err(Error::invalid(format!(
+                "'{r}' is not a requirement (e.g. `letta-client==1.2.3`); pip options are not accepted"
+            )));
+        }
         // Every line also goes out as a notice, for windows showing the setup.
         let progress = &mut |line: &str| {
             self.notify(crate::Notice::PythonSetup {
