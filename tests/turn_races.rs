@@ -3,6 +3,11 @@
 //! or the rollback deletes the new run's messages (and a run that finished in between is
 //! rolled back unseen). Real engine on a multi-threaded runtime, real SQLite, the scripted
 //! model over real HTTP.
+//!
+//! This is a stress check of the invariant; the window it probes is narrow, so it rarely hits
+//! it (it did not in 40 rounds on a 2-core machine before the fix). The deterministic test of
+//! the fix — a run holding the agent's turn refuses the rollback and the delete — is
+//! `engram-service`'s `turns::tests`.
 
 use engram_core::{Error, LoopStyle, Role};
 use engram_mock_llm::{MockLlm, Script};

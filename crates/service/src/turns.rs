@@ -178,3 +178,73 @@ impl Engram {
         self.notify(Notice::MessagesChanged { agent_id });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engram_core::{LlmConfig, NewAgent, NewMessage};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// An agent with one user message, on a model nothing answers (nothing here calls it).
+    fn agent_with_a_message(dir: &std::path::Path) -> (Engram, AgentId, MessageId) {
+        let e = Engram::open(crate::Options {
+            home: Some(dir.to_owned()),
+            secrets: Arc::new(engram_secrets::MemoryStore::default()),
+            env: Arc::new(|_| None),
+        })
+        .unwrap();
+        let mut llm = LlmConfig::new("openai/mock-small");
+        llm.base_url = Some("http://127.0.0.1:9/v1".into());
+        llm.context_window = 32_000;
+        let agent = e
+            .create_agent(NewAgent {
+                name: "Sam".into(),
+                llm: Some(llm),
+                ..NewAgent::default()
+            })
+            .unwrap()
+            .agent
+            .id;
+        let m = e
+            .store
+            .append_messages(&agent, &[NewMessage::user("hello")])
+            .unwrap();
+        (e, agent, m[0].id.clone())
+    }
+
+    /// The moment the race leaves open: a run took the agent's turn after the "is it running"
+    /// check passed. Neither a rollback nor a delete may go on under it.
+    #[tokio::test]
+    async fn no_conversation_change_happens_while_a_run_holds_the_agents_turn() {
+        let dir = tempfile::tempdir().unwrap();
+        let (e, agent, message) = agent_with_a_message(dir.path());
+        let turn = e.runtime.try_turn(&agent).unwrap().expect("the turn is free");
+
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let regenerated = tokio::time::timeout(
+            Duration::from_secs(5),
+            e.regenerate(&agent, &tx, CancellationToken::new()),
+        )
+        .await;
+        assert!(
+            matches!(regenerated, Ok(Err(Error::Conflict(_)))),
+            "{regenerated:?}"
+        );
+        let deleted = e.delete_message(&agent, &message);
+        assert!(matches!(deleted, Err(Error::Conflict(_))), "{deleted:?}");
+        let kept: Vec<String> = e
+            .store
+            .list_messages(&agent, None, 10)
+            .unwrap()
+            .into_iter()
+            .filter(|m| m.role == Role::User)
+            .map(|m| m.content)
+            .collect();
+        assert_eq!(kept, ["hello"], "nothing was rolled back or deleted");
+
+        // Once the run is done, the same delete goes through.
+        drop(turn);
+        assert_eq!(e.delete_message(&agent, &message).unwrap(), [message]);
+    }
+}
