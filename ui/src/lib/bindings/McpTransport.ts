@@ -23,4 +23,10 @@ url: string,
 /**
  * Whether a bearer token is stored for it (in the keychain).
  */
-has_token: boolean, };
+has_token: boolean, 
+/**
+ * Whether the URL as given carried credentials (user name and password, or a query
+ * parameter such as `api_key` or `token`): then the full URL is in the keychain and
+ * `url` shows them as `***` (see `engram_mcp::url_secrets`).
+ */
+url_secret: boolean, };
