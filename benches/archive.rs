@@ -174,6 +174,21 @@ fn main() {
                 10,
             ),
             (
+                "tag filter, last page (page 1,000)",
+                app_page(json!({"tags": ["weekly"], "offset": 9_990})),
+                10,
+            ),
+            (
+                "tag filter and a one-day range, filtered total",
+                app_page(json!({"tags": ["weekly"], "start": day, "end": (start + Days::days(41)).to_rfc3339()})),
+                10,
+            ),
+            (
+                "two tags (any), filtered total",
+                app_page(json!({"tags": ["weekly", "none"], "tag_match": "any"})),
+                10,
+            ),
+            (
                 "date range (one day), filtered total",
                 app_page(json!({"start": day, "end": (start + Days::days(41)).to_rfc3339()})),
                 10,

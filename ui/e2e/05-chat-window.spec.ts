@@ -10,6 +10,11 @@ const SMALL = 'Quick chat';
 let big: BigHistory;
 
 test.describe.configure({ mode: 'serial' });
+// Playwright's trace recorder (`trace: 'retain-on-failure'`) snapshots the whole DOM before and
+// after every action on the page's main thread: ~20 ms of forced style and layout per snapshot,
+// two per key press. Chromium's trace of the typing test showed those snapshots in every key
+// above 50 ms, so this file, which times what a user feels, records no Playwright trace.
+test.use({ trace: 'off' });
 
 test.beforeAll(async () => {
   test.setTimeout(120_000);
@@ -85,29 +90,37 @@ test('a year of history: scroll back 100 pages, type without lag, bounded memory
       true,
     );
   });
-  // Up to three rounds of typing: a shared machine can stall one frame for reasons outside the
-  // page (another process on the two cores), so the targets must hold in one whole round.
   const phrase = 'the garden looks good today, thanks';
+  const typed = async (delay: number) => {
+    await input.fill('');
+    await page.evaluate(() => ((window as unknown as { keyLatencies: number[] }).keyLatencies = []));
+    await page.keyboard.type(phrase, { delay });
+    await expect(input).toHaveValue(phrase);
+    return (await page.evaluate(() => (window as unknown as { keyLatencies: number[] }).keyLatencies)).sort((a, b) => a - b);
+  };
+  const show = (lat: number[]) => lat.map((x) => x.toFixed(0)).join(' ');
+  // Up to three rounds of typing, a key every 50 ms (a very fast typist): a shared machine
+  // can stall one frame for reasons outside the page (another process on the two cores),
+  // so the targets must hold in one whole round.
   let median = Infinity;
   let max = Infinity;
   for (let round = 0; round < 3 && !(median <= 16 && max <= 50); round++) {
-    await input.fill('');
-    await page.evaluate(() => ((window as unknown as { keyLatencies: number[] }).keyLatencies = []));
-    for (const ch of phrase) await page.keyboard.press(ch === ' ' ? 'Space' : ch);
-    await expect(input).toHaveValue(phrase);
-    const lat = (await page.evaluate(() => (window as unknown as { keyLatencies: number[] }).keyLatencies)).sort((a, b) => a - b);
+    const lat = await typed(50);
     median = lat[Math.floor(lat.length / 2)]!;
     max = lat.at(-1)!;
     console.log(
-      `[perf] round ${round + 1}: 100 pages back in ${scrollMs} ms (${(scrollMs / 100).toFixed(0)} ms/page); key→frame median ${median.toFixed(1)} ms, max ${max.toFixed(1)} ms over ${lat.length} keys (${lat.map((x) => x.toFixed(0)).join(' ')}); ${loaded} messages loaded`,
+      `[perf] round ${round + 1}: 100 pages back in ${scrollMs} ms (${(scrollMs / 100).toFixed(0)} ms/page); key→frame median ${median.toFixed(1)} ms, max ${max.toFixed(1)} ms over ${lat.length} keys (${show(lat)}); ${loaded} messages loaded`,
     );
   }
+  // Keys sent as fast as the browser takes them (several per frame) must not queue: the
+  // issue saw keys wait 1.5–4 s at 20k messages.
+  const burst = await typed(0);
+  console.log(`[perf] burst: key→frame median ${burst[Math.floor(burst.length / 2)]!.toFixed(1)} ms, max ${burst.at(-1)!.toFixed(1)} ms (${show(burst)})`);
   const heap = await heapMb(page);
   console.log(`[perf] heap ${atOpen.toFixed(1)} MB at open, ${heap.toFixed(1)} MB after`);
   expect(median).toBeLessThanOrEqual(16);
-  // Issue #18's target is 50 ms; on this shared 2-core VM the slowest key measures 51–111 ms
-  // (see the log), so this guards against regressions only until the target is met.
-  expect(max).toBeLessThanOrEqual(150);
+  expect(max).toBeLessThanOrEqual(50);
+  expect(burst.at(-1)!).toBeLessThanOrEqual(150);
   expect(heap).toBeLessThanOrEqual(30);
   await input.fill('');
 });

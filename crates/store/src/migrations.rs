@@ -374,6 +374,36 @@ CREATE TABLE mcp_pending_tools (
 ) WITHOUT ROWID;
 "#;
 
+/// Tag filters as index ranges (issue #18): each tag row carries its passage's agent, time and
+/// row key, so "this agent's passages tagged X, in time order" is one range of
+/// `passage_tags_by_agent_tag_time` and a tag-filtered total counts index entries instead of
+/// probing every tagged passage of every agent. The table is rebuilt with the copies filled in
+/// from `passages`; a trigger keeps them in step should a passage's agent or time ever change.
+const PASSAGE_TAGS_BY_AGENT_AND_TIME: &str = r#"
+CREATE TABLE passage_tags_new (
+    passage_id TEXT NOT NULL REFERENCES passages (id) ON DELETE CASCADE,
+    tag        TEXT NOT NULL,
+    position   INTEGER NOT NULL,            -- keeps the caller's tag order
+    agent_id   TEXT NOT NULL,               -- the passage's, copied for the index below
+    created_at INTEGER NOT NULL,            -- the passage's (µs since the epoch)
+    passage_pk INTEGER NOT NULL,            -- the passage's row key: ties in time order
+    PRIMARY KEY (passage_id, tag)
+) WITHOUT ROWID;
+INSERT INTO passage_tags_new (passage_id, tag, position, agent_id, created_at, passage_pk)
+SELECT t.passage_id, t.tag, t.position, p.agent_id, p.created_at, p.pk
+FROM passage_tags t JOIN passages p ON p.id = t.passage_id;
+DROP TABLE passage_tags;
+ALTER TABLE passage_tags_new RENAME TO passage_tags;
+CREATE INDEX passage_tags_by_agent_tag_time
+    ON passage_tags (agent_id, tag, created_at, passage_pk);
+CREATE TRIGGER passage_tags_follow_passage AFTER UPDATE OF agent_id, created_at, pk ON passages
+BEGIN
+    UPDATE passage_tags SET agent_id = new.agent_id, created_at = new.created_at,
+                            passage_pk = new.pk
+    WHERE passage_id = new.id;
+END;
+"#;
+
 /// Every migration, oldest first.
 const MIGRATIONS: &[M<'static>] = &[
     M::up(V1),
@@ -388,6 +418,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(MODEL_PRICES),
     M::up(MCP_SERVERS),
     M::up(MCP_PENDING_TOOLS),
+    M::up(PASSAGE_TAGS_BY_AGENT_AND_TIME),
 ];
 
 /// The migration list (exposed to tests so they can validate it).
@@ -482,5 +513,74 @@ mod tests {
             .collect::<rusqlite::Result<_>>()
             .unwrap();
         assert_eq!(rows, [("agent-1".to_owned(), 2048, "so far".to_owned(), 2)]);
+    }
+
+    #[test]
+    fn tag_rows_gain_their_passage_agent_and_time_and_the_tag_index() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        let before = MIGRATIONS
+            .iter()
+            .position(|m| *m == M::up(PASSAGE_TAGS_BY_AGENT_AND_TIME))
+            .unwrap();
+        Migrations::from_slice(&MIGRATIONS[..before])
+            .to_latest(&mut conn)
+            .unwrap();
+        conn.execute_batch(
+            r#"INSERT INTO agents (id, name, description, system, llm, loop_style, max_steps,
+                                   tools, created_at, updated_at)
+               VALUES ('agent-1', 'A', '', '', '{}', 'tool_loop', 50, '[]', 0, 0),
+                      ('agent-2', 'B', '', '', '{}', 'tool_loop', 50, '[]', 0, 0);
+               INSERT INTO passages (pk, id, agent_id, text, created_at)
+               VALUES (7, 'p1', 'agent-1', 'a', 100), (9, 'p2', 'agent-2', 'b', 200);
+               INSERT INTO passage_tags (passage_id, tag, position)
+               VALUES ('p1', 'x', 0), ('p1', 'y', 1), ('p2', 'x', 0);"#,
+        )
+        .unwrap();
+        migrations().to_latest(&mut conn).unwrap();
+        let rows: Vec<(String, String, i64, String, i64, i64)> = conn
+            .prepare(
+                "SELECT passage_id, tag, position, agent_id, created_at, passage_pk
+                 FROM passage_tags ORDER BY passage_id, position",
+            )
+            .unwrap()
+            .query_map([], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ))
+            })
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        let row = |p: &str, t: &str, pos, a: &str, at, pk| {
+            (p.to_owned(), t.to_owned(), pos, a.to_owned(), at, pk)
+        };
+        assert_eq!(
+            rows,
+            [
+                row("p1", "x", 0, "agent-1", 100, 7),
+                row("p1", "y", 1, "agent-1", 100, 7),
+                row("p2", "x", 0, "agent-2", 200, 9),
+            ]
+        );
+        // The copies follow a passage that moves in time, and go with it.
+        conn.execute_batch(
+            "PRAGMA foreign_keys = ON;
+             UPDATE passages SET created_at = 300 WHERE id = 'p1';
+             DELETE FROM passages WHERE id = 'p2';",
+        )
+        .unwrap();
+        let kept: Vec<(String, i64)> = conn
+            .prepare("SELECT passage_id, created_at FROM passage_tags ORDER BY tag")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(kept, [("p1".to_owned(), 300), ("p1".to_owned(), 300)]);
     }
 }

@@ -2,7 +2,9 @@
 //!
 //! Filters (substring, tags, date range) are SQL conditions and the page is an indexed range
 //! scan over `passages_by_time` (`agent_id, created_at` plus the row key), so a page of 10
-//! costs the same at 100 or 100,000 passages. Cursors (`after`/`before` a passage id, as
+//! costs the same at 100 or 100,000 passages. With a tag filter the scan runs over the tag
+//! index instead (`passage_tags_by_agent_tag_time`: agent, tag, created_at, row key), so a
+//! tag-filtered page and total are index range reads too. Cursors (`after`/`before` a passage id, as
 //! Letta's list routes take them) become row-value bounds on `(created_at, pk)`; a deep offset
 //! is read from the other end of the list, so the last page is as cheap as the first.
 
@@ -11,6 +13,7 @@ use crate::agents;
 use crate::passages::{PASSAGE_COLS, Query, passage_from_row};
 use crate::sql::{self, DbResult};
 use engram_core::{AgentId, Error, Passage, PassageId, Result, TagMatch, Timestamp};
+use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 use serde::{Deserialize, Serialize};
 
@@ -105,17 +108,39 @@ struct Between {
     before: Option<Key>,
 }
 
-/// The WHERE clause of the list's filters (agent, dates, substring; tags unless `tags` is
-/// false) within `between`. The list's dates and the bounds fold into one range on
-/// `created_at`, so SQLite seeks `passages_by_time` instead of testing every entry (a row
-/// value `(created_at, pk) > (?, ?)` is not used as a range by its planner).
-fn list_filters(
+/// The columns a list query ranges over: the passages' own (`passages_by_time`), or the
+/// copies the tag index (`passage_tags_by_agent_tag_time`) carries of each tagged passage's
+/// agent, time and row key.
+struct Cols {
+    agent: &'static str,
+    time: &'static str,
+    pk: &'static str,
+}
+
+const PASSAGE: Cols = Cols {
+    agent: "p.agent_id",
+    time: "p.created_at",
+    pk: "p.pk",
+};
+
+const TAG: Cols = Cols {
+    agent: "t.agent_id",
+    time: "t.created_at",
+    pk: "t.passage_pk",
+};
+
+/// The WHERE conditions on the agent and time (the list's dates and `between`) over `cols`.
+/// The dates and the bounds fold into one range on the time column, so SQLite seeks the index
+/// instead of testing every entry (a row value `(created_at, pk) > (?, ?)` is not used as a
+/// range by its planner).
+fn range(
     agent: &AgentId,
     q: &PassageList,
     between: Between,
-    tags: bool,
+    cols: &Cols,
     query: &mut Query,
-) -> Result<String> {
+) -> String {
+    let Cols { agent: a, time, pk } = cols;
     let start = q.start.map(sql::micros);
     let end = q.end.map(sql::micros);
     let low = [start, between.after.map(|k| k.0)]
@@ -126,43 +151,97 @@ fn list_filters(
         .into_iter()
         .flatten()
         .min();
-    let mut cond = format!("p.agent_id = {}", query.arg(agent.as_str().to_owned()));
+    let mut cond = format!("{a} = {}", query.arg(agent.as_str().to_owned()));
     if let Some(t) = low {
-        cond.push_str(&format!(" AND p.created_at >= {}", query.arg(t)));
+        cond.push_str(&format!(" AND {time} >= {}", query.arg(t)));
     }
     if let Some(t) = high {
-        cond.push_str(&format!(" AND p.created_at <= {}", query.arg(t)));
+        cond.push_str(&format!(" AND {time} <= {}", query.arg(t)));
     }
-    if let Some((t, pk)) = between.after {
+    if let Some((t, k)) = between.after {
         cond.push_str(&format!(
-            " AND NOT (p.created_at = {} AND p.pk <= {})",
+            " AND NOT ({time} = {} AND {pk} <= {})",
             query.arg(t),
-            query.arg(pk)
+            query.arg(k)
         ));
     }
-    if let Some((t, pk)) = between.before {
+    if let Some((t, k)) = between.before {
         cond.push_str(&format!(
-            " AND NOT (p.created_at = {} AND p.pk >= {})",
+            " AND NOT ({time} = {} AND {pk} >= {})",
             query.arg(t),
-            query.arg(pk)
+            query.arg(k)
         ));
     }
+    cond
+}
+
+/// The substring filter on `p.text` as `" AND …"`, or nothing.
+fn like(q: &PassageList, query: &mut Query) -> String {
+    like_pattern(q.search.as_deref())
+        .map(|pattern| format!(" AND p.text LIKE {} ESCAPE '\\'", query.arg(pattern)))
+        .unwrap_or_default()
+}
+
+/// How a list's tag filter reads the tag index.
+enum Tags<'a> {
+    /// No tag filter: the list walks the passages' time index.
+    None,
+    /// One tag: the list is one range of the tag index, already in time order.
+    One(&'a str),
+    /// Several tags: the passages carrying at least `need` of them, from one range per tag.
+    Several(Vec<&'a str>, i64),
+}
+
+fn tags_of(q: &PassageList) -> Tags<'_> {
     let unique = unique_tags(q);
-    if tags && !unique.is_empty() {
-        let list = query.arg(sql::to_json(&unique)?);
-        let need = query.arg(need_tags(q, unique.len()));
-        cond.push_str(&format!(
-            " AND (SELECT count(*) FROM passage_tags t WHERE t.passage_id = p.id
-                   AND t.tag IN (SELECT value FROM json_each({list}))) >= {need}"
-        ));
+    match unique.as_slice() {
+        [] => Tags::None,
+        [one] => Tags::One(one),
+        _ => {
+            let need = need_tags(q, unique.len());
+            Tags::Several(unique, need)
+        }
     }
-    if let Some(pattern) = like_pattern(q.search.as_deref()) {
-        cond.push_str(&format!(
-            " AND p.text LIKE {} ESCAPE '\\'",
-            query.arg(pattern)
-        ));
-    }
-    Ok(cond)
+}
+
+/// The list's rows as a row source named `t` (with `passage_pk` and `created_at`) joined to
+/// the passages `p` (when `join`), and the WHERE conditions (agent, time, tags; the substring
+/// filter too), for a list with a tag filter. One tag reads one index range; several group
+/// their ranges by passage.
+fn tagged_source(
+    agent: &AgentId,
+    q: &PassageList,
+    between: Between,
+    tags: &Tags<'_>,
+    join: bool,
+    query: &mut Query,
+) -> Result<(String, String)> {
+    let like = like(q, query);
+    let join = if join || !like.is_empty() {
+        " CROSS JOIN passages p ON p.pk = t.passage_pk"
+    } else {
+        ""
+    };
+    let range = range(agent, q, between, &TAG, query);
+    Ok(match tags {
+        Tags::None => unreachable!("a list without tags reads the passages"),
+        Tags::One(tag) => (
+            format!("passage_tags t{join}"),
+            format!("t.tag = {} AND {range}{like}", query.arg((*tag).to_owned())),
+        ),
+        Tags::Several(list, need) => {
+            let list = query.arg(sql::to_json(list)?);
+            let need = query.arg(*need);
+            (
+                format!(
+                    "(SELECT t.passage_pk, t.created_at FROM passage_tags t
+                      WHERE t.tag IN (SELECT value FROM json_each({list})) AND {range}
+                      GROUP BY t.passage_pk HAVING count(*) >= {need}) t{join}"
+                ),
+                format!("1{like}"),
+            )
+        }
+    })
 }
 
 fn unique_tags(q: &PassageList) -> Vec<&str> {
@@ -190,35 +269,36 @@ fn unfiltered(q: &PassageList) -> bool {
         && q.end.is_none()
 }
 
-/// Passages passing the list's filters within `between`.
+/// Passages passing the list's filters within `between`. With a tag filter, the tag index's
+/// entries are counted (one range per tag), never the agent's other passages.
 fn count_between(
     c: &Connection,
     agent: &AgentId,
     q: &PassageList,
     between: Between,
 ) -> Result<u64> {
-    let mut query = Query::default();
-    let tags = unique_tags(q);
-    let sql = if tags.is_empty() {
-        let cond = list_filters(agent, q, between, false, &mut query)?;
-        format!("SELECT count(*) FROM passages p WHERE {cond}")
-    } else {
-        // Counted from the tag index: walking the agent's passages and probing each one's
-        // tags costs ~100k probes at 100k passages; the tag side has only the tagged ones.
-        let list = query.arg(sql::to_json(&tags)?);
-        let need = query.arg(need_tags(q, tags.len()));
-        let cond = list_filters(agent, q, between, false, &mut query)?;
-        format!(
-            "SELECT count(*) FROM (
-                SELECT p.pk FROM passage_tags t CROSS JOIN passages p ON p.id = t.passage_id
-                WHERE t.tag IN (SELECT value FROM json_each({list})) AND {cond}
-                GROUP BY p.pk HAVING count(*) >= {need})"
-        )
-    };
+    let (sql, args) = count_sql(agent, q, between)?;
     c.prepare_cached(&sql)
         .db()?
-        .query_row(params_from_iter(query.args), |r| sql::uint(r, 0))
+        .query_row(params_from_iter(args), |r| sql::uint(r, 0))
         .db()
+}
+
+/// The SQL and arguments of [`count_between`].
+fn count_sql(agent: &AgentId, q: &PassageList, between: Between) -> Result<(String, Vec<Value>)> {
+    let mut query = Query::default();
+    let sql = match tags_of(q) {
+        Tags::None => {
+            let cond = range(agent, q, between, &PASSAGE, &mut query);
+            let like = like(q, &mut query);
+            format!("SELECT count(*) FROM passages p WHERE {cond}{like}")
+        }
+        tags => {
+            let (from, cond) = tagged_source(agent, q, between, &tags, false, &mut query)?;
+            format!("SELECT count(*) FROM {from} WHERE {cond}")
+        }
+    };
+    Ok((sql, query.args))
 }
 
 /// Passages passing the list's filters.
@@ -288,25 +368,53 @@ fn scan(
             before: lower,
         }
     };
-    let mut query = Query::default();
-    let cond = list_filters(agent, q, between, true, &mut query)?;
-    let ascending_scan = q.ascending != from_end;
-    let dir = if ascending_scan { "ASC" } else { "DESC" };
-    let sql = format!(
-        "SELECT {PASSAGE_COLS} FROM passages p WHERE {cond}
-         ORDER BY p.created_at {dir}, p.pk {dir} LIMIT {} OFFSET {}",
-        query.arg(sql::sat(take)),
-        query.arg(sql::sat(skip))
-    );
+    let (sql, args) = scan_sql(agent, q, between, skip, take, q.ascending != from_end)?;
     let mut stmt = c.prepare_cached(&sql).db()?;
     let rows = stmt
-        .query_map(params_from_iter(query.args), passage_from_row)
+        .query_map(params_from_iter(args), passage_from_row)
         .db()?;
     let mut out: Vec<Passage> = rows.collect::<rusqlite::Result<_>>().db()?;
     if from_end {
         out.reverse();
     }
     Ok(out)
+}
+
+/// The SQL and arguments of one range scan within `between`, in ascending time order or
+/// descending.
+fn scan_sql(
+    agent: &AgentId,
+    q: &PassageList,
+    between: Between,
+    skip: usize,
+    take: usize,
+    ascending: bool,
+) -> Result<(String, Vec<Value>)> {
+    let dir = if ascending { "ASC" } else { "DESC" };
+    let mut query = Query::default();
+    let (from, cond, order) = match tags_of(q) {
+        Tags::None => {
+            let cond = range(agent, q, between, &PASSAGE, &mut query);
+            let like = like(q, &mut query);
+            (
+                "passages p".to_owned(),
+                format!("{cond}{like}"),
+                "p.created_at, p.pk",
+            )
+        }
+        tags => {
+            let (from, cond) = tagged_source(agent, q, between, &tags, true, &mut query)?;
+            (from, cond, "t.created_at, t.passage_pk")
+        }
+    };
+    let order = order.replace(',', &format!(" {dir},"));
+    let sql = format!(
+        "SELECT {PASSAGE_COLS} FROM {from} WHERE {cond}
+         ORDER BY {order} {dir} LIMIT {} OFFSET {}",
+        query.arg(sql::sat(take)),
+        query.arg(sql::sat(skip))
+    );
+    Ok((sql, query.args))
 }
 
 /// The page `q` asks for; with `total` (the filtered count) known, a deep offset is read from
@@ -421,5 +529,74 @@ impl Store {
                 offset,
             })
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SQLite's plan for `sql`, one line per step.
+    fn plan(store: &Store, sql: &str, args: Vec<Value>) -> String {
+        store
+            .read(|c| {
+                let mut stmt = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).db()?;
+                let rows = stmt
+                    .query_map(params_from_iter(args), |r| r.get::<_, String>(3))
+                    .db()?;
+                Ok(rows.collect::<rusqlite::Result<Vec<_>>>().db()?.join("\n"))
+            })
+            .unwrap()
+    }
+
+    /// Issue #18: a tag-filtered total and page read one range of the tag index; neither
+    /// walks the agent's passages nor sorts them.
+    #[test]
+    fn a_tag_filter_is_an_index_range_read() {
+        let store = Store::open_in_memory().unwrap();
+        let agent = AgentId::new();
+        let q = PassageList {
+            tags: vec!["weekly".into()],
+            start: Some(chrono::Utc::now() - chrono::Duration::days(30)),
+            limit: 10,
+            ..PassageList::default()
+        };
+        let (sql, args) = count_sql(&agent, &q, Between::default()).unwrap();
+        let counted = plan(&store, &sql, args);
+        assert!(
+            counted.contains("USING COVERING INDEX passage_tags_by_agent_tag_time (agent_id=? AND tag=? AND created_at>?)"),
+            "{counted}"
+        );
+        assert!(!counted.contains("SCAN"), "{counted}");
+        for ascending in [true, false] {
+            let (sql, args) = scan_sql(&agent, &q, Between::default(), 0, 10, ascending).unwrap();
+            let paged = plan(&store, &sql, args);
+            assert!(
+                paged.contains(
+                    "INDEX passage_tags_by_agent_tag_time (agent_id=? AND tag=? AND created_at>?)"
+                ),
+                "{paged}"
+            );
+            assert!(
+                !paged.contains("TEMP B-TREE FOR ORDER BY") && !paged.contains("SCAN"),
+                "{paged}"
+            );
+        }
+        // Several tags: one range per tag, grouped by passage.
+        let several = PassageList {
+            tags: vec!["weekly".into(), "garden".into()],
+            ..q
+        };
+        let (sql, args) = count_sql(&agent, &several, Between::default()).unwrap();
+        let counted = plan(&store, &sql, args);
+        // (`SCAN t` is the outer read of the grouped rows, not of a table.)
+        assert!(
+            counted.contains("INDEX passage_tags_by_agent_tag_time (agent_id=? AND tag=?"),
+            "{counted}"
+        );
+        assert!(
+            !counted.contains("SCAN p") && !counted.contains("passages_by_time"),
+            "{counted}"
+        );
     }
 }

@@ -91,9 +91,6 @@ pub(crate) fn insert(
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )
         .db()?;
-    let mut insert_tag = conn
-        .prepare_cached("INSERT INTO passage_tags (passage_id, tag, position) VALUES (?1, ?2, ?3)")
-        .db()?;
     for np in ps {
         if np.text.trim().is_empty() {
             return Err(Error::invalid("a passage needs some text"));
@@ -119,14 +116,32 @@ pub(crate) fn insert(
                 step.map(StepId::as_str),
             ])
             .db()?;
-        for (i, tag) in p.tags.iter().enumerate() {
-            insert_tag
-                .execute(params![p.id.as_str(), tag, sql::sat(i)])
-                .db()?;
-        }
+        insert_tags(conn, &p.id, &p.tags)?;
         out.push(p);
     }
     Ok(out)
+}
+
+/// Stores `tags` (in order, without duplicates) on the existing passage `id`, with the copies of
+/// its agent, time and row key that the tag index (`passage_tags_by_agent_tag_time`) ranges
+/// over. Every writer of tag rows goes through here (no transaction of its own).
+pub(crate) fn insert_tags<S: AsRef<str>>(
+    conn: &Connection,
+    id: &PassageId,
+    tags: &[S],
+) -> Result<()> {
+    let mut insert = conn
+        .prepare_cached(
+            "INSERT INTO passage_tags (passage_id, tag, position, agent_id, created_at, passage_pk)
+             SELECT id, ?2, ?3, agent_id, created_at, pk FROM passages WHERE id = ?1",
+        )
+        .db()?;
+    for (i, tag) in tags.iter().enumerate() {
+        insert
+            .execute(params![id.as_str(), tag.as_ref(), sql::sat(i)])
+            .db()?;
+    }
+    Ok(())
 }
 
 /// A SQL text with positional arguments numbered as they are added, so optional filters can
@@ -146,9 +161,9 @@ impl Query {
 
 /// The WHERE conditions every archival search applies: agent, dates, tags.
 pub(crate) fn filters(agent: &AgentId, q: &PassageQuery, query: &mut Query) -> Result<String> {
+    let agent_arg = query.arg(agent.as_str().to_owned());
     let mut sql = format!(
-        "p.agent_id = {} AND p.created_at BETWEEN {} AND {}",
-        query.arg(agent.as_str().to_owned()),
+        "p.agent_id = {agent_arg} AND p.created_at BETWEEN {} AND {}",
         query.arg(q.start.map_or(i64::MIN, sql::micros)),
         query.arg(q.end.map_or(i64::MAX, sql::micros)),
     );
@@ -156,9 +171,11 @@ pub(crate) fn filters(agent: &AgentId, q: &PassageQuery, query: &mut Query) -> R
     if !tags.is_empty() {
         let list = query.arg(sql::to_json(&tags)?);
         match q.tag_match {
+            // The tag index leads with the agent, so the agent narrows the tag rows too.
             TagMatch::Any => sql.push_str(&format!(
-                " AND p.id IN (SELECT passage_id FROM passage_tags
-                               WHERE tag IN (SELECT value FROM json_each({list})))"
+                " AND p.pk IN (SELECT passage_pk FROM passage_tags
+                               WHERE agent_id = {agent_arg}
+                                 AND tag IN (SELECT value FROM json_each({list})))"
             )),
             TagMatch::All => {
                 let count = query.arg(sql::sat(tags.len()));

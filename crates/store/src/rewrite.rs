@@ -139,16 +139,7 @@ impl Store {
                     .db()?
                     .execute([id.as_str()])
                     .db()?;
-                let mut insert = tx
-                    .prepare_cached(
-                        "INSERT INTO passage_tags (passage_id, tag, position) VALUES (?1, ?2, ?3)",
-                    )
-                    .db()?;
-                for (i, t) in clean(tags).into_iter().enumerate() {
-                    insert
-                        .execute(params![id.as_str(), t, crate::sql::sat(i)])
-                        .db()?;
-                }
+                crate::passages::insert_tags(tx, id, &clean(tags))?;
             }
             Ok(())
         })?;

@@ -13,6 +13,7 @@ mod schema;
 mod search;
 mod steps;
 mod support;
+mod tag_index;
 mod tools;
 mod trust;
 mod versions;
