@@ -104,7 +104,10 @@ async fn credentials_in_a_server_url_reach_the_server_and_nothing_else() {
 
     // Nothing Engram writes or shows carries them.
     assert_clean("the database", &db_text(&home));
-    let af = home.engram.export_agent_file(&[agent.clone()]).unwrap();
+    let af = home
+        .engram
+        .export_agent_file(std::slice::from_ref(&agent))
+        .unwrap();
     let af = String::from_utf8(af).unwrap();
     assert_clean("the agent file", &af);
     assert!(
@@ -113,7 +116,12 @@ async fn credentials_in_a_server_url_reach_the_server_and_nothing_else() {
     );
     assert_clean(
         "the JSON export",
-        &String::from_utf8(home.engram.export_json(&[agent.clone()]).unwrap()).unwrap(),
+        &String::from_utf8(
+            home.engram
+                .export_json(std::slice::from_ref(&agent))
+                .unwrap(),
+        )
+        .unwrap(),
     );
     assert_clean(
         "the Markdown export",

@@ -81,14 +81,21 @@ async fn local_model_and_mcp_servers_are_reached_without_the_environments_proxy(
     let out = tokio::task::spawn_blocking({
         let (home, proxy) = (home.path().to_owned(), proxy.clone());
         move || {
-            stdout_ok(&engram_via(&home, &proxy, &["mcp", "add", "web", "--url", &url]));
+            stdout_ok(&engram_via(
+                &home,
+                &proxy,
+                &["mcp", "add", "web", "--url", &url],
+            ));
             engram_via(&home, &proxy, &["mcp", "test", "web"])
         }
     })
     .await
     .unwrap();
     assert!(stdout_ok(&out).contains("web__add"));
-    assert!(!mcp.seen_authorizations().is_empty(), "the server was reached");
+    assert!(
+        !mcp.seen_authorizations().is_empty(),
+        "the server was reached"
+    );
 
     let seen = seen.lock().unwrap();
     assert!(

@@ -85,10 +85,18 @@ impl Engram {
     }
 
     /// Empties the agent's context window (Letta's reset messages). The messages stay in
-    /// recall memory; the summary of the old window is dropped. Returns how many messages
-    /// left the window. Errors: `not_found`.
+    /// recall memory; the summary of the old window is dropped (and a call waiting for
+    /// approval with it). Returns how many messages left the window.
+    /// Errors: `not_found`; `conflict` while a run of the agent is in flight.
     pub fn reset_messages(&self, agent: &AgentId) -> Result<usize> {
+        // Held to the change, so no run's steps see their context emptied under them.
+        let turn = self
+            .runtime
+            .try_turn(agent)?
+            .filter(|_| !self.is_running(agent))
+            .ok_or_else(|| Error::Conflict("the agent is answering; stop the run first".into()))?;
         let n = self.store.reset_context(agent)?;
+        drop(turn);
         self.notify(Notice::MessagesChanged {
             agent_id: agent.clone(),
         });

@@ -219,7 +219,11 @@ mod tests {
     async fn no_conversation_change_happens_while_a_run_holds_the_agents_turn() {
         let dir = tempfile::tempdir().unwrap();
         let (e, agent, message) = agent_with_a_message(dir.path());
-        let turn = e.runtime.try_turn(&agent).unwrap().expect("the turn is free");
+        let turn = e
+            .runtime
+            .try_turn(&agent)
+            .unwrap()
+            .expect("the turn is free");
 
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
         let regenerated = tokio::time::timeout(
@@ -233,6 +237,13 @@ mod tests {
         );
         let deleted = e.delete_message(&agent, &message);
         assert!(matches!(deleted, Err(Error::Conflict(_))), "{deleted:?}");
+        let reset = e.reset_messages(&agent);
+        assert!(matches!(reset, Err(Error::Conflict(_))), "{reset:?}");
+        assert_eq!(
+            e.store.in_context_messages(&agent).unwrap().len(),
+            e.store.list_messages(&agent, None, 10).unwrap().len(),
+            "the context window was not emptied"
+        );
         let kept: Vec<String> = e
             .store
             .list_messages(&agent, None, 10)
