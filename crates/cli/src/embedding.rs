@@ -142,7 +142,8 @@ fn show(n: Notice, line: &mut bool) {
             bar("embedding passages", done, total, 1.0, "");
             *line = done < total;
         }
-        Notice::EmbeddingsUnavailable { message, .. } => {
+        Notice::EmbeddingsUnavailable { message, .. }
+        | Notice::RerankerUnavailable { message, .. } => {
             if std::mem::take(line) {
                 eprintln!();
             }
