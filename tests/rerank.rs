@@ -3,8 +3,9 @@
 //! folders (no published cross-encoder is in a package registry the tests can reach; the
 //! model code itself is tested in `crates/embed/tests/it/rerank.rs`).
 
-use engram_core::{AgentId, NewAgent, PassageHit, TagMatch};
+use engram_core::{AgentId, LoopStyle, NewAgent, PassageHit, Role, TagMatch};
 use engram_embed::rerank::fixture::{self, Head};
+use engram_mock_llm::{Call, MockLlm, Reply, Script};
 use engram_service::{Engram, Notice};
 use engram_suite::Home;
 
@@ -152,4 +153,47 @@ async fn a_broken_reranker_leaves_the_hybrid_ranking_with_a_notice() {
         home.engram.reranker_status().dir.as_deref(),
         Some(model.path().to_str().unwrap())
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agents_search_tool_reranks_as_the_window_does() {
+    let model = cross_encoder(Head::Random);
+    let dir = model.path().display().to_string();
+    let home = Home::with_model(&[("ENGRAM_RERANK_MODEL_DIR", dir.as_str())]);
+    let mock = MockLlm::start(Script::Queue).await;
+    let sam = home.agent(&mock, LoopStyle::ToolLoop);
+    for p in PASSAGES {
+        home.engram.add_passage(&sam, p, vec![]).await.unwrap();
+    }
+    let service = search(&home.engram, &sam, "Bob's dog", 4).await;
+    home.engram.set_rerank_enabled(false).unwrap();
+    let hybrid = search(&home.engram, &sam, "Bob's dog", 4).await;
+    home.engram.set_rerank_enabled(true).unwrap();
+    assert_ne!(
+        texts(&service),
+        texts(&hybrid),
+        "the made-up reranker reorders"
+    );
+
+    mock.push(Reply::ToolCalls(vec![Call::new(
+        "archival_memory_search",
+        serde_json::json!({"query": "Bob's dog", "top_k": 4}),
+    )]));
+    mock.push(Reply::text("found them"));
+    home.chat(&sam, "what do you know about Bob's dog?").await;
+    let messages = home.engram.list_messages(&sam, None, 50).unwrap();
+    let result = messages
+        .iter()
+        .find(|m| m.role == Role::Tool)
+        .expect("a tool result");
+    let body: serde_json::Value = serde_json::from_str(&result.content).unwrap();
+    let listed: serde_json::Value =
+        serde_json::from_str(body["message"].as_str().unwrap()).unwrap();
+    let tool: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(tool, texts(&service));
 }
