@@ -197,3 +197,54 @@ async fn the_agents_search_tool_reranks_as_the_window_does() {
         .collect();
     assert_eq!(tool, texts(&service));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_sets_the_reranker_and_a_broken_one_is_a_warning_not_a_failure() {
+    let mock = MockLlm::start(Script::Queue).await;
+    let home = tempfile::tempdir().unwrap();
+    let weights = engram_suite::model::model_dir().display().to_string();
+    let run = |args: &[&str]| {
+        engram_suite::cli_command(home.path())
+            .env("ENGRAM_LOCAL_MODEL_DIR", &weights)
+            .args(args)
+            .output()
+            .expect("run engram")
+    };
+    let id = engram_suite::cli_agent(home.path(), &mock).to_string();
+    for p in PASSAGES {
+        engram_suite::stdout_ok(&run(&["archival", "add", &id, p]));
+    }
+    let model = cross_encoder(Head::Random);
+    std::fs::write(model.path().join("model.safetensors"), b"not weights").unwrap();
+    let dir = model.path().display().to_string();
+    let status: serde_json::Value = serde_json::from_str(&engram_suite::stdout_ok(&run(&[
+        "embedding",
+        "rerank",
+        &dir,
+    ])))
+    .unwrap();
+    assert_eq!(status["active"], true, "{status}");
+    assert_eq!(status["dir"], dir.as_str(), "{status}");
+
+    let out = run(&["archival", "search", &id, "Bob's dog", "--json"]);
+    let hits: serde_json::Value = serde_json::from_str(&engram_suite::stdout_ok(&out)).unwrap();
+    assert!(!hits.as_array().unwrap().is_empty(), "{hits}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("without reranking"), "{stderr}");
+    assert!(stderr.contains("model.safetensors"), "{stderr}");
+
+    let status: serde_json::Value = serde_json::from_str(&engram_suite::stdout_ok(&run(&[
+        "embedding",
+        "rerank",
+        "--off",
+    ])))
+    .unwrap();
+    assert_eq!(status["active"], false, "{status}");
+    assert_eq!(status["enabled"], false, "{status}");
+    let out = run(&["archival", "search", &id, "Bob's dog", "--json"]);
+    engram_suite::stdout_ok(&out);
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("reranking"),
+        "switched off: no reranker is tried"
+    );
+}
