@@ -155,6 +155,7 @@ fn dev_set() {
     );
     let hybrid = locomo::recall_of(&ranked, &ks, &|r| r.hybrid.clone());
     row("**hybrid, as the store searches**", &hybrid);
+    rerank_rows(&conversations, &ranked, &ks);
     println!("\nfusion weight sweep (score = w · lexical share of best + (1 − w) · cosine):\n");
     println!(
         "| lexical weight w | recall@5 | recall@10 | multi-hop@5 | temporal@5 | open-domain@5 | single-hop@5 | adversarial@5 |"
@@ -167,6 +168,68 @@ fn dev_set() {
         );
     }
     println!();
+}
+
+/// The hybrid ranking's first `depth` candidates reordered by the cross-encoder in
+/// `ENGRAM_RERANK_MODEL_DIR` (see `engram_embed::rerank`), at 20, 30 and 50 candidates, with
+/// the time the reranker takes per query. Without that folder, says so: no cross-encoder is
+/// published in a package registry the bench can fetch from.
+fn rerank_rows(conversations: &[locomo::Conversation], ranked: &[Ranked], ks: &[usize]) {
+    let Some(dir) = std::env::var_os(engram_embed::rerank_local::RERANK_MODEL_DIR_ENV) else {
+        println!(
+            "| reranked | (no cross-encoder: set {} to a weights folder) | | | | | | |",
+            engram_embed::rerank_local::RERANK_MODEL_DIR_ENV
+        );
+        return;
+    };
+    let model = engram_embed::rerank::CrossEncoder::load(std::path::Path::new(&dir))
+        .expect("load the reranker");
+    let text_of: HashMap<&str, &str> = conversations
+        .iter()
+        .flat_map(|c| c.turns.iter().map(|(d, t)| (d.as_str(), t.as_str())))
+        .collect();
+    let questions: Vec<&str> = conversations
+        .iter()
+        .flat_map(|c| c.questions.iter().map(|q| q.text.as_str()))
+        .collect();
+    for depth in [20, 30, 50] {
+        let started = Instant::now();
+        let reordered: Vec<Vec<(String, f64)>> = ranked
+            .iter()
+            .zip(&questions)
+            .map(|(r, q)| {
+                let head: Vec<&(String, f64)> = r.hybrid.iter().take(depth).collect();
+                let texts: Vec<String> = head
+                    .iter()
+                    .map(|(d, _)| text_of[d.as_str()].to_owned())
+                    .collect();
+                let scores = model.score(q, &texts).expect("rerank");
+                let mut v: Vec<(String, f64)> = head
+                    .iter()
+                    .zip(scores)
+                    .map(|((d, _), s)| (d.clone(), f64::from(s)))
+                    .collect();
+                v.sort_by(|a, b| b.1.total_cmp(&a.1));
+                v
+            })
+            .collect();
+        let per_query = started.elapsed().as_secs_f64() * 1e3 / ranked.len().max(1) as f64;
+        let reranked: Vec<Ranked> = ranked
+            .iter()
+            .zip(reordered)
+            .map(|(r, hybrid)| Ranked {
+                category: r.category,
+                evidence: r.evidence.clone(),
+                lexical: Vec::new(),
+                vector: Vec::new(),
+                hybrid,
+            })
+            .collect();
+        row(
+            &format!("hybrid → cross-encoder over the first {depth} ({per_query:.0} ms/query)"),
+            &locomo::recall_of(&reranked, ks, &|r| r.hybrid.clone()),
+        );
+    }
 }
 
 /// A deterministic unit vector of `dims` components.

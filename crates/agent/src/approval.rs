@@ -123,6 +123,7 @@ impl Runtime {
         let index = self.store().list_steps(agent_id, Some(&run_id))?.len() as u32 + 1;
         let step_id = StepId::new();
         let classic = setup.agent.loop_style == LoopStyle::Classic;
+        let reranker = self.reranker();
         let mut tool_ctx = ToolContext {
             agent: &ctx.agent,
             store: self.store(),
@@ -135,6 +136,7 @@ impl Runtime {
             writes: Vec::new(),
             passages: Vec::new(),
             embedder: setup.embedder.as_ref(),
+            reranker: reranker.as_deref(),
             now: started_at,
             custom: &ctx.custom_tools,
             python: self.python(),

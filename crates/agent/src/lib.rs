@@ -15,6 +15,7 @@ pub mod mcp;
 mod outcome;
 pub mod prompts;
 pub mod python;
+pub mod rerank;
 mod rules;
 mod run;
 mod summary;
@@ -27,6 +28,7 @@ pub use context::Context;
 pub use mcp::{McpCall, McpCaller};
 pub use outcome::{LoopSettings, RunOutcome};
 pub use python::PythonHost;
+pub use rerank::Reranker;
 pub use run::Runtime;
 pub use tokens::{ContextBreakdown, TokenCounter};
 pub use tool_api::{TOOL_API_PORT, ToolApi, ToolApiGrant, ToolScope};
@@ -82,4 +84,9 @@ pub trait ModelResolver: Send + Sync {
     fn chat_model(&self, llm: &LlmConfig) -> Result<Arc<dyn ChatModel>>;
     /// The embedding model for `config`.
     fn embedder(&self, config: &EmbeddingConfig) -> Result<Embedder>;
+    /// The reranker archival search uses, when one is configured and switched on (see
+    /// [`rerank`]). None by default.
+    fn reranker(&self) -> Option<Arc<dyn Reranker>> {
+        None
+    }
 }

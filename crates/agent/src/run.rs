@@ -104,6 +104,11 @@ impl Runtime {
         &self.store
     }
 
+    /// The reranker archival search uses now (see [`crate::rerank`]), if any.
+    pub(crate) fn reranker(&self) -> Option<Arc<dyn crate::Reranker>> {
+        self.models.reranker()
+    }
+
     /// The context-window thresholds in use.
     pub fn settings(&self) -> &LoopSettings {
         &self.settings
@@ -481,6 +486,7 @@ impl Runtime {
             )
             .in_step(run_id, &step_id)
         }];
+        let reranker = self.models.reranker();
         let mut tool_ctx = ToolContext {
             agent: &ctx.agent,
             store: &self.store,
@@ -493,6 +499,7 @@ impl Runtime {
             writes: Vec::new(),
             passages: Vec::new(),
             embedder,
+            reranker: reranker.as_deref(),
             now: chrono::Utc::now(),
             custom: &ctx.custom_tools,
             python: &self.python,

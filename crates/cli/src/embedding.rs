@@ -1,5 +1,6 @@
 //! `engram embedding …` and `engram archival backfill`: the built-in embedding model (status,
-//! download ahead of first use, a local weights folder, the default for new agents) and
+//! download ahead of first use, a local weights folder, the default for new agents), the
+//! reranker of archival search, and
 //! filling in missing vectors, with progress on stderr.
 
 use crate::terminal::safe;
@@ -32,6 +33,21 @@ pub enum EmbeddingCmd {
         /// Go back to downloading into the data directory.
         #[arg(long, conflicts_with = "dir")]
         clear: bool,
+    },
+    /// Show or set archival search's reranker: a folder with a cross-encoder's weights
+    /// (config.json, tokenizer.json, model.safetensors), and whether it is on.
+    Rerank {
+        /// The folder.
+        dir: Option<PathBuf>,
+        /// Stop reranking with a folder (forget it).
+        #[arg(long, conflicts_with = "dir")]
+        clear: bool,
+        /// Switch reranking off (the folder is kept).
+        #[arg(long, conflicts_with = "on")]
+        off: bool,
+        /// Switch reranking back on.
+        #[arg(long)]
+        on: bool,
     },
     /// Show or set the embedding model new agents get (`none`: search by words only).
     Default {
@@ -66,6 +82,25 @@ pub async fn embedding(engram: &Engram, cmd: EmbeddingCmd) -> Result<()> {
                 "download cache"
             };
             println!("{} ({whose})", safe(&status.dir));
+        }
+        EmbeddingCmd::Rerank {
+            dir,
+            clear,
+            off,
+            on,
+        } => {
+            if clear {
+                engram.set_rerank_model_dir(None)?;
+            } else if let Some(dir) = dir {
+                engram.set_rerank_model_dir(Some(&std::path::absolute(&dir)?))?;
+            }
+            if off || on {
+                engram.set_rerank_enabled(on)?;
+            }
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&engram.reranker_status())?
+            );
         }
         EmbeddingCmd::Default { model } => {
             if let Some(m) = model {
@@ -142,7 +177,8 @@ fn show(n: Notice, line: &mut bool) {
             bar("embedding passages", done, total, 1.0, "");
             *line = done < total;
         }
-        Notice::EmbeddingsUnavailable { message, .. } => {
+        Notice::EmbeddingsUnavailable { message, .. }
+        | Notice::RerankerUnavailable { message, .. } => {
             if std::mem::take(line) {
                 eprintln!();
             }

@@ -7,6 +7,8 @@
 //!   mean pooling and normalisation as sentence-transformers does it.
 //! - [`local`]: the model behind the providers' `EmbeddingModel` interface, loaded lazily and
 //!   unloaded after idle.
+//! - [`rerank`]: a cross-encoder (BERT with a one-logit classification head) that scores a
+//!   query and a passage together; [`rerank_local`] loads it lazily from a weights folder.
 //!
 //! Agents name it `local/<model>` (e.g. `local/all-minilm-l6-v2`).
 
@@ -14,6 +16,8 @@ pub mod catalog;
 pub mod encoder;
 pub mod fetch;
 pub mod local;
+pub mod rerank;
+pub mod rerank_local;
 
 pub use catalog::{ALL_MINILM_L6_V2, LocalModelSpec};
 pub use encoder::Encoder;

@@ -24,6 +24,7 @@ pub mod models;
 mod notices;
 mod prices;
 mod providers;
+mod rerank;
 mod resolve;
 mod rewrite;
 mod templates;
@@ -53,6 +54,7 @@ pub use mcp_import::parse_mcp_servers_block;
 pub use models::{ChatModel, ModelWindow};
 pub use notices::Notice;
 pub use providers::{LocalServer, ProviderInfo, ProviderSetup};
+pub use rerank::{RERANK_MODEL_DIR_SETTING, RERANK_SETTING, RerankerStatus};
 pub use templates::Template;
 pub use tool_python::{LETTA_CLIENT_REQUIREMENT, TOOL_VENV_DIR, ToolPython};
 pub use tools::{BlockChange, ToolPatch, ToolSandboxSettings, ToolTrial};
@@ -176,11 +178,13 @@ impl Engram {
             options.env.clone(),
             notices.clone(),
         );
+        let rerankers = rerank::Rerankers::new(store.clone(), options.env.clone(), notices.clone());
         let resolver = Arc::new(resolve::Resolver::new(
             store.clone(),
             options.secrets.clone(),
             options.env,
             local,
+            rerankers,
         ));
         let seconds = |name: &str, default: std::time::Duration| {
             env(name)

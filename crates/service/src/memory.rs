@@ -156,7 +156,10 @@ impl Engram {
     /// Searches archival memory as the agent's tool does (BM25, fused with vectors when the
     /// agent has an embedding model; filters before the limit). When the embedding model
     /// cannot embed the query the search answers by words alone at once, after an
-    /// `EmbeddingsUnavailable` notice.
+    /// `EmbeddingsUnavailable` notice. With a reranker configured and on, the first
+    /// candidates are reordered by it and scored by its relevance in `0..=1` (the same
+    /// pipeline as the agent's tool: `engram_agent::rerank`); a reranker that fails leaves
+    /// the hybrid ranking, after a `RerankerUnavailable` notice.
     pub async fn search_archival(
         &self,
         agent: &AgentId,
@@ -177,7 +180,8 @@ impl Engram {
             top_k: top_k.max(1),
             embedding,
         };
-        self.store.search_passages(agent, &q)
+        let reranker = self.resolver.rerankers.get();
+        engram_agent::rerank::search_passages(&self.store, agent, &q, reranker.as_deref()).await
     }
 
     /// Searches recall memory (every message the agent ever had).

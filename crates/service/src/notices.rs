@@ -77,6 +77,14 @@ pub enum Notice {
         /// Why, for people.
         message: String,
     },
+    /// The reranker of archival search could not be loaded or run: the search answered with
+    /// the store's hybrid ranking. `message` names the weights folder and what is wrong.
+    RerankerUnavailable {
+        /// The agent whose memory was searched.
+        agent_id: AgentId,
+        /// Why, for people.
+        message: String,
+    },
     /// Progress of filling in missing vectors of an agent's passages and messages.
     EmbeddingBackfill {
         /// The agent.

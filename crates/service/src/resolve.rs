@@ -29,6 +29,7 @@ pub(crate) struct Resolver {
     secrets: Arc<dyn SecretStore>,
     env: EnvLookup,
     pub(crate) local: LocalModels,
+    pub(crate) rerankers: crate::rerank::Rerankers,
 }
 
 impl Resolver {
@@ -37,12 +38,14 @@ impl Resolver {
         secrets: Arc<dyn SecretStore>,
         env: EnvLookup,
         local: LocalModels,
+        rerankers: crate::rerank::Rerankers,
     ) -> Self {
         Self {
             store,
             secrets,
             env,
             local,
+            rerankers,
         }
     }
 
@@ -292,6 +295,10 @@ impl ModelResolver for Resolver {
 
     fn embedder(&self, cfg: &EmbeddingConfig) -> Result<Embedder> {
         self.embedder_with(cfg)
+    }
+
+    fn reranker(&self) -> Option<Arc<dyn engram_agent::Reranker>> {
+        self.rerankers.get()
     }
 }
 

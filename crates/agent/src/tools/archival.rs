@@ -82,9 +82,8 @@ pub(super) async fn search(ctx: &mut ToolContext<'_>, args: &Args) -> Result<Str
         top_k,
         embedding,
     };
-    let hits = ctx
-        .store
-        .search_passages(&ctx.agent.id, &q)
+    let hits = crate::rerank::search_passages(ctx.store, &ctx.agent.id, &q, ctx.reranker)
+        .await
         .map_err(|e| format!("Search failed: {e}"))?;
     if hits.is_empty() {
         return Ok("No matching passages in archival memory.".into());

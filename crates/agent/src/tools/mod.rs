@@ -274,6 +274,8 @@ pub struct ToolContext<'a> {
     pub passages: Vec<NewPassage>,
     /// The embedding model, when the agent has one.
     pub embedder: Option<&'a Embedder>,
+    /// The reranker of archival search, when one is configured.
+    pub reranker: Option<&'a dyn crate::Reranker>,
     /// The step's clock.
     pub now: Timestamp,
     /// The user tools attached to the agent.

@@ -4,6 +4,7 @@
 
 mod fetch;
 mod model;
+mod rerank;
 
 use std::path::PathBuf;
 

@@ -57,6 +57,14 @@ agent_id: AgentId,
 /**
  * Why, for people.
  */
+message: string, } | { "type": "reranker_unavailable", 
+/**
+ * The agent whose memory was searched.
+ */
+agent_id: AgentId, 
+/**
+ * Why, for people.
+ */
 message: string, } | { "type": "embedding_backfill", 
 /**
  * The agent.

@@ -1,0 +1,199 @@
+//! The reranker of archival search as the service provides it: a cross-encoder from a weights
+//! folder (the `ENGRAM_RERANK_MODEL_DIR` environment variable or the
+//! [`RERANK_MODEL_DIR_SETTING`] setting), switched off by [`RERANK_SETTING`] = `off`, shared
+//! by every agent and transport (the agent's tool gets it through the model resolver; the
+//! service's `search_archival` through [`crate::Engram::search_archival`]). A reranker that
+//! cannot load or run leaves the search with the store's ranking and says so once per failure
+//! spell as a [`Notice::RerankerUnavailable`].
+//!
+//! No cross-encoder is downloaded: none is published with pinned digests in a registry the
+//! tests can reach, so none has been measured on the development set yet (README,
+//! Performance). A user who has one (e.g. `cross-encoder/ms-marco-MiniLM-L6-v2`) points
+//! Engram at its folder.
+
+use crate::{EnvLookup, Notice};
+use async_trait::async_trait;
+use engram_core::{AgentId, Error, Result};
+use engram_embed::rerank_local::{LocalReranker, RERANK_MODEL_DIR_ENV};
+use engram_store::Store;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// Settings key of the folder holding the reranker's weights.
+pub const RERANK_MODEL_DIR_SETTING: &str = "search.rerank_model_dir";
+
+/// Settings key that switches the reranker off (`off`) or on (anything else, the default
+/// when a weights folder is set).
+pub const RERANK_SETTING: &str = "search.rerank";
+
+/// Where the reranker stands, for settings screens and the CLI.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, ts_rs::TS)]
+#[ts(export)]
+pub struct RerankerStatus {
+    /// Whether archival search reranks now (on, and a weights folder is set).
+    pub active: bool,
+    /// Whether the user left it on ([`RERANK_SETTING`] is not `off`).
+    pub enabled: bool,
+    /// The weights folder, if one is set.
+    pub dir: Option<String>,
+    /// Whether the weights are in memory now.
+    pub loaded: bool,
+}
+
+pub(crate) struct Rerankers {
+    store: Store,
+    env: EnvLookup,
+    notices: tokio::sync::broadcast::Sender<Notice>,
+    current: Mutex<Option<Arc<LocalReranker>>>,
+}
+
+impl Rerankers {
+    pub(crate) fn new(
+        store: Store,
+        env: EnvLookup,
+        notices: tokio::sync::broadcast::Sender<Notice>,
+    ) -> Self {
+        Self {
+            store,
+            env,
+            notices,
+            current: Mutex::new(None),
+        }
+    }
+
+    fn dir(&self) -> Option<PathBuf> {
+        (self.env)(RERANK_MODEL_DIR_ENV)
+            .or_else(|| {
+                self.store
+                    .get_setting(RERANK_MODEL_DIR_SETTING)
+                    .ok()
+                    .flatten()
+            })
+            .filter(|d| !d.trim().is_empty())
+            .map(PathBuf::from)
+    }
+
+    fn enabled(&self) -> bool {
+        !matches!(
+            self.store
+                .get_setting(RERANK_SETTING)
+                .ok()
+                .flatten()
+                .as_deref(),
+            Some("off")
+        )
+    }
+
+    /// The shared reranker when one is configured and on; a new folder gets a new instance.
+    pub(crate) fn get(&self) -> Option<Arc<dyn engram_agent::Reranker>> {
+        if !self.enabled() {
+            return None;
+        }
+        let dir = self.dir()?;
+        let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+        let model = match &*current {
+            Some(m) if m.dir() == dir => m.clone(),
+            _ => {
+                let idle = (self.env)(crate::LOCAL_MODEL_IDLE_ENV)
+                    .and_then(|s| s.trim().parse::<f64>().ok())
+                    .filter(|s| s.is_finite() && *s > 0.0)
+                    .map_or(
+                        engram_embed::local::DEFAULT_IDLE,
+                        std::time::Duration::from_secs_f64,
+                    );
+                let m = Arc::new(LocalReranker::new(dir, idle));
+                *current = Some(m.clone());
+                m
+            }
+        };
+        Some(Arc::new(Announcing {
+            model,
+            notices: self.notices.clone(),
+        }))
+    }
+
+    pub(crate) fn status(&self) -> RerankerStatus {
+        let dir = self.dir();
+        let loaded = self
+            .current
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .is_some_and(|m| Some(m.dir()) == dir.as_deref() && m.is_loaded());
+        RerankerStatus {
+            active: self.enabled() && dir.is_some(),
+            enabled: self.enabled(),
+            dir: dir.map(|d| d.display().to_string()),
+            loaded,
+        }
+    }
+}
+
+/// The local reranker, announcing its failures as notices.
+struct Announcing {
+    model: Arc<LocalReranker>,
+    notices: tokio::sync::broadcast::Sender<Notice>,
+}
+
+#[async_trait]
+impl engram_agent::Reranker for Announcing {
+    async fn relevance(
+        &self,
+        agent: &AgentId,
+        query: &str,
+        texts: &[String],
+    ) -> std::result::Result<Vec<f64>, String> {
+        match self.model.score(query, texts).await {
+            Ok(logits) => Ok(logits
+                .into_iter()
+                .map(engram_embed::rerank::relevance)
+                .collect()),
+            Err(e) => {
+                let _ = self.notices.send(Notice::RerankerUnavailable {
+                    agent_id: agent.clone(),
+                    message: format!("searched without reranking: {e}"),
+                });
+                Err(e.to_string())
+            }
+        }
+    }
+}
+
+impl crate::Engram {
+    /// Where archival search's reranker stands (see [`RerankerStatus`]).
+    pub fn reranker_status(&self) -> RerankerStatus {
+        self.resolver.rerankers.status()
+    }
+
+    /// Switches reranking of archival search on or off (stored; every transport and the
+    /// agents' search tool follow at once). Errors: `storage`.
+    pub fn set_rerank_enabled(&self, on: bool) -> Result<RerankerStatus> {
+        self.store
+            .set_setting(RERANK_SETTING, if on { "on" } else { "off" })?;
+        Ok(self.reranker_status())
+    }
+
+    /// Points the reranker at a folder with a cross-encoder's `config.json`,
+    /// `tokenizer.json` and `model.safetensors`; `None` removes it (no reranking). The files
+    /// are checked for presence here and loaded on the next search. Errors: `invalid_input`
+    /// when the folder lacks a file.
+    pub fn set_rerank_model_dir(&self, dir: Option<&std::path::Path>) -> Result<RerankerStatus> {
+        match dir {
+            Some(d) => {
+                for f in engram_embed::encoder::FILES {
+                    if !d.join(f).is_file() {
+                        return Err(Error::invalid(format!(
+                            "{} has no {f}; a reranker's folder holds {}",
+                            d.display(),
+                            engram_embed::encoder::FILES.join(", ")
+                        )));
+                    }
+                }
+                self.store
+                    .set_setting(RERANK_MODEL_DIR_SETTING, &d.display().to_string())?
+            }
+            None => self.store.set_setting(RERANK_MODEL_DIR_SETTING, "")?,
+        }
+        Ok(self.reranker_status())
+    }
+}
