@@ -16,7 +16,7 @@ pub mod fetch;
 pub mod local;
 
 pub use catalog::{ALL_MINILM_L6_V2, LocalModelSpec};
-pub use encoder::Encoder;
+pub use encoder::{Batching, Encoder};
 pub use local::{LocalEmbeddings, WeightsSource};
 
 /// The provider handle of built-in models: `local/all-minilm-l6-v2`.

@@ -23,6 +23,7 @@ mod endpoints;
 mod import;
 mod mcp;
 mod message_pages;
+mod message_vectors;
 mod messages;
 mod migrations;
 mod model_windows;
@@ -53,6 +54,7 @@ pub use import::{
     ImportedTool,
 };
 pub use message_pages::{Compaction, MessageWindow, SeqOrder, WindowAt};
+pub use message_vectors::{MessageVector, UnembeddedMessage, embeddable_text};
 pub use messages::{MessageHit, MessageQuery, SEQ_GAP};
 pub use model_windows::MODEL_WINDOW_SETTING_PREFIX;
 pub use passage_list::{PassageList, PassagePage};

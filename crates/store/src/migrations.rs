@@ -358,6 +358,23 @@ CREATE TABLE mcp_servers (
 ALTER TABLE tools ADD COLUMN mcp TEXT;     -- JSON McpToolSource, NULL for other tools
 "#;
 
+/// Message vectors (issue #13: semantic recall search). One row per message that was embedded:
+/// the agent's embedding model handle at the time (`local/all-minilm-l6-v2`), and the vector as
+/// little-endian `f32`s. An empty `vector` marks a message with no text worth embedding (a tool
+/// call without text arguments), so a backfill does not come back to it. Search reads only rows
+/// of the agent's current model: after a model change the old rows are ignored until the
+/// backfill replaces them. A message whose text changes loses its vector.
+const MESSAGE_VECTORS: &str = r#"
+CREATE TABLE message_vectors (
+    message_pk INTEGER PRIMARY KEY NOT NULL REFERENCES messages (pk) ON DELETE CASCADE,
+    model      TEXT NOT NULL,
+    vector     BLOB NOT NULL
+);
+CREATE TRIGGER message_vectors_stale AFTER UPDATE OF content, tool_calls ON messages BEGIN
+    DELETE FROM message_vectors WHERE message_pk = old.pk;
+END;
+"#;
+
 /// Every migration, oldest first.
 const MIGRATIONS: &[M<'static>] = &[
     M::up(V1),
@@ -371,6 +388,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(TURN_ROLLBACK),
     M::up(MODEL_PRICES),
     M::up(MCP_SERVERS),
+    M::up(MESSAGE_VECTORS),
 ];
 
 /// The migration list (exposed to tests so they can validate it).
