@@ -125,7 +125,7 @@ fn a_stale_fill_never_lands() {
     model(&store, &a.id, Some("toy/two"));
     assert_eq!(
         store
-            .fill_message_vectors(&a.id, "toy/one", &[stale.clone()])
+            .fill_message_vectors(&a.id, "toy/one", std::slice::from_ref(&stale))
             .unwrap(),
         0
     );
