@@ -134,6 +134,25 @@ fn main() {
         );
     }
 
+    if std::env::var_os("EMBED_BENCH_F16").is_some() {
+        let before = rss_mb();
+        let half = Encoder::load_as(&model_dir(), engram_embed::DType::F16).expect("load f16");
+        let started = Instant::now();
+        let vectors = half.embed(&turns).expect("embed f16");
+        let took = started.elapsed().as_secs_f64();
+        let reference = encoder.embed(&turns[..200]).expect("embed");
+        let worst = reference
+            .iter()
+            .zip(&vectors)
+            .map(|(a, b)| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>())
+            .fold(1.0f32, f32::min);
+        println!(
+            "\nf16 weights: {:.0} passages/s, RSS +{:.0} MB over the f32 model, lowest cosine to the f32 vectors {worst:.4}",
+            turns.len() as f64 / took,
+            rss_mb() - before
+        );
+    }
+
     let mut times: Vec<f64> = (0..200)
         .map(|i| {
             let q = vec![format!("What did Caroline say about the trip number {i}?")];

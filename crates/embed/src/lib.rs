@@ -15,6 +15,7 @@ pub mod encoder;
 pub mod fetch;
 pub mod local;
 
+pub use candle_core::DType;
 pub use catalog::{ALL_MINILM_L6_V2, LocalModelSpec};
 pub use encoder::{Batching, Encoder};
 pub use local::{LocalEmbeddings, WeightsSource};

@@ -213,15 +213,13 @@ impl Backfiller {
             .is_some_and(|cfg| cfg.model == handle)
     }
 
-    /// Starts a background backfill for `agent` unless nothing is missing; when one runs
-    /// already, it runs once more when it ends.
+    /// Starts a background backfill for `agent`; when one runs already, it runs once more
+    /// when it ends. The count of what is missing is taken in the background too (it reads
+    /// every message of the agent), so a chat step never waits for it.
     fn spawn(&self, agent: &AgentId) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        if self.missing(agent).unwrap_or(0) == 0 {
-            return;
-        }
         {
             let mut running = self.lock();
             if let Some(again) = running.get_mut(agent) {
@@ -234,7 +232,10 @@ impl Backfiller {
         let agent = agent.clone();
         runtime.spawn(async move {
             loop {
-                if let Err(e) = this.run(&agent).await {
+                let missing = this.missing(&agent).unwrap_or(0);
+                if missing > 0
+                    && let Err(e) = this.run(&agent).await
+                {
                     tracing::warn!(%e, agent = %agent, "backfill stopped");
                 }
                 let mut running = this.lock();

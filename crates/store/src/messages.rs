@@ -401,7 +401,9 @@ impl Store {
             if q.limit == 0 {
                 return Ok(Vec::new());
             }
-            let expr = match fts_query(&q.query) {
+            let fts = fts_query(&q.query);
+            let no_words = fts == FtsQuery::NoTerms;
+            let expr = match fts {
                 FtsQuery::NoTerms if embedding.is_none() => return Ok(Vec::new()),
                 FtsQuery::NoTerms => None,
                 FtsQuery::Match(expr) => Some(expr),
@@ -465,7 +467,12 @@ impl Store {
                     v,
                     pool,
                 )?;
-                ranking = search::fuse(&ranking, &vector, search::LEXICAL_WEIGHT);
+                // As in archival search: no words to match, the cosine itself.
+                ranking = if no_words {
+                    vector
+                } else {
+                    search::fuse(&ranking, &vector, search::LEXICAL_WEIGHT)
+                };
             }
             ranking.truncate(q.limit);
             let mut load = c
