@@ -224,7 +224,11 @@ fn recall_search(home: &Home, agent: &engram_core::AgentId) -> Duration {
             limit: 10,
         };
         let started = Instant::now();
-        home.engram.search_recall(agent, &q).expect("search");
+        // The lexical path: these agents have no embedding model.
+        home.engram
+            .store()
+            .search_messages(agent, &q)
+            .expect("search");
         times.push(started.elapsed());
     }
     times.sort();

@@ -123,7 +123,7 @@ async fn a_long_conversation_is_compacted_with_tool_pairs_whole() {
         end: None,
         limit: 3,
     };
-    let hits = home.engram.search_recall(&agent, &q).unwrap();
+    let hits = home.engram.search_recall(&agent, &q).await.unwrap();
     assert!(
         hits.iter()
             .any(|h| h.message.content.starts_with("Fact 0:")),

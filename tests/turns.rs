@@ -137,6 +137,7 @@ async fn regenerate_rolls_back_exactly_the_last_turn_then_runs_it_again() {
                 ..Default::default()
             },
         )
+        .await
         .unwrap();
     assert!(
         hits.iter()

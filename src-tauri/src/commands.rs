@@ -308,7 +308,7 @@ pub async fn edit_passage(
 
 /// Searches the whole conversation (recall memory).
 #[tauri::command(rename_all = "snake_case")]
-pub fn search_recall(
+pub async fn search_recall(
     d: State<'_, Desktop>,
     agent_id: AgentId,
     query: String,
@@ -321,7 +321,7 @@ pub fn search_recall(
         end: None,
         limit,
     };
-    Ok(d.engram.search_recall(&agent_id, &query)?)
+    Ok(d.engram.search_recall(&agent_id, &query).await?)
 }
 
 /// How the agent's next context window splits, in tokens.

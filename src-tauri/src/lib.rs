@@ -144,6 +144,17 @@ pub fn builder<R: Runtime>(builder: tauri::Builder<R>, engram: Arc<Engram>) -> t
 pub fn start<R: Runtime>(app: &tauri::AppHandle<R>) {
     forward_notices(app.clone());
     restore_rest_api(app.clone());
+    resume_backfills(app.clone());
+}
+
+/// Goes on filling in vectors a restart left missing (a backfill cut short, an embedding model
+/// changed just before closing), in the background.
+fn resume_backfills<R: Runtime>(app: tauri::AppHandle<R>) {
+    tauri::async_runtime::spawn(async move {
+        if let Err(e) = app.state::<Desktop>().engram.resume_backfills() {
+            tracing::warn!(error = %e, "cannot resume embedding backfills");
+        }
+    });
 }
 
 /// Re-emits the engine's notices to every window for as long as the app runs. A window that

@@ -269,8 +269,8 @@ pub enum ArchivalCmd {
         #[arg(long)]
         json: bool,
     },
-    /// Embed the passages that have no vector yet (imported, stored during an embedding
-    /// outage, or after a model change); resumable.
+    /// Embed the passages and messages that have no vector yet (imported, stored during an
+    /// embedding outage, or after a model change); resumable.
     Backfill {
         /// Agent id.
         agent: String,

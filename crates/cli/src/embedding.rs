@@ -49,6 +49,13 @@ pub enum EmbeddingCmd {
         #[arg(long)]
         on: bool,
     },
+    /// Give vectors of the agent's embedding model to its passages and messages that have
+    /// none (imported, stored during an embedding outage, or after a model change), with a
+    /// progress bar; resumable (`engram archival backfill` does the same).
+    Backfill {
+        /// Agent id.
+        agent: String,
+    },
     /// Show or set the embedding model new agents get (`none`: search by words only).
     Default {
         /// A handle such as local/all-minilm-l6-v2, openai/text-embedding-3-small or none.
@@ -102,6 +109,7 @@ pub async fn embedding(engram: &Engram, cmd: EmbeddingCmd) -> Result<()> {
                 serde_json::to_string_pretty(&engram.reranker_status())?
             );
         }
+        EmbeddingCmd::Backfill { agent } => backfill(engram, &AgentId::from(agent)).await?,
         EmbeddingCmd::Default { model } => {
             if let Some(m) = model {
                 engram.set_default_embedding(&m)?;
@@ -121,11 +129,11 @@ pub async fn embedding(engram: &Engram, cmd: EmbeddingCmd) -> Result<()> {
     Ok(())
 }
 
-/// `engram archival backfill AGENT`.
+/// `engram embedding backfill AGENT` (also `engram archival backfill AGENT`).
 pub async fn backfill(engram: &Engram, agent: &AgentId) -> Result<()> {
     let report = with_progress(engram, engram.backfill_embeddings(agent)).await?;
     println!(
-        "embedded {} passages; {} still without a vector",
+        "embedded {} passages and messages; {} still without a vector",
         report.embedded, report.remaining
     );
     Ok(())
@@ -174,7 +182,7 @@ fn show(n: Notice, line: &mut bool) {
             *line = done_bytes < total_bytes;
         }
         Notice::EmbeddingBackfill { done, total, .. } => {
-            bar("embedding passages", done, total, 1.0, "");
+            bar("embedding passages and messages", done, total, 1.0, "");
             *line = done < total;
         }
         Notice::EmbeddingsUnavailable { message, .. }

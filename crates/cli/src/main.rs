@@ -124,7 +124,7 @@ async fn run(cli: Cli) -> Result<()> {
         }
         Command::Memory(cmd) => memory(&engram, cmd),
         Command::Archival(cmd) => archival(&engram, cmd).await,
-        Command::Recall(cmd) => recall(&engram, cmd),
+        Command::Recall(cmd) => recall(&engram, cmd).await,
         Command::Embedding(cmd) => embedding::embedding(&engram, cmd).await,
         Command::Provider(cmd) => provider(&engram, cmd).await,
         Command::Serve(args) => serve::run(engram, args).await,
@@ -559,7 +559,7 @@ async fn archival(engram: &Engram, cmd: ArchivalCmd) -> Result<()> {
     Ok(())
 }
 
-fn recall(engram: &Engram, cmd: RecallCmd) -> Result<()> {
+async fn recall(engram: &Engram, cmd: RecallCmd) -> Result<()> {
     let RecallCmd::Search {
         agent,
         query,
@@ -585,7 +585,8 @@ fn recall(engram: &Engram, cmd: RecallCmd) -> Result<()> {
         end: None,
         limit,
     };
-    let hits = engram.search_recall(&AgentId::from(agent), &q)?;
+    let hits =
+        embedding::with_progress(engram, engram.search_recall(&AgentId::from(agent), &q)).await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&hits)?);
     }

@@ -78,6 +78,10 @@ pub async fn run(engram: Arc<Engram>, args: ServeArgs) -> Result<()> {
         }
     };
     tokio::spawn(release_memory_now_and_then(Arc::clone(&engram)));
+    // Vectors a restart left missing (a backfill cut short, a model changed just before).
+    if let Err(e) = engram.resume_backfills() {
+        tracing::warn!(%e, "cannot resume embedding backfills");
+    }
     let config = ServerConfig {
         ui_dir: args.ui_dir,
         ..ServerConfig::new(auth)

@@ -6,15 +6,35 @@ use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config};
 use std::path::Path;
-use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+use tokenizers::{Tokenizer, TruncationParams};
 
 /// Longest input in tokens (word pieces, with `[CLS]`/`[SEP]`); longer texts are cut. The
 /// model was trained at 256 (`sentence_bert_config.json`: `max_seq_length`).
 pub const MAX_TOKENS: usize = 256;
 
-/// Texts run through the model together. Larger batches pad more (every text is padded to the
-/// longest of its batch); texts are sorted by length first so a batch holds similar lengths.
-const BATCH: usize = 32;
+/// How texts are grouped for the model. Every text of a batch is padded to the longest one,
+/// so texts are tokenised once, sorted by their number of tokens and cut into batches of
+/// similar lengths; a batch holds at most `max_rows` texts and at most `attention_budget`
+/// in `rows × tokens²` (the size of the attention scores per head, which is what grows the
+/// memory of a batch of long texts: 12 heads × 4 bytes × 350,000 ≈ 16 MB).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Batching {
+    /// Most texts in one batch.
+    pub max_rows: usize,
+    /// Most `rows × tokens²` in one batch (a single text always fits).
+    pub attention_budget: usize,
+}
+
+impl Default for Batching {
+    /// Measured with `cargo bench -p engram-embed --bench throughput` on the 2-core machine
+    /// (see the README's Performance section).
+    fn default() -> Self {
+        Self {
+            max_rows: 64,
+            attention_budget: 350_000,
+        }
+    }
+}
 
 /// The files a weights folder must hold.
 pub const FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
@@ -41,6 +61,12 @@ impl Encoder {
     /// missing or unreadable file (a truncated or corrupt safetensors file, a tokenizer that is
     /// not JSON, weights that do not fit the config).
     pub fn load(dir: &Path) -> Result<Self, EncoderError> {
+        Self::load_as(dir, DType::F32)
+    }
+
+    /// Like [`load`](Self::load), keeping the weights in memory as `dtype` (`F16` halves
+    /// their memory; benchmarks compare speed and memory; vectors are always `f32`).
+    pub fn load_as(dir: &Path, dtype: DType) -> Result<Self, EncoderError> {
         let read = |name: &str| {
             std::fs::read(dir.join(name))
                 .map_err(|e| err(format!("cannot read {}: {e}", dir.join(name).display())))
@@ -63,19 +89,16 @@ impl Encoder {
                 ..Default::default()
             }))
             .map_err(err)?;
-        tokenizer.with_padding(Some(PaddingParams {
-            strategy: PaddingStrategy::BatchLongest,
-            ..Default::default()
-        }));
+        // No padding here: batches are padded by hand after sorting by length.
+        tokenizer.with_padding(None);
         let weights = read("model.safetensors")?;
-        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu).map_err(
-            |e| {
+        let vb =
+            VarBuilder::from_buffered_safetensors(weights, dtype, &Device::Cpu).map_err(|e| {
                 err(format!(
                     "model.safetensors in {} is damaged: {e}",
                     dir.display()
                 ))
-            },
-        )?;
+            })?;
         let model = BertModel::load(vb, &config).map_err(|e| {
             err(format!(
                 "model.safetensors in {} does not fit its config: {e}",
@@ -94,40 +117,69 @@ impl Encoder {
         self.dimension
     }
 
-    /// One unit-length vector per text, in input order. CPU-bound: call it off the async
-    /// runtime. Errors only on a tokenizer or tensor failure (not on any text: empty text
-    /// embeds as `[CLS] [SEP]`).
+    /// One unit-length vector per text, in input order, batched by [`Batching::default`].
+    /// CPU-bound: call it off the async runtime. Errors only on a tokenizer or tensor failure
+    /// (not on any text: empty text embeds as `[CLS] [SEP]`).
     pub fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EncoderError> {
+        self.embed_with(texts, Batching::default())
+    }
+
+    /// Like [`embed`](Self::embed) with the given batching (benchmarks compare settings).
+    pub fn embed_with(
+        &self,
+        texts: &[String],
+        batching: Batching,
+    ) -> Result<Vec<Vec<f32>>, EncoderError> {
+        // Tokenised once, in parallel by the tokenizer; the token counts order the batches.
+        let encodings = self
+            .tokenizer
+            .encode_batch(texts.iter().map(String::as_str).collect::<Vec<_>>(), true)
+            .map_err(err)?;
         let mut order: Vec<usize> = (0..texts.len()).collect();
-        order.sort_by_key(|&i| texts[i].len());
+        order.sort_by_key(|&i| encodings[i].len());
         let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
-        for chunk in order.chunks(BATCH) {
-            let batch: Vec<&str> = chunk.iter().map(|&i| texts[i].as_str()).collect();
+        let mut start = 0;
+        while start < order.len() {
+            let mut end = start + 1;
+            while end < order.len() && end - start < batching.max_rows.max(1) {
+                // Sorted ascending: the next text is the longest of the grown batch.
+                let len = encodings[order[end]].len();
+                if (end - start + 1) * len * len > batching.attention_budget {
+                    break;
+                }
+                end += 1;
+            }
+            let chunk = &order[start..end];
+            let batch: Vec<&tokenizers::Encoding> = chunk.iter().map(|&i| &encodings[i]).collect();
             for (&i, v) in chunk.iter().zip(self.embed_batch(&batch)?) {
                 out[i] = v;
             }
+            start = end;
         }
         Ok(out)
     }
 
-    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EncoderError> {
-        let encodings = self
-            .tokenizer
-            .encode_batch(texts.to_vec(), true)
-            .map_err(err)?;
+    /// Runs one batch, padded to its longest text (`[PAD]` = 0, masked out).
+    fn embed_batch(
+        &self,
+        encodings: &[&tokenizers::Encoding],
+    ) -> Result<Vec<Vec<f32>>, EncoderError> {
+        let rows = encodings.len();
+        let width = encodings.iter().map(|e| e.len()).max().unwrap_or(0);
+        let mut ids = vec![0u32; rows * width];
+        let mut types = vec![0u32; rows * width];
+        let mut mask = vec![0u32; rows * width];
+        for (r, e) in encodings.iter().enumerate() {
+            let at = r * width;
+            ids[at..at + e.len()].copy_from_slice(e.get_ids());
+            types[at..at + e.len()].copy_from_slice(e.get_type_ids());
+            mask[at..at + e.len()].copy_from_slice(e.get_attention_mask());
+        }
         let device = &self.model.device;
-        let rows = |f: &dyn Fn(&tokenizers::Encoding) -> &[u32]| -> Result<Tensor, EncoderError> {
-            let rows = encodings
-                .iter()
-                .map(|e| Tensor::new(f(e), device))
-                .collect::<candle_core::Result<Vec<_>>>()
-                .map_err(err)?;
-            Tensor::stack(&rows, 0).map_err(err)
-        };
-        let ids = rows(&|e| e.get_ids())?;
-        let types = rows(&|e| e.get_type_ids())?;
-        let mask = rows(&|e| e.get_attention_mask())?;
+        let tensor = |v: Vec<u32>| Tensor::from_vec(v, (rows, width), device).map_err(err);
+        let (ids, types, mask) = (tensor(ids)?, tensor(types)?, tensor(mask)?);
         let hidden = self.model.forward(&ids, &types, Some(&mask)).map_err(err)?;
+        let hidden = hidden.to_dtype(DType::F32).map_err(err)?;
         pool(&hidden, &mask).map_err(err)
     }
 }

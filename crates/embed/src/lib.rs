@@ -19,8 +19,9 @@ pub mod local;
 pub mod rerank;
 pub mod rerank_local;
 
+pub use candle_core::DType;
 pub use catalog::{ALL_MINILM_L6_V2, LocalModelSpec};
-pub use encoder::Encoder;
+pub use encoder::{Batching, Encoder};
 pub use local::{LocalEmbeddings, WeightsSource};
 
 /// The provider handle of built-in models: `local/all-minilm-l6-v2`.

@@ -498,7 +498,7 @@ async fn search_recall(
         end: None,
         limit: a.limit,
     };
-    done(s.engram.search_recall(&a.agent_id, &query))
+    done(s.engram.search_recall(&a.agent_id, &query).await)
 }
 
 async fn context_window(

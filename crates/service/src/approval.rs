@@ -98,6 +98,9 @@ impl Engram {
                     agent_id: message.agent_id.clone(),
                 }),
                 RunEvent::MemoryChanged { block, .. } => self.notify_block(&block.id),
+                // The step has committed: its messages get vectors in the background, so the
+                // turn never waits for the embedding model.
+                RunEvent::Usage { .. } | RunEvent::Done { .. } => self.spawn_backfill(agent),
                 _ => {}
             }
             self.live.push(agent, run, &event);

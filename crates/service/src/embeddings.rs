@@ -3,28 +3,37 @@
 //! An outage never costs data or an answer: a passage that cannot be embedded is stored
 //! without a vector (and a [`Notice::EmbeddingsUnavailable`] says so), a search that cannot
 //! embed its query answers by words alone at once, and the missing vectors are filled in
-//! later by a backfill — in the background after the next successful embedding, or on demand
-//! ([`Engram::backfill_embeddings`]) with progress as [`Notice::EmbeddingBackfill`].
+//! later by a backfill — in the background after the next successful embedding, after every
+//! chat step (the step's messages), when a long-lived process starts
+//! ([`Engram::resume_backfills`]), or on demand ([`Engram::backfill_embeddings`]), with
+//! progress as [`Notice::EmbeddingBackfill`].
+//!
+//! Messages get vectors the same way, never during a turn: the turn commits, then its messages
+//! are embedded in the background. A changed embedding model forgets the passages' vectors
+//! and ignores the messages' vectors of the old model (they are never compared with the new
+//! model's queries); the background backfill re-embeds both while chat goes on.
 
 use crate::{Engram, Notice};
 use engram_agent::{Embedder, ModelResolver};
 use engram_core::{AgentId, Result};
-use engram_store::Store;
+use engram_store::{MessageVector, Store};
 use serde::Serialize;
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-/// Passages embedded per request while backfilling.
+/// Rows (passages or messages) embedded per request while backfilling.
 const BACKFILL_BATCH: usize = 64;
 
 /// What a backfill did.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, ts_rs::TS)]
 #[ts(export)]
 pub struct BackfillReport {
-    /// Passages given a vector.
+    /// Passages and messages given a vector (a message with nothing worth embedding counts
+    /// once, when it is marked so).
     #[ts(type = "number")]
     pub embedded: u64,
-    /// Passages still without one (the model failed part way; run it again later).
+    /// Passages and messages still without one (the model failed part way; run it again
+    /// later).
     #[ts(type = "number")]
     pub remaining: u64,
 }
@@ -35,46 +44,89 @@ struct Backfiller {
     store: Store,
     resolver: Arc<crate::resolve::Resolver>,
     notices: tokio::sync::broadcast::Sender<Notice>,
-    running: Arc<Mutex<HashSet<AgentId>>>,
+    /// Agents being backfilled now, each with whether more was asked for meanwhile (then the
+    /// backfill runs again when it ends, so rows committed during its last batch are not left
+    /// behind).
+    running: Arc<Mutex<HashMap<AgentId, bool>>>,
 }
 
 impl Backfiller {
-    fn embedder(&self, agent: &AgentId) -> Result<Option<Embedder>> {
+    /// The agent's embedding model handle (`local/all-minilm-l6-v2`) and client, if it has one.
+    fn embedder(&self, agent: &AgentId) -> Result<Option<(String, Embedder)>> {
         let agent = self.store.get_agent(agent)?;
         agent
             .embedding
             .as_ref()
-            .map(|cfg| self.resolver.embedder(cfg))
+            .map(|cfg| Ok((cfg.model.clone(), self.resolver.embedder(cfg)?)))
             .transpose()
     }
 
-    /// Embeds the agent's passages that lack a vector, batch by batch, until none are left or
-    /// the model fails (what is done stays done: a later run resumes from there).
+    /// Rows (passages and messages) of the agent without a vector of its current model.
+    fn missing(&self, agent: &AgentId) -> Result<u64> {
+        Ok(self.store.count_passages_without_vectors(agent)?
+            + self.store.count_messages_without_vectors(agent)?)
+    }
+
+    fn outage(&self, agent: &AgentId) {
+        let _ = self.notices.send(Notice::EmbeddingsUnavailable {
+            agent_id: agent.clone(),
+            message: "filling in missing vectors stopped: the embedding model failed; \
+                      search uses words alone for those rows until it is run again"
+                .into(),
+        });
+    }
+
+    /// Embeds the agent's passages and messages that lack a vector of its current model,
+    /// batch by batch, until none are left or the model fails (what is done stays done: a
+    /// later run resumes from there).
     async fn run(&self, agent: &AgentId) -> Result<BackfillReport> {
-        let Some(embedder) = self.embedder(agent)? else {
+        let Some((handle, embedder)) = self.embedder(agent)? else {
             return Ok(BackfillReport {
                 embedded: 0,
                 remaining: self.store.count_passages_without_vectors(agent)?,
             });
         };
-        let total = self.store.count_passages_without_vectors(agent)?;
+        let total = self.missing(agent)?;
         let mut report = BackfillReport::default();
+        let progress = |report: &BackfillReport| {
+            let _ = self.notices.send(Notice::EmbeddingBackfill {
+                agent_id: agent.clone(),
+                done: report.embedded,
+                total,
+            });
+        };
+        if self
+            .passages(agent, &handle, &embedder, &mut report, &progress)
+            .await?
+        {
+            self.messages(agent, &handle, &embedder, &mut report, &progress)
+                .await?;
+        }
+        report.remaining = self.missing(agent)?;
+        Ok(report)
+    }
+
+    /// The passage part of [`run`](Self::run). Returns whether to go on (the model worked and
+    /// is still the agent's).
+    async fn passages(
+        &self,
+        agent: &AgentId,
+        handle: &str,
+        embedder: &Embedder,
+        report: &mut BackfillReport,
+        progress: &(dyn Fn(&BackfillReport) + Sync),
+    ) -> Result<bool> {
         loop {
             let batch = self.store.passages_without_vectors(agent, BACKFILL_BATCH)?;
             if batch.is_empty() {
-                break;
+                return Ok(true);
             }
             let texts: Vec<String> = batch.iter().map(|p| p.text.clone()).collect();
             let vectors = match embedder.model.embed(&embedder.name, &texts).await {
                 Ok(v) if v.len() == texts.len() => v,
                 Ok(_) | Err(_) => {
-                    let _ = self.notices.send(Notice::EmbeddingsUnavailable {
-                        agent_id: agent.clone(),
-                        message: "filling in missing vectors stopped: the embedding model failed; \
-                                  search uses words alone for those passages until it is run again"
-                            .into(),
-                    });
-                    break;
+                    self.outage(agent);
+                    return Ok(false);
                 }
             };
             let filled: Vec<_> = batch
@@ -83,50 +135,121 @@ impl Backfiller {
                 .zip(vectors)
                 .map(|((p, t), v)| (p.id, t, v))
                 .collect();
-            let n = self.store.fill_passage_vectors(&filled)?;
+            let n = self.store.fill_passage_vectors(agent, handle, &filled)?;
             if n == 0 {
-                // Every row of the batch changed under us; they come back only if still
-                // missing, so stop rather than spin.
-                break;
+                // Every row of the batch changed under us (or the model did); they come back
+                // only if still missing, so stop rather than spin.
+                return Ok(self.still_model(agent, handle));
             }
             report.embedded += n as u64;
-            let _ = self.notices.send(Notice::EmbeddingBackfill {
-                agent_id: agent.clone(),
-                done: report.embedded,
-                total,
-            });
+            progress(report);
         }
-        report.remaining = self.store.count_passages_without_vectors(agent)?;
-        Ok(report)
     }
 
-    /// Starts a background backfill for `agent` unless one is running or nothing is missing.
+    /// The message part of [`run`](Self::run): every user and assistant message without a
+    /// vector of `handle`, in the order they were written.
+    async fn messages(
+        &self,
+        agent: &AgentId,
+        handle: &str,
+        embedder: &Embedder,
+        report: &mut BackfillReport,
+        progress: &(dyn Fn(&BackfillReport) + Sync),
+    ) -> Result<()> {
+        let mut after = None;
+        loop {
+            let batch = self
+                .store
+                .messages_without_vectors(agent, after, BACKFILL_BATCH)?;
+            let Some(last) = batch.last() else {
+                return Ok(());
+            };
+            after = Some(last.cursor);
+            let texts: Vec<String> = batch
+                .iter()
+                .map(|u| engram_store::embeddable_text(&u.message).unwrap_or_default())
+                .collect();
+            let wanted: Vec<String> = texts.iter().filter(|t| !t.is_empty()).cloned().collect();
+            let mut vectors = if wanted.is_empty() {
+                Vec::new()
+            } else {
+                match embedder.model.embed(&embedder.name, &wanted).await {
+                    Ok(v) if v.len() == wanted.len() => v,
+                    Ok(_) | Err(_) => {
+                        self.outage(agent);
+                        return Ok(());
+                    }
+                }
+            }
+            .into_iter();
+            let filled: Vec<MessageVector> = batch
+                .into_iter()
+                .zip(texts)
+                .map(|(u, text)| MessageVector {
+                    id: u.message.id,
+                    vector: if text.is_empty() {
+                        Vec::new()
+                    } else {
+                        vectors.next().unwrap_or_default()
+                    },
+                    text,
+                })
+                .collect();
+            let n = self.store.fill_message_vectors(agent, handle, &filled)?;
+            if n == 0 && !self.still_model(agent, handle) {
+                return Ok(());
+            }
+            report.embedded += n as u64;
+            progress(report);
+        }
+    }
+
+    /// Whether `handle` is still the agent's embedding model.
+    fn still_model(&self, agent: &AgentId, handle: &str) -> bool {
+        self.store
+            .get_agent(agent)
+            .ok()
+            .and_then(|a| a.embedding)
+            .is_some_and(|cfg| cfg.model == handle)
+    }
+
+    /// Starts a background backfill for `agent`; when one runs already, it runs once more
+    /// when it ends. The count of what is missing is taken in the background too (it reads
+    /// every message of the agent), so a chat step never waits for it.
     fn spawn(&self, agent: &AgentId) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        if self
-            .store
-            .count_passages_without_vectors(agent)
-            .unwrap_or(0)
-            == 0
         {
-            return;
-        }
-        if !self.lock().insert(agent.clone()) {
-            return;
+            let mut running = self.lock();
+            if let Some(again) = running.get_mut(agent) {
+                *again = true;
+                return;
+            }
+            running.insert(agent.clone(), false);
         }
         let this = self.clone();
         let agent = agent.clone();
         runtime.spawn(async move {
-            if let Err(e) = this.run(&agent).await {
-                tracing::warn!(%e, agent = %agent, "backfill stopped");
+            loop {
+                let missing = this.missing(&agent).unwrap_or(0);
+                if missing > 0
+                    && let Err(e) = this.run(&agent).await
+                {
+                    tracing::warn!(%e, agent = %agent, "backfill stopped");
+                }
+                let mut running = this.lock();
+                if running.get(&agent) == Some(&true) {
+                    running.insert(agent.clone(), false);
+                    continue;
+                }
+                running.remove(&agent);
+                return;
             }
-            this.lock().remove(&agent);
         });
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<AgentId>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<AgentId, bool>> {
         self.running.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -150,9 +273,35 @@ impl Engram {
     }
 
     /// Starts filling in the agent's missing vectors in the background (no-op when nothing
-    /// is missing or a backfill already runs).
+    /// is missing; when a backfill runs already, it goes round once more).
     pub(crate) fn spawn_backfill(&self, agent: &AgentId) {
         self.backfiller().spawn(agent);
+    }
+
+    /// Starts a background backfill for every agent with passages or messages lacking a
+    /// vector of its current embedding model: a backfill cut short by a restart (or an
+    /// embedding model changed just before it) goes on. For long-lived processes (`engram
+    /// serve`, the desktop app), called once after opening; progress arrives as
+    /// [`Notice::EmbeddingBackfill`]. Returns how many agents have one. Must be called inside a
+    /// tokio runtime (otherwise nothing starts and 0 is returned). Errors: storage.
+    pub fn resume_backfills(&self) -> Result<usize> {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Ok(0);
+        }
+        let backfiller = self.backfiller();
+        let mut started = 0;
+        for agent in self.store.agents_with_embeddings()? {
+            if backfiller.missing(&agent)? > 0 {
+                backfiller.spawn(&agent);
+                started += 1;
+            }
+        }
+        Ok(started)
+    }
+
+    /// Whether a background backfill runs for the agent now.
+    pub fn backfill_running(&self, agent: &AgentId) -> bool {
+        self.backfiller().lock().contains_key(agent)
     }
 
     /// Vectors for texts to be stored, or `None` (after a notice) when the agent's embedding

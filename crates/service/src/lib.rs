@@ -158,7 +158,7 @@ pub struct Engram {
     /// One connection per MCP server, shared by every agent.
     mcp: Arc<engram_mcp::Hub>,
     /// Agents whose missing vectors are being filled in now (one backfill per agent).
-    backfills: Arc<Mutex<std::collections::HashSet<engram_core::AgentId>>>,
+    backfills: Arc<Mutex<std::collections::HashMap<engram_core::AgentId, bool>>>,
 }
 
 impl Engram {
@@ -218,7 +218,7 @@ impl Engram {
             next_run: std::sync::atomic::AtomicU64::new(0),
             live: live::LiveRuns::default(),
             notices,
-            backfills: Arc::new(Mutex::new(std::collections::HashSet::new())),
+            backfills: Arc::new(Mutex::new(std::collections::HashMap::new())),
         };
         engram.secure_mcp_urls();
         Ok(engram)

@@ -184,10 +184,20 @@ impl Engram {
         engram_agent::rerank::search_passages(&self.store, agent, &q, reranker.as_deref()).await
     }
 
-    /// Searches recall memory (every message the agent ever had).
-    pub fn search_recall(&self, agent: &AgentId, query: &MessageQuery) -> Result<Vec<MessageHit>> {
+    /// Searches recall memory (every message the agent ever had) as the agent's
+    /// `conversation_search` does: BM25 fused with vector similarity when the agent has an
+    /// embedding model (roles and dates filter first; scores in `0..=1` as in archival
+    /// search). When the model cannot embed the query the search answers by words alone at
+    /// once, after an `EmbeddingsUnavailable` notice. Errors: `not_found` for the agent.
+    pub async fn search_recall(
+        &self,
+        agent: &AgentId,
+        query: &MessageQuery,
+    ) -> Result<Vec<MessageHit>> {
         self.store.get_agent(agent)?;
-        self.store.search_messages(agent, query)
+        let embedding = self.query_vector(agent, &query.query).await;
+        self.store
+            .search_messages_by(agent, query, embedding.as_deref())
     }
 
     /// Pages through the conversation: the `limit` messages before `before_seq`, oldest first.

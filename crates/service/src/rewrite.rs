@@ -81,6 +81,8 @@ impl Engram {
         self.notify(Notice::MessagesChanged {
             agent_id: agent.clone(),
         });
+        // The new text lost the old vector (a trigger); its own comes in the background.
+        self.spawn_backfill(agent);
         Ok(m)
     }
 

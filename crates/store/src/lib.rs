@@ -24,6 +24,7 @@ mod import;
 mod mcp;
 mod mcp_pending;
 mod message_pages;
+mod message_vectors;
 mod messages;
 mod migrations;
 mod model_windows;
@@ -55,6 +56,7 @@ pub use import::{
 };
 pub use mcp_pending::{AttachedMcpTools, PendingMcpTool};
 pub use message_pages::{Compaction, MessageWindow, SeqOrder, WindowAt};
+pub use message_vectors::{MessageVector, UnembeddedMessage, embeddable_text};
 pub use messages::{MessageHit, MessageQuery, SEQ_GAP};
 pub use model_windows::MODEL_WINDOW_SETTING_PREFIX;
 pub use passage_list::{PassageList, PassagePage};

@@ -42,8 +42,10 @@ pub struct MessageQuery {
 pub struct MessageHit {
     /// The matching message.
     pub message: Message,
-    /// Relevance, higher is better: the negated BM25 score smoothed over neighbouring messages
-    /// (see `Store::search_messages`), or 0 for an empty query.
+    /// Relevance in `0..=1`, higher is better, with the meaning passage scores have: the BM25
+    /// score smoothed over neighbouring messages as a share of the best hit's, blended with
+    /// cosine similarity when the search had a query vector (see
+    /// `Store::search_messages_by`); 0 for an empty query.
     pub score: f64,
 }
 
@@ -206,7 +208,8 @@ pub(crate) fn in_context(conn: &Connection, agent: &AgentId) -> Result<Vec<Messa
 
 /// The filters of a conversation search: `?1` agent, `?2` roles (JSON array), `?3`..`?4` time
 /// range. Hidden loop messages (heartbeats, alerts) never match.
-const SEARCH_FILTERS: &str = "m.agent_id = ?1 AND m.role IN (SELECT value FROM json_each(?2))
+pub(crate) const SEARCH_FILTERS: &str =
+    "m.agent_id = ?1 AND m.role IN (SELECT value FROM json_each(?2))
                    AND m.kind NOT IN ('heartbeat', 'alert')
                    AND m.created_at BETWEEN ?3 AND ?4";
 
@@ -364,6 +367,26 @@ impl Store {
     ///
     /// Errors: `NotFound("agent")`.
     pub fn search_messages(&self, agent: &AgentId, q: &MessageQuery) -> Result<Vec<MessageHit>> {
+        self.search_messages_by(agent, q, None)
+    }
+
+    /// Like [`search_messages`](Self::search_messages), and with `embedding` (the query's
+    /// vector from the agent's current embedding model) also by meaning: messages with a
+    /// vector of that model ranked by cosine similarity, fused with the lexical ranking as
+    /// archival search does (`search::fuse`, lexical weight `search::LEXICAL_WEIGHT`), so a hit
+    /// need not share a word with the query. Messages without such a vector count by their
+    /// words alone. Filters apply to both sides before the limit.
+    ///
+    /// Errors: `NotFound("agent")`; `Invalid` for an empty or non-finite query vector.
+    pub fn search_messages_by(
+        &self,
+        agent: &AgentId,
+        q: &MessageQuery,
+        embedding: Option<&[f32]>,
+    ) -> Result<Vec<MessageHit>> {
+        if let Some(v) = embedding {
+            crate::passages::check_vector(v)?;
+        }
         let roles: &[Role] = if q.roles.is_empty() {
             &DEFAULT_ROLES
         } else {
@@ -378,9 +401,12 @@ impl Store {
             if q.limit == 0 {
                 return Ok(Vec::new());
             }
-            let expr = match fts_query(&q.query) {
-                FtsQuery::NoTerms => return Ok(Vec::new()),
-                FtsQuery::Match(expr) => expr,
+            let fts = fts_query(&q.query);
+            let no_words = fts == FtsQuery::NoTerms;
+            let expr = match fts {
+                FtsQuery::NoTerms if embedding.is_none() => return Ok(Vec::new()),
+                FtsQuery::NoTerms => None,
+                FtsQuery::Match(expr) => Some(expr),
                 FtsQuery::Blank => {
                     let mut stmt = c.prepare_cached(&search_sql(false)).db()?;
                     let rows = stmt
@@ -396,16 +422,19 @@ impl Store {
             };
             // Candidates from deeper than the limit: a neighbour can overtake a hit.
             let pool = sql::sat(q.limit.saturating_mul(4).max(50));
-            let bm25: Vec<(i64, f64)> = c
-                .prepare_cached(&search_sql(true))
-                .db()?
-                .query_map(
-                    params![agent.as_str(), roles, start, end, pool, expr],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )
-                .db()?
-                .collect::<rusqlite::Result<_>>()
-                .db()?;
+            let bm25: Vec<(i64, f64)> = match expr {
+                None => Vec::new(),
+                Some(expr) => c
+                    .prepare_cached(&search_sql(true))
+                    .db()?
+                    .query_map(
+                        params![agent.as_str(), roles, start, end, pool, expr],
+                        |r| Ok((r.get(0)?, r.get(1)?)),
+                    )
+                    .db()?
+                    .collect::<rusqlite::Result<_>>()
+                    .db()?,
+            };
             let mut ranking = search::smooth_by_neighbours(&bm25, Neighbours::Rerank, |pk| {
                 let mut out = [None, None];
                 for (slot, before) in [true, false].into_iter().enumerate() {
@@ -428,6 +457,23 @@ impl Store {
                 }
                 Ok::<_, Error>(out)
             })?;
+            ranking = search::relative(&ranking);
+            if let Some(v) = embedding {
+                let pool = q.limit.saturating_mul(4).max(50);
+                let vector = crate::message_vectors::vector_ranking(
+                    c,
+                    agent,
+                    (&roles, start, end),
+                    v,
+                    pool,
+                )?;
+                // As in archival search: no words to match, the cosine itself.
+                ranking = if no_words {
+                    vector
+                } else {
+                    search::fuse(&ranking, &vector, search::LEXICAL_WEIGHT)
+                };
+            }
             ranking.truncate(q.limit);
             let mut load = c
                 .prepare_cached(&format!(

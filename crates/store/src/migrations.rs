@@ -404,6 +404,23 @@ BEGIN
 END;
 "#;
 
+/// Message vectors (issue #13: semantic recall search). One row per message that was embedded:
+/// the agent's embedding model handle at the time (`local/all-minilm-l6-v2`), and the vector as
+/// little-endian `f32`s. An empty `vector` marks a message with no text worth embedding (a tool
+/// call without text arguments), so a backfill does not come back to it. Search reads only rows
+/// of the agent's current model: after a model change the old rows are ignored until the
+/// backfill replaces them. A message whose text changes loses its vector.
+const MESSAGE_VECTORS: &str = r#"
+CREATE TABLE message_vectors (
+    message_pk INTEGER PRIMARY KEY NOT NULL REFERENCES messages (pk) ON DELETE CASCADE,
+    model      TEXT NOT NULL,
+    vector     BLOB NOT NULL
+);
+CREATE TRIGGER message_vectors_stale AFTER UPDATE OF content, tool_calls ON messages BEGIN
+    DELETE FROM message_vectors WHERE message_pk = old.pk;
+END;
+"#;
+
 /// Every migration, oldest first.
 const MIGRATIONS: &[M<'static>] = &[
     M::up(V1),
@@ -419,6 +436,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(MCP_SERVERS),
     M::up(MCP_PENDING_TOOLS),
     M::up(PASSAGE_TAGS_BY_AGENT_AND_TIME),
+    M::up(MESSAGE_VECTORS),
 ];
 
 /// The migration list (exposed to tests so they can validate it).

@@ -42,19 +42,31 @@ impl Store {
         })
     }
 
-    /// Fills in vectors computed for `(passage, text it was computed from, vector)` in one
+    /// Fills in vectors of embedding model `model` (a handle such as `local/all-minilm-l6-v2`)
+    /// computed for the agent's `(passage, text it was computed from, vector)` in one
     /// transaction, only where the passage still has no vector and still has that text (an
-    /// edit or another writer meanwhile wins). Returns how many were stored.
-    /// Errors: `Invalid` for an empty or non-finite vector (then nothing is stored).
-    pub fn fill_passage_vectors(&self, filled: &[(PassageId, String, Vec<f32>)]) -> Result<usize> {
+    /// edit or another writer meanwhile wins), and only while `model` is still the agent's
+    /// embedding model (a backfill that started before a model change never stores the old
+    /// model's vectors). Returns how many were stored.
+    /// Errors: `NotFound("agent")`; `Invalid` for an empty or non-finite vector (then nothing
+    /// is stored).
+    pub fn fill_passage_vectors(
+        &self,
+        agent: &AgentId,
+        model: &str,
+        filled: &[(PassageId, String, Vec<f32>)],
+    ) -> Result<usize> {
         for (_, _, v) in filled {
             check_vector(v)?;
         }
         self.write(|tx| {
+            if crate::message_vectors::current_model(tx, agent)?.as_deref() != Some(model) {
+                return Ok(0);
+            }
             let mut stmt = tx
                 .prepare_cached(
                     "UPDATE passages SET embedding_dim = ?2, embedding = ?3
-                     WHERE id = ?1 AND embedding IS NULL AND text = ?4",
+                     WHERE id = ?1 AND embedding IS NULL AND text = ?4 AND agent_id = ?5",
                 )
                 .db()?;
             let mut n = 0;
@@ -64,7 +76,8 @@ impl Store {
                         id.as_str(),
                         sql::sat(v.len()),
                         search::encode_vector(v),
-                        text
+                        text,
+                        agent.as_str()
                     ])
                     .db()?;
             }

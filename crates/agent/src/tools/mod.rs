@@ -365,7 +365,7 @@ async fn dispatch(
         "memory_rethink" => memory::rethink(ctx, tool_call_id, args),
         "archival_memory_insert" => archival::insert(ctx, args).await,
         "archival_memory_search" => archival::search(ctx, args).await,
-        "conversation_search" => recall::search(ctx, args),
+        "conversation_search" => recall::search(ctx, args).await,
         other => Err(format!(
             "Tool '{other}' cannot run in this version of Engram."
         )),

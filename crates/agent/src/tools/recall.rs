@@ -1,4 +1,5 @@
-//! `conversation_search`: full-text search over recall memory (every past message).
+//! `conversation_search`: search over recall memory (every past message), by words and, when
+//! the agent has an embedding model, by meaning.
 
 use super::ToolContext;
 use super::args::Args;
@@ -13,8 +14,9 @@ const MAX_LIMIT: usize = 50;
 const MAX_RESULT_CHARS: usize = 1_000;
 
 /// `conversation_search(query, roles?, limit?, start_date?, end_date?)`: returns a JSON list of
-/// `{timestamp, role, content}`, best match first.
-pub(super) fn search(ctx: &mut ToolContext<'_>, args: &Args) -> Result<String, String> {
+/// `{timestamp, role, content}`, best match first. BM25 fused with vector similarity when the
+/// agent has an embedding model; an outage of the model makes it a search by words.
+pub(super) async fn search(ctx: &mut ToolContext<'_>, args: &Args) -> Result<String, String> {
     let roles = args
         .opt_strings("roles")?
         .iter()
@@ -37,9 +39,19 @@ pub(super) fn search(ctx: &mut ToolContext<'_>, args: &Args) -> Result<String, S
             .unwrap_or(DEFAULT_LIMIT as i64)
             .clamp(1, MAX_LIMIT as i64) as usize,
     };
+    let embedding = match ctx.embedder {
+        Some(e) if !q.query.trim().is_empty() => match e.embed_query(&q.query).await {
+            Ok(v) => Some(v),
+            Err(err) => {
+                tracing::warn!(%err, "conversation search by words alone");
+                None
+            }
+        },
+        _ => None,
+    };
     let hits = ctx
         .store
-        .search_messages(&ctx.agent.id, &q)
+        .search_messages_by(&ctx.agent.id, &q, embedding.as_deref())
         .map_err(|e| format!("Search failed: {e}"))?;
     if hits.is_empty() {
         return Ok("No matching messages in recall memory.".into());

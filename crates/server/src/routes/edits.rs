@@ -188,9 +188,9 @@ fn role_of(r: &str) -> ApiResult<Role> {
     }
 }
 
-/// Recall search over one agent (`agent_id`) or all, best first (Engram's BM25 over each
-/// agent's messages, merged by score).
-fn search(s: &AppState, req: &SearchIn) -> ApiResult<Vec<(Message, f64)>> {
+/// Recall search over one agent (`agent_id`) or all, best first (Engram's hybrid recall
+/// search over each agent's messages, merged by score: scores are in `0..=1` for every agent).
+async fn search(s: &AppState, req: &SearchIn) -> ApiResult<Vec<(Message, f64)>> {
     let limit = req.limit.unwrap_or(50).min(1000);
     let q = MessageQuery {
         query: req.query.clone().unwrap_or_default(),
@@ -212,7 +212,8 @@ fn search(s: &AppState, req: &SearchIn) -> ApiResult<Vec<(Message, f64)>> {
     for a in &agents {
         hits.extend(
             s.engram
-                .search_recall(a, &q)?
+                .search_recall(a, &q)
+                .await?
                 .into_iter()
                 .map(|h| (h.message, h.score)),
         );
@@ -237,7 +238,7 @@ pub async fn search_v01(
     State(s): State<AppState>,
     Body(req): Body<SearchIn>,
 ) -> ApiResult<Json<Vec<Value>>> {
-    let hits = search(&s, &req)?;
+    let hits = search(&s, &req).await?;
     Ok(Json(
         hits.iter()
             .enumerate()
@@ -268,7 +269,7 @@ pub async fn search_v1(
     State(s): State<AppState>,
     Body(req): Body<SearchIn>,
 ) -> ApiResult<Json<Vec<Value>>> {
-    let hits = search(&s, &req)?;
+    let hits = search(&s, &req).await?;
     let mut out = Vec::new();
     for (m, _) in &hits {
         let style = s.engram.get_agent(&m.agent_id)?.agent.loop_style;

@@ -5,6 +5,7 @@ mod blocks;
 mod labels;
 mod mcp;
 mod message_pages;
+mod message_vectors;
 mod messages;
 mod paging;
 mod passages;

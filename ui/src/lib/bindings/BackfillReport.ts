@@ -5,10 +5,12 @@
  */
 export type BackfillReport = { 
 /**
- * Passages given a vector.
+ * Passages and messages given a vector (a message with nothing worth embedding counts
+ * once, when it is marked so).
  */
 embedded: number, 
 /**
- * Passages still without one (the model failed part way; run it again later).
+ * Passages and messages still without one (the model failed part way; run it again
+ * later).
  */
 remaining: number, };
