@@ -124,9 +124,18 @@ fn unindex_row(conn: &Connection, kind: &str, n: i64, pk: i64) -> Result<()> {
     Ok(())
 }
 
-/// What the queue says about one row: whether it was in the index before the first queued
-/// change (every operation but an insert implies it was) and that it changed since.
-type Changes = BTreeMap<(String, String, i64), bool>;
+/// A text column of a queue row.
+fn text<'r>(r: &'r rusqlite::Row<'_>, i: usize) -> Result<&'r str> {
+    r.get_ref(i)
+        .db()?
+        .as_str()
+        .map_err(|e| engram_core::Error::Storage(format!("fts_pending: {e}")))
+}
+
+/// What the queue says about one row, keyed by (agent's place in the list of agents, kind,
+/// row key): whether it was in the index before the first queued change (every operation but
+/// an insert implies it was).
+type Changes = BTreeMap<(usize, bool, i64), bool>;
 
 /// Routes every queued change to the agents' own tables and empties the queue (see the module
 /// docs). Called by the store inside each write transaction, before it commits; costs one
@@ -142,20 +151,25 @@ pub(crate) fn flush(conn: &Connection) -> Result<()> {
             .db()?;
         let mut rows = stmt.query([]).db()?;
         while let Some(r) = rows.next().db()? {
-            let (kind, op, pk, agent): (String, String, i64, String) = (
-                r.get(0).db()?,
-                r.get(1).db()?,
-                r.get(2).db()?,
-                r.get(3).db()?,
-            );
-            if !agents.contains(&agent) {
-                agents.push(agent.clone());
-            }
+            let kind = text(r, 0)?;
+            let op = text(r, 1)?;
+            let pk: i64 = r.get(2).db()?;
+            let agent = text(r, 3)?;
+            // A write touches few agents: a linear look-up beats hashing the ids.
+            let a = match agents.iter().rposition(|x| x == agent) {
+                Some(a) => a,
+                None => {
+                    agents.push(agent.to_owned());
+                    agents.len() - 1
+                }
+            };
             if kind == "agent" {
                 continue;
             }
             // Only the first change of a row says whether the index held it before.
-            changes.entry((agent, kind, pk)).or_insert(op != "insert");
+            changes
+                .entry((a, kind == "passage", pk))
+                .or_insert(op != "insert");
         }
     }
     if agents.is_empty() {
@@ -175,15 +189,23 @@ pub(crate) fn flush(conn: &Connection) -> Result<()> {
         drop_partition(conn, agent)?;
         crate::vector_index::forget_agent_log(conn, agent)?;
     }
-    for ((agent, kind, pk), was_indexed) in changes {
-        if !exists.exists([&agent]).db()? {
-            continue;
-        }
-        let n = ensure_partition(conn, &agent)?;
+    let mut partitions: Vec<Option<i64>> = vec![None; agents.len()];
+    for ((a, is_passage, pk), was_indexed) in changes {
+        let agent = agents[a].as_str();
+        let n = match partitions[a] {
+            Some(n) => n,
+            None if !exists.exists([agent]).db()? => continue,
+            None => {
+                let n = ensure_partition(conn, agent)?;
+                partitions[a] = Some(n);
+                n
+            }
+        };
+        let kind = if is_passage { "passage" } else { "message" };
         if was_indexed {
-            unindex_row(conn, &kind, n, pk)?;
+            unindex_row(conn, kind, n, pk)?;
         }
-        index_row(conn, &kind, n, pk, &agent)?;
+        index_row(conn, kind, n, pk, agent)?;
     }
     Ok(())
 }

@@ -2,8 +2,9 @@
 //!
 //! [`Store`] owns one connection behind a mutex; every method is synchronous and short, and every
 //! write that belongs together (a step's messages and memory edits, a block edit and its history
-//! row) runs in one transaction. Search runs on FTS5 (BM25), fused with brute-force vector
-//! similarity by reciprocal-rank fusion when the caller brings a query embedding.
+//! row) runs in one transaction. Search runs on FTS5 (BM25, one index per agent: see
+//! `fts_partitions`), blended with vector similarity from a per-agent index (`vector_index`)
+//! when the caller brings a query embedding.
 //!
 //! Layout: `migrations` holds the schema; one module per kind of row (`agents`, `blocks`,
 //! `messages`, `passages`, `steps`, `settings`); `import` writes whole agent files; `repair`

@@ -1,9 +1,11 @@
 //! Archival memory: passages with tags and optional embeddings, listed and searched.
 //!
-//! Search ranks by BM25 over FTS5 and, when the caller brings a query embedding, also by cosine
-//! similarity over the stored vectors (brute force, only vectors of the query's dimension),
-//! fusing both rankings by reciprocal-rank fusion. Tag and date filters are part of each SQL
-//! query, so they apply before the limit.
+//! Search ranks by BM25 over the agent's own FTS5 table (`fts_partitions`) and, when the caller
+//! brings a query embedding, also by cosine similarity from the agent's vector index
+//! (`vector_index`: exact below a few thousand vectors, an HNSW graph re-scored from the stored
+//! vectors above; only vectors of the query's dimension), blending both (`search::fuse`). Tag
+//! and date filters apply before the limit: in each SQL query, and for vectors as a restriction
+//! of the index search or, when they keep few rows, an exact scan of those rows.
 
 use crate::Store;
 use crate::agents;
@@ -214,6 +216,19 @@ fn text_sql(
                 return Ok(None);
             };
             let table = fts_partitions::passages_table(n);
+            if !is_filtered(q) {
+                // The table holds only this agent's passages: without tag or date filters the
+                // match alone answers, and no passage row (with its vector, 1.5 kB at 384
+                // dimensions) is read for candidates that do not make the cut.
+                let mut bare = Query::default();
+                let sql = format!(
+                    "SELECT rowid, -bm25({table}) FROM {table} WHERE {table} MATCH {}
+                     ORDER BY bm25({table}) LIMIT {}",
+                    bare.arg(expr.clone()),
+                    bare.arg(sql::sat(limit))
+                );
+                return Ok(Some((sql, bare.args)));
+            }
             format!(
                 "SELECT p.pk, -bm25({table}) FROM {table}
                  CROSS JOIN passages p ON p.pk = {table}.rowid
@@ -373,15 +388,22 @@ fn vector_ranking(
     if passing.len() <= indexes.config().exact_filtered {
         return exact_vector_ranking(conn, agent, q, v, limit);
     }
-    indexes.search(conn, agent.as_str(), v, limit, Some(&passing))
+    let hits = indexes.search(conn, agent.as_str(), v, limit, Some(&passing))?;
+    if hits.len() < limit.min(passing.len()) {
+        // The graph walk ran out of passing neighbours before the limit (a filter that keeps
+        // few rows of a large agent): score the passing rows exactly instead.
+        return exact_vector_ranking(conn, agent, q, v, limit);
+    }
+    Ok(hits)
 }
 
-fn load_by_pk(conn: &Connection, pk: i64) -> Result<Passage> {
+fn load_by_pk(conn: &Connection, pk: i64) -> Result<Option<Passage>> {
     conn.prepare_cached(&format!(
         "SELECT {PASSAGE_COLS} FROM passages p WHERE p.pk = ?1"
     ))
     .db()?
     .query_row([pk], passage_from_row)
+    .optional()
     .db()
 }
 
@@ -475,15 +497,14 @@ impl Store {
                     fused
                 }
             };
-            ranking
-                .into_iter()
-                .map(|(pk, score)| {
-                    Ok(PassageHit {
-                        passage: load_by_pk(c, pk)?,
-                        score,
-                    })
-                })
-                .collect()
+            let mut hits = Vec::with_capacity(ranking.len());
+            for (pk, score) in ranking {
+                // A row another process deleted after the index saw it is simply not a hit.
+                if let Some(passage) = load_by_pk(c, pk)? {
+                    hits.push(PassageHit { passage, score });
+                }
+            }
+            Ok(hits)
         })
     }
 
