@@ -15,6 +15,7 @@
 //!
 //! Then per-agent BM25 at 100,000 passages spread over 100 agents (lexical p50/p95).
 
+use chrono::{DateTime, Utc};
 use engram_core::{AgentId, NewAgent, NewPassage};
 use engram_store::{PassageQuery, Store};
 use engram_suite::Home;
@@ -87,6 +88,12 @@ impl Hashed {
         let n = v.iter().map(|a| a * a).sum::<f32>().sqrt().max(1e-9);
         v.into_iter().map(|a| a / n).collect()
     }
+}
+
+/// Passage `i` was written `i` minutes after a fixed start (as in `benches/archive.rs`): bulk
+/// writes in one instant would make every passage every other's neighbour in time.
+fn written(i: u64) -> Option<DateTime<Utc>> {
+    DateTime::from_timestamp(1_700_000_000 + i as i64 * 60, 0)
 }
 
 fn percentiles(mut times: Vec<Duration>) -> (f64, f64) {
@@ -169,6 +176,7 @@ fn lexical_only(n: u64) {
             .iter()
             .map(|&i| NewPassage {
                 text: query_text(&sentence_ranks(i)),
+                created_at: written(i),
                 ..NewPassage::default()
             })
             .collect();
@@ -214,6 +222,7 @@ fn one_agent(n: u64) {
                 let ranks = sentence_ranks(i);
                 NewPassage {
                     text: query_text(&ranks),
+                    created_at: written(i),
                     embedding: Some(hashed.text(&ranks)),
                     ..NewPassage::default()
                 }
@@ -388,6 +397,7 @@ fn many_agents() {
         let batch: Vec<NewPassage> = (0..1_000u64)
             .map(|i| NewPassage {
                 text: query_text(&sentence_ranks(a as u64 * 1_000 + i)),
+                created_at: written(i),
                 ..NewPassage::default()
             })
             .collect();
