@@ -190,7 +190,7 @@ fn lexical_only(n: u64) {
             ..PassageQuery::default()
         })
         .collect();
-    let lexical = timed(&store, &agent, &qs);
+    let lexical = timed(store, &agent, &qs);
     store.checkpoint().expect("checkpoint");
     let db = home.path().join(engram_service::DB_FILE);
     let db_mb = mb(std::fs::metadata(&db).map_or(0, |m| m.len()));
@@ -266,9 +266,9 @@ fn one_agent(n: u64) {
             })
             .collect()
     };
-    let lexical = timed(&store, &agent, &make(true, false));
-    let vector = timed(&store, &agent, &make(false, true));
-    let hybrid = timed(&store, &agent, &make(true, true));
+    let lexical = timed(store, &agent, &make(true, false));
+    let vector = timed(store, &agent, &make(false, true));
+    let hybrid = timed(store, &agent, &make(true, true));
 
     // Recall@10 of the vector side against brute force over every passage's vector.
     let sample: Vec<&(String, Vec<f32>)> = probes.iter().take(20).collect();
