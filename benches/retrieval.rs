@@ -251,7 +251,8 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize].as_secs_f64() * 1e3
 }
 
-/// Hybrid search latency with `n` passages of 384-dimensional vectors (brute force).
+/// Hybrid search latency with `n` passages of 384-dimensional vectors (through the per-agent
+/// vector index; `benches/search_scale.rs` measures more).
 fn scale(n: u64) {
     let home = Home::new();
     let agent = home
@@ -303,7 +304,7 @@ fn scale(n: u64) {
     }
     times.sort();
     println!(
-        "| hybrid search, {n} passages, 384-dim vectors, brute force | {:.1} ms | {:.1} ms |",
+        "| hybrid search, {n} passages, 384-dim vectors, vector index | {:.1} ms | {:.1} ms |",
         percentile(&times, 0.5),
         percentile(&times, 0.95)
     );

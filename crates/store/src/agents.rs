@@ -244,6 +244,16 @@ impl Store {
     /// blocks that were attached to it and are attached to no other agent are deleted too
     /// (shared blocks survive). Errors: `NotFound("agent", id)`.
     pub fn delete_agent(&self, id: &AgentId) -> Result<()> {
+        self.delete_agent_rows(id)?;
+        // Its saved vector index goes with it (after the commit: the rows are the truth).
+        self.vectors
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .forget(id.as_str());
+        Ok(())
+    }
+
+    fn delete_agent_rows(&self, id: &AgentId) -> Result<()> {
         self.write(|tx| {
             ensure_exists(tx, id)?;
             let block_ids: Vec<String> = {

@@ -2,8 +2,9 @@
 //!
 //! [`Store`] owns one connection behind a mutex; every method is synchronous and short, and every
 //! write that belongs together (a step's messages and memory edits, a block edit and its history
-//! row) runs in one transaction. Search runs on FTS5 (BM25), fused with brute-force vector
-//! similarity by reciprocal-rank fusion when the caller brings a query embedding.
+//! row) runs in one transaction. Search runs on FTS5 (BM25, one index per agent: see
+//! `fts_partitions`), blended with vector similarity from a per-agent index (`vector_index`)
+//! when the caller brings a query embedding.
 //!
 //! Layout: `migrations` holds the schema; one module per kind of row (`agents`, `blocks`,
 //! `messages`, `passages`, `steps`, `settings`); `import` writes whole agent files; `repair`
@@ -20,6 +21,7 @@ mod block_list;
 mod blocks;
 mod calibration;
 mod endpoints;
+mod fts_partitions;
 mod import;
 mod mcp;
 mod mcp_pending;
@@ -45,6 +47,7 @@ mod step_edits;
 mod steps;
 mod tools;
 mod undo;
+mod vector_index;
 
 pub use agent_list::AgentList;
 pub use approvals::ApprovalWrite;
@@ -67,6 +70,7 @@ pub use settings::ProviderRow;
 pub use sharing::{BlockAgent, SharedBlock};
 pub use steps::{BlockChange, BlockWrite, CommittedStep, StepCommit};
 pub use undo::{UndoPlan, revert_value};
+pub use vector_index::VectorIndexConfig;
 
 #[allow(unused_imports)] // named in docs
 use engram_core::Error;
@@ -90,6 +94,9 @@ const STATEMENT_CACHE: usize = 128;
 #[derive(Clone)]
 pub struct Store {
     conn: Arc<Mutex<Connection>>,
+    /// Per-agent vector indexes over passages (see `vector_index`). Locked after `conn`,
+    /// never before it.
+    vectors: Arc<Mutex<vector_index::Indexes>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -114,17 +121,20 @@ impl Store {
         private::create_file(path)?;
         let conn = Connection::open(path).db()?;
         tracing::debug!(path = %path.display(), "opening store");
-        Self::init(conn)
+        // Saved vector indexes live beside the database: `engram.db` → `engram.db.vectors/`.
+        let mut dir = path.as_os_str().to_owned();
+        dir.push(".vectors");
+        Self::init(conn, Some(dir.into()))
     }
 
     /// Opens a fresh private in-memory database (for tests and throwaway sessions).
     ///
     /// Errors: [`Error::Storage`] if SQLite cannot allocate it.
     pub fn open_in_memory() -> Result<Store> {
-        Self::init(Connection::open_in_memory().db()?)
+        Self::init(Connection::open_in_memory().db()?, None)
     }
 
-    fn init(mut conn: Connection) -> Result<Store> {
+    fn init(mut conn: Connection, vector_dir: Option<std::path::PathBuf>) -> Result<Store> {
         // WAL + NORMAL: commits do not fsync (only checkpoints do), which is what makes one
         // transaction per archival insert fast; a crash can lose the last commits but never
         // corrupts the file. Checkpoints every 8,000 pages (~32 MB of WAL) instead of 1,000:
@@ -143,6 +153,7 @@ impl Store {
         migrations::run(&mut conn)?;
         Ok(Store {
             conn: Arc::new(Mutex::new(conn)),
+            vectors: Arc::new(Mutex::new(vector_index::Indexes::new(vector_dir))),
         })
     }
 
@@ -180,7 +191,29 @@ impl Store {
     ///
     /// Errors: [`Error::Storage`] if SQLite refuses.
     pub fn release_memory(&self) -> Result<()> {
-        self.read(|c| c.release_memory().db())
+        self.read(|c| c.release_memory().db())?;
+        // Vector indexes of agents nobody searched for a while go too (they reload on demand).
+        self.vector_indexes().drop_idle(vector_index::IDLE_UNLOAD);
+        Ok(())
+    }
+
+    /// Replaces the vector index thresholds (see [`VectorIndexConfig`]) and drops the loaded
+    /// indexes, which rebuild or load under the new ones on the next search. For tests and
+    /// benchmarks; the defaults suit the app.
+    pub fn set_vector_index_config(&self, config: VectorIndexConfig) {
+        self.vector_indexes().set_config(config);
+    }
+
+    /// Bytes of memory the loaded vector indexes hold (usearch's estimate; 0 when none is
+    /// loaded). For benchmarks and diagnostics.
+    pub fn vector_index_memory(&self) -> usize {
+        self.vector_indexes().memory_usage()
+    }
+
+    fn vector_indexes(&self) -> MutexGuard<'_, vector_index::Indexes> {
+        self.vectors
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Locks the connection. A panic while it was held cannot leave a half-done write behind
@@ -206,6 +239,8 @@ impl Store {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .db()?;
         let out = f(&tx)?;
+        // Rows whose text changed reach their agent's full-text tables in this transaction.
+        fts_partitions::flush(&tx)?;
         tx.commit().db()?;
         Ok(out)
     }

@@ -2,6 +2,7 @@
 
 use crate::Store;
 use crate::agents;
+use crate::fts_partitions;
 use crate::message_pages;
 use crate::search::{self, FtsQuery, Neighbours, fts_query};
 use crate::sql::{self, DbResult, json_opt, ts};
@@ -213,17 +214,19 @@ pub(crate) const SEARCH_FILTERS: &str =
                    AND m.kind NOT IN ('heartbeat', 'alert')
                    AND m.created_at BETWEEN ?3 AND ?4";
 
-/// The SQL of a conversation search (filters as in [`SEARCH_FILTERS`], `?5` limit): for a
-/// ranked search `(pk, -bm25)` of the matches of the FTS5 expression `?6`, else the newest
-/// messages with score 0.
-fn search_sql(ranked: bool) -> String {
-    if ranked {
+/// The SQL of a conversation search (filters as in [`SEARCH_FILTERS`], `?5` limit): with the
+/// agent's full-text partition, a ranked search `(pk, -bm25)` of the matches of the FTS5
+/// expression `?6` in the agent's own table (BM25 over its own messages only, see
+/// `fts_partitions`), else the newest messages with score 0.
+fn search_sql(partition: Option<i64>) -> String {
+    if let Some(n) = partition {
+        let table = fts_partitions::messages_table(n);
         // CROSS JOIN keeps FTS as the outer loop (see `passages::text_sql`).
         format!(
-            "SELECT m.pk, -bm25(messages_fts) AS score
-             FROM messages_fts CROSS JOIN messages m ON m.pk = messages_fts.rowid
-             WHERE messages_fts MATCH ?6 AND {SEARCH_FILTERS}
-             ORDER BY bm25(messages_fts) LIMIT ?5"
+            "SELECT m.pk, -bm25({table}) AS score
+             FROM {table} CROSS JOIN messages m ON m.pk = {table}.rowid
+             WHERE {table} MATCH ?6 AND {SEARCH_FILTERS}
+             ORDER BY bm25({table}) LIMIT ?5"
         )
     } else {
         format!(
@@ -408,7 +411,7 @@ impl Store {
                 FtsQuery::NoTerms => None,
                 FtsQuery::Match(expr) => Some(expr),
                 FtsQuery::Blank => {
-                    let mut stmt = c.prepare_cached(&search_sql(false)).db()?;
+                    let mut stmt = c.prepare_cached(&search_sql(None)).db()?;
                     let rows = stmt
                         .query_map(params![agent.as_str(), roles, start, end, limit], |r| {
                             Ok(MessageHit {
@@ -420,12 +423,16 @@ impl Store {
                     return rows.collect::<rusqlite::Result<_>>().db();
                 }
             };
+            // An agent that never had text has no partition, and nothing can match.
+            let Some(partition) = fts_partitions::partition(c, agent)? else {
+                return Ok(Vec::new());
+            };
             // Candidates from deeper than the limit: a neighbour can overtake a hit.
             let pool = sql::sat(q.limit.saturating_mul(4).max(50));
             let bm25: Vec<(i64, f64)> = match expr {
                 None => Vec::new(),
                 Some(expr) => c
-                    .prepare_cached(&search_sql(true))
+                    .prepare_cached(&search_sql(Some(partition)))
                     .db()?
                     .query_map(
                         params![agent.as_str(), roles, start, end, pool, expr],
@@ -501,12 +508,22 @@ mod tests {
     fn ranked_search_scans_fts_first() {
         let store = Store::open_in_memory().unwrap();
         let step = store
-            .read(|c| {
-                let sql = format!("EXPLAIN QUERY PLAN {}", search_sql(true));
+            .write(|c| {
+                c.execute_batch(
+                    "INSERT INTO agents (id, name, description, system, llm, loop_style, max_steps,
+                                         tools, created_at, updated_at)
+                     VALUES ('agent-x', 'A', '', '', '{}', 'tool_loop', 50, '[]', 0, 0);
+                     INSERT INTO messages (id, agent_id, seq, role, kind, content, in_context,
+                                           created_at)
+                     VALUES ('m1', 'agent-x', 1024, 'user', 'chat', 'kiwi', 1, 0);",
+                )
+                .db()?;
+                crate::fts_partitions::flush(c)?;
+                let sql = format!("EXPLAIN QUERY PLAN {}", search_sql(Some(1)));
                 let args = params!["agent-x", "[\"user\"]", 0, 1, 5, "\"kiwi\""];
                 c.query_row(&sql, args, |r| r.get::<_, String>(3)).db()
             })
             .unwrap();
-        assert!(step.starts_with("SCAN messages_fts"), "{step}");
+        assert!(step.starts_with("SCAN messages_fts_1"), "{step}");
     }
 }

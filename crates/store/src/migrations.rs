@@ -421,6 +421,89 @@ CREATE TRIGGER message_vectors_stale AFTER UPDATE OF content, tool_calls ON mess
 END;
 "#;
 
+/// Per-agent search indexes (issue #13). Full text: the shared `passages_fts` and
+/// `messages_fts` tables give way to one pair of FTS5 tables per agent (`fts_partitions.rs`),
+/// so BM25's statistics are the agent's own; the triggers now queue changed rows in
+/// `fts_pending`, which the store routes to the agent's tables before every commit, and the
+/// migration queues every existing row, which the first flush (when the store opens) routes to
+/// the new tables. Vectors: `passage_vector_log` records
+/// every passage whose vector appeared, changed or went away (by trigger, so no write path can
+/// skip it); an agent's vector index remembers the last entry it applied and catches up from
+/// the log (`vector_index.rs`). `passage_vector_pruned` says up to where an agent's log was
+/// cut, so an index older than that is rebuilt instead of trusted.
+const PER_AGENT_SEARCH_INDEXES: &str = r#"
+CREATE TABLE fts_partitions (
+    n        INTEGER PRIMARY KEY,
+    agent_id TEXT NOT NULL UNIQUE
+);
+CREATE TABLE fts_pending (
+    seq      INTEGER PRIMARY KEY,
+    kind     TEXT NOT NULL,                 -- 'passage' | 'message' | 'agent'
+    op       TEXT NOT NULL,                 -- 'insert' | 'update' | 'delete'
+    pk       INTEGER NOT NULL,
+    agent_id TEXT NOT NULL
+);
+
+DROP TRIGGER passages_ai;
+DROP TRIGGER passages_ad;
+DROP TRIGGER passages_au;
+DROP TRIGGER messages_ai;
+DROP TRIGGER messages_ad;
+DROP TRIGGER messages_au;
+DROP TABLE passages_fts;
+DROP TABLE messages_fts;
+
+CREATE TRIGGER passages_ai AFTER INSERT ON passages BEGIN
+    INSERT INTO fts_pending (kind, op, pk, agent_id) VALUES ('passage', 'insert', new.pk, new.agent_id);
+    UPDATE agent_stats SET passages = passages + 1 WHERE agent_id = new.agent_id;
+END;
+CREATE TRIGGER passages_ad AFTER DELETE ON passages BEGIN
+    INSERT INTO fts_pending (kind, op, pk, agent_id) VALUES ('passage', 'delete', old.pk, old.agent_id);
+    UPDATE agent_stats SET passages = passages - 1 WHERE agent_id = old.agent_id;
+END;
+CREATE TRIGGER passages_au AFTER UPDATE OF text ON passages BEGIN
+    INSERT INTO fts_pending (kind, op, pk, agent_id) VALUES ('passage', 'update', new.pk, new.agent_id);
+END;
+CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN
+    INSERT INTO fts_pending (kind, op, pk, agent_id) VALUES ('message', 'insert', new.pk, new.agent_id);
+    UPDATE agent_stats SET messages = messages + 1 WHERE agent_id = new.agent_id;
+END;
+CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN
+    INSERT INTO fts_pending (kind, op, pk, agent_id) VALUES ('message', 'delete', old.pk, old.agent_id);
+    UPDATE agent_stats SET messages = messages - 1 WHERE agent_id = old.agent_id;
+END;
+CREATE TRIGGER messages_au AFTER UPDATE OF content, reasoning, tool_calls ON messages BEGIN
+    INSERT INTO fts_pending (kind, op, pk, agent_id) VALUES ('message', 'update', new.pk, new.agent_id);
+END;
+-- Every existing row goes to its agent's new tables at the first flush (when the store opens).
+INSERT INTO fts_pending (kind, op, pk, agent_id) SELECT 'passage', 'insert', pk, agent_id FROM passages;
+INSERT INTO fts_pending (kind, op, pk, agent_id) SELECT 'message', 'insert', pk, agent_id FROM messages;
+CREATE TRIGGER agents_ad_fts AFTER DELETE ON agents BEGIN
+    INSERT INTO fts_pending (kind, op, pk, agent_id) VALUES ('agent', 'delete', 0, old.id);
+END;
+
+CREATE TABLE passage_vector_log (
+    seq      INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused, also after pruning
+    agent_id TEXT NOT NULL,
+    pk       INTEGER NOT NULL
+);
+CREATE INDEX passage_vector_log_by_agent ON passage_vector_log (agent_id, seq);
+CREATE TABLE passage_vector_pruned (
+    agent_id TEXT PRIMARY KEY NOT NULL,
+    seq      INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TRIGGER passages_vector_ai AFTER INSERT ON passages WHEN new.embedding IS NOT NULL BEGIN
+    INSERT INTO passage_vector_log (agent_id, pk) VALUES (new.agent_id, new.pk);
+END;
+CREATE TRIGGER passages_vector_ad AFTER DELETE ON passages WHEN old.embedding IS NOT NULL BEGIN
+    INSERT INTO passage_vector_log (agent_id, pk) VALUES (old.agent_id, old.pk);
+END;
+CREATE TRIGGER passages_vector_au AFTER UPDATE OF embedding, embedding_dim ON passages
+WHEN old.embedding IS NOT NULL OR new.embedding IS NOT NULL BEGIN
+    INSERT INTO passage_vector_log (agent_id, pk) VALUES (new.agent_id, new.pk);
+END;
+"#;
+
 /// Every migration, oldest first.
 const MIGRATIONS: &[M<'static>] = &[
     M::up(V1),
@@ -437,6 +520,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(MCP_PENDING_TOOLS),
     M::up(PASSAGE_TAGS_BY_AGENT_AND_TIME),
     M::up(MESSAGE_VECTORS),
+    M::up(PER_AGENT_SEARCH_INDEXES),
 ];
 
 /// The migration list (exposed to tests so they can validate it).
@@ -600,5 +684,90 @@ mod tests {
             .collect::<rusqlite::Result<_>>()
             .unwrap();
         assert_eq!(kept, [("p1".to_owned(), 300), ("p1".to_owned(), 300)]);
+    }
+
+    #[test]
+    fn text_of_every_agent_moves_to_its_own_full_text_tables() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        let before = MIGRATIONS
+            .iter()
+            .position(|m| format!("{m:?}").contains("CREATE TABLE fts_partitions"))
+            .unwrap();
+        Migrations::from_slice(&MIGRATIONS[..before])
+            .to_latest(&mut conn)
+            .unwrap();
+        conn.execute_batch(
+            r#"INSERT INTO agents (id, name, description, system, llm, loop_style, max_steps,
+                                   tools, created_at, updated_at)
+               VALUES ('agent-1', 'A', '', '', '{}', 'tool_loop', 50, '[]', 0, 0),
+                      ('agent-2', 'B', '', '', '{}', 'tool_loop', 50, '[]', 1, 0);
+               INSERT INTO passages (id, agent_id, text, created_at)
+               VALUES ('p1', 'agent-1', 'tulips in april', 0),
+                      ('p2', 'agent-2', 'tulips in may', 0);
+               INSERT INTO messages (id, agent_id, seq, role, kind, content, in_context, created_at)
+               VALUES ('m1', 'agent-1', 1024, 'user', 'chat', 'gardening plans', 1, 10);"#,
+        )
+        .unwrap();
+        run(&mut conn).unwrap();
+        let hits = |sql: &str| -> Vec<i64> {
+            conn.prepare(sql)
+                .unwrap()
+                .query_map([], |r| r.get(0))
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap()
+        };
+        let n1: i64 = conn
+            .query_row(
+                "SELECT n FROM fts_partitions WHERE agent_id = 'agent-1'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let n2: i64 = conn
+            .query_row(
+                "SELECT n FROM fts_partitions WHERE agent_id = 'agent-2'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let p1: i64 = conn
+            .query_row("SELECT pk FROM passages WHERE id = 'p1'", [], |r| r.get(0))
+            .unwrap();
+        let p2: i64 = conn
+            .query_row("SELECT pk FROM passages WHERE id = 'p2'", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(
+            hits(&format!(
+                "SELECT rowid FROM passages_fts_{n1} WHERE passages_fts_{n1} MATCH 'tulip'"
+            )),
+            [p1]
+        );
+        assert_eq!(
+            hits(&format!(
+                "SELECT rowid FROM passages_fts_{n2} WHERE passages_fts_{n2} MATCH 'tulip'"
+            )),
+            [p2]
+        );
+        assert_eq!(
+            hits(&format!(
+                "SELECT count(*) FROM messages_fts_{n1} WHERE messages_fts_{n1} MATCH 'garden'"
+            )),
+            [1]
+        );
+        assert_eq!(
+            hits(&format!(
+                "SELECT count(*) FROM messages_fts_{n2} WHERE messages_fts_{n2} MATCH 'garden'"
+            )),
+            [0]
+        );
+        let shared: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE name IN ('passages_fts', 'messages_fts')",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(shared, 0, "the shared tables are gone");
     }
 }

@@ -1,20 +1,26 @@
 //! Archival memory: passages with tags and optional embeddings, listed and searched.
 //!
-//! Search ranks by BM25 over FTS5 and, when the caller brings a query embedding, also by cosine
-//! similarity over the stored vectors (brute force, only vectors of the query's dimension),
-//! fusing both rankings by reciprocal-rank fusion. Tag and date filters are part of each SQL
-//! query, so they apply before the limit.
+//! Search ranks by BM25 over the agent's own FTS5 table (`fts_partitions`) and, when the caller
+//! brings a query embedding, also by cosine similarity from the agent's vector index
+//! (`vector_index`: exact below a few thousand vectors, an HNSW graph re-scored from the stored
+//! vectors above; only vectors of the query's dimension), blending both (`search::fuse`). Tag
+//! and date filters apply before the limit: in each SQL query, and for vectors as a restriction
+//! of the index search or, when they keep few rows, an exact scan of those rows.
 
 use crate::Store;
 use crate::agents;
+use crate::fts_partitions;
 use crate::search::{self, FtsQuery, Neighbours, fts_query};
 use crate::sql::{self, DbResult, json, ts};
+use crate::vector_index::Indexes;
 use engram_core::{
     AgentId, Error, NewPassage, Passage, PassageHit, PassageId, Result, StepId, TagMatch, Timestamp,
 };
 use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
 use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+use std::sync::Mutex;
 
 /// An archival memory search.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -204,6 +210,7 @@ fn ranked(conn: &Connection, sql: &str, args: Vec<Value>) -> Result<Ranking> {
 /// `limit` passages; `None` when nothing can match.
 fn text_sql(
     agent: &AgentId,
+    partition: Option<i64>,
     q: &PassageQuery,
     fts: &FtsQuery,
     limit: usize,
@@ -220,14 +227,34 @@ fn text_sql(
         // CROSS JOIN pins the FTS table as the outer loop. Left to itself the planner may walk
         // the agent's passages by index and probe FTS once per row, and every probe recomputes
         // BM25's document frequencies from whole doclists: seconds instead of milliseconds.
-        FtsQuery::Match(expr) => format!(
-            "SELECT p.pk, -bm25(passages_fts) FROM passages_fts
-             CROSS JOIN passages p ON p.pk = passages_fts.rowid
-             WHERE passages_fts MATCH {} AND {filters}
-             ORDER BY bm25(passages_fts) LIMIT {}",
-            query.arg(expr.clone()),
-            query.arg(sql::sat(limit))
-        ),
+        // The agent's own table: BM25's statistics are its own (see `fts_partitions`).
+        FtsQuery::Match(expr) => {
+            let Some(n) = partition else {
+                return Ok(None);
+            };
+            let table = fts_partitions::passages_table(n);
+            if !is_filtered(q) {
+                // The table holds only this agent's passages: without tag or date filters the
+                // match alone answers, and no passage row (with its vector, 1.5 kB at 384
+                // dimensions) is read for candidates that do not make the cut.
+                let mut bare = Query::default();
+                let sql = format!(
+                    "SELECT rowid, -bm25({table}) FROM {table} WHERE {table} MATCH {}
+                     ORDER BY bm25({table}) LIMIT {}",
+                    bare.arg(expr.clone()),
+                    bare.arg(sql::sat(limit))
+                );
+                return Ok(Some((sql, bare.args)));
+            }
+            format!(
+                "SELECT p.pk, -bm25({table}) FROM {table}
+                 CROSS JOIN passages p ON p.pk = {table}.rowid
+                 WHERE {table} MATCH {} AND {filters}
+                 ORDER BY bm25({table}) LIMIT {}",
+                query.arg(expr.clone()),
+                query.arg(sql::sat(limit))
+            )
+        }
     };
     Ok(Some((sql, query.args)))
 }
@@ -242,15 +269,16 @@ fn text_ranking(
     fts: &FtsQuery,
     limit: usize,
 ) -> Result<Ranking> {
+    let partition = fts_partitions::partition(conn, agent)?;
     if !matches!(fts, FtsQuery::Match(_)) {
-        return match text_sql(agent, q, fts, limit)? {
+        return match text_sql(agent, partition, q, fts, limit)? {
             Some((sql, args)) => ranked(conn, &sql, args),
             None => Ok(Vec::new()),
         };
     }
     // A neighbour can overtake a hit, so candidates come from deeper than `limit`.
     let pool = limit.saturating_mul(4).max(50);
-    let Some((sql, args)) = text_sql(agent, q, fts, pool)? else {
+    let Some((sql, args)) = text_sql(agent, partition, q, fts, pool)? else {
         return Ok(Vec::new());
     };
     let bm25 = ranked(conn, &sql, args)?;
@@ -296,8 +324,9 @@ fn neighbours(
     Ok(out)
 }
 
-/// Cosine ranking of up to `limit` passages whose vectors have the query's dimension.
-fn vector_ranking(
+/// Exact cosine ranking of up to `limit` passages that pass the filters and whose vectors have
+/// the query's dimension, read from SQLite (a selective filter: too few rows for the graph).
+fn exact_vector_ranking(
     conn: &Connection,
     agent: &AgentId,
     q: &PassageQuery,
@@ -336,12 +365,62 @@ fn vector_ranking(
     Ok(scored)
 }
 
-fn load_by_pk(conn: &Connection, pk: i64) -> Result<Passage> {
+/// Whether the search filters by tags or dates.
+fn is_filtered(q: &PassageQuery) -> bool {
+    !q.tags.is_empty() || q.start.is_some() || q.end.is_some()
+}
+
+/// Cosine ranking of up to `limit` passages whose vectors have the query's dimension, from the
+/// agent's vector index (see `vector_index`). Filters apply before the limit: a selective one
+/// (at most `exact_filtered` rows) is scored exactly from SQLite, a broad one restricts the
+/// index's search to the rows that pass it.
+fn vector_ranking(
+    conn: &Connection,
+    indexes: &Mutex<Indexes>,
+    agent: &AgentId,
+    q: &PassageQuery,
+    v: &[f32],
+    limit: usize,
+) -> Result<Ranking> {
+    if search::norm(v) == 0.0 {
+        return Ok(Vec::new());
+    }
+    let mut indexes = indexes.lock().unwrap_or_else(|p| p.into_inner());
+    if !is_filtered(q) {
+        return indexes.search(conn, agent.as_str(), v, limit, None);
+    }
+    let mut query = Query::default();
+    let filters = filters(agent, q, &mut query)?;
+    let sql = format!(
+        "SELECT p.pk FROM passages p WHERE {filters} AND p.embedding_dim = {}",
+        query.arg(sql::sat(v.len()))
+    );
+    let passing: HashSet<i64> = conn
+        .prepare_cached(&sql)
+        .db()?
+        .query_map(params_from_iter(query.args), |r| r.get(0))
+        .db()?
+        .collect::<rusqlite::Result<_>>()
+        .db()?;
+    if passing.len() <= indexes.config().exact_filtered {
+        return exact_vector_ranking(conn, agent, q, v, limit);
+    }
+    let hits = indexes.search(conn, agent.as_str(), v, limit, Some(&passing))?;
+    if hits.len() < limit.min(passing.len()) {
+        // The graph walk ran out of passing neighbours before the limit (a filter that keeps
+        // few rows of a large agent): score the passing rows exactly instead.
+        return exact_vector_ranking(conn, agent, q, v, limit);
+    }
+    Ok(hits)
+}
+
+fn load_by_pk(conn: &Connection, pk: i64) -> Result<Option<Passage>> {
     conn.prepare_cached(&format!(
         "SELECT {PASSAGE_COLS} FROM passages p WHERE p.pk = ?1"
     ))
     .db()?
     .query_row([pk], passage_from_row)
+    .optional()
     .db()
 }
 
@@ -425,7 +504,7 @@ impl Store {
                         }
                         FtsQuery::Blank | FtsQuery::NoTerms => Vec::new(),
                     };
-                    let vector = vector_ranking(c, agent, q, v, pool)?;
+                    let vector = vector_ranking(c, &self.vectors, agent, q, v, pool)?;
                     let mut fused = if text.is_empty() {
                         vector
                     } else {
@@ -435,15 +514,14 @@ impl Store {
                     fused
                 }
             };
-            ranking
-                .into_iter()
-                .map(|(pk, score)| {
-                    Ok(PassageHit {
-                        passage: load_by_pk(c, pk)?,
-                        score,
-                    })
-                })
-                .collect()
+            let mut hits = Vec::with_capacity(ranking.len());
+            for (pk, score) in ranking {
+                // A row another process deleted after the index saw it is simply not a hit.
+                if let Some(passage) = load_by_pk(c, pk)? {
+                    hits.push(PassageHit { passage, score });
+                }
+            }
+            Ok(hits)
         })
     }
 
@@ -536,6 +614,21 @@ mod tests {
     fn bm25_search_always_scans_fts_first() {
         let store = Store::open_in_memory().unwrap();
         let agent = AgentId::from("agent-plan");
+        store
+            .write(|tx| {
+                tx.execute_batch(
+                    "INSERT INTO agents (id, name, description, system, llm, loop_style, max_steps,
+                                         tools, created_at, updated_at)
+                     VALUES ('agent-plan', 'A', '', '', '{}', 'tool_loop', 50, '[]', 0, 0);
+                     INSERT INTO passages (id, agent_id, text, created_at)
+                     VALUES ('p1', 'agent-plan', 'coffee', 0);",
+                )
+                .db()
+            })
+            .unwrap();
+        let n = store
+            .read(|c| fts_partitions::partition(c, &agent))
+            .unwrap();
         let fts = fts_query("coffee garden");
         let now = Some(chrono::Utc::now());
         for tags in [
@@ -552,9 +645,9 @@ mod tests {
                         end,
                         ..Default::default()
                     };
-                    let (sql, args) = text_sql(&agent, &q, &fts, 5).unwrap().unwrap();
+                    let (sql, args) = text_sql(&agent, n, &q, &fts, 5).unwrap().unwrap();
                     let step = first_step(&store, &sql, args);
-                    assert!(step.starts_with("SCAN passages_fts"), "{step} for {q:?}");
+                    assert!(step.starts_with("SCAN passages_fts_"), "{step} for {q:?}");
                 }
             }
         }

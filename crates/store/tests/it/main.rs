@@ -10,6 +10,7 @@ mod messages;
 mod paging;
 mod passages;
 mod rollback;
+mod scale;
 mod schema;
 mod search;
 mod steps;
