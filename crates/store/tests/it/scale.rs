@@ -1,7 +1,7 @@
 //! Search at scale (issue #13): per-agent BM25 and the vector index, against real SQLite files.
 
 use crate::support::{create, temp_store};
-use engram_core::{AgentId, NewMessage, NewPassage, PassageId};
+use engram_core::{AgentId, AgentPatch, EmbeddingConfig, NewMessage, NewPassage, PassageId};
 use engram_store::{MessageQuery, PassageQuery, Store, VectorIndexConfig};
 use std::path::{Path, PathBuf};
 
@@ -239,7 +239,25 @@ fn index_and_sqlite_agree_after_insert_delete_fill_and_model_change() {
     );
     let filled: Vec<(PassageId, String, Vec<f32>)> =
         vec![(bare[0].id.clone(), "filled later".into(), vector(901, dim))];
-    assert_eq!(store.fill_passage_vectors(&filled).unwrap(), 1);
+    // A backfill stores only vectors of the agent's current embedding model.
+    store
+        .update_agent(
+            &a.id,
+            &AgentPatch {
+                embedding: Some(Some(EmbeddingConfig {
+                    model: "test/hashed".into(),
+                    base_url: None,
+                })),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        store
+            .fill_passage_vectors(&a.id, "test/hashed", &filled)
+            .unwrap(),
+        1
+    );
     assert_eq!(
         nearest(&store, &a.id, &vector(901, dim), 1, &[])[0].0,
         "filled later"
