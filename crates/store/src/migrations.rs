@@ -535,11 +535,14 @@ pub(crate) fn run(conn: &mut Connection) -> Result<()> {
     migrations()
         .to_latest(conn)
         .map_err(|e| Error::Storage(format!("migrating the database failed: {e}")))?;
+    // Rows queued for the per-agent full-text tables (by a migration, or by a writer that
+    // stopped before flushing) reach them before anything is searched.
+    let tx = conn.transaction().db()?;
+    crate::fts_partitions::flush(&tx)?;
+    tx.commit().db()?;
     // Cheap sanity check that the FTS5 module is present in this SQLite build.
-    conn.query_row(
-        "SELECT count(*) FROM passages_fts WHERE rowid = 0",
-        [],
-        |_| Ok(()),
+    conn.execute_batch(
+        "CREATE VIRTUAL TABLE temp.fts5_check USING fts5 (x); DROP TABLE temp.fts5_check;",
     )
     .db()
 }
