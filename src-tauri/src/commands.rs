@@ -173,10 +173,15 @@ pub async fn send_message(
     stream(run, &on_event).await
 }
 
-/// Stops the agent's runs; what already arrived stays.
+/// Stops the agent's run `run_id`, or all its runs without one; what already arrived stays.
+/// Returns how many runs were told to stop.
 #[tauri::command(rename_all = "snake_case")]
-pub fn cancel_run(d: State<'_, Desktop>, agent_id: AgentId) -> usize {
-    d.engram.cancel_runs(&agent_id)
+pub fn cancel_run(
+    d: State<'_, Desktop>,
+    agent_id: AgentId,
+    run_id: Option<engram_core::RunId>,
+) -> usize {
+    d.engram.cancel_agent_run(&agent_id, run_id.as_ref())
 }
 
 /// The agent's blocks.

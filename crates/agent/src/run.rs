@@ -188,7 +188,7 @@ impl Runtime {
         }
         let setup = self.setup(agent_id)?;
 
-        let run_id = input.run_id.clone().unwrap_or_else(RunId::new);
+        let run_id = input.run_id.clone().unwrap_or_default();
         let _ = events.send(RunEvent::RunStarted {
             run_id: run_id.clone(),
             agent_id: agent_id.clone(),

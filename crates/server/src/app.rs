@@ -19,7 +19,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use engram_core::{
     AgentId, AgentPatch, BlockPatch, EditId, Error, ErrorBody, MessageId, NewAgent, NewTool,
-    PassageId, TagMatch, Timestamp, ToolId,
+    PassageId, RunId, TagMatch, Timestamp, ToolId,
 };
 use engram_service::{MessageQuery, PassageList};
 use engram_service::{ProviderSetup, RestApiStatus, RunRequest};
@@ -398,8 +398,16 @@ async fn send_message(
     crate::app_chat::start(s, a.agent_id, request).await
 }
 
-async fn cancel_run(State(s): State<AppState>, Args(a): Args<AgentArg>) -> Json<usize> {
-    Json(s.engram.cancel_runs(&a.agent_id))
+#[derive(Deserialize)]
+struct CancelArg {
+    agent_id: AgentId,
+    /// Only this run; every run of the agent when absent.
+    #[serde(default)]
+    run_id: Option<RunId>,
+}
+
+async fn cancel_run(State(s): State<AppState>, Args(a): Args<CancelArg>) -> Json<usize> {
+    Json(s.engram.cancel_agent_run(&a.agent_id, a.run_id.as_ref()))
 }
 
 async fn list_blocks(

@@ -177,7 +177,14 @@ impl Engram {
 
     /// Stops every run of the agent, also those queued for its turn. Returns how many.
     pub fn cancel_runs(&self, agent: &AgentId) -> usize {
-        self.runs.cancel(|_, a| a == agent)
+        self.cancel_agent_run(agent, None)
+    }
+
+    /// Stops the agent's run `run` when given (a run of another agent is left alone), else
+    /// every run of the agent. Returns how many runs were told to stop.
+    pub fn cancel_agent_run(&self, agent: &AgentId, run: Option<&RunId>) -> usize {
+        self.runs
+            .cancel(|id, a| a == agent && run.is_none_or(|r| r == id))
     }
 
     /// Stops every run of every agent (each keeps what already arrived), e.g. before the

@@ -3,7 +3,9 @@
 //! rollback (regenerate, edit & resend, delete) never runs while anyone holds the agent's turn.
 
 use crate::{Engram, Options, RunRequest};
-use engram_core::{AgentId, Error, LlmConfig, LoopStyle, NewAgent, NewBlock, RunEvent, StopReason};
+use engram_core::{
+    AgentId, Error, LlmConfig, LoopStyle, NewAgent, NewBlock, RunEvent, RunId, StopReason,
+};
 use engram_mock_llm::{MockLlm, Reply, Script};
 use std::sync::Arc;
 
@@ -116,6 +118,13 @@ async fn a_late_reader_gets_what_it_missed_and_the_run_stops_by_its_id() {
         .unwrap_err();
     assert!(matches!(refused, Error::Conflict(_)), "{refused:?}");
 
+    // Cancelling by id touches only that run: another id, or this id under another agent,
+    // stops nothing.
+    assert_eq!(engram.cancel_agent_run(&agent, Some(&RunId::new())), 0);
+    assert_eq!(
+        engram.cancel_agent_run(&AgentId::from("agent-other"), Some(&id)),
+        0
+    );
     assert!(engram.cancel_run(&id));
     let seen = all(&mut run.events).await;
     let joined = all(&mut late).await;

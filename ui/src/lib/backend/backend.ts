@@ -79,7 +79,7 @@ export interface Commands {
   delete_agent: [AgentArg, null];
   list_messages: [AgentArg & { before?: string; limit: number }, Message[]];
   message_window: [AgentArg & { at: WindowAt; limit: number }, MessageWindow];
-  cancel_run: [AgentArg, number];
+  cancel_run: [AgentArg & { run_id?: string }, number];
   pending_approval: [AgentArg, PendingApproval | null];
   set_tool_approval: [AgentArg & { tool: string; on: boolean }, Agent];
   list_blocks: [AgentArg, Block[]];
