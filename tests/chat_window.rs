@@ -300,3 +300,51 @@ async fn a_window_that_reloads_mid_run_attaches_and_sees_the_reply_arrive() {
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn a_run_is_stopped_by_its_run_id_and_another_id_stops_nothing() {
+    let s = served(2, 0, Script::Brain).await;
+    s._mock.push(Reply::Hang);
+    let mut resp = s
+        .http
+        .post(format!("{}/app/send_message", s.base))
+        .bearer_auth(TOKEN)
+        .json(&json!({"agent_id": s.agent, "text": "hello?"}))
+        .send()
+        .await
+        .unwrap();
+    // Read the stream until the run names itself.
+    let mut seen = String::new();
+    let run_id = loop {
+        let chunk = resp.chunk().await.unwrap().expect("the run streams");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+        let started = seen
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+            .find(|e| e["type"] == "run_started");
+        if let Some(e) = started {
+            break e["run_id"].as_str().unwrap().to_owned();
+        }
+    };
+    let other = "run-00000000-0000-4000-8000-000000000000";
+    let (status, n) = s
+        .app("cancel_run", json!({"agent_id": s.agent, "run_id": other}))
+        .await;
+    assert_eq!((status, n), (StatusCode::OK, json!(0)), "another run id");
+    let (_, n) = s
+        .app("cancel_run", json!({"agent_id": s.agent, "run_id": run_id}))
+        .await;
+    assert_eq!(n, json!(1), "the run in flight, by its id");
+    let rest = resp.text().await.unwrap();
+    let done: Value = rest
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+        .find(|e| e["type"] == "done")
+        .expect("the run ends with done");
+    assert_eq!(done["run_id"], json!(run_id));
+    assert_eq!(done["stop_reason"], "cancelled");
+    let (_, after) = s.app("attach_run", json!({"agent_id": s.agent})).await;
+    assert_eq!(after, Value::Null, "the run left the registry");
+}

@@ -5,9 +5,9 @@
 use crate::Desktop;
 use crate::error::IpcResult;
 use engram_core::{Agent, AgentId, ApprovalDecision, PendingApproval, RunEvent};
+use engram_service::RunRequest;
 use tauri::State;
 use tauri::ipc::Channel;
-use tokio_util::sync::CancellationToken;
 
 /// The tool call the agent's run waits on, if any.
 #[tauri::command(rename_all = "snake_case")]
@@ -27,23 +27,12 @@ pub async fn resolve_approval(
     decision: ApprovalDecision,
     on_event: Channel<RunEvent>,
 ) -> IpcResult<()> {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let run = async {
-        let outcome = d
-            .engram
-            .resolve_approval(&agent_id, decision, &tx, CancellationToken::new())
-            .await;
-        drop(tx);
-        outcome
-    };
-    let forward = async {
-        while let Some(event) = rx.recv().await {
-            let _ = on_event.send(event);
-        }
-    };
-    let (outcome, ()) = tokio::join!(run, forward);
-    outcome?;
-    Ok(())
+    let decisions = vec![decision];
+    let run = d
+        .engram
+        .start_run(&agent_id, RunRequest::Approvals { decisions })
+        .await?;
+    crate::chat_commands::stream(run, &on_event).await
 }
 
 /// Turns "ask before running" on or off for one of the agent's tools.

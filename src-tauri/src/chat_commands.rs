@@ -5,7 +5,7 @@
 use crate::Desktop;
 use crate::error::IpcResult;
 use engram_core::{AgentId, RunEvent};
-use engram_service::{MessageWindow, WindowAt};
+use engram_service::{MessageWindow, Run, WindowAt};
 use tauri::State;
 use tauri::ipc::Channel;
 
@@ -31,14 +31,24 @@ pub async fn attach_run(
     on_event: Channel<RunEvent>,
 ) -> IpcResult<bool> {
     d.engram.get_agent(&agent_id)?;
-    let Some(mut run) = d.engram.attach_run(&agent_id) else {
+    let Some(mut events) = d.engram.attach_run(&agent_id) else {
         return Ok(false);
     };
-    for event in run.so_far {
-        let _ = on_event.send(event);
-    }
-    while let Some(event) = run.events.recv().await {
+    while let Some(event) = events.next().await {
         let _ = on_event.send(event);
     }
     Ok(true)
+}
+
+/// Forwards a run's events to the window's channel until the run ends, then resolves with
+/// what ended it: every streaming command (`send_message`, `regenerate`, `edit_and_resend`,
+/// `resolve_approval`) is this over one `Engram::start_run`. Errors: the run's, if an
+/// approval decision after an earlier one failed.
+pub(crate) async fn stream(mut run: Run, on_event: &Channel<RunEvent>) -> IpcResult<()> {
+    while let Some(event) = run.events.next().await {
+        // A closed window is no reason to stop the run: the history must stay whole.
+        let _ = on_event.send(event);
+    }
+    run.outcome().await?;
+    Ok(())
 }

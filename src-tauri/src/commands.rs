@@ -3,6 +3,7 @@
 //! (`crates/server/src/app.rs`), so the UI's two backends are interchangeable.
 
 use crate::Desktop;
+use crate::chat_commands::stream;
 use crate::error::IpcResult;
 use engram_core::{
     Agent, AgentId, AgentPatch, Block, BlockEdit, BlockPatch, EditId, Message, NewAgent, NewTool,
@@ -12,11 +13,10 @@ use engram_service::{
     AgentState, AppInfo, ImportReport, LocalServer, PassagePage, ProviderInfo, ProviderSetup,
     RestApiStatus, Template, ToolTrial,
 };
-use engram_store::{MessageHit, MessageQuery, PassageList};
+use engram_service::{MessageHit, MessageQuery, PassageList, RunRequest};
 use serde::Deserialize;
 use tauri::State;
 use tauri::ipc::Channel;
-use tokio_util::sync::CancellationToken;
 
 /// How many archival hits a search returns when the UI does not say.
 const DEFAULT_TOP_K: usize = 20;
@@ -166,30 +166,22 @@ pub async fn send_message(
     text: String,
     on_event: Channel<RunEvent>,
 ) -> IpcResult<()> {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let run = async {
-        let outcome = d
-            .engram
-            .send_message(&agent_id, &text, &tx, CancellationToken::new())
-            .await;
-        drop(tx);
-        outcome
-    };
-    let forward = async {
-        while let Some(event) = rx.recv().await {
-            // A closed window is no reason to stop the run: the history must stay whole.
-            let _ = on_event.send(event);
-        }
-    };
-    let (outcome, ()) = tokio::join!(run, forward);
-    outcome?;
-    Ok(())
+    let run = d
+        .engram
+        .start_run(&agent_id, RunRequest::Message { text })
+        .await?;
+    stream(run, &on_event).await
 }
 
-/// Stops the agent's runs; what already arrived stays.
+/// Stops the agent's run `run_id`, or all its runs without one; what already arrived stays.
+/// Returns how many runs were told to stop.
 #[tauri::command(rename_all = "snake_case")]
-pub fn cancel_run(d: State<'_, Desktop>, agent_id: AgentId) -> usize {
-    d.engram.cancel_runs(&agent_id)
+pub fn cancel_run(
+    d: State<'_, Desktop>,
+    agent_id: AgentId,
+    run_id: Option<engram_core::RunId>,
+) -> usize {
+    d.engram.cancel_agent_run(&agent_id, run_id.as_ref())
 }
 
 /// The agent's blocks.

@@ -9,7 +9,6 @@
 
 pub mod approval_commands;
 pub mod chat_commands;
-pub mod command_names;
 pub mod commands;
 pub mod error;
 pub mod file_commands;

@@ -6,7 +6,7 @@ use crate::Desktop;
 use crate::error::IpcResult;
 use engram_core::{AgentId, Block, BlockId, EditId, NewBlock};
 use engram_service::{AgentState, ChatModel, ContextView, ModelWindow};
-use engram_store::{SharedBlock, UndoPlan};
+use engram_service::{SharedBlock, UndoPlan};
 use tauri::State;
 
 /// Creates a block and attaches it to the agent, in one transaction.

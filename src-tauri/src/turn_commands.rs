@@ -4,34 +4,12 @@
 //! tool call). Same names and arguments as `/app/{command}` (`crates/server/src/app_turns.rs`).
 
 use crate::Desktop;
+use crate::chat_commands::stream;
 use crate::error::IpcResult;
 use engram_core::{AgentId, MessageId, RunEvent, RunId};
-use engram_service::{EventSink, RunOutcome, RunRecord, ToolEdit, TurnRollback};
+use engram_service::{RunRecord, RunRequest, ToolEdit, TurnRollback};
 use tauri::State;
 use tauri::ipc::Channel;
-use tokio_util::sync::CancellationToken;
-
-/// Runs `start` with a fresh event sink, forwarding its events to `on_event` while it runs.
-async fn forward<F>(on_event: Channel<RunEvent>, start: F) -> IpcResult<()>
-where
-    F: AsyncFnOnce(&EventSink) -> engram_core::Result<RunOutcome>,
-{
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let run = async {
-        let outcome = start(&tx).await;
-        drop(tx);
-        outcome
-    };
-    let pass_on = async {
-        while let Some(event) = rx.recv().await {
-            // A closed window is no reason to stop the run: the history must stay whole.
-            let _ = on_event.send(event);
-        }
-    };
-    let (outcome, ()) = tokio::join!(run, pass_on);
-    outcome?;
-    Ok(())
-}
 
 /// What regenerating the last turn would undo.
 #[tauri::command(rename_all = "snake_case")]
@@ -56,12 +34,11 @@ pub async fn regenerate(
     agent_id: AgentId,
     on_event: Channel<RunEvent>,
 ) -> IpcResult<()> {
-    forward(on_event, async |tx| {
-        d.engram
-            .regenerate(&agent_id, tx, CancellationToken::new())
-            .await
-    })
-    .await
+    let run = d
+        .engram
+        .start_run(&agent_id, RunRequest::Regenerate)
+        .await?;
+    stream(run, &on_event).await
 }
 
 /// Replaces a user message and runs from there, streaming the new run.
@@ -73,12 +50,9 @@ pub async fn edit_and_resend(
     text: String,
     on_event: Channel<RunEvent>,
 ) -> IpcResult<()> {
-    forward(on_event, async |tx| {
-        d.engram
-            .edit_and_resend(&agent_id, &message_id, &text, tx, CancellationToken::new())
-            .await
-    })
-    .await
+    let request = RunRequest::EditAndResend { message_id, text };
+    let run = d.engram.start_run(&agent_id, request).await?;
+    stream(run, &on_event).await
 }
 
 /// Deletes a message (an assistant message with its tool results); returns the ids removed.

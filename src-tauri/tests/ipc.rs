@@ -64,7 +64,7 @@ impl Shell {
 #[test]
 fn every_command_is_registered_and_allowed() {
     let shell = Shell::start();
-    for name in engram_desktop::command_names::ALL {
+    for name in engram_core::commands::names() {
         // Wrong arguments on purpose: a registered, allowed command rejects them with its own
         // argument error, never with "not found" or "not allowed".
         if let Err(e) = shell.invoke(name, json!({"agent_id": 7, "name": 7, "setup": 7})) {

@@ -66,7 +66,21 @@ impl Runtime {
         events: &EventSink,
         cancel: &CancellationToken,
     ) -> Result<RunOutcome> {
-        let _turn = self.turn(agent_id).await?;
+        let turn = self.turn(agent_id).await?;
+        self.resolve_approval_in(&turn, decision, events, cancel)
+            .await
+    }
+
+    /// [`resolve_approval`](Self::resolve_approval) in a turn the caller already holds (see
+    /// [`turn`](Self::turn)). Errors as for `resolve_approval`.
+    pub async fn resolve_approval_in(
+        &self,
+        turn: &crate::Turn,
+        decision: ApprovalDecision,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<RunOutcome> {
+        let agent_id = turn.agent();
         let pending = self
             .store()
             .pending_approval(agent_id)?

@@ -40,6 +40,20 @@ pub struct Runtime {
     warned: Mutex<HashSet<AgentId>>,
 }
 
+/// An agent's turn, held (see [`Runtime::turn`]): while it lives, no other run or approval
+/// decision of that agent runs. Dropping it lets the next one go.
+pub struct Turn {
+    agent: AgentId,
+    _guard: tokio::sync::OwnedMutexGuard<()>,
+}
+
+impl Turn {
+    /// The agent whose turn this is.
+    pub fn agent(&self) -> &AgentId {
+        &self.agent
+    }
+}
+
 /// How many times a tool effect (call, arguments, result) may happen in a run before a step
 /// that only repeats such effects ends the run with [`StopReason::NoProgress`].
 const NO_PROGRESS_REPEATS: u32 = 2;
@@ -158,13 +172,28 @@ impl Runtime {
         events: &EventSink,
         cancel: &CancellationToken,
     ) -> Result<RunOutcome> {
-        let _turn = self.turn(agent_id).await?;
+        let turn = self.turn(agent_id).await?;
+        self.run_in(&turn, input, events, cancel).await
+    }
+
+    /// [`run`](Self::run) in a turn the caller already holds (see [`turn`](Self::turn)), so
+    /// that what it checked or changed under the same lock (a rollback before a regenerate)
+    /// cannot be overtaken by another run. The run is stored under `input.run_id` when given,
+    /// else under a new id. Errors as for `run`.
+    pub async fn run_in(
+        &self,
+        turn: &Turn,
+        input: NewMessage,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<RunOutcome> {
+        let agent_id = &turn.agent;
         if let Some(p) = self.store.pending_approval(agent_id)? {
             return Err(crate::approval::pending_error(&p));
         }
         let setup = self.setup(agent_id)?;
 
-        let run_id = RunId::new();
+        let run_id = input.run_id.clone().unwrap_or_default();
         let _ = events.send(RunEvent::RunStarted {
             run_id: run_id.clone(),
             agent_id: agent_id.clone(),
@@ -187,35 +216,33 @@ impl Runtime {
             .await)
     }
 
-    /// Waits for the agent's turn: one run (or approval decision) per agent at a time.
-    pub(crate) async fn turn(
-        &self,
-        agent_id: &AgentId,
-    ) -> Result<tokio::sync::OwnedMutexGuard<()>> {
-        let lock = {
-            let mut busy = self
-                .busy
-                .lock()
-                .map_err(|_| Error::Internal("run registry poisoned".into()))?;
-            busy.entry(agent_id.clone()).or_default().clone()
-        };
-        Ok(lock.lock_owned().await)
+    /// Waits for the agent's turn: one run (or approval decision, or change to the
+    /// conversation that must not overlap one) per agent at a time. Runs waiting for the turn
+    /// get it in the order they asked. Errors: `Internal` if the lock table is poisoned.
+    pub async fn turn(&self, agent_id: &AgentId) -> Result<Turn> {
+        let lock = self.turn_lock(agent_id)?;
+        Ok(Turn {
+            agent: agent_id.clone(),
+            _guard: lock.lock_owned().await,
+        })
     }
 
-    /// The agent's turn if no run or approval decision holds it now, without waiting: for
-    /// changes to the conversation outside a run (rollback, deleting a message), which must
-    /// not interleave with a run's steps. `None` while the agent's turn is taken.
-    ///
-    /// Errors: `internal` when the run registry is poisoned.
-    pub fn try_turn(&self, agent_id: &AgentId) -> Result<Option<tokio::sync::OwnedMutexGuard<()>>> {
-        let lock = {
-            let mut busy = self
-                .busy
-                .lock()
-                .map_err(|_| Error::Internal("run registry poisoned".into()))?;
-            busy.entry(agent_id.clone()).or_default().clone()
-        };
-        Ok(lock.try_lock_owned().ok())
+    /// The agent's turn if nobody holds it or waits for it now, else `None` (a run is in
+    /// flight or queued). Errors: `Internal` if the lock table is poisoned.
+    pub fn try_turn(&self, agent_id: &AgentId) -> Result<Option<Turn>> {
+        let lock = self.turn_lock(agent_id)?;
+        Ok(lock.try_lock_owned().ok().map(|guard| Turn {
+            agent: agent_id.clone(),
+            _guard: guard,
+        }))
+    }
+
+    fn turn_lock(&self, agent_id: &AgentId) -> Result<Arc<tokio::sync::Mutex<()>>> {
+        let mut busy = self
+            .busy
+            .lock()
+            .map_err(|_| Error::Internal("run registry poisoned".into()))?;
+        Ok(busy.entry(agent_id.clone()).or_default().clone())
     }
 
     /// What a run needs before anything is written: the agent, its model clients, and the

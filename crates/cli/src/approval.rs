@@ -4,10 +4,9 @@
 
 use crate::terminal::safe;
 use anyhow::Result;
-use engram_agent::RunOutcome;
 use engram_core::{AgentId, ApprovalDecision, PendingApproval, StopReason};
-use engram_service::Engram;
-use tokio_util::sync::CancellationToken;
+use engram_service::{Engram, RunOutcome, RunRequest};
+use std::sync::Arc;
 
 /// How a non-interactive chat answers calls that wait for approval.
 #[derive(Clone, Debug)]
@@ -68,7 +67,7 @@ pub fn waiting_error(agent: &AgentId, p: &PendingApproval) -> anyhow::Error {
 /// Decides waiting calls by `policy` until none waits (or `policy` is [`Policy::Ask`]),
 /// appending each continuation's messages to `merged`. Errors: those of the service.
 pub async fn settle(
-    engram: &Engram,
+    engram: &Arc<Engram>,
     agent: &AgentId,
     policy: &Policy,
     merged: &mut Option<RunOutcome>,
@@ -77,13 +76,10 @@ pub async fn settle(
         if engram.pending_approval(agent)?.is_none() {
             break;
         }
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
-        let out = engram
-            .resolve_approval(agent, decision, &tx, CancellationToken::new())
-            .await?;
-        drop(tx);
-        let _ = drain.await;
+        let request = RunRequest::Approvals {
+            decisions: vec![decision],
+        };
+        let out = engram.start_run(agent, request).await?.outcome().await?;
         merge(merged, out);
     }
     Ok(())

@@ -16,13 +16,13 @@ pub enum EmbeddingCmd {
     /// Show where a built-in model's weights are and whether it is loaded.
     Status {
         /// The model.
-        #[arg(default_value = engram_embed::DEFAULT_MODEL)]
+        #[arg(default_value = engram_service::LOCAL_EMBEDDING_MODEL)]
         model: String,
     },
     /// Download a built-in model's weights now (checked against pinned SHA-256 digests).
     Fetch {
         /// The model.
-        #[arg(default_value = engram_embed::DEFAULT_MODEL)]
+        #[arg(default_value = engram_service::LOCAL_EMBEDDING_MODEL)]
         model: String,
     },
     /// Use weights from a folder (config.json, tokenizer.json, model.safetensors) instead of
@@ -82,7 +82,7 @@ pub async fn embedding(engram: &Engram, cmd: EmbeddingCmd) -> Result<()> {
                 let dir = std::path::absolute(&dir)?;
                 engram.set_local_model_dir(Some(&dir))?;
             }
-            let status = engram.local_model_status(engram_embed::DEFAULT_MODEL)?;
+            let status = engram.local_model_status(engram_service::LOCAL_EMBEDDING_MODEL)?;
             let whose = if status.user_folder {
                 "your folder"
             } else {

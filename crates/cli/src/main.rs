@@ -37,14 +37,13 @@ use clap::Parser;
 use engram_core::{
     AgentId, EditId, EmbeddingConfig, LlmConfig, LoopStyle, NewAgent, NewBlock, Role, TagMatch,
 };
-use engram_providers::ProviderKind;
-use engram_service::{Engram, Options, ProviderSetup, letta};
-use engram_store::{MessageQuery, PassageList};
+use engram_service::{
+    Engram, MessageQuery, Options, PassageList, ProviderKind, ProviderSetup, RunRequest, letta,
+};
 use std::io::Read;
 use std::process::ExitCode;
 use std::sync::Arc;
 use terminal::safe;
-use tokio_util::sync::CancellationToken;
 
 /// jemalloc, with background threads that purge freed pages after its decay time (10 s), so a
 /// long-running `engram serve` shrinks back after an export or a burst of work (measured in
@@ -88,7 +87,7 @@ async fn run(cli: Cli) -> Result<()> {
         let dir = std::path::absolute(dir)?.display().to_string();
         let env = options.env.clone();
         options.env = Arc::new(move |k| {
-            if k == engram_embed::MODEL_DIR_ENV {
+            if k == engram_service::MODEL_DIR_ENV {
                 Some(dir.clone())
             } else {
                 env(k)
@@ -330,7 +329,7 @@ enum Turn<'a> {
 /// One turn (or, with `turn` `None`, only the decisions `policy` makes about a waiting call):
 /// prints the replies, or Letta's response JSON.
 async fn chat_once(
-    engram: &Engram,
+    engram: &Arc<Engram>,
     agent: &AgentId,
     turn: Option<Turn<'_>>,
     json: bool,
@@ -344,14 +343,10 @@ async fn chat_once(
         if let Some(p) = engram.pending_approval(agent)? {
             return Err(approval::waiting_error(agent, &p));
         }
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
-        let outcome = match turn {
-            Turn::Send(message) => {
-                engram
-                    .send_message(agent, message, &tx, CancellationToken::new())
-                    .await?
-            }
+        let request = match turn {
+            Turn::Send(message) => RunRequest::Message {
+                text: message.to_owned(),
+            },
             Turn::Regenerate => {
                 let undone = engram.regenerate_preview(agent)?;
                 eprintln!(
@@ -360,13 +355,10 @@ async fn chat_once(
                     undone.blocks.iter().map(|b| b.edits).sum::<u32>(),
                     undone.passages.len()
                 );
-                engram
-                    .regenerate(agent, &tx, CancellationToken::new())
-                    .await?
+                RunRequest::Regenerate
             }
         };
-        drop(tx);
-        let _ = drain.await;
+        let outcome = engram.start_run(agent, request).await?.outcome().await?;
         approval::merge(&mut merged, outcome);
         approval::settle(engram, agent, &policy, &mut merged).await?;
     }

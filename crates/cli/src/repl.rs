@@ -5,12 +5,12 @@ use crate::approval;
 use crate::terminal::safe;
 use anyhow::Result;
 use engram_core::{AgentId, ApprovalDecision, RunEvent, ToolStatus};
-use engram_service::Engram;
+use engram_service::{Engram, RunEvents, RunRequest};
 use std::io::Write;
+use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio_util::sync::CancellationToken;
 
-pub async fn run(engram: &Engram, agent: &AgentId) -> Result<()> {
+pub async fn run(engram: &Arc<Engram>, agent: &AgentId) -> Result<()> {
     let state = engram.get_agent(agent)?;
     eprintln!(
         "Chatting with {} ({}). Ctrl-C stops a reply, Ctrl-D or /exit leaves.",
@@ -51,62 +51,71 @@ enum Turn<'a> {
     Decide(ApprovalDecision),
 }
 
-/// Runs one turn, streaming it to the terminal; Ctrl-C stops it.
-async fn turn(engram: &Engram, agent: &AgentId, what: Turn<'_>) {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let printer = tokio::spawn(async move {
-        let mut out = std::io::stdout();
-        while let Some(event) = rx.recv().await {
-            match event {
-                RunEvent::TextDelta { delta } => {
-                    let _ = write!(out, "{}", safe(&delta));
-                    let _ = out.flush();
-                }
-                RunEvent::ToolCall { call } => {
-                    eprintln!("\n  → {}({})", safe(&call.name), safe(&call.arguments))
-                }
-                RunEvent::ToolResult {
-                    status: ToolStatus::Failed,
-                    message,
-                    ..
-                } => eprintln!("  ✗ {}", safe(&message)),
-                RunEvent::MemoryChanged { block, .. } => {
-                    eprintln!("  ✎ {} updated", safe(&block.label))
-                }
-                RunEvent::ApprovalRequested { approval: p } => {
-                    eprintln!("  ⏸ {} waits for your approval", approval::describe(&p))
-                }
-                RunEvent::Done {
-                    stop_reason, usage, ..
-                } => {
-                    let _ = writeln!(out);
-                    eprintln!(
-                        "  [{} · {} steps · {} tokens]",
-                        stop_reason.as_str(),
-                        usage.step_count,
-                        usage.total_tokens
-                    );
-                }
-                RunEvent::Error { error } => eprintln!("\nerror: {}", safe(&error.message)),
-                _ => {}
-            }
+/// Runs one turn, streaming it to the terminal; Ctrl-C stops it (by its run id).
+async fn turn(engram: &Arc<Engram>, agent: &AgentId, what: Turn<'_>) {
+    let request = match what {
+        Turn::Send(line) => RunRequest::Message {
+            text: line.to_owned(),
+        },
+        Turn::Decide(d) => RunRequest::Approvals { decisions: vec![d] },
+    };
+    let mut run = match engram.start_run(agent, request).await {
+        Ok(run) => run,
+        Err(e) => {
+            eprintln!("error: {}", safe(&e.to_string()));
+            return;
         }
-    });
-    let cancel = CancellationToken::new();
-    let stop = cancel.clone();
+    };
+    let (stopper, id) = (engram.clone(), run.run_id().clone());
     let ctrl_c = tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
-            stop.cancel();
+            stopper.cancel_run(&id);
         }
     });
-    let result = match what {
-        Turn::Send(line) => engram.send_message(agent, line, &tx, cancel).await,
-        Turn::Decide(d) => engram.resolve_approval(agent, d, &tx, cancel).await,
-    };
+    print(&mut run.events).await;
     ctrl_c.abort();
-    drop(tx);
-    let _ = printer.await;
-    if let Err(e) = result {
+    if let Err(e) = run.outcome().await {
         eprintln!("error: {}", safe(&e.to_string()));
+    }
+}
+
+/// Prints a run's events as they come: the reply's text on stdout, tool calls, failures,
+/// memory edits, approvals and the run's end on stderr.
+async fn print(events: &mut RunEvents) {
+    let mut out = std::io::stdout();
+    while let Some(event) = events.next().await {
+        match event {
+            RunEvent::TextDelta { delta } => {
+                let _ = write!(out, "{}", safe(&delta));
+                let _ = out.flush();
+            }
+            RunEvent::ToolCall { call } => {
+                eprintln!("\n  → {}({})", safe(&call.name), safe(&call.arguments))
+            }
+            RunEvent::ToolResult {
+                status: ToolStatus::Failed,
+                message,
+                ..
+            } => eprintln!("  ✗ {}", safe(&message)),
+            RunEvent::MemoryChanged { block, .. } => {
+                eprintln!("  ✎ {} updated", safe(&block.label))
+            }
+            RunEvent::ApprovalRequested { approval: p } => {
+                eprintln!("  ⏸ {} waits for your approval", approval::describe(&p))
+            }
+            RunEvent::Done {
+                stop_reason, usage, ..
+            } => {
+                let _ = writeln!(out);
+                eprintln!(
+                    "  [{} · {} steps · {} tokens]",
+                    stop_reason.as_str(),
+                    usage.step_count,
+                    usage.total_tokens
+                );
+            }
+            RunEvent::Error { error } => eprintln!("\nerror: {}", safe(&error.message)),
+            _ => {}
+        }
     }
 }

@@ -47,7 +47,7 @@ pub struct ExportArgs {
 /// that waits for review (tools with code, endpoints, tool rules, MCP servers), warnings, and
 /// one `inactive: <agent>: <kind> "<name>": <reason>` line per part kept but not active.
 pub fn import(engram: &Engram, args: ImportArgs) -> Result<()> {
-    let limit = engram_agentfile::MAX_FILE_BYTES;
+    let limit = engram_service::MAX_FILE_BYTES;
     let bytes = if args.file.as_os_str() == "-" {
         let mut buf = Vec::new();
         std::io::stdin()
@@ -94,8 +94,8 @@ pub fn import(engram: &Engram, args: ImportArgs) -> Result<()> {
 }
 
 /// How `engram import` names a kind of inactive part.
-fn kind_word(kind: engram_agentfile::InactiveKind) -> &'static str {
-    use engram_agentfile::InactiveKind as K;
+fn kind_word(kind: engram_service::InactiveKind) -> &'static str {
+    use engram_service::InactiveKind as K;
     match kind {
         K::Tool => "tool",
         K::Skill => "skill",

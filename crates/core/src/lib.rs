@@ -8,6 +8,7 @@
 pub mod agent;
 pub mod approval;
 pub mod block_op;
+pub mod commands;
 pub mod error;
 pub mod ids;
 pub mod mcp;

@@ -10,7 +10,6 @@
 
 use crate::AppState;
 use crate::errors::status_of;
-use crate::routes::messages::{Start, start_run};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRequest, Request, State};
 use axum::http::StatusCode;
@@ -20,10 +19,10 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use engram_core::{
     AgentId, AgentPatch, BlockPatch, EditId, Error, ErrorBody, MessageId, NewAgent, NewTool,
-    PassageId, TagMatch, Timestamp, ToolId,
+    PassageId, RunId, TagMatch, Timestamp, ToolId,
 };
-use engram_service::{ProviderSetup, RestApiStatus};
-use engram_store::{MessageQuery, PassageList};
+use engram_service::{MessageQuery, PassageList};
+use engram_service::{ProviderSetup, RestApiStatus, RunRequest};
 use futures::StreamExt;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -395,20 +394,20 @@ async fn send_message(
     State(s): State<AppState>,
     Args(a): Args<SendArg>,
 ) -> Result<Response, AppError> {
-    let (mut events, first) =
-        start_run(s.engram.clone(), a.agent_id, Start::Message(a.text)).await?;
-    let rest = futures::stream::poll_fn(move |cx| events.poll_recv(cx));
-    let stream = futures::stream::iter(first)
-        .chain(rest)
-        .map(|event| Event::default().json_data(&event))
-        .filter_map(|e| async move { e.ok().map(Ok::<_, Infallible>) });
-    Ok(Sse::new(stream)
-        .keep_alive(KeepAlive::default())
-        .into_response())
+    let request = RunRequest::Message { text: a.text };
+    crate::app_chat::start(s, a.agent_id, request).await
 }
 
-async fn cancel_run(State(s): State<AppState>, Args(a): Args<AgentArg>) -> Json<usize> {
-    Json(s.engram.cancel_runs(&a.agent_id))
+#[derive(Deserialize)]
+struct CancelArg {
+    agent_id: AgentId,
+    /// Only this run; every run of the agent when absent.
+    #[serde(default)]
+    run_id: Option<RunId>,
+}
+
+async fn cancel_run(State(s): State<AppState>, Args(a): Args<CancelArg>) -> Json<usize> {
+    Json(s.engram.cancel_agent_run(&a.agent_id, a.run_id.as_ref()))
 }
 
 async fn list_blocks(

@@ -5,16 +5,13 @@
 
 use crate::AppState;
 use crate::app::{AppError, AppResult, Args, done};
-use crate::routes::messages::{Start, start_run};
 use axum::Router;
 use axum::extract::State;
-use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::post;
 use engram_core::{AgentId, ApprovalDecision};
-use futures::StreamExt;
+use engram_service::RunRequest;
 use serde::{Deserialize, Serialize};
-use std::convert::Infallible;
 
 /// The routes, merged into [`crate::app::routes`].
 pub(crate) fn routes() -> Router<AppState> {
@@ -56,16 +53,9 @@ async fn resolve_approval(
     State(s): State<AppState>,
     Args(a): Args<DecisionArg>,
 ) -> Result<Response, AppError> {
-    let start = Start::Approvals(vec![a.decision]);
-    let (mut events, first) = start_run(s.engram.clone(), a.agent_id, start).await?;
-    let rest = futures::stream::poll_fn(move |cx| events.poll_recv(cx));
-    let stream = futures::stream::iter(first)
-        .chain(rest)
-        .map(|event| Event::default().json_data(&event))
-        .filter_map(|e| async move { e.ok().map(Ok::<_, Infallible>) });
-    Ok(Sse::new(stream)
-        .keep_alive(KeepAlive::default())
-        .into_response())
+    let decisions = vec![a.decision];
+    let request = RunRequest::Approvals { decisions };
+    crate::app_chat::start(s, a.agent_id, request).await
 }
 
 async fn set_tool_approval(

@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use engram_core::AgentId;
-use engram_service::WindowAt;
+use engram_service::{RunEvents, RunRequest, WindowAt};
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use std::convert::Infallible;
@@ -48,15 +48,33 @@ async fn attach_run(
     Args(a): Args<AgentArg>,
 ) -> Result<Response, crate::app::AppError> {
     s.engram.get_agent(&a.agent_id)?;
-    let Some(run) = s.engram.attach_run(&a.agent_id) else {
+    let Some(events) = s.engram.attach_run(&a.agent_id) else {
         return Ok(Json(serde_json::Value::Null).into_response());
     };
-    let mut rest = run.events;
-    let stream = futures::stream::iter(run.so_far)
-        .chain(futures::stream::poll_fn(move |cx| rest.poll_recv(cx)))
+    Ok(sse(events))
+}
+
+/// Starts `request` and answers the run as SSE ([`sse`]); errors that kept it from starting
+/// (a conflict, nothing to regenerate, no provider) are ordinary `{code, message}` responses.
+/// Every streaming `/app` command (`send_message`, `regenerate`, `edit_and_resend`,
+/// `resolve_approval`) is this over one `Engram::start_run`.
+pub(crate) async fn start(
+    s: AppState,
+    agent: AgentId,
+    request: RunRequest,
+) -> Result<Response, crate::app::AppError> {
+    let run = s.engram.start_run(&agent, request).await?;
+    Ok(sse(run.events))
+}
+
+/// A run's events as Server-Sent Events, one [`RunEvent`](engram_core::RunEvent) as JSON per
+/// event, ending after `done`. The run goes on if the browser goes away (stop it with
+/// `cancel_run`), so the stored conversation stays whole.
+pub(crate) fn sse(events: RunEvents) -> Response {
+    let stream = events
         .map(|event| Event::default().json_data(&event))
         .filter_map(|e| async move { e.ok().map(Ok::<_, Infallible>) });
-    Ok(Sse::new(stream)
+    Sse::new(stream)
         .keep_alive(KeepAlive::default())
-        .into_response())
+        .into_response()
 }

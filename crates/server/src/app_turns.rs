@@ -6,16 +6,14 @@
 
 use crate::AppState;
 use crate::app::{AppResult, Args, done};
-use crate::routes::messages::{Turn, start_turn};
+use crate::app_chat::start;
 use axum::Router;
 use axum::extract::State;
-use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::post;
-use engram_core::{AgentId, MessageId, RunEvent, RunId};
-use futures::StreamExt;
+use engram_core::{AgentId, MessageId, RunId};
+use engram_service::RunRequest;
 use serde::{Deserialize, Serialize};
-use std::convert::Infallible;
 
 /// The routes, merged into [`crate::app::routes`].
 pub(crate) fn routes() -> Router<AppState> {
@@ -69,36 +67,22 @@ async fn rollback_preview(
     done(s.engram.rollback_preview(&a.agent_id, &a.message_id))
 }
 
-/// A run as SSE, one [`RunEvent`] per event, ending after `done`; errors that kept it from
-/// starting (a conflict, nothing to regenerate) are answered as `{code, message}` instead.
-async fn stream(s: AppState, agent: AgentId, turn: Turn) -> Result<Response, crate::app::AppError> {
-    let (mut events, first) = start_turn(s.engram.clone(), agent, turn).await?;
-    let rest = futures::stream::poll_fn(move |cx| events.poll_recv(cx));
-    let stream = futures::stream::iter(first)
-        .chain(rest)
-        .map(|event: RunEvent| Event::default().json_data(&event))
-        .filter_map(|e| async move { e.ok().map(Ok::<_, Infallible>) });
-    Ok(Sse::new(stream)
-        .keep_alive(KeepAlive::default())
-        .into_response())
-}
-
 async fn regenerate(
     State(s): State<AppState>,
     Args(a): Args<AgentArg>,
 ) -> Result<Response, crate::app::AppError> {
-    stream(s, a.agent_id, Turn::Regenerate).await
+    start(s, a.agent_id, RunRequest::Regenerate).await
 }
 
 async fn edit_and_resend(
     State(s): State<AppState>,
     Args(a): Args<ResendArg>,
 ) -> Result<Response, crate::app::AppError> {
-    let turn = Turn::Resend {
-        message: a.message_id,
+    let request = RunRequest::EditAndResend {
+        message_id: a.message_id,
         text: a.text,
     };
-    stream(s, a.agent_id, turn).await
+    start(s, a.agent_id, request).await
 }
 
 async fn delete_message(

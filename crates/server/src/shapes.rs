@@ -4,9 +4,9 @@
 //! `types/`); fields Engram has no notion of (projects, identities, sources) are present and
 //! empty so strict parsers are satisfied. Times are RFC 3339 in UTC.
 
-use engram_agent::tools::{BUILTIN_TOOLS, specs};
 use engram_core::{Agent, Block, LoopStyle, Passage, PassageHit, Timestamp, Tool, ToolLanguage};
 use engram_service::AgentState;
+use engram_service::builtin_tools::{BUILTIN_TOOLS, specs};
 use serde_json::{Value, json};
 
 /// Letta's template for compiling blocks into the prompt, shown as `memory.prompt_template`.

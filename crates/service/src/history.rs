@@ -87,4 +87,25 @@ impl Engram {
         self.store
             .message_window(agent, at, limit.clamp(1, MAX_PAGE))
     }
+
+    /// One of the agent's messages. Errors: `not_found` for an unknown message or one that
+    /// belongs to another agent.
+    pub fn get_message(&self, agent: &AgentId, id: &MessageId) -> Result<Message> {
+        let m = self.store.get_message(id)?;
+        if m.agent_id != *agent {
+            return Err(engram_core::Error::not_found("message", id.as_str()));
+        }
+        Ok(m)
+    }
+
+    /// The ids of the messages in the agent's context window, oldest first (Letta's
+    /// `message_ids` of an agent state). Errors: `not_found` for an unknown agent.
+    pub fn in_context_message_ids(&self, agent: &AgentId) -> Result<Vec<MessageId>> {
+        Ok(self
+            .store
+            .in_context_messages(agent)?
+            .into_iter()
+            .map(|m| m.id)
+            .collect())
+    }
 }

@@ -15,7 +15,6 @@ mod embeddings;
 mod export;
 mod history;
 pub mod letta;
-mod live;
 mod local_model;
 mod mcp;
 mod mcp_import;
@@ -27,6 +26,9 @@ mod providers;
 mod rerank;
 mod resolve;
 mod rewrite;
+#[cfg(test)]
+mod run_tests;
+mod runs;
 mod templates;
 mod tool_python;
 mod tools;
@@ -38,14 +40,14 @@ pub use agentfile::{
 };
 pub use agents::{AgentState, DEFAULT_EMBEDDING_SETTING};
 pub use api_token::REST_TOKEN_SECRET;
-pub use chat::RunHandle;
+pub use chat::{Run, RunRequest};
 pub use context_view::{ContextMessage, ContextTool, ContextView};
 pub use embeddings::BackfillReport;
 pub use engram_store::{AgentList, BlockList, PassageList, PassagePage};
 pub use engram_store::{Compaction, MessageWindow, WindowAt};
+pub use engram_store::{MessageHit, MessageQuery, SharedBlock, UndoPlan};
 pub use export::{ExportFile, ExportFormat};
 pub use history::{MAX_PAGE, MessagePage, Order};
-pub use live::RunAttachment;
 pub use local_model::{
     LOCAL_MODEL_DIR_SETTING, LOCAL_MODEL_IDLE_ENV, LOCAL_MODEL_URL_ENV, LocalModelStatus,
 };
@@ -55,12 +57,24 @@ pub use models::{ChatModel, ModelWindow};
 pub use notices::Notice;
 pub use providers::{LocalServer, ProviderInfo, ProviderSetup};
 pub use rerank::{RERANK_MODEL_DIR_SETTING, RERANK_SETTING, RerankerStatus};
+pub use runs::{RunEvents, RunningRun};
 pub use templates::Template;
 pub use tool_python::{LETTA_CLIENT_REQUIREMENT, TOOL_VENV_DIR, ToolPython};
 pub use tools::{BlockChange, ToolPatch, ToolSandboxSettings, ToolTrial};
 pub use trust::AgentEndpoints;
-// Types transports hand on unchanged.
+// Types transports hand on unchanged. Transports depend on this crate and `engram-core` only
+// (`tests/architecture.rs` checks it), so what they name from the engine crates is re-exported
+// here.
 pub use engram_agent::{ContextBreakdown, EventSink, RunOutcome};
+pub use engram_agent::{ToolApi, ToolApiGrant, ToolScope};
+pub use engram_agentfile::{InactiveKind, MAX_FILE_BYTES};
+pub use engram_embed::{DEFAULT_MODEL as LOCAL_EMBEDDING_MODEL, MODEL_DIR_ENV};
+pub use engram_providers::ProviderKind;
+
+/// The built-in tools (memory, archival, recall, `send_message`): their names and schemas.
+pub mod builtin_tools {
+    pub use engram_agent::tools::{BUILTIN_TOOLS, default_tools, specs};
+}
 pub use engram_providers::ModelInfo;
 pub use engram_store::{BlockRevert, RunRecord, ToolEdit, TurnRollback};
 
@@ -68,10 +82,8 @@ use engram_agent::{PythonHost, Runtime};
 use engram_core::{Error, Result};
 use engram_secrets::SecretStore;
 use engram_store::Store;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use tokio_util::sync::CancellationToken;
 
 /// The file name of the database inside the data directory.
 pub const DB_FILE: &str = "engram.db";
@@ -149,11 +161,9 @@ pub struct Engram {
     python: Arc<PythonHost>,
     /// Whether `ENGRAM_PYTHON` chose the interpreter (then a Python Engram sets up is not used).
     python_from_env: bool,
-    /// Cancel tokens of the runs in flight (or waiting their turn), per agent.
-    runs: Mutex<HashMap<engram_core::AgentId, Vec<(u64, CancellationToken)>>>,
-    next_run: std::sync::atomic::AtomicU64,
-    /// What each run in flight streamed so far, for windows that attach late.
-    live: live::LiveRuns,
+    /// Every run in flight (or waiting its turn): cancel tokens, and what each streamed so
+    /// far for windows that attach late.
+    runs: runs::Registry,
     notices: tokio::sync::broadcast::Sender<Notice>,
     /// One connection per MCP server, shared by every agent.
     mcp: Arc<engram_mcp::Hub>,
@@ -214,9 +224,7 @@ impl Engram {
             home,
             store,
             secrets: options.secrets,
-            runs: Mutex::new(HashMap::new()),
-            next_run: std::sync::atomic::AtomicU64::new(0),
-            live: live::LiveRuns::default(),
+            runs: runs::Registry::default(),
             notices,
             backfills: Arc::new(Mutex::new(std::collections::HashMap::new())),
         };
@@ -259,7 +267,8 @@ impl Engram {
         self.store.release_memory()
     }
 
-    /// The store, for transports that page through data directly (read-only use).
+    /// The store, for whole-system tests and benchmarks that check what was written. Transports
+    /// never call it: they use the service's methods (`tests/architecture.rs` checks).
     pub fn store(&self) -> &Store {
         &self.store
     }

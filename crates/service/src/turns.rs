@@ -5,11 +5,18 @@
 //! Regenerate and edit & resend are a rollback (`Store::rollback_from`: the replaced turns'
 //! messages, steps, usage, passages and memory edits, in one transaction, refused when someone
 //! else changed one of those blocks since) followed by a new run. Everything a new run checks
-//! before writing is checked before the rollback too, so a refusal loses nothing.
+//! before writing is checked before the rollback too, so a refusal loses nothing. The check,
+//! the rollback and the new run all hold the agent's turn — the runtime's per-agent lock that
+//! every run holds — so no other run can start or write between them (a rewrite is refused
+//! while anyone holds or waits for the turn, rather than waiting and rolling back what that
+//! run wrote).
 
-use crate::{Engram, Notice};
-use engram_agent::{EventSink, RunOutcome};
-use engram_core::{AgentId, Error, Message, MessageId, MessageKind, Result, Role, RunId};
+use crate::runs::Entry;
+use crate::{Engram, Notice, RunRequest};
+use engram_agent::{EventSink, RunOutcome, Turn};
+use engram_core::{
+    AgentId, Error, Message, MessageId, MessageKind, NewMessage, Result, Role, RunId,
+};
 use engram_store::{RunRecord, ToolEdit, TurnRollback};
 use tokio_util::sync::CancellationToken;
 
@@ -34,23 +41,26 @@ impl Engram {
 
     /// Re-runs the agent's last turn: rolls back everything from its last user message on (see
     /// [`rollback_preview`](Self::rollback_preview)), then sends the same text again, streaming
-    /// the new run into `events`. Also "retry" after a run that failed.
+    /// the new run into `events` ([`RunRequest::Regenerate`]). Also "retry" after a run that
+    /// failed.
     ///
     /// Errors (nothing changed): `not_found`; `invalid_input` without a user message;
-    /// `conflict` while a run of the agent is in flight, or naming the blocks someone else
-    /// changed after the turn's edits; the configuration errors of
-    /// [`send_message`](Self::send_message).
+    /// `conflict` while a run of the agent is in flight or a call waits for approval, or
+    /// naming the blocks someone else changed after the turn's edits; the configuration errors
+    /// of [`send_message`](Self::send_message).
     pub async fn regenerate(
         &self,
         agent: &AgentId,
         events: &EventSink,
         cancel: CancellationToken,
     ) -> Result<RunOutcome> {
-        self.resend(agent, None, events, cancel).await
+        self.run_request(agent, RunRequest::Regenerate, events, cancel)
+            .await
     }
 
     /// Replaces user message `message` with `text` and runs the agent again from there: rolls
-    /// back that message and everything after it, then sends `text`, streaming into `events`.
+    /// back that message and everything after it, then sends `text`, streaming into `events`
+    /// ([`RunRequest::EditAndResend`]).
     ///
     /// Errors (nothing changed): `invalid_input` for an empty text or a message that is not
     /// one a person wrote; otherwise as [`regenerate`](Self::regenerate).
@@ -62,17 +72,11 @@ impl Engram {
         events: &EventSink,
         cancel: CancellationToken,
     ) -> Result<RunOutcome> {
-        let m = self.store.get_message(message)?;
-        if m.agent_id != *agent {
-            return Err(Error::not_found("message", message.as_str()));
-        }
-        if m.role != Role::User || m.kind != MessageKind::Chat {
-            return Err(Error::invalid(
-                "only a message you wrote can be edited and resent",
-            ));
-        }
-        self.resend(agent, Some((message, text)), events, cancel)
-            .await
+        let request = RunRequest::EditAndResend {
+            message_id: message.clone(),
+            text: text.to_owned(),
+        };
+        self.run_request(agent, request, events, cancel).await
     }
 
     /// Deletes one of the agent's messages (an assistant message takes its tool results
@@ -81,7 +85,12 @@ impl Engram {
     /// Errors: `not_found`; `invalid_input` for a tool result; `conflict` while a run of the
     /// agent is in flight.
     pub fn delete_message(&self, agent: &AgentId, id: &MessageId) -> Result<Vec<MessageId>> {
-        let turn = self.hold_turn(agent)?;
+        // Holding the agent's turn: no run can start while the message goes.
+        let turn = self.runtime.try_turn(agent)?.ok_or_else(busy)?;
+        if self.is_running(agent) {
+            return Err(busy());
+        }
+        self.refuse_while_waiting(agent)?;
         let removed = self.store.delete_message(agent, id)?;
         drop(turn);
         self.notify(Notice::MessagesChanged {
@@ -103,66 +112,65 @@ impl Engram {
         self.store.run_edits(agent, runs)
     }
 
-    /// Takes the agent's turn for a change to the conversation, refusing while the agent runs
-    /// or a tool call waits for approval (rolling back or deleting then would strand the
-    /// waiting call). The change is made while the returned guard is held: a run that starts
-    /// meanwhile waits for it, so the check cannot go stale before the change (a run starting
-    /// between the two would lose its messages to a rollback, or have them changed under it).
-    fn hold_turn(&self, agent: &AgentId) -> Result<tokio::sync::OwnedMutexGuard<()>> {
-        let busy = || Error::Conflict("the agent is answering; stop the run first".into());
+    /// The agent's turn for a run that rewrites the conversation first (regenerate, edit &
+    /// resend), taken by the run registered as `entry`: refused while another run of the
+    /// agent is in flight or queued, or a tool call waits for approval. The check, the
+    /// rollback and the new run all happen under this one turn, the lock every run of the
+    /// agent holds, so no run can slip in between them.
+    pub(crate) fn turn_for_rewrite(&self, agent: &AgentId, entry: &Entry<'_>) -> Result<Turn> {
         let turn = self.runtime.try_turn(agent)?.ok_or_else(busy)?;
-        if self.is_running(agent) {
-            return Err(Error::Conflict(
-                "the agent is answering; stop the run first".into(),
-            ));
+        if entry.has_company() {
+            return Err(busy());
         }
+        self.refuse_while_waiting(agent)?;
+        Ok(turn)
+    }
+
+    /// Refuses to change the conversation while a tool call waits for approval: rolling back
+    /// or deleting then would strand the waiting call.
+    fn refuse_while_waiting(&self, agent: &AgentId) -> Result<()> {
         if let Some(p) = self.store.pending_approval(agent)? {
             return Err(Error::Conflict(format!(
                 "the call to '{}' waits for your approval; approve or deny it first",
                 p.tool_call.name
             )));
         }
-        Ok(turn)
+        Ok(())
     }
 
-    fn last_user_message(&self, agent: &AgentId) -> Result<Message> {
+    pub(crate) fn last_user_message(&self, agent: &AgentId) -> Result<Message> {
         self.store
             .last_user_message(agent)?
             .ok_or_else(|| Error::invalid("there is no message of yours to answer again"))
     }
 
-    /// Rolls back from user message `edit.0` (the last one when `None`) and sends `edit.1`
-    /// (that message's own text when `None`), refusing first whatever would make the new run
-    /// fail to start.
-    async fn resend(
-        &self,
-        agent: &AgentId,
-        edit: Option<(&MessageId, &str)>,
-        events: &EventSink,
-        cancel: CancellationToken,
-    ) -> Result<RunOutcome> {
-        if edit.is_some_and(|(_, text)| text.trim().is_empty()) {
-            return Err(Error::invalid("the message is empty"));
+    /// Checks that `message` is one of the agent's messages that a person wrote.
+    pub(crate) fn check_resendable(&self, agent: &AgentId, message: &MessageId) -> Result<()> {
+        let m = self.get_message(agent, message)?;
+        if m.role != Role::User || m.kind != MessageKind::Chat {
+            return Err(Error::invalid(
+                "only a message you wrote can be edited and resent",
+            ));
         }
-        let text = {
-            let _turn = self.hold_turn(agent)?;
-            // The last message is read under the turn: a run that finished between reading it
-            // and rolling back would otherwise be rolled back too, unseen.
-            let (from, text) = match edit {
-                Some((from, text)) => (from.clone(), text.to_owned()),
-                None => {
-                    let last = self.last_user_message(agent)?;
-                    (last.id, last.content)
-                }
-            };
-            self.check_pending_endpoints(agent)?;
-            self.runtime.preflight(agent)?;
-            let undone = self.store.rollback_from(agent, &from)?;
-            self.announce_rollback(&undone);
-            text
-        };
-        // A run that queued up meanwhile goes first; it sees the rolled-back conversation.
-        self.send_message(agent, &text, events, cancel).await
+        Ok(())
+    }
+
+    /// Rolls back from `from` and runs `input`, all in `turn`, refusing first whatever would
+    /// make the new run fail to start, so a refusal loses nothing.
+    pub(crate) async fn resend(
+        &self,
+        turn: &Turn,
+        from: &MessageId,
+        input: NewMessage,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<RunOutcome> {
+        let agent = turn.agent();
+        self.check_pending_endpoints(agent)?;
+        self.runtime.preflight(agent)?;
+        let undone = self.store.rollback_from(agent, from)?;
+        self.announce_rollback(&undone);
+        self.runtime.run_in(turn, input, events, cancel).await
     }
 
     fn announce_rollback(&self, undone: &TurnRollback) {
@@ -177,6 +185,11 @@ impl Engram {
         }
         self.notify(Notice::MessagesChanged { agent_id });
     }
+}
+
+/// The refusal while the agent runs.
+fn busy() -> Error {
+    Error::Conflict("the agent is answering; stop the run first".into())
 }
 
 #[cfg(test)]

@@ -9,10 +9,10 @@ use crate::paging::Cursor;
 use crate::shapes;
 use axum::Json;
 use axum::extract::{Path, RawQuery, State};
-use engram_agent::tools::default_tools;
 use engram_core::{
     AgentId, AgentPatch, BlockId, EmbeddingConfig, LlmConfig, LoopStyle, NewAgent, NewBlock,
 };
+use engram_service::builtin_tools::default_tools;
 use engram_service::{AgentList, AgentState, Engram};
 use serde::Deserialize;
 use serde_json::Value;
@@ -192,10 +192,9 @@ impl AgentIn {
 /// An agent state with its in-context message ids, as Letta shows it.
 pub(crate) fn render(engram: &Engram, state: &AgentState) -> ApiResult<Json<Value>> {
     let ids: Vec<String> = engram
-        .store()
-        .in_context_messages(&state.agent.id)?
+        .in_context_message_ids(&state.agent.id)?
         .into_iter()
-        .map(|m| m.id.to_string())
+        .map(|id| id.to_string())
         .collect();
     let tools = engram
         .agent_tools(&state.agent.id)?

@@ -10,9 +10,9 @@ use crate::shapes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::{Extension, Json};
-use engram_agent::ToolScope;
 use engram_core::{BlockId, BlockPatch, Editor, NewBlock};
 use engram_service::BlockList;
+use engram_service::ToolScope;
 use serde::Deserialize;
 use serde_json::Value;
 

@@ -11,8 +11,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use engram_core::{Message, MessageId, PassageId, Role, Timestamp};
-use engram_service::letta;
-use engram_store::MessageQuery;
+use engram_service::{MessageQuery, letta};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -53,7 +52,7 @@ pub async fn modify_message(
     let agent = agent_id(id);
     let message = MessageId::from(message);
     let kind = p.message_type.as_deref().unwrap_or("user_message");
-    let current = s.engram.store().get_message(&message)?;
+    let current = s.engram.get_message(&agent, &message)?;
     let wanted = match kind {
         "system_message" => Role::System,
         "user_message" => Role::User,

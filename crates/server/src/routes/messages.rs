@@ -10,15 +10,12 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use engram_core::{AgentId, ApprovalDecision, LoopStyle, MessageId, RunEvent};
-use engram_service::{Engram, MessagePage, Order, letta};
+use engram_core::{AgentId, ApprovalDecision, LoopStyle, MessageId};
+use engram_service::{Engram, MessagePage, Order, RunRequest, letta};
 use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::convert::Infallible;
-use std::sync::Arc;
-use tokio::sync::{mpsc, oneshot};
-use tokio_util::sync::CancellationToken;
 
 /// One message of a request: `content` is text or a list of `{type: "text", text}` parts; or
 /// Letta's approval message `{type: "approval", approve, reason?, approval_request_id?}` /
@@ -160,32 +157,9 @@ pub async fn create(
     }
     let id = agent_id(id);
     let style = s.engram.get_agent(&id)?.agent.loop_style;
-    let start = Start::of(&req)?;
+    let request = request_of(&req)?;
     check_request(&s.engram, &id, &req)?;
-    let (tx, rx) = mpsc::unbounded_channel();
-    drop(rx);
-    let mut messages = Vec::new();
-    let mut last = None;
-    for step in start.calls() {
-        let outcome = match step {
-            Call::Send(text) => {
-                s.engram
-                    .send_message(&id, &text, &tx, CancellationToken::new())
-                    .await?
-            }
-            Call::Decide(d) => {
-                s.engram
-                    .resolve_approval(&id, d, &tx, CancellationToken::new())
-                    .await?
-            }
-        };
-        messages.extend(outcome.messages.iter().cloned());
-        last = Some(outcome);
-    }
-    let Some(mut outcome) = last else {
-        return Err(ApiError::bad_request("nothing to do"));
-    };
-    outcome.messages = messages;
+    let outcome = s.engram.start_run(&id, request).await?.outcome().await?;
     let mut body = letta::response(&outcome, style);
     if outcome.stop_reason == engram_core::StopReason::RequiresApproval
         && let (Some(p), Some(list)) = (
@@ -211,14 +185,12 @@ pub async fn stream(
 ) -> ApiResult<Response> {
     let id = agent_id(id);
     let style = s.engram.get_agent(&id)?.agent.loop_style;
-    let start = Start::of(&req)?;
+    let request = request_of(&req)?;
     check_request(&s.engram, &id, &req)?;
-    let (mut events, first) = start_run(s.engram.clone(), id, start).await?;
+    let run = s.engram.start_run(&id, request).await?;
     let mut mapper = ChunkMapper::new(style, req.stream_tokens);
-    let head = futures::stream::iter(first);
-    let rest = futures::stream::poll_fn(move |cx| events.poll_recv(cx));
-    let chunks = head
-        .chain(rest)
+    let chunks = run
+        .events
         .flat_map(move |e| futures::stream::iter(mapper.map(e)))
         .map(|chunk| Ok::<_, Infallible>(Event::default().data(chunk.to_string())))
         .chain(futures::stream::once(async {
@@ -227,93 +199,6 @@ pub async fn stream(
     Ok(Sse::new(chunks)
         .keep_alive(KeepAlive::default())
         .into_response())
-}
-
-/// Starts the run in its own task (it finishes even if the client goes away, so the stored
-/// conversation stays whole) and waits for its first event, or for the error that kept it from
-/// starting.
-pub(crate) async fn start_run(
-    engram: Arc<Engram>,
-    agent: AgentId,
-    start: Start,
-) -> engram_core::Result<(mpsc::UnboundedReceiver<RunEvent>, Option<RunEvent>)> {
-    let turn = match start {
-        Start::Message(text) => Turn::Send { text },
-        Start::Approvals(list) => Turn::Approvals(list),
-    };
-    start_turn(engram, agent, turn).await
-}
-
-/// Which run to start: a new message, or one of the message actions that replace a turn.
-pub(crate) enum Turn {
-    /// Send a user message.
-    Send {
-        /// Its text.
-        text: String,
-    },
-    /// Re-run the last turn (`Engram::regenerate`).
-    Regenerate,
-    /// Replace a user message and run from there (`Engram::edit_and_resend`).
-    Resend {
-        /// The user message replaced.
-        message: MessageId,
-        /// Its new text.
-        text: String,
-    },
-    /// Decide the calls waiting for approval, in order (each lets the paused run go on).
-    Approvals(Vec<ApprovalDecision>),
-}
-
-/// [`start_run`] for any [`Turn`].
-pub(crate) async fn start_turn(
-    engram: Arc<Engram>,
-    agent: AgentId,
-    turn: Turn,
-) -> engram_core::Result<(mpsc::UnboundedReceiver<RunEvent>, Option<RunEvent>)> {
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let (failed_tx, failed_rx) = oneshot::channel();
-    tokio::spawn(async move {
-        let cancel = CancellationToken::new();
-        let result = match turn {
-            Turn::Send { text } => engram.send_message(&agent, &text, &tx, cancel).await,
-            Turn::Regenerate => engram.regenerate(&agent, &tx, cancel).await,
-            Turn::Resend { message, text } => {
-                engram
-                    .edit_and_resend(&agent, &message, &text, &tx, cancel)
-                    .await
-            }
-            Turn::Approvals(list) => decide_all(&engram, &agent, list, &tx).await,
-        };
-        if let Err(e) = result {
-            let _ = failed_tx.send(e);
-        }
-    });
-    match rx.recv().await {
-        Some(first) => Ok((rx, Some(first))),
-        // The task dropped its sender: either it reported why it could not start, or it ended.
-        None => match failed_rx.await {
-            Ok(e) => Err(e),
-            Err(_) => Ok((rx, None)),
-        },
-    }
-}
-
-/// Decides waiting calls one after the other; the outcome is the last run's.
-async fn decide_all(
-    engram: &Engram,
-    agent: &AgentId,
-    list: Vec<ApprovalDecision>,
-    tx: &mpsc::UnboundedSender<RunEvent>,
-) -> engram_core::Result<engram_service::RunOutcome> {
-    let mut last = None;
-    for d in list {
-        last = Some(
-            engram
-                .resolve_approval(agent, d, tx, CancellationToken::new())
-                .await?,
-        );
-    }
-    last.ok_or_else(|| engram_core::Error::invalid("no approval decision was given"))
 }
 
 /// Refuses an approval message whose `approval_request_id` names a request that no longer
@@ -341,33 +226,11 @@ fn check_request(engram: &Engram, agent: &AgentId, req: &SendIn) -> ApiResult<()
 
 /// What a send request asks for: a user message, or decisions about calls waiting for
 /// approval (applied in order; each lets the paused run go on).
-pub(crate) enum Start {
-    /// A user message.
-    Message(String),
-    /// Approval decisions.
-    Approvals(Vec<ApprovalDecision>),
-}
-
-/// One service call of a [`Start`].
-enum Call {
-    Send(String),
-    Decide(ApprovalDecision),
-}
-
-impl Start {
-    fn of(req: &SendIn) -> ApiResult<Self> {
-        Ok(match req.approvals()? {
-            Some(list) => Self::Approvals(list),
-            None => Self::Message(req.text()?),
-        })
-    }
-
-    fn calls(self) -> Vec<Call> {
-        match self {
-            Self::Message(text) => vec![Call::Send(text)],
-            Self::Approvals(list) => list.into_iter().map(Call::Decide).collect(),
-        }
-    }
+fn request_of(req: &SendIn) -> ApiResult<RunRequest> {
+    Ok(match req.approvals()? {
+        Some(decisions) => RunRequest::Approvals { decisions },
+        None => RunRequest::Message { text: req.text()? },
+    })
 }
 
 /// Query of `GET …/messages`.

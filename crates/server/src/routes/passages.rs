@@ -9,7 +9,7 @@ use axum::Json;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use engram_core::{PassageId, TagMatch, Timestamp};
-use engram_store::PassageList;
+use engram_service::PassageList;
 use serde::Deserialize;
 use serde_json::Value;
 

@@ -51,6 +51,7 @@ import type {
   TurnRollback,
   UsageCost,
 } from './types';
+import type { CallCommandName, RunCommandName } from '../bindings/commands';
 
 type AgentArg = { agent_id: string };
 
@@ -78,7 +79,7 @@ export interface Commands {
   delete_agent: [AgentArg, null];
   list_messages: [AgentArg & { before?: string; limit: number }, Message[]];
   message_window: [AgentArg & { at: WindowAt; limit: number }, MessageWindow];
-  cancel_run: [AgentArg, number];
+  cancel_run: [AgentArg & { run_id?: string }, number];
   pending_approval: [AgentArg, PendingApproval | null];
   set_tool_approval: [AgentArg & { tool: string; on: boolean }, Agent];
   list_blocks: [AgentArg, Block[]];
@@ -154,6 +155,16 @@ export interface RunCommands {
   resolve_approval: { agent_id: string; decision: ApprovalDecision };
 }
 export type RunCommand = keyof RunCommands;
+
+/*
+ * The engine lists every command once (`engram_core::commands`, generated into
+ * `../bindings/commands.ts`); these fail type checking when `Commands` or `RunCommands` lacks
+ * one of them or names one the engine does not answer.
+ */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+type Holds<T extends true> = T;
+export type CommandsMatchEngine = Holds<Same<keyof Commands, CallCommandName>>;
+export type RunCommandsMatchEngine = Holds<Same<keyof RunCommands, RunCommandName>>;
 
 /** Which agents to export (every agent when `agent_ids` is absent) and as what. */
 export type ExportArgs = { agent_ids?: string[]; format: ExportFormat };

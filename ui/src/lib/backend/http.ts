@@ -1,5 +1,6 @@
 import { BackendError, isErrorBody, type Backend, type RunCommand, type RunCommands } from './backend';
 import { readSse } from './sse';
+import type { CommandName } from '../bindings/commands';
 import type { ExportFile, Notice, RunEvent } from './types';
 
 const TOKEN_KEY = 'engram.token';
@@ -43,7 +44,7 @@ export function httpBackend(opts: HttpOptions): Backend {
     return h;
   }
 
-  async function post(command: string, args: unknown, accept = 'application/json'): Promise<Response> {
+  async function post(command: CommandName, args: unknown, accept = 'application/json'): Promise<Response> {
     let res: Response;
     try {
       res = await doFetch(`${opts.base}/app/${command}`, {

@@ -2,13 +2,19 @@ import { Channel, invoke } from '@tauri-apps/api/core';
 import { listen } from '@tauri-apps/api/event';
 import { getCurrentWindow } from '@tauri-apps/api/window';
 import { BackendError, type Backend, type RunCommand, type RunCommands } from './backend';
+import type { AttachCommandName, DialogCommandName, RunCommandName } from '../bindings/commands';
 import type { ImportReport, Notice, RunEvent } from './types';
+
+/** The engine's names of the commands this file calls by hand (checked against its list). */
+const ATTACH_RUN: AttachCommandName = 'attach_run';
+const EXPORT_TO_FILE: DialogCommandName = 'export_to_file';
+const IMPORT_FROM_FILE: DialogCommandName = 'import_from_file';
 
 /** The app-wide notice event the shell emits. */
 export const NOTICE_EVENT = 'engram://notice';
 
 /** A command that streams a run's events over a `Channel`; resolves after `done`. */
-async function stream(command: string, args: object, onEvent: (e: RunEvent) => void): Promise<void> {
+async function stream(command: RunCommandName, args: object, onEvent: (e: RunEvent) => void): Promise<void> {
   // A channel's last messages can arrive after the command itself resolved, so the run is
   // over when both the command returned and `done` came through.
   let sawDone!: () => void;
@@ -59,7 +65,7 @@ export function tauriBackend(): Backend {
       };
       let attached: boolean;
       try {
-        attached = await invoke<boolean>('attach_run', { ...args, on_event: channel });
+        attached = await invoke<boolean>(ATTACH_RUN, { ...args, on_event: channel });
       } catch (e) {
         throw BackendError.from(e);
       }
@@ -103,7 +109,7 @@ export function tauriBackend(): Backend {
 
     async saveExport(args) {
       try {
-        const path = await invoke<string | null>('export_to_file', args);
+        const path = await invoke<string | null>(EXPORT_TO_FILE, args);
         return path === null ? null : { kind: 'path', where: path };
       } catch (e) {
         throw BackendError.from(e);
@@ -112,7 +118,7 @@ export function tauriBackend(): Backend {
 
     async importFromDialog() {
       try {
-        return await invoke<ImportReport | null>('import_from_file');
+        return await invoke<ImportReport | null>(IMPORT_FROM_FILE);
       } catch (e) {
         throw BackendError.from(e);
       }

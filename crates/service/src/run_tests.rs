@@ -1,0 +1,210 @@
+//! The run registry over the real engine and the scripted model: a started run streams under
+//! its run id, a late reader gets what it missed then the rest, a run stops by its id, and a
+//! rollback (regenerate, edit & resend, delete) never runs while anyone holds the agent's turn.
+
+use crate::{Engram, Options, RunRequest};
+use engram_core::{
+    AgentId, Error, LlmConfig, LoopStyle, NewAgent, NewBlock, RunEvent, RunId, StopReason,
+};
+use engram_mock_llm::{MockLlm, Reply, Script};
+use std::sync::Arc;
+
+fn open(dir: &std::path::Path) -> Arc<Engram> {
+    Arc::new(
+        Engram::open(Options {
+            home: Some(dir.to_owned()),
+            secrets: Arc::new(engram_secrets::MemoryStore::default()),
+            env: Arc::new(|_| None),
+        })
+        .expect("open"),
+    )
+}
+
+fn agent(engram: &Engram, mock: &MockLlm) -> AgentId {
+    let mut llm = LlmConfig::new("openai/mock-small");
+    llm.base_url = Some(mock.base_url());
+    llm.context_window = 32_000;
+    let new = NewAgent {
+        name: "Sam".into(),
+        llm: Some(llm),
+        loop_style: LoopStyle::ToolLoop,
+        blocks: vec![NewBlock::new("human", "")],
+        ..NewAgent::default()
+    };
+    engram.create_agent(new).expect("agent").agent.id
+}
+
+fn message(text: &str) -> RunRequest {
+    RunRequest::Message { text: text.into() }
+}
+
+async fn all(events: &mut crate::RunEvents) -> Vec<RunEvent> {
+    let mut out = Vec::new();
+    while let Some(e) = events.next().await {
+        out.push(e);
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_started_run_streams_under_its_run_id_and_leaves_the_registry_when_done() {
+    let mock = MockLlm::start(Script::Queue).await;
+    let dir = tempfile::tempdir().unwrap();
+    let engram = open(dir.path());
+    let agent = agent(&engram, &mock);
+    mock.push(Reply::text("Hello there."));
+
+    let mut run = engram.start_run(&agent, message("hi")).await.unwrap();
+    let id = run.run_id().clone();
+    let events = all(&mut run.events).await;
+    assert!(
+        matches!(&events[0], RunEvent::RunStarted { run_id, .. } if *run_id == id),
+        "{events:?}"
+    );
+    assert!(
+        matches!(events.last(), Some(RunEvent::Done { run_id, stop_reason: StopReason::EndTurn, .. }) if *run_id == id),
+        "{events:?}"
+    );
+    let outcome = run.outcome().await.unwrap();
+    assert_eq!(outcome.run_id, id);
+    // The stored messages carry the same id.
+    let stored = engram.list_messages(&agent, None, 10).unwrap();
+    assert!(stored.iter().all(|m| m.run_id.as_ref() == Some(&id)));
+    assert!(engram.running_runs(None).is_empty());
+    assert!(engram.attach_run(&agent).is_none());
+    assert!(!engram.cancel_run(&id), "an ended run is not in flight");
+
+    // What keeps a run from starting is the caller's error, not an event.
+    let blank = engram.start_run(&agent, message("  ")).await.unwrap_err();
+    assert!(matches!(blank, Error::Invalid(_)), "{blank:?}");
+    let none = engram
+        .start_run(
+            &agent,
+            RunRequest::Approvals {
+                decisions: vec![Default::default()],
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(none, Error::NotFound { .. }), "{none:?}");
+}
+
+#[tokio::test]
+async fn a_late_reader_gets_what_it_missed_and_the_run_stops_by_its_id() {
+    let mock = MockLlm::start(Script::Queue).await;
+    let dir = tempfile::tempdir().unwrap();
+    let engram = open(dir.path());
+    let agent = agent(&engram, &mock);
+    mock.push(Reply::Hang);
+
+    let mut run = engram.start_run(&agent, message("hi")).await.unwrap();
+    let id = run.run_id().clone();
+    let listed = engram.running_runs(Some(&agent));
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].run_id, id);
+    assert!(engram.is_running(&agent));
+    assert!(
+        engram
+            .running_runs(Some(&AgentId::from("agent-other")))
+            .is_empty()
+    );
+
+    let mut late = engram.attach_run_id(&id).expect("in flight");
+    assert_eq!(late.run_id(), &id);
+    // A rewrite of the conversation is refused while the run goes on.
+    let refused = engram
+        .start_run(&agent, RunRequest::Regenerate)
+        .await
+        .unwrap_err();
+    assert!(matches!(refused, Error::Conflict(_)), "{refused:?}");
+
+    // Cancelling by id touches only that run: another id, or this id under another agent,
+    // stops nothing.
+    assert_eq!(engram.cancel_agent_run(&agent, Some(&RunId::new())), 0);
+    assert_eq!(
+        engram.cancel_agent_run(&AgentId::from("agent-other"), Some(&id)),
+        0
+    );
+    assert!(engram.cancel_run(&id));
+    let seen = all(&mut run.events).await;
+    let joined = all(&mut late).await;
+    assert!(
+        matches!(joined.first(), Some(RunEvent::RunStarted { .. })),
+        "the late reader starts from the beginning: {joined:?}"
+    );
+    for events in [&seen, &joined] {
+        assert!(
+            matches!(
+                events.last(),
+                Some(RunEvent::Done {
+                    stop_reason: StopReason::Cancelled,
+                    ..
+                })
+            ),
+            "{events:?}"
+        );
+    }
+    assert_eq!(
+        run.outcome().await.unwrap().stop_reason,
+        StopReason::Cancelled
+    );
+    assert!(!engram.is_running(&agent));
+}
+
+#[tokio::test]
+async fn a_rollback_never_runs_while_the_agents_turn_is_held() {
+    let mock = MockLlm::start(Script::Queue).await;
+    let dir = tempfile::tempdir().unwrap();
+    let engram = open(dir.path());
+    let agent = agent(&engram, &mock);
+    mock.push(Reply::text("First answer."));
+    engram
+        .start_run(&agent, message("hello"))
+        .await
+        .unwrap()
+        .outcome()
+        .await
+        .unwrap();
+    let before = engram.list_messages(&agent, None, 10).unwrap();
+    let user = before[0].id.clone();
+
+    // Whoever holds the turn (a run between registering and streaming, a compaction, another
+    // process's run through this engine) keeps the conversation: the check and the rollback
+    // take the same lock, so neither can slip in between.
+    let turn = engram.runtime.turn(&agent).await.unwrap();
+    for request in [
+        RunRequest::Regenerate,
+        RunRequest::EditAndResend {
+            message_id: user.clone(),
+            text: "hello again".into(),
+        },
+    ] {
+        let refused = engram.start_run(&agent, request).await.unwrap_err();
+        assert!(matches!(refused, Error::Conflict(_)), "{refused:?}");
+    }
+    let refused = engram.delete_message(&agent, &user).unwrap_err();
+    assert!(matches!(refused, Error::Conflict(_)), "{refused:?}");
+    assert_eq!(
+        engram.list_messages(&agent, None, 10).unwrap(),
+        before,
+        "nothing was rolled back"
+    );
+    drop(turn);
+
+    mock.push(Reply::text("Second answer."));
+    let outcome = engram
+        .start_run(&agent, RunRequest::Regenerate)
+        .await
+        .unwrap()
+        .outcome()
+        .await
+        .unwrap();
+    assert_eq!(outcome.stop_reason, StopReason::EndTurn);
+    let after: Vec<String> = engram
+        .list_messages(&agent, None, 10)
+        .unwrap()
+        .into_iter()
+        .map(|m| m.content)
+        .collect();
+    assert_eq!(after, ["hello", "Second answer."]);
+}
