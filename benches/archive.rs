@@ -11,16 +11,13 @@ use engram_core::{LoopStyle, NewPassage};
 use engram_mock_llm::{MockLlm, Script};
 use engram_server::{Auth, ServerConfig};
 use engram_suite::Home;
+use engram_suite::corpus::percentile;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const PASSAGES: u64 = 100_000;
 const ROUNDS: usize = 200;
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
-}
 
 fn ms(d: Duration) -> String {
     format!("{:.2} ms", d.as_secs_f64() * 1e3)

@@ -10,50 +10,8 @@ use engram_core::{LlmConfig, LoopStyle, NewAgent, NewMessage, NewPassage, Role, 
 use engram_mock_llm::{Call, MockLlm, Reply, Script};
 use engram_store::{MessageQuery, PassageQuery};
 use engram_suite::Home;
+use engram_suite::corpus::{next, percentile, sentence, word};
 use std::time::{Duration, Instant};
-
-/// A pseudo-word for rank `n`: distinct, pronounceable-ish, deterministic.
-fn word(n: u64) -> String {
-    const SYLLABLES: &[&str] = &[
-        "ka", "lo", "mi", "ren", "tu", "sa", "vi", "do", "pel", "nor", "qui", "ba", "ze", "fo",
-        "lun", "gar",
-    ];
-    let mut n = n + 1;
-    let mut w = String::new();
-    while n > 0 {
-        w.push_str(SYLLABLES[(n % SYLLABLES.len() as u64) as usize]);
-        n /= SYLLABLES.len() as u64;
-    }
-    w
-}
-
-/// Deterministic xorshift stream (no RNG dependency, same data every run).
-fn next(x: &mut u64) -> u64 {
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    *x
-}
-
-/// A sentence of 12 words drawn from a 20,000-word vocabulary with a Zipf-like skew, so common
-/// words are common and a typical query word matches a small share of passages, as in real text.
-fn sentence(seed: u64) -> String {
-    let mut x = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407)
-        | 1;
-    (0..12)
-        .map(|_| {
-            let u = (next(&mut x) % 1_000_000) as f64 / 1_000_000.0;
-            word((20_000f64.powf(u) - 1.0) as u64)
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
-}
 
 fn ms(d: Duration) -> String {
     format!("{:.3} ms", d.as_secs_f64() * 1e3)

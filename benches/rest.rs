@@ -10,15 +10,12 @@ use engram_core::LoopStyle;
 use engram_mock_llm::{MockLlm, Script};
 use engram_server::{Auth, ServerConfig};
 use engram_suite::Home;
+use engram_suite::corpus::percentile;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const WARMUP: usize = 20;
 const ROUNDS: usize = 300;
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
-}
 
 fn report(name: &str, mut samples: Vec<Duration>) -> (Duration, Duration) {
     samples.sort();

@@ -19,47 +19,12 @@ use chrono::{DateTime, Utc};
 use engram_core::{AgentId, NewAgent, NewPassage};
 use engram_store::{PassageQuery, Store};
 use engram_suite::Home;
+use engram_suite::corpus::{next, sentence_ranks, word};
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 const DIM: usize = 384;
-
-/// A pseudo-word for rank `n` (as in `benches/engine.rs`).
-fn word(n: u64) -> String {
-    const SYLLABLES: &[&str] = &[
-        "ka", "lo", "mi", "ren", "tu", "sa", "vi", "do", "pel", "nor", "qui", "ba", "ze", "fo",
-        "lun", "gar",
-    ];
-    let mut n = n + 1;
-    let mut w = String::new();
-    while n > 0 {
-        w.push_str(SYLLABLES[(n % SYLLABLES.len() as u64) as usize]);
-        n /= SYLLABLES.len() as u64;
-    }
-    w
-}
-
-fn next(x: &mut u64) -> u64 {
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    *x
-}
-
-/// The word ranks of passage `seed`'s 12-word sentence (Zipf-like over 20,000 words).
-fn sentence_ranks(seed: u64) -> Vec<u64> {
-    let mut x = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407)
-        | 1;
-    (0..12)
-        .map(|_| {
-            let u = (next(&mut x) % 1_000_000) as f64 / 1_000_000.0;
-            (20_000f64.powf(u) - 1.0) as u64
-        })
-        .collect()
-}
 
 /// Fixed pseudo-random unit vectors per word rank.
 struct Hashed {

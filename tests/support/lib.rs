@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use engram_agent::RunOutcome;
 
+pub mod corpus;
 pub mod locomo;
 pub mod model;
 pub mod rest;
