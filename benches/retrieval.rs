@@ -12,10 +12,18 @@ use engram_core::{NewAgent, NewPassage, TagMatch};
 use engram_store::PassageQuery;
 use engram_suite::Home;
 use engram_suite::locomo::{self, Ranked, Recall};
+
+#[path = "retrieval/late.rs"]
+mod late;
+#[path = "retrieval/expand.rs"]
+mod expand;
+use expand::expand_rows;
+use late::late_rows;
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-const CATEGORIES: [(u64, &str); 5] = [
+pub(crate) const CATEGORIES: [(u64, &str); 5] = [
     (1, "multi-hop"),
     (2, "temporal"),
     (3, "open-domain"),
@@ -66,7 +74,7 @@ fn rrf(r: &Ranked) -> Vec<(String, f64)> {
     v
 }
 
-fn row(name: &str, r: &Recall) {
+pub(crate) fn row(name: &str, r: &Recall) {
     let cats: Vec<String> = CATEGORIES
         .iter()
         .map(|(c, _)| format!("{:.3}", r.category_at(*c, 5)))
@@ -75,6 +83,22 @@ fn row(name: &str, r: &Recall) {
         "| {name} | **{:.3}** | {:.3} | {} |",
         r.at(5),
         r.at(10),
+        cats.join(" | ")
+    );
+}
+
+/// A row with the tune / check split (see `retrieval/late.rs`).
+pub(crate) fn ks_row(name: &str, all: &Recall, tune: &Recall, check: &Recall) {
+    let cats: Vec<String> = CATEGORIES
+        .iter()
+        .map(|(c, _)| format!("{:.3}", all.category_at(*c, 5)))
+        .collect();
+    println!(
+        "| {name} | **{:.3}** | {:.3} | {:.3} | {:.3} | {} |",
+        all.at(5),
+        all.at(10),
+        tune.at(5),
+        check.at(5),
         cats.join(" | ")
     );
 }
@@ -100,35 +124,22 @@ fn dev_set() {
         vectors.len() as f64 / took,
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
-    let by_text: HashMap<&str, &Vec<f32>> = turns
-        .iter()
-        .map(String::as_str)
-        .zip(vectors.iter())
-        .collect();
-    let home = Home::new();
-    let ranked = locomo::rank_both(&home.engram, &conversations, 50, &|texts| {
+    // Every text embedded once (turns now, questions on first use), for all the rankings.
+    let cache: RefCell<HashMap<String, Vec<f32>>> =
+        RefCell::new(turns.iter().cloned().zip(vectors).collect());
+    let embed = |texts: &[String]| -> Vec<Vec<f32>> {
         let missing: Vec<String> = texts
             .iter()
-            .filter(|t| !by_text.contains_key(t.as_str()))
+            .filter(|t| !cache.borrow().contains_key(t.as_str()))
             .cloned()
             .collect();
         let fresh = encoder.embed(&missing).expect("embed");
-        let fresh: HashMap<&str, &Vec<f32>> = missing
-            .iter()
-            .map(String::as_str)
-            .zip(fresh.iter())
-            .collect();
-        texts
-            .iter()
-            .map(|t| {
-                by_text
-                    .get(t.as_str())
-                    .or_else(|| fresh.get(t.as_str()))
-                    .map(|v| (*v).clone())
-                    .expect("a vector per text")
-            })
-            .collect()
-    });
+        cache.borrow_mut().extend(missing.into_iter().zip(fresh));
+        let cache = cache.borrow();
+        texts.iter().map(|t| cache[t.as_str()].clone()).collect()
+    };
+    let home = Home::new();
+    let ranked = locomo::rank_both(&home.engram, &conversations, 50, &embed);
     println!(
         "LoCoMo development set: {} conversations, {} turns, {} questions\n",
         conversations.len(),
@@ -156,6 +167,10 @@ fn dev_set() {
     let hybrid = locomo::recall_of(&ranked, &ks, &|r| r.hybrid.clone());
     row("**hybrid, as the store searches**", &hybrid);
     rerank_rows(&conversations, &ranked, &ks);
+    if std::env::var_os("ENGRAM_BENCH_SKIP_LATE").is_none() {
+        late_rows(&encoder, &conversations, &ranked, &ks);
+    }
+    expand_rows(&conversations, &embed, &ks);
     println!("\nfusion weight sweep (score = w · lexical share of best + (1 − w) · cosine):\n");
     println!(
         "| lexical weight w | recall@5 | recall@10 | multi-hop@5 | temporal@5 | open-domain@5 | single-hop@5 | adversarial@5 |"
@@ -184,24 +199,27 @@ fn rerank_rows(conversations: &[locomo::Conversation], ranked: &[Ranked], ks: &[
     };
     let model = engram_embed::rerank::CrossEncoder::load(std::path::Path::new(&dir))
         .expect("load the reranker");
-    let text_of: HashMap<&str, &str> = conversations
+    // `dia_id`s repeat across conversations (every one has a `D1:1`): look a turn up in the
+    // question's own conversation.
+    let text_of: Vec<HashMap<&str, &str>> = conversations
         .iter()
-        .flat_map(|c| c.turns.iter().map(|(d, t)| (d.as_str(), t.as_str())))
+        .map(|c| c.turns.iter().map(|(d, t)| (d.as_str(), t.as_str())).collect())
         .collect();
-    let questions: Vec<&str> = conversations
+    let questions: Vec<(usize, &str)> = conversations
         .iter()
-        .flat_map(|c| c.questions.iter().map(|q| q.text.as_str()))
+        .enumerate()
+        .flat_map(|(i, c)| c.questions.iter().map(move |q| (i, q.text.as_str())))
         .collect();
     for depth in [20, 30, 50] {
         let started = Instant::now();
         let reordered: Vec<Vec<(String, f64)>> = ranked
             .iter()
             .zip(&questions)
-            .map(|(r, q)| {
+            .map(|(r, (c, q))| {
                 let head: Vec<&(String, f64)> = r.hybrid.iter().take(depth).collect();
                 let texts: Vec<String> = head
                     .iter()
-                    .map(|(d, _)| text_of[d.as_str()].to_owned())
+                    .map(|(d, _)| text_of[*c][d.as_str()].to_owned())
                     .collect();
                 let scores = model.score(q, &texts).expect("rerank");
                 let mut v: Vec<(String, f64)> = head
@@ -312,6 +330,9 @@ fn scale(n: u64) {
 
 fn main() {
     dev_set();
+    if std::env::var_os("ENGRAM_BENCH_SKIP_SCALE").is_some() {
+        return;
+    }
     println!("| measure | p50 | p95 |\n|---|---|---|");
     scale(100_000);
     if std::env::var_os("ENGRAM_BENCH_1M").is_some() {

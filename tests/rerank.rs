@@ -96,7 +96,10 @@ async fn equal_relevance_keeps_the_hybrid_order() {
     let model = cross_encoder(Head::Constant(0.05));
     let home = Home::with_model(&[]);
     let sam = agent_with_passages(&home.engram).await;
+    // The store's hybrid ranking: reranking (late interaction, without a cross-encoder) off.
+    home.engram.set_rerank_enabled(false).unwrap();
     let hybrid = search(&home.engram, &sam, "harbour terrier", 4).await;
+    home.engram.set_rerank_enabled(true).unwrap();
     home.engram
         .set_rerank_model_dir(Some(model.path()))
         .unwrap();
@@ -118,7 +121,10 @@ async fn a_broken_reranker_leaves_the_hybrid_ranking_with_a_notice() {
     std::fs::write(model.path().join("model.safetensors"), b"not weights").unwrap();
     let home = Home::with_model(&[]);
     let sam = agent_with_passages(&home.engram).await;
+    // The store's hybrid ranking: reranking (late interaction, without a cross-encoder) off.
+    home.engram.set_rerank_enabled(false).unwrap();
     let hybrid = search(&home.engram, &sam, "Bob's dog", 3).await;
+    home.engram.set_rerank_enabled(true).unwrap();
     home.engram
         .set_rerank_model_dir(Some(model.path()))
         .unwrap();

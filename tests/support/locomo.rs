@@ -312,3 +312,60 @@ pub fn rank_both(
     }
     out
 }
+
+/// Stores each conversation's turns with their vectors (`embed` gives one per text) as
+/// passages of a fresh agent, like [`rank_both`], and ranks every question with `search`
+/// (the store, the agent, the question text and its vector → hits, best first): the returned
+/// rankings are in `hybrid`, the other two sides empty. For measuring a whole search pipeline
+/// (`engram_agent::rerank::search_passages_with`) rather than the store alone.
+pub fn rank_with(
+    engram: &Engram,
+    conversations: &[Conversation],
+    embed: &dyn Fn(&[String]) -> Vec<Vec<f32>>,
+    search: &dyn Fn(&engram_store::Store, &AgentId, &str, Vec<f32>) -> Vec<engram_core::PassageHit>,
+) -> Vec<Ranked> {
+    let store = engram.store();
+    let mut out = Vec::new();
+    for conv in conversations {
+        let agent: AgentId = engram
+            .create_agent(NewAgent {
+                name: format!("LoCoMo {}", conv.name),
+                ..NewAgent::default()
+            })
+            .expect("create agent")
+            .agent
+            .id;
+        let texts: Vec<String> = conv.turns.iter().map(|(_, t)| t.clone()).collect();
+        let passages: Vec<NewPassage> = texts
+            .iter()
+            .cloned()
+            .zip(embed(&texts))
+            .map(|(text, v)| NewPassage {
+                text,
+                embedding: Some(v),
+                ..NewPassage::default()
+            })
+            .collect();
+        let stored = store.insert_passages(&agent, &passages).expect("insert");
+        let dia_of: BTreeMap<_, _> = stored
+            .iter()
+            .zip(&conv.turns)
+            .map(|(p, (dia, _))| (p.id.clone(), dia.clone()))
+            .collect();
+        let questions: Vec<String> = conv.questions.iter().map(|q| q.text.clone()).collect();
+        for (q, qv) in conv.questions.iter().zip(embed(&questions)) {
+            let hybrid = search(store, &agent, &q.text, qv)
+                .into_iter()
+                .map(|h| (dia_of[&h.passage.id].clone(), h.score))
+                .collect();
+            out.push(Ranked {
+                category: q.category,
+                evidence: q.evidence.clone(),
+                lexical: Vec::new(),
+                vector: Vec::new(),
+                hybrid,
+            });
+        }
+    }
+    out
+}

@@ -11,6 +11,7 @@ pub mod calibrate;
 mod compact;
 pub mod compile;
 mod context;
+pub mod expand;
 pub mod mcp;
 mod outcome;
 pub mod prompts;

@@ -21,52 +21,134 @@ pub const RERANK_CANDIDATES: usize = 30;
 #[async_trait]
 pub trait Reranker: Send + Sync {
     /// The relevance of each of `texts` to `query`, in `0..=1` and input order (higher is
-    /// more relevant). `agent` is whose memory is searched (for notices). Errors: the model
-    /// could not be loaded or run; the message says why, for logs.
+    /// more relevant). `agent` is whose memory is searched (for notices). `Ok(None)`: this
+    /// reranker does not read this agent's searches (a late-interaction reranker built on the
+    /// built-in embedding model declines an agent with another model); the store's ranking
+    /// stands, silently. Errors: the model could not be loaded or run; the message says why,
+    /// for logs.
     async fn relevance(
         &self,
         agent: &AgentId,
         query: &str,
         texts: &[String],
-    ) -> std::result::Result<Vec<f64>, String>;
+    ) -> std::result::Result<Option<Vec<f64>>, String>;
+
+    /// How much of a reranked hit's score the relevance decides, in `0..=1`: the score is
+    /// `(1 − weight) · the store's score + weight · relevance` (both `0..=1`). 1, the default,
+    /// is the reranker's order alone (a cross-encoder); a weaker signal blends (measured in
+    /// `benches/retrieval.rs`).
+    fn weight(&self) -> f64 {
+        1.0
+    }
+
+    /// How many of the store's best hits it reads (at least the search's `top_k`):
+    /// [`RERANK_CANDIDATES`] by default.
+    fn depth(&self) -> usize {
+        RERANK_CANDIDATES
+    }
 }
+
+/// Pseudo-relevance feedback settings of archival search (see [`crate::expand`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Expansion {
+    /// The feedback search's share of a hit's score, in `0..=1`: `(1 − weight) · first +
+    /// weight · feedback` (each `0..=1`, a hit that one search missed counting 0 there).
+    /// 0 switches expansion off.
+    pub weight: f64,
+    /// How many of the first search's best hits the feedback terms come from.
+    pub feedback_hits: usize,
+    /// How many feedback terms are searched.
+    pub terms: usize,
+}
+
+/// Archival search's expansion as shipped: off, because it did not pay on the development set
+/// (`benches/retrieval.rs` prints the sweep; README, Performance).
+pub const EXPANSION: Expansion = Expansion {
+    weight: 0.0,
+    feedback_hits: 5,
+    terms: 10,
+};
 
 /// Searches `agent`'s archival memory: the store's ranking (BM25, fused with vectors when
 /// `q.embedding` is set), then, with a `reranker` and a non-blank query, its first
-/// `max(q.top_k, RERANK_CANDIDATES)` hits reordered by the reranker, whose relevance becomes
-/// each hit's score. Returns at most `q.top_k` hits, best first. Errors: those of
-/// [`Store::search_passages`] (unknown agent, a malformed vector); a reranker failure is not
-/// one (see the module docs).
+/// `max(q.top_k, reranker.depth())` hits reordered by the reranker's relevance blended
+/// with the store's score by [`Reranker::weight`] (the relevance alone by default). Returns
+/// at most `q.top_k` hits, best first. Errors: those of [`Store::search_passages`] (unknown
+/// agent, a malformed vector); a reranker failure is not one (see the module docs).
 pub async fn search_passages(
     store: &Store,
     agent: &AgentId,
     q: &PassageQuery,
     reranker: Option<&dyn Reranker>,
 ) -> Result<Vec<PassageHit>> {
-    let Some(reranker) = reranker.filter(|_| !q.query.trim().is_empty() && q.top_k > 0) else {
+    search_passages_with(store, agent, q, reranker, &EXPANSION).await
+}
+
+/// [`search_passages`] with the given pseudo-relevance feedback (benchmarks sweep it): when
+/// `expansion.weight > 0`, the first search's best hits give feedback terms
+/// ([`crate::expand::feedback_terms`]) that are searched by words alone and blended in before
+/// any reranking. Errors: as [`search_passages`].
+pub async fn search_passages_with(
+    store: &Store,
+    agent: &AgentId,
+    q: &PassageQuery,
+    reranker: Option<&dyn Reranker>,
+    expansion: &Expansion,
+) -> Result<Vec<PassageHit>> {
+    let ranks = !q.query.trim().is_empty() && q.top_k > 0;
+    let reranker = reranker.filter(|_| ranks);
+    let expand = ranks && expansion.weight > 0.0 && expansion.terms > 0;
+    if reranker.is_none() && !expand {
         return store.search_passages(agent, q);
-    };
+    }
+    let depth = reranker.map_or(RERANK_CANDIDATES, |r| r.depth().max(1));
     let pool = PassageQuery {
-        top_k: q.top_k.max(RERANK_CANDIDATES),
+        top_k: q.top_k.max(depth),
         ..q.clone()
     };
-    let candidates = store.search_passages(agent, &pool)?;
+    let mut candidates = store.search_passages(agent, &pool)?;
+    if expand {
+        candidates = expanded(store, agent, &pool, candidates, expansion)?;
+    }
+    // What stands when there is no reranker, or it declines or fails: the store's answer at
+    // the asked depth (its neighbour smoothing depends on the depth, so a cut deeper list
+    // could differ from it), or the expanded ranking.
+    let fallback = |candidates: Vec<PassageHit>| {
+        if expand {
+            Ok(truncated(candidates, q.top_k))
+        } else {
+            store.search_passages(agent, q)
+        }
+    };
+    let Some(reranker) = reranker else {
+        return fallback(candidates);
+    };
     if candidates.len() <= 1 {
         return Ok(truncated(candidates, q.top_k));
     }
     let texts: Vec<String> = candidates.iter().map(|h| h.passage.text.clone()).collect();
+    let weight = reranker.weight();
+    let weight = if weight.is_finite() {
+        weight.clamp(0.0, 1.0)
+    } else {
+        1.0
+    };
     match reranker.relevance(agent, &q.query, &texts).await {
-        Ok(scores) if scores.len() == candidates.len() => {
+        Ok(None) => fallback(candidates),
+        Ok(Some(scores)) if scores.len() == candidates.len() => {
             let mut hits: Vec<PassageHit> = candidates
                 .into_iter()
                 .zip(scores)
-                .map(|(hit, score)| PassageHit {
-                    score: if score.is_finite() {
+                .map(|(hit, score)| {
+                    let relevance = if score.is_finite() {
                         score.clamp(0.0, 1.0)
                     } else {
                         0.0
-                    },
-                    ..hit
+                    };
+                    PassageHit {
+                        score: (1.0 - weight) * hit.score.clamp(0.0, 1.0) + weight * relevance,
+                        ..hit
+                    }
                 })
                 .collect();
             // Stable: equal relevance keeps the store's order.
@@ -76,14 +158,65 @@ pub async fn search_passages(
         outcome => {
             let why = match outcome {
                 Err(e) => e,
-                Ok(s) => format!("{} scores for {} candidates", s.len(), texts.len()),
+                Ok(s) => format!(
+                    "{} scores for {} candidates",
+                    s.map_or(0, |s| s.len()),
+                    texts.len()
+                ),
             };
             tracing::warn!(agent = %agent, why, "reranker unavailable; the store's ranking stands");
-            // The store's own answer at the asked depth (its neighbour smoothing depends on
-            // the depth, so a cut deeper list could differ from it).
-            store.search_passages(agent, q)
+            fallback(candidates)
         }
     }
+}
+
+/// Blends the lexical search of `first`'s feedback terms into `first` (see [`Expansion`]),
+/// best first, at most `pool.top_k` hits; the same filters apply to both searches.
+fn expanded(
+    store: &Store,
+    agent: &AgentId,
+    pool: &PassageQuery,
+    first: Vec<PassageHit>,
+    expansion: &Expansion,
+) -> Result<Vec<PassageHit>> {
+    let feedback: Vec<(&str, f64)> = first
+        .iter()
+        .take(expansion.feedback_hits)
+        .map(|h| (h.passage.text.as_str(), h.score))
+        .collect();
+    let terms = crate::expand::feedback_terms(&pool.query, &feedback, expansion.terms);
+    if terms.is_empty() {
+        return Ok(first);
+    }
+    let second = store.search_passages(
+        agent,
+        &PassageQuery {
+            query: terms.join(" "),
+            embedding: None,
+            ..pool.clone()
+        },
+    )?;
+    let w = expansion.weight.clamp(0.0, 1.0);
+    let mut hits: Vec<PassageHit> = Vec::with_capacity(first.len() + second.len());
+    let mut at: std::collections::HashMap<engram_core::PassageId, usize> =
+        std::collections::HashMap::new();
+    for (hit, share) in first
+        .into_iter()
+        .map(|h| (h, 1.0 - w))
+        .chain(second.into_iter().map(|h| (h, w)))
+    {
+        let add = share * hit.score.clamp(0.0, 1.0);
+        match at.get(&hit.passage.id) {
+            Some(&i) => hits[i].score += add,
+            None => {
+                at.insert(hit.passage.id.clone(), hits.len());
+                hits.push(PassageHit { score: add, ..hit });
+            }
+        }
+    }
+    // Stable: ties keep the first search's order.
+    hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+    Ok(truncated(hits, pool.top_k))
 }
 
 fn truncated(mut hits: Vec<PassageHit>, n: usize) -> Vec<PassageHit> {
@@ -103,6 +236,28 @@ mod tests {
         seen: AtomicUsize,
     }
 
+    /// Gives every text the relevance 1 with a blend weight, or declines every search.
+    struct Flat {
+        weight: f64,
+        decline: bool,
+    }
+
+    #[async_trait]
+    impl Reranker for Flat {
+        async fn relevance(
+            &self,
+            _: &AgentId,
+            _: &str,
+            texts: &[String],
+        ) -> std::result::Result<Option<Vec<f64>>, String> {
+            Ok((!self.decline).then(|| vec![1.0; texts.len()]))
+        }
+
+        fn weight(&self) -> f64 {
+            self.weight
+        }
+    }
+
     #[async_trait]
     impl Reranker for ByWord {
         async fn relevance(
@@ -110,18 +265,18 @@ mod tests {
             _: &AgentId,
             _: &str,
             texts: &[String],
-        ) -> std::result::Result<Vec<f64>, String> {
+        ) -> std::result::Result<Option<Vec<f64>>, String> {
             self.seen.store(texts.len(), Ordering::SeqCst);
             if self.fail {
                 return Err("weights missing".into());
             }
-            Ok(texts
+            Ok(Some(texts
                 .iter()
                 .map(|t| {
                     let bonus = if t.contains("answer") { 0.5 } else { 0.0 };
                     bonus + 0.4 / t.len() as f64
                 })
-                .collect())
+                .collect()))
         }
     }
 
@@ -242,5 +397,74 @@ mod tests {
             .unwrap();
         assert_eq!(listed.len(), 4);
         assert_eq!(r.seen.load(Ordering::SeqCst), 0);
+    }
+
+    #[tokio::test]
+    async fn a_blending_reranker_mixes_its_relevance_with_the_stores_score() {
+        let rows: Vec<(String, Vec<&str>)> = (0..6)
+            .map(|i| (format!("kiln firing {i} {}", "kiln ".repeat(i)), vec![]))
+            .collect();
+        let rows: Vec<(&str, &[&str])> = rows.iter().map(|(t, g)| (t.as_str(), &g[..])).collect();
+        let (store, agent) = store_with(&rows);
+        let q = query("kiln", 6);
+        let plain = store.search_passages(&agent, &q).unwrap();
+        let r = Flat {
+            weight: 0.25,
+            decline: false,
+        };
+        let hits = search_passages(&store, &agent, &q, Some(&r)).await.unwrap();
+        // Relevance 1 everywhere: the store's order stands, each score moved a quarter of
+        // the way to 1.
+        assert_eq!(texts(&hits), texts(&plain));
+        for (h, p) in hits.iter().zip(&plain) {
+            assert!((h.score - (0.75 * p.score + 0.25)).abs() < 1e-9, "{} {}", h.score, p.score);
+        }
+        let declining = Flat {
+            weight: 0.25,
+            decline: true,
+        };
+        let hits = search_passages(&store, &agent, &q, Some(&declining))
+            .await
+            .unwrap();
+        assert_eq!(
+            hits.iter().map(|h| h.score).collect::<Vec<_>>(),
+            plain.iter().map(|h| h.score).collect::<Vec<_>>()
+        );
+    }
+
+    #[tokio::test]
+    async fn feedback_terms_bring_in_a_passage_without_the_querys_words() {
+        let mut rows: Vec<(String, Vec<&str>)> = vec![
+            ("Caroline: my hobby is pottery, pottery every weekend".into(), vec![]),
+            ("Caroline: a hobby keeps me sane".into(), vec![]),
+            ("Mel: the kiln glazed the pottery bowls beautifully".into(), vec![]),
+        ];
+        rows.extend((0..8).map(|i| (format!("Mel: errand {i} at the shop"), vec![])));
+        let rows: Vec<(&str, &[&str])> = rows.iter().map(|(t, g)| (t.as_str(), &g[..])).collect();
+        let (store, agent) = store_with(&rows);
+        let q = query("Caroline's hobby", 3);
+        let bowls = "Mel: the kiln glazed the pottery bowls beautifully";
+        let plain = search_passages(&store, &agent, &q, None).await.unwrap();
+        assert!(!texts(&plain).contains(&bowls), "{:?}", texts(&plain));
+        let expansion = Expansion {
+            weight: 0.3,
+            feedback_hits: 2,
+            terms: 5,
+        };
+        let hits = search_passages_with(&store, &agent, &q, None, &expansion)
+            .await
+            .unwrap();
+        assert!(hits.len() <= 3);
+        assert!(texts(&hits).contains(&bowls), "{:?}", texts(&hits));
+        assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));
+        // Filters hold for the feedback search too.
+        let tagged = PassageQuery {
+            tags: vec!["none".into()],
+            ..q.clone()
+        };
+        let none = search_passages_with(&store, &agent, &tagged, None, &expansion)
+            .await
+            .unwrap();
+        assert!(none.is_empty(), "{:?}", texts(&none));
     }
 }

@@ -130,6 +130,47 @@ impl Encoder {
         texts: &[String],
         batching: Batching,
     ) -> Result<Vec<Vec<f32>>, EncoderError> {
+        self.run_batched(texts, batching, |hidden, mask, _| {
+            pool(hidden, mask).map_err(err)
+        })
+    }
+
+    /// The contextual vector of every word piece of each text (the model's last hidden
+    /// state, L2-normalised), `[CLS]`, `[SEP]` and padding left out: per text, one
+    /// `dimension()`-long vector per token, in token order (at most [`MAX_TOKENS`] − 2).
+    /// These are what late interaction compares (ColBERT, Khattab & Zaharia, SIGIR 2020:
+    /// a query token's best cosine among a passage's tokens, summed over the query's
+    /// tokens; see `engram_agent::late`). An empty text has no tokens. Same cost as
+    /// [`embed`](Self::embed) (one model pass per batch); CPU-bound.
+    pub fn token_vectors(&self, texts: &[String]) -> Result<Vec<TokenVectors>, EncoderError> {
+        self.run_batched(texts, Batching::default(), |hidden, _, encodings| {
+            let hidden = hidden.to_vec3::<f32>().map_err(err)?;
+            Ok(hidden
+                .into_iter()
+                .zip(encodings)
+                .map(|(rows, e)| {
+                    let (tokens, vectors) = rows
+                        .into_iter()
+                        .zip(e.get_tokens().iter().zip(e.get_special_tokens_mask()))
+                        .take(e.len())
+                        .filter(|(_, (_, special))| **special == 0)
+                        .map(|(v, (t, _))| (t.clone(), unit(v)))
+                        .unzip();
+                    TokenVectors { tokens, vectors }
+                })
+                .collect())
+        })
+    }
+
+    /// Tokenises `texts`, runs them through the model in batches of similar lengths and
+    /// hands each batch's hidden state (`[rows, tokens, dim]`, f32), attention mask and
+    /// encodings to `each`, which gives one output per row; outputs come back in input order.
+    fn run_batched<T: Clone + Default>(
+        &self,
+        texts: &[String],
+        batching: Batching,
+        each: impl Fn(&Tensor, &Tensor, &[&tokenizers::Encoding]) -> Result<Vec<T>, EncoderError>,
+    ) -> Result<Vec<T>, EncoderError> {
         // Tokenised once, in parallel by the tokenizer; the token counts order the batches.
         let encodings = self
             .tokenizer
@@ -137,7 +178,7 @@ impl Encoder {
             .map_err(err)?;
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| encodings[i].len());
-        let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
+        let mut out: Vec<T> = vec![T::default(); texts.len()];
         let mut start = 0;
         while start < order.len() {
             let mut end = start + 1;
@@ -151,7 +192,8 @@ impl Encoder {
             }
             let chunk = &order[start..end];
             let batch: Vec<&tokenizers::Encoding> = chunk.iter().map(|&i| &encodings[i]).collect();
-            for (&i, v) in chunk.iter().zip(self.embed_batch(&batch)?) {
+            let (hidden, mask) = self.forward(&batch)?;
+            for (&i, v) in chunk.iter().zip(each(&hidden, &mask, &batch)?) {
                 out[i] = v;
             }
             start = end;
@@ -159,11 +201,12 @@ impl Encoder {
         Ok(out)
     }
 
-    /// Runs one batch, padded to its longest text (`[PAD]` = 0, masked out).
-    fn embed_batch(
+    /// Runs one batch, padded to its longest text (`[PAD]` = 0, masked out): the last
+    /// hidden state as f32 and the attention mask.
+    fn forward(
         &self,
         encodings: &[&tokenizers::Encoding],
-    ) -> Result<Vec<Vec<f32>>, EncoderError> {
+    ) -> Result<(Tensor, Tensor), EncoderError> {
         let rows = encodings.len();
         let width = encodings.iter().map(|e| e.len()).max().unwrap_or(0);
         let mut ids = vec![0u32; rows * width];
@@ -180,8 +223,27 @@ impl Encoder {
         let (ids, types, mask) = (tensor(ids)?, tensor(types)?, tensor(mask)?);
         let hidden = self.model.forward(&ids, &types, Some(&mask)).map_err(err)?;
         let hidden = hidden.to_dtype(DType::F32).map_err(err)?;
-        pool(&hidden, &mask).map_err(err)
+        Ok((hidden, mask))
     }
+}
+
+/// The word pieces of one text with their contextual vectors (see
+/// [`Encoder::token_vectors`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TokenVectors {
+    /// The word pieces as the tokenizer wrote them (lower case; `##` marks a continuation).
+    pub tokens: Vec<String>,
+    /// One unit vector per word piece, in the same order.
+    pub vectors: Vec<Vec<f32>>,
+}
+
+/// `v` scaled to unit length (a zero vector stays zero).
+fn unit(mut v: Vec<f32>) -> Vec<f32> {
+    let n = v.iter().map(|a| a * a).sum::<f32>().sqrt();
+    if n > 1e-12 {
+        v.iter_mut().for_each(|a| *a /= n);
+    }
+    v
 }
 
 /// Mean over the unmasked tokens, then L2 normalisation: `[batch, tokens, dim]` → `batch`

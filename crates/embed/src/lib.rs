@@ -5,6 +5,7 @@
 //! - [`fetch`]: first-use download with progress, resume and checksum refusal.
 //! - [`encoder`]: the model (BERT via `candle-transformers`, WordPiece via `tokenizers`),
 //!   mean pooling and normalisation as sentence-transformers does it.
+//! - [`late`]: late interaction (ColBERT's MaxSim) over the encoder's token vectors.
 //! - [`local`]: the model behind the providers' `EmbeddingModel` interface, loaded lazily and
 //!   unloaded after idle.
 //! - [`rerank`]: a cross-encoder (BERT with a one-logit classification head) that scores a
@@ -15,13 +16,14 @@
 pub mod catalog;
 pub mod encoder;
 pub mod fetch;
+pub mod late;
 pub mod local;
 pub mod rerank;
 pub mod rerank_local;
 
 pub use candle_core::DType;
 pub use catalog::{ALL_MINILM_L6_V2, LocalModelSpec};
-pub use encoder::{Batching, Encoder};
+pub use encoder::{Batching, Encoder, TokenVectors};
 pub use local::{LocalEmbeddings, WeightsSource};
 
 /// The provider handle of built-in models: `local/all-minilm-l6-v2`.

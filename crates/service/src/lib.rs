@@ -14,6 +14,7 @@ mod context_view;
 mod embeddings;
 mod export;
 mod history;
+mod late;
 pub mod letta;
 mod local_model;
 mod mcp;
@@ -182,13 +183,18 @@ impl Engram {
         let python_from_env = (options.env)("ENGRAM_PYTHON").is_some();
         let env = options.env.clone();
         let notices = notices::channel();
-        let local = local_model::LocalModels::new(
+        let local = Arc::new(local_model::LocalModels::new(
             home.clone(),
             store.clone(),
             options.env.clone(),
             notices.clone(),
+        ));
+        let rerankers = rerank::Rerankers::new(
+            store.clone(),
+            options.env.clone(),
+            notices.clone(),
+            local.clone(),
         );
-        let rerankers = rerank::Rerankers::new(store.clone(), options.env.clone(), notices.clone());
         let resolver = Arc::new(resolve::Resolver::new(
             store.clone(),
             options.secrets.clone(),

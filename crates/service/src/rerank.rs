@@ -6,10 +6,11 @@
 //! cannot load or run leaves the search with the store's ranking and says so once per failure
 //! spell as a [`Notice::RerankerUnavailable`].
 //!
-//! No cross-encoder is downloaded: none is published with pinned digests in a registry the
-//! tests can reach, so none has been measured on the development set yet (README,
-//! Performance). A user who has one (e.g. `cross-encoder/ms-marco-MiniLM-L6-v2`) points
-//! Engram at its folder.
+//! Without a cross-encoder, late interaction over the built-in embedding model reranks
+//! ([`crate::late`]), for agents on that model. No cross-encoder is downloaded: none is
+//! published with pinned digests in a registry the tests can reach, so none has been
+//! measured on the development set yet (README, Performance). A user who has one (e.g.
+//! `cross-encoder/ms-marco-MiniLM-L6-v2`) points Engram at its folder.
 
 use crate::{EnvLookup, Notice};
 use async_trait::async_trait;
@@ -38,6 +39,8 @@ pub struct RerankerStatus {
     pub dir: Option<String>,
     /// Whether the weights are in memory now.
     pub loaded: bool,
+    /// Whether late interaction reranks instead (on, and no cross-encoder folder set).
+    pub late_interaction: bool,
 }
 
 pub(crate) struct Rerankers {
@@ -45,6 +48,7 @@ pub(crate) struct Rerankers {
     env: EnvLookup,
     notices: tokio::sync::broadcast::Sender<Notice>,
     current: Mutex<Option<Arc<LocalReranker>>>,
+    local: Arc<crate::local_model::LocalModels>,
 }
 
 impl Rerankers {
@@ -52,12 +56,14 @@ impl Rerankers {
         store: Store,
         env: EnvLookup,
         notices: tokio::sync::broadcast::Sender<Notice>,
+        local: Arc<crate::local_model::LocalModels>,
     ) -> Self {
         Self {
             store,
             env,
             notices,
             current: Mutex::new(None),
+            local,
         }
     }
 
@@ -84,12 +90,19 @@ impl Rerankers {
         )
     }
 
-    /// The shared reranker when one is configured and on; a new folder gets a new instance.
+    /// The reranker archival search uses now: none when switched off; the cross-encoder
+    /// when a weights folder is set (a new folder gets a new instance); otherwise late
+    /// interaction over the built-in embedding model (see [`crate::late`]).
     pub(crate) fn get(&self) -> Option<Arc<dyn engram_agent::Reranker>> {
         if !self.enabled() {
             return None;
         }
-        let dir = self.dir()?;
+        let Some(dir) = self.dir() else {
+            return Some(Arc::new(crate::late::LateInteraction {
+                store: self.store.clone(),
+                local: self.local.clone(),
+            }));
+        };
         let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
         let model = match &*current {
             Some(m) if m.dir() == dir => m.clone(),
@@ -122,6 +135,7 @@ impl Rerankers {
             .is_some_and(|m| Some(m.dir()) == dir.as_deref() && m.is_loaded());
         RerankerStatus {
             active: self.enabled() && dir.is_some(),
+            late_interaction: self.enabled() && dir.is_none(),
             enabled: self.enabled(),
             dir: dir.map(|d| d.display().to_string()),
             loaded,
@@ -142,12 +156,14 @@ impl engram_agent::Reranker for Announcing {
         agent: &AgentId,
         query: &str,
         texts: &[String],
-    ) -> std::result::Result<Vec<f64>, String> {
+    ) -> std::result::Result<Option<Vec<f64>>, String> {
         match self.model.score(query, texts).await {
-            Ok(logits) => Ok(logits
-                .into_iter()
-                .map(engram_embed::rerank::relevance)
-                .collect()),
+            Ok(logits) => Ok(Some(
+                logits
+                    .into_iter()
+                    .map(engram_embed::rerank::relevance)
+                    .collect(),
+            )),
             Err(e) => {
                 let _ = self.notices.send(Notice::RerankerUnavailable {
                     agent_id: agent.clone(),

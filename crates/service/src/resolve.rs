@@ -28,7 +28,7 @@ pub(crate) struct Resolver {
     store: Store,
     secrets: Arc<dyn SecretStore>,
     env: EnvLookup,
-    pub(crate) local: LocalModels,
+    pub(crate) local: Arc<LocalModels>,
     pub(crate) rerankers: crate::rerank::Rerankers,
 }
 
@@ -37,7 +37,7 @@ impl Resolver {
         store: Store,
         secrets: Arc<dyn SecretStore>,
         env: EnvLookup,
-        local: LocalModels,
+        local: Arc<LocalModels>,
         rerankers: crate::rerank::Rerankers,
     ) -> Self {
         Self {

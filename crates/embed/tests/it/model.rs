@@ -122,3 +122,41 @@ async fn a_folder_without_weights_says_which_file_is_missing() {
         e.message
     );
 }
+
+#[test]
+fn token_vectors_are_unit_length_per_word_piece_and_match_alone_or_batched() {
+    let enc = Encoder::load(&model_dir()).unwrap();
+    let texts: Vec<String> = [
+        "Which pet does Bob have?",
+        "Bob loves boston terriers",
+        "The quarterly tax report is due on Friday, and the accountant wants every receipt",
+        "",
+    ]
+    .map(String::from)
+    .to_vec();
+    let tv = enc.token_vectors(&texts).unwrap();
+    assert_eq!(tv.len(), 4);
+    // [CLS] and [SEP] are left out: one vector per word piece of the text.
+    let pieces = &tv[1].tokens;
+    assert_eq!(pieces[..3], ["bob", "loves", "boston"], "{pieces:?}");
+    assert_eq!(pieces[3..].concat().replace("##", ""), "terriers", "{pieces:?}");
+    assert!(tv[3].tokens.is_empty() && tv[3].vectors.is_empty());
+    for t in &tv {
+        assert_eq!(t.tokens.len(), t.vectors.len());
+        for v in &t.vectors {
+            assert_eq!(v.len(), 384);
+            let n: f32 = v.iter().map(|a| a * a).sum::<f32>().sqrt();
+            assert!((n - 1.0).abs() < 1e-4, "not unit length: {n}");
+        }
+    }
+    // Padding in a batch with a longer text changes nothing.
+    let alone = enc.token_vectors(&texts[1..2]).unwrap();
+    for (a, b) in alone[0].vectors.iter().zip(&tv[1].vectors) {
+        assert!(cos(a, b) > 0.9999, "{}", cos(a, b));
+    }
+    // MaxSim prefers the passage about the pet.
+    let q: Vec<&[f32]> = tv[0].vectors.iter().map(Vec::as_slice).collect();
+    let pet = engram_embed::late::max_sim(&q, &tv[1].vectors);
+    let tax = engram_embed::late::max_sim(&q, &tv[2].vectors);
+    assert!(pet > tax + 0.05, "pet {pet} vs tax {tax}");
+}

@@ -19,4 +19,8 @@ dir: string | null,
 /**
  * Whether the weights are in memory now.
  */
-loaded: boolean, };
+loaded: boolean, 
+/**
+ * Whether late interaction reranks instead (on, and no cross-encoder folder set).
+ */
+late_interaction: boolean, };

@@ -1,0 +1,170 @@
+//! Late interaction (ColBERT's MaxSim over the built-in encoder's token vectors) as a
+//! reranking stage over the hybrid ranking, measured on the development set: the blend weight
+//! and depth are chosen on conversations 1–3 and checked on 4–5 (the held-out half is not
+//! here), and the time per query of encoding the candidates at search time is measured.
+
+use super::ks_row;
+use engram_embed::late::{content_vectors, max_sim};
+use engram_embed::{Encoder, TokenVectors};
+use engram_suite::locomo::{self, Ranked, Recall};
+use std::collections::HashMap;
+use std::time::Instant;
+
+/// Reorders `r.hybrid`'s first `depth` by `(1 − beta) · hybrid + beta · maxsim`; the rest
+/// keeps its place below.
+fn blended(
+    r: &Ranked,
+    maxsim: &dyn Fn(&str) -> f64,
+    depth: usize,
+    beta: f64,
+) -> Vec<(String, f64)> {
+    let mut head: Vec<(String, f64)> = r
+        .hybrid
+        .iter()
+        .take(depth)
+        .map(|(d, s)| (d.clone(), (1.0 - beta) * s + beta * maxsim(d)))
+        .collect();
+    head.sort_by(|a, b| b.1.total_cmp(&a.1));
+    head.extend(r.hybrid.iter().skip(depth).cloned());
+    head
+}
+
+/// Recall of `lists` overall, on the tune questions and on the check questions.
+pub fn split_recall(lists: &[Ranked], tune: &[bool], ks: &[usize]) -> (Recall, Recall, Recall) {
+    let all = locomo::recall_of(lists, ks, &|r| r.hybrid.clone());
+    let part = |want: bool| {
+        let sub: Vec<Ranked> = lists
+            .iter()
+            .zip(tune)
+            .filter(|(_, t)| **t == want)
+            .map(|(r, _)| Ranked {
+                category: r.category,
+                evidence: r.evidence.clone(),
+                lexical: Vec::new(),
+                vector: Vec::new(),
+                hybrid: r.hybrid.clone(),
+            })
+            .collect();
+        locomo::recall_of(&sub, ks, &|r| r.hybrid.clone())
+    };
+    (all, part(true), part(false))
+}
+
+/// Prints the late-interaction rows (see the module docs).
+pub fn late_rows(
+    encoder: &Encoder,
+    conversations: &[locomo::Conversation],
+    ranked: &[Ranked],
+    ks: &[usize],
+) {
+    let started = Instant::now();
+    let mut turn_tokens: Vec<HashMap<&str, TokenVectors>> = Vec::new();
+    for c in conversations {
+        let texts: Vec<String> = c.turns.iter().map(|(_, t)| t.clone()).collect();
+        let tv = encoder.token_vectors(&texts).expect("token vectors");
+        turn_tokens.push(c.turns.iter().map(|(d, _)| d.as_str()).zip(tv).collect());
+    }
+    let questions: Vec<(usize, &str)> = conversations
+        .iter()
+        .enumerate()
+        .flat_map(|(i, c)| c.questions.iter().map(move |q| (i, q.text.as_str())))
+        .collect();
+    let texts: Vec<String> = questions.iter().map(|(_, q)| q.to_string()).collect();
+    let query_tokens = encoder.token_vectors(&texts).expect("token vectors");
+    println!(
+        "\nlate interaction (MaxSim over all-MiniLM-L6-v2 token vectors; token vectors of the \
+         dev set in {:.0} s). Tune: conversations 1–3 ({} questions); check: 4–5.\n",
+        started.elapsed().as_secs_f64(),
+        questions.iter().filter(|(c, _)| *c < 3).count()
+    );
+    // MaxSim per question and candidate, over the deepest list tried.
+    let sims: Vec<HashMap<String, f64>> = ranked
+        .iter()
+        .zip(&questions)
+        .zip(&query_tokens)
+        .map(|((r, (c, _)), qt)| {
+            let q = content_vectors(qt);
+            r.hybrid
+                .iter()
+                .take(50)
+                .map(|(d, _)| {
+                    let p = &turn_tokens[*c][d.as_str()];
+                    (d.clone(), f64::from(max_sim(&q, &p.vectors)))
+                })
+                .collect()
+        })
+        .collect();
+    let sims_all: Vec<HashMap<String, f64>> = ranked
+        .iter()
+        .zip(&questions)
+        .zip(&query_tokens)
+        .map(|((r, (c, _)), qt)| {
+            let q: Vec<&[f32]> = qt.vectors.iter().map(Vec::as_slice).collect();
+            r.hybrid
+                .iter()
+                .take(50)
+                .map(|(d, _)| {
+                    let p = &turn_tokens[*c][d.as_str()];
+                    (d.clone(), f64::from(max_sim(&q, &p.vectors)))
+                })
+                .collect()
+        })
+        .collect();
+    let is_tune: Vec<bool> = questions.iter().map(|(c, _)| *c < 3).collect();
+    let measure = |pick: &dyn Fn(usize, &Ranked) -> Vec<(String, f64)>| {
+        let lists: Vec<Ranked> = ranked
+            .iter()
+            .enumerate()
+            .map(|(i, r)| Ranked {
+                category: r.category,
+                evidence: r.evidence.clone(),
+                lexical: Vec::new(),
+                vector: Vec::new(),
+                hybrid: pick(i, r),
+            })
+            .collect();
+        split_recall(&lists, &is_tune, ks)
+    };
+    println!(
+        "| reranking | recall@5 | recall@10 | tune@5 (conv. 1–3) | check@5 (conv. 4–5) | multi-hop@5 | temporal@5 | open-domain@5 | single-hop@5 | adversarial@5 |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    let (a, t, c) = measure(&|_, r| r.hybrid.clone());
+    ks_row("hybrid (no reranking)", &a, &t, &c);
+    for (name, table) in [("content tokens", &sims), ("all tokens", &sims_all)] {
+        for depth in [20, 30, 50] {
+            for beta in [0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0] {
+                let (a, t, c) = measure(&|i, r| {
+                    blended(r, &|d| table[i].get(d).copied().unwrap_or(0.0), depth, beta)
+                });
+                ks_row(
+                    &format!("MaxSim ({name}) over the first {depth}, weight {beta}"),
+                    &a,
+                    &t,
+                    &c,
+                );
+            }
+        }
+    }
+    // What it costs at search time: the query and 30 candidates encoded token by token.
+    let sample: Vec<usize> = (0..ranked.len()).step_by(20).collect();
+    let started = Instant::now();
+    for &i in &sample {
+        let (c, q) = questions[i];
+        let mut texts = vec![q.to_string()];
+        texts.extend(ranked[i].hybrid.iter().take(30).map(|(d, _)| {
+            conversations[c]
+                .turns
+                .iter()
+                .find(|(x, _)| x == d)
+                .map(|(_, t)| t.clone())
+                .unwrap_or_default()
+        }));
+        std::hint::black_box(encoder.token_vectors(&texts).expect("token vectors"));
+    }
+    println!(
+        "\nencoding a query and its 30 candidates token by token: {:.0} ms per query ({} queries)",
+        started.elapsed().as_secs_f64() * 1e3 / sample.len() as f64,
+        sample.len()
+    );
+}
