@@ -6,17 +6,21 @@
 //! lexical, vector and hybrid retrieval with the built-in model (all-MiniLM-L6-v2 from
 //! `ENGRAM_LOCAL_MODEL_DIR`, see `.ci/fetch-model.sh`), overall and per question category,
 //! the sweep of the fusion weight, the embedding throughput, and the hybrid search latency at
-//! 100k passages (and 1M with `ENGRAM_BENCH_1M=1`: about 1.6 GB of vectors on disk).
+//! 100k passages (and 1M with `ENGRAM_BENCH_1M=1`: about 1.6 GB of vectors on disk). Then
+//! the stages above the store, with a tune (conversations 1–3) / check (4–5) split: late
+//! interaction over the hybrid's first hits (`retrieval/late.rs`; `ENGRAM_BENCH_SKIP_LATE=1`
+//! leaves it out) and pseudo-relevance feedback through the real pipeline
+//! (`retrieval/expand.rs`). `ENGRAM_BENCH_SKIP_SCALE=1` stops after the development set.
 
 use engram_core::{NewAgent, NewPassage, TagMatch};
 use engram_store::PassageQuery;
 use engram_suite::Home;
 use engram_suite::locomo::{self, Ranked, Recall};
 
-#[path = "retrieval/late.rs"]
-mod late;
 #[path = "retrieval/expand.rs"]
 mod expand;
+#[path = "retrieval/late.rs"]
+mod late;
 use expand::expand_rows;
 use late::late_rows;
 use std::cell::RefCell;
@@ -203,7 +207,12 @@ fn rerank_rows(conversations: &[locomo::Conversation], ranked: &[Ranked], ks: &[
     // question's own conversation.
     let text_of: Vec<HashMap<&str, &str>> = conversations
         .iter()
-        .map(|c| c.turns.iter().map(|(d, t)| (d.as_str(), t.as_str())).collect())
+        .map(|c| {
+            c.turns
+                .iter()
+                .map(|(d, t)| (d.as_str(), t.as_str()))
+                .collect()
+        })
         .collect();
     let questions: Vec<(usize, &str)> = conversations
         .iter()

@@ -52,7 +52,10 @@ fn texts(hits: &[PassageHit]) -> Vec<&str> {
 async fn the_hybrid_hits_of_an_agent_on_the_built_in_model_are_rescored_by_maxsim() {
     let home = Home::with_model(&[]);
     let status = home.engram.reranker_status();
-    assert!(status.late_interaction && status.enabled && !status.active, "{status:?}");
+    assert!(
+        status.late_interaction && status.enabled && !status.active,
+        "{status:?}"
+    );
     let sam = agent_with_passages(&home.engram, "Sam").await;
     let query = "Which pet does Bob have?";
     let hits = search(&home.engram, &sam, query, 3).await;

@@ -3,8 +3,8 @@
 //! lexical and on the hybrid search, with the same tune (conversations 1–3) / check (4–5)
 //! split as the late-interaction rows.
 
+use super::ks_row;
 use super::late::split_recall;
-use super::{CATEGORIES, ks_row};
 use engram_agent::rerank::{Expansion, search_passages_with};
 use engram_core::PassageHit;
 use engram_store::PassageQuery;
@@ -22,18 +22,23 @@ fn ranked(
         .build()
         .expect("runtime");
     let home = Home::new();
-    locomo::rank_with(&home.engram, conversations, embed, &|store, agent, text, qv| {
-        let q = PassageQuery {
-            query: text.to_owned(),
-            top_k: 10,
-            embedding: hybrid.then_some(qv),
-            ..PassageQuery::default()
-        };
-        let hits: Vec<PassageHit> = runtime
-            .block_on(search_passages_with(store, agent, &q, None, &expansion))
-            .expect("search");
-        hits
-    })
+    locomo::rank_with(
+        &home.engram,
+        conversations,
+        embed,
+        &|store, agent, text, qv| {
+            let q = PassageQuery {
+                query: text.to_owned(),
+                top_k: 10,
+                embedding: hybrid.then_some(qv),
+                ..PassageQuery::default()
+            };
+            let hits: Vec<PassageHit> = runtime
+                .block_on(search_passages_with(store, agent, &q, None, &expansion))
+                .expect("search");
+            hits
+        },
+    )
 }
 
 /// Prints the expansion rows.
@@ -52,7 +57,6 @@ pub fn expand_rows(
         "| search | recall@5 | recall@10 | tune@5 (conv. 1–3) | check@5 (conv. 4–5) | multi-hop@5 | temporal@5 | open-domain@5 | single-hop@5 | adversarial@5 |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|");
-    let _ = CATEGORIES;
     for hybrid in [false, true] {
         let side = if hybrid { "hybrid" } else { "lexical" };
         let off = Expansion {

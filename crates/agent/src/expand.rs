@@ -70,7 +70,10 @@ mod tests {
         assert_eq!(terms[0], "pottery", "{terms:?}");
         assert!(terms.contains(&"painting".to_string()), "{terms:?}");
         assert!(!terms.iter().any(|t| t == "caroline" || t == "this"));
-        assert_eq!(feedback_terms("pottery", &[("pottery", 1.0)], 5), Vec::<String>::new());
+        assert_eq!(
+            feedback_terms("pottery", &[("pottery", 1.0)], 5),
+            Vec::<String>::new()
+        );
         assert!(feedback_terms("x", &[("never scored", 0.0)], 5).is_empty());
     }
 }

@@ -25,8 +25,7 @@ static STOP_WORDS: LazyLock<HashSet<&'static str>> =
 /// all. Continuation pieces (`##…`) are kept.
 pub fn content_vectors(query: &TokenVectors) -> Vec<&[f32]> {
     let keep = |t: &str| {
-        t.starts_with("##")
-            || (t.chars().any(char::is_alphanumeric) && !STOP_WORDS.contains(t))
+        t.starts_with("##") || (t.chars().any(char::is_alphanumeric) && !STOP_WORDS.contains(t))
     };
     let content: Vec<&[f32]> = query
         .tokens

@@ -139,7 +139,11 @@ fn token_vectors_are_unit_length_per_word_piece_and_match_alone_or_batched() {
     // [CLS] and [SEP] are left out: one vector per word piece of the text.
     let pieces = &tv[1].tokens;
     assert_eq!(pieces[..3], ["bob", "loves", "boston"], "{pieces:?}");
-    assert_eq!(pieces[3..].concat().replace("##", ""), "terriers", "{pieces:?}");
+    assert_eq!(
+        pieces[3..].concat().replace("##", ""),
+        "terriers",
+        "{pieces:?}"
+    );
     assert!(tv[3].tokens.is_empty() && tv[3].vectors.is_empty());
     for t in &tv {
         assert_eq!(t.tokens.len(), t.vectors.len());
