@@ -10,6 +10,9 @@ use engram_suite::locomo::{self, Ranked, Recall};
 use std::collections::HashMap;
 use std::time::Instant;
 
+/// A reordering of question `i`'s ranking.
+type Reorder<'a> = dyn Fn(usize, &Ranked) -> Vec<(String, f64)> + 'a;
+
 /// Reorders `r.hybrid`'s first `depth` by `(1 − beta) · hybrid + beta · maxsim`; the rest
 /// keeps its place below.
 fn blended(
@@ -111,7 +114,7 @@ pub fn late_rows(
         })
         .collect();
     let is_tune: Vec<bool> = questions.iter().map(|(c, _)| *c < 3).collect();
-    let measure = |pick: &dyn Fn(usize, &Ranked) -> Vec<(String, f64)>| {
+    let measure = |pick: &Reorder| {
         let lists: Vec<Ranked> = ranked
             .iter()
             .enumerate()

@@ -313,6 +313,11 @@ pub fn rank_both(
     out
 }
 
+/// A search under test: the store, the agent, the question text and its vector → hits, best
+/// first.
+pub type PipelineSearch<'a> =
+    dyn Fn(&engram_store::Store, &AgentId, &str, Vec<f32>) -> Vec<engram_core::PassageHit> + 'a;
+
 /// Stores each conversation's turns with their vectors (`embed` gives one per text) as
 /// passages of a fresh agent, like [`rank_both`], and ranks every question with `search`
 /// (the store, the agent, the question text and its vector → hits, best first): the returned
@@ -322,7 +327,7 @@ pub fn rank_with(
     engram: &Engram,
     conversations: &[Conversation],
     embed: &dyn Fn(&[String]) -> Vec<Vec<f32>>,
-    search: &dyn Fn(&engram_store::Store, &AgentId, &str, Vec<f32>) -> Vec<engram_core::PassageHit>,
+    search: &PipelineSearch<'_>,
 ) -> Vec<Ranked> {
     let store = engram.store();
     let mut out = Vec::new();

@@ -34,15 +34,16 @@ pub enum EmbeddingCmd {
         #[arg(long, conflicts_with = "dir")]
         clear: bool,
     },
-    /// Show or set archival search's reranker: a folder with a cross-encoder's weights
-    /// (config.json, tokenizer.json, model.safetensors), and whether it is on.
+    /// Show or set archival search's reranker: late interaction over the built-in model's
+    /// token vectors by default, or a folder with a cross-encoder's weights (config.json,
+    /// tokenizer.json, model.safetensors), and whether reranking is on.
     Rerank {
         /// The folder.
         dir: Option<PathBuf>,
-        /// Stop reranking with a folder (forget it).
+        /// Forget the folder (back to late interaction).
         #[arg(long, conflicts_with = "dir")]
         clear: bool,
-        /// Switch reranking off (the folder is kept).
+        /// Switch reranking off, both kinds (the folder is kept).
         #[arg(long, conflicts_with = "on")]
         off: bool,
         /// Switch reranking back on.
