@@ -8,7 +8,9 @@
 //! - above it, vectors are quantised to `i8` (384 bytes a vector at 384 dimensions) and the
 //!   graph is searched approximately; the candidates are then re-scored exactly from the `f32`
 //!   vectors stored in SQLite, so scores are always true cosine similarities and a passage that
-//!   is gone or changed since is never returned with a stale score.
+//!   is gone or changed since is never returned with a stale score. The graph is built on a
+//!   thread of its own (`vector_build`); until it is ready, searches scan an 8-bit copy of the
+//!   vectors exhaustively, re-scored the same way.
 //!
 //! **SQLite is the truth.** Triggers append every passage whose vector appeared, changed or went
 //! away to `passage_vector_log` (agent, row key). An index remembers the last log entry it
@@ -43,7 +45,8 @@ pub struct VectorIndexConfig {
     /// Below this many vectors an agent's index is an exact `f32` scan (default 20,000: about
     /// 4 ms per query at 384 dimensions and 31 MB of memory; 5,000 took about 1 ms). Exact up
     /// to where the graph is also saved to disk, because the graph's recall on real embeddings
-    /// at scale is not measured yet and building it blocks the first search.
+    /// at scale is not measured yet. An exact index is built inside the search that needs it;
+    /// a graph in the background (see `vector_build`).
     pub exact_below: usize,
     /// Indexes of at least this many vectors are saved to disk beside the database and loaded on
     /// the next start instead of rebuilt (default 20,000; smaller ones rebuild in well under a
