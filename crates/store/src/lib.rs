@@ -31,6 +31,7 @@ mod messages;
 mod migrations;
 mod model_windows;
 mod passage_list;
+mod passage_neighbours;
 mod passage_vectors;
 mod passages;
 mod prices;
@@ -47,6 +48,7 @@ mod step_edits;
 mod steps;
 mod tools;
 mod undo;
+mod vector_build;
 mod vector_index;
 
 pub use agent_list::AgentList;
@@ -70,6 +72,7 @@ pub use settings::ProviderRow;
 pub use sharing::{BlockAgent, SharedBlock};
 pub use steps::{BlockChange, BlockWrite, CommittedStep, StepCommit};
 pub use undo::{UndoPlan, revert_value};
+pub use vector_build::VectorIndexBuild;
 pub use vector_index::VectorIndexConfig;
 
 #[allow(unused_imports)] // named in docs
@@ -208,6 +211,25 @@ impl Store {
     /// loaded). For benchmarks and diagnostics.
     pub fn vector_index_memory(&self) -> usize {
         self.vector_indexes().memory_usage()
+    }
+
+    /// Vector graphs being built in the background, with their progress (empty when none is).
+    /// A search of such an agent meanwhile scans its vectors exhaustively (see
+    /// [`VectorIndexConfig`]); the service can show this as "building the search index".
+    pub fn vector_index_builds(&self) -> Vec<VectorIndexBuild> {
+        self.vector_indexes().builds()
+    }
+
+    /// While `hold` is true, background builds of vector graphs wait before they start, so a
+    /// test can search during one; `false` lets them run. Off by default.
+    pub fn hold_vector_index_builds(&self, hold: bool) {
+        self.vector_indexes().hold_builds(hold);
+    }
+
+    /// Blocks until every background build of a vector graph is done, so the next search uses
+    /// the graph. For tests and benchmarks (searches wait meanwhile).
+    pub fn wait_for_vector_index_builds(&self) {
+        self.vector_indexes().wait_for_builds();
     }
 
     fn vector_indexes(&self) -> MutexGuard<'_, vector_index::Indexes> {

@@ -504,6 +504,13 @@ WHEN old.embedding IS NOT NULL OR new.embedding IS NOT NULL BEGIN
 END;
 "#;
 
+/// Issue #13, search speed: a passage's time by its row key, in an index of its own. Neighbour
+/// smoothing looks up the time of each of a search's 200 candidates; read from `passages`,
+/// whose rows carry their vectors (1.5 kB at 384 dimensions, so the table outgrows SQLite's
+/// page cache), each look-up was a random page read. This index is about 20 bytes a passage.
+const PASSAGE_TIMES_BY_KEY: &str =
+    "CREATE INDEX passages_time_by_key ON passages (pk, created_at);";
+
 /// Every migration, oldest first.
 const MIGRATIONS: &[M<'static>] = &[
     M::up(V1),
@@ -521,6 +528,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(PASSAGE_TAGS_BY_AGENT_AND_TIME),
     M::up(MESSAGE_VECTORS),
     M::up(PER_AGENT_SEARCH_INDEXES),
+    M::up(PASSAGE_TIMES_BY_KEY),
 ];
 
 /// The migration list (exposed to tests so they can validate it).

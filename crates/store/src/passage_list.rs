@@ -284,9 +284,58 @@ fn count_between(
         .db()
 }
 
+/// With several tags, any of which will do (and no substring filter), the list's rows as a
+/// merge of one index range per tag, in time order (`dir`), duplicates dropped: `SELECT
+/// passage_pk, created_at …` with `limit` (`LIMIT … OFFSET …`, or `""`) inside. SQLite merges
+/// the ranges as they come (`MERGE (UNION)`) instead of grouping every tagged row by passage
+/// first, which cost 45 ms for 10,000 tagged passages (`benches/archive.rs`). `None` for other
+/// tag filters.
+fn tag_union(
+    agent: &AgentId,
+    q: &PassageList,
+    between: Between,
+    dir: &str,
+    limit: &dyn Fn(&mut Query) -> String,
+    query: &mut Query,
+) -> Option<String> {
+    let Tags::Several(tags, 1) = tags_of(q) else {
+        return None;
+    };
+    if like_pattern(q.search.as_deref()).is_some() {
+        return None;
+    }
+    let range = range(agent, q, between, &TAG, query);
+    let arms: Vec<String> = tags
+        .iter()
+        .map(|tag| {
+            format!(
+                "SELECT t.passage_pk, t.created_at FROM passage_tags t
+                 WHERE t.tag = {} AND {range}",
+                query.arg((*tag).to_owned())
+            )
+        })
+        .collect();
+    let limit = limit(query);
+    Some(format!(
+        "{} ORDER BY 2 {dir}, 1 {dir}{limit}",
+        arms.join(" UNION ")
+    ))
+}
+
 /// The SQL and arguments of [`count_between`].
 fn count_sql(agent: &AgentId, q: &PassageList, between: Between) -> Result<(String, Vec<Value>)> {
     let mut query = Query::default();
+    // `LIMIT -1` (no limit) keeps SQLite from dropping the ORDER BY that makes it merge.
+    if let Some(union) = tag_union(
+        agent,
+        q,
+        between,
+        "ASC",
+        &|_| " LIMIT -1".into(),
+        &mut query,
+    ) {
+        return Ok((format!("SELECT count(*) FROM ({union})"), query.args));
+    }
     let sql = match tags_of(q) {
         Tags::None => {
             let cond = range(agent, q, between, &PASSAGE, &mut query);
@@ -392,6 +441,20 @@ fn scan_sql(
 ) -> Result<(String, Vec<Value>)> {
     let dir = if ascending { "ASC" } else { "DESC" };
     let mut query = Query::default();
+    let limit = |query: &mut Query| {
+        format!(
+            " LIMIT {} OFFSET {}",
+            query.arg(sql::sat(take)),
+            query.arg(sql::sat(skip))
+        )
+    };
+    if let Some(union) = tag_union(agent, q, between, dir, &limit, &mut query) {
+        let sql = format!(
+            "SELECT {PASSAGE_COLS} FROM ({union}) t CROSS JOIN passages p ON p.pk = t.passage_pk
+             ORDER BY t.created_at {dir}, t.passage_pk {dir}"
+        );
+        return Ok((sql, query.args));
+    }
     let (from, cond, order) = match tags_of(q) {
         Tags::None => {
             let cond = range(agent, q, between, &PASSAGE, &mut query);
@@ -582,10 +645,34 @@ mod tests {
                 "{paged}"
             );
         }
-        // Several tags: one range per tag, grouped by passage.
+        // Several tags, any of them: one range per tag, merged in time order.
         let several = PassageList {
             tags: vec!["weekly".into(), "garden".into()],
             ..q
+        };
+        let (sql, args) = count_sql(&agent, &several, Between::default()).unwrap();
+        let counted = plan(&store, &sql, args);
+        assert!(counted.contains("MERGE (UNION)"), "{counted}");
+        assert_eq!(
+            counted
+                .matches("COVERING INDEX passage_tags_by_agent_tag_time (agent_id=? AND tag=?")
+                .count(),
+            2,
+            "{counted}"
+        );
+        assert!(!counted.contains("TEMP B-TREE"), "{counted}");
+        for ascending in [true, false] {
+            let (sql, args) =
+                scan_sql(&agent, &several, Between::default(), 20, 10, ascending).unwrap();
+            let paged = plan(&store, &sql, args);
+            assert!(paged.contains("MERGE (UNION)"), "{paged}");
+            assert!(!paged.contains("SCAN p"), "{paged}");
+        }
+        // All of them: one range per tag, grouped by passage.
+        let several = PassageList {
+            tags: vec!["weekly".into(), "garden".into()],
+            tag_match: TagMatch::All,
+            ..several
         };
         let (sql, args) = count_sql(&agent, &several, Between::default()).unwrap();
         let counted = plan(&store, &sql, args);

@@ -1,15 +1,19 @@
 //! Archival memory: passages with tags and optional embeddings, listed and searched.
 //!
-//! Search ranks by BM25 over the agent's own FTS5 table (`fts_partitions`) and, when the caller
-//! brings a query embedding, also by cosine similarity from the agent's vector index
-//! (`vector_index`: exact below a few thousand vectors, an HNSW graph re-scored from the stored
-//! vectors above; only vectors of the query's dimension), blending both (`search::fuse`). Tag
+//! Search ranks by BM25 over the agent's own FTS5 table (`fts_partitions`), smoothed over
+//! neighbouring passages (`passage_neighbours`, one statement for all candidates) and, when the
+//! caller brings a query embedding, also by cosine similarity from the agent's vector index
+//! (`vector_index`: exact below 20,000 vectors, an HNSW graph re-scored from the stored vectors
+//! above, built in the background by `vector_build`; only vectors of the query's dimension),
+//! blending both (`search::fuse`); without filters the index is walked on a second thread while
+//! the lexical side runs. Tag
 //! and date filters apply before the limit: in each SQL query, and for vectors as a restriction
 //! of the index search or, when they keep few rows, an exact scan of those rows.
 
 use crate::Store;
 use crate::agents;
 use crate::fts_partitions;
+use crate::passage_neighbours;
 use crate::search::{self, FtsQuery, Neighbours, fts_query};
 use crate::sql::{self, DbResult, json, ts};
 use crate::vector_index::Indexes;
@@ -41,7 +45,7 @@ pub struct PassageQuery {
     pub top_k: usize,
     /// The query's embedding, from the agent's embedding model. When given, passages whose
     /// stored vector has the same dimension are also ranked by cosine similarity and the two
-    /// rankings are fused (RRF, k = 60).
+    /// rankings are fused (`search::fuse`: 0.7 × lexical share of the best + 0.3 × cosine).
     pub embedding: Option<Vec<f32>>,
 }
 
@@ -282,46 +286,13 @@ fn text_ranking(
         return Ok(Vec::new());
     };
     let bm25 = ranked(conn, &sql, args)?;
+    let keys: Vec<i64> = bm25.iter().map(|(k, _)| *k).collect();
+    let found = passage_neighbours::neighbour_map(conn, agent, q, &keys)?;
     let mut smoothed = search::smooth_by_neighbours(&bm25, Neighbours::Admit, |pk| {
-        neighbours(conn, agent, q, pk)
+        Ok::<_, Error>(found.get(&pk).copied().unwrap_or_default())
     })?;
     smoothed.truncate(limit);
     Ok(smoothed)
-}
-
-/// The passages written just before and just after passage `pk` (by creation time, then key)
-/// that pass the search's filters, at most `search::NEIGHBOUR_WINDOW_MICROS` away from it.
-fn neighbours(
-    conn: &Connection,
-    agent: &AgentId,
-    q: &PassageQuery,
-    pk: i64,
-) -> Result<[Option<i64>; 2]> {
-    let mut out = [None, None];
-    for (slot, (cmp, order, sign)) in [("<", "DESC", "-"), (">", "ASC", "+")]
-        .into_iter()
-        .enumerate()
-    {
-        let mut query = Query::default();
-        let filters = filters(agent, q, &mut query)?;
-        let hit = query.arg(pk);
-        let window = query.arg(search::NEIGHBOUR_WINDOW_MICROS);
-        let sql = format!(
-            "SELECT p.pk FROM passages h, passages p
-             WHERE h.pk = {hit} AND {filters}
-               AND (p.created_at, p.pk) {cmp} (h.created_at, h.pk)
-               AND p.created_at BETWEEN min(h.created_at, h.created_at {sign} {window})
-                                    AND max(h.created_at, h.created_at {sign} {window})
-             ORDER BY p.created_at {order}, p.pk {order} LIMIT 1"
-        );
-        out[slot] = conn
-            .prepare_cached(&sql)
-            .db()?
-            .query_row(params_from_iter(query.args), |r| r.get(0))
-            .optional()
-            .db()?;
-    }
-    Ok(out)
 }
 
 /// Exact cosine ranking of up to `limit` passages that pass the filters and whose vectors have
@@ -371,9 +342,10 @@ fn is_filtered(q: &PassageQuery) -> bool {
 }
 
 /// Cosine ranking of up to `limit` passages whose vectors have the query's dimension, from the
-/// agent's vector index (see `vector_index`). Filters apply before the limit: a selective one
-/// (at most `exact_filtered` rows) is scored exactly from SQLite, a broad one restricts the
-/// index's search to the rows that pass it.
+/// agent's vector index (see `vector_index`), and what `beside` (the lexical side) returns:
+/// without filters the two run at once (`Indexes::search_beside`). Filters apply before the
+/// limit: a selective one (at most `exact_filtered` rows) is scored exactly from SQLite, a
+/// broad one restricts the index's search to the rows that pass it.
 fn vector_ranking(
     conn: &Connection,
     indexes: &Mutex<Indexes>,
@@ -381,14 +353,28 @@ fn vector_ranking(
     q: &PassageQuery,
     v: &[f32],
     limit: usize,
-) -> Result<Ranking> {
+    beside: impl FnOnce(&Connection) -> Result<Ranking>,
+) -> Result<(Ranking, Ranking)> {
     if search::norm(v) == 0.0 {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), beside(conn)?));
     }
     let mut indexes = indexes.lock().unwrap_or_else(|p| p.into_inner());
     if !is_filtered(q) {
-        return indexes.search(conn, agent.as_str(), v, limit, None);
+        return indexes.search_beside(conn, agent.as_str(), v, limit, None, beside);
     }
+    let other = beside(conn)?;
+    filtered_vector_ranking(conn, &mut indexes, agent, q, v, limit).map(|r| (r, other))
+}
+
+/// [`vector_ranking`] with tag or date filters.
+fn filtered_vector_ranking(
+    conn: &Connection,
+    indexes: &mut Indexes,
+    agent: &AgentId,
+    q: &PassageQuery,
+    v: &[f32],
+    limit: usize,
+) -> Result<Ranking> {
     let mut query = Query::default();
     let filters = filters(agent, q, &mut query)?;
     let sql = format!(
@@ -498,13 +484,14 @@ impl Store {
                     // Fusion needs more than top_k candidates from each side: a passage ranked
                     // 8th by both can beat one ranked 1st by only one of them.
                     let pool = q.top_k.saturating_mul(4).max(50);
-                    let text = match fts {
+                    let lexical = |c: &Connection| match fts {
                         FtsQuery::Match(_) => {
-                            search::relative(&text_ranking(c, agent, q, &fts, pool)?)
+                            Ok(search::relative(&text_ranking(c, agent, q, &fts, pool)?))
                         }
-                        FtsQuery::Blank | FtsQuery::NoTerms => Vec::new(),
+                        FtsQuery::Blank | FtsQuery::NoTerms => Ok(Vec::new()),
                     };
-                    let vector = vector_ranking(c, &self.vectors, agent, q, v, pool)?;
+                    let (vector, text) =
+                        vector_ranking(c, &self.vectors, agent, q, v, pool, lexical)?;
                     let mut fused = if text.is_empty() {
                         vector
                     } else {

@@ -98,9 +98,14 @@ pub(crate) fn smooth_by_neighbours<E>(
 ) -> Result<Vec<(i64, f64)>, E> {
     let mut order: Vec<i64> = ranking.iter().map(|(k, _)| *k).collect();
     let mut scores: HashMap<i64, f64> = ranking.iter().copied().collect();
+    // Rows of the ranking itself (the score map also gains admitted neighbours).
+    let ranked: HashSet<i64> = match mode {
+        Neighbours::Rerank => order.iter().copied().collect(),
+        Neighbours::Admit => HashSet::new(),
+    };
     for &(key, score) in ranking {
         for n in neighbours(key)?.into_iter().flatten() {
-            if mode == Neighbours::Rerank && !ranking.iter().any(|(k, _)| *k == n) {
+            if mode == Neighbours::Rerank && !ranked.contains(&n) {
                 continue;
             }
             let entry = scores.entry(n).or_insert_with(|| {

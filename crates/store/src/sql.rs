@@ -106,3 +106,18 @@ pub(crate) fn uint(row: &Row<'_>, idx: usize) -> rusqlite::Result<u64> {
     u64::try_from(v)
         .map_err(|e| rusqlite::Error::FromSqlConversionFailure(idx, Type::Integer, Box::new(e)))
 }
+
+/// Row keys as a JSON array (`[3,1,2]`), for `json_each` in a statement that takes a list of
+/// candidates at once.
+pub(crate) fn json_keys(keys: impl IntoIterator<Item = i64>) -> String {
+    use std::fmt::Write;
+    let mut list = String::from("[");
+    for (i, k) in keys.into_iter().enumerate() {
+        if i > 0 {
+            list.push(',');
+        }
+        let _ = write!(list, "{k}");
+    }
+    list.push(']');
+    list
+}

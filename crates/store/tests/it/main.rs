@@ -2,6 +2,7 @@
 
 mod agents;
 mod blocks;
+mod index_build;
 mod labels;
 mod mcp;
 mod message_pages;

@@ -6,10 +6,12 @@ use engram_store::{MessageQuery, PassageQuery, Store, VectorIndexConfig};
 use std::path::{Path, PathBuf};
 
 /// Small thresholds so a few hundred vectors exercise the graph, saving and filtered search.
-const SMALL: VectorIndexConfig = VectorIndexConfig {
+pub(crate) const SMALL: VectorIndexConfig = VectorIndexConfig {
     exact_below: 50,
     persist_above: 100,
     exact_filtered: 20,
+    // Every unfiltered vector search walks the index beside its lexical side.
+    parallel_from: 0,
 };
 
 fn lexical(store: &Store, agent: &AgentId, text: &str) -> Vec<(String, f64)> {
@@ -40,7 +42,7 @@ fn recall(store: &Store, agent: &AgentId, text: &str) -> Vec<(String, f64)> {
         .collect()
 }
 
-fn passages(texts: &[&str]) -> Vec<NewPassage> {
+pub(crate) fn passages(texts: &[&str]) -> Vec<NewPassage> {
     texts
         .iter()
         .map(|t| NewPassage {
@@ -121,7 +123,7 @@ fn edits_and_deletes_reach_the_agents_full_text_index() {
 }
 
 /// Deterministic pseudo-random unit-ish vectors.
-fn vector(seed: u64, dim: usize) -> Vec<f32> {
+pub(crate) fn vector(seed: u64, dim: usize) -> Vec<f32> {
     let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
     (0..dim)
         .map(|_| {
@@ -133,7 +135,7 @@ fn vector(seed: u64, dim: usize) -> Vec<f32> {
         .collect()
 }
 
-fn with_vectors(
+pub(crate) fn with_vectors(
     range: std::ops::Range<u64>,
     dim: usize,
     tag: impl Fn(u64) -> Vec<String>,
@@ -148,7 +150,7 @@ fn with_vectors(
         .collect()
 }
 
-fn nearest(
+pub(crate) fn nearest(
     store: &Store,
     agent: &AgentId,
     v: &[f32],
@@ -170,7 +172,7 @@ fn nearest(
 }
 
 /// The exact top `k` by cosine over `(text, vector)` pairs.
-fn brute_force(rows: &[(String, Vec<f32>)], q: &[f32], k: usize) -> Vec<String> {
+pub(crate) fn brute_force(rows: &[(String, Vec<f32>)], q: &[f32], k: usize) -> Vec<String> {
     let cos = |a: &[f32], b: &[f32]| {
         let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
         let n = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
@@ -181,7 +183,7 @@ fn brute_force(rows: &[(String, Vec<f32>)], q: &[f32], k: usize) -> Vec<String> 
     scored.into_iter().take(k).map(|(_, t)| t.clone()).collect()
 }
 
-fn texts(hits: &[(String, f64)]) -> Vec<String> {
+pub(crate) fn texts(hits: &[(String, f64)]) -> Vec<String> {
     hits.iter().map(|(t, _)| t.clone()).collect()
 }
 
@@ -322,7 +324,7 @@ fn filters_apply_before_the_limit_with_the_index() {
     assert!(half.iter().all(|(t, _)| t != "passage 41"));
 }
 
-fn index_files(db_dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn index_files(db_dir: &Path) -> Vec<PathBuf> {
     let dir = db_dir.join("data").join("engram.db.vectors");
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
@@ -343,6 +345,12 @@ fn a_saved_index_is_loaded_caught_up_or_rebuilt_never_trusted_blindly() {
     assert_eq!(
         nearest(&store, &a.id, &vector(5, dim), 1, &[])[0].0,
         "passage 5"
+    );
+    // The graph builds in the background and is saved when done.
+    store.wait_for_vector_index_builds();
+    assert_eq!(
+        nearest(&store, &a.id, &vector(6, dim), 1, &[])[0].0,
+        "passage 6"
     );
     let files = index_files(dir.path());
     assert_eq!(files.len(), 2, "an index and its sidecar: {files:?}");

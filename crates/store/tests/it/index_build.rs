@@ -1,0 +1,172 @@
+//! The vector graph is built in the background: searches answer exactly while it builds, see
+//! the writes made meanwhile, and use the graph (saved beside the database) once it is done.
+
+use crate::scale::{SMALL, brute_force, index_files, nearest, texts, vector, with_vectors};
+use crate::support::{create, temp_store};
+
+#[test]
+fn a_search_answers_while_the_graph_builds_and_uses_it_after() {
+    let (dir, store) = temp_store();
+    store.set_vector_index_config(SMALL);
+    // Held: the build thread waits, so every search below runs during the build.
+    store.hold_vector_index_builds(true);
+    let (a, _) = create(&store, "A");
+    let dim = 24;
+    let half = |i: u64| {
+        if i.is_multiple_of(2) {
+            vec!["half".to_owned()]
+        } else {
+            vec![]
+        }
+    };
+    let stored = store
+        .insert_passages(&a.id, &with_vectors(0..400, dim, half))
+        .unwrap();
+    let mut rows: Vec<(String, Vec<f32>)> = (0..400)
+        .map(|i| (format!("passage {i}"), vector(i, dim)))
+        .collect();
+
+    let q = vector(10_003, dim);
+    assert_eq!(
+        texts(&nearest(&store, &a.id, &q, 5, &[])),
+        brute_force(&rows, &q, 5)
+    );
+    let builds = store.vector_index_builds();
+    assert_eq!(builds.len(), 1, "{builds:?}");
+    assert_eq!(builds[0].agent_id, a.id.as_str());
+    assert_eq!((builds[0].done, builds[0].total), (0, 400));
+    // Scores are exact cosines, not the 8-bit copy's.
+    let own = nearest(&store, &a.id, &vector(42, dim), 1, &[]);
+    assert_eq!(own[0].0, "passage 42");
+    assert!((own[0].1 - 1.0).abs() < 1e-5, "{own:?}");
+
+    // Writes during the build are seen at once: a deleted passage is gone, a new one found.
+    store.delete_passage(&a.id, &stored[42].id).unwrap();
+    rows.retain(|(t, _)| t != "passage 42");
+    store
+        .insert_passages(&a.id, &with_vectors(900..901, dim, |_| vec![]))
+        .unwrap();
+    rows.push(("passage 900".into(), vector(900, dim)));
+    let after = nearest(&store, &a.id, &vector(42, dim), 5, &[]);
+    assert_eq!(texts(&after), brute_force(&rows, &vector(42, dim), 5));
+    assert_eq!(
+        nearest(&store, &a.id, &vector(900, dim), 1, &[])[0].0,
+        "passage 900"
+    );
+    // A filter (200 passages: too many to score from SQLite) applies before the limit.
+    let halves: Vec<_> = rows
+        .iter()
+        .filter(|(t, _)| t.trim_start_matches("passage ").parse::<u64>().unwrap() % 2 == 0)
+        .cloned()
+        .collect();
+    let q = vector(41, dim);
+    assert_eq!(
+        texts(&nearest(&store, &a.id, &q, 8, &["half"])),
+        brute_force(&halves, &q, 8)
+    );
+    assert!(index_files(dir.path()).is_empty(), "nothing saved yet");
+
+    // Let it run; the next search takes the graph, catches it up with the writes above and
+    // the saved file holds it.
+    store.hold_vector_index_builds(false);
+    store.wait_for_vector_index_builds();
+    let q = vector(10_003, dim);
+    assert_eq!(
+        texts(&nearest(&store, &a.id, &q, 5, &[])),
+        brute_force(&rows, &q, 5)
+    );
+    assert!(store.vector_index_builds().is_empty());
+    assert_eq!(index_files(dir.path()).len(), 2);
+    let after = nearest(&store, &a.id, &vector(42, dim), 5, &[]);
+    assert!(after.iter().all(|(t, _)| t != "passage 42"), "{after:?}");
+    assert_eq!(
+        nearest(&store, &a.id, &vector(900, dim), 1, &[])[0].0,
+        "passage 900"
+    );
+}
+
+#[test]
+fn deleting_an_agent_stops_its_build_and_leaves_no_file() {
+    let (dir, store) = temp_store();
+    store.set_vector_index_config(SMALL);
+    store.hold_vector_index_builds(true);
+    let (a, _) = create(&store, "A");
+    store
+        .insert_passages(&a.id, &with_vectors(0..300, 16, |_| vec![]))
+        .unwrap();
+    assert_eq!(
+        nearest(&store, &a.id, &vector(7, 16), 1, &[])[0].0,
+        "passage 7"
+    );
+    assert_eq!(store.vector_index_builds().len(), 1);
+    store.delete_agent(&a.id).unwrap();
+    store.hold_vector_index_builds(false);
+    assert!(store.vector_index_builds().is_empty());
+    store.wait_for_vector_index_builds();
+    assert!(index_files(dir.path()).is_empty());
+}
+
+#[test]
+fn hybrid_ranks_the_same_whether_the_vector_walk_runs_beside_the_words_or_after_them() {
+    let (dir, store) = temp_store();
+    store.set_vector_index_config(SMALL);
+    let (a, _) = create(&store, "A");
+    let dim = 16;
+    let words = [
+        "apple", "river", "stone", "cloud", "ember", "maple", "harbor",
+    ];
+    let ps: Vec<engram_core::NewPassage> = (0..400u64)
+        .map(|i| engram_core::NewPassage {
+            text: format!(
+                "note {i} on {} and {}",
+                words[(i % 7) as usize],
+                words[(i % 3) as usize]
+            ),
+            embedding: Some(vector(i, dim)),
+            created_at: chrono::DateTime::from_timestamp(1_700_000_000 + 60 * i as i64, 0),
+            ..Default::default()
+        })
+        .collect();
+    store.insert_passages(&a.id, &ps).unwrap();
+    // Build and save the graph, so both stores below load the very same one.
+    nearest(&store, &a.id, &vector(1, dim), 1, &[]);
+    store.wait_for_vector_index_builds();
+    nearest(&store, &a.id, &vector(1, dim), 1, &[]);
+    assert_eq!(index_files(dir.path()).len(), 2);
+    drop(store);
+
+    let db = dir.path().join("data").join("engram.db");
+    let beside = engram_store::Store::open(&db).unwrap();
+    beside.set_vector_index_config(SMALL);
+    let after = engram_store::Store::open(&db).unwrap();
+    after.set_vector_index_config(engram_store::VectorIndexConfig {
+        parallel_from: usize::MAX,
+        ..SMALL
+    });
+    let mut fused = 0;
+    for probe in 0..12u64 {
+        let q = engram_store::PassageQuery {
+            query: format!(
+                "{} {}",
+                words[(probe % 7) as usize],
+                words[(probe % 5) as usize]
+            ),
+            embedding: Some(vector(probe * 31 + 7, dim)),
+            top_k: 5,
+            ..Default::default()
+        };
+        let hits = |s: &engram_store::Store| -> Vec<(String, f64)> {
+            s.search_passages(&a.id, &q)
+                .unwrap()
+                .into_iter()
+                .map(|h| (h.passage.text, h.score))
+                .collect()
+        };
+        let (one, other) = (hits(&beside), hits(&after));
+        assert_eq!(one.len(), 5, "{q:?}");
+        assert_eq!(one, other, "{q:?}");
+        // Hybrid scores blend words and meaning: between the lexical 0.7 and 1.
+        fused += one.iter().filter(|(_, s)| *s > 0.7 && *s < 1.0).count();
+    }
+    assert!(fused > 0, "no hit scored by both sides");
+}
