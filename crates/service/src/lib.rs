@@ -34,6 +34,7 @@ mod tool_python;
 mod tools;
 mod trust;
 mod turns;
+mod url_check;
 
 pub use agentfile::{
     ImportReport, ImportedAgent, ImportedMcpServer, ImportedToolReport, UNNAMED_FILE,
