@@ -23,6 +23,7 @@ mod app_files;
 mod app_mcp;
 mod app_memory;
 mod app_prices;
+mod app_search;
 mod app_python;
 mod app_trust;
 mod app_turns;
