@@ -163,7 +163,10 @@ fn main() {
             turns.len(),
             turns.len() as f64 / added.as_secs_f64()
         );
-        println!("  {:<44} {:>7} {:>8} {:>8}", "", "VmRSS", "RssAnon", "RssFile");
+        println!(
+            "  {:<44} {:>7} {:>8} {:>8}",
+            "", "VmRSS", "RssAnon", "RssFile"
+        );
         for (what, [rss, anon, file]) in &rows {
             println!("  {what:<44} {rss:>7.1} {anon:>8.1} {file:>8.1}");
         }

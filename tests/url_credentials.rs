@@ -21,7 +21,10 @@ fn refused(what: &str, r: Result<impl std::fmt::Debug, Error>) {
     match r {
         Err(e @ Error::Invalid(_)) => {
             let text = e.to_string();
-            assert!(!text.contains(SECRET), "{what}: the error shows the secret: {text}");
+            assert!(
+                !text.contains(SECRET),
+                "{what}: the error shows the secret: {text}"
+            );
             assert!(text.contains("key field"), "{what}: {text}");
         }
         other => panic!("{what}: not refused: {other:?}"),
@@ -93,10 +96,20 @@ fn base_urls_with_credentials_are_refused_everywhere_and_never_stored() {
         );
     }
     // Nothing of it was stored: no provider, no second agent, the first agent unchanged.
-    assert!(e.list_providers().unwrap().iter().all(|p| p.name != "proxy"));
+    assert!(
+        e.list_providers()
+            .unwrap()
+            .iter()
+            .all(|p| p.name != "proxy")
+    );
     assert_eq!(e.list_agents().unwrap().len(), 1);
     assert_eq!(
-        e.get_agent(&agent.id).unwrap().agent.llm.base_url.as_deref(),
+        e.get_agent(&agent.id)
+            .unwrap()
+            .agent
+            .llm
+            .base_url
+            .as_deref(),
         Some("http://127.0.0.1:9/v1")
     );
     // A URL without credentials (a harmless query included) is fine.
@@ -123,12 +136,21 @@ fn base_urls_with_credentials_are_refused_everywhere_and_never_stored() {
     let imported = &report.agents[0].agent_id;
     let endpoints = e.agent_endpoints(imported).unwrap();
     assert!(
-        endpoints.pending.iter().all(|p| !p.base_url.contains(SECRET)),
+        endpoints
+            .pending
+            .iter()
+            .all(|p| !p.base_url.contains(SECRET)),
         "{endpoints:?}"
     );
 
     // Neither the database files nor an export of everything hold the secret.
-    assert!(!db_text(&home).contains(SECRET), "the database holds the secret");
+    assert!(
+        !db_text(&home).contains(SECRET),
+        "the database holds the secret"
+    );
     let export = e.export_agents(None, ExportFormat::Af).unwrap();
-    assert!(!export.contents.contains(SECRET), "the export holds the secret");
+    assert!(
+        !export.contents.contains(SECRET),
+        "the export holds the secret"
+    );
 }

@@ -2,10 +2,10 @@
 //! (`tokenizers`), mean-pooled over the real tokens and L2-normalised, as sentence-transformers
 //! runs all-MiniLM-L6-v2 (its `1_Pooling/config.json`: mean tokens; `modules.json`: Normalize).
 
+use crate::weights::FileWeights;
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config};
-use crate::weights::FileWeights;
 use std::path::Path;
 use tokenizers::{Tokenizer, TruncationParams};
 

@@ -223,7 +223,13 @@ mod tests {
         let w = FileWeights::open(&sample(dir.path())).unwrap();
         let dev = Device::Cpu;
         let a = w
-            .get((2, 3).into(), "a", candle_nn::Init::Const(0.), DType::F32, &dev)
+            .get(
+                (2, 3).into(),
+                "a",
+                candle_nn::Init::Const(0.),
+                DType::F32,
+                &dev,
+            )
             .unwrap();
         assert_eq!(
             a.to_vec2::<f32>().unwrap(),
@@ -235,7 +241,13 @@ mod tests {
         assert_eq!(a16.dtype(), DType::F16);
         assert!(w.contains_tensor("a") && !w.contains_tensor("__metadata__"));
         let wrong = w
-            .get((3, 2).into(), "a", candle_nn::Init::Const(0.), DType::F32, &dev)
+            .get(
+                (3, 2).into(),
+                "a",
+                candle_nn::Init::Const(0.),
+                DType::F32,
+                &dev,
+            )
             .unwrap_err();
         assert!(wrong.to_string().contains("shape mismatch"), "{wrong}");
         assert!(w.get_unchecked("c", DType::F32, &dev).is_err());

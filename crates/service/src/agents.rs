@@ -130,7 +130,10 @@ impl Engram {
         if let Some(tools) = &patch.tools {
             self.check_tool_names(tools)?;
         }
-        refuse_url_credentials(patch.llm.as_ref(), patch.embedding.as_ref().and_then(Option::as_ref))?;
+        refuse_url_credentials(
+            patch.llm.as_ref(),
+            patch.embedding.as_ref().and_then(Option::as_ref),
+        )?;
         if patch.llm.is_some() || patch.system.is_some() || patch.tools.is_some() {
             let mut planned = self.store.get_agent(id)?;
             if let Some(llm) = &patch.llm {
