@@ -32,6 +32,7 @@ test('a missing reranker folder is a clear error and search still answers', asyn
   await page.getByTestId('memory-tab-archival').click();
   await page.getByTestId('archival-search').fill('terriers');
   await page.getByTestId('archival-search-submit').click();
-  await expect(page.getByTestId('archival-item')).toHaveCount(1);
+  // Ranked by the search (no reranker): the passage about terriers first.
   await expect(page.getByTestId('archival-item').first()).toContainText('Bob loves boston terriers');
+  await expect(page.getByTestId('archival-relevance').first()).toContainText('best match');
 });
