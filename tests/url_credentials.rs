@@ -133,7 +133,7 @@ fn base_urls_with_credentials_are_refused_everywhere_and_never_stored() {
     assert!(warnings.contains("carries a credential"), "{warnings}");
     assert!(warnings.contains("***"), "{warnings}");
     assert!(!warnings.contains(SECRET), "{warnings}");
-    let imported = &report.agents[0].agent_id;
+    let imported = &report.agents[0];
     let endpoints = e.agent_endpoints(imported).unwrap();
     assert!(
         endpoints
