@@ -147,6 +147,11 @@ async fn a_broken_reranker_leaves_the_hybrid_ranking_with_a_notice() {
     };
     assert!(message.contains("model.safetensors"), "{message}");
     assert!(message.contains("without reranking"), "{message}");
+    // The settings show why, until a search with a working folder succeeds.
+    let status = home.engram.reranker_status();
+    let why = status.error.as_deref().unwrap_or_default();
+    assert!(status.active && !status.dir_from_env, "{status:?}");
+    assert!(why.contains("model.safetensors"), "{status:?}");
 
     // A folder without the files is refused when it is set, and nothing changes.
     let empty = tempfile::tempdir().unwrap();
@@ -159,6 +164,16 @@ async fn a_broken_reranker_leaves_the_hybrid_ranking_with_a_notice() {
         home.engram.reranker_status().dir.as_deref(),
         Some(model.path().to_str().unwrap())
     );
+
+    let working = cross_encoder(Head::Random);
+    let status = home
+        .engram
+        .set_rerank_model_dir(Some(working.path()))
+        .unwrap();
+    assert_eq!(status.error, None, "another folder has no failure yet");
+    search(&home.engram, &sam, "Bob's dog", 3).await;
+    let status = home.engram.reranker_status();
+    assert!(status.loaded && status.error.is_none(), "{status:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -17,6 +17,7 @@ pub mod memory_commands;
 pub mod price_commands;
 pub mod python_commands;
 pub mod rest;
+pub mod search_commands;
 pub mod trust_commands;
 pub mod turn_commands;
 
@@ -134,6 +135,10 @@ pub fn builder<R: Runtime>(builder: tauri::Builder<R>, engram: Arc<Engram>) -> t
             mcp_commands::import_mcp_servers,
             mcp_commands::list_mcp_tools,
             mcp_commands::stored_mcp_tools,
+            search_commands::reranker_status,
+            search_commands::set_rerank_model_dir,
+            search_commands::set_rerank_enabled,
+            search_commands::pick_rerank_model_dir,
         ])
 }
 

@@ -2,6 +2,7 @@
 //! (`tokenizers`), mean-pooled over the real tokens and L2-normalised, as sentence-transformers
 //! runs all-MiniLM-L6-v2 (its `1_Pooling/config.json`: mean tokens; `modules.json`: Normalize).
 
+use crate::weights::FileWeights;
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config};
@@ -91,14 +92,14 @@ impl Encoder {
             .map_err(err)?;
         // No padding here: batches are padded by hand after sorting by length.
         tokenizer.with_padding(None);
-        let weights = read("model.safetensors")?;
-        let vb =
-            VarBuilder::from_buffered_safetensors(weights, dtype, &Device::Cpu).map_err(|e| {
-                err(format!(
-                    "model.safetensors in {} is damaged: {e}",
-                    dir.display()
-                ))
-            })?;
+        // Read tensor by tensor, so the file is never in memory beside the model.
+        let weights = FileWeights::open(&dir.join("model.safetensors")).map_err(|e| {
+            err(format!(
+                "model.safetensors in {} is damaged: {e}",
+                dir.display()
+            ))
+        })?;
+        let vb = VarBuilder::from_backend(Box::new(weights), dtype, Device::Cpu);
         let model = BertModel::load(vb, &config).map_err(|e| {
             err(format!(
                 "model.safetensors in {} does not fit its config: {e}",

@@ -77,6 +77,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .merge(crate::app_approval::routes())
         .merge(crate::app_turns::routes())
         .merge(crate::app_prices::routes())
+        .merge(crate::app_search::routes())
         .merge(crate::app_files::routes())
 }
 

@@ -24,6 +24,7 @@ mod app_mcp;
 mod app_memory;
 mod app_prices;
 mod app_python;
+mod app_search;
 mod app_trust;
 mod app_turns;
 pub mod errors;

@@ -179,6 +179,19 @@ impl Engram {
             }
         }
         for ia in &mut conv.bundle.agents {
+            // A file's endpoint that carries a credential is not kept, not even as pending: it
+            // would sit in the database and the next export (keys belong in the keychain).
+            let name = ia.agent.name.clone();
+            ia.pending_endpoints.retain(|p| {
+                let (shown, secret) = engram_mcp::url_secrets::hide(&p.base_url);
+                if secret {
+                    conv.warnings.push(format!(
+                        "{name}: the file's base URL {shown} carries a credential and was not kept; \
+                         set the URL without it and put the key in the provider's API key field"
+                    ));
+                }
+                !secret
+            });
             let a = &mut ia.agent;
             if let Err(e) = self
                 .resolver

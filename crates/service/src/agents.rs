@@ -50,6 +50,7 @@ impl Engram {
         }
         let tools = new.tools.unwrap_or_else(|| default_tools(new.loop_style));
         self.check_tool_names(&tools)?;
+        refuse_url_credentials(new.llm.as_ref(), new.embedding.as_ref())?;
         let llm = match new.llm {
             Some(llm) => llm,
             None => self.llm_for(self.default_model()?)?,
@@ -129,6 +130,10 @@ impl Engram {
         if let Some(tools) = &patch.tools {
             self.check_tool_names(tools)?;
         }
+        refuse_url_credentials(
+            patch.llm.as_ref(),
+            patch.embedding.as_ref().and_then(Option::as_ref),
+        )?;
         if patch.llm.is_some() || patch.system.is_some() || patch.tools.is_some() {
             let mut planned = self.store.get_agent(id)?;
             if let Some(llm) = &patch.llm {
@@ -283,4 +288,20 @@ pub fn default_system(style: LoopStyle) -> &'static str {
         LoopStyle::Classic => prompts::CLASSIC_SYSTEM,
         LoopStyle::ToolLoop => prompts::TOOL_LOOP_SYSTEM,
     }
+}
+
+/// Refuses base URLs that carry credentials in an agent's chat or embedding settings: they
+/// would sit in SQLite, the UI and exports (keys belong in the keychain). Errors:
+/// `invalid_input`.
+fn refuse_url_credentials(
+    llm: Option<&LlmConfig>,
+    embedding: Option<&EmbeddingConfig>,
+) -> Result<()> {
+    if let Some(url) = llm.and_then(|l| l.base_url.as_deref()) {
+        crate::url_check::refuse_credentials("the chat model's base URL", url)?;
+    }
+    if let Some(url) = embedding.and_then(|e| e.base_url.as_deref()) {
+        crate::url_check::refuse_credentials("the embedding model's base URL", url)?;
+    }
+    Ok(())
 }

@@ -35,6 +35,7 @@ mod tool_python;
 mod tools;
 mod trust;
 mod turns;
+mod url_check;
 
 pub use agentfile::{
     ImportReport, ImportedAgent, ImportedMcpServer, ImportedToolReport, UNNAMED_FILE,

@@ -114,7 +114,8 @@ impl Engram {
     /// Stores a provider's settings and (if given) its key in the keychain. The key is written
     /// first, so a keychain failure leaves the stored settings as they were.
     ///
-    /// Errors: `invalid_input` for a bad name or URL, or for a base URL on another host than
+    /// Errors: `invalid_input` for a bad name or URL (also one that carries a credential:
+    /// `user:pass@` or `?api_key=…`; keys go in `api_key`), or for a base URL on another host than
     /// the stored key was given for without the key (a key goes only to its own host: give it
     /// again with the new URL); `secrets` when the keychain fails.
     pub fn set_provider(&self, setup: ProviderSetup) -> Result<ProviderInfo> {
@@ -129,6 +130,12 @@ impl Engram {
             && !valid_base_url(url)
         {
             return Err(Error::invalid(format!("'{url}' is not an http(s) URL")));
+        }
+        if let Some(url) = &setup.base_url {
+            crate::url_check::refuse_credentials(
+                &format!("the base URL of provider '{name}'"),
+                url,
+            )?;
         }
         let existing = match self.store.get_provider(&name) {
             Ok(row) => Some(row),

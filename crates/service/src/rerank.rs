@@ -37,11 +37,22 @@ pub struct RerankerStatus {
     pub enabled: bool,
     /// The weights folder, if one is set.
     pub dir: Option<String>,
+    /// Whether the folder comes from the `ENGRAM_RERANK_MODEL_DIR` environment variable,
+    /// which overrides the stored setting (setting a folder then changes nothing until the
+    /// variable is unset).
+    pub dir_from_env: bool,
     /// Whether the weights are in memory now.
     pub loaded: bool,
     /// Whether late interaction reranks instead (on, and no cross-encoder folder set).
     pub late_interaction: bool,
+    /// Why the last search could not rerank with this folder (the weights failed to load or
+    /// a model pass failed), if it could not; searches then keep the store's ranking. Cleared
+    /// by the next successful rerank or a change of folder.
+    pub error: Option<String>,
 }
+
+/// The last failure of the reranker: its folder and what went wrong.
+type Failure = Arc<Mutex<Option<(PathBuf, String)>>>;
 
 pub(crate) struct Rerankers {
     store: Store,
@@ -49,6 +60,7 @@ pub(crate) struct Rerankers {
     notices: tokio::sync::broadcast::Sender<Notice>,
     current: Mutex<Option<Arc<LocalReranker>>>,
     local: Arc<crate::local_model::LocalModels>,
+    failure: Failure,
 }
 
 impl Rerankers {
@@ -64,6 +76,7 @@ impl Rerankers {
             notices,
             current: Mutex::new(None),
             local,
+            failure: Arc::default(),
         }
     }
 
@@ -122,6 +135,7 @@ impl Rerankers {
         Some(Arc::new(Announcing {
             model,
             notices: self.notices.clone(),
+            failure: self.failure.clone(),
         }))
     }
 
@@ -133,20 +147,31 @@ impl Rerankers {
             .unwrap_or_else(|p| p.into_inner())
             .as_ref()
             .is_some_and(|m| Some(m.dir()) == dir.as_deref() && m.is_loaded());
+        let error = self
+            .failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .filter(|(at, _)| Some(at.as_path()) == dir.as_deref())
+            .map(|(_, e)| e.clone());
         RerankerStatus {
             active: self.enabled() && dir.is_some(),
             late_interaction: self.enabled() && dir.is_none(),
             enabled: self.enabled(),
             dir: dir.map(|d| d.display().to_string()),
+            dir_from_env: (self.env)(RERANK_MODEL_DIR_ENV).is_some_and(|d| !d.trim().is_empty()),
             loaded,
+            error,
         }
     }
 }
 
-/// The local reranker, announcing its failures as notices.
+/// The local reranker, announcing its failures as notices and keeping the last one for
+/// [`RerankerStatus::error`].
 struct Announcing {
     model: Arc<LocalReranker>,
     notices: tokio::sync::broadcast::Sender<Notice>,
+    failure: Failure,
 }
 
 #[async_trait]
@@ -157,7 +182,12 @@ impl engram_agent::Reranker for Announcing {
         query: &str,
         texts: &[String],
     ) -> std::result::Result<Option<Vec<f64>>, String> {
-        match self.model.score(query, texts).await {
+        let result = self.model.score(query, texts).await;
+        *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = result
+            .as_ref()
+            .err()
+            .map(|e| (self.model.dir().to_owned(), e.to_string()));
+        match result {
             Ok(logits) => Ok(Some(
                 logits
                     .into_iter()
@@ -211,5 +241,28 @@ impl crate::Engram {
             None => self.store.set_setting(RERANK_MODEL_DIR_SETTING, "")?,
         }
         Ok(self.reranker_status())
+    }
+
+    /// [`set_rerank_model_dir`](Self::set_rerank_model_dir) for a folder a person typed or
+    /// picked (the window's settings, over IPC and `/app`): trimmed; `None` or blank removes
+    /// the folder. Errors: `invalid_input` for a relative path (the server's working folder
+    /// means nothing to the person), a path that is not a folder, or a folder without a
+    /// cross-encoder's files; nothing is stored then.
+    pub fn set_rerank_folder(&self, dir: Option<&str>) -> Result<RerankerStatus> {
+        let Some(dir) = dir.map(str::trim).filter(|d| !d.is_empty()) else {
+            return self.set_rerank_model_dir(None);
+        };
+        let path = std::path::Path::new(dir);
+        if !path.is_absolute() {
+            return Err(Error::invalid(format!(
+                "{dir} is not a full path; give the folder's full path (e.g. /home/you/models/reranker)"
+            )));
+        }
+        if !path.is_dir() {
+            return Err(Error::invalid(format!(
+                "there is no folder {dir} on this computer"
+            )));
+        }
+        self.set_rerank_model_dir(Some(path))
     }
 }

@@ -38,7 +38,9 @@ impl Engram {
     /// there (the call keeps its id, so its tool result still answers it). Tool results cannot
     /// be rewritten.
     ///
-    /// Errors: `not_found` (agent or message); `invalid_input` for a tool message.
+    /// Errors: `not_found` (agent or message); `invalid_input` for a tool message; `conflict`
+    /// while a run of the agent is in flight (an edit holds the agent's turn, the lock every
+    /// run and rollback holds, so a running step never sees its context change under it).
     pub fn edit_message(
         &self,
         agent: &AgentId,
@@ -47,6 +49,12 @@ impl Engram {
         reasoning: Option<&str>,
     ) -> Result<Message> {
         let style = self.store.get_agent(agent)?.loop_style;
+        // Held to the write, as delete and reset do: no run can start or step meanwhile.
+        let turn = self
+            .runtime
+            .try_turn(agent)?
+            .filter(|_| !self.is_running(agent))
+            .ok_or_else(|| Error::Conflict("the agent is answering; stop the run first".into()))?;
         let current = self.store.get_message(id)?;
         if current.agent_id != *agent {
             return Err(Error::not_found("message", id.as_str()));
@@ -78,6 +86,7 @@ impl Engram {
         let m = self
             .store
             .update_message_text(agent, id, &text, reasoning, calls.as_deref())?;
+        drop(turn);
         self.notify(Notice::MessagesChanged {
             agent_id: agent.clone(),
         });

@@ -43,10 +43,13 @@ fn awaits_approval(p: &PendingEndpoint) -> Error {
     )
 }
 
-/// Checks that `url` is an absolute http(s) URL. Errors: `invalid_input`.
+/// Checks that `url` is an absolute http(s) URL without credentials in it.
+/// Errors: `invalid_input`.
 fn check_url(url: &str) -> Result<()> {
     match url::Url::parse(url) {
-        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => Ok(()),
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {
+            crate::url_check::refuse_credentials("the agent's base URL", url)
+        }
         _ => Err(Error::invalid(format!(
             "{url:?} is not a base URL: give an http:// or https:// address"
         ))),
@@ -107,8 +110,8 @@ impl Engram {
 
     /// Sets (`Some`) or clears (`None`: use the provider's own) the agent's base URL for its
     /// chat or embedding model. A stored key still goes only to its provider's host.
-    /// Errors: `not_found`; `invalid_input` for a URL that is not http(s), or an embedding URL
-    /// for an agent without an embedding model.
+    /// Errors: `not_found`; `invalid_input` for a URL that is not http(s) or carries a
+    /// credential, or an embedding URL for an agent without an embedding model.
     pub fn set_agent_base_url(
         &self,
         agent: &AgentId,

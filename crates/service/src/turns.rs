@@ -227,7 +227,7 @@ mod tests {
     }
 
     /// The moment the race leaves open: a run took the agent's turn after the "is it running"
-    /// check passed. Neither a rollback nor a delete may go on under it.
+    /// check passed. Neither a rollback, a delete, a reset nor a text edit may go on under it.
     #[tokio::test]
     async fn no_conversation_change_happens_while_a_run_holds_the_agents_turn() {
         let dir = tempfile::tempdir().unwrap();
@@ -252,6 +252,8 @@ mod tests {
         assert!(matches!(deleted, Err(Error::Conflict(_))), "{deleted:?}");
         let reset = e.reset_messages(&agent);
         assert!(matches!(reset, Err(Error::Conflict(_))), "{reset:?}");
+        let edited = e.edit_message(&agent, &message, Some("rewritten mid-run"), None);
+        assert!(matches!(edited, Err(Error::Conflict(_))), "{edited:?}");
         assert_eq!(
             e.store.in_context_messages(&agent).unwrap().len(),
             e.store.list_messages(&agent, None, 10).unwrap().len(),
@@ -267,8 +269,12 @@ mod tests {
             .collect();
         assert_eq!(kept, ["hello"], "nothing was rolled back or deleted");
 
-        // Once the run is done, the same delete goes through.
+        // Once the run is done, the same edit and delete go through.
         drop(turn);
+        let edited = e
+            .edit_message(&agent, &message, Some("rewritten after"), None)
+            .unwrap();
+        assert_eq!(edited.content, "rewritten after");
         assert_eq!(e.delete_message(&agent, &message).unwrap(), [message]);
     }
 }

@@ -34,6 +34,7 @@ export function useFakeBackend(
     onCloseRequested: vi.fn(() => () => {}),
     saveExport: vi.fn(async () => null),
     importFromDialog: null,
+    pickRerankModelDir: null,
   };
   setBackend(b);
   return { backend: b, calls };

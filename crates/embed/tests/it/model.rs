@@ -164,3 +164,31 @@ fn token_vectors_are_unit_length_per_word_piece_and_match_alone_or_batched() {
     let tax = engram_embed::late::max_sim(&q, &tv[2].vectors);
     assert!(pet > tax + 0.05, "pet {pet} vs tax {tax}");
 }
+
+/// The tensor-by-tensor reader gives exactly what candle's own safetensors reader gives, for
+/// every tensor of the real weights file.
+#[test]
+fn the_file_reader_reads_every_tensor_as_candles_own_reader_does() {
+    use candle_core::{DType, Device};
+    use candle_nn::var_builder::SimpleBackend;
+    let path = model_dir().join("model.safetensors");
+    let reference = candle_core::safetensors::load(&path, &Device::Cpu).unwrap();
+    let ours = engram_embed::weights::FileWeights::open(&path).unwrap();
+    assert!(reference.len() > 50, "{} tensors", reference.len());
+    for (name, want) in &reference {
+        assert!(ours.contains_tensor(name), "{name}");
+        let got = ours
+            .get_unchecked(name, want.dtype(), &Device::Cpu)
+            .unwrap();
+        assert_eq!(got.shape(), want.shape(), "{name}");
+        let flat = |t: &candle_core::Tensor| {
+            t.to_dtype(DType::F32)
+                .unwrap()
+                .flatten_all()
+                .unwrap()
+                .to_vec1::<f32>()
+                .unwrap()
+        };
+        assert!(flat(&got) == flat(&want), "{name} differs");
+    }
+}

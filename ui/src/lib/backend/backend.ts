@@ -34,6 +34,7 @@ import type {
   PendingApproval,
   ProviderInfo,
   ProviderSetup,
+  RerankerStatus,
   RestApiStatus,
   RunEvent,
   SharedBlock,
@@ -70,6 +71,10 @@ export interface Commands {
   detect_local_providers: [undefined, LocalServer[]];
   get_default_model: [undefined, string];
   set_default_model: [{ handle: string }, null];
+  reranker_status: [undefined, RerankerStatus];
+  /** A folder's full path, or `null` to remove it; refused when it lacks a cross-encoder's files. */
+  set_rerank_model_dir: [{ dir: string | null }, RerankerStatus];
+  set_rerank_enabled: [{ enabled: boolean }, RerankerStatus];
   list_agents: [undefined, Agent[]];
   get_agent: [AgentArg, AgentState];
   list_templates: [undefined, Template[]];
@@ -229,6 +234,12 @@ export interface Backend {
    * `null` when the user cancelled.
    */
   importFromDialog: (() => Promise<ImportReport | null>) | null;
+  /**
+   * Picks the reranker's weights folder in the native folder dialog and sets it (desktop
+   * only; `null` in a browser, which types the path into `set_rerank_model_dir`). Resolves to
+   * the new status, or `null` when the user cancelled.
+   */
+  pickRerankModelDir: (() => Promise<RerankerStatus | null>) | null;
 }
 
 /** An engine error on any transport: a stable `code` to act on and a message for people. */

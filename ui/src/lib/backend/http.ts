@@ -183,6 +183,7 @@ export function httpBackend(opts: HttpOptions): Backend {
     },
 
     importFromDialog: null,
+    pickRerankModelDir: null,
   };
 }
 

@@ -3,12 +3,13 @@ import { listen } from '@tauri-apps/api/event';
 import { getCurrentWindow } from '@tauri-apps/api/window';
 import { BackendError, type Backend, type RunCommand, type RunCommands } from './backend';
 import type { AttachCommandName, DialogCommandName, RunCommandName } from '../bindings/commands';
-import type { ImportReport, Notice, RunEvent } from './types';
+import type { ImportReport, Notice, RerankerStatus, RunEvent } from './types';
 
 /** The engine's names of the commands this file calls by hand (checked against its list). */
 const ATTACH_RUN: AttachCommandName = 'attach_run';
 const EXPORT_TO_FILE: DialogCommandName = 'export_to_file';
 const IMPORT_FROM_FILE: DialogCommandName = 'import_from_file';
+const PICK_RERANK_MODEL_DIR: DialogCommandName = 'pick_rerank_model_dir';
 
 /** The app-wide notice event the shell emits. */
 export const NOTICE_EVENT = 'engram://notice';
@@ -119,6 +120,14 @@ export function tauriBackend(): Backend {
     async importFromDialog() {
       try {
         return await invoke<ImportReport | null>(IMPORT_FROM_FILE);
+      } catch (e) {
+        throw BackendError.from(e);
+      }
+    },
+
+    async pickRerankModelDir() {
+      try {
+        return await invoke<RerankerStatus | null>(PICK_RERANK_MODEL_DIR);
       } catch (e) {
         throw BackendError.from(e);
       }

@@ -25,6 +25,7 @@ export type { ErrorBody } from '../bindings/ErrorBody';
 export type { ImportReport } from '../bindings/ImportReport';
 export type { LlmConfig } from '../bindings/LlmConfig';
 export type { LocalServer } from '../bindings/LocalServer';
+export type { RerankerStatus } from '../bindings/RerankerStatus';
 export type { LoopStyle } from '../bindings/LoopStyle';
 export type { Message } from '../bindings/Message';
 export type { MessageHit } from '../bindings/MessageHit';

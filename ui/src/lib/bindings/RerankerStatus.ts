@@ -17,10 +17,22 @@ enabled: boolean,
  */
 dir: string | null, 
 /**
+ * Whether the folder comes from the `ENGRAM_RERANK_MODEL_DIR` environment variable,
+ * which overrides the stored setting (setting a folder then changes nothing until the
+ * variable is unset).
+ */
+dir_from_env: boolean, 
+/**
  * Whether the weights are in memory now.
  */
 loaded: boolean, 
 /**
  * Whether late interaction reranks instead (on, and no cross-encoder folder set).
  */
-late_interaction: boolean, };
+late_interaction: boolean, 
+/**
+ * Why the last search could not rerank with this folder (the weights failed to load or
+ * a model pass failed), if it could not; searches then keep the store's ranking. Cleared
+ * by the next successful rerank or a change of folder.
+ */
+error: string | null, };

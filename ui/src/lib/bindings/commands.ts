@@ -79,7 +79,10 @@ export type CallCommandName =
   | "set_mcp_server_active"
   | "import_mcp_servers"
   | "list_mcp_tools"
-  | "stored_mcp_tools";
+  | "stored_mcp_tools"
+  | "reranker_status"
+  | "set_rerank_model_dir"
+  | "set_rerank_enabled";
 
 /** Commands that start a run and stream its events until `done`. */
 export type RunCommandName =
@@ -95,7 +98,8 @@ export type AttachCommandName =
 /** Desktop-only commands that go through a native dialog. */
 export type DialogCommandName =
   | "export_to_file"
-  | "import_from_file";
+  | "import_from_file"
+  | "pick_rerank_model_dir";
 
 /** Every command of the window. */
 export type CommandName = CallCommandName | RunCommandName | AttachCommandName | DialogCommandName;

@@ -1,0 +1,189 @@
+//! Memory of `engram serve` with the built-in embedding model, as a user meets it (issue #13's
+//! target: ≤ 40 MB unloaded, ≤ 150 MB loaded): `cargo bench --bench model_memory` (release;
+//! build `cargo build --release -p engram-cli` first; the weights come from
+//! `ENGRAM_LOCAL_MODEL_DIR`, see `.ci/fetch-model.sh`).
+//!
+//! Starts a real `engram serve` on an agent with the built-in model, adds the LoCoMo dev-set
+//! turns (`MODEL_MEMORY_PASSAGES`, default 2,000) as archival passages over REST (each one
+//! embedded on insert), searches, then sits idle past the model's unload
+//! (`MODEL_MEMORY_IDLE_SECS`, default 20, passed as `ENGRAM_LOCAL_MODEL_IDLE_SECS`). At each
+//! point it prints the server's `VmRSS` and, honestly split, `RssAnon` (heap: what the process
+//! really holds) and `RssFile` (file-backed pages the kernel can drop), from
+//! `/proc/<pid>/status`.
+
+use engram_mock_llm::{MockLlm, Script};
+use engram_suite::{cli_agent, cli_command, locomo, model};
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+fn env_or(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// `(VmRSS, RssAnon, RssFile)` of `pid` in MB (`/proc` reports kB).
+fn memory(pid: u32) -> [f64; 3] {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    let field = |name: &str| -> f64 {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse::<f64>().ok())
+            .map_or(f64::NAN, |kb| kb / 1024.0)
+    };
+    [field("VmRSS:"), field("RssAnon:"), field("RssFile:")]
+}
+
+fn main() {
+    let passages = env_or("MODEL_MEMORY_PASSAGES", 2000);
+    let idle = env_or("MODEL_MEMORY_IDLE_SECS", 20);
+    let weights = model::model_dir();
+    let turns: Vec<String> = locomo::load(&locomo::dev_set_dir())
+        .into_iter()
+        .flat_map(|c| c.turns.into_iter().map(|(_, text)| text))
+        .take(passages)
+        .collect();
+    assert!(
+        !turns.is_empty(),
+        "no development set at {}",
+        locomo::dev_set_dir().display()
+    );
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async move {
+        let mock = MockLlm::start(Script::Brain).await;
+        let home = tempfile::tempdir().unwrap();
+        let agent = cli_agent(home.path(), &mock);
+        let mut child = cli_command(home.path())
+            .args(["serve", "--port", "0", "--no-auth"])
+            .env("ENGRAM_LOCAL_MODEL_DIR", &weights)
+            .env("ENGRAM_LOCAL_MODEL_IDLE_SECS", idle.to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let base = loop {
+            let line = lines.next().expect("engram serve exited early").unwrap();
+            if let Some(u) = line.strip_prefix("listening on ") {
+                break u.trim().to_owned();
+            }
+        };
+        let http = reqwest::Client::new();
+        let shown: serde_json::Value = http
+            .get(format!("{base}/v1/agents/{agent}"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let embedding = shown["embedding_config"]["embedding_model"]
+            .as_str()
+            .or(shown["embedding"]["model"].as_str())
+            .unwrap_or("?")
+            .to_owned();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let mut rows = vec![("at start (model not loaded)".to_owned(), memory(pid))];
+
+        let started = Instant::now();
+        let mut peak = 0.0f64;
+        for (i, text) in turns.iter().enumerate() {
+            let r = http
+                .post(format!("{base}/v1/agents/{agent}/archival-memory"))
+                .json(&serde_json::json!({"text": text}))
+                .send()
+                .await
+                .unwrap();
+            assert!(r.status().is_success(), "{}", r.status());
+            if i == 0 {
+                rows.push(("after the first passage (loaded)".to_owned(), memory(pid)));
+            }
+            if i % 50 == 0 {
+                peak = peak.max(memory(pid)[0]);
+            }
+        }
+        let added = started.elapsed();
+        rows.push((format!("after {} passages", turns.len()), memory(pid)));
+        let queries = [
+            "what did she paint last summer",
+            "adoption agency interview",
+            "camping trip with the kids",
+            "where did he move from",
+            "charity race for mental health",
+        ];
+        let mut hits = 0;
+        for q in queries.iter().cycle().take(50) {
+            let found: serde_json::Value = http
+                .get(format!(
+                    "{base}/v1/agents/{agent}/archival-memory/search?top_k=5&query={}",
+                    q.replace(' ', "%20")
+                ))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            hits += found["results"]
+                .as_array()
+                .or(found.as_array())
+                .map_or(0, Vec::len);
+        }
+        peak = peak.max(memory(pid)[0]);
+        rows.push(("after 50 searches".to_owned(), memory(pid)));
+        // The model goes after `idle` (checked every `idle / 4`), then jemalloc's background
+        // thread returns the freed pages after its 10 s decay.
+        let unloaded_from = idle + idle / 4 + 1;
+        let mut after_unload = Vec::new();
+        for s in 1..=unloaded_from + 20 {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            if s == 5 || s == 12 {
+                rows.push((format!("idle {s} s (model loaded)"), memory(pid)));
+            } else if s >= unloaded_from && (s - unloaded_from) % 5 == 0 {
+                after_unload.push((
+                    format!("idle {s} s (model unloaded after {idle}–{unloaded_from} s)"),
+                    memory(pid),
+                ));
+            }
+        }
+        let unloaded_rows = after_unload.len();
+        rows.extend(after_unload);
+
+        println!(
+            "engram serve memory (MB), pid {pid}, embedding model {embedding}; {} passages added \
+             in {added:.1?} ({:.1}/s); 50 searches gave {hits} hits",
+            turns.len(),
+            turns.len() as f64 / added.as_secs_f64()
+        );
+        println!(
+            "  {:<44} {:>7} {:>8} {:>8}",
+            "", "VmRSS", "RssAnon", "RssFile"
+        );
+        for (what, [rss, anon, file]) in &rows {
+            println!("  {what:<44} {rss:>7.1} {anon:>8.1} {file:>8.1}");
+        }
+        println!("  {:<44} {peak:>7.1}", "peak VmRSS seen");
+        // Every reading between the first passage and the unload is taken with the model in.
+        let loaded = rows[1..rows.len() - unloaded_rows]
+            .iter()
+            .map(|(_, m)| m[0])
+            .fold(0.0f64, f64::max);
+        let unloaded = rows.last().unwrap().1[0];
+        println!(
+            "loaded (highest reading while loaded, peak aside): {loaded:.1} MB (target ≤ 150): {}; \
+             unloaded: {unloaded:.1} MB (target ≤ 40): {}",
+            if loaded <= 150.0 { "met" } else { "NOT met" },
+            if unloaded <= 40.0 { "met" } else { "NOT met" },
+        );
+        let _ = child.kill();
+        let _ = child.wait();
+    });
+}

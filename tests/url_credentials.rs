@@ -1,0 +1,156 @@
+//! Credentials written into a provider's or an agent's base URL (`https://user:pass@host/v1`,
+//! `…/v1?api_key=…`) are refused with a pointer to the key field, at every way in: provider
+//! settings, agent creation and changes, the agent's endpoint setting, and Agent File imports
+//! (whose credentialed endpoints are dropped with a warning). Real SQLite file, real export.
+
+use engram_core::{AgentPatch, EndpointKind, Error, LlmConfig, NewAgent};
+use engram_service::{ExportFormat, ProviderSetup};
+use engram_suite::Home;
+
+const SECRET: &str = "hunter2-4711";
+
+fn credentialed() -> [String; 3] {
+    [
+        format!("https://sam:{SECRET}@api.example.com/v1"),
+        format!("https://api.example.com/v1?api_key={SECRET}"),
+        format!("http://127.0.0.1:9/v1?x=1&token={SECRET}"),
+    ]
+}
+
+fn refused(what: &str, r: Result<impl std::fmt::Debug, Error>) {
+    match r {
+        Err(e @ Error::Invalid(_)) => {
+            let text = e.to_string();
+            assert!(
+                !text.contains(SECRET),
+                "{what}: the error shows the secret: {text}"
+            );
+            assert!(text.contains("key field"), "{what}: {text}");
+        }
+        other => panic!("{what}: not refused: {other:?}"),
+    }
+}
+
+fn llm(url: Option<String>) -> LlmConfig {
+    let mut llm = LlmConfig::new("openai/mock-small");
+    llm.base_url = url;
+    llm.context_window = 32_000;
+    llm
+}
+
+fn db_text(home: &Home) -> String {
+    home.engram.checkpoint().unwrap();
+    let mut text = String::new();
+    for entry in std::fs::read_dir(home.path()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            text.push_str(&String::from_utf8_lossy(&std::fs::read(path).unwrap()));
+        }
+    }
+    text
+}
+
+#[test]
+fn base_urls_with_credentials_are_refused_everywhere_and_never_stored() {
+    let home = Home::new();
+    let e = &home.engram;
+    let agent = e
+        .create_agent(NewAgent {
+            name: "Sam".into(),
+            llm: Some(llm(Some("http://127.0.0.1:9/v1".into()))),
+            ..NewAgent::default()
+        })
+        .unwrap()
+        .agent;
+
+    for url in credentialed() {
+        refused(
+            "set_provider",
+            e.set_provider(ProviderSetup {
+                name: "proxy".into(),
+                base_url: Some(url.clone()),
+                ..ProviderSetup::default()
+            }),
+        );
+        refused(
+            "create_agent",
+            e.create_agent(NewAgent {
+                name: "Leaky".into(),
+                llm: Some(llm(Some(url.clone()))),
+                ..NewAgent::default()
+            }),
+        );
+        refused(
+            "update_agent",
+            e.update_agent(
+                &agent.id,
+                &AgentPatch {
+                    llm: Some(llm(Some(url.clone()))),
+                    ..AgentPatch::default()
+                },
+            ),
+        );
+        refused(
+            "set_agent_base_url",
+            e.set_agent_base_url(&agent.id, EndpointKind::Llm, Some(&url)),
+        );
+    }
+    // Nothing of it was stored: no provider, no second agent, the first agent unchanged.
+    assert!(
+        e.list_providers()
+            .unwrap()
+            .iter()
+            .all(|p| p.name != "proxy")
+    );
+    assert_eq!(e.list_agents().unwrap().len(), 1);
+    assert_eq!(
+        e.get_agent(&agent.id)
+            .unwrap()
+            .agent
+            .llm
+            .base_url
+            .as_deref(),
+        Some("http://127.0.0.1:9/v1")
+    );
+    // A URL without credentials (a harmless query included) is fine.
+    e.set_provider(ProviderSetup {
+        name: "proxy".into(),
+        base_url: Some("http://127.0.0.1:9/v1?mode=fast".into()),
+        ..ProviderSetup::default()
+    })
+    .unwrap();
+
+    // An agent file whose endpoint carries a credential: imported, the endpoint dropped with
+    // a warning that shows it hidden.
+    let clean = String::from_utf8(e.export_agent_file(&[agent.id.clone()]).unwrap()).unwrap();
+    assert!(clean.contains("http://127.0.0.1:9/v1"), "{clean}");
+    let leaky = clean.replace(
+        "http://127.0.0.1:9/v1",
+        &format!("http://sam:{SECRET}@127.0.0.1:9/v1"),
+    );
+    let report = e.import_agent_file(leaky.as_bytes()).unwrap();
+    let warnings = report.warnings.join("\n");
+    assert!(warnings.contains("carries a credential"), "{warnings}");
+    assert!(warnings.contains("***"), "{warnings}");
+    assert!(!warnings.contains(SECRET), "{warnings}");
+    let imported = &report.agents[0];
+    let endpoints = e.agent_endpoints(imported).unwrap();
+    assert!(
+        endpoints
+            .pending
+            .iter()
+            .all(|p| !p.base_url.contains(SECRET)),
+        "{endpoints:?}"
+    );
+
+    // Neither the database files nor an export of everything hold the secret.
+    assert!(
+        !db_text(&home).contains(SECRET),
+        "the database holds the secret"
+    );
+    let export = e.export_agents(None, ExportFormat::Af).unwrap();
+    assert!(
+        !export.contents.contains(SECRET),
+        "the export holds the secret"
+    );
+}
