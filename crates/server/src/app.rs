@@ -32,7 +32,12 @@ use std::convert::Infallible;
 pub(crate) fn routes() -> Router<AppState> {
     Router::new()
         .route("/app/notices", get(notices))
-        .route("/app/{command}", post(command))
+        // Other methods on a command's path are unknown API paths (JSON 404s), also when the
+        // UI is served beside the API.
+        .route(
+            "/app/{command}",
+            post(command).fallback(crate::routes::not_found),
+        )
         .merge(crate::app_chat::routes())
 }
 

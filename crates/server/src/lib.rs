@@ -110,7 +110,7 @@ pub fn router(engram: Arc<Engram>, config: ServerConfig) -> Router {
         // Unknown API paths stay JSON 404s; every other path is the single-page app's.
         Some(dir) => api
             .route("/v1/{*rest}", any(routes::not_found))
-            .route("/app/{*rest}", any(routes::not_found))
+            .route("/app/{command}/{*rest}", any(routes::not_found))
             .fallback_service(ServeDir::new(dir).fallback(ServeFile::new(dir.join("index.html"))))
             .layer(SetResponseHeaderLayer::if_not_present(
                 header::CONTENT_SECURITY_POLICY,
