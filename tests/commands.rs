@@ -1,14 +1,18 @@
-//! Each UI command is defined once (Engram issue #10): `engram_core::commands::APP_COMMANDS`.
-//! The shell's permissions are generated from it (`src-tauri/build.rs`), and so are the UI's
-//! command names (`ui/src/lib/bindings/commands.ts`, which the `Backend` types check against);
-//! what is written by hand is checked here against the list, so a command added, renamed or
-//! dropped in one place fails until every transport agrees: the Tauri handler list, the
-//! window's capability file and the `/app` routes. (`src-tauri/tests/ipc.rs` also invokes
-//! every listed command through the real handler and permission checks.)
+//! Each UI command is defined once (Engram issue #10): its arguments, result and answer in
+//! `engram_service::commands`, whose names and kinds equal `engram_core::commands::
+//! APP_COMMANDS` (plain data the shell's build script turns into one permission each; the
+//! service's tests check the two agree). The `/app` routes and the shell's invoke handler
+//! dispatch by name over the service's list, and the UI's `Commands` types are generated from
+//! it (`ui/src/lib/bindings/commands.ts`). What is still written by hand is checked here, so a
+//! command added, renamed or dropped in one place fails until every transport agrees: the
+//! window's capability file, the shell's hand-written commands, and the UI's types.
+//! (`src-tauri/tests/ipc.rs` invokes every listed command through the shell's real handler
+//! and permission checks; `tests/app_api.rs` posts every one to `engram serve`.)
 
-use engram_core::commands::{APP_COMMANDS, names, typescript};
+use engram_core::commands::{APP_COMMANDS, names};
+use engram_service::commands::{list, typescript};
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -34,11 +38,11 @@ fn assert_same(what: &str, found: BTreeSet<String>, wanted: BTreeSet<String>) {
 }
 
 #[test]
-fn the_tauri_handler_list_registers_every_listed_command() {
-    let lib = read("src-tauri/src/lib.rs");
+fn the_shell_answers_by_hand_exactly_the_desktop_adapters() {
+    let lib = read("src-tauri/src/commands.rs");
     let start = lib
         .find("generate_handler![")
-        .expect("the shell registers its commands with generate_handler!");
+        .expect("the shell registers its own commands with generate_handler!");
     let body = &lib[start + "generate_handler![".len()..];
     let body = &body[..body.find(']').expect("the handler list ends")];
     let registered = body
@@ -47,10 +51,16 @@ fn the_tauri_handler_list_registers_every_listed_command() {
         .filter(|p| !p.is_empty())
         .map(|p| p.rsplit("::").next().unwrap_or(p).to_owned())
         .collect();
+    // Every other command reaches the service's dispatch; these need the shell itself.
+    let adapters = list()
+        .iter()
+        .filter(|c| c.is_adapter())
+        .map(|c| c.name.to_owned())
+        .collect();
     assert_same(
-        "src-tauri/src/lib.rs generate_handler!",
+        "src-tauri/src/commands.rs generate_handler!",
         registered,
-        listed(),
+        adapters,
     );
 }
 
@@ -74,50 +84,39 @@ fn the_capability_file_allows_exactly_the_listed_commands() {
     assert_same("src-tauri/capabilities/default.json", allowed, listed());
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("readable directory") {
-        let path = entry.expect("entry").path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
 #[test]
-fn the_http_transport_routes_every_listed_command_at_app() {
-    let mut files = Vec::new();
-    rust_files(&root().join("crates/server/src"), &mut files);
-    let mut routed = BTreeSet::new();
-    for file in files {
-        let text = std::fs::read_to_string(&file).expect("source");
-        for piece in text.split(".route(\"/app/").skip(1) {
-            let name: String = piece
+fn the_http_transport_answers_by_hand_only_attach_run() {
+    // Every other `/app` command goes through the one generic route over the service's list.
+    let chat = read("crates/server/src/app_chat.rs");
+    let routed: BTreeSet<String> = chat
+        .split(".route(\"/app/")
+        .skip(1)
+        .map(|piece| {
+            piece
                 .chars()
                 .take_while(|c| c.is_ascii_lowercase() || *c == '_')
-                .collect();
-            // `/app/notices` is the app-wide notice stream (an event, not a command);
-            // `/app/` serves the UI itself.
-            if !name.is_empty() && name != "notices" {
-                routed.insert(name);
-            }
-        }
-    }
-    let wanted = APP_COMMANDS
+                .collect()
+        })
+        .collect();
+    let wanted = list()
         .iter()
-        .filter(|c| c.http)
+        .filter(|c| c.http && c.is_adapter())
         .map(|c| c.name.to_owned())
         .collect();
-    assert_same("the /app routes of crates/server", routed, wanted);
+    assert_same("crates/server/src/app_chat.rs", routed, wanted);
+    assert!(
+        APP_COMMANDS
+            .iter()
+            .any(|c| c.name == "attach_run" && c.http)
+    );
 }
 
 #[test]
-fn the_ui_command_names_are_generated_from_the_list() {
+fn the_ui_command_types_are_generated_from_the_list() {
     assert_eq!(
         read("ui/src/lib/bindings/commands.ts"),
         typescript(),
-        "ui/src/lib/bindings/commands.ts is stale: run `cargo test -p engram-core \
+        "ui/src/lib/bindings/commands.ts is stale: run `cargo test -p engram-service \
          export_bindings` and commit it"
     );
 }

@@ -1,25 +1,14 @@
-//! The chat window's commands for a list that jumps (`message_window`) and for joining a run
-//! already in flight after a reload (`attach_run`). Same names and arguments as
-//! `/app/{command}` (`crates/server/src/app_chat.rs`).
+//! Joining a run already in flight after a reload (`attach_run`, same name and arguments as
+//! `/app/attach_run`), and forwarding a run's events to the window's channel.
 
 use crate::Desktop;
+use crate::commands::Args;
 use crate::error::IpcResult;
-use engram_core::{AgentId, RunEvent};
-use engram_service::{MessageWindow, Run, WindowAt};
+use engram_core::RunEvent;
+use engram_service::Run;
+use engram_service::commands::AttachRunArgs;
 use tauri::State;
 use tauri::ipc::Channel;
-
-/// A window of the conversation at `at` (newest, start, before/after/around a message, a
-/// date), at most `limit` messages, oldest first.
-#[tauri::command(rename_all = "snake_case")]
-pub fn message_window(
-    d: State<'_, Desktop>,
-    agent_id: AgentId,
-    at: WindowAt,
-    limit: usize,
-) -> IpcResult<MessageWindow> {
-    Ok(d.engram.message_window(&agent_id, &at, limit)?)
-}
 
 /// Joins the agent's run in flight: streams what it sent so far, then the rest over
 /// `on_event`, and resolves `true` after `done`; resolves `false` at once when the agent is
@@ -27,9 +16,10 @@ pub fn message_window(
 #[tauri::command(rename_all = "snake_case")]
 pub async fn attach_run(
     d: State<'_, Desktop>,
-    agent_id: AgentId,
+    args: Args<AttachRunArgs>,
     on_event: Channel<RunEvent>,
 ) -> IpcResult<bool> {
+    let agent_id = args.0.agent_id;
     d.engram.get_agent(&agent_id)?;
     let Some(mut events) = d.engram.attach_run(&agent_id) else {
         return Ok(false);

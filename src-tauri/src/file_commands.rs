@@ -1,16 +1,18 @@
 //! Exports and imports through the native save and open dialogs. The shell shows the dialog
 //! itself, so the path always comes from the user's choice, never from the window's
-//! JavaScript; the service writes or reads the file. `export_agents` (same as
-//! `/app/export_agents`) returns the export instead, for the window to use as it likes.
+//! JavaScript; the service writes or reads the file. (`export_agents`, a call the service
+//! answers on both transports, returns the export instead, for the window to use as it likes.)
 //!
 //! Native dialogs cannot be driven by WebDriver, so debug builds (the desktop smoke test runs
 //! one) take the path the dialog would return from `ENGRAM_TEST_SAVE_PATH` /
 //! `ENGRAM_TEST_OPEN_PATH` when set; release builds never read them.
 
 use crate::Desktop;
+use crate::commands::Args;
 use crate::error::IpcResult;
-use engram_core::{AgentId, Error};
-use engram_service::{ExportFile, ExportFormat, ImportReport};
+use engram_core::Error;
+use engram_service::commands::ExportAgentsArgs;
+use engram_service::{ExportFormat, ImportReport};
 use std::path::PathBuf;
 use tauri::{AppHandle, Manager, Runtime, State};
 use tauri_plugin_dialog::{Dialog, DialogExt};
@@ -28,31 +30,15 @@ fn no_dialog() -> Error {
     Error::Internal("this window has no file dialogs".into())
 }
 
-/// An export (one agent, several, or all when `agent_ids` is absent) as a file name and
-/// contents.
-#[tauri::command(rename_all = "snake_case")]
-pub async fn export_agents(
-    d: State<'_, Desktop>,
-    agent_ids: Option<Vec<AgentId>>,
-    format: ExportFormat,
-) -> IpcResult<ExportFile> {
-    let engram = d.engram.clone();
-    Ok(
-        tokio::task::spawn_blocking(move || engram.export_agents(agent_ids.as_deref(), format))
-            .await
-            .map_err(|e| Error::Internal(format!("export: {e}")))??,
-    )
-}
-
 /// Asks where to save the export in the native save dialog and writes it there. Returns the
 /// path written, or `None` when the user cancelled.
 #[tauri::command(rename_all = "snake_case")]
 pub async fn export_to_file<R: Runtime>(
     app: AppHandle<R>,
     d: State<'_, Desktop>,
-    agent_ids: Option<Vec<AgentId>>,
-    format: ExportFormat,
+    args: Args<ExportAgentsArgs>,
 ) -> IpcResult<Option<String>> {
+    let ExportAgentsArgs { agent_ids, format } = args.0;
     let engram = d.engram.clone();
     // The name to offer needs the export's stem; the file itself is written after the choice.
     let offered = {

@@ -1,25 +1,19 @@
 //! Engram's desktop shell: a Tauri 2 window over the service layer.
 //!
-//! The shell holds no logic of its own: [`commands`] are one-liners over
-//! [`engram_service::Engram`], runs stream over a per-request `Channel`, and the service's
+//! The shell holds no logic of its own: [`commands`] dispatches the window's commands to the
+//! service's one list of them (`engram_service::commands`), runs stream over a per-request
+//! `Channel`, and the service's
 //! app-wide [`Notice`]s are re-emitted as the `engram://notice` event so the window refreshes
 //! whatever changed them (its own chat, a `letta-client` script on the REST API, an import).
 //! One process owns the database (single-instance plugin); the data directory is the
 //! engine's (`ENGRAM_HOME`, else the platform data dir).
 
-pub mod approval_commands;
 pub mod chat_commands;
 pub mod commands;
 pub mod error;
 pub mod file_commands;
-pub mod mcp_commands;
-pub mod memory_commands;
-pub mod price_commands;
-pub mod python_commands;
 pub mod rest;
 pub mod search_commands;
-pub mod trust_commands;
-pub mod turn_commands;
 
 use engram_service::{Engram, Notice};
 use std::sync::Arc;
@@ -49,97 +43,7 @@ pub fn builder<R: Runtime>(builder: tauri::Builder<R>, engram: Arc<Engram>) -> t
             start(app.handle());
             Ok(())
         })
-        .invoke_handler(tauri::generate_handler![
-            commands::app_info,
-            commands::set_rest_api,
-            commands::list_providers,
-            commands::set_provider,
-            commands::delete_provider,
-            commands::test_provider,
-            commands::detect_local_providers,
-            commands::get_default_model,
-            commands::set_default_model,
-            commands::list_agents,
-            commands::get_agent,
-            commands::create_agent,
-            commands::update_agent,
-            commands::clone_agent,
-            commands::delete_agent,
-            commands::list_messages,
-            commands::send_message,
-            commands::cancel_run,
-            commands::list_blocks,
-            commands::update_block,
-            commands::block_history,
-            commands::undo_block_edit,
-            commands::list_passages,
-            commands::search_archival,
-            commands::add_passage,
-            commands::delete_passage,
-            commands::edit_passage,
-            commands::search_recall,
-            commands::context_window,
-            commands::export_agent,
-            commands::import_agent_file,
-            commands::list_templates,
-            commands::list_tools,
-            commands::agent_tools,
-            commands::upsert_tool,
-            commands::delete_tool,
-            commands::attach_tool,
-            commands::detach_tool,
-            commands::try_tool,
-            trust_commands::trust_tool,
-            trust_commands::untrust_tool,
-            trust_commands::agent_endpoints,
-            trust_commands::set_agent_base_url,
-            trust_commands::accept_endpoint,
-            trust_commands::dismiss_endpoint,
-            python_commands::tool_python,
-            python_commands::set_up_tool_python,
-            chat_commands::message_window,
-            chat_commands::attach_run,
-            memory_commands::create_agent_block,
-            memory_commands::shared_blocks,
-            memory_commands::attach_block,
-            memory_commands::detach_block,
-            memory_commands::delete_block,
-            memory_commands::block_undo_plan,
-            memory_commands::restore_block_edit,
-            memory_commands::context_view,
-            memory_commands::chat_models,
-            memory_commands::model_windows,
-            memory_commands::set_model_window,
-            approval_commands::pending_approval,
-            approval_commands::resolve_approval,
-            approval_commands::set_tool_approval,
-            turn_commands::regenerate_preview,
-            turn_commands::rollback_preview,
-            turn_commands::regenerate,
-            turn_commands::edit_and_resend,
-            turn_commands::delete_message,
-            turn_commands::reset_messages,
-            turn_commands::run_records,
-            turn_commands::run_edits,
-            price_commands::model_prices,
-            price_commands::set_model_price,
-            price_commands::delete_model_price,
-            price_commands::usage_cost,
-            file_commands::export_agents,
-            file_commands::export_to_file,
-            file_commands::import_from_file,
-            mcp_commands::list_mcp_servers,
-            mcp_commands::add_mcp_server,
-            mcp_commands::remove_mcp_server,
-            mcp_commands::set_mcp_server_active,
-            mcp_commands::import_mcp_servers,
-            mcp_commands::list_mcp_tools,
-            mcp_commands::stored_mcp_tools,
-            search_commands::reranker_status,
-            search_commands::set_rerank_model_dir,
-            search_commands::set_rerank_enabled,
-            search_commands::pick_rerank_model_dir,
-        ])
+        .invoke_handler(commands::handler())
 }
 
 /// What the app starts once it runs: notices to the windows, and the REST API if the user

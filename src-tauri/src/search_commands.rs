@@ -1,6 +1,6 @@
-//! The window's commands for archival search's reranker. Same names and arguments as
-//! `/app/{command}` (`crates/server/src/app_search.rs`), except `pick_rerank_model_dir`, which
-//! asks for the folder in the native folder dialog (the browser build types it instead).
+//! The reranker's folder dialog: `pick_rerank_model_dir` asks for the weights folder in the
+//! native folder dialog (the browser build types the folder into `set_rerank_model_dir`, a
+//! call the service answers on both transports).
 //!
 //! Native dialogs cannot be driven by WebDriver, so debug builds take the folder the dialog
 //! would return from `ENGRAM_TEST_OPEN_DIR` when set; release builds never read it.
@@ -11,27 +11,6 @@ use engram_core::Error;
 use engram_service::RerankerStatus;
 use tauri::{AppHandle, Manager, Runtime, State};
 use tauri_plugin_dialog::{Dialog, DialogExt};
-
-/// Where the reranker stands: on/off, its folder, loaded, and why it last failed.
-#[tauri::command(rename_all = "snake_case")]
-pub fn reranker_status(d: State<'_, Desktop>) -> IpcResult<RerankerStatus> {
-    Ok(d.engram.reranker_status())
-}
-
-/// Points the reranker at a typed folder (full path); `null` or blank removes it.
-#[tauri::command(rename_all = "snake_case")]
-pub fn set_rerank_model_dir(
-    d: State<'_, Desktop>,
-    dir: Option<String>,
-) -> IpcResult<RerankerStatus> {
-    Ok(d.engram.set_rerank_folder(dir.as_deref())?)
-}
-
-/// Switches reranking on or off.
-#[tauri::command(rename_all = "snake_case")]
-pub fn set_rerank_enabled(d: State<'_, Desktop>, enabled: bool) -> IpcResult<RerankerStatus> {
-    Ok(d.engram.set_rerank_enabled(enabled)?)
-}
 
 /// Asks for the reranker's weights folder in the native folder dialog and sets it. Returns the
 /// new status, or `None` when the user cancelled.

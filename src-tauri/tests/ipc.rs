@@ -80,6 +80,81 @@ fn every_command_is_registered_and_allowed() {
 }
 
 #[test]
+fn every_command_parses_its_arguments_as_one_typed_struct() {
+    let shell = Shell::start();
+    for def in engram_service::commands::list() {
+        if def.name == "import_from_file" {
+            // Takes no arguments: it opens the native dialog (absent here).
+            continue;
+        }
+        // No command takes an array: each refuses it as bad input before doing anything.
+        let e = shell.invoke(def.name, json!([7])).unwrap_err();
+        assert_eq!(e["code"], "invalid_input", "{}: {e}", def.name);
+        assert!(
+            e["message"].as_str().unwrap().contains(def.name),
+            "{}: {e}",
+            def.name
+        );
+    }
+    // A renamed argument is refused naming the field, never read as absent.
+    let e = shell
+        .invoke("get_agent", json!({"agentId": "agent-1"}))
+        .unwrap_err();
+    assert!(e["message"].as_str().unwrap().contains("agent_id"), "{e}");
+}
+
+#[test]
+fn a_run_streams_through_the_dispatch_and_is_stored() {
+    let shell = Shell::start();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let mock = runtime.block_on(MockLlm::start(Script::Brain));
+    shell
+        .invoke(
+            "set_provider",
+            json!({"setup": {"name": "openai", "base_url": mock.base_url(), "api_key": "sk-ipc"}}),
+        )
+        .unwrap();
+    let agent = shell
+        .invoke(
+            "create_agent",
+            json!({"new": {"name": "Ray", "llm": {"model": "openai/mock-small", "context_window": 32000}}}),
+        )
+        .unwrap();
+    let id = agent["id"].as_str().unwrap().to_owned();
+    // Without the window's channel the run does not start.
+    let e = shell
+        .invoke("send_message", json!({"agent_id": id, "text": "hi"}))
+        .unwrap_err();
+    assert_eq!(e["code"], "invalid_input", "{e}");
+    assert!(e["message"].as_str().unwrap().contains("on_event"), "{e}");
+    // With one, the call resolves after the run ended, and the turn is stored.
+    shell
+        .invoke(
+            "send_message",
+            json!({"agent_id": id, "text": "My name is Ray.", "on_event": "__CHANNEL__:7"}),
+        )
+        .unwrap();
+    let messages = shell
+        .invoke("list_messages", json!({"agent_id": id, "limit": 50}))
+        .unwrap();
+    let roles: Vec<&str> = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert!(
+        roles.contains(&"user") && roles.contains(&"assistant"),
+        "{messages}"
+    );
+    assert!(messages.to_string().contains("My name is Ray."));
+    let runs = shell
+        .invoke("run_records", json!({"agent_id": id}))
+        .unwrap();
+    assert_eq!(runs.as_array().unwrap().len(), 1, "{runs}");
+}
+
+#[test]
 fn agents_and_memory_round_trip_through_ipc() {
     let shell = Shell::start();
     let runtime = tokio::runtime::Runtime::new().unwrap();

@@ -1,51 +1,31 @@
-//! `/app/…` commands of the chat window: windows of the conversation for a list that jumps
-//! (`message_window`) and joining a run already in flight after a reload (`attach_run`).
-//! Same names and arguments as the desktop shell's commands.
+//! `/app/attach_run`, joining a run already in flight after a reload (the one `/app` command
+//! answered by hand: it streams, or answers `null`), and the SSE answer of every run command.
+//! Same name and arguments (`engram_service::commands::AttachRunArgs`) as the desktop
+//! shell's command.
 
 use crate::AppState;
-use crate::app::{AppResult, Args, done};
+use crate::app::Args;
 use axum::extract::State;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use engram_core::AgentId;
-use engram_service::{RunEvents, RunRequest, WindowAt};
+use engram_service::commands::AttachRunArgs;
+use engram_service::{RunEvents, RunRequest};
 use futures::StreamExt;
-use serde::{Deserialize, Serialize};
 use std::convert::Infallible;
 
 /// The routes, merged into [`crate::app::routes`].
 pub(crate) fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/app/message_window", post(message_window))
-        .route("/app/attach_run", post(attach_run))
-}
-
-#[derive(Deserialize)]
-struct WindowArgs {
-    agent_id: AgentId,
-    at: WindowAt,
-    limit: usize,
-}
-
-#[derive(Deserialize)]
-struct AgentArg {
-    agent_id: AgentId,
-}
-
-async fn message_window(
-    State(s): State<AppState>,
-    Args(a): Args<WindowArgs>,
-) -> AppResult<impl Serialize> {
-    done(s.engram.message_window(&a.agent_id, &a.at, a.limit))
+    Router::new().route("/app/attach_run", post(attach_run))
 }
 
 /// The agent's run in flight as SSE (what it streamed so far, then the rest, ending after
 /// `done`), or JSON `null` when the agent is not running. 404 for an unknown agent.
 async fn attach_run(
     State(s): State<AppState>,
-    Args(a): Args<AgentArg>,
+    Args(a): Args<AttachRunArgs>,
 ) -> Result<Response, crate::app::AppError> {
     s.engram.get_agent(&a.agent_id)?;
     let Some(events) = s.engram.attach_run(&a.agent_id) else {

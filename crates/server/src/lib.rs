@@ -17,16 +17,7 @@
 //! ```
 
 mod app;
-mod app_approval;
 mod app_chat;
-mod app_files;
-mod app_mcp;
-mod app_memory;
-mod app_prices;
-mod app_python;
-mod app_search;
-mod app_trust;
-mod app_turns;
 pub mod errors;
 pub mod guard;
 mod json;
@@ -114,12 +105,12 @@ pub fn router(engram: Arc<Engram>, config: ServerConfig) -> Router {
     let limit = config.body_limit;
     let authenticated = matches!(config.auth, Auth::Token(_));
     let guard_state = Arc::new(guard::Guard::new(&config));
-    let api = routes::all().merge(app::routes()).merge(app_mcp::routes());
+    let api = routes::all().merge(app::routes());
     let with_ui = match &config.ui_dir {
         // Unknown API paths stay JSON 404s; every other path is the single-page app's.
         Some(dir) => api
             .route("/v1/{*rest}", any(routes::not_found))
-            .route("/app/{*rest}", any(routes::not_found))
+            .route("/app/{command}/{*rest}", any(routes::not_found))
             .fallback_service(ServeDir::new(dir).fallback(ServeFile::new(dir.join("index.html"))))
             .layer(SetResponseHeaderLayer::if_not_present(
                 header::CONTENT_SECURITY_POLICY,

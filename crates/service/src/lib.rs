@@ -10,6 +10,7 @@ mod api_token;
 mod approval;
 mod blocks;
 mod chat;
+pub mod commands;
 mod context_view;
 mod embeddings;
 mod export;

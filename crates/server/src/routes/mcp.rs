@@ -8,7 +8,6 @@
 
 use super::deleted;
 use crate::AppState;
-use crate::app_mcp::require_token;
 use crate::errors::{ApiError, ApiResult};
 use crate::json::Body;
 use crate::shapes;
@@ -16,6 +15,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use engram_core::{McpServer, McpTransport, NewMcpServer, NewMcpTransport};
+use engram_service::commands::require_user;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -131,7 +131,7 @@ pub async fn create(
     State(s): State<AppState>,
     Body(body): Body<CreateIn>,
 ) -> ApiResult<Json<Value>> {
-    require_token(&s, "adding an MCP server")?;
+    require_user(s.authenticated, "adding an MCP server")?;
     let config = body.config.unwrap_or(body.flat);
     let new = NewMcpServer {
         name: body.server_name,
@@ -203,7 +203,7 @@ pub async fn create_v01(
     State(s): State<AppState>,
     Body(body): Body<CreateIn>,
 ) -> ApiResult<Json<Vec<Value>>> {
-    require_token(&s, "adding an MCP server")?;
+    require_user(s.authenticated, "adding an MCP server")?;
     let new = NewMcpServer {
         name: body.server_name,
         transport: transport(body.config.unwrap_or(body.flat))?,

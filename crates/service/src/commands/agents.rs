@@ -1,0 +1,185 @@
+//! Agent commands: list, read, create (from a template), change, clone, delete; exports and
+//! imports of Agent Files.
+
+use super::{AppCall, Caller, blocking};
+use crate::{AgentState, Engram, ExportFile, ExportFormat, ImportReport, Template};
+use engram_core::{Agent, AgentId, AgentPatch, Error, NewAgent, Result};
+use serde::Deserialize;
+use std::sync::Arc;
+use ts_rs::TS;
+
+/// `list_agents`: every agent, oldest first.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct ListAgentsArgs {}
+
+impl AppCall for ListAgentsArgs {
+    const NAME: &'static str = "list_agents";
+    type Output = Vec<Agent>;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
+        e.list_agents()
+    }
+}
+
+/// `get_agent`: one agent with its blocks.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct GetAgentArgs {
+    agent_id: AgentId,
+}
+
+impl AppCall for GetAgentArgs {
+    const NAME: &'static str = "get_agent";
+    type Output = AgentState;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<AgentState> {
+        e.get_agent(&self.agent_id)
+    }
+}
+
+/// `create_agent`: creates an agent, from a template when one is named (fields given in
+/// `new` win over the template's).
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/", optional_fields = nullable)]
+pub struct CreateAgentArgs {
+    new: NewAgent,
+    /// A template's id (see `list_templates`).
+    template: Option<String>,
+}
+
+impl AppCall for CreateAgentArgs {
+    const NAME: &'static str = "create_agent";
+    type Output = AgentState;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<AgentState> {
+        match self.template {
+            Some(template) => e.create_agent_from_template(&template, self.new),
+            None => e.create_agent(self.new),
+        }
+    }
+}
+
+/// `update_agent`: changes an agent's settings (rename, model, loop style…).
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct UpdateAgentArgs {
+    agent_id: AgentId,
+    patch: AgentPatch,
+}
+
+impl AppCall for UpdateAgentArgs {
+    const NAME: &'static str = "update_agent";
+    type Output = Agent;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Agent> {
+        e.update_agent(&self.agent_id, &self.patch)
+    }
+}
+
+/// `clone_agent`: copies an agent with its memory and history.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/", optional_fields = nullable)]
+pub struct CloneAgentArgs {
+    agent_id: AgentId,
+    /// The copy's name; default: the original's with " (copy)".
+    name: Option<String>,
+}
+
+impl AppCall for CloneAgentArgs {
+    const NAME: &'static str = "clone_agent";
+    type Output = AgentState;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<AgentState> {
+        e.clone_agent(&self.agent_id, self.name.as_deref())
+    }
+}
+
+/// `delete_agent`: deletes an agent with its history and archival memory.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct DeleteAgentArgs {
+    agent_id: AgentId,
+}
+
+impl AppCall for DeleteAgentArgs {
+    const NAME: &'static str = "delete_agent";
+    type Output = ();
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
+        e.delete_agent(&self.agent_id)
+    }
+}
+
+/// `list_templates`: the agent templates (a plain memory agent, the task-queue agent…).
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct ListTemplatesArgs {}
+
+impl AppCall for ListTemplatesArgs {
+    const NAME: &'static str = "list_templates";
+    type Output = Vec<Template>;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
+        Ok(e.list_templates())
+    }
+}
+
+/// `export_agent`: the agent as an Agent File (JSON text).
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct ExportAgentArgs {
+    agent_id: AgentId,
+}
+
+impl AppCall for ExportAgentArgs {
+    const NAME: &'static str = "export_agent";
+    type Output = String;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<String> {
+        let bytes = e.export_agent_file(std::slice::from_ref(&self.agent_id))?;
+        String::from_utf8(bytes).map_err(|e| Error::Internal(e.to_string()))
+    }
+}
+
+/// `import_agent_file`: imports an Agent File (Letta v1/v2 or Engram). The report lists what
+/// waits for the user's review (untrusted tools, inactive endpoints).
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/", optional_fields = nullable)]
+pub struct ImportAgentFileArgs {
+    /// The file's text.
+    contents: String,
+    /// The file's name, recorded as the origin of its tools and endpoints.
+    file_name: Option<String>,
+}
+
+impl AppCall for ImportAgentFileArgs {
+    const NAME: &'static str = "import_agent_file";
+    type Output = ImportReport;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<ImportReport> {
+        let name = self.file_name.as_deref().unwrap_or(crate::UNNAMED_FILE);
+        e.import_agent_file_named(self.contents.as_bytes(), name)
+    }
+}
+
+/// `export_agents`: an export of one agent, several, or all, as a file name and contents
+/// (the browser saves it as a download). Also the arguments of the desktop's
+/// `export_to_file`, which saves the same export through the native save dialog.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/", optional_fields = nullable)]
+pub struct ExportAgentsArgs {
+    /// Which agents; every agent when absent.
+    pub agent_ids: Option<Vec<AgentId>>,
+    /// Agent File, Markdown or the JSON report.
+    pub format: ExportFormat,
+}
+
+impl AppCall for ExportAgentsArgs {
+    const NAME: &'static str = "export_agents";
+    type Output = ExportFile;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<ExportFile> {
+        let e = e.clone();
+        blocking("export", move || {
+            e.export_agents(self.agent_ids.as_deref(), self.format)
+        })
+        .await
+    }
+}
+
+/// `import_from_file` (desktop only, answered by the shell): picks an agent file in the
+/// native open dialog and imports it.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct ImportFromFileArgs {}

@@ -1,0 +1,410 @@
+//! Settings commands: app info, model providers and the default model, the model picker's
+//! context windows, model prices, the Python tools run in, and MCP servers.
+
+use super::{AppCall, Caller, blocking, require_user};
+use crate::{
+    AppInfo, ChatModel, Engram, LocalServer, ModelInfo, ModelWindow, ProviderInfo, ProviderSetup,
+    ToolPython,
+};
+use engram_core::{AgentId, McpServer, ModelPrice, NewMcpServer, Result, RunId, Tool, UsageCost};
+use serde::Deserialize;
+use std::sync::Arc;
+use ts_rs::TS;
+
+/// `app_info`: the version, data directory and REST API state.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct AppInfoArgs {}
+
+impl AppCall for AppInfoArgs {
+    const NAME: &'static str = "app_info";
+    type Output = AppInfo;
+    async fn call(self, e: &Arc<Engram>, caller: &Caller) -> Result<AppInfo> {
+        Ok(e.app_info(caller.rest_api.clone()))
+    }
+}
+
+/// `set_rest_api` (desktop only, answered by the shell): serves the local REST API on
+/// 127.0.0.1:8283, or stops it, and remembers the choice.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct SetRestApiArgs {
+    /// Serve it (true) or stop it.
+    pub enabled: bool,
+}
+
+/// `list_providers`: the configured model providers (never their keys).
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct ListProvidersArgs {}
+
+impl AppCall for ListProvidersArgs {
+    const NAME: &'static str = "list_providers";
+    type Output = Vec<ProviderInfo>;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
+        e.list_providers()
+    }
+}
+
+/// What the provider form sends: the settings, and the key once (it goes to the keychain and
+/// never comes back).
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/", optional_fields = nullable)]
+pub struct ProviderForm {
+    #[serde(flatten)]
+    settings: ProviderSetup,
+    /// The API key; empty or absent keeps the stored one.
+    api_key: Option<String>,
+}
+
+/// `set_provider`: saves a provider; its key goes to the keychain.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct SetProviderArgs {
+    setup: ProviderForm,
+}
+
+impl AppCall for SetProviderArgs {
+    const NAME: &'static str = "set_provider";
+    type Output = ProviderInfo;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<ProviderInfo> {
+        let mut settings = self.setup.settings;
+        settings.api_key = self.setup.api_key.filter(|k| !k.is_empty()).map(Into::into);
+        e.set_provider(settings)
+    }
+}
+
+/// `delete_provider`: removes a provider and its key.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct DeleteProviderArgs {
+    name: String,
+}
+
+impl AppCall for DeleteProviderArgs {
+    const NAME: &'static str = "delete_provider";
+    type Output = ();
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
+        e.delete_provider(&self.name)
+    }
+}
+
+/// `test_provider`: asks the provider for its models (the connection test).
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct TestProviderArgs {
+    name: String,
+}
+
+impl AppCall for TestProviderArgs {
+    const NAME: &'static str = "test_provider";
+    type Output = Vec<ModelInfo>;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
+        e.test_provider(&self.name).await
+    }
+}
+
+/// `detect_local_providers`: Ollama and LM Studio servers answering on their default ports.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct DetectLocalProvidersArgs {}
+
+impl AppCall for DetectLocalProvidersArgs {
+    const NAME: &'static str = "detect_local_providers";
+    type Output = Vec<LocalServer>;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
+        Ok(e.detect_local_providers().await)
+    }
+}
+
+/// `get_default_model`: the model handle new agents get.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct GetDefaultModelArgs {}
+
+impl AppCall for GetDefaultModelArgs {
+    const NAME: &'static str = "get_default_model";
+    type Output = String;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<String> {
+        e.default_model()
+    }
+}
+
+/// `set_default_model`: sets the model handle new agents get (`provider/model`).
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct SetDefaultModelArgs {
+    handle: String,
+}
+
+impl AppCall for SetDefaultModelArgs {
+    const NAME: &'static str = "set_default_model";
+    type Output = ();
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
+        e.set_default_model(&self.handle)
+    }
+}
+
+/// `chat_models`: the provider's chat models with their context windows (embedding models
+/// left out).
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct ChatModelsArgs {
+    /// The provider's name.
+    name: String,
+}
+
+impl AppCall for ChatModelsArgs {
+    const NAME: &'static str = "chat_models";
+    type Output = Vec<ChatModel>;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
+        e.chat_models(&self.name).await
+    }
+}
+
+/// `model_windows`: the context windows stored per model.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct ModelWindowsArgs {}
+
+impl AppCall for ModelWindowsArgs {
+    const NAME: &'static str = "model_windows";
+    type Output = Vec<ModelWindow>;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
+        e.model_windows()
+    }
+}
+
+/// `set_model_window`: stores a model's context window.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct SetModelWindowArgs {
+    /// The model handle (`provider/model`).
+    handle: String,
+    /// In tokens.
+    context_window: u32,
+}
+
+impl AppCall for SetModelWindowArgs {
+    const NAME: &'static str = "set_model_window";
+    type Output = ();
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
+        e.set_model_window(&self.handle, self.context_window)
+    }
+}
+
+/// `model_prices`: every known price (the built-in table with the user's prices over it).
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct ModelPricesArgs {}
+
+impl AppCall for ModelPricesArgs {
+    const NAME: &'static str = "model_prices";
+    type Output = Vec<ModelPrice>;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
+        e.model_prices()
+    }
+}
+
+/// `set_model_price`: sets the user's price of a model (US dollars per million tokens).
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct SetModelPriceArgs {
+    price: ModelPrice,
+}
+
+impl AppCall for SetModelPriceArgs {
+    const NAME: &'static str = "set_model_price";
+    type Output = ();
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
+        e.set_model_price(&self.price)
+    }
+}
+
+/// `delete_model_price`: removes the user's price of a model (a built-in one applies again);
+/// answers whether there was one.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct DeleteModelPriceArgs {
+    model: String,
+}
+
+impl AppCall for DeleteModelPriceArgs {
+    const NAME: &'static str = "delete_model_price";
+    type Output = bool;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<bool> {
+        e.delete_model_price(&self.model)
+    }
+}
+
+/// `usage_cost`: tokens and cost of an agent, or of one of its runs.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/", optional_fields = nullable)]
+pub struct UsageCostArgs {
+    agent_id: AgentId,
+    /// Only this run; the whole agent when absent.
+    run_id: Option<RunId>,
+}
+
+impl AppCall for UsageCostArgs {
+    const NAME: &'static str = "usage_cost";
+    type Output = UsageCost;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<UsageCost> {
+        e.usage_cost(&self.agent_id, self.run_id.as_ref())
+    }
+}
+
+/// `tool_python`: which Python tools run in, and whether it has letta-client.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct ToolPythonArgs {}
+
+impl AppCall for ToolPythonArgs {
+    const NAME: &'static str = "tool_python";
+    type Output = ToolPython;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<ToolPython> {
+        let e = e.clone();
+        blocking("python status", move || Ok(e.tool_python())).await
+    }
+}
+
+/// `set_up_tool_python`: sets up a Python for tools in the data directory with letta-client
+/// (progress arrives as `python_setup` notices). pip runs the install code of what it
+/// installs with the user's rights, so only the user may ask.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/", optional_fields = nullable)]
+pub struct SetUpToolPythonArgs {
+    /// What to install instead of letta-client (a pip requirement).
+    requirement: Option<String>,
+}
+
+impl AppCall for SetUpToolPythonArgs {
+    const NAME: &'static str = "set_up_tool_python";
+    type Output = ToolPython;
+    async fn call(self, e: &Arc<Engram>, caller: &Caller) -> Result<ToolPython> {
+        require_user(caller.authenticated, "setting up the tools' Python")?;
+        let e = e.clone();
+        blocking("python setup", move || {
+            e.set_up_tool_python(self.requirement.as_deref(), &mut |_| {})
+        })
+        .await
+    }
+}
+
+/// `list_mcp_servers`: every configured MCP server, by name.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct ListMcpServersArgs {}
+
+impl AppCall for ListMcpServersArgs {
+    const NAME: &'static str = "list_mcp_servers";
+    type Output = Vec<McpServer>;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
+        e.list_mcp_servers()
+    }
+}
+
+/// `add_mcp_server`: adds a server the user configured (secrets go to the keychain). A stdio
+/// server is a program run with the user's rights, so only the user may add one.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct AddMcpServerArgs {
+    server: NewMcpServer,
+}
+
+impl AppCall for AddMcpServerArgs {
+    const NAME: &'static str = "add_mcp_server";
+    type Output = McpServer;
+    async fn call(self, e: &Arc<Engram>, caller: &Caller) -> Result<McpServer> {
+        require_user(caller.authenticated, "adding an MCP server")?;
+        e.add_mcp_server(self.server)
+    }
+}
+
+/// `remove_mcp_server`: removes a server, its tools and its secrets.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct RemoveMcpServerArgs {
+    /// Server id or name.
+    server: String,
+}
+
+impl AppCall for RemoveMcpServerArgs {
+    const NAME: &'static str = "remove_mcp_server";
+    type Output = ();
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
+        e.remove_mcp_server(&self.server).await
+    }
+}
+
+/// `set_mcp_server_active`: accepts (or deactivates) a server. Accepting lets it run, so only
+/// the user may.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct SetMcpServerActiveArgs {
+    /// Server id or name.
+    server: String,
+    active: bool,
+}
+
+impl AppCall for SetMcpServerActiveArgs {
+    const NAME: &'static str = "set_mcp_server_active";
+    type Output = McpServer;
+    async fn call(self, e: &Arc<Engram>, caller: &Caller) -> Result<McpServer> {
+        if self.active {
+            require_user(caller.authenticated, "accepting an MCP server")?;
+        }
+        e.set_mcp_server_active(&self.server, self.active).await
+    }
+}
+
+/// `import_mcp_servers`: stores the servers of a pasted `mcpServers` block, inactive.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/", optional_fields = nullable)]
+pub struct ImportMcpServersArgs {
+    /// The `mcpServers` JSON block as pasted.
+    text: String,
+    /// Where it came from (e.g. a file name); default `pasted config`.
+    source: Option<String>,
+}
+
+impl AppCall for ImportMcpServersArgs {
+    const NAME: &'static str = "import_mcp_servers";
+    type Output = Vec<McpServer>;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
+        let source = self.source.as_deref().unwrap_or("pasted config");
+        e.import_mcp_servers(&self.text, source)
+    }
+}
+
+/// `list_mcp_tools`: connects to the server and lists (and stores) its tools.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct ListMcpToolsArgs {
+    /// Server id or name.
+    server: String,
+}
+
+impl AppCall for ListMcpToolsArgs {
+    const NAME: &'static str = "list_mcp_tools";
+    type Output = Vec<Tool>;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
+        e.list_mcp_tools(&self.server).await
+    }
+}
+
+/// `stored_mcp_tools`: the server's tools as last listed, without contacting it.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct StoredMcpToolsArgs {
+    /// Server id or name.
+    server: String,
+}
+
+impl AppCall for StoredMcpToolsArgs {
+    const NAME: &'static str = "stored_mcp_tools";
+    type Output = Vec<Tool>;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
+        e.stored_mcp_tools(&self.server)
+    }
+}
