@@ -147,7 +147,7 @@ fn main() {
             tokio::time::sleep(Duration::from_secs(1)).await;
             if s == 5 || s == 12 {
                 rows.push((format!("idle {s} s (model loaded)"), memory(pid)));
-            } else if s >= unloaded_from && (s - unloaded_from) % 5 == 0 {
+            } else if s >= unloaded_from && (s - unloaded_from).is_multiple_of(5) {
                 after_unload.push((
                     format!("idle {s} s (model unloaded after {idle}–{unloaded_from} s)"),
                     memory(pid),

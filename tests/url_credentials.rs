@@ -122,7 +122,11 @@ fn base_urls_with_credentials_are_refused_everywhere_and_never_stored() {
 
     // An agent file whose endpoint carries a credential: imported, the endpoint dropped with
     // a warning that shows it hidden.
-    let clean = String::from_utf8(e.export_agent_file(&[agent.id.clone()]).unwrap()).unwrap();
+    let clean = String::from_utf8(
+        e.export_agent_file(std::slice::from_ref(&agent.id))
+            .unwrap(),
+    )
+    .unwrap();
     assert!(clean.contains("http://127.0.0.1:9/v1"), "{clean}");
     let leaky = clean.replace(
         "http://127.0.0.1:9/v1",

@@ -189,6 +189,6 @@ fn the_file_reader_reads_every_tensor_as_candles_own_reader_does() {
                 .to_vec1::<f32>()
                 .unwrap()
         };
-        assert!(flat(&got) == flat(&want), "{name} differs");
+        assert!(flat(&got) == flat(want), "{name} differs");
     }
 }
