@@ -19,7 +19,8 @@ use serde_json::Value;
 use std::str::FromStr;
 use std::sync::Arc;
 use tauri::ipc::{
-    Channel, CommandArg, CommandItem, Invoke, InvokeBody, InvokeError, JavaScriptChannelId,
+    Channel, CommandArg, CommandItem, Invoke, InvokeBody, InvokeError, InvokeResponseBody,
+    JavaScriptChannelId,
 };
 use tauri::{Manager, Runtime, State};
 
@@ -90,8 +91,10 @@ fn answer<R: Runtime>(def: &'static CommandDef, invoke: Invoke<R>) {
         authenticated: true,
     };
     match commands::call(&engram, caller, def.name, args) {
-        Some(task) => invoke.resolver.respond_async(async move {
-            task.await.map_err(|e| InvokeError::from(IpcError::from(e)))
+        Some(task) => invoke.resolver.respond_async_serialized(async move {
+            task.await
+                .map(InvokeResponseBody::Json)
+                .map_err(|e| InvokeError::from(IpcError::from(e)))
         }),
         None => invoke
             .resolver

@@ -142,7 +142,7 @@ async fn command(State(s): State<AppState>, Path(name): Path<String>, req: Reque
         return crate::routes::not_found().await.into_response();
     };
     match answer.await {
-        Ok(value) => Json(value).into_response(),
+        Ok(json) => ([(header::CONTENT_TYPE, "application/json")], json).into_response(),
         Err(e) => AppError(e).into_response(),
     }
 }

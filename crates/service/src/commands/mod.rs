@@ -99,8 +99,7 @@ pub trait AppRun: DeserializeOwned + TS + Send + 'static {
     fn into_run(self) -> (AgentId, RunRequest);
 }
 
-type CallFn =
-    fn(Arc<Engram>, Caller, serde_json::Value) -> BoxFuture<'static, Result<serde_json::Value>>;
+type CallFn = fn(Arc<Engram>, Caller, serde_json::Value) -> BoxFuture<'static, Result<String>>;
 type RunFn = fn(serde_json::Value) -> Result<(AgentId, RunRequest)>;
 type TsFn = fn(&ts_rs::Config) -> typescript::TsType;
 
@@ -146,11 +145,13 @@ fn answer<C: AppCall>(
     engram: Arc<Engram>,
     caller: Caller,
     args: serde_json::Value,
-) -> BoxFuture<'static, Result<serde_json::Value>> {
+) -> BoxFuture<'static, Result<String>> {
     Box::pin(async move {
         let args: C = parse(C::NAME, args)?;
         let output = args.call(&engram, &caller).await?;
-        serde_json::to_value(output).map_err(|e| Error::Internal(format!("{}: {e}", C::NAME)))
+        // Straight to text, not through `serde_json::Value`, which widens an `f32` (a
+        // temperature of 0.4 would read 0.4000000059604645).
+        serde_json::to_string(&output).map_err(|e| Error::Internal(format!("{}: {e}", C::NAME)))
     })
 }
 
@@ -315,7 +316,7 @@ pub fn find(name: &str) -> Option<&'static CommandDef> {
 }
 
 /// Answers the call `name` with `args` (its JSON arguments object; `null` counts as `{}`),
-/// as JSON. `None` when `name` is no call the service answers (a run, an adapter, unknown),
+/// as JSON text serialized straight from the result type. `None` when `name` is no call the service answers (a run, an adapter, unknown),
 /// so the transport goes on to its own commands or says "not found".
 ///
 /// The future's errors: `invalid_input` for arguments that do not fit the command (naming
@@ -325,7 +326,7 @@ pub fn call(
     caller: Caller,
     name: &str,
     args: serde_json::Value,
-) -> Option<BoxFuture<'static, Result<serde_json::Value>>> {
+) -> Option<BoxFuture<'static, Result<String>>> {
     match find(name)?.answer {
         Answer::Call(f) => Some(f(engram.clone(), caller, args)),
         Answer::Run(_) | Answer::Adapter => None,

@@ -69,18 +69,25 @@ fn each_command_is_answered_the_way_its_kind_says() {
 async fn calls_answer_through_the_dispatch_as_json() {
     let dir = tempfile::tempdir().unwrap();
     let engram = open(dir.path());
+    let call = |name: &str, args: serde_json::Value| {
+        let task = call(&engram, user(), name, args).expect("a call");
+        async move {
+            task.await
+                .map(|text| serde_json::from_str::<serde_json::Value>(&text).unwrap())
+        }
+    };
     let new = json!({"new": {"name": "Sam", "blocks": [{"label": "human", "value": "Ada"}]}});
-    let created = call(&engram, user(), "create_agent", new).unwrap().await;
+    let created = call("create_agent", new).await;
     let created = created.expect("created");
     let agent_id = created["id"].clone();
 
     // A command without arguments may get `{}` or nothing at all.
     for args in [json!({}), serde_json::Value::Null] {
-        let agents = call(&engram, user(), "list_agents", args).unwrap().await;
+        let agents = call("list_agents", args).await;
         assert_eq!(agents.unwrap()[0]["name"], "Sam");
     }
     let args = json!({"agent_id": agent_id, "label": "human", "patch": {"value": "Ada L."}});
-    let block = call(&engram, user(), "update_block", args).unwrap().await;
+    let block = call("update_block", args).await;
     assert_eq!(block.unwrap()["value"], "Ada L.");
     // The engine's own record: the edit went through the service method.
     let id = engram_core::AgentId::from(agent_id.as_str().unwrap().to_owned());
@@ -88,10 +95,24 @@ async fn calls_answer_through_the_dispatch_as_json() {
     assert_eq!(blocks[0].value, "Ada L.");
     // `()` answers `null`, as the transports did before.
     let args = json!({"handle": "openai/gpt-4o-mini"});
-    let set = call(&engram, user(), "set_default_model", args)
-        .unwrap()
-        .await;
+    let set = call("set_default_model", args).await;
     assert_eq!(set.unwrap(), serde_json::Value::Null);
+}
+
+#[tokio::test]
+async fn results_keep_their_numbers_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let engram = open(dir.path());
+    let new = json!({"new": {"name": "Tess", "llm": {"model": "openai/gpt-4o-mini", "context_window": 32000, "temperature": 0.4}}});
+    let text = call(&engram, user(), "create_agent", new)
+        .unwrap()
+        .await
+        .unwrap();
+    // An f32 temperature reads as the user set it, not widened to 0.4000000059604645.
+    assert!(
+        text.contains("\"temperature\":0.4") && !text.contains("0.40000"),
+        "{text}"
+    );
 }
 
 #[tokio::test]
