@@ -60,7 +60,8 @@ fn each_command_is_answered_the_way_its_kind_says() {
             "set_rest_api",
             "attach_run",
             "export_to_file",
-            "import_from_file"
+            "import_from_file",
+            "pick_rerank_model_dir"
         ]
     );
 }
