@@ -80,39 +80,28 @@ pub fn late_rows(
         started.elapsed().as_secs_f64(),
         questions.iter().filter(|(c, _)| *c < 3).count()
     );
-    // MaxSim per question and candidate, over the deepest list tried.
-    let sims: Vec<HashMap<String, f64>> = ranked
-        .iter()
-        .zip(&questions)
-        .zip(&query_tokens)
-        .map(|((r, (c, _)), qt)| {
-            let q = content_vectors(qt);
-            r.hybrid
-                .iter()
-                .take(50)
-                .map(|(d, _)| {
-                    let p = &turn_tokens[*c][d.as_str()];
-                    (d.clone(), f64::from(max_sim(&q, &p.vectors)))
-                })
-                .collect()
-        })
-        .collect();
-    let sims_all: Vec<HashMap<String, f64>> = ranked
-        .iter()
-        .zip(&questions)
-        .zip(&query_tokens)
-        .map(|((r, (c, _)), qt)| {
-            let q: Vec<&[f32]> = qt.vectors.iter().map(Vec::as_slice).collect();
-            r.hybrid
-                .iter()
-                .take(50)
-                .map(|(d, _)| {
-                    let p = &turn_tokens[*c][d.as_str()];
-                    (d.clone(), f64::from(max_sim(&q, &p.vectors)))
-                })
-                .collect()
-        })
-        .collect();
+    // MaxSim per question and candidate, over the deepest list tried, with the query's tokens
+    // chosen by `pick` (its content tokens, or all of them).
+    let sims_of = |pick: &dyn Fn(&TokenVectors) -> Vec<&[f32]>| -> Vec<HashMap<String, f64>> {
+        ranked
+            .iter()
+            .zip(&questions)
+            .zip(&query_tokens)
+            .map(|((r, (c, _)), qt)| {
+                let q = pick(qt);
+                r.hybrid
+                    .iter()
+                    .take(50)
+                    .map(|(d, _)| {
+                        let p = &turn_tokens[*c][d.as_str()];
+                        (d.clone(), f64::from(max_sim(&q, &p.vectors)))
+                    })
+                    .collect()
+            })
+            .collect()
+    };
+    let sims = sims_of(&|qt| content_vectors(qt));
+    let sims_all = sims_of(&|qt| qt.vectors.iter().map(Vec::as_slice).collect());
     let is_tune: Vec<bool> = questions.iter().map(|(c, _)| *c < 3).collect();
     let measure = |pick: &Reorder| {
         let lists: Vec<Ranked> = ranked
@@ -149,13 +138,15 @@ pub fn late_rows(
             }
         }
     }
-    // What it costs at search time: the query and 30 candidates encoded token by token.
+    // What it costs at search time: the query and as many candidates as archival search
+    // reranks, encoded token by token.
+    let depth = engram_service::LATE_INTERACTION_DEPTH;
     let sample: Vec<usize> = (0..ranked.len()).step_by(20).collect();
     let started = Instant::now();
     for &i in &sample {
         let (c, q) = questions[i];
         let mut texts = vec![q.to_string()];
-        texts.extend(ranked[i].hybrid.iter().take(30).map(|(d, _)| {
+        texts.extend(ranked[i].hybrid.iter().take(depth).map(|(d, _)| {
             conversations[c]
                 .turns
                 .iter()
@@ -166,7 +157,7 @@ pub fn late_rows(
         std::hint::black_box(encoder.token_vectors(&texts).expect("token vectors"));
     }
     println!(
-        "\nencoding a query and its 30 candidates token by token: {:.0} ms per query ({} queries)",
+        "\nencoding a query and its {depth} candidates token by token: {:.0} ms per query ({} queries)",
         started.elapsed().as_secs_f64() * 1e3 / sample.len() as f64,
         sample.len()
     );

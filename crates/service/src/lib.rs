@@ -51,6 +51,7 @@ pub use engram_store::{Compaction, MessageWindow, WindowAt};
 pub use engram_store::{MessageHit, MessageQuery, SharedBlock, UndoPlan};
 pub use export::{ExportFile, ExportFormat};
 pub use history::{MAX_PAGE, MessagePage, Order};
+pub use late::{LATE_INTERACTION_DEPTH, LATE_INTERACTION_WEIGHT};
 pub use local_model::{
     LOCAL_MODEL_DIR_SETTING, LOCAL_MODEL_IDLE_ENV, LOCAL_MODEL_URL_ENV, LocalModelStatus,
 };
@@ -172,6 +173,20 @@ pub struct Engram {
     mcp: Arc<engram_mcp::Hub>,
     /// Agents whose missing vectors are being filled in now (one backfill per agent).
     backfills: Arc<Mutex<std::collections::HashMap<engram_core::AgentId, bool>>>,
+}
+
+#[cfg(test)]
+impl Engram {
+    /// An Engram over the data directory `dir` with an in-memory keychain and no environment
+    /// variables: what the unit tests of this crate open.
+    pub(crate) fn open_for_test(dir: &std::path::Path) -> Self {
+        Self::open(Options {
+            home: Some(dir.to_owned()),
+            secrets: Arc::new(engram_secrets::MemoryStore::default()),
+            env: Arc::new(|_| None),
+        })
+        .expect("open")
+    }
 }
 
 impl Engram {
