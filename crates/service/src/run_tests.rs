@@ -2,7 +2,7 @@
 //! its run id, a late reader gets what it missed then the rest, a run stops by its id, and a
 //! rollback (regenerate, edit & resend, delete) never runs while anyone holds the agent's turn.
 
-use crate::{Engram, Options, RunRequest};
+use crate::{Engram, RunRequest};
 use engram_core::{
     AgentId, Error, LlmConfig, LoopStyle, NewAgent, NewBlock, RunEvent, RunId, StopReason,
 };
@@ -10,14 +10,7 @@ use engram_mock_llm::{MockLlm, Reply, Script};
 use std::sync::Arc;
 
 fn open(dir: &std::path::Path) -> Arc<Engram> {
-    Arc::new(
-        Engram::open(Options {
-            home: Some(dir.to_owned()),
-            secrets: Arc::new(engram_secrets::MemoryStore::default()),
-            env: Arc::new(|_| None),
-        })
-        .expect("open"),
-    )
+    Arc::new(Engram::open_for_test(dir))
 }
 
 fn agent(engram: &Engram, mock: &MockLlm) -> AgentId {

@@ -196,17 +196,11 @@ fn busy() -> Error {
 mod tests {
     use super::*;
     use engram_core::{LlmConfig, NewAgent, NewMessage};
-    use std::sync::Arc;
     use std::time::Duration;
 
     /// An agent with one user message, on a model nothing answers (nothing here calls it).
     fn agent_with_a_message(dir: &std::path::Path) -> (Engram, AgentId, MessageId) {
-        let e = Engram::open(crate::Options {
-            home: Some(dir.to_owned()),
-            secrets: Arc::new(engram_secrets::MemoryStore::default()),
-            env: Arc::new(|_| None),
-        })
-        .unwrap();
+        let e = Engram::open_for_test(dir);
         let mut llm = LlmConfig::new("openai/mock-small");
         llm.base_url = Some("http://127.0.0.1:9/v1".into());
         llm.context_window = 32_000;

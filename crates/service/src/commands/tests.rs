@@ -3,19 +3,11 @@
 //! engine, and its TypeScript is written where the UI imports it.
 
 use super::*;
-use crate::Options;
 use engram_core::commands::APP_COMMANDS;
 use serde_json::json;
 
 fn open(dir: &std::path::Path) -> Arc<Engram> {
-    Arc::new(
-        Engram::open(Options {
-            home: Some(dir.to_owned()),
-            secrets: Arc::new(engram_secrets::MemoryStore::default()),
-            env: Arc::new(|_| None),
-        })
-        .expect("open"),
-    )
+    Arc::new(Engram::open_for_test(dir))
 }
 
 fn user() -> Caller {
