@@ -231,6 +231,66 @@ pub fn recall_of(
     recall
 }
 
+/// One conversation stored for searching: a fresh agent holding every turn as a passage with
+/// its vector.
+struct Loaded {
+    agent: AgentId,
+    /// Each turn's vector, keyed by `dia_id`.
+    vector_of: BTreeMap<String, Vec<f32>>,
+    /// The `dia_id` of each stored passage, by passage id.
+    dia_of: BTreeMap<engram_core::PassageId, String>,
+    /// One vector per question, in the conversation's order.
+    question_vectors: Vec<Vec<f32>>,
+}
+
+/// Stores `conv`'s turns with their vectors (`embed` gives one per text) as passages of a
+/// fresh agent, and embeds its questions.
+fn load_conversation(
+    engram: &Engram,
+    conv: &Conversation,
+    embed: &dyn Fn(&[String]) -> Vec<Vec<f32>>,
+) -> Loaded {
+    let agent: AgentId = engram
+        .create_agent(NewAgent {
+            name: format!("LoCoMo {}", conv.name),
+            ..NewAgent::default()
+        })
+        .expect("create agent")
+        .agent
+        .id;
+    let texts: Vec<String> = conv.turns.iter().map(|(_, t)| t.clone()).collect();
+    let vectors = embed(&texts);
+    let passages: Vec<NewPassage> = texts
+        .into_iter()
+        .zip(vectors.iter().cloned())
+        .map(|(text, v)| NewPassage {
+            text,
+            embedding: Some(v),
+            ..NewPassage::default()
+        })
+        .collect();
+    let stored = engram
+        .store()
+        .insert_passages(&agent, &passages)
+        .expect("insert");
+    let questions: Vec<String> = conv.questions.iter().map(|q| q.text.clone()).collect();
+    Loaded {
+        agent,
+        vector_of: conv
+            .turns
+            .iter()
+            .map(|(dia, _)| dia.clone())
+            .zip(vectors)
+            .collect(),
+        dia_of: stored
+            .iter()
+            .zip(&conv.turns)
+            .map(|(p, (dia, _))| (p.id.clone(), dia.clone()))
+            .collect(),
+        question_vectors: embed(&questions),
+    }
+}
+
 /// Stores each conversation's turns with their vectors (`embed` gives one per text) as
 /// passages of a fresh agent and ranks every question lexically, by vector alone and by the
 /// store's hybrid search, `depth` deep.
@@ -243,44 +303,12 @@ pub fn rank_both(
     let store = engram.store();
     let mut out = Vec::new();
     for conv in conversations {
-        let agent: AgentId = engram
-            .create_agent(NewAgent {
-                name: format!("LoCoMo {}", conv.name),
-                ..NewAgent::default()
-            })
-            .expect("create agent")
-            .agent
-            .id;
-        let texts: Vec<String> = conv.turns.iter().map(|(_, t)| t.clone()).collect();
-        let vectors = embed(&texts);
-        let vector_of: BTreeMap<String, Vec<f32>> = conv
-            .turns
-            .iter()
-            .map(|(dia, _)| dia.clone())
-            .zip(vectors.iter().cloned())
-            .collect();
-        let passages: Vec<NewPassage> = texts
-            .into_iter()
-            .zip(vectors)
-            .map(|(text, v)| NewPassage {
-                text,
-                embedding: Some(v),
-                ..NewPassage::default()
-            })
-            .collect();
-        let stored = store.insert_passages(&agent, &passages).expect("insert");
-        let dia_of: BTreeMap<_, _> = stored
-            .iter()
-            .zip(&conv.turns)
-            .map(|(p, (dia, _))| (p.id.clone(), dia.clone()))
-            .collect();
-        let questions: Vec<String> = conv.questions.iter().map(|q| q.text.clone()).collect();
-        let qvecs = embed(&questions);
-        for (q, qv) in conv.questions.iter().zip(qvecs) {
+        let loaded = load_conversation(engram, conv, embed);
+        for (q, qv) in conv.questions.iter().zip(&loaded.question_vectors) {
             let search = |query: &str, embedding: Option<Vec<f32>>| {
                 store
                     .search_passages(
-                        &agent,
+                        &loaded.agent,
                         &PassageQuery {
                             query: query.to_owned(),
                             top_k: depth,
@@ -290,14 +318,18 @@ pub fn rank_both(
                     )
                     .expect("search")
                     .into_iter()
-                    .map(|h| (dia_of[&h.passage.id].clone(), h.score))
+                    .map(|h| (loaded.dia_of[&h.passage.id].clone(), h.score))
                     .collect::<Vec<_>>()
             };
             // The store's vector-only order, scored by the cosine itself (unit vectors).
             let vector = search("", Some(qv.clone()))
                 .into_iter()
                 .map(|(dia, _)| {
-                    let cos: f32 = vector_of[&dia].iter().zip(&qv).map(|(a, b)| a * b).sum();
+                    let cos: f32 = loaded.vector_of[&dia]
+                        .iter()
+                        .zip(qv)
+                        .map(|(a, b)| a * b)
+                        .sum();
                     (dia, f64::from(cos))
                 })
                 .collect();
@@ -306,7 +338,7 @@ pub fn rank_both(
                 evidence: q.evidence.clone(),
                 lexical: search(&q.text, None),
                 vector,
-                hybrid: search(&q.text, Some(qv)),
+                hybrid: search(&q.text, Some(qv.clone())),
             });
         }
     }
@@ -329,39 +361,17 @@ pub fn rank_with(
     embed: &dyn Fn(&[String]) -> Vec<Vec<f32>>,
     search: &PipelineSearch<'_>,
 ) -> Vec<Ranked> {
-    let store = engram.store();
     let mut out = Vec::new();
     for conv in conversations {
-        let agent: AgentId = engram
-            .create_agent(NewAgent {
-                name: format!("LoCoMo {}", conv.name),
-                ..NewAgent::default()
-            })
-            .expect("create agent")
-            .agent
-            .id;
-        let texts: Vec<String> = conv.turns.iter().map(|(_, t)| t.clone()).collect();
-        let passages: Vec<NewPassage> = texts
+        let loaded = load_conversation(engram, conv, embed);
+        for (q, qv) in conv
+            .questions
             .iter()
-            .cloned()
-            .zip(embed(&texts))
-            .map(|(text, v)| NewPassage {
-                text,
-                embedding: Some(v),
-                ..NewPassage::default()
-            })
-            .collect();
-        let stored = store.insert_passages(&agent, &passages).expect("insert");
-        let dia_of: BTreeMap<_, _> = stored
-            .iter()
-            .zip(&conv.turns)
-            .map(|(p, (dia, _))| (p.id.clone(), dia.clone()))
-            .collect();
-        let questions: Vec<String> = conv.questions.iter().map(|q| q.text.clone()).collect();
-        for (q, qv) in conv.questions.iter().zip(embed(&questions)) {
-            let hybrid = search(store, &agent, &q.text, qv)
+            .zip(loaded.question_vectors.iter().cloned())
+        {
+            let hybrid = search(engram.store(), &loaded.agent, &q.text, qv)
                 .into_iter()
-                .map(|h| (dia_of[&h.passage.id].clone(), h.score))
+                .map(|h| (loaded.dia_of[&h.passage.id].clone(), h.score))
                 .collect();
             out.push(Ranked {
                 category: q.category,
