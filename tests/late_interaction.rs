@@ -4,12 +4,12 @@
 //! half and half with the hybrid score; an agent on words alone is left as the store ranks it
 //! and no model is loaded for it; switching reranking off gives the store's answer back.
 
-use engram_core::{AgentId, AgentPatch, PassageHit, TagMatch};
+use engram_core::{AgentPatch, TagMatch};
 use engram_embed::Encoder;
 use engram_embed::late::max_sim;
-use engram_service::Engram;
 use engram_store::PassageQuery;
 use engram_suite::Home;
+use engram_suite::archival::{agent_with_passages, search, texts};
 
 const PASSAGES: [&str; 8] = [
     "Bob loves boston terriers",
@@ -22,32 +22,6 @@ const PASSAGES: [&str; 8] = [
     "The harbour festival has fireworks in August",
 ];
 
-async fn agent_with_passages(engram: &Engram, name: &str) -> AgentId {
-    let id = engram
-        .create_agent(engram_core::NewAgent {
-            name: name.into(),
-            ..engram_core::NewAgent::default()
-        })
-        .unwrap()
-        .agent
-        .id;
-    for p in PASSAGES {
-        engram.add_passage(&id, p, vec![]).await.unwrap();
-    }
-    id
-}
-
-async fn search(engram: &Engram, agent: &AgentId, q: &str, k: usize) -> Vec<PassageHit> {
-    engram
-        .search_archival(agent, q, vec![], TagMatch::Any, (None, None), k)
-        .await
-        .unwrap()
-}
-
-fn texts(hits: &[PassageHit]) -> Vec<&str> {
-    hits.iter().map(|h| h.passage.text.as_str()).collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_hybrid_hits_of_an_agent_on_the_built_in_model_are_rescored_by_maxsim() {
     let home = Home::with_model(&[]);
@@ -56,7 +30,7 @@ async fn the_hybrid_hits_of_an_agent_on_the_built_in_model_are_rescored_by_maxsi
         status.late_interaction && status.enabled && !status.active,
         "{status:?}"
     );
-    let sam = agent_with_passages(&home.engram, "Sam").await;
+    let sam = agent_with_passages(&home.engram, "Sam", &PASSAGES).await;
     let query = "Which pet does Bob have?";
     let hits = search(&home.engram, &sam, query, 3).await;
 

@@ -3,11 +3,12 @@
 //! folders (no published cross-encoder is in a package registry the tests can reach; the
 //! model code itself is tested in `crates/embed/tests/it/rerank.rs`).
 
-use engram_core::{AgentId, LoopStyle, NewAgent, PassageHit, Role, TagMatch};
+use engram_core::{LoopStyle, Role};
 use engram_embed::rerank::fixture::{self, Head};
 use engram_mock_llm::{Call, MockLlm, Reply, Script};
-use engram_service::{Engram, Notice};
+use engram_service::Notice;
 use engram_suite::Home;
+use engram_suite::archival::{agent_with_passages, search, texts};
 
 const PASSAGES: [&str; 6] = [
     "Bob loves boston terriers",
@@ -25,32 +26,6 @@ fn cross_encoder(head: Head) -> tempfile::TempDir {
     dir
 }
 
-async fn agent_with_passages(engram: &Engram) -> AgentId {
-    let sam = engram
-        .create_agent(NewAgent {
-            name: "Sam".into(),
-            ..NewAgent::default()
-        })
-        .unwrap()
-        .agent
-        .id;
-    for p in PASSAGES {
-        engram.add_passage(&sam, p, vec![]).await.unwrap();
-    }
-    sam
-}
-
-async fn search(engram: &Engram, agent: &AgentId, q: &str, k: usize) -> Vec<PassageHit> {
-    engram
-        .search_archival(agent, q, vec![], TagMatch::Any, (None, None), k)
-        .await
-        .unwrap()
-}
-
-fn texts(hits: &[PassageHit]) -> Vec<&str> {
-    hits.iter().map(|h| h.passage.text.as_str()).collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_reranker_rescores_hits_in_zero_to_one_and_can_be_switched_off() {
     let model = cross_encoder(Head::Random);
@@ -61,7 +36,7 @@ async fn the_reranker_rescores_hits_in_zero_to_one_and_can_be_switched_off() {
         status.active && status.enabled && !status.loaded,
         "{status:?}"
     );
-    let sam = agent_with_passages(&home.engram).await;
+    let sam = agent_with_passages(&home.engram, "Sam", &PASSAGES).await;
 
     let reranked = search(&home.engram, &sam, "Bob's dog", 4).await;
     assert_eq!(reranked.len(), 4);
@@ -95,7 +70,7 @@ async fn equal_relevance_keeps_the_hybrid_order() {
     // Every pair scores 32·tanh(0.05): the reranker cannot tell them apart.
     let model = cross_encoder(Head::Constant(0.05));
     let home = Home::with_model(&[]);
-    let sam = agent_with_passages(&home.engram).await;
+    let sam = agent_with_passages(&home.engram, "Sam", &PASSAGES).await;
     // The store's hybrid ranking: reranking (late interaction, without a cross-encoder) off.
     home.engram.set_rerank_enabled(false).unwrap();
     let hybrid = search(&home.engram, &sam, "harbour terrier", 4).await;
@@ -120,7 +95,7 @@ async fn a_broken_reranker_leaves_the_hybrid_ranking_with_a_notice() {
     let model = cross_encoder(Head::Random);
     std::fs::write(model.path().join("model.safetensors"), b"not weights").unwrap();
     let home = Home::with_model(&[]);
-    let sam = agent_with_passages(&home.engram).await;
+    let sam = agent_with_passages(&home.engram, "Sam", &PASSAGES).await;
     // The store's hybrid ranking: reranking (late interaction, without a cross-encoder) off.
     home.engram.set_rerank_enabled(false).unwrap();
     let hybrid = search(&home.engram, &sam, "Bob's dog", 3).await;

@@ -13,10 +13,12 @@ use tokio_util::sync::CancellationToken;
 
 pub use engram_agent::RunOutcome;
 
+pub mod archival;
 pub mod corpus;
 pub mod locomo;
 pub mod model;
 pub mod rest;
+pub mod serve;
 
 /// A data directory that disappears with the value, and the engine opened on it.
 pub struct Home {
