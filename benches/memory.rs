@@ -9,32 +9,12 @@
 //! `MEMORY_BENCH_IDLE_SECS` scale it.
 
 use engram_mock_llm::{MockLlm, Script};
-use engram_suite::{cli_agent, cli_command};
+use engram_suite::cli_agent;
+use engram_suite::serve::{Served, env_or};
 use serde_json::json;
-use std::io::{BufRead, BufReader};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 const AGENTS: usize = 4;
-
-fn env_or(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-/// Resident set of `pid`, in MB (from `VmRSS`, reported in kB).
-fn rss_mb(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
-    let kb: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .expect("VmRSS");
-    kb / 1024.0
-}
 
 fn main() {
     let turns = env_or("MEMORY_BENCH_TURNS", 150);
@@ -48,22 +28,10 @@ fn main() {
         let mock = MockLlm::start(Script::Brain).await;
         let home = tempfile::tempdir().unwrap();
         let agents: Vec<_> = (0..AGENTS).map(|_| cli_agent(home.path(), &mock)).collect();
-        let mut child = cli_command(home.path())
-            .args(["serve", "--port", "0", "--no-auth"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let pid = child.id();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let base = loop {
-            let line = lines.next().expect("engram serve exited early").unwrap();
-            if let Some(u) = line.strip_prefix("listening on ") {
-                break u.trim().to_owned();
-            }
-        };
+        let served = Served::start(home.path(), &[]);
+        let (pid, base) = (served.pid, &served.base);
         tokio::time::sleep(Duration::from_secs(1)).await;
-        let mut rows = vec![("at start".to_owned(), rss_mb(pid))];
+        let mut rows = vec![("at start".to_owned(), served.memory().rss)];
         let http = reqwest::Client::new();
 
         let started = Instant::now();
@@ -92,7 +60,7 @@ fn main() {
                     .unwrap();
                 assert!(r.status().is_success(), "{}", r.status());
             }
-            peak = peak.max(rss_mb(pid));
+            peak = peak.max(served.memory().rss);
         }
         let work = started.elapsed();
         rows.push((
@@ -101,7 +69,7 @@ fn main() {
                 turns * AGENTS,
                 passages * AGENTS
             ),
-            rss_mb(pid),
+            served.memory().rss,
         ));
 
         let mut bytes = 0usize;
@@ -114,7 +82,7 @@ fn main() {
                     .unwrap();
                 assert!(r.status().is_success(), "{}", r.status());
                 bytes += r.bytes().await.unwrap().len();
-                peak = peak.max(rss_mb(pid));
+                peak = peak.max(served.memory().rss);
             }
         }
         rows.push((
@@ -123,12 +91,12 @@ fn main() {
                 3 * AGENTS,
                 bytes as f64 / 1e6
             ),
-            rss_mb(pid),
+            served.memory().rss,
         ));
         for s in 1..=idle {
             tokio::time::sleep(Duration::from_secs(1)).await;
             if s == 1 || s == 5 || s == idle {
-                rows.push((format!("idle {s} s"), rss_mb(pid)));
+                rows.push((format!("idle {s} s"), served.memory().rss));
             }
         }
 
@@ -142,7 +110,5 @@ fn main() {
             "idle RSS after the work: {last:.1} MB (target ≤ 40 MB): {}",
             if last <= 40.0 { "met" } else { "NOT met" }
         );
-        let _ = child.kill();
-        let _ = child.wait();
     });
 }

@@ -12,31 +12,9 @@
 //! `/proc/<pid>/status`.
 
 use engram_mock_llm::{MockLlm, Script};
-use engram_suite::{cli_agent, cli_command, locomo, model};
-use std::io::{BufRead, BufReader};
-use std::process::Stdio;
+use engram_suite::serve::{Served, env_or};
+use engram_suite::{cli_agent, locomo, model};
 use std::time::{Duration, Instant};
-
-fn env_or(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-/// `(VmRSS, RssAnon, RssFile)` of `pid` in MB (`/proc` reports kB).
-fn memory(pid: u32) -> [f64; 3] {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
-    let field = |name: &str| -> f64 {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse::<f64>().ok())
-            .map_or(f64::NAN, |kb| kb / 1024.0)
-    };
-    [field("VmRSS:"), field("RssAnon:"), field("RssFile:")]
-}
 
 fn main() {
     let passages = env_or("MODEL_MEMORY_PASSAGES", 2000);
@@ -60,22 +38,15 @@ fn main() {
         let mock = MockLlm::start(Script::Brain).await;
         let home = tempfile::tempdir().unwrap();
         let agent = cli_agent(home.path(), &mock);
-        let mut child = cli_command(home.path())
-            .args(["serve", "--port", "0", "--no-auth"])
-            .env("ENGRAM_LOCAL_MODEL_DIR", &weights)
-            .env("ENGRAM_LOCAL_MODEL_IDLE_SECS", idle.to_string())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let pid = child.id();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let base = loop {
-            let line = lines.next().expect("engram serve exited early").unwrap();
-            if let Some(u) = line.strip_prefix("listening on ") {
-                break u.trim().to_owned();
-            }
-        };
+        let idle_secs = idle.to_string();
+        let served = Served::start(
+            home.path(),
+            &[
+                ("ENGRAM_LOCAL_MODEL_DIR", weights.as_os_str()),
+                ("ENGRAM_LOCAL_MODEL_IDLE_SECS", idle_secs.as_ref()),
+            ],
+        );
+        let (pid, base) = (served.pid, &served.base);
         let http = reqwest::Client::new();
         let shown: serde_json::Value = http
             .get(format!("{base}/v1/agents/{agent}"))
@@ -91,7 +62,7 @@ fn main() {
             .unwrap_or("?")
             .to_owned();
         tokio::time::sleep(Duration::from_secs(1)).await;
-        let mut rows = vec![("at start (model not loaded)".to_owned(), memory(pid))];
+        let mut rows = vec![("at start (model not loaded)".to_owned(), served.memory())];
 
         let started = Instant::now();
         let mut peak = 0.0f64;
@@ -104,14 +75,17 @@ fn main() {
                 .unwrap();
             assert!(r.status().is_success(), "{}", r.status());
             if i == 0 {
-                rows.push(("after the first passage (loaded)".to_owned(), memory(pid)));
+                rows.push((
+                    "after the first passage (loaded)".to_owned(),
+                    served.memory(),
+                ));
             }
             if i % 50 == 0 {
-                peak = peak.max(memory(pid)[0]);
+                peak = peak.max(served.memory().rss);
             }
         }
         let added = started.elapsed();
-        rows.push((format!("after {} passages", turns.len()), memory(pid)));
+        rows.push((format!("after {} passages", turns.len()), served.memory()));
         let queries = [
             "what did she paint last summer",
             "adoption agency interview",
@@ -137,8 +111,8 @@ fn main() {
                 .or(found.as_array())
                 .map_or(0, Vec::len);
         }
-        peak = peak.max(memory(pid)[0]);
-        rows.push(("after 50 searches".to_owned(), memory(pid)));
+        peak = peak.max(served.memory().rss);
+        rows.push(("after 50 searches".to_owned(), served.memory()));
         // The model goes after `idle` (checked every `idle / 4`), then jemalloc's background
         // thread returns the freed pages after its 10 s decay.
         let unloaded_from = idle + idle / 4 + 1;
@@ -146,11 +120,11 @@ fn main() {
         for s in 1..=unloaded_from + 20 {
             tokio::time::sleep(Duration::from_secs(1)).await;
             if s == 5 || s == 12 {
-                rows.push((format!("idle {s} s (model loaded)"), memory(pid)));
+                rows.push((format!("idle {s} s (model loaded)"), served.memory()));
             } else if s >= unloaded_from && (s - unloaded_from).is_multiple_of(5) {
                 after_unload.push((
                     format!("idle {s} s (model unloaded after {idle}–{unloaded_from} s)"),
-                    memory(pid),
+                    served.memory(),
                 ));
             }
         }
@@ -167,23 +141,24 @@ fn main() {
             "  {:<44} {:>7} {:>8} {:>8}",
             "", "VmRSS", "RssAnon", "RssFile"
         );
-        for (what, [rss, anon, file]) in &rows {
-            println!("  {what:<44} {rss:>7.1} {anon:>8.1} {file:>8.1}");
+        for (what, m) in &rows {
+            println!(
+                "  {what:<44} {:>7.1} {:>8.1} {:>8.1}",
+                m.rss, m.anon, m.file
+            );
         }
         println!("  {:<44} {peak:>7.1}", "peak VmRSS seen");
         // Every reading between the first passage and the unload is taken with the model in.
         let loaded = rows[1..rows.len() - unloaded_rows]
             .iter()
-            .map(|(_, m)| m[0])
+            .map(|(_, m)| m.rss)
             .fold(0.0f64, f64::max);
-        let unloaded = rows.last().unwrap().1[0];
+        let unloaded = rows.last().unwrap().1.rss;
         println!(
             "loaded (highest reading while loaded, peak aside): {loaded:.1} MB (target ≤ 150): {}; \
              unloaded: {unloaded:.1} MB (target ≤ 40): {}",
             if loaded <= 150.0 { "met" } else { "NOT met" },
             if unloaded <= 40.0 { "met" } else { "NOT met" },
         );
-        let _ = child.kill();
-        let _ = child.wait();
     });
 }
