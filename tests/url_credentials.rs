@@ -1,11 +1,14 @@
 //! Credentials written into a provider's or an agent's base URL (`https://user:pass@host/v1`,
 //! `…/v1?api_key=…`) are refused with a pointer to the key field, at every way in: provider
 //! settings, agent creation and changes, the agent's endpoint setting, and Agent File imports
-//! (whose credentialed endpoints are dropped with a warning). Real SQLite file, real export.
+//! (whose credentialed endpoints are dropped with a warning). Rows an older version stored
+//! with credentials are cleaned when the database is opened. Real SQLite file, real export.
 
 use engram_core::{AgentPatch, EndpointKind, Error, LlmConfig, NewAgent};
-use engram_service::{ExportFormat, ProviderSetup};
+use engram_secrets::{ExposeSecret, MemoryStore, SecretStore, provider_key_name};
+use engram_service::{DB_FILE, ExportFormat, ProviderSetup};
 use engram_suite::Home;
+use std::sync::Arc;
 
 const SECRET: &str = "hunter2-4711";
 
@@ -40,8 +43,13 @@ fn llm(url: Option<String>) -> LlmConfig {
 
 fn db_text(home: &Home) -> String {
     home.engram.checkpoint().unwrap();
+    files_text(home.path())
+}
+
+/// Every file of the data directory, as text.
+fn files_text(dir: &std::path::Path) -> String {
     let mut text = String::new();
-    for entry in std::fs::read_dir(home.path()).unwrap() {
+    for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.is_file() {
             text.push_str(&String::from_utf8_lossy(&std::fs::read(path).unwrap()));
@@ -157,4 +165,93 @@ fn base_urls_with_credentials_are_refused_everywhere_and_never_stored() {
         !export.contents.contains(SECRET),
         "the export holds the secret"
     );
+}
+
+#[test]
+fn credentials_an_older_version_stored_in_base_urls_are_taken_out_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let secrets: Arc<MemoryStore> = Arc::new(MemoryStore::default());
+    let agent = {
+        let e = engram_suite::open(dir.path(), secrets.clone());
+        e.set_provider(ProviderSetup {
+            name: "proxy".into(),
+            base_url: Some("https://api.example.com/v1".into()),
+            ..ProviderSetup::default()
+        })
+        .unwrap();
+        let agent = e
+            .create_agent(NewAgent {
+                name: "Sam".into(),
+                llm: Some(llm(Some("http://127.0.0.1:9/v1".into()))),
+                ..NewAgent::default()
+            })
+            .unwrap()
+            .agent
+            .id;
+        e.checkpoint().unwrap();
+        agent
+    };
+    // What an Engram from before the check wrote: the URLs as typed, credentials and all.
+    {
+        let db = rusqlite::Connection::open(dir.path().join(DB_FILE)).unwrap();
+        db.execute(
+            "UPDATE providers SET base_url = ?1 WHERE name = 'proxy'",
+            [format!(
+                "https://api.example.com/v1?region=eu&api_key={SECRET}"
+            )],
+        )
+        .unwrap();
+        db.execute(
+            "UPDATE agents SET llm = json_set(llm, '$.base_url', ?1),
+                 embedding = json_set(coalesce(embedding, '{}'), '$.base_url', ?2) WHERE id = ?3",
+            [
+                format!("http://sam:{SECRET}@127.0.0.1:9/v1"),
+                format!("http://127.0.0.1:9/v1?token={SECRET}"),
+                agent.to_string(),
+            ],
+        )
+        .unwrap();
+        db.execute(
+            "INSERT INTO pending_endpoints (agent_id, kind, base_url, source, created_at)
+             VALUES (?1, 'llm', ?2, 'an old import', 0)",
+            [
+                agent.to_string(),
+                format!("https://x:{SECRET}@evil.example/v1"),
+            ],
+        )
+        .unwrap();
+    }
+    assert!(files_text(dir.path()).contains(SECRET));
+
+    let e = engram_suite::open(dir.path(), secrets.clone());
+    let provider = e
+        .list_providers()
+        .unwrap()
+        .into_iter()
+        .find(|p| p.name == "proxy")
+        .unwrap();
+    assert_eq!(
+        provider.base_url.as_deref(),
+        Some("https://api.example.com/v1?region=eu")
+    );
+    // The key in the URL became the provider's key, in the keychain.
+    let key = secrets.get(&provider_key_name("proxy")).unwrap().unwrap();
+    assert_eq!(key.expose_secret(), SECRET);
+    let shown = e.get_agent(&agent).unwrap().agent;
+    assert_eq!(shown.llm.base_url.as_deref(), Some("http://127.0.0.1:9/v1"));
+    assert_eq!(
+        shown.embedding.and_then(|m| m.base_url).as_deref(),
+        Some("http://127.0.0.1:9/v1")
+    );
+    assert!(e.agent_endpoints(&agent).unwrap().pending.is_empty());
+
+    // No copy is left in the database file, its log, or an export.
+    drop(e);
+    assert!(
+        !files_text(dir.path()).contains(SECRET),
+        "the database files still hold the secret"
+    );
+    let e = engram_suite::open(dir.path(), secrets);
+    let export = e.export_agents(None, ExportFormat::Af).unwrap();
+    assert!(!export.contents.contains(SECRET));
 }

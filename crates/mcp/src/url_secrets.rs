@@ -70,6 +70,44 @@ pub fn hide(url: &str) -> (String, bool) {
     )
 }
 
+/// `url` with its credentials taken out: no user name or password, and no credential query
+/// parameter (the others stay, in order). `None` when it has none, or does not parse. Also
+/// gives the value of the first credential query parameter, decoded (e.g. the `X` of
+/// `?api_key=X`), which a caller may keep in the keychain instead.
+pub fn without_credentials(url: &str) -> Option<(String, Option<String>)> {
+    let mut parsed = Url::parse(url).ok()?;
+    let mut found = false;
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        found = true;
+        let _ = parsed.set_username("");
+        let _ = parsed.set_password(None);
+    }
+    let pairs: Vec<(String, String)> = parsed
+        .query_pairs()
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    let mut key = None;
+    let kept: Vec<&(String, String)> = pairs
+        .iter()
+        .filter(|(k, v)| {
+            let secret = is_secret_param(k);
+            if secret && key.is_none() && !v.is_empty() {
+                key = Some(v.clone());
+            }
+            !secret
+        })
+        .collect();
+    if kept.len() < pairs.len() {
+        found = true;
+        if kept.is_empty() {
+            parsed.set_query(None);
+        } else {
+            parsed.query_pairs_mut().clear().extend_pairs(kept);
+        }
+    }
+    found.then(|| (parsed.into(), key))
+}
+
 /// The credentials in `url` as they may appear in text (raw and percent-decoded), longest
 /// first, for [`scrub`]. Empty for a URL without any.
 pub fn secrets_in(url: &str) -> Vec<String> {
@@ -138,6 +176,33 @@ mod tests {
             hide("http://127.0.0.1:8000/mcp?verbose=1"),
             ("http://127.0.0.1:8000/mcp?verbose=1".to_owned(), false)
         );
+    }
+
+    #[test]
+    fn credentials_are_taken_out_and_the_key_parameter_given_back() {
+        assert_eq!(
+            without_credentials("https://u:p4ss@example.com/v1"),
+            Some(("https://example.com/v1".to_owned(), None))
+        );
+        assert_eq!(
+            without_credentials("https://example.com/v1?region=eu&api_key=s3%2Fcret&x-token=t0k"),
+            Some((
+                "https://example.com/v1?region=eu".to_owned(),
+                Some("s3/cret".to_owned())
+            ))
+        );
+        assert_eq!(
+            without_credentials("http://127.0.0.1:8080/v1?key=abc"),
+            Some((
+                "http://127.0.0.1:8080/v1".to_owned(),
+                Some("abc".to_owned())
+            ))
+        );
+        assert_eq!(
+            without_credentials("http://localhost:1234/v1?mode=fast"),
+            None
+        );
+        assert_eq!(without_credentials("not a url"), None);
     }
 
     #[test]

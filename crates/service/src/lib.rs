@@ -252,6 +252,7 @@ impl Engram {
             backfills: Arc::new(Mutex::new(std::collections::HashMap::new())),
         };
         engram.secure_mcp_urls();
+        engram.clear_stored_credentials();
         Ok(engram)
     }
 

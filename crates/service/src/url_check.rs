@@ -4,9 +4,15 @@
 //! a pointer to the key field rather than stored in part, so what the user typed is never kept
 //! half-hidden. MCP server URLs, which have no key field, keep their credentials in the keychain
 //! instead (`mcp.rs`); both use the same detection (`engram_mcp::url_secrets`).
+//!
+//! Versions before this check stored such URLs as typed; [`Engram::clear_stored_credentials`]
+//! takes the credentials out of them when a database is opened.
 
+use crate::Engram;
 use engram_core::{Error, Result};
 use engram_mcp::url_secrets;
+use engram_secrets::{SecretString, provider_key_name};
+use engram_store::{BaseUrlOwner, BaseUrlRewrite};
 
 /// Refuses `url` when it carries a user name, a password or a credential query parameter
 /// (`api_key`, `token`, `key`, …; see [`url_secrets::is_secret_param`]). `what` names the
@@ -21,6 +27,56 @@ pub(crate) fn refuse_credentials(what: &str, url: &str) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+impl Engram {
+    /// Takes credentials out of the base URLs an older Engram stored with them (providers',
+    /// agents' chat and embedding models', endpoints waiting for approval). Run at open.
+    ///
+    /// Each URL keeps everything but its user name, password and credential query parameters.
+    /// A provider's `?api_key=…`-style value becomes its key in the keychain when it has none
+    /// there, written before the database changes, so a keychain failure leaves that URL as it
+    /// was for the next start. A waiting endpoint with a credential is dismissed, as an import
+    /// now drops it. Failures are logged (the URL with `***`), never returned: opening goes on.
+    pub(crate) fn clear_stored_credentials(&self) {
+        let stored = match self.store.stored_base_urls() {
+            Ok(stored) => stored,
+            Err(e) => return tracing::warn!("could not check stored base URLs: {e}"),
+        };
+        let mut rewrites = Vec::new();
+        for s in stored {
+            let Some((clean, key)) = url_secrets::without_credentials(&s.url) else {
+                continue;
+            };
+            let (shown, _) = url_secrets::hide(&s.url);
+            if let BaseUrlOwner::Provider(name) = &s.owner
+                && let Some(key) = key
+            {
+                let name = provider_key_name(name);
+                let kept = self.secrets.get(&name).and_then(|old| match old {
+                    Some(_) => Ok(()),
+                    None => self.secrets.set(&name, &SecretString::from(key)),
+                });
+                if let Err(e) = kept {
+                    tracing::warn!(url = %shown, "the key in this stored base URL stays there: {e}");
+                    continue;
+                }
+            }
+            tracing::warn!(url = %shown, owner = ?s.owner, "a stored base URL held a credential; it was taken out (keys belong in the keychain)");
+            let to = match s.owner {
+                BaseUrlOwner::Pending(..) => None,
+                _ => Some(clean),
+            };
+            rewrites.push(BaseUrlRewrite {
+                owner: s.owner,
+                from: s.url,
+                to,
+            });
+        }
+        if let Err(e) = self.store.rewrite_base_urls(&rewrites) {
+            tracing::warn!("could not take credentials out of stored base URLs: {e}");
+        }
+    }
 }
 
 #[cfg(test)]

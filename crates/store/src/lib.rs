@@ -17,6 +17,7 @@
 mod agent_list;
 mod agents;
 mod approvals;
+mod base_urls;
 mod block_list;
 mod blocks;
 mod calibration;
@@ -53,6 +54,7 @@ mod vector_index;
 
 pub use agent_list::AgentList;
 pub use approvals::ApprovalWrite;
+pub use base_urls::{BaseUrlOwner, BaseUrlRewrite, StoredBaseUrl};
 pub use block_list::BlockList;
 pub use calibration::{CALIBRATION_SETTING_PREFIX, Calibration};
 pub use import::{
