@@ -169,12 +169,19 @@ mod tests {
         let now = asked(&engram).await;
         assert_eq!(now.as_array().map(Vec::len), Some(1), "{now}");
         assert_eq!(now[0]["agent_id"], agent.as_str());
-        assert_eq!((now[0]["done"].as_u64(), now[0]["total"].as_u64()), (Some(0), Some(300)));
+        assert_eq!(
+            (now[0]["done"].as_u64(), now[0]["total"].as_u64()),
+            (Some(0), Some(300))
+        );
         assert!(engram.vector_index_build_pending(&agent));
         let status = engram.vector_index_status(&agent).unwrap();
         assert_eq!(status.building.map(|b| (b.done, b.total)), Some((0, 300)));
         assert!(status.pending);
-        assert!(engram.vector_index_status(&AgentId::from("agent-none")).is_err());
+        assert!(
+            engram
+                .vector_index_status(&AgentId::from("agent-none"))
+                .is_err()
+        );
 
         engram.store.hold_vector_index_builds(false);
         engram.store.wait_for_vector_index_builds();

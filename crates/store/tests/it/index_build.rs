@@ -209,7 +209,10 @@ fn a_build_reports_when_it_starts_and_when_it_is_done() {
         let heard = heard.lock().unwrap();
         assert_eq!(heard.len(), 1, "{heard:?}");
         assert_eq!(heard[0].agent_id, a.id.as_str());
-        assert_eq!((heard[0].done, heard[0].total, heard[0].finished), (0, 300, false));
+        assert_eq!(
+            (heard[0].done, heard[0].total, heard[0].finished),
+            (0, 300, false)
+        );
     }
     // The state is there to ask for, not only to hear (a window opened mid-build).
     assert_eq!(store.vector_index_builds().len(), 1);
@@ -222,10 +225,16 @@ fn a_build_reports_when_it_starts_and_when_it_is_done() {
     assert_eq!((last.done, last.total, last.finished), (300, 300, true));
     assert_eq!(heard.iter().filter(|b| b.finished).count(), 1);
     // Reports never go backwards.
-    assert!(heard.windows(2).all(|w| w[0].done <= w[1].done), "{heard:?}");
+    assert!(
+        heard.windows(2).all(|w| w[0].done <= w[1].done),
+        "{heard:?}"
+    );
     // Done: nothing is shown as building even before a search takes the graph.
     assert!(store.vector_index_builds().is_empty());
-    assert!(markers(dir.path()).is_empty(), "the saved graph clears the marker");
+    assert!(
+        markers(dir.path()).is_empty(),
+        "the saved graph clears the marker"
+    );
     assert_eq!(index_files(dir.path()).len(), 2);
 }
 
@@ -310,7 +319,11 @@ fn a_marker_of_a_deleted_agent_or_of_garbage_starts_nothing() {
     store.set_vector_index_config(SMALL);
     store.hold_vector_index_builds(true);
     assert_eq!(store.resume_vector_index_builds().unwrap(), 1);
-    assert_eq!(markers(dir.path()).len(), 1, "only the real agent's is left");
+    assert_eq!(
+        markers(dir.path()).len(),
+        1,
+        "only the real agent's is left"
+    );
     store.delete_agent(&a.id).unwrap();
     store.hold_vector_index_builds(false);
     assert!(markers(dir.path()).is_empty());
