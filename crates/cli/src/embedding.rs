@@ -50,6 +50,11 @@ pub enum EmbeddingCmd {
         #[arg(long)]
         on: bool,
     },
+    /// Finish the vector index builds a quit cut short, with a progress bar, and save them
+    /// (they also start again by themselves when `engram serve` or the desktop app starts).
+    /// Until an agent's index is built, its archival search scans every vector: exact, but
+    /// slower.
+    Index,
     /// Give vectors of the agent's embedding model to its passages and messages that have
     /// none (imported, stored during an embedding outage, or after a model change), with a
     /// progress bar; resumable (`engram archival backfill` does the same).
@@ -111,6 +116,7 @@ pub async fn embedding(engram: &Engram, cmd: EmbeddingCmd) -> Result<()> {
             );
         }
         EmbeddingCmd::Backfill { agent } => backfill(engram, &AgentId::from(agent)).await?,
+        EmbeddingCmd::Index => index(engram).await?,
         EmbeddingCmd::Default { model } => {
             if let Some(m) = model {
                 engram.set_default_embedding(&m)?;
@@ -137,6 +143,49 @@ pub async fn backfill(engram: &Engram, agent: &AgentId) -> Result<()> {
         "embedded {} passages and messages; {} still without a vector",
         report.embedded, report.remaining
     );
+    Ok(())
+}
+
+/// `engram embedding index`: resumes the interrupted vector index builds and waits for them,
+/// showing their progress.
+async fn index(engram: &Engram) -> Result<()> {
+    let mut notices = engram.notices();
+    let started = engram.resume_vector_index_builds()?;
+    if started == 0 {
+        println!("no vector index build is pending");
+        return Ok(());
+    }
+    let mut agents = std::collections::BTreeSet::new();
+    let mut finished = 0;
+    let mut line = false;
+    while finished < started {
+        match notices.recv().await {
+            Ok(n) => {
+                if let Notice::VectorIndexBuild {
+                    agent_id,
+                    finished: true,
+                    ..
+                } = &n
+                {
+                    finished += 1;
+                    agents.insert(agent_id.clone());
+                }
+                show(n, &mut line);
+            }
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+        }
+    }
+    for agent in agents {
+        // A saved graph clears the agent's pending mark; a failed build leaves it.
+        if engram.vector_index_build_pending(&agent) {
+            eprintln!(
+                "warning: the vector index of {agent} was not saved (see the log); it is built again on the next start"
+            );
+        } else {
+            println!("built the vector index of {agent}");
+        }
+    }
     Ok(())
 }
 
@@ -185,6 +234,18 @@ fn show(n: Notice, line: &mut bool) {
         Notice::EmbeddingBackfill { done, total, .. } => {
             bar("embedding passages and messages", done, total, 1.0, "");
             *line = done < total;
+        }
+        Notice::VectorIndexBuild {
+            done,
+            total,
+            finished,
+            ..
+        } => {
+            bar("indexing passages", done, total, 1.0, "");
+            *line = !finished;
+            if finished {
+                eprintln!();
+            }
         }
         Notice::EmbeddingsUnavailable { message, .. }
         | Notice::RerankerUnavailable { message, .. } => {

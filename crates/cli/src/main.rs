@@ -309,6 +309,9 @@ fn agent(engram: &Engram, cmd: AgentCmd) -> Result<()> {
             // The agent as JSON, with where its model calls go and what waits for approval.
             let mut shown = serde_json::to_value(&state)?;
             shown["endpoints"] = serde_json::to_value(engram.agent_endpoints(&id)?)?;
+            // Whether its vector index is being built (then archival search is exact but
+            // slower): in this process, or marked pending by another or by a quit.
+            shown["vector_index"] = serde_json::to_value(engram.vector_index_status(&id)?)?;
             println!("{}", terminal::json(&shown)?);
         }
         AgentCmd::Endpoint(cmd) => trust::endpoint(engram, cmd)?,

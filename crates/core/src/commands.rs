@@ -145,6 +145,7 @@ pub const APP_COMMANDS: &[AppCommand] = &[
     AppCommand::new("set_rerank_model_dir", CommandKind::Call),
     AppCommand::new("set_rerank_enabled", CommandKind::Call),
     AppCommand::new("pick_rerank_model_dir", CommandKind::Dialog),
+    AppCommand::new("vector_index_builds", CommandKind::Call),
 ];
 
 /// The names of [`APP_COMMANDS`], in order.

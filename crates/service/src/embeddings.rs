@@ -284,10 +284,20 @@ impl Engram {
     /// serve`, the desktop app), called once after opening; progress arrives as
     /// [`Notice::EmbeddingBackfill`]. Returns how many agents have one. Must be called inside a
     /// tokio runtime (otherwise nothing starts and 0 is returned). Errors: storage.
+    ///
+    /// Vector index builds a quit cut short start again too, on a blocking thread (reading
+    /// an agent's vectors takes seconds at a million passages), with progress as
+    /// [`Notice::VectorIndexBuild`].
     pub fn resume_backfills(&self) -> Result<usize> {
         if tokio::runtime::Handle::try_current().is_err() {
             return Ok(0);
         }
+        let store = self.store.clone();
+        tokio::task::spawn_blocking(move || {
+            if let Err(e) = store.resume_vector_index_builds() {
+                tracing::warn!(error = %e, "vector index builds not resumed");
+            }
+        });
         let backfiller = self.backfiller();
         let mut started = 0;
         for agent in self.store.agents_with_embeddings()? {

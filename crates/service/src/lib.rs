@@ -15,6 +15,7 @@ mod context_view;
 mod embeddings;
 mod export;
 mod history;
+mod index_builds;
 mod late;
 pub mod letta;
 mod local_model;
@@ -48,9 +49,10 @@ pub use context_view::{ContextMessage, ContextTool, ContextView};
 pub use embeddings::BackfillReport;
 pub use engram_store::{AgentList, BlockList, PassageList, PassagePage};
 pub use engram_store::{Compaction, MessageWindow, WindowAt};
-pub use engram_store::{MessageHit, MessageQuery, SharedBlock, UndoPlan};
+pub use engram_store::{MessageHit, MessageQuery, SharedBlock, UndoPlan, VectorIndexBuild};
 pub use export::{ExportFile, ExportFormat};
 pub use history::{MAX_PAGE, MessagePage, Order};
+pub use index_builds::VectorIndexStatus;
 pub use late::{LATE_INTERACTION_DEPTH, LATE_INTERACTION_WEIGHT};
 pub use local_model::{
     LOCAL_MODEL_DIR_SETTING, LOCAL_MODEL_IDLE_ENV, LOCAL_MODEL_URL_ENV, LocalModelStatus,
@@ -200,6 +202,7 @@ impl Engram {
         let python_from_env = (options.env)("ENGRAM_PYTHON").is_some();
         let env = options.env.clone();
         let notices = notices::channel();
+        index_builds::forward(&store, notices.clone());
         let local = Arc::new(local_model::LocalModels::new(
             home.clone(),
             store.clone(),

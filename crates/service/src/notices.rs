@@ -96,6 +96,23 @@ pub enum Notice {
         #[ts(type = "number")]
         total: u64,
     },
+    /// Progress of building the agent's vector index (an HNSW graph over its archival
+    /// passages' vectors) in the background: sent when a build starts, about twice a second
+    /// while it runs and once more with `finished` set when it is done, failed or was stopped.
+    /// Meanwhile archival search is exact but slower (it scans every vector). The current
+    /// state is also answered by [`Engram::vector_index_builds`], for a window opened mid-build.
+    VectorIndexBuild {
+        /// The agent.
+        agent_id: AgentId,
+        /// Passage vectors in the graph so far.
+        #[ts(type = "number")]
+        done: u64,
+        /// Passage vectors to put in it.
+        #[ts(type = "number")]
+        total: u64,
+        /// The build is over (the graph is in use from the next search, or it stopped).
+        finished: bool,
+    },
     /// A line of progress while Engram sets up a Python for tools
     /// (`Engram::set_up_tool_python`).
     PythonSetup {

@@ -74,7 +74,7 @@ pub use settings::ProviderRow;
 pub use sharing::{BlockAgent, SharedBlock};
 pub use steps::{BlockChange, BlockWrite, CommittedStep, StepCommit};
 pub use undo::{UndoPlan, revert_value};
-pub use vector_build::VectorIndexBuild;
+pub use vector_build::{BuildObserver, REPORT_EVERY, VectorIndexBuild};
 pub use vector_index::VectorIndexConfig;
 
 #[allow(unused_imports)] // named in docs
@@ -220,6 +220,34 @@ impl Store {
     /// [`VectorIndexConfig`]); the service can show this as "building the search index".
     pub fn vector_index_builds(&self) -> Vec<VectorIndexBuild> {
         self.vector_indexes().builds()
+    }
+
+    /// Sends the progress of every background build of a vector graph started from now on to
+    /// `observer`: a report when it starts, at most every [`REPORT_EVERY`] (half a second)
+    /// while it runs, and a last one with `finished` set. It runs on the build's threads (or
+    /// the searching one, for the first report), so it should only pass the report on. A
+    /// later call replaces the observer.
+    pub fn on_vector_index_build(&self, observer: BuildObserver) {
+        self.vector_indexes().set_observer(observer);
+    }
+
+    /// Starts again, in the background, the graph builds a quit interrupted: a build that
+    /// would save its graph leaves a marker beside the database until it is saved, and this
+    /// picks each one up as the agent's next search would (a saved graph is loaded instead,
+    /// markers of deleted agents or vanished vectors are removed). Searches are not blocked
+    /// beyond reading each agent's vectors once. Returns how many builds now run.
+    ///
+    /// Errors: [`Error::Storage`] if the database cannot be read.
+    pub fn resume_vector_index_builds(&self) -> Result<usize> {
+        self.read(|c| self.vector_indexes().resume(c))
+    }
+
+    /// Whether a pending-build marker names the agent: a graph build that will save its
+    /// result started (in this or another process on this database) and has not saved it yet
+    /// — running, or cut short by a quit (then [`Store::resume_vector_index_builds`] starts it
+    /// again).
+    pub fn vector_index_build_pending(&self, agent: &str) -> bool {
+        self.vector_indexes().is_pending(agent)
     }
 
     /// While `hold` is true, background builds of vector graphs wait before they start, so a

@@ -15,10 +15,10 @@ use crate::sql::DbResult;
 use engram_core::{Error, Result};
 use rusqlite::{Connection, params};
 use std::collections::{BinaryHeap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::{Arc, mpsc};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use usearch::Index;
 
 /// An agent's vectors as usearch's `i8` quantisation stores them, in one contiguous block.
@@ -149,49 +149,124 @@ pub(crate) struct Building {
     applied: i64,
     progress: Arc<AtomicUsize>,
     cancel: Arc<AtomicBool>,
+    /// Set by the thread when it has nothing more to do (built, failed or stopped).
+    over: Arc<AtomicBool>,
     done: Receiver<Built>,
     result: Option<Built>,
     started: Instant,
 }
 
-/// Progress of one background build of an agent's vector graph.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Progress of one background build of an agent's vector graph, e.g.
+/// `{"agent_id":"agent-…","done":40960,"total":100000,"seconds":61,"finished":false}`. Counts
+/// are vectors (one per archival passage with a vector of the agent's embedding model).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, ts_rs::TS)]
+#[ts(export)]
 pub struct VectorIndexBuild {
     /// The agent.
     pub agent_id: String,
     /// Vectors inserted into the graph so far.
+    #[ts(type = "number")]
     pub done: usize,
     /// Vectors to insert.
+    #[ts(type = "number")]
     pub total: usize,
     /// Seconds since the build started.
+    #[ts(type = "number")]
     pub seconds: u64,
+    /// `true` in the last report of a build: the graph is built (and searches use it from
+    /// the next one on), or the build failed or was stopped (the store closed, the agent was
+    /// deleted). Never set in [`crate::Store::vector_index_builds`]' answer.
+    pub finished: bool,
+}
+
+/// Called with a build's progress: once when it starts, at most every [`REPORT_EVERY`] while
+/// it runs, and once with `finished` set when it ends. Runs on the build's threads, so it
+/// must be quick (send a message, not do the work).
+pub type BuildObserver = Arc<dyn Fn(&VectorIndexBuild) + Send + Sync>;
+
+/// How often a running build reports its progress: often enough for a progress bar, rare
+/// enough that a 1M-vector build sends a few thousand reports, not a million.
+pub const REPORT_EVERY: Duration = Duration::from_millis(500);
+
+/// Sends one build's progress to its observer, no more often than [`REPORT_EVERY`].
+struct Reporter {
+    agent: String,
+    total: usize,
+    started: Instant,
+    /// Milliseconds since `started` of the last report.
+    last: AtomicU64,
+    observer: Option<BuildObserver>,
+}
+
+impl Reporter {
+    fn send(&self, done: usize, finished: bool) {
+        if let Some(observer) = &self.observer {
+            observer(&VectorIndexBuild {
+                agent_id: self.agent.clone(),
+                done,
+                total: self.total,
+                seconds: self.started.elapsed().as_secs(),
+                finished,
+            });
+        }
+    }
+
+    /// Reports `done` if the last report is [`REPORT_EVERY`] old (one thread wins the race).
+    fn tick(&self, done: &AtomicUsize) {
+        if self.observer.is_none() {
+            return;
+        }
+        let now = self.started.elapsed().as_millis() as u64;
+        let last = self.last.load(Ordering::Relaxed);
+        if now.saturating_sub(last) >= REPORT_EVERY.as_millis() as u64
+            && self
+                .last
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            self.send(done.load(Ordering::Relaxed), false);
+        }
+    }
 }
 
 impl Building {
     /// Starts a thread that builds a graph from `flat` (read at log position `seq`) with
     /// `make` (which creates the empty index) and, when `save` is given, saves it through it.
     /// While `hold` is set the thread waits before it starts (tests hold builds to search
-    /// during one).
+    /// during one). `observer` hears of the progress of the agent's build (see
+    /// [`BuildObserver`]); its first report is sent before this returns.
     pub(crate) fn start(
+        agent: &str,
         flat: Flat,
         seq: i64,
         make: impl FnOnce(usize) -> Result<Index> + Send + 'static,
         save: Option<Save>,
         hold: Arc<AtomicBool>,
+        observer: Option<BuildObserver>,
     ) -> Building {
         let flat = Arc::new(flat);
         let progress = Arc::new(AtomicUsize::new(0));
         let cancel = Arc::new(AtomicBool::new(false));
+        let over = Arc::new(AtomicBool::new(false));
+        let started = Instant::now();
+        let reporter = Reporter {
+            agent: agent.to_owned(),
+            total: flat.len(),
+            started,
+            last: AtomicU64::new(0),
+            observer,
+        };
+        reporter.send(0, false);
         let (tx, done) = mpsc::channel();
-        let job = (flat.clone(), progress.clone(), cancel.clone());
+        let job = (flat.clone(), progress.clone(), cancel.clone(), over.clone());
         let spawned = std::thread::Builder::new()
             .name("engram-vector-build".into())
             .spawn(move || {
-                let (flat, progress, cancel) = job;
+                let (flat, progress, cancel, over) = job;
                 while hold.load(Ordering::Relaxed) && !cancel.load(Ordering::Relaxed) {
                     std::thread::sleep(std::time::Duration::from_millis(5));
                 }
-                let built = build_graph(&flat, make, &progress, &cancel).map(|index| {
+                let built = build_graph(&flat, make, &progress, &cancel, &reporter).map(|index| {
                     let saved = match save {
                         Some(save) if !cancel.load(Ordering::Relaxed) => match save(&index) {
                             Ok(()) => true,
@@ -204,6 +279,8 @@ impl Building {
                     };
                     (index, saved)
                 });
+                over.store(true, Ordering::Relaxed);
+                reporter.send(progress.load(Ordering::Relaxed), true);
                 let _ = tx.send(built);
             });
         let mut building = Building {
@@ -214,11 +291,13 @@ impl Building {
             applied: seq,
             progress,
             cancel,
+            over,
             done,
             result: None,
-            started: Instant::now(),
+            started,
         };
         if let Err(e) = spawned {
+            building.over.store(true, Ordering::Relaxed);
             building.result = Some(Err(Error::Storage(format!(
                 "vector index: cannot start a build thread: {e}"
             ))));
@@ -271,14 +350,16 @@ impl Building {
         self.flat.memory_usage()
     }
 
-    /// Progress, for the service and the UI.
-    pub(crate) fn progress(&self, agent: &str) -> VectorIndexBuild {
-        VectorIndexBuild {
+    /// Progress, for the service and the UI; `None` once the thread is over (its graph waits
+    /// for the next search to take it).
+    pub(crate) fn progress(&self, agent: &str) -> Option<VectorIndexBuild> {
+        (!self.over.load(Ordering::Relaxed)).then(|| VectorIndexBuild {
             agent_id: agent.to_owned(),
             done: self.progress.load(Ordering::Relaxed),
             total: self.flat.len(),
             seconds: self.started.elapsed().as_secs(),
-        }
+            finished: false,
+        })
     }
 
     /// Folds log entries after the last one seen into the set of changed rows.
@@ -331,6 +412,7 @@ fn build_graph(
     make: impl FnOnce(usize) -> Result<Index>,
     progress: &AtomicUsize,
     cancel: &AtomicBool,
+    reporter: &Reporter,
 ) -> Result<Index> {
     let n = flat.len();
     let index = make(n)?;
@@ -349,8 +431,11 @@ fn build_graph(
                 let index = &index;
                 s.spawn(move || -> Result<()> {
                     for i in from..(from + chunk).min(n) {
-                        if i % 1_024 == 0 && cancel.load(Ordering::Relaxed) {
-                            return Err(stopped());
+                        if i % 1_024 == 0 {
+                            if cancel.load(Ordering::Relaxed) {
+                                return Err(stopped());
+                            }
+                            reporter.tick(progress);
                         }
                         index
                             .add(flat.keys[i] as u64, flat.row(i))

@@ -28,7 +28,7 @@
 
 use crate::search;
 use crate::sql::{self, DbResult};
-use crate::vector_build::{Building, Flat, Save, VectorIndexBuild};
+use crate::vector_build::{BuildObserver, Building, Flat, Save, VectorIndexBuild};
 use engram_core::{Error, Result};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
@@ -119,6 +119,18 @@ pub(crate) struct Indexes {
     building: HashMap<String, Building>,
     /// While set, new background builds wait before they start (see `Store::hold_…`).
     hold: Arc<AtomicBool>,
+    /// Hears of every background build's progress (see `Store::on_vector_index_build`).
+    observer: Option<BuildObserver>,
+}
+
+/// What a pending-build marker (`<agent hex>.building` beside the saved indexes) holds: a
+/// graph that will be saved was being built for this agent and dimension. Written when the
+/// build starts, removed once its graph is saved (or the agent is deleted), so one left
+/// behind by a quit names a build to start again on the next start.
+#[derive(Debug, Serialize, Deserialize, PartialEq)]
+struct Pending {
+    agent: String,
+    dim: usize,
 }
 
 /// What an agent's vector search runs on.
@@ -260,7 +272,78 @@ impl Indexes {
             loaded: HashMap::new(),
             building: HashMap::new(),
             hold: Arc::new(AtomicBool::new(false)),
+            observer: None,
         }
+    }
+
+    /// Sends the progress of builds started from now on to `observer`.
+    pub(crate) fn set_observer(&mut self, observer: BuildObserver) {
+        self.observer = Some(observer);
+    }
+
+    /// Where the agent's pending-build marker lives (see [`Pending`]).
+    fn marker(&self, agent: &str) -> Option<PathBuf> {
+        Some(
+            self.dir
+                .as_ref()?
+                .join(format!("{}.building", file_stem(agent))),
+        )
+    }
+
+    /// Whether the agent's pending-build marker exists.
+    pub(crate) fn is_pending(&self, agent: &str) -> bool {
+        self.marker(agent).is_some_and(|m| m.exists())
+    }
+
+    /// The builds that pending-build markers name: `(agent, dimension, marker)`, sorted. A marker
+    /// that cannot be read is removed (it only costs a build on the next search).
+    fn pending(&self) -> Vec<(String, usize, PathBuf)> {
+        let Some(dir) = &self.dir else {
+            return Vec::new();
+        };
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for path in entries.filter_map(|e| e.ok().map(|e| e.path())) {
+            if path.extension().is_none_or(|x| x != "building") {
+                continue;
+            }
+            match std::fs::read(&path)
+                .ok()
+                .and_then(|b| serde_json::from_slice::<Pending>(&b).ok())
+            {
+                Some(p) => out.push((p.agent, p.dim, path)),
+                None => {
+                    let _ = std::fs::remove_file(&path);
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// Starts again the builds a quit interrupted (named by pending-build markers): each
+    /// agent's index is brought in step as a search would (loading a saved graph, building a
+    /// small exact one, or starting the graph's build in the background); markers that name
+    /// nothing left to build are removed. Returns how many builds run in the background now.
+    pub(crate) fn resume(&mut self, conn: &Connection) -> Result<usize> {
+        let mut started = 0;
+        for (agent, dim, marker) in self.pending() {
+            if self.building.contains_key(&agent) {
+                started += 1;
+                continue;
+            }
+            if count_vectors(conn, &agent, dim)? > 0 {
+                self.sync(conn, &agent, dim)?;
+            }
+            if self.building.contains_key(&agent) {
+                started += 1;
+            } else {
+                let _ = std::fs::remove_file(marker);
+            }
+        }
+        Ok(started)
     }
 
     pub(crate) fn set_config(&mut self, config: VectorIndexConfig) {
@@ -309,6 +392,9 @@ impl Indexes {
         if let Some((index, meta)) = self.paths(agent) {
             let _ = std::fs::remove_file(index);
             let _ = std::fs::remove_file(meta);
+        }
+        if let Some(marker) = self.marker(agent) {
+            let _ = std::fs::remove_file(marker);
         }
     }
 
@@ -433,13 +519,25 @@ impl Indexes {
     fn start_build(&mut self, conn: &Connection, agent: &str, dim: usize) -> Result<Ready<'_>> {
         let (head, _) = log_position(conn, agent)?;
         let flat = Flat::read(conn, agent, dim)?;
+        let persist = flat.len() >= self.config.persist_above;
+        let marker = self.marker(agent).filter(|_| persist);
+        if let Some(marker) = &marker {
+            // A quit before the graph is saved leaves this behind: the next start builds again.
+            if let Err(e) = write_marker(marker, agent, dim) {
+                tracing::warn!(agent, error = %e, "pending-build marker not written");
+            }
+        }
         let save = self
             .paths(agent)
-            .filter(|_| flat.len() >= self.config.persist_above)
+            .filter(|_| persist)
             .map(|(index_path, meta_path)| {
                 let agent = agent.to_owned();
                 Box::new(move |index: &Index| {
-                    save_files(&index_path, &meta_path, index, &agent, dim, head)
+                    save_files(&index_path, &meta_path, index, &agent, dim, head)?;
+                    if let Some(marker) = marker {
+                        let _ = std::fs::remove_file(marker);
+                    }
+                    Ok(())
                 }) as Save
             });
         tracing::info!(
@@ -448,11 +546,13 @@ impl Indexes {
             "building a vector graph in the background"
         );
         let building = Building::start(
+            agent,
             flat,
             head,
             move |n| new_index(dim, false, n + n / 8),
             save,
             self.hold.clone(),
+            self.observer.clone(),
         );
         self.building.insert(agent.to_owned(), building);
         self.interim(conn, agent)
@@ -470,7 +570,7 @@ impl Indexes {
         let mut out: Vec<_> = self
             .building
             .iter()
-            .map(|(agent, b)| b.progress(agent))
+            .filter_map(|(agent, b)| b.progress(agent))
             .collect();
         out.sort_by(|a, b| a.agent_id.cmp(&b.agent_id));
         out
@@ -662,6 +762,18 @@ fn graph_candidates(
 
 /// Saves `index` (of `agent`'s `dim`-dimensional vectors, reflecting the log up to `seq`) to
 /// `index_path`, then its sidecar to `meta_path`, each written to a temporary name and renamed.
+/// Writes the agent's pending-build marker (see [`Pending`]).
+fn write_marker(path: &Path, agent: &str, dim: usize) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    crate::private::create_dir(dir)?;
+    let pending = Pending {
+        agent: agent.to_owned(),
+        dim,
+    };
+    let json = serde_json::to_vec(&pending).map_err(|e| index_error("marker", e))?;
+    std::fs::write(path, json).map_err(|e| index_error("marker", e))
+}
+
 fn save_files(
     index_path: &Path,
     meta_path: &Path,

@@ -110,6 +110,10 @@ pub(crate) fn all() -> Router<AppState> {
             get(passages::search),
         )
         .route(
+            "/v1/agents/{agent_id}/archival-memory/index",
+            get(passages::index_status),
+        )
+        .route(
             "/v1/agents/{agent_id}/archival-memory/{memory_id}",
             axum::routing::delete(passages::delete).patch(edits::modify_passage),
         )

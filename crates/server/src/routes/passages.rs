@@ -1,4 +1,5 @@
-//! Archival memory: `/v1/agents/{id}/archival-memory` list, create, search, delete.
+//! Archival memory: `/v1/agents/{id}/archival-memory` list, create, search, delete, and the
+//! state of its vector index.
 
 use super::{agent_id, deleted};
 use crate::AppState;
@@ -235,4 +236,14 @@ pub async fn delete(
     s.engram
         .delete_passage(&agent_id(id), &PassageId::from(passage))?;
     Ok(deleted())
+}
+
+/// `GET /v1/agents/{agent_id}/archival-memory/index` (Engram's own): the agent's vector index
+/// build, `{"building": {agent_id, done, total, seconds, finished} | null, "pending": bool}`
+/// (counts are passage vectors). While `building` is set, archival search is exact but slower.
+pub async fn index_status(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<engram_service::VectorIndexStatus>> {
+    Ok(Json(s.engram.vector_index_status(&agent_id(id))?))
 }

@@ -302,6 +302,7 @@ static COMMANDS: LazyLock<Vec<CommandDef>> = LazyLock::new(|| {
             Dialog,
             false,
         ),
+        call_def::<VectorIndexBuildsArgs>(),
     ]
 });
 

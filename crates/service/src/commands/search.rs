@@ -2,7 +2,7 @@
 //! interaction with the built-in model when none is set).
 
 use super::{AppCall, Caller};
-use crate::{Engram, RerankerStatus};
+use crate::{Engram, RerankerStatus, VectorIndexBuild};
 use engram_core::Result;
 use serde::Deserialize;
 use std::sync::Arc;
@@ -18,6 +18,21 @@ impl AppCall for RerankerStatusArgs {
     type Output = RerankerStatus;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<RerankerStatus> {
         Ok(e.reranker_status())
+    }
+}
+
+/// `vector_index_builds`: the vector indexes being built in the background now, one entry per
+/// agent (empty when none is); a window opened mid-build shows them at once and then follows
+/// `vector_index_build` notices.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct VectorIndexBuildsArgs {}
+
+impl AppCall for VectorIndexBuildsArgs {
+    const NAME: &'static str = "vector_index_builds";
+    type Output = Vec<VectorIndexBuild>;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Vec<VectorIndexBuild>> {
+        Ok(e.vector_index_builds())
     }
 }
 

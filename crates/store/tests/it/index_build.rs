@@ -3,6 +3,8 @@
 
 use crate::scale::{SMALL, brute_force, index_files, nearest, texts, vector, with_vectors};
 use crate::support::{create, temp_store};
+use engram_store::VectorIndexBuild;
+use std::sync::{Arc, Mutex};
 
 #[test]
 fn a_search_answers_while_the_graph_builds_and_uses_it_after() {
@@ -169,4 +171,161 @@ fn hybrid_ranks_the_same_whether_the_vector_walk_runs_beside_the_words_or_after_
         fused += one.iter().filter(|(_, s)| *s > 0.7 && *s < 1.0).count();
     }
     assert!(fused > 0, "no hit scored by both sides");
+}
+
+/// Every report the store's observer hears.
+fn observe(store: &engram_store::Store) -> Arc<Mutex<Vec<VectorIndexBuild>>> {
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let sink = heard.clone();
+    store.on_vector_index_build(Arc::new(move |b: &VectorIndexBuild| {
+        sink.lock().unwrap().push(b.clone())
+    }));
+    heard
+}
+
+fn markers(db_dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let dir = db_dir.join("data").join("engram.db.vectors");
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "building"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_build_reports_when_it_starts_and_when_it_is_done() {
+    let (dir, store) = temp_store();
+    store.set_vector_index_config(SMALL);
+    store.hold_vector_index_builds(true);
+    let heard = observe(&store);
+    let (a, _) = create(&store, "A");
+    store
+        .insert_passages(&a.id, &with_vectors(0..300, 16, |_| vec![]))
+        .unwrap();
+    nearest(&store, &a.id, &vector(7, 16), 1, &[]);
+    {
+        let heard = heard.lock().unwrap();
+        assert_eq!(heard.len(), 1, "{heard:?}");
+        assert_eq!(heard[0].agent_id, a.id.as_str());
+        assert_eq!(
+            (heard[0].done, heard[0].total, heard[0].finished),
+            (0, 300, false)
+        );
+    }
+    // The state is there to ask for, not only to hear (a window opened mid-build).
+    assert_eq!(store.vector_index_builds().len(), 1);
+    assert_eq!(markers(dir.path()).len(), 1, "a pending build is marked");
+
+    store.hold_vector_index_builds(false);
+    store.wait_for_vector_index_builds();
+    let heard = heard.lock().unwrap();
+    let last = heard.last().unwrap();
+    assert_eq!((last.done, last.total, last.finished), (300, 300, true));
+    assert_eq!(heard.iter().filter(|b| b.finished).count(), 1);
+    // Reports never go backwards.
+    assert!(
+        heard.windows(2).all(|w| w[0].done <= w[1].done),
+        "{heard:?}"
+    );
+    // Done: nothing is shown as building even before a search takes the graph.
+    assert!(store.vector_index_builds().is_empty());
+    assert!(
+        markers(dir.path()).is_empty(),
+        "the saved graph clears the marker"
+    );
+    assert_eq!(index_files(dir.path()).len(), 2);
+}
+
+#[test]
+fn a_quit_during_a_build_loses_it_and_the_next_start_builds_again_unasked() {
+    let (dir, store) = temp_store();
+    store.set_vector_index_config(SMALL);
+    store.hold_vector_index_builds(true);
+    let (a, _) = create(&store, "A");
+    let dim = 16;
+    store
+        .insert_passages(&a.id, &with_vectors(0..300, dim, |_| vec![]))
+        .unwrap();
+    let rows: Vec<(String, Vec<f32>)> = (0..300)
+        .map(|i| (format!("passage {i}"), vector(i, dim)))
+        .collect();
+    nearest(&store, &a.id, &vector(7, dim), 1, &[]);
+    assert_eq!(store.vector_index_builds().len(), 1);
+    // The app quits mid-build: the thread stops and saves nothing (the work is lost).
+    drop(store);
+    assert!(index_files(dir.path()).is_empty(), "no graph was saved");
+    assert_eq!(markers(dir.path()).len(), 1, "the marker outlives the quit");
+
+    let db = dir.path().join("data").join("engram.db");
+    let store = engram_store::Store::open(&db).unwrap();
+    store.set_vector_index_config(SMALL);
+    let heard = observe(&store);
+    store.hold_vector_index_builds(true);
+    // The next start picks the build up without a search.
+    assert_eq!(store.resume_vector_index_builds().unwrap(), 1);
+    let builds = store.vector_index_builds();
+    assert_eq!(builds.len(), 1, "{builds:?}");
+    assert_eq!((builds[0].done, builds[0].total), (0, 300));
+    assert_eq!(heard.lock().unwrap().len(), 1);
+    // Search meanwhile answers, exactly.
+    let q = vector(10_001, dim);
+    assert_eq!(
+        texts(&nearest(&store, &a.id, &q, 5, &[])),
+        brute_force(&rows, &q, 5)
+    );
+    // Asking again starts no second build.
+    assert_eq!(store.resume_vector_index_builds().unwrap(), 1);
+    store.hold_vector_index_builds(false);
+    store.wait_for_vector_index_builds();
+    assert!(heard.lock().unwrap().last().unwrap().finished);
+    assert_eq!(index_files(dir.path()).len(), 2);
+    assert!(markers(dir.path()).is_empty());
+    drop(store);
+
+    // With the graph saved, a start has nothing to resume and loads it on the first search.
+    let store = engram_store::Store::open(&db).unwrap();
+    store.set_vector_index_config(SMALL);
+    assert_eq!(store.resume_vector_index_builds().unwrap(), 0);
+    assert_eq!(
+        texts(&nearest(&store, &a.id, &q, 5, &[])),
+        brute_force(&rows, &q, 5)
+    );
+    assert!(store.vector_index_builds().is_empty());
+}
+
+#[test]
+fn a_marker_of_a_deleted_agent_or_of_garbage_starts_nothing() {
+    let (dir, store) = temp_store();
+    store.set_vector_index_config(SMALL);
+    store.hold_vector_index_builds(true);
+    let (a, _) = create(&store, "A");
+    store
+        .insert_passages(&a.id, &with_vectors(0..300, 16, |_| vec![]))
+        .unwrap();
+    nearest(&store, &a.id, &vector(7, 16), 1, &[]);
+    drop(store);
+    let vectors = dir.path().join("data").join("engram.db.vectors");
+    std::fs::write(vectors.join("6e6f.building"), b"{not json").unwrap();
+    // A marker naming an agent that is gone (deleted by another process, say).
+    std::fs::write(
+        vectors.join("7a7a.building"),
+        br#"{"agent":"agent-gone","dim":16}"#,
+    )
+    .unwrap();
+
+    let store = engram_store::Store::open(&dir.path().join("data").join("engram.db")).unwrap();
+    store.set_vector_index_config(SMALL);
+    store.hold_vector_index_builds(true);
+    assert_eq!(store.resume_vector_index_builds().unwrap(), 1);
+    assert_eq!(
+        markers(dir.path()).len(),
+        1,
+        "only the real agent's is left"
+    );
+    store.delete_agent(&a.id).unwrap();
+    store.hold_vector_index_builds(false);
+    assert!(markers(dir.path()).is_empty());
+    assert!(store.vector_index_builds().is_empty());
 }

@@ -326,9 +326,11 @@ fn filters_apply_before_the_limit_with_the_index() {
 
 pub(crate) fn index_files(db_dir: &Path) -> Vec<PathBuf> {
     let dir = db_dir.join("data").join("engram.db.vectors");
+    // Saved indexes only: a pending-build marker (`.building`) is not one.
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
         .unwrap_or_default();
+    files.retain(|f| f.extension().is_none_or(|x| x != "building"));
     files.sort();
     files
 }

@@ -77,7 +77,23 @@ done: number,
 /**
  * Rows that had no vector when it started.
  */
-total: number, } | { "type": "python_setup", 
+total: number, } | { "type": "vector_index_build", 
+/**
+ * The agent.
+ */
+agent_id: AgentId, 
+/**
+ * Passage vectors in the graph so far.
+ */
+done: number, 
+/**
+ * Passage vectors to put in it.
+ */
+total: number, 
+/**
+ * The build is over (the graph is in use from the next search, or it stopped).
+ */
+finished: boolean, } | { "type": "python_setup", 
 /**
  * What the setup (or pip) just said.
  */

@@ -124,6 +124,8 @@ import type { UpdateBlockArgs } from "./args/UpdateBlockArgs";
 import type { UpsertToolArgs } from "./args/UpsertToolArgs";
 import type { UsageCost } from "./UsageCost";
 import type { UsageCostArgs } from "./args/UsageCostArgs";
+import type { VectorIndexBuild } from "./VectorIndexBuild";
+import type { VectorIndexBuildsArgs } from "./args/VectorIndexBuildsArgs";
 
 /** Commands answered with one result: `name: [arguments, result]`. */
 export interface Commands {
@@ -208,6 +210,7 @@ export interface Commands {
   reranker_status: [RerankerStatusArgs, RerankerStatus];
   set_rerank_model_dir: [SetRerankModelDirArgs, RerankerStatus];
   set_rerank_enabled: [SetRerankEnabledArgs, RerankerStatus];
+  vector_index_builds: [VectorIndexBuildsArgs, Array<VectorIndexBuild>];
 }
 
 /** Commands that start a run and stream its events until `done`: `name: arguments`. */

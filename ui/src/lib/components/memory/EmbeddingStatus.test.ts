@@ -35,4 +35,54 @@ describe('EmbeddingStatus', () => {
     await expect.poll(() => screen.queryByTestId('embedding-backfill')).toBeNull();
     expect(screen.queryByTestId('embedding-warning')).toBeNull();
   });
+
+  it('shows a vector index build going on when opened, follows it, and hides it when done', async () => {
+    let notify: (n: Notice) => void = () => {};
+    const { backend, calls } = useFakeBackend({
+      vector_index_builds: () => [
+        { agent_id: 'agent-2', done: 10, total: 20, seconds: 1, finished: false },
+        { agent_id: 'agent-1', done: 1_500, total: 100_000, seconds: 3, finished: false },
+      ],
+    });
+    (backend.onNotice as unknown as { mockImplementation: (f: (cb: (n: Notice) => void) => () => void) => void }).mockImplementation(
+      (cb) => {
+        notify = cb;
+        return () => {};
+      },
+    );
+    render(EmbeddingStatus, { agentId: 'agent-1', archival: true });
+
+    // Opened mid-build: the engine's state shows at once, this agent's only.
+    const shown = await screen.findByTestId('vector-index-build');
+    expect(shown).toHaveTextContent('Indexing 1,500 of 100,000 passages — search is exact but slower until this finishes');
+    expect(calls.filter(([c]) => c === 'vector_index_builds')).toHaveLength(1);
+    expect(shown.querySelector('progress')?.value).toBe(1_500);
+
+    notify({ type: 'vector_index_build', agent_id: 'agent-2', done: 20, total: 20, finished: true });
+    notify({ type: 'vector_index_build', agent_id: 'agent-1', done: 52_000, total: 100_000, finished: false });
+    await expect.poll(() => screen.getByTestId('vector-index-build').textContent).toContain('52,000 of 100,000');
+    expect(screen.getByTestId('vector-index-build').querySelector('progress')?.max).toBe(100_000);
+
+    notify({ type: 'vector_index_build', agent_id: 'agent-1', done: 100_000, total: 100_000, finished: true });
+    await expect.poll(() => screen.queryByTestId('vector-index-build')).toBeNull();
+  });
+
+  it('leaves the vector index to the archival tab', async () => {
+    let notify: (n: Notice) => void = () => {};
+    const { backend, calls } = useFakeBackend({
+      vector_index_builds: () => [{ agent_id: 'agent-1', done: 1, total: 9, seconds: 0, finished: false }],
+    });
+    (backend.onNotice as unknown as { mockImplementation: (f: (cb: (n: Notice) => void) => () => void) => void }).mockImplementation(
+      (cb) => {
+        notify = cb;
+        return () => {};
+      },
+    );
+    render(EmbeddingStatus, { agentId: 'agent-1' });
+    notify({ type: 'vector_index_build', agent_id: 'agent-1', done: 5, total: 9, finished: false });
+    notify({ type: 'embedding_backfill', agent_id: 'agent-1', done: 1, total: 2 });
+    expect(await screen.findByTestId('embedding-backfill')).toBeInTheDocument();
+    expect(screen.queryByTestId('vector-index-build')).toBeNull();
+    expect(calls.filter(([c]) => c === 'vector_index_builds')).toHaveLength(0);
+  });
 });
