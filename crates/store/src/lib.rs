@@ -20,6 +20,7 @@ mod approvals;
 mod block_list;
 mod blocks;
 mod calibration;
+mod created_page;
 mod endpoints;
 mod fts_partitions;
 mod import;
