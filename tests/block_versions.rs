@@ -38,6 +38,28 @@ fn add_wait_tool(home: &Home, agent: &AgentId) {
     home.engram.attach_tool(agent, &tool.id).expect("attach");
 }
 
+/// A scripted model, a home and an agent with the wait tool, whose next step calls `first`
+/// and then the wait tool, so the step stays open for a while after `first` ran.
+async fn step_held_open_after(first: Call) -> (MockLlm, Home, AgentId) {
+    let mock = MockLlm::start(Script::Queue).await;
+    let home = Home::new();
+    let agent = agent(&home, &mock);
+    add_wait_tool(&home, &agent);
+    mock.push(Reply::ToolCalls(vec![
+        first,
+        Call::new("wait_a_bit", json!({})),
+    ]));
+    (mock, home, agent)
+}
+
+/// The model's call appending `Likes: kiwi` to the human block.
+fn append_kiwi() -> Call {
+    Call::new(
+        "core_memory_append",
+        json!({"label": "human", "content": "Likes: kiwi"}),
+    )
+}
+
 /// The stored result of the run's call to `tool`.
 fn result_of(out: &RunOutcome, tool: &str) -> ToolReturn {
     out.messages
@@ -80,13 +102,7 @@ async fn a_hand_edit_made_while_the_model_answers_survives_its_append() {
     let agent = agent(&home, &mock);
     mock.push(Reply::Delayed(
         Duration::from_millis(800),
-        Box::new(Reply::ToolCalls(vec![
-            Call::new(
-                "core_memory_append",
-                json!({"label": "human", "content": "Likes: kiwi"}),
-            )
-            .with_id("call_kiwi"),
-        ])),
+        Box::new(Reply::ToolCalls(vec![append_kiwi().with_id("call_kiwi")])),
     ));
     mock.push(Reply::text("Noted."));
 
@@ -125,18 +141,8 @@ async fn a_hand_edit_made_while_the_model_answers_survives_its_append() {
 
 #[tokio::test]
 async fn an_edit_landing_between_the_tool_and_the_commit_is_kept_too() {
-    let mock = MockLlm::start(Script::Queue).await;
-    let home = Home::new();
-    let agent = agent(&home, &mock);
-    add_wait_tool(&home, &agent);
     // The append runs at once; the user tool then keeps the step open while the hand edit lands.
-    mock.push(Reply::ToolCalls(vec![
-        Call::new(
-            "core_memory_append",
-            json!({"label": "human", "content": "Likes: kiwi"}),
-        ),
-        Call::new("wait_a_bit", json!({})),
-    ]));
+    let (mock, home, agent) = step_held_open_after(append_kiwi()).await;
     mock.push(Reply::text("Noted."));
 
     let ((out, events), ()) = tokio::join!(home.chat(&agent, "I like kiwi"), async {
@@ -164,19 +170,15 @@ async fn an_edit_landing_between_the_tool_and_the_commit_is_kept_too() {
 
 #[tokio::test]
 async fn a_replace_whose_text_changed_meanwhile_fails_with_the_current_value() {
-    let mock = MockLlm::start(Script::Queue).await;
-    let home = Home::new();
-    let agent = agent(&home, &mock);
-    add_wait_tool(&home, &agent);
-    save_by_hand(&home, &agent, |v| format!("{v}\nLikes: kiwi"));
-    mock.push(Reply::ToolCalls(vec![
+    let (mock, home, agent) = step_held_open_after(
         Call::new(
             "memory_replace",
             json!({"label": "human", "old_str": "kiwi", "new_str": "mango"}),
         )
         .with_id("call_mango"),
-        Call::new("wait_a_bit", json!({})),
-    ]));
+    )
+    .await;
+    save_by_hand(&home, &agent, |v| format!("{v}\nLikes: kiwi"));
     mock.push(Reply::text("Let me look again."));
 
     let ((out, _), ()) = tokio::join!(home.chat(&agent, "I like mango now"), async {
@@ -318,17 +320,7 @@ async fn two_agents_sharing_a_block_keep_each_others_appends() {
 
 #[tokio::test]
 async fn the_cli_as_a_second_process_editing_during_a_step_loses_nothing() {
-    let mock = MockLlm::start(Script::Queue).await;
-    let home = Home::new();
-    let agent = agent(&home, &mock);
-    add_wait_tool(&home, &agent);
-    mock.push(Reply::ToolCalls(vec![
-        Call::new(
-            "core_memory_append",
-            json!({"label": "human", "content": "Likes: kiwi"}),
-        ),
-        Call::new("wait_a_bit", json!({})),
-    ]));
+    let (mock, home, agent) = step_held_open_after(append_kiwi()).await;
     mock.push(Reply::text("Noted."));
 
     let path = home.path().to_owned();

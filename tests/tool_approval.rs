@@ -4,7 +4,8 @@
 //! calls are answered in the model's order.
 
 use engram_core::{
-    ApprovalDecision, LoopStyle, Role, RunEvent, StopReason, ToolReturn, ToolRule, ToolStatus,
+    AgentId, ApprovalDecision, LoopStyle, Role, RunEvent, StopReason, ToolReturn, ToolRule,
+    ToolStatus,
 };
 use engram_mock_llm::{Call, MockLlm, Reply, Script};
 use engram_suite::{Home, RunOutcome, last_tool_results};
@@ -19,7 +20,7 @@ fn append(content: &str) -> Call {
 }
 
 /// An agent whose `core_memory_append` asks before running.
-fn guarded(home: &Home, mock: &MockLlm) -> engram_core::AgentId {
+fn guarded(home: &Home, mock: &MockLlm) -> AgentId {
     let agent = home.agent(mock, LoopStyle::ToolLoop);
     home.engram
         .set_tool_approval(&agent, "core_memory_append", true)
@@ -27,9 +28,42 @@ fn guarded(home: &Home, mock: &MockLlm) -> engram_core::AgentId {
     agent
 }
 
+/// A guarded agent whose message `say` made the model ask for `calls`: the run paused on the
+/// first call needing approval.
+struct Paused {
+    mock: MockLlm,
+    home: Home,
+    agent: AgentId,
+    /// The paused run.
+    out: RunOutcome,
+    /// Its events.
+    events: Vec<RunEvent>,
+}
+
+async fn paused_on(calls: Vec<Call>, say: &str) -> Paused {
+    let mock = MockLlm::start(Script::Queue).await;
+    let home = Home::new();
+    let agent = guarded(&home, &mock);
+    mock.push(Reply::ToolCalls(calls));
+    let (out, events) = home.chat(&agent, say).await;
+    assert_eq!(out.stop_reason, StopReason::RequiresApproval);
+    Paused {
+        mock,
+        home,
+        agent,
+        out,
+        events,
+    }
+}
+
+/// The mock saw only well-formed requests.
+fn assert_clean(mock: &MockLlm) {
+    assert!(mock.violations().is_empty(), "{:?}", mock.violations());
+}
+
 async fn decide(
     home: &Home,
-    agent: &engram_core::AgentId,
+    agent: &AgentId,
     approve: bool,
     reason: Option<&str>,
 ) -> (RunOutcome, Vec<RunEvent>) {
@@ -54,14 +88,14 @@ async fn decide(
 
 #[tokio::test]
 async fn the_run_pauses_and_approving_runs_the_tool_and_goes_on() {
-    let mock = MockLlm::start(Script::Queue).await;
-    let home = Home::new();
-    let agent = guarded(&home, &mock);
-    mock.push(Reply::ToolCalls(vec![append("Name: Bob")]));
+    let Paused {
+        mock,
+        home,
+        agent,
+        out,
+        events,
+    } = paused_on(vec![append("Name: Bob")], "my name is Bob").await;
     mock.push(Reply::Text("Noted, Bob.".into()));
-
-    let (out, events) = home.chat(&agent, "my name is Bob").await;
-    assert_eq!(out.stop_reason, StopReason::RequiresApproval);
     assert_eq!(home.block(&agent, "human"), "", "nothing ran yet");
     let pending = home.engram.pending_approval(&agent).unwrap().unwrap();
     assert_eq!(pending.tool_call.name, "core_memory_append");
@@ -116,10 +150,10 @@ async fn the_run_pauses_and_approving_runs_the_tool_and_goes_on() {
     assert_eq!(results.len(), 1);
     assert_eq!(results[0]["status"], "OK");
     assert_eq!(out.messages.last().unwrap().content, "Noted, Bob.");
-    assert!(mock.violations().is_empty(), "{:?}", mock.violations());
+    assert_clean(&mock);
 }
 
-fn msg_count(home: &Home, agent: &engram_core::AgentId) -> usize {
+fn msg_count(home: &Home, agent: &AgentId) -> usize {
     home.engram
         .store()
         .in_context_messages(agent)
@@ -129,13 +163,10 @@ fn msg_count(home: &Home, agent: &engram_core::AgentId) -> usize {
 
 #[tokio::test]
 async fn denying_answers_the_call_with_the_reason_and_the_loop_goes_on() {
-    let mock = MockLlm::start(Script::Queue).await;
-    let home = Home::new();
-    let agent = guarded(&home, &mock);
-    mock.push(Reply::ToolCalls(vec![append("Likes: spam")]));
+    let Paused {
+        mock, home, agent, ..
+    } = paused_on(vec![append("Likes: spam")], "remember I like spam").await;
     mock.push(Reply::Text("Understood, I will not save that.".into()));
-    let (out, _) = home.chat(&agent, "remember I like spam").await;
-    assert_eq!(out.stop_reason, StopReason::RequiresApproval);
 
     let (out, events) = decide(&home, &agent, false, Some("that is a joke, not a fact")).await;
     assert_eq!(out.stop_reason, StopReason::EndTurn);
@@ -160,17 +191,14 @@ async fn denying_answers_the_call_with_the_reason_and_the_loop_goes_on() {
         out.messages.last().unwrap().content,
         "Understood, I will not save that."
     );
-    assert!(mock.violations().is_empty(), "{:?}", mock.violations());
+    assert_clean(&mock);
 }
 
 #[tokio::test]
 async fn a_paused_run_survives_reopening_and_repair_leaves_it_alone() {
-    let mock = MockLlm::start(Script::Queue).await;
-    let home = Home::new();
-    let agent = guarded(&home, &mock);
-    mock.push(Reply::ToolCalls(vec![append("Name: Ann")]));
-    let (out, _) = home.chat(&agent, "I am Ann").await;
-    assert_eq!(out.stop_reason, StopReason::RequiresApproval);
+    let Paused {
+        mock, home, agent, ..
+    } = paused_on(vec![append("Name: Ann")], "I am Ann").await;
     let pending = home.engram.pending_approval(&agent).unwrap().unwrap();
     let Home { dir, engram } = home;
     drop(engram);
@@ -196,26 +224,28 @@ async fn a_paused_run_survives_reopening_and_repair_leaves_it_alone() {
     let (out, _) = decide(&home, &agent, true, None).await;
     assert_eq!(out.stop_reason, StopReason::EndTurn);
     assert_eq!(home.block(&agent, "human"), "Name: Ann");
-    assert!(mock.violations().is_empty(), "{:?}", mock.violations());
+    assert_clean(&mock);
 }
 
 #[tokio::test]
 async fn parallel_calls_are_answered_in_the_models_order() {
-    let mock = MockLlm::start(Script::Queue).await;
-    let home = Home::new();
-    let agent = guarded(&home, &mock);
     // search runs at once; the append waits; the insert after it waits with it.
-    mock.push(Reply::ToolCalls(vec![
+    let calls = vec![
         Call::new("conversation_search", json!({"query": "tea"})),
         append("Likes: tea"),
         Call::new(
             "archival_memory_insert",
             json!({"content": "Ann likes tea"}),
         ),
-    ]));
+    ];
+    let Paused {
+        mock,
+        home,
+        agent,
+        out,
+        ..
+    } = paused_on(calls, "I like tea").await;
     mock.push(Reply::Text("Saved.".into()));
-    let (out, _) = home.chat(&agent, "I like tea").await;
-    assert_eq!(out.stop_reason, StopReason::RequiresApproval);
     let tools: Vec<_> = out
         .messages
         .iter()
@@ -245,18 +275,15 @@ async fn parallel_calls_are_answered_in_the_models_order() {
         );
     }
     assert_eq!(home.block(&agent, "human"), "Likes: tea");
-    assert!(mock.violations().is_empty(), "{:?}", mock.violations());
+    assert_clean(&mock);
 }
 
 #[tokio::test]
 async fn two_calls_needing_approval_are_asked_one_after_the_other() {
-    let mock = MockLlm::start(Script::Queue).await;
-    let home = Home::new();
-    let agent = guarded(&home, &mock);
-    mock.push(Reply::ToolCalls(vec![append("A"), append("B")]));
+    let Paused {
+        mock, home, agent, ..
+    } = paused_on(vec![append("A"), append("B")], "save A and B").await;
     mock.push(Reply::Text("Done.".into()));
-    let (out, _) = home.chat(&agent, "save A and B").await;
-    assert_eq!(out.stop_reason, StopReason::RequiresApproval);
     let first = home.engram.pending_approval(&agent).unwrap().unwrap();
     // Deciding another call than the waiting one is refused.
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
@@ -297,7 +324,7 @@ async fn two_calls_needing_approval_are_asked_one_after_the_other() {
         2,
         "no model call while calls waited"
     );
-    assert!(mock.violations().is_empty(), "{:?}", mock.violations());
+    assert_clean(&mock);
 }
 
 #[tokio::test]
@@ -380,13 +407,10 @@ async fn the_rule_round_trips_through_an_agent_file() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_windows_deciding_at_once_answer_the_call_once() {
-    let mock = MockLlm::start(Script::Queue).await;
-    let home = Home::new();
-    let agent = guarded(&home, &mock);
-    mock.push(Reply::ToolCalls(vec![append("Name: Bob")]));
+    let Paused {
+        mock, home, agent, ..
+    } = paused_on(vec![append("Name: Bob")], "my name is Bob").await;
     mock.push(Reply::Text("Noted.".into()));
-    let (out, _) = home.chat(&agent, "my name is Bob").await;
-    assert_eq!(out.stop_reason, StopReason::RequiresApproval);
 
     let decide = |approve: bool| {
         let engram = &home.engram;
@@ -418,17 +442,14 @@ async fn two_windows_deciding_at_once_answer_the_call_once() {
         .filter(|m| m.role == Role::Tool)
         .count();
     assert_eq!(answers, 1, "the call got exactly one answer");
-    assert!(mock.violations().is_empty(), "{:?}", mock.violations());
+    assert_clean(&mock);
 }
 
 #[tokio::test]
 async fn resetting_the_messages_drops_a_waiting_call_unrun() {
-    let mock = MockLlm::start(Script::Queue).await;
-    let home = Home::new();
-    let agent = guarded(&home, &mock);
-    mock.push(Reply::ToolCalls(vec![append("Name: Bob")]));
-    let (out, _) = home.chat(&agent, "my name is Bob").await;
-    assert_eq!(out.stop_reason, StopReason::RequiresApproval);
+    let Paused {
+        mock, home, agent, ..
+    } = paused_on(vec![append("Name: Bob")], "my name is Bob").await;
     home.engram.reset_messages(&agent).unwrap();
     assert!(home.engram.pending_approval(&agent).unwrap().is_none());
     // The agent talks again, and the dropped call never ran.
@@ -436,7 +457,7 @@ async fn resetting_the_messages_drops_a_waiting_call_unrun() {
     let (out, _) = home.chat(&agent, "hi").await;
     assert_eq!(out.stop_reason, StopReason::EndTurn);
     assert_eq!(home.block(&agent, "human"), "");
-    assert!(mock.violations().is_empty(), "{:?}", mock.violations());
+    assert_clean(&mock);
 }
 
 #[tokio::test]
@@ -470,17 +491,18 @@ async fn in_the_classic_loop_a_denial_gets_a_heartbeat_and_the_agent_answers() {
             .contains("no notes please")
     );
     assert_eq!(home.block(&agent, "human"), "");
-    assert!(mock.violations().is_empty(), "{:?}", mock.violations());
+    assert_clean(&mock);
 }
 
 #[tokio::test]
 async fn regenerate_edit_and_delete_wait_until_the_call_is_decided() {
-    let mock = MockLlm::start(Script::Queue).await;
-    let home = Home::new();
-    let agent = guarded(&home, &mock);
-    mock.push(Reply::ToolCalls(vec![append("Name: Bob")]));
-    let (out, _) = home.chat(&agent, "my name is Bob").await;
-    assert_eq!(out.stop_reason, StopReason::RequiresApproval);
+    let Paused {
+        mock,
+        home,
+        agent,
+        out,
+        ..
+    } = paused_on(vec![append("Name: Bob")], "my name is Bob").await;
     let before = msg_count(&home, &agent);
     let user = out
         .messages

@@ -6,7 +6,7 @@
 use engram_core::{AgentId, Editor, Error, LoopStyle, Role, RunEvent, StopReason};
 use engram_mock_llm::{Call, MockLlm, Reply, Script};
 use engram_store::PassageList;
-use engram_suite::Home;
+use engram_suite::{Home, RunOutcome};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -71,15 +71,29 @@ fn agent(home: &Home, mock: &MockLlm) -> AgentId {
     home.agent_with(mock, LoopStyle::ToolLoop, |_| {})
 }
 
-#[tokio::test]
-async fn regenerate_rolls_back_exactly_the_last_turn_then_runs_it_again() {
+/// Two turns: a fact about kiwi, then one about mango.
+const KIWI_THEN_MANGO: &[(&str, &str)] = &[
+    ("likes kiwi", "I like kiwi"),
+    ("likes mango", "I like mango"),
+];
+
+/// A scripted model, a home and an agent that was told each `(fact, message)` in a turn of its
+/// own (see [`script_turn`]); with the outcome of the last turn.
+async fn told(turns: &[(&str, &str)]) -> (MockLlm, Home, AgentId, RunOutcome) {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
     let agent = agent(&home, &mock);
-    script_turn(&mock, "likes kiwi");
-    home.chat(&agent, "I like kiwi").await;
-    script_turn(&mock, "likes mango");
-    let (first_try, _) = home.chat(&agent, "I like mango").await;
+    let mut last = None;
+    for (fact, message) in turns {
+        script_turn(&mock, fact);
+        last = Some(home.chat(&agent, message).await.0);
+    }
+    (mock, home, agent, last.expect("at least one turn"))
+}
+
+#[tokio::test]
+async fn regenerate_rolls_back_exactly_the_last_turn_then_runs_it_again() {
+    let (mock, home, agent, first_try) = told(KIWI_THEN_MANGO).await;
     assert_eq!(home.block(&agent, "human"), "likes kiwi\nlikes mango");
     assert_eq!(
         passages(&home, &agent),
@@ -168,13 +182,7 @@ async fn regenerate_rolls_back_exactly_the_last_turn_then_runs_it_again() {
 
 #[tokio::test]
 async fn edit_and_resend_rolls_back_from_that_message() {
-    let mock = MockLlm::start(Script::Queue).await;
-    let home = Home::new();
-    let agent = agent(&home, &mock);
-    script_turn(&mock, "likes kiwi");
-    home.chat(&agent, "I like kiwi").await;
-    script_turn(&mock, "likes mango");
-    home.chat(&agent, "I like mango").await;
+    let (mock, home, agent, _) = told(KIWI_THEN_MANGO).await;
     let first = home.engram.list_messages(&agent, None, 100).unwrap()[0].clone();
     assert_eq!(first.content, "I like kiwi");
 
@@ -209,11 +217,7 @@ async fn edit_and_resend_rolls_back_from_that_message() {
 
 #[tokio::test]
 async fn a_turn_whose_block_was_changed_by_hand_since_is_refused_and_nothing_is_lost() {
-    let mock = MockLlm::start(Script::Queue).await;
-    let home = Home::new();
-    let agent = agent(&home, &mock);
-    script_turn(&mock, "likes kiwi");
-    home.chat(&agent, "I like kiwi").await;
+    let (mock, home, agent, _) = told(&[("likes kiwi", "I like kiwi")]).await;
     home.engram
         .set_block_value(&agent, "human", "likes kiwi (checked by hand)")
         .unwrap();
@@ -345,11 +349,7 @@ async fn a_stopped_run_records_what_it_used() {
 
 #[tokio::test]
 async fn deleting_a_message_keeps_memory() {
-    let mock = MockLlm::start(Script::Queue).await;
-    let home = Home::new();
-    let agent = agent(&home, &mock);
-    script_turn(&mock, "likes kiwi");
-    home.chat(&agent, "I like kiwi").await;
+    let (mock, home, agent, _) = told(&[("likes kiwi", "I like kiwi")]).await;
     let all = home.engram.list_messages(&agent, None, 100).unwrap();
     let with_calls = all.iter().find(|m| !m.tool_calls.is_empty()).unwrap();
     let removed = home.engram.delete_message(&agent, &with_calls.id).unwrap();

@@ -12,7 +12,6 @@ use crate::context;
 use crate::outcome::RunOutcome;
 use crate::rules::Rules;
 use crate::run::announce as announce_step;
-use crate::tools::ToolContext;
 use crate::{EventSink, Runtime};
 use engram_core::{
     AgentId, ApprovalDecision, Error, LoopStyle, PendingApproval, Result, Role, RunEvent, Step,
@@ -138,24 +137,12 @@ impl Runtime {
         let step_id = StepId::new();
         let classic = setup.agent.loop_style == LoopStyle::Classic;
         let reranker = self.reranker();
-        let mut tool_ctx = ToolContext {
-            agent: &ctx.agent,
-            store: self.store(),
-            blocks: ctx.blocks.clone(),
-            read_versions: ctx
-                .blocks
-                .iter()
-                .map(|b| (b.id.clone(), b.version))
-                .collect(),
-            writes: Vec::new(),
-            passages: Vec::new(),
-            embedder: setup.embedder.as_ref(),
-            reranker: reranker.as_deref(),
-            now: started_at,
-            custom: &ctx.custom_tools,
-            python: self.python(),
-            mcp: self.mcp.as_deref(),
-        };
+        let mut tool_ctx = self.tool_context(
+            &ctx,
+            setup.embedder.as_ref(),
+            reranker.as_deref(),
+            started_at,
+        );
         let mut pass = Pass {
             rules: &mut rules,
             events,

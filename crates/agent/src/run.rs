@@ -15,8 +15,8 @@ use crate::window;
 use crate::{Embedder, EventSink, ModelResolver};
 use engram_core::error::ProviderFault;
 use engram_core::{
-    AgentId, Error, ErrorBody, LoopStyle, Message, MessageId, MessageKind, NewMessage,
-    PendingApproval, Result, RunEvent, RunId, Step, StepId, StopReason, Usage,
+    Agent, AgentId, Error, ErrorBody, LoopStyle, Message, MessageId, MessageKind, NewMessage,
+    PendingApproval, Result, RunEvent, RunId, Step, StepId, StopReason, Timestamp, Usage,
 };
 use engram_providers::{ChatModel, ChatResponse, Delta, ToolChoice};
 use engram_store::{ApprovalWrite, StepCommit, Store};
@@ -142,13 +142,7 @@ impl Runtime {
     pub fn preflight(&self, agent_id: &AgentId) -> Result<()> {
         let agent = self.store.get_agent(agent_id)?;
         self.models.chat_model(&agent.llm)?;
-        let ctx = context::load(&self.store, agent_id, chrono::Utc::now(), true)?;
-        window::check(
-            compact::fixed_tokens(&ctx),
-            ctx.breakdown.context_window,
-            &agent.llm.model,
-            &self.settings,
-        )?;
+        self.check_window(&agent)?;
         if let Some(e) = &agent.embedding {
             self.models.embedder(e)?;
         }
@@ -250,16 +244,7 @@ impl Runtime {
     pub(crate) fn setup(&self, agent_id: &AgentId) -> Result<Setup> {
         let agent = self.store.get_agent(agent_id)?;
         let model = self.models.chat_model(&agent.llm)?;
-        // A window that cannot hold the agent is the user's to fix; say so before anything is
-        // written, instead of a run that compacts on every step.
-        let ctx = context::load(&self.store, agent_id, chrono::Utc::now(), true)?;
-        window::check(
-            compact::fixed_tokens(&ctx),
-            ctx.breakdown.context_window,
-            &agent.llm.model,
-            &self.settings,
-        )?;
-        drop(ctx);
+        self.check_window(&agent)?;
         let embedder = agent
             .embedding
             .as_ref()
@@ -270,6 +255,49 @@ impl Runtime {
             model,
             embedder,
         })
+    }
+
+    /// Refuses an agent whose fixed part (system prompt, blocks, tools) does not fit its
+    /// context window: that is the user's to fix, so it is said before anything is written,
+    /// instead of a run that compacts on every step. Error: `context_window_too_small`.
+    fn check_window(&self, agent: &Agent) -> Result<()> {
+        let ctx = context::load(&self.store, &agent.id, chrono::Utc::now(), true)?;
+        window::check(
+            compact::fixed_tokens(&ctx),
+            ctx.breakdown.context_window,
+            &agent.llm.model,
+            &self.settings,
+        )
+    }
+
+    /// What the tools of one step see: the agent and its blocks as `ctx` read them (a
+    /// model's whole-value rewrite is based on those versions), nothing queued yet, the
+    /// step's clock `now`.
+    pub(crate) fn tool_context<'a>(
+        &'a self,
+        ctx: &'a Context,
+        embedder: Option<&'a Embedder>,
+        reranker: Option<&'a dyn crate::Reranker>,
+        now: Timestamp,
+    ) -> ToolContext<'a> {
+        ToolContext {
+            agent: &ctx.agent,
+            store: &self.store,
+            blocks: ctx.blocks.clone(),
+            read_versions: ctx
+                .blocks
+                .iter()
+                .map(|b| (b.id.clone(), b.version))
+                .collect(),
+            writes: Vec::new(),
+            passages: Vec::new(),
+            embedder,
+            reranker,
+            now,
+            custom: &ctx.custom_tools,
+            python: &self.python,
+            mcp: self.mcp.as_deref(),
+        }
     }
 
     /// Takes steps `first..=max_steps` of run `run_id` until one ends the run (at least one
@@ -514,24 +542,8 @@ impl Runtime {
             .in_step(run_id, &step_id)
         }];
         let reranker = self.models.reranker();
-        let mut tool_ctx = ToolContext {
-            agent: &ctx.agent,
-            store: &self.store,
-            blocks: ctx.blocks.clone(),
-            read_versions: ctx
-                .blocks
-                .iter()
-                .map(|b| (b.id.clone(), b.version))
-                .collect(),
-            writes: Vec::new(),
-            passages: Vec::new(),
-            embedder,
-            reranker: reranker.as_deref(),
-            now: chrono::Utc::now(),
-            custom: &ctx.custom_tools,
-            python: &self.python,
-            mcp: self.mcp.as_deref(),
-        };
+        let mut tool_ctx =
+            self.tool_context(&ctx, embedder, reranker.as_deref(), chrono::Utc::now());
         let mut pass = Pass {
             rules,
             events,
@@ -696,7 +708,7 @@ impl Runtime {
         index: u32,
         text: String,
         finish_reason: &str,
-        started_at: engram_core::Timestamp,
+        started_at: Timestamp,
         started: Instant,
         events: &EventSink,
         usage: &mut Usage,

@@ -8,6 +8,20 @@ use std::collections::HashSet;
 use axum::http::HeaderMap;
 use serde_json::Value;
 
+/// The body's `messages`, or `None` with the problem noted when it is missing, not an array,
+/// or empty (both APIs refuse those).
+fn non_empty_messages<'a>(body: &'a Value, p: &mut Vec<String>) -> Option<&'a Vec<Value>> {
+    let Some(messages) = body.get("messages").and_then(Value::as_array) else {
+        p.push("`messages` is missing or not an array".into());
+        return None;
+    };
+    if messages.is_empty() {
+        p.push("`messages` is empty".into());
+        return None;
+    }
+    Some(messages)
+}
+
 /// Problems in an OpenAI chat-completions body.
 pub(crate) fn openai_chat(body: &Value) -> Vec<String> {
     let mut p = Vec::new();
@@ -16,14 +30,9 @@ pub(crate) fn openai_chat(body: &Value) -> Vec<String> {
     }
     check_model(body, &mut p);
     let tool_names = openai_tools(body.get("tools"), &mut p);
-    let Some(messages) = body.get("messages").and_then(Value::as_array) else {
-        p.push("`messages` is missing or not an array".into());
+    let Some(messages) = non_empty_messages(body, &mut p) else {
         return p;
     };
-    if messages.is_empty() {
-        p.push("`messages` is empty".into());
-        return p;
-    }
     let first_role = messages[0]
         .get("role")
         .and_then(Value::as_str)
@@ -129,14 +138,9 @@ pub(crate) fn anthropic_messages(body: &Value, headers: &HeaderMap) -> Vec<Strin
         Some(_) => p.push("`system` is neither a string nor a list of text blocks".into()),
     }
     let tool_names = anthropic_tools(body.get("tools"), &mut p);
-    let Some(messages) = body.get("messages").and_then(Value::as_array) else {
-        p.push("`messages` is missing or not an array".into());
+    let Some(messages) = non_empty_messages(body, &mut p) else {
         return p;
     };
-    if messages.is_empty() {
-        p.push("`messages` is empty".into());
-        return p;
-    }
     if messages[0].get("role").and_then(Value::as_str) != Some("user") {
         p.push("first message is not from the user".into());
     }

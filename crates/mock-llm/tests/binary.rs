@@ -53,11 +53,7 @@ async fn binary_serves_queue_script_with_control_endpoints() {
     .await
     .unwrap();
     assert_eq!(queued["queued"], 2);
-    let v: Value = post(&base, "/chat/completions", &simple_body(false))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let v: Value = chat_json(&base, &simple_body(false)).await;
     let calls = &v["choices"][0]["message"]["tool_calls"];
     assert_eq!(calls[0]["function"]["arguments"], "{\"message\":\"hi\"}");
     assert_eq!(calls[1]["function"]["arguments"], "{bad");
@@ -65,11 +61,7 @@ async fn binary_serves_queue_script_with_control_endpoints() {
     let res = post(&base, "/chat/completions", &simple_body(false)).await;
     assert_eq!(res.status(), 429);
     assert_eq!(res.headers()["retry-after"], "3");
-    let v: Value = post(&base, "/chat/completions", &simple_body(false))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let v: Value = chat_json(&base, &simple_body(false)).await;
     assert_eq!(v["choices"][0]["message"]["content"], "ok");
     assert_eq!(
         post(root, "/_mock/push", &json!({"type": "nonsense"}))

@@ -19,11 +19,7 @@ async fn rate_limit_with_retry_after_then_success() {
     assert_eq!(res.headers()["retry-after"], "2");
     let v: Value = res.json().await.unwrap();
     assert_eq!(v["error"]["code"], "rate_limit_exceeded");
-    let v: Value = post(&mock.base_url(), "/chat/completions", &simple_body(false))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let v: Value = chat_json(&mock.base_url(), &simple_body(false)).await;
     assert_eq!(v["choices"][0]["message"]["content"], "after the retry");
 }
 
@@ -100,11 +96,7 @@ async fn hang_until_the_client_times_out() {
     assert!(err.is_timeout(), "{err}");
     assert!(started.elapsed() >= Duration::from_millis(290));
     // The server is still fine afterwards.
-    let v: Value = post(&mock.base_url(), "/chat/completions", &simple_body(false))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let v: Value = chat_json(&mock.base_url(), &simple_body(false)).await;
     assert_eq!(v["choices"][0]["message"]["content"], "ok");
 }
 
@@ -178,11 +170,7 @@ async fn delayed_reply_waits() {
         Box::new(Reply::text("late")),
     ));
     let started = Instant::now();
-    let v: Value = post(&mock.base_url(), "/chat/completions", &simple_body(false))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let v: Value = chat_json(&mock.base_url(), &simple_body(false)).await;
     assert!(started.elapsed() >= Duration::from_millis(290));
     assert_eq!(v["choices"][0]["message"]["content"], "late");
 }
@@ -245,18 +233,10 @@ async fn a_rambling_model_answers_summary_requests_at_length() {
     let body = json!({"model": "mock-small", "max_tokens": 20, "messages": [
         {"role": "system", "content": "Summarise the conversation in at most 50 words."},
         {"role": "user", "content": transcript}]});
-    let v: Value = post(&base, "/chat/completions", &body)
-        .await
-        .json()
-        .await
-        .unwrap();
+    let v: Value = chat_json(&base, &body).await;
     let text = v["choices"][0]["message"]["content"].as_str().unwrap();
     assert!(text.len() > 2 * transcript.len(), "{}", text.len());
     // Requests with tools are answered by the script as usual.
-    let v: Value = post(&base, "/chat/completions", &simple_body(false))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let v: Value = chat_json(&base, &simple_body(false)).await;
     assert!(v["choices"][0]["message"].is_object());
 }

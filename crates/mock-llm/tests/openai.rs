@@ -24,11 +24,7 @@ async fn non_stream_text_with_usage() {
     assert_eq!(v["usage"]["completion_tokens"], 3); // 11 chars
     assert_eq!(v["usage"]["total_tokens"], prompt + 3);
     // The queue is empty now: Script::Queue answers "ok".
-    let v: Value = post(&mock.base_url(), "/chat/completions", &body)
-        .await
-        .json()
-        .await
-        .unwrap();
+    let v: Value = chat_json(&mock.base_url(), &body).await;
     assert_eq!(v["choices"][0]["message"]["content"], "ok");
     let reqs = mock.requests();
     assert_eq!(reqs.len(), 2);
@@ -69,13 +65,7 @@ async fn stream_text_in_several_chunks_then_usage_then_done() {
 
     // Without include_usage there is no usage chunk.
     mock.push(Reply::text("plain"));
-    let events = parse_sse(
-        &post(&mock.base_url(), "/chat/completions", &simple_body(true))
-            .await
-            .text()
-            .await
-            .unwrap(),
-    );
+    let events = chat_events(&mock.base_url(), &simple_body(true)).await;
     let a = assemble_openai(&events);
     assert_eq!(a.content, "plain");
     assert!(a.usage.is_none());
@@ -127,13 +117,7 @@ fn check_two_calls(a: &Assembled) {
 async fn stream_parallel_tool_calls_reassemble() {
     let mock = MockLlm::start(Script::Queue).await;
     mock.push(Reply::ToolCalls(two_calls()));
-    let events = parse_sse(
-        &post(&mock.base_url(), "/chat/completions", &simple_body(true))
-            .await
-            .text()
-            .await
-            .unwrap(),
-    );
+    let events = chat_events(&mock.base_url(), &simple_body(true)).await;
     let a = assemble_openai(&events);
     check_two_calls(&a);
     // Arguments arrive in several pieces per call.
@@ -163,13 +147,7 @@ async fn stream_parallel_tool_calls_reassemble() {
         ..StreamStyle::default()
     });
     mock.push(Reply::ToolCalls(two_calls()));
-    let events = parse_sse(
-        &post(&mock.base_url(), "/chat/completions", &simple_body(true))
-            .await
-            .text()
-            .await
-            .unwrap(),
-    );
+    let events = chat_events(&mock.base_url(), &simple_body(true)).await;
     let indexes: Vec<u64> = events
         .iter()
         .filter(|e| e.data.contains("\"tool_calls\":["))
@@ -195,11 +173,7 @@ async fn non_stream_tool_calls_malformed_args_and_fixed_ids() {
             Call::raw("core_memory_append", "{\"label\": \"human\", ").with_id("call_fixed"),
         ],
     });
-    let v: Value = post(&mock.base_url(), "/chat/completions", &simple_body(false))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let v: Value = chat_json(&mock.base_url(), &simple_body(false)).await;
     let msg = &v["choices"][0]["message"];
     assert_eq!(v["choices"][0]["finish_reason"], "tool_calls");
     assert_eq!(msg["content"], "Saving that.");
@@ -211,11 +185,7 @@ async fn non_stream_tool_calls_malformed_args_and_fixed_ids() {
     );
     // Tool-call-only replies have null content.
     mock.push(Reply::ToolCalls(two_calls()));
-    let v: Value = post(&mock.base_url(), "/chat/completions", &simple_body(false))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let v: Value = chat_json(&mock.base_url(), &simple_body(false)).await;
     assert!(v["choices"][0]["message"]["content"].is_null());
     assert_eq!(
         v["choices"][0]["message"]["tool_calls"]
@@ -234,24 +204,14 @@ async fn reasoning_content_stream_and_non_stream() {
         text: "Hi there!".into(),
     };
     mock.push(reply.clone());
-    let v: Value = post(&mock.base_url(), "/chat/completions", &simple_body(false))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let v: Value = chat_json(&mock.base_url(), &simple_body(false)).await;
     assert_eq!(
         v["choices"][0]["message"]["reasoning_content"],
         "The user greeted me; greet back."
     );
     assert_eq!(v["choices"][0]["message"]["content"], "Hi there!");
     mock.push(reply);
-    let events = parse_sse(
-        &post(&mock.base_url(), "/chat/completions", &simple_body(true))
-            .await
-            .text()
-            .await
-            .unwrap(),
-    );
+    let events = chat_events(&mock.base_url(), &simple_body(true)).await;
     let a = assemble_openai(&events);
     assert_eq!(a.reasoning, "The user greeted me; greet back.");
     assert_eq!(a.content, "Hi there!");
@@ -276,16 +236,8 @@ async fn queue_takes_precedence_over_rules() {
     .await;
     mock.push(Reply::text("queued"));
     assert_eq!(mock.pending(), 1);
-    let first: Value = post(&mock.base_url(), "/chat/completions", &simple_body(false))
-        .await
-        .json()
-        .await
-        .unwrap();
-    let second: Value = post(&mock.base_url(), "/chat/completions", &simple_body(false))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let first: Value = chat_json(&mock.base_url(), &simple_body(false)).await;
+    let second: Value = chat_json(&mock.base_url(), &simple_body(false)).await;
     assert_eq!(first["choices"][0]["message"]["content"], "queued");
     assert_eq!(
         second["choices"][0]["message"]["content"],

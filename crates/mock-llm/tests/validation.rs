@@ -109,11 +109,7 @@ async fn strict_mode_rejects_like_a_real_provider() {
     );
     // The queued reply was not consumed by the rejected request.
     mock.push(Reply::text("still here"));
-    let v: Value = post(&mock.base_url(), "/chat/completions", &simple_body(false))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let v: Value = chat_json(&mock.base_url(), &simple_body(false)).await;
     assert_eq!(v["choices"][0]["message"]["content"], "still here");
 }
 

@@ -1,9 +1,8 @@
 //! Anthropic's Messages API (`POST {base}/messages`, `x-api-key`, `anthropic-version: 2023-06-01`).
 
+use crate::chat::{self, ChatWire, Emit, call_id_or_minted, f32_to_f64, incomplete, mint_call_id};
 use crate::errors::Failure;
-use crate::openai::mint_call_id;
-use crate::retry::with_retries;
-use crate::transport::{SseItem, Transport, is_event_stream};
+use crate::transport::{Events, SseItem, Transport};
 use crate::types::{
     ChatMessage, ChatModel, ChatRequest, ChatResponse, Delta, ProviderConfig, ProviderError,
     TokenUsage, ToolChoice,
@@ -12,7 +11,6 @@ use async_trait::async_trait;
 use engram_core::ToolCall;
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// `max_tokens` is required by the Messages API; this is sent when the request has none.
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
@@ -29,33 +27,32 @@ impl AnthropicChat {
             transport: Transport::new(config)?,
         })
     }
+}
 
-    /// One streamed attempt: deltas go to `emit` as they arrive.
-    async fn stream_once(
-        &self,
-        body: &Value,
-        emit: &(dyn Fn(Delta) + Send + Sync),
+impl ChatWire for AnthropicChat {
+    const PATH: &'static str = "messages";
+
+    fn transport(&self) -> &Transport {
+        &self.transport
+    }
+
+    fn parse_response(value: &Value) -> Result<ChatResponse, String> {
+        parse_response(value)
+    }
+
+    async fn read_stream<'a>(
+        &'a self,
+        mut events: Events<'a>,
+        emit: Emit<'a>,
     ) -> Result<ChatResponse, Failure> {
-        let ctx = &self.transport.ctx;
-        let response = self.transport.post("messages", body).await?;
-        if !is_event_stream(&response) {
-            let value = self.transport.read_json(response).await?;
-            let answer =
-                parse_response(&value).map_err(|what| Failure::fatal(ctx.bad_response(&what)))?;
-            if let Some(reasoning) = &answer.reasoning {
-                emit(Delta::Reasoning(reasoning.clone()));
-            }
-            if !answer.content.is_empty() {
-                emit(Delta::Text(answer.content.clone()));
-            }
-            return Ok(answer);
-        }
-        let mut events = self.transport.events(response);
         let mut state = StreamState::default();
         while let Some(item) = events.next_json().await? {
             let SseItem::Json(data) = item else { continue };
             if data.get("type").and_then(|t| t.as_str()) == Some("error") {
-                return Err(ctx.stream_error(data.get("error").unwrap_or(&data)));
+                return Err(self
+                    .transport
+                    .ctx
+                    .stream_error(data.get("error").unwrap_or(&data)));
             }
             state.apply(&data, emit);
             if state.stopped {
@@ -63,9 +60,7 @@ impl AnthropicChat {
             }
         }
         if !state.stopped && state.stop_reason.is_none() {
-            return Err(Failure::fatal(
-                ctx.dropped("the stream ended before the answer was complete"),
-            ));
+            return Err(incomplete(&self.transport.ctx));
         }
         Ok(state.finish())
     }
@@ -79,26 +74,7 @@ impl ChatModel for AnthropicChat {
         req: &ChatRequest,
         on_delta: &(dyn Fn(Delta) + Send + Sync),
     ) -> Result<ChatResponse, ProviderError> {
-        let body = request_body(req);
-        if !req.stream {
-            let value = self.transport.post_json("messages", &body).await?;
-            return parse_response(&value).map_err(|what| self.transport.ctx.bad_response(&what));
-        }
-        let emitted = AtomicBool::new(false);
-        let emit = |d: Delta| {
-            emitted.store(true, Ordering::Relaxed);
-            on_delta(d);
-        };
-        let (body, emit, emitted) = (&body, &emit, &emitted);
-        with_retries(&self.transport.retry, move |_| async move {
-            self.stream_once(body, emit).await.map_err(|mut f| {
-                if emitted.load(Ordering::Relaxed) {
-                    f.retryable = false;
-                }
-                f
-            })
-        })
-        .await
+        chat::complete(self, &request_body(req), req.stream, on_delta).await
     }
 }
 
@@ -201,10 +177,7 @@ pub(crate) fn request_body(req: &ChatRequest) -> Value {
         body.insert("tool_choice".into(), json!({"type": choice}));
     }
     if let Some(t) = req.temperature {
-        body.insert(
-            "temperature".into(),
-            json!(t.to_string().parse::<f64>().unwrap_or(f64::from(t))),
-        );
+        body.insert("temperature".into(), json!(f32_to_f64(t)));
     }
     body.insert("stream".into(), json!(req.stream));
     Value::Object(body)
@@ -412,11 +385,7 @@ impl StreamState {
                 .calls
                 .into_iter()
                 .map(|c| ToolCall {
-                    id: if c.id.is_empty() {
-                        mint_call_id()
-                    } else {
-                        c.id
-                    },
+                    id: call_id_or_minted(c.id),
                     name: c.name,
                     arguments: if c.json.is_empty() {
                         c.initial.to_string()

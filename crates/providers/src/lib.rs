@@ -20,11 +20,13 @@
 //! become one user message each (`anthropic/adapter_shared.rs:386-404`) with no merging of
 //! consecutive roles. Hence a thin client on `reqwest` with `eventsource-stream` for SSE.
 //!
-//! Modules: `openai` and `anthropic` (wire mapping and stream assembly), `embeddings`, `models`
+//! Modules: `openai` and `anthropic` (wire mapping and stream assembly), `chat` (what both do
+//! alike: the call, stream retries, the non-streamed fallback), `embeddings`, `models`
 //! (`GET /models`), `transport` (HTTP client, timeouts, SSE), `retry` (backoff), `errors`
 //! (classification and advice).
 
 mod anthropic;
+mod chat;
 mod embeddings;
 mod errors;
 mod models;

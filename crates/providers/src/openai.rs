@@ -1,9 +1,9 @@
 //! OpenAI Chat Completions (`POST {base}/chat/completions`), spoken by OpenAI and by every
 //! OpenAI-compatible server (Ollama, LM Studio, vLLM, llama.cpp server, OpenRouter).
 
+use crate::chat::{self, ChatWire, Emit, call_id_or_minted, f32_to_f64, incomplete, mint_call_id};
 use crate::errors::Failure;
-use crate::retry::with_retries;
-use crate::transport::{SseItem, Transport, is_event_stream};
+use crate::transport::{Events, SseItem, Transport};
 use crate::types::{
     ChatMessage, ChatModel, ChatRequest, ChatResponse, Delta, ProviderConfig, ProviderError,
     TokenUsage, ToolChoice,
@@ -12,7 +12,6 @@ use async_trait::async_trait;
 use engram_core::ToolCall;
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A chat model behind an OpenAI-compatible `chat/completions` endpoint.
 pub(crate) struct OpenAiChat {
@@ -29,29 +28,24 @@ impl OpenAiChat {
             official: is_official(&config.base_url),
         })
     }
+}
 
-    /// One streamed attempt: deltas go to `emit` as they arrive.
-    async fn stream_once(
-        &self,
-        body: &Value,
-        emit: &(dyn Fn(Delta) + Send + Sync),
+impl ChatWire for OpenAiChat {
+    const PATH: &'static str = "chat/completions";
+
+    fn transport(&self) -> &Transport {
+        &self.transport
+    }
+
+    fn parse_response(value: &Value) -> Result<ChatResponse, String> {
+        parse_response(value)
+    }
+
+    async fn read_stream<'a>(
+        &'a self,
+        mut events: Events<'a>,
+        emit: Emit<'a>,
     ) -> Result<ChatResponse, Failure> {
-        let ctx = &self.transport.ctx;
-        let response = self.transport.post("chat/completions", body).await?;
-        if !is_event_stream(&response) {
-            // The server ignored `stream: true`; hand the whole answer on as one delta.
-            let value = self.transport.read_json(response).await?;
-            let answer =
-                parse_response(&value).map_err(|what| Failure::fatal(ctx.bad_response(&what)))?;
-            if let Some(reasoning) = &answer.reasoning {
-                emit(Delta::Reasoning(reasoning.clone()));
-            }
-            if !answer.content.is_empty() {
-                emit(Delta::Text(answer.content.clone()));
-            }
-            return Ok(answer);
-        }
-        let mut events = self.transport.events(response);
         let mut acc = StreamState::default();
         let mut done = false;
         while let Some(item) = events.next_json().await? {
@@ -62,16 +56,14 @@ impl OpenAiChat {
                 }
                 SseItem::Json(data) => {
                     if let Some(error) = data.get("error").filter(|e| !e.is_null()) {
-                        return Err(ctx.stream_error(error));
+                        return Err(self.transport.ctx.stream_error(error));
                     }
                     acc.apply(&data, emit);
                 }
             }
         }
         if !done && acc.finish_reason.is_none() {
-            return Err(Failure::fatal(
-                ctx.dropped("the stream ended before the answer was complete"),
-            ));
+            return Err(incomplete(&self.transport.ctx));
         }
         Ok(acc.finish())
     }
@@ -85,26 +77,12 @@ impl ChatModel for OpenAiChat {
         req: &ChatRequest,
         on_delta: &(dyn Fn(Delta) + Send + Sync),
     ) -> Result<ChatResponse, ProviderError> {
-        let body = request_body(req, self.official);
-        if !req.stream {
-            let value = self.transport.post_json("chat/completions", &body).await?;
-            return parse_response(&value).map_err(|what| self.transport.ctx.bad_response(&what));
-        }
-        // Once a delta reached the caller a retry would repeat it, so only retry before that.
-        let emitted = AtomicBool::new(false);
-        let emit = |d: Delta| {
-            emitted.store(true, Ordering::Relaxed);
-            on_delta(d);
-        };
-        let (body, emit, emitted) = (&body, &emit, &emitted);
-        with_retries(&self.transport.retry, move |_| async move {
-            self.stream_once(body, emit).await.map_err(|mut f| {
-                if emitted.load(Ordering::Relaxed) {
-                    f.retryable = false;
-                }
-                f
-            })
-        })
+        chat::complete(
+            self,
+            &request_body(req, self.official),
+            req.stream,
+            on_delta,
+        )
         .await
     }
 }
@@ -196,16 +174,6 @@ fn message(m: &ChatMessage) -> Value {
             json!({"role": "tool", "tool_call_id": tool_call_id, "content": content})
         }
     }
-}
-
-/// `0.7f32` as `0.7`, not `0.699999988079071`.
-fn f32_to_f64(x: f32) -> f64 {
-    x.to_string().parse().unwrap_or(f64::from(x))
-}
-
-/// A fresh tool-call id for servers that send none.
-pub(crate) fn mint_call_id() -> String {
-    format!("call_{}", uuid::Uuid::new_v4())
 }
 
 /// A non-streamed answer. `Err` says what is wrong with the body.
@@ -400,11 +368,7 @@ impl StreamState {
                 .calls
                 .into_iter()
                 .map(|c| ToolCall {
-                    id: if c.id.is_empty() {
-                        mint_call_id()
-                    } else {
-                        c.id
-                    },
+                    id: call_id_or_minted(c.id),
                     name: c.name,
                     arguments: c.arguments,
                 })

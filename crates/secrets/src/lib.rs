@@ -56,33 +56,26 @@ pub trait SecretStore: Send + Sync {
     fn delete(&self, name: &str) -> Result<()>;
 }
 
-impl<S: SecretStore + ?Sized> SecretStore for Arc<S> {
-    fn get(&self, name: &str) -> Result<Option<SecretString>> {
-        (**self).get(name)
-    }
+/// A shared or boxed store is the store it points to.
+macro_rules! forward_secret_store {
+    ($($pointer:ident),*) => {$(
+        impl<S: SecretStore + ?Sized> SecretStore for $pointer<S> {
+            fn get(&self, name: &str) -> Result<Option<SecretString>> {
+                (**self).get(name)
+            }
 
-    fn set(&self, name: &str, secret: &SecretString) -> Result<()> {
-        (**self).set(name, secret)
-    }
+            fn set(&self, name: &str, secret: &SecretString) -> Result<()> {
+                (**self).set(name, secret)
+            }
 
-    fn delete(&self, name: &str) -> Result<()> {
-        (**self).delete(name)
-    }
+            fn delete(&self, name: &str) -> Result<()> {
+                (**self).delete(name)
+            }
+        }
+    )*};
 }
 
-impl<S: SecretStore + ?Sized> SecretStore for Box<S> {
-    fn get(&self, name: &str) -> Result<Option<SecretString>> {
-        (**self).get(name)
-    }
-
-    fn set(&self, name: &str, secret: &SecretString) -> Result<()> {
-        (**self).set(name, secret)
-    }
-
-    fn delete(&self, name: &str) -> Result<()> {
-        (**self).delete(name)
-    }
-}
+forward_secret_store!(Arc, Box);
 
 /// The store the app uses: the OS keychain (service [`DEFAULT_SERVICE`]) behind [`EnvOverride`].
 ///

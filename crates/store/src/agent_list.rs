@@ -5,10 +5,11 @@
 
 use crate::Store;
 use crate::agents::{AGENT_COLS, agent_from_row};
+use crate::created_page::{Page, read_page};
 use crate::passages::Query;
 use crate::sql::{self, DbResult};
 use engram_core::{Agent, AgentId, Result};
-use rusqlite::{Connection, OptionalExtension, params_from_iter};
+use rusqlite::params_from_iter;
 
 /// Which agents to list, and which page.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -31,17 +32,6 @@ pub struct AgentList {
     pub limit: usize,
     /// Oldest first when true.
     pub ascending: bool,
-}
-
-/// An agent's place in creation order: `(created_at µs, id)`.
-type Key = (i64, String);
-
-fn key_of(c: &Connection, id: &AgentId) -> Result<Option<Key>> {
-    c.prepare_cached("SELECT created_at, id FROM agents WHERE id = ?1")
-        .db()?
-        .query_row([id.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()
-        .db()
 }
 
 /// The WHERE clause of the filters (on table alias `a`).
@@ -80,52 +70,16 @@ fn filters(q: &AgentList, query: &mut Query) -> Result<String> {
 impl Store {
     /// A page of agents passing `q`'s filters, in creation order (see [`AgentList`]).
     pub fn list_agents_page(&self, q: &AgentList) -> Result<Vec<Agent>> {
-        self.read(|c| {
-            let mut keys = Vec::new();
-            for (id, cmp) in [(&q.after, true), (&q.before, false)] {
-                if let Some(id) = id {
-                    match key_of(c, id)? {
-                        Some(k) => keys.push((k, cmp)),
-                        None => return Ok(Vec::new()),
-                    }
-                }
-            }
-            if q.limit == 0 {
-                return Ok(Vec::new());
-            }
-            let mut query = Query::default();
-            let mut cond = filters(q, &mut query)?;
-            for ((t, id), after) in keys {
-                // "After" in the list's order is later in time when ascending.
-                let cmp = if after == q.ascending { ">" } else { "<" };
-                cond.push_str(&format!(
-                    " AND (a.created_at, a.id) {cmp} ({}, {})",
-                    query.arg(t),
-                    query.arg(id)
-                ));
-            }
-            // `before` takes the page nearest the cursor: read backwards, then turn round.
-            let backwards = q.before.is_some();
-            let dir = if q.ascending != backwards {
-                "ASC"
-            } else {
-                "DESC"
-            };
-            let sql = format!(
-                "SELECT {AGENT_COLS} FROM agents a WHERE {cond}
-                 ORDER BY a.created_at {dir}, a.id {dir} LIMIT {}",
-                query.arg(sql::sat(q.limit))
-            );
-            let mut stmt = c.prepare_cached(&sql).db()?;
-            let rows = stmt
-                .query_map(params_from_iter(query.args), agent_from_row)
-                .db()?;
-            let mut out: Vec<Agent> = rows.collect::<rusqlite::Result<_>>().db()?;
-            if backwards {
-                out.reverse();
-            }
-            Ok(out)
-        })
+        let page = Page {
+            table: "agents",
+            alias: "a",
+            cols: AGENT_COLS,
+            after: q.after.as_ref().map(AgentId::as_str),
+            before: q.before.as_ref().map(AgentId::as_str),
+            limit: q.limit,
+            ascending: q.ascending,
+        };
+        self.read(|c| read_page(c, &page, |query| filters(q, query), agent_from_row))
     }
 
     /// How many agents pass `q`'s filters (cursors and limit aside).

@@ -157,6 +157,18 @@ pub(crate) fn load(conn: &Connection, id: &BlockId) -> Result<Block> {
     .ok_or_else(|| Error::not_found("block", id.as_str()))
 }
 
+/// Links `block` to `agent` after its other blocks (the last place in the context window).
+pub(crate) fn link_last(conn: &Connection, agent: &AgentId, block: &BlockId) -> Result<()> {
+    let next: i64 = conn
+        .prepare_cached(
+            "SELECT coalesce(max(position) + 1, 0) FROM agent_blocks WHERE agent_id = ?1",
+        )
+        .db()?
+        .query_row([agent.as_str()], |r| r.get(0))
+        .db()?;
+    link(conn, agent, block, next)
+}
+
 /// Links a block to an agent at `position` (no clash check; callers do that).
 pub(crate) fn link(
     conn: &Connection,
@@ -363,14 +375,7 @@ impl Store {
             if label_taken(tx, agent.as_str(), &b.label, block)? {
                 return Err(label_conflict(&b.label));
             }
-            let next: i64 = tx
-                .prepare_cached(
-                    "SELECT coalesce(max(position) + 1, 0) FROM agent_blocks WHERE agent_id = ?1",
-                )
-                .db()?
-                .query_row([agent.as_str()], |r| r.get(0))
-                .db()?;
-            link(tx, agent, block, next)
+            link_last(tx, agent, block)
         })
     }
 

@@ -21,6 +21,7 @@ mod base_urls;
 mod block_list;
 mod blocks;
 mod calibration;
+mod created_page;
 mod endpoints;
 mod fts_partitions;
 mod import;

@@ -52,14 +52,7 @@ impl Store {
                 return Err(label_conflict(&block.label));
             }
             blocks::insert(tx, &block)?;
-            let next: i64 = tx
-                .prepare_cached(
-                    "SELECT coalesce(max(position) + 1, 0) FROM agent_blocks WHERE agent_id = ?1",
-                )
-                .db()?
-                .query_row([agent.as_str()], |r| r.get(0))
-                .db()?;
-            blocks::link(tx, agent, &block.id, next)?;
+            blocks::link_last(tx, agent, &block.id)?;
             Ok(block)
         })
     }

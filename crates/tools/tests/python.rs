@@ -75,6 +75,18 @@ fn call(source: &str, name: &str, arguments: Value, blocks: Vec<Block>) -> ToolR
     }
 }
 
+/// `task_queue_pop` over the queue in `tasks`.
+async fn pop(runner: &PythonRunner, tasks: &Block) -> ToolOutcome {
+    runner
+        .run(&call(
+            TASK_QUEUE,
+            "task_queue_pop",
+            json!({}),
+            vec![tasks.clone()],
+        ))
+        .await
+}
+
 async fn run_simple(source: &str, name: &str) -> ToolOutcome {
     runner().run(&call(source, name, json!({}), vec![])).await
 }
@@ -104,38 +116,17 @@ async fn task_queue_push_and_pop_round_trip() {
     }
     assert_eq!(tasks.value, r#"["write the report", "send the email"]"#);
 
-    let out = runner
-        .run(&call(
-            TASK_QUEUE,
-            "task_queue_pop",
-            json!({}),
-            vec![tasks.clone()],
-        ))
-        .await;
+    let out = pop(&runner, &tasks).await;
     assert_eq!(out.message, "write the report");
     assert_eq!(out.stdout, "Popped task: write the report\n");
     apply(&out, &mut tasks);
-    let out = runner
-        .run(&call(
-            TASK_QUEUE,
-            "task_queue_pop",
-            json!({}),
-            vec![tasks.clone()],
-        ))
-        .await;
+    let out = pop(&runner, &tasks).await;
     assert_eq!(out.message, "send the email");
     apply(&out, &mut tasks);
     assert_eq!(tasks.value, "[]");
 
     // Empty queue: None, and nothing changes.
-    let out = runner
-        .run(&call(
-            TASK_QUEUE,
-            "task_queue_pop",
-            json!({}),
-            vec![tasks.clone()],
-        ))
-        .await;
+    let out = pop(&runner, &tasks).await;
     assert_eq!((out.status, out.message.as_str()), (ToolStatus::Ok, "None"));
     assert!(out.block_updates.is_empty());
 }

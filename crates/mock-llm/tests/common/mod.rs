@@ -60,6 +60,21 @@ pub async fn post(base: &str, path: &str, body: &Value) -> reqwest::Response {
         .expect("request failed")
 }
 
+/// The JSON answer to an OpenAI chat request.
+pub async fn chat_json(base: &str, body: &Value) -> Value {
+    post(base, "/chat/completions", body)
+        .await
+        .json()
+        .await
+        .expect("a JSON answer")
+}
+
+/// The server-sent events answering a streamed OpenAI chat request.
+pub async fn chat_events(base: &str, body: &Value) -> Vec<Event> {
+    let res = post(base, "/chat/completions", body).await;
+    parse_sse(&res.text().await.expect("a readable stream"))
+}
+
 /// POSTs an Anthropic request with the headers the API requires.
 pub async fn post_anthropic(base: &str, body: &Value) -> reqwest::Response {
     client()

@@ -1,6 +1,6 @@
 //! Failures: retries, timeouts, classification, and the key never leaking.
 
-use crate::support::{Deltas, KEY, config, dead_base_url, request, serve, sse};
+use crate::support::{Deltas, KEY, call, call_into, config, dead_base_url, request, serve, sse};
 use axum::routing::post;
 use engram_core::error::ProviderFault;
 use engram_mock_llm::{MockLlm, Reply, Script, StreamStyle};
@@ -41,11 +41,7 @@ async fn retry_after_is_capped_by_max_delay() {
     let mut cfg = config(ProviderKind::OpenAi, &mock.base_url());
     cfg.retry.max_delay = Duration::from_millis(200);
     let start = Instant::now();
-    chat_model(cfg)
-        .unwrap()
-        .complete(&request(true), &|_| {})
-        .await
-        .unwrap();
+    call(cfg, true).await.unwrap();
     assert!(
         start.elapsed() < Duration::from_secs(2),
         "{:?}",
@@ -59,9 +55,7 @@ async fn rate_limit_exhausting_retries_is_rate_limited() {
     for _ in 0..3 {
         mock.push(Reply::rate_limited(None));
     }
-    let e = chat_model(config(ProviderKind::OpenAi, &mock.base_url()))
-        .unwrap()
-        .complete(&request(false), &|_| {})
+    let e = call(config(ProviderKind::OpenAi, &mock.base_url()), false)
         .await
         .unwrap_err();
     assert_eq!(e.fault, ProviderFault::RateLimited);
@@ -81,9 +75,7 @@ async fn server_errors_exhaust_retries() {
             mock.push(Reply::server_error());
         }
         mock.push(Reply::text("never reached"));
-        let e = chat_model(config(kind, &mock.base_url()))
-            .unwrap()
-            .complete(&request(stream), &|_| {})
+        let e = call(config(kind, &mock.base_url()), stream)
             .await
             .unwrap_err();
         assert_eq!(e.fault, ProviderFault::Server, "{e}");
@@ -99,11 +91,13 @@ async fn a_server_error_then_success_is_retried_when_streaming() {
     mock.push(Reply::server_error());
     mock.push(Reply::text("second time lucky"));
     let deltas = Deltas::default();
-    let r = chat_model(config(ProviderKind::Anthropic, &mock.base_url()))
-        .unwrap()
-        .complete(&request(true), &|d| deltas.push(d))
-        .await
-        .unwrap();
+    let r = call_into(
+        config(ProviderKind::Anthropic, &mock.base_url()),
+        true,
+        &deltas,
+    )
+    .await
+    .unwrap();
     assert_eq!(r.content, "second time lucky");
     assert_eq!(deltas.text(), "second time lucky", "nothing duplicated");
 }
@@ -128,9 +122,7 @@ async fn a_stream_failing_after_a_delta_is_not_retried() {
     );
     let base = serve(router).await;
     let deltas = Deltas::default();
-    let e = chat_model(config(ProviderKind::OpenAi, &base))
-        .unwrap()
-        .complete(&request(true), &|d| deltas.push(d))
+    let e = call_into(config(ProviderKind::OpenAi, &base), true, &deltas)
         .await
         .unwrap_err();
     assert_eq!(e.fault, ProviderFault::Server, "{e}");
@@ -162,9 +154,7 @@ async fn retry_after_as_an_http_date_is_honoured() {
     );
     let base = serve(router).await;
     let start = Instant::now();
-    let r = chat_model(config(ProviderKind::OpenAi, &base))
-        .unwrap()
-        .complete(&request(false), &|_| {})
+    let r = call(config(ProviderKind::OpenAi, &base), false)
         .await
         .unwrap();
     assert_eq!(r.content, "ok");
@@ -180,9 +170,7 @@ async fn retry_after_as_an_http_date_is_honoured() {
 async fn context_length_is_classified_and_not_retried() {
     let mock = MockLlm::start(Script::Queue).await;
     mock.push(Reply::ContextLengthExceeded);
-    let e = chat_model(config(ProviderKind::OpenAi, &mock.base_url()))
-        .unwrap()
-        .complete(&request(false), &|_| {})
+    let e = call(config(ProviderKind::OpenAi, &mock.base_url()), false)
         .await
         .unwrap_err();
     assert_eq!(e.fault, ProviderFault::ContextLength, "{e}");
@@ -198,9 +186,7 @@ async fn other_client_errors_are_bad_requests_with_the_server_message() {
         body: json!({"error": {"message": "Invalid value for 'temperature'", "type": "invalid_request_error"}}),
         retry_after: None,
     });
-    let e = chat_model(config(ProviderKind::OpenAi, &mock.base_url()))
-        .unwrap()
-        .complete(&request(false), &|_| {})
+    let e = call(config(ProviderKind::OpenAi, &mock.base_url()), false)
         .await
         .unwrap_err();
     assert_eq!(e.fault, ProviderFault::BadRequest);
@@ -215,11 +201,7 @@ async fn a_hanging_server_times_out_without_retries() {
     let mut cfg = config(ProviderKind::OpenAi, &mock.base_url());
     cfg.timeouts.read = Duration::from_millis(300);
     let start = Instant::now();
-    let e = chat_model(cfg)
-        .unwrap()
-        .complete(&request(true), &|_| {})
-        .await
-        .unwrap_err();
+    let e = call(cfg, true).await.unwrap_err();
     assert_eq!(e.fault, ProviderFault::Timeout, "{e}");
     assert!(
         start.elapsed() < Duration::from_secs(2),
@@ -265,11 +247,7 @@ async fn a_stalled_stream_times_out() {
     mock.push(Reply::text("one two three four"));
     let mut cfg = config(ProviderKind::OpenAi, &mock.base_url());
     cfg.timeouts.read = Duration::from_millis(250);
-    let e = chat_model(cfg)
-        .unwrap()
-        .complete(&request(true), &|_| {})
-        .await
-        .unwrap_err();
+    let e = call(cfg, true).await.unwrap_err();
     assert_eq!(e.fault, ProviderFault::Timeout, "{e}");
     assert!(e.message.contains("stopped streaming"), "{e}");
 }
@@ -297,11 +275,7 @@ async fn an_unreachable_server_says_where_it_looked() {
     let base = dead_base_url().await;
     let mut cfg = config(ProviderKind::OpenAi, &base);
     cfg.retry.max_retries = 1;
-    let e = chat_model(cfg.clone())
-        .unwrap()
-        .complete(&request(true), &|_| {})
-        .await
-        .unwrap_err();
+    let e = call(cfg.clone(), true).await.unwrap_err();
     assert_eq!(e.fault, ProviderFault::Unreachable, "{e}");
     assert!(
         e.message
@@ -322,11 +296,7 @@ async fn auth_failures_never_show_the_key() {
         retry_after: None,
     });
     let cfg = config(ProviderKind::OpenAi, &mock.base_url());
-    let e = chat_model(cfg.clone())
-        .unwrap()
-        .complete(&request(false), &|_| {})
-        .await
-        .unwrap_err();
+    let e = call(cfg.clone(), false).await.unwrap_err();
     assert_eq!(e.fault, ProviderFault::Auth);
     assert_eq!(e.status, Some(401));
     assert!(e.message.contains("check the API key for"), "{e}");
@@ -349,9 +319,7 @@ async fn auth_failures_never_show_the_key() {
         body: json!({"type": "error", "error": {"type": "permission_error", "message": "no"}}),
         retry_after: None,
     });
-    let e = chat_model(config(ProviderKind::Anthropic, &mock.base_url()))
-        .unwrap()
-        .complete(&request(true), &|_| {})
+    let e = call(config(ProviderKind::Anthropic, &mock.base_url()), true)
         .await
         .unwrap_err();
     assert_eq!(e.fault, ProviderFault::Auth);
@@ -402,9 +370,7 @@ async fn a_stream_broken_off_after_headers_says_the_connection_dropped() {
     );
     let base = serve(router).await;
     let deltas = Deltas::default();
-    let e = chat_model(config(ProviderKind::OpenAi, &base))
-        .unwrap()
-        .complete(&request(true), &|d| deltas.push(d))
+    let e = call_into(config(ProviderKind::OpenAi, &base), true, &deltas)
         .await
         .unwrap_err();
     // Issue #10 (defect 7): said as a dropped connection, not as an unreadable answer.

@@ -2,8 +2,8 @@
 
 use engram_core::ToolCall;
 use engram_providers::{
-    ChatMessage, ChatRequest, Delta, ProviderConfig, ProviderKind, RetryPolicy, Timeouts,
-    ToolChoice, ToolSpec,
+    ChatMessage, ChatRequest, ChatResponse, Delta, ProviderConfig, ProviderError, ProviderKind,
+    RetryPolicy, Timeouts, ToolChoice, ToolSpec, chat_model,
 };
 use serde_json::json;
 use std::sync::Mutex;
@@ -117,40 +117,47 @@ impl Deltas {
 
     /// All text deltas joined.
     pub fn text(&self) -> String {
-        self.0
-            .lock()
-            .unwrap()
-            .iter()
-            .filter_map(|d| {
-                if let Delta::Text(t) = d {
-                    Some(t.as_str())
-                } else {
-                    None
-                }
-            })
-            .collect()
+        self.joined(|d| match d {
+            Delta::Text(t) => Some(t),
+            _ => None,
+        })
     }
 
     /// All reasoning deltas joined.
     pub fn reasoning(&self) -> String {
-        self.0
-            .lock()
-            .unwrap()
-            .iter()
-            .filter_map(|d| {
-                if let Delta::Reasoning(t) = d {
-                    Some(t.as_str())
-                } else {
-                    None
-                }
-            })
-            .collect()
+        self.joined(|d| match d {
+            Delta::Reasoning(t) => Some(t),
+            _ => None,
+        })
+    }
+
+    /// The pieces `pick` finds, joined in arrival order.
+    fn joined(&self, pick: impl Fn(&Delta) -> Option<&String>) -> String {
+        let deltas = self.0.lock().unwrap();
+        deltas.iter().filter_map(pick).map(String::as_str).collect()
     }
 
     /// How many deltas arrived.
     pub fn count(&self) -> usize {
         self.0.lock().unwrap().len()
     }
+}
+
+/// One `request(stream)` through a fresh client for `cfg`, its deltas into `deltas`.
+pub async fn call_into(
+    cfg: ProviderConfig,
+    stream: bool,
+    deltas: &Deltas,
+) -> Result<ChatResponse, ProviderError> {
+    chat_model(cfg)
+        .expect("a client for the config")
+        .complete(&request(stream), &|d| deltas.push(d))
+        .await
+}
+
+/// One `request(stream)` through a fresh client for `cfg`, its deltas dropped.
+pub async fn call(cfg: ProviderConfig, stream: bool) -> Result<ChatResponse, ProviderError> {
+    call_into(cfg, stream, &Deltas::default()).await
 }
 
 /// Serves `router` on a free port; returns `http://127.0.0.1:PORT/v1`.

@@ -1,6 +1,7 @@
 //! `/v1/agents`: create, list, retrieve, modify, delete — in Letta's request and `AgentState`
 //! shapes.
 
+use super::blocks::BlockIn;
 use super::{agent_id, deleted};
 use crate::AppState;
 use crate::errors::{ApiError, ApiResult};
@@ -36,30 +37,6 @@ pub struct EmbeddingConfigIn {
     handle: Option<String>,
     embedding_endpoint_type: Option<String>,
     embedding_endpoint: Option<String>,
-}
-
-/// A block in `memory_blocks` (Letta's `CreateBlock`).
-#[derive(Debug, Deserialize)]
-pub struct BlockIn {
-    label: String,
-    #[serde(default)]
-    value: String,
-    limit: Option<usize>,
-    description: Option<String>,
-    #[serde(default)]
-    read_only: bool,
-}
-
-impl From<BlockIn> for NewBlock {
-    fn from(b: BlockIn) -> Self {
-        NewBlock {
-            label: b.label,
-            value: b.value,
-            limit: b.limit,
-            description: b.description,
-            read_only: b.read_only,
-        }
-    }
 }
 
 /// The fields of Letta's `CreateAgentRequest` / `UpdateAgent` that Engram acts on; others are

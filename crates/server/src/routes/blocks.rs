@@ -42,7 +42,8 @@ impl From<BlockPatchIn> for BlockPatch {
     }
 }
 
-/// Letta's `CreateBlock`.
+/// Letta's `CreateBlock`: the body of `POST /v1/blocks/` and an entry of an agent's
+/// `memory_blocks`.
 #[derive(Debug, Deserialize)]
 pub struct BlockIn {
     label: String,
@@ -52,6 +53,18 @@ pub struct BlockIn {
     description: Option<String>,
     #[serde(default)]
     read_only: bool,
+}
+
+impl From<BlockIn> for NewBlock {
+    fn from(b: BlockIn) -> Self {
+        NewBlock {
+            label: b.label,
+            value: b.value,
+            limit: b.limit,
+            description: b.description,
+            read_only: b.read_only,
+        }
+    }
 }
 
 /// Query of the block lists.
@@ -202,13 +215,7 @@ pub async fn list(
 
 /// `POST /v1/blocks/`.
 pub async fn create(State(s): State<AppState>, Body(b): Body<BlockIn>) -> ApiResult<Json<Value>> {
-    let block = s.engram.create_block(&NewBlock {
-        label: b.label,
-        value: b.value,
-        limit: b.limit,
-        description: b.description,
-        read_only: b.read_only,
-    })?;
+    let block = s.engram.create_block(&NewBlock::from(b))?;
     Ok(Json(shapes::block(&block)))
 }
 

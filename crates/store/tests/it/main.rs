@@ -2,6 +2,7 @@
 
 mod agents;
 mod blocks;
+mod created_pages;
 mod index_build;
 mod labels;
 mod mcp;

@@ -131,6 +131,17 @@ describe('http backend', () => {
     expect(got).toEqual([{ type: 'text_delta', delta: 'Hi' }]);
   });
 
+  it('following a run skips frames that are not events and rejects when the stream ends before done', async () => {
+    const fetch = vi.fn(async () =>
+      sse(['data: not json\n\n', 'data: {"no_type":1}\n\n', `data: ${JSON.stringify({ type: 'text_delta', delta: 'Hi' })}\n\n`]),
+    );
+    const got: RunEvent[] = [];
+    await expect(
+      httpBackend({ base: '', token: 't', fetch }).attachRun({ agent_id: 'a' }, (e) => got.push(e)),
+    ).rejects.toMatchObject({ code: 'backend_unreachable', message: expect.stringContaining('following the run') });
+    expect(got).toEqual([{ type: 'text_delta', delta: 'Hi' }]);
+  });
+
   it('reconnects the notice stream after a drop and asks listeners to re-read', async () => {
     const n1: Notice = { type: 'memory_changed', agent_id: 'agent-1' };
     const n2: Notice = { type: 'tools_changed' };

@@ -33,6 +33,19 @@ export function takeToken(loc: Location = location, store: Storage = sessionStor
   return store.getItem(TOKEN_KEY);
 }
 
+/**
+ * Hands a run's events from an SSE body to `onEvent` until `done`; frames that are not events
+ * are skipped. `false` when the stream ended before `done` (the connection dropped).
+ */
+function readRunEvents(body: ReadableStream<Uint8Array>, onEvent: (e: RunEvent) => void): Promise<boolean> {
+  return readSse(body, (data) => {
+    const event = safeJson(data) as RunEvent | undefined;
+    if (!event || typeof event !== 'object' || !('type' in event)) return;
+    onEvent(event);
+    if (event.type === 'done') return false;
+  });
+}
+
 /** The browser transport: `POST {base}/app/{command}`, SSE for runs and notices. */
 export function httpBackend(opts: HttpOptions): Backend {
   const doFetch = opts.fetch ?? ((...a: Parameters<typeof fetch>) => fetch(...a));
@@ -77,12 +90,7 @@ export function httpBackend(opts: HttpOptions): Backend {
         ? BackendError.from(parsed)
         : new BackendError('internal', 'The reply stream did not start.');
     }
-    const ended = await readSse(res.body, (data) => {
-      const event = safeJson(data) as RunEvent | undefined;
-      if (!event || typeof event !== 'object' || !('type' in event)) return;
-      onEvent(event);
-      if (event.type === 'done') return false;
-    });
+    const ended = await readRunEvents(res.body, onEvent);
     if (!ended) {
       throw new BackendError(
         'backend_unreachable',
@@ -113,12 +121,7 @@ export function httpBackend(opts: HttpOptions): Backend {
         await res.text();
         return false;
       }
-      const ended = await readSse(res.body, (data) => {
-        const event = safeJson(data) as RunEvent | undefined;
-        if (!event || typeof event !== 'object' || !('type' in event)) return;
-        onEvent(event);
-        if (event.type === 'done') return false;
-      });
+      const ended = await readRunEvents(res.body, onEvent);
       if (!ended) {
         throw new BackendError('backend_unreachable', 'The connection to Engram dropped while following the run; reload to see it.');
       }
