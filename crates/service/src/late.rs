@@ -11,14 +11,14 @@
 use crate::local_model::LocalModels;
 use async_trait::async_trait;
 use engram_core::AgentId;
-use engram_embed::late::max_sim;
+use engram_embed::late::{content_words, weighted_max_sim};
 use engram_store::Store;
 use std::sync::Arc;
 
 /// The late-interaction relevance's share of a reranked hit's score (the hybrid score has the
 /// rest); the development set's sweep (conversations 1–3 to choose, 4–5 to check) peaked
 /// between 0.4 and 0.6, and a pure MaxSim order (1.0) fell below the hybrid.
-pub const LATE_INTERACTION_WEIGHT: f64 = 0.5;
+pub const LATE_INTERACTION_WEIGHT: f64 = 0.6;
 
 /// How many of the hybrid search's first hits are re-scored: each is one short model pass,
 /// and 30 or 50 found nothing more than 20 on the development set.
@@ -62,11 +62,11 @@ impl engram_agent::Reranker for LateInteraction {
             .map_err(|e| e.to_string())?
             .map_err(|e| e.to_string())?;
         let (q, passages) = vectors.split_first().ok_or("no query vectors")?;
-        let q: Vec<&[f32]> = q.vectors.iter().map(Vec::as_slice).collect();
+        let q = idf_weighted(&self.store, agent, q)?;
         Ok(Some(
             passages
                 .iter()
-                .map(|p| f64::from(max_sim(&q, &p.vectors)).clamp(0.0, 1.0))
+                .map(|p| f64::from(weighted_max_sim(&q, &p.vectors)).clamp(0.0, 1.0))
                 .collect(),
         ))
     }
@@ -78,4 +78,27 @@ impl engram_agent::Reranker for LateInteraction {
     fn depth(&self) -> usize {
         LATE_INTERACTION_DEPTH
     }
+}
+
+/// The query's content-word pieces, each weighted by its word's BM25 IDF among `agent`'s
+/// passages (from the agent's own full-text index): a word most passages hold, like the name
+/// of a speaker in a long conversation, counts for little, as it does in BM25.
+fn idf_weighted<'q>(
+    store: &Store,
+    agent: &AgentId,
+    query: &'q engram_embed::TokenVectors,
+) -> std::result::Result<Vec<(&'q [f32], f64)>, String> {
+    let words = content_words(query);
+    let names: Vec<String> = words.iter().map(|(w, _)| w.clone()).collect();
+    let stats = store
+        .passage_term_stats(agent, &names)
+        .map_err(|e| e.to_string())?;
+    Ok(words
+        .iter()
+        .enumerate()
+        .flat_map(|(i, (_, pieces))| {
+            let idf = stats.idf(i);
+            pieces.iter().map(move |v| (*v, idf))
+        })
+        .collect())
 }
