@@ -172,7 +172,18 @@ fn dev_set() {
     row("**hybrid, as the store searches**", &hybrid);
     rerank_rows(&conversations, &ranked, &ks);
     if std::env::var_os("ENGRAM_BENCH_SKIP_LATE").is_none() {
-        late_rows(&encoder, &conversations, &ranked, &ks);
+        let agents: Vec<_> = conversations
+            .iter()
+            .map(|c| locomo::agent_of(&home.engram, c))
+            .collect();
+        late_rows(
+            &encoder,
+            home.engram.store(),
+            &agents,
+            &conversations,
+            &ranked,
+            &ks,
+        );
     }
     expand_rows(&conversations, &embed, &ks);
     println!("\nfusion weight sweep (score = w · lexical share of best + (1 − w) · cosine):\n");

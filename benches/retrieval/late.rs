@@ -4,8 +4,9 @@
 //! here), and the time per query of encoding the candidates at search time is measured.
 
 use super::ks_row;
-use engram_embed::late::{content_vectors, max_sim};
+use engram_embed::late::{content_vectors, content_words, max_sim, query_words, weighted_max_sim};
 use engram_embed::{Encoder, TokenVectors};
+use engram_store::{Store, TermStats};
 use engram_suite::locomo::{self, Ranked, Recall};
 use std::collections::HashMap;
 use std::time::Instant;
@@ -56,6 +57,8 @@ pub fn split_recall(lists: &[Ranked], tune: &[bool], ks: &[usize]) -> (Recall, R
 /// Prints the late-interaction rows (see the module docs).
 pub fn late_rows(
     encoder: &Encoder,
+    store: &Store,
+    agents: &[engram_core::AgentId],
     conversations: &[locomo::Conversation],
     ranked: &[Ranked],
     ks: &[usize],
@@ -102,6 +105,81 @@ pub fn late_rows(
     };
     let sims = sims_of(&|qt| content_vectors(qt));
     let sims_all = sims_of(&|qt| qt.vectors.iter().map(Vec::as_slice).collect());
+    // IDF-weighted MaxSim: each word's pieces weighted by the word's BM25 IDF among the
+    // conversation's passages, read from the agent's full-text index as search does; over the
+    // content words (as shipped) or every word (stop words then weigh little by their IDF).
+    type Words = for<'a> fn(&'a TokenVectors) -> Vec<(String, Vec<&'a [f32]>)>;
+    // With `context`, a candidate's MaxSim is half its own and half that of it together with
+    // the turns just before and after it (an answer often spans a question and its reply).
+    let place: Vec<HashMap<&str, usize>> = conversations
+        .iter()
+        .map(|c| {
+            c.turns
+                .iter()
+                .enumerate()
+                .map(|(i, (d, _))| (d.as_str(), i))
+                .collect()
+        })
+        .collect();
+    let idf_sims = |words_of: Words, context: bool| -> Vec<HashMap<String, f64>> {
+        let started = Instant::now();
+        let weights: Vec<Vec<(Vec<f32>, f64)>> = query_tokens
+            .iter()
+            .zip(&questions)
+            .map(|(qt, (c, _))| {
+                let words = words_of(qt);
+                let names: Vec<String> = words.iter().map(|(w, _)| w.clone()).collect();
+                let stats: TermStats = store
+                    .passage_term_stats(&agents[*c], &names)
+                    .expect("stats");
+                words
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(i, (_, pieces))| {
+                        let idf = stats.idf(i);
+                        pieces.iter().map(move |v| (v.to_vec(), idf))
+                    })
+                    .collect()
+            })
+            .collect();
+        println!(
+            "document frequencies of the questions' words: {:.2} ms per question",
+            started.elapsed().as_secs_f64() * 1e3 / questions.len().max(1) as f64
+        );
+        ranked
+            .iter()
+            .zip(&questions)
+            .zip(&weights)
+            .map(|((r, (c, _)), w)| {
+                let q: Vec<(&[f32], f64)> = w.iter().map(|(v, x)| (v.as_slice(), *x)).collect();
+                r.hybrid
+                    .iter()
+                    .take(50)
+                    .map(|(d, _)| {
+                        let p = &turn_tokens[*c][d.as_str()];
+                        let own = f64::from(weighted_max_sim(&q, &p.vectors));
+                        if !context {
+                            return (d.clone(), own);
+                        }
+                        let at = place[*c][d.as_str()];
+                        let turns = &conversations[*c].turns;
+                        let mut around: Vec<Vec<f32>> = p.vectors.clone();
+                        for n in [at.checked_sub(1), Some(at + 1)].into_iter().flatten() {
+                            if let Some((nd, _)) = turns.get(n) {
+                                around.extend(turn_tokens[*c][nd.as_str()].vectors.clone());
+                            }
+                        }
+                        let with = f64::from(weighted_max_sim(&q, &around));
+                        (d.clone(), 0.5 * own + 0.5 * with)
+                    })
+                    .collect()
+            })
+            .collect()
+    };
+    let sims_idf = idf_sims(content_words, false);
+    let sims_idf_all = idf_sims(query_words, false);
+    let sims_idf_context = idf_sims(content_words, true);
+    println!();
     let is_tune: Vec<bool> = questions.iter().map(|(c, _)| *c < 3).collect();
     let measure = |pick: &Reorder| {
         let lists: Vec<Ranked> = ranked
@@ -123,9 +201,18 @@ pub fn late_rows(
     println!("|---|---|---|---|---|---|---|---|---|---|");
     let (a, t, c) = measure(&|_, r| r.hybrid.clone());
     ks_row("hybrid (no reranking)", &a, &t, &c);
-    for (name, table) in [("content tokens", &sims), ("all tokens", &sims_all)] {
-        for depth in [20, 30, 50] {
-            for beta in [0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0] {
+    for (name, table) in [
+        ("IDF-weighted content words", &sims_idf),
+        ("IDF-weighted, every word", &sims_idf_all),
+        (
+            "IDF-weighted content words, half with the neighbouring turns",
+            &sims_idf_context,
+        ),
+        ("content tokens", &sims),
+        ("all tokens", &sims_all),
+    ] {
+        for depth in [20, 50] {
+            for beta in [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0] {
                 let (a, t, c) = measure(&|i, r| {
                     blended(r, &|d| table[i].get(d).copied().unwrap_or(0.0), depth, beta)
                 });

@@ -384,3 +384,18 @@ pub fn rank_with(
     }
     out
 }
+
+/// The agent [`rank_both`] or [`rank_with`] stored `conv` in (the newest one of that
+/// conversation's name), for reading its statistics afterwards.
+pub fn agent_of(engram: &Engram, conv: &Conversation) -> AgentId {
+    let name = format!("LoCoMo {}", conv.name);
+    engram
+        .store()
+        .list_agents()
+        .expect("list agents")
+        .into_iter()
+        .filter(|a| a.name == name)
+        .max_by_key(|a| a.created_at)
+        .expect("the conversation's agent")
+        .id
+}

@@ -41,6 +41,63 @@ pub fn content_vectors(query: &TokenVectors) -> Vec<&[f32]> {
     }
 }
 
+/// A query's words, for weighting MaxSim by word ([`weighted_max_sim`]): each word as
+/// written (its word pieces joined, `##` dropped) with the vectors of its pieces; pieces of
+/// punctuation alone are left out.
+pub fn query_words(query: &TokenVectors) -> Vec<(String, Vec<&[f32]>)> {
+    let mut words: Vec<(String, Vec<&[f32]>)> = Vec::new();
+    for (t, v) in query.tokens.iter().zip(&query.vectors) {
+        match (t.strip_prefix("##"), words.last_mut()) {
+            (Some(rest), Some((word, pieces))) => {
+                word.push_str(rest);
+                pieces.push(v.as_slice());
+            }
+            _ => words.push((t.trim_start_matches("##").to_owned(), vec![v.as_slice()])),
+        }
+    }
+    words.retain(|(w, _)| w.chars().any(char::is_alphanumeric));
+    words
+}
+
+/// [`query_words`] without English stop words, as in [`content_vectors`]; a query of stop
+/// words alone keeps them all.
+pub fn content_words(query: &TokenVectors) -> Vec<(String, Vec<&[f32]>)> {
+    let mut words = query_words(query);
+    if words.iter().any(|(w, _)| !STOP_WORDS.contains(w.as_str())) {
+        words.retain(|(w, _)| !STOP_WORDS.contains(w.as_str()));
+    }
+    words
+}
+
+/// MaxSim with a weight per query vector (IDF-weighted late interaction): each query vector's
+/// largest dot product with any passage vector, averaged with the given weights (e.g. its
+/// word's inverse document frequency, so a name every passage holds counts for little, as in
+/// BM25). In `-1..=1`; 0 when either side is empty or the weights sum to nothing (negative
+/// or non-finite weights count as 0).
+pub fn weighted_max_sim(query: &[(&[f32], f64)], passage: &[Vec<f32>]) -> f32 {
+    let total: f64 = query
+        .iter()
+        .map(|(_, w)| if w.is_finite() { w.max(0.0) } else { 0.0 })
+        .sum();
+    if passage.is_empty() || total <= 0.0 {
+        return 0.0;
+    }
+    let sum: f64 = query
+        .iter()
+        .filter(|(_, w)| w.is_finite() && *w > 0.0)
+        .map(|(q, w)| w * f64::from(best_match(q, passage)))
+        .sum();
+    (sum / total) as f32
+}
+
+/// The largest dot product of `q` with any of `passage` (`-inf` for none).
+fn best_match(q: &[f32], passage: &[Vec<f32>]) -> f32 {
+    passage
+        .iter()
+        .map(|p| q.iter().zip(p).map(|(a, b)| a * b).sum::<f32>())
+        .fold(f32::NEG_INFINITY, f32::max)
+}
+
 /// MaxSim: for each query vector the largest dot product with any passage vector (cosine,
 /// as both are unit vectors), averaged over the query's vectors; in `-1..=1`, 0 when either
 /// side has no vectors.
@@ -48,15 +105,7 @@ pub fn max_sim(query: &[&[f32]], passage: &[Vec<f32>]) -> f32 {
     if query.is_empty() || passage.is_empty() {
         return 0.0;
     }
-    let total: f32 = query
-        .iter()
-        .map(|q| {
-            passage
-                .iter()
-                .map(|p| q.iter().zip(p).map(|(a, b)| a * b).sum::<f32>())
-                .fold(f32::NEG_INFINITY, f32::max)
-        })
-        .sum();
+    let total: f32 = query.iter().map(|q| best_match(q, passage)).sum();
     total / query.len() as f32
 }
 
@@ -91,5 +140,45 @@ mod tests {
         assert_eq!(content_vectors(&q).len(), 3);
         let only = tv(&["who", "are", "you", "?"], &[[1.0, 0.0]; 4]);
         assert_eq!(content_vectors(&only).len(), 4);
+    }
+    #[test]
+    fn words_join_their_pieces_and_weights_decide_the_mean() {
+        let q = tv(
+            &["what", "did", "mel", "##anie", "paint", "?"],
+            &[
+                [1.0, 0.0],
+                [1.0, 0.0],
+                [1.0, 0.0],
+                [1.0, 0.0],
+                [0.0, 1.0],
+                [1.0, 0.0],
+            ],
+        );
+        let words = content_words(&q);
+        let names: Vec<&str> = words.iter().map(|(w, _)| w.as_str()).collect();
+        assert_eq!(names, ["melanie", "paint"]);
+        assert_eq!(words[0].1.len(), 2);
+        let only = tv(&["who", "are", "you", "?"], &[[1.0, 0.0]; 4]);
+        assert_eq!(content_words(&only).len(), 3);
+        assert_eq!(query_words(&q).len(), 4);
+        // The passage matches "melanie" fully and "paint" not at all.
+        let passage = vec![vec![1.0, 0.0]];
+        let weighted = |name: f64, paint: f64| {
+            let v: Vec<(&[f32], f64)> = words
+                .iter()
+                .flat_map(|(w, p)| {
+                    let weight = if w == "paint" { paint } else { name };
+                    p.iter().map(move |v| (*v, weight))
+                })
+                .collect();
+            weighted_max_sim(&v, &passage)
+        };
+        // Equal weights: plain MaxSim over the three pieces.
+        assert!((weighted(1.0, 1.0) - 2.0 / 3.0).abs() < 1e-6);
+        // A common name weighs little: the missing rare word decides.
+        assert!((weighted(0.1, 1.8) - 0.2 / 2.0).abs() < 1e-6);
+        assert_eq!(weighted(0.0, 0.0), 0.0);
+        assert_eq!(weighted(f64::NAN, -1.0), 0.0);
+        assert_eq!(weighted_max_sim(&[(&[1.0, 0.0], 1.0)], &[]), 0.0);
     }
 }
