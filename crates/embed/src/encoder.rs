@@ -109,8 +109,8 @@ impl Encoder {
                 dir.display()
             ))
         })?;
-        let threads =
-            ModelThreads::new().map_err(|e| err(format!("cannot start the model's threads: {e}")))?;
+        let threads = ModelThreads::new()
+            .map_err(|e| err(format!("cannot start the model's threads: {e}")))?;
         Ok(Self {
             model,
             tokenizer,
@@ -183,8 +183,7 @@ impl Encoder {
         &self,
         texts: &[String],
         batching: Batching,
-        each: impl Fn(&Tensor, &Tensor, &[&tokenizers::Encoding]) -> Result<Vec<T>, EncoderError>
-        + Sync,
+        each: impl Fn(&Tensor, &Tensor, &[&tokenizers::Encoding]) -> Result<Vec<T>, EncoderError> + Sync,
     ) -> Result<Vec<T>, EncoderError> {
         self.threads
             .install(|| self.run_batched_here(texts, batching, &each))

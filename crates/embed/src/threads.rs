@@ -1,11 +1,13 @@
 //! The worker threads a loaded model computes on: a rayon pool owned by the model, so its
 //! threads end when the model is dropped.
 //!
-//! candle's matrix products (`gemm`) and the tokenizer's batch encoding run on whichever rayon
-//! pool is current. Left to rayon's global pool, those threads live as long as the process:
-//! each keeps the stack pages it touched and `gemm`'s per-thread packing buffer (one L2 cache's
-//! worth, `gemm-common`'s `L2_SLAB`), which measured as memory that stayed after the idle
-//! unload (see the README, "The embedding model in memory"). Work run through
+//! candle's matrix products (`gemm`) and the tokenizer's batch encoding run on the calling
+//! thread and on whichever rayon pool is current. Without a pool of the model's own that was
+//! a tokio blocking thread (kept alive by the server's periodic memory release) or rayon's
+//! process-wide pool, threads that live on after the model: each keeps the stack pages it
+//! touched and `gemm`'s per-thread packing buffer (one L2 cache's worth, `gemm-common`'s
+//! `L2_SLAB`), measured as memory that stayed after the idle unload (see the README, "The
+//! embedding model in memory"). Work run through
 //! [`ModelThreads::install`] uses the model's own pool instead, and dropping the pool lets its
 //! threads exit, giving all of that back.
 

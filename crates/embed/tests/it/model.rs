@@ -113,11 +113,16 @@ async fn an_unloaded_model_leaves_none_of_its_threads_behind() {
         Duration::from_secs(600),
         None,
     );
-    let texts: Vec<String> = (0..40).map(|i| format!("passage number {i} about tulips")).collect();
+    let texts: Vec<String> = (0..40)
+        .map(|i| format!("passage number {i} about tulips"))
+        .collect();
     let v = local.embed("all-minilm-l6-v2", &texts).await.unwrap();
     assert_eq!(v.len(), 40);
     let threads = local.encoder().await.unwrap().thread_count();
-    assert!(threads.get() >= 1, "the model runs on no threads of its own");
+    assert!(
+        threads.get() >= 1,
+        "the model runs on no threads of its own"
+    );
     local.unload();
     assert!(!local.is_loaded());
     // Threads exit on their own once their pool is dropped; wait for that, not for a time.
@@ -125,7 +130,11 @@ async fn an_unloaded_model_leaves_none_of_its_threads_behind() {
     while threads.get() > 0 && std::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert_eq!(threads.get(), 0, "the unloaded model's threads are still running");
+    assert_eq!(
+        threads.get(),
+        0,
+        "the unloaded model's threads are still running"
+    );
     // Loaded again, it gets fresh threads and the same vectors.
     assert_eq!(local.embed("all-minilm-l6-v2", &texts).await.unwrap(), v);
     assert!(local.encoder().await.unwrap().thread_count().get() >= 1);

@@ -3,6 +3,7 @@
 mod agents;
 mod blocks;
 mod index_build;
+mod index_release;
 mod labels;
 mod mcp;
 mod message_pages;
