@@ -193,7 +193,7 @@ impl Encoder {
         &self,
         texts: &[String],
         batching: Batching,
-        each: &dyn Fn(&Tensor, &Tensor, &[&tokenizers::Encoding]) -> Result<Vec<T>, EncoderError>,
+        each: impl Fn(&Tensor, &Tensor, &[&tokenizers::Encoding]) -> Result<Vec<T>, EncoderError>,
     ) -> Result<Vec<T>, EncoderError> {
         // Tokenised once, in parallel by the tokenizer; the token counts order the batches.
         let encodings = self
