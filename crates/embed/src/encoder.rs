@@ -2,6 +2,7 @@
 //! (`tokenizers`), mean-pooled over the real tokens and L2-normalised, as sentence-transformers
 //! runs all-MiniLM-L6-v2 (its `1_Pooling/config.json`: mean tokens; `modules.json`: Normalize).
 
+use crate::threads::{ModelThreads, ThreadCount};
 use crate::weights::FileWeights;
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
@@ -50,17 +51,19 @@ fn err(what: impl std::fmt::Display) -> EncoderError {
     EncoderError(what.to_string())
 }
 
-/// A loaded model: about 90 MB of weights in memory for all-MiniLM-L6-v2.
+/// A loaded model: about 90 MB of weights in memory for all-MiniLM-L6-v2, and its own
+/// worker threads (see [`crate::threads`]), which end when it is dropped.
 pub struct Encoder {
     model: BertModel,
     tokenizer: Tokenizer,
     dimension: usize,
+    threads: ModelThreads,
 }
 
 impl Encoder {
     /// Loads `config.json`, `tokenizer.json` and `model.safetensors` from `dir`. Errors name the
     /// missing or unreadable file (a truncated or corrupt safetensors file, a tokenizer that is
-    /// not JSON, weights that do not fit the config).
+    /// not JSON, weights that do not fit the config) or the OS refusing to start its threads.
     pub fn load(dir: &Path) -> Result<Self, EncoderError> {
         Self::load_as(dir, DType::F32)
     }
@@ -106,11 +109,20 @@ impl Encoder {
                 dir.display()
             ))
         })?;
+        let threads = ModelThreads::new()
+            .map_err(|e| err(format!("cannot start the model's threads: {e}")))?;
         Ok(Self {
             model,
             tokenizer,
             dimension: config.hidden_size,
+            threads,
         })
+    }
+
+    /// How many of this model's worker threads are running (0 once it has been dropped and
+    /// they have exited): what shows that an unloaded model left no threads behind.
+    pub fn thread_count(&self) -> ThreadCount {
+        self.threads.count()
     }
 
     /// The length of every vector (384 for all-MiniLM-L6-v2).
@@ -166,7 +178,18 @@ impl Encoder {
     /// Tokenises `texts`, runs them through the model in batches of similar lengths and
     /// hands each batch's hidden state (`[rows, tokens, dim]`, f32), attention mask and
     /// encodings to `each`, which gives one output per row; outputs come back in input order.
-    fn run_batched<T: Clone + Default>(
+    /// Runs on the model's own threads.
+    fn run_batched<T: Clone + Default + Send>(
+        &self,
+        texts: &[String],
+        batching: Batching,
+        each: impl Fn(&Tensor, &Tensor, &[&tokenizers::Encoding]) -> Result<Vec<T>, EncoderError> + Sync,
+    ) -> Result<Vec<T>, EncoderError> {
+        self.threads
+            .install(|| self.run_batched_here(texts, batching, &each))
+    }
+
+    fn run_batched_here<T: Clone + Default>(
         &self,
         texts: &[String],
         batching: Batching,

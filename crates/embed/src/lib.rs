@@ -8,6 +8,7 @@
 //! - [`late`]: late interaction (ColBERT's MaxSim) over the encoder's token vectors.
 //! - [`local`]: the model behind the providers' `EmbeddingModel` interface, loaded lazily and
 //!   unloaded after idle.
+//! - [`threads`]: the worker threads a loaded model owns (they end when it is dropped).
 //! - [`weights`]: safetensors read one tensor at a time (no whole-file buffer).
 //! - [`rerank`]: a cross-encoder (BERT with a one-logit classification head) that scores a
 //!   query and a passage together; [`rerank_local`] loads it lazily from a weights folder.
@@ -21,6 +22,7 @@ pub mod late;
 pub mod local;
 pub mod rerank;
 pub mod rerank_local;
+pub mod threads;
 pub mod weights;
 
 pub use candle_core::DType;

@@ -175,6 +175,9 @@ pub struct Engram {
     mcp: Arc<engram_mcp::Hub>,
     /// Agents whose missing vectors are being filled in now (one backfill per agent).
     backfills: Arc<Mutex<std::collections::HashMap<engram_core::AgentId, bool>>>,
+    /// How long an agent's vector index stays in memory unsearched: the built-in model's idle
+    /// time (`ENGRAM_LOCAL_MODEL_IDLE_SECS`, default 300 s), so both go on one schedule.
+    index_idle: std::time::Duration,
 }
 
 #[cfg(test)]
@@ -229,6 +232,10 @@ impl Engram {
                 .map(std::time::Duration::from_secs_f64)
                 .unwrap_or(default)
         };
+        let index_idle = seconds(
+            local_model::LOCAL_MODEL_IDLE_ENV,
+            engram_embed::local::DEFAULT_IDLE,
+        );
         let mcp = Arc::new(engram_mcp::Hub::new(
             seconds("ENGRAM_MCP_TIMEOUT", engram_mcp::Hub::DEFAULT_TIMEOUT),
             seconds("ENGRAM_MCP_IDLE", engram_mcp::Hub::DEFAULT_IDLE),
@@ -253,6 +260,7 @@ impl Engram {
             runs: runs::Registry::default(),
             notices,
             backfills: Arc::new(Mutex::new(std::collections::HashMap::new())),
+            index_idle,
         };
         engram.secure_mcp_urls();
         engram.clear_stored_credentials();
@@ -288,10 +296,11 @@ impl Engram {
         self.store.checkpoint().map(|_| ())
     }
 
-    /// Gives back memory the database holds but does not need (SQLite's page cache), for a
-    /// long-running server between bursts of work. Errors: `Storage`.
+    /// Gives back memory the database holds but does not need (SQLite's page cache, and the
+    /// vector indexes of agents not searched for as long as the built-in model stays loaded
+    /// unused), for a long-running server between bursts of work. Errors: `Storage`.
     pub fn release_memory(&self) -> Result<()> {
-        self.store.release_memory()
+        self.store.release_memory_after(self.index_idle)
     }
 
     /// The store, for whole-system tests and benchmarks that check what was written. Transports

@@ -199,9 +199,16 @@ impl Store {
     ///
     /// Errors: [`Error::Storage`] if SQLite refuses.
     pub fn release_memory(&self) -> Result<()> {
+        self.release_memory_after(vector_index::IDLE_UNLOAD)
+    }
+
+    /// Like [`release_memory`](Self::release_memory), dropping the vector indexes unused for
+    /// `idle` (the service passes the built-in model's idle time, so an agent's index goes
+    /// with the model). Errors: [`Error::Storage`] if SQLite refuses.
+    pub fn release_memory_after(&self, idle: Duration) -> Result<()> {
         self.read(|c| c.release_memory().db())?;
         // Vector indexes of agents nobody searched for a while go too (they reload on demand).
-        self.vector_indexes().drop_idle(vector_index::IDLE_UNLOAD);
+        self.vector_indexes().drop_idle(idle);
         Ok(())
     }
 

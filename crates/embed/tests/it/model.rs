@@ -102,6 +102,44 @@ async fn the_model_loads_on_first_use_and_unloads_when_idle() {
     );
 }
 
+/// The model computes on its own threads, and unloading it ends them: what kept their stacks
+/// and `gemm`'s per-thread buffers resident after the idle unload when candle used rayon's
+/// process-wide pool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unloaded_model_leaves_none_of_its_threads_behind() {
+    let local = LocalEmbeddings::new(
+        &ALL_MINILM_L6_V2,
+        WeightsSource::Folder(model_dir()),
+        Duration::from_secs(600),
+        None,
+    );
+    let texts: Vec<String> = (0..40)
+        .map(|i| format!("passage number {i} about tulips"))
+        .collect();
+    let v = local.embed("all-minilm-l6-v2", &texts).await.unwrap();
+    assert_eq!(v.len(), 40);
+    let threads = local.encoder().await.unwrap().thread_count();
+    assert!(
+        threads.get() >= 1,
+        "the model runs on no threads of its own"
+    );
+    local.unload();
+    assert!(!local.is_loaded());
+    // Threads exit on their own once their pool is dropped; wait for that, not for a time.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while threads.get() > 0 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        threads.get(),
+        0,
+        "the unloaded model's threads are still running"
+    );
+    // Loaded again, it gets fresh threads and the same vectors.
+    assert_eq!(local.embed("all-minilm-l6-v2", &texts).await.unwrap(), v);
+    assert!(local.encoder().await.unwrap().thread_count().get() >= 1);
+}
+
 #[tokio::test]
 async fn a_folder_without_weights_says_which_file_is_missing() {
     let dir = tempfile::tempdir().unwrap();

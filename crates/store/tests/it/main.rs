@@ -4,6 +4,7 @@ mod agents;
 mod blocks;
 mod created_pages;
 mod index_build;
+mod index_release;
 mod labels;
 mod mcp;
 mod message_pages;
