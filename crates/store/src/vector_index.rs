@@ -760,8 +760,6 @@ fn graph_candidates(
     Ok(matches.keys)
 }
 
-/// Saves `index` (of `agent`'s `dim`-dimensional vectors, reflecting the log up to `seq`) to
-/// `index_path`, then its sidecar to `meta_path`, each written to a temporary name and renamed.
 /// Writes the agent's pending-build marker (see [`Pending`]).
 fn write_marker(path: &Path, agent: &str, dim: usize) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
@@ -774,6 +772,8 @@ fn write_marker(path: &Path, agent: &str, dim: usize) -> Result<()> {
     std::fs::write(path, json).map_err(|e| index_error("marker", e))
 }
 
+/// Saves `index` (of `agent`'s `dim`-dimensional vectors, reflecting the log up to `seq`) to
+/// `index_path`, then its sidecar to `meta_path`, each written to a temporary name and renamed.
 fn save_files(
     index_path: &Path,
     meta_path: &Path,
