@@ -191,9 +191,17 @@ fn credentials_an_older_version_stored_in_base_urls_are_taken_out_at_open() {
         e.checkpoint().unwrap();
         agent
     };
-    // What an Engram from before the check wrote: the URLs as typed, credentials and all.
+    // What an Engram from before the check wrote: the URLs as typed, credentials and all, and
+    // no mark that its base URLs were ever cleared.
     {
         let db = rusqlite::Connection::open(dir.path().join(DB_FILE)).unwrap();
+        let marked = db
+            .execute(
+                "DELETE FROM settings WHERE key = 'base_url_credentials_cleared'",
+                [],
+            )
+            .unwrap();
+        assert_eq!(marked, 1, "a new database is marked as cleared");
         db.execute(
             "UPDATE providers SET base_url = ?1 WHERE name = 'proxy'",
             [format!(

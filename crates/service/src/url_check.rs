@@ -29,6 +29,9 @@ pub(crate) fn refuse_credentials(what: &str, url: &str) -> Result<()> {
     Ok(())
 }
 
+/// The setting that marks a database whose stored base URLs have been cleared of credentials.
+const CREDENTIALS_CLEARED: &str = "base_url_credentials_cleared";
+
 impl Engram {
     /// Takes credentials out of the base URLs an older Engram stored with them (providers',
     /// agents' chat and embedding models', endpoints waiting for approval). Run at open.
@@ -39,11 +42,17 @@ impl Engram {
     /// was for the next start. A waiting endpoint with a credential is dismissed, as an import
     /// now drops it. Failures are logged (the URL with `***`), never returned: opening goes on.
     pub(crate) fn clear_stored_credentials(&self) {
+        // Once per database: since the check, nothing stores a credential in a base URL, and
+        // reading every agent's settings would slow each start of a large database.
+        if let Ok(Some(_)) = self.store.get_setting(CREDENTIALS_CLEARED) {
+            return;
+        }
         let stored = match self.store.stored_base_urls() {
             Ok(stored) => stored,
             Err(e) => return tracing::warn!("could not check stored base URLs: {e}"),
         };
         let mut rewrites = Vec::new();
+        let mut all = true;
         for s in stored {
             let Some((clean, key)) = url_secrets::without_credentials(&s.url) else {
                 continue;
@@ -59,6 +68,7 @@ impl Engram {
                 });
                 if let Err(e) = kept {
                     tracing::warn!(url = %shown, "the key in this stored base URL stays there: {e}");
+                    all = false;
                     continue;
                 }
             }
@@ -73,7 +83,14 @@ impl Engram {
                 to,
             });
         }
-        if let Err(e) = self.store.rewrite_base_urls(&rewrites) {
+        let done = self.store.rewrite_base_urls(&rewrites).and_then(|_| {
+            if all {
+                self.store.set_setting(CREDENTIALS_CLEARED, "1")
+            } else {
+                Ok(())
+            }
+        });
+        if let Err(e) = done {
             tracing::warn!("could not take credentials out of stored base URLs: {e}");
         }
     }

@@ -104,20 +104,20 @@ impl Store {
                                 params![name, r.from, r.to],
                             )
                             .db()?,
-                        BaseUrlOwner::AgentLlm(id) => tx
-                            .execute(
-                                "UPDATE agents SET llm = json_set(llm, '$.base_url', ?3)
-                                  WHERE id = ?1 AND json_extract(llm, '$.base_url') = ?2",
+                        BaseUrlOwner::AgentLlm(id) | BaseUrlOwner::AgentEmbedding(id) => {
+                            let column = match r.owner {
+                                BaseUrlOwner::AgentLlm(_) => "llm",
+                                _ => "embedding",
+                            };
+                            tx.execute(
+                                &format!(
+                                    "UPDATE agents SET {column} = json_set({column}, '$.base_url', ?3)
+                                      WHERE id = ?1 AND json_extract({column}, '$.base_url') = ?2"
+                                ),
                                 params![id.as_str(), r.from, r.to],
                             )
-                            .db()?,
-                        BaseUrlOwner::AgentEmbedding(id) => tx
-                            .execute(
-                                "UPDATE agents SET embedding = json_set(embedding, '$.base_url', ?3)
-                                  WHERE id = ?1 AND json_extract(embedding, '$.base_url') = ?2",
-                                params![id.as_str(), r.from, r.to],
-                            )
-                            .db()?,
+                            .db()?
+                        }
                         BaseUrlOwner::Pending(id, kind) => {
                             let kind = kind.as_str();
                             match &r.to {
