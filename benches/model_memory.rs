@@ -94,7 +94,9 @@ fn main() {
             "charity race for mental health",
         ];
         let mut hits = 0;
+        let mut took = Vec::with_capacity(50);
         for q in queries.iter().cycle().take(50) {
+            let asked = Instant::now();
             let found: serde_json::Value = http
                 .get(format!(
                     "{base}/v1/agents/{agent}/archival-memory/search?top_k=5&query={}",
@@ -106,6 +108,7 @@ fn main() {
                 .json()
                 .await
                 .unwrap();
+            took.push(asked.elapsed());
             hits += found["results"]
                 .as_array()
                 .or(found.as_array())
@@ -131,11 +134,14 @@ fn main() {
         let unloaded_rows = after_unload.len();
         rows.extend(after_unload);
 
+        took.sort();
         println!(
             "engram serve memory (MB), pid {pid}, embedding model {embedding}; {} passages added \
-             in {added:.1?} ({:.1}/s); 50 searches gave {hits} hits",
+             in {added:.1?} ({:.1}/s); 50 searches gave {hits} hits, {:.0} ms p50, {:.0} ms max",
             turns.len(),
-            turns.len() as f64 / added.as_secs_f64()
+            turns.len() as f64 / added.as_secs_f64(),
+            took[took.len() / 2].as_secs_f64() * 1e3,
+            took.last().map_or(0.0, |d| d.as_secs_f64() * 1e3),
         );
         println!(
             "  {:<44} {:>7} {:>8} {:>8}",

@@ -38,6 +38,20 @@ impl Default for Batching {
     }
 }
 
+impl Batching {
+    /// Small batches, for the few texts of one search (late interaction's query and its 20
+    /// candidates). One batch of all 21 made the attention buffers of a whole search live at
+    /// once, and the allocator keeps freed pages for its decay time: `engram serve` read
+    /// 245–303 MB right after 50 searches (`cargo bench --bench model_memory`, 2,000
+    /// passages). Batches of at most 2 texts and 10,000 `rows × tokens²` read 143 MB (4 and
+    /// 20,000: 149 MB), and searches got faster (222 against 296 ms p50): short batches pad
+    /// less.
+    pub const SEARCH: Batching = Batching {
+        max_rows: 2,
+        attention_budget: 10_000,
+    };
+}
+
 /// The files a weights folder must hold.
 pub const FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
 
@@ -153,10 +167,11 @@ impl Encoder {
     /// `dimension()`-long vector per token, in token order (at most [`MAX_TOKENS`] − 2).
     /// These are what late interaction compares (ColBERT, Khattab & Zaharia, SIGIR 2020:
     /// a query token's best cosine among a passage's tokens, summed over the query's
-    /// tokens; see `engram_agent::late`). An empty text has no tokens. Same cost as
-    /// [`embed`](Self::embed) (one model pass per batch); CPU-bound.
+    /// tokens; see `crate::late`). An empty text has no tokens. Same cost as
+    /// [`embed`](Self::embed) (one model pass per batch, here in [`Batching::SEARCH`]'s small
+    /// batches, as it runs at search time); CPU-bound.
     pub fn token_vectors(&self, texts: &[String]) -> Result<Vec<TokenVectors>, EncoderError> {
-        self.run_batched(texts, Batching::default(), |hidden, _, encodings| {
+        self.run_batched(texts, Batching::SEARCH, |hidden, _, encodings| {
             let hidden = hidden.to_vec3::<f32>().map_err(err)?;
             Ok(hidden
                 .into_iter()
