@@ -1,23 +1,27 @@
 //! Late interaction as archival search's reranker (no cross-encoder configured), through the
 //! real service with the built-in model's real weights: an agent on the built-in model gets
 //! the hybrid search's first hits re-scored by MaxSim over the model's token vectors, each
-//! query word weighted by its IDF among the agent's passages, and blended with the hybrid
+//! query word weighted by its IDF among the agent's passages, each hit read half alone and
+//! half with the passages written just before and after it, and blended with the hybrid
 //! score; a question that names the wrong speaker still finds the turn that holds the answer;
 //! an agent on words alone is left as the store ranks it and no model is loaded for it;
 //! switching reranking off gives the store's answer back.
 
 use engram_core::{AgentId, AgentPatch, PassageHit, TagMatch};
 use engram_embed::Encoder;
-use engram_embed::late::{content_words, max_sim, weighted_max_sim};
-use engram_service::{Engram, LATE_INTERACTION_DEPTH, LATE_INTERACTION_WEIGHT};
+use engram_embed::late::{content_words, weighted_max_sim_in_context};
+use engram_service::{
+    Engram, LATE_INTERACTION_CONTEXT_SHARE, LATE_INTERACTION_DEPTH, LATE_INTERACTION_WEIGHT,
+};
 use engram_store::PassageQuery;
 use engram_suite::Home;
 use engram_suite::archival::{agent_with_passages, search, texts};
 
 /// What the pipeline should answer, computed by hand: the store's hybrid ranking
 /// [`LATE_INTERACTION_DEPTH`] deep, each hit's score blended with MaxSim of the query's and
-/// its token vectors — IDF-weighted by the agent's own word statistics when `idf`, plain over
-/// every query token otherwise — best first. Also returns the query's vector.
+/// its token vectors, read half alone and half with the passages written just before and
+/// after it — IDF-weighted by the agent's own word statistics when `idf`, plain over every
+/// query token otherwise — best first. Also returns the query's vector.
 fn by_hand(
     engram: &Engram,
     agent: &AgentId,
@@ -26,45 +30,52 @@ fn by_hand(
 ) -> (Vec<(String, f64)>, Vec<f32>) {
     let encoder = Encoder::load(&engram_suite::model::model_dir()).unwrap();
     let qv = encoder.embed(&[query.to_owned()]).unwrap().remove(0);
-    let pool: Vec<PassageHit> = engram
-        .store()
-        .search_passages(
-            agent,
-            &PassageQuery {
-                query: query.into(),
-                tag_match: TagMatch::Any,
-                top_k: LATE_INTERACTION_DEPTH,
-                embedding: Some(qv.clone()),
-                ..PassageQuery::default()
-            },
-        )
-        .unwrap();
-    let mut all = vec![query.to_owned()];
-    all.extend(pool.iter().map(|h| h.passage.text.clone()));
-    let tokens = encoder.token_vectors(&all).unwrap();
-    assert!(tokens.iter().all(|t| !t.vectors.is_empty()));
-    let words = content_words(&tokens[0]);
+    let q = PassageQuery {
+        query: query.into(),
+        tag_match: TagMatch::Any,
+        top_k: LATE_INTERACTION_DEPTH,
+        embedding: Some(qv.clone()),
+        ..PassageQuery::default()
+    };
+    let pool: Vec<PassageHit> = engram.store().search_passages(agent, &q).unwrap();
+    let ids: Vec<_> = pool.iter().map(|h| h.passage.id.clone()).collect();
+    let around = engram.store().passage_neighbours(agent, &q, &ids).unwrap();
+    let vectors = |text: &str| encoder.token_vectors(&[text.to_owned()]).unwrap().remove(0);
+    let query_tokens = vectors(query);
+    let words = content_words(&query_tokens);
     let names: Vec<String> = words.iter().map(|(w, _)| w.clone()).collect();
     let stats = engram.store().passage_term_stats(agent, &names).unwrap();
-    let weighted: Vec<(&[f32], f64)> = words
-        .iter()
-        .enumerate()
-        .flat_map(|(i, (_, pieces))| {
-            let idf = stats.idf(i);
-            pieces.iter().map(move |v| (*v, idf))
-        })
-        .collect();
-    let plain: Vec<&[f32]> = tokens[0].vectors.iter().map(Vec::as_slice).collect();
+    let weighted: Vec<(&[f32], f64)> = if idf {
+        words
+            .iter()
+            .enumerate()
+            .flat_map(|(i, (_, pieces))| {
+                let idf = stats.idf(i);
+                pieces.iter().map(move |v| (*v, idf))
+            })
+            .collect()
+    } else {
+        query_tokens
+            .vectors
+            .iter()
+            .map(|v| (v.as_slice(), 1.0))
+            .collect()
+    };
     let w = LATE_INTERACTION_WEIGHT;
     let mut expected: Vec<(String, f64)> = pool
         .iter()
-        .zip(&tokens[1..])
-        .map(|(h, t)| {
-            let sim = if idf {
-                weighted_max_sim(&weighted, &t.vectors)
-            } else {
-                max_sim(&plain, &t.vectors)
-            };
+        .zip(&around)
+        .map(|(h, near)| {
+            let own = vectors(&h.passage.text);
+            assert!(!own.vectors.is_empty());
+            let near: Vec<_> = near.iter().flatten().map(|p| vectors(&p.text)).collect();
+            let near: Vec<&[Vec<f32>]> = near.iter().map(|t| t.vectors.as_slice()).collect();
+            let sim = weighted_max_sim_in_context(
+                &weighted,
+                &own.vectors,
+                &near,
+                LATE_INTERACTION_CONTEXT_SHARE,
+            );
             let sim = f64::from(sim).clamp(0.0, 1.0);
             (h.passage.text.clone(), (1.0 - w) * h.score + w * sim)
         })

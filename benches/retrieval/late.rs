@@ -4,7 +4,10 @@
 //! here), and the time per query of encoding the candidates at search time is measured.
 
 use super::ks_row;
-use engram_embed::late::{content_vectors, content_words, max_sim, query_words, weighted_max_sim};
+use engram_embed::late::{
+    content_vectors, content_words, max_sim, query_words, weighted_max_sim,
+    weighted_max_sim_in_context,
+};
 use engram_embed::{Encoder, TokenVectors};
 use engram_store::{Store, TermStats};
 use engram_suite::locomo::{self, Ranked, Recall};
@@ -157,20 +160,26 @@ pub fn late_rows(
                     .take(50)
                     .map(|(d, _)| {
                         let p = &turn_tokens[*c][d.as_str()];
-                        let own = f64::from(weighted_max_sim(&q, &p.vectors));
                         if !context {
-                            return (d.clone(), own);
+                            return (d.clone(), f64::from(weighted_max_sim(&q, &p.vectors)));
                         }
+                        // The turns just before and after it, as the store's
+                        // `passage_neighbours` finds them in a conversation stored at once.
                         let at = place[*c][d.as_str()];
                         let turns = &conversations[*c].turns;
-                        let mut around: Vec<Vec<f32>> = p.vectors.clone();
-                        for n in [at.checked_sub(1), Some(at + 1)].into_iter().flatten() {
-                            if let Some((nd, _)) = turns.get(n) {
-                                around.extend(turn_tokens[*c][nd.as_str()].vectors.clone());
-                            }
-                        }
-                        let with = f64::from(weighted_max_sim(&q, &around));
-                        (d.clone(), 0.5 * own + 0.5 * with)
+                        let around: Vec<&[Vec<f32>]> = [at.checked_sub(1), Some(at + 1)]
+                            .into_iter()
+                            .flatten()
+                            .filter_map(|n| turns.get(n))
+                            .map(|(nd, _)| turn_tokens[*c][nd.as_str()].vectors.as_slice())
+                            .collect();
+                        let sim = weighted_max_sim_in_context(
+                            &q,
+                            &p.vectors,
+                            &around,
+                            engram_service::LATE_INTERACTION_CONTEXT_SHARE,
+                        );
+                        (d.clone(), f64::from(sim))
                     })
                     .collect()
             })
@@ -225,26 +234,37 @@ pub fn late_rows(
             }
         }
     }
-    // What it costs at search time: the query and as many candidates as archival search
-    // reranks, encoded token by token.
+    // What it costs at search time: the query, as many candidates as archival search reranks
+    // and their neighbouring turns, each distinct text encoded once, token by token.
     let depth = engram_service::LATE_INTERACTION_DEPTH;
     let sample: Vec<usize> = (0..ranked.len()).step_by(20).collect();
+    let mut encoded = 0;
     let started = Instant::now();
     for &i in &sample {
         let (c, q) = questions[i];
+        let turns = &conversations[c].turns;
+        let mut at: Vec<usize> = ranked[i]
+            .hybrid
+            .iter()
+            .take(depth)
+            .flat_map(|(d, _)| {
+                let at = place[c][d.as_str()];
+                [at.checked_sub(1), Some(at), Some(at + 1)]
+            })
+            .flatten()
+            .filter(|&n| n < turns.len())
+            .collect();
+        at.sort_unstable();
+        at.dedup();
         let mut texts = vec![q.to_string()];
-        texts.extend(ranked[i].hybrid.iter().take(depth).map(|(d, _)| {
-            conversations[c]
-                .turns
-                .iter()
-                .find(|(x, _)| x == d)
-                .map(|(_, t)| t.clone())
-                .unwrap_or_default()
-        }));
+        texts.extend(at.iter().map(|&n| turns[n].1.clone()));
+        encoded += texts.len();
         std::hint::black_box(encoder.token_vectors(&texts).expect("token vectors"));
     }
     println!(
-        "\nencoding a query and its {depth} candidates token by token: {:.0} ms per query ({} queries)",
+        "\nencoding a query, its {depth} candidates and their neighbouring turns token by token \
+         ({:.0} distinct texts on average): {:.0} ms per query ({} queries)",
+        encoded as f64 / sample.len() as f64,
         started.elapsed().as_secs_f64() * 1e3 / sample.len() as f64,
         sample.len()
     );

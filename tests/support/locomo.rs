@@ -385,6 +385,46 @@ pub fn rank_with(
     out
 }
 
+/// Stores each conversation like [`rank_both`] and ranks every question with the service's
+/// archival search as the window runs it (`Engram::search_archival`: the query embedded by
+/// the agent's model, the store's hybrid ranking and the shipped reranking), `k` deep. The
+/// rankings are in `hybrid`, the other two sides empty. For measuring what users get.
+pub async fn rank_by_service(
+    engram: &Engram,
+    conversations: &[Conversation],
+    embed: &dyn Fn(&[String]) -> Vec<Vec<f32>>,
+    k: usize,
+) -> Vec<Ranked> {
+    let mut out = Vec::new();
+    for conv in conversations {
+        let loaded = load_conversation(engram, conv, embed);
+        for q in &conv.questions {
+            let hits = engram
+                .search_archival(
+                    &loaded.agent,
+                    &q.text,
+                    vec![],
+                    engram_core::TagMatch::Any,
+                    (None, None),
+                    k,
+                )
+                .await
+                .expect("search");
+            out.push(Ranked {
+                category: q.category,
+                evidence: q.evidence.clone(),
+                lexical: Vec::new(),
+                vector: Vec::new(),
+                hybrid: hits
+                    .into_iter()
+                    .map(|h| (loaded.dia_of[&h.passage.id].clone(), h.score))
+                    .collect(),
+            });
+        }
+    }
+    out
+}
+
 /// The agent [`rank_both`] or [`rank_with`] stored `conv` in (the newest one of that
 /// conversation's name), for reading its statistics afterwards.
 pub fn agent_of(engram: &Engram, conv: &Conversation) -> AgentId {

@@ -29,7 +29,7 @@ pub use context::Context;
 pub use mcp::{McpCall, McpCaller};
 pub use outcome::{LoopSettings, RunOutcome};
 pub use python::PythonHost;
-pub use rerank::Reranker;
+pub use rerank::{Candidate, Reranker};
 pub use run::{Runtime, Turn};
 pub use tokens::{ContextBreakdown, TokenCounter};
 pub use tool_api::{TOOL_API_PORT, ToolApi, ToolApiGrant, ToolScope};

@@ -17,10 +17,22 @@ use engram_store::{PassageQuery, Store};
 /// reach the first five after reranking.
 pub const RERANK_CANDIDATES: usize = 30;
 
+/// One candidate of a search, as a reranker reads it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Candidate {
+    /// The passage's text.
+    pub text: String,
+    /// The texts of the passages written just before and just after it (0–2, before first;
+    /// see [`Store::passage_neighbours`]) when the reranker asks for them
+    /// ([`Reranker::reads_neighbours`]); empty otherwise. In a conversation stored turn by
+    /// turn, an answer often spans a question and its reply.
+    pub neighbours: Vec<String>,
+}
+
 /// Scores candidates for a query (a cross-encoder in practice; see `engram_embed::rerank`).
 #[async_trait]
 pub trait Reranker: Send + Sync {
-    /// The relevance of each of `texts` to `query`, in `0..=1` and input order (higher is
+    /// The relevance of each of `candidates` to `query`, in `0..=1` and input order (higher is
     /// more relevant). `agent` is whose memory is searched (for notices). `Ok(None)`: this
     /// reranker does not read this agent's searches (a late-interaction reranker built on the
     /// built-in embedding model declines an agent with another model); the store's ranking
@@ -30,7 +42,7 @@ pub trait Reranker: Send + Sync {
         &self,
         agent: &AgentId,
         query: &str,
-        texts: &[String],
+        candidates: &[Candidate],
     ) -> std::result::Result<Option<Vec<f64>>, String>;
 
     /// How much of a reranked hit's score the relevance decides, in `0..=1`: the score is
@@ -45,6 +57,12 @@ pub trait Reranker: Send + Sync {
     /// [`RERANK_CANDIDATES`] by default.
     fn depth(&self) -> usize {
         RERANK_CANDIDATES
+    }
+
+    /// Whether it reads each candidate's neighbouring passages ([`Candidate::neighbours`]):
+    /// `false` by default, which saves looking them up.
+    fn reads_neighbours(&self) -> bool {
+        false
     }
 }
 
@@ -126,7 +144,26 @@ pub async fn search_passages_with(
     if candidates.len() <= 1 {
         return Ok(truncated(candidates, q.top_k));
     }
-    let texts: Vec<String> = candidates.iter().map(|h| h.passage.text.clone()).collect();
+    let neighbours = if reranker.reads_neighbours() {
+        let ids: Vec<_> = candidates.iter().map(|h| h.passage.id.clone()).collect();
+        store.passage_neighbours(agent, &pool, &ids)?
+    } else {
+        Vec::new()
+    };
+    let texts: Vec<Candidate> = candidates
+        .iter()
+        .enumerate()
+        .map(|(i, h)| Candidate {
+            text: h.passage.text.clone(),
+            neighbours: neighbours
+                .get(i)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|p| p.text.clone())
+                .collect(),
+        })
+        .collect();
     let weight = reranker.weight();
     let weight = if weight.is_finite() {
         weight.clamp(0.0, 1.0)
@@ -227,7 +264,7 @@ fn truncated(mut hits: Vec<PassageHit>, n: usize) -> Vec<PassageHit> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engram_core::{Agent, LlmConfig, LoopStyle, NewPassage, TagMatch};
+    use engram_core::{Agent, LlmConfig, NewPassage, TagMatch};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// Prefers texts that hold the word "answer", then shorter texts; or fails.
@@ -248,7 +285,7 @@ mod tests {
             &self,
             _: &AgentId,
             _: &str,
-            texts: &[String],
+            texts: &[Candidate],
         ) -> std::result::Result<Option<Vec<f64>>, String> {
             Ok((!self.decline).then(|| vec![1.0; texts.len()]))
         }
@@ -264,7 +301,7 @@ mod tests {
             &self,
             _: &AgentId,
             _: &str,
-            texts: &[String],
+            texts: &[Candidate],
         ) -> std::result::Result<Option<Vec<f64>>, String> {
             self.seen.store(texts.len(), Ordering::SeqCst);
             if self.fail {
@@ -273,7 +310,7 @@ mod tests {
             Ok(Some(
                 texts
                     .iter()
-                    .map(|t| {
+                    .map(|Candidate { text: t, .. }| {
                         let bonus = if t.contains("answer") { 0.5 } else { 0.0 };
                         bonus + 0.4 / t.len() as f64
                     })
@@ -282,24 +319,34 @@ mod tests {
         }
     }
 
+    /// Records the candidates it is given (asking for their neighbours when `asks`) and
+    /// scores them flat.
+    #[derive(Default)]
+    struct Neighbourly {
+        asks: bool,
+        seen: std::sync::Mutex<Vec<Candidate>>,
+    }
+
+    #[async_trait]
+    impl Reranker for Neighbourly {
+        async fn relevance(
+            &self,
+            _: &AgentId,
+            _: &str,
+            candidates: &[Candidate],
+        ) -> std::result::Result<Option<Vec<f64>>, String> {
+            *self.seen.lock().unwrap() = candidates.to_vec();
+            Ok(Some(vec![1.0; candidates.len()]))
+        }
+
+        fn reads_neighbours(&self) -> bool {
+            self.asks
+        }
+    }
+
     fn store_with(texts: &[(&str, &[&str])]) -> (Store, AgentId) {
         let store = Store::open_in_memory().unwrap();
-        let now = chrono::Utc::now();
-        let agent = Agent {
-            id: AgentId::new(),
-            name: "R".into(),
-            description: String::new(),
-            system: String::new(),
-            llm: LlmConfig::new("openai/gpt-4o-mini"),
-            embedding: None,
-            loop_style: LoopStyle::ToolLoop,
-            max_steps: 50,
-            tools: Vec::new(),
-            tool_rules: Vec::new(),
-            summary: None,
-            created_at: now,
-            updated_at: now,
-        };
+        let agent = Agent::new("R", LlmConfig::new("openai/gpt-4o-mini"));
         let (agent, _) = store.create_agent(&agent, &[], &[]).unwrap();
         let passages: Vec<NewPassage> = texts
             .iter()
@@ -348,6 +395,67 @@ mod tests {
         assert_eq!(r.seen.load(Ordering::SeqCst), 11);
         assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));
         assert!(hits.iter().all(|h| (0.0..=1.0).contains(&h.score)));
+    }
+
+    #[tokio::test]
+    async fn a_reranker_that_reads_neighbours_gets_the_passages_around_each_candidate() {
+        let (store, agent) = store_with(&[
+            ("where did you go last weekend", &["chat"]),
+            ("we drove to the lake", &["chat"]),
+            ("a note without the tag", &[]),
+            ("the lake was frozen solid", &["chat"]),
+        ]);
+        let r = Neighbourly {
+            asks: true,
+            ..Neighbourly::default()
+        };
+        search_passages(&store, &agent, &query("lake", 5), Some(&r))
+            .await
+            .unwrap();
+        let seen = r.seen.lock().unwrap().clone();
+        let of = |text: &str| {
+            seen.iter()
+                .find(|c| c.text == text)
+                .unwrap()
+                .neighbours
+                .clone()
+        };
+        // (Neighbour smoothing admits the turns around a hit as candidates too.)
+        assert!(seen.len() >= 2, "{seen:?}");
+        assert_eq!(
+            of("we drove to the lake"),
+            ["where did you go last weekend", "a note without the tag"]
+        );
+        // The last passage has only one before it.
+        assert_eq!(of("the lake was frozen solid"), ["a note without the tag"]);
+        // A tag filter applies to neighbours too: the untagged note is skipped.
+        let tagged = PassageQuery {
+            tags: vec!["chat".into()],
+            ..query("lake", 5)
+        };
+        search_passages(&store, &agent, &tagged, Some(&r))
+            .await
+            .unwrap();
+        let seen = r.seen.lock().unwrap().clone();
+        let of = |text: &str| {
+            seen.iter()
+                .find(|c| c.text == text)
+                .unwrap()
+                .neighbours
+                .clone()
+        };
+        assert_eq!(
+            of("we drove to the lake"),
+            ["where did you go last weekend", "the lake was frozen solid"]
+        );
+        // A reranker that does not ask gets none.
+        let r = Neighbourly::default();
+        search_passages(&store, &agent, &query("lake", 5), Some(&r))
+            .await
+            .unwrap();
+        let seen = r.seen.lock().unwrap().clone();
+        assert!(seen.len() >= 2, "{seen:?}");
+        assert!(seen.iter().all(|c| c.neighbours.is_empty()), "{seen:?}");
     }
 
     #[tokio::test]

@@ -140,6 +140,31 @@ pub struct Agent {
 /// The default step limit of a run.
 pub const DEFAULT_MAX_STEPS: u32 = 50;
 
+impl Agent {
+    /// A new agent named `name` on `llm`, with a fresh id, created now, and nothing else:
+    /// empty instructions and description, no tools, rules, embedding model or summary, the
+    /// tool loop and [`DEFAULT_MAX_STEPS`]. Callers set what they need on the result (the
+    /// service fills it from a [`NewAgent`]; tests build agents with it).
+    pub fn new(name: impl Into<String>, llm: LlmConfig) -> Self {
+        let now = chrono::Utc::now();
+        Self {
+            id: AgentId::new(),
+            name: name.into(),
+            description: String::new(),
+            system: String::new(),
+            llm,
+            embedding: None,
+            loop_style: LoopStyle::ToolLoop,
+            max_steps: DEFAULT_MAX_STEPS,
+            tools: Vec::new(),
+            tool_rules: Vec::new(),
+            summary: None,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+}
+
 /// What it takes to create an agent. `None` fields get the defaults for the loop style.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, TS)]
 #[ts(export, optional_fields)]

@@ -75,17 +75,54 @@ pub fn content_words(query: &TokenVectors) -> Vec<(String, Vec<&[f32]>)> {
 /// BM25). In `-1..=1`; 0 when either side is empty or the weights sum to nothing (negative
 /// or non-finite weights count as 0).
 pub fn weighted_max_sim(query: &[(&[f32], f64)], passage: &[Vec<f32>]) -> f32 {
+    weighted_over(query, &[passage])
+}
+
+/// [`weighted_max_sim`] of a passage read in its place: `(1 − share) ·` its own score `+
+/// share ·` the score of it together with `neighbours` (each query vector's best match over
+/// the passage's and the neighbours' vectors), e.g. the turns just before and after a turn
+/// of a conversation, where a question and its answer are often split. `share` is clamped to
+/// `0..=1` (non-finite: 0); without neighbours the score is the passage's own. In `-1..=1`.
+pub fn weighted_max_sim_in_context(
+    query: &[(&[f32], f64)],
+    passage: &[Vec<f32>],
+    neighbours: &[&[Vec<f32>]],
+    share: f64,
+) -> f32 {
+    let own = weighted_max_sim(query, passage);
+    let share = if share.is_finite() {
+        share.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    if neighbours.is_empty() || share == 0.0 {
+        return own;
+    }
+    let mut parts = vec![passage];
+    parts.extend_from_slice(neighbours);
+    let with = weighted_over(query, &parts);
+    ((1.0 - share) * f64::from(own) + share * f64::from(with)) as f32
+}
+
+/// Weighted MaxSim over the vectors of all of `parts` together.
+fn weighted_over(query: &[(&[f32], f64)], parts: &[&[Vec<f32>]]) -> f32 {
     let total: f64 = query
         .iter()
         .map(|(_, w)| if w.is_finite() { w.max(0.0) } else { 0.0 })
         .sum();
-    if passage.is_empty() || total <= 0.0 {
+    if parts.iter().all(|p| p.is_empty()) || total <= 0.0 {
         return 0.0;
     }
     let sum: f64 = query
         .iter()
         .filter(|(_, w)| w.is_finite() && *w > 0.0)
-        .map(|(q, w)| w * f64::from(best_match(q, passage)))
+        .map(|(q, w)| {
+            let best = parts
+                .iter()
+                .map(|p| best_match(q, p))
+                .fold(f32::NEG_INFINITY, f32::max);
+            w * f64::from(best)
+        })
         .sum();
     (sum / total) as f32
 }
@@ -180,5 +217,28 @@ mod tests {
         assert_eq!(weighted(0.0, 0.0), 0.0);
         assert_eq!(weighted(f64::NAN, -1.0), 0.0);
         assert_eq!(weighted_max_sim(&[(&[1.0, 0.0], 1.0)], &[]), 0.0);
+    }
+
+    #[test]
+    fn a_neighbour_lends_its_best_matches_for_the_given_share() {
+        let query: [(&[f32], f64); 2] = [(&[1.0, 0.0], 1.0), (&[0.0, 1.0], 3.0)];
+        // The passage answers the first word, its neighbour the second (weighed 3).
+        let passage = vec![vec![1.0, 0.0]];
+        let neighbour = vec![vec![0.0, 1.0]];
+        let own = weighted_max_sim(&query, &passage);
+        assert!((own - 0.25).abs() < 1e-6, "{own}");
+        let half = weighted_max_sim_in_context(&query, &passage, &[&neighbour], 0.5);
+        // Own 0.25, together 1.0: half and half.
+        assert!((half - 0.625).abs() < 1e-6, "{half}");
+        assert_eq!(weighted_max_sim_in_context(&query, &passage, &[], 0.5), own);
+        assert_eq!(
+            weighted_max_sim_in_context(&query, &passage, &[&neighbour], f64::NAN),
+            own
+        );
+        let whole = weighted_max_sim_in_context(&query, &passage, &[&neighbour], 7.0);
+        assert!((whole - 1.0).abs() < 1e-6, "{whole}");
+        // An empty passage still reads its neighbours for their share.
+        let lone = weighted_max_sim_in_context(&query, &[], &[&neighbour], 0.5);
+        assert!((lone - 0.375).abs() < 1e-6, "{lone}");
     }
 }

@@ -1,12 +1,14 @@
 //! Late interaction as archival search's reranker when no cross-encoder is configured: the
 //! query's and each candidate's word-piece vectors from the built-in embedding model,
 //! compared token by token (ColBERT's MaxSim, `engram_embed::late`), each query word weighted
-//! by its BM25 IDF among the agent's own passages, blended with the hybrid score. Measured on
-//! the LoCoMo development set (`benches/retrieval.rs`, README Performance): evidence
-//! recall@5 0.690 → 0.709 over the hybrid search's first 20 hits at weight 0.6, and in no
-//! question category below words alone. Unweighted MaxSim reached 0.712 but pulled up the
-//! turns of a speaker a question names (a name most passages hold), losing the adversarial
-//! category to words alone (0.722 < 0.747); weighted, it is 0.751.
+//! by its BM25 IDF among the agent's own passages, each candidate read half alone and half
+//! together with the passages written just before and after it, blended with the hybrid
+//! score. Measured on the LoCoMo development set (`benches/retrieval.rs`, README
+//! Performance), over the hybrid search's first 20 hits: evidence recall@5 0.690 (hybrid) →
+//! 0.709 (IDF-weighted MaxSim, weight 0.6) → 0.740 with the neighbours (weight 0.7), and in
+//! no question category below words alone. Unweighted MaxSim pulled up the turns of a
+//! speaker a question names (a name most passages hold) and lost the adversarial category to
+//! words alone; weighting by IDF fixed that.
 //!
 //! Only agents whose embedding model is the built-in one are reranked, and only while that
 //! model is in memory (the search has just embedded its query with it): a search never loads
@@ -14,20 +16,26 @@
 
 use crate::local_model::LocalModels;
 use async_trait::async_trait;
+use engram_agent::Candidate;
 use engram_core::AgentId;
-use engram_embed::late::{content_words, weighted_max_sim};
+use engram_embed::late::{content_words, weighted_max_sim_in_context};
 use engram_store::Store;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// The late-interaction relevance's share of a reranked hit's score (the hybrid score has the
-/// rest); with IDF-weighted MaxSim the development set's sweep (conversations 1–3 to choose,
-/// 4–5 to check) was flat from 0.5 to 0.6 (0.708–0.709, 0.6 one question better on the tune
-/// half), 0.8 lost on the check half and the adversarial floor, and a pure MaxSim order (1.0)
-/// fell below the hybrid.
-pub const LATE_INTERACTION_WEIGHT: f64 = 0.6;
+/// rest). Chosen on the development set (conversations 1–3 to choose, 4–5 to check): with
+/// neighbours, 0.7 (0.740 recall@5); 0.6 without them was 0.709, and a pure MaxSim order
+/// (1.0) tied on tune but lost the check half.
+pub const LATE_INTERACTION_WEIGHT: f64 = 0.7;
 
-/// How many of the hybrid search's first hits are re-scored: each is one short model pass,
-/// and 30 or 50 found nothing more than 20 on the development set.
+/// How much of a candidate's MaxSim is that of it read together with its neighbouring
+/// passages (the rest is its own): the measured half (see the module docs).
+pub const LATE_INTERACTION_CONTEXT_SHARE: f64 = 0.5;
+
+/// How many of the hybrid search's first hits are re-scored: each is one short model pass
+/// (with its neighbours, up to three), and 30 or 50 found nothing more than 20 on the
+/// development set.
 pub const LATE_INTERACTION_DEPTH: usize = 20;
 
 pub(crate) struct LateInteraction {
@@ -41,7 +49,7 @@ impl engram_agent::Reranker for LateInteraction {
         &self,
         agent: &AgentId,
         query: &str,
-        texts: &[String],
+        candidates: &[Candidate],
     ) -> std::result::Result<Option<Vec<f64>>, String> {
         let Some(model) = self
             .store
@@ -60,19 +68,32 @@ impl engram_agent::Reranker for LateInteraction {
             return Ok(None);
         };
         let encoder = model.encoder().await.map_err(|e| e.to_string())?;
-        let mut all = Vec::with_capacity(texts.len() + 1);
-        all.push(query.to_owned());
-        all.extend_from_slice(texts);
+        let (all, places) = distinct_texts(query, candidates);
         let vectors = tokio::task::spawn_blocking(move || encoder.token_vectors(&all))
             .await
             .map_err(|e| e.to_string())?
             .map_err(|e| e.to_string())?;
-        let (q, passages) = vectors.split_first().ok_or("no query vectors")?;
-        let q = idf_weighted(&self.store, agent, q)?;
+        let q = idf_weighted(
+            &self.store,
+            agent,
+            vectors.first().ok_or("no query vectors")?,
+        )?;
         Ok(Some(
-            passages
+            places
                 .iter()
-                .map(|p| f64::from(weighted_max_sim(&q, &p.vectors)).clamp(0.0, 1.0))
+                .map(|(own, around)| {
+                    let around: Vec<&[Vec<f32>]> = around
+                        .iter()
+                        .map(|&i| vectors[i].vectors.as_slice())
+                        .collect();
+                    let sim = weighted_max_sim_in_context(
+                        &q,
+                        &vectors[*own].vectors,
+                        &around,
+                        LATE_INTERACTION_CONTEXT_SHARE,
+                    );
+                    f64::from(sim).clamp(0.0, 1.0)
+                })
                 .collect(),
         ))
     }
@@ -84,6 +105,32 @@ impl engram_agent::Reranker for LateInteraction {
     fn depth(&self) -> usize {
         LATE_INTERACTION_DEPTH
     }
+
+    fn reads_neighbours(&self) -> bool {
+        true
+    }
+}
+
+/// The texts to encode, each once (neighbouring turns are often candidates themselves),
+/// the query first; and for each candidate the places of its text and of its neighbours'.
+fn distinct_texts(
+    query: &str,
+    candidates: &[Candidate],
+) -> (Vec<String>, Vec<(usize, Vec<usize>)>) {
+    let mut all: Vec<String> = vec![query.to_owned()];
+    let mut at: HashMap<&str, usize> = HashMap::new();
+    let mut places = Vec::with_capacity(candidates.len());
+    for c in candidates {
+        let mut place = Vec::with_capacity(1 + c.neighbours.len());
+        for text in std::iter::once(&c.text).chain(&c.neighbours) {
+            place.push(*at.entry(text.as_str()).or_insert_with(|| {
+                all.push(text.clone());
+                all.len() - 1
+            }));
+        }
+        places.push((place[0], place.split_off(1)));
+    }
+    (all, places)
 }
 
 /// The query's content-word pieces, each weighted by its word's BM25 IDF among `agent`'s

@@ -180,9 +180,11 @@ impl engram_agent::Reranker for Announcing {
         &self,
         agent: &AgentId,
         query: &str,
-        texts: &[String],
+        candidates: &[engram_agent::Candidate],
     ) -> std::result::Result<Option<Vec<f64>>, String> {
-        let result = self.model.score(query, texts).await;
+        // A cross-encoder reads each candidate alone.
+        let texts: Vec<String> = candidates.iter().map(|c| c.text.clone()).collect();
+        let result = self.model.score(query, &texts).await;
         *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = result
             .as_ref()
             .err()

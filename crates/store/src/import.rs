@@ -375,21 +375,11 @@ mod tests {
     }
 
     fn agent(name: &str) -> Agent {
-        let now = chrono::Utc::now();
         Agent {
-            id: AgentId::new(),
-            name: name.into(),
-            description: String::new(),
             system: "sys".into(),
-            llm: LlmConfig::new("openai/gpt-4o-mini"),
-            embedding: None,
             loop_style: engram_core::LoopStyle::Classic,
-            max_steps: 50,
-            tools: vec![],
-            tool_rules: vec![],
             summary: Some("so far".into()),
-            created_at: now,
-            updated_at: now,
+            ..Agent::new(name, LlmConfig::new("openai/gpt-4o-mini"))
         }
     }
 

@@ -17,12 +17,13 @@
 //! carries the tags: with a tag filter, a neighbour is the nearest tagged passage among those
 //! rows (the bound keeps a selective tag filter over a bulk insert from walking it all).
 
-use crate::passages::{PassageQuery, Query, filters};
+use crate::passages::{PassageQuery, Query, filters, load_by_pk};
 use crate::search;
 use crate::sql::{self, DbResult};
-use engram_core::{AgentId, Result};
+use crate::{Store, agents};
+use engram_core::{AgentId, Passage, PassageId, Result};
 use rusqlite::types::Value;
-use rusqlite::{Connection, params_from_iter};
+use rusqlite::{Connection, OptionalExtension, params_from_iter};
 use std::collections::HashMap;
 
 /// With a tag filter, how many rows nearest in time each seek inspects for a tagged one.
@@ -123,12 +124,55 @@ fn neighbour_sql(agent: &AgentId, q: &PassageQuery, keys: &[i64]) -> Result<(Str
     Ok((sql, query.args))
 }
 
+impl Store {
+    /// The passages written just before and just after each of `ids` in `agent`'s archival
+    /// memory, as neighbour smoothing finds them: nearest by creation time, then by insertion
+    /// order within one instant, at most 30 minutes away (`search::NEIGHBOUR_WINDOW_MICROS`),
+    /// and passing `q`'s tag and date filters (its text, vector and limit are not read).
+    /// Returns one `[before, after]` per id, in input order; `None` where there is no such
+    /// passage or the id is not one of the agent's. Late interaction reads a candidate with
+    /// its neighbours (`engram_service`'s reranker). Errors: `NotFound("agent")`, storage.
+    pub fn passage_neighbours(
+        &self,
+        agent: &AgentId,
+        q: &PassageQuery,
+        ids: &[PassageId],
+    ) -> Result<Vec<[Option<Passage>; 2]>> {
+        self.read(|c| {
+            agents::ensure_exists(c, agent)?;
+            let mut keys = Vec::with_capacity(ids.len());
+            let mut stmt = c
+                .prepare_cached("SELECT pk FROM passages WHERE id = ?1 AND agent_id = ?2")
+                .db()?;
+            for id in ids {
+                let pk: Option<i64> = stmt
+                    .query_row([id.as_str(), agent.as_str()], |r| r.get(0))
+                    .optional()
+                    .db()?;
+                keys.push(pk);
+            }
+            let found = neighbour_map(
+                c,
+                agent,
+                q,
+                &keys.iter().flatten().copied().collect::<Vec<_>>(),
+            )?;
+            let passage = |pk: Option<i64>| pk.map_or(Ok(None), |pk| load_by_pk(c, pk));
+            keys.iter()
+                .map(|k| {
+                    let [before, after] =
+                        k.and_then(|k| found.get(&k).copied()).unwrap_or_default();
+                    Ok([passage(before)?, passage(after)?])
+                })
+                .collect()
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Store;
     use engram_core::{NewPassage, TagMatch};
-    use rusqlite::OptionalExtension;
 
     /// The per-candidate query this module replaced: the reference its answers must equal.
     /// The passages written just before and just after passage `pk` (by creation time, then key)

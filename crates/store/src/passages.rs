@@ -400,7 +400,7 @@ fn filtered_vector_ranking(
     Ok(hits)
 }
 
-fn load_by_pk(conn: &Connection, pk: i64) -> Result<Option<Passage>> {
+pub(crate) fn load_by_pk(conn: &Connection, pk: i64) -> Result<Option<Passage>> {
     conn.prepare_cached(&format!(
         "SELECT {PASSAGE_COLS} FROM passages p WHERE p.pk = ?1"
     ))

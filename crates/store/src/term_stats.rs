@@ -80,25 +80,10 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use crate::Store;
-    use engram_core::{Agent, AgentId, LlmConfig, LoopStyle, NewPassage};
+    use engram_core::{Agent, AgentId, LlmConfig, NewPassage};
 
     fn agent(store: &Store, texts: &[&str]) -> AgentId {
-        let now = chrono::Utc::now();
-        let agent = Agent {
-            id: AgentId::new(),
-            name: "T".into(),
-            description: String::new(),
-            system: String::new(),
-            llm: LlmConfig::new("openai/gpt-4o-mini"),
-            embedding: None,
-            loop_style: LoopStyle::ToolLoop,
-            max_steps: 50,
-            tools: Vec::new(),
-            tool_rules: Vec::new(),
-            summary: None,
-            created_at: now,
-            updated_at: now,
-        };
+        let agent = Agent::new("T", LlmConfig::new("openai/gpt-4o-mini"));
         let (agent, _) = store.create_agent(&agent, &[], &[]).unwrap();
         let passages: Vec<NewPassage> = texts
             .iter()

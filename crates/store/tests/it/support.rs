@@ -1,7 +1,7 @@
 //! Shared helpers: temp stores and ready-made agents.
 
 use chrono::{DateTime, Utc};
-use engram_core::{Agent, AgentId, Block, LlmConfig, LoopStyle, NewBlock};
+use engram_core::{Agent, Block, LlmConfig, NewBlock};
 use engram_store::Store;
 use tempfile::TempDir;
 
@@ -14,21 +14,10 @@ pub fn temp_store() -> (TempDir, Store) {
 
 /// An agent struct as the service layer would build it.
 pub fn agent(name: &str) -> Agent {
-    let now = Utc::now();
     Agent {
-        id: AgentId::new(),
-        name: name.into(),
-        description: String::new(),
         system: "You are a test agent.".into(),
-        llm: LlmConfig::new("openai/gpt-4o-mini"),
-        embedding: None,
-        loop_style: LoopStyle::ToolLoop,
-        max_steps: 50,
         tools: vec!["send_message".into()],
-        tool_rules: Vec::new(),
-        summary: None,
-        created_at: now,
-        updated_at: now,
+        ..Agent::new(name, LlmConfig::new("openai/gpt-4o-mini"))
     }
 }
 
