@@ -5,8 +5,8 @@
 //! together with the passages written just before and after it, blended with the hybrid
 //! score. Measured on the LoCoMo development set (`benches/retrieval.rs`, README
 //! Performance), over the hybrid search's first 20 hits: evidence recall@5 0.690 (hybrid) →
-//! 0.709 (IDF-weighted MaxSim, weight 0.6) → 0.740 with the neighbours (weight 0.7), and in
-//! no question category below words alone. Unweighted MaxSim pulled up the turns of a
+//! 0.709 (IDF-weighted MaxSim, weight 0.6) → 0.740 with the neighbours (weight 0.7; 0.735
+//! asked through `Engram::search_archival`), and in no question category below words alone. Unweighted MaxSim pulled up the turns of a
 //! speaker a question names (a name most passages hold) and lost the adversarial category to
 //! words alone; weighting by IDF fixed that.
 //!
