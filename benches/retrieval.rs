@@ -185,7 +185,9 @@ fn dev_set() {
             &ks,
         );
     }
-    if std::env::var_os("ENGRAM_BENCH_SKIP_LATE").is_none() {
+    if std::env::var_os("ENGRAM_BENCH_SKIP_LATE").is_none()
+        && std::env::var_os("ENGRAM_BENCH_SKIP_SHIPPED").is_none()
+    {
         shipped_row(&conversations, &embed, &ks);
     }
     expand_rows(&conversations, &embed, &ks);

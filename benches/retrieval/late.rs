@@ -124,7 +124,7 @@ pub fn late_rows(
                 .collect()
         })
         .collect();
-    let idf_sims = |words_of: Words, context: bool| -> Vec<HashMap<String, f64>> {
+    let idf_sims = |words_of: Words, share: f64| -> Vec<HashMap<String, f64>> {
         let started = Instant::now();
         let weights: Vec<Vec<(Vec<f32>, f64)>> = query_tokens
             .iter()
@@ -160,7 +160,7 @@ pub fn late_rows(
                     .take(50)
                     .map(|(d, _)| {
                         let p = &turn_tokens[*c][d.as_str()];
-                        if !context {
+                        if share == 0.0 {
                             return (d.clone(), f64::from(weighted_max_sim(&q, &p.vectors)));
                         }
                         // The turns just before and after it, as the store's
@@ -173,21 +173,26 @@ pub fn late_rows(
                             .filter_map(|n| turns.get(n))
                             .map(|(nd, _)| turn_tokens[*c][nd.as_str()].vectors.as_slice())
                             .collect();
-                        let sim = weighted_max_sim_in_context(
-                            &q,
-                            &p.vectors,
-                            &around,
-                            engram_service::LATE_INTERACTION_CONTEXT_SHARE,
-                        );
+                        let sim = weighted_max_sim_in_context(&q, &p.vectors, &around, share);
                         (d.clone(), f64::from(sim))
                     })
                     .collect()
             })
             .collect()
     };
-    let sims_idf = idf_sims(content_words, false);
-    let sims_idf_all = idf_sims(query_words, false);
-    let sims_idf_context = idf_sims(content_words, true);
+    let sims_idf = idf_sims(content_words, 0.0);
+    let sims_idf_all = idf_sims(query_words, 0.0);
+    // Shares of the score read with the neighbouring turns (the shipped one is
+    // `engram_service::LATE_INTERACTION_CONTEXT_SHARE`).
+    let in_context: Vec<(String, Vec<HashMap<String, f64>>)> = [0.3, 0.5, 0.7, 1.0]
+        .into_iter()
+        .map(|share| {
+            (
+                format!("IDF-weighted content words, {share} with the neighbouring turns"),
+                idf_sims(content_words, share),
+            )
+        })
+        .collect();
     println!();
     let is_tune: Vec<bool> = questions.iter().map(|(c, _)| *c < 3).collect();
     let measure = |pick: &Reorder| {
@@ -210,16 +215,13 @@ pub fn late_rows(
     println!("|---|---|---|---|---|---|---|---|---|---|");
     let (a, t, c) = measure(&|_, r| r.hybrid.clone());
     ks_row("hybrid (no reranking)", &a, &t, &c);
-    for (name, table) in [
+    let mut tables: Vec<(&str, &Vec<HashMap<String, f64>>)> = vec![
         ("IDF-weighted content words", &sims_idf),
         ("IDF-weighted, every word", &sims_idf_all),
-        (
-            "IDF-weighted content words, half with the neighbouring turns",
-            &sims_idf_context,
-        ),
-        ("content tokens", &sims),
-        ("all tokens", &sims_all),
-    ] {
+    ];
+    tables.extend(in_context.iter().map(|(name, t)| (name.as_str(), t)));
+    tables.extend([("content tokens", &sims), ("all tokens", &sims_all)]);
+    for (name, table) in tables {
         for depth in [20, 50] {
             for beta in [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0] {
                 let (a, t, c) = measure(&|i, r| {

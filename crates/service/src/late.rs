@@ -1,14 +1,14 @@
 //! Late interaction as archival search's reranker when no cross-encoder is configured: the
 //! query's and each candidate's word-piece vectors from the built-in embedding model,
 //! compared token by token (ColBERT's MaxSim, `engram_embed::late`), each query word weighted
-//! by its BM25 IDF among the agent's own passages, each candidate read half alone and half
-//! together with the passages written just before and after it, blended with the hybrid
-//! score. Measured on the LoCoMo development set (`benches/retrieval.rs`, README
+//! by its BM25 IDF among the agent's own passages, each candidate read partly alone and
+//! mostly together with the passages written just before and after it, blended with the
+//! hybrid score. Measured on the LoCoMo development set (`benches/retrieval.rs`, README
 //! Performance), over the hybrid search's first 20 hits: evidence recall@5 0.690 (hybrid) →
-//! 0.709 (IDF-weighted MaxSim, weight 0.6) → 0.740 with the neighbours (weight 0.7; 0.735
-//! asked through `Engram::search_archival`), and in no question category below words alone. Unweighted MaxSim pulled up the turns of a
-//! speaker a question names (a name most passages hold) and lost the adversarial category to
-//! words alone; weighting by IDF fixed that.
+//! 0.709 (IDF-weighted MaxSim, weight 0.6) → 0.745 with the neighbours (weight 0.7; 0.741
+//! asked through `Engram::search_archival`), and in no question category below words alone.
+//! Unweighted MaxSim pulled up the turns of a speaker a question names (a name most passages
+//! hold) and lost the adversarial category to words alone; weighting by IDF fixed that.
 //!
 //! Only agents whose embedding model is the built-in one are reranked, and only while that
 //! model is in memory (the search has just embedded its query with it): a search never loads
@@ -25,13 +25,15 @@ use std::sync::Arc;
 
 /// The late-interaction relevance's share of a reranked hit's score (the hybrid score has the
 /// rest). Chosen on the development set (conversations 1–3 to choose, 4–5 to check): with
-/// neighbours, 0.7 (0.740 recall@5); 0.6 without them was 0.709, and a pure MaxSim order
-/// (1.0) tied on tune but lost the check half.
+/// neighbours, 0.7 (0.745 recall@5); 0.6 without them was 0.709, and a pure MaxSim order
+/// (1.0) was best on tune but lost the check half.
 pub const LATE_INTERACTION_WEIGHT: f64 = 0.7;
 
 /// How much of a candidate's MaxSim is that of it read together with its neighbouring
-/// passages (the rest is its own): the measured half (see the module docs).
-pub const LATE_INTERACTION_CONTEXT_SHARE: f64 = 0.5;
+/// passages (the rest is its own). On the development set at weight 0.7, 0.7 found 0.745
+/// against 0.740 for a half (+1 question on the tune half, +4 on the check half); 0.3 and 1
+/// found less (0.724, 0.740).
+pub const LATE_INTERACTION_CONTEXT_SHARE: f64 = 0.7;
 
 /// How many of the hybrid search's first hits are re-scored: each is one short model pass
 /// (with its neighbours, up to three), and 30 or 50 found nothing more than 20 on the
