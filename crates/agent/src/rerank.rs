@@ -150,7 +150,7 @@ pub async fn search_passages_with(
     } else {
         Vec::new()
     };
-    let texts: Vec<Candidate> = candidates
+    let read: Vec<Candidate> = candidates
         .iter()
         .enumerate()
         .map(|(i, h)| Candidate {
@@ -170,7 +170,7 @@ pub async fn search_passages_with(
     } else {
         1.0
     };
-    match reranker.relevance(agent, &q.query, &texts).await {
+    match reranker.relevance(agent, &q.query, &read).await {
         Ok(None) => fallback(candidates),
         Ok(Some(scores)) if scores.len() == candidates.len() => {
             let mut hits: Vec<PassageHit> = candidates
@@ -198,7 +198,7 @@ pub async fn search_passages_with(
                 Ok(s) => format!(
                     "{} scores for {} candidates",
                     s.map_or(0, |s| s.len()),
-                    texts.len()
+                    read.len()
                 ),
             };
             tracing::warn!(agent = %agent, why, "reranker unavailable; the store's ranking stands");
@@ -397,6 +397,15 @@ mod tests {
         assert!(hits.iter().all(|h| (0.0..=1.0).contains(&h.score)));
     }
 
+    /// The neighbours the candidate with `text` came with.
+    fn neighbours_of(seen: &[Candidate], text: &str) -> Vec<String> {
+        let candidate = seen.iter().find(|c| c.text == text);
+        candidate
+            .unwrap_or_else(|| panic!("{text} not among {seen:?}"))
+            .neighbours
+            .clone()
+    }
+
     #[tokio::test]
     async fn a_reranker_that_reads_neighbours_gets_the_passages_around_each_candidate() {
         let (store, agent) = store_with(&[
@@ -413,13 +422,7 @@ mod tests {
             .await
             .unwrap();
         let seen = r.seen.lock().unwrap().clone();
-        let of = |text: &str| {
-            seen.iter()
-                .find(|c| c.text == text)
-                .unwrap()
-                .neighbours
-                .clone()
-        };
+        let of = |text: &str| neighbours_of(&seen, text);
         // (Neighbour smoothing admits the turns around a hit as candidates too.)
         assert!(seen.len() >= 2, "{seen:?}");
         assert_eq!(
@@ -437,13 +440,7 @@ mod tests {
             .await
             .unwrap();
         let seen = r.seen.lock().unwrap().clone();
-        let of = |text: &str| {
-            seen.iter()
-                .find(|c| c.text == text)
-                .unwrap()
-                .neighbours
-                .clone()
-        };
+        let of = |text: &str| neighbours_of(&seen, text);
         assert_eq!(
             of("we drove to the lake"),
             ["where did you go last weekend", "the lake was frozen solid"]
