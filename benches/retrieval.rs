@@ -9,8 +9,10 @@
 //! 100k passages (and 1M with `ENGRAM_BENCH_1M=1`: about 1.6 GB of vectors on disk). Then
 //! the stages above the store, with a tune (conversations 1–3) / check (4–5) split: late
 //! interaction over the hybrid's first hits (`retrieval/late.rs`; `ENGRAM_BENCH_SKIP_LATE=1`
-//! leaves it out) and pseudo-relevance feedback through the real pipeline
-//! (`retrieval/expand.rs`). `ENGRAM_BENCH_SKIP_SCALE=1` stops after the development set.
+//! leaves it out), every question asked through the service as shipped
+//! (`ENGRAM_BENCH_SKIP_SHIPPED=1` leaves it out) and pseudo-relevance feedback through the
+//! real pipeline (`retrieval/expand.rs`). `ENGRAM_BENCH_SKIP_SCALE=1` stops after the
+//! development set.
 
 use engram_core::{NewAgent, NewPassage, TagMatch};
 use engram_store::PassageQuery;
@@ -185,9 +187,7 @@ fn dev_set() {
             &ks,
         );
     }
-    if std::env::var_os("ENGRAM_BENCH_SKIP_LATE").is_none()
-        && std::env::var_os("ENGRAM_BENCH_SKIP_SHIPPED").is_none()
-    {
+    if std::env::var_os("ENGRAM_BENCH_SKIP_SHIPPED").is_none() {
         shipped_row(&conversations, &embed, &ks);
     }
     expand_rows(&conversations, &embed, &ks);

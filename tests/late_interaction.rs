@@ -1,26 +1,29 @@
 //! Late interaction as archival search's reranker (no cross-encoder configured), through the
 //! real service with the built-in model's real weights: an agent on the built-in model gets
 //! the hybrid search's first hits re-scored by MaxSim over the model's token vectors, each
-//! query word weighted by its IDF among the agent's passages, each hit read half alone and
-//! half with the passages written just before and after it, and blended with the hybrid
+//! query word weighted by its IDF among the agent's passages, each hit read partly alone and
+//! mostly with the passages written just before and after it, and blended with the hybrid
 //! score; a question that names the wrong speaker still finds the turn that holds the answer;
 //! an agent on words alone is left as the store ranks it and no model is loaded for it;
 //! switching reranking off gives the store's answer back.
 
+use engram_agent::rerank::RERANK_POOL;
 use engram_core::{AgentId, AgentPatch, PassageHit, TagMatch};
 use engram_embed::Encoder;
 use engram_embed::late::{content_words, weighted_max_sim_in_context};
 use engram_service::{
-    Engram, LATE_INTERACTION_CONTEXT_SHARE, LATE_INTERACTION_DEPTH, LATE_INTERACTION_WEIGHT,
+    Engram, LATE_INTERACTION_CONTEXT_SHARE, LATE_INTERACTION_DEPTH,
+    LATE_INTERACTION_NEIGHBOUR_REACH, LATE_INTERACTION_WEIGHT,
 };
 use engram_store::PassageQuery;
 use engram_suite::Home;
 use engram_suite::archival::{agent_with_passages, search, texts};
 
-/// What the pipeline should answer, computed by hand: the store's hybrid ranking
-/// [`LATE_INTERACTION_DEPTH`] deep, each hit's score blended with MaxSim of the query's and
-/// its token vectors, read half alone and half with the passages written just before and
-/// after it — IDF-weighted by the agent's own word statistics when `idf`, plain over every
+/// What the pipeline should answer, computed by hand: the first [`LATE_INTERACTION_DEPTH`]
+/// of the store's hybrid ranking [`RERANK_POOL`] deep, each hit's score blended with MaxSim of the query's and
+/// its token vectors, read alone and with the passages written within
+/// [`LATE_INTERACTION_NEIGHBOUR_REACH`] of it on each side, by [`LATE_INTERACTION_CONTEXT_SHARE`]
+/// — IDF-weighted by the agent's own word statistics when `idf`, plain over every
 /// query token otherwise — best first. Also returns the query's vector.
 fn by_hand(
     engram: &Engram,
@@ -33,13 +36,17 @@ fn by_hand(
     let q = PassageQuery {
         query: query.into(),
         tag_match: TagMatch::Any,
-        top_k: LATE_INTERACTION_DEPTH,
+        top_k: RERANK_POOL,
         embedding: Some(qv.clone()),
         ..PassageQuery::default()
     };
-    let pool: Vec<PassageHit> = engram.store().search_passages(agent, &q).unwrap();
+    let mut pool: Vec<PassageHit> = engram.store().search_passages(agent, &q).unwrap();
+    pool.truncate(LATE_INTERACTION_DEPTH);
     let ids: Vec<_> = pool.iter().map(|h| h.passage.id.clone()).collect();
-    let around = engram.store().passage_neighbours(agent, &q, &ids).unwrap();
+    let around = engram
+        .store()
+        .passage_neighbours(agent, &q, &ids, LATE_INTERACTION_NEIGHBOUR_REACH)
+        .unwrap();
     let vectors = |text: &str| encoder.token_vectors(&[text.to_owned()]).unwrap().remove(0);
     let query_tokens = vectors(query);
     let words = content_words(&query_tokens);
@@ -68,7 +75,7 @@ fn by_hand(
         .map(|(h, near)| {
             let own = vectors(&h.passage.text);
             assert!(!own.vectors.is_empty());
-            let near: Vec<_> = near.iter().flatten().map(|p| vectors(&p.text)).collect();
+            let near: Vec<_> = near.iter().map(|p| vectors(&p.text)).collect();
             let near: Vec<&[Vec<f32>]> = near.iter().map(|t| t.vectors.as_slice()).collect();
             let sim = weighted_max_sim_in_context(
                 &weighted,

@@ -112,8 +112,9 @@ pub fn late_rows(
     // conversation's passages, read from the agent's full-text index as search does; over the
     // content words (as shipped) or every word (stop words then weigh little by their IDF).
     type Words = for<'a> fn(&'a TokenVectors) -> Vec<(String, Vec<&'a [f32]>)>;
-    // With `context`, a candidate's MaxSim is half its own and half that of it together with
-    // the turns just before and after it (an answer often spans a question and its reply).
+    // With a `share` above 0, a candidate's MaxSim is partly its own and `share` that of it
+    // together with the `reach` turns before and after it (an answer often spans a question
+    // and its reply, or a few turns).
     let place: Vec<HashMap<&str, usize>> = conversations
         .iter()
         .map(|c| {
@@ -124,7 +125,7 @@ pub fn late_rows(
                 .collect()
         })
         .collect();
-    let idf_sims = |words_of: Words, share: f64| -> Vec<HashMap<String, f64>> {
+    let idf_sims = |words_of: Words, share: f64, reach: usize| -> Vec<HashMap<String, f64>> {
         let started = Instant::now();
         let weights: Vec<Vec<(Vec<f32>, f64)>> = query_tokens
             .iter()
@@ -163,12 +164,12 @@ pub fn late_rows(
                         if share == 0.0 {
                             return (d.clone(), f64::from(weighted_max_sim(&q, &p.vectors)));
                         }
-                        // The turns just before and after it, as the store's
-                        // `passage_neighbours` finds them in a conversation stored at once.
+                        // The turns around it, as the store's `passage_neighbours` finds
+                        // them in a conversation stored at once.
                         let at = place[*c][d.as_str()];
                         let turns = &conversations[*c].turns;
-                        let around: Vec<&[Vec<f32>]> = [at.checked_sub(1), Some(at + 1)]
-                            .into_iter()
+                        let around: Vec<&[Vec<f32>]> = (1..=reach)
+                            .flat_map(|k| [at.checked_sub(k), Some(at + k)])
                             .flatten()
                             .filter_map(|n| turns.get(n))
                             .map(|(nd, _)| turn_tokens[*c][nd.as_str()].vectors.as_slice())
@@ -180,19 +181,32 @@ pub fn late_rows(
             })
             .collect()
     };
-    let sims_idf = idf_sims(content_words, 0.0);
-    let sims_idf_all = idf_sims(query_words, 0.0);
-    // Shares of the score read with the neighbouring turns (the shipped one is
-    // `engram_service::LATE_INTERACTION_CONTEXT_SHARE`).
-    let in_context: Vec<(String, Vec<HashMap<String, f64>>)> = [0.3, 0.5, 0.7, 1.0]
-        .into_iter()
-        .map(|share| {
-            (
-                format!("IDF-weighted content words, {share} with the neighbouring turns"),
-                idf_sims(content_words, share),
-            )
-        })
-        .collect();
+    let sims_idf = idf_sims(content_words, 0.0, 0);
+    let sims_idf_all = idf_sims(query_words, 0.0, 0);
+    // How many turns a side and what share of the score is read with them (the shipped ones
+    // are `engram_service::LATE_INTERACTION_NEIGHBOUR_REACH` and `…_CONTEXT_SHARE`).
+    let in_context: Vec<(String, Vec<HashMap<String, f64>>)> = [
+        (1, 0.5),
+        (1, 0.7),
+        (1, 1.0),
+        (2, 0.5),
+        (2, 0.7),
+        (2, 0.85),
+        (2, 1.0),
+        (3, 0.7),
+        (3, 0.85),
+    ]
+    .into_iter()
+    .map(|(reach, share)| {
+        (
+            format!(
+                "IDF-weighted content words, {share} with {reach} turn{} a side",
+                if reach == 1 { "" } else { "s" }
+            ),
+            idf_sims(content_words, share, reach),
+        )
+    })
+    .collect();
     println!();
     let is_tune: Vec<bool> = questions.iter().map(|(c, _)| *c < 3).collect();
     let measure = |pick: &Reorder| {
@@ -215,15 +229,37 @@ pub fn late_rows(
     println!("|---|---|---|---|---|---|---|---|---|---|");
     let (a, t, c) = measure(&|_, r| r.hybrid.clone());
     ks_row("hybrid (no reranking)", &a, &t, &c);
-    let mut tables: Vec<(&str, &Vec<HashMap<String, f64>>)> = vec![
-        ("IDF-weighted content words", &sims_idf),
-        ("IDF-weighted, every word", &sims_idf_all),
+    // A table of MaxSim per question and candidate, with the depths and weights it is tried at.
+    type Table<'a> = (
+        &'a str,
+        &'a Vec<HashMap<String, f64>>,
+        &'a [usize],
+        &'a [f64],
+    );
+    let mut tables: Vec<Table> = vec![
+        ("content tokens", &sims, &[20, 50], &[0.3, 0.5, 0.7, 1.0]),
+        ("all tokens", &sims_all, &[20, 50], &[0.3, 0.5, 0.7, 1.0]),
+        (
+            "IDF-weighted content words",
+            &sims_idf,
+            &[20, 50],
+            &[0.4, 0.5, 0.6, 0.7, 0.8, 1.0],
+        ),
+        (
+            "IDF-weighted, every word",
+            &sims_idf_all,
+            &[20, 50],
+            &[0.5, 0.6, 0.7],
+        ),
     ];
-    tables.extend(in_context.iter().map(|(name, t)| (name.as_str(), t)));
-    tables.extend([("content tokens", &sims), ("all tokens", &sims_all)]);
-    for (name, table) in tables {
-        for depth in [20, 50] {
-            for beta in [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0] {
+    tables.extend(
+        in_context
+            .iter()
+            .map(|(name, t)| (name.as_str(), t, &[10, 15, 20][..], &[0.6, 0.7, 0.8][..])),
+    );
+    for (name, table, depths, betas) in tables {
+        for &depth in depths {
+            for &beta in betas {
                 let (a, t, c) = measure(&|i, r| {
                     blended(r, &|d| table[i].get(d).copied().unwrap_or(0.0), depth, beta)
                 });
@@ -237,13 +273,9 @@ pub fn late_rows(
         }
     }
     // What it costs at search time: the query, as many candidates as archival search reranks
-    // and their neighbouring turns, each distinct text encoded once, token by token.
-    let depth = engram_service::LATE_INTERACTION_DEPTH;
-    let sample: Vec<usize> = (0..ranked.len()).step_by(20).collect();
-    let mut encoded = 0;
-    let started = Instant::now();
-    for &i in &sample {
-        let (c, q) = questions[i];
+    // and the turns around them, each distinct text encoded once, token by token.
+    let window = |i: usize, depth: usize, reach: usize| -> Vec<usize> {
+        let c = questions[i].0;
         let turns = &conversations[c].turns;
         let mut at: Vec<usize> = ranked[i]
             .hybrid
@@ -251,20 +283,43 @@ pub fn late_rows(
             .take(depth)
             .flat_map(|(d, _)| {
                 let at = place[c][d.as_str()];
-                [at.checked_sub(1), Some(at), Some(at + 1)]
+                (at.saturating_sub(reach)..=at + reach).filter(|&n| n < turns.len())
             })
-            .flatten()
-            .filter(|&n| n < turns.len())
             .collect();
         at.sort_unstable();
         at.dedup();
-        let mut texts = vec![q.to_string()];
-        texts.extend(at.iter().map(|&n| turns[n].1.clone()));
+        at
+    };
+    println!("\ndistinct turns encoded per search (query not counted):\n");
+    println!("| turns a side | over 10 | over 15 | over 20 |\n|---|---|---|---|");
+    for reach in 1..=3 {
+        let mean = |depth| {
+            (0..ranked.len())
+                .map(|i| window(i, depth, reach).len())
+                .sum::<usize>() as f64
+                / ranked.len().max(1) as f64
+        };
+        println!(
+            "| {reach} | {:.1} | {:.1} | {:.1} |",
+            mean(10),
+            mean(15),
+            mean(20)
+        );
+    }
+    let depth = engram_service::LATE_INTERACTION_DEPTH;
+    let reach = engram_service::LATE_INTERACTION_NEIGHBOUR_REACH;
+    let sample: Vec<usize> = (0..ranked.len()).step_by(20).collect();
+    let mut encoded = 0;
+    let started = Instant::now();
+    for &i in &sample {
+        let turns = &conversations[questions[i].0].turns;
+        let mut texts = vec![questions[i].1.to_string()];
+        texts.extend(window(i, depth, reach).iter().map(|&n| turns[n].1.clone()));
         encoded += texts.len();
         std::hint::black_box(encoder.token_vectors(&texts).expect("token vectors"));
     }
     println!(
-        "\nencoding a query, its {depth} candidates and their neighbouring turns token by token \
+        "\nencoding a query, its {depth} candidates and {reach} turns a side token by token \
          ({:.0} distinct texts on average): {:.0} ms per query ({} queries)",
         encoded as f64 / sample.len() as f64,
         started.elapsed().as_secs_f64() * 1e3 / sample.len() as f64,

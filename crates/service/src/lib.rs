@@ -53,7 +53,10 @@ pub use engram_store::{MessageHit, MessageQuery, SharedBlock, UndoPlan, VectorIn
 pub use export::{ExportFile, ExportFormat};
 pub use history::{MAX_PAGE, MessagePage, Order};
 pub use index_builds::VectorIndexStatus;
-pub use late::{LATE_INTERACTION_CONTEXT_SHARE, LATE_INTERACTION_DEPTH, LATE_INTERACTION_WEIGHT};
+pub use late::{
+    LATE_INTERACTION_CONTEXT_SHARE, LATE_INTERACTION_DEPTH, LATE_INTERACTION_NEIGHBOUR_REACH,
+    LATE_INTERACTION_WEIGHT,
+};
 pub use local_model::{
     LOCAL_MODEL_DIR_SETTING, LOCAL_MODEL_IDLE_ENV, LOCAL_MODEL_URL_ENV, LocalModelStatus,
 };

@@ -125,19 +125,21 @@ fn neighbour_sql(agent: &AgentId, q: &PassageQuery, keys: &[i64]) -> Result<(Str
 }
 
 impl Store {
-    /// The passages written just before and just after each of `ids` in `agent`'s archival
-    /// memory, as neighbour smoothing finds them: nearest by creation time, then by insertion
-    /// order within one instant, at most 30 minutes away (`search::NEIGHBOUR_WINDOW_MICROS`),
-    /// and passing `q`'s tag and date filters (its text, vector and limit are not read).
-    /// Returns one `[before, after]` per id, in input order; `None` where there is no such
-    /// passage or the id is not one of the agent's. Late interaction reads a candidate with
-    /// its neighbours (`engram_service`'s reranker). Errors: `NotFound("agent")`, storage.
+    /// The passages written around each of `ids` in `agent`'s archival memory: up to `reach`
+    /// before and `reach` after, as neighbour smoothing finds a neighbour — nearest by
+    /// creation time, then by insertion order within one instant, each at most 30 minutes
+    /// from the next one in (`search::NEIGHBOUR_WINDOW_MICROS`), passing `q`'s tag and date
+    /// filters (its text, vector and limit are not read). Returns one list per id, in input
+    /// order, oldest first, without the passage itself; empty where there are none or the id
+    /// is not one of the agent's. Late interaction reads a candidate with its neighbours
+    /// (`engram_service`'s reranker). Errors: `NotFound("agent")`, storage.
     pub fn passage_neighbours(
         &self,
         agent: &AgentId,
         q: &PassageQuery,
         ids: &[PassageId],
-    ) -> Result<Vec<[Option<Passage>; 2]>> {
+        reach: usize,
+    ) -> Result<Vec<Vec<Passage>>> {
         self.read(|c| {
             agents::ensure_exists(c, agent)?;
             let mut keys = Vec::with_capacity(ids.len());
@@ -151,18 +153,34 @@ impl Store {
                     .db()?;
                 keys.push(pk);
             }
-            let found = neighbour_map(
-                c,
-                agent,
-                q,
-                &keys.iter().flatten().copied().collect::<Vec<_>>(),
-            )?;
-            let passage = |pk: Option<i64>| pk.map_or(Ok(None), |pk| load_by_pk(c, pk));
-            keys.iter()
-                .map(|k| {
-                    let [before, after] =
-                        k.and_then(|k| found.get(&k).copied()).unwrap_or_default();
-                    Ok([passage(before)?, passage(after)?])
+            // Ring by ring: the next one out on each side is the neighbour on that side of
+            // the last one found, so each ring is one statement for all candidates.
+            let mut sides: Vec<[Vec<i64>; 2]> = vec![Default::default(); keys.len()];
+            let mut edge: Vec<[Option<i64>; 2]> = keys.iter().map(|k| [*k, *k]).collect();
+            for _ in 0..reach {
+                let mut frontier: Vec<i64> = edge.iter().flatten().flatten().copied().collect();
+                frontier.sort_unstable();
+                frontier.dedup();
+                if frontier.is_empty() {
+                    break;
+                }
+                let found = neighbour_map(c, agent, q, &frontier)?;
+                for (side, at) in sides.iter_mut().zip(edge.iter_mut()) {
+                    for s in 0..2 {
+                        at[s] = at[s].and_then(|k| found.get(&k)).and_then(|n| n[s]);
+                        side[s].extend(at[s]);
+                    }
+                }
+            }
+            sides
+                .into_iter()
+                .map(|[before, after]| {
+                    before
+                        .into_iter()
+                        .rev()
+                        .chain(after)
+                        .filter_map(|pk| load_by_pk(c, pk).transpose())
+                        .collect()
                 })
                 .collect()
         })
@@ -358,6 +376,70 @@ mod tests {
             .read(|c| neighbour_map(c, &agent, &q, &[999_999]))
             .unwrap();
         assert!(found.is_empty());
+    }
+
+    /// Further rings are the neighbours of the neighbours, side by side, oldest first.
+    #[test]
+    fn passages_within_reach_chain_neighbour_to_neighbour() {
+        let store = Store::open_in_memory().unwrap();
+        let agent = corpus(&store);
+        let rows: Vec<(i64, PassageId)> = store
+            .read(|c| {
+                let mut stmt = c
+                    .prepare("SELECT pk, id FROM passages WHERE agent_id = ?1 ORDER BY pk")
+                    .db()?;
+                let rows = stmt
+                    .query_map([agent.as_str()], |r| {
+                        Ok((r.get(0)?, PassageId::from(r.get::<_, String>(1)?)))
+                    })
+                    .db()?;
+                rows.collect::<rusqlite::Result<_>>().db()
+            })
+            .unwrap();
+        let text_of: HashMap<i64, String> = rows
+            .iter()
+            .map(|(pk, id)| (*pk, store.get_passage(id).unwrap().text))
+            .collect();
+        let ids: Vec<PassageId> = rows.iter().map(|(_, id)| id.clone()).collect();
+        for q in [
+            PassageQuery::default(),
+            PassageQuery {
+                tags: vec!["a".into()],
+                ..Default::default()
+            },
+        ] {
+            let found = store.passage_neighbours(&agent, &q, &ids, 2).unwrap();
+            let mut reached_two = 0;
+            for ((pk, _), got) in rows.iter().zip(&found) {
+                let side = |s: usize| {
+                    let mut out = Vec::new();
+                    let mut at = *pk;
+                    for _ in 0..2 {
+                        match store.read(|c| one_at_a_time(c, &agent, &q, at)).unwrap()[s] {
+                            Some(next) => {
+                                out.push(text_of[&next].clone());
+                                at = next;
+                            }
+                            None => break,
+                        }
+                    }
+                    out
+                };
+                let mut expected = side(0);
+                expected.reverse();
+                expected.extend(side(1));
+                let got: Vec<String> = got.iter().map(|p| p.text.clone()).collect();
+                // A tagged passage's neighbours under the tag filter; untagged ones are not
+                // candidates of such a search, but are answered the same way.
+                assert_eq!(got, expected, "passage {pk} under {q:?}");
+                reached_two += usize::from(got.len() == 4);
+            }
+            assert!(reached_two >= 20, "{reached_two}");
+        }
+        let none = store
+            .passage_neighbours(&agent, &PassageQuery::default(), &ids[..3], 0)
+            .unwrap();
+        assert_eq!(none, vec![Vec::<Passage>::new(); 3]);
     }
 
     /// Every seek is an index range; a hit's time comes from `passages_time_by_key`, so no
