@@ -330,11 +330,12 @@ mod tests {
         }
     }
 
-    /// Records the candidates it is given (asking for their neighbours when `asks`) and
-    /// scores them flat.
+    /// Records the candidates it is given (asking for `reach` neighbours a side, reading the
+    /// first `depth` hits, the default when 0) and scores them flat.
     #[derive(Default)]
     struct Neighbourly {
         reach: usize,
+        depth: usize,
         seen: std::sync::Mutex<Vec<Candidate>>,
     }
 
@@ -352,6 +353,14 @@ mod tests {
 
         fn neighbour_reach(&self) -> usize {
             self.reach
+        }
+
+        fn depth(&self) -> usize {
+            if self.depth == 0 {
+                RERANK_CANDIDATES
+            } else {
+                self.depth
+            }
         }
     }
 
@@ -486,6 +495,39 @@ mod tests {
             of("the lake was frozen solid"),
             ["we drove to the lake", "a note without the tag"]
         );
+    }
+
+    #[tokio::test]
+    async fn a_reranker_reads_the_head_of_the_stores_deep_answer() {
+        let texts: Vec<String> = (0..80)
+            .map(|i| format!("note {i} about the lake and {}", "words ".repeat(i % 7)))
+            .collect();
+        let rows: Vec<(&str, &[&str])> = texts.iter().map(|t| (t.as_str(), &[][..])).collect();
+        let (store, agent) = store_with(&rows);
+        let r = Neighbourly {
+            depth: 4,
+            ..Neighbourly::default()
+        };
+        let hits = search_passages(&store, &agent, &query("lake", 2), Some(&r))
+            .await
+            .unwrap();
+        assert_eq!(hits.len(), 2);
+        let deep = store
+            .search_passages(&agent, &query("lake", RERANK_POOL))
+            .unwrap();
+        let seen: Vec<String> = r
+            .seen
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|c| c.text.clone())
+            .collect();
+        let head: Vec<String> = deep
+            .iter()
+            .take(4)
+            .map(|h| h.passage.text.clone())
+            .collect();
+        assert_eq!(seen, head);
     }
 
     #[tokio::test]
