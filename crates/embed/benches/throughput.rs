@@ -94,26 +94,33 @@ fn main() {
     );
 
     let settings = [
-        ("default", Batching::default()),
+        ("default: 2 rows, 10,000 budget", Batching::default()),
+        (
+            "4 rows, 20,000 budget",
+            Batching {
+                max_rows: 4,
+                attention_budget: 20_000,
+            },
+        ),
+        (
+            "16 rows, 80,000 budget",
+            Batching {
+                max_rows: 16,
+                attention_budget: 80_000,
+            },
+        ),
+        (
+            "64 rows, 350,000 budget (the default before)",
+            Batching {
+                max_rows: 64,
+                attention_budget: 350_000,
+            },
+        ),
         (
             "32 rows, no budget",
             Batching {
                 max_rows: 32,
                 attention_budget: usize::MAX,
-            },
-        ),
-        (
-            "16 rows, budget",
-            Batching {
-                max_rows: 16,
-                ..Batching::default()
-            },
-        ),
-        (
-            "128 rows, budget",
-            Batching {
-                max_rows: 128,
-                ..Batching::default()
             },
         ),
     ];

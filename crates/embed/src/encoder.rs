@@ -18,7 +18,7 @@ pub const MAX_TOKENS: usize = 256;
 /// so texts are tokenised once, sorted by their number of tokens and cut into batches of
 /// similar lengths; a batch holds at most `max_rows` texts and at most `attention_budget`
 /// in `rows × tokens²` (the size of the attention scores per head, which is what grows the
-/// memory of a batch of long texts: 12 heads × 4 bytes × 350,000 ≈ 16 MB).
+/// memory of a batch of long texts: 12 heads × 4 bytes × 10,000 ≈ 0.5 MB).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Batching {
     /// Most texts in one batch.
@@ -28,28 +28,21 @@ pub struct Batching {
 }
 
 impl Default for Batching {
-    /// Measured with `cargo bench -p engram-embed --bench throughput` on the 2-core machine
-    /// (see the README's Performance section).
+    /// Small batches, for everything the model encodes: at most 2 texts and 10,000
+    /// `rows × tokens²`. Big batches are faster in a process of their own (`cargo bench -p
+    /// engram-embed --bench throughput`: 153 passages/s at 64 rows and 350,000, 106 at these)
+    /// but not in `engram serve`, where their buffers stay with the allocator: re-embedding
+    /// 2,000 passages peaked at 320 MB in 27 s at 64 rows, 201 MB in 18 s at 16, 149 MB in
+    /// 19 s at 4 and 141 MB in 20 s at 2 (`cargo bench --bench model_memory`). At search time
+    /// (late interaction's query and candidates) the same small batches kept the server at
+    /// 143 MB after 50 searches where one batch per search read 245–303 MB, and searched
+    /// faster (222 against 296 ms p50): short batches pad less.
     fn default() -> Self {
         Self {
-            max_rows: 64,
-            attention_budget: 350_000,
+            max_rows: 2,
+            attention_budget: 10_000,
         }
     }
-}
-
-impl Batching {
-    /// Small batches, for the few texts of one search (late interaction's query and its 20
-    /// candidates). One batch of all 21 made the attention buffers of a whole search live at
-    /// once, and the allocator keeps freed pages for its decay time: `engram serve` read
-    /// 245–303 MB right after 50 searches (`cargo bench --bench model_memory`, 2,000
-    /// passages). Batches of at most 2 texts and 10,000 `rows × tokens²` read 143 MB (4 and
-    /// 20,000: 149 MB), and searches got faster (222 against 296 ms p50): short batches pad
-    /// less.
-    pub const SEARCH: Batching = Batching {
-        max_rows: 2,
-        attention_budget: 10_000,
-    };
 }
 
 /// The files a weights folder must hold.
@@ -168,10 +161,9 @@ impl Encoder {
     /// These are what late interaction compares (ColBERT, Khattab & Zaharia, SIGIR 2020:
     /// a query token's best cosine among a passage's tokens, summed over the query's
     /// tokens; see `crate::late`). An empty text has no tokens. Same cost as
-    /// [`embed`](Self::embed) (one model pass per batch, here in [`Batching::SEARCH`]'s small
-    /// batches, as it runs at search time); CPU-bound.
+    /// [`embed`](Self::embed) (one model pass per [`Batching::default`] batch); CPU-bound.
     pub fn token_vectors(&self, texts: &[String]) -> Result<Vec<TokenVectors>, EncoderError> {
-        self.run_batched(texts, Batching::SEARCH, |hidden, _, encodings| {
+        self.run_batched(texts, Batching::default(), |hidden, _, encodings| {
             let hidden = hidden.to_vec3::<f32>().map_err(err)?;
             Ok(hidden
                 .into_iter()
