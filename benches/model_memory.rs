@@ -14,7 +14,7 @@
 //! Then bulk embedding, as an import or a change of model meets it (`MODEL_MEMORY_BULK`
 //! passages, default as many; 0 leaves it out): a second agent on words alone gets the turns
 //! without vectors, is switched to the built-in model over REST, and re-embeds them in the
-//! background in the encoder's throughput batches; memory is sampled every 200 ms until the
+//! background in the encoder's batches; memory is sampled every 200 ms until the
 //! database (read beside the server) holds no passage without a vector.
 
 use engram_mock_llm::{MockLlm, Script};
