@@ -23,6 +23,18 @@ use engram_suite::serve::{Served, env_or};
 use engram_suite::{cli, cli_agent, locomo, model, stdout_ok};
 use std::time::{Duration, Instant};
 
+/// Adds `text` to `agent`'s archival memory over REST (embedded on insert when the agent has
+/// a model).
+async fn add_passage(http: &reqwest::Client, base: &str, agent: &str, text: &str) {
+    let r = http
+        .post(format!("{base}/v1/agents/{agent}/archival-memory"))
+        .json(&serde_json::json!({"text": text}))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+}
+
 fn main() {
     let passages = env_or("MODEL_MEMORY_PASSAGES", 2000);
     let bulk = env_or("MODEL_MEMORY_BULK", passages);
@@ -81,13 +93,7 @@ fn main() {
         let started = Instant::now();
         let mut peak = 0.0f64;
         for (i, text) in turns.iter().enumerate() {
-            let r = http
-                .post(format!("{base}/v1/agents/{agent}/archival-memory"))
-                .json(&serde_json::json!({"text": text}))
-                .send()
-                .await
-                .unwrap();
-            assert!(r.status().is_success(), "{}", r.status());
+            add_passage(&http, base, agent.as_str(), text).await;
             if i == 0 {
                 rows.push((
                     "after the first passage (loaded)".to_owned(),
@@ -153,13 +159,7 @@ fn main() {
         let mut bulk_peak = 0.0f64;
         if bulk > 0 {
             for text in turns.iter().cycle().take(bulk) {
-                let r = http
-                    .post(format!("{base}/v1/agents/{words}/archival-memory"))
-                    .json(&serde_json::json!({"text": text}))
-                    .send()
-                    .await
-                    .unwrap();
-                assert!(r.status().is_success(), "{}", r.status());
+                add_passage(&http, base, &words, text).await;
             }
             bulk_rows.push((
                 format!("{bulk} passages stored without vectors"),

@@ -426,6 +426,21 @@ mod tests {
             .clone()
     }
 
+    /// The candidates a reranker reading `reach` neighbours a side is given for `q`.
+    async fn read_with(
+        store: &Store,
+        agent: &AgentId,
+        q: &PassageQuery,
+        reach: usize,
+    ) -> Vec<Candidate> {
+        let r = Neighbourly {
+            reach,
+            ..Neighbourly::default()
+        };
+        search_passages(store, agent, q, Some(&r)).await.unwrap();
+        r.seen.into_inner().unwrap()
+    }
+
     #[tokio::test]
     async fn a_reranker_that_reads_neighbours_gets_the_passages_around_each_candidate() {
         let (store, agent) = store_with(&[
@@ -434,14 +449,7 @@ mod tests {
             ("a note without the tag", &[]),
             ("the lake was frozen solid", &["chat"]),
         ]);
-        let r = Neighbourly {
-            reach: 1,
-            ..Neighbourly::default()
-        };
-        search_passages(&store, &agent, &query("lake", 5), Some(&r))
-            .await
-            .unwrap();
-        let seen = r.seen.lock().unwrap().clone();
+        let seen = read_with(&store, &agent, &query("lake", 5), 1).await;
         let of = |text: &str| neighbours_of(&seen, text);
         // (Neighbour smoothing admits the turns around a hit as candidates too.)
         assert!(seen.len() >= 2, "{seen:?}");
@@ -456,32 +464,18 @@ mod tests {
             tags: vec!["chat".into()],
             ..query("lake", 5)
         };
-        search_passages(&store, &agent, &tagged, Some(&r))
-            .await
-            .unwrap();
-        let seen = r.seen.lock().unwrap().clone();
+        let seen = read_with(&store, &agent, &tagged, 1).await;
         let of = |text: &str| neighbours_of(&seen, text);
         assert_eq!(
             of("we drove to the lake"),
             ["where did you go last weekend", "the lake was frozen solid"]
         );
         // A reranker that does not ask gets none.
-        let r = Neighbourly::default();
-        search_passages(&store, &agent, &query("lake", 5), Some(&r))
-            .await
-            .unwrap();
-        let seen = r.seen.lock().unwrap().clone();
+        let seen = read_with(&store, &agent, &query("lake", 5), 0).await;
         assert!(seen.len() >= 2, "{seen:?}");
         assert!(seen.iter().all(|c| c.neighbours.is_empty()), "{seen:?}");
         // Two on each side: the neighbours' neighbours too, oldest first.
-        let r = Neighbourly {
-            reach: 2,
-            ..Neighbourly::default()
-        };
-        search_passages(&store, &agent, &query("lake", 5), Some(&r))
-            .await
-            .unwrap();
-        let seen = r.seen.lock().unwrap().clone();
+        let seen = read_with(&store, &agent, &query("lake", 5), 2).await;
         let of = |text: &str| neighbours_of(&seen, text);
         assert_eq!(
             of("we drove to the lake"),
