@@ -65,7 +65,10 @@ try {
     timeoutMsg: 'the first run never finished',
   });
   const before = (await browser.$$('[data-testid="message"][data-role="assistant"]')).length;
-  await (await browser.$('[data-testid="action-regenerate"]')).click();
+  // A message's actions show while the pointer is over it.
+  const regenerate = await browser.$('[data-testid="action-regenerate"]');
+  await regenerate.moveTo();
+  await regenerate.click();
   const dialog = await browser.$('[data-testid="rollback-dialog"]');
   await dialog.waitForDisplayed({ timeout: 10_000 });
   await dialog.$('[data-testid="rollback-block"][data-label="human"]').waitForExist({
@@ -100,6 +103,7 @@ try {
   const savePath = process.env.ENGRAM_TEST_SAVE_PATH;
   if (!savePath) throw new Error('set ENGRAM_TEST_SAVE_PATH to where the export should go');
   await (await browser.$('[data-testid="nav-settings"]')).click();
+  await (await browser.$('[data-testid="settings-nav-transfer"]')).click();
   const save = await browser.$('[data-testid="export-save"]');
   await save.waitForDisplayed({ timeout: 10_000 });
   await save.click();

@@ -1,4 +1,4 @@
-import { agentItem, command, createAgent, ensureProvider, expect, openAgent, openApp, test } from './fixtures';
+import { agentItem, command, createAgent, ensureProvider, expect, openAgent, openApp, openSettings, test } from './fixtures';
 
 test.beforeAll(async () => {
   await ensureProvider();
@@ -192,7 +192,7 @@ test('agent settings, export and import', async ({ page }) => {
   const path = await file.path();
 
   const before = await page.getByTestId('agent-item').count();
-  await page.getByTestId('nav-settings').click();
+  await openSettings(page, 'transfer');
   await page.getByTestId('import-file').setInputFiles(path);
   await expect(page.getByTestId('import-report')).toContainText('Imported 1 agent');
   await expect(page.getByTestId('agent-item')).toHaveCount(before + 1);

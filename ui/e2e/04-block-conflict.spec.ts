@@ -4,7 +4,7 @@ test.beforeAll(async () => {
   await ensureProvider();
 });
 
-// Issue #16: a hand edit started before the agent changed the block is not saved over the
+// A hand edit started before the agent changed the block is not saved over the
 // agent's edit. Save names the version the editor opened; the engine refuses it as stale and
 // the card offers the choice.
 test('a stale save offers a choice instead of overwriting the agent’s edit', async ({ page }) => {

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { ensureProvider, expect, openAgent, openApp, test } from './fixtures';
+import { ensureProvider, expect, openAgent, openApp, openSettings, test } from './fixtures';
 
 // A Letta agent file shaped like today's exports: path labels, skills, documents, MCP tools.
 const fixture = fileURLToPath(new URL('../../tests/fixtures/agent-files/memory_tree_skills_files.af', import.meta.url));
@@ -10,7 +10,7 @@ test.beforeAll(async () => {
 
 test('import today’s Letta material: inactive parts are listed and path labels fold into a tree', async ({ page }) => {
   await openApp(page);
-  await page.getByTestId('nav-settings').click();
+  await openSettings(page, 'transfer');
   await page.getByTestId('import-file').setInputFiles(fixture);
   await expect(page.getByTestId('import-report')).toContainText('Imported 2 agents');
   const inactive = page.getByTestId('import-inactive');

@@ -1,4 +1,4 @@
-import { ensureProvider, engram, expect, openAgent, openApp, test } from './fixtures';
+import { ensureProvider, engram, expect, openAgent, openApp, openSettings, test } from './fixtures';
 
 // Code from an agent file is inert until the user reads it and trusts it (README: "How trust works").
 
@@ -64,7 +64,7 @@ test.beforeAll(async () => {
 
 test('import a file with a tool, see the report, review and trust the tool, and it runs', async ({ page }) => {
   await openApp(page);
-  await page.getByTestId('nav-settings').click();
+  await openSettings(page, 'transfer');
   await page.getByTestId('import-file').setInputFiles({
     name: 'analyst.af',
     mimeType: 'application/json',
@@ -111,7 +111,7 @@ test('import a file with a tool, see the report, review and trust the tool, and 
 test('an untrusted tool is marked on the tools screen and a call of it does not run', async ({ page }) => {
   const file = agentFile().replaceAll('analyze_data', 'summarize_data').replace('"Analyst"', '"Summarizer"');
   await openApp(page);
-  await page.getByTestId('nav-settings').click();
+  await openSettings(page, 'transfer');
   await page.getByTestId('import-file').setInputFiles({ name: 'summarizer.af', mimeType: 'application/json', buffer: Buffer.from(file) });
   await page.getByTestId('import-report-close').click();
   await page.getByTestId('nav-tools').click();
@@ -148,7 +148,7 @@ test("a file's endpoint stays inactive; the agent's base URL is shown and edited
     },
   };
   await openApp(page);
-  await page.getByTestId('nav-settings').click();
+  await openSettings(page, 'transfer');
   await page.getByTestId('import-file').setInputFiles({ name: 'routed.af', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(file)) });
   const report = page.getByTestId('import-report-dialog');
   await expect(report.getByTestId('import-endpoint')).toContainText('http://127.0.0.1:9/v1');

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { command, createAgent, ensureProvider, expect, openAgent, openApp, test } from './fixtures';
+import { command, createAgent, ensureProvider, expect, openAgent, openApp, openSettings, test } from './fixtures';
 
-// Issue #10: cost beside tokens when the model has a price; export from the window (a download
+// Cost beside tokens when the model has a price; export from the window (a download
 // in the browser build) that imports back; import errors beside the picker, naming the file.
 
 test.beforeAll(async () => {
@@ -11,7 +11,7 @@ test.beforeAll(async () => {
 test('a priced model shows what a run and the agent cost', async ({ page }) => {
   await createAgent('Costly');
   await openApp(page);
-  await page.getByTestId('nav-settings').click();
+  await openSettings(page, 'models');
   await page.getByTestId('price-new-model').fill('mock/mock-small');
   await page.getByTestId('price-new-input').fill('2');
   await page.getByTestId('price-new-output').fill('8');
@@ -29,17 +29,21 @@ test('a priced model shows what a run and the agent cost', async ({ page }) => {
   const id = agents.find((a) => a.name === 'Costly')!.id;
   const total = await command<{ prompt_tokens: number; completion_tokens: number; cost_usd: number }>('usage_cost', { agent_id: id });
   expect(total.cost_usd).toBeCloseTo((total.prompt_tokens * 2 + total.completion_tokens * 8) / 1e6, 10);
-  await expect(page.getByTestId('agent-cost')).toBeVisible();
+  // The agent's total is one click away, in its settings (the header stays quiet).
+  await page.getByTestId('agent-settings').click();
+  await expect(page.getByTestId('agent-settings-dialog').getByTestId('agent-cost')).toBeVisible();
+  await page.keyboard.press('Escape');
   // Shown again after a reload, from stored steps.
   await page.reload();
   await openAgent(page, 'Costly');
+  await page.getByTestId('agent-settings').click();
   await expect(page.getByTestId('agent-usage')).toContainText(`${(total.prompt_tokens + total.completion_tokens).toLocaleString('en-US')} tokens`);
 });
 
 test('export an agent from Settings as a download that imports back', async ({ page }) => {
   await createAgent('Export Me');
   await openApp(page);
-  await page.getByTestId('nav-settings').click();
+  await openSettings(page, 'transfer');
   const agents = await command<{ id: string; name: string }[]>('list_agents');
   const id = agents.find((a) => a.name === 'Export Me')!.id;
   await page.getByTestId('export-scope').selectOption(id);
@@ -61,7 +65,7 @@ test('export an agent from Settings as a download that imports back', async ({ p
 test('importing the JSON report says what it is, beside the picker, naming the file', async ({ page }) => {
   await createAgent('Reported');
   await openApp(page);
-  await page.getByTestId('nav-settings').click();
+  await openSettings(page, 'transfer');
   await page.getByTestId('export-format').selectOption('json');
   const download = page.waitForEvent('download');
   await page.getByTestId('export-save').click();

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { createAgent, engram, ensureProvider, expect, openAgent, openApp, test } from './fixtures';
+import { createAgent, engram, ensureProvider, expect, openAgent, openApp, openSettings, test } from './fixtures';
 
 test.beforeAll(async () => {
   await ensureProvider();
@@ -11,7 +11,7 @@ test('add an MCP server in Settings, attach its tool, and see the model call it'
   await openApp(page);
 
   // Settings → MCP servers: a stdio server, then its tools.
-  await page.getByTestId('nav-settings').click();
+  await openSettings(page, 'mcp');
   const settings = page.getByTestId('mcp-settings');
   await settings.getByTestId('mcp-name').fill('files');
   await settings.getByTestId('mcp-command').fill(engram.mockMcp);

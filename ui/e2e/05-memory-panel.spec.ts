@@ -1,7 +1,7 @@
 import { agentItem, command, createAgent, engram, ensureProvider, expect, openAgent, openApp, test } from './fixtures';
 import type { Page } from '@playwright/test';
 
-// Issue #10: block management in the window, the unsaved-edit prompt, undo of an older edit,
+// Block management in the window, the unsaved-edit prompt, undo of an older edit,
 // the compiled context and the model picker — all against the real `engram serve` and the
 // scripted model.
 

@@ -1,6 +1,6 @@
-import { command, createAgent, ensureProvider, expect, openAgent, openApp, test } from './fixtures';
+import { command, createAgent, ensureProvider, expect, openAgent, openApp, openSettings, test } from './fixtures';
 
-// Issue #13: the reranker's switch in the window's settings. A folder that is not there is
+// The reranker's switch in the window's settings. A folder that is not there is
 // refused with a clear error, nothing is stored, and archival search still answers.
 
 test.beforeAll(async () => {
@@ -13,7 +13,7 @@ test('a missing reranker folder is a clear error and search still answers', asyn
   await command('add_passage', { agent_id: id, text: 'The tax report is due on Friday' });
 
   await openApp(page);
-  await page.getByTestId('nav-settings').click();
+  await openSettings(page, 'search');
   const settings = page.getByTestId('rerank-settings');
   await expect(settings.getByTestId('rerank-state')).toHaveText('On: late interaction with the built-in model (no cross-encoder folder set).');
   await settings.getByTestId('rerank-folder').fill('/no/such/reranker');
@@ -24,7 +24,7 @@ test('a missing reranker folder is a clear error and search still answers', asyn
   await expect(settings.getByTestId('rerank-error')).toContainText('is not a full path');
   // Nothing was stored: the engine's state after a reload is what it was.
   await page.reload();
-  await page.getByTestId('nav-settings').click();
+  await openSettings(page, 'search');
   await expect(page.getByTestId('rerank-state')).toHaveText('On: late interaction with the built-in model (no cross-encoder folder set).');
   await expect(page.getByTestId('rerank-folder')).toHaveValue('');
 

@@ -1,7 +1,7 @@
 import { agentItem, command, createAgent, engram, ensureProvider, expect, openAgent, openApp, test } from './fixtures';
 import type { Page } from '@playwright/test';
 
-// Message actions (issue #10): regenerate and edit & resend roll back exactly the replaced
+// Message actions: regenerate and edit & resend roll back exactly the replaced
 // turn's memory edits and passages (asserted through the engine, not only the DOM); diffs and
 // usage lines come from stored data, identical after a reload; a dropped connection says so,
 // keeps the partial reply and offers Retry; copy, delete, new conversation.
@@ -225,7 +225,7 @@ test('copy a reply, delete a message, start a new conversation', async ({ page, 
 
   const reply = page.locator('[data-testid=message][data-role=assistant]').first();
   await reply.getByTestId('action-copy').click();
-  await expect(reply.getByTestId('action-copy')).toHaveText('Copied');
+  await expect(reply.getByTestId('action-copy')).toHaveAccessibleName('Copied');
   expect(await page.evaluate(() => navigator.clipboard.readText())).toBe('Tulips bloom in April.');
 
   const question = page.locator('[data-testid=message][data-role=user]', { hasText: 'and roses?' });
@@ -234,8 +234,13 @@ test('copy a reply, delete a message, start a new conversation', async ({ page, 
   await expect(question).toHaveCount(0);
   expect(await contents(id)).toEqual(['when do tulips bloom?', 'Tulips bloom in April.', 'Roses in June.']);
 
+  await expect(page.getByTestId('context-meter')).not.toContainText('Messages 0');
   await page.getByTestId('new-conversation').click();
   await page.getByTestId('confirm-ok').click();
+  // Seen at once, before anything is said: the divider under the old messages, and a meter
+  // with no messages in the window.
+  await expect(page.getByTestId('window-start')).toBeVisible();
+  await expect(page.getByTestId('context-meter')).toContainText('Messages 0');
   await script([{ type: 'text', text: 'Fresh start.' }]);
   await say(page, 'hello again', 'Fresh start.');
   await expect(page.getByTestId('window-start')).toBeVisible();

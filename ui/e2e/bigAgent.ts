@@ -16,7 +16,13 @@ const MINUTE = 60_000;
  * summary. Made the fast way a user could too: an agent exported by Engram, its history
  * replaced, imported back as an Agent File.
  */
-export async function importBigAgent(name: string, n: number, marks: Record<number, string> = {}): Promise<BigHistory> {
+export async function importBigAgent(
+  name: string,
+  n: number,
+  marks: Record<number, string> = {},
+  /** Long notes (a paragraph each) that reflow when the window's width changes. */
+  opts: { long?: boolean } = {},
+): Promise<BigHistory> {
   const seed = await createAgent(`${name} (seed)`);
   const file = JSON.parse(await command<string>('export_agent', { agent_id: seed })) as {
     agents: { name: string }[];
@@ -44,7 +50,14 @@ export async function importBigAgent(name: string, n: number, marks: Record<numb
   for (let i = 0; messages.length < n; i++) {
     const at = (k: number) => new Date(start + (messages.length + k) * step).toISOString();
     const mark = (text: string) => (marks[messages.length] ? `${text} ${marks[messages.length]}` : text);
-    const said = mark(i === 0 ? 'The very first message of the year.' : `Note ${i}: the garden needs watering on day ${i % 365}.`);
+    const note = `Note ${i}: the garden needs watering on day ${i % 365}.`;
+    const said = mark(
+      i === 0
+        ? 'The very first message of the year.'
+        : opts.long
+          ? `${note} ${'The tomatoes along the south fence want water early, before the sun is on them, and the beans want tying up again. '.repeat(3)}`.trim()
+          : note,
+    );
     const user = i % 7 === 3 ? JSON.stringify({ type: 'user_message', message: said, time: at(0) }) : said;
     messages.push({ ...base, role: 'user', content: user, in_context: false, created_at: at(0) });
     if (i % 10 === 5 && messages.length + 2 < n) {

@@ -65,6 +65,13 @@ export async function openAgent(page: Page, name: string): Promise<void> {
   await expect(page.getByRole('heading', { level: 1, name })).toBeVisible();
 }
 
+/** Opens one section of the settings from the sidebar and its side menu. */
+export async function openSettings(page: Page, section: 'providers' | 'models' | 'search' | 'mcp' | 'transfer' | 'api' | 'about'): Promise<void> {
+  await page.getByTestId('nav-settings').click();
+  await page.getByTestId(`settings-nav-${section}`).click();
+  await expect(page.getByTestId('settings')).toHaveAttribute('data-section', section);
+}
+
 export function agentItem(page: Page, name: string) {
   return page.locator(`[data-testid=agent-item][data-agent-name="${name}"]`);
 }

@@ -45,7 +45,7 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
     const env = { ...process.env, ENGRAM_HOME: join(scratch, 'home'), ENGRAM_SECRETS: 'memory', OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', OPENAI_BASE_URL: '' };
     // New agents search by words here: the specs check the window (counts, lists, rollbacks)
     // against exact expectations, and a semantic search ranks every passage. Ranking by meaning
-    // with the real model is tested in tests/semantic.rs.
+    // with the real model is tested in tests/it/semantic.rs.
     const setup = spawnSync(engramBin, ['embedding', 'default', 'none'], { env, encoding: 'utf8' });
     if (setup.status !== 0) throw new Error(`engram embedding default none: ${setup.stderr}`);
     const engram = spawn(

@@ -171,6 +171,13 @@ describe('takeToken', () => {
     expect(takeToken(location, sessionStorage)).toBe('abc123');
   });
 
+  it('keeps the view named beside the token', () => {
+    history.replaceState(null, '', '/#/settings/mcp?token=xyz');
+    sessionStorage.clear();
+    expect(takeToken(location, sessionStorage)).toBe('xyz');
+    expect(location.hash).toBe('#/settings/mcp');
+  });
+
   it('saves an export as a download named as the engine suggests', async () => {
     const fetch = vi.fn(async () => json({ file_name: 'Sam.af', contents: '{"agents":[]}' }));
     const b = httpBackend({ base: '', token: null, fetch });

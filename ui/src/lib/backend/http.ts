@@ -18,16 +18,21 @@ export interface HttpOptions {
 /**
  * The bearer token: taken once from the URL fragment `#token=…` (the address `engram serve`
  * prints), then kept for this tab in sessionStorage and removed from the address bar so it is
- * not bookmarked or shared by accident.
+ * not bookmarked or shared by accident. A view's address may carry it too
+ * (`#/agent/…?token=…`); the view stays in the address, only the token goes.
  */
 export function takeToken(loc: Location = location, store: Storage = sessionStorage): string | null {
-  const params = new URLSearchParams(loc.hash.replace(/^#/, ''));
+  const hash = loc.hash.replace(/^#/, '');
+  const q = hash.indexOf('?');
+  const [path, query] = !hash.startsWith('/') ? ['', hash] : q >= 0 ? [hash.slice(0, q), hash.slice(q + 1)] : [hash, ''];
+  const params = new URLSearchParams(query);
   const fromUrl = params.get('token');
   if (fromUrl) {
     store.setItem(TOKEN_KEY, fromUrl);
     params.delete('token');
     const rest = params.toString();
-    history.replaceState(history.state, '', loc.pathname + loc.search + (rest ? `#${rest}` : ''));
+    const fragment = path ? path + (rest ? `?${rest}` : '') : rest;
+    history.replaceState(history.state, '', loc.pathname + loc.search + (fragment ? `#${fragment}` : ''));
     return fromUrl;
   }
   return store.getItem(TOKEN_KEY);

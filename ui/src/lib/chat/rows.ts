@@ -8,6 +8,7 @@ export type Row =
   | { kind: 'head'; key: string }
   | { kind: 'date'; key: string; label: string; iso: string }
   | { kind: 'compaction'; key: string; compaction: Compaction }
+  | { kind: 'window-start'; key: string }
   | { kind: 'message'; key: string; message: Message }
   | { kind: 'live'; key: string }
   | { kind: 'error'; key: string };
@@ -70,11 +71,15 @@ export interface RowOptions {
   live: boolean;
   /** Whether an error row goes last. */
   error: boolean;
+  /** Whether the messages reach the newest stored one; then a conversation whose messages
+   *  all left the context window (a new one was started) ends with its divider. */
+  atEnd?: boolean;
 }
 
 /**
  * The list's rows: a date separator before the first message of each local day, a compaction
- * divider after the message it follows (by `seq`), then the live reply and the error, if any.
+ * divider after the message it follows (by `seq`), a "new conversation" divider where the
+ * context window starts again, then the live reply and the error, if any.
  */
 export function buildRows(messages: Message[], compactions: Compaction[], opts: RowOptions): Row[] {
   const rows: Row[] = [];
@@ -84,6 +89,7 @@ export function buildRows(messages: Message[], compactions: Compaction[], opts: 
   let day = '';
   const pending = [...bySeq.values()].sort((a, b) => a.seq - b.seq);
   let next = 0;
+  let prev: Message | null = null;
   for (const m of messages) {
     // Dividers whose message is hidden (a tool result) go before the next shown message.
     while (next < pending.length && pending[next]!.seq < m.seq) {
@@ -95,14 +101,29 @@ export function buildRows(messages: Message[], compactions: Compaction[], opts: 
       day = k;
       rows.push({ kind: 'date', key: `date-${k}`, label: dayLabel(d), iso: m.created_at });
     }
+    // The window starts again after messages outside it: a new conversation, unless a
+    // summary divider already says why they left.
+    if (prev && m.in_context && !prev.in_context && lastBesidesDates(rows)?.kind !== 'compaction') {
+      rows.push({ kind: 'window-start', key: `window-start-${m.id}` });
+    }
     rows.push({ kind: 'message', key: m.id, message: m });
     if (pending[next]?.seq === m.seq) rows.push(divider(pending[next++]!));
+    prev = m;
   }
   // Dividers after the last message shown (which folded hidden messages) close the list.
   if (messages.length > 0) while (next < pending.length) rows.push(divider(pending[next++]!));
+  // A new conversation with nothing said yet.
+  if (opts.atEnd && prev && !prev.in_context && rows.at(-1)?.kind !== 'compaction') {
+    rows.push({ kind: 'window-start', key: 'window-start-end' });
+  }
   if (opts.live) rows.push({ kind: 'live', key: 'live' });
   if (opts.error) rows.push({ kind: 'error', key: 'error' });
   return rows;
+}
+
+function lastBesidesDates(rows: Row[]): Row | undefined {
+  for (let i = rows.length - 1; i >= 0; i--) if (rows[i]!.kind !== 'date') return rows[i];
+  return undefined;
 }
 
 function divider(c: Compaction): Row {

@@ -1,5 +1,6 @@
 import { backend, BackendError } from '../backend';
 import type { Agent, ProviderInfo } from '../backend/types';
+import type { Route, SettingsSection } from './route';
 
 export type View = 'chat' | 'settings' | 'tools';
 
@@ -10,6 +11,8 @@ export class AppState {
   agents = $state<Agent[]>([]);
   selectedId = $state<string | null>(null);
   view = $state<View>('chat');
+  /** The settings section shown (kept while away, so Settings opens where it was left). */
+  section = $state<SettingsSection>('providers');
   providers = $state<ProviderInfo[]>([]);
   loaded = $state(false);
   error = $state<string | null>(null);
@@ -22,10 +25,35 @@ export class AppState {
 
   selected = $derived(this.agents.find((a) => a.id === this.selectedId) ?? null);
 
-  async init(): Promise<void> {
+  /** What is shown, as a route (its address is in the URL). */
+  get route(): Route {
+    if (this.view === 'settings') return { view: 'settings', section: this.section };
+    if (this.view === 'tools') return { view: 'tools' };
+    return { view: 'chat', agentId: this.selectedId };
+  }
+
+  /** Loads agents and providers, then shows `initial` (the address the window opened at),
+   *  else the last agent, else the provider settings when no model is set up yet. */
+  async init(initial: Route | null = null): Promise<void> {
     await Promise.all([this.loadAgents(), this.loadProviders()]);
     this.loaded = true;
-    if (this.providers.length === 0) this.view = 'settings';
+    if (initial) this.show(initial);
+    else if (this.providers.length === 0) this.show({ view: 'settings', section: 'providers' });
+  }
+
+  /** Shows `route`. An agent that is not there (deleted, or from another Engram) leaves the
+   *  selection as it is. */
+  show(route: Route): void {
+    if (route.view === 'settings') {
+      this.section = route.section;
+      this.view = 'settings';
+    } else if (route.view === 'tools') {
+      this.view = 'tools';
+    } else if (route.agentId && this.agents.some((a) => a.id === route.agentId)) {
+      this.select(route.agentId);
+    } else {
+      this.view = 'chat';
+    }
   }
 
   async loadAgents(): Promise<void> {

@@ -60,6 +60,8 @@ export interface ChatHooks {
   memoryChanged?: (block: Block) => string | undefined;
   /** A run ended (refresh the context meter, …). */
   runDone?: () => void;
+  /** The context window changed without a run (a new conversation): re-read the meter. */
+  contextChanged?: () => void;
 }
 
 /** One agent's conversation: stored history, the reply streaming in, and what runs cost. */
@@ -231,20 +233,46 @@ export class ChatState {
 
   /**
    * Opens the conversation at `at` (the start, a message, a date), replacing what is loaded;
-   * the message found is highlighted and scrolled to.
+   * the message found is highlighted and scrolled to. A message already loaded is scrolled to
+   * without reading anything.
    */
   async jumpTo(at: WindowAt): Promise<void> {
+    if (at.kind === 'around' && this.messages.some((m) => m.id === at.id)) {
+      await this.#highlight(at.id);
+      return;
+    }
     try {
       const w = await this.#window(at, at.kind === 'around' || at.kind === 'date' ? 2 * PAGE : PAGE);
       this.#replace(w);
       await this.#loadRuns(w.messages);
-      this.anchor = w.anchor;
-      this.scrollTarget =
-        at.kind === 'start' ? { kind: 'top' } : w.anchor ? { kind: 'message', id: w.anchor } : { kind: 'bottom' };
-      this.jumps++;
+      if (at.kind === 'start' || !w.anchor) {
+        this.scrollTarget = at.kind === 'start' ? { kind: 'top' } : { kind: 'bottom' };
+        this.jumps++;
+      } else {
+        await this.#highlight(w.anchor);
+      }
     } catch (e) {
       this.error = BackendError.from(e);
     }
+  }
+
+  /** Highlights loaded message `id` and asks the list to scroll to it. */
+  async #highlight(id: string): Promise<void> {
+    // Cleared first, so the highlight plays again when the same message is found twice.
+    this.anchor = null;
+    await tick();
+    this.anchor = id;
+    this.scrollTarget = { kind: 'message', id };
+    this.jumps++;
+  }
+
+  /**
+   * Shows the newest messages again, as when the agent is opened: an agent reopens at its
+   * latest message, not where a jump or a long scroll back left it.
+   */
+  async reopen(): Promise<void> {
+    if (this.loading) return;
+    await this.jumpToLatest();
   }
 
   /** Back to the newest messages (reading them again if the loaded run does not reach them). */
@@ -339,10 +367,20 @@ export class ChatState {
     if (this.running) return;
     try {
       await backend().call('reset_messages', { agent_id: this.agentId });
-      await this.load();
     } catch (e) {
       this.error = BackendError.from(e);
+      return;
     }
+    // Shown at once: every message so far is out of the window (the divider goes under them),
+    // and the meter and the compiled context are read again.
+    this.#setMessages(
+      this.messages.map((m) => (m.in_context ? { ...m, in_context: false } : m)),
+      false,
+    );
+    this.scrollTarget = { kind: 'bottom' };
+    this.jumps++;
+    this.#hooks.contextChanged?.();
+    await this.load();
   }
 
   /** The diffs to show under tool call `callId`: stored ones when read back, else live ones. */
@@ -440,7 +478,7 @@ export class ChatState {
       case 'memory_changed': {
         const before = this.#hooks.memoryChanged?.(e.block);
         if (before !== undefined && before !== e.block.value) {
-          // The event names the tool call that made the edit (issue #10: no guessing).
+          // The event names the tool call that made the edit: no guessing.
           const key = e.tool_call_id ?? live.runId ?? 'run';
           this.diffs[key] = [...(this.diffs[key] ?? []), { label: e.block.label, before, after: e.block.value }];
         }

@@ -35,6 +35,7 @@ export class Sessions {
           void memory.loadContext();
           session.archivalVersion++;
         },
+        contextChanged: () => void memory.loadContext(),
       }),
     });
     s = session;

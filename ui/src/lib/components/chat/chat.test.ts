@@ -267,7 +267,7 @@ describe('ChatState history', () => {
   });
 });
 
-describe('Message actions (issue #10)', () => {
+describe('Message actions', () => {
   const appendCall = { id: 'call-1', name: 'core_memory_append', arguments: '{"label":"human","content":"Ann"}' };
   const secondCall = { id: 'call-2', name: 'core_memory_append', arguments: '{"label":"human","content":"tea"}' };
   const stored = () => [

@@ -151,4 +151,32 @@ describe('ToolsView', () => {
     expect(within(item).queryByTestId('tool-try-open')).toBeNull();
     expect(within(item).queryByTestId('tool-review')).toBeNull();
   });
+  it('says the agent\'s tool rules in plain words, and offers "Try it" only for Python tools', async () => {
+    useFakeBackend({
+      list_tools: () => [tool({}), dice],
+      agent_tools: () => [tool({}), dice],
+      get_agent: () => ({
+        blocks: [],
+        ...agent({
+          tool_rules: [
+            { type: 'exit_loop', tool_name: 'core_memory_append' },
+            { type: 'run_first', tool_name: 'roll_dice' },
+            { type: 'max_count_per_step', tool_name: 'roll_dice', max_count_limit: 2 },
+            { type: 'requires_approval', tool_name: 'roll_dice' },
+          ],
+        }),
+      }),
+    });
+    render(ToolsView, { agent: agent() });
+    const [builtin, python] = await screen.findAllByTestId('tool-item');
+    await vi.waitFor(() => expect(within(builtin!).getByTestId('tool-rules')).toHaveTextContent('For Sam, this tool ends the turn.'));
+    expect(within(python!).getByTestId('tool-rules')).toHaveTextContent('For Sam, this tool must run first, runs at most 2 times per message.');
+    // Approval is the switch beside it, not a sentence.
+    expect(within(python!).getByTestId('tool-rules')).not.toHaveTextContent('approval');
+    expect(within(python!).getByTestId('tool-ask-first')).toBeChecked();
+    expect(screen.getByTestId('tool-list')).not.toHaveTextContent('{');
+    // A built-in tool only runs inside an agent's turn: no "Try it" that would always fail.
+    expect(within(builtin!).queryByTestId('tool-try-open')).toBeNull();
+    expect(within(python!).getByTestId('tool-try-open')).toBeInTheDocument();
+  });
 });

@@ -55,6 +55,9 @@ describe('ImportReportDialog', () => {
     expect(within(tool).getByTestId('import-tool-state')).toHaveTextContent('not trusted');
     expect(screen.getByTestId('import-endpoint')).toHaveTextContent('https://evil.example/v1');
     expect(screen.getByTestId('import-report-dialog')).toHaveTextContent('https://evil.example/sse');
+    // Tool rules in plain words, not JSON.
+    expect(screen.getByTestId('import-rule')).toHaveTextContent('task_queue_push_2 ends the turn');
+    expect(screen.getByTestId('import-rule')).not.toHaveTextContent('{');
 
     await userEvent.click(within(tool).getByTestId('import-tool-review'));
     // The source is shown as text, never as markup.

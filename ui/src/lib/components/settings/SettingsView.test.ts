@@ -1,0 +1,71 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { render, screen, within } from '@testing-library/svelte';
+import SettingsView from './SettingsView.svelte';
+import { setBackend } from '../../backend';
+import { useFakeBackend } from '../../../test/fakeBackend';
+import { SETTINGS_SECTIONS } from '../../state/route';
+
+afterEach(() => setBackend(null));
+
+const info = { version: '0.9.0', home: '/home/sam/.engram', rest_api: { enabled: false, url: null } };
+
+function fake() {
+  return useFakeBackend({
+    app_info: () => info,
+    detect_local_providers: () => [],
+    get_default_model: () => 'mock/mock-small',
+    model_prices: () => [],
+    reranker_status: () => ({ enabled: true, dir: null, dir_from_env: false, loaded: false, error: null }) as never,
+    list_mcp_servers: () => [],
+  });
+}
+
+const props = { providers: [], onproviderschange: () => {}, onimported: () => {} };
+
+describe('SettingsView', () => {
+  it('has a side menu with a link to each section, the open one marked', () => {
+    fake();
+    render(SettingsView, { ...props, section: 'mcp' });
+    const menu = screen.getByRole('navigation', { name: 'Settings' });
+    const links = within(menu).getAllByRole('link');
+    expect(links.map((l) => l.textContent)).toEqual([
+      'Providers',
+      'Models & prices',
+      'Search',
+      'MCP servers',
+      'Export & import',
+      'REST API',
+      'About',
+    ]);
+    expect(links.map((l) => l.getAttribute('href'))).toEqual(SETTINGS_SECTIONS.map((s) => `#/settings/${s}`));
+    expect(within(menu).getByRole('link', { current: 'page' })).toHaveTextContent('MCP servers');
+  });
+
+  it('shows one section at a time', async () => {
+    fake();
+    const { rerender } = render(SettingsView, { ...props, section: 'providers' });
+    expect(screen.getByRole('heading', { level: 1, name: 'Model providers' })).toBeInTheDocument();
+    expect(screen.queryByTestId('mcp-settings')).toBeNull();
+
+    const headings: [typeof SETTINGS_SECTIONS[number], string][] = [
+      ['models', 'Models and prices'],
+      ['search', 'Search'],
+      ['mcp', 'MCP servers'],
+      ['transfer', 'Export and import'],
+      ['api', 'REST API'],
+      ['about', 'About Engram'],
+    ];
+    for (const [section, title] of headings) {
+      await rerender({ ...props, section });
+      expect(screen.getAllByRole('heading', { level: 1 }).map((h) => h.textContent)).toEqual([title]);
+      expect(screen.getByTestId('settings')).toHaveAttribute('data-section', section);
+    }
+    expect(await screen.findByTestId('about-version')).toHaveTextContent('0.9.0');
+  });
+
+  it('says the REST API is what a browser window talks through', async () => {
+    fake();
+    render(SettingsView, { ...props, section: 'api' });
+    expect(await screen.findByTestId('rest-state')).toHaveTextContent('this window talks to Engram through it');
+  });
+});
