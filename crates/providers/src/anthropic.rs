@@ -1,7 +1,8 @@
 //! Anthropic's Messages API (`POST {base}/messages`, `x-api-key`, `anthropic-version: 2023-06-01`).
 
-use crate::chat::{self, ChatWire, Emit, call_id_or_minted, f32_to_f64, incomplete, mint_call_id};
+use crate::chat::{self, ChatWire, Emit, f32_to_f64, incomplete};
 use crate::errors::Failure;
+use crate::recover::{self, arguments_text};
 use crate::transport::{Events, SseItem, Transport};
 use crate::types::{
     ChatMessage, ChatModel, ChatRequest, ChatResponse, Delta, ProviderConfig, ProviderError,
@@ -74,7 +75,10 @@ impl ChatModel for AnthropicChat {
         req: &ChatRequest,
         on_delta: &(dyn Fn(Delta) + Send + Sync),
     ) -> Result<ChatResponse, ProviderError> {
-        chat::complete(self, &request_body(req), req.stream, on_delta).await
+        // Anthropic's tool calls are structured blocks, so only their ids and arguments need
+        // checking (Anthropic-compatible servers may repeat or omit ids); text stays as sent.
+        let reply = chat::complete(self, &request_body(req), req.stream, on_delta).await?;
+        Ok(recover::normalise_calls(reply))
     }
 }
 
@@ -204,7 +208,8 @@ fn input_tokens(usage: &Value) -> Option<u64> {
     Some(base + cached)
 }
 
-/// A non-streamed answer. `Err` says what is wrong with the body.
+/// A non-streamed answer as sent: ids may be empty (see [`recover::normalise_calls`]). `Err`
+/// says what is wrong with the body.
 pub(crate) fn parse_response(value: &Value) -> Result<ChatResponse, String> {
     let blocks = value
         .get("content")
@@ -230,17 +235,14 @@ pub(crate) fn parse_response(value: &Value) -> Result<ChatResponse, String> {
                 id: block
                     .get("id")
                     .and_then(|v| v.as_str())
-                    .filter(|s| !s.is_empty())
-                    .map_or_else(mint_call_id, str::to_owned),
+                    .unwrap_or_default()
+                    .to_owned(),
                 name: block
                     .get("name")
                     .and_then(|v| v.as_str())
                     .unwrap_or_default()
                     .to_owned(),
-                arguments: block
-                    .get("input")
-                    .map(Value::to_string)
-                    .unwrap_or_else(|| "{}".to_owned()),
+                arguments: arguments_text(block.get("input")),
             }),
             _ => {}
         }
@@ -376,7 +378,8 @@ impl StreamState {
         }
     }
 
-    /// The accumulated answer. Tool arguments are the streamed JSON text as sent.
+    /// The accumulated answer as sent (as [`parse_response`]). Tool arguments are the streamed
+    /// JSON text as sent.
     fn finish(self) -> ChatResponse {
         ChatResponse {
             content: self.content,
@@ -385,7 +388,7 @@ impl StreamState {
                 .calls
                 .into_iter()
                 .map(|c| ToolCall {
-                    id: call_id_or_minted(c.id),
+                    id: c.id,
                     name: c.name,
                     arguments: if c.json.is_empty() {
                         c.initial.to_string()

@@ -1,7 +1,7 @@
 //! What every chat wire format does alike: one call, streamed or not; retrying a stream only
 //! until its first delta reached the caller; taking a whole JSON answer when a server ignores
-//! `stream: true`; minting ids for tool calls that came without one. The formats (`openai`,
-//! `anthropic`) say only what differs: the path, how an answer body parses, how a stream reads.
+//! `stream: true`. The formats (`openai`, `anthropic`) say only what differs: the path, how an
+//! answer body parses, how a stream reads, and how much of `recover` their replies need.
 
 use crate::errors::{ErrorContext, Failure};
 use crate::retry::with_retries;
@@ -22,11 +22,13 @@ pub(crate) trait ChatWire: Sync {
     /// The client bound to the provider.
     fn transport(&self) -> &Transport;
 
-    /// A whole (non-streamed) answer. `Err` says what is wrong with the body.
+    /// A whole (non-streamed) answer, as the server sent it (tool-call ids may be empty; the
+    /// model's `complete` applies `recover`). `Err` says what is wrong with the body.
     fn parse_response(value: &Value) -> Result<ChatResponse, String>;
 
-    /// Reads an event stream to its end, passing text and reasoning pieces to `emit`. A stream
-    /// that stops before the format's end marker is an error (see [`incomplete`]).
+    /// Reads an event stream to its end, passing text and reasoning pieces to `emit`, and
+    /// returns the answer as the server sent it (as `parse_response`). A stream that stops
+    /// before the format's end marker is an error (see [`incomplete`]).
     fn read_stream<'a>(
         &'a self,
         events: Events<'a>,
@@ -95,16 +97,6 @@ pub(crate) fn incomplete(ctx: &ErrorContext) -> Failure {
     Failure::fatal(ctx.dropped("the stream ended before the answer was complete"))
 }
 
-/// A fresh tool-call id (`call_<uuid v4>`) for servers that send none.
-pub(crate) fn mint_call_id() -> String {
-    format!("call_{}", uuid::Uuid::new_v4())
-}
-
-/// `id` as sent, or a minted one when the server sent an empty one.
-pub(crate) fn call_id_or_minted(id: String) -> String {
-    if id.is_empty() { mint_call_id() } else { id }
-}
-
 /// `0.7f32` as `0.7`, not `0.699999988079071` (temperatures go on the wire as JSON numbers).
 pub(crate) fn f32_to_f64(x: f32) -> f64 {
     x.to_string().parse().unwrap_or(f64::from(x))
@@ -117,9 +109,5 @@ mod tests {
     #[test]
     fn small_helpers_keep_their_wire_meaning() {
         assert_eq!(f32_to_f64(0.7), 0.7);
-        assert_eq!(call_id_or_minted("a".into()), "a");
-        let minted = call_id_or_minted(String::new());
-        assert!(minted.starts_with("call_") && minted.len() > 30);
-        assert_ne!(mint_call_id(), mint_call_id());
     }
 }

@@ -207,7 +207,7 @@ impl ErrorContext {
             let mut source = std::error::Error::source(err);
             let mut why = String::from("redirect not followed");
             while let Some(s) = source {
-                if let Some(r) = s.downcast_ref::<crate::transport::CrossOriginRedirect>() {
+                if let Some(r) = s.downcast_ref::<CrossOriginRedirect>() {
                     why = r.to_string();
                 }
                 source = s.source();
@@ -265,7 +265,7 @@ impl ErrorContext {
     }
 
     /// The connection broke in the middle of an answer (the server died, was restarted or
-    /// closed the stream early): said as such, not as an unreadable answer (issue #10). The
+    /// closed the stream early): said as such, not as an unreadable answer. The
     /// loop keeps the part of the reply that arrived; `what` is the transport's detail.
     pub fn dropped(&self, what: &str) -> ProviderError {
         ProviderError::new(
@@ -445,6 +445,18 @@ fn secs(d: Duration) -> String {
         format!("{s:.1}")
     }
 }
+
+/// Why a redirect was not followed (the target's scheme and host, or "too many redirects").
+#[derive(Debug)]
+pub(crate) struct CrossOriginRedirect(pub(crate) String);
+
+impl std::fmt::Display for CrossOriginRedirect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "redirect to {} not followed", self.0)
+    }
+}
+
+impl std::error::Error for CrossOriginRedirect {}
 
 #[cfg(test)]
 mod tests {

@@ -23,7 +23,8 @@
 //! Modules: `openai` and `anthropic` (wire mapping and stream assembly), `chat` (what both do
 //! alike: the call, stream retries, the non-streamed fallback), `embeddings`, `models`
 //! (`GET /models`), `transport` (HTTP client, timeouts, SSE), `retry` (backoff), `errors`
-//! (classification and advice).
+//! (classification and advice), `recover` (making a real model's reply well-formed: `<think>`
+//! sections to reasoning, tool calls written into the text recovered, arguments and ids fixed).
 
 mod anthropic;
 mod chat;
@@ -31,6 +32,7 @@ mod embeddings;
 mod errors;
 mod models;
 mod openai;
+mod recover;
 mod retry;
 mod transport;
 mod types;

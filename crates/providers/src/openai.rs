@@ -1,8 +1,11 @@
 //! OpenAI Chat Completions (`POST {base}/chat/completions`), spoken by OpenAI and by every
-//! OpenAI-compatible server (Ollama, LM Studio, vLLM, llama.cpp server, OpenRouter).
+//! OpenAI-compatible server (Ollama, LM Studio, vLLM, llama.cpp server, OpenRouter). Every
+//! reply goes through [`recover::normalise`], as local models behind these servers often leave
+//! their thinking and tool calls in the text.
 
-use crate::chat::{self, ChatWire, Emit, call_id_or_minted, f32_to_f64, incomplete, mint_call_id};
+use crate::chat::{self, ChatWire, Emit, f32_to_f64, incomplete};
 use crate::errors::Failure;
+use crate::recover::{self, arguments_text};
 use crate::transport::{Events, SseItem, Transport};
 use crate::types::{
     ChatMessage, ChatModel, ChatRequest, ChatResponse, Delta, ProviderConfig, ProviderError,
@@ -77,13 +80,14 @@ impl ChatModel for OpenAiChat {
         req: &ChatRequest,
         on_delta: &(dyn Fn(Delta) + Send + Sync),
     ) -> Result<ChatResponse, ProviderError> {
-        chat::complete(
+        let reply = chat::complete(
             self,
             &request_body(req, self.official),
             req.stream,
             on_delta,
         )
-        .await
+        .await?;
+        Ok(recover::normalise(reply, &req.tools))
     }
 }
 
@@ -176,7 +180,8 @@ fn message(m: &ChatMessage) -> Value {
     }
 }
 
-/// A non-streamed answer. `Err` says what is wrong with the body.
+/// A non-streamed answer as sent: ids may be empty, arguments are raw (see
+/// [`recover::normalise`]). `Err` says what is wrong with the body.
 pub(crate) fn parse_response(value: &Value) -> Result<ChatResponse, String> {
     let choice = value
         .get("choices")
@@ -199,14 +204,14 @@ pub(crate) fn parse_response(value: &Value) -> Result<ChatResponse, String> {
                         id: c
                             .get("id")
                             .and_then(|v| v.as_str())
-                            .filter(|s| !s.is_empty())
-                            .map_or_else(mint_call_id, str::to_owned),
+                            .unwrap_or_default()
+                            .to_owned(),
                         name: function
                             .get("name")
                             .and_then(|v| v.as_str())
                             .unwrap_or_default()
                             .to_owned(),
-                        arguments: raw_arguments(function.get("arguments")),
+                        arguments: arguments_text(function.get("arguments")),
                     }
                 })
                 .collect()
@@ -235,16 +240,6 @@ fn text_of(v: Option<&Value>) -> Option<String> {
         _ => return None,
     };
     (!text.is_empty()).then_some(text)
-}
-
-/// Arguments as raw text: the string as sent (even if it is not JSON), or an object some
-/// servers send unencoded, serialised.
-fn raw_arguments(v: Option<&Value>) -> String {
-    match v {
-        Some(Value::String(s)) => s.clone(),
-        None | Some(Value::Null) => String::new(),
-        Some(other) => other.to_string(),
-    }
 }
 
 /// `{"prompt_tokens", "completion_tokens"}`.
@@ -354,12 +349,12 @@ impl StreamState {
         }
         match function.get("arguments") {
             Some(Value::String(piece)) => call.arguments.push_str(piece),
-            Some(v @ Value::Object(_)) => call.arguments = v.to_string(),
+            v @ Some(Value::Object(_)) => call.arguments = arguments_text(v),
             _ => {}
         }
     }
 
-    /// The accumulated answer; calls without an id get a minted one.
+    /// The accumulated answer as sent (as [`parse_response`]).
     pub fn finish(self) -> ChatResponse {
         ChatResponse {
             content: self.content,
@@ -368,7 +363,7 @@ impl StreamState {
                 .calls
                 .into_iter()
                 .map(|c| ToolCall {
-                    id: call_id_or_minted(c.id),
+                    id: c.id,
                     name: c.name,
                     arguments: c.arguments,
                 })
@@ -509,6 +504,8 @@ mod tests {
         s.apply(&json!({"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"f","arguments":"{}"}}]}}]}), &emit);
         s.apply(&json!({"choices":[{"delta":{"tool_calls":[{"index":1,"function":{"name":"g","arguments":"{}"}}]}}]}), &emit);
         let r = s.finish();
+        assert_eq!(r.tool_calls.len(), 2, "no id, yet two calls by index");
+        let r = recover::normalise(r, &[]);
         assert!(
             r.tool_calls
                 .iter()
@@ -534,7 +531,7 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(r.tool_calls[0].arguments, "{\"label\": \"human\", ");
-        assert!(r.tool_calls[0].id.starts_with("call_"));
+        assert_eq!(r.tool_calls[0].id, "", "ids are minted by `recover`");
         assert_eq!(r.reasoning.as_deref(), Some("think"));
         assert_eq!(r.content, "");
         assert!(parse_response(&json!({"nope": 1})).is_err());

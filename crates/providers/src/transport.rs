@@ -1,7 +1,7 @@
 //! One provider's HTTP side: the client with its timeouts and auth headers, sending with error
 //! classification, reading bodies and server-sent events with the idle limit.
 
-use crate::errors::{ErrorContext, Failure};
+use crate::errors::{CrossOriginRedirect, ErrorContext, Failure};
 use crate::retry;
 use crate::types::{ProviderConfig, ProviderError, ProviderKind, RetryPolicy};
 use engram_core::error::ProviderFault;
@@ -110,18 +110,6 @@ fn same_origin_redirects() -> reqwest::redirect::Policy {
         }
     })
 }
-
-/// Why a redirect was not followed (the target's scheme and host, or "too many redirects").
-#[derive(Debug)]
-pub(crate) struct CrossOriginRedirect(pub(crate) String);
-
-impl std::fmt::Display for CrossOriginRedirect {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "redirect to {} not followed", self.0)
-    }
-}
-
-impl std::error::Error for CrossOriginRedirect {}
 
 impl Transport {
     /// A transport for `config`. Fails only when the HTTP client cannot be built.

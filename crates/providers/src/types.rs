@@ -100,17 +100,37 @@ pub struct TokenUsage {
 /// The complete answer of one call (also when streamed: the accumulated result).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ChatResponse {
-    /// Reply text (may be empty).
+    /// Reply text (may be empty). From OpenAI-compatible servers, without the `<think>`
+    /// sections and tool calls a local model may write into it.
     pub content: String,
-    /// Reasoning text, when the provider separates it.
+    /// Reasoning text, when the provider separates it or (OpenAI-compatible servers) the model
+    /// wrote it in `<think>` tags.
     pub reasoning: Option<String>,
-    /// Tool calls in the order the model gave them. Arguments are raw JSON text, possibly
-    /// malformed; ids are the provider's (or minted when a server omits them).
+    /// Tool calls in the order the model gave them (or recovered from the text, when a local
+    /// model wrote them there). Arguments are JSON text, `{}` when none were given, otherwise as
+    /// the model wrote them, possibly malformed; ids are the provider's, or minted when a server
+    /// omits or repeats them, so each is unique within the reply.
     pub tool_calls: Vec<ToolCall>,
-    /// `stop`, `tool_calls`, `length`… as the provider said.
+    /// `stop`, `tool_calls`, `length`… as the provider said; `tool_calls` when calls were
+    /// recovered from the text (unless it was `length`).
     pub finish_reason: Option<String>,
     /// Usage, when the provider reports it.
     pub usage: Option<TokenUsage>,
+}
+
+impl ChatResponse {
+    /// True when the reply says nothing: no content (or only whitespace), no reasoning (or
+    /// only whitespace) and no tool calls. Small models sometimes stop at once; the loop can
+    /// tell such a reply from a real one and retry or report it. Finish reason and usage do
+    /// not count.
+    pub fn is_empty(&self) -> bool {
+        self.content.trim().is_empty()
+            && self
+                .reasoning
+                .as_deref()
+                .is_none_or(|r| r.trim().is_empty())
+            && self.tool_calls.is_empty()
+    }
 }
 
 /// A provider failure, classified so the loop can decide what to do (compact on
@@ -154,7 +174,9 @@ impl From<ProviderError> for engram_core::Error {
 #[async_trait]
 pub trait ChatModel: Send + Sync {
     /// Runs one completion. Streamed pieces go to `on_delta` as they arrive (only when
-    /// `req.stream`); the accumulated answer is returned either way.
+    /// `req.stream`); the accumulated answer is returned either way. Pieces are the server's
+    /// text as sent; the answer is made well-formed (see [`ChatResponse`]), so a local model's
+    /// `<think>` or `<tool_call>` text may show in the pieces but not in the answer.
     async fn complete(
         &self,
         req: &ChatRequest,

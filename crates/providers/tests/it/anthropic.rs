@@ -166,7 +166,7 @@ async fn context_length_and_garbage() {
     for stream in [false, true] {
         mock.push(Reply::Garbage);
         let e = model.complete(&request(stream), &|_| {}).await.unwrap_err();
-        // A stream that breaks off mid-chunk is a dropped connection (issue #10).
+        // A stream that breaks off mid-chunk is a dropped connection.
         let expected = if stream {
             ProviderFault::Unreachable
         } else {

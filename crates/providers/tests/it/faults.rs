@@ -259,7 +259,7 @@ async fn garbage_is_a_bad_response() {
     for stream in [false, true] {
         mock.push(Reply::Garbage);
         let e = model.complete(&request(stream), &|_| {}).await.unwrap_err();
-        // A stream that breaks off mid-chunk is a dropped connection (issue #10).
+        // A stream that breaks off mid-chunk is a dropped connection.
         let expected = if stream {
             ProviderFault::Unreachable
         } else {
@@ -373,7 +373,7 @@ async fn a_stream_broken_off_after_headers_says_the_connection_dropped() {
     let e = call_into(config(ProviderKind::OpenAi, &base), true, &deltas)
         .await
         .unwrap_err();
-    // Issue #10 (defect 7): said as a dropped connection, not as an unreadable answer.
+    // Said as a dropped connection, not as an unreadable answer.
     assert_eq!(e.fault, ProviderFault::Unreachable, "{e}");
     assert!(
         e.message.contains("dropped in the middle of the answer"),

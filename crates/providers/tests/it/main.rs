@@ -5,4 +5,5 @@ mod anthropic;
 mod embeddings;
 mod faults;
 mod openai;
+mod recover;
 mod support;
