@@ -84,9 +84,11 @@ impl Backend {
 /// The keychain is chosen on first use and kept for the life of the store. On Linux the Secret
 /// Service is preferred; the kernel keyring is used when the Secret Service cannot be reached (no
 /// D-Bus session, no keyring daemon) or has no usable collection, and only if a test key round-trips
-/// through it. Kernel keys live in memory and are forgotten at reboot. When neither answers, every
-/// call fails with [`Error::Secrets`] explaining how to get a keychain, and the choice is retried on
-/// the next call.
+/// through it. Kernel keys live in memory and are forgotten at reboot. When neither answers, there
+/// is no keychain on this machine, so nothing can be stored in one: reads find no secret and
+/// deletes have nothing to delete (a keyless local server or an MCP server without secrets works
+/// without a keychain), while a write fails with [`Error::Secrets`] explaining how to get a
+/// keychain. The choice is retried on the next call.
 ///
 /// Calls block (D-Bus round trips, possibly an unlock prompt) and are serialized process-wide; async
 /// callers use `tokio::task::spawn_blocking`.
@@ -94,6 +96,8 @@ impl Backend {
 pub struct KeyringStore {
     service: String,
     backend: OnceLock<Backend>,
+    /// Why no keychain may be chosen, when this store stands for a machine without one.
+    none: Option<String>,
 }
 
 impl Default for KeyringStore {
@@ -110,6 +114,16 @@ impl KeyringStore {
         Self {
             service: service.into(),
             backend: OnceLock::new(),
+            none: None,
+        }
+    }
+
+    /// A store that finds no keychain to choose, as on a machine without one (`reason` says
+    /// why, in its errors): for tests of that set-up through the same code paths.
+    pub fn without_keychain(service: impl Into<String>, reason: &str) -> Self {
+        Self {
+            none: Some(reason.to_owned()),
+            ..Self::new(service)
         }
     }
 
@@ -135,7 +149,11 @@ impl KeyringStore {
         if let Some(backend) = self.backend.get() {
             return Ok(*backend);
         }
-        match choose_backend(&self.service) {
+        let chosen = match &self.none {
+            Some(reason) => Err(reason.clone()),
+            None => choose_backend(&self.service),
+        };
+        match chosen {
             Ok(backend) => {
                 tracing::debug!(service = %self.service, backend = backend.describe(), "keychain chosen");
                 Ok(*self.backend.get_or_init(|| backend))
@@ -143,6 +161,18 @@ impl KeyringStore {
             Err(reason) => Err(Error::Secrets(format!(
                 "no keychain available: {NO_KEYCHAIN_ADVICE} ({reason})"
             ))),
+        }
+    }
+
+    /// The chosen keychain, or `None` when this machine has none (logged once per store, at
+    /// debug level: having no keychain is normal for a keyless set-up, and writes say it loudly).
+    fn backend_if_any(&self) -> Option<Backend> {
+        match self.backend() {
+            Ok(backend) => Some(backend),
+            Err(e) => {
+                tracing::debug!(service = %self.service, error = %e, "no keychain: nothing stored");
+                None
+            }
         }
     }
 
@@ -206,7 +236,9 @@ impl KeyringStore {
 impl SecretStore for KeyringStore {
     fn get(&self, name: &str) -> Result<Option<SecretString>> {
         check_name(name)?;
-        let backend = self.backend()?;
+        let Some(backend) = self.backend_if_any() else {
+            return Ok(None);
+        };
         let entry = self.entry(backend, name, "read")?;
         tracing::debug!(service = %self.service, name, "keychain get");
         let result = {
@@ -235,7 +267,9 @@ impl SecretStore for KeyringStore {
 
     fn delete(&self, name: &str) -> Result<()> {
         check_name(name)?;
-        let backend = self.backend()?;
+        let Some(backend) = self.backend_if_any() else {
+            return Ok(());
+        };
         let entry = self.entry(backend, name, "delete")?;
         tracing::debug!(service = %self.service, name, "keychain delete");
         let result = {
@@ -430,5 +464,22 @@ mod tests {
             store.backend.get().is_none(),
             "validation must not probe the keychain"
         );
+    }
+
+    #[test]
+    fn without_a_keychain_reads_find_nothing_and_writes_say_what_to_do() {
+        let store = KeyringStore::without_keychain("engram-test", "no keychain in this test");
+        assert!(matches!(store.get("provider:local"), Ok(None)));
+        assert!(store.delete("provider:local").is_ok());
+        let err = store
+            .set("provider:openai", &SecretString::from("sk-secret-value"))
+            .unwrap_err();
+        let Error::Secrets(message) = err else {
+            panic!("expected a keychain error, got {err:?}");
+        };
+        assert!(message.contains("no keychain available"), "{message}");
+        assert!(message.contains("no keychain in this test"), "{message}");
+        assert!(!message.contains("sk-secret-value"), "{message}");
+        assert!(store.backend_name().is_err());
     }
 }

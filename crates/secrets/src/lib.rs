@@ -34,7 +34,9 @@ pub use secrecy::{ExposeSecret, SecretString};
 pub const DEFAULT_SERVICE: &str = "engram";
 
 /// Environment variable that picks the store of [`default_store`]: `memory` selects an in-memory
-/// store (headless tests, CI without a keychain); unset or `keychain` selects the OS keychain.
+/// store (headless tests, CI without a keychain); `none` behaves as a machine without any
+/// keychain (the OS keychain store with no keychain to choose, for tests of that set-up); unset or
+/// `keychain` selects the OS keychain.
 pub const STORE_SELECTOR_VAR: &str = "ENGRAM_SECRETS";
 
 /// A place that keeps named secrets.
@@ -93,9 +95,16 @@ fn store_for(selector: Option<&str>) -> Arc<dyn SecretStore> {
             tracing::info!("{STORE_SELECTOR_VAR}=memory: secrets are kept in memory only");
             Arc::new(EnvOverride::new(MemoryStore::default()))
         }
+        Some(s) if s.eq_ignore_ascii_case("none") => {
+            tracing::info!("{STORE_SELECTOR_VAR}=none: acting as a machine without a keychain");
+            Arc::new(EnvOverride::new(KeyringStore::without_keychain(
+                DEFAULT_SERVICE,
+                &format!("{STORE_SELECTOR_VAR}=none"),
+            )))
+        }
         Some(s) if !s.is_empty() && !s.eq_ignore_ascii_case("keychain") => {
             tracing::warn!(
-                "unknown {STORE_SELECTOR_VAR}={s:?} (expected `memory` or `keychain`); using the OS keychain"
+                "unknown {STORE_SELECTOR_VAR}={s:?} (expected `memory`, `none` or `keychain`); using the OS keychain"
             );
             Arc::new(EnvOverride::new(KeyringStore::new(DEFAULT_SERVICE)))
         }

@@ -105,8 +105,18 @@ pub(crate) fn check_new(new: &NewMcpServer) -> Result<McpTransport> {
 /// Reads a server's secrets and builds what the hub needs. Blocking (keychain).
 fn spec_of(secrets: &dyn SecretStore, server: &McpServer) -> Result<ServerSpec> {
     let launch = match &server.transport {
-        McpTransport::Stdio { command, args, .. } => {
-            let env: BTreeMap<String, String> = match secrets.get(&env_secret(&server.id))? {
+        McpTransport::Stdio {
+            command,
+            args,
+            env_keys,
+        } => {
+            // A server without environment values has nothing in the keychain to read.
+            let stored = if env_keys.is_empty() {
+                None
+            } else {
+                secrets.get(&env_secret(&server.id))?
+            };
+            let env: BTreeMap<String, String> = match stored {
                 Some(s) => serde_json::from_str(s.expose_secret()).unwrap_or_default(),
                 None => BTreeMap::new(),
             };
