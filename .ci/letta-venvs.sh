@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The letta-client SDK virtualenvs the tests drive (tests/letta_client.rs), one per SDK version
+# The letta-client SDK virtualenvs the tests drive (tests/it/letta_client.rs), one per SDK version
 # named there, made before any test starts and kept outside the clone. Idempotent: a venv whose
 # marker is there is left alone. Uses the same lock file and marker as the test's own fallback, so
 # a test started by hand meanwhile waits instead of racing. Prints the folder; the tests find it
@@ -8,8 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root="${ENGRAM_LETTA_VENVS:-/var/tmp/engram-venvs}"
 mkdir -p "$root"
-versions=$(sed -n 's/^const SDK_[0-9_]*: &str = "\([^"]*\)";/\1/p' tests/letta_client.rs)
-[ -n "$versions" ] || { echo "letta-venvs: no SDK versions found in tests/letta_client.rs" >&2; exit 1; }
+versions=$(sed -n 's/^const SDK_[0-9_]*: &str = "\([^"]*\)";/\1/p' tests/it/letta_client.rs)
+[ -n "$versions" ] || { echo "letta-venvs: no SDK versions found in tests/it/letta_client.rs" >&2; exit 1; }
 for v in $versions; do
   (
     flock 9

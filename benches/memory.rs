@@ -4,7 +4,7 @@
 //! Drives a real `engram serve` process over REST the way a long day does — agents chatting
 //! with the scripted model, archival inserts, then a round of Agent File exports of every
 //! agent — and reads the server's resident set (`VmRSS` in `/proc/<pid>/status`) at start,
-//! after the chats, right after the exports, and after it has sat idle. Issue #18's target:
+//! after the chats, right after the exports, and after it has sat idle. The target:
 //! idle RSS ≤ 40 MB after the work. `MEMORY_BENCH_TURNS` / `MEMORY_BENCH_PASSAGES` /
 //! `MEMORY_BENCH_IDLE_SECS` scale it.
 

@@ -1,4 +1,4 @@
-//! Memory of `engram serve` with the built-in embedding model, as a user meets it (issue #13's
+//! Memory of `engram serve` with the built-in embedding model, as a user meets it (the
 //! target: ≤ 40 MB unloaded, ≤ 150 MB loaded): `cargo bench --bench model_memory` (release;
 //! build `cargo build --release -p engram-cli` first; the weights come from
 //! `ENGRAM_LOCAL_MODEL_DIR`, see `.ci/fetch-model.sh`).

@@ -1,7 +1,7 @@
 //! Search at scale, as a report: `cargo bench --bench search_scale`.
 //!
-//! For each size in `ENGRAM_SCALE_SIZES` (passages, comma-separated; default `100000`; the
-//! issue's second size is `100000,1000000`, which takes several minutes and about 3 GB of disk
+//! For each size in `ENGRAM_SCALE_SIZES` (passages, comma-separated; default `100000`;
+//! `100000,1000000` adds a million, which takes several minutes and about 3 GB of disk
 //! in the temp dir) one agent gets that many passages written straight through the store's
 //! batch insert: 12-word sentences over a 20,000-word Zipf-skewed vocabulary (as
 //! `benches/engine.rs`) with 384-dimensional *hashed* vectors (each word a fixed pseudo-random

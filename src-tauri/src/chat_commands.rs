@@ -1,9 +1,9 @@
 //! Joining a run already in flight after a reload (`attach_run`, same name and arguments as
 //! `/app/attach_run`), and forwarding a run's events to the window's channel.
 
-use crate::Desktop;
-use crate::commands::Args;
+use crate::args::Args;
 use crate::error::IpcResult;
+use crate::state::Desktop;
 use engram_core::RunEvent;
 use engram_service::Run;
 use engram_service::commands::AttachRunArgs;

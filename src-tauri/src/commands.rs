@@ -8,41 +8,20 @@
 //! Tauri's ACL has already checked the command against the capability file when the handler
 //! runs, so dispatching by name allows nothing the window could not call before.
 
-use crate::Desktop;
+use crate::args::{Args, invalid};
 use crate::error::{IpcError, IpcResult};
+use crate::state::Desktop;
 use engram_core::commands::CommandKind;
 use engram_core::{Error, RunEvent};
 use engram_service::commands::{self, Caller, CommandDef, SetRestApiArgs};
 use engram_service::{Engram, RestApiStatus};
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::str::FromStr;
 use std::sync::Arc;
 use tauri::ipc::{
-    Channel, CommandArg, CommandItem, Invoke, InvokeBody, InvokeError, InvokeResponseBody,
-    JavaScriptChannelId,
+    Channel, Invoke, InvokeBody, InvokeError, InvokeResponseBody, JavaScriptChannelId,
 };
 use tauri::{Manager, Runtime, State};
-
-/// A command's arguments as one of the service's argument structs: the whole JSON object the
-/// window sent (`invoke(name, {agent_id, …})`), parsed at once.
-pub struct Args<T>(pub T);
-
-impl<'de, R: Runtime, T: DeserializeOwned> CommandArg<'de, R> for Args<T> {
-    fn from_command(command: CommandItem<'de, R>) -> Result<Self, InvokeError> {
-        let parsed = match command.message.payload() {
-            InvokeBody::Json(v) => T::deserialize(v).map_err(|e| e.to_string()),
-            InvokeBody::Raw(_) => Err("expected a JSON object of arguments".to_owned()),
-        };
-        parsed
-            .map(Args)
-            .map_err(|e| invalid(format!("{}: {e}", command.name)))
-    }
-}
-
-fn invalid(message: String) -> InvokeError {
-    InvokeError::from(IpcError::from(Error::invalid(message)))
-}
 
 /// The invoke handler: the service's calls and runs by name, then the shell's own commands.
 pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'static {

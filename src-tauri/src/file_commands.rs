@@ -7,9 +7,9 @@
 //! one) take the path the dialog would return from `ENGRAM_TEST_SAVE_PATH` /
 //! `ENGRAM_TEST_OPEN_PATH` when set; release builds never read them.
 
-use crate::Desktop;
-use crate::commands::Args;
+use crate::args::Args;
 use crate::error::IpcResult;
+use crate::state::Desktop;
 use engram_core::Error;
 use engram_service::commands::ExportAgentsArgs;
 use engram_service::{ExportFormat, ImportReport};

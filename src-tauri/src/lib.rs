@@ -8,12 +8,16 @@
 //! One process owns the database (single-instance plugin); the data directory is the
 //! engine's (`ENGRAM_HOME`, else the platform data dir).
 
+mod args;
 pub mod chat_commands;
 pub mod commands;
 pub mod error;
 pub mod file_commands;
 pub mod rest;
 pub mod search_commands;
+mod state;
+
+pub use state::Desktop;
 
 use engram_service::{Engram, Notice};
 use std::sync::Arc;
@@ -21,15 +25,6 @@ use tauri::{Emitter, Manager, Runtime};
 
 /// The event the window listens to for [`Notice`]s.
 pub const NOTICE_EVENT: &str = "engram://notice";
-
-/// The shell's managed state. `engram` is an `Arc` because the REST API server, when switched
-/// on, serves the same engine from its own task.
-pub struct Desktop {
-    /// The engine.
-    pub engram: Arc<Engram>,
-    /// The local REST API, when the user switched it on.
-    pub rest: rest::RestApi,
-}
 
 /// The app with its commands and state, without the window or the plugins that need a real
 /// desktop — shared by [`run`] and the headless tests (`tauri::test::mock_builder`).

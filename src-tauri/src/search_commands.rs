@@ -5,8 +5,8 @@
 //! Native dialogs cannot be driven by WebDriver, so debug builds take the folder the dialog
 //! would return from `ENGRAM_TEST_OPEN_DIR` when set; release builds never read it.
 
-use crate::Desktop;
 use crate::error::IpcResult;
+use crate::state::Desktop;
 use engram_core::Error;
 use engram_service::RerankerStatus;
 use tauri::{AppHandle, Manager, Runtime, State};

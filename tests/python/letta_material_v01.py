@@ -2,7 +2,7 @@
 path-like block labels, tags and counts, message modify / search / reset, passage modify,
 block attach / detach, and an agent file with skills, documents and sleep-time tools.
 
-Run by tests/letta_client.rs with ENGRAM_URL and ENGRAM_TOKEN set (scripted model behind it).
+Run by tests/it/letta_client.rs with ENGRAM_URL and ENGRAM_TOKEN set (scripted model behind it).
 """
 
 import json

@@ -1,6 +1,6 @@
 """The Letta tutorial flow with letta-client 0.1.x (Fern SDK) against `engram serve`.
 
-Run by tests/letta_client.rs with ENGRAM_URL and ENGRAM_TOKEN set; the model behind the server
+Run by tests/it/letta_client.rs with ENGRAM_URL and ENGRAM_TOKEN set; the model behind the server
 is Engram's scripted mock (it answers like a memory agent). Calls are written as in the
 tutorial notebook (seeds/002), so a failure here is a notebook that would break.
 """

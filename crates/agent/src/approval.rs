@@ -7,39 +7,19 @@
 //! their own (no model call, no tokens) in one transaction that also clears the row. Then the
 //! run goes on as any run does. Everything needed is stored, so this works after a restart.
 
+use crate::announce;
 use crate::answer::{self, Pass};
 use crate::context;
 use crate::outcome::RunOutcome;
 use crate::rules::Rules;
-use crate::run::announce as announce_step;
 use crate::{EventSink, Runtime};
 use engram_core::{
     AgentId, ApprovalDecision, Error, LoopStyle, PendingApproval, Result, Role, RunEvent, Step,
     StepId, StopReason, ToolReturn, ToolStatus, Usage,
 };
-use engram_store::{ApprovalWrite, StepCommit, Store};
+use engram_store::{ApprovalWrite, StepCommit};
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
-
-/// The error a new message gets while a call waits: it names the call and what to do.
-pub(crate) fn pending_error(p: &PendingApproval) -> Error {
-    Error::Conflict(format!(
-        "a tool call is waiting for your approval: {}({}) [tool_call_id {}]; approve or deny it \
-         before sending a new message",
-        p.tool_call.name, p.tool_call.arguments, p.tool_call.id
-    ))
-}
-
-/// Emits [`RunEvent::ApprovalRequested`] for the agent's pending call, as stored.
-pub(crate) fn announce_pending(store: &Store, events: &EventSink, agent_id: &AgentId) {
-    match store.pending_approval(agent_id) {
-        Ok(Some(approval)) => {
-            let _ = events.send(RunEvent::ApprovalRequested { approval });
-        }
-        Ok(None) => {}
-        Err(e) => tracing::warn!(%agent_id, error = %e, "reading the pending approval failed"),
-    }
-}
 
 impl Runtime {
     /// The tool call the agent's run waits on, if any. Errors: `NotFound("agent")`.
@@ -189,9 +169,9 @@ impl Runtime {
             approval: ApprovalWrite::Resolve(again),
         };
         let committed = self.store().commit_step(&commit)?;
-        announce_step(events, agent_id, &committed, Usage::default());
+        announce::step(events, agent_id, &committed, Usage::default());
         if answers.waiting.is_some() {
-            announce_pending(self.store(), events, agent_id);
+            announce::pending(self.store(), events, agent_id);
         }
         let written = committed.messages;
         // An edit refused at commit gets a step to retry, as in `run`.

@@ -91,8 +91,8 @@ pub async fn compact(
     let budget = window::summary_budget(window);
     let cut = choose_cut(ctx, target, budget);
     let counter = ctx.counter;
-    // A summary stored before summaries were bounded (the agents issue #17 saw bricked) is
-    // folded down even when no message can leave.
+    // A summary stored before summaries were bounded (one that could leave an agent unable
+    // to answer) is folded down even when no message can leave.
     let oversized = ctx
         .agent
         .summary

@@ -100,7 +100,7 @@ pub fn load(store: &Store, agent_id: &AgentId, now: Timestamp, stream: bool) -> 
             _ => ToolChoice::Auto,
         },
         tools,
-        max_tokens: agent.llm.max_tokens,
+        max_tokens: Some(output_limit(&agent.llm, breakdown.total)),
         temperature: agent.llm.temperature,
         stream,
     };
@@ -114,6 +114,32 @@ pub fn load(store: &Store, agent_id: &AgentId, now: Timestamp, stream: bool) -> 
         custom_tools,
         counter,
     })
+}
+
+/// Completion tokens a step may use when the agent sets no `max_tokens`: a quarter of the
+/// context window, at most this. Without a cap a small local model may write until its context
+/// is full (minutes of hidden rambling on a CPU), and servers such as llama.cpp's apply none.
+pub const DEFAULT_OUTPUT_LIMIT: u32 = 4096;
+
+/// The least a default output limit leaves a model, in tokens, even when the prompt nearly
+/// fills the window: enough for a reply or a tool call.
+pub const MIN_OUTPUT_LIMIT: u32 = 256;
+
+/// The cap on completion tokens sent with a call of `llm` whose prompt is `prompt_tokens`
+/// tokens: the agent's own `max_tokens` when set, else [`DEFAULT_OUTPUT_LIMIT`] or a quarter of
+/// the context window, whichever is smaller, and no more than the room the prompt leaves in the
+/// window (some providers refuse a prompt plus cap over the window), but at least
+/// [`MIN_OUTPUT_LIMIT`]. All figures are **tokens**.
+pub fn output_limit(llm: &engram_core::LlmConfig, prompt_tokens: usize) -> u32 {
+    if let Some(max) = llm.max_tokens {
+        return max;
+    }
+    let room = (llm.context_window as usize).saturating_sub(prompt_tokens);
+    let room = u32::try_from(room).unwrap_or(u32::MAX);
+    DEFAULT_OUTPUT_LIMIT
+        .min(llm.context_window / 4)
+        .min(room)
+        .max(MIN_OUTPUT_LIMIT)
 }
 
 /// Converts a stored message for the provider. Tool results whose call is not in view are left
@@ -144,4 +170,35 @@ fn to_chat(m: &Message, open_calls: &mut HashSet<String>) -> Option<ChatMessage>
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engram_core::LlmConfig;
+
+    fn llm(window: u32, max_tokens: Option<u32>) -> LlmConfig {
+        LlmConfig {
+            context_window: window,
+            max_tokens,
+            ..LlmConfig::new("openai/some-model")
+        }
+    }
+
+    #[test]
+    fn the_agents_own_cap_wins() {
+        assert_eq!(output_limit(&llm(4096, Some(50)), 4000), 50);
+    }
+
+    #[test]
+    fn a_default_cap_is_a_quarter_of_the_window_at_most_4096() {
+        assert_eq!(output_limit(&llm(4096, None), 100), 1024);
+        assert_eq!(output_limit(&llm(128_000, None), 100), DEFAULT_OUTPUT_LIMIT);
+    }
+
+    #[test]
+    fn a_default_cap_fits_the_room_the_prompt_leaves_but_never_below_the_floor() {
+        assert_eq!(output_limit(&llm(8192, None), 7692), 500);
+        assert_eq!(output_limit(&llm(8192, None), 8190), MIN_OUTPUT_LIMIT);
+    }
 }

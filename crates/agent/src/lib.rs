@@ -5,6 +5,7 @@
 //! emits. The loop follows MemGPT (Packer et al., 2023, "MemGPT: Towards LLMs as Operating
 //! Systems") and Letta's current agents; see DESIGN.md §5–§6.
 
+mod announce;
 mod answer;
 mod approval;
 pub mod calibrate;
@@ -16,6 +17,7 @@ pub mod mcp;
 mod outcome;
 pub mod prompts;
 pub mod python;
+mod reply;
 pub mod rerank;
 mod rules;
 mod run;

@@ -1,8 +1,10 @@
 //! What a run is configured with and what it returns.
 
 use engram_core::{ErrorBody, Message, RunId, StopReason, Usage};
+use std::time::Duration;
 
-/// Thresholds of context-window management, as fractions of the model's context window.
+/// Thresholds of context-window management, as fractions of the model's context window, and
+/// the wall-clock bound of one step.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LoopSettings {
     /// Warn the model (hidden alert) once the context passes this share (default 0.75).
@@ -11,6 +13,18 @@ pub struct LoopSettings {
     pub compact_at: f32,
     /// Compaction evicts the oldest messages until the context is under this share (default 0.7).
     pub compact_to: f32,
+    /// How long one model call of a step may take, streaming included (default
+    /// [`LoopSettings::DEFAULT_STEP_TIME_LIMIT`]). A model that is still writing then is stopped:
+    /// what arrived is kept and the run ends with a `timeout` provider error. The output limit
+    /// bounds a rambling model in tokens; this bounds it in time (a slow CPU model may take
+    /// minutes for the same tokens).
+    pub step_time_limit: Duration,
+}
+
+impl LoopSettings {
+    /// Five minutes: far above a hosted model's slowest step, and what a small model on a
+    /// laptop CPU needs for a full default output limit.
+    pub const DEFAULT_STEP_TIME_LIMIT: Duration = Duration::from_secs(300);
 }
 
 impl Default for LoopSettings {
@@ -19,6 +33,7 @@ impl Default for LoopSettings {
             warn_at: 0.75,
             compact_at: 0.9,
             compact_to: 0.7,
+            step_time_limit: Self::DEFAULT_STEP_TIME_LIMIT,
         }
     }
 }

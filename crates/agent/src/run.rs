@@ -3,12 +3,14 @@
 //! transaction. The run goes on while the model asks to (heartbeat in the classic loop, tool
 //! calls in the tool loop) up to the step limit.
 
+use crate::announce;
 use crate::answer::{self, Pass};
 use crate::calibrate;
 use crate::compact::{self, Pressure};
 use crate::context::{self, Context};
 use crate::outcome::{LoopSettings, RunOutcome};
 use crate::python::PythonHost;
+use crate::reply;
 use crate::rules::Rules;
 use crate::tools::ToolContext;
 use crate::window;
@@ -183,7 +185,7 @@ impl Runtime {
     ) -> Result<RunOutcome> {
         let agent_id = &turn.agent;
         if let Some(p) = self.store.pending_approval(agent_id)? {
-            return Err(crate::approval::pending_error(&p));
+            return Err(p.blocks_new_message());
         }
         let setup = self.setup(agent_id)?;
 
@@ -383,6 +385,21 @@ impl Runtime {
                 }
             }
         }
+        // A run that ends on an empty reply having told the user nothing ends with an error
+        // that says so, never in silence.
+        let classic = setup.agent.loop_style == LoopStyle::Classic;
+        if matches!(stop, StopReason::EndTurn | StopReason::NoToolCall)
+            && reply::ended_in_silence(&written, classic)
+        {
+            let e = Error::from(reply::empty_reply_error());
+            tracing::warn!(%agent_id, "the run ended without a reply");
+            let body = ErrorBody::from(&e);
+            emit(RunEvent::Error {
+                error: body.clone(),
+            });
+            error = Some(body);
+            stop = StopReason::LlmApiError;
+        }
         // How the turn ended is stored, so a reload shows its usage line and "stopped" label.
         let record = engram_store::RunRecord {
             id: run_id.clone(),
@@ -466,10 +483,13 @@ impl Runtime {
 
         let llm_started = Instant::now();
         let mut compacted_for_error = false;
-        let response: ChatResponse = loop {
-            let call = model.complete(&ctx.request, &on_delta);
+        let mut asked_again = false;
+        let limit = self.settings.step_time_limit;
+        let mut response: ChatResponse = loop {
+            // The output limit bounds a rambling model in tokens; this bounds it in time.
+            let call = tokio::time::timeout(limit, model.complete(&ctx.request, &on_delta));
             let result = tokio::select! {
-                r = call => r,
+                r = call => r.unwrap_or_else(|_| Err(reply::step_timeout_error(limit))),
                 () = cancel.cancelled() => {
                     let text = partial.lock().map(|p| p.clone()).unwrap_or_default();
                     if text.is_empty() {
@@ -481,6 +501,12 @@ impl Runtime {
                 }
             };
             match result {
+                // A model that answered with nothing is asked once more: small models do this
+                // now and then, and a second sample usually says something.
+                Ok(r) if reply::says_nothing(&r) && !asked_again => {
+                    asked_again = true;
+                    tracing::info!(%agent_id, step = index, "the model answered with nothing; asking again");
+                }
                 Ok(r) => break r,
                 // Our count said it fits but the provider disagrees, so our count is off. An
                 // estimated count learns from it (the provider's ratio is at least window /
@@ -503,8 +529,8 @@ impl Runtime {
                     ctx = context::load(&self.store, agent_id, chrono::Utc::now(), true)?;
                 }
                 Err(e) => {
-                    // The server died mid-answer: keep the part of the reply that arrived
-                    // (issue #10), then end the run with the error.
+                    // The server died mid-answer, or the step ran out of time: keep the part
+                    // of the reply that arrived, then end the run with the error.
                     let text = partial.lock().map(|p| p.clone()).unwrap_or_default();
                     if !text.is_empty() {
                         self.commit_partial(
@@ -527,11 +553,14 @@ impl Runtime {
             );
         }
 
+        // Minted here so a pending approval can name the message that made the call.
+        let assistant_id = MessageId::new();
+        if classic && reply::deliver_plain_text(&mut response, &allowed, &assistant_id) {
+            tracing::info!(%agent_id, step = index, "classic loop: plain text delivered with send_message");
+        }
         for call in &response.tool_calls {
             let _ = events.send(RunEvent::ToolCall { call: call.clone() });
         }
-        // Minted here so a pending approval can name the message that made the call.
-        let assistant_id = MessageId::new();
         let mut messages = vec![NewMessage {
             id: Some(assistant_id.clone()),
             ..NewMessage::assistant(
@@ -614,9 +643,9 @@ impl Runtime {
         let mut step_usage = Usage::default();
         step_usage.add_step(prompt_tokens, completion_tokens);
         usage.add_step(prompt_tokens, completion_tokens);
-        announce(events, agent_id, &committed, step_usage);
+        announce::step(events, agent_id, &committed, step_usage);
         if answers.waiting.is_some() {
-            crate::approval::announce_pending(&self.store, events, agent_id);
+            announce::pending(&self.store, events, agent_id);
         }
         // An edit refused at commit (the block changed while the step ran) was answered with a
         // `Failed` result showing the current value: give the model a step to retry rather than
@@ -740,34 +769,11 @@ impl Runtime {
         let committed = self.store.commit_step(&commit)?;
         let mut step_usage = Usage::default();
         step_usage.add_step(prompt_tokens, completion_tokens);
-        announce(events, &ctx.agent.id, &committed, step_usage);
+        announce::step(events, &ctx.agent.id, &committed, step_usage);
         Ok(StepEnd {
             messages: committed.messages,
             next: Some(StopReason::Cancelled),
             effects: Vec::new(),
         })
-    }
-}
-
-/// Emits what a committed step changed: every block change in commit order (two edits of one
-/// block in one step are two events, each naming its own tool call), messages, usage.
-pub(crate) fn announce(
-    events: &EventSink,
-    agent_id: &AgentId,
-    committed: &engram_store::CommittedStep,
-    usage: Usage,
-) {
-    for change in &committed.blocks {
-        let _ = events.send(RunEvent::MemoryChanged {
-            agent_id: agent_id.clone(),
-            block: change.block.clone(),
-            tool_call_id: change.tool_call_id.clone(),
-        });
-    }
-    for m in &committed.messages {
-        let _ = events.send(RunEvent::Message { message: m.clone() });
-    }
-    if usage.step_count > 0 {
-        let _ = events.send(RunEvent::Usage { usage });
     }
 }

@@ -5,7 +5,7 @@
 //! comes back over budget is asked for again, more strictly; if that is still over, it is cut
 //! at the last sentence that fits and marked as cut. Stored as it came, a long summary would be
 //! folded into the next one ("Previous summary: … Previous summary: …") until the fixed part of
-//! the prompt no longer fits — the failure Engram issue #17 measured at about 89 messages.
+//! the prompt no longer fits: an agent broke that way after about 89 messages.
 
 use crate::prompts::{SUMMARIZER_SYSTEM, SUMMARY_CUT_MARKER, summary_length_rule};
 use crate::tokens::TokenCounter;

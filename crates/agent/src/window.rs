@@ -5,7 +5,7 @@
 //! The fixed part of every call is the system message (instructions and compiled memory) and
 //! the tool schemas; the recursive summary comes on top, bounded by [`summary_budget`]. An agent
 //! needs that, plus room for a user message and a reply, under the compaction target — else
-//! every step would compact again (DESIGN.md §6; the failure Engram issue #17 measured).
+//! every step would compact again (DESIGN.md §6), and the agent would never answer.
 
 use crate::compile;
 use crate::outcome::LoopSettings;

@@ -49,6 +49,18 @@ pub struct ApprovalDecision {
     pub reason: Option<String>,
 }
 
+impl PendingApproval {
+    /// The error a new message gets while this call waits (`conflict`): it names the call and
+    /// what to do.
+    pub fn blocks_new_message(&self) -> crate::Error {
+        crate::Error::Conflict(format!(
+            "a tool call is waiting for your approval: {}({}) [tool_call_id {}]; approve or deny \
+             it before sending a new message",
+            self.tool_call.name, self.tool_call.arguments, self.tool_call.id
+        ))
+    }
+}
+
 /// What the model reads when a person denied its call: the reason, or that none was given.
 pub fn denied_message(reason: Option<&str>) -> String {
     match reason.map(str::trim).filter(|r| !r.is_empty()) {

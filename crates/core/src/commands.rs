@@ -1,4 +1,4 @@
-//! The UI's commands, listed once (Engram issue #10, "each UI command defined once").
+//! The UI's commands, listed once: each UI command is defined in one place.
 //!
 //! Both transports of the window answer these names with the same arguments: the desktop
 //! shell as Tauri commands (its build script makes an `allow-<name>` permission of each), and
@@ -6,7 +6,7 @@
 //! checked against it: the shell's permissions (build script) and capability file, and the
 //! service's definitions of the commands (`engram_service::commands`: arguments, result and
 //! answer of each, from which the `/app` dispatch, the shell's invoke handler and the UI's
-//! `Commands` types follow) — see `tests/commands.rs`.
+//! `Commands` types follow) — see `tests/it/commands.rs`.
 //!
 //! Plain data with no dependencies, so the shell's build script includes this file as is.
 

@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::server::Shared;
+use crate::state::Shared;
 use crate::{Call, Limits, Reply};
 
 /// A [`Reply`] as JSON, tagged by `type`, e.g. `{"type":"text","text":"hi"}`,

@@ -33,6 +33,7 @@ mod embeddings;
 mod limits;
 mod openai;
 mod server;
+mod state;
 mod validate;
 mod view;
 mod wire;
@@ -45,7 +46,8 @@ pub use brain::brain;
 pub use control::{CallSpec, ReplySpec};
 pub use embeddings::{EMBEDDING_DIMS, embed};
 pub use limits::Limits;
-pub use server::{MockLlm, StreamStyle};
+pub use server::MockLlm;
+pub use state::StreamStyle;
 pub use view::{Api, ChatView, ToolResultView, ViewCall, ViewMessage};
 
 /// One request as the server received it.

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::server::StreamStyle;
+use crate::state::StreamStyle;
 use crate::view::{Api, ChatView, ViewCall, ViewMessage, content_text};
 use crate::wire::{Answer, Usage, split_chars, split_words};
 

@@ -5,8 +5,7 @@ use axum::serve::ListenerExt;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -17,52 +16,17 @@ use axum::routing::{get, post};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use crate::limits::{self, Limits};
-use crate::view::{Api, ChatView};
+use crate::limits::Limits;
+use crate::state::{Log, Shared, StreamStyle, lock};
+use crate::view::Api;
 use crate::wire::{Answer, Usage, sse_body, unix_now};
 use crate::{Recorded, Reply, Script, anthropic, control, embeddings, openai, validate};
-
-/// How streamed answers are paced and shaped.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct StreamStyle {
-    /// Pause between SSE frames (zero by default: tests stay fast; set it for UI tests that
-    /// need to see tokens arrive or to press "stop" mid-stream).
-    pub chunk_delay: Duration,
-    /// Send the argument pieces of parallel tool calls round-robin instead of one call after
-    /// the other (OpenAI API only; the protocol allows both).
-    pub interleave_tool_calls: bool,
-}
 
 /// A running mock model server on `127.0.0.1`. It serves on a tokio task of the runtime that
 /// started it, and shuts down when dropped (hanging and delayed requests are let go at once).
 pub struct MockLlm {
     addr: SocketAddr,
     shared: Arc<Shared>,
-}
-
-pub(crate) struct Shared {
-    script: Script,
-    queue: Mutex<VecDeque<Reply>>,
-    log: Mutex<Log>,
-    counter: AtomicU64,
-    style: Mutex<StreamStyle>,
-    reject_invalid: AtomicBool,
-    limits: Mutex<Option<Limits>>,
-    refusals: AtomicU64,
-    prompt_counts: Mutex<Vec<u64>>,
-    shutdown: watch::Sender<bool>,
-}
-
-#[derive(Default)]
-struct Log {
-    requests: Vec<Recorded>,
-    violations: Vec<String>,
-}
-
-/// Locks a mutex, ignoring poisoning: a panicking test thread must not hide the log from the
-/// assertions that explain it.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl MockLlm {
@@ -241,82 +205,6 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/_mock/limits", post(control::limits))
         .fallback(unknown)
         .with_state(shared)
-}
-
-impl Shared {
-    fn record(&self, path: &str, headers: &HeaderMap, body: Value) -> usize {
-        let text = |name: header::HeaderName| {
-            headers
-                .get(name)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string)
-        };
-        let mut log = lock(&self.log);
-        log.requests.push(Recorded {
-            path: path.to_string(),
-            body,
-            authorization: text(header::AUTHORIZATION),
-            api_key_header: text(header::HeaderName::from_static("x-api-key")),
-        });
-        log.requests.len() - 1
-    }
-
-    fn violate(&self, index: usize, path: &str, problem: &str) {
-        tracing::warn!(index, path, problem, "mock-llm: protocol violation");
-        lock(&self.log)
-            .violations
-            .push(format!("request {index} ({path}): {problem}"));
-    }
-
-    fn next_id(&self) -> u64 {
-        self.counter.fetch_add(1, Ordering::Relaxed)
-    }
-
-    pub(crate) fn push(&self, replies: Vec<Reply>) {
-        lock(&self.queue).extend(replies);
-    }
-
-    pub(crate) fn log_snapshot(&self) -> (Vec<Recorded>, Vec<String>) {
-        let log = lock(&self.log);
-        (log.requests.clone(), log.violations.clone())
-    }
-
-    pub(crate) fn set_limits(&self, limits: Option<Limits>) {
-        *lock(&self.limits) = limits;
-    }
-
-    /// The queued reply if there is one, else a rambling summary when asked to ramble, else
-    /// the script's.
-    fn next_reply(&self, view: &ChatView, ramble: bool) -> Reply {
-        let queued = lock(&self.queue).pop_front();
-        queued.unwrap_or_else(|| {
-            if ramble && view.tools.is_empty() && crate::brain::is_summary_request(view) {
-                Reply::Text(limits::ramble(view))
-            } else {
-                self.script.answer(view)
-            }
-        })
-    }
-
-    /// Waits out delays and hangs; `None` when the server shut down meanwhile.
-    async fn settle(&self, mut reply: Reply) -> Option<Reply> {
-        let mut stop = self.shutdown.subscribe();
-        loop {
-            match reply {
-                Reply::Delayed(delay, inner) => {
-                    tokio::select! {
-                        () = tokio::time::sleep(delay) => reply = *inner,
-                        _ = stop.wait_for(|s| *s) => return None,
-                    }
-                }
-                Reply::Hang => {
-                    let _ = stop.wait_for(|s| *s).await;
-                    return None;
-                }
-                other => return Some(other),
-            }
-        }
-    }
 }
 
 type St = State<Arc<Shared>>;

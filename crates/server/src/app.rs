@@ -10,22 +10,21 @@
 //! `GET /app/notices` streams [`Notice`](engram_service::Notice)s. Letta's `/v1` routes keep
 //! Letta's shapes; these keep Engram's.
 
-use crate::AppState;
-use crate::errors::status_of;
+use crate::config::AppState;
+use crate::errors::AppError;
+use crate::json::Args;
 use axum::body::Bytes;
-use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRequest, Path, Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use engram_core::ErrorBody;
 use engram_core::commands::CommandKind;
-use engram_core::{Error, ErrorBody};
 use engram_service::RestApiStatus;
 use engram_service::commands::{self, Caller};
 use futures::StreamExt;
-use serde::de::DeserializeOwned;
 use std::convert::Infallible;
 
 /// The routes; mounted under the same guard as `/v1`.
@@ -39,52 +38,6 @@ pub(crate) fn routes() -> Router<AppState> {
             post(command).fallback(crate::routes::not_found),
         )
         .merge(crate::app_chat::routes())
-}
-
-/// An engine error as `{code, message, details?}` with the status the `/v1` routes would give.
-pub(crate) struct AppError(Error);
-
-impl From<Error> for AppError {
-    fn from(e: Error) -> Self {
-        Self(e)
-    }
-}
-
-impl IntoResponse for AppError {
-    fn into_response(self) -> Response {
-        let status = status_of(&self.0);
-        if status.is_server_error() {
-            tracing::warn!(%status, error = %self.0, "app command failed");
-        }
-        (status, Json(ErrorBody::from(&self.0))).into_response()
-    }
-}
-
-/// A command's arguments: a JSON object; anything else is 400 `invalid_input` (415 without a
-/// JSON content type, 413 over the body limit).
-pub(crate) struct Args<T>(pub(crate) T);
-
-impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Args<T> {
-    type Rejection = Response;
-
-    async fn from_request(req: Request, state: &S) -> Result<Self, Response> {
-        match Json::<T>::from_request(req, state).await {
-            Ok(Json(v)) => Ok(Args(v)),
-            Err(rejection) => {
-                let status = match rejection {
-                    JsonRejection::MissingJsonContentType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                    ref r if r.status() == StatusCode::PAYLOAD_TOO_LARGE => r.status(),
-                    _ => StatusCode::BAD_REQUEST,
-                };
-                let body = ErrorBody {
-                    code: "invalid_input".into(),
-                    message: rejection.body_text(),
-                    details: None,
-                };
-                Err((status, Json(body)).into_response())
-            }
-        }
-    }
 }
 
 /// The arguments object of a request: its JSON body, or `null` when it has none (commands

@@ -3,8 +3,9 @@
 //! Same name and arguments (`engram_service::commands::AttachRunArgs`) as the desktop
 //! shell's command.
 
-use crate::AppState;
-use crate::app::Args;
+use crate::config::AppState;
+use crate::errors::AppError;
+use crate::json::Args;
 use axum::extract::State;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -26,7 +27,7 @@ pub(crate) fn routes() -> Router<AppState> {
 async fn attach_run(
     State(s): State<AppState>,
     Args(a): Args<AttachRunArgs>,
-) -> Result<Response, crate::app::AppError> {
+) -> Result<Response, AppError> {
     s.engram.get_agent(&a.agent_id)?;
     let Some(events) = s.engram.attach_run(&a.agent_id) else {
         return Ok(Json(serde_json::Value::Null).into_response());
@@ -42,7 +43,7 @@ pub(crate) async fn start(
     s: AppState,
     agent: AgentId,
     request: RunRequest,
-) -> Result<Response, crate::app::AppError> {
+) -> Result<Response, AppError> {
     let run = s.engram.start_run(&agent, request).await?;
     Ok(sse(run.events))
 }

@@ -119,3 +119,22 @@ pub async fn json_for_bare_errors(response: Response) -> Response {
 
 /// Handler result.
 pub type ApiResult<T> = Result<T, ApiError>;
+
+/// An engine error as `{code, message, details?}` with the status the `/v1` routes would give.
+pub(crate) struct AppError(pub(crate) Error);
+
+impl From<Error> for AppError {
+    fn from(e: Error) -> Self {
+        Self(e)
+    }
+}
+
+impl IntoResponse for AppError {
+    fn into_response(self) -> Response {
+        let status = status_of(&self.0);
+        if status.is_server_error() {
+            tracing::warn!(%status, error = %self.0, "app command failed");
+        }
+        (status, Json(engram_core::ErrorBody::from(&self.0))).into_response()
+    }
+}

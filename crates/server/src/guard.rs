@@ -5,8 +5,8 @@
 //! `Host` (and usually `Origin`), so anything but a loopback name is refused with 403 before the
 //! token is even looked at. The token then keeps out other local programs and users.
 
+use crate::config::{Auth, ServerConfig};
 use crate::errors::ApiError;
-use crate::{Auth, ServerConfig};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;

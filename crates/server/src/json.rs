@@ -5,6 +5,7 @@ use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
+use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
 
 /// A JSON body; malformed JSON is 400, JSON of the wrong shape 422, a body over the limit 413.
@@ -50,6 +51,33 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Params<T> {
                 r.body_text(),
             )),
             Err(r) => Err(ApiError::bad_request(r.body_text())),
+        }
+    }
+}
+
+/// A command's arguments: a JSON object; anything else is 400 `invalid_input` (415 without a
+/// JSON content type, 413 over the body limit).
+pub(crate) struct Args<T>(pub(crate) T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Args<T> {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Response> {
+        match axum::Json::<T>::from_request(req, state).await {
+            Ok(axum::Json(v)) => Ok(Args(v)),
+            Err(rejection) => {
+                let status = match rejection {
+                    JsonRejection::MissingJsonContentType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    ref r if r.status() == StatusCode::PAYLOAD_TOO_LARGE => r.status(),
+                    _ => StatusCode::BAD_REQUEST,
+                };
+                let body = engram_core::ErrorBody {
+                    code: "invalid_input".into(),
+                    message: rejection.body_text(),
+                    details: None,
+                };
+                Err((status, axum::Json(body)).into_response())
+            }
         }
     }
 }

@@ -18,6 +18,7 @@
 
 mod app;
 mod app_chat;
+mod config;
 pub mod errors;
 pub mod guard;
 mod json;
@@ -27,16 +28,17 @@ pub mod shapes;
 pub mod sse;
 pub mod tool_api;
 
+use config::AppState;
+pub use config::{Auth, DEFAULT_BODY_LIMIT, ServerConfig};
+
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderValue, header};
 use axum::routing::any;
 use axum::serve::ListenerExt;
 use engram_service::Engram;
-use secrecy::SecretString;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::net::TcpListener;
 use tower_http::services::{ServeDir, ServeFile};
@@ -44,60 +46,11 @@ use tower_http::set_header::SetResponseHeaderLayer;
 
 /// Letta's default port, which the SDKs' examples use.
 pub const DEFAULT_PORT: u16 = 8283;
-/// Default cap on request bodies, in bytes (8 MiB: agent files with long histories fit).
-pub const DEFAULT_BODY_LIMIT: usize = 8 * 1024 * 1024;
-
 /// The Content-Security-Policy of the served UI, as strict as the desktop window's: scripts
 /// and styles only from the app itself, images also as `data:`, no frames, no plugins.
 pub const UI_CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
      img-src 'self' data:; connect-src 'self'; object-src 'none'; frame-ancestors 'none'; \
      base-uri 'none'; form-action 'none'";
-
-/// Whether requests need the bearer token.
-#[derive(Clone)]
-pub enum Auth {
-    /// `Authorization: Bearer <token>` is required on every route but the health check.
-    Token(SecretString),
-    /// No token (chosen explicitly with `--no-auth`, for local scripting).
-    Disabled,
-}
-
-/// How the server behaves.
-#[derive(Clone)]
-pub struct ServerConfig {
-    /// Token check.
-    pub auth: Auth,
-    /// Largest accepted request body, in bytes; larger bodies get 413.
-    pub body_limit: usize,
-    /// Origins allowed besides loopback `http(s)://localhost|127.0.0.1|[::1][:port]`
-    /// (e.g. the desktop shell's `tauri://localhost`), compared exactly.
-    pub extra_origins: Vec<String>,
-    /// A built web UI (`ui/dist`) to serve at `/` beside the API, so a browser can use Engram
-    /// through [`app`]'s routes. Its files need no token; the API routes still do.
-    pub ui_dir: Option<PathBuf>,
-}
-
-impl ServerConfig {
-    /// A config with `auth`, the default body limit and no extra origins.
-    pub fn new(auth: Auth) -> Self {
-        Self {
-            auth,
-            body_limit: DEFAULT_BODY_LIMIT,
-            extra_origins: Vec::new(),
-            ui_dir: None,
-        }
-    }
-}
-
-/// What every handler gets.
-#[derive(Clone)]
-pub(crate) struct AppState {
-    pub engram: Arc<Engram>,
-    /// Whether requests carry the user's token. Without it (`--no-auth`) any local program
-    /// could call the API, so acts that run programs as the user (adding or accepting an MCP
-    /// server) are refused.
-    pub authenticated: bool,
-}
 
 /// The API as an axum router: Letta's `/v1/…` routes behind the guard, the body limit and
 /// request tracing.

@@ -1,6 +1,6 @@
 //! The compiled context window as the model will receive it on the next call: the request the
 //! agent loop builds (`engram_agent::Context`), not a re-creation of it, with token counts
-//! per part — what Letta's ADE shows as the "context window" view (issue #10).
+//! per part — what Letta's ADE shows as the "context window" view.
 
 use crate::Engram;
 use engram_agent::ContextBreakdown;

@@ -1,4 +1,4 @@
-//! The vector index's background builds, made visible (Engram issue #13): the store reports
+//! The vector index's background builds, made visible: the store reports
 //! each build's progress through an observer, which turns it into
 //! [`Notice::VectorIndexBuild`] for every open window; [`Engram::vector_index_builds`] answers
 //! the current state for a window opened or reloaded mid-build.

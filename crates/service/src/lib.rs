@@ -13,6 +13,7 @@ mod chat;
 pub mod commands;
 mod context_view;
 mod embeddings;
+mod env;
 mod export;
 mod history;
 mod index_builds;
@@ -50,6 +51,7 @@ pub use embeddings::BackfillReport;
 pub use engram_store::{AgentList, BlockList, PassageList, PassagePage};
 pub use engram_store::{Compaction, MessageWindow, WindowAt};
 pub use engram_store::{MessageHit, MessageQuery, SharedBlock, UndoPlan, VectorIndexBuild};
+pub use env::EnvLookup;
 pub use export::{ExportFile, ExportFormat};
 pub use history::{MAX_PAGE, MessagePage, Order};
 pub use index_builds::VectorIndexStatus;
@@ -72,7 +74,7 @@ pub use tool_python::{LETTA_CLIENT_REQUIREMENT, TOOL_VENV_DIR, ToolPython};
 pub use tools::{BlockChange, ToolPatch, ToolSandboxSettings, ToolTrial};
 pub use trust::AgentEndpoints;
 // Types transports hand on unchanged. Transports depend on this crate and `engram-core` only
-// (`tests/architecture.rs` checks it), so what they name from the engine crates is re-exported
+// (`tests/it/architecture.rs` checks it), so what they name from the engine crates is re-exported
 // here.
 pub use engram_agent::{ContextBreakdown, EventSink, RunOutcome};
 pub use engram_agent::{ToolApi, ToolApiGrant, ToolScope};
@@ -97,10 +99,6 @@ use std::sync::{Arc, Mutex};
 /// The file name of the database inside the data directory.
 pub const DB_FILE: &str = "engram.db";
 
-/// Looks up an environment variable (`None` when unset or empty). Injectable so tests need not
-/// touch the process environment; values read through it are never persisted.
-pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
-
 /// How to open Engram.
 pub struct Options {
     /// The data directory; `None` uses `ENGRAM_HOME`, else the platform data dir + `engram`.
@@ -112,7 +110,8 @@ pub struct Options {
     /// user tool may run, default 30, and `ENGRAM_BWRAP`, the bubblewrap program of the tool
     /// sandbox, default `bwrap` on `PATH`; `ENGRAM_MCP_TIMEOUT`, seconds one MCP request may
     /// take, default 60; `ENGRAM_MCP_IDLE`, seconds an unused stdio MCP server keeps running,
-    /// default 300).
+    /// default 300; `ENGRAM_STEP_TIMEOUT`, seconds one model call of a step may take, streaming
+    /// included, default 300).
     pub env: EnvLookup,
 }
 
@@ -249,8 +248,15 @@ impl Engram {
             hub: mcp.clone(),
             notices: notices.clone(),
         });
+        let loop_settings = engram_agent::LoopSettings {
+            step_time_limit: seconds(
+                "ENGRAM_STEP_TIMEOUT",
+                engram_agent::LoopSettings::DEFAULT_STEP_TIME_LIMIT,
+            ),
+            ..engram_agent::LoopSettings::default()
+        };
         let engram = Self {
-            runtime: Runtime::new(store.clone(), resolver.clone())
+            runtime: Runtime::with_settings(store.clone(), resolver.clone(), loop_settings)
                 .with_python(python.clone())
                 .with_mcp(bridge),
             mcp,
@@ -307,7 +313,7 @@ impl Engram {
     }
 
     /// The store, for whole-system tests and benchmarks that check what was written. Transports
-    /// never call it: they use the service's methods (`tests/architecture.rs` checks).
+    /// never call it: they use the service's methods (`tests/it/architecture.rs` checks).
     pub fn store(&self) -> &Store {
         &self.store
     }

@@ -1,4 +1,4 @@
-//! Message actions on a conversation (issue #10): regenerate the last turn, edit & resend a user
+//! Message actions on a conversation: regenerate the last turn, edit & resend a user
 //! message, delete a message — and what a turn left behind for the chat to show after a reload
 //! (how each run ended, the memory edits under each tool call).
 //!

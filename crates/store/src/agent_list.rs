@@ -6,7 +6,7 @@
 use crate::Store;
 use crate::agents::{AGENT_COLS, agent_from_row};
 use crate::created_page::{Page, read_page};
-use crate::passages::Query;
+use crate::passage_rows::Query;
 use crate::sql::{self, DbResult};
 use engram_core::{Agent, AgentId, Result};
 use rusqlite::params_from_iter;

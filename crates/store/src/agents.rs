@@ -44,20 +44,6 @@ pub(crate) fn agent_from_row(r: &Row<'_>) -> rusqlite::Result<Agent> {
     })
 }
 
-/// Fails with `NotFound("agent", id)` unless the agent exists.
-pub(crate) fn ensure_exists(conn: &Connection, id: &AgentId) -> Result<()> {
-    let found = conn
-        .prepare_cached("SELECT 1 FROM agents WHERE id = ?1")
-        .db()?
-        .exists([id.as_str()])
-        .db()?;
-    if found {
-        Ok(())
-    } else {
-        Err(Error::not_found("agent", id.as_str()))
-    }
-}
-
 /// Loads one agent.
 pub(crate) fn load(conn: &Connection, id: &AgentId) -> Result<Agent> {
     conn.prepare_cached(&format!("SELECT {AGENT_COLS} FROM agents WHERE id = ?1"))
@@ -70,7 +56,7 @@ pub(crate) fn load(conn: &Connection, id: &AgentId) -> Result<Agent> {
 
 /// Inserts one agent row. Errors: `Conflict` when the id exists.
 pub(crate) fn insert_row(tx: &Connection, agent: &Agent) -> Result<()> {
-    if ensure_exists(tx, &agent.id).is_ok() {
+    if crate::sql::ensure_agent(tx, &agent.id).is_ok() {
         return Err(Error::Conflict(format!(
             "agent {} already exists",
             agent.id
@@ -255,7 +241,7 @@ impl Store {
 
     fn delete_agent_rows(&self, id: &AgentId) -> Result<()> {
         self.write(|tx| {
-            ensure_exists(tx, id)?;
+            crate::sql::ensure_agent(tx, id)?;
             let block_ids: Vec<String> = {
                 let mut stmt = tx
                     .prepare_cached("SELECT block_id FROM agent_blocks WHERE agent_id = ?1")

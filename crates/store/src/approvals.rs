@@ -3,7 +3,6 @@
 //! so the call and the row that says it waits are stored together.
 
 use crate::Store;
-use crate::agents;
 use crate::sql::{self, DbResult, json, ts};
 use engram_core::{
     AgentId, Error, McpToolSource, MessageId, PendingApproval, Result, RunId, StepId, ToolCall,
@@ -120,7 +119,7 @@ impl Store {
     /// Errors: `NotFound("agent")`.
     pub fn pending_approval(&self, agent: &AgentId) -> Result<Option<PendingApproval>> {
         self.read(|c| {
-            agents::ensure_exists(c, agent)?;
+            sql::ensure_agent(c, agent)?;
             get(c, agent)
         })
     }
@@ -130,7 +129,7 @@ impl Store {
     /// Returns whether one was pending. Errors: `NotFound("agent")`.
     pub fn drop_pending_approval(&self, agent: &AgentId) -> Result<bool> {
         self.write(|tx| {
-            agents::ensure_exists(tx, agent)?;
+            sql::ensure_agent(tx, agent)?;
             let n = tx
                 .prepare_cached("DELETE FROM pending_approvals WHERE agent_id = ?1")
                 .db()?

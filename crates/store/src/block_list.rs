@@ -5,7 +5,7 @@
 use crate::Store;
 use crate::blocks::{BLOCK_COLS, block_from_row};
 use crate::created_page::{Page, read_page};
-use crate::passages::Query;
+use crate::passage_rows::Query;
 use engram_core::{Block, BlockId, Result};
 
 /// Which blocks to list, and which page.

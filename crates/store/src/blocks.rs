@@ -4,7 +4,6 @@
 //! the limit stored *now* and leaves a history row in the same transaction.
 
 use crate::Store;
-use crate::agents;
 use crate::sql::{self, DbResult, json, ts};
 use engram_core::memory::{check_limit, default_description};
 use engram_core::{
@@ -318,7 +317,7 @@ impl Store {
     /// Errors: `NotFound("agent")`.
     pub fn agent_blocks(&self, agent: &AgentId) -> Result<Vec<Block>> {
         self.read(|c| {
-            agents::ensure_exists(c, agent)?;
+            sql::ensure_agent(c, agent)?;
             let mut stmt = c
                 .prepare_cached(&format!(
                     "SELECT {BLOCK_COLS} FROM agent_blocks ab JOIN blocks b ON b.id = ab.block_id
@@ -334,7 +333,7 @@ impl Store {
     /// Errors: `NotFound("agent")`; `NotFound("block", label)`.
     pub fn agent_block(&self, agent: &AgentId, label: &str) -> Result<Block> {
         self.read(|c| {
-            agents::ensure_exists(c, agent)?;
+            sql::ensure_agent(c, agent)?;
             c.prepare_cached(&format!(
                 "SELECT {BLOCK_COLS} FROM agent_blocks ab JOIN blocks b ON b.id = ab.block_id
                  WHERE ab.agent_id = ?1 AND b.label = ?2"
@@ -362,7 +361,7 @@ impl Store {
     /// block with the same label.
     pub fn attach_block(&self, agent: &AgentId, block: &BlockId) -> Result<()> {
         self.write(|tx| {
-            agents::ensure_exists(tx, agent)?;
+            sql::ensure_agent(tx, agent)?;
             let b = load(tx, block)?;
             let linked = tx
                 .prepare_cached("SELECT 1 FROM agent_blocks WHERE agent_id = ?1 AND block_id = ?2")
@@ -383,7 +382,7 @@ impl Store {
     /// attached does nothing. Errors: `NotFound("agent" | "block")`.
     pub fn detach_block(&self, agent: &AgentId, block: &BlockId) -> Result<()> {
         self.write(|tx| {
-            agents::ensure_exists(tx, agent)?;
+            sql::ensure_agent(tx, agent)?;
             load(tx, block)?;
             tx.prepare_cached("DELETE FROM agent_blocks WHERE agent_id = ?1 AND block_id = ?2")
                 .db()?

@@ -2,7 +2,7 @@
 //! cursors naming a row, either direction, over the table's `(created_at, id)` index, so a page
 //! costs the same however many rows there are. Agents and blocks list this way.
 
-use crate::passages::Query;
+use crate::passage_rows::Query;
 use crate::sql::{self, DbResult};
 use engram_core::Result;
 use rusqlite::{Connection, OptionalExtension, Row, params_from_iter};

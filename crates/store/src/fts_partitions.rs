@@ -1,5 +1,5 @@
 //! Full-text indexes of one agent each, so BM25 ranks an agent's passages and messages by that
-//! agent's own statistics (issue #13).
+//! agent's own statistics.
 //!
 //! BM25 weighs a word by how rare it is among the indexed documents and a document by its
 //! length against the average one. With one FTS5 table for every agent, both statistics

@@ -6,8 +6,7 @@
 //! for dates), so a page costs the same at message 50 as at message 50,000.
 
 use crate::Store;
-use crate::agents;
-use crate::messages::message_from_row;
+use crate::message_rows::message_from_row;
 use crate::sql::{self, DbResult, ts};
 use engram_core::{AgentId, Error, Message, MessageId, Result, Timestamp};
 use rusqlite::{Connection, OptionalExtension, params};
@@ -274,7 +273,7 @@ impl Store {
         order: SeqOrder,
     ) -> Result<Vec<Message>> {
         self.read(|c| {
-            agents::ensure_exists(c, agent)?;
+            sql::ensure_agent(c, agent)?;
             range(c, agent, after_seq, before_seq, limit, order)
         })
     }
@@ -285,7 +284,7 @@ impl Store {
     /// agent's messages.
     pub fn message_seq(&self, agent: &AgentId, id: &MessageId) -> Result<i64> {
         self.read(|c| {
-            agents::ensure_exists(c, agent)?;
+            sql::ensure_agent(c, agent)?;
             seq_of(c, agent, id)
         })
     }
@@ -303,7 +302,7 @@ impl Store {
     ) -> Result<MessageWindow> {
         let limit = limit.max(1);
         self.read(|c| {
-            agents::ensure_exists(c, agent)?;
+            sql::ensure_agent(c, agent)?;
             let mut w = match at {
                 WindowAt::Latest => {
                     let (messages, has_older) = older(c, agent, None, limit)?;

@@ -1,5 +1,5 @@
 //! Vectors of recall memory (messages), so conversation search finds by meaning as well as by
-//! words (issue #13).
+//! words.
 //!
 //! A message's vector is stored in `message_vectors` with the agent's embedding model handle
 //! at the time. Search reads only vectors of the agent's *current* model, so after a model
@@ -14,8 +14,7 @@
 //! is a later step.
 
 use crate::Store;
-use crate::agents;
-use crate::messages::{MSG_COLS, SEARCH_FILTERS, message_from_row};
+use crate::message_rows::{MSG_COLS, SEARCH_FILTERS, message_from_row};
 use crate::passages::check_vector;
 use crate::search;
 use crate::sql::{self, DbResult};
@@ -95,7 +94,7 @@ pub(crate) fn current_model(conn: &Connection, agent: &AgentId) -> Result<Option
 
 /// Cosine ranking (message pk, similarity; best first) of up to `limit` of the agent's messages
 /// that pass the conversation search's filters (`?1` agent, `?2` roles as a JSON array,
-/// `?3`..`?4` time range, as in `messages::SEARCH_FILTERS`) and have a vector of the agent's
+/// `?3`..`?4` time range, as in `message_rows::SEARCH_FILTERS`) and have a vector of the agent's
 /// current model with the query's dimension.
 pub(crate) fn vector_ranking(
     conn: &Connection,
@@ -241,7 +240,7 @@ impl Store {
             }
         }
         self.write(|tx| {
-            agents::ensure_exists(tx, agent)?;
+            sql::ensure_agent(tx, agent)?;
             if current_model(tx, agent)?.as_deref() != Some(model) {
                 return Ok(0);
             }

@@ -1,16 +1,15 @@
 //! Recall memory: every message an agent ever had, ordered by `seq`, and conversation search.
 
 use crate::Store;
-use crate::agents;
 use crate::fts_partitions;
 use crate::message_pages;
+use crate::message_rows::{MSG_COLS, SEARCH_FILTERS, kind_str, message_from_row};
 use crate::search::{self, FtsQuery, Neighbours, fts_query};
-use crate::sql::{self, DbResult, json_opt, ts};
+use crate::sql::{self, DbResult};
 use engram_core::{
-    AgentId, Error, Message, MessageId, MessageKind, NewMessage, Result, Role, RunId, StepId,
-    Timestamp, ToolCall,
+    AgentId, Error, Message, MessageId, NewMessage, Result, Role, RunId, StepId, Timestamp,
 };
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
 /// Distance between the `seq` numbers of consecutive appended messages. The gap leaves room to
@@ -48,58 +47,6 @@ pub struct MessageHit {
     /// cosine similarity when the search had a query vector (see
     /// `Store::search_messages_by`); 0 for an empty query.
     pub score: f64,
-}
-
-pub(crate) const MSG_COLS: &str = "m.id, m.agent_id, m.seq, m.role, m.kind, m.content, m.reasoning, \
-                        m.tool_calls, m.tool_call_id, m.tool_name, m.run_id, m.step_id, \
-                        m.in_context, m.created_at";
-
-/// Reads a stored role name (unknown names read as `User`).
-pub(crate) fn role_from(s: &str) -> Role {
-    match s {
-        "system" => Role::System,
-        "assistant" => Role::Assistant,
-        "tool" => Role::Tool,
-        _ => Role::User,
-    }
-}
-
-fn kind_str(k: MessageKind) -> &'static str {
-    match k {
-        MessageKind::Chat => "chat",
-        MessageKind::Heartbeat => "heartbeat",
-        MessageKind::Alert => "alert",
-        MessageKind::Event => "event",
-    }
-}
-
-fn kind_from(s: &str) -> MessageKind {
-    match s {
-        "heartbeat" => MessageKind::Heartbeat,
-        "alert" => MessageKind::Alert,
-        "event" => MessageKind::Event,
-        _ => MessageKind::Chat,
-    }
-}
-
-/// Maps a row selected with `MSG_COLS` (optionally followed by more columns).
-pub(crate) fn message_from_row(r: &Row<'_>) -> rusqlite::Result<Message> {
-    Ok(Message {
-        id: MessageId::from(r.get::<_, String>(0)?),
-        agent_id: AgentId::from(r.get::<_, String>(1)?),
-        seq: r.get(2)?,
-        role: role_from(&r.get::<_, String>(3)?),
-        kind: kind_from(&r.get::<_, String>(4)?),
-        content: r.get(5)?,
-        reasoning: r.get(6)?,
-        tool_calls: json_opt::<Vec<ToolCall>>(r, 7)?.unwrap_or_default(),
-        tool_call_id: r.get(8)?,
-        tool_name: r.get(9)?,
-        run_id: r.get::<_, Option<String>>(10)?.map(RunId::from),
-        step_id: r.get::<_, Option<String>>(11)?.map(StepId::from),
-        in_context: r.get(12)?,
-        created_at: ts(r, 13)?,
-    })
 }
 
 /// The highest `seq` of the agent's messages, if any.
@@ -207,13 +154,6 @@ pub(crate) fn in_context(conn: &Connection, agent: &AgentId) -> Result<Vec<Messa
     rows.collect::<rusqlite::Result<_>>().db()
 }
 
-/// The filters of a conversation search: `?1` agent, `?2` roles (JSON array), `?3`..`?4` time
-/// range. Hidden loop messages (heartbeats, alerts) never match.
-pub(crate) const SEARCH_FILTERS: &str =
-    "m.agent_id = ?1 AND m.role IN (SELECT value FROM json_each(?2))
-                   AND m.kind NOT IN ('heartbeat', 'alert')
-                   AND m.created_at BETWEEN ?3 AND ?4";
-
 /// The SQL of a conversation search (filters as in [`SEARCH_FILTERS`], `?5` limit): with the
 /// agent's full-text partition, a ranked search `(pk, -bm25)` of the matches of the FTS5
 /// expression `?6` in the agent's own table (BM25 over its own messages only, see
@@ -263,7 +203,7 @@ impl Store {
     /// Errors: `NotFound("agent")`; `Conflict` if a given id already exists.
     pub fn append_messages(&self, agent: &AgentId, msgs: &[NewMessage]) -> Result<Vec<Message>> {
         self.write(|tx| {
-            agents::ensure_exists(tx, agent)?;
+            sql::ensure_agent(tx, agent)?;
             append(tx, agent, msgs, sql::now())
         })
     }
@@ -271,7 +211,7 @@ impl Store {
     /// The messages in the agent's context window, by `seq`. Errors: `NotFound("agent")`.
     pub fn in_context_messages(&self, agent: &AgentId) -> Result<Vec<Message>> {
         self.read(|c| {
-            agents::ensure_exists(c, agent)?;
+            sql::ensure_agent(c, agent)?;
             in_context(c, agent)
         })
     }
@@ -286,7 +226,7 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<Message>> {
         self.read(|c| {
-            agents::ensure_exists(c, agent)?;
+            sql::ensure_agent(c, agent)?;
             let mut stmt = c
                 .prepare_cached(&format!(
                     "SELECT {MSG_COLS} FROM messages m WHERE m.agent_id = ?1 AND m.seq < ?2
@@ -400,7 +340,7 @@ impl Store {
         let end = q.end.map_or(i64::MAX, sql::micros);
         let limit = sql::sat(q.limit);
         self.read(|c| {
-            agents::ensure_exists(c, agent)?;
+            sql::ensure_agent(c, agent)?;
             if q.limit == 0 {
                 return Ok(Vec::new());
             }

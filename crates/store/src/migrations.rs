@@ -201,7 +201,7 @@ CREATE TABLE settings (
 );
 "#;
 
-/// Block versions (issue #16): every committed change of a block bumps `blocks.version`, so
+/// Block versions: every committed change of a block bumps `blocks.version`, so
 /// whole-value writes can name the version they read and be refused when it is stale. History
 /// rows record both versions and the step whose tool call made the edit; rows written before
 /// this migration have NULL versions.
@@ -212,7 +212,7 @@ ALTER TABLE block_history ADD COLUMN new_version INTEGER;
 ALTER TABLE block_history ADD COLUMN step_id TEXT;
 "#;
 
-/// A tool's sandbox settings, granted by the user per tool (issue #15): `network` (the host's
+/// A tool's sandbox settings, granted by the user per tool: `network` (the host's
 /// network in the sandbox) and `allow_unsandboxed` (runs without a sandbox where none exists).
 /// Both off for every existing tool.
 const TOOL_SANDBOX: &str = r#"
@@ -263,7 +263,7 @@ CREATE TABLE pending_endpoints (
 ) WITHOUT ROWID;
 "#;
 
-/// Compaction dividers (issue #18): one row per compaction, at the `seq` of the newest message
+/// Compaction dividers: one row per compaction, at the `seq` of the newest message
 /// it folded into the summary, with the summary as it stood then, so the chat can show where
 /// older messages were summarised and what the summary said. Agents compacted before this
 /// migration get one row at their last evicted message, with their current summary.
@@ -285,7 +285,7 @@ JOIN (SELECT agent_id, max(seq) AS seq, count(*) AS n, max(created_at) AS create
 WHERE a.summary IS NOT NULL AND a.summary != '';
 "#;
 
-/// Lists paged in SQL (issue #18): `GET /v1/blocks/` walks blocks in creation order by index
+/// Lists paged in SQL: `GET /v1/blocks/` walks blocks in creation order by index
 /// instead of sorting every block for each page.
 const BLOCKS_BY_CREATION: &str = "CREATE INDEX blocks_by_created ON blocks (created_at, id);";
 
@@ -304,7 +304,7 @@ CREATE TABLE pending_approvals (
 ) WITHOUT ROWID;
 "#;
 
-/// Turn rollback (issue #10: regenerate, edit & resend): each passage remembers the step whose
+/// Turn rollback (regenerate, edit & resend): each passage remembers the step whose
 /// tool call inserted it (NULL for passages added by hand, imported, or stored before this
 /// migration), so rolling back a turn removes exactly the passages it added; and each finished
 /// run keeps its stop reason, error and usage, so a reload shows "stopped" labels and usage
@@ -339,7 +339,7 @@ CREATE TABLE model_prices (
 ) WITHOUT ROWID;
 "#;
 
-/// MCP servers (issue #12): how each server is reached (no secrets: stdio environment values and
+/// MCP servers: how each server is reached (no secrets: stdio environment values and
 /// bearer tokens live in the OS keychain, only the variable names here), whether the user made
 /// it active (servers from an imported file wait inactive), and where it came from. A tool
 /// offered by a server is a row of `tools` with language 'mcp' and `mcp` naming the server and
@@ -374,7 +374,7 @@ CREATE TABLE mcp_pending_tools (
 ) WITHOUT ROWID;
 "#;
 
-/// Tag filters as index ranges (issue #18): each tag row carries its passage's agent, time and
+/// Tag filters as index ranges: each tag row carries its passage's agent, time and
 /// row key, so "this agent's passages tagged X, in time order" is one range of
 /// `passage_tags_by_agent_tag_time` and a tag-filtered total counts index entries instead of
 /// probing every tagged passage of every agent. The table is rebuilt with the copies filled in
@@ -404,7 +404,7 @@ BEGIN
 END;
 "#;
 
-/// Message vectors (issue #13: semantic recall search). One row per message that was embedded:
+/// Message vectors (semantic recall search). One row per message that was embedded:
 /// the agent's embedding model handle at the time (`local/all-minilm-l6-v2`), and the vector as
 /// little-endian `f32`s. An empty `vector` marks a message with no text worth embedding (a tool
 /// call without text arguments), so a backfill does not come back to it. Search reads only rows
@@ -421,7 +421,7 @@ CREATE TRIGGER message_vectors_stale AFTER UPDATE OF content, tool_calls ON mess
 END;
 "#;
 
-/// Per-agent search indexes (issue #13). Full text: the shared `passages_fts` and
+/// Per-agent search indexes. Full text: the shared `passages_fts` and
 /// `messages_fts` tables give way to one pair of FTS5 tables per agent (`fts_partitions.rs`),
 /// so BM25's statistics are the agent's own; the triggers now queue changed rows in
 /// `fts_pending`, which the store routes to the agent's tables before every commit, and the
@@ -504,7 +504,7 @@ WHEN old.embedding IS NOT NULL OR new.embedding IS NOT NULL BEGIN
 END;
 "#;
 
-/// Issue #13, search speed: a passage's time by its row key, in an index of its own. Neighbour
+/// Search speed: a passage's time by its row key, in an index of its own. Neighbour
 /// smoothing looks up the time of each of a search's 200 candidates; read from `passages`,
 /// whose rows carry their vectors (1.5 kB at 384 dimensions, so the table outgrows SQLite's
 /// page cache), each look-up was a random page read. This index is about 20 bytes a passage.

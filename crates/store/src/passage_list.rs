@@ -9,8 +9,7 @@
 //! is read from the other end of the list, so the last page is as cheap as the first.
 
 use crate::Store;
-use crate::agents;
-use crate::passages::{PASSAGE_COLS, Query, passage_from_row};
+use crate::passage_rows::{PASSAGE_COLS, Query, passage_from_row};
 use crate::sql::{self, DbResult};
 use engram_core::{AgentId, Error, Passage, PassageId, Result, TagMatch, Timestamp};
 use rusqlite::types::Value;
@@ -544,7 +543,7 @@ impl Store {
     /// one of the agent's passages.
     pub fn list_passages(&self, agent: &AgentId, q: &PassageList) -> Result<Vec<Passage>> {
         self.read(|c| {
-            agents::ensure_exists(c, agent)?;
+            sql::ensure_agent(c, agent)?;
             // Unfiltered, the total is one lookup, and lets a deep offset read from the end.
             let total = if q.offset > 0 && unfiltered(q) {
                 Some(count(c, agent, q)?)
@@ -559,7 +558,7 @@ impl Store {
     /// `end`; cursors and offsets do not count). Errors: `NotFound("agent")`.
     pub fn count_passages(&self, agent: &AgentId, q: &PassageList) -> Result<u64> {
         self.read(|c| {
-            agents::ensure_exists(c, agent)?;
+            sql::ensure_agent(c, agent)?;
             count(c, agent, q)
         })
     }
@@ -568,7 +567,7 @@ impl Store {
     /// under one lock so the three agree. Errors as [`list_passages`](Self::list_passages).
     pub fn passage_page(&self, agent: &AgentId, q: &PassageList) -> Result<PassagePage> {
         self.read(|c| {
-            agents::ensure_exists(c, agent)?;
+            sql::ensure_agent(c, agent)?;
             let total = count(c, agent, q)?;
             let cursor = q.after.is_some() || q.before.is_some();
             let mut q = q.clone();
@@ -612,7 +611,7 @@ mod tests {
             .unwrap()
     }
 
-    /// Issue #18: a tag-filtered total and page read one range of the tag index; neither
+    /// A tag-filtered total and page read one range of the tag index; neither
     /// walks the agent's passages nor sorts them.
     #[test]
     fn a_tag_filter_is_an_index_range_read() {

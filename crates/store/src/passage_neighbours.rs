@@ -17,10 +17,10 @@
 //! carries the tags: with a tag filter, a neighbour is the nearest tagged passage among those
 //! rows (the bound keeps a selective tag filter over a bulk insert from walking it all).
 
-use crate::passages::{PassageQuery, Query, filters, load_by_pk};
+use crate::Store;
+use crate::passage_rows::{PassageQuery, Query, filters, load_by_pk};
 use crate::search;
 use crate::sql::{self, DbResult};
-use crate::{Store, agents};
 use engram_core::{AgentId, Passage, PassageId, Result};
 use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, params_from_iter};
@@ -141,7 +141,7 @@ impl Store {
         reach: usize,
     ) -> Result<Vec<Vec<Passage>>> {
         self.read(|c| {
-            agents::ensure_exists(c, agent)?;
+            sql::ensure_agent(c, agent)?;
             let mut keys = Vec::with_capacity(ids.len());
             let mut stmt = c
                 .prepare_cached("SELECT pk FROM passages WHERE id = ?1 AND agent_id = ?2")

@@ -3,8 +3,8 @@
 //! them when the model changes.
 
 use crate::Store;
-use crate::agents;
-use crate::passages::{PASSAGE_COLS, check_vector, passage_from_row};
+use crate::passage_rows::{PASSAGE_COLS, passage_from_row};
+use crate::passages::check_vector;
 use crate::search;
 use crate::sql::{self, DbResult};
 use engram_core::{AgentId, Passage, PassageId, Result};
@@ -15,7 +15,7 @@ impl Store {
     /// backfill takes them batch by batch). Errors: `NotFound("agent")`.
     pub fn passages_without_vectors(&self, agent: &AgentId, limit: usize) -> Result<Vec<Passage>> {
         self.read(|c| {
-            agents::ensure_exists(c, agent)?;
+            sql::ensure_agent(c, agent)?;
             let mut stmt = c
                 .prepare_cached(&format!(
                     "SELECT {PASSAGE_COLS} FROM passages p
@@ -32,7 +32,7 @@ impl Store {
     /// How many of the agent's passages have no stored vector. Errors: `NotFound("agent")`.
     pub fn count_passages_without_vectors(&self, agent: &AgentId) -> Result<u64> {
         self.read(|c| {
-            agents::ensure_exists(c, agent)?;
+            sql::ensure_agent(c, agent)?;
             c.prepare_cached(
                 "SELECT count(*) FROM passages WHERE agent_id = ?1 AND embedding IS NULL",
             )
@@ -90,7 +90,7 @@ impl Store {
     /// Errors: `NotFound("agent")`.
     pub fn clear_passage_vectors(&self, agent: &AgentId) -> Result<usize> {
         self.write(|tx| {
-            agents::ensure_exists(tx, agent)?;
+            sql::ensure_agent(tx, agent)?;
             tx.prepare_cached(
                 "UPDATE passages SET embedding_dim = NULL, embedding = NULL
                  WHERE agent_id = ?1 AND embedding IS NOT NULL",

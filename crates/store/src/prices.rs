@@ -1,7 +1,7 @@
 //! Model prices the user set, and token usage grouped by model for cost totals.
 
+use crate::Store;
 use crate::sql::{self, DbResult, uint};
-use crate::{Store, agents};
 use engram_core::{AgentId, ModelPrice, PriceSource, Result, RunId};
 use rusqlite::params;
 
@@ -72,7 +72,7 @@ impl Store {
     /// One indexed pass over the steps table. Errors: `NotFound("agent")`.
     pub fn usage_by_model(&self, agent: &AgentId, run: Option<&RunId>) -> Result<Vec<ModelUsage>> {
         self.read(|c| {
-            agents::ensure_exists(c, agent)?;
+            sql::ensure_agent(c, agent)?;
             let mut stmt = c
                 .prepare_cached(
                     "SELECT model, sum(prompt_tokens), sum(completion_tokens), count(*) FROM steps

@@ -7,8 +7,8 @@
 //! results out of the context.
 
 use crate::Store;
-use crate::agents;
 use crate::approvals;
+use crate::message_rows;
 use crate::messages::{self, SEQ_GAP};
 use crate::sql::{self, DbResult, json_opt};
 use engram_core::{
@@ -92,7 +92,7 @@ fn call_rows(conn: &Connection, agent: &AgentId) -> Result<Vec<CallRow>> {
             Ok(CallRow {
                 id: MessageId::from(r.get::<_, String>(0)?),
                 seq: r.get(1)?,
-                role: messages::role_from(&r.get::<_, String>(2)?),
+                role: message_rows::role_from(&r.get::<_, String>(2)?),
                 tool_calls: json_opt::<Vec<ToolCall>>(r, 3)?.unwrap_or_default(),
                 tool_call_id: r.get(4)?,
                 run_id: r.get::<_, Option<String>>(5)?.map(RunId::from),
@@ -177,7 +177,7 @@ impl Store {
     pub fn repair_orphaned_tool_calls(&self, agent: &AgentId, now: Timestamp) -> Result<usize> {
         let now = sql::truncate(now);
         self.write(|tx| {
-            agents::ensure_exists(tx, agent)?;
+            sql::ensure_agent(tx, agent)?;
             let context = call_rows(tx, agent)?;
             let Diagnosis {
                 mut orphans,

@@ -3,7 +3,7 @@
 //! Each is one transaction; the search indexes follow through triggers.
 
 use crate::Store;
-use crate::agents;
+use crate::sql;
 use crate::sql::DbResult;
 use engram_core::{AgentId, Error, Message, MessageId, Passage, PassageId, Result, ToolCall};
 use rusqlite::{Connection, OptionalExtension, params};
@@ -40,7 +40,7 @@ impl Store {
     /// Errors: `NotFound("agent")`.
     pub fn set_agent_tags(&self, agent: &AgentId, tags: &[String]) -> Result<()> {
         self.write(|tx| {
-            agents::ensure_exists(tx, agent)?;
+            sql::ensure_agent(tx, agent)?;
             write_tags(tx, agent, tags)
         })
     }
@@ -153,7 +153,7 @@ impl Store {
     /// `NotFound("agent")`.
     pub fn reset_context(&self, agent: &AgentId) -> Result<usize> {
         self.write(|tx| {
-            agents::ensure_exists(tx, agent)?;
+            sql::ensure_agent(tx, agent)?;
             let n = tx
                 .prepare_cached(
                     "UPDATE messages SET in_context = 0 WHERE agent_id = ?1 AND in_context = 1",

@@ -13,7 +13,7 @@
 
 use crate::blocks::{self, Author};
 use crate::sql::{self, DbResult};
-use crate::{Store, agents, messages, passages};
+use crate::{Store, message_rows, passage_rows};
 use engram_core::{
     AgentId, Block, BlockId, Editor, Error, MessageId, Passage, Result, Role, RunId, StepId, Usage,
 };
@@ -74,7 +74,7 @@ pub struct BlockRevert {
 /// Works out what rolling back from `from` would undo, reading inside `conn` (the caller's
 /// transaction when it is about to apply it).
 fn plan(conn: &Connection, agent: &AgentId, from: &MessageId) -> Result<TurnRollback> {
-    agents::ensure_exists(conn, agent)?;
+    sql::ensure_agent(conn, agent)?;
     let seq: i64 = conn
         .prepare_cached("SELECT seq FROM messages WHERE id = ?1 AND agent_id = ?2")
         .db()?
@@ -105,12 +105,12 @@ fn plan(conn: &Connection, agent: &AgentId, from: &MessageId) -> Result<TurnRoll
             "SELECT {} FROM passages p
              WHERE p.agent_id = ?1 AND p.step_id IN (SELECT value FROM json_each(?2))
              ORDER BY p.created_at, p.pk",
-            passages::PASSAGE_COLS
+            passage_rows::PASSAGE_COLS
         ))
         .db()?
         .query_map(
             params![agent.as_str(), steps_json],
-            passages::passage_from_row,
+            passage_rows::passage_from_row,
         )
         .db()?
         .collect::<rusqlite::Result<_>>()
@@ -299,12 +299,12 @@ impl Store {
             let m = tx
                 .prepare_cached(&format!(
                     "SELECT {} FROM messages m WHERE m.id = ?1 AND m.agent_id = ?2",
-                    messages::MSG_COLS
+                    message_rows::MSG_COLS
                 ))
                 .db()?
                 .query_row(
                     params![id.as_str(), agent.as_str()],
-                    messages::message_from_row,
+                    message_rows::message_from_row,
                 )
                 .optional()
                 .db()?
@@ -345,16 +345,16 @@ impl Store {
     /// Errors: `NotFound("agent")`.
     pub fn last_user_message(&self, agent: &AgentId) -> Result<Option<engram_core::Message>> {
         self.read(|c| {
-            agents::ensure_exists(c, agent)?;
+            sql::ensure_agent(c, agent)?;
             c.prepare_cached(&format!(
                 "SELECT {} FROM messages m WHERE m.agent_id = ?1 AND m.role = ?2
                  AND m.kind = 'chat' ORDER BY m.seq DESC LIMIT 1",
-                messages::MSG_COLS
+                message_rows::MSG_COLS
             ))
             .db()?
             .query_row(
                 params![agent.as_str(), Role::User.as_str()],
-                messages::message_from_row,
+                message_rows::message_from_row,
             )
             .optional()
             .db()

@@ -3,7 +3,7 @@
 //! window happened to see live.
 
 use crate::sql::{self, DbResult, json_opt, ts, uint};
-use crate::{Store, agents, blocks};
+use crate::{Store, blocks};
 use engram_core::{AgentId, BlockEdit, ErrorBody, Result, RunId, StopReason, Timestamp, Usage};
 use rusqlite::params;
 use serde::{Deserialize, Serialize};
@@ -49,7 +49,7 @@ impl Store {
     pub fn run_edits(&self, agent: &AgentId, runs: &[RunId]) -> Result<Vec<ToolEdit>> {
         let runs = sql::to_json(&runs.iter().map(RunId::as_str).collect::<Vec<_>>())?;
         self.read(|c| {
-            agents::ensure_exists(c, agent)?;
+            sql::ensure_agent(c, agent)?;
             let cols = blocks::EDIT_COLS
                 .split(',')
                 .map(|col| format!("h.{}", col.trim()))
@@ -80,7 +80,7 @@ impl Store {
     /// Errors: `NotFound("agent")`.
     pub fn record_run(&self, r: &RunRecord) -> Result<()> {
         self.write(|tx| {
-            agents::ensure_exists(tx, &r.agent_id)?;
+            sql::ensure_agent(tx, &r.agent_id)?;
             tx.prepare_cached(
                 "INSERT OR REPLACE INTO runs (id, agent_id, stop_reason, error, prompt_tokens,
                                               completion_tokens, step_count, ended_at)
@@ -109,7 +109,7 @@ impl Store {
             .map(|ids| sql::to_json(&ids.iter().map(RunId::as_str).collect::<Vec<_>>()))
             .transpose()?;
         self.read(|c| {
-            agents::ensure_exists(c, agent)?;
+            sql::ensure_agent(c, agent)?;
             let mut stmt = c
                 .prepare_cached(
                     "SELECT id, agent_id, stop_reason, error, prompt_tokens, completion_tokens,

@@ -2,7 +2,6 @@
 //! share each block (Letta's shared memory: one block row attached to several agents).
 
 use crate::Store;
-use crate::agents;
 use crate::blocks::{self, label_conflict};
 use crate::sql::{self, DbResult};
 use engram_core::{AgentId, Block, BlockId, NewBlock, Result};
@@ -39,7 +38,7 @@ impl Store {
     pub fn create_agent_block(&self, agent: &AgentId, new: &NewBlock) -> Result<Block> {
         let block = blocks::build(new, sql::now())?;
         self.write(|tx| {
-            agents::ensure_exists(tx, agent)?;
+            sql::ensure_agent(tx, agent)?;
             let taken = tx
                 .prepare_cached(
                     "SELECT 1 FROM agent_blocks ab JOIN blocks b ON b.id = ab.block_id

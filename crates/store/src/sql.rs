@@ -1,9 +1,9 @@
 //! Small conversions shared by every table module: errors, timestamps, integers and JSON columns.
 
 use chrono::DateTime;
-use engram_core::{Error, Result, Timestamp};
+use engram_core::{AgentId, Error, Result, Timestamp};
 use rusqlite::types::Type;
-use rusqlite::{ErrorCode, Row};
+use rusqlite::{Connection, ErrorCode, Row};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -120,4 +120,18 @@ pub(crate) fn json_keys(keys: impl IntoIterator<Item = i64>) -> String {
     }
     list.push(']');
     list
+}
+
+/// Fails with `NotFound("agent", id)` unless the agent exists.
+pub(crate) fn ensure_agent(conn: &Connection, id: &AgentId) -> Result<()> {
+    let found = conn
+        .prepare_cached("SELECT 1 FROM agents WHERE id = ?1")
+        .db()?
+        .exists([id.as_str()])
+        .db()?;
+    if found {
+        Ok(())
+    } else {
+        Err(Error::not_found("agent", id.as_str()))
+    }
 }

@@ -14,14 +14,50 @@
 
 use crate::blocks::{self, Author};
 use crate::sql::DbResult;
-use crate::steps::{BlockChange, BlockWrite};
 use engram_core::block_op::{applied_message, refused_message};
 use engram_core::{
-    Applied, BlockId, BlockOp, Editor, Error, NewMessage, Result, Role, StepId, Timestamp,
+    Applied, Block, BlockId, BlockOp, Editor, Error, NewMessage, Result, Role, StepId, Timestamp,
     ToolReturn, ToolStatus,
 };
 use rusqlite::Connection;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+
+/// One edit of a block by a step: an operation re-applied to the block's value as stored at
+/// commit time (see [`Store::commit_step`](crate::Store::commit_step)).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BlockWrite {
+    /// The block to change.
+    pub block_id: BlockId,
+    /// What to do to its current value (checked against its limit, in characters).
+    pub op: BlockOp,
+    /// Who made the change (recorded in the block's history). For [`Editor::Agent`] with a
+    /// `tool_call_id` whose tool result is among the step's messages, a write that no longer
+    /// applies turns that result into a `Failed` one instead of failing the step.
+    pub editor: Editor,
+    /// Rewrite the (OK) tool result to describe the block as committed (memory tools, whose
+    /// result is the block's value); user tools keep their own return value.
+    pub restate_result: bool,
+}
+
+impl BlockWrite {
+    /// The tool call that made this write, if an agent's tool made it.
+    pub fn tool_call_id(&self) -> Option<&str> {
+        match &self.editor {
+            Editor::Agent { tool_call_id, .. } => tool_call_id.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+/// A block as a step left it, and the tool call that changed it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BlockChange {
+    /// The block after the change, as stored (new version).
+    pub block: Block,
+    /// The tool call that made the change.
+    pub tool_call_id: Option<String>,
+}
 
 /// What the block writes of a step did.
 pub(crate) struct StepEdits {

@@ -2,49 +2,11 @@
 
 use crate::approvals::{self, ApprovalWrite};
 use crate::sql::{self, DbResult, ts, uint};
-use crate::{Store, agents, messages, passages, step_edits};
-use engram_core::{
-    AgentId, Block, BlockId, BlockOp, Editor, Message, NewMessage, NewPassage, Passage, Result,
-    RunId, Step, StepId,
-};
+use crate::step_edits::{self, BlockChange, BlockWrite};
+use crate::{Store, messages, passages};
+use engram_core::{AgentId, Message, NewMessage, NewPassage, Passage, Result, RunId, Step, StepId};
 use rusqlite::{Connection, Row, params};
 use serde::{Deserialize, Serialize};
-
-/// One edit of a block by a step: an operation re-applied to the block's value as stored at
-/// commit time (see [`Store::commit_step`]).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct BlockWrite {
-    /// The block to change.
-    pub block_id: BlockId,
-    /// What to do to its current value (checked against its limit, in characters).
-    pub op: BlockOp,
-    /// Who made the change (recorded in the block's history). For [`Editor::Agent`] with a
-    /// `tool_call_id` whose tool result is among the step's messages, a write that no longer
-    /// applies turns that result into a `Failed` one instead of failing the step.
-    pub editor: Editor,
-    /// Rewrite the (OK) tool result to describe the block as committed (memory tools, whose
-    /// result is the block's value); user tools keep their own return value.
-    pub restate_result: bool,
-}
-
-impl BlockWrite {
-    /// The tool call that made this write, if an agent's tool made it.
-    pub fn tool_call_id(&self) -> Option<&str> {
-        match &self.editor {
-            Editor::Agent { tool_call_id, .. } => tool_call_id.as_deref(),
-            _ => None,
-        }
-    }
-}
-
-/// A block as a step left it, and the tool call that changed it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct BlockChange {
-    /// The block after the change, as stored (new version).
-    pub block: Block,
-    /// The tool call that made the change.
-    pub tool_call_id: Option<String>,
-}
 
 /// Everything one step wrote. The agent is `step.agent_id`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -146,7 +108,7 @@ impl Store {
             })
             .collect();
         self.write(|tx| {
-            agents::ensure_exists(tx, agent)?;
+            sql::ensure_agent(tx, agent)?;
             insert_step(tx, &c.step)?;
             let now = sql::now();
             let edits = step_edits::apply(tx, &c.step.id, &c.block_writes, &mut msgs, now)?;
@@ -166,7 +128,7 @@ impl Store {
     /// Errors: `NotFound("agent")`.
     pub fn list_steps(&self, agent: &AgentId, run: Option<&RunId>) -> Result<Vec<Step>> {
         self.read(|c| {
-            agents::ensure_exists(c, agent)?;
+            sql::ensure_agent(c, agent)?;
             let mut stmt = c
                 .prepare_cached(&format!(
                     "SELECT {STEP_COLS} FROM steps WHERE agent_id = ?1 AND (?2 IS NULL OR run_id = ?2)

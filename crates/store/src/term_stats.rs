@@ -4,7 +4,6 @@
 //! full-text index so another agent's passages never change them (see `fts_partitions`).
 
 use crate::Store;
-use crate::agents;
 use crate::fts_partitions::{partition, passages_table};
 use crate::sql::{self, DbResult};
 use engram_core::{AgentId, Result};
@@ -38,7 +37,7 @@ impl Store {
     /// full-text index. One indexed lookup per word. Errors: `NotFound("agent")`.
     pub fn passage_term_stats(&self, agent: &AgentId, words: &[String]) -> Result<TermStats> {
         self.read(|c| {
-            agents::ensure_exists(c, agent)?;
+            sql::ensure_agent(c, agent)?;
             let passages = c
                 .prepare_cached("SELECT count(*) FROM passages WHERE agent_id = ?1")
                 .db()?

@@ -1,5 +1,4 @@
-//! Undoing one recorded block edit without losing the edits made after it (issue #10,
-//! defect 5).
+//! Undoing one recorded block edit without losing the edits made after it.
 //!
 //! An edit is undone by its *reverse operation*: the text it changed, found again in the
 //! block's current value with just enough surrounding text to be unique, is put back as it

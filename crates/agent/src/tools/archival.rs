@@ -1,7 +1,7 @@
 //! Archival memory tools: insert and search passages.
 
-use super::ToolContext;
 use super::args::Args;
+use super::context::ToolContext;
 use engram_core::run::format_time;
 use engram_core::{NewPassage, TagMatch};
 use engram_store::PassageQuery;

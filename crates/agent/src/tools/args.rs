@@ -34,6 +34,15 @@ impl Args {
             .filter(|v| !v.is_null())
     }
 
+    /// The argument names given, in the model's order (`request_heartbeat` left out).
+    pub(super) fn names(&self) -> Vec<&str> {
+        self.0
+            .keys()
+            .map(String::as_str)
+            .filter(|k| *k != "request_heartbeat")
+            .collect()
+    }
+
     /// A required string argument.
     pub(super) fn str(&self, name: &str) -> Result<&str, String> {
         self.str_any(&[name])

@@ -4,8 +4,8 @@
 //! changed meanwhile makes the commit answer the call with a `Failed` result instead of losing
 //! that change; one transaction with the tool result, history rows included).
 
-use super::ToolContext;
 use super::args::Args;
+use super::context::ToolContext;
 use super::memory;
 use crate::tool_api::{TOOL_API_PORT, ToolScope};
 use engram_core::Tool;

@@ -4,8 +4,8 @@
 //! authoritatively, to the value stored when the step commits (DESIGN.md §8b). Read-only blocks
 //! and limits (characters) are checked both times.
 
-use super::ToolContext;
 use super::args::Args;
+use super::context::ToolContext;
 use engram_core::block_op::{applied_message, refused_message};
 use engram_core::{Applied, Block, BlockOp, Editor, ReplaceCount};
 use engram_store::BlockWrite;

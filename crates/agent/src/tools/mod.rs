@@ -7,24 +7,18 @@
 
 mod archival;
 mod args;
+mod context;
 mod custom;
 mod memory;
 mod recall;
 
+pub use context::ToolContext;
 pub use custom::{Trial, awaits_approval, cut as cut_result, trial};
 
-use crate::Embedder;
-use crate::python::PythonHost;
 use args::Args;
-use engram_core::{
-    Agent, Block, BlockId, LoopStyle, NewPassage, Timestamp, Tool, ToolCall, ToolId, ToolLanguage,
-    ToolReturn,
-};
+use engram_core::{LoopStyle, Tool, ToolCall, ToolId, ToolLanguage, ToolReturn};
 use engram_providers::ToolSpec;
-use engram_store::{BlockWrite, Store};
 use serde_json::{Value, json};
-use std::collections::HashMap;
-use std::sync::Arc;
 
 /// Names of every built-in tool.
 pub const BUILTIN_TOOLS: &[&str] = &[
@@ -253,39 +247,6 @@ pub struct ToolOutput {
     pub reply: Option<String>,
 }
 
-/// The state tools work on during one step. Block edits are operations: each is tried on a
-/// fresh read of the block plus the step's earlier edits (so a later call in the same step
-/// sees an earlier one, and the model sees others' edits), and queued to be applied again to
-/// the stored value when the step commits, in one transaction.
-pub struct ToolContext<'a> {
-    /// The agent running the tools.
-    pub agent: &'a Agent,
-    /// For searches and fresh reads of blocks.
-    pub store: &'a Store,
-    /// Working copies of the agent's blocks: the last read plus this step's queued edits;
-    /// `version` is the stored version of that read.
-    pub blocks: Vec<Block>,
-    /// The version of each block the model read in this step's context window (what a
-    /// whole-value rewrite by the model is based on).
-    pub read_versions: HashMap<BlockId, u64>,
-    /// Block writes to commit with the step.
-    pub writes: Vec<BlockWrite>,
-    /// Passages to commit with the step.
-    pub passages: Vec<NewPassage>,
-    /// The embedding model, when the agent has one.
-    pub embedder: Option<&'a Embedder>,
-    /// The reranker of archival search, when one is configured.
-    pub reranker: Option<&'a dyn crate::Reranker>,
-    /// The step's clock.
-    pub now: Timestamp,
-    /// The user tools attached to the agent.
-    pub custom: &'a [Tool],
-    /// Where user tools run.
-    pub python: &'a Arc<PythonHost>,
-    /// Calls tools of MCP servers (`None`: such calls fail, saying so).
-    pub mcp: Option<&'a dyn crate::McpCaller>,
-}
-
 /// Runs one tool call. Never fails: problems become `Failed` results.
 pub async fn execute(ctx: &mut ToolContext<'_>, call: &ToolCall) -> ToolOutput {
     let now = ctx.now;
@@ -310,7 +271,9 @@ pub async fn execute(ctx: &mut ToolContext<'_>, call: &ToolCall) -> ToolOutput {
                     custom::run(ctx, &tool, &call.id, &args).await
                 }
             } else {
-                dispatch(ctx, call, &args, &mut reply).await
+                dispatch(ctx, call, &args, &mut reply)
+                    .await
+                    .map_err(|e| with_argument_hint(e, &call.name, &args))
             }
         }
     };
@@ -322,6 +285,44 @@ pub async fn execute(ctx: &mut ToolContext<'_>, call: &ToolCall) -> ToolOutput {
         result,
         heartbeat,
         reply,
+    }
+}
+
+/// A missing argument is most often a misspelled one (small models write `msg` for `message`,
+/// `text` for `content`): the error then names what was given and what the tool takes, so the
+/// model can correct the call. Other errors are returned as they are.
+fn with_argument_hint(error: String, tool: &str, args: &Args) -> String {
+    if !error.starts_with("Missing required argument") {
+        return error;
+    }
+    let Some((_, schema)) = schema(tool) else {
+        return error;
+    };
+    let takes: Vec<&str> = schema["properties"]
+        .as_object()
+        .map(|p| p.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    let given = args.names();
+    let unknown: Vec<&str> = given
+        .iter()
+        .copied()
+        .filter(|g| !takes.contains(g))
+        .collect();
+    let quote = |names: &[&str]| {
+        names
+            .iter()
+            .map(|n| format!("'{n}'"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if unknown.is_empty() {
+        format!("{error} {tool} takes: {}.", quote(&takes))
+    } else {
+        format!(
+            "{error} {tool} takes: {}; {} is not one of them.",
+            quote(&takes),
+            quote(&unknown)
+        )
     }
 }
 

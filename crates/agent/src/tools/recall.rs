@@ -1,8 +1,8 @@
 //! `conversation_search`: search over recall memory (every past message), by words and, when
 //! the agent has an embedding model, by meaning.
 
-use super::ToolContext;
 use super::args::Args;
+use super::context::ToolContext;
 use engram_core::Role;
 use engram_core::run::format_time;
 use engram_store::MessageQuery;

@@ -1,6 +1,6 @@
 //! What Engram keeps of a Letta agent without running it: the agent's file extras.
 
-use super::{AgentIn, Ctx, user_tool};
+use super::{parts::AgentIn, parts::Ctx, tools::user_tool};
 use engram_core::ToolRule;
 use serde_json::{Map, Value, json};
 

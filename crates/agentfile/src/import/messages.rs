@@ -9,7 +9,7 @@ use engram_store::ImportMessage;
 use serde_json::{Map, Value, json};
 use std::collections::{HashMap, HashSet};
 
-use super::AgentIn;
+use super::parts::AgentIn;
 
 /// Takes out of the context window every assistant message that calls a tool the agent cannot
 /// run here, and the results of those calls: providers reject a history whose tool calls name

@@ -33,8 +33,8 @@
 //! [`Store::import_bundle`]: engram_store::Store::import_bundle
 
 use crate::errors::AgentFileError;
-use crate::extension::{AgentExt, BlockExt, decode_vector};
-use crate::model::{BlockAf, EmbeddingConfigAf, LlmConfigAf, MessageAf, ToolAf};
+use crate::extension::{AgentExt, decode_vector};
+use crate::model::EmbeddingConfigAf;
 use crate::parse::AgentFile;
 use crate::time::time_or;
 use engram_core::agent::{DEFAULT_MAX_STEPS, default_context_window};
@@ -42,41 +42,29 @@ use engram_core::memory::check_label;
 use engram_core::{
     Agent, AgentId, Block, BlockEdit, BlockId, DEFAULT_BLOCK_LIMIT, EditId, Editor,
     EmbeddingConfig, EndpointKind, LlmConfig, LoopStyle, NewMessage, NewPassage, PendingEndpoint,
-    RunId, Step, StepId, Timestamp, Tool, ToolOrigin, ToolRule,
+    RunId, Step, StepId, ToolOrigin, ToolRule,
 };
 use engram_store::{ImportAgent, ImportBlock, ImportBundle, ImportMessage};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 
 mod extras;
 mod mcp_tools;
 mod messages;
+mod parts;
 mod resolve;
 mod sections;
 mod tools;
 
 pub use mcp_tools::FileMcpTool;
+pub use parts::ImportOptions;
 pub use sections::{Inactive, InactiveKind};
 
 use extras::letta_extras;
 use messages::{keep_runnable_window, letta_messages};
+use parts::{AgentIn, BlockIn, Ctx};
 use resolve::{resolve_v1, resolve_v2};
 use tools::user_tool;
-
-/// What the importer needs to know about this Engram.
-#[derive(Clone, Debug)]
-pub struct ImportOptions<'a> {
-    /// Names of Engram's built-in tools (`engram_agent::tools::BUILTIN_TOOLS`); only these are
-    /// attached as runnable.
-    pub builtin_tools: &'a [&'a str],
-    /// Model handle for agents whose file has no `llm_config`.
-    pub default_model: &'a str,
-    /// "Now": the time of rows whose file gives none.
-    pub now: Timestamp,
-    /// The file's name as the user gave it (recorded as the origin of its tools and
-    /// endpoints), e.g. `support.af`.
-    pub file_name: &'a str,
-}
 
 /// An import ready to be written, with what the user should know about it.
 #[derive(Clone, Debug, PartialEq)]
@@ -94,49 +82,6 @@ pub struct Conversion {
     pub mcp_servers: Vec<Value>,
     /// The tools of those servers each agent uses (to attach once a server is accepted).
     pub mcp_tools: Vec<FileMcpTool>,
-}
-
-/// One block of the file, wherever it was defined.
-struct BlockIn<'a> {
-    path: String,
-    block: &'a BlockAf,
-    ext: Option<&'a BlockExt>,
-    created_at: Option<&'a str>,
-    updated_at: Option<&'a str>,
-}
-
-/// One agent of the file, resolved to indices, whatever the version.
-struct AgentIn<'a> {
-    /// Path prefix of the agent's fields (`` for v1, `agents[0].` for v2).
-    path: String,
-    local_id: String,
-    format: &'static str,
-    name: Option<&'a str>,
-    description: Option<&'a str>,
-    system: Option<&'a str>,
-    agent_type: Option<&'a str>,
-    llm: Option<&'a LlmConfigAf>,
-    embedding: Option<&'a EmbeddingConfigAf>,
-    tags: &'a [String],
-    tool_rules: &'a [Value],
-    blocks: Vec<usize>,
-    tools: Vec<&'a ToolAf>,
-    messages: &'a [MessageAf],
-    in_context: Vec<usize>,
-    created_at: Option<&'a str>,
-    updated_at: Option<&'a str>,
-    ext: Option<&'a AgentExt>,
-    extra: &'a Map<String, Value>,
-}
-
-/// Shared state of one conversion.
-struct Ctx<'a> {
-    opts: &'a ImportOptions<'a>,
-    warnings: Vec<String>,
-    agent_ids: HashMap<String, AgentId>,
-    edit_ids: HashMap<String, EditId>,
-    /// User tools found in the file, by name.
-    tools: Vec<Tool>,
 }
 
 /// Converts a parsed file into rows with fresh ids.
@@ -214,18 +159,6 @@ pub fn to_bundle(file: &AgentFile, opts: &ImportOptions<'_>) -> Result<Conversio
         mcp_servers,
         mcp_tools,
     })
-}
-
-type Resolved<'a> = (Vec<BlockIn<'a>>, Vec<AgentIn<'a>>, Shared<'a>);
-
-/// File-level sections of a v2 file that belong to its agents (empty for v1).
-#[derive(Clone, Copy, Default)]
-struct Shared<'a> {
-    groups: &'a [Value],
-    skills: &'a [Value],
-    files: &'a [Value],
-    sources: &'a [Value],
-    mcp_servers: &'a [Value],
 }
 
 fn convert_block(ctx: &mut Ctx<'_>, b: &BlockIn<'_>) -> Result<ImportBlock, AgentFileError> {

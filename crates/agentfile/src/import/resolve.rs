@@ -5,7 +5,7 @@ use crate::extension::Extension;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 
-use super::{AgentIn, BlockIn, Resolved, Shared};
+use super::{parts::AgentIn, parts::BlockIn, parts::Resolved, parts::Shared};
 
 pub(super) fn resolve_v1(f: &crate::v1::AgentFileV1) -> Result<Resolved<'_>, AgentFileError> {
     let blocks = f

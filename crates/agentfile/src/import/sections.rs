@@ -8,7 +8,7 @@
 //! `mcp_servers` (arrays of the file's objects, ids as in the file) and `agent_fields` (the
 //! agent's own fields named in [`KEPT_AGENT_FIELDS`]).
 
-use super::{AgentIn, Shared};
+use super::{parts::AgentIn, parts::Shared};
 use crate::errors::AgentFileError;
 use engram_core::AgentId;
 use engram_store::ImportAgent;

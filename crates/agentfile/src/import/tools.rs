@@ -1,7 +1,7 @@
 //! The file's tools with code: which become user tools (stored untrusted, see the module
 //! above) and how they are shaped.
 
-use super::ImportOptions;
+use super::parts::ImportOptions;
 use crate::model::ToolAf;
 use engram_core::{DEFAULT_RETURN_CHAR_LIMIT, Tool, ToolId, ToolLanguage, ToolOrigin};
 use serde_json::{Value, json};

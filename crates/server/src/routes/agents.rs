@@ -2,8 +2,8 @@
 //! shapes.
 
 use super::blocks::BlockIn;
-use super::{agent_id, deleted};
-use crate::AppState;
+use super::{agent_state, shared::agent_id, shared::deleted};
+use crate::config::AppState;
 use crate::errors::{ApiError, ApiResult};
 use crate::json::{Body, Params};
 use crate::paging::Cursor;
@@ -14,7 +14,7 @@ use engram_core::{
     AgentId, AgentPatch, BlockId, EmbeddingConfig, LlmConfig, LoopStyle, NewAgent, NewBlock,
 };
 use engram_service::builtin_tools::default_tools;
-use engram_service::{AgentList, AgentState, Engram};
+use engram_service::{AgentList, Engram};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -166,23 +166,6 @@ impl AgentIn {
     }
 }
 
-/// An agent state with its in-context message ids, as Letta shows it.
-pub(crate) fn render(engram: &Engram, state: &AgentState) -> ApiResult<Json<Value>> {
-    let ids: Vec<String> = engram
-        .in_context_message_ids(&state.agent.id)?
-        .into_iter()
-        .map(|id| id.to_string())
-        .collect();
-    let tools = engram
-        .agent_tools(&state.agent.id)?
-        .iter()
-        .map(shapes::any_tool)
-        .collect();
-    let mut v = shapes::agent_state(state, &ids, tools);
-    v["tags"] = serde_json::json!(engram.agent_tags(&state.agent.id)?);
-    Ok(Json(v))
-}
-
 /// `POST /v1/agents/`.
 pub async fn create(State(s): State<AppState>, Body(req): Body<AgentIn>) -> ApiResult<Json<Value>> {
     let style = req.loop_style()?.unwrap_or_default();
@@ -216,7 +199,7 @@ pub async fn create(State(s): State<AppState>, Body(req): Body<AgentIn>) -> ApiR
     if let Some(tags) = &req.tags {
         s.engram.set_agent_tags(&state.agent.id, tags)?;
     }
-    render(&s.engram, &state)
+    agent_state::render(&s.engram, &state)
 }
 
 /// Query of `GET /v1/agents/` and `/v1/agents/count`.
@@ -272,7 +255,7 @@ pub async fn list(
     let mut out = Vec::with_capacity(agents.len());
     for a in agents {
         let state = s.engram.get_agent(&a.id)?;
-        out.push(render(&s.engram, &state)?.0);
+        out.push(agent_state::render(&s.engram, &state)?.0);
     }
     Ok(Json(out))
 }
@@ -290,7 +273,7 @@ pub async fn count(
 /// `GET /v1/agents/{agent_id}`.
 pub async fn retrieve(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let state = s.engram.get_agent(&agent_id(id))?;
-    render(&s.engram, &state)
+    agent_state::render(&s.engram, &state)
 }
 
 /// `PATCH /v1/agents/{agent_id}`: name, description, system, model settings, tools, loop.
@@ -318,7 +301,7 @@ pub async fn modify(
         s.engram.set_agent_tags(&id, tags)?;
     }
     let state = s.engram.get_agent(&id)?;
-    render(&s.engram, &state)
+    agent_state::render(&s.engram, &state)
 }
 
 /// `DELETE /v1/agents/{agent_id}`.

@@ -1,8 +1,8 @@
 //! Core memory of one agent (`/v1/agents/{id}/core-memory…`) and standalone blocks
 //! (`/v1/blocks`).
 
-use super::{agent_id, agents, deleted};
-use crate::AppState;
+use super::{agent_state, shared::agent_id, shared::deleted};
+use crate::config::AppState;
 use crate::errors::{ApiError, ApiResult};
 use crate::json::{Body, Params};
 use crate::paging::{Cursor, page};
@@ -179,7 +179,7 @@ pub async fn attach(
     let state = s
         .engram
         .attach_block(&agent_id(id), &BlockId::from(block))?;
-    agents::render(&s.engram, &state)
+    agent_state::render(&s.engram, &state)
 }
 
 /// `PATCH …/core-memory/blocks/detach/{block_id}`: answers the agent.
@@ -190,7 +190,7 @@ pub async fn detach(
     let state = s
         .engram
         .detach_block(&agent_id(id), &BlockId::from(block))?;
-    agents::render(&s.engram, &state)
+    agent_state::render(&s.engram, &state)
 }
 
 /// How many blocks `GET /v1/blocks/` answers when the caller does not say.

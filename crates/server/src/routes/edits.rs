@@ -2,8 +2,8 @@
 //! message search (0.1.x `POST /v1/agents/messages/search`, 1.x `POST /v1/messages/search`)
 //! and the counts.
 
-use super::{agent_id, agents};
-use crate::AppState;
+use super::{agent_state, shared::agent_id};
+use crate::config::AppState;
 use crate::errors::{ApiError, ApiResult};
 use crate::json::{Body, Params};
 use crate::shapes;
@@ -115,7 +115,7 @@ pub async fn reset_messages(
     let id = agent_id(id);
     s.engram.reset_messages(&id)?;
     let state = s.engram.get_agent(&id)?;
-    agents::render(&s.engram, &state)
+    agent_state::render(&s.engram, &state)
 }
 
 /// Body of a passage modify: the fields of Letta's `PassageUpdate` Engram has.

@@ -6,8 +6,8 @@
 //! `server_url`) plus Engram's `active` and `source`; environment values and tokens are
 //! never answered (only `env_keys` and `has_auth_token`).
 
-use super::deleted;
-use crate::AppState;
+use super::shared::deleted;
+use crate::config::AppState;
 use crate::errors::{ApiError, ApiResult};
 use crate::json::Body;
 use crate::shapes;

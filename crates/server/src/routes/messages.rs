@@ -1,7 +1,7 @@
 //! `/v1/agents/{id}/messages`: send (whole response or SSE stream), list with cursors, cancel.
 
-use super::agent_id;
-use crate::AppState;
+use super::shared::agent_id;
+use crate::config::AppState;
 use crate::errors::{ApiError, ApiResult};
 use crate::json::{Body, Params};
 use crate::paging::Cursor;

@@ -1,17 +1,20 @@
 //! Letta's `/v1` routes, one module per resource. List routes answer with and without the
 //! trailing slash, as FastAPI's redirects make both work against Letta.
 
+mod agent_state;
 mod agents;
 mod blocks;
 mod edits;
 mod mcp;
 pub(crate) mod messages;
 mod passages;
+mod shared;
 mod tools;
 mod transfer;
 
-use crate::AppState;
-use crate::errors::ApiError;
+pub(crate) use shared::not_found;
+
+use crate::config::AppState;
 use axum::Router;
 use axum::routing::{get, patch};
 
@@ -157,19 +160,4 @@ pub(crate) fn all() -> Router<AppState> {
                 .patch(tools::modify)
                 .delete(tools::delete),
         )
-}
-
-/// Letta's 404 for paths no route serves.
-pub(crate) async fn not_found() -> ApiError {
-    ApiError::not_found("Not Found")
-}
-
-/// The agent id of a path, as the engine's id type.
-pub(crate) fn agent_id(raw: String) -> engram_core::AgentId {
-    engram_core::AgentId::from(raw)
-}
-
-/// Letta's answer to deletes: `null` with 200.
-pub(crate) fn deleted() -> axum::Json<serde_json::Value> {
-    axum::Json(serde_json::Value::Null)
 }

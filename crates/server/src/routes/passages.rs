@@ -1,8 +1,8 @@
 //! Archival memory: `/v1/agents/{id}/archival-memory` list, create, search, delete, and the
 //! state of its vector index.
 
-use super::{agent_id, deleted};
-use crate::AppState;
+use super::{shared::agent_id, shared::deleted};
+use crate::config::AppState;
 use crate::errors::{ApiError, ApiResult};
 use crate::json::Body;
 use crate::shapes;

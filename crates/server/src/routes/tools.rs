@@ -1,8 +1,8 @@
 //! Tools (built-ins and user Python tools, as Letta `Tool`s), attaching them to agents, and the
 //! health check.
 
-use super::{agent_id, deleted};
-use crate::AppState;
+use super::{agent_state, shared::agent_id, shared::deleted};
+use crate::config::AppState;
 use crate::errors::{ApiError, ApiResult};
 use crate::json::{Body, Params};
 use crate::paging::{Cursor, page};
@@ -167,7 +167,7 @@ pub async fn attach(
     let agent = agent_id(id);
     let tool = resolve(&s.engram, &tool)?;
     s.engram.attach_tool(&agent, &tool.id)?;
-    super::agents::render(&s.engram, &s.engram.get_agent(&agent)?)
+    agent_state::render(&s.engram, &s.engram.get_agent(&agent)?)
 }
 
 /// `PATCH /v1/agents/{agent_id}/tools/detach/{tool_id}`: the agent state after detaching.
@@ -178,5 +178,5 @@ pub async fn detach(
     let agent = agent_id(id);
     let tool = resolve(&s.engram, &tool)?;
     s.engram.detach_tool(&agent, &tool.id)?;
-    super::agents::render(&s.engram, &s.engram.get_agent(&agent)?)
+    agent_state::render(&s.engram, &s.engram.get_agent(&agent)?)
 }

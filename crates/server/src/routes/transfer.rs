@@ -1,7 +1,7 @@
 //! Agent Files: `GET /v1/agents/{id}/export` and `POST /v1/agents/import` (multipart `file`).
 
-use super::agent_id;
-use crate::AppState;
+use super::shared::agent_id;
+use crate::config::AppState;
 use crate::errors::{ApiError, ApiResult};
 use axum::Json;
 use axum::extract::{Multipart, Path, State};

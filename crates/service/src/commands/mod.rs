@@ -1,4 +1,4 @@
-//! The window's commands, each defined once (Engram issue #10): an argument struct (JSON
+//! The window's commands, each defined once: an argument struct (JSON
 //! object of snake_case fields, deriving `Deserialize` and `ts_rs::TS`), its result type, and
 //! the one function that answers it over [`Engram`].
 //!
@@ -23,6 +23,7 @@ mod memory;
 mod search;
 mod settings;
 mod tools;
+mod ts_type;
 mod turns;
 mod typescript;
 
@@ -101,7 +102,7 @@ pub trait AppRun: DeserializeOwned + TS + Send + 'static {
 
 type CallFn = fn(Arc<Engram>, Caller, serde_json::Value) -> BoxFuture<'static, Result<String>>;
 type RunFn = fn(serde_json::Value) -> Result<(AgentId, RunRequest)>;
-type TsFn = fn(&ts_rs::Config) -> typescript::TsType;
+type TsFn = fn(&ts_rs::Config) -> ts_type::TsType;
 
 /// How a command is answered.
 #[derive(Clone, Copy)]
@@ -159,8 +160,8 @@ fn start<R: AppRun>(args: serde_json::Value) -> Result<(AgentId, RunRequest)> {
     Ok(parse::<R>(R::NAME, args)?.into_run())
 }
 
-fn ts<T: TS + 'static>(cfg: &ts_rs::Config) -> typescript::TsType {
-    typescript::TsType::of::<T>(cfg)
+fn ts<T: TS + 'static>(cfg: &ts_rs::Config) -> ts_type::TsType {
+    ts_type::TsType::of::<T>(cfg)
 }
 
 fn call_def<C: AppCall>() -> CommandDef {

@@ -200,7 +200,7 @@ fn the_typescript_maps_each_command_to_its_arguments_and_result() {
 }
 
 /// Writes `commands.ts` next to the ts-rs bindings (CI fails when the committed file is
-/// stale, as for every generated binding; `tests/commands.rs` checks it too).
+/// stale, as for every generated binding; `tests/it/commands.rs` checks it too).
 #[test]
 fn export_bindings_commands() {
     let dir = std::env::var("TS_RS_EXPORT_DIR").unwrap_or_else(|_| {

@@ -1,4 +1,4 @@
-//! Turn rollback (issue #10: regenerate, edit & resend): a turn's messages, steps, usage,
+//! Turn rollback (regenerate, edit & resend): a turn's messages, steps, usage,
 //! passages and block edits go in one transaction, or nothing does when another writer changed
 //! one of its blocks since.
 

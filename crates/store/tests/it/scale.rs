@@ -1,4 +1,4 @@
-//! Search at scale (issue #13): per-agent BM25 and the vector index, against real SQLite files.
+//! Search at scale: per-agent BM25 and the vector index, against real SQLite files.
 
 use crate::support::{create, temp_store};
 use engram_core::{AgentId, AgentPatch, EmbeddingConfig, NewMessage, NewPassage, PassageId};

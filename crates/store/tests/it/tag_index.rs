@@ -1,4 +1,4 @@
-//! The tag index (issue #18): tag rows carry their passage's agent, time and row key, so tag
+//! The tag index: tag rows carry their passage's agent, time and row key, so tag
 //! filters are index ranges. Every writer of passages and tags keeps those copies right, and a
 //! tag-filtered list agrees with the same filter applied by hand, in both orders, from either
 //! end, with cursors, dates and a substring.

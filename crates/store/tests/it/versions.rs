@@ -1,4 +1,4 @@
-//! Block versions (issue #16): edits are operations on the current value, whole-value writes
+//! Block versions: edits are operations on the current value, whole-value writes
 //! name the version they read, and no edit is ever lost — also with several connections (as
 //! separate processes have) writing one shared block at once.
 

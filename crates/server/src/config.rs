@@ -1,0 +1,55 @@
+//! How the server is set up ([`ServerConfig`]) and what every handler gets ([`AppState`]).
+
+use engram_service::Engram;
+use secrecy::SecretString;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Default cap on request bodies, in bytes (8 MiB: agent files with long histories fit).
+pub const DEFAULT_BODY_LIMIT: usize = 8 * 1024 * 1024;
+
+/// Whether requests need the bearer token.
+#[derive(Clone)]
+pub enum Auth {
+    /// `Authorization: Bearer <token>` is required on every route but the health check.
+    Token(SecretString),
+    /// No token (chosen explicitly with `--no-auth`, for local scripting).
+    Disabled,
+}
+
+/// How the server behaves.
+#[derive(Clone)]
+pub struct ServerConfig {
+    /// Token check.
+    pub auth: Auth,
+    /// Largest accepted request body, in bytes; larger bodies get 413.
+    pub body_limit: usize,
+    /// Origins allowed besides loopback `http(s)://localhost|127.0.0.1|[::1][:port]`
+    /// (e.g. the desktop shell's `tauri://localhost`), compared exactly.
+    pub extra_origins: Vec<String>,
+    /// A built web UI (`ui/dist`) to serve at `/` beside the API, so a browser can use Engram
+    /// through the `/app` routes. Its files need no token; the API routes still do.
+    pub ui_dir: Option<PathBuf>,
+}
+
+impl ServerConfig {
+    /// A config with `auth`, the default body limit and no extra origins.
+    pub fn new(auth: Auth) -> Self {
+        Self {
+            auth,
+            body_limit: DEFAULT_BODY_LIMIT,
+            extra_origins: Vec::new(),
+            ui_dir: None,
+        }
+    }
+}
+
+/// What every handler gets.
+#[derive(Clone)]
+pub(crate) struct AppState {
+    pub engram: Arc<Engram>,
+    /// Whether requests carry the user's token. Without it (`--no-auth`) any local program
+    /// could call the API, so acts that run programs as the user (adding or accepting an MCP
+    /// server) are refused.
+    pub authenticated: bool,
+}

@@ -1,0 +1,25 @@
+//! The answer of every route that changes an agent: its state in Letta's `AgentState` shape,
+//! with the ids of its in-context messages, its tools and its tags.
+
+use crate::errors::ApiResult;
+use crate::shapes;
+use axum::Json;
+use engram_service::{AgentState, Engram};
+use serde_json::Value;
+
+/// An agent state with its in-context message ids, as Letta shows it.
+pub(crate) fn render(engram: &Engram, state: &AgentState) -> ApiResult<Json<Value>> {
+    let ids: Vec<String> = engram
+        .in_context_message_ids(&state.agent.id)?
+        .into_iter()
+        .map(|id| id.to_string())
+        .collect();
+    let tools = engram
+        .agent_tools(&state.agent.id)?
+        .iter()
+        .map(shapes::any_tool)
+        .collect();
+    let mut v = shapes::agent_state(state, &ids, tools);
+    v["tags"] = serde_json::json!(engram.agent_tags(&state.agent.id)?);
+    Ok(Json(v))
+}

@@ -1,0 +1,114 @@
+//! How a passage row reads, and the filters every archival query applies (agent, dates, tags):
+//! shared by storing, listing, searching and reading neighbours.
+
+use crate::sql::{self, DbResult, json, ts};
+use engram_core::{AgentId, Passage, PassageId, Result, TagMatch, Timestamp};
+use rusqlite::types::Value;
+use rusqlite::{Connection, OptionalExtension, Row};
+use serde::{Deserialize, Serialize};
+
+/// An archival memory search.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PassageQuery {
+    /// Free text, made safe as in conversation search (words quoted and ORed). Empty: the
+    /// newest passages matching the filters (or, with `embedding`, the nearest ones). Text
+    /// without word characters matches nothing by BM25.
+    pub query: String,
+    /// Only passages carrying these tags (see `tag_match`); empty means no tag filter.
+    pub tags: Vec<String>,
+    /// Whether a passage needs any or all of `tags`.
+    pub tag_match: TagMatch,
+    /// Only passages created at or after this time.
+    pub start: Option<Timestamp>,
+    /// Only passages created at or before this time.
+    pub end: Option<Timestamp>,
+    /// Maximum number of hits.
+    pub top_k: usize,
+    /// The query's embedding, from the agent's embedding model. When given, passages whose
+    /// stored vector has the same dimension are also ranked by cosine similarity and the two
+    /// rankings are fused (`search::fuse`: 0.7 × lexical share of the best + 0.3 × cosine).
+    pub embedding: Option<Vec<f32>>,
+}
+
+/// The columns of a passage row, in the order [`passage_from_row`] reads them.
+pub(crate) const PASSAGE_COLS: &str = "p.id, p.agent_id, p.text, \
+    (SELECT json_group_array(tag ORDER BY position) FROM passage_tags t WHERE t.passage_id = p.id), \
+    p.created_at";
+
+/// Maps a row selected with [`PASSAGE_COLS`].
+pub(crate) fn passage_from_row(r: &Row<'_>) -> rusqlite::Result<Passage> {
+    Ok(Passage {
+        id: PassageId::from(r.get::<_, String>(0)?),
+        agent_id: AgentId::from(r.get::<_, String>(1)?),
+        text: r.get(2)?,
+        tags: json(r, 3)?,
+        created_at: ts(r, 4)?,
+    })
+}
+
+/// Tags without duplicates, first occurrence kept.
+pub(crate) fn dedup(tags: &[String]) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::with_capacity(tags.len());
+    for t in tags {
+        if !out.contains(&t.as_str()) {
+            out.push(t);
+        }
+    }
+    out
+}
+
+/// A SQL text with positional arguments numbered as they are added, so optional filters can
+/// be appended without counting placeholders by hand.
+#[derive(Default)]
+pub(crate) struct Query {
+    pub(crate) args: Vec<Value>,
+}
+
+impl Query {
+    /// Adds an argument and returns its placeholder (`?N`).
+    pub(crate) fn arg(&mut self, v: impl Into<Value>) -> String {
+        self.args.push(v.into());
+        format!("?{}", self.args.len())
+    }
+}
+
+/// The WHERE conditions every archival search applies: agent, dates, tags.
+pub(crate) fn filters(agent: &AgentId, q: &PassageQuery, query: &mut Query) -> Result<String> {
+    let agent_arg = query.arg(agent.as_str().to_owned());
+    let mut sql = format!(
+        "p.agent_id = {agent_arg} AND p.created_at BETWEEN {} AND {}",
+        query.arg(q.start.map_or(i64::MIN, sql::micros)),
+        query.arg(q.end.map_or(i64::MAX, sql::micros)),
+    );
+    let tags = dedup(&q.tags);
+    if !tags.is_empty() {
+        let list = query.arg(sql::to_json(&tags)?);
+        match q.tag_match {
+            // The tag index leads with the agent, so the agent narrows the tag rows too.
+            TagMatch::Any => sql.push_str(&format!(
+                " AND p.pk IN (SELECT passage_pk FROM passage_tags
+                               WHERE agent_id = {agent_arg}
+                                 AND tag IN (SELECT value FROM json_each({list})))"
+            )),
+            TagMatch::All => {
+                let count = query.arg(sql::sat(tags.len()));
+                sql.push_str(&format!(
+                    " AND (SELECT count(*) FROM passage_tags t WHERE t.passage_id = p.id
+                           AND t.tag IN (SELECT value FROM json_each({list}))) = {count}"
+                ));
+            }
+        }
+    }
+    Ok(sql)
+}
+
+/// The passage with row key `pk`, if it exists.
+pub(crate) fn load_by_pk(conn: &Connection, pk: i64) -> Result<Option<Passage>> {
+    conn.prepare_cached(&format!(
+        "SELECT {PASSAGE_COLS} FROM passages p WHERE p.pk = ?1"
+    ))
+    .db()?
+    .query_row([pk], passage_from_row)
+    .optional()
+    .db()
+}

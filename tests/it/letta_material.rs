@@ -1,0 +1,324 @@
+//! Today's Letta material: agent files with path-like block labels, skills,
+//! documents (`files`, `sources`, `files_agents`), MCP servers, compaction and sleep-time
+//! settings, and tools of types Engram does not run. They import, the parts Engram does not run
+//! are reported per agent (service, CLI), and import → export → import gives the kept parts
+//! back byte for byte. Fixtures: `tests/fixtures/agent-files/`, shaped like Letta's exports.
+
+use engram_agentfile::InactiveKind;
+use engram_suite::{Home, cli, stdout_ok};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+
+fn fixture(name: &str) -> Vec<u8> {
+    let dir = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/agent-files"
+    ));
+    std::fs::read(dir.join(name)).unwrap()
+}
+
+const TREE: &str = "memory_tree_skills_files.af";
+
+fn json_of(bytes: &[u8]) -> Value {
+    serde_json::from_slice(bytes).unwrap()
+}
+
+fn by_name<'a>(list: &'a Value, name: &str) -> &'a Value {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == name)
+        .unwrap_or_else(|| panic!("{name} not in {list}"))
+}
+
+/// The kept parts of a Letta file, as Engram must give them back.
+fn kept_parts(f: &Value) -> Value {
+    let blocks: Vec<Value> = f["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            json!([
+                b["label"],
+                b["value"],
+                b["limit"],
+                b["description"],
+                b["read_only"]
+            ])
+        })
+        .collect();
+    let agent = |i: usize| {
+        let a = &f["agents"][i];
+        json!({
+            "name": a["name"],
+            "compaction_settings": a["compaction_settings"],
+            "enable_sleeptime": a["enable_sleeptime"],
+            "source_ids": a["source_ids"],
+            "files_agents": a["files_agents"],
+            "max_files_open": a["max_files_open"],
+            "per_file_view_window_char_limit": a["per_file_view_window_char_limit"],
+            "timezone": a["timezone"],
+        })
+    };
+    json!({
+        "blocks": blocks,
+        "skills": f["skills"],
+        "sources": f["sources"],
+        "files": f["files"],
+        "mcp_servers": f["mcp_servers"],
+        "agents": [agent(0), agent(1)],
+    })
+}
+
+fn kept_tool(f: &Value, name: &str) -> Value {
+    let mut t = by_name(&f["tools"], name).clone();
+    t.as_object_mut().unwrap().remove("id");
+    t
+}
+
+#[test]
+fn path_labels_and_newer_sections_round_trip_byte_for_byte() {
+    let home = Home::new();
+    let original = json_of(&fixture(TREE));
+    let report = home.engram.import_agent_file(&fixture(TREE)).unwrap();
+    assert_eq!(report.agents.len(), 2);
+    let ezra = &report.agents[0];
+
+    // Path labels are the blocks' labels, in the file's order; shared blocks stay shared.
+    let labels: Vec<String> = home
+        .engram
+        .agent_blocks(ezra)
+        .unwrap()
+        .into_iter()
+        .map(|b| b.label)
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            "system/persona",
+            "system/human/family",
+            "system/human/work",
+            "reference/faq",
+            "/note_directory",
+            "corrections/ezra-mistakes"
+        ]
+    );
+    assert_eq!(report.blocks.len(), 6);
+    let family = home
+        .engram
+        .agent_block(&report.agents[1], "system/human/family")
+        .unwrap();
+    assert_eq!(
+        family.id,
+        home.engram
+            .agent_block(ezra, "system/human/family")
+            .unwrap()
+            .id
+    );
+    // Runnable tools are attached; the sleep-time tools Engram has (memory_replace,
+    // memory_insert) run, the rest is kept.
+    let sleeper = home.engram.get_agent(&report.agents[1]).unwrap().agent;
+    assert_eq!(sleeper.tools, ["memory_replace", "memory_insert"]);
+    assert_eq!(
+        home.engram.get_agent(ezra).unwrap().agent.tools,
+        ["conversation_search"]
+    );
+
+    let first = json_of(&home.engram.export_agent_file(&report.agents).unwrap());
+    assert_eq!(kept_parts(&first), kept_parts(&original));
+    for name in [
+        "open_files",
+        "grep_files",
+        "list_issues",
+        "memory_finish_edits",
+    ] {
+        assert_eq!(
+            kept_tool(&first, name),
+            kept_tool(&original, name),
+            "{name}"
+        );
+    }
+
+    // Engram's own file back into Engram: the same agents again, the same file again.
+    let again = home
+        .engram
+        .import_agent_file(&home.engram.export_agent_file(&report.agents).unwrap())
+        .unwrap();
+    assert_eq!(again.inactive.len(), report.inactive.len());
+    let second = json_of(&home.engram.export_agent_file(&again.agents).unwrap());
+    let strip = |mut v: Value| {
+        v.as_object_mut().unwrap().remove("created_at");
+        v
+    };
+    assert_eq!(strip(second.clone()), strip(first.clone()));
+
+    // Without Engram's extension (as Letta would read it back), the kept parts are the same.
+    let mut letta_only = first.clone();
+    letta_only.as_object_mut().unwrap().remove("engram");
+    let third = home
+        .engram
+        .import_agent_file(&serde_json::to_vec(&letta_only).unwrap())
+        .unwrap();
+    let third = json_of(&home.engram.export_agent_file(&third.agents).unwrap());
+    assert_eq!(kept_parts(&third), kept_parts(&original));
+}
+
+#[test]
+fn parts_engram_does_not_run_are_reported_per_agent() {
+    let home = Home::new();
+    let report = home.engram.import_agent_file(&fixture(TREE)).unwrap();
+    let of = |agent: usize| -> Vec<(InactiveKind, String)> {
+        report
+            .inactive
+            .iter()
+            .filter(|x| x.agent == report.agents[agent])
+            .map(|x| (x.kind, x.name.clone()))
+            .collect()
+    };
+    let ezra = of(0);
+    for want in [
+        (InactiveKind::Tool, "open_files"),
+        (InactiveKind::Tool, "grep_files"),
+        (InactiveKind::Tool, "list_issues"),
+        (InactiveKind::Skill, "pdf"),
+        (InactiveKind::Skill, "slack"),
+        (InactiveKind::Source, "bakery-handbook"),
+        (InactiveKind::File, "bakery-handbook/opening.md"),
+        (InactiveKind::File, "bakery-handbook/allergens.md"),
+        (InactiveKind::McpServer, "linear"),
+        (InactiveKind::CompactionSettings, "compaction_settings"),
+        (InactiveKind::Sleeptime, "enable_sleeptime"),
+    ] {
+        assert!(
+            ezra.contains(&(want.0, want.1.to_owned())),
+            "{want:?} in {ezra:?}"
+        );
+    }
+    assert!(
+        !ezra.iter().any(|(_, n)| n == "conversation_search"),
+        "runnable tools are active"
+    );
+    let sleeper = of(1);
+    assert!(sleeper.contains(&(InactiveKind::Tool, "memory_finish_edits".into())));
+    assert!(!sleeper.iter().any(|(k, _)| *k == InactiveKind::Sleeptime));
+    assert!(report.inactive.iter().all(|x| !x.reason.is_empty()));
+    assert!(
+        report
+            .inactive
+            .iter()
+            .filter(|x| x.agent == report.agents[0])
+            .all(|x| x.agent_name == "Ezra")
+    );
+}
+
+#[test]
+fn dangling_document_references_are_refused_with_their_path() {
+    let home = Home::new();
+    let mut f = json_of(&fixture(TREE));
+    f["agents"][0]["files_agents"][0]["file_id"] = "file-9".into();
+    let err = home
+        .engram
+        .import_agent_file(&serde_json::to_vec(&f).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("agents[0].files_agents[0].file_id"), "{err}");
+    let mut f = json_of(&fixture(TREE));
+    f["blocks"][3]["label"] = "reference\nfaq".into();
+    let err = home
+        .engram
+        .import_agent_file(&serde_json::to_vec(&f).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("blocks[3].label"), "{err}");
+    assert!(home.engram.list_agents().unwrap().is_empty());
+}
+
+#[test]
+fn export_names_an_endpoint_type_letta_accepts() {
+    let home = Home::new();
+    let report = home.engram.import_agent_file(&fixture(TREE)).unwrap();
+    let id = &report.agents[0];
+    let mut llm = home.engram.get_agent(id).unwrap().agent.llm;
+    llm.model = "mock/mock-small".into();
+    home.engram
+        .update_agent(
+            id,
+            &engram_core::AgentPatch {
+                llm: Some(llm),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let f = json_of(
+        &home
+            .engram
+            .export_agent_file(std::slice::from_ref(id))
+            .unwrap(),
+    );
+    let c = &f["agents"][0]["llm_config"];
+    assert_eq!(c["model_endpoint_type"], "openai", "{c}");
+    assert_eq!(c["provider_name"], "mock");
+    assert_eq!(c["handle"], "mock/mock-small");
+    // Engram's own extension keeps the exact handle.
+    let back = home
+        .engram
+        .import_agent_file(&serde_json::to_vec(&f).unwrap())
+        .unwrap();
+    assert_eq!(
+        home.engram
+            .get_agent(&back.agents[0])
+            .unwrap()
+            .agent
+            .llm
+            .model,
+        "mock/mock-small"
+    );
+}
+
+#[test]
+fn cli_import_prints_a_line_per_inactive_part() {
+    let home = tempfile::tempdir().unwrap();
+    let path = home.path().join("tree.af");
+    std::fs::write(&path, fixture(TREE)).unwrap();
+    let out = cli(home.path(), &["import", path.to_str().unwrap()]);
+    let ids = stdout_ok(&out);
+    assert_eq!(ids.lines().count(), 2, "{ids}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("inactive: "))
+        .collect();
+    assert!(
+        lines.contains(
+            &"inactive: Ezra: skill \"pdf\": Engram does not load skills; kept for export"
+        ),
+        "{err}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("inactive: Ezra: MCP server \"linear\": ")),
+        "{err}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("inactive: Ezra-sleeptime: tool \"memory_finish_edits\": ")),
+        "{err}"
+    );
+    // Path labels through the CLI: shown and edited by their full label.
+    let ezra = ids.lines().next().unwrap();
+    stdout_ok(&cli(
+        home.path(),
+        &[
+            "memory",
+            "set",
+            ezra,
+            "system/human/family",
+            "Leo is 8 now.",
+        ],
+    ));
+    let shown = stdout_ok(&cli(home.path(), &["memory", "show", ezra]));
+    assert!(shown.contains("system/human/family"), "{shown}");
+    assert!(shown.contains("Leo is 8 now."), "{shown}");
+}

@@ -1,0 +1,218 @@
+//! What real small models do that a scripted happy path never shows, and what the loop makes
+//! of it: an answer written as plain text in the classic loop, an empty answer, output without
+//! end. Every message ends with a reply or a clear error in bounded time, and the agent stays
+//! usable after it.
+
+use engram_core::{LoopStyle, Role, RunEvent, StopReason};
+use engram_mock_llm::{Call, MockLlm, Reply, Script, StreamStyle};
+use engram_suite::Home;
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+#[tokio::test]
+async fn every_call_carries_an_output_limit_even_when_the_agent_sets_none() {
+    let mock = MockLlm::start(Script::Queue).await;
+    let home = Home::new();
+    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    home.chat(&agent, "hi").await;
+    let sent = &mock.chat_requests()[0].body;
+    // The test agents' window is 32,000 tokens: a quarter is more than the 4,096 default cap.
+    assert_eq!(sent["max_tokens"], 4096, "{sent}");
+}
+
+#[tokio::test]
+async fn classic_loop_plain_text_reaches_the_user_as_a_reply() {
+    let mock = MockLlm::start(Script::Queue).await;
+    let home = Home::new();
+    let agent = home.agent(&mock, LoopStyle::Classic);
+    mock.push(Reply::text("Hello Bob, good to meet you."));
+    let (out, events) = home.chat(&agent, "hi, I am Bob").await;
+    assert_eq!(out.stop_reason, StopReason::EndTurn, "{:?}", out.error);
+    assert_eq!(
+        out.usage.step_count, 1,
+        "delivered without another model call"
+    );
+
+    let assistant = out
+        .messages
+        .iter()
+        .find(|m| m.role == Role::Assistant)
+        .expect("an assistant message");
+    assert_eq!(
+        assistant.content, "",
+        "the text is the reply, not inner thoughts"
+    );
+    let call = &assistant.tool_calls[0];
+    assert_eq!(call.name, "send_message");
+    assert!(call.id.starts_with("call_engram_"), "{}", call.id);
+    let args: serde_json::Value = serde_json::from_str(&call.arguments).unwrap();
+    assert_eq!(args["message"], "Hello Bob, good to meet you.");
+    assert!(
+        out.messages
+            .iter()
+            .any(|m| m.tool_call_id.as_deref() == Some(call.id.as_str())),
+        "the call made on the model's behalf is answered like any other"
+    );
+    let said: String = events
+        .iter()
+        .filter_map(|e| match e {
+            RunEvent::TextDelta { delta } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(said, "Hello Bob, good to meet you.");
+    // Letta's view of the run has the assistant message its clients print.
+    let letta = engram_service::letta::response(&out, LoopStyle::Classic);
+    let text = letta.to_string();
+    assert!(
+        text.contains("assistant_message") && text.contains("Hello Bob, good to meet you."),
+        "{text}"
+    );
+
+    // The next call shows the model its answer as a send_message call: a valid history.
+    mock.push(Reply::text("Still here."));
+    let (again, _) = home.chat(&agent, "are you there?").await;
+    assert_eq!(again.stop_reason, StopReason::EndTurn);
+    let next = &mock.chat_requests()[1].body;
+    assert!(
+        next["messages"].to_string().contains("call_engram_"),
+        "{next}"
+    );
+    assert!(mock.violations().is_empty(), "{:?}", mock.violations());
+}
+
+#[tokio::test]
+async fn an_empty_answer_is_asked_again_once() {
+    let mock = MockLlm::start(Script::Queue).await;
+    let home = Home::new();
+    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    mock.push(Reply::text(""));
+    mock.push(Reply::text("Here I am."));
+    let (out, _) = home.chat(&agent, "hello?").await;
+    assert_eq!(out.stop_reason, StopReason::EndTurn, "{:?}", out.error);
+    assert_eq!(mock.chat_requests().len(), 2);
+    assert_eq!(out.messages.last().unwrap().content, "Here I am.");
+    assert_eq!(out.usage.step_count, 1, "the second ask is the same step");
+}
+
+#[tokio::test]
+async fn two_empty_answers_end_the_run_with_an_error_not_silence() {
+    for style in [LoopStyle::ToolLoop, LoopStyle::Classic] {
+        let mock = MockLlm::start(Script::Queue).await;
+        let home = Home::new();
+        let agent = home.agent(&mock, style);
+        mock.push(Reply::text(""));
+        mock.push(Reply::text(""));
+        let (out, events) = home.chat(&agent, "hello?").await;
+        assert_eq!(out.stop_reason, StopReason::LlmApiError, "{style:?}");
+        let error = out.error.expect("an error");
+        assert_eq!(error.code, "provider_bad_response");
+        assert!(error.message.contains("answered with nothing"), "{error:?}");
+        assert!(events.iter().any(|e| matches!(e, RunEvent::Error { .. })));
+        assert_eq!(mock.chat_requests().len(), 2, "{style:?}");
+
+        // The agent stays usable.
+        mock.push(Reply::text("Hi!"));
+        let (next, _) = home.chat(&agent, "hello again").await;
+        assert!(next.error.is_none(), "{style:?}: {:?}", next.error);
+    }
+}
+
+#[tokio::test]
+async fn a_model_still_writing_at_the_step_time_limit_is_stopped_and_its_text_kept() {
+    let mock = MockLlm::start(Script::Queue).await;
+    mock.set_stream_style(StreamStyle {
+        chunk_delay: Duration::from_millis(20),
+        ..StreamStyle::default()
+    });
+    let home = Home::with_env(&[("ENGRAM_STEP_TIMEOUT", "1")]);
+    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    // ~1,200 words at 20 ms each: 24 s of rambling, as a small model does without a cap.
+    mock.push(Reply::text("Ribbon, no? Bridz, no? ".repeat(300)));
+    let started = Instant::now();
+    let (out, _) = home.chat(&agent, "tell me a story").await;
+    let took = started.elapsed();
+    assert_eq!(out.stop_reason, StopReason::LlmApiError);
+    let error = out.error.expect("an error");
+    assert_eq!(error.code, "provider_timeout");
+    assert!(
+        error.message.contains("still writing after 1 s"),
+        "{error:?}"
+    );
+    assert!(
+        took < Duration::from_secs(15),
+        "stopped at the limit: {took:?}"
+    );
+    let kept = &out.messages.last().unwrap().content;
+    assert!(
+        kept.starts_with("Ribbon, no?"),
+        "what arrived is kept: {kept:?}"
+    );
+
+    mock.set_stream_style(StreamStyle::default());
+    mock.push(Reply::text("A short one."));
+    let (next, _) = home.chat(&agent, "a short one then").await;
+    assert_eq!(next.stop_reason, StopReason::EndTurn, "{:?}", next.error);
+}
+
+#[tokio::test]
+async fn a_misspelled_argument_is_answered_with_what_the_tool_takes() {
+    let mock = MockLlm::start(Script::Queue).await;
+    let home = Home::new();
+    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    mock.push(Reply::ToolCalls(vec![Call::new(
+        "core_memory_append",
+        json!({"label": "human", "text": "Likes tea."}),
+    )]));
+    mock.push(Reply::ToolCalls(vec![Call::new(
+        "core_memory_append",
+        json!({"label": "human", "content": "Likes tea."}),
+    )]));
+    mock.push(Reply::text("Noted."));
+    let (out, _) = home.chat(&agent, "I like tea").await;
+    assert_eq!(out.stop_reason, StopReason::EndTurn, "{:?}", out.error);
+    let first = out
+        .messages
+        .iter()
+        .find(|m| m.role == Role::Tool)
+        .expect("a tool result");
+    let result: serde_json::Value = serde_json::from_str(&first.content).unwrap();
+    assert_eq!(result["status"], "Failed");
+    assert_eq!(
+        result["message"],
+        "Missing required argument 'content'. core_memory_append takes: 'content', 'label'; \
+         'text' is not one of them."
+    );
+    assert_eq!(home.block(&agent, "human"), "Likes tea.");
+}
+
+#[tokio::test]
+async fn a_tool_call_written_as_text_runs_and_thinking_stays_reasoning() {
+    let mock = MockLlm::start(Script::Queue).await;
+    let home = Home::new();
+    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    // Hermes-style, as Qwen and many small fine-tunes write it when a server does not parse it.
+    mock.push(Reply::text(
+        "<think>The user told me a fact worth keeping.</think>\n<tool_call>\n{\"name\": \
+         \"core_memory_append\", \"arguments\": {\"label\": \"human\", \"content\": \"Name: \
+         Ann\"}}\n</tool_call>",
+    ));
+    mock.push(Reply::text("<think>Saved.</think>Nice to meet you, Ann."));
+    let (out, _) = home.chat(&agent, "I am Ann").await;
+    assert_eq!(out.stop_reason, StopReason::EndTurn, "{:?}", out.error);
+    assert_eq!(home.block(&agent, "human"), "Name: Ann");
+    let assistant: Vec<_> = out
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .collect();
+    assert_eq!(assistant[0].tool_calls[0].name, "core_memory_append");
+    assert_eq!(assistant[0].content, "", "the call left the text");
+    assert_eq!(
+        assistant[0].reasoning.as_deref(),
+        Some("The user told me a fact worth keeping.")
+    );
+    assert_eq!(assistant[1].content, "Nice to meet you, Ann.");
+    assert_eq!(assistant[1].reasoning.as_deref(), Some("Saved."));
+    assert!(mock.violations().is_empty(), "{:?}", mock.violations());
+}
