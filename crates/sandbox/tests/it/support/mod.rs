@@ -123,17 +123,19 @@ pub fn unique(prefix: &str) -> String {
 /// The variable that tells a re-executed test binary it is a helper (see [`reexec`]).
 pub const HELPER_VAR: &str = "ENGRAM_ESCAPE_HELPER";
 
-/// Runs the `#[ignore]`d test `name` of this test binary as a child process (optionally under
+/// Runs the `#[ignore]`d test `name` of this test binary's `escape` module as a child process (optionally under
 /// `wrapper`, e.g. `keyctl session -`) with `env` added — a stand-in for Engram's process with
 /// a key in its environment or keyring — and returns what it printed after `ROOM:`.
 pub fn reexec(name: &str, wrapper: &[&str], env: &[(&str, &str)]) -> serde_json::Value {
     let exe = std::env::current_exe().unwrap();
     let mut argv: Vec<OsString> = wrapper.iter().map(OsString::from).collect();
     argv.push(exe.into());
+    // Tests are named by their module path in the one test binary (`escape::canary_helper`).
+    let path = format!("escape::{name}");
     argv.extend(
         [
             "--exact",
-            name,
+            path.as_str(),
             "--ignored",
             "--nocapture",
             "--test-threads=1",
