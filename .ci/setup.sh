@@ -13,6 +13,7 @@ packages=(
   libwebkit2gtk-4.1-dev                  # the desktop shell (Tauri 2 on WebKitGTK)
   xvfb xauth webkit2gtk-driver xdotool imagemagick  # the real window under Xvfb, screenshots
   chromium                               # end-to-end tests of the UI in a headless browser
+  cmake libclang-dev                     # llama.cpp in the built-in chat model's worker (build, bindgen)
 )
 
 missing=()

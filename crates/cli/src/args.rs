@@ -42,6 +42,9 @@ pub enum Command {
     /// Configure model providers (keys go to the OS keychain).
     #[command(subcommand)]
     Provider(ProviderCmd),
+    /// Built-in chat models: GGUF files Engram runs itself (add, list, rm, default).
+    #[command(subcommand)]
+    Model(crate::model::ModelCmd),
     /// Serve the Letta-compatible REST API on 127.0.0.1 (for letta-client and notebooks).
     Serve(crate::serve::ServeArgs),
     /// Import an Agent File (.af, Letta v1 or v2) and print the new agent ids.
@@ -92,7 +95,8 @@ pub enum AgentCmd {
         /// Start from a template (`engram template list`), e.g. task-queue.
         #[arg(long)]
         template: Option<String>,
-        /// Model handle, e.g. openai/gpt-4o-mini or ollama/llama3.1.
+        /// Model handle, e.g. openai/gpt-4o-mini, ollama/llama3.1 or local/NAME (a GGUF
+        /// registered with `engram model add`).
         #[arg(long)]
         model: Option<String>,
         /// Base URL of an OpenAI-compatible server for this agent.

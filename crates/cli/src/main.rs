@@ -24,6 +24,7 @@ mod approval;
 mod args;
 mod embedding;
 mod mcp;
+mod model;
 mod repl;
 mod serve;
 mod terminal;
@@ -126,6 +127,7 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Recall(cmd) => recall(&engram, cmd).await,
         Command::Embedding(cmd) => embedding::embedding(&engram, cmd).await,
         Command::Provider(cmd) => provider(&engram, cmd).await,
+        Command::Model(cmd) => model::model(&engram, cmd).await,
         Command::Serve(args) => serve::run(engram, args).await,
         Command::Tool(cmd) => tools::tool(&engram, cmd),
         Command::Template(cmd) => tools::template(&engram, cmd),

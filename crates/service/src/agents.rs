@@ -51,10 +51,14 @@ impl Engram {
         let tools = new.tools.unwrap_or_else(|| default_tools(new.loop_style));
         self.check_tool_names(&tools)?;
         refuse_url_credentials(new.llm.as_ref(), new.embedding.as_ref())?;
-        let llm = match new.llm {
+        let mut llm = match new.llm {
             Some(llm) => llm,
             None => self.llm_for(self.default_model()?)?,
         };
+        // A built-in model serves only the context its worker runs with.
+        if let Some(max) = self.local_window(&llm.model) {
+            llm.context_window = llm.context_window.min(max);
+        }
         let system = new
             .system
             .unwrap_or_else(|| default_system(new.loop_style).to_owned());

@@ -19,6 +19,7 @@ mod history;
 mod index_builds;
 mod late;
 pub mod letta;
+mod local_llm;
 mod local_model;
 mod mcp;
 mod mcp_import;
@@ -58,6 +59,10 @@ pub use index_builds::VectorIndexStatus;
 pub use late::{
     LATE_INTERACTION_CONTEXT_SHARE, LATE_INTERACTION_DEPTH, LATE_INTERACTION_NEIGHBOUR_REACH,
     LATE_INTERACTION_WEIGHT,
+};
+pub use local_llm::{
+    DEFAULT_CONTEXT as LOCAL_CHAT_DEFAULT_CONTEXT, LLM_IDLE_ENV, LLM_THREADS_ENV, LLM_WORKER_ENV,
+    LOCAL_CHAT_PROVIDER, LocalChatModel,
 };
 pub use local_model::{
     LOCAL_MODEL_DIR_SETTING, LOCAL_MODEL_IDLE_ENV, LOCAL_MODEL_URL_ENV, LocalModelStatus,
@@ -111,7 +116,9 @@ pub struct Options {
     /// sandbox, default `bwrap` on `PATH`; `ENGRAM_MCP_TIMEOUT`, seconds one MCP request may
     /// take, default 60; `ENGRAM_MCP_IDLE`, seconds an unused stdio MCP server keeps running,
     /// default 300; `ENGRAM_STEP_TIMEOUT`, seconds one model call of a step may take, streaming
-    /// included, default 300).
+    /// included, default 300; `ENGRAM_LLM_WORKER`, the built-in chat models' worker program,
+    /// default `engram-llm-worker` beside the executable; `ENGRAM_LLM_IDLE`, seconds an unused
+    /// worker keeps its model loaded, default 300).
     pub env: EnvLookup,
 }
 
@@ -220,11 +227,13 @@ impl Engram {
             notices.clone(),
             local.clone(),
         );
+        let llms = local_llm::LocalLlms::new(store.clone(), options.env.clone());
         let resolver = Arc::new(resolve::Resolver::new(
             store.clone(),
             options.secrets.clone(),
             options.env,
             local,
+            llms,
             rerankers,
         ));
         let seconds = |name: &str, default: std::time::Duration| {

@@ -3,6 +3,7 @@
 //! the secret store's own `OPENAI_API_KEY` / `ANTHROPIC_API_KEY` override).
 
 use crate::EnvLookup;
+use crate::local_llm::{LOCAL_CHAT_PROVIDER, LocalLlms};
 use crate::local_model::LocalModels;
 use engram_agent::{Embedder, ModelResolver};
 use engram_core::agent::split_handle;
@@ -29,6 +30,8 @@ pub(crate) struct Resolver {
     secrets: Arc<dyn SecretStore>,
     env: EnvLookup,
     pub(crate) local: Arc<LocalModels>,
+    /// The built-in chat models' workers (`local/<name>` chat handles).
+    pub(crate) llms: Arc<LocalLlms>,
     pub(crate) rerankers: crate::rerank::Rerankers,
 }
 
@@ -38,6 +41,7 @@ impl Resolver {
         secrets: Arc<dyn SecretStore>,
         env: EnvLookup,
         local: Arc<LocalModels>,
+        llms: Arc<LocalLlms>,
         rerankers: crate::rerank::Rerankers,
     ) -> Self {
         Self {
@@ -45,6 +49,7 @@ impl Resolver {
             secrets,
             env,
             local,
+            llms,
             rerankers,
         }
     }
@@ -289,6 +294,17 @@ fn provider_error(e: engram_providers::ProviderError) -> Error {
 
 impl ModelResolver for Resolver {
     fn chat_model(&self, llm: &LlmConfig) -> Result<Arc<dyn ChatModel>> {
+        // `local/<name>`: a registered GGUF run by Engram's own worker on loopback, never a
+        // URL from the agent.
+        if llm.provider().eq_ignore_ascii_case(LOCAL_CHAT_PROVIDER) {
+            if llm.base_url.is_some() {
+                return Err(Error::invalid(format!(
+                    "{} runs inside Engram and takes no base URL",
+                    llm.model
+                )));
+            }
+            return self.llms.chat_model(split_handle(&llm.model).1);
+        }
         let config = self.config(llm.provider(), llm.base_url.as_deref())?;
         engram_providers::chat_model(config).map_err(provider_error)
     }
