@@ -220,3 +220,27 @@ async fn a_tool_call_written_as_text_runs_and_thinking_stays_reasoning() {
     assert_eq!(assistant[1].reasoning.as_deref(), Some("Saved."));
     assert!(mock.violations().is_empty(), "{:?}", mock.violations());
 }
+
+#[tokio::test]
+async fn a_model_that_only_repeats_a_tool_call_is_stopped_with_a_word_why() {
+    // Every call of the run repeats one search (requests without tools, such as a summary,
+    // get text).
+    let mock = MockLlm::start(Script::rules(|view| {
+        if view.tools.is_empty() {
+            return Reply::text("A short summary.");
+        }
+        Reply::ToolCalls(vec![Call::new(
+            "conversation_search",
+            json!({"query": "tulips"}),
+        )])
+    }))
+    .await;
+    let home = Home::new();
+    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let (out, events) = home.chat(&agent, "what did I say about tulips?").await;
+    assert_eq!(out.stop_reason, StopReason::NoProgress, "{:?}", out.error);
+    assert!(out.usage.step_count < 5, "stopped early: {:?}", out.usage);
+    let error = out.error.expect("the user is told why");
+    assert!(error.message.contains("kept repeating"), "{error:?}");
+    assert!(events.iter().any(|e| matches!(e, RunEvent::Error { .. })));
+}

@@ -3,7 +3,7 @@
 //! text is the agent's hidden inner monologue: the user would see silence either way.
 
 use engram_core::error::ProviderFault;
-use engram_core::{Message, MessageId, Role, ToolCall};
+use engram_core::{Message, MessageId, Role, StopReason, ToolCall};
 use engram_providers::{ChatResponse, ProviderError};
 use std::time::Duration;
 
@@ -69,14 +69,10 @@ pub(crate) fn deliver_plain_text(
     true
 }
 
-/// Whether the run's committed `messages` end with an empty assistant message and told the
-/// user nothing: no text in the tool loop, no `send_message` call in the classic loop.
-pub(crate) fn ended_in_silence(messages: &[Message], classic: bool) -> bool {
-    let Some(last) = messages.iter().rev().find(|m| m.role == Role::Assistant) else {
-        return false;
-    };
-    let last_empty = last.content.trim().is_empty() && last.tool_calls.is_empty();
-    let said_something = messages
+/// Whether the run's committed `messages` told the user nothing: no text in the tool loop, no
+/// `send_message` call in the classic loop.
+pub(crate) fn told_nothing(messages: &[Message], classic: bool) -> bool {
+    !messages
         .iter()
         .filter(|m| m.role == Role::Assistant)
         .any(|m| {
@@ -85,8 +81,34 @@ pub(crate) fn ended_in_silence(messages: &[Message], classic: bool) -> bool {
             } else {
                 !m.content.trim().is_empty()
             }
-        });
-    last_empty && !said_something
+        })
+}
+
+/// Whether the run's last assistant message is empty: no text and no tool call.
+pub(crate) fn ends_empty(messages: &[Message]) -> bool {
+    messages
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::Assistant)
+        .is_some_and(|m| m.content.trim().is_empty() && m.tool_calls.is_empty())
+}
+
+/// The error that tells the user why a run stopped by the loop (`stop`: no progress, or the
+/// step limit of `steps`) never answered them.
+pub(crate) fn no_answer_error(stop: StopReason, steps: u32) -> ProviderError {
+    let why = match stop {
+        StopReason::NoProgress => {
+            "kept repeating the same tool calls, so the run was stopped".to_owned()
+        }
+        _ => format!("used all {steps} steps of the run"),
+    };
+    ProviderError::new(
+        ProviderFault::BadResponse,
+        format!(
+            "The model {why} without answering you. Send the message again, or choose another \
+             model in the agent's settings."
+        ),
+    )
 }
 
 #[cfg(test)]

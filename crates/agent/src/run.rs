@@ -60,6 +60,22 @@ impl Turn {
 /// that only repeats such effects ends the run with [`StopReason::NoProgress`].
 const NO_PROGRESS_REPEATS: u32 = 2;
 
+/// How many times the same call (tool and arguments) may be made in a run, whatever it returned,
+/// before a step that only repeats such calls ends the run with [`StopReason::NoProgress`]: a
+/// small model searching its history for the same words step after step gets a slightly
+/// different result each time (the history grows with its own calls), and would go on to the
+/// step limit.
+const SAME_CALL_REPEATS: u32 = 3;
+
+/// The call part (tool and arguments) of an effect `name\0arguments\0status\0result`.
+fn call_of(effect: &str) -> &str {
+    let mut ends = effect.match_indices('\0').map(|(i, _)| i);
+    match (ends.next(), ends.next()) {
+        (Some(_), Some(end)) => &effect[..end],
+        _ => effect,
+    }
+}
+
 /// What a run needs before anything is written (see [`Runtime::setup`]).
 pub(crate) struct Setup {
     pub agent: engram_core::Agent,
@@ -327,6 +343,7 @@ impl Runtime {
         // How often each tool effect happened in this run, to notice a model that only
         // repeats itself.
         let mut seen: HashMap<String, u32> = HashMap::new();
+        let mut calls: HashMap<String, u32> = HashMap::new();
         for index in first..=setup.agent.max_steps.max(first) {
             if cancel.is_cancelled() {
                 stop = StopReason::Cancelled;
@@ -354,16 +371,22 @@ impl Runtime {
                     // would be repeated again until the step limit. (Once is allowed: a model
                     // may check a result again.)
                     let repeated = !end.effects.is_empty()
-                        && end
+                        && (end
                             .effects
                             .iter()
-                            .all(|e| seen.get(e).is_some_and(|n| *n >= NO_PROGRESS_REPEATS));
+                            .all(|e| seen.get(e).is_some_and(|n| *n >= NO_PROGRESS_REPEATS))
+                            || end.effects.iter().all(|e| {
+                                calls
+                                    .get(call_of(e))
+                                    .is_some_and(|n| *n >= SAME_CALL_REPEATS)
+                            }));
                     if repeated {
                         tracing::warn!(%agent_id, step = index, "the model repeats itself; stopping the run");
                         stop = StopReason::NoProgress;
                         break;
                     }
                     for e in end.effects {
+                        *calls.entry(call_of(&e).to_owned()).or_default() += 1;
                         *seen.entry(e).or_default() += 1;
                     }
                 }
@@ -385,20 +408,28 @@ impl Runtime {
                 }
             }
         }
-        // A run that ends on an empty reply having told the user nothing ends with an error
-        // that says so, never in silence.
+        // A run that told the user nothing ends with an error that says why, never in silence:
+        // an empty answer, or a model stopped for repeating itself or at the step limit.
         let classic = setup.agent.loop_style == LoopStyle::Classic;
-        if matches!(stop, StopReason::EndTurn | StopReason::NoToolCall)
-            && reply::ended_in_silence(&written, classic)
-        {
-            let e = Error::from(reply::empty_reply_error());
-            tracing::warn!(%agent_id, "the run ended without a reply");
-            let body = ErrorBody::from(&e);
-            emit(RunEvent::Error {
-                error: body.clone(),
-            });
-            error = Some(body);
-            stop = StopReason::LlmApiError;
+        if error.is_none() && reply::told_nothing(&written, classic) {
+            let silent = match stop {
+                StopReason::EndTurn | StopReason::NoToolCall if reply::ends_empty(&written) => {
+                    stop = StopReason::LlmApiError;
+                    Some(reply::empty_reply_error())
+                }
+                StopReason::NoProgress | StopReason::MaxSteps => {
+                    Some(reply::no_answer_error(stop, setup.agent.max_steps))
+                }
+                _ => None,
+            };
+            if let Some(e) = silent {
+                tracing::warn!(%agent_id, stop = stop.as_str(), "the run ended without a reply");
+                let body = ErrorBody::from(&Error::from(e));
+                emit(RunEvent::Error {
+                    error: body.clone(),
+                });
+                error = Some(body);
+            }
         }
         // How the turn ended is stored, so a reload shows its usage line and "stopped" label.
         let record = engram_store::RunRecord {

@@ -292,18 +292,30 @@ fn provider_error(e: engram_providers::ProviderError) -> Error {
     e.into()
 }
 
+impl Resolver {
+    /// Whether the user configured a provider named `name`. Errors: `Storage`.
+    fn has_provider(&self, name: &str) -> Result<bool> {
+        match self.store.get_provider(name) {
+            Ok(_) => Ok(true),
+            Err(Error::NotFound { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+}
+
 impl ModelResolver for Resolver {
     fn chat_model(&self, llm: &LlmConfig) -> Result<Arc<dyn ChatModel>> {
         // `local/<name>`: a registered GGUF run by Engram's own worker on loopback, never a
         // URL from the agent.
-        if llm.provider().eq_ignore_ascii_case(LOCAL_CHAT_PROVIDER) {
-            if llm.base_url.is_some() {
-                return Err(Error::invalid(format!(
-                    "{} runs inside Engram and takes no base URL",
-                    llm.model
-                )));
+        // `local/<name>` is a built-in model when one is registered under that name; otherwise
+        // (an agent with its own base URL, or a server the user named `local`) it is an
+        // OpenAI-compatible handle like any other, as it was before built-in models existed.
+        if llm.provider().eq_ignore_ascii_case(LOCAL_CHAT_PROVIDER) && llm.base_url.is_none() {
+            match self.llms.chat_model(split_handle(&llm.model).1) {
+                Ok(model) => return Ok(model),
+                Err(e) if !self.has_provider(LOCAL_CHAT_PROVIDER)? => return Err(e),
+                Err(_) => {}
             }
-            return self.llms.chat_model(split_handle(&llm.model).1);
         }
         let config = self.config(llm.provider(), llm.base_url.as_deref())?;
         engram_providers::chat_model(config).map_err(provider_error)
