@@ -45,13 +45,34 @@ pub struct LocalEmbeddings {
     slot: Arc<Mutex<Slot>>,
     /// Held while loading, so two first calls fetch and load once.
     loading: tokio::sync::Mutex<()>,
-    /// The last failure to fetch or load and when it happened: calls within
-    /// [`RETRY_AFTER`] get it again at once instead of trying the network or disk again.
-    failed: Mutex<Option<(Instant, ProviderError)>>,
+    /// The last failure to fetch or load, when it happened and how many failed in a row: calls
+    /// within the back-off ([`backoff`]) get it again at once instead of trying the network or
+    /// disk again, so an offline machine makes one attempt, not one per passage.
+    failed: Mutex<Option<Failure>>,
 }
 
-/// How long a failure to fetch or load the model is answered from memory.
+/// A failed fetch or load, remembered for the back-off.
+struct Failure {
+    at: Instant,
+    in_a_row: u32,
+    error: ProviderError,
+}
+
+/// How long a first failure to fetch or load the model is answered from memory.
 pub const RETRY_AFTER: Duration = Duration::from_secs(30);
+
+/// The longest back-off after failures in a row: an hour (a retry by hand, [`LocalEmbeddings::unload`],
+/// tries at once).
+pub const RETRY_AFTER_MAX: Duration = Duration::from_secs(3600);
+
+/// How long the `in_a_row`-th failure in a row is answered from memory: [`RETRY_AFTER`],
+/// doubled for each further failure, at most [`RETRY_AFTER_MAX`].
+pub fn backoff(in_a_row: u32) -> Duration {
+    let doublings = in_a_row.saturating_sub(1).min(16);
+    RETRY_AFTER
+        .saturating_mul(1 << doublings)
+        .min(RETRY_AFTER_MAX)
+}
 
 /// How long the model stays loaded after its last use unless told otherwise.
 pub const DEFAULT_IDLE: Duration = Duration::from_secs(300);
@@ -144,22 +165,32 @@ impl LocalEmbeddings {
         if let Some(e) = self.touch() {
             return Ok(e);
         }
-        {
+        let in_a_row = {
             let failed = self.failed.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some((at, e)) = &*failed
-                && at.elapsed() < RETRY_AFTER
-            {
-                return Err(e.clone());
+            match &*failed {
+                Some(f) if f.at.elapsed() < backoff(f.in_a_row) => return Err(f.error.clone()),
+                Some(f) => f.in_a_row,
+                None => 0,
             }
-        }
+        };
         let encoder = match self.load().await {
             Ok(e) => Arc::new(e),
             Err(e) => {
-                *self.failed.lock().unwrap_or_else(|p| p.into_inner()) =
-                    Some((Instant::now(), e.clone()));
+                tracing::warn!(
+                    model = self.spec.name,
+                    error = %e,
+                    retry_in_secs = backoff(in_a_row + 1).as_secs(),
+                    "the built-in embedding model is not available"
+                );
+                *self.failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(Failure {
+                    at: Instant::now(),
+                    in_a_row: in_a_row + 1,
+                    error: e.clone(),
+                });
                 return Err(e);
             }
         };
+        *self.failed.lock().unwrap_or_else(|p| p.into_inner()) = None;
         {
             let mut slot = self.lock();
             slot.encoder = Some(encoder.clone());
@@ -242,5 +273,19 @@ impl EmbeddingModel for LocalEmbeddings {
             .map_err(|e| unusable(self.spec, e))?;
         self.touch();
         Ok(vectors)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_backoff_doubles_from_half_a_minute_to_an_hour() {
+        assert_eq!(backoff(1), Duration::from_secs(30));
+        assert_eq!(backoff(2), Duration::from_secs(60));
+        assert_eq!(backoff(5), Duration::from_secs(480));
+        assert_eq!(backoff(8), RETRY_AFTER_MAX);
+        assert_eq!(backoff(u32::MAX), RETRY_AFTER_MAX);
     }
 }

@@ -21,6 +21,8 @@ struct Served {
     ranges: bool,
     /// `Range` headers seen, in order.
     seen_ranges: Mutex<Vec<Option<String>>>,
+    /// Every request, for files served or not.
+    requests: AtomicUsize,
 }
 
 async fn serve_file(
@@ -28,6 +30,7 @@ async fn serve_file(
     Path(name): Path<String>,
     headers: HeaderMap,
 ) -> Response {
+    s.requests.fetch_add(1, Ordering::SeqCst);
     let Some(bytes) = s.files.get(&name).cloned() else {
         return Response::builder()
             .status(StatusCode::NOT_FOUND)
@@ -253,4 +256,31 @@ async fn a_server_sending_more_than_the_pinned_size_is_cut_off() {
     assert!(err.to_string().contains("more than"), "{err}");
     assert!(!dir.path().join("model.safetensors").exists());
     assert!(!dir.path().join("model.safetensors.part").exists());
+}
+
+/// An offline machine: the download is refused. A hundred uses of the model (a bulk import of
+/// passages) make one attempt, answered from memory after it; a retry by hand tries again.
+#[tokio::test]
+async fn a_refused_download_is_tried_once_then_backs_off() {
+    let refused = Served::default();
+    let (url, served) = start(refused).await;
+    let cache = tempfile::tempdir().unwrap();
+    let model = engram_embed::LocalEmbeddings::new(
+        spec_for(&files(), false),
+        engram_embed::WeightsSource::Download {
+            cache_dir: cache.path().join("test-model"),
+            base_url: url,
+        },
+        std::time::Duration::from_secs(300),
+        None,
+    );
+    for _ in 0..100 {
+        assert!(model.encoder().await.is_err());
+    }
+    let attempts = served.requests.load(Ordering::SeqCst);
+    assert_eq!(attempts, 1, "the download was tried {attempts} times");
+    model.unload();
+    assert!(model.encoder().await.is_err());
+    let again = served.requests.load(Ordering::SeqCst);
+    assert!(again > attempts, "a retry by hand tries again");
 }
