@@ -4,22 +4,8 @@
 
 use engram_core::{AgentPatch, LlmConfig, StopReason, ToolRule, ToolStatus};
 use engram_mock_llm::{Call, ChatView, MockLlm, Reply, Script};
-use engram_suite::{Home, results};
+use engram_suite::{Home, mock_mcp_bin, results};
 use serde_json::{Value, json};
-use std::path::PathBuf;
-
-/// The `mock-mcp` binary (`cargo build -p engram-mcp --bins`), next to the test executables.
-fn mock_mcp_bin() -> String {
-    let exe = std::env::current_exe().expect("test executable path");
-    let dir = exe.parent().and_then(|p| p.parent()).expect("target dir");
-    let bin: PathBuf = dir.join(format!("mock-mcp{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        bin.exists(),
-        "{} is missing: cargo build -p engram-mcp --bins",
-        bin.display()
-    );
-    bin.display().to_string()
-}
 
 /// A Letta v2 file: agent "helper" uses `add` and `echo` of MCP server `files` (the file names
 /// them as Letta does, by the server's tool names) and must ask before `echo`; agent "other"
@@ -168,7 +154,7 @@ async fn a_renamed_server_attaches_its_tools_under_the_new_name_and_removal_drop
         .add_mcp_server(engram_core::NewMcpServer {
             name: "files".into(),
             transport: engram_core::NewMcpTransport::Stdio {
-                command: mock_mcp_bin(),
+                command: mock_mcp_bin().display().to_string(),
                 args: vec![],
                 env: Default::default(),
             },

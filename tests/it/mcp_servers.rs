@@ -6,22 +6,8 @@
 use engram_core::{LoopStyle, McpTransport, NewMcpServer, NewMcpTransport, ToolStatus};
 use engram_mock_llm::{Call, ChatView, MockLlm, Reply, Script};
 use engram_service::Notice;
-use engram_suite::{Home, assert_all_answered, results};
+use engram_suite::{Home, assert_all_answered, mock_mcp_bin, results};
 use serde_json::{Value, json};
-use std::path::PathBuf;
-
-/// The `mock-mcp` binary (`cargo build -p engram-mcp --bins`), next to the test executables.
-fn mock_mcp_bin() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    let dir = exe.parent().and_then(|p| p.parent()).expect("target dir");
-    let bin = dir.join(format!("mock-mcp{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        bin.exists(),
-        "{} is missing: build it with `cargo build -p engram-mcp --bins`",
-        bin.display()
-    );
-    bin
-}
 
 fn stdio_server(name: &str) -> NewMcpServer {
     NewMcpServer {

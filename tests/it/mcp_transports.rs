@@ -6,20 +6,11 @@
 use engram_core::{LoopStyle, McpTransport, NewMcpServer, NewMcpTransport};
 use engram_mock_llm::{Call, ChatView, Reply, Script};
 use engram_suite::rest::{RestApi, TOKEN};
-use engram_suite::{Home, cli, cli_command, stdout_ok};
+use engram_suite::{Home, cli, cli_command, mock_mcp_bin, stdout_ok};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use std::io::Write as _;
-use std::path::PathBuf;
 use std::process::Stdio;
-
-fn mock_mcp_bin() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    let dir = exe.parent().and_then(|p| p.parent()).expect("target dir");
-    let bin = dir.join(format!("mock-mcp{}", std::env::consts::EXE_SUFFIX));
-    assert!(bin.exists(), "build it: cargo build -p engram-mcp --bins");
-    bin
-}
 
 fn mock_mcp() -> String {
     mock_mcp_bin().display().to_string()

@@ -4,9 +4,9 @@
 //! what to do, and leaves nothing behind.
 
 use engram_mock_llm::{MockLlm, Script};
-use engram_suite::{cli_command, stdout_ok};
+use engram_suite::{cli_command, mock_mcp_bin, stdout_ok};
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Output, Stdio};
 
 fn engram(home: &Path, args: &[&str]) -> Output {
@@ -15,14 +15,6 @@ fn engram(home: &Path, args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("run engram")
-}
-
-fn mock_mcp() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    let dir = exe.parent().and_then(|p| p.parent()).expect("target dir");
-    let bin = dir.join(format!("mock-mcp{}", std::env::consts::EXE_SUFFIX));
-    assert!(bin.exists(), "build it: cargo build -p engram-mcp --bins");
-    bin
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -98,7 +90,7 @@ fn storing_a_key_without_a_keychain_says_what_to_do_and_keeps_nothing() {
 fn an_mcp_server_without_secrets_is_tested_without_a_keychain() {
     let home = tempfile::tempdir().unwrap();
     let h = home.path();
-    let bin = mock_mcp();
+    let bin = mock_mcp_bin();
     let id = stdout_ok(&engram(
         h,
         &["mcp", "add", "files", "--", bin.to_str().unwrap()],

@@ -244,3 +244,22 @@ async fn a_model_that_only_repeats_a_tool_call_is_stopped_with_a_word_why() {
     assert!(error.message.contains("kept repeating"), "{error:?}");
     assert!(events.iter().any(|e| matches!(e, RunEvent::Error { .. })));
 }
+
+#[tokio::test]
+async fn a_classic_turn_that_only_edits_memory_says_the_user_got_no_answer() {
+    let mock = MockLlm::start(Script::Queue).await;
+    let home = Home::new();
+    let agent = home.agent(&mock, LoopStyle::Classic);
+    // What SmolLM2 did when tried by hand: one archival insert, no heartbeat, no send_message.
+    mock.push(Reply::ToolCalls(vec![Call::new(
+        "archival_memory_insert",
+        json!({"content": "This is my favorite tool.", "request_heartbeat": false}),
+    )]));
+    let (out, _) = home.chat(&agent, "Tell me a joke.").await;
+    assert_eq!(out.stop_reason, StopReason::EndTurn);
+    let error = out.error.expect("the user is told");
+    assert!(
+        error.message.contains("ended its turn without answering"),
+        "{error:?}"
+    );
+}

@@ -175,18 +175,29 @@ pub async fn chat(
     (outcome, events)
 }
 
-/// The `engram` binary built alongside the tests (`cargo test` builds the workspace's binaries
-/// into the same target directory as the test executables).
-pub fn engram_bin() -> PathBuf {
+/// The workspace binary `name` built alongside the tests (`cargo test` builds the workspace's
+/// binaries into the same target directory as the test executables); `package` names the
+/// crate that builds it, for the message when it is missing.
+pub fn workspace_bin(name: &str, package: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     let dir = exe.parent().and_then(Path::parent).expect("target dir");
-    let bin = dir.join(format!("engram{}", std::env::consts::EXE_SUFFIX));
+    let bin = dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     assert!(
         bin.exists(),
-        "{} is missing: build it with `cargo build -p engram-cli`",
+        "{} is missing: build it with `cargo build -p {package} --bins`",
         bin.display()
     );
     bin
+}
+
+/// The `engram` binary built alongside the tests.
+pub fn engram_bin() -> PathBuf {
+    workspace_bin("engram", "engram-cli")
+}
+
+/// The scripted MCP server `mock-mcp` built alongside the tests.
+pub fn mock_mcp_bin() -> PathBuf {
+    workspace_bin("mock-mcp", "engram-mcp")
 }
 
 /// Runs the `engram` CLI on `home` with an in-memory keychain and no provider environment.

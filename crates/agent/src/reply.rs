@@ -93,14 +93,15 @@ pub(crate) fn ends_empty(messages: &[Message]) -> bool {
         .is_some_and(|m| m.content.trim().is_empty() && m.tool_calls.is_empty())
 }
 
-/// The error that tells the user why a run stopped by the loop (`stop`: no progress, or the
-/// step limit of `steps`) never answered them.
+/// The error that tells the user why a run (ended with `stop`: the model's own end of turn, no
+/// progress, or the step limit of `steps`) never answered them.
 pub(crate) fn no_answer_error(stop: StopReason, steps: u32) -> ProviderError {
     let why = match stop {
         StopReason::NoProgress => {
             "kept repeating the same tool calls, so the run was stopped".to_owned()
         }
-        _ => format!("used all {steps} steps of the run"),
+        StopReason::MaxSteps => format!("used all {steps} steps of the run"),
+        _ => "ended its turn".to_owned(),
     };
     ProviderError::new(
         ProviderFault::BadResponse,

@@ -409,7 +409,8 @@ impl Runtime {
             }
         }
         // A run that told the user nothing ends with an error that says why, never in silence:
-        // an empty answer, or a model stopped for repeating itself or at the step limit.
+        // an empty answer, a turn ended with memory edits only, or a model stopped for
+        // repeating itself or at the step limit.
         let classic = setup.agent.loop_style == LoopStyle::Classic;
         if error.is_none() && reply::told_nothing(&written, classic) {
             let silent = match stop {
@@ -417,9 +418,11 @@ impl Runtime {
                     stop = StopReason::LlmApiError;
                     Some(reply::empty_reply_error())
                 }
-                StopReason::NoProgress | StopReason::MaxSteps => {
-                    Some(reply::no_answer_error(stop, setup.agent.max_steps))
-                }
+                // A classic-loop model that only edited memory and never called send_message.
+                StopReason::EndTurn
+                | StopReason::NoToolCall
+                | StopReason::NoProgress
+                | StopReason::MaxSteps => Some(reply::no_answer_error(stop, setup.agent.max_steps)),
                 _ => None,
             };
             if let Some(e) = silent {
