@@ -8,6 +8,7 @@ use engram_embed::late::{
     content_vectors, content_words, max_sim, query_words, weighted_max_sim,
     weighted_max_sim_in_context,
 };
+use engram_embed::token_codes::{self, Code};
 use engram_embed::{Encoder, TokenVectors};
 use engram_store::{Store, TermStats};
 use engram_suite::locomo::{self, Ranked, Recall};
@@ -125,7 +126,11 @@ pub fn late_rows(
                 .collect()
         })
         .collect();
-    let idf_sims = |words_of: Words, share: f64, reach: usize| -> Vec<HashMap<String, f64>> {
+    let idf_sims_over = |tokens: &Vec<HashMap<&str, TokenVectors>>,
+                         words_of: Words,
+                         share: f64,
+                         reach: usize|
+     -> Vec<HashMap<String, f64>> {
         let started = Instant::now();
         let weights: Vec<Vec<(Vec<f32>, f64)>> = query_tokens
             .iter()
@@ -160,7 +165,7 @@ pub fn late_rows(
                     .iter()
                     .take(50)
                     .map(|(d, _)| {
-                        let p = &turn_tokens[*c][d.as_str()];
+                        let p = &tokens[*c][d.as_str()];
                         if share == 0.0 {
                             return (d.clone(), f64::from(weighted_max_sim(&q, &p.vectors)));
                         }
@@ -172,7 +177,7 @@ pub fn late_rows(
                             .flat_map(|k| [at.checked_sub(k), Some(at + k)])
                             .flatten()
                             .filter_map(|n| turns.get(n))
-                            .map(|(nd, _)| turn_tokens[*c][nd.as_str()].vectors.as_slice())
+                            .map(|(nd, _)| tokens[*c][nd.as_str()].vectors.as_slice())
                             .collect();
                         let sim = weighted_max_sim_in_context(&q, &p.vectors, &around, share);
                         (d.clone(), f64::from(sim))
@@ -180,6 +185,9 @@ pub fn late_rows(
                     .collect()
             })
             .collect()
+    };
+    let idf_sims = |words_of: Words, share: f64, reach: usize| {
+        idf_sims_over(&turn_tokens, words_of, share, reach)
     };
     let sims_idf = idf_sims(content_words, 0.0, 0);
     let sims_idf_all = idf_sims(query_words, 0.0, 0);
@@ -272,6 +280,83 @@ pub fn late_rows(
             }
         }
     }
+    // The shipped setting over passage token vectors as stored (compressed, and optionally
+    // without their stop-word and punctuation pieces), against the vectors as computed.
+    let shipped = |name: &str, table: &Vec<HashMap<String, f64>>| {
+        let (a, t, c) = measure(&|i, r| {
+            blended(
+                r,
+                &|d| table[i].get(d).copied().unwrap_or(0.0),
+                engram_service::LATE_INTERACTION_DEPTH,
+                engram_service::LATE_INTERACTION_WEIGHT,
+            )
+        });
+        ks_row(name, &a, &t, &c);
+    };
+    println!(
+        "\nstored token vectors, shipped setting (bytes per passage: mean over the dev set):\n"
+    );
+    println!(
+        "| passage token vectors | recall@5 | recall@10 | tune@5 (conv. 1–3) | check@5 (conv. 4–5) | multi-hop@5 | temporal@5 | open-domain@5 | single-hop@5 | adversarial@5 |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    let reach = engram_service::LATE_INTERACTION_NEIGHBOUR_REACH;
+    let share = engram_service::LATE_INTERACTION_CONTEXT_SHARE;
+    for content_only in [false, true] {
+        for code in [None, Some(Code::I8), Some(Code::I4), Some(Code::Binary)] {
+            let mut bytes = 0usize;
+            let mut n = 0usize;
+            let stored: Vec<HashMap<&str, TokenVectors>> = turn_tokens
+                .iter()
+                .map(|turns| {
+                    turns
+                        .iter()
+                        .map(|(d, tv)| {
+                            let kept = if content_only {
+                                passage_content(tv)
+                            } else {
+                                tv.clone()
+                            };
+                            let vectors = match code {
+                                None => {
+                                    bytes += kept.vectors.len()
+                                        * kept.vectors.first().map_or(0, |v| v.len() * 4);
+                                    kept.vectors
+                                }
+                                Some(code) => {
+                                    let blob = token_codes::encode(code, &kept.vectors);
+                                    bytes += blob.len();
+                                    token_codes::decode(&blob).expect("decode")
+                                }
+                            };
+                            n += 1;
+                            (
+                                *d,
+                                TokenVectors {
+                                    tokens: kept.tokens,
+                                    vectors,
+                                },
+                            )
+                        })
+                        .collect()
+                })
+                .collect();
+            let table = idf_sims_over(&stored, content_words, share, reach);
+            shipped(
+                &format!(
+                    "{}, {} ({:.0} B)",
+                    code.map_or("f32".to_string(), |c| format!("{c:?}")),
+                    if content_only {
+                        "content pieces"
+                    } else {
+                        "every piece"
+                    },
+                    bytes as f64 / n.max(1) as f64
+                ),
+                &table,
+            );
+        }
+    }
     // What it costs at search time: the query, as many candidates as archival search reranks
     // and the turns around them, each distinct text encoded once, token by token.
     let window = |i: usize, depth: usize, reach: usize| -> Vec<usize> {
@@ -325,4 +410,21 @@ pub fn late_rows(
         started.elapsed().as_secs_f64() * 1e3 / sample.len() as f64,
         sample.len()
     );
+}
+
+/// A passage's word pieces without stop words and punctuation (continuations kept), as a
+/// query's content words are chosen.
+fn passage_content(tv: &TokenVectors) -> TokenVectors {
+    let keep = |t: &str| {
+        t.starts_with("##")
+            || (t.chars().any(char::is_alphanumeric) && !engram_embed::late::is_stop_word(t))
+    };
+    let (tokens, vectors) = tv
+        .tokens
+        .iter()
+        .zip(&tv.vectors)
+        .filter(|(t, _)| keep(t))
+        .map(|(t, v)| (t.clone(), v.clone()))
+        .unzip();
+    TokenVectors { tokens, vectors }
 }

@@ -21,7 +21,7 @@ use engram_suite::archival::{agent_with_passages, search, texts};
 
 /// What the pipeline should answer, computed by hand: the first [`LATE_INTERACTION_DEPTH`]
 /// of the store's hybrid ranking [`RERANK_POOL`] deep, each hit's score blended with MaxSim of the query's and
-/// its token vectors, read alone and with the passages written within
+/// its token vectors (the passages' as stored), read alone and with the passages written within
 /// [`LATE_INTERACTION_NEIGHBOUR_REACH`] of it on each side, by [`LATE_INTERACTION_CONTEXT_SHARE`]
 /// — IDF-weighted by the agent's own word statistics when `idf`, plain over every
 /// query token otherwise — best first. Also returns the query's vector.
@@ -48,6 +48,14 @@ fn by_hand(
         .passage_neighbours(agent, &q, &ids, LATE_INTERACTION_NEIGHBOUR_REACH)
         .unwrap();
     let vectors = |text: &str| encoder.token_vectors(&[text.to_owned()]).unwrap().remove(0);
+    // A passage's word-piece vectors as the background pass stored them.
+    let stored = |id: &engram_core::PassageId| {
+        let blobs = engram
+            .store()
+            .passage_tokens(agent, "local/all-minilm-l6-v2", std::slice::from_ref(id))
+            .unwrap();
+        engram_embed::token_codes::decode(&blobs[id]).unwrap()
+    };
     let query_tokens = vectors(query);
     let words = content_words(&query_tokens);
     let names: Vec<String> = words.iter().map(|(w, _)| w.clone()).collect();
@@ -73,16 +81,12 @@ fn by_hand(
         .iter()
         .zip(&around)
         .map(|(h, near)| {
-            let own = vectors(&h.passage.text);
-            assert!(!own.vectors.is_empty());
-            let near: Vec<_> = near.iter().map(|p| vectors(&p.text)).collect();
-            let near: Vec<&[Vec<f32>]> = near.iter().map(|t| t.vectors.as_slice()).collect();
-            let sim = weighted_max_sim_in_context(
-                &weighted,
-                &own.vectors,
-                &near,
-                LATE_INTERACTION_CONTEXT_SHARE,
-            );
+            let own = stored(&h.passage.id);
+            assert!(!own.is_empty());
+            let near: Vec<_> = near.iter().map(|p| stored(&p.id)).collect();
+            let near: Vec<&[Vec<f32>]> = near.iter().map(Vec::as_slice).collect();
+            let sim =
+                weighted_max_sim_in_context(&weighted, &own, &near, LATE_INTERACTION_CONTEXT_SHARE);
             let sim = f64::from(sim).clamp(0.0, 1.0);
             (h.passage.text.clone(), (1.0 - w) * h.score + w * sim)
         })

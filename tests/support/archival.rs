@@ -5,7 +5,8 @@ use engram_core::{AgentId, NewAgent, PassageHit, TagMatch};
 use engram_service::Engram;
 
 /// A new agent named `name` (default settings, so the built-in embedding model) holding
-/// `passages`, each added through the service as the agent's tool would.
+/// `passages`, each added through the service as the agent's tool would, with the
+/// background backfill (token vectors) finished.
 pub async fn agent_with_passages(engram: &Engram, name: &str, passages: &[&str]) -> AgentId {
     let id = engram
         .create_agent(NewAgent {
@@ -17,6 +18,16 @@ pub async fn agent_with_passages(engram: &Engram, name: &str, passages: &[&str])
         .id;
     for p in passages {
         engram.add_passage(&id, p, vec![]).await.unwrap();
+    }
+    // The background pass that stores each passage's token vectors has finished, so searches
+    // read what is stored (as they do once an app has been open a moment).
+    let started = std::time::Instant::now();
+    while engram.backfill_running(&id) {
+        assert!(
+            started.elapsed().as_secs() < 120,
+            "the backfill did not finish"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     id
 }

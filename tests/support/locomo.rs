@@ -388,17 +388,29 @@ pub fn rank_with(
 /// Stores each conversation like [`rank_both`] and ranks every question with the service's
 /// archival search as the window runs it (`Engram::search_archival`: the query embedded by
 /// the agent's model, the store's hybrid ranking and the shipped reranking), `k` deep. The
-/// rankings are in `hybrid`, the other two sides empty. For measuring what users get.
+/// rankings are in `hybrid`, the other two sides empty, with the time each search took. For
+/// measuring what users get.
 pub async fn rank_by_service(
     engram: &Engram,
     conversations: &[Conversation],
     embed: &dyn Fn(&[String]) -> Vec<Vec<f32>>,
     k: usize,
-) -> Vec<Ranked> {
+) -> (Vec<Ranked>, ServiceTimes) {
     let mut out = Vec::new();
+    let mut times = ServiceTimes::default();
     for conv in conversations {
         let loaded = load_conversation(engram, conv, embed);
+        // What a passage's write starts in the background (its token vectors), finished
+        // before the questions, as in an app that has been open a moment.
+        let started = std::time::Instant::now();
+        let report = engram
+            .backfill_embeddings(&loaded.agent)
+            .await
+            .expect("backfill");
+        times.backfill += started.elapsed();
+        times.backfilled += report.embedded;
         for q in &conv.questions {
+            let started = std::time::Instant::now();
             let hits = engram
                 .search_archival(
                     &loaded.agent,
@@ -410,6 +422,7 @@ pub async fn rank_by_service(
                 )
                 .await
                 .expect("search");
+            times.searches.push(started.elapsed());
             out.push(Ranked {
                 category: q.category,
                 evidence: q.evidence.clone(),
@@ -422,7 +435,19 @@ pub async fn rank_by_service(
             });
         }
     }
-    out
+    (out, times)
+}
+
+/// What [`rank_by_service`] spent: the background pass over the stored turns, and each
+/// search.
+#[derive(Debug, Default)]
+pub struct ServiceTimes {
+    /// Time the backfill of the turns took (token vectors), all conversations.
+    pub backfill: std::time::Duration,
+    /// Rows the backfill filled in.
+    pub backfilled: u64,
+    /// Each search's wall time, in question order.
+    pub searches: Vec<std::time::Duration>,
 }
 
 /// The agent [`rank_both`] or [`rank_with`] stored `conv` in (the newest one of that

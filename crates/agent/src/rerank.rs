@@ -9,7 +9,7 @@
 //! reports the failure, e.g. as an app notice).
 
 use async_trait::async_trait;
-use engram_core::{AgentId, PassageHit, Result};
+use engram_core::{AgentId, PassageHit, PassageId, Result};
 use engram_store::{PassageQuery, Store};
 
 /// How many of the store's best hits the reranker reads (when the search asks for fewer).
@@ -28,6 +28,8 @@ pub const RERANK_POOL: usize = 50;
 /// One candidate of a search, as a reranker reads it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Candidate {
+    /// The passage's id (a reranker may keep what it computed for a passage by it).
+    pub id: PassageId,
     /// The passage's text.
     pub text: String,
     /// The texts of the passages written around it, oldest first: up to
@@ -35,6 +37,8 @@ pub struct Candidate {
     /// when the reranker reads none. In a conversation stored turn by turn, an answer often
     /// spans a question and its reply, or a few turns.
     pub neighbours: Vec<String>,
+    /// The ids of [`neighbours`](Self::neighbours), in the same order.
+    pub neighbour_ids: Vec<PassageId>,
 }
 
 /// Scores candidates for a query (a cross-encoder in practice; see `engram_embed::rerank`).
@@ -165,14 +169,14 @@ pub async fn search_passages_with(
     let read: Vec<Candidate> = candidates
         .iter()
         .enumerate()
-        .map(|(i, h)| Candidate {
-            text: h.passage.text.clone(),
-            neighbours: neighbours
-                .get(i)
-                .into_iter()
-                .flatten()
-                .map(|p| p.text.clone())
-                .collect(),
+        .map(|(i, h)| {
+            let around = neighbours.get(i).into_iter().flatten();
+            Candidate {
+                id: h.passage.id.clone(),
+                text: h.passage.text.clone(),
+                neighbours: around.clone().map(|p| p.text.clone()).collect(),
+                neighbour_ids: around.map(|p| p.id.clone()).collect(),
+            }
         })
         .collect();
     let weight = reranker.weight();

@@ -164,20 +164,30 @@ impl Encoder {
     /// [`embed`](Self::embed) (one model pass per [`Batching::default`] batch); CPU-bound.
     pub fn token_vectors(&self, texts: &[String]) -> Result<Vec<TokenVectors>, EncoderError> {
         self.run_batched(texts, Batching::default(), |hidden, _, encodings| {
-            let hidden = hidden.to_vec3::<f32>().map_err(err)?;
-            Ok(hidden
+            word_pieces(hidden, encodings)
+        })
+    }
+
+    /// [`embed`](Self::embed) and [`token_vectors`](Self::token_vectors) of each text from one
+    /// model pass: what a passage needs stored for hybrid search and late interaction alike.
+    /// CPU-bound; errors as [`embed`](Self::embed).
+    pub fn encode(&self, texts: &[String]) -> Result<Vec<Encoded>, EncoderError> {
+        self.encode_with(texts, Batching::default())
+    }
+
+    /// Like [`encode`](Self::encode) with the given batching (bulk writes use bigger
+    /// batches; see [`Batching`]).
+    pub fn encode_with(
+        &self,
+        texts: &[String],
+        batching: Batching,
+    ) -> Result<Vec<Encoded>, EncoderError> {
+        self.run_batched(texts, batching, |hidden, mask, encodings| {
+            let pooled = pool(hidden, mask).map_err(err)?;
+            Ok(pooled
                 .into_iter()
-                .zip(encodings)
-                .map(|(rows, e)| {
-                    let (tokens, vectors) = rows
-                        .into_iter()
-                        .zip(e.get_tokens().iter().zip(e.get_special_tokens_mask()))
-                        .take(e.len())
-                        .filter(|(_, (_, special))| **special == 0)
-                        .map(|(v, (t, _))| (t.clone(), unit(v)))
-                        .unzip();
-                    TokenVectors { tokens, vectors }
-                })
+                .zip(word_pieces(hidden, encodings)?)
+                .map(|(vector, tokens)| Encoded { vector, tokens })
                 .collect())
         })
     }
@@ -266,6 +276,39 @@ pub struct TokenVectors {
     pub tokens: Vec<String>,
     /// One unit vector per word piece, in the same order.
     pub vectors: Vec<Vec<f32>>,
+}
+
+/// A text's pooled vector and its word pieces' vectors, from one model pass
+/// ([`Encoder::encode`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Encoded {
+    /// The sentence vector ([`Encoder::embed`]).
+    pub vector: Vec<f32>,
+    /// The word-piece vectors ([`Encoder::token_vectors`]).
+    pub tokens: TokenVectors,
+}
+
+/// Each row's word pieces with their unit vectors from a batch's hidden state, `[CLS]`,
+/// `[SEP]` and padding left out.
+fn word_pieces(
+    hidden: &Tensor,
+    encodings: &[&tokenizers::Encoding],
+) -> Result<Vec<TokenVectors>, EncoderError> {
+    let hidden = hidden.to_vec3::<f32>().map_err(err)?;
+    Ok(hidden
+        .into_iter()
+        .zip(encodings)
+        .map(|(rows, e)| {
+            let (tokens, vectors) = rows
+                .into_iter()
+                .zip(e.get_tokens().iter().zip(e.get_special_tokens_mask()))
+                .take(e.len())
+                .filter(|(_, (_, special))| **special == 0)
+                .map(|(v, (t, _))| (t.clone(), unit(v)))
+                .unzip();
+            TokenVectors { tokens, vectors }
+        })
+        .collect())
 }
 
 /// `v` scaled to unit length (a zero vector stays zero).

@@ -19,6 +19,11 @@ use std::sync::LazyLock;
 static STOP_WORDS: LazyLock<HashSet<&'static str>> =
     LazyLock::new(|| stop_words::get("en").iter().copied().collect());
 
+/// Whether `word` (lower case) is an English stop word (NLTK's list).
+pub fn is_stop_word(word: &str) -> bool {
+    STOP_WORDS.contains(word)
+}
+
 /// The vectors of a query's content word pieces: word pieces that are punctuation or an
 /// English stop word ("what", "did", "the", "?") are left out, since every passage has a
 /// near match for them and they only add a constant. A query of stop words alone keeps them

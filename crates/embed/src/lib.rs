@@ -6,6 +6,7 @@
 //! - [`encoder`]: the model (BERT via `candle-transformers`, WordPiece via `tokenizers`),
 //!   mean pooling and normalisation as sentence-transformers does it.
 //! - [`late`]: late interaction (ColBERT's MaxSim) over the encoder's token vectors.
+//! - [`token_codes`]: token vectors compressed to store beside passages (int8, int4, sign bits).
 //! - [`local`]: the model behind the providers' `EmbeddingModel` interface, loaded lazily and
 //!   unloaded after idle.
 //! - [`threads`]: the worker threads a loaded model owns (they end when it is dropped).
@@ -23,11 +24,12 @@ pub mod local;
 pub mod rerank;
 pub mod rerank_local;
 pub mod threads;
+pub mod token_codes;
 pub mod weights;
 
 pub use candle_core::DType;
 pub use catalog::{ALL_MINILM_L6_V2, LocalModelSpec};
-pub use encoder::{Batching, Encoder, TokenVectors};
+pub use encoder::{Batching, Encoded, Encoder, TokenVectors};
 pub use local::{LocalEmbeddings, WeightsSource};
 
 /// The provider handle of built-in models: `local/all-minilm-l6-v2`.

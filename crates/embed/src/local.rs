@@ -204,6 +204,24 @@ impl LocalEmbeddings {
         Ok(encoder)
     }
 
+    /// Each text's sentence vector and word-piece vectors from one pass (see
+    /// [`Encoder::encode`]), loading the model when needed; on the blocking pool, batched by
+    /// `batching`. Errors: the model cannot be loaded or run.
+    pub async fn encode(
+        &self,
+        texts: &[String],
+        batching: crate::Batching,
+    ) -> Result<Vec<crate::Encoded>, ProviderError> {
+        let encoder = self.encoder().await?;
+        let texts = texts.to_vec();
+        let out = tokio::task::spawn_blocking(move || encoder.encode_with(&texts, batching))
+            .await
+            .map_err(|e| unusable(self.spec, e))?
+            .map_err(|e| unusable(self.spec, e))?;
+        self.touch();
+        Ok(out)
+    }
+
     async fn load(&self) -> Result<Encoder, ProviderError> {
         self.ensure_files().await?;
         let dir = self.folder();

@@ -16,6 +16,7 @@
 use crate::{Engram, Notice};
 use engram_agent::{Embedder, ModelResolver};
 use engram_core::{AgentId, Result};
+use engram_embed::LocalEmbeddings;
 use engram_store::{MessageVector, Store};
 use serde::Serialize;
 use std::collections::HashMap;
@@ -23,6 +24,17 @@ use std::sync::{Arc, Mutex};
 
 /// Rows (passages or messages) embedded per request while backfilling.
 const BACKFILL_BATCH: usize = 64;
+
+/// How the built-in model batches a backfill's texts (see `engram_embed::Batching`).
+const BULK_BATCHING: engram_embed::Batching = engram_embed::Batching {
+    max_rows: 2,
+    attention_budget: 10_000,
+};
+
+/// A passage's word-piece vectors as stored (`engram_embed::token_codes::SHIPPED`).
+fn code(tokens: &engram_embed::TokenVectors) -> Vec<u8> {
+    engram_embed::token_codes::encode(engram_embed::token_codes::SHIPPED, &tokens.vectors)
+}
 
 /// What a backfill did.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, ts_rs::TS)]
@@ -61,10 +73,37 @@ impl Backfiller {
             .transpose()
     }
 
-    /// Rows (passages and messages) of the agent without a vector of its current model.
+    /// Rows (passages and messages) of the agent without a vector of its current model, and,
+    /// on the built-in model, passages without their token vectors.
     fn missing(&self, agent: &AgentId) -> Result<u64> {
-        Ok(self.store.count_passages_without_vectors(agent)?
+        let tokens = match self.built_in(agent)? {
+            Some((handle, _)) => self.store.count_passages_without_tokens(agent, &handle)?,
+            None => 0,
+        };
+        Ok(self
+            .store
+            .count_passages_without_vectors(agent)?
+            .max(tokens)
             + self.store.count_messages_without_vectors(agent)?)
+    }
+
+    /// The agent's embedding model handle and the model itself when it is a built-in one
+    /// (whose passages also get token vectors for late interaction; see `crate::late`).
+    fn built_in(&self, agent: &AgentId) -> Result<Option<(String, Arc<LocalEmbeddings>)>> {
+        let Some(cfg) = self.store.get_agent(agent)?.embedding else {
+            return Ok(None);
+        };
+        let (provider, name) = engram_core::agent::split_handle(&cfg.model);
+        if !provider.eq_ignore_ascii_case(engram_embed::PROVIDER) || cfg.base_url.is_some() {
+            return Ok(None);
+        }
+        // A name no built-in model has is the embedder's error to report, not this one's.
+        Ok(self
+            .resolver
+            .local
+            .get(name)
+            .ok()
+            .map(|model| (cfg.model.clone(), model)))
     }
 
     fn outage(&self, agent: &AgentId) {
@@ -95,9 +134,20 @@ impl Backfiller {
                 total,
             });
         };
+        let built_in = self.built_in(agent)?.map(|(_, m)| m);
         if self
-            .passages(agent, &handle, &embedder, &mut report, &progress)
+            .passages(
+                agent,
+                &handle,
+                &embedder,
+                built_in.as_deref(),
+                &mut report,
+                &progress,
+            )
             .await?
+            && self
+                .tokens(agent, &handle, built_in.as_deref(), &mut report, &progress)
+                .await?
         {
             self.messages(agent, &handle, &embedder, &mut report, &progress)
                 .await?;
@@ -106,13 +156,15 @@ impl Backfiller {
         Ok(report)
     }
 
-    /// The passage part of [`run`](Self::run). Returns whether to go on (the model worked and
-    /// is still the agent's).
+    /// The passage part of [`run`](Self::run): on the built-in model (`built_in`), each
+    /// passage's vector and token vectors come from one model pass. Returns whether to go on
+    /// (the model worked and is still the agent's).
     async fn passages(
         &self,
         agent: &AgentId,
         handle: &str,
         embedder: &Embedder,
+        built_in: Option<&LocalEmbeddings>,
         report: &mut BackfillReport,
         progress: &(dyn Fn(&BackfillReport) + Sync),
     ) -> Result<bool> {
@@ -122,13 +174,34 @@ impl Backfiller {
                 return Ok(true);
             }
             let texts: Vec<String> = batch.iter().map(|p| p.text.clone()).collect();
-            let vectors = match embedder.model.embed(&embedder.name, &texts).await {
-                Ok(v) if v.len() == texts.len() => v,
-                Ok(_) | Err(_) => {
-                    self.outage(agent);
-                    return Ok(false);
-                }
+            let (vectors, tokens) = match built_in {
+                Some(model) => match model.encode(&texts, BULK_BATCHING).await {
+                    Ok(e) if e.len() == texts.len() => {
+                        let (v, t): (Vec<_>, Vec<_>) =
+                            e.into_iter().map(|e| (e.vector, e.tokens)).unzip();
+                        (v, Some(t))
+                    }
+                    Ok(_) | Err(_) => {
+                        self.outage(agent);
+                        return Ok(false);
+                    }
+                },
+                None => match embedder.model.embed(&embedder.name, &texts).await {
+                    Ok(v) if v.len() == texts.len() => (v, None),
+                    Ok(_) | Err(_) => {
+                        self.outage(agent);
+                        return Ok(false);
+                    }
+                },
             };
+            if let Some(tokens) = tokens {
+                let coded: Vec<_> = batch
+                    .iter()
+                    .zip(tokens)
+                    .map(|(p, t)| (p.id.clone(), p.text.clone(), code(&t)))
+                    .collect();
+                self.store.fill_passage_tokens(agent, handle, &coded)?;
+            }
             let filled: Vec<_> = batch
                 .into_iter()
                 .zip(texts)
@@ -139,6 +212,49 @@ impl Backfiller {
             if n == 0 {
                 // Every row of the batch changed under us (or the model did); they come back
                 // only if still missing, so stop rather than spin.
+                return Ok(self.still_model(agent, handle));
+            }
+            report.embedded += n as u64;
+            progress(report);
+        }
+    }
+
+    /// Token vectors for the built-in model's passages that have a vector but none (passages
+    /// embedded before token vectors were kept, or written with a vector by the chat step).
+    /// Returns whether to go on.
+    async fn tokens(
+        &self,
+        agent: &AgentId,
+        handle: &str,
+        built_in: Option<&LocalEmbeddings>,
+        report: &mut BackfillReport,
+        progress: &(dyn Fn(&BackfillReport) + Sync),
+    ) -> Result<bool> {
+        let Some(model) = built_in else {
+            return Ok(true);
+        };
+        loop {
+            let batch = self
+                .store
+                .passages_without_tokens(agent, handle, BACKFILL_BATCH)?;
+            if batch.is_empty() {
+                return Ok(true);
+            }
+            let texts: Vec<String> = batch.iter().map(|p| p.text.clone()).collect();
+            let encoded = match model.encode(&texts, BULK_BATCHING).await {
+                Ok(e) if e.len() == texts.len() => e,
+                Ok(_) | Err(_) => {
+                    self.outage(agent);
+                    return Ok(false);
+                }
+            };
+            let coded: Vec<_> = batch
+                .into_iter()
+                .zip(encoded)
+                .map(|(p, e)| (p.id, p.text, code(&e.tokens)))
+                .collect();
+            let n = self.store.fill_passage_tokens(agent, handle, &coded)?;
+            if n == 0 {
                 return Ok(self.still_model(agent, handle));
             }
             report.embedded += n as u64;
@@ -315,8 +431,9 @@ impl Engram {
     }
 
     /// Vectors for texts to be stored, or `None` (after a notice) when the agent's embedding
-    /// model cannot embed them now: the caller stores the texts without vectors. After a
-    /// success, missing vectors of earlier passages are filled in in the background.
+    /// model cannot embed them now: the caller stores the texts without vectors, then calls
+    /// [`spawn_backfill`](Self::spawn_backfill), which fills in what is still missing (token
+    /// vectors, earlier passages) once the write is there to be seen.
     pub(crate) async fn vectors_for_storing(
         &self,
         agent: &AgentId,
@@ -331,10 +448,7 @@ impl Engram {
             }
         };
         match embedder.model.embed(&embedder.name, texts).await {
-            Ok(v) if v.len() == texts.len() => {
-                self.backfiller().spawn(agent);
-                Ok(Some(v))
-            }
+            Ok(v) if v.len() == texts.len() => Ok(Some(v)),
             Ok(_) => {
                 self.embeddings_unavailable(agent, "the model returned too few vectors", true);
                 Ok(None)
@@ -342,6 +456,39 @@ impl Engram {
             Err(e) => {
                 self.embeddings_unavailable(agent, &e.to_string(), true);
                 Ok(None)
+            }
+        }
+    }
+
+    /// Like [`vectors_for_storing`](Self::vectors_for_storing) for one passage's text; on the
+    /// built-in model, its token vectors (coded for storing) come from the same model pass,
+    /// with the model's handle, for [`Store::fill_passage_tokens`] once the passage is
+    /// written.
+    pub(crate) async fn encodings_for_storing(
+        &self,
+        agent: &AgentId,
+        text: &str,
+    ) -> Result<(Option<Vec<f32>>, Option<(String, Vec<u8>)>)> {
+        let texts = [text.to_owned()];
+        let Some((handle, model)) = self.backfiller().built_in(agent)? else {
+            let vector = self
+                .vectors_for_storing(agent, &texts)
+                .await?
+                .and_then(|mut v| v.pop());
+            return Ok((vector, None));
+        };
+        match model.encode(&texts, BULK_BATCHING).await {
+            Ok(mut e) if e.len() == 1 => {
+                let e = e.remove(0);
+                Ok((Some(e.vector), Some((handle, code(&e.tokens)))))
+            }
+            Ok(_) => {
+                self.embeddings_unavailable(agent, "the model returned too few vectors", true);
+                Ok((None, None))
+            }
+            Err(e) => {
+                self.embeddings_unavailable(agent, &e.to_string(), true);
+                Ok((None, None))
             }
         }
     }

@@ -10,6 +10,10 @@
 //! Unweighted MaxSim pulled up the turns of a speaker a question names (a name most passages
 //! hold) and lost the adversarial category to words alone; weighting by IDF fixed that.
 //!
+//! A passage's word-piece vectors are computed once, in the background after it is written
+//! (`crate::embeddings`), and stored compressed (`engram_embed::token_codes`); a search
+//! encodes only its query, plus any candidate whose vectors are not stored yet.
+//!
 //! Only agents whose embedding model is the built-in one are reranked, and only while that
 //! model is in memory (the search has just embedded its query with it): a search never loads
 //! or downloads a model for this, and an agent on a remote model is left as the store ranks it.
@@ -17,8 +21,9 @@
 use crate::local_model::LocalModels;
 use async_trait::async_trait;
 use engram_agent::Candidate;
-use engram_core::AgentId;
+use engram_core::{AgentId, PassageId};
 use engram_embed::late::{content_words, weighted_max_sim_in_context};
+use engram_embed::token_codes;
 use engram_store::Store;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -57,44 +62,62 @@ impl engram_agent::Reranker for LateInteraction {
         query: &str,
         candidates: &[Candidate],
     ) -> std::result::Result<Option<Vec<f64>>, String> {
-        let Some(model) = self
+        let Some((handle, model)) = self
             .store
             .get_agent(agent)
             .ok()
             .and_then(|a| a.embedding)
             .and_then(|e| {
                 let (provider, name) = e.model.split_once('/')?;
-                provider
+                let model = provider
                     .eq_ignore_ascii_case(engram_embed::PROVIDER)
                     .then(|| self.local.existing(name))
-                    .flatten()
+                    .flatten()?;
+                Some((e.model.clone(), model))
             })
-            .filter(|m| m.is_loaded())
+            .filter(|(_, m)| m.is_loaded())
         else {
             return Ok(None);
         };
+        let (passages, places) = distinct_passages(candidates);
+        // What the background backfill has stored; only the rest (passages written moments
+        // ago, or unreadable blobs) and the query go through the model now.
+        let ids: Vec<PassageId> = passages.iter().map(|(id, _)| id.clone()).collect();
+        let stored = self
+            .store
+            .passage_tokens(agent, &handle, &ids)
+            .map_err(|e| e.to_string())?;
+        let mut vectors: Vec<Option<Vec<Vec<f32>>>> = ids
+            .iter()
+            .map(|id| stored.get(id).and_then(|b| token_codes::decode(b).ok()))
+            .collect();
+        let missing: Vec<usize> = (0..vectors.len())
+            .filter(|&i| vectors[i].is_none())
+            .collect();
+        let mut texts = vec![query.to_owned()];
+        texts.extend(missing.iter().map(|&i| passages[i].1.clone()));
         let encoder = model.encoder().await.map_err(|e| e.to_string())?;
-        let (all, places) = distinct_texts(query, candidates);
-        let vectors = tokio::task::spawn_blocking(move || encoder.token_vectors(&all))
+        let mut encoded = tokio::task::spawn_blocking(move || encoder.token_vectors(&texts))
             .await
             .map_err(|e| e.to_string())?
-            .map_err(|e| e.to_string())?;
-        let q = idf_weighted(
-            &self.store,
-            agent,
-            vectors.first().ok_or("no query vectors")?,
-        )?;
+            .map_err(|e| e.to_string())?
+            .into_iter();
+        let query_vectors = encoded.next().ok_or("no query vectors")?;
+        for (&i, tv) in missing.iter().zip(encoded) {
+            vectors[i] = Some(tv.vectors);
+        }
+        let vectors: Vec<Vec<Vec<f32>>> =
+            vectors.into_iter().map(Option::unwrap_or_default).collect();
+        let q = idf_weighted(&self.store, agent, &query_vectors)?;
         Ok(Some(
             places
                 .iter()
                 .map(|(own, around)| {
-                    let around: Vec<&[Vec<f32>]> = around
-                        .iter()
-                        .map(|&i| vectors[i].vectors.as_slice())
-                        .collect();
+                    let around: Vec<&[Vec<f32>]> =
+                        around.iter().map(|&i| vectors[i].as_slice()).collect();
                     let sim = weighted_max_sim_in_context(
                         &q,
-                        &vectors[*own].vectors,
+                        &vectors[*own],
                         &around,
                         LATE_INTERACTION_CONTEXT_SHARE,
                     );
@@ -117,20 +140,21 @@ impl engram_agent::Reranker for LateInteraction {
     }
 }
 
-/// The texts to encode, each once (neighbouring turns are often candidates themselves),
-/// the query first; and for each candidate the places of its text and of its neighbours'.
-fn distinct_texts(
-    query: &str,
-    candidates: &[Candidate],
-) -> (Vec<String>, Vec<(usize, Vec<usize>)>) {
-    let mut all: Vec<String> = vec![query.to_owned()];
-    let mut at: HashMap<&str, usize> = HashMap::new();
+/// Where a candidate and its neighbours sit in the list of distinct passages.
+type Place = (usize, Vec<usize>);
+
+/// The passages to read, each once (neighbouring turns are often candidates themselves), as
+/// `(id, text)`; and for each candidate the places of it and of its neighbours among them.
+fn distinct_passages(candidates: &[Candidate]) -> (Vec<(PassageId, String)>, Vec<Place>) {
+    let mut all: Vec<(PassageId, String)> = Vec::new();
+    let mut at: HashMap<&PassageId, usize> = HashMap::new();
     let mut places = Vec::with_capacity(candidates.len());
     for c in candidates {
         let mut place = Vec::with_capacity(1 + c.neighbours.len());
-        for text in std::iter::once(&c.text).chain(&c.neighbours) {
-            place.push(*at.entry(text.as_str()).or_insert_with(|| {
-                all.push(text.clone());
+        let own = std::iter::once((&c.id, &c.text));
+        for (id, text) in own.chain(c.neighbour_ids.iter().zip(&c.neighbours)) {
+            place.push(*at.entry(id).or_insert_with(|| {
+                all.push((id.clone(), text.clone()));
                 all.len() - 1
             }));
         }

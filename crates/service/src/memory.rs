@@ -112,17 +112,29 @@ impl Engram {
             return Err(Error::invalid("a passage needs text"));
         }
         self.store.get_agent(agent)?;
-        let embedding = self
-            .vectors_for_storing(agent, &[text.to_owned()])
-            .await?
-            .and_then(|mut v| v.pop());
+        let (embedding, tokens) = self.encodings_for_storing(agent, text).await?;
         let new = NewPassage {
             text: text.to_owned(),
             tags,
             embedding,
             created_at,
         };
+        let embedded = new.embedding.is_some();
         let mut stored = self.store.insert_passages(agent, &[new])?;
+        if let (Some((handle, blob)), Some(p)) = (tokens, stored.first()) {
+            // Derived data, kept apart from the passage's own write: if this is lost, the
+            // backfill computes it again.
+            self.store.fill_passage_tokens(
+                agent,
+                &handle,
+                &[(p.id.clone(), p.text.clone(), blob)],
+            )?;
+        }
+        if embedded {
+            // The model works: what else is missing (passages stored during an outage) is
+            // filled in now that the write can be seen.
+            self.spawn_backfill(agent);
+        }
         self.notify(Notice::ArchivalChanged {
             agent_id: agent.clone(),
         });

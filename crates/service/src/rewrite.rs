@@ -141,6 +141,9 @@ impl Engram {
         let p =
             self.store
                 .update_passage(agent, id, text, tags.as_deref(), embedding.as_deref())?;
+        if embedding.is_some() {
+            self.spawn_backfill(agent);
+        }
         self.notify(Notice::ArchivalChanged {
             agent_id: agent.clone(),
         });

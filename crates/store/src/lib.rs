@@ -36,6 +36,7 @@ mod model_windows;
 mod passage_list;
 mod passage_neighbours;
 mod passage_rows;
+mod passage_tokens;
 mod passage_vectors;
 mod passages;
 mod prices;

@@ -511,6 +511,21 @@ END;
 const PASSAGE_TIMES_BY_KEY: &str =
     "CREATE INDEX passages_time_by_key ON passages (pk, created_at);";
 
+/// Late interaction's word-piece vectors per passage, compressed (`engram_embed::token_codes`),
+/// computed once in the background after a passage is written so a search encodes only its
+/// query. Derived data: a text edit drops them (the backfill computes them again), as does a
+/// change of the agent's embedding model (`model` is the handle they were computed with).
+const PASSAGE_TOKENS: &str = r#"
+CREATE TABLE passage_tokens (
+    pk    INTEGER PRIMARY KEY REFERENCES passages (pk) ON DELETE CASCADE,
+    model TEXT NOT NULL,
+    codes BLOB NOT NULL
+);
+CREATE TRIGGER passage_tokens_stale AFTER UPDATE OF text ON passages BEGIN
+    DELETE FROM passage_tokens WHERE pk = new.pk;
+END;
+"#;
+
 /// Every migration, oldest first.
 const MIGRATIONS: &[M<'static>] = &[
     M::up(V1),
@@ -529,6 +544,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(MESSAGE_VECTORS),
     M::up(PER_AGENT_SEARCH_INDEXES),
     M::up(PASSAGE_TIMES_BY_KEY),
+    M::up(PASSAGE_TOKENS),
 ];
 
 /// The migration list (exposed to tests so they can validate it).

@@ -85,12 +85,20 @@ impl Store {
         })
     }
 
-    /// Forgets the vectors of all the agent's passages (its embedding model changed: old
-    /// vectors are not comparable with the new model's). Returns how many were cleared.
+    /// Forgets the vectors and token vectors of all the agent's passages (its embedding model
+    /// changed: old vectors are not comparable with the new model's). Returns how many were cleared.
     /// Errors: `NotFound("agent")`.
     pub fn clear_passage_vectors(&self, agent: &AgentId) -> Result<usize> {
         self.write(|tx| {
             sql::ensure_agent(tx, agent)?;
+            // Token vectors are the old model's too (`passage_tokens.rs`).
+            tx.prepare_cached(
+                "DELETE FROM passage_tokens
+                 WHERE pk IN (SELECT pk FROM passages WHERE agent_id = ?1)",
+            )
+            .db()?
+            .execute([agent.as_str()])
+            .db()?;
             tx.prepare_cached(
                 "UPDATE passages SET embedding_dim = NULL, embedding = NULL
                  WHERE agent_id = ?1 AND embedding IS NOT NULL",
