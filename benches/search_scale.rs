@@ -13,7 +13,9 @@
 //! `ENGRAM_SCALE_LEXICAL_ONLY=1` stores no vectors and measures lexical search alone (the
 //! vector index's build at 1M takes long on a shared 2-core machine).
 //!
-//! Then per-agent BM25 at 100,000 passages spread over 100 agents (lexical p50/p95).
+//! Then the whole pipeline a user's search runs at the first size, with the built-in model
+//! (weights from `ENGRAM_LOCAL_MODEL_DIR`; `ENGRAM_SCALE_SKIP_FULL=1` leaves it out), and
+//! per-agent BM25 at 100,000 passages spread over 100 agents (lexical p50/p95).
 
 use chrono::{DateTime, Utc};
 use engram_core::{AgentId, NewAgent, NewPassage};
@@ -386,6 +388,86 @@ fn one_agent(n: u64) {
     println!("| database file | {db_mb:.1} MB |");
 }
 
+/// The whole pipeline a user's search runs, at `n` passages of an agent on the built-in model:
+/// the query embedded by the real model, the store's hybrid search, and late interaction over
+/// the first hits with their neighbours, read from stored int8 token vectors. Passages carry
+/// hashed vectors, and as token vectors their words' hashed vectors, so the similarities are
+/// not a model's (the cost is: the same reads, the same sizes per token, the same arithmetic).
+fn full_pipeline(n: u64) {
+    let home = engram_suite::Home::with_model(&[]);
+    let agent = new_agent(&home, "Full");
+    let store = home.engram.store();
+    let handle = engram_embed::DEFAULT_MODEL;
+    let mut hashed = Hashed {
+        words: HashMap::new(),
+    };
+    for chunk in (0..n).collect::<Vec<_>>().chunks(5_000) {
+        let batch: Vec<NewPassage> = chunk
+            .iter()
+            .map(|&i| {
+                let ranks = sentence_ranks(i);
+                NewPassage {
+                    text: query_text(&ranks),
+                    created_at: written(i),
+                    embedding: Some(hashed.text(&ranks)),
+                    ..NewPassage::default()
+                }
+            })
+            .collect();
+        let stored = store.insert_passages(&agent, &batch).expect("insert");
+        let tokens: Vec<_> = stored
+            .into_iter()
+            .zip(chunk)
+            .map(|(p, &i)| {
+                let words: Vec<Vec<f32>> = sentence_ranks(i)
+                    .iter()
+                    .map(|r| hashed.word(*r).clone())
+                    .collect();
+                let blob =
+                    engram_embed::token_codes::encode(engram_embed::token_codes::SHIPPED, &words);
+                (p.id, p.text, blob)
+            })
+            .collect();
+        store
+            .fill_passage_tokens(&agent, handle, &tokens)
+            .expect("tokens");
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let search = |i: u64| {
+        let q = query_text(&query_ranks(i));
+        let started = Instant::now();
+        let hits = rt
+            .block_on(home.engram.search_archival(
+                &agent,
+                &q,
+                vec![],
+                engram_core::TagMatch::Any,
+                (None, None),
+                5,
+            ))
+            .expect("search");
+        std::hint::black_box(hits);
+        started.elapsed()
+    };
+    // Loads the model, starts and finishes the vector graph's build.
+    search(0);
+    store.wait_for_vector_index_builds();
+    search(0);
+    let (p50, p95) = percentiles((1..=100).map(search).collect());
+    let db_mb = mb(dir_size(home.path()));
+    println!("\n### The full local pipeline at {n} passages, through the service\n");
+    println!("| measure | result |\n|---|---|");
+    println!(
+        "| search p50 / p95 (query embedded, hybrid, late interaction over stored token vectors) | {p50:.1} / {p95:.1} ms |"
+    );
+    println!("| data directory (passages, vectors, 12 token vectors each) | {db_mb:.0} MB |");
+    println!("| process RSS after the searches | {:.0} MB |", rss_mb());
+}
+
 /// Lexical search over 100,000 passages spread across 100 agents: each agent's BM25 runs over
 /// its own table.
 fn many_agents() {
@@ -432,12 +514,17 @@ fn main() {
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("load average at start: {}", load.trim());
     let lexical = std::env::var_os("ENGRAM_SCALE_LEXICAL_ONLY").is_some();
-    for n in sizes {
+    for &n in &sizes {
         if lexical {
             lexical_only(n);
         } else {
             one_agent(n);
         }
+    }
+    if std::env::var_os("ENGRAM_SCALE_SKIP_FULL").is_none()
+        && let Some(&n) = sizes.first()
+    {
+        full_pipeline(n);
     }
     many_agents();
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();

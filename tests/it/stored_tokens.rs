@@ -78,7 +78,9 @@ async fn a_passage_is_found_by_words_at_once_and_by_its_stored_vectors_once_comp
     let hits = search(engram, &sam, "Where does Alice live?", 2).await;
     assert_eq!(texts(&hits)[0], NOTES[2], "{:?}", texts(&hits));
 
-    // The search woke the backfill: each passage gets its vector and its token vectors.
+    // The background pass (started at once for an import, at the next start for rows a quit
+    // left behind) gives each passage its vector and its token vectors.
+    assert_eq!(engram.resume_backfills().unwrap(), 1);
     until("the backfill", || {
         without_tokens(engram, &sam) == 0 && !engram.backfill_running(&sam)
     })

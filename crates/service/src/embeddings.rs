@@ -60,6 +60,8 @@ struct Backfiller {
     /// backfill runs again when it ends, so rows committed during its last batch are not left
     /// behind).
     running: Arc<Mutex<HashMap<AgentId, bool>>>,
+    /// [`Engram`]'s agents with an embedding outage (a failed backfill marks its agent).
+    outages: Arc<Mutex<std::collections::HashSet<AgentId>>>,
 }
 
 impl Backfiller {
@@ -107,6 +109,10 @@ impl Backfiller {
     }
 
     fn outage(&self, agent: &AgentId) {
+        self.outages
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(agent.clone());
         let _ = self.notices.send(Notice::EmbeddingsUnavailable {
             agent_id: agent.clone(),
             message: "filling in missing vectors stopped: the embedding model failed; \
@@ -377,6 +383,7 @@ impl Engram {
             resolver: self.resolver.clone(),
             notices: self.notices.clone(),
             running: self.backfills.clone(),
+            outages: self.embedding_outages.clone(),
         }
     }
 
@@ -509,7 +516,11 @@ impl Engram {
         };
         match embedder.embed_query(query).await {
             Ok(v) => {
-                self.backfiller().spawn(agent);
+                // Searches are frequent and counting what is missing reads every row of a
+                // big archive: only the first success after an outage looks.
+                if self.outage_over(agent) {
+                    self.backfiller().spawn(agent);
+                }
                 Some(v)
             }
             Err(e) => {
@@ -519,7 +530,20 @@ impl Engram {
         }
     }
 
+    /// Whether the agent's embedding model had failed since it last worked (and so rows may
+    /// have been stored without vectors); clears the mark.
+    fn outage_over(&self, agent: &AgentId) -> bool {
+        self.embedding_outages
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(agent)
+    }
+
     fn embeddings_unavailable(&self, agent: &AgentId, why: &str, storing: bool) {
+        self.embedding_outages
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(agent.clone());
         let what = if storing {
             "stored without a vector (searchable by its words; the vector is filled in once the model works)"
         } else {

@@ -184,6 +184,9 @@ pub struct Engram {
     mcp: Arc<engram_mcp::Hub>,
     /// Agents whose missing vectors are being filled in now (one backfill per agent).
     backfills: Arc<Mutex<std::collections::HashMap<engram_core::AgentId, bool>>>,
+    /// Agents whose embedding model failed since it last worked: the next success starts a
+    /// backfill of what was stored meanwhile (a search that works does not look otherwise).
+    embedding_outages: Arc<Mutex<std::collections::HashSet<engram_core::AgentId>>>,
     /// How long an agent's vector index stays in memory unsearched: the built-in model's idle
     /// time (`ENGRAM_LOCAL_MODEL_IDLE_SECS`, default 300 s), so both go on one schedule.
     index_idle: std::time::Duration,
@@ -278,6 +281,7 @@ impl Engram {
             runs: runs::Registry::default(),
             notices,
             backfills: Arc::new(Mutex::new(std::collections::HashMap::new())),
+            embedding_outages: Arc::default(),
             index_idle,
         };
         engram.secure_mcp_urls();

@@ -524,6 +524,8 @@ CREATE TABLE passage_tokens (
 CREATE TRIGGER passage_tokens_stale AFTER UPDATE OF text ON passages BEGIN
     DELETE FROM passage_tokens WHERE pk = new.pk;
 END;
+-- What a backfill looks for, without reading every row of a big archive.
+CREATE INDEX passages_without_vector ON passages (agent_id, pk) WHERE embedding IS NULL;
 "#;
 
 /// Every migration, oldest first.
