@@ -39,6 +39,9 @@ pub struct ServeArgs {
     /// Port for --http; 0 picks a free one (the address is printed).
     #[arg(long, default_value_t = DEFAULT_PORT)]
     pub port: u16,
+    /// With --http, print each client's bearer token (`token NAME: …`) after the address.
+    #[arg(long, requires = "http")]
+    pub show_tokens: bool,
     /// Print the configuration block a client reads to launch this server over stdio, then
     /// exit.
     #[arg(long, value_enum, value_name = "CLIENT")]
@@ -111,6 +114,11 @@ async fn serve_http(engram: Arc<Engram>, args: &ServeArgs) -> Result<()> {
         engram_mcp_memory::serve_http(engram.clone(), &args.agents, &args.host, args.port).await?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "listening on {}", server.url())?;
+    if args.show_tokens {
+        for (client, token) in server.clients() {
+            writeln!(out, "token {}: {}", client.name, token.expose_secret())?;
+        }
+    }
     out.flush()?;
     drop(out);
     crate::serve::stop_signal().await;

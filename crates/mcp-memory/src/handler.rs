@@ -2,7 +2,8 @@
 //! two over the service.
 
 use crate::notify::Subscribers;
-use crate::{URI_PREFIX, tools};
+use crate::tools;
+use crate::uri::{URI_PREFIX, path_of as uri_path, uri_of};
 use engram_service::Engram;
 use engram_service::mcp_memory::{MemoryClient, MemoryError};
 use rmcp::model::{
@@ -85,7 +86,7 @@ fn tool_result(result: Result<String, MemoryError>) -> Result<CallToolResponse, 
 }
 
 fn path_of(uri: &str) -> Result<&str, ErrorData> {
-    uri.strip_prefix(URI_PREFIX).ok_or_else(|| {
+    uri_path(uri).ok_or_else(|| {
         ErrorData::resource_not_found(format!("not one of Engram's memory files: {uri}"), None)
     })
 }
@@ -148,7 +149,7 @@ impl ServerHandler for MemoryServer {
         let resources = files
             .into_iter()
             .map(|f| {
-                Resource::new(format!("{URI_PREFIX}{}", f.path), f.path.clone())
+                Resource::new(uri_of(&f.path), f.path.clone())
                     .with_description(f.description)
                     .with_mime_type("text/markdown")
             })

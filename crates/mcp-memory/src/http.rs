@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 pub struct HttpServer {
     /// The address it listens on.
     pub addr: SocketAddr,
+    gate: Arc<Gate>,
     stop: CancellationToken,
     done: tokio::task::JoinHandle<()>,
 }
@@ -32,6 +33,11 @@ impl HttpServer {
     /// `http://ADDR/mcp`.
     pub fn url(&self) -> String {
         format!("http://{}/mcp", self.addr)
+    }
+
+    /// The clients it serves, with their bearer tokens.
+    pub fn clients(&self) -> &[(MemoryClient, SecretString)] {
+        &self.gate.clients
     }
 
     /// Stops accepting requests and waits for the open ones to end.
@@ -162,7 +168,7 @@ pub async fn serve_http(
     let gate = Arc::new(Gate { clients });
     let router = axum::Router::new()
         .nest_service("/mcp", service)
-        .layer(axum::middleware::from_fn_with_state(gate, check));
+        .layer(axum::middleware::from_fn_with_state(gate.clone(), check));
     // Small SSE writes: without TCP_NODELAY each answer waits ~40 ms for the delayed ACK.
     let listener = listener.tap_io(|tcp| {
         let _ = tcp.set_nodelay(true);
@@ -173,5 +179,10 @@ pub async fn serve_http(
             .with_graceful_shutdown(async move { until.cancelled_owned().await })
             .await;
     });
-    Ok(HttpServer { addr, stop, done })
+    Ok(HttpServer {
+        addr,
+        gate,
+        stop,
+        done,
+    })
 }

@@ -16,17 +16,16 @@ mod http;
 pub mod notify;
 pub mod paste;
 mod tools;
+pub mod uri;
 
 pub use handler::MemoryServer;
 pub use http::{HttpServer, ServeError, serve_http};
+pub use uri::URI_PREFIX;
 
 use engram_service::Engram;
 use engram_service::mcp_memory::MemoryClient;
 use rmcp::ServiceExt as _;
 use std::sync::Arc;
-
-/// The scheme of the resources' URIs: `engram-memory:///memories/human.md`.
-pub const URI_PREFIX: &str = "engram-memory://";
 
 /// Serves `client`'s memory on stdin/stdout until the client goes away. Without `fixed_name`
 /// the client's writes are recorded under the name it introduced itself with

@@ -6,7 +6,7 @@
 //! Clients on protocol 2026-07-28 listen with `subscriptions/listen`; older ones with
 //! `resources/subscribe` and get notifications on their session.
 
-use crate::URI_PREFIX;
+use crate::uri::uri_of;
 use engram_service::mcp_memory::{MemoryChange, MemoryClient};
 use engram_service::{Engram, Notice};
 use rmcp::RoleServer;
@@ -76,9 +76,7 @@ impl Subscribers {
         let sessions: Vec<(u64, Peer<RoleServer>)> = lock(&self.sessions)
             .iter()
             .filter(|(_, s)| match change {
-                MemoryChange::Updated(path) => {
-                    lock(&s.uris).contains(&format!("{URI_PREFIX}{path}"))
-                }
+                MemoryChange::Updated(path) => lock(&s.uris).contains(&uri_of(path)),
                 MemoryChange::ListChanged => true,
             })
             .map(|(k, s)| (*k, s.peer.clone()))
@@ -87,8 +85,8 @@ impl Subscribers {
         for (key, peer) in sessions {
             let sent = match change {
                 MemoryChange::Updated(path) => {
-                    peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(format!(
-                        "{URI_PREFIX}{path}"
+                    peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri_of(
+                        path,
                     )))
                     .await
                 }
@@ -103,10 +101,7 @@ impl Subscribers {
         let mut gone = Vec::new();
         for (key, sink) in listeners {
             let sent = match change {
-                MemoryChange::Updated(path) => {
-                    sink.notify_resource_updated(format!("{URI_PREFIX}{path}"))
-                        .await
-                }
+                MemoryChange::Updated(path) => sink.notify_resource_updated(uri_of(path)).await,
                 MemoryChange::ListChanged => sink.notify_resource_list_changed().await,
             };
             // A filter that did not ask for this resource is fine; a closed stream is gone.

@@ -200,19 +200,24 @@ impl Engram {
     }
 
     /// Every configured client with its token and its access to `agents` (ids or names), for
-    /// the HTTP transport to check bearer tokens against. Clients without a stored token are
-    /// left out. Errors: as [`memory_client`](Self::memory_client); `secrets`.
+    /// the HTTP transport to check bearer tokens against. A client whose token is missing from
+    /// the secret store (a reset keychain, a session-only store) gets a new one, as the REST
+    /// API's token is made on first use. Errors: as [`memory_client`](Self::memory_client);
+    /// `secrets`.
     pub fn memory_client_tokens(
         &self,
         agents: &[String],
     ) -> Result<Vec<(MemoryClient, SecretString)>> {
         let mut out = Vec::new();
         for c in self.memory_clients()? {
-            let Some(token) = self
-                .secrets
-                .get(&format!("{TOKEN_SECRET_PREFIX}{}", c.name))?
-            else {
-                continue;
+            let secret = format!("{TOKEN_SECRET_PREFIX}{}", c.name);
+            let token = match self.secrets.get(&secret)? {
+                Some(t) if !t.expose_secret().is_empty() => t,
+                _ => {
+                    let t = new_token();
+                    self.secrets.set(&secret, &t)?;
+                    t
+                }
             };
             let read_only: Vec<String> = c
                 .read_only_agents
