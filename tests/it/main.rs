@@ -29,6 +29,7 @@ mod local_model;
 mod long_conversation;
 mod mcp_accept;
 mod mcp_memory_python;
+mod mcp_memory_rmcp;
 mod mcp_secrets;
 mod mcp_servers;
 mod mcp_transports;

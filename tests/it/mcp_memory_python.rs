@@ -40,7 +40,7 @@ fn script() -> PathBuf {
 
 /// Agent "Sam" with a `human` block holding a repeated line and a small `project` block, and a
 /// past conversation about oolong in recall memory.
-async fn setup(mock: &MockLlm, home: &Home) -> AgentId {
+pub(crate) async fn setup(mock: &MockLlm, home: &Home) -> AgentId {
     let agent = home.agent_with(mock, LoopStyle::ToolLoop, |a| {
         a.blocks = vec![
             NewBlock::new("human", "Name: Bob\nLikes: tea\nLikes: tea"),
