@@ -3,8 +3,8 @@
 
 use anyhow::{Context as _, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
-use engram_mcp_memory::paste::{self, PasteFor};
 use engram_service::Engram;
+use engram_service::mcp_memory::{Launch, PasteFor};
 use secrecy::ExposeSecret;
 use std::io::Write as _;
 use std::sync::Arc;
@@ -128,36 +128,25 @@ async fn serve_http(engram: Arc<Engram>, args: &ServeArgs) -> Result<()> {
 }
 
 fn print_config(engram: &Engram, args: &ServeArgs, for_client: PasteClient) -> Result<()> {
-    // Check the agents now, so a pasted block does not fail later.
-    engram.memory_client(
-        "check",
-        &args.agents,
-        args.read_only,
-        &args.read_only_agents,
-    )?;
     let program = std::env::current_exe()
         .context("cannot tell where the engram program is")?
         .display()
         .to_string();
-    let mut launch = vec!["mcp".to_owned(), "serve".to_owned()];
-    for a in &args.agents {
-        launch.extend(["--agent".to_owned(), a.clone()]);
-    }
-    if args.read_only {
-        launch.push("--read-only".into());
-    }
-    for a in &args.read_only_agents {
-        launch.extend(["--read-only-agent".to_owned(), a.clone()]);
-    }
-    if let Some(name) = &args.client {
-        launch.extend(["--client".to_owned(), name.clone()]);
-    }
+    let launch = Launch {
+        agents: args.agents.clone(),
+        read_only: args.read_only,
+        read_only_agents: args.read_only_agents.clone(),
+        client: args.client.clone(),
+    };
     let for_client = match for_client {
         PasteClient::Claude => PasteFor::Claude,
         PasteClient::Cursor => PasteFor::Cursor,
         PasteClient::Codex => PasteFor::Codex,
     };
-    println!("{}", paste::config(for_client, &program, &launch));
+    println!(
+        "{}",
+        engram.memory_server_config(for_client, &program, &launch)?
+    );
     Ok(())
 }
 

@@ -14,7 +14,6 @@
 mod handler;
 mod http;
 pub mod notify;
-pub mod paste;
 mod tools;
 pub mod uri;
 

@@ -96,4 +96,20 @@ impl Store {
             rows.collect::<rusqlite::Result<Vec<_>>>().db()
         })
     }
+
+    /// Whether `edit` has been undone (a later history row is its undo).
+    ///
+    /// Errors: `Storage`.
+    pub fn edit_undone(&self, edit: &engram_core::EditId) -> Result<bool> {
+        self.read(|c| {
+            c.prepare_cached(
+                "SELECT 1 FROM block_history
+                 WHERE json_extract(editor, '$.kind') = 'undo'
+                   AND json_extract(editor, '$.edit_id') = ?1",
+            )
+            .db()?
+            .exists(params![edit.as_str()])
+            .db()
+        })
+    }
 }

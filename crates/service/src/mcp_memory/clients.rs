@@ -46,6 +46,8 @@ pub struct ClientEdit {
     pub new_value: String,
     /// When.
     pub created_at: Timestamp,
+    /// Whether it has been undone.
+    pub undone: bool,
 }
 
 fn check_name(name: &str) -> Result<()> {
@@ -253,6 +255,7 @@ impl Engram {
                 old_value: edit.old_value,
                 new_value: edit.new_value,
                 created_at: edit.created_at,
+                undone: self.store.edit_undone(&edit.id)?,
             });
         }
         Ok(out)

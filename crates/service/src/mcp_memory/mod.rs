@@ -16,6 +16,7 @@
 mod clients;
 mod error;
 mod files;
+mod paste;
 mod paths;
 mod search;
 #[cfg(test)]
@@ -26,6 +27,7 @@ mod watch;
 pub use clients::{ClientEdit, ConfiguredClient};
 pub use error::MemoryError;
 pub use files::MemoryCommand;
+pub use paste::{Launch, PasteFor, SERVER_NAME, config as paste_config, engram_program};
 pub use paths::{ROOT as MEMORY_ROOT, file_path};
 pub use search::{ConversationQuery, MemoryQuery};
 pub use view::ViewRange;

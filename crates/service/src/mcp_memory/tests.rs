@@ -76,7 +76,9 @@ fn str_replace_and_insert_keep_the_agent_tools_rules() {
             name: "claude-code".into()
         }
     );
+    assert!(!engram.client_edits(10).unwrap()[0].undone);
     engram.undo_block_edit(&history[0].id, None).unwrap();
+    assert!(engram.client_edits(10).unwrap()[0].undone);
     assert!(
         engram
             .agent_block(&client.grants[0].agent_id, "human")

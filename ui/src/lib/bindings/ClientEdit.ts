@@ -33,4 +33,8 @@ new_value: string,
 /**
  * When.
  */
-created_at: string, };
+created_at: string, 
+/**
+ * Whether it has been undone.
+ */
+undone: boolean, };
