@@ -231,3 +231,111 @@ async fn an_agent_run_and_an_mcp_client_edit_one_block_at_once() {
     assert_eq!(home.block(&agent, "human"), "Name: Bob\nCity: Lyon");
     client.cancel().await.expect("close");
 }
+
+#[tokio::test]
+async fn rmcp_client_over_http_on_a_session_with_a_token() {
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    use std::io::{BufRead as _, BufReader};
+
+    let mock = MockLlm::start(Script::Queue).await;
+    let home = Home::new();
+    let agent = setup(&mock, &home).await;
+    engram_suite::stdout_ok(&engram_suite::cli(
+        home.path(),
+        &[
+            "mcp",
+            "client",
+            "add",
+            "rust-http",
+            "--read-only-agent",
+            "Sam",
+        ],
+    ));
+    engram_suite::stdout_ok(&engram_suite::cli(
+        home.path(),
+        &["mcp", "client", "add", "rust-writer"],
+    ));
+    let mut server = engram_suite::cli_command(home.path())
+        .args([
+            "mcp",
+            "serve",
+            "--http",
+            "--port",
+            "0",
+            "--show-tokens",
+            "--agent",
+            "Sam",
+        ])
+        .env("ENGRAM_MCP_MEMORY_POLL_MS", "100")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("engram mcp serve --http");
+    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+    let url = lines.next().unwrap().unwrap().replace("listening on ", "");
+    let mut tokens = std::collections::HashMap::new();
+    for _ in 0..2 {
+        let line = lines.next().unwrap().unwrap();
+        let (name, token) = line
+            .strip_prefix("token ")
+            .unwrap()
+            .split_once(": ")
+            .unwrap();
+        tokens.insert(name.to_owned(), token.to_owned());
+    }
+    let connect = |token: &str| {
+        let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+            .auth_header(token.to_owned());
+        let transport = StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
+        let (tx, rx) = mpsc::unbounded_channel();
+        async move { (Listener(tx).serve(transport).await.expect("handshake"), rx) }
+    };
+
+    // Read-only for this agent: views work, writes are refused with a clear error.
+    let (reader, _) = connect(&tokens["rust-http"]).await;
+    let (shown, err) = call(
+        &reader,
+        "memory",
+        json!({"command": "view", "path": "/memories/human.md"}),
+    )
+    .await;
+    assert!(!err && shown.contains("Name: Bob"), "{shown}");
+    let (refused, err) = call(&reader, "add_memory", json!({"text": "nope"})).await;
+    assert!(err && refused.contains("may only read"), "{refused}");
+    reader.cancel().await.ok();
+
+    // A session subscribed the pre-2026 way hears the agent's edit.
+    let (writer, mut updates) = connect(&tokens["rust-writer"]).await;
+    #[allow(deprecated)]
+    writer
+        .subscribe(SubscribeRequestParams::new(HUMAN))
+        .await
+        .expect("resources/subscribe");
+    mock.push(Reply::ToolCalls(vec![Call::new(
+        "core_memory_append",
+        json!({"label": "human", "content": "Agent note: over http"}),
+    )]));
+    mock.push(Reply::text("Noted."));
+    home.chat(&agent, "note it").await;
+    let uri = tokio::time::timeout(Duration::from_secs(10), updates.recv())
+        .await
+        .expect("a notification within 10 s")
+        .expect("notification");
+    assert_eq!(uri, HUMAN);
+    writer.cancel().await.ok();
+
+    // A wrong token never reaches MCP.
+    let status = reqwest::Client::new()
+        .post(&url)
+        .bearer_auth("engram-mcp-wrong")
+        .header("Accept", "application/json, text/event-stream")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .send()
+        .await
+        .unwrap()
+        .status();
+    assert_eq!(status, reqwest::StatusCode::UNAUTHORIZED);
+    let _ = server.kill();
+    let _ = server.wait();
+}
