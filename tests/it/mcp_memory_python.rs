@@ -222,4 +222,13 @@ async fn the_python_sdk_over_http_with_tokens() {
     }
     let _ = server.kill();
     let _ = server.wait();
+    let list = stdout_ok(&cli(home.path(), &["mcp", "client", "list"]));
+    assert!(
+        list.contains("py-writer  [read-write]  last write"),
+        "{list}"
+    );
+    assert!(
+        list.contains("py-reader  [read-only]  no writes yet"),
+        "{list}"
+    );
 }
