@@ -61,6 +61,7 @@ test('Settings shows an MCP client and its last write, and undoes it', async ({ 
   await expect(settings.getByTestId('memory-server-config')).toContainText('--agent');
   const client = settings.locator('[data-testid=memory-client][data-client=e2e-editor]');
   await expect(client.getByTestId('memory-client-last')).toContainText('persona');
+  await expect(client.getByTestId('memory-client-seen')).toContainText('over stdio');
 
   const edit = settings.locator('[data-testid=memory-client-edit][data-client=e2e-editor]').first();
   await expect(edit).toContainText('careful companion');

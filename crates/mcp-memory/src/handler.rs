@@ -2,6 +2,7 @@
 //! two over the service.
 
 use crate::notify::Subscribers;
+use crate::seen::Seen;
 use crate::tools;
 use crate::uri::{URI_PREFIX, path_of as uri_path, uri_of};
 use engram_service::Engram;
@@ -26,6 +27,7 @@ pub struct MemoryServer {
     /// Record writes under `client.name` even when the client introduced itself otherwise.
     fixed_name: bool,
     subscribers: Arc<Subscribers>,
+    seen: Arc<Seen>,
     /// Resources this session subscribed to (older protocols), and its key once registered.
     uris: Arc<Mutex<HashSet<String>>>,
     registered: Arc<Mutex<bool>>,
@@ -34,17 +36,19 @@ pub struct MemoryServer {
 impl MemoryServer {
     /// A handler for `client` (stdio) or for whatever client each HTTP request's token names
     /// (`None`).
-    pub fn new(
+    pub(crate) fn new(
         engram: Arc<Engram>,
         client: Option<MemoryClient>,
         fixed_name: bool,
         subscribers: Arc<Subscribers>,
+        seen: Arc<Seen>,
     ) -> Self {
         Self {
             engram,
             client,
             fixed_name,
             subscribers,
+            seen,
             uris: Arc::default(),
             registered: Arc::default(),
         }
@@ -53,6 +57,17 @@ impl MemoryServer {
     /// Who is asking: the stdio launch's client (named as it introduced itself unless the
     /// name is fixed), or the client the HTTP layer found for the bearer token.
     fn client(&self, context: &RequestContext<RoleServer>) -> Result<MemoryClient, ErrorData> {
+        let client = self.who(context)?;
+        let transport = if self.client.is_some() {
+            "stdio"
+        } else {
+            "http"
+        };
+        self.seen.note(&self.engram, &client.name, transport);
+        Ok(client)
+    }
+
+    fn who(&self, context: &RequestContext<RoleServer>) -> Result<MemoryClient, ErrorData> {
         if let Some(client) = &self.client {
             if self.fixed_name {
                 return Ok(client.clone());

@@ -3,6 +3,7 @@
 
 use crate::handler::MemoryServer;
 use crate::notify::Subscribers;
+use crate::seen::Seen;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
@@ -147,6 +148,7 @@ pub async fn serve_http(
         .memory_client("watcher", agents, true, &[])
         .map_err(ServeError::Engine)?;
     let subscribers = Subscribers::start(engram.clone(), &watcher);
+    let seen: Arc<Seen> = Arc::default();
     let listener = engram_server::bind(host, port)
         .await
         .map_err(ServeError::Bind)?;
@@ -160,6 +162,7 @@ pub async fn serve_http(
                     None,
                     true,
                     subscribers.clone(),
+                    seen.clone(),
                 ))
             },
             Default::default(),

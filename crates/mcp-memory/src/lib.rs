@@ -14,6 +14,7 @@
 mod handler;
 mod http;
 pub mod notify;
+mod seen;
 mod tools;
 pub mod uri;
 
@@ -37,7 +38,13 @@ pub async fn serve_stdio(
     fixed_name: bool,
 ) -> Result<(), String> {
     let subscribers = notify::Subscribers::start(engram.clone(), &client);
-    let server = MemoryServer::new(engram, Some(client), fixed_name, subscribers);
+    let server = MemoryServer::new(
+        engram,
+        Some(client),
+        fixed_name,
+        subscribers,
+        Arc::default(),
+    );
     let running = server
         .serve(rmcp::transport::stdio())
         .await

@@ -3,7 +3,9 @@
 
 use super::{AppCall, Caller};
 use crate::Engram;
-use crate::mcp_memory::{ClientEdit, ConfiguredClient, Launch, PasteFor, engram_program};
+use crate::mcp_memory::{
+    ClientEdit, ClientSeen, ConfiguredClient, Launch, PasteFor, engram_program,
+};
 use engram_core::{AgentId, Result};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -18,6 +20,8 @@ const RECENT_EDITS: usize = 50;
 pub struct McpMemoryClients {
     /// The clients configured for the HTTP transport (`engram mcp client add`).
     pub configured: Vec<ConfiguredClient>,
+    /// Every client the memory server served, most recently seen first.
+    pub seen: Vec<ClientSeen>,
     /// The newest writes by any client (HTTP or stdio), newest first.
     pub recent_edits: Vec<ClientEdit>,
 }
@@ -33,6 +37,7 @@ impl AppCall for McpMemoryClientsArgs {
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<McpMemoryClients> {
         Ok(McpMemoryClients {
             configured: e.memory_clients()?,
+            seen: e.memory_clients_seen()?,
             recent_edits: e.client_edits(RECENT_EDITS)?,
         })
     }

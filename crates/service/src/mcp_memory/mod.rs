@@ -19,6 +19,7 @@ mod files;
 mod paste;
 mod paths;
 mod search;
+mod seen;
 #[cfg(test)]
 mod tests;
 mod view;
@@ -30,6 +31,7 @@ pub use files::MemoryCommand;
 pub use paste::{Launch, PasteFor, SERVER_NAME, config as paste_config, engram_program};
 pub use paths::{ROOT as MEMORY_ROOT, file_path};
 pub use search::{ConversationQuery, MemoryQuery};
+pub use seen::ClientSeen;
 pub use view::ViewRange;
 pub use watch::{MemoryChange, MemoryFile, MemorySnapshot};
 

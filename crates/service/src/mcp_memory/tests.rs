@@ -143,3 +143,15 @@ fn create_rename_delete_and_read_only_clients() {
         .is_ok()
     );
 }
+
+#[test]
+fn clients_are_remembered_when_seen() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engram, _) = engram_with_agent(dir.path());
+    engram.note_memory_client("cursor", "http").unwrap();
+    engram.note_memory_client("claude-code", "stdio").unwrap();
+    let seen = engram.memory_clients_seen().unwrap();
+    let names: Vec<&str> = seen.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["claude-code", "cursor"]);
+    assert_eq!(seen[1].transport, "http");
+}

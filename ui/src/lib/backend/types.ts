@@ -4,6 +4,7 @@
  */
 export type { Agent } from '../bindings/Agent';
 export type { ClientEdit } from '../bindings/ClientEdit';
+export type { ClientSeen } from '../bindings/ClientSeen';
 export type { ConfiguredClient } from '../bindings/ConfiguredClient';
 export type { McpMemoryClients } from '../bindings/McpMemoryClients';
 export type { PasteFor } from '../bindings/PasteFor';

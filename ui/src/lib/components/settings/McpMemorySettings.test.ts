@@ -25,6 +25,7 @@ describe('McpMemorySettings', () => {
   it('shows the block to paste for the chosen client, the clients and their writes, and undoes one', async () => {
     let clients: McpMemoryClients = {
       configured: [{ name: 'cursor', read_only: true, read_only_agents: [] }],
+      seen: [{ name: 'codex', transport: 'stdio', last_seen: '2026-11-27T09:00:00Z' }],
       recent_edits: [edit],
     };
     const { calls } = useFakeBackend({
@@ -42,9 +43,10 @@ describe('McpMemorySettings', () => {
     expect(calls).toContainEqual(['mcp_memory_config', { agent_id: 'agent-1', client: 'codex' }]);
 
     const rows = await screen.findAllByTestId('memory-client');
-    expect(rows.map((r) => r.dataset.client)).toEqual(['cursor', 'claude-code']);
+    expect(rows.map((r) => r.dataset.client)).toEqual(['cursor', 'codex', 'claude-code']);
+    expect(within(rows[1]!).getByTestId('memory-client-seen')).toHaveTextContent('over stdio');
     expect(rows[0]).toHaveTextContent('read-only');
-    expect(within(rows[1]!).getByTestId('memory-client-last')).toHaveTextContent('human');
+    expect(within(rows[2]!).getByTestId('memory-client-last')).toHaveTextContent('human');
 
     await userEvent.click(screen.getByTestId('memory-client-undo'));
     expect(calls).toContainEqual(['undo_block_edit', { edit_id: 'edit-1' }]);
