@@ -13,6 +13,9 @@ export ENGRAM_TEST_GGUF
 # The letta-client SDKs of both generations, in venvs made once before any test runs.
 ENGRAM_LETTA_VENVS=$(bash .ci/letta-venvs.sh)
 export ENGRAM_LETTA_VENVS
+# The official MCP Python SDK, the client of the memory-server tests (engram mcp serve).
+ENGRAM_MCP_PYTHON=$(bash .ci/mcp-venv.sh)
+export ENGRAM_MCP_PYTHON
 export PATH="$HOME/.cargo/bin:$PATH"
 target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
 # The desktop shell embeds the built UI (custom-protocol), as a release would.

@@ -12,11 +12,18 @@ const TRANSPORTS: &[(&str, &str)] = &[
     ("engram-desktop", "src-tauri"),
     ("engram-server", "crates/server"),
     ("engram-cli", "crates/cli"),
+    ("engram-mcp-memory", "crates/mcp-memory"),
 ];
 
 /// The workspace crates a transport may use outside its tests. `engram-server` is a transport
-/// too: the desktop shell serves the REST API with it, the CLI's `engram serve` as well.
-const ALLOWED: &[&str] = &["engram-core", "engram-service", "engram-server"];
+/// too: the desktop shell serves the REST API with it, the CLI's `engram serve` as well; so is
+/// `engram-mcp-memory` (`engram mcp serve`), which shares the REST API's `Host`/`Origin` checks.
+const ALLOWED: &[&str] = &[
+    "engram-core",
+    "engram-service",
+    "engram-server",
+    "engram-mcp-memory",
+];
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -28,6 +28,8 @@ mod letta_material;
 mod local_model;
 mod long_conversation;
 mod mcp_accept;
+mod mcp_memory_python;
+mod mcp_memory_rmcp;
 mod mcp_secrets;
 mod mcp_servers;
 mod mcp_transports;

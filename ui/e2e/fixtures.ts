@@ -12,6 +12,13 @@ export const engram = {
   get mockBase(): string {
     return process.env.E2E_MOCK_BASE!;
   },
+  /** The `engram` binary and the data directory `engram serve` runs on. */
+  get bin(): string {
+    return process.env.E2E_ENGRAM_BIN!;
+  },
+  get home(): string {
+    return process.env.E2E_ENGRAM_HOME!;
+  },
   /** The test MCP server binary (`cargo build -p engram-mcp --bins`). */
   get mockMcp(): string {
     return process.env.E2E_MOCK_MCP!;
@@ -66,7 +73,7 @@ export async function openAgent(page: Page, name: string): Promise<void> {
 }
 
 /** Opens one section of the settings from the sidebar and its side menu. */
-export async function openSettings(page: Page, section: 'providers' | 'models' | 'search' | 'mcp' | 'transfer' | 'api' | 'about'): Promise<void> {
+export async function openSettings(page: Page, section: 'providers' | 'models' | 'search' | 'mcp' | 'memory-server' | 'transfer' | 'api' | 'about'): Promise<void> {
   await page.getByTestId('nav-settings').click();
   await page.getByTestId(`settings-nav-${section}`).click();
   await expect(page.getByTestId('settings')).toHaveAttribute('data-section', section);

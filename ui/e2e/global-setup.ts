@@ -69,6 +69,8 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
     process.env.E2E_ENGRAM_TOKEN = token;
     process.env.E2E_MOCK_BASE = `http://127.0.0.1:${mockPort}/v1`;
     process.env.E2E_MOCK_MCP = mcpBin;
+    process.env.E2E_ENGRAM_BIN = engramBin;
+    process.env.E2E_ENGRAM_HOME = join(scratch, 'home');
   } catch (e) {
     await stop();
     throw e;

@@ -24,6 +24,7 @@ mod approval;
 mod args;
 mod embedding;
 mod mcp;
+mod mcp_memory;
 mod model;
 mod repl;
 mod serve;

@@ -67,6 +67,12 @@ pub enum McpCmd {
         /// The JSON file (e.g. claude_desktop_config.json).
         file: PathBuf,
     },
+    /// Serve agents' memory to other AI tools (Claude Code, Cursor, Codex…) as an MCP server:
+    /// over stdio, or streamable HTTP on loopback with --http.
+    Serve(crate::mcp_memory::ServeArgs),
+    /// The clients of `engram mcp serve --http`: add (prints a token), list, remove.
+    #[command(subcommand)]
+    Client(crate::mcp_memory::ClientCmd),
 }
 
 fn describe(s: &McpServer) -> String {
@@ -106,8 +112,10 @@ fn describe(s: &McpServer) -> String {
 }
 
 /// Runs `engram mcp …`.
-pub async fn mcp(engram: &Engram, cmd: McpCmd) -> Result<()> {
+pub async fn mcp(engram: &std::sync::Arc<Engram>, cmd: McpCmd) -> Result<()> {
     match cmd {
+        McpCmd::Serve(args) => crate::mcp_memory::serve(engram.clone(), args).await?,
+        McpCmd::Client(cmd) => crate::mcp_memory::client(engram, cmd)?,
         McpCmd::Add {
             name,
             url,

@@ -115,7 +115,7 @@ async fn release_memory_now_and_then(engram: Arc<Engram>) {
 
 /// Resolves on the first of Ctrl-C, SIGTERM (what `kill` and service managers send) and
 /// SIGHUP (the terminal went away).
-async fn stop_signal() {
+pub(crate) async fn stop_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};

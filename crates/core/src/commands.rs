@@ -141,6 +141,8 @@ pub const APP_COMMANDS: &[AppCommand] = &[
     AppCommand::new("import_mcp_servers", CommandKind::Call),
     AppCommand::new("list_mcp_tools", CommandKind::Call),
     AppCommand::new("stored_mcp_tools", CommandKind::Call),
+    AppCommand::new("mcp_memory_clients", CommandKind::Call),
+    AppCommand::new("mcp_memory_config", CommandKind::Call),
     AppCommand::new("reranker_status", CommandKind::Call),
     AppCommand::new("set_rerank_model_dir", CommandKind::Call),
     AppCommand::new("set_rerank_enabled", CommandKind::Call),

@@ -225,6 +225,11 @@ pub enum Editor {
     /// A rolled-back turn (regenerate, edit & resend): the block went back to its value
     /// before the turn's edits.
     Rollback,
+    /// Another AI tool, through Engram's MCP memory server (`engram mcp serve`).
+    Client {
+        /// The client's name as configured (or as it introduced itself), e.g. `claude-code`.
+        name: String,
+    },
 }
 
 /// One recorded change of a block's value.

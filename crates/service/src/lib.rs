@@ -23,6 +23,7 @@ mod local_llm;
 mod local_model;
 mod mcp;
 mod mcp_import;
+pub mod mcp_memory;
 mod memory;
 pub mod models;
 mod notices;

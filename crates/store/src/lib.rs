@@ -19,6 +19,7 @@ mod agents;
 mod approvals;
 mod base_urls;
 mod block_list;
+mod block_ops;
 mod blocks;
 mod calibration;
 mod created_page;
@@ -61,6 +62,7 @@ pub use agent_list::AgentList;
 pub use approvals::ApprovalWrite;
 pub use base_urls::{BaseUrlOwner, BaseUrlRewrite, StoredBaseUrl};
 pub use block_list::BlockList;
+pub use block_ops::OpOutcome;
 pub use calibration::{CALIBRATION_SETTING_PREFIX, Calibration};
 pub use import::{
     EXTRAS_SETTING_PREFIX, ImportAgent, ImportBlock, ImportBundle, ImportMessage, ImportedIds,

@@ -116,4 +116,20 @@ impl Store {
             Ok(())
         })
     }
+
+    /// Every app setting whose key starts with `prefix`, by key.
+    pub fn settings_with_prefix(&self, prefix: &str) -> Result<Vec<(String, String)>> {
+        self.read(|c| {
+            let mut stmt = c
+                .prepare_cached(
+                    "SELECT key, value FROM settings WHERE substr(key, 1, length(?1)) = ?1
+                     ORDER BY key",
+                )
+                .db()?;
+            let rows = stmt
+                .query_map([prefix], |r| Ok((r.get(0)?, r.get(1)?)))
+                .db()?;
+            rows.collect::<rusqlite::Result<Vec<_>>>().db()
+        })
+    }
 }

@@ -5,7 +5,7 @@ use crate::Store;
 use crate::blocks::{self, label_conflict};
 use crate::sql::{self, DbResult};
 use engram_core::{AgentId, Block, BlockId, NewBlock, Result};
-use rusqlite::params;
+use rusqlite::{Connection, params};
 use serde::Serialize;
 
 /// An agent a block is attached to, by id and display name.
@@ -38,20 +38,7 @@ impl Store {
     pub fn create_agent_block(&self, agent: &AgentId, new: &NewBlock) -> Result<Block> {
         let block = blocks::build(new, sql::now())?;
         self.write(|tx| {
-            sql::ensure_agent(tx, agent)?;
-            let taken = tx
-                .prepare_cached(
-                    "SELECT 1 FROM agent_blocks ab JOIN blocks b ON b.id = ab.block_id
-                     WHERE ab.agent_id = ?1 AND b.label = ?2",
-                )
-                .db()?
-                .exists(params![agent.as_str(), block.label])
-                .db()?;
-            if taken {
-                return Err(label_conflict(&block.label));
-            }
-            blocks::insert(tx, &block)?;
-            blocks::link_last(tx, agent, &block.id)?;
+            insert_for_agent(tx, agent, &block)?;
             Ok(block)
         })
     }
@@ -92,4 +79,23 @@ impl Store {
             })
             .collect())
     }
+}
+
+/// Inserts `block` and attaches it to `agent` after its other blocks (inside the caller's
+/// transaction). Errors: `NotFound("agent")`; `Conflict` when the label is taken.
+pub(crate) fn insert_for_agent(tx: &Connection, agent: &AgentId, block: &Block) -> Result<()> {
+    sql::ensure_agent(tx, agent)?;
+    let taken = tx
+        .prepare_cached(
+            "SELECT 1 FROM agent_blocks ab JOIN blocks b ON b.id = ab.block_id
+             WHERE ab.agent_id = ?1 AND b.label = ?2",
+        )
+        .db()?
+        .exists(params![agent.as_str(), block.label])
+        .db()?;
+    if taken {
+        return Err(label_conflict(&block.label));
+    }
+    blocks::insert(tx, block)?;
+    blocks::link_last(tx, agent, &block.id)
 }

@@ -19,6 +19,7 @@
 //! (`ui/src/lib/bindings/commands.ts`, by `cargo test -p engram-service export_bindings`).
 
 mod agents;
+mod mcp_memory;
 mod memory;
 mod search;
 mod settings;
@@ -28,6 +29,7 @@ mod turns;
 mod typescript;
 
 pub use agents::*;
+pub use mcp_memory::*;
 pub use memory::*;
 pub use search::*;
 pub use settings::*;
@@ -295,6 +297,8 @@ static COMMANDS: LazyLock<Vec<CommandDef>> = LazyLock::new(|| {
         call_def::<ImportMcpServersArgs>(),
         call_def::<ListMcpToolsArgs>(),
         call_def::<StoredMcpToolsArgs>(),
+        call_def::<McpMemoryClientsArgs>(),
+        call_def::<McpMemoryConfigArgs>(),
         call_def::<RerankerStatusArgs>(),
         call_def::<SetRerankModelDirArgs>(),
         call_def::<SetRerankEnabledArgs>(),

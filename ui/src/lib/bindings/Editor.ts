@@ -17,4 +17,8 @@ tool_call_id: string | null, } | { "kind": "user" } | { "kind": "import" } | { "
 /**
  * The edit that was undone.
  */
-edit_id: EditId, } | { "kind": "rollback" };
+edit_id: EditId, } | { "kind": "rollback" } | { "kind": "client", 
+/**
+ * The client's name as configured (or as it introduced itself), e.g. `claude-code`.
+ */
+name: string, };

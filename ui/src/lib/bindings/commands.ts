@@ -58,6 +58,9 @@ import type { ListProvidersArgs } from "./args/ListProvidersArgs";
 import type { ListTemplatesArgs } from "./args/ListTemplatesArgs";
 import type { ListToolsArgs } from "./args/ListToolsArgs";
 import type { LocalServer } from "./LocalServer";
+import type { McpMemoryClients } from "./McpMemoryClients";
+import type { McpMemoryClientsArgs } from "./args/McpMemoryClientsArgs";
+import type { McpMemoryConfigArgs } from "./args/McpMemoryConfigArgs";
 import type { McpServer } from "./McpServer";
 import type { Message } from "./Message";
 import type { MessageHit } from "./MessageHit";
@@ -207,6 +210,8 @@ export interface Commands {
   import_mcp_servers: [ImportMcpServersArgs, Array<McpServer>];
   list_mcp_tools: [ListMcpToolsArgs, Array<Tool>];
   stored_mcp_tools: [StoredMcpToolsArgs, Array<Tool>];
+  mcp_memory_clients: [McpMemoryClientsArgs, McpMemoryClients];
+  mcp_memory_config: [McpMemoryConfigArgs, string];
   reranker_status: [RerankerStatusArgs, RerankerStatus];
   set_rerank_model_dir: [SetRerankModelDirArgs, RerankerStatus];
   set_rerank_enabled: [SetRerankEnabledArgs, RerankerStatus];

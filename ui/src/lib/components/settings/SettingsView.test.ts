@@ -33,6 +33,7 @@ describe('SettingsView', () => {
       'Models & prices',
       'Search',
       'MCP servers',
+      'Memory for AI tools',
       'Export & import',
       'REST API',
       'About',

@@ -1,0 +1,263 @@
+//! Who may use the memory server: the agents it serves, looked up by id or name, and the
+//! configured HTTP clients (name and access in the settings, bearer token in the secret store),
+//! plus the recent writes of every client for the Settings screen.
+
+use super::paths::agent_dirs;
+use super::{MemoryClient, MemoryGrant};
+use crate::Engram;
+use engram_core::{AgentId, EditId, Editor, Error, Result, Timestamp};
+use rand::RngCore;
+use secrecy::{ExposeSecret, SecretString};
+use serde::{Deserialize, Serialize};
+
+/// The settings key holding the configured clients (JSON list of [`ConfiguredClient`]).
+const CLIENTS_SETTING: &str = "mcp_memory_clients";
+/// The secret-store name of a client's token: this prefix and the client's name.
+const TOKEN_SECRET_PREFIX: &str = "mcp-memory-client:";
+
+/// An HTTP client of the memory server, as configured (`engram mcp client add`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+#[ts(export)]
+pub struct ConfiguredClient {
+    /// Its name: the author of its writes. Letters, digits, `-`, `_` and `.`.
+    pub name: String,
+    /// It may only read, whatever agent.
+    pub read_only: bool,
+    /// Agents whose memory it may only read (the others it may also change).
+    #[serde(default)]
+    pub read_only_agents: Vec<AgentId>,
+}
+
+/// One recent write by a client, for the Settings screen.
+#[derive(Clone, Debug, PartialEq, Serialize, ts_rs::TS)]
+#[ts(export)]
+pub struct ClientEdit {
+    /// The client's name.
+    pub client: String,
+    /// The edit (undo it with `undo_block_edit`).
+    pub edit_id: EditId,
+    /// The block's label now.
+    pub label: String,
+    /// The agents the block is attached to.
+    pub agent_ids: Vec<AgentId>,
+    /// The value before and after.
+    pub old_value: String,
+    /// The value after.
+    pub new_value: String,
+    /// When.
+    pub created_at: Timestamp,
+    /// Whether it has been undone.
+    pub undone: bool,
+}
+
+fn check_name(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "client name '{name}': use 1 to 64 letters, digits, '-', '_' or '.'"
+        )))
+    }
+}
+
+fn new_token() -> SecretString {
+    let mut bytes = [0u8; 32];
+    rand::rng().fill_bytes(&mut bytes);
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    SecretString::from(format!("engram-mcp-{hex}"))
+}
+
+impl Engram {
+    /// An agent by id, or else by name. Errors: `not_found`; `conflict` when several agents
+    /// share the name (give the id).
+    pub fn agent_by_id_or_name(&self, reference: &str) -> Result<(AgentId, String)> {
+        if let Ok(a) = self.store.get_agent(&AgentId::from(reference)) {
+            return Ok((a.id, a.name));
+        }
+        let mut named: Vec<_> = self
+            .store
+            .list_agents()?
+            .into_iter()
+            .filter(|a| a.name == reference)
+            .collect();
+        match named.len() {
+            0 => Err(Error::not_found("agent", reference)),
+            1 => {
+                let a = named.remove(0);
+                Ok((a.id, a.name))
+            }
+            n => Err(Error::Conflict(format!(
+                "{n} agents are named '{reference}'; give its id instead"
+            ))),
+        }
+    }
+
+    /// A client of the memory server over `agents` (ids or names, at least one), writing
+    /// unless `read_only`, or for the agents in `read_only_agents` (ids or names).
+    ///
+    /// Errors: `invalid_input` without agents; `not_found`/`conflict` from
+    /// [`agent_by_id_or_name`](Self::agent_by_id_or_name).
+    pub fn memory_client(
+        &self,
+        name: &str,
+        agents: &[String],
+        read_only: bool,
+        read_only_agents: &[String],
+    ) -> Result<MemoryClient> {
+        if agents.is_empty() {
+            return Err(Error::invalid(
+                "name at least one agent to serve (--agent ID_OR_NAME)",
+            ));
+        }
+        let found = agents
+            .iter()
+            .map(|a| self.agent_by_id_or_name(a))
+            .collect::<Result<Vec<_>>>()?;
+        let read_only_ids = read_only_agents
+            .iter()
+            .map(|a| self.agent_by_id_or_name(a).map(|(id, _)| id))
+            .collect::<Result<Vec<_>>>()?;
+        let dirs = agent_dirs(&found);
+        let grants = found
+            .into_iter()
+            .zip(dirs)
+            .map(|((agent_id, _), dir)| MemoryGrant {
+                write: !read_only && !read_only_ids.contains(&agent_id),
+                agent_id,
+                dir,
+            })
+            .collect();
+        Ok(MemoryClient {
+            name: name.to_owned(),
+            grants,
+        })
+    }
+
+    /// The configured HTTP clients, in the order they were added.
+    pub fn memory_clients(&self) -> Result<Vec<ConfiguredClient>> {
+        match self.store.get_setting(CLIENTS_SETTING)? {
+            None => Ok(Vec::new()),
+            Some(json) => serde_json::from_str(&json)
+                .map_err(|e| Error::Internal(format!("the stored MCP memory clients: {e}"))),
+        }
+    }
+
+    fn save_memory_clients(&self, clients: &[ConfiguredClient]) -> Result<()> {
+        let json = serde_json::to_string(clients).map_err(|e| Error::Internal(e.to_string()))?;
+        self.store.set_setting(CLIENTS_SETTING, &json)
+    }
+
+    /// Adds (or reconfigures) an HTTP client and returns its bearer token: the existing one, or
+    /// a new random one stored in the secret store. `read_only_agents` are ids or names.
+    ///
+    /// Errors: `invalid_input` for a bad name; `not_found` for an agent; `secrets`.
+    pub fn add_memory_client(
+        &self,
+        name: &str,
+        read_only: bool,
+        read_only_agents: &[String],
+    ) -> Result<(ConfiguredClient, SecretString)> {
+        check_name(name)?;
+        let read_only_agents = read_only_agents
+            .iter()
+            .map(|a| self.agent_by_id_or_name(a).map(|(id, _)| id))
+            .collect::<Result<Vec<_>>>()?;
+        let client = ConfiguredClient {
+            name: name.to_owned(),
+            read_only,
+            read_only_agents,
+        };
+        let secret = format!("{TOKEN_SECRET_PREFIX}{name}");
+        let token = match self.secrets.get(&secret)? {
+            Some(t) if !t.expose_secret().is_empty() => t,
+            _ => {
+                let t = new_token();
+                self.secrets.set(&secret, &t)?;
+                t
+            }
+        };
+        let mut clients = self.memory_clients()?;
+        clients.retain(|c| c.name != name);
+        clients.push(client.clone());
+        self.save_memory_clients(&clients)?;
+        Ok((client, token))
+    }
+
+    /// Removes a client and its token. Errors: `not_found`; `secrets`.
+    pub fn remove_memory_client(&self, name: &str) -> Result<()> {
+        let mut clients = self.memory_clients()?;
+        let before = clients.len();
+        clients.retain(|c| c.name != name);
+        if clients.len() == before {
+            return Err(Error::not_found("MCP memory client", name));
+        }
+        self.secrets
+            .delete(&format!("{TOKEN_SECRET_PREFIX}{name}"))?;
+        self.save_memory_clients(&clients)
+    }
+
+    /// Every configured client with its token and its access to `agents` (ids or names), for
+    /// the HTTP transport to check bearer tokens against. A client whose token is missing from
+    /// the secret store (a reset keychain, a session-only store) gets a new one, as the REST
+    /// API's token is made on first use. Errors: as [`memory_client`](Self::memory_client);
+    /// `secrets`.
+    pub fn memory_client_tokens(
+        &self,
+        agents: &[String],
+    ) -> Result<Vec<(MemoryClient, SecretString)>> {
+        let mut out = Vec::new();
+        for c in self.memory_clients()? {
+            let secret = format!("{TOKEN_SECRET_PREFIX}{}", c.name);
+            let token = match self.secrets.get(&secret)? {
+                Some(t) if !t.expose_secret().is_empty() => t,
+                _ => {
+                    let t = new_token();
+                    self.secrets.set(&secret, &t)?;
+                    t
+                }
+            };
+            let read_only: Vec<String> = c
+                .read_only_agents
+                .iter()
+                .map(|a| a.as_str().to_owned())
+                .collect();
+            out.push((
+                self.memory_client(&c.name, agents, c.read_only, &read_only)?,
+                token,
+            ));
+        }
+        Ok(out)
+    }
+
+    /// The newest writes made by MCP clients, newest first, at most `limit`.
+    /// Errors: `storage`.
+    pub fn client_edits(&self, limit: usize) -> Result<Vec<ClientEdit>> {
+        let mut out = Vec::new();
+        for edit in self.store.client_edits(limit)? {
+            let Editor::Client { name } = &edit.editor else {
+                continue;
+            };
+            let label = self
+                .store
+                .get_block(&edit.block_id)
+                .map(|b| b.label)
+                .unwrap_or_default();
+            out.push(ClientEdit {
+                client: name.clone(),
+                edit_id: edit.id.clone(),
+                label,
+                agent_ids: self.store.block_agents(&edit.block_id)?,
+                old_value: edit.old_value,
+                new_value: edit.new_value,
+                created_at: edit.created_at,
+                undone: self.store.edit_undone(&edit.id)?,
+            });
+        }
+        Ok(out)
+    }
+}

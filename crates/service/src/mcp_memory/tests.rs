@@ -1,0 +1,157 @@
+//! The memory commands over a real engine: the agent's own limit and uniqueness errors with
+//! their counts, read-only clients, and writes recorded under the client's name and undoable.
+
+use super::{MemoryClient, MemoryCommand, MemoryError};
+use crate::Engram;
+use engram_core::{Editor, LlmConfig, NewAgent, NewBlock};
+use serde_json::json;
+
+fn engram_with_agent(dir: &std::path::Path) -> (Engram, MemoryClient) {
+    let engram = Engram::open_for_test(dir);
+    let new = NewAgent {
+        name: "Sam".into(),
+        llm: Some(LlmConfig::new("openai/mock-small")),
+        blocks: vec![NewBlock {
+            limit: Some(40),
+            ..NewBlock::new("human", "Name: Bob\nLikes: tea\nLikes: tea")
+        }],
+        ..NewAgent::default()
+    };
+    engram.create_agent(new).expect("agent");
+    let client = engram
+        .memory_client("claude-code", &["Sam".into()], false, &[])
+        .expect("client");
+    (engram, client)
+}
+
+fn run(
+    engram: &Engram,
+    client: &MemoryClient,
+    args: serde_json::Value,
+) -> Result<String, MemoryError> {
+    let command: MemoryCommand = serde_json::from_value(args).expect("command");
+    engram.memory_command(client, &command)
+}
+
+#[test]
+fn str_replace_and_insert_keep_the_agent_tools_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engram, client) = engram_with_agent(dir.path());
+    let listing = run(
+        &engram,
+        &client,
+        json!({"command": "view", "path": "/memories"}),
+    )
+    .unwrap();
+    assert!(listing.contains("/memories/human.md"), "{listing}");
+
+    let ok = run(&engram, &client, json!({"command": "str_replace", "path": "/memories/human.md", "old_str": "Bob", "new_str": "Robert"})).unwrap();
+    assert!(ok.contains("version 2"), "{ok}");
+    let missing = run(&engram, &client, json!({"command": "str_replace", "path": "/memories/human.md", "old_str": "Alice", "new_str": "x"})).unwrap_err();
+    assert!(missing.to_string().contains("was not found"), "{missing}");
+    let twice = run(&engram, &client, json!({"command": "str_replace", "path": "/memories/human.md", "old_str": "Likes: tea", "new_str": "x"})).unwrap_err();
+    assert!(twice.to_string().contains("occurs 2 times"), "{twice}");
+    let long = run(&engram, &client, json!({"command": "insert", "path": "/memories/human.md", "insert_line": 0, "insert_text": "A very long line that will not fit\n"})).unwrap_err();
+    assert!(
+        long.to_string()
+            .contains("Exceeds 40 character limit (requested 69)"),
+        "{long}"
+    );
+
+    let view = run(
+        &engram,
+        &client,
+        json!({"command": "view", "path": "/memories/human.md"}),
+    )
+    .unwrap();
+    assert!(view.contains("     1\tName: Robert\n"), "{view}");
+
+    let history = engram
+        .block_history(&client.grants[0].agent_id, "human")
+        .unwrap();
+    assert_eq!(history.len(), 1);
+    assert_eq!(
+        history[0].editor,
+        Editor::Client {
+            name: "claude-code".into()
+        }
+    );
+    assert!(!engram.client_edits(10).unwrap()[0].undone);
+    engram.undo_block_edit(&history[0].id, None).unwrap();
+    assert!(engram.client_edits(10).unwrap()[0].undone);
+    assert!(
+        engram
+            .agent_block(&client.grants[0].agent_id, "human")
+            .unwrap()
+            .value
+            .starts_with("Name: Bob")
+    );
+}
+
+#[test]
+fn create_rename_delete_and_read_only_clients() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engram, client) = engram_with_agent(dir.path());
+    run(
+        &engram,
+        &client,
+        json!({"command": "create", "path": "/memories/notes/work.md", "file_text": "Ship it.\n"}),
+    )
+    .unwrap();
+    let again = run(
+        &engram,
+        &client,
+        json!({"command": "create", "path": "/memories/notes/work.md", "file_text": "x"}),
+    )
+    .unwrap_err();
+    assert!(matches!(again, MemoryError::Exists(_)), "{again}");
+    let edits = engram.client_edits(10).unwrap();
+    assert_eq!(
+        (edits[0].label.as_str(), edits[0].new_value.as_str()),
+        ("notes/work", "Ship it.")
+    );
+    run(&engram, &client, json!({"command": "rename", "old_path": "/memories/notes/work.md", "new_path": "/memories/work.md"})).unwrap();
+    let dir_view = run(
+        &engram,
+        &client,
+        json!({"command": "view", "path": "/memories/notes"}),
+    )
+    .unwrap_err();
+    assert!(matches!(dir_view, MemoryError::NoSuchFile(_)), "{dir_view}");
+    run(
+        &engram,
+        &client,
+        json!({"command": "delete", "path": "/memories/work.md"}),
+    )
+    .unwrap();
+    assert!(
+        engram.list_blocks(Some("work")).unwrap().len() == 1,
+        "the block is kept, detached"
+    );
+
+    let reader = engram
+        .memory_client("viewer", &["Sam".into()], true, &[])
+        .unwrap();
+    let refused = run(&engram, &reader, json!({"command": "str_replace", "path": "/memories/human.md", "old_str": "Bob", "new_str": "x"})).unwrap_err();
+    assert!(matches!(refused, MemoryError::ReadOnly { .. }), "{refused}");
+    assert!(
+        run(
+            &engram,
+            &reader,
+            json!({"command": "view", "path": "/memories/human.md"})
+        )
+        .is_ok()
+    );
+}
+
+#[test]
+fn clients_are_remembered_when_seen() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engram, _) = engram_with_agent(dir.path());
+    engram.note_memory_client("cursor", "http").unwrap();
+    engram.note_memory_client("claude-code", "stdio").unwrap();
+    let seen = engram.memory_clients_seen().unwrap();
+    let names: Vec<&str> = seen.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["claude-code", "cursor"]);
+    assert_eq!(seen[1].transport, "http");
+}

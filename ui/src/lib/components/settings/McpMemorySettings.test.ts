@@ -1,0 +1,55 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { render, screen, within } from '@testing-library/svelte';
+import userEvent from '@testing-library/user-event';
+import McpMemorySettings from './McpMemorySettings.svelte';
+import { setBackend } from '../../backend';
+import { useFakeBackend } from '../../../test/fakeBackend';
+import type { Agent, Block, ClientEdit, McpMemoryClients } from '../../backend/types';
+
+afterEach(() => setBackend(null));
+
+const sam = { id: 'agent-1', name: 'Sam' } as Agent;
+
+const edit: ClientEdit = {
+  client: 'claude-code',
+  edit_id: 'edit-1',
+  label: 'human',
+  agent_ids: ['agent-1'],
+  old_value: 'Name: Bob',
+  new_value: 'Name: Robert',
+  created_at: '2026-11-27T10:00:00Z',
+  undone: false,
+};
+
+describe('McpMemorySettings', () => {
+  it('shows the block to paste for the chosen client, the clients and their writes, and undoes one', async () => {
+    let clients: McpMemoryClients = {
+      configured: [{ name: 'cursor', read_only: true, read_only_agents: [] }],
+      seen: [{ name: 'codex', transport: 'stdio', last_seen: '2026-11-27T09:00:00Z' }],
+      recent_edits: [edit],
+    };
+    const { calls } = useFakeBackend({
+      mcp_memory_clients: () => clients,
+      mcp_memory_config: (a) => `config for ${(a as { client: string }).client}`,
+      undo_block_edit: () => {
+        clients = { ...clients, recent_edits: [{ ...edit, undone: true }] };
+        return {} as Block;
+      },
+    });
+    render(McpMemorySettings, { agents: [sam] });
+    expect(await screen.findByText('config for claude')).toBeInTheDocument();
+    await userEvent.selectOptions(screen.getByTestId('memory-server-format'), 'codex');
+    expect(await screen.findByText('config for codex')).toBeInTheDocument();
+    expect(calls).toContainEqual(['mcp_memory_config', { agent_id: 'agent-1', client: 'codex' }]);
+
+    const rows = await screen.findAllByTestId('memory-client');
+    expect(rows.map((r) => r.dataset.client)).toEqual(['cursor', 'codex', 'claude-code']);
+    expect(within(rows[1]!).getByTestId('memory-client-seen')).toHaveTextContent('over stdio');
+    expect(rows[0]).toHaveTextContent('read-only');
+    expect(within(rows[2]!).getByTestId('memory-client-last')).toHaveTextContent('human');
+
+    await userEvent.click(screen.getByTestId('memory-client-undo'));
+    expect(calls).toContainEqual(['undo_block_edit', { edit_id: 'edit-1' }]);
+    expect(await screen.findByTestId('memory-client-undone')).toBeInTheDocument();
+  });
+});
