@@ -1,6 +1,6 @@
 //! Core memory: labelled blocks with character limits, and the history of their edits.
 
-use crate::{AgentId, BlockId, EditId, StepId, Timestamp};
+use crate::{AgentId, BlockId, EditId, PassId, StepId, Timestamp};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
@@ -225,6 +225,11 @@ pub enum Editor {
     /// A rolled-back turn (regenerate, edit & resend): the block went back to its value
     /// before the turn's edits.
     Rollback,
+    /// A sleep-time pass tidying the agent's memory in the background.
+    Sleeptime {
+        /// The pass.
+        pass_id: PassId,
+    },
 }
 
 /// One recorded change of a block's value.

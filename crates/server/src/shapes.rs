@@ -268,7 +268,7 @@ pub fn agent_state(state: &AgentState, message_ids: &[String], tools: Vec<Value>
 
 /// A passage as Letta's `Passage`.
 pub fn passage(p: &Passage) -> Value {
-    json!({
+    let mut out = json!({
         "id": p.id,
         "text": p.text,
         "agent_id": p.agent_id,
@@ -284,7 +284,17 @@ pub fn passage(p: &Passage) -> Value {
         "organization_id": null,
         "created_at": time(&p.created_at),
         "updated_at": time(&p.created_at),
-    })
+    });
+    if let Some(s) = &p.superseded {
+        out["superseded"] = superseded(s);
+    }
+    out
+}
+
+/// Engram's own `superseded` field of a passage that was replaced or merged:
+/// `{kind, at, by, pass_id}`.
+fn superseded(s: &engram_core::Supersession) -> Value {
+    json!({"kind": s.kind, "at": time(&s.at), "by": s.by, "pass_id": s.pass_id})
 }
 
 /// Archival search results as Letta's `{results: [{id, content, timestamp, tags}], count}`.
@@ -292,13 +302,17 @@ pub fn search_results(hits: &[PassageHit]) -> Value {
     let results: Vec<Value> = hits
         .iter()
         .map(|h| {
-            json!({
+            let mut r = json!({
                 "id": h.passage.id,
                 "content": h.passage.text,
                 "timestamp": time(&h.passage.created_at),
                 "tags": h.passage.tags,
                 "score": h.score,
-            })
+            });
+            if let Some(s) = &h.passage.superseded {
+                r["superseded"] = superseded(s);
+            }
+            r
         })
         .collect();
     json!({"count": results.len(), "results": results})
