@@ -50,6 +50,7 @@ mod run_loop;
 mod semantic;
 mod semantic_recall;
 mod shutdown;
+mod sleeptime;
 mod tool_api;
 mod tool_approval;
 mod tool_python;

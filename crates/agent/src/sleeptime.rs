@@ -156,7 +156,14 @@ impl Runtime {
             python: self.python(),
             mcp: None,
         };
-        let mut state = PassState::default();
+        let mut state = PassState {
+            seen: ctx
+                .blocks
+                .iter()
+                .map(|b| (b.id.clone(), b.value.clone()))
+                .collect(),
+            ..PassState::default()
+        };
         let mut tally = Tally {
             model_calls: 0,
             prompt_tokens: 0,
@@ -267,12 +274,6 @@ impl Runtime {
             for call in &response.tool_calls {
                 let out =
                     sleeptime::execute(ctx, state, &call.name, &call.id, &call.arguments).await;
-                // The result shows the block as it is now: what a later rewrite is based on.
-                if let Some(b) = crate::tools::sleeptime::label_arg(&call.arguments)
-                    .and_then(|l| ctx.blocks.iter().find(|b| b.label == l))
-                {
-                    ctx.read_versions.insert(b.id.clone(), b.version);
-                }
                 let envelope = match out {
                     Ok(m) => ToolReturn::ok(m, ctx.now),
                     Err(m) => ToolReturn::failed(m, ctx.now),

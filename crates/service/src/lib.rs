@@ -35,6 +35,7 @@ mod rewrite;
 mod run_tests;
 mod runs;
 mod sleeptime;
+mod sleeptime_api;
 mod templates;
 mod tool_python;
 mod tools;
@@ -273,7 +274,25 @@ impl Engram {
             Runtime::with_settings(store.clone(), resolver.clone(), loop_settings)
                 .with_python(python.clone()),
         );
-        let sleeper = sleeptime::Sleeper::new(store.clone(), pass_runtime, notices.clone());
+        let announce = {
+            let notices = notices.clone();
+            Arc::new(move |pass: &engram_core::SleeptimePass| {
+                let agent_id = pass.agent_id.clone();
+                let _ = notices.send(Notice::SleeptimePass {
+                    agent_id: agent_id.clone(),
+                    pass_id: pass.id.clone(),
+                    status: pass.status,
+                    reason: pass.reason.clone(),
+                });
+                if !pass.changes.is_empty() {
+                    let _ = notices.send(Notice::MemoryChanged {
+                        agent_id: agent_id.clone(),
+                    });
+                    let _ = notices.send(Notice::ArchivalChanged { agent_id });
+                }
+            })
+        };
+        let sleeper = sleeptime::Sleeper::new(store.clone(), pass_runtime, announce);
         let engram = Self {
             sleeper,
             runtime: Runtime::with_settings(store.clone(), resolver.clone(), loop_settings)

@@ -5,18 +5,18 @@
 //! pass over budget is skipped, recorded and announced). The pass itself is
 //! `engram_agent::sleeptime`; what it wrote is undone through the store's versioned undo.
 
-use crate::{Engram, Notice};
 use engram_agent::{PassRequest, Runtime};
 use engram_core::{
-    AgentId, Error, PassId, PassStatus, PassTrigger, Result, SleeptimeBudget, SleeptimePass,
-    SleeptimeSettings,
+    AgentId, Error, PassId, PassStatus, PassTrigger, Result, SleeptimePass, SleeptimeSettings,
 };
 use engram_store::Store;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
+
+/// Tells every window about a pass that ended or changed (the service's notices).
+pub(crate) type Announce = Arc<dyn Fn(&SleeptimePass) + Send + Sync>;
 
 /// The window budgets are counted over.
 const BUDGET_WINDOW: chrono::TimeDelta = chrono::TimeDelta::hours(24);
@@ -26,7 +26,7 @@ const BUDGET_WINDOW: chrono::TimeDelta = chrono::TimeDelta::hours(24);
 pub(crate) struct Sleeper {
     store: Store,
     runtime: Arc<Runtime>,
-    notices: broadcast::Sender<Notice>,
+    announce: Announce,
     /// Agents with a pass in flight.
     running: Arc<Mutex<HashSet<AgentId>>>,
     /// Each agent's idle timer, restarted by every run.
@@ -56,15 +56,11 @@ enum Allowance {
 }
 
 impl Sleeper {
-    pub(crate) fn new(
-        store: Store,
-        runtime: Arc<Runtime>,
-        notices: broadcast::Sender<Notice>,
-    ) -> Self {
+    pub(crate) fn new(store: Store, runtime: Arc<Runtime>, announce: Announce) -> Self {
         Self {
             store,
             runtime,
-            notices,
+            announce,
             running: Arc::default(),
             idle: Arc::default(),
             cancel: CancellationToken::new(),
@@ -79,7 +75,7 @@ impl Sleeper {
         })
     }
 
-    fn is_running(&self, agent: &AgentId) -> bool {
+    pub(crate) fn is_running(&self, agent: &AgentId) -> bool {
         self.running
             .lock()
             .map(|r| r.contains(agent))
@@ -130,21 +126,8 @@ impl Sleeper {
         Ok(Allowance::Run(allowance))
     }
 
-    fn announce(&self, pass: &SleeptimePass) {
-        let _ = self.notices.send(Notice::SleeptimePass {
-            agent_id: pass.agent_id.clone(),
-            pass_id: pass.id.clone(),
-            status: pass.status,
-            reason: pass.reason.clone(),
-        });
-        if !pass.changes.is_empty() {
-            let _ = self.notices.send(Notice::MemoryChanged {
-                agent_id: pass.agent_id.clone(),
-            });
-            let _ = self.notices.send(Notice::ArchivalChanged {
-                agent_id: pass.agent_id.clone(),
-            });
-        }
+    pub(crate) fn announce(&self, pass: &SleeptimePass) {
+        (self.announce)(pass);
     }
 
     /// Runs a pass now, in the caller's task. Errors: `conflict` while another pass of the
@@ -258,72 +241,5 @@ impl Sleeper {
                 t.abort();
             }
         }
-    }
-}
-
-impl Engram {
-    /// The agent's sleep-time settings. Errors: `not_found`.
-    pub fn sleeptime_settings(&self, agent: &AgentId) -> Result<SleeptimeSettings> {
-        self.store.sleeptime_settings(agent)
-    }
-
-    /// Sets the agent's sleep-time settings. Errors: `not_found`; `invalid_input` for a
-    /// frequency, step limit or timeout of 0.
-    pub fn set_sleeptime_settings(&self, agent: &AgentId, s: &SleeptimeSettings) -> Result<()> {
-        self.store.set_sleeptime_settings(agent, s)?;
-        self.notify(Notice::AgentChanged {
-            agent_id: agent.clone(),
-        });
-        Ok(())
-    }
-
-    /// The budget over every agent's passes.
-    pub fn sleeptime_budget(&self) -> Result<SleeptimeBudget> {
-        self.store.sleeptime_budget()
-    }
-
-    /// Sets the budget over every agent's passes.
-    pub fn set_sleeptime_budget(&self, budget: &SleeptimeBudget) -> Result<()> {
-        self.store.set_sleeptime_budget(budget)
-    }
-
-    /// Runs a sleep-time pass of the agent now and waits for it (also when passes are off:
-    /// asking is enough). Over budget it is skipped and the record says why. Errors:
-    /// `conflict` while a pass of the agent runs; `not_found`; configuration errors of the
-    /// pass's model.
-    pub async fn run_sleeptime_pass(&self, agent: &AgentId) -> Result<SleeptimePass> {
-        self.sleeper.run(agent, PassTrigger::Manual).await
-    }
-
-    /// Whether a pass of the agent is running now.
-    pub fn sleeptime_running(&self, agent: &AgentId) -> bool {
-        self.sleeper.is_running(agent)
-    }
-
-    /// The agent's passes, newest first, with their changes ("while you were away").
-    pub fn sleeptime_passes(&self, agent: &AgentId, limit: usize) -> Result<Vec<SleeptimePass>> {
-        self.store.list_passes(agent, limit)
-    }
-
-    /// Undoes one change of a pass (a block edit through the block's versioned undo, a
-    /// passage put back as current, an added passage taken away). Errors: `not_found`;
-    /// `conflict` when a later edit rewrote what the change wrote.
-    pub fn undo_sleeptime_change(&self, pass: &PassId, index: u32) -> Result<SleeptimePass> {
-        let p = self.store.undo_pass_change(pass, index)?;
-        self.sleeper.announce(&p);
-        Ok(p)
-    }
-
-    /// Undoes every change of a pass still standing, all or none. Errors as
-    /// [`undo_sleeptime_change`](Self::undo_sleeptime_change).
-    pub fn undo_sleeptime_pass(&self, pass: &PassId) -> Result<SleeptimePass> {
-        let p = self.store.undo_pass(pass)?;
-        self.sleeper.announce(&p);
-        Ok(p)
-    }
-
-    /// Stops passes in flight (they write nothing) and idle timers, before the process exits.
-    pub fn stop_sleeptime(&self) {
-        self.sleeper.shut_down();
     }
 }

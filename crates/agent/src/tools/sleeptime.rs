@@ -7,11 +7,13 @@
 use super::args::Args;
 use super::context::ToolContext;
 use super::{memory, object};
+use engram_core::block_op::applied_message;
 use engram_core::run::format_time;
-use engram_core::{NewPassage, PassageId, SupersedeKind};
+use engram_core::{BlockId, NewPassage, PassageId, SupersedeKind};
 use engram_providers::ToolSpec;
-use engram_store::{PassageOp, PassageQuery};
+use engram_store::{PassageOp, PassageQuery, revert_value};
 use serde_json::{Value, json};
+use std::collections::HashMap;
 
 /// Names of the sleep-time agent's tools, in the order offered.
 pub const SLEEPTIME_TOOLS: &[&str] = &[
@@ -35,6 +37,9 @@ pub struct PassState {
     pub passage_ops: Vec<PassageOp>,
     /// Set by `finish`.
     pub finished: bool,
+    /// Each block's value as the model last saw it (in the prompt or a tool result): what a
+    /// rewrite of the whole block was written against.
+    pub seen: HashMap<BlockId, String>,
 }
 
 impl PassState {
@@ -142,19 +147,73 @@ pub async fn execute(
     arguments: &str,
 ) -> Result<String, String> {
     let args = Args::parse(arguments)?;
-    match name {
-        "memory_rethink" => memory::rethink(ctx, call_id, &args),
+    let out = match name {
+        "memory_rethink" => rethink(ctx, state, call_id, &args),
         "memory_replace" => memory::replace_once(ctx, call_id, &args),
         "memory_insert" => memory::insert(ctx, call_id, &args),
+        _ => return other(ctx, state, name, &args).await,
+    };
+    // Whatever the result, it showed the block as it is now.
+    if let Some(b) = args
+        .opt_str("label")
+        .ok()
+        .flatten()
+        .and_then(|l| ctx.blocks.iter().find(|b| b.label == l))
+    {
+        state.seen.insert(b.id.clone(), b.value.clone());
+    }
+    out
+}
+
+/// `memory_rethink` for a pass: the model wrote its new value against the block as it last
+/// saw it; when the block changed since (a hand edit, the chat), the model's change is
+/// carried onto the current value if the text it changed is still there exactly once, so the
+/// other edit is kept. Otherwise it is refused with the current value, to be redone.
+fn rethink(
+    ctx: &mut ToolContext<'_>,
+    state: &PassState,
+    call_id: &str,
+    args: &Args,
+) -> Result<String, String> {
+    let label = args.str("label")?;
+    let new_memory = args.str_any(&["new_memory", "new_str", "new_string"])?;
+    let Some(index) = ctx.blocks.iter().position(|b| b.label == label) else {
+        return memory::rethink(ctx, call_id, args);
+    };
+    memory::refresh(ctx, index);
+    let current = &ctx.blocks[index];
+    let seen = state.seen.get(&current.id).unwrap_or(&current.value);
+    let value = if *seen == current.value {
+        new_memory.to_owned()
+    } else {
+        revert_value(new_memory, seen, &current.value).ok_or_else(|| {
+            engram_core::block_op::refused_message(
+                "The block changed since you read it, in the part you rewrote; rewrite it again from its current value.",
+                current,
+            )
+        })?
+    };
+    memory::set_value(ctx, label, value, call_id)?;
+    Ok(applied_message(&ctx.blocks[index]))
+}
+
+/// The tools that are not block edits.
+async fn other(
+    ctx: &mut ToolContext<'_>,
+    state: &mut PassState,
+    name: &str,
+    args: &Args,
+) -> Result<String, String> {
+    match name {
         "archival_memory_insert" => {
             let content = args.str("content")?;
             let tags = args.opt_strings("tags")?;
             let id = add(ctx, state, content, tags)?;
             Ok(format!("Will save passage {id}."))
         }
-        "archival_memory_search" => search(ctx, state, &args).await,
-        "archival_supersede" => supersede(ctx, state, &args),
-        "archival_merge" => merge(ctx, state, &args),
+        "archival_memory_search" => search(ctx, state, args).await,
+        "archival_supersede" => supersede(ctx, state, args),
+        "archival_merge" => merge(ctx, state, args),
         "finish" => {
             state.finished = true;
             Ok("Pass finished.".into())
@@ -164,15 +223,6 @@ pub async fn execute(
             SLEEPTIME_TOOLS.join(", ")
         )),
     }
-}
-
-/// The `label` argument of a call's JSON arguments, if it has one.
-pub fn label_arg(arguments: &str) -> Option<String> {
-    serde_json::from_str::<Value>(arguments)
-        .ok()?
-        .get("label")?
-        .as_str()
-        .map(str::to_owned)
 }
 
 /// Queues a new passage; returns its id.
