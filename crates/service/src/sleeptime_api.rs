@@ -23,6 +23,12 @@ impl Engram {
         Ok(())
     }
 
+    /// User turns since the last message a pass read (what counts toward the frequency).
+    /// Errors: `not_found`.
+    pub fn sleeptime_turns_waiting(&self, agent: &AgentId) -> Result<u32> {
+        Ok(self.store.sleeptime_backlog(agent)?.0)
+    }
+
     /// The budget over every agent's passes.
     pub fn sleeptime_budget(&self) -> Result<SleeptimeBudget> {
         self.store.sleeptime_budget()
