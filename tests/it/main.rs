@@ -51,6 +51,7 @@ mod semantic;
 mod semantic_recall;
 mod shutdown;
 mod sleeptime;
+mod sleeptime_files;
 mod tool_api;
 mod tool_approval;
 mod tool_python;

@@ -64,8 +64,8 @@ pub use base_urls::{BaseUrlOwner, BaseUrlRewrite, StoredBaseUrl};
 pub use block_list::BlockList;
 pub use calibration::{CALIBRATION_SETTING_PREFIX, Calibration};
 pub use import::{
-    EXTRAS_SETTING_PREFIX, ImportAgent, ImportBlock, ImportBundle, ImportMessage, ImportedIds,
-    ImportedTool,
+    EXTRAS_SETTING_PREFIX, ImportAgent, ImportBlock, ImportBundle, ImportMessage,
+    ImportSupersession, ImportedIds, ImportedTool,
 };
 pub use mcp_pending::{AttachedMcpTools, PendingMcpTool};
 pub use message_pages::{Compaction, MessageWindow, SeqOrder, WindowAt};
