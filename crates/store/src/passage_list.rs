@@ -57,6 +57,7 @@ pub struct PassageList {
     pub ascending: bool,
     /// Also list passages that were superseded or merged (the history of facts that
     /// changed); by default only current passages are listed and counted.
+    #[ts(as = "Option<bool>", optional)]
     pub include_superseded: bool,
 }
 

@@ -60,4 +60,4 @@ ascending: boolean,
  * Also list passages that were superseded or merged (the history of facts that
  * changed); by default only current passages are listed and counted.
  */
-include_superseded: boolean, };
+include_superseded?: boolean, };
