@@ -161,6 +161,7 @@ fn archival(home: &Home, agent: &engram_core::AgentId) -> (f64, Duration, Durati
             end: None,
             top_k: 5,
             embedding: None,
+            include_superseded: false,
         };
         let started = Instant::now();
         let hits = store.search_passages(agent, &q).expect("search");

@@ -297,3 +297,13 @@ async fn custom_memory_tutorial_runs_with_letta_client_0_1() {
 async fn tool_approval_with_letta_client_1_x() {
     run_script(SDK_1, "approval_v1.py", "approval flow OK").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sleeptime_settings_with_letta_client_0_1() {
+    run_script(SDK_0_1, "sleeptime_v01.py", "sleeptime flow OK").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sleeptime_settings_with_letta_client_1_x() {
+    run_script(SDK_1, "sleeptime_v1.py", "sleeptime flow OK").await;
+}

@@ -187,7 +187,6 @@ fn parts_engram_does_not_run_are_reported_per_agent() {
         (InactiveKind::File, "bakery-handbook/allergens.md"),
         (InactiveKind::McpServer, "linear"),
         (InactiveKind::CompactionSettings, "compaction_settings"),
-        (InactiveKind::Sleeptime, "enable_sleeptime"),
     ] {
         assert!(
             ezra.contains(&(want.0, want.1.to_owned())),
@@ -198,9 +197,21 @@ fn parts_engram_does_not_run_are_reported_per_agent() {
         !ezra.iter().any(|(_, n)| n == "conversation_search"),
         "runnable tools are active"
     );
+    // Sleep-time passes are live: Ezra's are switched on at its group's frequency.
+    assert!(!ezra.iter().any(|(k, _)| *k == InactiveKind::Sleeptime));
+    let passes = home.engram.sleeptime_settings(&report.agents[0]).unwrap();
+    assert!(passes.enabled);
+    assert_eq!(passes.frequency, 5);
     let sleeper = of(1);
     assert!(sleeper.contains(&(InactiveKind::Tool, "memory_finish_edits".into())));
     assert!(!sleeper.iter().any(|(k, _)| *k == InactiveKind::Sleeptime));
+    assert!(
+        !home
+            .engram
+            .sleeptime_settings(&report.agents[1])
+            .unwrap()
+            .enabled
+    );
     assert!(report.inactive.iter().all(|x| !x.reason.is_empty()));
     assert!(
         report

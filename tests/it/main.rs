@@ -52,6 +52,8 @@ mod run_loop;
 mod semantic;
 mod semantic_recall;
 mod shutdown;
+mod sleeptime;
+mod sleeptime_files;
 mod stored_tokens;
 mod tool_api;
 mod tool_approval;

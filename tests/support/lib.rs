@@ -180,7 +180,16 @@ pub async fn chat(
 /// crate that builds it, for the message when it is missing.
 pub fn workspace_bin(name: &str, package: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
-    let dir = exe.parent().and_then(Path::parent).expect("target dir");
+    // `ENGRAM_TEST_BIN_DIR` names another folder holding them (a copy kept apart from a
+    // target dir that several checkouts share).
+    let dir = match std::env::var_os("ENGRAM_TEST_BIN_DIR") {
+        Some(d) => PathBuf::from(d),
+        None => exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("target dir")
+            .to_owned(),
+    };
     let bin = dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     assert!(
         bin.exists(),

@@ -21,6 +21,7 @@ mod reply;
 pub mod rerank;
 mod rules;
 mod run;
+pub mod sleeptime;
 mod summary;
 pub mod tokens;
 pub mod tool_api;
@@ -33,6 +34,7 @@ pub use outcome::{LoopSettings, RunOutcome};
 pub use python::PythonHost;
 pub use rerank::{Candidate, Reranker};
 pub use run::{Runtime, Turn};
+pub use sleeptime::PassRequest;
 pub use tokens::{ContextBreakdown, TokenCounter};
 pub use tool_api::{TOOL_API_PORT, ToolApi, ToolApiGrant, ToolScope};
 

@@ -31,7 +31,7 @@ use tokio_util::sync::CancellationToken;
 /// so two runs never interleave their steps.
 pub struct Runtime {
     store: Store,
-    models: Arc<dyn ModelResolver>,
+    pub(crate) models: Arc<dyn ModelResolver>,
     settings: LoopSettings,
     python: Arc<PythonHost>,
     /// Calls tools of MCP servers; `None` answers such calls with a `Failed` result.

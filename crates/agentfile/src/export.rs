@@ -10,7 +10,7 @@
 use crate::export_sections::Sections;
 use crate::extension::{
     AgentExt, BlockExt, EXTENSION_VERSION, EditExt, Extension, MessageExt, PassageExt, StepExt,
-    encode_vector,
+    SupersededExt, encode_vector,
 };
 use crate::model::{
     BlockAf, ContentAf, EmbeddingConfigAf, FunctionAf, LlmConfigAf, MessageAf, PartAf, RoleAf,
@@ -20,7 +20,7 @@ use crate::snapshot::AgentSnapshot;
 use crate::time::show;
 use crate::v2::{AgentFileV2, AgentV2};
 use engram_core::agent::split_handle;
-use engram_core::{Editor, LoopStyle, Message, Role, Timestamp};
+use engram_core::{Editor, LoopStyle, Message, Role, SleeptimeSettings, Timestamp};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, HashMap};
 
@@ -499,6 +499,18 @@ pub fn export_v2(agents: &[AgentSnapshot], opts: &ExportOptions) -> AgentFileV2 
             extra.insert(key.into(), value);
         }
         sections.add_agent(extras, &local, &mut extra);
+        // Live settings win over what an earlier import kept.
+        extra.insert("enable_sleeptime".into(), json!(s.sleeptime.enabled));
+        if s.sleeptime.enabled {
+            let id = format!("group-{}", file.groups.len());
+            file.groups.push(crate::sleeptime::letta_group(
+                &id,
+                &local,
+                &a.name,
+                &s.sleeptime,
+            ));
+            extra.insert("group_ids".into(), json!([id]));
+        }
         // Rules live on the agent; files imported before they did kept them in the extras.
         let tool_rules = if a.tool_rules.is_empty() {
             extras
@@ -573,10 +585,20 @@ pub fn export_v2(agents: &[AgentSnapshot], opts: &ExportOptions) -> AgentFileV2 
                             created_at: p.created_at,
                             embedding: vector.map(|(v, _)| encode_vector(v)),
                             embedding_model: vector.map(|(_, m)| m.clone()),
+                            superseded: p.superseded.as_ref().map(|h| SupersededExt {
+                                kind: h.kind,
+                                at: h.at,
+                                by: h
+                                    .by
+                                    .as_ref()
+                                    .and_then(|by| s.passages.iter().position(|q| &q.id == by)),
+                            }),
                         }
                     })
                     .collect(),
                 extras: s.extras.clone(),
+                sleeptime: (s.sleeptime != SleeptimeSettings::default())
+                    .then(|| s.sleeptime.clone()),
                 steps: s
                     .steps
                     .iter()

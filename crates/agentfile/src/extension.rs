@@ -93,6 +93,9 @@ pub struct AgentExt {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub steps: Vec<StepExt>,
+    /// Sleep-time settings (absent when never set, and in files of older Engrams).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sleeptime: Option<engram_core::SleeptimeSettings>,
 }
 
 /// One recorded step (an LLM call): what it cost and how long it took.
@@ -172,6 +175,21 @@ pub struct PassageExt {
     /// The embedding model that made `embedding` (`provider/model`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub embedding_model: Option<String>,
+    /// Set when the fact was replaced (a history entry, not a current passage).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded: Option<SupersededExt>,
+}
+
+/// How a passage stopped being current.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SupersededExt {
+    /// Replaced or merged.
+    pub kind: engram_core::SupersedeKind,
+    /// When.
+    pub at: Timestamp,
+    /// The index (in the agent's `passages`) of the passage that replaced it.
+    #[serde(default)]
+    pub by: Option<usize>,
 }
 
 /// Encodes a vector for [`PassageExt::embedding`]: base64 of little-endian `f32`s.

@@ -19,6 +19,7 @@ pub mod markdown;
 pub mod model;
 mod parse;
 pub mod people;
+mod sleeptime;
 mod snapshot;
 mod time;
 pub mod v1;

@@ -1,7 +1,8 @@
 //! Everything Engram stores about one agent, read in one place for the exporters.
 
 use engram_core::{
-    Agent, AgentId, Block, BlockEdit, BlockId, Message, Passage, PassageId, Result, Step,
+    Agent, AgentId, Block, BlockEdit, BlockId, Message, Passage, PassageId, Result,
+    SleeptimeSettings, Step,
 };
 use engram_store::{PassageList, Store};
 use std::collections::HashMap;
@@ -29,6 +30,8 @@ pub struct AgentSnapshot {
     pub vectors: HashMap<PassageId, Vec<f32>>,
     /// Every step (LLM call with its usage), oldest first.
     pub steps: Vec<Step>,
+    /// Its sleep-time settings.
+    pub sleeptime: SleeptimeSettings,
 }
 
 /// Reads agent `id` whole. Errors: `NotFound("agent")`, `Storage`.
@@ -47,6 +50,8 @@ pub fn snapshot(store: &Store, id: &AgentId) -> Result<AgentSnapshot> {
         &PassageList {
             limit: usize::MAX,
             ascending: true,
+            // An export keeps the history of facts that changed.
+            include_superseded: true,
             ..PassageList::default()
         },
     )?;
@@ -60,5 +65,6 @@ pub fn snapshot(store: &Store, id: &AgentId) -> Result<AgentSnapshot> {
         tags: store.agent_tags(id)?,
         vectors: store.passage_vectors(id)?.into_iter().collect(),
         steps: store.list_steps(id, None)?,
+        sleeptime: store.sleeptime_settings(id)?,
     })
 }

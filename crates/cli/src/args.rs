@@ -64,6 +64,9 @@ pub enum Command {
     /// MCP servers: add (stdio or streamable HTTP), list, test, remove, accept, import.
     #[command(subcommand)]
     Mcp(crate::mcp::McpCmd),
+    /// Sleep-time passes: background tidying of an agent's memory (settings, run, undo).
+    #[command(subcommand)]
+    Sleeptime(crate::sleeptime::SleeptimeCmd),
     /// Show how an agent's context window is used.
     Context {
         /// Agent id.
@@ -253,6 +256,9 @@ pub enum ArchivalCmd {
         /// Only passages created at or before this time (RFC 3339).
         #[arg(long)]
         until: Option<chrono::DateTime<chrono::Utc>>,
+        /// Also passages that were superseded or merged (the history of facts that changed).
+        #[arg(long)]
+        include_superseded: bool,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -269,6 +275,9 @@ pub enum ArchivalCmd {
         /// How many results.
         #[arg(long, default_value_t = 5)]
         top_k: usize,
+        /// Also passages that were superseded or merged (the history of facts that changed).
+        #[arg(long)]
+        include_superseded: bool,
         /// Print JSON.
         #[arg(long)]
         json: bool,

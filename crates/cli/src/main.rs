@@ -28,6 +28,7 @@ mod mcp_memory;
 mod model;
 mod repl;
 mod serve;
+mod sleeptime;
 mod terminal;
 mod tools;
 mod transfer;
@@ -40,7 +41,8 @@ use engram_core::{
     AgentId, EditId, EmbeddingConfig, LlmConfig, LoopStyle, NewAgent, NewBlock, Role, TagMatch,
 };
 use engram_service::{
-    Engram, MessageQuery, Options, PassageList, ProviderKind, ProviderSetup, RunRequest, letta,
+    Engram, MessageQuery, Options, PassageList, PassageQuery, ProviderKind, ProviderSetup,
+    RunRequest, letta,
 };
 use std::io::Read;
 use std::process::ExitCode;
@@ -134,6 +136,7 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Template(cmd) => tools::template(&engram, cmd),
         Command::Python(cmd) => tools::python(&engram, cmd),
         Command::Mcp(cmd) => mcp::mcp(&engram, cmd).await,
+        Command::Sleeptime(cmd) => sleeptime::sleeptime(&engram, cmd).await,
         Command::Import(args) => transfer::import(&engram, args),
         Command::Export(args) => transfer::export(&engram, args),
         Command::Context { agent, json, full } => {
@@ -499,9 +502,11 @@ async fn archival(engram: &Engram, cmd: ArchivalCmd) -> Result<()> {
             all_tags,
             since,
             until,
+            include_superseded,
             json,
         } => {
             let list = PassageList {
+                include_superseded,
                 limit,
                 offset,
                 ascending: oldest_first,
@@ -521,10 +526,11 @@ async fn archival(engram: &Engram, cmd: ArchivalCmd) -> Result<()> {
             }
             for p in passages.iter().filter(|_| !json) {
                 println!(
-                    "{}  {}  [{}]\n  {}",
+                    "{}  {}  [{}]{}\n  {}",
                     p.id,
                     p.created_at.to_rfc3339(),
                     safe(&p.tags.join(", ")),
+                    replaced(p),
                     safe(&p.text)
                 );
             }
@@ -534,27 +540,43 @@ async fn archival(engram: &Engram, cmd: ArchivalCmd) -> Result<()> {
             query,
             tags,
             top_k,
+            include_superseded,
             json,
         } => {
             let agent = AgentId::from(agent);
-            let search =
-                engram.search_archival(&agent, &query, tags, TagMatch::Any, (None, None), top_k);
-            let hits = embedding::with_progress(engram, search).await?;
+            let q = PassageQuery {
+                query,
+                tags,
+                top_k,
+                include_superseded,
+                ..PassageQuery::default()
+            };
+            let hits =
+                embedding::with_progress(engram, engram.search_archival_by(&agent, q)).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&hits)?);
             }
             for h in hits.iter().filter(|_| !json) {
                 println!(
-                    "{:.4}  {}  [{}]\n  {}",
+                    "{:.4}  {}  [{}]{}\n  {}",
                     h.score,
                     h.passage.created_at.to_rfc3339(),
                     safe(&h.passage.tags.join(", ")),
+                    replaced(&h.passage),
                     safe(&h.passage.text)
                 );
             }
         }
     }
     Ok(())
+}
+
+/// `  (superseded 2026-…, by passage-…)` for a passage that is no longer current, else nothing.
+fn replaced(p: &engram_core::Passage) -> String {
+    p.superseded.as_ref().map_or_else(String::new, |s| {
+        let by = s.by.as_ref().map_or(String::new(), |b| format!(", by {b}"));
+        format!("  ({} {}{by})", s.kind.as_str(), s.at.to_rfc3339())
+    })
 }
 
 async fn recall(engram: &Engram, cmd: RecallCmd) -> Result<()> {

@@ -88,6 +88,9 @@ id_type!(
 id_type!(
     /// Identifies a configured MCP server: `mcp_server-<uuid>` (Letta's prefix).
     McpServerId, "mcp_server");
+id_type!(
+    /// Identifies one sleep-time pass over an agent's memory: `sleeptime_pass-<uuid>`.
+    PassId, "sleeptime_pass");
 
 #[cfg(test)]
 mod tests {

@@ -17,6 +17,7 @@ pub mod message;
 pub mod passage;
 pub mod price;
 pub mod run;
+pub mod sleeptime;
 pub mod tool;
 pub mod trust;
 
@@ -24,13 +25,19 @@ pub use agent::{Agent, AgentPatch, EmbeddingConfig, LlmConfig, LoopStyle, NewAge
 pub use approval::{ApprovalDecision, PendingApproval};
 pub use block_op::{Applied, BlockOp, OpError, ReplaceCount};
 pub use error::{Error, ErrorBody, Result};
-pub use ids::{AgentId, BlockId, EditId, McpServerId, MessageId, PassageId, RunId, StepId, ToolId};
+pub use ids::{
+    AgentId, BlockId, EditId, McpServerId, MessageId, PassId, PassageId, RunId, StepId, ToolId,
+};
 pub use mcp::{McpServer, McpToolSource, McpTransport, NewMcpServer, NewMcpTransport};
 pub use memory::{Block, BlockEdit, BlockPatch, DEFAULT_BLOCK_LIMIT, Editor, NewBlock};
 pub use message::{Message, MessageKind, NewMessage, Role, ToolCall};
-pub use passage::{NewPassage, Passage, PassageHit, TagMatch};
+pub use passage::{NewPassage, Passage, PassageHit, SupersedeKind, Supersession, TagMatch};
 pub use price::{ModelPrice, PriceSource, UsageCost};
 pub use run::{RunEvent, Step, StopReason, ToolReturn, ToolStatus, Usage};
+pub use sleeptime::{
+    PassChange, PassChangeKind, PassStatus, PassTrigger, SleeptimeBudget, SleeptimePass,
+    SleeptimeSettings,
+};
 pub use tool::{DEFAULT_RETURN_CHAR_LIMIT, NewTool, Tool, ToolLanguage, ToolRule};
 pub use trust::{EndpointKind, PendingEndpoint, ToolOrigin, source_hash};
 

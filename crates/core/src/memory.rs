@@ -1,6 +1,6 @@
 //! Core memory: labelled blocks with character limits, and the history of their edits.
 
-use crate::{AgentId, BlockId, EditId, StepId, Timestamp};
+use crate::{AgentId, BlockId, EditId, PassId, StepId, Timestamp};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
@@ -229,6 +229,11 @@ pub enum Editor {
     Client {
         /// The client's name as configured (or as it introduced itself), e.g. `claude-code`.
         name: String,
+    },
+    /// A sleep-time pass tidying the agent's memory in the background.
+    Sleeptime {
+        /// The pass.
+        pass_id: PassId,
     },
 }
 

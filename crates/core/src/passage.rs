@@ -1,6 +1,6 @@
 //! Archival memory: passages the agent stores and searches.
 
-use crate::{AgentId, PassageId, Timestamp};
+use crate::{AgentId, PassId, PassageId, Timestamp};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
@@ -18,6 +18,56 @@ pub struct Passage {
     pub tags: Vec<String>,
     /// When it was stored.
     pub created_at: Timestamp,
+    /// Set when the fact stopped being current: replaced by a newer passage or merged into
+    /// another. Such passages stay (nothing is deleted) but searches and lists leave them out
+    /// unless asked for the history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub superseded: Option<Supersession>,
+}
+
+/// How a passage stopped being current.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+#[serde(rename_all = "snake_case")]
+pub enum SupersedeKind {
+    /// A newer fact replaced it ("lives in Lisbon" → "moved to Porto").
+    Superseded,
+    /// It said the same as other passages and was folded into one of them.
+    Merged,
+}
+
+impl SupersedeKind {
+    /// The stored name (`superseded`, `merged`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Superseded => "superseded",
+            Self::Merged => "merged",
+        }
+    }
+
+    /// Parses a stored name; anything else is `None`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "superseded" => Some(Self::Superseded),
+            "merged" => Some(Self::Merged),
+            _ => None,
+        }
+    }
+}
+
+/// When, how and by what a passage was replaced.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct Supersession {
+    /// Replaced or merged.
+    pub kind: SupersedeKind,
+    /// When.
+    pub at: Timestamp,
+    /// The passage that holds the fact now, when there is one.
+    pub by: Option<PassageId>,
+    /// The sleep-time pass that made the change (`None`: by hand).
+    pub pass_id: Option<PassId>,
 }
 
 /// A passage to be stored.

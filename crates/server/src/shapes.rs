@@ -4,7 +4,9 @@
 //! `types/`); fields Engram has no notion of (projects, identities, sources) are present and
 //! empty so strict parsers are satisfied. Times are RFC 3339 in UTC.
 
-use engram_core::{Agent, Block, LoopStyle, Passage, PassageHit, Timestamp, Tool, ToolLanguage};
+use engram_core::{
+    Agent, Block, LoopStyle, Passage, PassageHit, SleeptimeSettings, Timestamp, Tool, ToolLanguage,
+};
 use engram_service::AgentState;
 use engram_service::builtin_tools::{BUILTIN_TOOLS, specs};
 use serde_json::{Value, json};
@@ -37,6 +39,35 @@ pub fn loop_style(agent_type: &str) -> Option<LoopStyle> {
         "letta_v1_agent" | "react_agent" => Some(LoopStyle::ToolLoop),
         _ => None,
     }
+}
+
+/// An agent's sleep-time passes as Letta's `multi_agent_group` of `manager_type` `sleeptime`.
+/// Engram's passes are not a second agent, so `agent_ids` is empty; the group's id is derived
+/// from the agent's (stable across reads), `manager_agent_id` is the agent itself, and
+/// `turns_counter` counts the user turns waiting for the next pass.
+pub fn sleeptime_group(state: &AgentState, s: &SleeptimeSettings, waiting: u32) -> Value {
+    let a = &state.agent;
+    let group = a.id.as_str().replacen("agent-", "group-", 1);
+    json!({
+        "id": group,
+        "manager_type": "sleeptime",
+        "agent_ids": [],
+        "description": format!("Sleep-time passes of {}", a.name),
+        "manager_agent_id": a.id,
+        "shared_block_ids": state.blocks.iter().map(|b| &b.id).collect::<Vec<_>>(),
+        "sleeptime_agent_frequency": s.frequency,
+        "turns_counter": waiting,
+        "last_processed_message_id": null,
+        "project_id": null,
+        "template_id": null,
+        "base_template_id": null,
+        "deployment_id": null,
+        "termination_token": null,
+        "max_turns": null,
+        "max_message_buffer_length": null,
+        "min_message_buffer_length": null,
+        "hidden": false,
+    })
 }
 
 /// A block as Letta's `Block` / `BlockResponse`.
@@ -268,7 +299,7 @@ pub fn agent_state(state: &AgentState, message_ids: &[String], tools: Vec<Value>
 
 /// A passage as Letta's `Passage`.
 pub fn passage(p: &Passage) -> Value {
-    json!({
+    let mut out = json!({
         "id": p.id,
         "text": p.text,
         "agent_id": p.agent_id,
@@ -284,7 +315,17 @@ pub fn passage(p: &Passage) -> Value {
         "organization_id": null,
         "created_at": time(&p.created_at),
         "updated_at": time(&p.created_at),
-    })
+    });
+    if let Some(s) = &p.superseded {
+        out["superseded"] = superseded(s);
+    }
+    out
+}
+
+/// Engram's own `superseded` field of a passage that was replaced or merged:
+/// `{kind, at, by, pass_id}`.
+fn superseded(s: &engram_core::Supersession) -> Value {
+    json!({"kind": s.kind, "at": time(&s.at), "by": s.by, "pass_id": s.pass_id})
 }
 
 /// Archival search results as Letta's `{results: [{id, content, timestamp, tags}], count}`.
@@ -292,13 +333,17 @@ pub fn search_results(hits: &[PassageHit]) -> Value {
     let results: Vec<Value> = hits
         .iter()
         .map(|h| {
-            json!({
+            let mut r = json!({
                 "id": h.passage.id,
                 "content": h.passage.text,
                 "timestamp": time(&h.passage.created_at),
                 "tags": h.passage.tags,
                 "score": h.score,
-            })
+            });
+            if let Some(s) = &h.passage.superseded {
+                r["superseded"] = superseded(s);
+            }
+            r
         })
         .collect();
     json!({"count": results.len(), "results": results})

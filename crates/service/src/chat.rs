@@ -320,7 +320,13 @@ impl Engram {
                 RunEvent::MemoryChanged { block, .. } => self.notify_block(&block.id),
                 // The step has committed: its messages get vectors in the background, so the
                 // turn never waits for the embedding model.
-                RunEvent::Usage { .. } | RunEvent::Done { .. } => self.spawn_backfill(agent),
+                RunEvent::Usage { .. } => self.spawn_backfill(agent),
+                // The turn is over: the backlog may call for a sleep-time pass (in its own
+                // task; the next message never waits for it).
+                RunEvent::Done { .. } => {
+                    self.spawn_backfill(agent);
+                    self.sleeper.after_run(agent);
+                }
                 _ => {}
             }
             entry.push(&event);

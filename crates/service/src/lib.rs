@@ -35,6 +35,8 @@ mod rewrite;
 #[cfg(test)]
 mod run_tests;
 mod runs;
+mod sleeptime;
+mod sleeptime_api;
 mod templates;
 mod tool_python;
 mod tools;
@@ -50,7 +52,7 @@ pub use api_token::REST_TOKEN_SECRET;
 pub use chat::{Run, RunRequest};
 pub use context_view::{ContextMessage, ContextTool, ContextView};
 pub use embeddings::BackfillReport;
-pub use engram_store::{AgentList, BlockList, PassageList, PassagePage};
+pub use engram_store::{AgentList, BlockList, PassageList, PassagePage, PassageQuery};
 pub use engram_store::{Compaction, MessageWindow, WindowAt};
 pub use engram_store::{MessageHit, MessageQuery, SharedBlock, UndoPlan, VectorIndexBuild};
 pub use env::EnvLookup;
@@ -191,6 +193,8 @@ pub struct Engram {
     /// How long an agent's vector index stays in memory unsearched: the built-in model's idle
     /// time (`ENGRAM_LOCAL_MODEL_IDLE_SECS`, default 300 s), so both go on one schedule.
     index_idle: std::time::Duration,
+    /// Sleep-time passes: when they run, one per agent at a time, within budgets.
+    sleeper: sleeptime::Sleeper,
 }
 
 #[cfg(test)]
@@ -268,7 +272,33 @@ impl Engram {
             ),
             ..engram_agent::LoopSettings::default()
         };
+        // Passes get a runtime of their own: they never take an agent's turn, so a chat is
+        // never queued behind one.
+        let pass_runtime = Arc::new(
+            Runtime::with_settings(store.clone(), resolver.clone(), loop_settings)
+                .with_python(python.clone()),
+        );
+        let announce = {
+            let notices = notices.clone();
+            Arc::new(move |pass: &engram_core::SleeptimePass| {
+                let agent_id = pass.agent_id.clone();
+                let _ = notices.send(Notice::SleeptimePass {
+                    agent_id: agent_id.clone(),
+                    pass_id: pass.id.clone(),
+                    status: pass.status,
+                    reason: pass.reason.clone(),
+                });
+                if !pass.changes.is_empty() {
+                    let _ = notices.send(Notice::MemoryChanged {
+                        agent_id: agent_id.clone(),
+                    });
+                    let _ = notices.send(Notice::ArchivalChanged { agent_id });
+                }
+            })
+        };
+        let sleeper = sleeptime::Sleeper::new(store.clone(), pass_runtime, announce);
         let engram = Self {
+            sleeper,
             runtime: Runtime::with_settings(store.clone(), resolver.clone(), loop_settings)
                 .with_python(python.clone())
                 .with_mcp(bridge),

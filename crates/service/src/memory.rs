@@ -181,17 +181,30 @@ impl Engram {
         range: (Option<Timestamp>, Option<Timestamp>),
         top_k: usize,
     ) -> Result<Vec<PassageHit>> {
-        self.store.get_agent(agent)?;
-        let embedding = self.query_vector(agent, query).await;
         let q = PassageQuery {
             query: query.to_owned(),
             tags,
             tag_match,
             start: range.0,
             end: range.1,
-            top_k: top_k.max(1),
-            embedding,
+            top_k,
+            ..PassageQuery::default()
         };
+        self.search_archival_by(agent, q).await
+    }
+
+    /// [`search_archival`](Self::search_archival) with every option of a [`PassageQuery`]:
+    /// also `include_superseded`, which adds the passages that were superseded or merged (each
+    /// carrying when, how and by what). The query's `embedding` is filled in here; `top_k` is
+    /// at least 1. Errors: `not_found` for the agent.
+    pub async fn search_archival_by(
+        &self,
+        agent: &AgentId,
+        mut q: PassageQuery,
+    ) -> Result<Vec<PassageHit>> {
+        self.store.get_agent(agent)?;
+        q.embedding = self.query_vector(agent, &q.query).await;
+        q.top_k = q.top_k.max(1);
         let reranker = self.resolver.rerankers.get();
         engram_agent::rerank::search_passages(&self.store, agent, &q, reranker.as_deref()).await
     }

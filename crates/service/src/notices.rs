@@ -42,6 +42,18 @@ pub enum Notice {
         /// The agent.
         agent_id: AgentId,
     },
+    /// A sleep-time pass of the agent ended (ran, failed or was skipped over budget), or
+    /// some of its changes were undone; its record holds the details.
+    SleeptimePass {
+        /// The agent.
+        agent_id: AgentId,
+        /// The pass.
+        pass_id: engram_core::PassId,
+        /// How it stands.
+        status: engram_core::PassStatus,
+        /// Why it failed or was skipped.
+        reason: Option<String>,
+    },
     /// Tools were added, changed or deleted.
     ToolsChanged,
     /// MCP servers were added, removed, accepted or deactivated.

@@ -66,6 +66,23 @@ pub struct ImportAgent {
     /// Base URLs the file asked for, stored inactive until the user accepts them (their
     /// `agent_id` is replaced by the agent's).
     pub pending_endpoints: Vec<PendingEndpoint>,
+    /// Sleep-time settings, when the file gave some.
+    pub sleeptime: Option<engram_core::SleeptimeSettings>,
+    /// Which of `passages` were replaced, and by which (indexes into `passages`).
+    pub superseded: Vec<ImportSupersession>,
+}
+
+/// A passage of an import that was no longer current when it was exported.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ImportSupersession {
+    /// Its index in [`ImportAgent::passages`].
+    pub passage: usize,
+    /// The index of the passage that replaced it, if any.
+    pub by: Option<usize>,
+    /// Replaced or merged.
+    pub kind: engram_core::SupersedeKind,
+    /// When.
+    pub at: engram_core::Timestamp,
 }
 
 /// Everything one import writes.
@@ -308,7 +325,34 @@ impl Store {
                     // Where the kept summary took over: after the last message out of context.
                     crate::message_pages::record_imported_compaction(tx, &a.id, summary)?;
                 }
-                passages::insert(tx, &a.id, &ia.passages, None, sql::now())?;
+                let stored = passages::insert(tx, &a.id, &ia.passages, None, sql::now())?;
+                for h in &ia.superseded {
+                    let id = |i: usize| {
+                        stored.get(i).map(|p| p.id.as_str()).ok_or_else(|| {
+                            Error::invalid(format!("superseded passage {i} is not in the import"))
+                        })
+                    };
+                    tx.prepare_cached(
+                        "UPDATE passages SET superseded_at = ?1, superseded_kind = ?2,
+                                superseded_by = ?3 WHERE id = ?4",
+                    )
+                    .db()?
+                    .execute(rusqlite::params![
+                        sql::micros(h.at),
+                        h.kind.as_str(),
+                        h.by.map(id).transpose()?,
+                        id(h.passage)?,
+                    ])
+                    .db()?;
+                }
+                if let Some(s) = &ia.sleeptime {
+                    tx.prepare_cached(
+                        "INSERT INTO sleeptime_settings (agent_id, settings) VALUES (?1, ?2)",
+                    )
+                    .db()?
+                    .execute([a.id.as_str(), &to_json(s)?])
+                    .db()?;
+                }
                 for s in &ia.steps {
                     let mut s = s.clone();
                     s.agent_id = a.id.clone();
@@ -436,6 +480,8 @@ mod tests {
                     tags: vec!["kept".into()],
                     steps: vec![step()],
                     pending_endpoints: vec![],
+                    sleeptime: None,
+                    superseded: vec![],
                 },
                 ImportAgent {
                     agent: agent("b"),
@@ -446,6 +492,8 @@ mod tests {
                     tags: Vec::new(),
                     steps: vec![],
                     pending_endpoints: vec![],
+                    sleeptime: None,
+                    superseded: vec![],
                 },
             ],
             blocks: vec![

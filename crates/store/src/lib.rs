@@ -34,6 +34,7 @@ mod message_vectors;
 mod messages;
 mod migrations;
 mod model_windows;
+mod pass_commit;
 mod passage_list;
 mod passage_neighbours;
 mod passage_rows;
@@ -49,6 +50,7 @@ mod runs;
 mod search;
 mod settings;
 mod sharing;
+mod sleeptime;
 mod sql;
 mod step_edits;
 mod steps;
@@ -65,14 +67,15 @@ pub use block_list::BlockList;
 pub use block_ops::OpOutcome;
 pub use calibration::{CALIBRATION_SETTING_PREFIX, Calibration};
 pub use import::{
-    EXTRAS_SETTING_PREFIX, ImportAgent, ImportBlock, ImportBundle, ImportMessage, ImportedIds,
-    ImportedTool,
+    EXTRAS_SETTING_PREFIX, ImportAgent, ImportBlock, ImportBundle, ImportMessage,
+    ImportSupersession, ImportedIds, ImportedTool,
 };
 pub use mcp_pending::{AttachedMcpTools, PendingMcpTool};
 pub use message_pages::{Compaction, MessageWindow, SeqOrder, WindowAt};
 pub use message_vectors::{MessageVector, UnembeddedMessage, embeddable_text};
 pub use messages::{MessageHit, MessageQuery, SEQ_GAP};
 pub use model_windows::MODEL_WINDOW_SETTING_PREFIX;
+pub use pass_commit::{PassCommit, PassageOp};
 pub use passage_list::{PassageList, PassagePage};
 pub use passage_rows::PassageQuery;
 pub use rollback::{BlockRevert, TurnRollback};

@@ -528,6 +528,53 @@ END;
 CREATE INDEX passages_without_vector ON passages (agent_id, pk) WHERE embedding IS NULL;
 "#;
 
+/// Facts that change, and sleep-time passes. A passage that stopped being current keeps its
+/// row and records when, how (`superseded` or `merged`), by which passage and by which pass;
+/// a partial index finds an agent's replaced passages, so searches of agents with none skip
+/// the filter. An agent's sleep-time settings (and the last message its passes read) live in
+/// a row of their own; each pass leaves one row and one row per change, so the window can show
+/// and undo them.
+const SLEEPTIME: &str = r#"
+ALTER TABLE passages ADD COLUMN superseded_at INTEGER;
+ALTER TABLE passages ADD COLUMN superseded_kind TEXT;
+ALTER TABLE passages ADD COLUMN superseded_by TEXT;
+ALTER TABLE passages ADD COLUMN superseded_pass TEXT;
+CREATE INDEX passages_superseded ON passages (agent_id) WHERE superseded_at IS NOT NULL;
+
+CREATE TABLE sleeptime_settings (
+    agent_id TEXT PRIMARY KEY REFERENCES agents(id) ON DELETE CASCADE,
+    settings TEXT NOT NULL,
+    last_seq INTEGER NOT NULL DEFAULT 0
+);
+
+CREATE TABLE sleeptime_passes (
+    pk INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    trigger TEXT NOT NULL,
+    status TEXT NOT NULL,
+    reason TEXT,
+    model TEXT NOT NULL,
+    started_at INTEGER NOT NULL,
+    ended_at INTEGER NOT NULL,
+    messages_read INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL,
+    model_calls INTEGER NOT NULL,
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL
+);
+CREATE INDEX sleeptime_passes_by_agent ON sleeptime_passes (agent_id, started_at);
+CREATE INDEX sleeptime_passes_by_time ON sleeptime_passes (started_at);
+
+CREATE TABLE sleeptime_changes (
+    pass_id TEXT NOT NULL REFERENCES sleeptime_passes(id) ON DELETE CASCADE,
+    idx INTEGER NOT NULL,
+    change TEXT NOT NULL,
+    undone_at INTEGER,
+    PRIMARY KEY (pass_id, idx)
+);
+"#;
+
 /// Every migration, oldest first.
 const MIGRATIONS: &[M<'static>] = &[
     M::up(V1),
@@ -547,6 +594,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(PER_AGENT_SEARCH_INDEXES),
     M::up(PASSAGE_TIMES_BY_KEY),
     M::up(PASSAGE_TOKENS),
+    M::up(SLEEPTIME),
 ];
 
 /// The migration list (exposed to tests so they can validate it).

@@ -55,6 +55,10 @@ pub struct PassageList {
     pub limit: usize,
     /// Oldest first when true, newest first otherwise.
     pub ascending: bool,
+    /// Also list passages that were superseded or merged (the history of facts that
+    /// changed); by default only current passages are listed and counted.
+    #[ts(as = "Option<bool>", optional)]
+    pub include_superseded: bool,
 }
 
 /// One page of archival memory, where it sits in the list, and how many passages the list
@@ -174,11 +178,30 @@ fn range(
     cond
 }
 
-/// The substring filter on `p.text` as `" AND …"`, or nothing.
+/// The conditions on the passage row itself as `" AND …"` (the substring filter, and current
+/// passages only unless `include_superseded`), or nothing.
 fn like(q: &PassageList, query: &mut Query) -> String {
-    like_pattern(q.search.as_deref())
+    let mut cond = like_pattern(q.search.as_deref())
         .map(|pattern| format!(" AND p.text LIKE {} ESCAPE '\\'", query.arg(pattern)))
-        .unwrap_or_default()
+        .unwrap_or_default();
+    if !q.include_superseded {
+        cond.push_str(" AND p.superseded_at IS NULL");
+    }
+    cond
+}
+
+/// Whether the list has conditions on the passage row (see [`like`]).
+fn row_filtered(q: &PassageList) -> bool {
+    like_pattern(q.search.as_deref()).is_some() || !q.include_superseded
+}
+
+/// `q` as the store runs it: hiding superseded passages only when the agent has some, so an
+/// agent whose facts never changed keeps its index-only paths (see
+/// `passage_rows::hides_superseded`).
+fn effective(c: &Connection, agent: &AgentId, q: &PassageList) -> Result<PassageList> {
+    let mut q = q.clone();
+    q.include_superseded = !crate::passage_rows::hides_superseded(c, agent, q.include_superseded)?;
+    Ok(q)
 }
 
 /// How a list's tag filter reads the tag index.
@@ -262,10 +285,7 @@ fn need_tags(q: &PassageList, n: usize) -> i64 {
 }
 
 fn unfiltered(q: &PassageList) -> bool {
-    like_pattern(q.search.as_deref()).is_none()
-        && q.tags.is_empty()
-        && q.start.is_none()
-        && q.end.is_none()
+    !row_filtered(q) && q.tags.is_empty() && q.start.is_none() && q.end.is_none()
 }
 
 /// Passages passing the list's filters within `between`. With a tag filter, the tag index's
@@ -300,7 +320,7 @@ fn tag_union(
     let Tags::Several(tags, 1) = tags_of(q) else {
         return None;
     };
-    if like_pattern(q.search.as_deref()).is_some() {
+    if row_filtered(q) {
         return None;
     }
     let range = range(agent, q, between, &TAG, query);
@@ -544,6 +564,7 @@ impl Store {
     pub fn list_passages(&self, agent: &AgentId, q: &PassageList) -> Result<Vec<Passage>> {
         self.read(|c| {
             sql::ensure_agent(c, agent)?;
+            let q = &effective(c, agent, q)?;
             // Unfiltered, the total is one lookup, and lets a deep offset read from the end.
             let total = if q.offset > 0 && unfiltered(q) {
                 Some(count(c, agent, q)?)
@@ -559,6 +580,7 @@ impl Store {
     pub fn count_passages(&self, agent: &AgentId, q: &PassageList) -> Result<u64> {
         self.read(|c| {
             sql::ensure_agent(c, agent)?;
+            let q = &effective(c, agent, q)?;
             count(c, agent, q)
         })
     }
@@ -568,9 +590,9 @@ impl Store {
     pub fn passage_page(&self, agent: &AgentId, q: &PassageList) -> Result<PassagePage> {
         self.read(|c| {
             sql::ensure_agent(c, agent)?;
-            let total = count(c, agent, q)?;
+            let mut q = effective(c, agent, q)?;
+            let total = count(c, agent, &q)?;
             let cursor = q.after.is_some() || q.before.is_some();
-            let mut q = q.clone();
             if let (Some(at), false) = (q.at, cursor) {
                 q.offset = offset_at(c, agent, &q, at, total)?;
             }
@@ -612,7 +634,8 @@ mod tests {
     }
 
     /// A tag-filtered total and page read one range of the tag index; neither
-    /// walks the agent's passages nor sorts them.
+    /// walks the agent's passages nor sorts them (for an agent with no superseded passages,
+    /// whose lists `effective` runs with `include_superseded`).
     #[test]
     fn a_tag_filter_is_an_index_range_read() {
         let store = Store::open_in_memory().unwrap();
@@ -621,6 +644,7 @@ mod tests {
             tags: vec!["weekly".into()],
             start: Some(chrono::Utc::now() - chrono::Duration::days(30)),
             limit: 10,
+            include_superseded: true,
             ..PassageList::default()
         };
         let (sql, args) = count_sql(&agent, &q, Between::default()).unwrap();

@@ -56,8 +56,9 @@ pub(crate) fn neighbour_map(
 /// The statement of [`neighbour_map`] and its arguments.
 fn neighbour_sql(agent: &AgentId, q: &PassageQuery, keys: &[i64]) -> Result<(String, Vec<Value>)> {
     let mut query = Query::default();
-    let tagged = !q.tags.is_empty();
-    // Only a tag filter needs the passage row; agent and dates are bounds on the index.
+    // Only a tag filter (or leaving superseded passages out) needs the passage row; agent and
+    // dates are bounds on the index.
+    let tagged = !q.tags.is_empty() || !q.include_superseded;
     let tag_filters = if tagged {
         Some(filters(agent, q, &mut query)?)
     } else {
@@ -142,6 +143,7 @@ impl Store {
     ) -> Result<Vec<Vec<Passage>>> {
         self.read(|c| {
             sql::ensure_agent(c, agent)?;
+            let q = &*crate::passage_rows::effective(c, agent, q)?;
             let mut keys = Vec::with_capacity(ids.len());
             let mut stmt = c
                 .prepare_cached("SELECT pk FROM passages WHERE id = ?1 AND agent_id = ?2")
@@ -448,7 +450,12 @@ mod tests {
     fn the_statement_reads_indexes_only() {
         let store = Store::open_in_memory().unwrap();
         let agent = agent_with(&store, "agent-plan");
-        let (sql, args) = neighbour_sql(&agent, &PassageQuery::default(), &[1, 2]).unwrap();
+        // An agent without superseded passages: `effective` drops that filter.
+        let all = PassageQuery {
+            include_superseded: true,
+            ..PassageQuery::default()
+        };
+        let (sql, args) = neighbour_sql(&agent, &all, &[1, 2]).unwrap();
         let plan: Vec<String> = store
             .read(|c| {
                 let mut stmt = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).db()?;

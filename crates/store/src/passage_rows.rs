@@ -2,7 +2,9 @@
 //! shared by storing, listing, searching and reading neighbours.
 
 use crate::sql::{self, DbResult, json, ts};
-use engram_core::{AgentId, Passage, PassageId, Result, TagMatch, Timestamp};
+use engram_core::{
+    AgentId, PassId, Passage, PassageId, Result, SupersedeKind, Supersession, TagMatch, Timestamp,
+};
 use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, Row};
 use serde::{Deserialize, Serialize};
@@ -28,12 +30,16 @@ pub struct PassageQuery {
     /// stored vector has the same dimension are also ranked by cosine similarity and the two
     /// rankings are fused (`search::fuse`: 0.7 × lexical share of the best + 0.3 × cosine).
     pub embedding: Option<Vec<f32>>,
+    /// Also rank passages that were superseded or merged (the history of facts that
+    /// changed); by default only current passages are searched.
+    #[serde(default)]
+    pub include_superseded: bool,
 }
 
 /// The columns of a passage row, in the order [`passage_from_row`] reads them.
 pub(crate) const PASSAGE_COLS: &str = "p.id, p.agent_id, p.text, \
     (SELECT json_group_array(tag ORDER BY position) FROM passage_tags t WHERE t.passage_id = p.id), \
-    p.created_at";
+    p.created_at, p.superseded_at, p.superseded_kind, p.superseded_by, p.superseded_pass";
 
 /// Maps a row selected with [`PASSAGE_COLS`].
 pub(crate) fn passage_from_row(r: &Row<'_>) -> rusqlite::Result<Passage> {
@@ -43,7 +49,41 @@ pub(crate) fn passage_from_row(r: &Row<'_>) -> rusqlite::Result<Passage> {
         text: r.get(2)?,
         tags: json(r, 3)?,
         created_at: ts(r, 4)?,
+        superseded: supersession(r, 5)?,
     })
+}
+
+/// The supersession columns starting at `at` (time, kind, successor, pass), when set.
+fn supersession(r: &Row<'_>, at: usize) -> rusqlite::Result<Option<Supersession>> {
+    if r.get::<_, Option<i64>>(at)?.is_none() {
+        return Ok(None);
+    }
+    let kind: Option<String> = r.get(at + 1)?;
+    Ok(Some(Supersession {
+        kind: kind
+            .as_deref()
+            .and_then(SupersedeKind::parse)
+            .unwrap_or(SupersedeKind::Superseded),
+        at: ts(r, at)?,
+        by: r.get::<_, Option<String>>(at + 2)?.map(PassageId::from),
+        pass_id: r.get::<_, Option<String>>(at + 3)?.map(PassId::from),
+    }))
+}
+
+/// Whether a search or list of `agent` must leave superseded passages out: the caller did not
+/// ask for the history and the agent has some (checked on a partial index of replaced
+/// passages, so an agent whose facts never changed searches exactly as before).
+pub(crate) fn hides_superseded(conn: &Connection, agent: &AgentId, include: bool) -> Result<bool> {
+    if include {
+        return Ok(false);
+    }
+    conn.prepare_cached(
+        "SELECT 1 FROM passages INDEXED BY passages_superseded
+         WHERE agent_id = ?1 AND superseded_at IS NOT NULL",
+    )
+    .db()?
+    .exists([agent.as_str()])
+    .db()
 }
 
 /// Tags without duplicates, first occurrence kept.
@@ -72,7 +112,8 @@ impl Query {
     }
 }
 
-/// The WHERE conditions every archival search applies: agent, dates, tags.
+/// The WHERE conditions every archival search applies: agent, dates, tags, and (unless
+/// `include_superseded`) current passages only.
 pub(crate) fn filters(agent: &AgentId, q: &PassageQuery, query: &mut Query) -> Result<String> {
     let agent_arg = query.arg(agent.as_str().to_owned());
     let mut sql = format!(
@@ -80,6 +121,9 @@ pub(crate) fn filters(agent: &AgentId, q: &PassageQuery, query: &mut Query) -> R
         query.arg(q.start.map_or(i64::MIN, sql::micros)),
         query.arg(q.end.map_or(i64::MAX, sql::micros)),
     );
+    if !q.include_superseded {
+        sql.push_str(" AND p.superseded_at IS NULL");
+    }
     let tags = dedup(&q.tags);
     if !tags.is_empty() {
         let list = query.arg(sql::to_json(&tags)?);
@@ -100,6 +144,21 @@ pub(crate) fn filters(agent: &AgentId, q: &PassageQuery, query: &mut Query) -> R
         }
     }
     Ok(sql)
+}
+
+/// `q` as the store runs it: asking to hide superseded passages only when the agent has some
+/// (see [`hides_superseded`]), so the common case keeps its unfiltered fast paths.
+pub(crate) fn effective<'q>(
+    conn: &Connection,
+    agent: &AgentId,
+    q: &'q PassageQuery,
+) -> Result<std::borrow::Cow<'q, PassageQuery>> {
+    if q.include_superseded || hides_superseded(conn, agent, false)? {
+        return Ok(std::borrow::Cow::Borrowed(q));
+    }
+    let mut all = q.clone();
+    all.include_superseded = true;
+    Ok(std::borrow::Cow::Owned(all))
 }
 
 /// The passage with row key `pk`, if it exists.

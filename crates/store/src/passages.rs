@@ -13,6 +13,7 @@
 use crate::Store;
 use crate::fts_partitions;
 use crate::passage_neighbours;
+use crate::passage_rows;
 use crate::passage_rows::{
     PASSAGE_COLS, PassageQuery, Query, dedup, filters, load_by_pk, passage_from_row,
 };
@@ -47,42 +48,54 @@ pub(crate) fn insert(
     step: Option<&StepId>,
     now: Timestamp,
 ) -> Result<Vec<Passage>> {
-    let mut out = Vec::with_capacity(ps.len());
+    ps.iter()
+        .map(|np| insert_as(conn, agent, PassageId::new(), np, step, now))
+        .collect()
+}
+
+/// Stores one passage under the id `id` (minted by the caller, who may name it before it is
+/// written) for an existing agent (no transaction of its own).
+pub(crate) fn insert_as(
+    conn: &Connection,
+    agent: &AgentId,
+    id: PassageId,
+    np: &NewPassage,
+    step: Option<&StepId>,
+    now: Timestamp,
+) -> Result<Passage> {
     let mut insert_passage = conn
         .prepare_cached(
             "INSERT INTO passages (id, agent_id, text, created_at, embedding_dim, embedding, step_id)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )
         .db()?;
-    for np in ps {
-        if np.text.trim().is_empty() {
-            return Err(Error::invalid("a passage needs some text"));
-        }
-        if let Some(v) = &np.embedding {
-            check_vector(v)?;
-        }
-        let p = Passage {
-            id: PassageId::new(),
-            agent_id: agent.clone(),
-            text: np.text.clone(),
-            tags: dedup(&np.tags).into_iter().map(str::to_owned).collect(),
-            created_at: np.created_at.map_or(now, sql::truncate),
-        };
-        insert_passage
-            .execute(params![
-                p.id.as_str(),
-                agent.as_str(),
-                p.text,
-                sql::micros(p.created_at),
-                np.embedding.as_ref().map(|v| sql::sat(v.len())),
-                np.embedding.as_deref().map(search::encode_vector),
-                step.map(StepId::as_str),
-            ])
-            .db()?;
-        insert_tags(conn, &p.id, &p.tags)?;
-        out.push(p);
+    if np.text.trim().is_empty() {
+        return Err(Error::invalid("a passage needs some text"));
     }
-    Ok(out)
+    if let Some(v) = &np.embedding {
+        check_vector(v)?;
+    }
+    let p = Passage {
+        id,
+        agent_id: agent.clone(),
+        text: np.text.clone(),
+        tags: dedup(&np.tags).into_iter().map(str::to_owned).collect(),
+        created_at: np.created_at.map_or(now, sql::truncate),
+        superseded: None,
+    };
+    insert_passage
+        .execute(params![
+            p.id.as_str(),
+            agent.as_str(),
+            p.text,
+            sql::micros(p.created_at),
+            np.embedding.as_ref().map(|v| sql::sat(v.len())),
+            np.embedding.as_deref().map(search::encode_vector),
+            step.map(StepId::as_str),
+        ])
+        .db()?;
+    insert_tags(conn, &p.id, &p.tags)?;
+    Ok(p)
 }
 
 /// Stores `tags` (in order, without duplicates) on the existing passage `id`, with the copies of
@@ -244,9 +257,10 @@ fn exact_vector_ranking(
     Ok(scored)
 }
 
-/// Whether the search filters by tags or dates.
+/// Whether the search filters by tags, dates or (see `passage_rows::effective`) leaves
+/// superseded passages out.
 fn is_filtered(q: &PassageQuery) -> bool {
-    !q.tags.is_empty() || q.start.is_some() || q.end.is_some()
+    !q.tags.is_empty() || q.start.is_some() || q.end.is_some() || !q.include_superseded
 }
 
 /// Cosine ranking of up to `limit` passages whose vectors have the query's dimension, from the
@@ -373,6 +387,7 @@ impl Store {
             if q.top_k == 0 {
                 return Ok(Vec::new());
             }
+            let q = &*passage_rows::effective(c, agent, q)?;
             let ranking: Ranking = match (&q.embedding, &fts) {
                 (None, FtsQuery::Match(_)) => {
                     search::relative(&text_ranking(c, agent, q, &fts, q.top_k)?)

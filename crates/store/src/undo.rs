@@ -123,7 +123,7 @@ fn later_edits(conn: &Connection, e: &EditRow) -> Result<u32> {
     Ok(u32::try_from(n).unwrap_or(u32::MAX))
 }
 
-fn plan(conn: &Connection, edit: &EditId) -> Result<UndoPlan> {
+pub(crate) fn plan(conn: &Connection, edit: &EditId) -> Result<UndoPlan> {
     let e = load_edit(conn, edit)?;
     let block = blocks::load(conn, &e.block)?;
     Ok(UndoPlan {
@@ -137,7 +137,7 @@ fn plan(conn: &Connection, edit: &EditId) -> Result<UndoPlan> {
 
 /// Writes `value` over the block of `plan` as an undo of its edit: checked against the
 /// block's current limit, recorded in the history.
-fn write_undo(conn: &Connection, plan: &UndoPlan, value: &str) -> Result<Block> {
+pub(crate) fn write_undo(conn: &Connection, plan: &UndoPlan, value: &str) -> Result<Block> {
     let editor = Editor::Undo {
         edit_id: plan.edit_id.clone(),
     };
@@ -153,6 +153,24 @@ fn write_undo(conn: &Connection, plan: &UndoPlan, value: &str) -> Result<Block> 
         &Author::by(&editor),
         sql::now(),
     )
+}
+
+/// [`Store::undo_edit`] inside the caller's transaction (a sleep-time pass undoes all its
+/// edits in one).
+pub(crate) fn undo_in(tx: &Connection, edit: &EditId, based_on: Option<u64>) -> Result<Block> {
+    let p = plan(tx, edit)?;
+    blocks::check_version(&p.block, based_on)?;
+    let Some(value) = p.reverted.clone() else {
+        return Err(Error::Conflict(format!(
+            "this edit of '{}' cannot be undone on its own: {} later edit{} changed the \
+             same text; restoring the value before it would undo {} too",
+            p.block.label,
+            p.later_edits,
+            if p.later_edits == 1 { "" } else { "s" },
+            if p.later_edits == 1 { "it" } else { "them" },
+        )));
+    };
+    write_undo(tx, &p, &value)
 }
 
 impl Store {
@@ -171,21 +189,7 @@ impl Store {
     /// [`restore_edit`](Store::restore_edit), can undo it then); `Invalid` if the result no
     /// longer fits the limit. Nothing changes on error.
     pub fn undo_edit(&self, edit: &EditId, based_on: Option<u64>) -> Result<Block> {
-        self.write(|tx| {
-            let p = plan(tx, edit)?;
-            blocks::check_version(&p.block, based_on)?;
-            let Some(value) = p.reverted.clone() else {
-                return Err(Error::Conflict(format!(
-                    "this edit of '{}' cannot be undone on its own: {} later edit{} changed the \
-                     same text; restoring the value before it would undo {} too",
-                    p.block.label,
-                    p.later_edits,
-                    if p.later_edits == 1 { "" } else { "s" },
-                    if p.later_edits == 1 { "it" } else { "them" },
-                )));
-            };
-            write_undo(tx, &p, &value)
-        })
+        self.write(|tx| undo_in(tx, edit, based_on))
     }
 
     /// Restores the whole value `edit` replaced (its `old_value`), dropping every later edit of

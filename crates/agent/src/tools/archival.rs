@@ -46,7 +46,9 @@ pub(super) async fn insert(ctx: &mut ToolContext<'_>, args: &Args) -> Result<Str
 
 /// `archival_memory_search(query, tags?, tag_match_mode?, top_k?, start_datetime?, end_datetime?)`:
 /// BM25, fused with vector similarity when the agent has an embedding model; filters apply
-/// before the limit. Returns a JSON list of `{timestamp, content, tags}`.
+/// before the limit; only current passages unless `include_superseded`. Returns a JSON list of
+/// `{timestamp, content, tags}`, plus `replaced_at`, `replaced_how` and `replaced_by` (the
+/// successor's text) for a passage that was superseded or merged.
 pub(super) async fn search(ctx: &mut ToolContext<'_>, args: &Args) -> Result<String, String> {
     let query = args.str("query")?.to_owned();
     let tag_match = match args.opt_str("tag_match_mode")? {
@@ -81,6 +83,7 @@ pub(super) async fn search(ctx: &mut ToolContext<'_>, args: &Args) -> Result<Str
         end: args.opt_time("end_datetime", true)?,
         top_k,
         embedding,
+        include_superseded: args.opt_bool("include_superseded")?.unwrap_or(false),
     };
     let hits = crate::rerank::search_passages(ctx.store, &ctx.agent.id, &q, ctx.reranker)
         .await
@@ -90,7 +93,18 @@ pub(super) async fn search(ctx: &mut ToolContext<'_>, args: &Args) -> Result<Str
     }
     let results: Vec<_> = hits
         .iter()
-        .map(|h| json!({"timestamp": format_time(h.passage.created_at), "content": h.passage.text, "tags": h.passage.tags}))
+        .map(|h| {
+            let mut r = json!({"timestamp": format_time(h.passage.created_at), "content": h.passage.text, "tags": h.passage.tags});
+            if let Some(s) = &h.passage.superseded {
+                // A fact from the history: say when it stopped being true and what replaced it.
+                r["replaced_at"] = json!(format_time(s.at));
+                r["replaced_how"] = json!(s.kind.as_str());
+                if let Some(by) = s.by.as_ref().and_then(|id| ctx.store.get_passage(id).ok()) {
+                    r["replaced_by"] = json!(by.text);
+                }
+            }
+            r
+        })
         .collect();
     Ok(serde_json::Value::Array(results).to_string())
 }

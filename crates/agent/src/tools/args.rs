@@ -124,6 +124,19 @@ impl Args {
             .ok_or_else(|| format!("Argument '{name}' must be an ISO 8601 date or datetime like 2026-11-21 or 2026-11-21T14:00:00Z, not '{text}'."))
     }
 
+    /// An optional boolean (`"true"`/`"false"` as strings are accepted).
+    pub(super) fn opt_bool(&self, name: &str) -> Result<Option<bool>, String> {
+        match self.get(&[name]) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(Value::String(s)) if s.eq_ignore_ascii_case("true") => Ok(Some(true)),
+            Some(Value::String(s)) if s.eq_ignore_ascii_case("false") => Ok(Some(false)),
+            Some(other) => Err(format!(
+                "Argument '{name}' must be true or false, not {other}."
+            )),
+        }
+    }
+
     /// Classic loop: whether the model asked for another step.
     pub(super) fn heartbeat(&self) -> bool {
         match self.0.get("request_heartbeat") {

@@ -11,6 +11,7 @@ mod context;
 mod custom;
 mod memory;
 mod recall;
+pub mod sleeptime;
 
 pub use context::ToolContext;
 pub use custom::{Trial, awaits_approval, cut as cut_result, trial};
@@ -206,7 +207,7 @@ fn schema(name: &str) -> Option<(&'static str, Value)> {
             ),
         ),
         "archival_memory_search" => (
-            "Search archival memory. Dates are ISO 8601.",
+            "Search archival memory; include_superseded adds facts that were replaced. Dates are ISO 8601.",
             object(
                 json!({
                     "query": {"type": "string"},
@@ -214,7 +215,8 @@ fn schema(name: &str) -> Option<(&'static str, Value)> {
                     "tag_match_mode": {"type": "string", "enum": ["any", "all"]},
                     "top_k": {"type": "integer"},
                     "start_datetime": {"type": "string"},
-                    "end_datetime": {"type": "string"}
+                    "end_datetime": {"type": "string"},
+                    "include_superseded": {"type": "boolean"}
                 }),
                 &["query"],
             ),
@@ -234,6 +236,12 @@ fn schema(name: &str) -> Option<(&'static str, Value)> {
         ),
         _ => return None,
     })
+}
+
+/// Re-reads every block of `ctx` from the store and replays the writes queued in it, so the
+/// working copies show everyone's edits (a sleep-time pass calls this before each step).
+pub fn refresh_blocks(ctx: &mut ToolContext<'_>) {
+    memory::refresh_all(ctx);
 }
 
 /// What one tool call produced.

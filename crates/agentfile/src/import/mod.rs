@@ -471,6 +471,11 @@ fn convert_agent(
     };
     // Engram's own files carry the tags in Letta's field too.
     let tags = a.tags.to_vec();
+    let sleeptime = match a.ext {
+        Some(x) => x.sleeptime.clone(),
+        None => crate::sleeptime::from_letta(&a.local_id, a.extra, groups),
+    };
+    let superseded = a.ext.map(superseded_of).unwrap_or_default();
     Ok(ImportAgent {
         agent,
         block_ids,
@@ -480,7 +485,27 @@ fn convert_agent(
         tags,
         steps,
         pending_endpoints,
+        sleeptime,
+        superseded,
     })
+}
+
+/// The extension's passages that were replaced, by index (a successor index past the list is
+/// dropped: the passage is still history, without its link).
+fn superseded_of(x: &crate::extension::AgentExt) -> Vec<engram_store::ImportSupersession> {
+    x.passages
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| {
+            let h = p.superseded.as_ref()?;
+            Some(engram_store::ImportSupersession {
+                passage: i,
+                by: h.by.filter(|b| *b < x.passages.len() && *b != i),
+                kind: h.kind,
+                at: h.at,
+            })
+        })
+        .collect()
 }
 
 /// The extension's passages, each with its vector when the file names the model that made it

@@ -49,7 +49,8 @@ pub enum InactiveKind {
     McpServer,
     /// Letta's `compaction_settings` (summariser model, prompt, mode).
     CompactionSettings,
-    /// `enable_sleeptime: true`: memory managed by a background agent.
+    /// Kept for files of earlier reports: `enable_sleeptime` is live now (the agent's
+    /// sleep-time passes are switched on), so an import no longer reports it.
     Sleeptime,
 }
 
@@ -300,13 +301,6 @@ pub(super) fn inactive(ia: &ImportAgent) -> Vec<Inactive> {
             InactiveKind::CompactionSettings,
             "compaction_settings",
             "Engram compacts with the agent's own model and its own thresholds; the settings are kept for export".into(),
-        );
-    }
-    if fields.and_then(|f| f.get("enable_sleeptime")) == Some(&Value::Bool(true)) {
-        add(
-            InactiveKind::Sleeptime,
-            "enable_sleeptime",
-            "Engram runs no background sleep-time agent; the agent manages its memory in its own loop".into(),
         );
     }
     out

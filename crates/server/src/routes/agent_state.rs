@@ -1,5 +1,5 @@
 //! The answer of every route that changes an agent: its state in Letta's `AgentState` shape,
-//! with the ids of its in-context messages, its tools and its tags.
+//! with the ids of its in-context messages, its tools, its tags and its sleep-time settings.
 
 use crate::errors::ApiResult;
 use crate::shapes;
@@ -21,5 +21,11 @@ pub(crate) fn render(engram: &Engram, state: &AgentState) -> ApiResult<Json<Valu
         .collect();
     let mut v = shapes::agent_state(state, &ids, tools);
     v["tags"] = serde_json::json!(engram.agent_tags(&state.agent.id)?);
+    let sleeptime = engram.sleeptime_settings(&state.agent.id)?;
+    v["enable_sleeptime"] = sleeptime.enabled.into();
+    if sleeptime.enabled {
+        let waiting = engram.sleeptime_turns_waiting(&state.agent.id)?;
+        v["multi_agent_group"] = shapes::sleeptime_group(state, &sleeptime, waiting);
+    }
     Ok(Json(v))
 }

@@ -61,6 +61,11 @@ pub struct AgentIn {
     tool_rules: Option<Vec<engram_core::ToolRule>>,
     max_steps: Option<u32>,
     tags: Option<Vec<String>>,
+    /// Letta's switch for background memory passes.
+    enable_sleeptime: Option<bool>,
+    /// User turns between passes (Letta sets it on the group's `manager_config`; accepted here
+    /// too).
+    sleeptime_agent_frequency: Option<u32>,
 }
 
 fn prefixed(endpoint_type: Option<&str>, model: &str) -> String {
@@ -69,6 +74,22 @@ fn prefixed(endpoint_type: Option<&str>, model: &str) -> String {
     } else {
         format!("{}/{model}", endpoint_type.unwrap_or("openai"))
     }
+}
+
+/// Applies `enable_sleeptime` and `sleeptime_agent_frequency` when given.
+fn apply_sleeptime(
+    engram: &Engram,
+    agent: &AgentId,
+    (enable, frequency): (Option<bool>, Option<u32>),
+) -> ApiResult<()> {
+    if enable.is_none() && frequency.is_none() {
+        return Ok(());
+    }
+    let mut s = engram.sleeptime_settings(agent)?;
+    s.enabled = enable.unwrap_or(s.enabled);
+    s.frequency = frequency.unwrap_or(s.frequency);
+    engram.set_sleeptime_settings(agent, &s)?;
+    Ok(())
 }
 
 impl AgentIn {
@@ -170,6 +191,7 @@ impl AgentIn {
 pub async fn create(State(s): State<AppState>, Body(req): Body<AgentIn>) -> ApiResult<Json<Value>> {
     let style = req.loop_style()?.unwrap_or_default();
     let (llm, embedding, tools) = (req.llm(None), req.embedding(), req.tools(&s.engram, style)?);
+    let sleeptime = (req.enable_sleeptime, req.sleeptime_agent_frequency);
     let new = NewAgent {
         name: req
             .name
@@ -199,6 +221,7 @@ pub async fn create(State(s): State<AppState>, Body(req): Body<AgentIn>) -> ApiR
     if let Some(tags) = &req.tags {
         s.engram.set_agent_tags(&state.agent.id, tags)?;
     }
+    apply_sleeptime(&s.engram, &state.agent.id, sleeptime)?;
     agent_state::render(&s.engram, &state)
 }
 
@@ -300,6 +323,11 @@ pub async fn modify(
     if let Some(tags) = &req.tags {
         s.engram.set_agent_tags(&id, tags)?;
     }
+    apply_sleeptime(
+        &s.engram,
+        &id,
+        (req.enable_sleeptime, req.sleeptime_agent_frequency),
+    )?;
     let state = s.engram.get_agent(&id)?;
     agent_state::render(&s.engram, &state)
 }

@@ -10,7 +10,7 @@ use axum::Json;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use engram_core::{PassageId, TagMatch, Timestamp};
-use engram_service::PassageList;
+use engram_service::{PassageList, PassageQuery};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -38,7 +38,8 @@ fn boolean(name: &str, v: &str) -> ApiResult<bool> {
 
 /// The list's query: Letta's `after`, `before`, `limit`, `search`, `ascending` (0.1.x) or
 /// `order=asc|desc` (1.x; default oldest first), plus Engram's `offset`, `tags` (repeatable),
-/// `tag_match_mode=any|all`, `start_datetime` and `end_datetime`. Every filter runs in SQL.
+/// `tag_match_mode=any|all`, `start_datetime`, `end_datetime` and `include_superseded` (also
+/// list passages that were replaced; by default only current ones). Every filter runs in SQL.
 fn list_query(raw: Option<&str>) -> ApiResult<PassageList> {
     let pairs: Vec<(String, String)> = serde_urlencoded::from_str(raw.unwrap_or_default())
         .map_err(|e| ApiError::bad_request(format!("bad query string: {e}")))?;
@@ -81,6 +82,7 @@ fn list_query(raw: Option<&str>) -> ApiResult<PassageList> {
             }
             "start_datetime" => q.start = Some(parse_time(&k, &v)?),
             "end_datetime" => q.end = Some(parse_time(&k, &v)?),
+            "include_superseded" => q.include_superseded = boolean(&k, &v)?,
             _ => {}
         }
     }
@@ -146,6 +148,7 @@ struct SearchQuery {
     top_k: Option<usize>,
     start: Option<Timestamp>,
     end: Option<Timestamp>,
+    include_superseded: bool,
 }
 
 fn parse_time(name: &str, v: &str) -> ApiResult<Timestamp> {
@@ -193,6 +196,7 @@ fn search_query(raw: Option<&str>) -> ApiResult<SearchQuery> {
             }
             "start_datetime" => q.start = Some(parse_time(&k, &v)?),
             "end_datetime" => q.end = Some(parse_time(&k, &v)?),
+            "include_superseded" => q.include_superseded = boolean(&k, &v)?,
             _ => {}
         }
     }
@@ -206,25 +210,26 @@ fn search_query(raw: Option<&str>) -> ApiResult<SearchQuery> {
     Ok(q)
 }
 
-/// `GET …/archival-memory/search`: as the agent's `archival_memory_search` tool searches;
-/// answers `{results: [{id, content, timestamp, tags}], count}`.
+/// `GET …/archival-memory/search`: as the agent's `archival_memory_search` tool searches
+/// (current passages; with `include_superseded=true` also replaced ones, which carry
+/// `superseded`); answers `{results: [{id, content, timestamp, tags}], count}`.
 pub async fn search(
     State(s): State<AppState>,
     Path(id): Path<String>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<Value>> {
     let q = search_query(raw.as_deref())?;
-    let hits = s
-        .engram
-        .search_archival(
-            &agent_id(id),
-            &q.query,
-            q.tags,
-            q.tag_match,
-            (q.start, q.end),
-            q.top_k.unwrap_or(10),
-        )
-        .await?;
+    let query = PassageQuery {
+        query: q.query,
+        tags: q.tags,
+        tag_match: q.tag_match,
+        start: q.start,
+        end: q.end,
+        top_k: q.top_k.unwrap_or(10),
+        include_superseded: q.include_superseded,
+        ..PassageQuery::default()
+    };
+    let hits = s.engram.search_archival_by(&agent_id(id), query).await?;
     Ok(Json(shapes::search_results(&hits)))
 }
 

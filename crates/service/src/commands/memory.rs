@@ -227,21 +227,25 @@ pub struct SearchArchivalArgs {
     end: Option<Timestamp>,
     /// At most this many hits; default 20.
     top_k: Option<usize>,
+    /// Also passages that were superseded or merged (each says when and by what).
+    include_superseded: Option<bool>,
 }
 
 impl AppCall for SearchArchivalArgs {
     const NAME: &'static str = "search_archival";
     type Output = Vec<PassageHit>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.search_archival(
-            &self.agent_id,
-            &self.query,
-            self.tags.unwrap_or_default(),
-            self.tag_match.unwrap_or_default(),
-            (self.start, self.end),
-            self.top_k.unwrap_or(DEFAULT_TOP_K),
-        )
-        .await
+        let q = crate::PassageQuery {
+            query: self.query,
+            tags: self.tags.unwrap_or_default(),
+            tag_match: self.tag_match.unwrap_or_default(),
+            start: self.start,
+            end: self.end,
+            top_k: self.top_k.unwrap_or(DEFAULT_TOP_K),
+            include_superseded: self.include_superseded.unwrap_or(false),
+            ..crate::PassageQuery::default()
+        };
+        e.search_archival_by(&self.agent_id, q).await
     }
 }
 

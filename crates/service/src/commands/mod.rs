@@ -23,6 +23,7 @@ mod mcp_memory;
 mod memory;
 mod search;
 mod settings;
+mod sleeptime;
 mod tools;
 mod ts_type;
 mod turns;
@@ -33,6 +34,7 @@ pub use mcp_memory::*;
 pub use memory::*;
 pub use search::*;
 pub use settings::*;
+pub use sleeptime::*;
 pub use tools::*;
 pub use turns::*;
 pub use typescript::typescript;
@@ -239,6 +241,12 @@ static COMMANDS: LazyLock<Vec<CommandDef>> = LazyLock::new(|| {
         call_def::<DeletePassageArgs>(),
         call_def::<EditPassageArgs>(),
         call_def::<SearchRecallArgs>(),
+        call_def::<SleeptimeSettingsArgs>(),
+        call_def::<SetSleeptimeSettingsArgs>(),
+        call_def::<SleeptimePassesArgs>(),
+        call_def::<RunSleeptimePassArgs>(),
+        call_def::<UndoSleeptimeChangeArgs>(),
+        call_def::<UndoSleeptimePassArgs>(),
         call_def::<ContextWindowArgs>(),
         call_def::<ExportAgentArgs>(),
         call_def::<ImportAgentFileArgs>(),

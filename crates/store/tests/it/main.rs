@@ -16,6 +16,7 @@ mod rollback;
 mod scale;
 mod schema;
 mod search;
+mod sleeptime;
 mod steps;
 mod support;
 mod tag_index;

@@ -124,6 +124,8 @@ fn tag_rows_follow_their_passage_through_every_writer() {
                 tags: vec![],
                 steps: vec![],
                 pending_endpoints: vec![],
+                sleeptime: None,
+                superseded: vec![],
             }],
             ..ImportBundle::default()
         })

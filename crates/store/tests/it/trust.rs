@@ -68,6 +68,8 @@ fn bundle_with(tools: Vec<Tool>, attach: &[&str]) -> ImportBundle {
             extras: None,
             tags: vec![],
             steps: vec![],
+            sleeptime: None,
+            superseded: vec![],
         }],
         tools,
     }

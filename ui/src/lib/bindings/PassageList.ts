@@ -55,4 +55,9 @@ limit: number,
 /**
  * Oldest first when true, newest first otherwise.
  */
-ascending: boolean, };
+ascending: boolean, 
+/**
+ * Also list passages that were superseded or merged (the history of facts that
+ * changed); by default only current passages are listed and counted.
+ */
+include_superseded?: boolean, };

@@ -26,4 +26,8 @@ end?: string | null,
 /**
  * At most this many hits; default 20.
  */
-top_k?: number | null, };
+top_k?: number | null, 
+/**
+ * Also passages that were superseded or merged (each says when and by what).
+ */
+include_superseded?: boolean | null, };

@@ -1,0 +1,106 @@
+//! Sleep-time commands: an agent's settings (the switch and its options), its passes ("while
+//! you were away"), a pass run now, and undo of one change or a whole pass.
+
+use super::{AppCall, Caller};
+use crate::Engram;
+use engram_core::{AgentId, PassId, Result, SleeptimePass, SleeptimeSettings};
+use serde::Deserialize;
+use std::sync::Arc;
+use ts_rs::TS;
+
+/// Passes listed when the window does not say how many.
+const DEFAULT_PASSES: usize = 10;
+
+/// `sleeptime_settings`: the agent's sleep-time settings.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct SleeptimeSettingsArgs {
+    agent_id: AgentId,
+}
+
+impl AppCall for SleeptimeSettingsArgs {
+    const NAME: &'static str = "sleeptime_settings";
+    type Output = SleeptimeSettings;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<SleeptimeSettings> {
+        e.sleeptime_settings(&self.agent_id)
+    }
+}
+
+/// `set_sleeptime_settings`: switches passes on or off and sets their options.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct SetSleeptimeSettingsArgs {
+    agent_id: AgentId,
+    settings: SleeptimeSettings,
+}
+
+impl AppCall for SetSleeptimeSettingsArgs {
+    const NAME: &'static str = "set_sleeptime_settings";
+    type Output = ();
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
+        e.set_sleeptime_settings(&self.agent_id, &self.settings)
+    }
+}
+
+/// `sleeptime_passes`: the agent's passes, newest first, with their changes.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/", optional_fields = nullable)]
+pub struct SleeptimePassesArgs {
+    agent_id: AgentId,
+    /// At most this many; default 10.
+    limit: Option<usize>,
+}
+
+impl AppCall for SleeptimePassesArgs {
+    const NAME: &'static str = "sleeptime_passes";
+    type Output = Vec<SleeptimePass>;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
+        e.sleeptime_passes(&self.agent_id, self.limit.unwrap_or(DEFAULT_PASSES))
+    }
+}
+
+/// `run_sleeptime_pass`: a pass now; answers when it ended (skipped when over budget).
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct RunSleeptimePassArgs {
+    agent_id: AgentId,
+}
+
+impl AppCall for RunSleeptimePassArgs {
+    const NAME: &'static str = "run_sleeptime_pass";
+    type Output = SleeptimePass;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<SleeptimePass> {
+        e.run_sleeptime_pass(&self.agent_id).await
+    }
+}
+
+/// `undo_sleeptime_change`: undoes one change of a pass (refused when a later edit rewrote it).
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct UndoSleeptimeChangeArgs {
+    pass_id: PassId,
+    index: u32,
+}
+
+impl AppCall for UndoSleeptimeChangeArgs {
+    const NAME: &'static str = "undo_sleeptime_change";
+    type Output = SleeptimePass;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<SleeptimePass> {
+        e.undo_sleeptime_change(&self.pass_id, self.index)
+    }
+}
+
+/// `undo_sleeptime_pass`: undoes every change of a pass still standing, all or none.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct UndoSleeptimePassArgs {
+    pass_id: PassId,
+}
+
+impl AppCall for UndoSleeptimePassArgs {
+    const NAME: &'static str = "undo_sleeptime_pass";
+    type Output = SleeptimePass;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<SleeptimePass> {
+        e.undo_sleeptime_pass(&self.pass_id)
+    }
+}

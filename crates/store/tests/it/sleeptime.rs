@@ -1,0 +1,269 @@
+//! Facts that change and sleep-time passes: a pass's changes land in one transaction, a
+//! superseded passage leaves searches and lists but stays in the history, edits made meanwhile
+//! are kept, and undo puts everything back without writing over later edits.
+
+use crate::support::{create, temp_store};
+use engram_core::{
+    AgentId, BlockOp, BlockPatch, Editor, NewPassage, PassChangeKind, PassId, PassStatus,
+    PassTrigger, PassageId, ReplaceCount, SleeptimePass, SupersedeKind,
+};
+use engram_store::{BlockWrite, PassCommit, PassageList, PassageOp, PassageQuery, Store};
+
+fn record(agent: &AgentId) -> SleeptimePass {
+    let now = chrono::Utc::now();
+    SleeptimePass {
+        id: PassId::new(),
+        agent_id: agent.clone(),
+        trigger: PassTrigger::Manual,
+        status: PassStatus::Done,
+        reason: None,
+        model: "openai/mock".into(),
+        started_at: now,
+        ended_at: now,
+        messages_read: 4,
+        last_seq: 4096,
+        model_calls: 2,
+        prompt_tokens: 100,
+        completion_tokens: 20,
+        changes: Vec::new(),
+    }
+}
+
+fn write(block: &engram_core::Block, op: BlockOp) -> BlockWrite {
+    BlockWrite {
+        block_id: block.id.clone(),
+        op,
+        editor: Editor::User,
+        restate_result: false,
+    }
+}
+
+fn texts(store: &Store, agent: &AgentId, q: &str, include_superseded: bool) -> Vec<String> {
+    store
+        .search_passages(
+            agent,
+            &PassageQuery {
+                query: q.into(),
+                top_k: 10,
+                include_superseded,
+                ..PassageQuery::default()
+            },
+        )
+        .unwrap()
+        .into_iter()
+        .map(|h| h.passage.text)
+        .collect()
+}
+
+#[test]
+fn a_pass_replaces_a_fact_keeps_a_hand_edit_and_undoes_whole() {
+    let (_dir, store) = temp_store();
+    let (agent, blocks) = create(&store, "a");
+    let human = blocks.iter().find(|b| b.label == "human").unwrap().clone();
+    let human = store
+        .update_block(
+            &human.id,
+            &BlockPatch {
+                value: Some("Name: Ana\nLives in Lisbon\nLikes tea\nLikes tea".into()),
+                ..BlockPatch::default()
+            },
+            &Editor::User,
+        )
+        .unwrap();
+    let old = store
+        .insert_passages(
+            &agent.id,
+            &[NewPassage {
+                text: "Ana lives in Lisbon".into(),
+                ..NewPassage::default()
+            }],
+        )
+        .unwrap()
+        .remove(0);
+    // The pass read the block at this version and decided a rewrite; meanwhile a hand edit
+    // added a line at the end.
+    let rewrite = BlockOp::Rewrite {
+        value: "Name: Ana\nLives in Porto\nLikes tea".into(),
+        based_on_version: human.version,
+    };
+    store
+        .update_block(
+            &human.id,
+            &BlockPatch {
+                value: Some(format!("{}\nHas a cat", human.value)),
+                ..BlockPatch::default()
+            },
+            &Editor::User,
+        )
+        .unwrap();
+    let new = PassageId::new();
+    let pass = store
+        .commit_pass(&PassCommit {
+            pass: record(&agent.id),
+            block_writes: vec![write(&human, rewrite)],
+            passage_ops: vec![
+                PassageOp::Add {
+                    id: new.clone(),
+                    passage: NewPassage {
+                        text: "Ana lives in Porto".into(),
+                        ..NewPassage::default()
+                    },
+                },
+                PassageOp::Supersede {
+                    passage_id: old.id.clone(),
+                    by: Some(new.clone()),
+                    how: SupersedeKind::Superseded,
+                },
+            ],
+        })
+        .unwrap();
+    assert_eq!(pass.status, PassStatus::Done);
+    assert_eq!(pass.changes.len(), 3, "{:#?}", pass.changes);
+    assert_eq!(
+        store.get_block(&human.id).unwrap().value,
+        "Name: Ana\nLives in Porto\nLikes tea\nHas a cat",
+        "the rewrite was rebased onto the hand edit"
+    );
+    assert!(
+        matches!(&pass.changes[0].kind, PassChangeKind::BlockEdit { diff, .. } if diff.contains("-Lives in Lisbon") && diff.contains("+Lives in Porto"))
+    );
+    assert_eq!(
+        texts(&store, &agent.id, "lives", false),
+        ["Ana lives in Porto"]
+    );
+    let mut history = texts(&store, &agent.id, "lives", true);
+    history.sort();
+    assert_eq!(history, ["Ana lives in Lisbon", "Ana lives in Porto"]);
+    let replaced = store.get_passage(&old.id).unwrap().superseded.unwrap();
+    assert_eq!(replaced.by.as_ref(), Some(&new));
+    assert_eq!(replaced.pass_id.as_ref(), Some(&pass.id));
+    let listed = store
+        .list_passages(
+            &agent.id,
+            &PassageList {
+                limit: 10,
+                ..PassageList::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(
+        store
+            .count_passages(
+                &agent.id,
+                &PassageList {
+                    include_superseded: true,
+                    ..PassageList::default()
+                }
+            )
+            .unwrap(),
+        2
+    );
+    assert_eq!(store.sleeptime_last_seq(&agent.id).unwrap(), 4096);
+
+    // Undo of the whole pass: the block as before the pass, with the hand edit kept.
+    let undone = store.undo_pass(&pass.id).unwrap();
+    assert_eq!(undone.status, PassStatus::Undone);
+    assert_eq!(
+        store.get_block(&human.id).unwrap().value,
+        "Name: Ana\nLives in Lisbon\nLikes tea\nLikes tea\nHas a cat"
+    );
+    assert_eq!(
+        texts(&store, &agent.id, "lives", true),
+        ["Ana lives in Lisbon"]
+    );
+    assert!(store.get_passage(&old.id).unwrap().superseded.is_none());
+}
+
+#[test]
+fn an_undo_that_would_write_over_a_later_edit_is_refused_and_changes_nothing() {
+    let (_dir, store) = temp_store();
+    let (agent, blocks) = create(&store, "a");
+    let human = blocks.iter().find(|b| b.label == "human").unwrap().clone();
+    let pass = store
+        .commit_pass(&PassCommit {
+            pass: record(&agent.id),
+            block_writes: vec![write(
+                &human,
+                BlockOp::Append {
+                    text: "Lives in Porto".into(),
+                },
+            )],
+            passage_ops: vec![],
+        })
+        .unwrap();
+    store
+        .update_block(
+            &human.id,
+            &BlockPatch {
+                value: Some("Moved to Oporto in May".into()),
+                ..BlockPatch::default()
+            },
+            &Editor::User,
+        )
+        .unwrap();
+    let err = store.undo_pass(&pass.id).unwrap_err();
+    assert_eq!(err.code(), "conflict", "{err}");
+    assert_eq!(
+        store.get_block(&human.id).unwrap().value,
+        "Moved to Oporto in May"
+    );
+    assert_eq!(store.get_pass(&pass.id).unwrap().status, PassStatus::Done);
+}
+
+#[test]
+fn an_operation_that_no_longer_applies_is_left_out_and_said() {
+    let (_dir, store) = temp_store();
+    let (agent, blocks) = create(&store, "a");
+    let human = blocks.iter().find(|b| b.label == "human").unwrap().clone();
+    let pass = store
+        .commit_pass(&PassCommit {
+            pass: record(&agent.id),
+            block_writes: vec![write(
+                &human,
+                BlockOp::Replace {
+                    old: "Lisbon".into(),
+                    new: "Porto".into(),
+                    count: ReplaceCount::Once,
+                },
+            )],
+            passage_ops: vec![PassageOp::Supersede {
+                passage_id: PassageId::from("passage-none"),
+                by: None,
+                how: SupersedeKind::Merged,
+            }],
+        })
+        .unwrap();
+    assert!(pass.changes.is_empty());
+    assert!(
+        pass.reason
+            .unwrap()
+            .starts_with("2 changes no longer applied")
+    );
+}
+
+#[test]
+fn settings_budgets_and_usage() {
+    let (_dir, store) = temp_store();
+    let (agent, _) = create(&store, "a");
+    let mut s = store.sleeptime_settings(&agent.id).unwrap();
+    assert!(!s.enabled);
+    assert_eq!(s.frequency, 5);
+    s.enabled = true;
+    s.frequency = 3;
+    store.set_sleeptime_settings(&agent.id, &s).unwrap();
+    assert_eq!(store.sleeptime_settings(&agent.id).unwrap(), s);
+    s.frequency = 0;
+    assert!(store.set_sleeptime_settings(&agent.id, &s).is_err());
+    let mut skipped = record(&agent.id);
+    skipped.status = PassStatus::Skipped;
+    store.record_pass(&skipped).unwrap();
+    store.record_pass(&record(&agent.id)).unwrap();
+    let since = chrono::Utc::now() - chrono::Duration::days(1);
+    assert_eq!(
+        store.sleeptime_usage(Some(&agent.id), since).unwrap(),
+        (1, 120)
+    );
+    assert_eq!(store.sleeptime_usage(None, since).unwrap(), (1, 120));
+    assert_eq!(store.list_passes(&agent.id, 10).unwrap().len(), 2);
+}
