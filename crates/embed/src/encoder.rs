@@ -175,8 +175,8 @@ impl Encoder {
         self.encode_with(texts, Batching::default())
     }
 
-    /// Like [`encode`](Self::encode) with the given batching (bulk writes use bigger
-    /// batches; see [`Batching`]).
+    /// Like [`encode`](Self::encode) with the given batching (see [`Batching`] for what
+    /// bigger batches cost in memory).
     pub fn encode_with(
         &self,
         texts: &[String],
