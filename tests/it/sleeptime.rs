@@ -531,3 +531,26 @@ async fn a_process_killed_mid_pass_leaves_the_database_as_before() {
     );
     assert_eq!(snapshot(&engram), before);
 }
+
+#[tokio::test]
+async fn an_idle_agent_gets_a_pass_on_what_is_waiting() {
+    let chat = MockLlm::start(Script::Queue).await;
+    let sleep = MockLlm::start(Script::Queue).await;
+    let home = Home::new();
+    let agent = home.agent(&chat, LoopStyle::ToolLoop);
+    let mut s = settings(&sleep, 50);
+    s.idle_secs = Some(1);
+    home.engram.set_sleeptime_settings(&agent, &s).unwrap();
+    sleep.push(Reply::ToolCalls(vec![Call::new("finish", json!({}))]));
+    home.chat(&agent, "first").await;
+    // A second message within the idle time restarts the clock.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    home.chat(&agent, "second").await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert!(home.engram.sleeptime_passes(&agent, 10).unwrap().is_empty());
+    let passes = passes_settle(&home, &agent, 1).await;
+    assert_eq!(passes.len(), 1);
+    assert_eq!(passes[0].trigger, PassTrigger::Idle);
+    assert_eq!(passes[0].status, PassStatus::Done);
+    assert_eq!(home.engram.sleeptime_turns_waiting(&agent).unwrap(), 0);
+}

@@ -63,7 +63,10 @@ async fn settings_and_replaced_facts_round_trip_through_an_agent_file() {
     let pass = home.engram.run_sleeptime_pass(&agent).await.unwrap();
     assert_eq!(pass.changes.len(), 2, "{pass:#?}");
 
-    let file = home.engram.export_agent_file(&[agent.clone()]).unwrap();
+    let file = home
+        .engram
+        .export_agent_file(std::slice::from_ref(&agent))
+        .unwrap();
     let json: serde_json::Value = serde_json::from_slice(&file).unwrap();
     assert_eq!(json["agents"][0]["enable_sleeptime"], true);
     let group = &json["groups"][0];
