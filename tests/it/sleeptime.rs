@@ -554,3 +554,55 @@ async fn an_idle_agent_gets_a_pass_on_what_is_waiting() {
     assert_eq!(passes[0].status, PassStatus::Done);
     assert_eq!(home.engram.sleeptime_turns_waiting(&agent).unwrap(), 0);
 }
+
+#[tokio::test]
+async fn duplicated_passages_are_merged_into_one_and_the_merge_undone() {
+    let chat = MockLlm::start(Script::Queue).await;
+    let sleep = MockLlm::start(Script::Queue).await;
+    let home = Home::new();
+    let agent = home.agent(&chat, LoopStyle::ToolLoop);
+    home.engram
+        .set_sleeptime_settings(&agent, &settings(&sleep, 50))
+        .unwrap();
+    let a = home
+        .engram
+        .add_passage(&agent, "Ana likes green tea", vec![])
+        .await
+        .unwrap();
+    let b = home
+        .engram
+        .add_passage(&agent, "Ana's favourite tea is green", vec![])
+        .await
+        .unwrap();
+    sleep.push_all([
+        Reply::ToolCalls(vec![Call::new(
+            "archival_merge",
+            json!({"passage_ids": [a.id, b.id], "content": "Ana's favourite tea is green tea"}),
+        )]),
+        // Replacing a passage already merged in this pass is refused to the model.
+        Reply::ToolCalls(vec![Call::new(
+            "archival_supersede",
+            json!({"passage_id": a.id, "new_content": "again"}),
+        )]),
+        Reply::ToolCalls(vec![Call::new("finish", json!({}))]),
+    ]);
+    let pass = home.engram.run_sleeptime_pass(&agent).await.unwrap();
+    assert_eq!(pass.status, PassStatus::Done, "{:?}", pass.reason);
+    let told = sleep.chat_requests()[2].body.to_string();
+    assert!(told.contains("already replaced in this pass"), "{told}");
+    assert_eq!(
+        search(&home, &agent, "tea", false).await,
+        ["Ana's favourite tea is green tea"]
+    );
+    assert_eq!(search(&home, &agent, "tea", true).await.len(), 3);
+    let merged = home.engram.store().get_passage(&a.id).unwrap();
+    assert_eq!(
+        merged.superseded.map(|s| s.kind),
+        Some(engram_core::SupersedeKind::Merged)
+    );
+    home.engram.undo_sleeptime_pass(&pass.id).unwrap();
+    assert_eq!(
+        search(&home, &agent, "tea", true).await,
+        ["Ana likes green tea", "Ana's favourite tea is green"]
+    );
+}
