@@ -606,3 +606,46 @@ async fn duplicated_passages_are_merged_into_one_and_the_merge_undone() {
         ["Ana likes green tea", "Ana's favourite tea is green"]
     );
 }
+
+#[tokio::test]
+async fn a_compaction_starts_a_pass_before_the_frequency_is_reached() {
+    let chat = MockLlm::start(Script::rules(|view| {
+        if view
+            .system
+            .starts_with(&engram_agent::prompts::SUMMARIZER_SYSTEM[..40])
+        {
+            return Reply::text("Summary: the user listed facts about their garden.");
+        }
+        Reply::text(format!(
+            "Noted. {}",
+            "I will keep that in mind. ".repeat(20)
+        ))
+    }))
+    .await;
+    let sleep = MockLlm::start(Script::rules(|_| {
+        Reply::ToolCalls(vec![Call::new("finish", json!({}))])
+    }))
+    .await;
+    let home = Home::new();
+    let agent = home.agent_with(&chat, LoopStyle::ToolLoop, |a| {
+        a.llm.as_mut().unwrap().context_window = 4_000;
+    });
+    home.engram
+        .set_sleeptime_settings(&agent, &settings(&sleep, 1_000))
+        .unwrap();
+    let mut turns = 0;
+    while home.engram.sleeptime_passes(&agent, 1).unwrap().is_empty() && turns < 60 {
+        let text = format!("Fact {turns}: the tulip bed number {turns} faces east.");
+        let (out, _) = home.chat(&agent, &text).await;
+        assert!(out.error.is_none(), "{:?}", out.error);
+        turns += 1;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let passes = passes_settle(&home, &agent, 1).await;
+    assert_eq!(
+        passes[0].trigger,
+        PassTrigger::Compaction,
+        "after {turns} turns"
+    );
+    assert!(turns < 1_000);
+}
