@@ -371,13 +371,38 @@ async fn a_budget_of_one_pass_a_day_skips_the_second_with_a_notice() {
     home.engram.set_sleeptime_settings(&agent, &s).unwrap();
     home.engram
         .set_sleeptime_budget(&engram_core::SleeptimeBudget {
-            passes_per_day: None,
             tokens_per_day: Some(1),
+            ..engram_core::SleeptimeBudget::default()
         })
         .unwrap();
     let third = home.engram.run_sleeptime_pass(&agent).await.unwrap();
     assert_eq!(third.status, PassStatus::Skipped);
     assert!(third.reason.unwrap().contains("pass tokens of all agents"));
+
+    // Money: at the pass model's price, the first pass spent more than a tiny daily allowance.
+    home.engram
+        .set_sleeptime_budget(&engram_core::SleeptimeBudget::default())
+        .unwrap();
+    home.engram
+        .set_model_price(&engram_core::ModelPrice {
+            model: "openai/mock-sleep".into(),
+            input_per_mtok: 100.0,
+            output_per_mtok: 100.0,
+            source: engram_core::PriceSource::User,
+        })
+        .unwrap();
+    s.usd_per_day = Some(0.000_001);
+    home.engram.set_sleeptime_settings(&agent, &s).unwrap();
+    let fourth = home.engram.run_sleeptime_pass(&agent).await.unwrap();
+    assert_eq!(fourth.status, PassStatus::Skipped);
+    let reason = fourth.reason.unwrap();
+    assert!(
+        reason.contains("for this agent's passes per 24 hours are spent"),
+        "{reason}"
+    );
+    let first = &home.engram.sleeptime_passes(&agent, 10).unwrap()[3];
+    assert_eq!(first.status, PassStatus::Done);
+    assert!(first.cost_usd.unwrap() > 0.0, "the pass has a cost");
 }
 
 #[tokio::test]
