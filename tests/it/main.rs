@@ -52,6 +52,7 @@ mod semantic_recall;
 mod shutdown;
 mod sleeptime;
 mod sleeptime_files;
+mod sleeptime_guards;
 mod tool_api;
 mod tool_approval;
 mod tool_python;
