@@ -54,6 +54,7 @@ mod semantic_recall;
 mod shutdown;
 mod sleeptime;
 mod sleeptime_files;
+mod sleeptime_guards;
 mod stored_tokens;
 mod tool_api;
 mod tool_approval;

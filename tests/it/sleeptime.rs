@@ -1,8 +1,8 @@
-//! Sleep-time passes, with the scripted model playing both the chat and the sleep-time agent
-//! (on two servers: the pass uses a model of its own). A contradicted fact and duplicated
-//! lines are tidied after twenty turns; a hand edit and a chat run made during a pass survive
-//! it; undo puts every block and passage back; budgets skip a pass with a notice; a pass never
-//! runs twice at once; a process killed mid-pass leaves the database as it was.
+//! Sleep-time passes tidying memory, with the scripted model playing both the chat and the
+//! sleep-time agent (on two servers: the pass uses a model of its own). A contradicted fact and
+//! duplicated lines are tidied after twenty turns; a hand edit and a chat run made during a pass
+//! survive it; duplicated passages are merged; undo puts every block and passage back. What
+//! bounds a pass is in `sleeptime_guards`.
 
 use engram_core::{
     AgentId, LlmConfig, LoopStyle, NewBlock, PassChangeKind, PassStatus, PassTrigger,
@@ -10,12 +10,12 @@ use engram_core::{
 };
 use engram_mock_llm::{Call, MockLlm, Reply, Script};
 use engram_service::{Notice, PassageList, PassageQuery};
-use engram_suite::{Home, cli_agent, cli_command, last_tool_results};
+use engram_suite::{Home, last_tool_results};
 use serde_json::json;
 use std::time::Duration;
 
 /// Settings with passes on, run by the model on `sleep`.
-fn settings(sleep: &MockLlm, frequency: u32) -> SleeptimeSettings {
+pub(crate) fn settings(sleep: &MockLlm, frequency: u32) -> SleeptimeSettings {
     let mut llm = LlmConfig::new("openai/mock-sleep");
     llm.base_url = Some(sleep.base_url());
     llm.context_window = 32_000;
@@ -28,7 +28,12 @@ fn settings(sleep: &MockLlm, frequency: u32) -> SleeptimeSettings {
     }
 }
 
-async fn search(home: &Home, agent: &AgentId, q: &str, include_superseded: bool) -> Vec<String> {
+pub(crate) async fn search(
+    home: &Home,
+    agent: &AgentId,
+    q: &str,
+    include_superseded: bool,
+) -> Vec<String> {
     let q = PassageQuery {
         query: q.into(),
         top_k: 10,
@@ -67,7 +72,11 @@ fn passage_id(home: &Home, agent: &AgentId, text: &str) -> String {
 }
 
 /// Waits until the agent has `n` recorded passes and none runs.
-async fn passes_settle(home: &Home, agent: &AgentId, n: usize) -> Vec<engram_core::SleeptimePass> {
+pub(crate) async fn passes_settle(
+    home: &Home,
+    agent: &AgentId,
+    n: usize,
+) -> Vec<engram_core::SleeptimePass> {
     for _ in 0..200 {
         let passes = home.engram.sleeptime_passes(agent, 10).unwrap();
         if passes.len() >= n && !home.engram.sleeptime_running(agent) {
@@ -332,204 +341,55 @@ async fn a_hand_edit_and_a_chat_run_during_a_pass_both_survive_it() {
 }
 
 #[tokio::test]
-async fn a_budget_of_one_pass_a_day_skips_the_second_with_a_notice() {
+async fn duplicated_passages_are_merged_into_one_and_the_merge_undone() {
     let chat = MockLlm::start(Script::Queue).await;
     let sleep = MockLlm::start(Script::Queue).await;
     let home = Home::new();
     let agent = home.agent(&chat, LoopStyle::ToolLoop);
-    let mut s = settings(&sleep, 50);
-    s.passes_per_day = Some(1);
-    home.engram.set_sleeptime_settings(&agent, &s).unwrap();
-    let mut notices = home.engram.notices();
-    sleep.push(Reply::ToolCalls(vec![Call::new("finish", json!({}))]));
-    let first = home.engram.run_sleeptime_pass(&agent).await.unwrap();
-    assert_eq!(first.status, PassStatus::Done);
-    let second = home.engram.run_sleeptime_pass(&agent).await.unwrap();
-    assert_eq!(second.status, PassStatus::Skipped);
-    let reason = second.reason.clone().unwrap();
-    assert!(reason.contains("over budget: 1 of 1"), "{reason}");
-    assert_eq!(
-        sleep.chat_requests().len(),
-        1,
-        "the skipped pass called no model"
-    );
-    let mut skipped = None;
-    while let Ok(n) = notices.try_recv() {
-        if let Notice::SleeptimePass {
-            status: PassStatus::Skipped,
-            reason,
-            ..
-        } = n
-        {
-            skipped = reason;
-        }
-    }
-    assert_eq!(skipped.as_deref(), Some(reason.as_str()));
-
-    // A global token budget already spent skips too.
-    s.passes_per_day = None;
-    home.engram.set_sleeptime_settings(&agent, &s).unwrap();
-    home.engram
-        .set_sleeptime_budget(&engram_core::SleeptimeBudget {
-            passes_per_day: None,
-            tokens_per_day: Some(1),
-        })
-        .unwrap();
-    let third = home.engram.run_sleeptime_pass(&agent).await.unwrap();
-    assert_eq!(third.status, PassStatus::Skipped);
-    assert!(third.reason.unwrap().contains("pass tokens of all agents"));
-}
-
-#[tokio::test]
-async fn a_pass_never_runs_twice_at_once() {
-    let chat = MockLlm::start(Script::Queue).await;
-    let sleep = MockLlm::start(Script::Queue).await;
-    let home = Home::new();
-    let agent = home.agent(&chat, LoopStyle::ToolLoop);
-    home.engram
-        .set_sleeptime_settings(&agent, &settings(&sleep, 1))
-        .unwrap();
-    sleep.push(Reply::Delayed(
-        Duration::from_millis(800),
-        Box::new(Reply::ToolCalls(vec![Call::new("finish", json!({}))])),
-    ));
-    let second = async {
-        while sleep.chat_requests().is_empty() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        // Asked by hand, and by a chat turn that reaches the frequency: neither starts one.
-        let err = home.engram.run_sleeptime_pass(&agent).await.unwrap_err();
-        home.chat(&agent, "hello").await;
-        err
-    };
-    let (first, err) = tokio::join!(home.engram.run_sleeptime_pass(&agent), second);
-    assert_eq!(first.unwrap().status, PassStatus::Done);
-    assert_eq!(err.code(), "conflict", "{err}");
-    assert_eq!(sleep.chat_requests().len(), 1, "one pass, one model call");
-}
-
-#[tokio::test]
-async fn a_failed_model_call_leaves_memory_as_it_was() {
-    let chat = MockLlm::start(Script::Queue).await;
-    let sleep = MockLlm::start(Script::Queue).await;
-    let home = Home::new();
-    let agent = home.agent_with(&chat, LoopStyle::ToolLoop, |a| {
-        a.blocks = vec![NewBlock::new("human", "Lives in Lisbon")];
-    });
     home.engram
         .set_sleeptime_settings(&agent, &settings(&sleep, 50))
         .unwrap();
+    let a = home
+        .engram
+        .add_passage(&agent, "Ana likes green tea", vec![])
+        .await
+        .unwrap();
+    let b = home
+        .engram
+        .add_passage(&agent, "Ana's favourite tea is green", vec![])
+        .await
+        .unwrap();
     sleep.push_all([
-        Reply::ToolCalls(vec![
-            Call::new("memory_rethink", json!({"label": "human", "new_memory": "Lives in Porto"})),
-            Call::new("archival_memory_insert", json!({"content": "moved"})),
-        ]),
-        Reply::Error {
-            status: 400,
-            body: json!({"error": {"message": "bad request (mock)", "type": "invalid_request_error"}}),
-            retry_after: None,
-        },
+        Reply::ToolCalls(vec![Call::new(
+            "archival_merge",
+            json!({"passage_ids": [a.id, b.id], "content": "Ana's favourite tea is green tea"}),
+        )]),
+        // Replacing a passage already merged in this pass is refused to the model.
+        Reply::ToolCalls(vec![Call::new(
+            "archival_supersede",
+            json!({"passage_id": a.id, "new_content": "again"}),
+        )]),
+        Reply::ToolCalls(vec![Call::new("finish", json!({}))]),
     ]);
     let pass = home.engram.run_sleeptime_pass(&agent).await.unwrap();
-    assert_eq!(pass.status, PassStatus::Failed);
-    assert!(pass.reason.unwrap().contains("model call failed"));
-    assert_eq!(home.block(&agent, "human"), "Lives in Lisbon");
-    assert!(search(&home, &agent, "moved", true).await.is_empty());
-    assert!(
-        home.engram
-            .block_history(&agent, "human")
-            .unwrap()
-            .is_empty()
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_process_killed_mid_pass_leaves_the_database_as_before() {
-    let mock = MockLlm::start(Script::Queue).await;
-    let home = tempfile::tempdir().unwrap();
-    let agent = cli_agent(home.path(), &mock);
-    let snapshot = |engram: &engram_service::Engram| {
-        let blocks: Vec<(String, String, u64)> = engram
-            .agent_blocks(&agent)
-            .unwrap()
-            .into_iter()
-            .map(|b| (b.label, b.value, b.version))
-            .collect();
-        let passages: Vec<(String, bool)> = engram
-            .list_passages(
-                &agent,
-                &PassageList {
-                    limit: 100,
-                    include_superseded: true,
-                    ..PassageList::default()
-                },
-            )
-            .unwrap()
-            .into_iter()
-            .map(|p| (p.text, p.superseded.is_some()))
-            .collect();
-        let passes = engram.sleeptime_passes(&agent, 10).unwrap().len();
-        (blocks, passages, passes)
-    };
-    let before = {
-        let engram = engram_suite::open(
-            home.path(),
-            std::sync::Arc::new(engram_secrets::MemoryStore::default()),
-        );
-        engram
-            .set_block_value(&agent, "human", "Lives in Lisbon")
-            .unwrap();
-        engram
-            .add_passage(&agent, "Ana lives in Lisbon", vec![])
-            .await
-            .unwrap();
-        snapshot(&engram)
-    };
-    // The pass decides its edits, then its next model call never answers.
-    mock.push_all([
-        Reply::ToolCalls(vec![
-            Call::new(
-                "memory_rethink",
-                json!({"label": "human", "new_memory": "Lives in Porto"}),
-            ),
-            Call::new(
-                "archival_memory_insert",
-                json!({"content": "Ana moved to Porto"}),
-            ),
-        ]),
-        Reply::Hang,
-    ]);
-    let mut child = cli_command(home.path())
-        .args(["sleeptime", "run", agent.as_str()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    for _ in 0..200 {
-        if mock.chat_requests().len() >= 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    assert_eq!(pass.status, PassStatus::Done, "{:?}", pass.reason);
+    let told = sleep.chat_requests()[2].body.to_string();
+    assert!(told.contains("already replaced in this pass"), "{told}");
     assert_eq!(
-        mock.chat_requests().len(),
-        2,
-        "the pass reached its second call"
+        search(&home, &agent, "tea", false).await,
+        ["Ana's favourite tea is green tea"]
     );
-    child.kill().unwrap();
-    child.wait().unwrap();
-
-    let db = rusqlite::Connection::open(home.path().join(engram_service::DB_FILE)).unwrap();
-    let check: String = db
-        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(check, "ok");
-    drop(db);
-    let engram = engram_suite::open(
-        home.path(),
-        std::sync::Arc::new(engram_secrets::MemoryStore::default()),
+    assert_eq!(search(&home, &agent, "tea", true).await.len(), 3);
+    let merged = home.engram.store().get_passage(&a.id).unwrap();
+    assert_eq!(
+        merged.superseded.map(|s| s.kind),
+        Some(engram_core::SupersedeKind::Merged)
     );
-    assert_eq!(snapshot(&engram), before);
+    home.engram.undo_sleeptime_pass(&pass.id).unwrap();
+    assert_eq!(
+        search(&home, &agent, "tea", true).await,
+        ["Ana likes green tea", "Ana's favourite tea is green"]
+    );
 }
 
 #[tokio::test]

@@ -192,6 +192,7 @@ impl Runtime {
             model_calls: tally.model_calls,
             prompt_tokens: tally.prompt_tokens,
             completion_tokens: tally.completion_tokens,
+            cost_usd: None,
             changes: Vec::new(),
         };
         if let Some(reason) = failure {

@@ -74,6 +74,8 @@ pub async fn run(engram: Arc<Engram>, args: ServeArgs) -> Result<()> {
         async move {
             stop_signal().await;
             let runs = engram.cancel_all_runs();
+            // A pass in flight writes nothing when stopped; its turns wait for the next start.
+            engram.stop_sleeptime();
             tracing::info!(runs, "stopping: runs cancelled");
         }
     };

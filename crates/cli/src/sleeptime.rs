@@ -51,6 +51,9 @@ pub enum SleeptimeCmd {
         /// Tokens per 24 hours for this agent's passes (0: no limit).
         #[arg(long)]
         tokens_per_day: Option<u64>,
+        /// US dollars per 24 hours for this agent's passes, at the model's price (0: no limit).
+        #[arg(long)]
+        usd_per_day: Option<f64>,
     },
     /// Run a pass now and wait for it (skipped when over budget).
     Run {
@@ -86,6 +89,7 @@ fn set(s: &mut SleeptimeSettings, cmd: SleeptimeCmd) {
         idle,
         passes_per_day,
         tokens_per_day,
+        usd_per_day,
         ..
     } = cmd
     else {
@@ -109,11 +113,14 @@ fn set(s: &mut SleeptimeSettings, cmd: SleeptimeCmd) {
     if let Some(v) = tokens_per_day {
         s.tokens_per_day = limit(v);
     }
+    if let Some(v) = usd_per_day {
+        s.usd_per_day = (v > 0.0).then_some(v);
+    }
 }
 
 fn print_pass(p: &SleeptimePass) {
     println!(
-        "{}  {}  {:?} ({:?})  {} messages read, {} model calls, {} tokens{}",
+        "{}  {}  {:?} ({:?})  {} messages read, {} model calls, {} tokens{}{}",
         p.id,
         p.started_at.to_rfc3339(),
         p.status,
@@ -121,6 +128,7 @@ fn print_pass(p: &SleeptimePass) {
         p.messages_read,
         p.model_calls,
         p.tokens(),
+        p.cost_usd.map_or(String::new(), |c| format!(", ${c:.4}")),
         p.reason
             .as_deref()
             .map_or(String::new(), |r| format!("  — {}", safe(r)))

@@ -35,7 +35,7 @@ pub use passage::{NewPassage, Passage, PassageHit, SupersedeKind, Supersession, 
 pub use price::{ModelPrice, PriceSource, UsageCost};
 pub use run::{RunEvent, Step, StopReason, ToolReturn, ToolStatus, Usage};
 pub use sleeptime::{
-    PassChange, PassChangeKind, PassStatus, PassTrigger, SleeptimeBudget, SleeptimePass,
+    PassChange, PassChangeKind, PassStatus, PassTrigger, PassUsage, SleeptimeBudget, SleeptimePass,
     SleeptimeSettings,
 };
 pub use tool::{DEFAULT_RETURN_CHAR_LIMIT, NewTool, Tool, ToolLanguage, ToolRule};

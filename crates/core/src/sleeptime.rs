@@ -38,6 +38,9 @@ pub struct SleeptimeSettings {
     /// Model tokens (prompt + completion) per rolling 24 hours for this agent's passes.
     #[ts(type = "number | null")]
     pub tokens_per_day: Option<u64>,
+    /// US dollars per rolling 24 hours for this agent's passes, counted at the price of each
+    /// pass's model (passes on a model without a price cost nothing here).
+    pub usd_per_day: Option<f64>,
 }
 
 impl Default for SleeptimeSettings {
@@ -51,12 +54,13 @@ impl Default for SleeptimeSettings {
             idle_secs: None,
             passes_per_day: None,
             tokens_per_day: None,
+            usd_per_day: None,
         }
     }
 }
 
 /// Limits over every agent's passes, per rolling 24 hours (`None`: no limit).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, TS)]
 #[ts(export, optional_fields)]
 #[serde(default)]
 pub struct SleeptimeBudget {
@@ -65,6 +69,19 @@ pub struct SleeptimeBudget {
     /// Tokens of all agents' passes together.
     #[ts(type = "number | null")]
     pub tokens_per_day: Option<u64>,
+    /// US dollars of all agents' passes together (at each pass model's price).
+    pub usd_per_day: Option<f64>,
+}
+
+/// What passes used over a stretch of time (see `Store::sleeptime_usage`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PassUsage {
+    /// Passes that ran (skipped ones do not count).
+    pub passes: u32,
+    /// Prompt plus completion tokens.
+    pub tokens: u64,
+    /// US dollars at each pass model's price (models without a price count 0).
+    pub usd: f64,
 }
 
 /// What started a pass.
@@ -222,6 +239,9 @@ pub struct SleeptimePass {
     /// Completion tokens of those calls.
     #[ts(type = "number")]
     pub completion_tokens: u64,
+    /// What the calls cost in US dollars at the model's price (`None`: the model has no price).
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
     /// Every change, in the order made.
     pub changes: Vec<PassChange>,
 }

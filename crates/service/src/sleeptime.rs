@@ -86,23 +86,24 @@ impl Sleeper {
     fn allowance(&self, agent: &AgentId, s: &SleeptimeSettings) -> Result<Allowance> {
         let since = chrono::Utc::now() - BUDGET_WINDOW;
         let budget = self.store.sleeptime_budget()?;
-        let (own_passes, own_tokens) = self.store.sleeptime_usage(Some(agent), since)?;
-        let (all_passes, all_tokens) = self.store.sleeptime_usage(None, since)?;
+        let own = self.store.sleeptime_usage(Some(agent), since)?;
+        let all = self.store.sleeptime_usage(None, since)?;
+        let (own_tokens, all_tokens) = (own.tokens, all.tokens);
         let checks = [
             (
                 s.passes_per_day.map(u64::from),
-                u64::from(own_passes),
+                u64::from(own.passes),
                 "this agent's passes",
             ),
             (
                 budget.passes_per_day.map(u64::from),
-                u64::from(all_passes),
+                u64::from(all.passes),
                 "passes of all agents",
             ),
-            (s.tokens_per_day, own_tokens, "this agent's pass tokens"),
+            (s.tokens_per_day, own.tokens, "this agent's pass tokens"),
             (
                 budget.tokens_per_day,
-                all_tokens,
+                all.tokens,
                 "pass tokens of all agents",
             ),
         ];
@@ -112,6 +113,19 @@ impl Sleeper {
             {
                 return Ok(Allowance::Skip(format!(
                     "over budget: {used} of {limit} {what} per 24 hours are used"
+                )));
+            }
+        }
+        let money = [
+            (s.usd_per_day, own.usd, "this agent's passes"),
+            (budget.usd_per_day, all.usd, "passes of all agents"),
+        ];
+        for (limit, used, what) in money {
+            if let Some(limit) = limit
+                && used >= limit
+            {
+                return Ok(Allowance::Skip(format!(
+                    "over budget: ${used:.4} of ${limit:.2} for {what} per 24 hours are spent"
                 )));
             }
         }
@@ -156,6 +170,7 @@ impl Sleeper {
                     model_calls: 0,
                     prompt_tokens: 0,
                     completion_tokens: 0,
+                    cost_usd: None,
                     changes: Vec::new(),
                 };
                 tracing::info!(agent_id = %agent, reason = pass.reason.as_deref(), "sleep-time pass skipped");

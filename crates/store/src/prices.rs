@@ -8,6 +8,35 @@ use rusqlite::params;
 /// Tokens one model used: `(model, prompt tokens, completion tokens, steps)`.
 pub type ModelUsage = (String, u64, u64, u64);
 
+/// The price of `model`: the user's, else the built-in one, else `None`.
+pub(crate) fn price_of(conn: &rusqlite::Connection, model: &str) -> Result<Option<ModelPrice>> {
+    use rusqlite::OptionalExtension;
+    let user = conn
+        .prepare_cached("SELECT input_per_mtok, output_per_mtok FROM model_prices WHERE model = ?1")
+        .db()?
+        .query_row([model], |r| {
+            Ok(ModelPrice {
+                model: model.to_owned(),
+                input_per_mtok: r.get(0)?,
+                output_per_mtok: r.get(1)?,
+                source: PriceSource::User,
+            })
+        })
+        .optional()
+        .db()?;
+    Ok(user.or_else(|| {
+        engram_core::price::BUILTIN_PRICES
+            .iter()
+            .find(|(m, _, _)| *m == model)
+            .map(|&(m, input, output)| ModelPrice {
+                model: m.to_owned(),
+                input_per_mtok: input,
+                output_per_mtok: output,
+                source: PriceSource::Builtin,
+            })
+    }))
+}
+
 impl Store {
     /// The prices the user stored, by model (source [`PriceSource::User`]).
     /// Errors: `Storage`.

@@ -5,8 +5,8 @@
 use crate::Store;
 use crate::sql::{self, DbResult, json, ts};
 use engram_core::{
-    AgentId, Error, PassChange, PassId, PassStatus, PassTrigger, Result, SleeptimeBudget,
-    SleeptimePass, SleeptimeSettings, Timestamp,
+    AgentId, Error, PassChange, PassId, PassStatus, PassTrigger, PassUsage, Result,
+    SleeptimeBudget, SleeptimePass, SleeptimeSettings, Timestamp,
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
@@ -31,8 +31,16 @@ fn pass_from_row(r: &Row<'_>) -> rusqlite::Result<SleeptimePass> {
         model_calls: r.get(10)?,
         prompt_tokens: sql::uint(r, 11)?,
         completion_tokens: sql::uint(r, 12)?,
+        cost_usd: None,
         changes: Vec::new(),
     })
+}
+
+/// Sets the pass's cost at its model's price.
+fn price(conn: &Connection, pass: &mut SleeptimePass) -> Result<()> {
+    pass.cost_usd = crate::prices::price_of(conn, &pass.model)?
+        .map(|p| p.cost(pass.prompt_tokens, pass.completion_tokens));
+    Ok(())
 }
 
 /// The changes of pass `id`, in order.
@@ -66,6 +74,7 @@ pub(crate) fn load(conn: &Connection, id: &PassId) -> Result<SleeptimePass> {
         .db()?
         .ok_or_else(|| Error::not_found("sleep-time pass", id.as_str()))?;
     pass.changes = changes(conn, id)?;
+    price(conn, &mut pass)?;
     Ok(pass)
 }
 
@@ -105,20 +114,34 @@ pub(crate) fn insert_pass(conn: &Connection, pass: &SleeptimePass) -> Result<()>
     Ok(())
 }
 
-/// Passes counted against a budget since `since` (every pass that ran, also failed or undone
-/// ones: their tokens were spent) and their tokens; one agent's or everyone's.
-fn usage(conn: &Connection, agent: Option<&AgentId>, since: Timestamp) -> Result<(u32, u64)> {
-    conn.prepare_cached(
-        "SELECT count(*), coalesce(sum(prompt_tokens + completion_tokens), 0)
-         FROM sleeptime_passes
-         WHERE started_at >= ?1 AND status != 'skipped' AND (?2 IS NULL OR agent_id = ?2)",
-    )
-    .db()?
-    .query_row(
-        params![sql::micros(since), agent.map(AgentId::as_str)],
-        |r| Ok((r.get(0)?, sql::uint(r, 1)?)),
-    )
-    .db()
+/// What passes used since `since` (every pass that ran, also failed or undone ones: their
+/// tokens were spent), by model priced; one agent's or everyone's.
+fn usage(conn: &Connection, agent: Option<&AgentId>, since: Timestamp) -> Result<PassUsage> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT model, count(*), sum(prompt_tokens), sum(completion_tokens)
+             FROM sleeptime_passes
+             WHERE started_at >= ?1 AND status != 'skipped' AND (?2 IS NULL OR agent_id = ?2)
+             GROUP BY model",
+        )
+        .db()?;
+    let rows: Vec<(String, u32, u64, u64)> = stmt
+        .query_map(
+            params![sql::micros(since), agent.map(AgentId::as_str)],
+            |r| Ok((r.get(0)?, r.get(1)?, sql::uint(r, 2)?, sql::uint(r, 3)?)),
+        )
+        .db()?
+        .collect::<rusqlite::Result<_>>()
+        .db()?;
+    let mut out = PassUsage::default();
+    for (model, passes, prompt, completion) in rows {
+        out.passes += passes;
+        out.tokens += prompt + completion;
+        if let Some(p) = crate::prices::price_of(conn, &model)? {
+            out.usd += p.cost(prompt, completion);
+        }
+    }
+    Ok(out)
 }
 
 impl Store {
@@ -211,9 +234,9 @@ impl Store {
         self.set_setting(BUDGET_SETTING, &sql::to_json(budget)?)
     }
 
-    /// Passes that ran since `since` and the tokens they used: the agent's when given, else
-    /// every agent's together. Skipped passes do not count.
-    pub fn sleeptime_usage(&self, agent: Option<&AgentId>, since: Timestamp) -> Result<(u32, u64)> {
+    /// Passes that ran since `since`, the tokens they used and their cost: the agent's when
+    /// given, else every agent's together. Skipped passes do not count.
+    pub fn sleeptime_usage(&self, agent: Option<&AgentId>, since: Timestamp) -> Result<PassUsage> {
         self.read(|c| usage(c, agent, since))
     }
 
@@ -249,6 +272,7 @@ impl Store {
                 .db()?;
             for p in &mut passes {
                 p.changes = changes(c, &p.id)?;
+                price(c, p)?;
             }
             Ok(passes)
         })

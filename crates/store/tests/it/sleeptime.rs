@@ -25,6 +25,7 @@ fn record(agent: &AgentId) -> SleeptimePass {
         model_calls: 2,
         prompt_tokens: 100,
         completion_tokens: 20,
+        cost_usd: None,
         changes: Vec::new(),
     }
 }
@@ -260,10 +261,26 @@ fn settings_budgets_and_usage() {
     store.record_pass(&skipped).unwrap();
     store.record_pass(&record(&agent.id)).unwrap();
     let since = chrono::Utc::now() - chrono::Duration::days(1);
-    assert_eq!(
-        store.sleeptime_usage(Some(&agent.id), since).unwrap(),
-        (1, 120)
+    let used = store.sleeptime_usage(Some(&agent.id), since).unwrap();
+    assert_eq!((used.passes, used.tokens), (1, 120));
+    assert_eq!(store.sleeptime_usage(None, since).unwrap(), used);
+    assert_eq!(used.usd, 0.0, "openai/mock has no price");
+    // With a price, passes cost money: 100 prompt + 20 completion tokens at $1 / $2 per M.
+    store
+        .set_model_price(&engram_core::ModelPrice {
+            model: "openai/mock".into(),
+            input_per_mtok: 1.0,
+            output_per_mtok: 2.0,
+            source: engram_core::PriceSource::User,
+        })
+        .unwrap();
+    let used = store.sleeptime_usage(None, since).unwrap();
+    assert!((used.usd - 0.000_14).abs() < 1e-12, "{}", used.usd);
+    let listed = store.list_passes(&agent.id, 10).unwrap();
+    assert!(
+        listed
+            .iter()
+            .any(|p| p.cost_usd.is_some_and(|c| (c - 0.000_14).abs() < 1e-12))
     );
-    assert_eq!(store.sleeptime_usage(None, since).unwrap(), (1, 120));
     assert_eq!(store.list_passes(&agent.id, 10).unwrap().len(), 2);
 }

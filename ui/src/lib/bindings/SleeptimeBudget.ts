@@ -11,4 +11,8 @@ passes_per_day?: number,
 /**
  * Tokens of all agents' passes together.
  */
-tokens_per_day: number | null, };
+tokens_per_day: number | null, 
+/**
+ * US dollars of all agents' passes together (at each pass model's price).
+ */
+usd_per_day?: number, };

@@ -62,6 +62,10 @@ prompt_tokens: number,
  */
 completion_tokens: number, 
 /**
+ * What the calls cost in US dollars at the model's price (`None`: the model has no price).
+ */
+cost_usd: number | null, 
+/**
  * Every change, in the order made.
  */
 changes: Array<PassChange>, };

@@ -38,4 +38,9 @@ passes_per_day?: number,
 /**
  * Model tokens (prompt + completion) per rolling 24 hours for this agent's passes.
  */
-tokens_per_day: number | null, };
+tokens_per_day: number | null, 
+/**
+ * US dollars per rolling 24 hours for this agent's passes, counted at the price of each
+ * pass's model (passes on a model without a price cost nothing here).
+ */
+usd_per_day?: number, };
