@@ -263,3 +263,47 @@ async fn a_classic_turn_that_only_edits_memory_says_the_user_got_no_answer() {
         "{error:?}"
     );
 }
+
+/// What the window streams of `events`: `(text, reasoning)`.
+fn streamed(events: &[RunEvent]) -> (String, String) {
+    let (mut text, mut reasoning) = (String::new(), String::new());
+    for e in events {
+        match e {
+            RunEvent::TextDelta { delta } => text.push_str(delta),
+            RunEvent::ReasoningDelta { delta } => reasoning.push_str(delta),
+            _ => {}
+        }
+    }
+    (text, reasoning)
+}
+
+#[tokio::test]
+async fn thinking_and_tool_calls_written_as_text_never_stream_as_the_reply() {
+    let mock = MockLlm::start(Script::Queue).await;
+    let home = Home::new();
+    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    // As a small model behind a server without a reasoning or tool parser answers: its
+    // thinking and its call in the text, streamed word by word.
+    mock.push(Reply::text(
+        "<think>The user is Bob. I should remember that.</think>\
+         <tool_call>{\"name\": \"core_memory_append\", \"arguments\": \
+         {\"label\": \"human\", \"content\": \"Name: Bob\"}}</tool_call>",
+    ));
+    mock.push(Reply::text(
+        "<think>Saved it.</think>Nice to meet you, Bob.",
+    ));
+    let (out, events) = home.chat(&agent, "hi, I am Bob").await;
+    assert_eq!(out.stop_reason, StopReason::EndTurn, "{:?}", out.error);
+    let (text, reasoning) = streamed(&events);
+    assert_eq!(text, "Nice to meet you, Bob.");
+    assert!(
+        reasoning.contains("The user is Bob.") && reasoning.contains("Saved it."),
+        "{reasoning}"
+    );
+    assert!(
+        !reasoning.contains("<think>") && !reasoning.contains("tool_call"),
+        "{reasoning}"
+    );
+    // The call written as text was made all the same.
+    assert!(home.block(&agent, "human").contains("Name: Bob"));
+}

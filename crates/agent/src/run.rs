@@ -20,7 +20,7 @@ use engram_core::{
     Agent, AgentId, Error, ErrorBody, LoopStyle, Message, MessageId, MessageKind, NewMessage,
     PendingApproval, Result, RunEvent, RunId, Step, StepId, StopReason, Timestamp, Usage,
 };
-use engram_providers::{ChatModel, ChatResponse, Delta, ToolChoice};
+use engram_providers::{ChatModel, ChatResponse, Delta, LiveTags, ToolChoice};
 use engram_store::{ApprovalWrite, StepCommit, Store};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -492,26 +492,33 @@ impl Runtime {
         }
 
         // Deltas stream out as they come; the text is also kept so a cancelled reply keeps
-        // what already arrived.
+        // what already arrived. Thinking and tool calls a model writes into its text are
+        // shown as reasoning and not at all (`LiveTags`), as the finished reply will have them.
         let partial = Arc::new(Mutex::new(String::new()));
-        let on_delta = {
+        let live = Arc::new(Mutex::new(LiveTags::new()));
+        let show = {
             let events = events.clone();
-            let partial = partial.clone();
             move |d: Delta| {
                 let event = match d {
-                    Delta::Text(t) => {
-                        if let Ok(mut p) = partial.lock() {
-                            p.push_str(&t);
-                        }
-                        if classic {
-                            RunEvent::ReasoningDelta { delta: t }
-                        } else {
-                            RunEvent::TextDelta { delta: t }
-                        }
-                    }
-                    Delta::Reasoning(t) => RunEvent::ReasoningDelta { delta: t },
+                    Delta::Text(t) if !classic => RunEvent::TextDelta { delta: t },
+                    Delta::Text(t) | Delta::Reasoning(t) => RunEvent::ReasoningDelta { delta: t },
                 };
                 let _ = events.send(event);
+            }
+        };
+        let on_delta = {
+            let partial = partial.clone();
+            let live = live.clone();
+            let show = show.clone();
+            move |d: Delta| match d {
+                Delta::Text(t) => {
+                    if let Ok(mut p) = partial.lock() {
+                        p.push_str(&t);
+                    }
+                    let shown = live.lock().map(|mut l| l.push(&t)).unwrap_or_default();
+                    shown.into_iter().for_each(&show);
+                }
+                reasoning => show(reasoning),
             }
         };
 
@@ -521,6 +528,9 @@ impl Runtime {
         let limit = self.settings.step_time_limit;
         let mut response: ChatResponse = loop {
             // The output limit bounds a rambling model in tokens; this bounds it in time.
+            if let Ok(mut l) = live.lock() {
+                *l = LiveTags::new();
+            }
             let call = tokio::time::timeout(limit, model.complete(&ctx.request, &on_delta));
             let result = tokio::select! {
                 r = call => r.unwrap_or_else(|_| Err(reply::step_timeout_error(limit))),
@@ -534,6 +544,9 @@ impl Runtime {
                     return self.commit_partial(&ctx, run_id, &step_id, index, text, "cancelled", started_at, started, events, usage);
                 }
             };
+            // A `<` held back in case it began a tag was text after all.
+            let held = live.lock().map(|mut l| l.finish()).unwrap_or_default();
+            held.into_iter().for_each(&show);
             match result {
                 // A model that answered with nothing is asked once more: small models do this
                 // now and then, and a second sample usually says something.

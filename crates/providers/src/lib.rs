@@ -30,6 +30,7 @@ mod anthropic;
 mod chat;
 mod embeddings;
 mod errors;
+mod live_tags;
 mod models;
 mod openai;
 mod recover;
@@ -42,6 +43,7 @@ use std::sync::Arc;
 
 pub use anthropic::DEFAULT_MAX_TOKENS;
 pub use embeddings::MAX_BATCH as MAX_EMBEDDING_BATCH;
+pub use live_tags::LiveTags;
 pub use models::list_models;
 pub use transport::is_loopback_url;
 pub use types::*;

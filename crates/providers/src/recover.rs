@@ -20,8 +20,8 @@
 //!   of its own.
 //!
 //! Deliberately not done: malformed JSON is never repaired (the tool's error tells the model
-//! what went wrong), and deltas already streamed to the caller are not rewritten (they showed
-//! the raw text; the returned reply is the clean one).
+//! what went wrong). While the reply streams, [`crate::LiveTags`] splits its deltas the same
+//! way (thinking as reasoning, tool-call syntax not shown); the returned reply is the truth.
 
 use crate::types::{ChatResponse, ToolSpec};
 use engram_core::ToolCall;
