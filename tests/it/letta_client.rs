@@ -307,3 +307,13 @@ async fn sleeptime_settings_with_letta_client_0_1() {
 async fn sleeptime_settings_with_letta_client_1_x() {
     run_script(SDK_1, "sleeptime_v1.py", "sleeptime flow OK").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn models_in_use_are_listed_with_letta_client_0_1() {
+    run_script(SDK_0_1, "models_v01.py", "models flow OK").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn models_in_use_are_listed_with_letta_client_1_x() {
+    run_script(SDK_1, "models_v1.py", "models flow OK").await;
+}

@@ -56,6 +56,14 @@ fn agent(home: &Home, style: LoopStyle, max_tokens: u32) -> AgentId {
         state.agent.llm.context_window, 4096,
         "the agent's window is the worker's context"
     );
+    // Letta's model list (`GET /v1/models`) names it once, first, as a built-in model.
+    let known = home.engram.known_chat_models().unwrap();
+    assert_eq!(known[0].handle, HANDLE);
+    assert!(
+        known[0].built_in && known[0].size == Some(4096),
+        "{known:?}"
+    );
+    assert_eq!(known.iter().filter(|k| k.handle == HANDLE).count(), 1);
     state.agent.id
 }
 

@@ -209,6 +209,52 @@ fn llm_config(a: &Agent) -> Value {
     })
 }
 
+/// A model Engram knows ([`engram_service::KnownModel`]) as Letta's `LLMConfig`; a built-in
+/// GGUF is served by Engram's own llama.cpp worker.
+///
+/// Both SDK generations' fields: 1.x's `Model` (`name`, `display_name`, `provider_type`,
+/// `max_context_window`) extends the older `LLMConfig`.
+pub fn known_llm_config(m: &engram_service::KnownModel) -> Value {
+    let (provider, model) = engram_core::agent::split_handle(&m.handle);
+    let kind = if m.built_in {
+        "llamacpp"
+    } else {
+        endpoint_type(provider)
+    };
+    json!({
+        "model": model,
+        "name": model,
+        "display_name": model,
+        "handle": m.handle,
+        "model_endpoint_type": kind,
+        "provider_type": kind,
+        "model_endpoint": m.base_url,
+        "provider_name": provider,
+        "provider_category": "base",
+        "context_window": m.size,
+        "max_context_window": m.size,
+        "put_inner_thoughts_in_kwargs": false,
+        "enable_reasoner": false,
+    })
+}
+
+/// An embedding model Engram knows as Letta's `EmbeddingConfig`.
+pub fn known_embedding_config(m: &engram_service::KnownModel) -> Value {
+    let (provider, model) = engram_core::agent::split_handle(&m.handle);
+    json!({
+        "embedding_model": model,
+        "name": model,
+        "display_name": model,
+        "handle": m.handle,
+        "embedding_endpoint_type": endpoint_type(provider),
+        "provider_type": endpoint_type(provider),
+        "provider_name": provider,
+        "embedding_endpoint": m.base_url,
+        "embedding_dim": m.size.unwrap_or_else(|| engram_dims(model)),
+        "embedding_chunk_size": 300,
+    })
+}
+
 fn embedding_config(a: &Agent) -> Value {
     match &a.embedding {
         Some(e) => {
@@ -240,6 +286,7 @@ fn engram_dims(model: &str) -> u32 {
     match model {
         "text-embedding-3-large" => 3072,
         "text-embedding-3-small" | "text-embedding-ada-002" => 1536,
+        "all-minilm-l6-v2" => 384,
         _ => 1024,
     }
 }

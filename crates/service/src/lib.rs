@@ -72,7 +72,7 @@ pub use local_model::{
 };
 pub use mcp::ADDED_BY_USER;
 pub use mcp_import::parse_mcp_servers_block;
-pub use models::{ChatModel, ModelWindow};
+pub use models::{ChatModel, KnownModel, ModelWindow};
 pub use notices::Notice;
 pub use providers::{LocalServer, ProviderInfo, ProviderSetup};
 pub use rerank::{RERANK_MODEL_DIR_SETTING, RERANK_SETTING, RerankerStatus};

@@ -28,6 +28,22 @@ pub struct ModelWindow {
     pub context_window: u32,
 }
 
+/// A model Engram knows without asking any server: a built-in one, or one an agent uses
+/// (Letta's `GET /v1/models` lists these).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KnownModel {
+    /// `provider/model`.
+    pub handle: String,
+    /// Where it is served, when an agent named a server of its own; `None` for built-in models
+    /// and the provider's usual endpoint.
+    pub base_url: Option<String>,
+    /// Chat models: the context window in **tokens** (the worker's for a built-in model, else
+    /// the first agent's on it). Embedding models: the vector's dimension when known.
+    pub size: Option<u32>,
+    /// Whether Engram runs it itself (a registered GGUF, or the built-in encoder).
+    pub built_in: bool,
+}
+
 /// Whether a model id names an embedding model, which cannot chat (OpenAI's
 /// `text-embedding-3-small`, Ollama's `nomic-embed-text`, `mxbai-embed-large`, BGE, E5,
 /// MiniLM sentence encoders). Servers' model lists mix both kinds without saying which is which.
@@ -64,6 +80,58 @@ impl Engram {
                 }
             })
             .collect())
+    }
+
+    /// The chat models Engram knows without a network call: the built-in ones (registered
+    /// GGUFs), then each model an agent uses, once, in the order agents were created.
+    /// Errors: storage.
+    pub fn known_chat_models(&self) -> Result<Vec<KnownModel>> {
+        let mut out: Vec<KnownModel> = self
+            .list_local_models()?
+            .into_iter()
+            .map(|m| KnownModel {
+                handle: m.handle,
+                base_url: None,
+                size: Some(m.context_window),
+                built_in: true,
+            })
+            .collect();
+        for a in self.list_agents()? {
+            if !out.iter().any(|k| k.handle == a.llm.model) {
+                out.push(KnownModel {
+                    handle: a.llm.model.clone(),
+                    base_url: a.llm.base_url.clone(),
+                    size: Some(a.llm.context_window),
+                    built_in: false,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// The embedding models Engram knows without a network call: the built-in encoder, then
+    /// each one an agent uses, once. Errors: storage.
+    pub fn known_embedding_models(&self) -> Result<Vec<KnownModel>> {
+        let built_in = engram_embed::DEFAULT_MODEL;
+        let mut out = vec![KnownModel {
+            handle: built_in.to_owned(),
+            base_url: None,
+            size: Some(engram_embed::ALL_MINILM_L6_V2.dimension as u32),
+            built_in: true,
+        }];
+        for a in self.list_agents()? {
+            if let Some(e) = a.embedding
+                && !out.iter().any(|k| k.handle == e.model)
+            {
+                out.push(KnownModel {
+                    handle: e.model,
+                    base_url: e.base_url,
+                    size: None,
+                    built_in: false,
+                });
+            }
+        }
+        Ok(out)
     }
 
     /// Every context window stored per model, by handle.

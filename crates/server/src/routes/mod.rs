@@ -7,6 +7,7 @@ mod blocks;
 mod edits;
 mod mcp;
 pub(crate) mod messages;
+mod models;
 mod passages;
 mod shared;
 mod tools;
@@ -27,6 +28,10 @@ pub(crate) fn all() -> Router<AppState> {
     let mcp_root = get(mcp::list).post(mcp::create);
     Router::new()
         .route("/v1/health", health.clone())
+        .route("/v1/models", get(models::chat))
+        .route("/v1/models/", get(models::chat))
+        .route("/v1/models/embedding", get(models::embedding))
+        .route("/v1/models/embedding/", get(models::embedding))
         .route("/v1/health/", health)
         .route("/v1/agents", agents_root.clone())
         .route("/v1/agents/", agents_root)
