@@ -98,7 +98,6 @@ pub async fn serve(engram: Arc<Engram>, args: ServeArgs) -> Result<()> {
         engram.memory_client(&name, &args.agents, args.read_only, &args.read_only_agents)?;
     engram_mcp_memory::serve_stdio(engram.clone(), client, args.client.is_some())
         .await
-        .map_err(anyhow::Error::msg)
         .context("serving MCP on stdio")?;
     engram.checkpoint()?;
     Ok(())

@@ -126,6 +126,10 @@ pub enum ServeError {
     /// The address is not loopback or cannot be bound.
     #[error("cannot listen: {0}")]
     Bind(std::io::Error),
+    /// The MCP session over stdio broke (the client sent something that is not MCP, or the
+    /// pipe failed).
+    #[error("the MCP session failed: {0}")]
+    Session(String),
 }
 
 /// Serves the memory of `agents` (ids or names) on `host:port` (loopback only; port 0 picks

@@ -31,12 +31,12 @@ use std::sync::Arc;
 /// the client's writes are recorded under the name it introduced itself with
 /// (`clientInfo.name`), else under `client.name`.
 ///
-/// Errors: the transport's, as text.
+/// Errors: [`ServeError::Session`] when the session cannot start or breaks.
 pub async fn serve_stdio(
     engram: Arc<Engram>,
     client: MemoryClient,
     fixed_name: bool,
-) -> Result<(), String> {
+) -> Result<(), ServeError> {
     let subscribers = notify::Subscribers::start(engram.clone(), &client);
     let server = MemoryServer::new(
         engram,
@@ -48,7 +48,10 @@ pub async fn serve_stdio(
     let running = server
         .serve(rmcp::transport::stdio())
         .await
-        .map_err(|e| e.to_string())?;
-    running.waiting().await.map_err(|e| e.to_string())?;
+        .map_err(|e| ServeError::Session(e.to_string()))?;
+    running
+        .waiting()
+        .await
+        .map_err(|e| ServeError::Session(e.to_string()))?;
     Ok(())
 }
