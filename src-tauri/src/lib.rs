@@ -126,7 +126,15 @@ pub fn run() {
         .plugin(tauri_plugin_window_state::Builder::default().build())
         .plugin(tauri_plugin_opener::init())
         .plugin(tauri_plugin_dialog::init());
+    let at_exit = Arc::clone(&engram);
     builder(app, engram)
-        .run(tauri::generate_context!())
-        .expect("the desktop app failed to start");
+        .build(tauri::generate_context!())
+        .expect("the desktop app failed to start")
+        .run(move |_, event| {
+            if let tauri::RunEvent::Exit = event {
+                // A sleep-time pass in flight stops here and writes nothing (a pass writes
+                // only at its end), rather than racing the process's exit.
+                at_exit.stop_sleeptime();
+            }
+        });
 }
