@@ -181,14 +181,15 @@ fn lexical_only(n: u64) {
     println!("| database file | {db_mb:.1} MB |");
 }
 
-fn one_agent(n: u64) {
-    let home = Home::new();
-    let agent = new_agent(&home, "Scale");
-    let store = home.engram.store();
-    let mut hashed = Hashed {
-        words: HashMap::new(),
-    };
-    let started = Instant::now();
+/// Writes `n` passages to `agent` in batches of 5,000 (12-word sentences, written a minute
+/// apart, with hashed vectors); `each` sees each stored batch with its sentence numbers.
+fn fill(
+    store: &Store,
+    agent: &AgentId,
+    n: u64,
+    hashed: &mut Hashed,
+    mut each: impl FnMut(Vec<engram_core::Passage>, &[u64], &mut Hashed),
+) {
     for chunk in (0..n).collect::<Vec<_>>().chunks(5_000) {
         let batch: Vec<NewPassage> = chunk
             .iter()
@@ -202,8 +203,20 @@ fn one_agent(n: u64) {
                 }
             })
             .collect();
-        store.insert_passages(&agent, &batch).expect("insert");
+        let stored = store.insert_passages(agent, &batch).expect("insert");
+        each(stored, chunk, hashed);
     }
+}
+
+fn one_agent(n: u64) {
+    let home = Home::new();
+    let agent = new_agent(&home, "Scale");
+    let store = home.engram.store();
+    let mut hashed = Hashed {
+        words: HashMap::new(),
+    };
+    let started = Instant::now();
+    fill(store, &agent, n, &mut hashed, |_, _, _| {});
     let insert_s = started.elapsed().as_secs_f64();
     let rss_before = rss_mb();
 
@@ -401,23 +414,10 @@ fn full_pipeline(n: u64) {
     let mut hashed = Hashed {
         words: HashMap::new(),
     };
-    for chunk in (0..n).collect::<Vec<_>>().chunks(5_000) {
-        let batch: Vec<NewPassage> = chunk
-            .iter()
-            .map(|&i| {
-                let ranks = sentence_ranks(i);
-                NewPassage {
-                    text: query_text(&ranks),
-                    created_at: written(i),
-                    embedding: Some(hashed.text(&ranks)),
-                    ..NewPassage::default()
-                }
-            })
-            .collect();
-        let stored = store.insert_passages(&agent, &batch).expect("insert");
+    fill(store, &agent, n, &mut hashed, |stored, numbers, hashed| {
         let tokens: Vec<_> = stored
             .into_iter()
-            .zip(chunk)
+            .zip(numbers)
             .map(|(p, &i)| {
                 let words: Vec<Vec<f32>> = sentence_ranks(i)
                     .iter()
@@ -431,7 +431,7 @@ fn full_pipeline(n: u64) {
         store
             .fill_passage_tokens(&agent, handle, &tokens)
             .expect("tokens");
-    }
+    });
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -4,9 +4,8 @@
 
 use engram_core::{LoopStyle, NewMessage, Role, StopReason, ToolCall, ToolReturn};
 use engram_mock_llm::{Call, MockLlm, Reply, Script};
-use engram_suite::{Home, cli_agent, cli_command};
+use engram_suite::{Home, assert_database_intact, cli_agent, kill_after_calls};
 use serde_json::json;
-use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killing_the_process_mid_run_loses_only_the_step_in_flight() {
@@ -20,33 +19,17 @@ async fn killing_the_process_mid_run_loses_only_the_step_in_flight() {
         json!({"label": "human", "content": "Name: Bob"}),
     )]));
     mock.push(Reply::Hang);
-    let mut child = cli_command(home.path())
-        .args(["chat", agent.as_str(), "--message", "my name is Bob"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    for _ in 0..200 {
-        if mock.chat_requests().len() >= 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(
-        mock.chat_requests().len(),
+    kill_after_calls(
+        home.path(),
+        &["chat", agent.as_str(), "--message", "my name is Bob"],
+        &mock,
         2,
-        "the run reached its second step"
-    );
-    child.kill().unwrap();
-    child.wait().unwrap();
+        "the run reached its second step",
+    )
+    .await;
 
     // The database opens cleanly with step 1 intact.
-    let db = rusqlite::Connection::open(home.path().join(engram_service::DB_FILE)).unwrap();
-    let check: String = db
-        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(check, "ok");
-    drop(db);
+    assert_database_intact(home.path());
     let engram = engram_suite::open(
         home.path(),
         std::sync::Arc::new(engram_secrets::MemoryStore::default()),

@@ -6,7 +6,7 @@ use crate::sleeptime::{passes_settle, search, settings};
 use engram_core::{LoopStyle, NewBlock, PassStatus, PassTrigger};
 use engram_mock_llm::{Call, MockLlm, Reply, Script};
 use engram_service::{Notice, PassageList};
-use engram_suite::{Home, cli_agent, cli_command};
+use engram_suite::{Home, assert_database_intact, cli_agent, kill_after_calls};
 use serde_json::json;
 use std::time::Duration;
 
@@ -203,32 +203,16 @@ async fn a_process_killed_mid_pass_leaves_the_database_as_before() {
         ]),
         Reply::Hang,
     ]);
-    let mut child = cli_command(home.path())
-        .args(["sleeptime", "run", agent.as_str()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    for _ in 0..200 {
-        if mock.chat_requests().len() >= 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(
-        mock.chat_requests().len(),
+    kill_after_calls(
+        home.path(),
+        &["sleeptime", "run", agent.as_str()],
+        &mock,
         2,
-        "the pass reached its second call"
-    );
-    child.kill().unwrap();
-    child.wait().unwrap();
+        "the pass reached its second call",
+    )
+    .await;
 
-    let db = rusqlite::Connection::open(home.path().join(engram_service::DB_FILE)).unwrap();
-    let check: String = db
-        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(check, "ok");
-    drop(db);
+    assert_database_intact(home.path());
     let engram = engram_suite::open(
         home.path(),
         std::sync::Arc::new(engram_secrets::MemoryStore::default()),

@@ -322,3 +322,39 @@ pub fn assert_all_answered(out: &RunOutcome) {
         .collect();
     assert_eq!(calls, answered, "each call answered once, in order");
 }
+
+/// A crash in the middle of a run: starts the real `engram` with `args` on `home`, waits until
+/// the scripted model has had `calls` requests (at most 10 s), then kills the process.
+/// Panics when the run never got that far (`what` says which run, for the message).
+pub async fn kill_after_calls(
+    home: &Path,
+    args: &[&str],
+    mock: &MockLlm,
+    calls: usize,
+    what: &str,
+) {
+    let mut child = cli_command(home)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    for _ in 0..200 {
+        if mock.chat_requests().len() >= calls {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(mock.chat_requests().len(), calls, "{what}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+/// SQLite's own integrity check of the database in `home` passes (after a crash).
+pub fn assert_database_intact(home: &Path) {
+    let db = rusqlite::Connection::open(home.join(engram_service::DB_FILE)).unwrap();
+    let check: String = db
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+}
