@@ -35,6 +35,7 @@ mod mcp_servers;
 mod mcp_transports;
 mod memory_panel;
 mod memory_tools;
+mod model_check;
 mod no_keychain;
 mod provider_faults;
 mod provider_redirects;

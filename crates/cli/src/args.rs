@@ -138,6 +138,19 @@ pub enum AgentCmd {
         /// Agent id.
         agent: String,
     },
+    /// Point agents at another chat model (each keeps its memory and other settings); refused
+    /// when that model is not set up either.
+    SetModel {
+        /// Model handle, e.g. ollama/llama3.1, anthropic/claude-sonnet-4-5 or local/NAME.
+        model: String,
+        /// Agent ids.
+        #[arg(required_unless_present = "without_model")]
+        agents: Vec<String>,
+        /// Every agent whose model is not set up now (no provider, no key, a built-in model
+        /// not on this computer).
+        #[arg(long)]
+        without_model: bool,
+    },
     /// Delete an agent, its messages and its passages.
     Delete {
         /// Agent id.

@@ -104,6 +104,7 @@ async fn run(cli: Cli) -> Result<()> {
     }
     let Some(command) = cli.command else {
         let agent = latest_or_new_agent(&engram)?;
+        warn_model(&engram, &agent);
         return repl::run(&engram, &agent).await;
     };
     match command {
@@ -122,7 +123,10 @@ async fn run(cli: Cli) -> Result<()> {
                 None if args.approve_all || args.deny_all || args.json => {
                     chat_once(&engram, &agent, None, args.json, policy).await
                 }
-                None => repl::run(&engram, &agent).await,
+                None => {
+                    warn_model(&engram, &agent);
+                    repl::run(&engram, &agent).await
+                }
             }
         }
         Command::Memory(cmd) => memory(&engram, cmd),
@@ -201,6 +205,22 @@ fn print_context_view(engram: &Engram, agent: &AgentId, json: bool) -> Result<()
         println!("  {:<28} {:>6} tokens", safe(&t.name), t.tokens);
     }
     Ok(())
+}
+
+/// Tells the user on standard error when agent `id`'s chat model is not set up (no provider,
+/// no key, a built-in model not on this computer), with the command that fixes it: said when
+/// the agent is made or opened, not after a message fails. Silent when it cannot tell.
+fn warn_model(engram: &Engram, id: &AgentId) {
+    if let Ok(Some(p)) = engram.agent_model_problem(id) {
+        eprintln!(
+            "warning: {} cannot talk to its model {} yet: {}. Set up the provider, or give the \
+             agent another model (`engram agent set-model PROVIDER/MODEL {}`).",
+            safe(&p.agent_name),
+            safe(&p.model),
+            safe(&p.detail),
+            id
+        );
+    }
 }
 
 /// The most recently created agent, or a new one with the default model when there is none.
@@ -299,14 +319,34 @@ fn agent(engram: &Engram, cmd: AgentCmd) -> Result<()> {
                 engram.update_agent(&state.agent.id, &patch)?;
             }
             println!("{}", state.agent.id);
+            warn_model(engram, &state.agent.id);
         }
         AgentCmd::List { json } => {
             let agents = engram.list_agents()?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&agents)?);
             }
+            let missing: std::collections::HashSet<AgentId> = if json {
+                Default::default()
+            } else {
+                engram
+                    .agents_without_model()?
+                    .into_iter()
+                    .map(|p| p.agent_id)
+                    .collect()
+            };
             for a in agents.iter().filter(|_| !json) {
-                println!("{}  {}  ({})", a.id, safe(&a.name), safe(&a.llm.model));
+                let note = if missing.contains(&a.id) {
+                    "  [model not set up]"
+                } else {
+                    ""
+                };
+                println!(
+                    "{}  {}  ({}){note}",
+                    a.id,
+                    safe(&a.name),
+                    safe(&a.llm.model)
+                );
             }
         }
         AgentCmd::Show { agent } => {
@@ -321,6 +361,27 @@ fn agent(engram: &Engram, cmd: AgentCmd) -> Result<()> {
             println!("{}", terminal::json(&shown)?);
         }
         AgentCmd::Endpoint(cmd) => trust::endpoint(engram, cmd)?,
+        AgentCmd::SetModel {
+            model,
+            agents,
+            without_model,
+        } => {
+            let mut ids: Vec<AgentId> = agents.into_iter().map(AgentId::from).collect();
+            if without_model {
+                ids.extend(
+                    engram
+                        .agents_without_model()?
+                        .into_iter()
+                        .map(|p| p.agent_id),
+                );
+            }
+            if ids.is_empty() {
+                println!("every agent's model is set up; nothing changed");
+            }
+            for a in engram.use_model_for(&ids, &model)? {
+                println!("{}  {}  ({})", a.id, safe(&a.name), safe(&a.llm.model));
+            }
+        }
         AgentCmd::Delete { agent } => {
             engram.delete_agent(&AgentId::from(agent.as_str()))?;
             println!("deleted {agent}");

@@ -186,7 +186,7 @@ impl Engram {
     }
 
     /// Checks that `agent`'s model offers the context window it needs with `blocks`.
-    fn check_window(&self, agent: &Agent, blocks: &[Block]) -> Result<()> {
+    pub(crate) fn check_window(&self, agent: &Agent, blocks: &[Block]) -> Result<()> {
         let custom = self.store.tools_named(&agent.tools)?;
         let counter = calibrate::counter(&self.store, &agent.llm.model);
         window::check_agent(agent, blocks, &custom, &counter, self.runtime.settings())

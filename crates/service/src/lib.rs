@@ -25,6 +25,7 @@ mod mcp;
 mod mcp_import;
 pub mod mcp_memory;
 mod memory;
+mod model_check;
 pub mod models;
 mod notices;
 mod prices;
@@ -72,6 +73,7 @@ pub use local_model::{
 };
 pub use mcp::ADDED_BY_USER;
 pub use mcp_import::parse_mcp_servers_block;
+pub use model_check::ModelProblem;
 pub use models::{ChatModel, KnownModel, ModelWindow};
 pub use notices::Notice;
 pub use providers::{LocalServer, ProviderInfo, ProviderSetup};

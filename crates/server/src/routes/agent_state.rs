@@ -1,5 +1,7 @@
 //! The answer of every route that changes an agent: its state in Letta's `AgentState` shape,
-//! with the ids of its in-context messages, its tools, its tags and its sleep-time settings.
+//! with the ids of its in-context messages, its tools, its tags and its sleep-time settings;
+//! and, beyond Letta's fields, `warnings` when its chat model is not set up (no provider, no
+//! key), so a client learns it when it makes or reads the agent, not when a message fails.
 
 use crate::errors::ApiResult;
 use crate::shapes;
@@ -26,6 +28,12 @@ pub(crate) fn render(engram: &Engram, state: &AgentState) -> ApiResult<Json<Valu
     if sleeptime.enabled {
         let waiting = engram.sleeptime_turns_waiting(&state.agent.id)?;
         v["multi_agent_group"] = shapes::sleeptime_group(state, &sleeptime, waiting);
+    }
+    if let Some(problem) = engram.agent_model_problem(&state.agent.id)? {
+        v["warnings"] = serde_json::json!([format!(
+            "model {} is not usable yet: {}",
+            problem.model, problem.detail
+        )]);
     }
     Ok(Json(v))
 }

@@ -2,7 +2,7 @@
 //! imports of Agent Files.
 
 use super::{AppCall, Caller, blocking};
-use crate::{AgentState, Engram, ExportFile, ExportFormat, ImportReport, Template};
+use crate::{AgentState, Engram, ExportFile, ExportFormat, ImportReport, ModelProblem, Template};
 use engram_core::{Agent, AgentId, AgentPatch, Error, NewAgent, Result};
 use serde::Deserialize;
 use std::sync::Arc;
@@ -183,3 +183,64 @@ impl AppCall for ExportAgentsArgs {
 #[derive(Deserialize, TS)]
 #[ts(export, export_to = "args/")]
 pub struct ImportFromFileArgs {}
+
+/// `check_model`: why a chat model handle (`provider/model`) cannot be used now, in words, or
+/// `null` when it can (nothing is sent to any server).
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct CheckModelArgs {
+    handle: String,
+}
+
+impl AppCall for CheckModelArgs {
+    const NAME: &'static str = "check_model";
+    type Output = Option<String>;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Option<String>> {
+        e.check_model(&self.handle)
+    }
+}
+
+/// `agent_model_problem`: why an agent cannot talk to its chat model yet, or `null`.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct AgentModelProblemArgs {
+    agent_id: AgentId,
+}
+
+impl AppCall for AgentModelProblemArgs {
+    const NAME: &'static str = "agent_model_problem";
+    type Output = Option<ModelProblem>;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Option<ModelProblem>> {
+        e.agent_model_problem(&self.agent_id)
+    }
+}
+
+/// `agents_without_model`: every agent whose chat model cannot be used now.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct AgentsWithoutModelArgs {}
+
+impl AppCall for AgentsWithoutModelArgs {
+    const NAME: &'static str = "agents_without_model";
+    type Output = Vec<ModelProblem>;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Vec<ModelProblem>> {
+        e.agents_without_model()
+    }
+}
+
+/// `use_model_for`: points the given agents at one chat model (`provider/model`); refused
+/// when that model cannot be used either.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct UseModelForArgs {
+    agent_ids: Vec<AgentId>,
+    handle: String,
+}
+
+impl AppCall for UseModelForArgs {
+    const NAME: &'static str = "use_model_for";
+    type Output = Vec<Agent>;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Vec<Agent>> {
+        e.use_model_for(&self.agent_ids, &self.handle)
+    }
+}
