@@ -116,3 +116,50 @@ async fn passages_are_embedded_and_searched_with_vectors_when_the_agent_has_a_mo
     );
     assert!(mock.violations().is_empty(), "{:#?}", mock.violations());
 }
+
+#[tokio::test]
+async fn word_search_marks_the_neighbours_it_brings_along_as_context() {
+    let mock = MockLlm::start(Script::Brain).await;
+    let home = Home::new();
+    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let words_only = engram_core::AgentPatch {
+        embedding: Some(None),
+        ..Default::default()
+    };
+    home.engram.update_agent(&agent, &words_only).unwrap();
+    // Written one after another: the second is the first's neighbour in time.
+    for text in [
+        "The tulips in the front garden bloom in April.",
+        "She planted them the autumn after moving in.",
+        "Unrelated: the car needs new tyres before winter.",
+    ] {
+        home.engram.add_passage(&agent, text, vec![]).await.unwrap();
+    }
+    let hits = home
+        .engram
+        .search_archival(&agent, "tulips", vec![], TagMatch::Any, (None, None), 10)
+        .await
+        .unwrap();
+    let seen: Vec<(&str, bool)> = hits
+        .iter()
+        .map(|h| (&h.passage.text[..12], h.context))
+        .collect();
+    let tulips = hits
+        .iter()
+        .find(|h| h.passage.text.contains("tulips"))
+        .unwrap();
+    assert!(!tulips.context, "{seen:?}");
+    let neighbour = hits
+        .iter()
+        .find(|h| h.passage.text.contains("planted"))
+        .expect("the neighbour comes along");
+    assert!(neighbour.context, "{seen:?}");
+    // The store agrees with the search's own words (stems included).
+    let ids: Vec<_> = hits.iter().map(|h| h.passage.id.clone()).collect();
+    let with = home
+        .engram
+        .store()
+        .passages_with_words(&agent, "tulip", &ids)
+        .unwrap();
+    assert!(with.contains(&tulips.passage.id) && !with.contains(&neighbour.passage.id));
+}

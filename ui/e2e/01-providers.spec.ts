@@ -6,6 +6,9 @@ test('first run: set up an OpenAI-compatible provider and pick a model', async (
   await openApp(page);
   // The token left the address bar.
   await expect(page).not.toHaveURL(/token=/);
+  // A fresh home opens on the guided first run; every provider setting is one link away.
+  await expect(page.getByTestId('first-run')).toBeVisible();
+  await page.getByTestId('first-run-settings').click();
   await expect(page.getByRole('heading', { name: 'Model providers' })).toBeVisible();
 
   await page.getByTestId('provider-add').click();

@@ -207,12 +207,15 @@ test('a model without a provider: the error says what to do and links to setting
   });
   await openApp(page);
   await openAgent(page, 'Orphan');
+  // Said on opening, before any message fails.
+  await expect(page.getByTestId('model-banner')).toContainText("No provider named 'nope' is set up");
   await page.getByTestId('chat-input').fill('hello?');
   await page.getByTestId('chat-input').press('Enter');
   const err = page.getByTestId('chat-error');
   await expect(err).toHaveAttribute('data-code', 'provider_not_configured');
   await expect(err).toContainText('No model provider is set up');
   await expect(page.getByTestId('chat-input')).toHaveValue('hello?');
+  await expect(err.getByTestId('error-choose-model')).toBeVisible();
   await err.getByTestId('open-providers').click();
   await expect(page.getByRole('heading', { name: 'Model providers' })).toBeVisible();
 });

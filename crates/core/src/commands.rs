@@ -63,6 +63,7 @@ pub const APP_COMMANDS: &[AppCommand] = &[
     AppCommand::new("delete_provider", CommandKind::Call),
     AppCommand::new("test_provider", CommandKind::Call),
     AppCommand::new("detect_local_providers", CommandKind::Call),
+    AppCommand::new("list_local_models", CommandKind::Call),
     AppCommand::new("get_default_model", CommandKind::Call),
     AppCommand::new("set_default_model", CommandKind::Call),
     AppCommand::new("list_agents", CommandKind::Call),

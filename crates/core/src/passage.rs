@@ -109,4 +109,10 @@ pub struct PassageHit {
     pub passage: Passage,
     /// Relevance, higher is better.
     pub score: f64,
+    /// Whether the search brought this passage along as context rather than as a match: it
+    /// holds none of the query's words and sits next to a passage that does. Set only for
+    /// searches by words alone (with a query vector every passage has a similarity of its
+    /// own); `false` otherwise.
+    #[serde(default)]
+    pub context: bool,
 }

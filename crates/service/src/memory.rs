@@ -196,7 +196,9 @@ impl Engram {
     /// [`search_archival`](Self::search_archival) with every option of a [`PassageQuery`]:
     /// also `include_superseded`, which adds the passages that were superseded or merged (each
     /// carrying when, how and by what). The query's `embedding` is filled in here; `top_k` is
-    /// at least 1. Errors: `not_found` for the agent.
+    /// at least 1. When the search ran by words alone (no embedding model, or it is offline),
+    /// each hit's `context` says whether it holds none of the query's words and came along
+    /// beside a match. Errors: `not_found` for the agent.
     pub async fn search_archival_by(
         &self,
         agent: &AgentId,
@@ -206,7 +208,21 @@ impl Engram {
         q.embedding = self.query_vector(agent, &q.query).await;
         q.top_k = q.top_k.max(1);
         let reranker = self.resolver.rerankers.get();
-        engram_agent::rerank::search_passages(&self.store, agent, &q, reranker.as_deref()).await
+        let mut hits =
+            engram_agent::rerank::search_passages(&self.store, agent, &q, reranker.as_deref())
+                .await?;
+        // By words alone, a neighbour that shares no word with the query came along as
+        // context; the window shows it so instead of as a match.
+        if q.embedding.is_none() && !hits.is_empty() {
+            let ids: Vec<_> = hits.iter().map(|h| h.passage.id.clone()).collect();
+            let with_words = self.store.passages_with_words(agent, &q.query, &ids)?;
+            if !with_words.is_empty() {
+                for h in &mut hits {
+                    h.context = !with_words.contains(&h.passage.id);
+                }
+            }
+        }
+        Ok(hits)
     }
 
     /// Searches recall memory (every message the agent ever had) as the agent's

@@ -40,6 +40,7 @@ mod passage_neighbours;
 mod passage_rows;
 mod passage_tokens;
 mod passage_vectors;
+mod passage_words;
 mod passages;
 mod prices;
 pub mod private;

@@ -418,7 +418,11 @@ impl Store {
             for (pk, score) in ranking {
                 // A row another process deleted after the index saw it is simply not a hit.
                 if let Some(passage) = load_by_pk(c, pk)? {
-                    hits.push(PassageHit { passage, score });
+                    hits.push(PassageHit {
+                        passage,
+                        score,
+                        context: false,
+                    });
                 }
             }
             Ok(hits)

@@ -217,6 +217,7 @@ static COMMANDS: LazyLock<Vec<CommandDef>> = LazyLock::new(|| {
         call_def::<DeleteProviderArgs>(),
         call_def::<TestProviderArgs>(),
         call_def::<DetectLocalProvidersArgs>(),
+        call_def::<ListLocalModelsArgs>(),
         call_def::<GetDefaultModelArgs>(),
         call_def::<SetDefaultModelArgs>(),
         call_def::<ListAgentsArgs>(),

@@ -117,6 +117,20 @@ impl AppCall for DetectLocalProvidersArgs {
     }
 }
 
+/// `list_local_models`: the GGUF chat models registered on this computer (`local/<name>`),
+/// which run inside Engram without any server.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct ListLocalModelsArgs {}
+
+impl AppCall for ListLocalModelsArgs {
+    const NAME: &'static str = "list_local_models";
+    type Output = Vec<crate::LocalChatModel>;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
+        e.list_local_models()
+    }
+}
+
 /// `get_default_model`: the model handle new agents get.
 #[derive(Deserialize, TS)]
 #[ts(export, export_to = "args/")]

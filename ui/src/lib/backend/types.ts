@@ -30,6 +30,8 @@ export type { ErrorBody } from '../bindings/ErrorBody';
 export type { ImportReport } from '../bindings/ImportReport';
 export type { LlmConfig } from '../bindings/LlmConfig';
 export type { LocalServer } from '../bindings/LocalServer';
+export type { LocalChatModel } from '../bindings/LocalChatModel';
+export type { ModelProblem } from '../bindings/ModelProblem';
 export type { RerankerStatus } from '../bindings/RerankerStatus';
 export type { LoopStyle } from '../bindings/LoopStyle';
 export type { Message } from '../bindings/Message';

@@ -13,4 +13,11 @@ passage: Passage,
 /**
  * Relevance, higher is better.
  */
-score: number, };
+score: number, 
+/**
+ * Whether the search brought this passage along as context rather than as a match: it
+ * holds none of the query's words and sits next to a passage that does. Set only for
+ * searches by words alone (with a query vector every passage has a similarity of its
+ * own); `false` otherwise.
+ */
+context: boolean, };

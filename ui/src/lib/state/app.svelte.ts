@@ -33,12 +33,11 @@ export class AppState {
   }
 
   /** Loads agents and providers, then shows `initial` (the address the window opened at),
-   *  else the last agent, else the provider settings when no model is set up yet. */
+   *  else the last agent, else (no agent yet) the guided first run. */
   async init(initial: Route | null = null): Promise<void> {
     await Promise.all([this.loadAgents(), this.loadProviders()]);
     this.loaded = true;
     if (initial) this.show(initial);
-    else if (this.providers.length === 0) this.show({ view: 'settings', section: 'providers' });
   }
 
   /** Shows `route`. An agent that is not there (deleted, or from another Engram) leaves the

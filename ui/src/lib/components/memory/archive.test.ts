@@ -84,4 +84,12 @@ describe('archive logic', () => {
     expect(relevance([-1, -2]).map((r) => r.fraction)).toEqual([1, 0.5]);
     expect(relevance([])).toEqual([]);
   });
+
+  it('marks passages brought along as context, and names the best match among the matches', () => {
+    const r = relevance([3, 2, 1], [true, false, false]);
+    expect(r.map((x) => x.context)).toEqual([true, false, false]);
+    expect(r[0]!.label).toContain('context');
+    expect(r[1]!.label).toBe('best match');
+    expect(r[2]!.label).toBe('33% of the best match');
+  });
 });

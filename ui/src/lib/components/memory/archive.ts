@@ -124,6 +124,8 @@ export function countLabel(opts: { total: number; filtered: boolean; query?: str
 export interface Relevance {
   fraction: number;
   label: string;
+  /** Brought along beside a match (it shares no word with the query), not a match itself. */
+  context: boolean;
 }
 
 /**
@@ -131,15 +133,17 @@ export interface Relevance {
  * score's scale: while every score is positive (BM25, fused ranks and cosine similarity all
  * are), a hit's share of the best score; otherwise its rank. The best hit reads "best match".
  */
-export function relevance(scores: number[]): Relevance[] {
+export function relevance(scores: number[], context: boolean[] = []): Relevance[] {
   if (scores.length === 0) return [];
   const best = Math.max(...scores);
   const positive = scores.every((s) => Number.isFinite(s) && s > 0);
+  const firstMatch = scores.findIndex((_, i) => !context[i]);
   return scores.map((s, i) => {
     const fraction = positive ? s / best : 1 - i / scores.length;
     const clamped = Math.min(1, Math.max(0, fraction));
-    const label = i === 0 || clamped >= 0.995 ? 'best match' : `${Math.round(clamped * 100)}% of the best match`;
-    return { fraction: clamped, label };
+    if (context[i]) return { fraction: clamped, label: 'context: next to a match, without your words', context: true };
+    const label = i === firstMatch || clamped >= 0.995 ? 'best match' : `${Math.round(clamped * 100)}% of the best match`;
+    return { fraction: clamped, label, context: false };
   });
 }
 

@@ -1,0 +1,96 @@
+import { fileURLToPath } from 'node:url';
+import { command, engram, expect, openAgent, openApp, test } from './fixtures';
+
+// The first hour, from an empty Engram: the guided screen alone leads to a first reply; an
+// imported agent whose provider nobody set up says so on opening and is fixed in one click.
+// Runs last: it empties the shared home of agents and providers first.
+
+const SHOTS = '../docs/screenshots';
+// A real Letta export whose agent talks to a hosted model nobody set up here.
+const letta = fileURLToPath(new URL('../../../shared/fixtures/agent-files/customer_service.af', import.meta.url));
+
+async function emptyHome(): Promise<void> {
+  for (const a of await command<{ id: string }[]>('list_agents')) await command('delete_agent', { agent_id: a.id });
+  for (const p of await command<{ name: string }[]>('list_providers')) await command('delete_provider', { name: p.name });
+}
+
+test('first run to first reply through the guided screen only', async ({ page }) => {
+  test.setTimeout(90_000);
+  await emptyHome();
+  await openApp(page);
+  const guide = page.getByTestId('first-run');
+  await expect(guide).toBeVisible();
+  await expect(guide).toHaveAttribute('data-step', 'source');
+  for (const [width, height] of [
+    [600, 800],
+    [800, 600],
+    [1280, 800],
+  ] as const) {
+    await page.setViewportSize({ width, height });
+    await page.screenshot({ path: `${SHOTS}/first-run-${width}.png` });
+  }
+
+  // A wrong address says so in words and leaves nothing behind.
+  await page.getByTestId('first-run-url').fill('http://127.0.0.1:9/v1');
+  await page.getByTestId('first-run-connect').click();
+  await expect(page.getByTestId('first-run-error')).toContainText('did not answer');
+  expect(await command<unknown[]>('list_providers')).toHaveLength(0);
+
+  // The scripted model's server: connected, its models listed, one picked.
+  await page.getByTestId('first-run-url').fill(engram.mockBase);
+  await page.getByTestId('first-run-connect').click();
+  await expect(page.getByTestId('first-run-connected')).toContainText('answered with 2 chat models');
+  await page.getByTestId('first-run-model').selectOption('server/mock-small');
+  await page.getByTestId('first-run-next').click();
+  await expect(guide).toHaveAttribute('data-step', 'agent');
+  await page.getByTestId('first-run-name').fill('Robin');
+  await page.getByTestId('first-run-start').click();
+
+  await expect(page.getByRole('heading', { level: 1, name: 'Robin' })).toBeVisible();
+  await expect(page.getByTestId('model-banner')).toHaveCount(0);
+  await page.getByTestId('chat-input').fill('my name is Bob');
+  await page.getByTestId('chat-input').press('Enter');
+  await expect(page.locator('[data-testid=message][data-role=assistant]').last()).toContainText('Bob');
+  // The model it chose is the default for the next agents too.
+  expect(await command<string>('get_default_model')).toBe('server/mock-small');
+});
+
+test('an imported agent without its provider: the banner, fixed in one click', async ({ page }) => {
+  await openApp(page);
+  const report = await command<{ agents: string[] }>('import_agent_file', {
+    contents: (await import('node:fs')).readFileSync(letta, 'utf8'),
+    file_name: 'customer_service.af',
+  });
+  expect(report.agents).toHaveLength(1);
+  const agent = await command<{ name: string; llm: { model: string } }>('get_agent', { agent_id: report.agents[0] });
+  await page.reload();
+  await openAgent(page, agent.name);
+  const banner = page.getByTestId('model-banner');
+  await expect(banner).toContainText(`can’t reply until it has a model`);
+  await expect(banner.getByTestId('model-banner-use')).toHaveText('Use server/mock-small');
+  await banner.getByTestId('model-banner-use').click();
+  await expect(banner).toHaveCount(0);
+  await expect(page.locator('.agent-head .model')).toHaveText('server/mock-small');
+  await page.getByTestId('chat-input').fill('my name is Bob');
+  await page.getByTestId('chat-input').press('Enter');
+  await expect(page.locator('[data-testid=message][data-role=assistant]').last()).toContainText('Bob');
+});
+
+test('a provider added later is offered to every agent without a model', async ({ page }) => {
+  for (const name of ['Stray One', 'Stray Two']) {
+    await command('create_agent', {
+      new: { name, description: '', loop_style: 'tool_loop', llm: { model: 'gone/x', context_window: 8192 }, blocks: [], block_ids: [] },
+    });
+  }
+  await openApp(page);
+  await openAgent(page, 'Stray One');
+  await expect(page.getByTestId('model-banner')).toContainText("No provider named 'gone' is set up");
+  await page.getByTestId('model-banner').getByRole('button', { name: 'Set up a provider' }).click();
+  const offer = page.getByTestId('stranded-agents');
+  await expect(offer).toContainText('2 agents');
+  await expect(offer).toContainText('Stray One, Stray Two');
+  await offer.getByTestId('stranded-use').click();
+  await expect(page.getByTestId('stranded-done')).toContainText('2 agents now use server/mock-small');
+  await openAgent(page, 'Stray Two');
+  await expect(page.getByTestId('model-banner')).toHaveCount(0);
+});
