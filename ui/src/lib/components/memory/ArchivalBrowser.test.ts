@@ -32,8 +32,9 @@ function archive(n: number) {
       return { passages: rows.slice(offset, offset + list.limit), total: rows.length, offset };
     },
     search_archival: () => [
-      { passage: all[3]!, score: 6 },
-      { passage: all[7]!, score: 3 },
+      { passage: all[3]!, score: 6, context: false },
+      { passage: all[7]!, score: 3, context: false },
+      { passage: all[8]!, score: 2, context: true },
     ],
     edit_passage: ({ passage_id, text, tags }) => {
       const p = all.find((x) => x.id === passage_id)!;
@@ -93,10 +94,14 @@ describe('ArchivalBrowser', () => {
     await waitFor(() => expect(items()).toHaveLength(10));
     await userEvent.type(screen.getByTestId('archival-search'), 'note');
     await userEvent.click(screen.getByTestId('archival-search-submit'));
-    await waitFor(() => expect(screen.getByTestId('archival-count')).toHaveTextContent('2 matches for “note”'));
+    await waitFor(() =>
+      expect(screen.getByTestId('archival-count')).toHaveTextContent('2 matches for “note”, and 1 beside them'),
+    );
     expect(screen.queryByTestId('archival-pager')).toBeNull();
+    // A passage word search brought along beside a match is marked, not ranked as one.
     const bars = screen.getAllByRole('meter');
     expect(bars.map((b) => b.getAttribute('aria-valuenow'))).toEqual(['100', '50']);
+    expect(screen.getAllByTestId('archival-context')).toHaveLength(1);
     expect(screen.getByText('best match')).toBeInTheDocument();
     expect(screen.queryByText(/score/)).toBeNull();
   });

@@ -35,6 +35,9 @@ describe('archive logic', () => {
     expect(countLabel({ total: 12, filtered: false, query: 'tulips', limit: 50 })).toBe('12 matches for “tulips”');
     expect(countLabel({ total: 1, filtered: true, query: 'tea', limit: 50 })).toBe('1 match for “tea” (filtered)');
     expect(countLabel({ total: 50, filtered: false, query: 'the', limit: 50 })).toBe('best 50 matches for “the”');
+    expect(countLabel({ total: 3, filtered: false, query: 'tulips', limit: 50, context: 2 })).toBe(
+      '1 match for “tulips”, and 2 beside them',
+    );
   });
 
   it('reads tags as a person types them', () => {

@@ -110,12 +110,16 @@ export function rangeLabel(offset: number, shown: number, total: number): string
 }
 
 /** The count line: passages in the (filtered) archive, or a search's matches. */
-export function countLabel(opts: { total: number; filtered: boolean; query?: string; limit?: number }): string {
+export function countLabel(opts: { total: number; filtered: boolean; query?: string; limit?: number; context?: number }): string {
   const { total, filtered, query } = opts;
   const n = total.toLocaleString('en-US');
   if (query) {
+    // Passages brought along beside a match are counted apart from the matches.
+    const beside = opts.context ?? 0;
+    const matches = total - beside;
     const capped = opts.limit !== undefined && total >= opts.limit ? 'best ' : '';
-    return `${capped}${n} match${total === 1 ? '' : 'es'} for “${query}”${filtered ? ' (filtered)' : ''}`;
+    const extra = beside > 0 ? `, and ${beside} beside them` : '';
+    return `${capped}${matches.toLocaleString('en-US')} match${matches === 1 ? '' : 'es'} for “${query}”${extra}${filtered ? ' (filtered)' : ''}`;
   }
   return `${n} passage${total === 1 ? '' : 's'}${filtered ? ' match the filters' : ''}`;
 }
