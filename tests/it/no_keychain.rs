@@ -99,3 +99,69 @@ fn an_mcp_server_without_secrets_is_tested_without_a_keychain() {
     let tested = stdout_ok(&engram(h, &["mcp", "test", "files"]));
     assert!(tested.starts_with("ok: 5 tools"), "{tested}");
 }
+
+/// `engram serve` on a machine without a keychain starts and guards its API with a token made
+/// for this run (printed by `--show-token`), never written anywhere; the next start has another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn engram_serve_without_a_keychain_uses_a_token_for_this_run() {
+    use std::io::{BufRead as _, BufReader};
+    let home = tempfile::tempdir().unwrap();
+    let start = || {
+        let mut child = cli_command(home.path())
+            .env("ENGRAM_SECRETS", "none")
+            .args(["serve", "--port", "0", "--show-token"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let (mut base, mut token) = (None, None);
+        while base.is_none() || token.is_none() {
+            let line = lines.next().expect("serve exited early").unwrap();
+            if let Some(a) = line.strip_prefix("listening on ") {
+                base = Some(a.trim().to_owned());
+            }
+            if let Some(t) = line.strip_prefix("token: ") {
+                token = Some(t.trim().to_owned());
+            }
+        }
+        (child, base.unwrap(), token.unwrap())
+    };
+    let (mut first, base, token) = start();
+    let http = reqwest::Client::new();
+    let agents = |t: String| http.get(format!("{base}/v1/agents/")).bearer_auth(t).send();
+    assert_eq!(agents(token.clone()).await.unwrap().status(), 200);
+    assert_eq!(agents("engram-wrong".into()).await.unwrap().status(), 401);
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let (mut second, _, again) = start();
+    assert_ne!(token, again, "a token for each run");
+    second.kill().unwrap();
+    second.wait().unwrap();
+    let files = walk(home.path());
+    assert!(
+        files
+            .iter()
+            .all(|(_, bytes)| !contains(bytes, token.as_bytes())),
+        "the token was written to {:?}",
+        files.iter().map(|(p, _)| p).collect::<Vec<_>>()
+    );
+}
+
+/// Every file under `dir` with its bytes.
+fn walk(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else if let Ok(bytes) = std::fs::read(&path) {
+            out.push((path, bytes));
+        }
+    }
+    out
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}

@@ -25,6 +25,16 @@ export const engram = {
   },
 };
 
+/** A second Engram as a newcomer's machine may be: an empty home and no keychain at all. */
+export const bare = {
+  get url(): string {
+    return process.env.E2E_BARE_URL!;
+  },
+  get token(): string {
+    return process.env.E2E_BARE_TOKEN!;
+  },
+};
+
 /** Calls an app command directly (setup shortcuts; the UI under test is not involved). */
 export async function command<T = unknown>(name: string, args: object = {}): Promise<T> {
   const res = await fetch(`${engram.url}/app/${name}`, {

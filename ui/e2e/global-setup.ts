@@ -48,25 +48,15 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
     // with the real model is tested in tests/it/semantic.rs.
     const setup = spawnSync(engramBin, ['embedding', 'default', 'none'], { env, encoding: 'utf8' });
     if (setup.status !== 0) throw new Error(`engram embedding default none: ${setup.stderr}`);
-    const engram = spawn(
-      engramBin,
-      ['serve', '--port', '0', '--ui-dir', uiDir, '--show-token'],
-      {
-        env,
-        stdio: ['ignore', 'pipe', 'inherit'],
-      },
-    );
-    children.push(engram);
-    let out = '';
-    engram.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    const [addr, token] = await waitFor(() => {
-      const addr = /listening on (http:\/\/\S+)/.exec(out)?.[1];
-      const token = /token: (\S+)/.exec(out)?.[1];
-      return addr && token ? ([addr, token] as const) : null;
-    }, 'engram serve');
+    const [addr, token] = await serve(engramBin, uiDir, env, children);
+    // A second Engram as a newcomer's machine may be: an empty home and no keychain at all.
+    const bareEnv = { ...env, ENGRAM_HOME: join(scratch, 'bare-home'), ENGRAM_SECRETS: 'none' };
+    const [bareAddr, bareToken] = await serve(engramBin, uiDir, bareEnv, children);
 
     process.env.E2E_ENGRAM_URL = addr;
     process.env.E2E_ENGRAM_TOKEN = token;
+    process.env.E2E_BARE_URL = bareAddr;
+    process.env.E2E_BARE_TOKEN = bareToken;
     process.env.E2E_MOCK_BASE = `http://127.0.0.1:${mockPort}/v1`;
     process.env.E2E_MOCK_MCP = mcpBin;
     process.env.E2E_ENGRAM_BIN = engramBin;
@@ -76,6 +66,22 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
     throw e;
   }
   return stop;
+}
+
+/** Starts `engram serve` on a free port with `env`; its address and API token. */
+async function serve(bin: string, uiDir: string, env: NodeJS.ProcessEnv, children: ChildProcess[]): Promise<readonly [string, string]> {
+  const engram = spawn(bin, ['serve', '--port', '0', '--ui-dir', uiDir, '--show-token'], {
+    env,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  children.push(engram);
+  let out = '';
+  engram.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  return waitFor(() => {
+    const addr = /listening on (http:\/\/\S+)/.exec(out)?.[1];
+    const token = /token: (\S+)/.exec(out)?.[1];
+    return addr && token ? ([addr, token] as const) : null;
+  }, 'engram serve');
 }
 
 async function waitFor<T>(probe: () => T | null, what: string, ms = 20_000): Promise<T> {

@@ -159,7 +159,7 @@ impl KeyringStore {
                 Ok(*self.backend.get_or_init(|| backend))
             }
             Err(reason) => Err(Error::Secrets(format!(
-                "no keychain available: {NO_KEYCHAIN_ADVICE} ({reason})"
+                "{NO_KEYCHAIN}: {NO_KEYCHAIN_ADVICE} ({reason})"
             ))),
         }
     }
@@ -288,6 +288,9 @@ const NO_KEYCHAIN_ADVICE: &str = "start a Secret Service (gnome-keyring, KWallet
      your session and unlock its default keyring, or run Engram inside a kernel keyring session \
      (`keyctl session - engram …`); provider keys can also come from OPENAI_API_KEY / \
      ANTHROPIC_API_KEY";
+
+/// How a write's error begins when the machine has no keychain (see [`crate::no_keychain`]).
+pub(crate) const NO_KEYCHAIN: &str = "no keychain available";
 
 #[cfg(not(target_os = "linux"))]
 const NO_KEYCHAIN_ADVICE: &str = "check that the system keychain is available to your user; \

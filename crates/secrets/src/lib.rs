@@ -28,6 +28,13 @@ pub use engram_core::{Error, Result};
 pub use env_override::EnvOverride;
 pub use keychain::KeyringStore;
 pub use memory::MemoryStore;
+
+/// Whether `e` says the machine has no keychain at all (no Secret Service, no kernel keyring,
+/// or `ENGRAM_SECRETS=none`), as opposed to a keychain that failed: what a caller with
+/// something other than a provider key to keep (a token for this run) may work around.
+pub fn no_keychain(e: &Error) -> bool {
+    matches!(e, Error::Secrets(m) if m.starts_with(keychain::NO_KEYCHAIN))
+}
 pub use secrecy::{ExposeSecret, SecretString};
 
 /// The keychain service name the app stores its entries under.

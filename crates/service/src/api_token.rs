@@ -18,7 +18,8 @@ const TOKEN_BYTES: usize = 32;
 impl Engram {
     /// The REST API's bearer token: read from the secret store, or, on first use, 32 bytes from
     /// `rand`'s thread-local CSPRNG (ChaCha, seeded by the OS) as hex prefixed `engram-`,
-    /// stored there and returned.
+    /// stored there and returned. On a machine without a keychain the token is kept for the
+    /// life of this `Engram` only, so a new one is made at each start.
     /// Errors: `secrets` when the store cannot be read or written.
     pub fn rest_api_token(&self) -> Result<SecretString> {
         if let Some(token) = self
@@ -32,8 +33,19 @@ impl Engram {
         rand::rng().fill_bytes(&mut bytes);
         let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
         let token = SecretString::from(format!("engram-{hex}"));
-        self.secrets.set(REST_TOKEN_SECRET, &token)?;
-        Ok(token)
+        match self.secrets.set(REST_TOKEN_SECRET, &token) {
+            Ok(()) => Ok(token),
+            // No keychain on this machine: the token lives as long as this process (printed by
+            // `engram serve --show-token` at each start) rather than in a file or the database.
+            Err(e) if engram_secrets::no_keychain(&e) => {
+                let kept = self.run_token.get_or_init(|| {
+                    tracing::info!("no keychain: the REST API token is new at each start");
+                    token
+                });
+                Ok(kept.clone())
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Whether the desktop app should serve the REST API when it starts (off until the user

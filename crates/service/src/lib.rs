@@ -197,6 +197,8 @@ pub struct Engram {
     index_idle: std::time::Duration,
     /// Sleep-time passes: when they run, one per agent at a time, within budgets.
     sleeper: sleeptime::Sleeper,
+    /// The REST API token of this run on a machine without a keychain (see `rest_api_token`).
+    run_token: Arc<std::sync::OnceLock<secrecy::SecretString>>,
 }
 
 #[cfg(test)]
@@ -301,6 +303,7 @@ impl Engram {
         let sleeper = sleeptime::Sleeper::new(store.clone(), pass_runtime, announce);
         let engram = Self {
             sleeper,
+            run_token: Arc::default(),
             runtime: Runtime::with_settings(store.clone(), resolver.clone(), loop_settings)
                 .with_python(python.clone())
                 .with_mcp(bridge),
