@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { bare, command, engram, ensureProvider, expect, openAgent, openApp, test } from './fixtures';
+import { bare, command, engram, ensureProvider, expect, openAgent, openApp, openSettings, test } from './fixtures';
 
 // The first hour: from an empty Engram on a machine without a keychain, the guided screen
 // alone leads to a first reply; an imported agent whose provider nobody set up says so on
@@ -108,4 +108,25 @@ test('the provider settings offer a working model to every agent without one', a
   await expect(offer).toHaveCount(0);
   await openAgent(page, 'Stray Two');
   await expect(page.getByTestId('model-banner')).toHaveCount(0);
+});
+
+test('a GGUF file becomes a built-in model in Settings, and a file that is not one is refused', async ({ page }) => {
+  const gguf = process.env.ENGRAM_TEST_GGUF;
+  expect(gguf, 'ENGRAM_TEST_GGUF names the SmolLM2 GGUF (tests/run.sh fetches it)').toBeTruthy();
+  await openApp(page);
+  await openSettings(page, 'models');
+  const panel = page.getByTestId('builtin-models');
+  await panel.getByTestId('builtin-model-path').fill('/etc/hostname');
+  await panel.getByTestId('builtin-model-add').click();
+  await expect(panel.getByRole('alert')).toContainText('GGUF');
+  await panel.getByTestId('builtin-model-path').fill(gguf!);
+  await panel.getByTestId('builtin-model-add').click();
+  const row = panel.getByTestId('builtin-model-smollm2-135m-instruct-q4_1');
+  await expect(row).toContainText('local/smollm2-135m-instruct-q4_1');
+  await expect(row).toContainText('98 MB');
+  // The new-agent form knows it works: no warning for it.
+  expect(await command('check_model', { handle: 'local/smollm2-135m-instruct-q4_1' })).toBeNull();
+  await row.getByRole('button', { name: 'Remove' }).click();
+  await expect(row).toHaveCount(0);
+  expect(await command('check_model', { handle: 'local/smollm2-135m-instruct-q4_1' })).not.toBeNull();
 });

@@ -218,6 +218,8 @@ static COMMANDS: LazyLock<Vec<CommandDef>> = LazyLock::new(|| {
         call_def::<TestProviderArgs>(),
         call_def::<DetectLocalProvidersArgs>(),
         call_def::<ListLocalModelsArgs>(),
+        call_def::<AddLocalModelArgs>(),
+        call_def::<RemoveLocalModelArgs>(),
         call_def::<GetDefaultModelArgs>(),
         call_def::<SetDefaultModelArgs>(),
         call_def::<ListAgentsArgs>(),

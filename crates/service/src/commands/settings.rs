@@ -131,6 +131,49 @@ impl AppCall for ListLocalModelsArgs {
     }
 }
 
+/// `add_local_model`: registers a GGUF chat model file on this computer as `local/<name>`
+/// (the file stays where it is; Engram runs it with llama.cpp in a worker of its own). Only
+/// the user may: it makes Engram run a program on a file they name.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/", optional_fields = nullable)]
+pub struct AddLocalModelArgs {
+    /// The `.gguf` file's path on the machine Engram runs on.
+    path: String,
+    /// The context size to run it with, in tokens (default: its training context, at most
+    /// 4,096).
+    context_window: Option<u32>,
+}
+
+impl AppCall for AddLocalModelArgs {
+    const NAME: &'static str = "add_local_model";
+    type Output = crate::LocalChatModel;
+    async fn call(self, e: &Arc<Engram>, caller: &Caller) -> Result<Self::Output> {
+        require_user(caller.authenticated, "adding a built-in model")?;
+        let path = std::path::PathBuf::from(self.path.trim());
+        let engram = e.clone();
+        blocking("add_local_model", move || {
+            engram.add_local_model(&path, self.context_window)
+        })
+        .await
+    }
+}
+
+/// `remove_local_model`: forgets a built-in model (`local/` optional) and stops its worker;
+/// the file stays.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct RemoveLocalModelArgs {
+    name: String,
+}
+
+impl AppCall for RemoveLocalModelArgs {
+    const NAME: &'static str = "remove_local_model";
+    type Output = ();
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
+        e.remove_local_model(&self.name).await
+    }
+}
+
 /// `get_default_model`: the model handle new agents get.
 #[derive(Deserialize, TS)]
 #[ts(export, export_to = "args/")]
