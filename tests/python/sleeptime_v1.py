@@ -39,6 +39,17 @@ assert response.stop_reason.stop_reason == "end_turn", response.stop_reason
 counted = client.agents.retrieve(agent.id).multi_agent_group
 assert counted.turns_counter == 1, counted
 
+# 1.x has no groups resource; its raw requests reach Letta's group routes all the same.
+listed = client.get("/v1/groups/", cast_to=object)
+assert [g["id"] for g in listed] == [group.id], listed
+tuned = client.patch(
+    f"/v1/groups/{group.id}",
+    body={"manager_config": {"manager_type": "sleeptime", "sleeptime_agent_frequency": 3}},
+    cast_to=object,
+)
+assert tuned["sleeptime_agent_frequency"] == 3, tuned
+assert client.agents.retrieve(agent.id).multi_agent_group.sleeptime_agent_frequency == 3
+
 off = client.agents.update(agent.id, enable_sleeptime=False)
 assert off.enable_sleeptime is False, off.enable_sleeptime
 assert off.multi_agent_group is None, off.multi_agent_group

@@ -45,7 +45,12 @@ pub fn loop_style(agent_type: &str) -> Option<LoopStyle> {
 /// Engram's passes are not a second agent, so `agent_ids` is empty; the group's id is derived
 /// from the agent's (stable across reads), `manager_agent_id` is the agent itself, and
 /// `turns_counter` counts the user turns waiting for the next pass.
-pub fn sleeptime_group(state: &AgentState, s: &SleeptimeSettings, waiting: u32) -> Value {
+pub fn sleeptime_group(
+    state: &AgentState,
+    s: &SleeptimeSettings,
+    waiting: u32,
+    last_processed: Option<&engram_core::MessageId>,
+) -> Value {
     let a = &state.agent;
     let group = a.id.as_str().replacen("agent-", "group-", 1);
     json!({
@@ -57,7 +62,7 @@ pub fn sleeptime_group(state: &AgentState, s: &SleeptimeSettings, waiting: u32) 
         "shared_block_ids": state.blocks.iter().map(|b| &b.id).collect::<Vec<_>>(),
         "sleeptime_agent_frequency": s.frequency,
         "turns_counter": waiting,
-        "last_processed_message_id": null,
+        "last_processed_message_id": last_processed,
         "project_id": null,
         "template_id": null,
         "base_template_id": null,

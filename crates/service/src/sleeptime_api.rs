@@ -29,6 +29,15 @@ impl Engram {
         Ok(self.store.sleeptime_backlog(agent)?.0)
     }
 
+    /// The last message the agent's passes read, or `None` before its first pass.
+    /// Errors: `not_found`.
+    pub fn sleeptime_last_message(
+        &self,
+        agent: &AgentId,
+    ) -> Result<Option<engram_core::MessageId>> {
+        self.store.sleeptime_last_message(agent)
+    }
+
     /// The budget over every agent's passes.
     pub fn sleeptime_budget(&self) -> Result<SleeptimeBudget> {
         self.store.sleeptime_budget()

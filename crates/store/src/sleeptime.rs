@@ -5,7 +5,7 @@
 use crate::Store;
 use crate::sql::{self, DbResult, json, ts};
 use engram_core::{
-    AgentId, Error, PassChange, PassId, PassStatus, PassTrigger, PassUsage, Result,
+    AgentId, Error, MessageId, PassChange, PassId, PassStatus, PassTrigger, PassUsage, Result,
     SleeptimeBudget, SleeptimePass, SleeptimeSettings, Timestamp,
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
@@ -196,6 +196,26 @@ impl Store {
                     .db()?
                     .unwrap_or(0),
             )
+        })
+    }
+
+    /// The id of the last message the agent's passes read (Letta's group
+    /// `last_processed_message_id`), or `None` before the first pass.
+    /// Errors: `NotFound("agent")`.
+    pub fn sleeptime_last_message(&self, agent: &AgentId) -> Result<Option<MessageId>> {
+        self.read(|c| {
+            sql::ensure_agent(c, agent)?;
+            c.prepare_cached(
+                "SELECT m.id FROM messages m
+                 WHERE m.agent_id = ?1
+                   AND m.seq <= coalesce((SELECT last_seq FROM sleeptime_settings WHERE agent_id = ?1), 0)
+                 ORDER BY m.seq DESC LIMIT 1",
+            )
+            .db()?
+            .query_row([agent.as_str()], |r| r.get::<_, String>(0))
+            .optional()
+            .db()
+            .map(|id| id.map(MessageId::from))
         })
     }
 

@@ -27,7 +27,8 @@ pub(crate) fn render(engram: &Engram, state: &AgentState) -> ApiResult<Json<Valu
     v["enable_sleeptime"] = sleeptime.enabled.into();
     if sleeptime.enabled {
         let waiting = engram.sleeptime_turns_waiting(&state.agent.id)?;
-        v["multi_agent_group"] = shapes::sleeptime_group(state, &sleeptime, waiting);
+        let last = engram.sleeptime_last_message(&state.agent.id)?;
+        v["multi_agent_group"] = shapes::sleeptime_group(state, &sleeptime, waiting, last.as_ref());
     }
     if let Some(problem) = engram.agent_model_problem(&state.agent.id)? {
         v["warnings"] = serde_json::json!([format!(

@@ -5,6 +5,7 @@ mod agent_state;
 mod agents;
 mod blocks;
 mod edits;
+mod groups;
 mod mcp;
 pub(crate) mod messages;
 mod models;
@@ -33,6 +34,14 @@ pub(crate) fn all() -> Router<AppState> {
         .route("/v1/models/embedding", get(models::embedding))
         .route("/v1/models/embedding/", get(models::embedding))
         .route("/v1/health/", health)
+        .route("/v1/groups", get(groups::list).post(groups::create))
+        .route("/v1/groups/", get(groups::list).post(groups::create))
+        .route(
+            "/v1/groups/{group_id}",
+            get(groups::retrieve)
+                .patch(groups::modify)
+                .delete(groups::delete),
+        )
         .route("/v1/agents", agents_root.clone())
         .route("/v1/agents/", agents_root)
         .route(
