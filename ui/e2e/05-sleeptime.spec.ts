@@ -73,3 +73,27 @@ test('the switch turns passes on, a pass shows what it changed, and a change is 
   expect(await human(id)).toBe('Name: Ana\nLives in Lisbon\nLikes tea\nLikes tea');
   await expect(page.getByTestId('sleeptime-undo-pass')).toHaveCount(0);
 });
+
+test('limits set in the Away tab bound the passes: an agent over its passes per day is skipped and says why', async ({ page }) => {
+  const id = await createAgent('Bounded');
+  await openApp(page);
+  await openAgent(page, 'Bounded');
+  await page.getByTestId('memory-tab-away').click();
+  await page.getByTestId('sleeptime-switch').check();
+  await page.getByTestId('sleeptime-limits').locator('summary').click();
+  await page.getByTestId('sleeptime-passes-per-day').fill('0');
+  await page.getByTestId('sleeptime-passes-per-day').press('Tab');
+  await expect.poll(async () => (await command<{ passes_per_day?: number }>('sleeptime_settings', { agent_id: id })).passes_per_day).toBe(0);
+  // The limits over all agents are read and kept the same way (and cleared again).
+  await page.getByTestId('sleeptime-budget-tokens').fill('50000');
+  await page.getByTestId('sleeptime-budget-tokens').press('Tab');
+  await expect.poll(async () => (await command<{ tokens_per_day?: number }>('sleeptime_budget')).tokens_per_day).toBe(50000);
+  await page.getByTestId('sleeptime-budget-tokens').fill('');
+  await page.getByTestId('sleeptime-budget-tokens').press('Tab');
+  await expect.poll(async () => (await command<{ tokens_per_day?: number | null }>('sleeptime_budget')).tokens_per_day ?? null).toBeNull();
+
+  await page.getByTestId('sleeptime-run').click();
+  const pass = page.getByTestId('sleeptime-pass').first();
+  await expect(pass).toHaveAttribute('data-status', 'skipped');
+  await expect(pass.getByTestId('sleeptime-reason')).toContainText('over budget');
+});

@@ -100,6 +100,8 @@ pub const APP_COMMANDS: &[AppCommand] = &[
     AppCommand::new("run_sleeptime_pass", CommandKind::Call),
     AppCommand::new("undo_sleeptime_change", CommandKind::Call),
     AppCommand::new("undo_sleeptime_pass", CommandKind::Call),
+    AppCommand::new("sleeptime_budget", CommandKind::Call),
+    AppCommand::new("set_sleeptime_budget", CommandKind::Call),
     AppCommand::new("context_window", CommandKind::Call),
     AppCommand::new("export_agent", CommandKind::Call),
     AppCommand::new("import_agent_file", CommandKind::Call),

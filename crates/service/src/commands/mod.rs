@@ -254,6 +254,8 @@ static COMMANDS: LazyLock<Vec<CommandDef>> = LazyLock::new(|| {
         call_def::<RunSleeptimePassArgs>(),
         call_def::<UndoSleeptimeChangeArgs>(),
         call_def::<UndoSleeptimePassArgs>(),
+        call_def::<SleeptimeBudgetArgs>(),
+        call_def::<SetSleeptimeBudgetArgs>(),
         call_def::<ContextWindowArgs>(),
         call_def::<ExportAgentArgs>(),
         call_def::<ImportAgentFileArgs>(),

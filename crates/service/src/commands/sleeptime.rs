@@ -3,7 +3,7 @@
 
 use super::{AppCall, Caller};
 use crate::Engram;
-use engram_core::{AgentId, PassId, Result, SleeptimePass, SleeptimeSettings};
+use engram_core::{AgentId, PassId, Result, SleeptimeBudget, SleeptimePass, SleeptimeSettings};
 use serde::Deserialize;
 use std::sync::Arc;
 use ts_rs::TS;
@@ -102,5 +102,33 @@ impl AppCall for UndoSleeptimePassArgs {
     type Output = SleeptimePass;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<SleeptimePass> {
         e.undo_sleeptime_pass(&self.pass_id)
+    }
+}
+
+/// `sleeptime_budget`: the limits over every agent's passes per rolling 24 hours.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct SleeptimeBudgetArgs {}
+
+impl AppCall for SleeptimeBudgetArgs {
+    const NAME: &'static str = "sleeptime_budget";
+    type Output = SleeptimeBudget;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<SleeptimeBudget> {
+        e.sleeptime_budget()
+    }
+}
+
+/// `set_sleeptime_budget`: sets the limits over every agent's passes (`null`: no limit).
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct SetSleeptimeBudgetArgs {
+    budget: SleeptimeBudget,
+}
+
+impl AppCall for SetSleeptimeBudgetArgs {
+    const NAME: &'static str = "set_sleeptime_budget";
+    type Output = ();
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
+        e.set_sleeptime_budget(&self.budget)
     }
 }
