@@ -84,6 +84,50 @@ async fn a_budget_of_one_pass_a_day_skips_the_second_with_a_notice() {
     assert!(first.cost_usd.unwrap() > 0.0, "the pass has a cost");
 }
 
+/// The money left bounds a pass while it runs, not only before: at its model's price, the
+/// dollars left buy fewer tokens than the pass's first call uses, so it stops there and writes
+/// nothing (its memory edit is not kept).
+#[tokio::test]
+async fn the_money_left_stops_a_pass_mid_way_and_it_writes_nothing() {
+    let chat = MockLlm::start(Script::Queue).await;
+    let sleep = MockLlm::start(Script::Queue).await;
+    let home = Home::new();
+    let agent = home.agent(&chat, LoopStyle::ToolLoop);
+    let before = home.block(&agent, "human");
+    home.engram
+        .set_model_price(&engram_core::ModelPrice {
+            model: "openai/mock-sleep".into(),
+            input_per_mtok: 10.0,
+            output_per_mtok: 30.0,
+            source: engram_core::PriceSource::User,
+        })
+        .unwrap();
+    let mut s = settings(&sleep, 50);
+    // $0.003 buys 100 tokens at $30 per million; a pass's first call reads far more.
+    s.usd_per_day = Some(0.003);
+    home.engram.set_sleeptime_settings(&agent, &s).unwrap();
+    sleep.push(Reply::ToolCalls(vec![Call::new(
+        "memory_rethink",
+        json!({"label": "human", "new_memory": "Written by a pass that could not pay"}),
+    )]));
+    sleep.push(Reply::ToolCalls(vec![Call::new("finish", json!({}))]));
+    let pass = home.engram.run_sleeptime_pass(&agent).await.unwrap();
+    assert_eq!(pass.status, PassStatus::Failed, "{pass:?}");
+    assert!(
+        pass.reason
+            .as_deref()
+            .unwrap_or_default()
+            .contains("ran over its budget"),
+        "{pass:?}"
+    );
+    assert_eq!(
+        sleep.chat_requests().len(),
+        1,
+        "stopped after the first call"
+    );
+    assert_eq!(home.block(&agent, "human"), before, "nothing was written");
+}
+
 #[tokio::test]
 async fn a_pass_never_runs_twice_at_once() {
     let chat = MockLlm::start(Script::Queue).await;

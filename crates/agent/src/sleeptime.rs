@@ -262,7 +262,10 @@ impl Runtime {
             if let Some(allowance) = req.token_allowance
                 && tally.prompt_tokens + tally.completion_tokens > allowance
             {
-                return Err("the pass ran over the token budget".to_owned());
+                return Err(
+                    "the pass ran over its budget (its tokens, or what the money left buys at its model's price)"
+                        .to_owned(),
+                );
             }
             if response.tool_calls.is_empty() {
                 return Ok(());

@@ -133,11 +133,48 @@ impl Sleeper {
         let allowance = [
             left(s.tokens_per_day, own_tokens),
             left(budget.tokens_per_day, all_tokens),
+            self.tokens_money_buys(
+                agent,
+                s,
+                [
+                    s.usd_per_day.map(|l| l - own.usd),
+                    budget.usd_per_day.map(|l| l - all.usd),
+                ],
+            )?,
         ]
         .into_iter()
         .flatten()
         .min();
         Ok(Allowance::Run(allowance))
+    }
+
+    /// The tokens the dollars left (the smallest of `left`) buy at the price of the pass's
+    /// model, each token counted at the dearer of its input and output price: so a pass stops
+    /// within the money left, not only before it starts. `None` when no money limit is set or
+    /// the model has no price (it then costs nothing here).
+    fn tokens_money_buys(
+        &self,
+        agent: &AgentId,
+        s: &SleeptimeSettings,
+        left: [Option<f64>; 2],
+    ) -> Result<Option<u64>> {
+        let Some(dollars) = left.into_iter().flatten().reduce(f64::min) else {
+            return Ok(None);
+        };
+        let model = match &s.llm {
+            Some(llm) => llm.model.clone(),
+            None => self.store.get_agent(agent)?.llm.model,
+        };
+        let Some(price) = self.store.model_price(&model)? else {
+            return Ok(None);
+        };
+        let per_token = price.input_per_mtok.max(price.output_per_mtok) / 1_000_000.0;
+        if per_token <= 0.0 {
+            return Ok(None);
+        }
+        // Rounded down: a fraction of a token is not bought.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        Ok(Some((dollars.max(0.0) / per_token).floor() as u64))
     }
 
     pub(crate) fn announce(&self, pass: &SleeptimePass) {

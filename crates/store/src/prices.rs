@@ -38,6 +38,12 @@ pub(crate) fn price_of(conn: &rusqlite::Connection, model: &str) -> Result<Optio
 }
 
 impl Store {
+    /// The price of `model` (`provider/model`): the user's, else the built-in table's, else
+    /// `None`. Errors: `Storage`.
+    pub fn model_price(&self, model: &str) -> Result<Option<ModelPrice>> {
+        self.read(|c| price_of(c, model))
+    }
+
     /// The prices the user stored, by model (source [`PriceSource::User`]).
     /// Errors: `Storage`.
     pub fn user_model_prices(&self) -> Result<Vec<ModelPrice>> {
