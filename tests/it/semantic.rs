@@ -351,3 +351,63 @@ fn an_agents_embedding_endpoint_is_written_down_and_kept() {
     let err = reopened.create_agent(unknown).unwrap_err().to_string();
     assert!(err.contains("mystery"), "{err}");
 }
+
+/// Offline, a retry by hand asks for the built-in model at once (not after the back-off that
+/// spares automatic uses), says again that it failed, and an agent without a built-in model has
+/// nothing to retry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_by_hand_tries_the_download_at_once() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let refused = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", refused.local_addr().unwrap());
+    let asked = std::sync::Arc::new(AtomicUsize::new(0));
+    let counter = asked.clone();
+    tokio::spawn(async move {
+        while let Ok((socket, _)) = refused.accept().await {
+            counter.fetch_add(1, Ordering::SeqCst);
+            drop(socket);
+        }
+    });
+    let home = engram_suite::Home::with_env(&[(engram_service::LOCAL_MODEL_URL_ENV, &url)]);
+    let mock = engram_mock_llm::MockLlm::start(engram_mock_llm::Script::Brain).await;
+    let agent = home.agent_with(&mock, engram_core::LoopStyle::ToolLoop, |a| {
+        a.embedding = Some(engram_core::EmbeddingConfig {
+            model: engram_service::LOCAL_EMBEDDING_MODEL.into(),
+            base_url: None,
+        });
+    });
+    for i in 0..5 {
+        home.engram
+            .add_passage(&agent, &format!("note {i} about tulips"), vec![])
+            .await
+            .unwrap();
+    }
+    let automatic = asked.load(Ordering::SeqCst);
+    assert!(automatic >= 1, "the first use tried the download");
+    let err = home.engram.retry_embedding_model(&agent).await.unwrap_err();
+    assert_eq!(err.code(), "provider_not_configured", "{err}");
+    assert!(
+        asked.load(Ordering::SeqCst) > automatic,
+        "the retry asked again without waiting for the back-off"
+    );
+
+    let words_only = home.agent_with(&mock, engram_core::LoopStyle::ToolLoop, |a| {
+        a.name = "Words".into();
+    });
+    home.engram
+        .update_agent(
+            &words_only,
+            &engram_core::AgentPatch {
+                embedding: Some(None),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert!(
+        home.engram
+            .retry_embedding_model(&words_only)
+            .await
+            .unwrap()
+            .is_none()
+    );
+}

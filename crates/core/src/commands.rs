@@ -66,6 +66,7 @@ pub const APP_COMMANDS: &[AppCommand] = &[
     AppCommand::new("list_local_models", CommandKind::Call),
     AppCommand::new("add_local_model", CommandKind::Call),
     AppCommand::new("remove_local_model", CommandKind::Call),
+    AppCommand::new("retry_embedding_model", CommandKind::Call),
     AppCommand::new("get_default_model", CommandKind::Call),
     AppCommand::new("set_default_model", CommandKind::Call),
     AppCommand::new("list_agents", CommandKind::Call),

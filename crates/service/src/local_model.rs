@@ -159,6 +159,26 @@ impl crate::Engram {
         })
     }
 
+    /// Tries agent `agent`'s built-in embedding model again now — its download when that
+    /// failed, without waiting for the back-off — and on success fills in the vectors stored
+    /// without one meanwhile (in the background). `None` when the agent's model is not a
+    /// built-in one. Errors: `not_found`; `provider_not_configured` when the download fails
+    /// again.
+    pub async fn retry_embedding_model(
+        &self,
+        agent: &engram_core::AgentId,
+    ) -> Result<Option<LocalModelStatus>> {
+        let Some(cfg) = self.store.get_agent(agent)?.embedding else {
+            return Ok(None);
+        };
+        if !cfg.model.starts_with("local/") {
+            return Ok(None);
+        }
+        let status = self.fetch_local_model(&cfg.model).await?;
+        self.spawn_backfill(agent);
+        Ok(Some(status))
+    }
+
     /// Downloads the built-in model's files now if they are missing (otherwise done on first
     /// use), with progress as [`Notice::ModelDownload`]. Errors: `provider_not_configured`
     /// when the download fails or a file does not match its pinned SHA-256 (nothing

@@ -220,6 +220,7 @@ static COMMANDS: LazyLock<Vec<CommandDef>> = LazyLock::new(|| {
         call_def::<ListLocalModelsArgs>(),
         call_def::<AddLocalModelArgs>(),
         call_def::<RemoveLocalModelArgs>(),
+        call_def::<RetryEmbeddingModelArgs>(),
         call_def::<GetDefaultModelArgs>(),
         call_def::<SetDefaultModelArgs>(),
         call_def::<ListAgentsArgs>(),

@@ -174,6 +174,24 @@ impl AppCall for RemoveLocalModelArgs {
     }
 }
 
+/// `retry_embedding_model`: tries the agent's built-in embedding model again now (its
+/// download, when that failed; a retry by hand does not wait for the back-off), then fills in
+/// the vectors stored without one meanwhile. `null` when the agent's model is not a built-in
+/// one (nothing to download).
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct RetryEmbeddingModelArgs {
+    agent_id: AgentId,
+}
+
+impl AppCall for RetryEmbeddingModelArgs {
+    const NAME: &'static str = "retry_embedding_model";
+    type Output = Option<crate::LocalModelStatus>;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
+        e.retry_embedding_model(&self.agent_id).await
+    }
+}
+
 /// `get_default_model`: the model handle new agents get.
 #[derive(Deserialize, TS)]
 #[ts(export, export_to = "args/")]

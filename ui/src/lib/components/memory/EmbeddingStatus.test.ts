@@ -36,6 +36,34 @@ describe('EmbeddingStatus', () => {
     expect(screen.queryByTestId('embedding-warning')).toBeNull();
   });
 
+  it('says an offline model in one line, keeps the engine\'s words in Details, and tries again on request', async () => {
+    let notify: (n: Notice) => void = () => {};
+    const retries: unknown[] = [];
+    const { backend } = useFakeBackend({
+      retry_embedding_model: (args) => {
+        retries.push(args);
+        return null;
+      },
+    });
+    (backend.onNotice as unknown as { mockImplementation: (f: (cb: (n: Notice) => void) => () => void) => void }).mockImplementation(
+      (cb) => {
+        notify = cb;
+        return () => {};
+      },
+    );
+    render(EmbeddingStatus, { agentId: 'agent-1' });
+    const raw =
+      'stored without a vector (searchable by its words; the vector is filled in once the model works): the built-in embedding model local/all-minilm-l6-v2 is not usable: could not download config.json from https://huggingface.co/x/config.json: error sending request';
+    notify({ type: 'embeddings_unavailable', agent_id: 'agent-1', message: raw });
+    const line = await screen.findByTestId('embedding-warning-text');
+    expect(line).toHaveTextContent('Offline: the built-in search model could not be downloaded');
+    expect(line.textContent).not.toContain('huggingface');
+    expect(screen.getByTestId('embedding-warning')).toHaveTextContent('huggingface.co'); // in Details
+    screen.getByTestId('embedding-retry').click();
+    await expect.poll(() => retries).toEqual([{ agent_id: 'agent-1' }]);
+    await expect.poll(() => screen.queryByTestId('embedding-warning')).toBeNull();
+  });
+
   it('shows a vector index build going on when opened, follows it, and hides it when done', async () => {
     let notify: (n: Notice) => void = () => {};
     const { backend, calls } = useFakeBackend({
