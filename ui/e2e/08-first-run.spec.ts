@@ -67,6 +67,28 @@ test('first run to first reply through the guided screen only, without a keychai
   await expect(page.locator('[data-testid=message][data-role=assistant]').last()).toContainText('Bob');
   // The model it chose is the default for the next agents too.
   expect(await bareCommand<string>('get_default_model')).toBe('server/mock-small');
+
+  // Offline: the built-in search model cannot be downloaded. A hundred passages go in at full
+  // speed, the download is tried once (then backs off), and the window says it in one line.
+  const agentId = (await bareCommand<{ id: string; name: string }[]>('list_agents')).find((a) => a.name === 'Robin')!.id;
+  const asked = async () => Number(await (await fetch(`${bare.hub}/_count`)).text());
+  const before = await asked();
+  if (await page.getByTestId('memory-toggle').isVisible()) await page.getByTestId('memory-toggle').click();
+  await page.getByTestId('memory-tab-archival').click();
+  const started = Date.now();
+  for (let i = 0; i < 100; i++) await bareCommand('add_passage', { agent_id: agentId, text: `Note ${i}: the tulips bloom in April.` });
+  const perInsert = (Date.now() - started) / 100;
+  console.log(
+    `offline: 100 inserts, ${perInsert.toFixed(1)} ms each, ${(await asked()) - before} download attempts (${await asked()} since the start)`,
+  );
+  expect((await asked()) - before).toBeLessThanOrEqual(1);
+  expect(await asked()).toBeLessThanOrEqual(2);
+  const line = page.getByTestId('embedding-warning-text');
+  await expect(line).toHaveText(/^Offline: the built-in search model could not be downloaded/);
+  await expect(page.getByTestId('embedding-warning')).toHaveCount(1);
+  await expect(page.getByTestId('embedding-retry')).toBeVisible();
+  const hits = await bareCommand<unknown[]>('search_archival', { agent_id: agentId, query: 'tulips' });
+  expect(hits.length).toBeGreaterThan(0);
 });
 
 test('an imported agent without its provider: the banner, fixed in one click', async ({ page }) => {

@@ -33,6 +33,10 @@ export const bare = {
   get token(): string {
     return process.env.E2E_BARE_TOKEN!;
   },
+  /** The refusing model hub it downloads from; `GET /_count` says how often it was asked. */
+  get hub(): string {
+    return process.env.E2E_OFFLINE_HUB!;
+  },
 };
 
 /** Calls an app command directly (setup shortcuts; the UI under test is not involved). */

@@ -1,4 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:http';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -30,7 +31,9 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
 
   const scratch = mkdtempSync(join(tmpdir(), 'engram-e2e-'));
   const children: ChildProcess[] = [];
+  const hubs: import('node:http').Server[] = [];
   const stop = async () => {
+    for (const h of hubs) h.close();
     for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
     await Promise.all(children.map((c) => (c.exitCode === null ? new Promise((r) => c.once('exit', r)) : null)));
     rmSync(scratch, { recursive: true, force: true });
@@ -49,14 +52,30 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
     const setup = spawnSync(engramBin, ['embedding', 'default', 'none'], { env, encoding: 'utf8' });
     if (setup.status !== 0) throw new Error(`engram embedding default none: ${setup.stderr}`);
     const [addr, token] = await serve(engramBin, uiDir, env, children);
-    // A second Engram as a newcomer's machine may be: an empty home and no keychain at all.
-    const bareEnv = { ...env, ENGRAM_HOME: join(scratch, 'bare-home'), ENGRAM_SECRETS: 'none' };
+    // The model hub as an offline machine meets it: every download refused, and counted (GET
+    // /_count), so a test can say how often the built-in search model was asked for.
+    let downloads = 0;
+    const hub = createServer((req, res) => {
+      if (req.url === '/_count') return res.end(String(downloads));
+      downloads++;
+      res.statusCode = 503;
+      res.end('offline');
+    });
+    await new Promise<void>((r) => hub.listen(0, '127.0.0.1', r));
+    const hubAddr = hub.address();
+    const hubUrl = `http://127.0.0.1:${typeof hubAddr === 'object' && hubAddr ? hubAddr.port : 0}`;
+    hubs.push(hub);
+    // A second Engram as a newcomer's machine may be: an empty home, no keychain at all, and
+    // offline (its built-in search model cannot be downloaded).
+    const { ENGRAM_LOCAL_MODEL_DIR: _weights, ...online } = env;
+    const bareEnv = { ...online, ENGRAM_HOME: join(scratch, 'bare-home'), ENGRAM_SECRETS: 'none', ENGRAM_LOCAL_MODEL_URL: hubUrl };
     const [bareAddr, bareToken] = await serve(engramBin, uiDir, bareEnv, children);
 
     process.env.E2E_ENGRAM_URL = addr;
     process.env.E2E_ENGRAM_TOKEN = token;
     process.env.E2E_BARE_URL = bareAddr;
     process.env.E2E_BARE_TOKEN = bareToken;
+    process.env.E2E_OFFLINE_HUB = hubUrl;
     process.env.E2E_MOCK_BASE = `http://127.0.0.1:${mockPort}/v1`;
     process.env.E2E_MOCK_MCP = mcpBin;
     process.env.E2E_ENGRAM_BIN = engramBin;
