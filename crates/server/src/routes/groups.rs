@@ -83,13 +83,15 @@ pub async fn retrieve(State(s): State<AppState>, Path(id): Path<String>) -> ApiR
     group_by_id(&s.engram, &id).map(Json)
 }
 
-/// The body of `PATCH /v1/groups/{group_id}`: Letta's `GroupUpdate`.
+/// The body of `PATCH /v1/groups/{group_id}`: Letta's `GroupUpdate`. Its other fields
+/// (`description`, `agent_ids`, `shared_block_ids`) are accepted and ignored: a sleep-time
+/// group's are derived from its agent.
 #[derive(Deserialize)]
 pub struct GroupPatch {
     manager_config: Option<ManagerConfig>,
-    description: Option<String>,
 }
 
+/// Letta's `SleeptimeManagerUpdate` (the part Engram keeps).
 #[derive(Deserialize)]
 pub struct ManagerConfig {
     manager_type: Option<String>,
@@ -97,7 +99,7 @@ pub struct ManagerConfig {
 }
 
 /// `PATCH /v1/groups/{group_id}`: a new `sleeptime_agent_frequency` (user turns between
-/// passes, at least 1). A description is accepted and not kept (it is derived).
+/// passes, at least 1).
 pub async fn modify(
     State(s): State<AppState>,
     Path(id): Path<String>,
@@ -105,7 +107,6 @@ pub async fn modify(
 ) -> ApiResult<Json<Value>> {
     let agent = agent_of(&id)?;
     group_by_id(&s.engram, &id)?;
-    let _ = patch.description;
     if let Some(cfg) = patch.manager_config {
         if cfg
             .manager_type
