@@ -6,6 +6,9 @@
 //! `fts_partitions`), blended with vector similarity from a per-agent index (`vector_index`)
 //! when the caller brings a query embedding.
 //!
+//! The store also implements the storage interface ([`engram_store_api`], in `backend`), by
+//! calling its own methods; the PostgreSQL store implements the same interface.
+//!
 //! Layout: `migrations` holds the schema; one module per kind of row (`agents`, `blocks`,
 //! `messages`, `passages`, `steps`, `settings`); `import` writes whole agent files; `repair`
 //! fixes orphaned tool calls; `search` builds safe FTS5 queries and fuses rankings; `sql` maps
@@ -17,6 +20,7 @@
 mod agent_list;
 mod agents;
 mod approvals;
+mod backend;
 mod base_urls;
 mod block_list;
 mod block_ops;
@@ -64,8 +68,8 @@ pub use agent_list::AgentList;
 pub use approvals::ApprovalWrite;
 pub use base_urls::{BaseUrlOwner, BaseUrlRewrite, StoredBaseUrl};
 pub use block_list::BlockList;
-pub use block_ops::OpOutcome;
 pub use calibration::{CALIBRATION_SETTING_PREFIX, Calibration};
+pub use engram_core::OpOutcome;
 pub use import::{
     EXTRAS_SETTING_PREFIX, ImportAgent, ImportBlock, ImportBundle, ImportMessage,
     ImportSupersession, ImportedIds, ImportedTool,
