@@ -4,8 +4,9 @@
 //! one process) and the PostgreSQL store of a server (`engram-store-pg`, one database shared
 //! by several replicas). The interface is cut along the store's groups — one trait per concern
 //! — so each concern is moved onto it, and tested on both backends, as a unit. Today:
-//! [`AgentStore`] (an agent's row and its blocks at creation) and [`BlockStore`] (blocks and
-//! their versioned operations, with history). Messages, passages, steps and the rest follow
+//! [`AgentStore`] (an agent's row and its blocks at creation), [`BlockStore`] (blocks and
+//! their versioned operations, with history) and [`LeaseStore`] (one holder per agent, with
+//! fencing tokens checked at commit). Messages, passages, steps and the rest follow
 //! the same way.
 //!
 //! # Async, dyn-compatible
@@ -43,8 +44,9 @@
 use async_trait::async_trait;
 use engram_core::{
     Agent, AgentId, Block, BlockEdit, BlockId, BlockOp, BlockPatch, Editor, NewBlock, OpOutcome,
-    Result,
+    Result, Timestamp,
 };
+use std::time::Duration;
 
 /// Agents: the row with its settings, created together with its blocks.
 #[async_trait]
@@ -148,7 +150,83 @@ pub trait BlockStore: Send + Sync {
     async fn delete_block(&self, id: &BlockId) -> Result<()>;
 }
 
-/// Everything a backend provides: what the service will hold as `Arc<dyn Backend>`.
-pub trait Backend: AgentStore + BlockStore {}
+/// A holder's right to run an agent's steps until `expires_at`. Whoever holds the current
+/// lease of an agent is the only one whose step commits are accepted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lease {
+    /// The agent.
+    pub agent_id: AgentId,
+    /// Who holds it (a replica's name and run, for people reading the table).
+    pub holder: String,
+    /// The fencing token: one more at every acquisition of this agent's lease, never reused.
+    /// A commit names it and is refused unless it is still the current, unexpired one.
+    pub token: u64,
+    /// When it ends unless renewed, by the database's clock (microseconds).
+    pub expires_at: Timestamp,
+}
 
-impl<T: AgentStore + BlockStore> Backend for T {}
+/// The answer to [`LeaseStore::acquire_lease`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LeaseGrant {
+    /// The lease is yours, with a new fencing token.
+    Granted(Lease),
+    /// Someone else holds it until `expires_at` (database clock).
+    Busy {
+        /// Who holds it.
+        holder: String,
+        /// When their lease ends unless renewed.
+        expires_at: Timestamp,
+    },
+}
+
+/// Leases per agent: at most one holder runs an agent at a time, across every process or
+/// replica on the database, and a holder that lost its lease (paused past it, cut off) can
+/// never commit: commits check the fencing token in their own transaction.
+///
+/// Times are read from the database's clock (PostgreSQL's `clock_timestamp()`), so replicas
+/// whose clocks disagree still agree on expiry. A SQLite database is one process's: its leases
+/// live in that process's memory (shared by every handle on the file) and use the machine's
+/// clock.
+#[async_trait]
+pub trait LeaseStore: Send + Sync {
+    /// Takes the agent's lease for `ttl` when nobody holds it (never held, released or
+    /// expired), with a fencing token one above the last one given for this agent; else says
+    /// who holds it. A holder asking again while it holds the lease is busy too: it renews.
+    ///
+    /// Errors: `NotFound("agent")`; `Storage`.
+    async fn acquire_lease(
+        &self,
+        agent: &AgentId,
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<LeaseGrant>;
+
+    /// Extends a lease still held to `ttl` from now (same token).
+    ///
+    /// Errors: `LeaseLost` when it expired or was taken since; `Storage`.
+    async fn renew_lease(&self, lease: &Lease, ttl: Duration) -> Result<Lease>;
+
+    /// Gives the lease up now, so the next holder need not wait for it to expire. Releasing a
+    /// lease no longer held does nothing.
+    ///
+    /// Errors: `Storage`.
+    async fn release_lease(&self, lease: &Lease) -> Result<()>;
+
+    /// [`BlockStore::apply_block_op`] under `lease`: in the same transaction, first checks that
+    /// `lease` is still the agent's current, unexpired lease, and holds it (no one can take it
+    /// over) until the edit is committed. This is the check a step's commit makes.
+    ///
+    /// Errors: `LeaseLost` (nothing written); as `apply_block_op` otherwise.
+    async fn apply_block_op_leased(
+        &self,
+        lease: &Lease,
+        id: &BlockId,
+        op: &BlockOp,
+        editor: &Editor,
+    ) -> Result<OpOutcome>;
+}
+
+/// Everything a backend provides: what the service will hold as `Arc<dyn Backend>`.
+pub trait Backend: AgentStore + BlockStore + LeaseStore {}
+
+impl<T: AgentStore + BlockStore + LeaseStore> Backend for T {}

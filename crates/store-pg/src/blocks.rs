@@ -205,6 +205,25 @@ async fn commit_value(
     Ok(b)
 }
 
+/// Applies `op` to block `id` as stored now, holding its row until the transaction ends, and
+/// records the change by `editor`. Errors: `NotFound("block")`; a refusal is an
+/// [`OpOutcome::Refused`].
+pub(crate) async fn apply_op(
+    c: &impl GenericClient,
+    id: &BlockId,
+    op: &BlockOp,
+    editor: &Editor,
+) -> TxResult<OpOutcome> {
+    let current = load(c, id, Lock::Update).await?;
+    Ok(match op.apply(&current, true) {
+        Err(error) => OpOutcome::Refused { error, current },
+        Ok(Applied::Unchanged) => OpOutcome::Unchanged(current),
+        Ok(Applied::Changed(value)) => {
+            OpOutcome::Changed(commit_value(c, &current, value, editor, rows::now()).await?)
+        }
+    })
+}
+
 #[async_trait]
 impl BlockStore for PgStore {
     async fn create_block(&self, new: &NewBlock) -> Result<Block> {
@@ -367,16 +386,7 @@ impl BlockStore for PgStore {
         op: &BlockOp,
         editor: &Editor,
     ) -> Result<OpOutcome> {
-        transaction!(self, |tx| {
-            let current = load(&tx, id, Lock::Update).await?;
-            match op.apply(&current, true) {
-                Err(error) => OpOutcome::Refused { error, current },
-                Ok(Applied::Unchanged) => OpOutcome::Unchanged(current),
-                Ok(Applied::Changed(value)) => OpOutcome::Changed(
-                    commit_value(&tx, &current, value, editor, rows::now()).await?,
-                ),
-            }
-        })
+        transaction!(self, |tx| { apply_op(&tx, id, op, editor).await? })
     }
 
     async fn block_history(&self, id: &BlockId, limit: usize) -> Result<Vec<BlockEdit>> {

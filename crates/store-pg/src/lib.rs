@@ -17,6 +17,8 @@
 //! - **Retries of conflicts the database detects.** Two transactions that lock the same rows in
 //!   opposite orders (a relabel and an attach) may deadlock; PostgreSQL aborts one, and it is
 //!   run again from the start (`tx::retry`).
+//! - **Leases per agent** (`leases`): a row per agent with a fencing token and an expiry from
+//!   the database's clock; a commit under a lease locks that row after checking it.
 //! - **Types.** Timestamps are `timestamptz` (microseconds, as the SQLite store keeps them);
 //!   JSON-valued fields are `jsonb`.
 //!
@@ -26,6 +28,7 @@
 mod agents;
 mod blocks;
 mod error;
+mod leases;
 mod migrations;
 mod rows;
 mod tx;

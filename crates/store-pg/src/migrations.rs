@@ -25,11 +25,18 @@ pub struct Migration {
 }
 
 /// Every migration, oldest first.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "agents and blocks",
-    sql: V1,
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "agents and blocks",
+        sql: V1,
+    },
+    Migration {
+        version: 2,
+        name: "agent leases",
+        sql: AGENT_LEASES,
+    },
+];
 
 /// The advisory lock key migrations run under (`"engram"` in ASCII, then 1): any number that
 /// no other program on the database uses.
@@ -91,6 +98,17 @@ CREATE TABLE block_history (
     created_at  timestamptz NOT NULL
 );
 CREATE INDEX block_history_by_block ON block_history (block_id, pk);
+"#;
+
+/// Leases per agent: one row per agent that was ever leased, holding its current lease.
+/// `token` only grows (the fencing token); `expires_at` is set from the database's clock.
+const AGENT_LEASES: &str = r#"
+CREATE TABLE agent_leases (
+    agent_id   text PRIMARY KEY REFERENCES agents (id) ON DELETE CASCADE,
+    holder     text NOT NULL,
+    token      bigint NOT NULL,
+    expires_at timestamptz NOT NULL
+);
 "#;
 
 /// Applies every pending migration, once, however many stores open the database at the same

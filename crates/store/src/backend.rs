@@ -1,14 +1,17 @@
 //! The SQLite store behind the storage interface ([`engram_store_api`]): each method calls the
 //! store's own synchronous method of the same name, on the caller's task (they are short, as
-//! the service's direct calls are today). Nothing inside the store changes for it.
+//! the service's direct calls are today). Nothing inside the store changes for it. Leases are
+//! the one addition, kept in memory (`leases`).
 
-use crate::Store;
+use crate::{Store, sql};
 use async_trait::async_trait;
 use engram_core::{
-    Agent, AgentId, Block, BlockEdit, BlockId, BlockOp, BlockPatch, Editor, NewBlock, OpOutcome,
-    Result,
+    Agent, AgentId, Block, BlockEdit, BlockId, BlockOp, BlockPatch, Editor, Error, NewBlock,
+    OpOutcome, Result,
 };
-use engram_store_api::{AgentStore, BlockStore};
+use engram_store_api::{AgentStore, BlockStore, Lease, LeaseGrant, LeaseStore};
+use std::sync::MutexGuard;
+use std::time::Duration;
 
 #[async_trait]
 impl AgentStore for Store {
@@ -88,5 +91,60 @@ impl BlockStore for Store {
 
     async fn delete_block(&self, id: &BlockId) -> Result<()> {
         Store::delete_block(self, id)
+    }
+}
+
+impl Store {
+    fn lease_table(&self) -> MutexGuard<'_, crate::leases::Table> {
+        self.leases.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+fn lost(lease: &Lease) -> Error {
+    Error::LeaseLost {
+        agent: lease.agent_id.to_string(),
+        token: lease.token,
+    }
+}
+
+#[async_trait]
+impl LeaseStore for Store {
+    async fn acquire_lease(
+        &self,
+        agent: &AgentId,
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<LeaseGrant> {
+        Store::get_agent(self, agent)?;
+        Ok(self.lease_table().acquire(agent, holder, ttl, sql::now()))
+    }
+
+    async fn renew_lease(&self, lease: &Lease, ttl: Duration) -> Result<Lease> {
+        self.lease_table()
+            .renew(lease, ttl, sql::now())
+            .ok_or_else(|| lost(lease))
+    }
+
+    async fn release_lease(&self, lease: &Lease) -> Result<()> {
+        self.lease_table().release(lease, sql::now());
+        Ok(())
+    }
+
+    async fn apply_block_op_leased(
+        &self,
+        lease: &Lease,
+        id: &BlockId,
+        op: &BlockOp,
+        editor: &Editor,
+    ) -> Result<OpOutcome> {
+        // The table stays locked until the edit is committed, so the lease cannot pass to
+        // another holder in between.
+        let mut table = self.lease_table();
+        if table.current(lease, sql::now()).is_none() {
+            return Err(lost(lease));
+        }
+        let out = Store::apply_block_op(self, id, op, editor);
+        drop(table);
+        out
     }
 }

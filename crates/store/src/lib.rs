@@ -30,6 +30,7 @@ mod created_page;
 mod endpoints;
 mod fts_partitions;
 mod import;
+mod leases;
 mod mcp;
 mod mcp_pending;
 mod message_pages;
@@ -118,6 +119,9 @@ pub struct Store {
     /// Per-agent vector indexes over passages (see `vector_index`). Locked after `conn`,
     /// never before it.
     vectors: Arc<Mutex<vector_index::Indexes>>,
+    /// Leases per agent of the storage interface (see `leases`), shared by every handle this
+    /// process has on the file. Taken before `conn` when both are held, never after it.
+    leases: Arc<Mutex<leases::Table>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -145,17 +149,25 @@ impl Store {
         // Saved vector indexes live beside the database: `engram.db` → `engram.db.vectors/`.
         let mut dir = path.as_os_str().to_owned();
         dir.push(".vectors");
-        Self::init(conn, Some(dir.into()))
+        Self::init(conn, Some(dir.into()), leases::table_for(Some(path)))
     }
 
     /// Opens a fresh private in-memory database (for tests and throwaway sessions).
     ///
     /// Errors: [`Error::Storage`] if SQLite cannot allocate it.
     pub fn open_in_memory() -> Result<Store> {
-        Self::init(Connection::open_in_memory().db()?, None)
+        Self::init(
+            Connection::open_in_memory().db()?,
+            None,
+            leases::table_for(None),
+        )
     }
 
-    fn init(mut conn: Connection, vector_dir: Option<std::path::PathBuf>) -> Result<Store> {
+    fn init(
+        mut conn: Connection,
+        vector_dir: Option<std::path::PathBuf>,
+        leases: Arc<Mutex<leases::Table>>,
+    ) -> Result<Store> {
         // WAL + NORMAL: commits do not fsync (only checkpoints do), which is what makes one
         // transaction per archival insert fast; a crash can lose the last commits but never
         // corrupts the file. Checkpoints every 8,000 pages (~32 MB of WAL) instead of 1,000:
@@ -175,6 +187,7 @@ impl Store {
         Ok(Store {
             conn: Arc::new(Mutex::new(conn)),
             vectors: Arc::new(Mutex::new(vector_index::Indexes::new(vector_dir))),
+            leases,
         })
     }
 

@@ -5,3 +5,4 @@
 mod contract;
 mod harness;
 mod migrations;
+mod pg_only;

@@ -4,6 +4,7 @@
 mod agents;
 mod blocks;
 mod concurrency;
+mod leases;
 mod ops;
 
 use engram_core::{Agent, Block, Editor, Error, LlmConfig, NewBlock};
