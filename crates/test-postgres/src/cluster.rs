@@ -53,11 +53,13 @@ impl Cluster {
         create_database(&self.bin, self.dir.path(), self.port)
     }
 
-    /// Stops the server at once (`pg_ctl stop -m immediate`: connections drop, as in a crash).
+    /// Stops the server (`pg_ctl stop -m fast`): open connections are cut, committed data is
+    /// kept for [`restart`](Self::restart). (A crash would lose the last commits: durability
+    /// is off in test clusters.)
     ///
     /// Errors: [`ClusterError::Command`] when `pg_ctl` fails (e.g. it is already stopped).
     pub fn stop(&self) -> Result<(), ClusterError> {
-        stop(&self.bin, self.dir.path())
+        stop_mode(&self.bin, self.dir.path(), "fast")
     }
 
     /// Starts the stopped server again on the same port, with its data.
@@ -156,12 +158,16 @@ pub(crate) fn start_on(bin: &PgBin, root: &Path, port: u16) -> Result<(), Cluste
     Ok(())
 }
 
-/// `pg_ctl stop -m immediate`.
+/// `pg_ctl stop -m immediate`: for a cluster thrown away next.
 pub(crate) fn stop(bin: &PgBin, root: &Path) -> Result<(), ClusterError> {
+    stop_mode(bin, root, "immediate")
+}
+
+fn stop_mode(bin: &PgBin, root: &Path, mode: &str) -> Result<(), ClusterError> {
     let mut ctl = bin.command("pg_ctl");
     ctl.arg("-D")
         .arg(data_dir(root))
-        .args(["-m", "immediate", "-w", "stop"]);
+        .args(["-m", mode, "-w", "stop"]);
     bin.run("pg_ctl stop", ctl).map(drop)
 }
 
