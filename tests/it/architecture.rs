@@ -113,3 +113,69 @@ fn transports_never_reach_for_the_store() {
         offences.join("\n")
     );
 }
+
+/// Every package `package` is built with (its normal and build dependencies, transitively; dev
+/// dependencies left out), from the resolved graph of `cargo metadata`.
+fn linked_packages(package: &str) -> std::collections::BTreeSet<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--offline"])
+        .current_dir(root())
+        .output()
+        .expect("cargo metadata runs");
+    assert!(
+        out.status.success(),
+        "cargo metadata failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let name_of = |id: &str| -> String {
+        meta["packages"]
+            .as_array()
+            .expect("packages")
+            .iter()
+            .find(|p| p["id"] == id)
+            .and_then(|p| p["name"].as_str())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let nodes = meta["resolve"]["nodes"]
+        .as_array()
+        .expect("a resolved graph");
+    let start = nodes
+        .iter()
+        .find(|n| name_of(n["id"].as_str().unwrap_or_default()) == package)
+        .unwrap_or_else(|| panic!("{package} is in the graph"));
+    let mut seen = std::collections::BTreeSet::new();
+    let mut todo = vec![start["id"].as_str().expect("id").to_owned()];
+    while let Some(id) = todo.pop() {
+        if !seen.insert(id.clone()) {
+            continue;
+        }
+        let node = nodes.iter().find(|n| n["id"] == id.as_str()).expect("node");
+        for dep in node["deps"].as_array().into_iter().flatten() {
+            let only_dev = dep["dep_kinds"]
+                .as_array()
+                .is_some_and(|kinds| kinds.iter().all(|k| k["kind"] == "dev"));
+            if !only_dev {
+                todo.push(dep["pkg"].as_str().expect("pkg").to_owned());
+            }
+        }
+    }
+    seen.iter().map(|id| name_of(id)).collect()
+}
+
+#[test]
+fn the_desktop_build_does_not_link_the_postgres_store() {
+    let linked = linked_packages("engram-desktop");
+    assert!(
+        linked.contains("engram-store"),
+        "the walk finds the desktop's SQLite store: {linked:?}"
+    );
+    for server_only in ["engram-store-pg", "tokio-postgres", "deadpool-postgres"] {
+        assert!(
+            !linked.contains(server_only),
+            "the desktop app links {server_only}; the PostgreSQL store is for servers only"
+        );
+    }
+}

@@ -138,6 +138,23 @@ pub enum Applied {
     Unchanged,
 }
 
+/// What applying one operation to a stored block did (outside a step: a hand edit, an MCP
+/// client, a replica's write).
+#[derive(Clone, Debug, PartialEq)]
+pub enum OpOutcome {
+    /// The value changed; the block as stored now (new version).
+    Changed(Block),
+    /// Nothing to do (the block already holds that); the block as stored.
+    Unchanged(Block),
+    /// The operation does not apply to the stored value; nothing was written.
+    Refused {
+        /// Why, with counts (occurrences, characters over the limit, lines).
+        error: OpError,
+        /// The block as stored.
+        current: Block,
+    },
+}
+
 impl BlockOp {
     /// Applies the operation to `block`'s current value and checks the result against its
     /// limit (characters). `agent` is true for edits by an agent, which read-only blocks refuse.

@@ -66,6 +66,16 @@ pub enum Error {
         /// The block as stored now.
         current: Box<crate::Block>,
     },
+    /// A write under an agent's lease (a step's commit, a renewal) came from a holder whose
+    /// lease is no longer current: it expired, or another holder has taken it since (a newer
+    /// fencing token). Nothing was written; the holder must stop working on the agent.
+    #[error("the lease on agent {agent} (token {token}) is no longer held; nothing was written")]
+    LeaseLost {
+        /// The agent.
+        agent: String,
+        /// The fencing token of the lease the holder had.
+        token: u64,
+    },
     /// A model provider failed; `message` says what to do about it.
     #[error("{message}")]
     Provider {
@@ -133,6 +143,7 @@ impl Error {
             Self::Invalid(_) => "invalid_input",
             Self::Conflict(_) => "conflict",
             Self::StaleVersion { .. } => "stale_version",
+            Self::LeaseLost { .. } => "lease_lost",
             Self::Provider { fault, .. } => match fault {
                 ProviderFault::Auth => "provider_auth",
                 ProviderFault::RateLimited => "rate_limited",

@@ -23,7 +23,7 @@ pub mod trust;
 
 pub use agent::{Agent, AgentPatch, EmbeddingConfig, LlmConfig, LoopStyle, NewAgent};
 pub use approval::{ApprovalDecision, PendingApproval};
-pub use block_op::{Applied, BlockOp, OpError, ReplaceCount};
+pub use block_op::{Applied, BlockOp, OpError, OpOutcome, ReplaceCount};
 pub use error::{Error, ErrorBody, Result};
 pub use ids::{
     AgentId, BlockId, EditId, McpServerId, MessageId, PassId, PassageId, RunId, StepId, ToolId,

@@ -53,7 +53,9 @@ pub fn status_of(e: &Error) -> StatusCode {
     match e {
         Error::NotFound { .. } => StatusCode::NOT_FOUND,
         Error::Invalid(_) | Error::ContextWindowTooSmall { .. } => StatusCode::BAD_REQUEST,
-        Error::Conflict(_) | Error::StaleVersion { .. } => StatusCode::CONFLICT,
+        Error::Conflict(_) | Error::StaleVersion { .. } | Error::LeaseLost { .. } => {
+            StatusCode::CONFLICT
+        }
         Error::Provider {
             fault: ProviderFault::NotConfigured,
             ..

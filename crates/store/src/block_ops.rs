@@ -8,25 +8,10 @@
 use crate::Store;
 use crate::blocks::{self, Author, EDIT_COLS, edit_from_row};
 use crate::sql::{self, DbResult};
-use engram_core::block_op::OpError;
-use engram_core::{AgentId, Applied, Block, BlockEdit, BlockId, BlockOp, Editor, NewBlock, Result};
+use engram_core::{
+    AgentId, Applied, Block, BlockEdit, BlockId, BlockOp, Editor, NewBlock, OpOutcome, Result,
+};
 use rusqlite::params;
-
-/// What [`Store::apply_block_op`] did.
-#[derive(Clone, Debug, PartialEq)]
-pub enum OpOutcome {
-    /// The value changed; the block as stored now (new version).
-    Changed(Block),
-    /// Nothing to do (the block already holds that); the block as stored.
-    Unchanged(Block),
-    /// The operation does not apply to the stored value; nothing was written.
-    Refused {
-        /// Why, with counts (occurrences, characters over the limit, lines).
-        error: OpError,
-        /// The block as stored.
-        current: Block,
-    },
-}
 
 impl Store {
     /// Applies `op` to block `id` as stored now, in one transaction, recording a history row

@@ -5,10 +5,10 @@
 
 use crate::Store;
 use crate::sql::{self, DbResult, json, ts};
-use engram_core::memory::{check_limit, default_description};
+use engram_core::memory::check_limit;
 use engram_core::{
-    AgentId, Block, BlockEdit, BlockId, BlockPatch, DEFAULT_BLOCK_LIMIT, EditId, Editor, Error,
-    NewBlock, Result, StepId, Timestamp,
+    AgentId, Block, BlockEdit, BlockId, BlockPatch, EditId, Editor, Error, NewBlock, Result,
+    StepId, Timestamp,
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
@@ -70,33 +70,11 @@ fn limit_int(limit: usize) -> Result<i64> {
     i64::try_from(limit).map_err(|_| Error::invalid(format!("block limit is too large: {limit}")))
 }
 
-/// A new block row from `nb`: validated label, default limit (raised to fit the value) and
-/// default description; explicit limits must fit the value.
+/// A new block row from `nb` ([`NewBlock::to_block`]), whose limit must also fit the column.
 pub(crate) fn build(nb: &NewBlock, now: Timestamp) -> Result<Block> {
-    check_label(&nb.label)?;
-    let chars = nb.value.chars().count();
-    let limit = match nb.limit {
-        Some(limit) => {
-            check_limit("", &nb.value, limit).map_err(|e| Error::Invalid(e.to_string()))?;
-            limit
-        }
-        None => DEFAULT_BLOCK_LIMIT.max(chars),
-    };
-    limit_int(limit)?;
-    Ok(Block {
-        id: BlockId::new(),
-        label: nb.label.clone(),
-        value: nb.value.clone(),
-        limit,
-        description: nb
-            .description
-            .clone()
-            .unwrap_or_else(|| default_description(&nb.label)),
-        read_only: nb.read_only,
-        version: 1,
-        created_at: now,
-        updated_at: now,
-    })
+    let block = nb.to_block(now)?;
+    limit_int(block.limit)?;
+    Ok(block)
 }
 
 /// Inserts a block row.

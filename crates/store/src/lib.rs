@@ -6,6 +6,9 @@
 //! `fts_partitions`), blended with vector similarity from a per-agent index (`vector_index`)
 //! when the caller brings a query embedding.
 //!
+//! The store also implements the storage interface ([`engram_store_api`], in `backend`), by
+//! calling its own methods; the PostgreSQL store implements the same interface.
+//!
 //! Layout: `migrations` holds the schema; one module per kind of row (`agents`, `blocks`,
 //! `messages`, `passages`, `steps`, `settings`); `import` writes whole agent files; `repair`
 //! fixes orphaned tool calls; `search` builds safe FTS5 queries and fuses rankings; `sql` maps
@@ -17,6 +20,7 @@
 mod agent_list;
 mod agents;
 mod approvals;
+mod backend;
 mod base_urls;
 mod block_list;
 mod block_ops;
@@ -26,6 +30,7 @@ mod created_page;
 mod endpoints;
 mod fts_partitions;
 mod import;
+mod leases;
 mod mcp;
 mod mcp_pending;
 mod message_pages;
@@ -65,8 +70,8 @@ pub use agent_list::AgentList;
 pub use approvals::ApprovalWrite;
 pub use base_urls::{BaseUrlOwner, BaseUrlRewrite, StoredBaseUrl};
 pub use block_list::BlockList;
-pub use block_ops::OpOutcome;
 pub use calibration::{CALIBRATION_SETTING_PREFIX, Calibration};
+pub use engram_core::OpOutcome;
 pub use import::{
     EXTRAS_SETTING_PREFIX, ImportAgent, ImportBlock, ImportBundle, ImportMessage,
     ImportSupersession, ImportedIds, ImportedTool,
@@ -115,6 +120,9 @@ pub struct Store {
     /// Per-agent vector indexes over passages (see `vector_index`). Locked after `conn`,
     /// never before it.
     vectors: Arc<Mutex<vector_index::Indexes>>,
+    /// Leases per agent of the storage interface (see `leases`), shared by every handle this
+    /// process has on the file. Taken before `conn` when both are held, never after it.
+    leases: Arc<Mutex<leases::Table>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -142,17 +150,25 @@ impl Store {
         // Saved vector indexes live beside the database: `engram.db` → `engram.db.vectors/`.
         let mut dir = path.as_os_str().to_owned();
         dir.push(".vectors");
-        Self::init(conn, Some(dir.into()))
+        Self::init(conn, Some(dir.into()), leases::table_for(Some(path)))
     }
 
     /// Opens a fresh private in-memory database (for tests and throwaway sessions).
     ///
     /// Errors: [`Error::Storage`] if SQLite cannot allocate it.
     pub fn open_in_memory() -> Result<Store> {
-        Self::init(Connection::open_in_memory().db()?, None)
+        Self::init(
+            Connection::open_in_memory().db()?,
+            None,
+            leases::table_for(None),
+        )
     }
 
-    fn init(mut conn: Connection, vector_dir: Option<std::path::PathBuf>) -> Result<Store> {
+    fn init(
+        mut conn: Connection,
+        vector_dir: Option<std::path::PathBuf>,
+        leases: Arc<Mutex<leases::Table>>,
+    ) -> Result<Store> {
         // WAL + NORMAL: commits do not fsync (only checkpoints do), which is what makes one
         // transaction per archival insert fast; a crash can lose the last commits but never
         // corrupts the file. Checkpoints every 8,000 pages (~32 MB of WAL) instead of 1,000:
@@ -172,6 +188,7 @@ impl Store {
         Ok(Store {
             conn: Arc::new(Mutex::new(conn)),
             vectors: Arc::new(Mutex::new(vector_index::Indexes::new(vector_dir))),
+            leases,
         })
     }
 

@@ -1,0 +1,139 @@
+//! Agents on PostgreSQL: the row with its settings, created with its blocks in one
+//! transaction.
+
+use crate::PgStore;
+use crate::blocks::{self, Lock, label_conflict};
+use crate::rows::{self, AGENT_COLS, Cached};
+use crate::tx::{TxError, transaction};
+use async_trait::async_trait;
+use engram_core::{Agent, AgentId, Block, BlockId, Error, NewBlock, Result};
+use engram_store_api::AgentStore;
+use std::collections::HashSet;
+
+#[async_trait]
+impl AgentStore for PgStore {
+    async fn create_agent(
+        &self,
+        agent: &Agent,
+        new_blocks: &[NewBlock],
+        attach: &[BlockId],
+    ) -> Result<(Agent, Vec<Block>)> {
+        let mut agent = agent.clone();
+        agent.created_at = rows::truncate(agent.created_at);
+        agent.updated_at = rows::truncate(agent.updated_at);
+        let agent = &agent;
+        transaction!(self, |tx| {
+            // Concurrent creations of one id: the second waits for the first, then inserts
+            // nothing.
+            let inserted = tx
+                .exec(
+                    &format!(
+                        "INSERT INTO agents ({AGENT_COLS})
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                         ON CONFLICT (id) DO NOTHING"
+                    ),
+                    &[
+                        &agent.id.as_str(),
+                        &agent.name,
+                        &agent.description,
+                        &agent.system,
+                        &rows::to_json(&agent.llm)?,
+                        &agent.embedding.as_ref().map(rows::to_json).transpose()?,
+                        &rows::loop_style_str(agent.loop_style),
+                        &i64::from(agent.max_steps),
+                        &rows::to_json(&agent.tools)?,
+                        &rows::to_json(&agent.tool_rules)?,
+                        &agent.summary,
+                        &agent.created_at,
+                        &agent.updated_at,
+                    ],
+                )
+                .await?;
+            if inserted == 0 {
+                return Err(Error::Conflict(format!("agent {} already exists", agent.id)).into());
+            }
+            let now = rows::now();
+            let mut attached: Vec<Block> = Vec::with_capacity(new_blocks.len() + attach.len());
+            let mut labels = HashSet::new();
+            let mut claim = |b: &Block| {
+                if labels.insert(b.label.clone()) {
+                    Ok(())
+                } else {
+                    Err(TxError::from(label_conflict(&b.label)))
+                }
+            };
+            for nb in new_blocks {
+                let b = nb.to_block(now)?;
+                claim(&b)?;
+                blocks::insert(&tx, &b).await?;
+                attached.push(b);
+            }
+            for id in attach {
+                if attached.iter().any(|b| &b.id == id) {
+                    continue;
+                }
+                // Shared: its label cannot change until this agent's link is committed.
+                let b = blocks::load(&tx, id, Lock::Share).await?;
+                claim(&b)?;
+                attached.push(b);
+            }
+            for (position, b) in (0_i64..).zip(&attached) {
+                blocks::link(&tx, &agent.id, &b.id, position).await?;
+            }
+            (agent.clone(), attached)
+        })
+    }
+
+    async fn get_agent(&self, id: &AgentId) -> Result<Agent> {
+        let c = self.client().await?;
+        let row = c
+            .one_opt(
+                &format!("SELECT {AGENT_COLS} FROM agents WHERE id = $1"),
+                &[&id.as_str()],
+            )
+            .await
+            .map_err(TxError::from)?;
+        match row {
+            Some(r) => Ok(rows::agent(&r)?),
+            None => Err(Error::not_found("agent", id.as_str())),
+        }
+    }
+
+    async fn list_agents(&self) -> Result<Vec<Agent>> {
+        let c = self.client().await?;
+        let found = c
+            .rows(
+                &format!("SELECT {AGENT_COLS} FROM agents ORDER BY created_at, id"),
+                &[],
+            )
+            .await
+            .map_err(TxError::from)?;
+        Ok(rows::all(&found, rows::agent)?)
+    }
+
+    async fn delete_agent(&self, id: &AgentId) -> Result<()> {
+        transaction!(self, |tx| {
+            blocks::ensure_agent(&tx, id, Lock::Update).await?;
+            let linked: Vec<String> = tx
+                .rows(
+                    "SELECT block_id FROM agent_blocks WHERE agent_id = $1",
+                    &[&id.as_str()],
+                )
+                .await?
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            // The links go with the agent (ON DELETE CASCADE); then its blocks no one else
+            // uses.
+            tx.exec("DELETE FROM agents WHERE id = $1", &[&id.as_str()])
+                .await?;
+            tx.exec(
+                "DELETE FROM blocks b WHERE b.id = ANY($1)
+                   AND NOT EXISTS (SELECT 1 FROM agent_blocks ab WHERE ab.block_id = b.id)",
+                &[&linked],
+            )
+            .await?;
+            tracing::debug!(agent = %id, "deleted agent");
+        })
+    }
+}

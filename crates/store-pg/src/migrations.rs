@@ -1,0 +1,174 @@
+//! The PostgreSQL schema, as an append-only list of numbered migrations.
+//!
+//! Never edit a released migration; add one at the end. Applied migrations are rows of
+//! `engram_migrations`. Opening a store applies the pending ones in **one transaction** that
+//! first takes a transaction-level advisory lock (`pg_advisory_xact_lock`): replicas that start
+//! together queue on the lock, the first applies the migrations, the others find them applied.
+//! PostgreSQL's DDL is transactional, so a failing migration leaves nothing of the batch behind
+//! and the lock goes with the transaction, also when a replica dies half-way.
+//!
+//! Conventions: ids are `text` (`agent-<uuid>`), timestamps `timestamptz` (microseconds),
+//! JSON-valued fields `jsonb`, lengths and limits `bigint` characters.
+
+use crate::PgError;
+use deadpool_postgres::GenericClient;
+
+/// One schema change.
+#[derive(Clone, Copy, Debug)]
+pub struct Migration {
+    /// Its number, from 1, one more than the one before.
+    pub version: i32,
+    /// What it does, in a few words (kept in `engram_migrations`).
+    pub name: &'static str,
+    /// The statements.
+    pub sql: &'static str,
+}
+
+/// Every migration, oldest first.
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "agents and blocks",
+        sql: V1,
+    },
+    Migration {
+        version: 2,
+        name: "agent leases",
+        sql: AGENT_LEASES,
+    },
+];
+
+/// The advisory lock key migrations run under (`"engram"` in ASCII, then 1): any number that
+/// no other program on the database uses.
+const LOCK_KEY: i64 = 0x656e_6772_616d_0001;
+
+/// Version 1: agents, blocks, their links and the blocks' history.
+const V1: &str = r#"
+CREATE TABLE agents (
+    id          text PRIMARY KEY,
+    name        text NOT NULL,
+    description text NOT NULL,
+    system      text NOT NULL,
+    llm         jsonb NOT NULL,             -- LlmConfig
+    embedding   jsonb,                      -- EmbeddingConfig
+    loop_style  text NOT NULL CHECK (loop_style IN ('classic', 'tool_loop')),
+    max_steps   bigint NOT NULL,
+    tools       jsonb NOT NULL,             -- array of tool names
+    tool_rules  jsonb NOT NULL,             -- array of ToolRule
+    summary     text,
+    created_at  timestamptz NOT NULL,
+    updated_at  timestamptz NOT NULL
+);
+CREATE INDEX agents_by_created ON agents (created_at, id);
+
+CREATE TABLE blocks (
+    id          text PRIMARY KEY,
+    label       text NOT NULL,
+    value       text NOT NULL,
+    char_limit  bigint NOT NULL CHECK (char_limit >= 0),   -- characters, not bytes
+    description text NOT NULL,
+    read_only   boolean NOT NULL,
+    version     bigint NOT NULL,
+    created_at  timestamptz NOT NULL,
+    updated_at  timestamptz NOT NULL
+);
+CREATE INDEX blocks_by_created ON blocks (created_at, id);
+CREATE INDEX blocks_by_label ON blocks (label, created_at);
+
+-- A label is unique per agent; it lives on the (shareable) block, so the store checks it under
+-- the agent's row lock instead of an index.
+CREATE TABLE agent_blocks (
+    agent_id text NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+    block_id text NOT NULL REFERENCES blocks (id) ON DELETE CASCADE,
+    position bigint NOT NULL,
+    PRIMARY KEY (agent_id, block_id)
+);
+CREATE INDEX agent_blocks_by_block ON agent_blocks (block_id);
+
+CREATE TABLE block_history (
+    pk          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,   -- edit order
+    id          text NOT NULL UNIQUE,
+    block_id    text NOT NULL REFERENCES blocks (id) ON DELETE CASCADE,
+    editor      jsonb NOT NULL,             -- Editor
+    old_value   text NOT NULL,
+    new_value   text NOT NULL,
+    old_version bigint,
+    new_version bigint,
+    step_id     text,
+    created_at  timestamptz NOT NULL
+);
+CREATE INDEX block_history_by_block ON block_history (block_id, pk);
+"#;
+
+/// Leases per agent: one row per agent that was ever leased, holding its current lease.
+/// `token` only grows (the fencing token); `expires_at` is set from the database's clock.
+const AGENT_LEASES: &str = r#"
+CREATE TABLE agent_leases (
+    agent_id   text PRIMARY KEY REFERENCES agents (id) ON DELETE CASCADE,
+    holder     text NOT NULL,
+    token      bigint NOT NULL,
+    expires_at timestamptz NOT NULL
+);
+"#;
+
+/// Applies every pending migration, once, however many stores open the database at the same
+/// moment.
+///
+/// Errors: [`PgError::Migration`] (nothing of the batch applied); [`PgError::TooNew`] when the
+/// database knows migrations this build does not; [`PgError::Db`].
+pub(crate) async fn run(client: &mut deadpool_postgres::Client) -> Result<(), PgError> {
+    let tx = client.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LOCK_KEY])
+        .await?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS engram_migrations (
+             version    integer PRIMARY KEY,
+             name       text NOT NULL,
+             applied_at timestamptz NOT NULL DEFAULT now()
+         )",
+    )
+    .await?;
+    let found: i32 = tx
+        .query_one(
+            "SELECT coalesce(max(version), 0) FROM engram_migrations",
+            &[],
+        )
+        .await?
+        .get(0);
+    let known = MIGRATIONS.last().map_or(0, |m| m.version);
+    if found > known {
+        return Err(PgError::TooNew { found, known });
+    }
+    for m in MIGRATIONS.iter().filter(|m| m.version > found) {
+        let failed = |source| PgError::Migration {
+            version: m.version,
+            name: m.name,
+            source,
+        };
+        tx.batch_execute(m.sql).await.map_err(failed)?;
+        tx.execute(
+            "INSERT INTO engram_migrations (version, name) VALUES ($1, $2)",
+            &[&m.version, &m.name],
+        )
+        .await
+        .map_err(failed)?;
+        tracing::info!(
+            version = m.version,
+            name = m.name,
+            "applied database migration"
+        );
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// `(version, name)` of every applied migration, oldest first.
+pub(crate) async fn applied(client: &impl GenericClient) -> Result<Vec<(i32, String)>, PgError> {
+    let rows = client
+        .query(
+            "SELECT version, name FROM engram_migrations ORDER BY version",
+            &[],
+        )
+        .await?;
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+}

@@ -1,0 +1,176 @@
+//! Rows to the engine's types and back: column lists, JSON columns, times and integers.
+
+use crate::tx::TxResult;
+use chrono::DateTime;
+use deadpool_postgres::GenericClient;
+use engram_core::{
+    Agent, AgentId, Block, BlockEdit, BlockId, EditId, Error, LoopStyle, StepId, Timestamp,
+};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
+
+/// The columns [`agent`] reads, in order.
+pub(crate) const AGENT_COLS: &str = "id, name, description, system, llm, embedding, loop_style, \
+     max_steps, tools, tool_rules, summary, created_at, updated_at";
+
+/// The columns [`block`] reads, in order (table alias `b`).
+pub(crate) const BLOCK_COLS: &str = "b.id, b.label, b.value, b.char_limit, b.description, \
+     b.read_only, b.version, b.created_at, b.updated_at";
+
+/// The columns [`edit`] reads, in order.
+pub(crate) const EDIT_COLS: &str =
+    "id, block_id, editor, old_value, new_value, old_version, new_version, step_id, created_at";
+
+/// `t` cut to the microseconds PostgreSQL keeps, so returned values equal later reads.
+pub(crate) fn truncate(t: Timestamp) -> Timestamp {
+    DateTime::from_timestamp_micros(t.timestamp_micros()).unwrap_or(t)
+}
+
+/// The current time, truncated like everything stored.
+pub(crate) fn now() -> Timestamp {
+    truncate(chrono::Utc::now())
+}
+
+/// A JSON column's value.
+pub(crate) fn to_json(v: &impl Serialize) -> TxResult<Value> {
+    serde_json::to_value(v)
+        .map_err(|e| Error::Internal(format!("cannot encode a JSON column: {e}")).into())
+}
+
+fn from_json<T: DeserializeOwned>(row: &Row, idx: usize, what: &str) -> TxResult<T> {
+    let v: Value = row.try_get(idx)?;
+    serde_json::from_value(v)
+        .map_err(|e| Error::Storage(format!("a stored {what} cannot be read: {e}")).into())
+}
+
+/// A count or version as stored (`bigint`).
+pub(crate) fn int(v: u64, what: &str) -> TxResult<i64> {
+    i64::try_from(v).map_err(|_| Error::invalid(format!("{what} is too large: {v}")).into())
+}
+
+/// A non-negative `bigint` column.
+fn uint(row: &Row, idx: usize) -> TxResult<u64> {
+    let v: i64 = row.try_get(idx)?;
+    u64::try_from(v).map_err(|_| Error::Storage(format!("negative value {v} stored")).into())
+}
+
+fn opt_uint(row: &Row, idx: usize) -> TxResult<Option<u64>> {
+    let v: Option<i64> = row.try_get(idx)?;
+    Ok(v.map(|v| u64::try_from(v).unwrap_or(0)))
+}
+
+pub(crate) fn loop_style_str(s: LoopStyle) -> &'static str {
+    match s {
+        LoopStyle::Classic => "classic",
+        LoopStyle::ToolLoop => "tool_loop",
+    }
+}
+
+pub(crate) fn agent(r: &Row) -> TxResult<Agent> {
+    let loop_style: String = r.try_get(6)?;
+    let max_steps: i64 = r.try_get(7)?;
+    Ok(Agent {
+        id: AgentId::from(r.try_get::<_, String>(0)?),
+        name: r.try_get(1)?,
+        description: r.try_get(2)?,
+        system: r.try_get(3)?,
+        llm: from_json(r, 4, "model setting")?,
+        embedding: match r.try_get::<_, Option<Value>>(5)? {
+            None => None,
+            Some(_) => Some(from_json(r, 5, "embedding setting")?),
+        },
+        loop_style: if loop_style == "classic" {
+            LoopStyle::Classic
+        } else {
+            LoopStyle::ToolLoop
+        },
+        max_steps: u32::try_from(max_steps).unwrap_or(u32::MAX),
+        tools: from_json(r, 8, "tool list")?,
+        tool_rules: from_json(r, 9, "tool rule list")?,
+        summary: r.try_get(10)?,
+        created_at: r.try_get(11)?,
+        updated_at: r.try_get(12)?,
+    })
+}
+
+pub(crate) fn block(r: &Row) -> TxResult<Block> {
+    Ok(Block {
+        id: BlockId::from(r.try_get::<_, String>(0)?),
+        label: r.try_get(1)?,
+        value: r.try_get(2)?,
+        limit: usize::try_from(uint(r, 3)?).unwrap_or(usize::MAX),
+        description: r.try_get(4)?,
+        read_only: r.try_get(5)?,
+        version: uint(r, 6)?,
+        created_at: r.try_get(7)?,
+        updated_at: r.try_get(8)?,
+    })
+}
+
+pub(crate) fn edit(r: &Row) -> TxResult<BlockEdit> {
+    Ok(BlockEdit {
+        id: EditId::from(r.try_get::<_, String>(0)?),
+        block_id: BlockId::from(r.try_get::<_, String>(1)?),
+        editor: from_json(r, 2, "editor")?,
+        old_value: r.try_get(3)?,
+        new_value: r.try_get(4)?,
+        old_version: opt_uint(r, 5)?,
+        new_version: opt_uint(r, 6)?,
+        step_id: r.try_get::<_, Option<String>>(7)?.map(StepId::from),
+        created_at: r.try_get(8)?,
+    })
+}
+
+/// Every row through `f`.
+pub(crate) fn all<T>(rows: &[Row], f: impl Fn(&Row) -> TxResult<T>) -> TxResult<Vec<T>> {
+    rows.iter().map(f).collect()
+}
+
+/// Statements prepared once per connection (`prepare_cached`), so each call is one round trip.
+#[async_trait::async_trait]
+pub(crate) trait Cached: GenericClient {
+    /// Runs a statement; the number of rows it changed.
+    async fn exec(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<u64, tokio_postgres::Error> {
+        let statement = self.prepare_cached(sql).await?;
+        self.execute(&statement, params).await
+    }
+
+    /// Every row of a query.
+    async fn rows(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, tokio_postgres::Error> {
+        let statement = self.prepare_cached(sql).await?;
+        self.query(&statement, params).await
+    }
+
+    /// The one row of a query (an error for none or several).
+    async fn one(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Row, tokio_postgres::Error> {
+        let statement = self.prepare_cached(sql).await?;
+        self.query_one(&statement, params).await
+    }
+
+    /// The row of a query, if any (an error for several).
+    async fn one_opt(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Option<Row>, tokio_postgres::Error> {
+        let statement = self.prepare_cached(sql).await?;
+        self.query_opt(&statement, params).await
+    }
+}
+
+impl<C: GenericClient> Cached for C {}

@@ -1,0 +1,150 @@
+//! The SQLite store behind the storage interface ([`engram_store_api`]): each method calls the
+//! store's own synchronous method of the same name, on the caller's task (they are short, as
+//! the service's direct calls are today). Nothing inside the store changes for it. Leases are
+//! the one addition, kept in memory (`leases`).
+
+use crate::{Store, sql};
+use async_trait::async_trait;
+use engram_core::{
+    Agent, AgentId, Block, BlockEdit, BlockId, BlockOp, BlockPatch, Editor, Error, NewBlock,
+    OpOutcome, Result,
+};
+use engram_store_api::{AgentStore, BlockStore, Lease, LeaseGrant, LeaseStore};
+use std::sync::MutexGuard;
+use std::time::Duration;
+
+#[async_trait]
+impl AgentStore for Store {
+    async fn create_agent(
+        &self,
+        agent: &Agent,
+        blocks: &[NewBlock],
+        attach: &[BlockId],
+    ) -> Result<(Agent, Vec<Block>)> {
+        Store::create_agent(self, agent, blocks, attach)
+    }
+
+    async fn get_agent(&self, id: &AgentId) -> Result<Agent> {
+        Store::get_agent(self, id)
+    }
+
+    async fn list_agents(&self) -> Result<Vec<Agent>> {
+        Store::list_agents(self)
+    }
+
+    async fn delete_agent(&self, id: &AgentId) -> Result<()> {
+        Store::delete_agent(self, id)
+    }
+}
+
+#[async_trait]
+impl BlockStore for Store {
+    async fn create_block(&self, new: &NewBlock) -> Result<Block> {
+        Store::create_block(self, new)
+    }
+
+    async fn get_block(&self, id: &BlockId) -> Result<Block> {
+        Store::get_block(self, id)
+    }
+
+    async fn list_blocks(&self, label: Option<&str>) -> Result<Vec<Block>> {
+        Store::list_blocks(self, label)
+    }
+
+    async fn agent_blocks(&self, agent: &AgentId) -> Result<Vec<Block>> {
+        Store::agent_blocks(self, agent)
+    }
+
+    async fn agent_block(&self, agent: &AgentId, label: &str) -> Result<Block> {
+        Store::agent_block(self, agent, label)
+    }
+
+    async fn attach_block(&self, agent: &AgentId, block: &BlockId) -> Result<()> {
+        Store::attach_block(self, agent, block)
+    }
+
+    async fn detach_block(&self, agent: &AgentId, block: &BlockId) -> Result<()> {
+        Store::detach_block(self, agent, block)
+    }
+
+    async fn update_block(
+        &self,
+        id: &BlockId,
+        patch: &BlockPatch,
+        editor: &Editor,
+    ) -> Result<Block> {
+        Store::update_block(self, id, patch, editor)
+    }
+
+    async fn apply_block_op(
+        &self,
+        id: &BlockId,
+        op: &BlockOp,
+        editor: &Editor,
+    ) -> Result<OpOutcome> {
+        Store::apply_block_op(self, id, op, editor)
+    }
+
+    async fn block_history(&self, id: &BlockId, limit: usize) -> Result<Vec<BlockEdit>> {
+        Store::block_history(self, id, limit)
+    }
+
+    async fn delete_block(&self, id: &BlockId) -> Result<()> {
+        Store::delete_block(self, id)
+    }
+}
+
+impl Store {
+    fn lease_table(&self) -> MutexGuard<'_, crate::leases::Table> {
+        self.leases.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+fn lost(lease: &Lease) -> Error {
+    Error::LeaseLost {
+        agent: lease.agent_id.to_string(),
+        token: lease.token,
+    }
+}
+
+#[async_trait]
+impl LeaseStore for Store {
+    async fn acquire_lease(
+        &self,
+        agent: &AgentId,
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<LeaseGrant> {
+        Store::get_agent(self, agent)?;
+        Ok(self.lease_table().acquire(agent, holder, ttl, sql::now()))
+    }
+
+    async fn renew_lease(&self, lease: &Lease, ttl: Duration) -> Result<Lease> {
+        self.lease_table()
+            .renew(lease, ttl, sql::now())
+            .ok_or_else(|| lost(lease))
+    }
+
+    async fn release_lease(&self, lease: &Lease) -> Result<()> {
+        self.lease_table().release(lease, sql::now());
+        Ok(())
+    }
+
+    async fn apply_block_op_leased(
+        &self,
+        lease: &Lease,
+        id: &BlockId,
+        op: &BlockOp,
+        editor: &Editor,
+    ) -> Result<OpOutcome> {
+        // The table stays locked until the edit is committed, so the lease cannot pass to
+        // another holder in between.
+        let mut table = self.lease_table();
+        if table.current(lease, sql::now()).is_none() {
+            return Err(lost(lease));
+        }
+        let out = Store::apply_block_op(self, id, op, editor);
+        drop(table);
+        out
+    }
+}
