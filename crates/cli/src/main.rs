@@ -157,6 +157,7 @@ async fn run(cli: Cli) -> Result<()> {
                 for (name, n) in [
                     ("system", b.system),
                     ("core memory", b.core_memory),
+                    ("files", b.files),
                     ("summary", b.summary),
                     ("messages", b.messages),
                     ("tools", b.tools),
