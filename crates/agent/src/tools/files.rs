@@ -119,9 +119,14 @@ pub(super) fn open(ctx: &mut ToolContext<'_>, args: &Args) -> Result<String, Str
         }
         line.push('.');
         if !closed.is_empty() {
-            let names: Vec<String> = closed
+            let all = ctx
+                .store
+                .agent_files(agent)
+                .map_err(|e| e.to_string())?;
+            let names: Vec<&str> = closed
                 .iter()
-                .filter_map(|id| ctx.store.get_file(id).ok().map(|f| f.name))
+                .filter_map(|id| all.iter().find(|f| &f.file_id == id))
+                .map(|f| f.file_name.as_str())
                 .collect();
             line.push_str(&format!(
                 " Closed {} to stay within {MAX_OPEN_FILES} open files (least recently used).",
