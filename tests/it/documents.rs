@@ -253,7 +253,9 @@ async fn opening_a_sixth_file_closes_the_least_recently_used_and_says_so() {
     home.chat(&agent, "open everything").await;
     let last = result_message(&mock);
     assert!(
-        last.contains("Closed manuals/libtasn1.pdf to stay within 5 open files (least recently used)"),
+        last.contains(
+            "Closed manuals/libtasn1.pdf to stay within 5 open files (least recently used)"
+        ),
         "{last}"
     );
     let open: Vec<String> = home

@@ -12,6 +12,7 @@ mod block_versions;
 mod chat_window;
 mod cli;
 mod cli_approval;
+mod cli_folders;
 mod cli_output;
 mod commands;
 mod compaction;

@@ -119,10 +119,7 @@ pub(super) fn open(ctx: &mut ToolContext<'_>, args: &Args) -> Result<String, Str
         }
         line.push('.');
         if !closed.is_empty() {
-            let all = ctx
-                .store
-                .agent_files(agent)
-                .map_err(|e| e.to_string())?;
+            let all = ctx.store.agent_files(agent).map_err(|e| e.to_string())?;
             let names: Vec<&str> = closed
                 .iter()
                 .filter_map(|id| all.iter().find(|f| &f.file_id == id))
