@@ -317,3 +317,52 @@ async fn a_file_the_model_names_wrong_or_that_failed_is_a_failed_result() {
             .contains("not a valid regular expression")
     );
 }
+
+#[tokio::test]
+async fn a_folder_on_the_built_in_model_embeds_its_passages_and_is_searched_with_them() {
+    let dir = engram_suite::model::model_dir();
+    let mock = MockLlm::start(Script::Queue).await;
+    let home = Home::with_env(&[("ENGRAM_LOCAL_MODEL_DIR", dir.to_str().unwrap())]);
+    // Both on the default model: the built-in all-MiniLM-L6-v2.
+    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let folder = home
+        .engram
+        .create_folder(NewFolder {
+            name: "guides".into(),
+            ..NewFolder::default()
+        })
+        .unwrap();
+    assert_eq!(
+        folder.embedding.as_ref().map(|e| e.model.as_str()),
+        Some("local/all-minilm-l6-v2")
+    );
+    let html = std::fs::read(HTML).unwrap();
+    let added = home
+        .engram
+        .add_file(&folder.id, "users-and-groups.html", html)
+        .await
+        .unwrap();
+    assert!(added.notes.is_empty(), "{:?}", added.notes);
+    assert!(
+        home.engram
+            .store()
+            .chunks_without_vectors(&folder.id, 10)
+            .unwrap()
+            .is_empty(),
+        "every passage has a vector of the built-in model"
+    );
+    home.engram.attach_folder(&agent, &folder.id).unwrap();
+    // The query is embedded by the same model, in process, and fused with the words.
+    mock.push(Reply::ToolCalls(vec![Call::new(
+        "semantic_search_files",
+        json!({"query": "who may use the printers?", "limit": 3}),
+    )]));
+    mock.push(Reply::text("lp"));
+    home.chat(&agent, "printers?").await;
+    let found = result_message(&mock);
+    assert!(
+        found.starts_with("1. guides/users-and-groups.html:L"),
+        "{found}"
+    );
+    assert!(found.to_lowercase().contains("print"), "{found}");
+}
