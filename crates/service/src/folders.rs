@@ -70,6 +70,11 @@ impl Engram {
         self.store.get_file(id)
     }
 
+    /// A file's extracted text (`None` while it has not been read). Errors: `not_found`.
+    pub fn folder_file_text(&self, id: &FileId) -> Result<Option<String>> {
+        Ok(self.store.file_text(id)?.map(|(text, _)| text))
+    }
+
     /// Deletes one file with its passages and every agent's state of it. Errors: `not_found`.
     pub fn delete_folder_file(&self, id: &FileId) -> Result<()> {
         let file = self.store.get_file(id)?;
