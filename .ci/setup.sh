@@ -15,6 +15,7 @@ packages=(
   chromium                               # end-to-end tests of the UI in a headless browser
   cmake libclang-dev                     # llama.cpp in the built-in chat model's worker (build, bindgen)
   postgresql                             # the PostgreSQL store's tests start their own cluster (initdb, pg_ctl)
+  libtasn1-doc base-passwd               # real documents for the folder tests (a PDF manual, an HTML guide)
 )
 
 missing=()

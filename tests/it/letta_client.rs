@@ -317,3 +317,13 @@ async fn models_in_use_are_listed_with_letta_client_0_1() {
 async fn models_in_use_are_listed_with_letta_client_1_x() {
     run_script(SDK_1, "models_v1.py", "models flow OK").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn folders_with_letta_client_0_1() {
+    run_script(SDK_0_1, "folders_v01.py", "folders flow OK").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn folders_with_letta_client_1_x() {
+    run_script(SDK_1, "folders_v1.py", "folders flow OK").await;
+}

@@ -50,7 +50,7 @@ pub fn pressure(ctx: &Context, settings: &LoopSettings, warned: bool) -> Pressur
 /// memory) and tool schemas.
 pub fn fixed_tokens(ctx: &Context) -> usize {
     let b = &ctx.breakdown;
-    b.system + b.core_memory + b.tools
+    b.system + b.core_memory + b.files + b.tools
 }
 
 /// The first message index to keep so that the context fits `target` tokens with a summary of

@@ -35,6 +35,63 @@ pub fn memory_section(blocks: &[Block]) -> String {
     out
 }
 
+/// Closed files listed by name in the files section; more are counted, not named (a folder
+/// of thousands of files must not fill the window with names).
+pub const LISTED_CLOSED_FILES: usize = 50;
+
+/// Renders the `<files>` section: the attached folders (with their instructions), each open
+/// file's window of numbered lines, and the closed files by name (at most
+/// [`LISTED_CLOSED_FILES`]). Empty when no folder is attached, so agents without folders
+/// compile as before. `folders` are `(name, instructions)`.
+pub fn files_section(
+    folders: &[(String, String)],
+    files: &[engram_core::AgentFile],
+    windows: &[engram_store::FileWindow],
+) -> String {
+    if folders.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "<files>\nFiles of the folders attached to you. An open file shows a window of its \
+         numbered lines below; use open_files to open or move a window, grep_files and \
+         semantic_search_files to search every file.\n",
+    );
+    for (name, instructions) in folders {
+        let _ = write!(out, "\n<folder name=\"{name}\">\n");
+        if !instructions.trim().is_empty() {
+            let _ = write!(
+                out,
+                "<instructions>\n{}\n</instructions>\n",
+                instructions.trim()
+            );
+        }
+        let prefix = format!("{name}/");
+        for w in windows.iter().filter(|w| w.name.starts_with(&prefix)) {
+            let _ = write!(
+                out,
+                "<file name=\"{}\" open=\"true\" lines=\"{}-{} of {}\">\n{}\n</file>\n",
+                w.name, w.offset, w.last, w.lines, w.text
+            );
+        }
+        let closed: Vec<&str> = files
+            .iter()
+            .filter(|f| !f.is_open && f.file_name.starts_with(&prefix))
+            .map(|f| f.file_name.as_str())
+            .collect();
+        if !closed.is_empty() {
+            let shown = &closed[..closed.len().min(LISTED_CLOSED_FILES)];
+            let _ = write!(out, "<closed_files>\n{}", shown.join("\n"));
+            if closed.len() > shown.len() {
+                let _ = write!(out, "\n… and {} more", closed.len() - shown.len());
+            }
+            out.push_str("\n</closed_files>\n");
+        }
+        out.push_str("</folder>\n");
+    }
+    out.push_str("</files>");
+    out
+}
+
 /// Renders the `<memory_metadata>` section. `recall_count` counts messages outside the
 /// context window; `archival_count` counts passages.
 pub fn metadata_section(now: Timestamp, recall_count: u64, archival_count: u64) -> String {

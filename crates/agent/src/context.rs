@@ -42,14 +42,21 @@ pub fn load(store: &Store, agent_id: &AgentId, now: Timestamp, stream: bool) -> 
     let blocks = store.agent_blocks(agent_id)?;
     let messages = store.in_context_messages(agent_id)?;
     let memory = compile::memory_section(&blocks);
-    let key = format!("{}\u{0}{memory}", agent.system);
+    let files = files_section(store, agent_id)?;
+    // Open files are part of what the model reads: a moved window rebuilds the message too.
+    let key = format!("{}\u{0}{memory}\u{0}{files}", agent.system);
     let system = match store.system_cache(agent_id)? {
         Some((cached_key, prompt)) if cached_key == key => prompt,
         _ => {
             let (total, archival) = store.memory_counts(agent_id)?;
             let recall = total.saturating_sub(messages.len() as u64);
             let metadata = compile::metadata_section(now, recall, archival);
-            let prompt = compile::system_message(&agent.system, &memory, &metadata);
+            let with_files = if files.is_empty() {
+                memory.clone()
+            } else {
+                format!("{memory}\n\n{files}")
+            };
+            let prompt = compile::system_message(&agent.system, &with_files, &metadata);
             store.set_system_cache(agent_id, &key, &prompt)?;
             prompt
         }
@@ -76,9 +83,16 @@ pub fn load(store: &Store, agent_id: &AgentId, now: Timestamp, stream: bool) -> 
 
     let system_tokens = counter.count_message(&chat[0]);
     let instructions = counter.count(&agent.system.replace(compile::CORE_MEMORY_PLACEHOLDER, ""));
+    let file_tokens = if files.is_empty() {
+        0
+    } else {
+        counter.count(&files)
+    };
+    let memory_tokens = system_tokens.saturating_sub(instructions);
     let mut breakdown = ContextBreakdown {
         system: instructions.min(system_tokens),
-        core_memory: system_tokens.saturating_sub(instructions),
+        core_memory: memory_tokens.saturating_sub(file_tokens),
+        files: file_tokens.min(memory_tokens),
         summary: summary.as_ref().map_or(0, |s| counter.count_message(s)),
         messages: message_tokens.iter().sum(),
         tools: counter.count_tools(&tools),
@@ -88,6 +102,7 @@ pub fn load(store: &Store, agent_id: &AgentId, now: Timestamp, stream: bool) -> 
     };
     breakdown.total = breakdown.system
         + breakdown.core_memory
+        + breakdown.files
         + breakdown.summary
         + breakdown.messages
         + breakdown.tools;
@@ -114,6 +129,21 @@ pub fn load(store: &Store, agent_id: &AgentId, now: Timestamp, stream: bool) -> 
         custom_tools,
         counter,
     })
+}
+
+/// The agent's `<files>` section (empty without attached folders).
+fn files_section(store: &Store, agent_id: &AgentId) -> Result<String> {
+    let folders = store.agent_folders(agent_id)?;
+    if folders.is_empty() {
+        return Ok(String::new());
+    }
+    let named: Vec<(String, String)> = folders
+        .into_iter()
+        .map(|f| (f.name, f.instructions))
+        .collect();
+    let files = store.agent_files(agent_id)?;
+    let windows = store.open_file_windows(agent_id)?;
+    Ok(compile::files_section(&named, &files, &windows))
 }
 
 /// Completion tokens a step may use when the agent sets no `max_tokens`: a quarter of the

@@ -143,6 +143,10 @@ pub struct ContextBreakdown {
     pub system: usize,
     /// Compiled core memory and its metadata.
     pub core_memory: usize,
+    /// The open files' windows and the list of files of attached folders (part of the
+    /// system message, apart from `core_memory`).
+    #[serde(default)]
+    pub files: usize,
     /// The recursive summary message.
     pub summary: usize,
     /// Messages in the context window.

@@ -36,6 +36,9 @@ pub enum Command {
     /// Recall memory: search the conversation history.
     #[command(subcommand)]
     Recall(RecallCmd),
+    /// Folders of documents agents read: create, add files, list, attach, detach, remove.
+    #[command(subcommand)]
+    Folder(crate::folder::FolderCmd),
     /// The built-in embedding model: status, download, a local weights folder, the default.
     #[command(subcommand)]
     Embedding(crate::embedding::EmbeddingCmd),

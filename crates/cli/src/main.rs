@@ -23,6 +23,7 @@ macro_rules! print {
 mod approval;
 mod args;
 mod embedding;
+mod folder;
 mod mcp;
 mod mcp_memory;
 mod model;
@@ -133,6 +134,7 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Archival(cmd) => archival(&engram, cmd).await,
         Command::Recall(cmd) => recall(&engram, cmd).await,
         Command::Embedding(cmd) => embedding::embedding(&engram, cmd).await,
+        Command::Folder(cmd) => folder::folder(&engram, cmd).await,
         Command::Provider(cmd) => provider(&engram, cmd).await,
         Command::Model(cmd) => model::model(&engram, cmd).await,
         Command::Serve(args) => serve::run(engram, args).await,
@@ -161,6 +163,7 @@ async fn run(cli: Cli) -> Result<()> {
                 for (name, n) in [
                     ("system", b.system),
                     ("core memory", b.core_memory),
+                    ("files", b.files),
                     ("summary", b.summary),
                     ("messages", b.messages),
                     ("tools", b.tools),

@@ -91,6 +91,13 @@ id_type!(
 id_type!(
     /// Identifies one sleep-time pass over an agent's memory: `sleeptime_pass-<uuid>`.
     PassId, "sleeptime_pass");
+id_type!(
+    /// Identifies a folder of documents agents can read: `source-<uuid>` (Letta's prefix,
+    /// from when folders were called sources).
+    FolderId, "source");
+id_type!(
+    /// Identifies one file of a folder: `file-<uuid>`.
+    FileId, "file");
 
 #[cfg(test)]
 mod tests {

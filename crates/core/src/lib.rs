@@ -10,10 +10,12 @@ pub mod approval;
 pub mod block_op;
 pub mod commands;
 pub mod error;
+pub mod folder;
 pub mod ids;
 pub mod mcp;
 pub mod memory;
 pub mod message;
+mod new_block;
 pub mod passage;
 pub mod price;
 pub mod run;
@@ -25,8 +27,12 @@ pub use agent::{Agent, AgentPatch, EmbeddingConfig, LlmConfig, LoopStyle, NewAge
 pub use approval::{ApprovalDecision, PendingApproval};
 pub use block_op::{Applied, BlockOp, OpError, OpOutcome, ReplaceCount};
 pub use error::{Error, ErrorBody, Result};
+pub use folder::{
+    AgentFile, ChunkHit, FileChunk, FileStatus, Folder, FolderFile, NewFolder, Provenance,
+};
 pub use ids::{
-    AgentId, BlockId, EditId, McpServerId, MessageId, PassId, PassageId, RunId, StepId, ToolId,
+    AgentId, BlockId, EditId, FileId, FolderId, McpServerId, MessageId, PassId, PassageId, RunId,
+    StepId, ToolId,
 };
 pub use mcp::{McpServer, McpToolSource, McpTransport, NewMcpServer, NewMcpTransport};
 pub use memory::{Block, BlockEdit, BlockPatch, DEFAULT_BLOCK_LIMIT, Editor, NewBlock};

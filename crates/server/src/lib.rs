@@ -20,6 +20,7 @@ mod app;
 mod app_chat;
 mod config;
 pub mod errors;
+mod folder_shapes;
 pub mod guard;
 mod json;
 mod paging;

@@ -261,7 +261,12 @@ pub fn known_embedding_config(m: &engram_service::KnownModel) -> Value {
 }
 
 fn embedding_config(a: &Agent) -> Value {
-    match &a.embedding {
+    embedding_config_of(a.embedding.as_ref())
+}
+
+/// Letta's `embedding_config` for an embedding model (`None`: words alone).
+pub fn embedding_config_of(e: Option<&engram_core::EmbeddingConfig>) -> Value {
+    match e {
         Some(e) => {
             let (provider, model) = engram_core::agent::split_handle(&e.model);
             json!({

@@ -157,8 +157,15 @@ impl Engram {
         } else {
             file_name
         };
+        // The file tools come with a folder, and an agent file's folders are not imported
+        // yet: they stay among the parts Engram does not run.
+        let runnable: Vec<&str> = BUILTIN_TOOLS
+            .iter()
+            .copied()
+            .filter(|t| !engram_store::FILE_TOOLS.contains(t))
+            .collect();
         let opts = ImportOptions {
-            builtin_tools: BUILTIN_TOOLS,
+            builtin_tools: &runnable,
             default_model: &default_model,
             now: chrono::Utc::now(),
             file_name,

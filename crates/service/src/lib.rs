@@ -15,6 +15,8 @@ mod context_view;
 mod embeddings;
 mod env;
 mod export;
+mod folder_ingest;
+mod folders;
 mod history;
 mod index_builds;
 mod late;
@@ -55,9 +57,11 @@ pub use context_view::{ContextMessage, ContextTool, ContextView};
 pub use embeddings::BackfillReport;
 pub use engram_store::{AgentList, BlockList, PassageList, PassagePage, PassageQuery};
 pub use engram_store::{Compaction, MessageWindow, WindowAt};
+pub use engram_store::{FILE_TOOLS, FolderPatch};
 pub use engram_store::{MessageHit, MessageQuery, SharedBlock, UndoPlan, VectorIndexBuild};
 pub use env::EnvLookup;
 pub use export::{ExportFile, ExportFormat};
+pub use folder_ingest::{FileAdded, check_file_name};
 pub use history::{MAX_PAGE, MessagePage, Order};
 pub use index_builds::VectorIndexStatus;
 pub use late::{
@@ -89,6 +93,8 @@ pub use trust::AgentEndpoints;
 pub use engram_agent::{ContextBreakdown, EventSink, RunOutcome};
 pub use engram_agent::{ToolApi, ToolApiGrant, ToolScope};
 pub use engram_agentfile::{InactiveKind, MAX_FILE_BYTES};
+/// The largest document a folder reads, in **bytes**.
+pub use engram_documents::MAX_FILE_BYTES as MAX_DOCUMENT_BYTES;
 pub use engram_embed::{DEFAULT_MODEL as LOCAL_EMBEDDING_MODEL, MODEL_DIR_ENV};
 pub use engram_providers::ProviderKind;
 

@@ -28,6 +28,10 @@ mod blocks;
 mod calibration;
 mod created_page;
 mod endpoints;
+mod file_chunks;
+mod file_state;
+mod folder_files;
+mod folders;
 mod fts_partitions;
 mod import;
 mod leases;
@@ -37,6 +41,7 @@ mod message_pages;
 mod message_rows;
 mod message_vectors;
 mod messages;
+mod migration_folders;
 mod migrations;
 mod model_windows;
 mod pass_commit;
@@ -72,6 +77,10 @@ pub use base_urls::{BaseUrlOwner, BaseUrlRewrite, StoredBaseUrl};
 pub use block_list::BlockList;
 pub use calibration::{CALIBRATION_SETTING_PREFIX, Calibration};
 pub use engram_core::OpOutcome;
+pub use file_chunks::UnembeddedChunk;
+pub use file_state::{FileWindow, MAX_WINDOW_CHARS, qualified_name, window as file_window};
+pub use folder_files::{FileUpload, NewChunk, ParsedFile, Upserted};
+pub use folders::{FILE_TOOLS, FolderPatch};
 pub use import::{
     EXTRAS_SETTING_PREFIX, ImportAgent, ImportBlock, ImportBundle, ImportMessage,
     ImportSupersession, ImportedIds, ImportedTool,

@@ -595,6 +595,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(PASSAGE_TIMES_BY_KEY),
     M::up(PASSAGE_TOKENS),
     M::up(SLEEPTIME),
+    M::up(crate::migration_folders::FOLDERS),
 ];
 
 /// The migration list (exposed to tests so they can validate it).

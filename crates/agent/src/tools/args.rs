@@ -34,6 +34,11 @@ impl Args {
             .filter(|v| !v.is_null())
     }
 
+    /// An argument as given (`None` when absent or null).
+    pub(super) fn value(&self, name: &str) -> Option<&Value> {
+        self.get(&[name])
+    }
+
     /// The argument names given, in the model's order (`request_heartbeat` left out).
     pub(super) fn names(&self) -> Vec<&str> {
         self.0

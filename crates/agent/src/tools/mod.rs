@@ -9,12 +9,16 @@ mod archival;
 mod args;
 mod context;
 mod custom;
+mod file_search;
+mod files;
 mod memory;
 mod recall;
 pub mod sleeptime;
 
 pub use context::ToolContext;
 pub use custom::{Trial, awaits_approval, cut as cut_result, trial};
+pub use file_search::{GREP_PAGE, MAX_CONTEXT_LINES, MAX_PATTERN_CHARS};
+pub use files::{DEFAULT_WINDOW_LINES, MAX_OPEN_FILES, MAX_WINDOW_LINES};
 
 use args::Args;
 use engram_core::{LoopStyle, Tool, ToolCall, ToolId, ToolLanguage, ToolReturn};
@@ -32,6 +36,9 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "archival_memory_insert",
     "archival_memory_search",
     "conversation_search",
+    "open_files",
+    "grep_files",
+    "semantic_search_files",
 ];
 
 /// The tools a new agent of `style` gets when none are chosen.
@@ -234,6 +241,43 @@ fn schema(name: &str) -> Option<(&'static str, Value)> {
                 &["query"],
             ),
         ),
+        "open_files" => (
+            "Open files of your folders: each shows a window of numbered lines in your context \
+             until closed. offset is the first line (1-based), length the number of lines. At \
+             most 5 stay open; opening more closes the least recently used.",
+            object(
+                json!({
+                    "file_requests": {"type": "array", "items": {"type": "object", "properties": {
+                        "file_name": {"type": "string", "description": "folder/file as listed in your context"},
+                        "offset": {"type": "integer", "description": "first line to show, 1-based"},
+                        "length": {"type": "integer", "description": "lines to show"}
+                    }, "required": ["file_name"]}},
+                    "close_all_others": {"type": "boolean", "description": "close every other open file first"}
+                }),
+                &["file_requests"],
+            ),
+        ),
+        "grep_files" => (
+            "Find lines matching a regular expression in the files of your folders, with line \
+             numbers (and pages of PDFs); 20 matches a call, offset pages on.",
+            object(
+                json!({
+                    "pattern": {"type": "string", "description": "regular expression"},
+                    "include": {"type": "string", "description": "only files whose name matches this glob, e.g. *.md"},
+                    "context_lines": {"type": "integer", "description": "lines shown around each match (0-5)"},
+                    "offset": {"type": "integer", "description": "matches to skip, for the next page"}
+                }),
+                &["pattern"],
+            ),
+        ),
+        "semantic_search_files" => (
+            "Search the files of your folders by meaning; each passage comes with where it is \
+             (file:page or file:line).",
+            object(
+                json!({"query": {"type": "string"}, "limit": {"type": "integer"}}),
+                &["query"],
+            ),
+        ),
         _ => return None,
     })
 }
@@ -375,6 +419,9 @@ async fn dispatch(
         "archival_memory_insert" => archival::insert(ctx, args).await,
         "archival_memory_search" => archival::search(ctx, args).await,
         "conversation_search" => recall::search(ctx, args).await,
+        "open_files" => files::open(ctx, args),
+        "grep_files" => file_search::grep(ctx, args),
+        "semantic_search_files" => file_search::semantic(ctx, args).await,
         other => Err(format!(
             "Tool '{other}' cannot run in this version of Engram."
         )),

@@ -1,10 +1,12 @@
 //! Letta's `/v1` routes, one module per resource. List routes answer with and without the
 //! trailing slash, as FastAPI's redirects make both work against Letta.
 
+mod agent_folders;
 mod agent_state;
 mod agents;
 mod blocks;
 mod edits;
+mod folders;
 mod groups;
 mod mcp;
 pub(crate) mod messages;
@@ -20,6 +22,79 @@ use crate::config::AppState;
 use axum::Router;
 use axum::routing::{get, patch};
 
+/// Folders under both of Letta's names (`folders`, and `sources` from before the rename), and
+/// an agent's folders and files.
+fn folder_routes() -> Router<AppState> {
+    use axum::routing::post;
+    let mut r = Router::new();
+    for kind in ["folders", "sources"] {
+        let root = get(folders::list).post(folders::create);
+        r = r
+            .route(&format!("/v1/{kind}"), root.clone())
+            .route(&format!("/v1/{kind}/"), root)
+            .route(&format!("/v1/{kind}/count"), get(folders::count))
+            .route(
+                &format!("/v1/{kind}/name/{{name}}"),
+                get(folders::id_by_name),
+            )
+            .route(
+                &format!("/v1/{kind}/{{folder_id}}"),
+                get(folders::retrieve)
+                    .patch(folders::modify)
+                    .delete(folders::delete),
+            )
+            .route(
+                &format!("/v1/{kind}/{{folder_id}}/upload"),
+                post(folders::upload),
+            )
+            .route(
+                &format!("/v1/{kind}/{{folder_id}}/files"),
+                get(folders::files),
+            )
+            .route(
+                &format!("/v1/{kind}/{{folder_id}}/files/{{file_id}}"),
+                get(folders::file),
+            )
+            .route(
+                &format!("/v1/{kind}/{{folder_id}}/{{file_id}}"),
+                axum::routing::delete(folders::delete_file),
+            )
+            .route(
+                &format!("/v1/{kind}/{{folder_id}}/passages"),
+                get(folders::passages),
+            )
+            .route(
+                &format!("/v1/{kind}/{{folder_id}}/agents"),
+                get(folders::agents),
+            )
+            .route(
+                &format!("/v1/agents/{{agent_id}}/{kind}"),
+                get(agent_folders::list),
+            )
+            .route(
+                &format!("/v1/agents/{{agent_id}}/{kind}/attach/{{folder_id}}"),
+                patch(agent_folders::attach),
+            )
+            .route(
+                &format!("/v1/agents/{{agent_id}}/{kind}/detach/{{folder_id}}"),
+                patch(agent_folders::detach),
+            );
+    }
+    r.route("/v1/agents/{agent_id}/files", get(agent_folders::files))
+        .route(
+            "/v1/agents/{agent_id}/files/close-all",
+            patch(agent_folders::close_all),
+        )
+        .route(
+            "/v1/agents/{agent_id}/files/{file_id}/open",
+            patch(agent_folders::open),
+        )
+        .route(
+            "/v1/agents/{agent_id}/files/{file_id}/close",
+            patch(agent_folders::close),
+        )
+}
+
 /// Every `/v1` route.
 pub(crate) fn all() -> Router<AppState> {
     let agents_root = get(agents::list).post(agents::create);
@@ -27,7 +102,7 @@ pub(crate) fn all() -> Router<AppState> {
     let tools_root = get(tools::list).post(tools::upsert).put(tools::upsert);
     let health = get(tools::health);
     let mcp_root = get(mcp::list).post(mcp::create);
-    Router::new()
+    folder_routes()
         .route("/v1/health", health.clone())
         .route("/v1/models", get(models::chat))
         .route("/v1/models/", get(models::chat))

@@ -13,6 +13,11 @@ system: number,
  */
 core_memory: number, 
 /**
+ * The open files' windows and the list of files of attached folders (part of the
+ * system message, apart from `core_memory`).
+ */
+files: number, 
+/**
  * The recursive summary message.
  */
 summary: number, 

@@ -14,7 +14,7 @@ describe('Sessions.onNotice', () => {
     const { calls } = useFakeBackend({
       list_blocks: () => [block({ value })],
       shared_blocks: () => [],
-      context_window: () => ({ system: 1, core_memory: 1, summary: 0, messages: 0, tools: 1, total: 3, context_window: 100, exact: true }),
+      context_window: () => ({ system: 1, core_memory: 1, files: 0, summary: 0, messages: 0, tools: 1, total: 3, context_window: 100, exact: true }),
       list_messages: () => [],
     });
     const sessions = new Sessions(new AppState());

@@ -27,6 +27,7 @@ const page = (from: number, n: number, inContext = true) =>
 const breakdown = (messages: number): ContextBreakdown => ({
   system: 500,
   core_memory: 100,
+  files: 0,
   summary: 0,
   messages,
   tools: 300,

@@ -164,7 +164,7 @@ describe('CompiledContext', () => {
         { role: 'user', part: 'message', content: 'hi', tool_calls: [], tool_call_id: null, name: null, tokens: 5 },
       ],
       tools: [{ name: 'core_memory_append', description: 'Adds a line.', parameters: { type: 'object' }, tokens: 30 }],
-      breakdown: { system: 10, core_memory: 30, summary: 0, messages: 5, tools: 30, total: 75, context_window: 8192, exact: true },
+      breakdown: { system: 10, core_memory: 30, files: 0, summary: 0, messages: 5, tools: 30, total: 75, context_window: 8192, exact: true },
     };
     useFakeBackend({ context_view: () => view });
     render(CompiledContext, { agentId: 'agent-1' });

@@ -1,0 +1,226 @@
+//! `grep_files` and `semantic_search_files`: searching every file of the agent's attached
+//! folders, with results that cite `folder/file:p12` (page of a PDF) or `folder/file:L40`.
+
+use super::args::Args;
+use super::context::ToolContext;
+use engram_core::{AgentFile, FileStatus};
+use std::fmt::Write;
+
+/// The longest pattern `grep_files` takes (**characters**).
+pub const MAX_PATTERN_CHARS: usize = 500;
+/// Matches one `grep_files` result shows; `offset` pages through the rest.
+pub const GREP_PAGE: usize = 20;
+/// The most context lines around a match.
+pub const MAX_CONTEXT_LINES: usize = 5;
+/// Compiled size cap of a pattern (bytes of the regex program): a pathological pattern fails
+/// to compile instead of using memory.
+const REGEX_SIZE_LIMIT: usize = 1 << 20;
+/// Results `semantic_search_files` gives when the model does not say, and at most.
+const DEFAULT_LIMIT: usize = 5;
+const MAX_LIMIT: usize = 20;
+
+/// A glob over file names (`*.md`, `docs/*`) as a regex: `*` and `?` are wildcards, all else
+/// is literal.
+fn glob(include: &str) -> Result<regex::Regex, String> {
+    let mut re = String::from("^");
+    for c in include.chars() {
+        match c {
+            '*' => re.push_str(".*"),
+            '?' => re.push('.'),
+            c => re.push_str(&regex::escape(&c.to_string())),
+        }
+    }
+    re.push('$');
+    regex::Regex::new(&re).map_err(|e| format!("Argument 'include' is not a usable pattern: {e}"))
+}
+
+/// The page (1-based) a line is on, given each page's first line.
+fn page_of(page_starts: &[u32], line: u32) -> Option<u32> {
+    if page_starts.is_empty() {
+        return None;
+    }
+    Some(page_starts.partition_point(|&start| start <= line).max(1) as u32)
+}
+
+fn cite(name: &str, page: Option<u32>, line: u32) -> String {
+    match page {
+        Some(p) => format!("{name}:p{p} (L{line})"),
+        None => format!("{name}:L{line}"),
+    }
+}
+
+/// `grep_files(pattern, include?, context_lines?, offset?)`: a regular expression over every
+/// line of every readable file (names filtered by the `include` glob, matched against both
+/// `folder/file` and `file`), [`GREP_PAGE`] matches a page from match `offset` (0-based), each
+/// with its citation and `context_lines` lines around it.
+pub(super) fn grep(ctx: &mut ToolContext<'_>, args: &Args) -> Result<String, String> {
+    let pattern = args.str("pattern")?;
+    if pattern.chars().count() > MAX_PATTERN_CHARS {
+        return Err(format!(
+            "The pattern is too long ({} characters; at most {MAX_PATTERN_CHARS}).",
+            pattern.chars().count()
+        ));
+    }
+    let re = regex::RegexBuilder::new(pattern)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .build()
+        .map_err(|e| format!("Argument 'pattern' is not a valid regular expression: {e}"))?;
+    let include = args.opt_str("include")?.map(glob).transpose()?;
+    let context = args
+        .opt_int("context_lines")?
+        .unwrap_or(1)
+        .clamp(0, MAX_CONTEXT_LINES as i64) as usize;
+    let offset = args.opt_int("offset")?.unwrap_or(0).max(0) as usize;
+    let files: Vec<AgentFile> = ctx
+        .store
+        .agent_files(&ctx.agent.id)
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .filter(|f| {
+            include.as_ref().is_none_or(|g| {
+                let plain = f.file_name.split_once('/').map_or("", |(_, n)| n);
+                g.is_match(&f.file_name) || g.is_match(plain)
+            })
+        })
+        .collect();
+    if files.is_empty() {
+        return Ok("No files to search in your folders.".into());
+    }
+    let mut total = 0usize;
+    let mut in_files = 0usize;
+    let mut shown = String::new();
+    for f in &files {
+        let meta = ctx.store.get_file(&f.file_id).map_err(|e| e.to_string())?;
+        if !matches!(meta.status, FileStatus::Completed | FileStatus::Embedding) {
+            continue;
+        }
+        let Some((text, pages)) = ctx.store.file_text(&f.file_id).map_err(|e| e.to_string())?
+        else {
+            continue;
+        };
+        let lines: Vec<&str> = text.lines().collect();
+        let before = total;
+        for (i, line) in lines.iter().enumerate() {
+            if !re.is_match(line) {
+                continue;
+            }
+            if total >= offset && total < offset + GREP_PAGE {
+                let n = i as u32 + 1;
+                let _ = writeln!(shown, "{}", cite(&f.file_name, page_of(&pages, n), n));
+                let from = i.saturating_sub(context);
+                let to = (i + context).min(lines.len() - 1);
+                for (j, l) in lines.iter().enumerate().take(to + 1).skip(from) {
+                    let mark = if j == i { '>' } else { ' ' };
+                    let _ = writeln!(shown, "{mark}{}: {l}", j + 1);
+                }
+            }
+            total += 1;
+        }
+        if total > before {
+            in_files += 1;
+        }
+    }
+    if total == 0 {
+        return Ok(format!(
+            "No line matches /{pattern}/ in {} file(s).",
+            files.len()
+        ));
+    }
+    if offset >= total {
+        return Ok(format!(
+            "{total} match(es) in {in_files} file(s); offset {offset} is past the last."
+        ));
+    }
+    let last = (offset + GREP_PAGE).min(total);
+    let mut out = format!(
+        "{total} match(es) in {in_files} file(s); showing {}-{last}.",
+        offset + 1
+    );
+    if last < total {
+        let _ = write!(out, " Call again with offset={last} for more.");
+    }
+    out.push_str("\n\n");
+    out.push_str(shown.trim_end());
+    Ok(out)
+}
+
+/// `semantic_search_files(query, limit?)`: the passages of the agent's folders nearest to
+/// `query` by meaning and words (the same fusion as archival search), each with its citation.
+/// The query is embedded with the agent's model; passages embedded by another model are
+/// found by their words alone.
+pub(super) async fn semantic(ctx: &mut ToolContext<'_>, args: &Args) -> Result<String, String> {
+    let query = args.str("query")?.to_owned();
+    let limit = args
+        .opt_int("limit")?
+        .unwrap_or(DEFAULT_LIMIT as i64)
+        .clamp(1, MAX_LIMIT as i64) as usize;
+    let embedding = match (ctx.embedder, ctx.agent.embedding.as_ref()) {
+        (Some(e), Some(cfg)) if !query.trim().is_empty() => match e.embed_query(&query).await {
+            Ok(v) => Some((cfg.model.clone(), v)),
+            Err(err) => {
+                tracing::warn!(%err, "file search by words alone");
+                None
+            }
+        },
+        _ => None,
+    };
+    let hits = ctx
+        .store
+        .search_agent_files(
+            &ctx.agent.id,
+            &query,
+            embedding.as_ref().map(|(m, v)| (m.as_str(), v.as_slice())),
+            limit,
+        )
+        .map_err(|e| format!("Search failed: {e}"))?;
+    if hits.is_empty() {
+        return Ok("No passage of your files matches.".into());
+    }
+    let folders = ctx
+        .store
+        .agent_folders(&ctx.agent.id)
+        .map_err(|e| e.to_string())?;
+    let mut out = String::new();
+    for (i, h) in hits.iter().enumerate() {
+        let folder = folders
+            .iter()
+            .find(|f| f.id == h.folder_id)
+            .map_or("", |f| f.name.as_str());
+        let name = engram_store::qualified_name(folder, &h.file_name);
+        let _ = write!(
+            out,
+            "{}. {} (relevance {:.2})",
+            i + 1,
+            h.provenance.cite(&name),
+            h.score
+        );
+        if let Some(heading) = &h.provenance.heading {
+            let _ = write!(out, " under \"{heading}\"");
+        }
+        let _ = write!(out, "\n{}\n\n", h.text.trim());
+    }
+    Ok(out.trim_end().to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_are_found_from_their_first_lines() {
+        let starts = [1, 10, 25];
+        assert_eq!(page_of(&starts, 1), Some(1));
+        assert_eq!(page_of(&starts, 9), Some(1));
+        assert_eq!(page_of(&starts, 10), Some(2));
+        assert_eq!(page_of(&starts, 400), Some(3));
+        assert_eq!(page_of(&[], 4), None);
+    }
+
+    #[test]
+    fn globs_match_names_literally_but_for_wildcards() {
+        let g = glob("*.md").unwrap();
+        assert!(g.is_match("notes/a.md"));
+        assert!(!g.is_match("a.mdx"));
+        assert!(glob("a+b?.txt").unwrap().is_match("a+bc.txt"));
+    }
+}

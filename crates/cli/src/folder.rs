@@ -1,0 +1,188 @@
+//! `engram folder …`: folders of documents agents read — create, add files or directories,
+//! list, attach to an agent, detach, remove.
+
+use crate::terminal::safe;
+use anyhow::Result;
+use clap::Subcommand;
+use engram_core::{AgentId, EmbeddingConfig, FileStatus, FolderFile, NewFolder};
+use engram_service::Engram;
+use std::path::PathBuf;
+
+#[derive(Subcommand)]
+pub enum FolderCmd {
+    /// Create a folder and print its id.
+    Create {
+        /// Its name (unique).
+        name: String,
+        /// What it holds.
+        #[arg(long, default_value = "")]
+        description: String,
+        /// Guidance for the agents it is attached to.
+        #[arg(long, default_value = "")]
+        instructions: String,
+        /// Embedding model (provider/model), or `none` for words alone; default: the default
+        /// embedding model.
+        #[arg(long)]
+        embedding: Option<String>,
+        /// The embedding server's base URL (with --embedding).
+        #[arg(long, requires = "embedding")]
+        embedding_base_url: Option<String>,
+    },
+    /// Add files, or directories (their files, hidden ones left out), to a folder. Symbolic
+    /// links are not followed. An unchanged file is left as it is; a changed one is read again.
+    Add {
+        /// Folder name or id.
+        folder: String,
+        /// Files and directories.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List folders, or the files of one with their status.
+    Ls {
+        /// Folder name or id.
+        folder: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Attach a folder to an agent (it gets the file tools).
+    Attach {
+        /// Folder name or id.
+        folder: String,
+        /// Agent id.
+        agent: String,
+    },
+    /// Detach a folder from an agent (its files close).
+    Detach {
+        /// Folder name or id.
+        folder: String,
+        /// Agent id.
+        agent: String,
+    },
+    /// Remove a folder with its files, or one file of it.
+    Rm {
+        /// Folder name or id.
+        folder: String,
+        /// Only this file (its name in the folder).
+        file: Option<String>,
+    },
+}
+
+fn describe(f: &FolderFile) -> String {
+    match f.status {
+        FileStatus::Error => format!("error: {}", f.error.as_deref().unwrap_or("?")),
+        status => {
+            let mut s = status.as_str().to_owned();
+            if let Some(p) = f.pages {
+                s.push_str(&format!(", {p} pages"));
+            }
+            s.push_str(&format!(", {} lines, {} passages", f.lines, f.chunks));
+            s
+        }
+    }
+}
+
+/// Runs one `engram folder` command.
+pub async fn folder(engram: &Engram, cmd: FolderCmd) -> Result<()> {
+    match cmd {
+        FolderCmd::Create {
+            name,
+            description,
+            instructions,
+            embedding,
+            embedding_base_url,
+        } => {
+            let folder = engram.create_folder(NewFolder {
+                name,
+                description,
+                instructions,
+                embedding: embedding.map(|model| EmbeddingConfig {
+                    model,
+                    base_url: embedding_base_url,
+                }),
+            })?;
+            println!("{}", folder.id);
+        }
+        FolderCmd::Add {
+            folder,
+            paths,
+            json,
+        } => {
+            let folder = engram.find_folder(&folder)?;
+            let added = engram.add_paths(&folder.id, &paths).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&added)?);
+                return Ok(());
+            }
+            for a in &added {
+                let line = match (&a.skipped, &a.file) {
+                    (Some(why), _) => format!("skipped  {}: {why}", a.name),
+                    (None, Some(f)) if a.unchanged => format!("unchanged  {}", f.name),
+                    (None, Some(f)) => format!("{}  {}", f.name, describe(f)),
+                    (None, None) => a.name.clone(),
+                };
+                println!("{}", safe(&line));
+                for note in &a.notes {
+                    println!("  note: {}", safe(note));
+                }
+            }
+        }
+        FolderCmd::Ls { folder: None, json } => {
+            let folders = engram.list_folders()?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&folders)?);
+                return Ok(());
+            }
+            for f in folders {
+                let files = engram.list_folder_files(&f.id)?.len();
+                let model = f
+                    .embedding
+                    .as_ref()
+                    .map_or("words only", |e| e.model.as_str());
+                println!("{}  {}  {files} files  ({model})", f.id, safe(&f.name));
+            }
+        }
+        FolderCmd::Ls {
+            folder: Some(folder),
+            json,
+        } => {
+            let folder = engram.find_folder(&folder)?;
+            let files = engram.list_folder_files(&folder.id)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&files)?);
+                return Ok(());
+            }
+            for f in files {
+                println!("{}  {}  {}", f.id, safe(&f.name), safe(&describe(&f)));
+            }
+        }
+        FolderCmd::Attach { folder, agent } => {
+            let folder = engram.find_folder(&folder)?;
+            engram.attach_folder(&AgentId::from(agent), &folder.id)?;
+        }
+        FolderCmd::Detach { folder, agent } => {
+            let folder = engram.find_folder(&folder)?;
+            engram.detach_folder(&AgentId::from(agent), &folder.id)?;
+        }
+        FolderCmd::Rm { folder, file: None } => {
+            let folder = engram.find_folder(&folder)?;
+            engram.delete_folder(&folder.id)?;
+        }
+        FolderCmd::Rm {
+            folder,
+            file: Some(name),
+        } => {
+            let folder = engram.find_folder(&folder)?;
+            let file = engram
+                .list_folder_files(&folder.id)?
+                .into_iter()
+                .find(|f| f.name == name || f.id.as_str() == name)
+                .ok_or_else(|| anyhow::anyhow!("no file named '{name}' in {}", folder.name))?;
+            engram.delete_folder_file(&file.id)?;
+        }
+    }
+    Ok(())
+}

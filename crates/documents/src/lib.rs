@@ -1,0 +1,90 @@
+//! Reads the documents of Engram's folders: the text of a file with where each part came from
+//! (page, heading, line), cut into passages an agent can search and cite.
+//!
+//! Formats, each read by a well-kept crate: PDF's text layer (`pdf-extract` on `lopdf`), DOCX
+//! (`zip` and `quick-xml`), Markdown (`pulldown-cmark` finds the headings; the text is the
+//! source, so line numbers match the file), HTML (`html2text`), and plain text, source code,
+//! CSV and JSON as text. Text that is not UTF-8 is read as UTF-16 (with a byte-order mark) or
+//! Windows-1252, and says so; bytes that are not text at all fail.
+//!
+//! Bounds: a file over [`MAX_FILE_BYTES`] is refused before it is read, a DOCX whose parts
+//! unpack to more than [`docx::MAX_UNPACKED_BYTES`] is refused as a zip bomb, and a reader that
+//! panics on a malformed file fails that file only. Units: sizes in **bytes**, passages in
+//! **characters** ([`chunk::CHUNK_CHARS`]), lines and pages 1-based.
+
+pub mod chunk;
+pub mod docx;
+mod errors;
+mod html;
+pub mod kind;
+mod markdown;
+mod pdf;
+mod text;
+
+pub use chunk::{Chunk, Document};
+pub use errors::ReadError;
+pub use kind::Kind;
+
+use std::io::Read;
+use std::path::Path;
+
+/// The largest file read, in **bytes** (64 MiB). A file's text, passages and (for PDF) its
+/// parsed objects are held in memory while it is read, a few times its size at most.
+pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Reads the file at `path` (at most [`MAX_FILE_BYTES`]; the limit is checked on what is
+/// read, not only on what the file system says).
+///
+/// Errors: [`ReadError::TooLarge`]; [`ReadError::Io`] when it cannot be read.
+pub fn read_bytes(path: &Path) -> Result<Vec<u8>, ReadError> {
+    let file = std::fs::File::open(path)?;
+    let size = file.metadata()?.len();
+    if size > MAX_FILE_BYTES {
+        return Err(ReadError::TooLarge {
+            size,
+            limit: MAX_FILE_BYTES,
+        });
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(ReadError::TooLarge {
+            size: bytes.len() as u64,
+            limit: MAX_FILE_BYTES,
+        });
+    }
+    Ok(bytes)
+}
+
+/// Reads a document named `name` (its extension decides the format, with the bytes' own
+/// signature for PDF and zip) into text and passages.
+///
+/// Errors: see [`ReadError`]; every error names what a person can do about it.
+pub fn parse(name: &str, bytes: &[u8]) -> Result<Document, ReadError> {
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(ReadError::TooLarge {
+            size: bytes.len() as u64,
+            limit: MAX_FILE_BYTES,
+        });
+    }
+    let kind = Kind::detect(name, bytes);
+    // A malformed file must cost that file only, not the process or the other files.
+    let read = std::panic::catch_unwind(|| match kind {
+        Kind::Pdf => pdf::read(bytes),
+        Kind::Docx => docx::read(bytes),
+        Kind::Markdown => markdown::read(&text::decode(bytes)?),
+        Kind::Html => html::read(bytes),
+        Kind::Text | Kind::Code | Kind::Csv | Kind::Json => text::read(bytes),
+    });
+    let mut doc = match read {
+        Ok(result) => result?,
+        Err(_) => {
+            return Err(ReadError::Broken(format!(
+                "the {} reader failed on this file",
+                kind.label()
+            )));
+        }
+    };
+    doc.kind = kind;
+    Ok(doc)
+}

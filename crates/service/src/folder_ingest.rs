@@ -1,0 +1,335 @@
+//! Adding files to a folder: each file is stored, read (`engram_documents`, on a blocking
+//! thread), cut into passages and embedded with the folder's model, its status moving
+//! `pending → parsing → embedding → completed`, or to `error` with the reason. One file
+//! failing never stops the others, and an unchanged file (same name, same SHA-256) is left
+//! as it is.
+
+use crate::Engram;
+use engram_core::{Error, FileStatus, FolderFile, FolderId, Provenance, Result};
+use engram_store::{FileUpload, NewChunk, ParsedFile, Upserted};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::path::{Component, Path};
+
+/// Passages embedded per request.
+const EMBED_BATCH: usize = 32;
+
+/// What happened to one file given to a folder.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FileAdded {
+    /// Its name in the folder (or the path given, when it was skipped).
+    pub name: String,
+    /// The file as stored now (its `status`, and `error` when it could not be read); `None`
+    /// when it was skipped before reaching the folder.
+    pub file: Option<FolderFile>,
+    /// The same bytes were already there: nothing was done.
+    pub unchanged: bool,
+    /// Why it was not added (a symbolic link, an unreadable directory entry).
+    pub skipped: Option<String>,
+    /// What a person should know about how it was read ("not UTF-8: read as Windows-1252",
+    /// "searchable by words; vectors missing: …").
+    pub notes: Vec<String>,
+}
+
+/// Checks a file's name in a folder: a relative `/`-separated path whose parts are neither
+/// empty, `.` nor `..` (backslashes count as separators). Returns it normalised.
+///
+/// Errors: `invalid` for an absolute path or one that climbs out of the folder.
+pub fn check_file_name(name: &str) -> Result<String> {
+    let unified = name.trim().replace('\\', "/");
+    if unified.is_empty() {
+        return Err(Error::invalid("a file needs a name"));
+    }
+    // `/x` here, `C:/x` on Windows.
+    if unified.starts_with('/') || unified.chars().nth(1) == Some(':') {
+        return Err(Error::invalid(format!(
+            "'{name}' is an absolute path; a file's name is a path inside its folder"
+        )));
+    }
+    let parts: Vec<&str> = unified.split('/').filter(|p| !p.is_empty()).collect();
+    if parts.iter().any(|p| *p == ".." || *p == ".") {
+        return Err(Error::invalid(format!(
+            "'{name}' climbs out of the folder ('..' or '.'); name files by a path inside it"
+        )));
+    }
+    Ok(parts.join("/"))
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Engram {
+    /// Adds (or re-indexes) one file from its bytes, waiting until it is read and embedded.
+    /// A file that cannot be read is stored as failed with the reason (not an error here).
+    ///
+    /// Errors: `not_found` for the folder; `invalid` for a bad name (see
+    /// [`check_file_name`]); storage errors.
+    pub async fn add_file(
+        &self,
+        folder: &FolderId,
+        name: &str,
+        bytes: Vec<u8>,
+    ) -> Result<FileAdded> {
+        let name = check_file_name(name)?;
+        let folder = self.store.get_folder(folder)?;
+        let upload = FileUpload {
+            name: name.clone(),
+            mime: engram_documents::Kind::detect(&name, &bytes)
+                .mime()
+                .to_owned(),
+            size: bytes.len() as u64,
+            sha256: sha256_hex(&bytes),
+        };
+        let file = match self.store.upsert_file(&folder.id, &upload)? {
+            Upserted::Unchanged(file) => {
+                return Ok(FileAdded {
+                    name,
+                    file: Some(file),
+                    unchanged: true,
+                    skipped: None,
+                    notes: Vec::new(),
+                });
+            }
+            Upserted::Changed(file) => file,
+        };
+        self.store.set_file_status(&file.id, FileStatus::Parsing)?;
+        let read_name = name.clone();
+        let parsed =
+            tokio::task::spawn_blocking(move || engram_documents::parse(&read_name, &bytes))
+                .await
+                .map_err(|e| Error::Internal(format!("the reader stopped: {e}")))?;
+        let doc = match parsed {
+            Ok(doc) => doc,
+            Err(e) => {
+                let failed = self.store.fail_file(&file.id, &e.to_string())?;
+                return Ok(FileAdded {
+                    name,
+                    file: Some(failed),
+                    unchanged: false,
+                    skipped: None,
+                    notes: Vec::new(),
+                });
+            }
+        };
+        let mut notes = doc.notes.clone();
+        let stored = ParsedFile {
+            lines: doc.lines,
+            page_starts: doc.page_starts,
+            chunks: doc
+                .chunks
+                .into_iter()
+                .map(|c| NewChunk {
+                    text: c.text,
+                    provenance: Provenance {
+                        page: c.page,
+                        heading: c.heading,
+                        line_start: c.line_start,
+                        line_end: c.line_end,
+                    },
+                })
+                .collect(),
+            text: doc.text,
+        };
+        let next = if folder.embedding.is_some() {
+            FileStatus::Embedding
+        } else {
+            FileStatus::Completed
+        };
+        self.store.store_parsed_file(&file.id, &stored, next)?;
+        if let Some(cfg) = &folder.embedding
+            && let Err(e) = self.embed_folder(&folder.id, cfg).await
+        {
+            notes.push(format!("searchable by words; vectors missing: {e}"));
+        }
+        let done = self
+            .store
+            .set_file_status(&file.id, FileStatus::Completed)?;
+        for agent_id in self.store.folder_agents(&folder.id).unwrap_or_default() {
+            self.notify(crate::Notice::AgentChanged { agent_id });
+        }
+        Ok(FileAdded {
+            name,
+            file: Some(done),
+            unchanged: false,
+            skipped: None,
+            notes,
+        })
+    }
+
+    /// Embeds the folder's passages that have no vector, with `cfg`'s model.
+    async fn embed_folder(
+        &self,
+        folder: &FolderId,
+        cfg: &engram_core::EmbeddingConfig,
+    ) -> Result<()> {
+        use engram_agent::ModelResolver;
+        let embedder = self.resolver.embedder(cfg)?;
+        loop {
+            let batch = self.store.chunks_without_vectors(folder, EMBED_BATCH)?;
+            if batch.is_empty() {
+                return Ok(());
+            }
+            let texts: Vec<String> = batch.iter().map(|c| c.text.clone()).collect();
+            let vectors = embedder
+                .model
+                .embed(&embedder.name, &texts)
+                .await
+                .map_err(|e| Error::Invalid(e.to_string()))?;
+            if vectors.len() != texts.len() {
+                return Err(Error::Internal(
+                    "the embedding model returned a vector count unlike the passages'".into(),
+                ));
+            }
+            let filled: Vec<_> = batch
+                .into_iter()
+                .zip(vectors)
+                .map(|(c, v)| (c.pk, c.text, v))
+                .collect();
+            if self.store.fill_chunk_vectors(&cfg.model, &filled)? == 0 {
+                // Every passage changed under us (a re-index): they come back if still missing.
+                return Ok(());
+            }
+        }
+    }
+
+    /// Adds files and directories from disk: a file under its own name, a directory's files
+    /// under their paths inside it (hidden entries left out). Symbolic links are never
+    /// followed (they are reported as skipped), so a link out of the folder or a loop cannot
+    /// be walked. Files over the size limit or that cannot be read are stored as failed with
+    /// the reason. Returns one entry per file, in walk order.
+    ///
+    /// Errors: `not_found` for the folder; storage errors.
+    pub async fn add_paths(
+        &self,
+        folder: &FolderId,
+        paths: &[std::path::PathBuf],
+    ) -> Result<Vec<FileAdded>> {
+        self.store.get_folder(folder)?;
+        let mut out = Vec::new();
+        for path in paths {
+            let meta = match std::fs::symlink_metadata(path) {
+                Ok(m) => m,
+                Err(e) => {
+                    out.push(skipped(path, format!("cannot open it: {e}")));
+                    continue;
+                }
+            };
+            if meta.file_type().is_symlink() {
+                out.push(skipped(path, "a symbolic link: not followed".into()));
+            } else if meta.is_dir() {
+                let walk = walkdir::WalkDir::new(path)
+                    .follow_links(false)
+                    .sort_by_file_name()
+                    .into_iter()
+                    .filter_entry(|e| {
+                        e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.')
+                    });
+                for entry in walk {
+                    let entry = match entry {
+                        Ok(e) => e,
+                        Err(e) => {
+                            let at = e
+                                .path()
+                                .map(Path::to_path_buf)
+                                .unwrap_or_else(|| path.clone());
+                            out.push(skipped(&at, format!("cannot read it: {e}")));
+                            continue;
+                        }
+                    };
+                    if entry.file_type().is_symlink() {
+                        out.push(skipped(
+                            entry.path(),
+                            "a symbolic link: not followed".into(),
+                        ));
+                    } else if entry.file_type().is_file() {
+                        let name = relative_name(path, entry.path());
+                        out.push(self.add_disk_file(folder, &name, entry.path()).await?);
+                    }
+                }
+            } else {
+                let name = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                out.push(self.add_disk_file(folder, &name, path).await?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Reads one file from disk (bounded) and adds it; a file that cannot be read is stored
+    /// as failed.
+    async fn add_disk_file(&self, folder: &FolderId, name: &str, path: &Path) -> Result<FileAdded> {
+        match engram_documents::read_bytes(path) {
+            Ok(bytes) => self.add_file(folder, name, bytes).await,
+            Err(e) => {
+                let name = check_file_name(name)?;
+                let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+                let upload = FileUpload {
+                    name: name.clone(),
+                    mime: engram_documents::Kind::detect(&name, &[]).mime().to_owned(),
+                    size,
+                    sha256: String::new(),
+                };
+                let file = match self.store.upsert_file(folder, &upload)? {
+                    Upserted::Changed(f) | Upserted::Unchanged(f) => f,
+                };
+                let failed = self.store.fail_file(&file.id, &e.to_string())?;
+                Ok(FileAdded {
+                    name,
+                    file: Some(failed),
+                    unchanged: false,
+                    skipped: None,
+                    notes: Vec::new(),
+                })
+            }
+        }
+    }
+}
+
+fn skipped(path: &Path, why: String) -> FileAdded {
+    FileAdded {
+        name: path.display().to_string(),
+        file: None,
+        unchanged: false,
+        skipped: Some(why),
+        notes: Vec::new(),
+    }
+}
+
+/// `entry`'s path inside `root`, `/`-separated.
+fn relative_name(root: &Path, entry: &Path) -> String {
+    entry
+        .strip_prefix(root)
+        .unwrap_or(entry)
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(p) => Some(p.to_string_lossy().into_owned()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_stay_inside_the_folder() {
+        assert_eq!(check_file_name("notes/a.md").unwrap(), "notes/a.md");
+        assert_eq!(check_file_name("notes\\b.md").unwrap(), "notes/b.md");
+        for bad in [
+            "../etc/passwd",
+            "a/../../b",
+            "/etc/passwd",
+            "./a",
+            "C:\\x",
+            "",
+        ] {
+            assert!(check_file_name(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,310 @@
+//! Each agent's state of the files of its attached folders: which are open, which lines each
+//! open file shows, and when the agent last looked. An opened file past the limit closes the
+//! least recently used one, in the same transaction.
+
+use crate::Store;
+use crate::sql::{self, DbResult};
+use engram_core::{AgentFile, AgentId, Error, FileId, FolderFile, FolderId, Result};
+use rusqlite::{Connection, OptionalExtension, params};
+
+/// The most characters one open file shows in the context window; a window whose lines
+/// hold more is cut at a line end (and says so).
+pub const MAX_WINDOW_CHARS: usize = 12_000;
+
+/// One open file as compiled into an agent's context window.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileWindow {
+    /// The file.
+    pub file_id: FileId,
+    /// How the agent names it: `folder/file`.
+    pub name: String,
+    /// The first line shown (1-based).
+    pub offset: u32,
+    /// The last line shown (inclusive; `offset - 1` when the file is empty).
+    pub last: u32,
+    /// Lines in the whole file.
+    pub lines: u32,
+    /// The shown lines, each as `<number>: <text>`, joined by `\n`.
+    pub text: String,
+}
+
+/// The agent-facing name of a file: `folder/file`.
+pub fn qualified_name(folder: &str, file: &str) -> String {
+    format!("{folder}/{file}")
+}
+
+impl Store {
+    /// Every file of the folders attached to `agent`, with the agent's state of it (closed
+    /// and never accessed when it has none), by folder then name; `file_name` is `folder/file`.
+    /// Errors: `NotFound("agent")`.
+    pub fn agent_files(&self, agent: &AgentId) -> Result<Vec<AgentFile>> {
+        self.read(|c| {
+            sql::ensure_agent(c, agent)?;
+            let mut stmt = c
+                .prepare_cached(
+                    "SELECT f.id, d.name, f.name, f.folder_id, coalesce(s.is_open, 0),
+                            coalesce(s.view_offset, 1), coalesce(s.view_length, 0), s.last_accessed
+                     FROM agent_folders a
+                     JOIN folders d ON d.id = a.folder_id
+                     JOIN folder_files f ON f.folder_id = a.folder_id
+                     LEFT JOIN agent_files s ON s.agent_id = a.agent_id AND s.file_id = f.id
+                     WHERE a.agent_id = ?1 ORDER BY d.name, f.name",
+                )
+                .db()?;
+            let rows = stmt
+                .query_map([agent.as_str()], |r| {
+                    let last: Option<i64> = r.get(7)?;
+                    Ok(AgentFile {
+                        file_id: FileId::from(r.get::<_, String>(0)?),
+                        file_name: qualified_name(&r.get::<_, String>(1)?, &r.get::<_, String>(2)?),
+                        folder_id: FolderId::from(r.get::<_, String>(3)?),
+                        is_open: r.get(4)?,
+                        offset: r.get(5)?,
+                        length: r.get(6)?,
+                        last_accessed_at: last.and_then(chrono::DateTime::from_timestamp_micros),
+                    })
+                })
+                .db()?;
+            rows.collect::<rusqlite::Result<_>>().db()
+        })
+    }
+
+    /// The file of an attached folder that the agent calls `name`: `folder/file`, or `file`
+    /// alone when exactly one attached folder has a file of that name. `Ok(None)` when none
+    /// does. Errors: `NotFound("agent")`; `Invalid` when `name` alone is in two folders.
+    pub fn agent_file_named(&self, agent: &AgentId, name: &str) -> Result<Option<FolderFile>> {
+        let files = self.agent_files(agent)?;
+        let name = name.trim().trim_start_matches('/');
+        if let Some(f) = files.iter().find(|f| f.file_name == name) {
+            return self.get_file(&f.file_id).map(Some);
+        }
+        let mut plain = files
+            .iter()
+            .filter(|f| f.file_name.split_once('/').is_some_and(|(_, n)| n == name));
+        match (plain.next(), plain.next()) {
+            (Some(f), None) => self.get_file(&f.file_id).map(Some),
+            (Some(a), Some(b)) => Err(Error::invalid(format!(
+                "'{name}' is in more than one folder ({} and {}); name it as folder/file",
+                a.file_name, b.file_name
+            ))),
+            (None, _) => Ok(None),
+        }
+    }
+
+    /// Opens `file` for `agent` showing `length` lines from line `offset` (1-based), marks it
+    /// just used, and closes the least recently used other open files until at most
+    /// `max_open` are open. One transaction. Returns the ids of the files it closed.
+    /// Errors: `NotFound("agent" | "file")`; `Invalid` when the file's folder is not attached.
+    pub fn open_file(
+        &self,
+        agent: &AgentId,
+        file: &FileId,
+        offset: u32,
+        length: u32,
+        max_open: usize,
+    ) -> Result<Vec<FileId>> {
+        self.write(|tx| {
+            sql::ensure_agent(tx, agent)?;
+            ensure_visible(tx, agent, file)?;
+            tx.prepare_cached(
+                "INSERT INTO agent_files (agent_id, file_id, is_open, view_offset, view_length,
+                        last_accessed)
+                 VALUES (?1, ?2, 1, ?3, ?4, ?5)
+                 ON CONFLICT (agent_id, file_id) DO UPDATE SET is_open = 1,
+                        view_offset = excluded.view_offset, view_length = excluded.view_length,
+                        last_accessed = excluded.last_accessed",
+            )
+            .db()?
+            .execute(params![
+                agent.as_str(),
+                file.as_str(),
+                offset,
+                length,
+                sql::micros(sql::now())
+            ])
+            .db()?;
+            let open: Vec<FileId> = {
+                let mut stmt = tx
+                    .prepare_cached(
+                        "SELECT file_id FROM agent_files WHERE agent_id = ?1 AND is_open = 1
+                           AND file_id != ?2
+                         ORDER BY last_accessed DESC, file_id",
+                    )
+                    .db()?;
+                let rows = stmt
+                    .query_map(params![agent.as_str(), file.as_str()], |r| {
+                        Ok(FileId::from(r.get::<_, String>(0)?))
+                    })
+                    .db()?;
+                rows.collect::<rusqlite::Result<_>>().db()?
+            };
+            let keep = max_open.saturating_sub(1);
+            let closed: Vec<FileId> = open.into_iter().skip(keep).collect();
+            for id in &closed {
+                close(tx, agent, id)?;
+            }
+            Ok(closed)
+        })
+    }
+
+    /// Closes one of the agent's files; `false` when it was not open. Errors:
+    /// `NotFound("agent")`.
+    pub fn close_file(&self, agent: &AgentId, file: &FileId) -> Result<bool> {
+        self.write(|tx| {
+            sql::ensure_agent(tx, agent)?;
+            close(tx, agent, file)
+        })
+    }
+
+    /// Closes all the agent's files; returns how many were open. Errors: `NotFound("agent")`.
+    pub fn close_all_files(&self, agent: &AgentId) -> Result<usize> {
+        self.write(|tx| {
+            sql::ensure_agent(tx, agent)?;
+            tx.prepare_cached(
+                "UPDATE agent_files SET is_open = 0 WHERE agent_id = ?1 AND is_open = 1",
+            )
+            .db()?
+            .execute([agent.as_str()])
+            .db()
+        })
+    }
+
+    /// The agent's open files as shown in its context window, least recently used first
+    /// (files not read yet are left out). Errors: `NotFound("agent")`.
+    pub fn open_file_windows(&self, agent: &AgentId) -> Result<Vec<FileWindow>> {
+        let open: Vec<(FileId, String, u32, u32)> = self.read(|c| {
+            sql::ensure_agent(c, agent)?;
+            let mut stmt = c
+                .prepare_cached(
+                    "SELECT s.file_id, d.name, f.name, s.view_offset, s.view_length
+                     FROM agent_files s
+                     JOIN folder_files f ON f.id = s.file_id
+                     JOIN folders d ON d.id = f.folder_id
+                     WHERE s.agent_id = ?1 AND s.is_open = 1
+                     ORDER BY s.last_accessed, s.file_id",
+                )
+                .db()?;
+            let rows = stmt
+                .query_map([agent.as_str()], |r| {
+                    Ok((
+                        FileId::from(r.get::<_, String>(0)?),
+                        qualified_name(&r.get::<_, String>(1)?, &r.get::<_, String>(2)?),
+                        r.get(3)?,
+                        r.get(4)?,
+                    ))
+                })
+                .db()?;
+            rows.collect::<rusqlite::Result<_>>().db()
+        })?;
+        let mut windows = Vec::with_capacity(open.len());
+        for (id, name, offset, length) in open {
+            let Some((text, _)) = self.file_text(&id)? else {
+                continue;
+            };
+            windows.push(window(id, name, &text, offset, length));
+        }
+        Ok(windows)
+    }
+}
+
+/// Cuts the lines `offset ..= offset + length - 1` (1-based) of `text`, numbered, to at most
+/// [`MAX_WINDOW_CHARS`] characters.
+pub fn window(file_id: FileId, name: String, text: &str, offset: u32, length: u32) -> FileWindow {
+    let offset = offset.max(1);
+    let mut out = String::new();
+    let mut last = offset - 1;
+    let mut lines = 0u32;
+    let mut chars = 0usize;
+    for (i, line) in text.lines().enumerate() {
+        lines += 1;
+        let n = i as u32 + 1;
+        if n < offset || n >= offset.saturating_add(length) {
+            continue;
+        }
+        let row = format!("{n}: {line}");
+        let row_chars = row.chars().count() + 1;
+        if chars + row_chars > MAX_WINDOW_CHARS && n > offset {
+            // Count the rest of the lines, show no more of them.
+            lines += text.lines().skip(i + 1).count() as u32;
+            break;
+        }
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        chars += row_chars;
+        out.push_str(&row);
+        last = n;
+    }
+    FileWindow {
+        file_id,
+        name,
+        offset,
+        last,
+        lines,
+        text: out,
+    }
+}
+
+fn close(tx: &Connection, agent: &AgentId, file: &FileId) -> Result<bool> {
+    let n = tx
+        .prepare_cached(
+            "UPDATE agent_files SET is_open = 0 WHERE agent_id = ?1 AND file_id = ?2 AND is_open = 1",
+        )
+        .db()?
+        .execute(params![agent.as_str(), file.as_str()])
+        .db()?;
+    Ok(n > 0)
+}
+
+/// Fails unless the file exists and is in a folder attached to the agent.
+fn ensure_visible(tx: &Connection, agent: &AgentId, file: &FileId) -> Result<()> {
+    let folder: Option<String> = tx
+        .prepare_cached("SELECT folder_id FROM folder_files WHERE id = ?1")
+        .db()?
+        .query_row([file.as_str()], |r| r.get(0))
+        .optional()
+        .db()?;
+    let Some(folder) = folder else {
+        return Err(Error::not_found("file", file.as_str()));
+    };
+    let attached = tx
+        .prepare_cached("SELECT 1 FROM agent_folders WHERE agent_id = ?1 AND folder_id = ?2")
+        .db()?
+        .exists(params![agent.as_str(), folder])
+        .db()?;
+    if attached {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            "the file's folder is not attached to this agent",
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_window_numbers_its_lines_and_counts_the_file() {
+        let w = window(
+            FileId::from("f"),
+            "d/a.txt".into(),
+            "one\ntwo\nthree\nfour",
+            2,
+            2,
+        );
+        assert_eq!(w.text, "2: two\n3: three");
+        assert_eq!((w.offset, w.last, w.lines), (2, 3, 4));
+    }
+
+    #[test]
+    fn a_window_of_long_lines_is_cut_at_a_line_end() {
+        let line = "x".repeat(5_000);
+        let text = [line.as_str(); 10].join("\n");
+        let w = window(FileId::from("f"), "d/a.txt".into(), &text, 1, 10);
+        assert_eq!(w.last, 2);
+        assert_eq!(w.lines, 10);
+        assert!(w.text.chars().count() <= MAX_WINDOW_CHARS);
+    }
+}

@@ -1,0 +1,231 @@
+//! Folders of documents in a real SQLite file: an unchanged re-upload is a no-op, a changed
+//! one is re-indexed, passages are found by words and vectors over attached folders only,
+//! attaching gives the file tools, and opening past the limit closes the least recently used.
+
+use crate::support::{create, temp_store};
+use engram_core::{FileStatus, NewFolder, Provenance};
+use engram_store::{FILE_TOOLS, FileUpload, NewChunk, ParsedFile, Store, Upserted};
+
+fn upload(name: &str, sha: &str) -> FileUpload {
+    FileUpload {
+        name: name.into(),
+        mime: "text/plain".into(),
+        size: 10,
+        sha256: sha.into(),
+    }
+}
+
+fn parsed(lines: &[&str]) -> ParsedFile {
+    ParsedFile {
+        text: lines.join("\n"),
+        page_starts: vec![],
+        lines: lines.len() as u32,
+        chunks: lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| NewChunk {
+                text: (*l).into(),
+                provenance: Provenance {
+                    page: None,
+                    heading: None,
+                    line_start: i as u32 + 1,
+                    line_end: i as u32 + 1,
+                },
+            })
+            .collect(),
+    }
+}
+
+fn add(
+    store: &Store,
+    folder: &engram_core::FolderId,
+    name: &str,
+    sha: &str,
+    lines: &[&str],
+) -> engram_core::FolderFile {
+    let Upserted::Changed(f) = store.upsert_file(folder, &upload(name, sha)).unwrap() else {
+        panic!("expected a change");
+    };
+    store
+        .store_parsed_file(&f.id, &parsed(lines), FileStatus::Completed)
+        .unwrap()
+}
+
+#[test]
+fn an_unchanged_upload_is_a_no_op_and_a_changed_one_is_reindexed() {
+    let (_dir, store) = temp_store();
+    let folder = store
+        .create_folder(&NewFolder {
+            name: "docs".into(),
+            ..NewFolder::default()
+        })
+        .unwrap();
+    let first = add(
+        &store,
+        &folder.id,
+        "a.txt",
+        "aaa",
+        &["red apples", "green pears"],
+    );
+    assert_eq!((first.chunks, first.lines), (2, 2));
+    match store
+        .upsert_file(&folder.id, &upload("a.txt", "aaa"))
+        .unwrap()
+    {
+        Upserted::Unchanged(f) => assert_eq!(f.id, first.id),
+        other => panic!("{other:?}"),
+    }
+    let second = add(&store, &folder.id, "a.txt", "bbb", &["blue plums"]);
+    assert_eq!(second.id, first.id, "the same file, re-indexed");
+    assert_eq!(second.chunks, 1);
+    assert_eq!(store.list_chunks(&folder.id, 10, 0).unwrap().len(), 1);
+    let failed = store.fail_file(&second.id, "broken").unwrap();
+    assert_eq!(failed.status, FileStatus::Error);
+    assert_eq!(failed.error.as_deref(), Some("broken"));
+    assert!(store.list_chunks(&folder.id, 10, 0).unwrap().is_empty());
+    assert!(
+        matches!(
+            store
+                .upsert_file(&folder.id, &upload("a.txt", "bbb"))
+                .unwrap(),
+            Upserted::Changed(_)
+        ),
+        "a failed file is read again"
+    );
+}
+
+#[test]
+fn search_covers_attached_folders_only_and_fuses_vectors() {
+    let (_dir, store) = temp_store();
+    let (agent, _) = create(&store, "Sam");
+    let mine = store
+        .create_folder(&NewFolder {
+            name: "mine".into(),
+            ..NewFolder::default()
+        })
+        .unwrap();
+    let other = store
+        .create_folder(&NewFolder {
+            name: "other".into(),
+            ..NewFolder::default()
+        })
+        .unwrap();
+    add(
+        &store,
+        &mine.id,
+        "fruit.txt",
+        "1",
+        &["red apples grow on trees", "the sky is blue"],
+    );
+    add(
+        &store,
+        &other.id,
+        "secret.txt",
+        "2",
+        &["red apples are secret"],
+    );
+    assert!(
+        store
+            .search_agent_files(&agent.id, "apples", None, 5)
+            .unwrap()
+            .is_empty()
+    );
+
+    store.attach_folder(&agent.id, &mine.id).unwrap();
+    let tools = store.get_agent(&agent.id).unwrap().tools;
+    for t in FILE_TOOLS {
+        assert!(tools.iter().any(|x| x == t), "{tools:?}");
+    }
+    let hits = store
+        .search_agent_files(&agent.id, "apples", None, 5)
+        .unwrap();
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(hits[0].citation(), "fruit.txt:L1");
+
+    // Vectors: the second line is nearest to the query vector, with no shared word.
+    let pending = store.chunks_without_vectors(&mine.id, 10).unwrap();
+    let filled: Vec<_> = pending
+        .iter()
+        .map(|c| {
+            let v = if c.text.contains("sky") {
+                vec![1.0, 0.0]
+            } else {
+                vec![0.0, 1.0]
+            };
+            (c.pk, c.text.clone(), v)
+        })
+        .collect();
+    assert_eq!(store.fill_chunk_vectors("test/model", &filled).unwrap(), 2);
+    let q = [1.0f32, 0.1];
+    let hits = store
+        .search_agent_files(&agent.id, "heavens", Some(("test/model", &q)), 1)
+        .unwrap();
+    assert_eq!(hits[0].citation(), "fruit.txt:L2");
+    let hits = store
+        .search_agent_files(&agent.id, "heavens", Some(("other/model", &q)), 1)
+        .unwrap();
+    assert!(hits.is_empty(), "vectors of another model are not compared");
+
+    store.detach_folder(&agent.id, &mine.id).unwrap();
+    let tools = store.get_agent(&agent.id).unwrap().tools;
+    assert!(!tools.iter().any(|t| t == "open_files"), "{tools:?}");
+}
+
+#[test]
+fn opening_past_the_limit_closes_the_least_recently_used() {
+    let (_dir, store) = temp_store();
+    let (agent, _) = create(&store, "Sam");
+    let folder = store
+        .create_folder(&NewFolder {
+            name: "d".into(),
+            ..NewFolder::default()
+        })
+        .unwrap();
+    store.attach_folder(&agent.id, &folder.id).unwrap();
+    let files: Vec<_> = (0..3)
+        .map(|i| {
+            add(
+                &store,
+                &folder.id,
+                &format!("{i}.txt"),
+                &i.to_string(),
+                &["x", "y"],
+            )
+        })
+        .collect();
+    for f in &files[..2] {
+        assert!(
+            store
+                .open_file(&agent.id, &f.id, 1, 10, 2)
+                .unwrap()
+                .is_empty()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let closed = store.open_file(&agent.id, &files[2].id, 1, 10, 2).unwrap();
+    assert_eq!(closed, vec![files[0].id.clone()]);
+    let open: Vec<_> = store
+        .agent_files(&agent.id)
+        .unwrap()
+        .into_iter()
+        .filter(|f| f.is_open)
+        .map(|f| f.file_name)
+        .collect();
+    assert_eq!(open, vec!["d/1.txt", "d/2.txt"]);
+    let windows = store.open_file_windows(&agent.id).unwrap();
+    assert_eq!(windows[1].text, "1: x\n2: y");
+    assert_eq!(
+        store
+            .agent_file_named(&agent.id, "2.txt")
+            .unwrap()
+            .unwrap()
+            .id,
+        files[2].id
+    );
+    assert_eq!(store.close_all_files(&agent.id).unwrap(), 2);
+    assert!(store.open_file_windows(&agent.id).unwrap().is_empty());
+
+    store.delete_folder(&folder.id).unwrap();
+    assert!(store.agent_files(&agent.id).unwrap().is_empty());
+    assert!(store.list_folders().unwrap().is_empty());
+}

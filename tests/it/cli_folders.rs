@@ -1,0 +1,89 @@
+//! `engram folder …` through the real binary: create, add a directory (a symlink in it is
+//! skipped), list, attach (the agent gets the file tools), detach, remove a file and the folder.
+
+use engram_mock_llm::{MockLlm, Script};
+use engram_suite::{cli, cli_agent, stdout_ok};
+use serde_json::Value;
+
+#[tokio::test]
+async fn the_folder_commands_add_list_attach_and_remove() {
+    let mock = MockLlm::start(Script::Queue).await;
+    let home = tempfile::tempdir().unwrap();
+    let agent = cli_agent(home.path(), &mock);
+    let id = stdout_ok(&cli(
+        home.path(),
+        &["folder", "create", "guides", "--embedding", "none"],
+    ));
+    assert!(id.trim().starts_with("source-"), "{id}");
+
+    let docs = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        "/usr/share/doc/base-passwd/users-and-groups.html",
+        docs.path().join("users.html"),
+    )
+    .unwrap();
+    std::fs::write(
+        docs.path().join("notes.md"),
+        "# Notes\n\nthe shadow group\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("/etc", docs.path().join("etc")).unwrap();
+    let dir = docs.path().to_str().unwrap();
+    let out = stdout_ok(&cli(home.path(), &["folder", "add", "guides", dir]));
+    assert!(
+        out.contains("notes.md  completed, 3 lines, 1 passages"),
+        "{out}"
+    );
+    assert!(out.contains("users.html  completed"), "{out}");
+    assert!(out.contains("etc: a symbolic link: not followed"), "{out}");
+    let again = stdout_ok(&cli(home.path(), &["folder", "add", "guides", dir]));
+    assert!(again.contains("unchanged  notes.md"), "{again}");
+
+    let listed: Value = serde_json::from_str(&stdout_ok(&cli(
+        home.path(),
+        &["folder", "ls", "guides", "--json"],
+    )))
+    .unwrap();
+    let names: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["notes.md", "users.html"]);
+    assert_eq!(listed[0]["status"], "completed");
+
+    stdout_ok(&cli(
+        home.path(),
+        &["folder", "attach", "guides", agent.as_str()],
+    ));
+    let context: Value = serde_json::from_str(&stdout_ok(&cli(
+        home.path(),
+        &["context", agent.as_str(), "--json"],
+    )))
+    .unwrap();
+    assert!(context["files"].as_u64().unwrap() > 0, "{context}");
+    let engram = engram_suite::open(
+        home.path(),
+        std::sync::Arc::new(engram_secrets::MemoryStore::default()),
+    );
+    let tools = engram.store().get_agent(&agent).unwrap().tools;
+    assert!(tools.iter().any(|t| t == "grep_files"), "{tools:?}");
+    drop(engram);
+
+    stdout_ok(&cli(
+        home.path(),
+        &["folder", "detach", "guides", agent.as_str()],
+    ));
+    stdout_ok(&cli(home.path(), &["folder", "rm", "guides", "notes.md"]));
+    let left = stdout_ok(&cli(home.path(), &["folder", "ls", "guides"]));
+    assert!(
+        !left.contains("notes.md") && left.contains("users.html"),
+        "{left}"
+    );
+    stdout_ok(&cli(home.path(), &["folder", "rm", "guides"]));
+    let none = stdout_ok(&cli(home.path(), &["folder", "ls"]));
+    assert!(none.trim().is_empty(), "{none}");
+    let missing = cli(home.path(), &["folder", "ls", "guides"]);
+    assert!(!missing.status.success());
+}
