@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { bare, command, engram, ensureProvider, expect, openAgent, openApp, openSettings, test } from './fixtures';
+import { bare, command, engram, ensureProvider, keyed, expect, openAgent, openApp, openSettings, test } from './fixtures';
 
 // The first hour: from an empty Engram on a machine without a keychain, the guided screen
 // alone leads to a first reply; an imported agent whose provider nobody set up says so on
@@ -89,6 +89,22 @@ test('first run to first reply through the guided screen only, without a keychai
   await expect(page.getByTestId('embedding-retry')).toBeVisible();
   const hits = await bareCommand<unknown[]>('search_archival', { agent_id: agentId, query: 'tulips' });
   expect(hits.length).toBeGreaterThan(0);
+});
+
+test('first run to first reply through the guided screen only, with a keychain', async ({ page }) => {
+  await page.goto(`${keyed.url}/#token=${keyed.token}`);
+  const guide = page.getByTestId('first-run');
+  await expect(guide).toHaveAttribute('data-step', 'source');
+  await page.getByTestId('first-run-url').fill(engram.mockBase);
+  await page.getByTestId('first-run-connect').click();
+  await expect(page.getByTestId('first-run-connected')).toContainText('answered with 2 chat models');
+  await page.getByTestId('first-run-next').click();
+  await page.getByTestId('first-run-name').fill('Kit');
+  await page.getByTestId('first-run-start').click();
+  await expect(page.getByRole('heading', { level: 1, name: 'Kit' })).toBeVisible();
+  await page.getByTestId('chat-input').fill('my name is Bob');
+  await page.getByTestId('chat-input').press('Enter');
+  await expect(page.locator('[data-testid=message][data-role=assistant]').last()).toContainText('Bob');
 });
 
 test('an imported agent without its provider: the banner, fixed in one click', async ({ page }) => {

@@ -39,6 +39,16 @@ export const bare = {
   },
 };
 
+/** A third Engram, empty like `bare` and offline, but with a keychain (in memory). */
+export const keyed = {
+  get url(): string {
+    return process.env.E2E_KEYED_URL!;
+  },
+  get token(): string {
+    return process.env.E2E_KEYED_TOKEN!;
+  },
+};
+
 /** Calls an app command directly (setup shortcuts; the UI under test is not involved). */
 export async function command<T = unknown>(name: string, args: object = {}): Promise<T> {
   const res = await fetch(`${engram.url}/app/${name}`, {

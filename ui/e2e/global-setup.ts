@@ -73,6 +73,10 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
 
     process.env.E2E_ENGRAM_URL = addr;
     process.env.E2E_ENGRAM_TOKEN = token;
+    // And one with a keychain (in memory), otherwise as empty.
+    const [keyedAddr, keyedToken] = await serve(engramBin, uiDir, { ...bareEnv, ENGRAM_HOME: join(scratch, 'keyed-home'), ENGRAM_SECRETS: 'memory' }, children);
+    process.env.E2E_KEYED_URL = keyedAddr;
+    process.env.E2E_KEYED_TOKEN = keyedToken;
     process.env.E2E_BARE_URL = bareAddr;
     process.env.E2E_BARE_TOKEN = bareToken;
     process.env.E2E_OFFLINE_HUB = hubUrl;
