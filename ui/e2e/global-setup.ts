@@ -45,7 +45,7 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
     children.push(mock);
     const mockPort = await waitFor(() => (existsSync(portFile) ? readFileSync(portFile, 'utf8').trim() : null), 'mock-llm port');
 
-    const env = { ...process.env, ENGRAM_HOME: join(scratch, 'home'), ENGRAM_SECRETS: 'memory', OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', OPENAI_BASE_URL: '' };
+    const env: NodeJS.ProcessEnv = { ...process.env, ENGRAM_HOME: join(scratch, 'home'), ENGRAM_SECRETS: 'memory', OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', OPENAI_BASE_URL: '' };
     // New agents search by words here: the specs check the window (counts, lists, rollbacks)
     // against exact expectations, and a semantic search ranks every passage. Ranking by meaning
     // with the real model is tested in tests/it/semantic.rs.
