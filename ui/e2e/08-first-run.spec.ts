@@ -20,6 +20,10 @@ async function bareCommand<T>(name: string, args: object = {}): Promise<T> {
 
 test.beforeAll(async () => {
   await ensureProvider();
+  // Earlier specs stored a 4,096-token window for the scripted model; the imported Letta agent
+  // needs more than that, and moving it there is refused (as it should be). The scripted server
+  // takes any length, so its window is set to what these agents need.
+  await command('set_model_window', { handle: 'mock/mock-small', context_window: 32_000 });
 });
 
 test('first run to first reply through the guided screen only, without a keychain', async ({ page }) => {
