@@ -182,6 +182,8 @@ test('jump to the start, to a date, to a search hit and to a recall hit', async 
   await page.getByTestId('recall-search-submit').click();
   await page.getByTestId('recall-open').first().click();
   await expect(page.locator('[data-anchor]')).toContainText('kumquat');
+  // The jump settles (its rows measured, the hit held in view) before this test scrolls.
+  await expect(messages(page)).toHaveAttribute('data-placed', 'true');
 
   // Older messages were summarised a few messages further down: the divider opens to the
   // summary. (Only rows near the screen exist, so scroll until it is rendered.)
