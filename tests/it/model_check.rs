@@ -104,6 +104,45 @@ async fn an_agent_without_a_model_is_named_and_fixed_in_one_call() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_too_small_for_the_agent_is_not_offered_to_it() {
+    let mock = MockLlm::start(Script::Brain).await;
+    let home = Home::new();
+    let e = &home.engram;
+    let mut big = plain_agent("Big memory", Some("vendorx/big-model"));
+    big.blocks = vec![NewBlock::new("human", "The user keeps bees. ".repeat(400))];
+    let big = e.create_agent(big).unwrap().agent;
+    e.set_provider(keyless("home", &mock)).unwrap();
+
+    // A window of 1,024 tokens cannot hold ~8,000 characters of memory: set up, yet not for it.
+    e.set_model_window("home/mock-tiny", 1_024).unwrap();
+    assert_eq!(e.check_model("home/mock-tiny").unwrap(), None);
+    let why = e
+        .check_model_for(&big.id, "home/mock-tiny")
+        .unwrap()
+        .expect("too small for this agent");
+    assert!(why.contains("tokens of context"), "{why}");
+    // The move it predicts is the move refused, and nothing changes.
+    assert!(
+        e.use_model_for(std::slice::from_ref(&big.id), "home/mock-tiny")
+            .is_err()
+    );
+    assert_eq!(
+        e.get_agent(&big.id).unwrap().agent.llm.model,
+        "vendorx/big-model"
+    );
+
+    // A model with room is offered, and the move is accepted.
+    assert_eq!(e.check_model_for(&big.id, "home/mock-small").unwrap(), None);
+    let why = e
+        .check_model_for(&big.id, "nowhere/model")
+        .unwrap()
+        .unwrap();
+    assert!(why.contains("nowhere"), "{why}");
+    e.use_model_for(std::slice::from_ref(&big.id), "home/mock-small")
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cli_warns_when_an_agent_is_made_and_lists_it_until_fixed() {
     let mock = MockLlm::start(Script::Brain).await;
     let home = tempfile::tempdir().unwrap();

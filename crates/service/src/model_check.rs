@@ -38,6 +38,38 @@ impl Engram {
             .map(|(summary, _)| summary))
     }
 
+    /// Why agent `id` cannot move to the chat model `handle` now, in words a person reads, or
+    /// `None` when [`Engram::use_model_for`] would accept the move: the model is not set up, or
+    /// the agent's memory and tools do not fit the context window stored for `handle`. What the
+    /// window checks before it offers an agent a model. Nothing is sent anywhere.
+    ///
+    /// Errors: `not_found` for an unknown agent; `Storage`.
+    pub fn check_model_for(&self, id: &AgentId, handle: &str) -> Result<Option<String>> {
+        let handle = handle.trim();
+        if let Some(problem) = self.check_model(handle)? {
+            return Ok(Some(problem));
+        }
+        let mut planned = self.store.get_agent(id)?;
+        planned.llm = self.moved_llm(planned.llm, handle)?;
+        match self.check_window(&planned, &self.store.agent_blocks(id)?) {
+            Ok(()) => Ok(None),
+            Err(e @ Error::ContextWindowTooSmall { .. }) => Ok(Some(e.to_string())),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `llm` pointed at `handle`, keeping the agent's other settings: its own base URL named
+    /// the old provider's server, and the context window becomes the one stored for `handle`
+    /// when someone set it.
+    fn moved_llm(&self, mut llm: LlmConfig, handle: &str) -> Result<LlmConfig> {
+        llm.model = handle.to_owned();
+        llm.base_url = None;
+        if let Some(tokens) = self.store.model_window(handle)? {
+            llm.context_window = tokens;
+        }
+        Ok(llm)
+    }
+
     /// Why `llm` cannot be used now as (summary, detail), or `None` when it can. Nothing is
     /// sent anywhere: this reads the stored providers, the keychain (a machine without one
     /// counts as holding no key) and the built-in models. A model that is set up but does not
@@ -108,7 +140,6 @@ impl Engram {
                 "'{handle}' is not a model handle: write provider/model"
             )));
         }
-        let stored_window = self.store.model_window(handle)?;
         if let Some(summary) = self.check_model(handle)? {
             return Err(Error::invalid(format!(
                 "{handle} cannot be used either: {summary}"
@@ -116,13 +147,7 @@ impl Engram {
         }
         let mut patches = Vec::with_capacity(agents.len());
         for id in agents {
-            let mut llm = self.store.get_agent(id)?.llm;
-            llm.model = handle.to_owned();
-            // The agent's own base URL named the old provider's server; the new one has its own.
-            llm.base_url = None;
-            if let Some(tokens) = stored_window {
-                llm.context_window = tokens;
-            }
+            let llm = self.moved_llm(self.store.get_agent(id)?.llm, handle)?;
             patches.push((
                 id.clone(),
                 engram_core::AgentPatch {

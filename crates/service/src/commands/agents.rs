@@ -185,18 +185,25 @@ impl AppCall for ExportAgentsArgs {
 pub struct ImportFromFileArgs {}
 
 /// `check_model`: why a chat model handle (`provider/model`) cannot be used now, in words, or
-/// `null` when it can (nothing is sent to any server).
+/// `null` when it can (nothing is sent to any server). With `agent_id`, also whether that
+/// agent's memory and tools fit the model's context window.
 #[derive(Deserialize, TS)]
 #[ts(export, export_to = "args/")]
 pub struct CheckModelArgs {
     handle: String,
+    #[serde(default)]
+    #[ts(optional)]
+    agent_id: Option<AgentId>,
 }
 
 impl AppCall for CheckModelArgs {
     const NAME: &'static str = "check_model";
     type Output = Option<String>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Option<String>> {
-        e.check_model(&self.handle)
+        match &self.agent_id {
+            Some(id) => e.check_model_for(id, &self.handle),
+            None => e.check_model(&self.handle),
+        }
     }
 }
 
