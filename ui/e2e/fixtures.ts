@@ -97,7 +97,7 @@ export async function openAgent(page: Page, name: string): Promise<void> {
 }
 
 /** Opens one section of the settings from the sidebar and its side menu. */
-export async function openSettings(page: Page, section: 'providers' | 'models' | 'search' | 'mcp' | 'memory-server' | 'transfer' | 'api' | 'about'): Promise<void> {
+export async function openSettings(page: Page, section: 'providers' | 'models' | 'search' | 'mcp' | 'memory-server' | 'folders' | 'transfer' | 'api' | 'about'): Promise<void> {
   await page.getByTestId('nav-settings').click();
   await page.getByTestId(`settings-nav-${section}`).click();
   await expect(page.getByTestId('settings')).toHaveAttribute('data-section', section);

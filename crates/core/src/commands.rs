@@ -164,6 +164,18 @@ pub const APP_COMMANDS: &[AppCommand] = &[
     AppCommand::new("set_rerank_enabled", CommandKind::Call),
     AppCommand::new("pick_rerank_model_dir", CommandKind::Dialog),
     AppCommand::new("vector_index_builds", CommandKind::Call),
+    AppCommand::new("list_folders", CommandKind::Call),
+    AppCommand::new("create_folder", CommandKind::Call),
+    AppCommand::new("delete_folder", CommandKind::Call),
+    AppCommand::new("folder_files", CommandKind::Call),
+    AppCommand::new("upload_folder_file", CommandKind::Call),
+    AppCommand::new("delete_folder_file", CommandKind::Call),
+    AppCommand::new("attach_folder", CommandKind::Call),
+    AppCommand::new("detach_folder", CommandKind::Call),
+    AppCommand::new("agent_folders", CommandKind::Call),
+    AppCommand::new("agent_files", CommandKind::Call),
+    AppCommand::new("open_agent_file", CommandKind::Call),
+    AppCommand::new("close_agent_file", CommandKind::Call),
 ];
 
 /// The names of [`APP_COMMANDS`], in order.

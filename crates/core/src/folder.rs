@@ -8,9 +8,11 @@
 
 use crate::{EmbeddingConfig, FileId, FolderId, Timestamp};
 use serde::{Deserialize, Serialize};
+use ts_rs::TS;
 
 /// A folder of files that agents can be given to read.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
 pub struct Folder {
     /// `source-<uuid>`.
     pub id: FolderId,
@@ -29,7 +31,8 @@ pub struct Folder {
 }
 
 /// What a new folder is made of.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
 pub struct NewFolder {
     /// Unique among folders; not empty.
     pub name: String,
@@ -45,7 +48,8 @@ pub struct NewFolder {
 }
 
 /// Where a file is in its processing, in Letta's words (`processing_status`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
+#[ts(export)]
 #[serde(rename_all = "snake_case")]
 pub enum FileStatus {
     /// Stored, not read yet.
@@ -86,7 +90,8 @@ impl FileStatus {
 }
 
 /// One file of a folder, without its text (see `Store::file_text`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
 pub struct FolderFile {
     /// `file-<uuid>`.
     pub id: FileId,
@@ -98,6 +103,7 @@ pub struct FolderFile {
     /// Its media type as recognised (`application/pdf`, `text/markdown`, …).
     pub mime: String,
     /// Its size in **bytes** as uploaded.
+    #[ts(type = "number")]
     pub size: u64,
     /// SHA-256 of its bytes, lower-case hex: an unchanged re-upload is recognised by it.
     pub sha256: String,
@@ -182,7 +188,8 @@ impl ChunkHit {
 }
 
 /// One file as an agent sees it: whether it is open and which lines it shows.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
 pub struct AgentFile {
     /// The file.
     pub file_id: FileId,

@@ -15,7 +15,8 @@ use std::path::{Component, Path};
 const EMBED_BATCH: usize = 32;
 
 /// What happened to one file given to a folder.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, ts_rs::TS)]
+#[ts(export)]
 pub struct FileAdded {
     /// Its name in the folder (or the path given, when it was skipped).
     pub name: String,

@@ -19,6 +19,7 @@
 //! (`ui/src/lib/bindings/commands.ts`, by `cargo test -p engram-service export_bindings`).
 
 mod agents;
+mod folders;
 mod mcp_memory;
 mod memory;
 mod search;
@@ -30,6 +31,7 @@ mod turns;
 mod typescript;
 
 pub use agents::*;
+pub use folders::*;
 pub use mcp_memory::*;
 pub use memory::*;
 pub use search::*;
@@ -326,6 +328,18 @@ static COMMANDS: LazyLock<Vec<CommandDef>> = LazyLock::new(|| {
             false,
         ),
         call_def::<VectorIndexBuildsArgs>(),
+        call_def::<ListFoldersArgs>(),
+        call_def::<CreateFolderArgs>(),
+        call_def::<DeleteFolderArgs>(),
+        call_def::<FolderFilesArgs>(),
+        call_def::<UploadFolderFileArgs>(),
+        call_def::<DeleteFolderFileArgs>(),
+        call_def::<AttachFolderArgs>(),
+        call_def::<DetachFolderArgs>(),
+        call_def::<AgentFoldersArgs>(),
+        call_def::<AgentFilesArgs>(),
+        call_def::<OpenAgentFileArgs>(),
+        call_def::<CloseAgentFileArgs>(),
     ]
 });
 

@@ -34,6 +34,7 @@ describe('SettingsView', () => {
       'Search',
       'MCP servers',
       'Memory for AI tools',
+      'Folders',
       'Export & import',
       'REST API',
       'About',

@@ -1,0 +1,221 @@
+//! Folder commands: folders of documents, the files in them, which agents read them, and the
+//! files an agent has open. Files arrive as bytes (base64 in the JSON) from the window's file
+//! picker or a drop, and are read and embedded before the command answers.
+
+use super::{AppCall, Caller};
+use crate::{Engram, FileAdded};
+use base64::Engine as _;
+use engram_core::{
+    AgentFile, AgentId, Error, FileId, Folder, FolderFile, FolderId, NewFolder, Result,
+};
+use serde::Deserialize;
+use std::sync::Arc;
+use ts_rs::TS;
+
+/// `list_folders`: every folder, by name.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct ListFoldersArgs {}
+
+impl AppCall for ListFoldersArgs {
+    const NAME: &'static str = "list_folders";
+    type Output = Vec<Folder>;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Vec<Folder>> {
+        e.list_folders()
+    }
+}
+
+/// `create_folder`: a new folder (its passages embedded with the default embedding model).
+/// Errors: `invalid_input` for an empty or taken name.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct CreateFolderArgs {
+    name: String,
+    #[serde(default)]
+    #[ts(optional)]
+    description: Option<String>,
+}
+
+impl AppCall for CreateFolderArgs {
+    const NAME: &'static str = "create_folder";
+    type Output = Folder;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Folder> {
+        e.create_folder(NewFolder {
+            name: self.name,
+            description: self.description.unwrap_or_default(),
+            ..NewFolder::default()
+        })
+    }
+}
+
+/// `delete_folder`: a folder with its files and passages; agents reading it are detached.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct DeleteFolderArgs {
+    folder_id: FolderId,
+}
+
+impl AppCall for DeleteFolderArgs {
+    const NAME: &'static str = "delete_folder";
+    type Output = ();
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
+        e.delete_folder(&self.folder_id)
+    }
+}
+
+/// `folder_files`: a folder's files with their processing status, pages and passages.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct FolderFilesArgs {
+    folder_id: FolderId,
+}
+
+impl AppCall for FolderFilesArgs {
+    const NAME: &'static str = "folder_files";
+    type Output = Vec<FolderFile>;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Vec<FolderFile>> {
+        e.list_folder_files(&self.folder_id)
+    }
+}
+
+/// `upload_folder_file`: adds one file (or re-reads a changed one) from its bytes, base64
+/// encoded, and answers once it is read and embedded. A file that cannot be read is stored as
+/// failed with its reason, not refused. Errors: `invalid_input` for a bad name or data that is
+/// not base64; `not_found` for the folder.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct UploadFolderFileArgs {
+    folder_id: FolderId,
+    /// Its name in the folder; a relative path (`notes/a.md`) keeps a dropped folder's layout.
+    file_name: String,
+    /// The file's bytes, base64 (standard alphabet, padded).
+    data_base64: String,
+}
+
+impl AppCall for UploadFolderFileArgs {
+    const NAME: &'static str = "upload_folder_file";
+    type Output = FileAdded;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<FileAdded> {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(self.data_base64.as_bytes())
+            .map_err(|err| Error::invalid(format!("{}: not base64: {err}", self.file_name)))?;
+        e.add_file(&self.folder_id, &self.file_name, bytes).await
+    }
+}
+
+/// `delete_folder_file`: removes a file with its passages; agents that had it open close it.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct DeleteFolderFileArgs {
+    file_id: FileId,
+}
+
+impl AppCall for DeleteFolderFileArgs {
+    const NAME: &'static str = "delete_folder_file";
+    type Output = ();
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
+        e.delete_folder_file(&self.file_id)
+    }
+}
+
+/// `attach_folder`: gives an agent a folder to read (and with it the three file tools).
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct AttachFolderArgs {
+    agent_id: AgentId,
+    folder_id: FolderId,
+}
+
+impl AppCall for AttachFolderArgs {
+    const NAME: &'static str = "attach_folder";
+    type Output = ();
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
+        e.attach_folder(&self.agent_id, &self.folder_id)
+    }
+}
+
+/// `detach_folder`: takes a folder away from an agent; its files close.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct DetachFolderArgs {
+    agent_id: AgentId,
+    folder_id: FolderId,
+}
+
+impl AppCall for DetachFolderArgs {
+    const NAME: &'static str = "detach_folder";
+    type Output = ();
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
+        e.detach_folder(&self.agent_id, &self.folder_id)
+    }
+}
+
+/// `agent_folders`: the folders an agent reads.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct AgentFoldersArgs {
+    agent_id: AgentId,
+}
+
+impl AppCall for AgentFoldersArgs {
+    const NAME: &'static str = "agent_folders";
+    type Output = Vec<Folder>;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Vec<Folder>> {
+        e.agent_folders(&self.agent_id)
+    }
+}
+
+/// `agent_files`: every file of an agent's folders, whether it is open and which lines show.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct AgentFilesArgs {
+    agent_id: AgentId,
+}
+
+impl AppCall for AgentFilesArgs {
+    const NAME: &'static str = "agent_files";
+    type Output = Vec<AgentFile>;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Vec<AgentFile>> {
+        e.agent_files(&self.agent_id)
+    }
+}
+
+/// `open_agent_file`: opens a file for the agent by hand, as its `open_files` tool would
+/// (`length` lines from line `offset`, 1-based; defaults: from the top, the usual window).
+/// Answers the files closed to stay within the open-file limit.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct OpenAgentFileArgs {
+    agent_id: AgentId,
+    file_id: FileId,
+    #[serde(default)]
+    #[ts(optional)]
+    offset: Option<u32>,
+    #[serde(default)]
+    #[ts(optional)]
+    length: Option<u32>,
+}
+
+impl AppCall for OpenAgentFileArgs {
+    const NAME: &'static str = "open_agent_file";
+    type Output = Vec<FileId>;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Vec<FileId>> {
+        e.open_agent_file(&self.agent_id, &self.file_id, self.offset, self.length)
+    }
+}
+
+/// `close_agent_file`: closes a file for the agent; `false` when it was not open.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct CloseAgentFileArgs {
+    agent_id: AgentId,
+    file_id: FileId,
+}
+
+impl AppCall for CloseAgentFileArgs {
+    const NAME: &'static str = "close_agent_file";
+    type Output = bool;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<bool> {
+        e.close_agent_file(&self.agent_id, &self.file_id)
+    }
+}
