@@ -5,7 +5,8 @@ import { createAgent, ensureProvider, expect, openAgent, openApp, openSettings, 
  * Documents in the window, with real files the project did not write (Debian's libtasn1
  * manual as PDF, base-passwd's guide as HTML): a folder is made in Settings, files are picked
  * and dropped onto it, each shows what reading it gave (pages and passages, or why not), and an
- * agent is given the folder and opens a file into its context window by hand.
+ * agent is given the folder and opens a file into its context window by hand. The agent greps
+ * the folder, and the citation in its reply opens the file at the cited line.
  */
 const PDF = '/usr/share/doc/libtasn1-doc/libtasn1.pdf';
 const HTML = '/usr/share/doc/base-passwd/users-and-groups.html';
@@ -16,7 +17,7 @@ test.beforeAll(async () => {
   await createAgent(AGENT);
 });
 
-test('a folder filled by picking and dropping files, given to an agent who opens one', async ({ page }) => {
+test('a folder filled by picking and dropping files, given to an agent who opens one and cites it', async ({ page }) => {
   test.setTimeout(120_000);
   await openApp(page);
   await openSettings(page, 'folders');
@@ -75,4 +76,19 @@ test('a folder filled by picking and dropping files, given to an agent who opens
   await expect(page.locator('[data-testid=agent-file][data-file-name="users-and-groups.html"]')).toHaveAttribute('data-open', 'true');
   await page.locator('[data-testid=agent-file][data-file-name="users-and-groups.html"]').getByTestId('close-file').click();
   await expect(page.locator('[data-testid=agent-file][data-file-name="users-and-groups.html"]')).not.toHaveAttribute('data-open', 'true');
+
+  // The agent greps its folder; the citation in its reply opens the file at that line.
+  await page.getByTestId('chat-input').fill('use tool grep_files with {"pattern": "nogroup"}');
+  await page.getByTestId('send').click();
+  const reply = page.locator('[data-testid=message][data-role=assistant]').last();
+  const citation = reply.getByTestId('citation').first();
+  await expect(citation).toHaveText(/^Manuals\/users-and-groups\.html:L\d+$/);
+  const line = Number((await citation.textContent())!.split(':L')[1]);
+  await citation.click();
+  const viewer = page.getByTestId('file-viewer');
+  await expect(viewer).toContainText('Manuals/users-and-groups.html');
+  await expect(viewer.getByTestId('cited-line')).toHaveAttribute('data-line', String(line));
+  await expect(viewer.getByTestId('cited-line')).toContainText('nogroup');
+  await expect(viewer.getByTestId('cited-line')).toBeInViewport();
+  await page.screenshot({ path: '../docs/screenshots/citation.png' });
 });

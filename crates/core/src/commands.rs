@@ -176,6 +176,7 @@ pub const APP_COMMANDS: &[AppCommand] = &[
     AppCommand::new("agent_files", CommandKind::Call),
     AppCommand::new("open_agent_file", CommandKind::Call),
     AppCommand::new("close_agent_file", CommandKind::Call),
+    AppCommand::new("folder_file_text", CommandKind::Call),
 ];
 
 /// The names of [`APP_COMMANDS`], in order.

@@ -219,3 +219,19 @@ impl AppCall for CloseAgentFileArgs {
         e.close_agent_file(&self.agent_id, &self.file_id)
     }
 }
+
+/// `folder_file_text`: the text read from a file (its lines are what citations count), or
+/// `null` when none was read (a file that failed, or is still being read).
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct FolderFileTextArgs {
+    file_id: FileId,
+}
+
+impl AppCall for FolderFileTextArgs {
+    const NAME: &'static str = "folder_file_text";
+    type Output = Option<String>;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Option<String>> {
+        e.folder_file_text(&self.file_id)
+    }
+}

@@ -340,6 +340,7 @@ static COMMANDS: LazyLock<Vec<CommandDef>> = LazyLock::new(|| {
         call_def::<AgentFilesArgs>(),
         call_def::<OpenAgentFileArgs>(),
         call_def::<CloseAgentFileArgs>(),
+        call_def::<FolderFileTextArgs>(),
     ]
 });
 

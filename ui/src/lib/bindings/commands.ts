@@ -59,6 +59,7 @@ import type { FileAdded } from "./FileAdded";
 import type { FileId } from "./FileId";
 import type { Folder } from "./Folder";
 import type { FolderFile } from "./FolderFile";
+import type { FolderFileTextArgs } from "./args/FolderFileTextArgs";
 import type { FolderFilesArgs } from "./args/FolderFilesArgs";
 import type { GetAgentArgs } from "./args/GetAgentArgs";
 import type { GetDefaultModelArgs } from "./args/GetDefaultModelArgs";
@@ -283,6 +284,7 @@ export interface Commands {
   agent_files: [AgentFilesArgs, Array<AgentFile>];
   open_agent_file: [OpenAgentFileArgs, Array<FileId>];
   close_agent_file: [CloseAgentFileArgs, boolean];
+  folder_file_text: [FolderFileTextArgs, string | null];
 }
 
 /** Commands that start a run and stream its events until `done`: `name: arguments`. */
