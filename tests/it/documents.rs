@@ -366,3 +366,102 @@ async fn a_folder_on_the_built_in_model_embeds_its_passages_and_is_searched_with
     );
     assert!(found.to_lowercase().contains("print"), "{found}");
 }
+
+/// An OpenAI-style embeddings server that refuses (503) until `up` is set, then answers every
+/// text with a small vector derived from its bytes.
+async fn embeddings_down_then_up() -> (String, std::sync::Arc<std::sync::atomic::AtomicBool>) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let up = std::sync::Arc::new(AtomicBool::new(false));
+    let flag = up.clone();
+    let app = axum::Router::new().route(
+        "/v1/embeddings",
+        axum::routing::post(move |axum::Json(body): axum::Json<Value>| {
+            let flag = flag.clone();
+            async move {
+                if !flag.load(Ordering::SeqCst) {
+                    return Err((axum::http::StatusCode::SERVICE_UNAVAILABLE, "down"));
+                }
+                let inputs: Vec<String> = match &body["input"] {
+                    Value::String(s) => vec![s.clone()],
+                    Value::Array(items) => items
+                        .iter()
+                        .map(|v| v.as_str().unwrap_or_default().to_owned())
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                let data: Vec<Value> = inputs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, text)| {
+                        let mut v = [0.0f32; 8];
+                        for (j, b) in text.bytes().enumerate() {
+                            v[j % 8] += f32::from(b);
+                        }
+                        json!({"object": "embedding", "index": i, "embedding": v})
+                    })
+                    .collect();
+                Ok(axum::Json(
+                    json!({"object": "list", "data": data, "model": "down-then-up"}),
+                ))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{addr}/v1"), up)
+}
+
+/// A file read while the folder's embedding model is down is kept, found by words, and gets
+/// its vectors later: nothing has to be uploaded again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vectors_missing_after_an_outage_are_filled_in_later() {
+    let (url, up) = embeddings_down_then_up().await;
+    let home = Home::new();
+    let folder = home
+        .engram
+        .create_folder(NewFolder {
+            name: "guides".into(),
+            embedding: Some(EmbeddingConfig {
+                model: "openai/down-then-up".into(),
+                base_url: Some(url),
+            }),
+            ..NewFolder::default()
+        })
+        .unwrap();
+    let added = home
+        .engram
+        .add_file(
+            &folder.id,
+            "users-and-groups.html",
+            std::fs::read(HTML).unwrap(),
+        )
+        .await
+        .unwrap();
+    let file = added.file.expect("stored");
+    assert_eq!(file.status, FileStatus::Completed);
+    assert!(
+        added.notes.iter().any(|n| n.contains("vectors missing")),
+        "{:?}",
+        added.notes
+    );
+    let missing = || {
+        home.engram
+            .store()
+            .chunks_without_vectors(&folder.id, 10_000)
+            .unwrap()
+            .len()
+    };
+    assert_eq!(missing(), file.chunks as usize, "every passage waits");
+
+    // Still down: nothing filled, nothing lost.
+    assert_eq!(home.engram.refill_folder_vectors().await.unwrap(), 0);
+    assert_eq!(missing(), file.chunks as usize);
+
+    up.store(true, std::sync::atomic::Ordering::SeqCst);
+    let filled = home.engram.refill_folder_vectors().await.unwrap();
+    assert_eq!(filled, file.chunks as usize);
+    assert_eq!(missing(), 0);
+    // Once filled, there is nothing more to do.
+    assert_eq!(home.engram.refill_folder_vectors().await.unwrap(), 0);
+}

@@ -421,6 +421,8 @@ impl Engram {
                 tracing::warn!(error = %e, "vector index builds not resumed");
             }
         });
+        // Passages of folders read while their model was unreachable get their vectors too.
+        self.spawn_folder_refill();
         let backfiller = self.backfiller();
         let mut started = 0;
         for agent in self.store.agents_with_embeddings()? {

@@ -5,8 +5,9 @@
 //! as it is.
 
 use crate::Engram;
+use crate::resolve::Resolver;
 use engram_core::{Error, FileStatus, FolderFile, FolderId, Provenance, Result};
-use engram_store::{FileUpload, NewChunk, ParsedFile, Upserted};
+use engram_store::{FileUpload, NewChunk, ParsedFile, Store, Upserted};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::path::{Component, Path};
@@ -159,40 +160,38 @@ impl Engram {
         })
     }
 
+    /// Fills in the vectors every folder's passages lack: files read while the folder's
+    /// embedding model was unreachable, or cut short by a quit. Until then those passages are
+    /// found by words alone. A folder whose model still fails is left for the next time (and
+    /// logged); the others go on. Returns how many passages got their vector.
+    ///
+    /// Also started in the background when a long-lived process opens
+    /// ([`Engram::resume_backfills`]) and after the built-in embedding model is retried by
+    /// hand. Errors: storage.
+    pub async fn refill_folder_vectors(&self) -> Result<usize> {
+        refill_folders(&self.store, &self.resolver).await
+    }
+
+    /// Starts [`Engram::refill_folder_vectors`] in the background (inside a tokio runtime).
+    pub(crate) fn spawn_folder_refill(&self) {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
+        let (store, resolver) = (self.store.clone(), self.resolver.clone());
+        tokio::spawn(async move {
+            if let Err(e) = refill_folders(&store, &resolver).await {
+                tracing::warn!(error = %e, "folder vectors not refilled");
+            }
+        });
+    }
+
     /// Embeds the folder's passages that have no vector, with `cfg`'s model.
     async fn embed_folder(
         &self,
         folder: &FolderId,
         cfg: &engram_core::EmbeddingConfig,
-    ) -> Result<()> {
-        use engram_agent::ModelResolver;
-        let embedder = self.resolver.embedder(cfg)?;
-        loop {
-            let batch = self.store.chunks_without_vectors(folder, EMBED_BATCH)?;
-            if batch.is_empty() {
-                return Ok(());
-            }
-            let texts: Vec<String> = batch.iter().map(|c| c.text.clone()).collect();
-            let vectors = embedder
-                .model
-                .embed(&embedder.name, &texts)
-                .await
-                .map_err(|e| Error::Invalid(e.to_string()))?;
-            if vectors.len() != texts.len() {
-                return Err(Error::Internal(
-                    "the embedding model returned a vector count unlike the passages'".into(),
-                ));
-            }
-            let filled: Vec<_> = batch
-                .into_iter()
-                .zip(vectors)
-                .map(|(c, v)| (c.pk, c.text, v))
-                .collect();
-            if self.store.fill_chunk_vectors(&cfg.model, &filled)? == 0 {
-                // Every passage changed under us (a re-index): they come back if still missing.
-                return Ok(());
-            }
-        }
+    ) -> Result<usize> {
+        embed_folder(&self.store, &self.resolver, folder, cfg).await
     }
 
     /// Adds files and directories from disk: a file under its own name, a directory's files
@@ -312,6 +311,67 @@ fn relative_name(root: &Path, entry: &Path) -> String {
         })
         .collect::<Vec<_>>()
         .join("/")
+}
+
+/// See [`Engram::refill_folder_vectors`].
+async fn refill_folders(store: &Store, resolver: &Resolver) -> Result<usize> {
+    let mut filled = 0;
+    for folder in store.list_folders()? {
+        let Some(cfg) = &folder.embedding else {
+            continue;
+        };
+        if store.chunks_without_vectors(&folder.id, 1)?.is_empty() {
+            continue;
+        }
+        match embed_folder(store, resolver, &folder.id, cfg).await {
+            Ok(n) => filled += n,
+            Err(e) => {
+                tracing::warn!(folder = %folder.name, error = %e, "folder vectors still missing");
+            }
+        }
+    }
+    Ok(filled)
+}
+
+/// Embeds the folder's passages that have no vector, with `cfg`'s model, in batches of
+/// [`EMBED_BATCH`]; returns how many got one.
+async fn embed_folder(
+    store: &Store,
+    resolver: &Resolver,
+    folder: &FolderId,
+    cfg: &engram_core::EmbeddingConfig,
+) -> Result<usize> {
+    use engram_agent::ModelResolver;
+    let embedder = resolver.embedder(cfg)?;
+    let mut filled_total = 0;
+    loop {
+        let batch = store.chunks_without_vectors(folder, EMBED_BATCH)?;
+        if batch.is_empty() {
+            return Ok(filled_total);
+        }
+        let texts: Vec<String> = batch.iter().map(|c| c.text.clone()).collect();
+        let vectors = embedder
+            .model
+            .embed(&embedder.name, &texts)
+            .await
+            .map_err(|e| Error::Invalid(e.to_string()))?;
+        if vectors.len() != texts.len() {
+            return Err(Error::Internal(
+                "the embedding model returned a vector count unlike the passages'".into(),
+            ));
+        }
+        let filled: Vec<_> = batch
+            .into_iter()
+            .zip(vectors)
+            .map(|(c, v)| (c.pk, c.text, v))
+            .collect();
+        let n = store.fill_chunk_vectors(&cfg.model, &filled)?;
+        if n == 0 {
+            // Every passage changed under us (a re-index): they come back if still missing.
+            return Ok(filled_total);
+        }
+        filled_total += n;
+    }
 }
 
 #[cfg(test)]

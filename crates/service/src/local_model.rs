@@ -176,6 +176,7 @@ impl crate::Engram {
         }
         let status = self.fetch_local_model(&cfg.model).await?;
         self.spawn_backfill(agent);
+        self.spawn_folder_refill();
         Ok(Some(status))
     }
 
