@@ -5,7 +5,7 @@
 use super::{AppCall, Caller};
 use crate::Engram;
 use crate::mcp_memory::{
-    ClientEdit, ClientSeen, ConfiguredClient, Launch, PasteFor, engram_program,
+    Access, ClientEdit, ClientSeen, ConfiguredClient, Launch, PasteFor, engram_program,
 };
 use engram_core::{AgentId, ClientWriteId, ClientWriteOutcome, PendingClientWrite, Result};
 use serde::{Deserialize, Serialize};
@@ -72,7 +72,8 @@ impl AppCall for McpMemoryConfigArgs {
     }
 }
 
-/// `set_memory_client_access`: what a configured client may do (its token is kept).
+/// `set_memory_client_access`: what a configured client may do (its token is kept). Absent
+/// per-agent lists are kept as they are.
 #[derive(Deserialize, TS)]
 #[ts(export, export_to = "args/")]
 pub struct SetMemoryClientAccessArgs {
@@ -80,15 +81,36 @@ pub struct SetMemoryClientAccessArgs {
     pub name: String,
     /// It may only read.
     pub read_only: bool,
-    /// Its writes wait for the user's approval.
+    /// Its writes wait for the user's approval, whatever agent.
     pub approve_writes: bool,
+    /// Agents whose memory it may only read.
+    #[serde(default)]
+    #[ts(optional)]
+    pub read_only_agents: Option<Vec<AgentId>>,
+    /// Agents whose memory it changes only with the user's approval.
+    #[serde(default)]
+    #[ts(optional)]
+    pub approve_agents: Option<Vec<AgentId>>,
 }
 
 impl AppCall for SetMemoryClientAccessArgs {
     const NAME: &'static str = "set_memory_client_access";
     type Output = ConfiguredClient;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<ConfiguredClient> {
-        e.set_memory_client_access(&self.name, self.read_only, self.approve_writes)
+        let current = e
+            .memory_clients()?
+            .into_iter()
+            .find(|c| c.name == self.name)
+            .ok_or_else(|| engram_core::Error::not_found("MCP memory client", &self.name))?
+            .access();
+        let ids = |v: Vec<AgentId>| v.into_iter().map(|a| a.as_str().to_owned()).collect();
+        let access = Access {
+            read_only: self.read_only,
+            approve_writes: self.approve_writes,
+            read_only_agents: self.read_only_agents.map_or(current.read_only_agents, ids),
+            approve_agents: self.approve_agents.map_or(current.approve_agents, ids),
+        };
+        e.set_memory_client_access(&self.name, &access)
     }
 }
 

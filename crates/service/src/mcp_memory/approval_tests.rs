@@ -167,3 +167,31 @@ async fn a_write_whose_request_goes_away_is_withdrawn() {
         "not created"
     );
 }
+
+#[test]
+fn a_configured_client_waits_for_approval_per_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engram, _) = careful(dir.path());
+    engram
+        .add_memory_client("cursor", &Access::default())
+        .unwrap();
+    let per_agent = Access {
+        approve_agents: vec!["Sam".into()],
+        ..Access::default()
+    };
+    let set = engram
+        .set_memory_client_access("cursor", &per_agent)
+        .unwrap();
+    assert!(
+        !set.approve_writes && set.approve_agents.len() == 1,
+        "{set:?}"
+    );
+    let served = engram.memory_client_tokens(&["Sam".into()]).unwrap();
+    let grant = &served[0].0.grants[0];
+    assert!(grant.write && grant.approve, "{grant:?}");
+    assert!(
+        engram
+            .set_memory_client_access("nobody", &Access::default())
+            .is_err()
+    );
+}

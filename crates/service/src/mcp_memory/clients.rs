@@ -49,7 +49,7 @@ pub struct Access {
 
 impl ConfiguredClient {
     /// Its access with agents by id.
-    fn access(&self) -> Access {
+    pub fn access(&self) -> Access {
         let ids = |v: &[AgentId]| v.iter().map(|a| a.as_str().to_owned()).collect();
         Access {
             read_only: self.read_only,
@@ -226,21 +226,25 @@ impl Engram {
     }
 
     /// Changes what a configured client may do, keeping its token: read-only, and whether its
-    /// writes wait for the user's approval (for every agent; per-agent exceptions are kept).
-    /// Errors: `not_found`.
+    /// writes wait for the user's approval, for every agent and per agent (`access` names
+    /// agents by id or name). The server reads it when it starts.
+    /// Errors: `not_found` for the client or an agent.
     pub fn set_memory_client_access(
         &self,
         name: &str,
-        read_only: bool,
-        approve_writes: bool,
+        access: &Access,
     ) -> Result<ConfiguredClient> {
+        let read_only_agents = self.agent_ids(&access.read_only_agents)?;
+        let approve_agents = self.agent_ids(&access.approve_agents)?;
         let mut clients = self.memory_clients()?;
         let client = clients
             .iter_mut()
             .find(|c| c.name == name)
             .ok_or_else(|| Error::not_found("MCP memory client", name))?;
-        client.read_only = read_only;
-        client.approve_writes = approve_writes;
+        client.read_only = access.read_only;
+        client.approve_writes = access.approve_writes;
+        client.read_only_agents = read_only_agents;
+        client.approve_agents = approve_agents;
         let changed = client.clone();
         self.save_memory_clients(&clients)?;
         Ok(changed)

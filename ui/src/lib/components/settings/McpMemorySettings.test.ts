@@ -4,7 +4,15 @@ import userEvent from '@testing-library/user-event';
 import McpMemorySettings from './McpMemorySettings.svelte';
 import { setBackend } from '../../backend';
 import { useFakeBackend } from '../../../test/fakeBackend';
-import type { Agent, Block, ClientEdit, ClientWriteOutcome, McpMemoryClients, PendingClientWrite } from '../../backend/types';
+import type {
+  Agent,
+  Block,
+  ClientEdit,
+  ClientWriteOutcome,
+  ConfiguredClient,
+  McpMemoryClients,
+  PendingClientWrite,
+} from '../../backend/types';
 
 afterEach(() => setBackend(null));
 
@@ -79,8 +87,8 @@ describe('McpMemorySettings', () => {
       mcp_memory_clients: () => clients,
       mcp_memory_config: () => 'config',
       set_memory_client_access: (a) => {
-        const { read_only, approve_writes } = a as { read_only: boolean; approve_writes: boolean };
-        clients = { ...clients, configured: [{ ...clients.configured[0]!, read_only, approve_writes }] };
+        const { name: _name, ...access } = a as Partial<ConfiguredClient>;
+        clients = { ...clients, configured: [{ ...clients.configured[0]!, ...access }] };
         return clients.configured[0]!;
       },
       pending_client_writes: () => waiting,
@@ -93,6 +101,12 @@ describe('McpMemorySettings', () => {
     await userEvent.selectOptions(await screen.findByTestId('memory-client-mode'), 'approve');
     expect(calls).toContainEqual(['set_memory_client_access', { name: 'cursor', read_only: false, approve_writes: true }]);
     expect(await screen.findByText(/writes wait for your approval/)).toBeInTheDocument();
+
+    await userEvent.selectOptions(await screen.findByTestId('memory-client-agent-mode'), 'read-only');
+    expect(calls).toContainEqual([
+      'set_memory_client_access',
+      { name: 'cursor', read_only: false, approve_writes: true, read_only_agents: ['agent-1'], approve_agents: [] },
+    ]);
 
     await userEvent.click(screen.getByTestId('memory-server-approve-writes'));
     expect(calls).toContainEqual(['mcp_memory_config', { agent_id: 'agent-1', client: 'claude', approve_writes: true }]);
