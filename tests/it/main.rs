@@ -32,6 +32,7 @@ mod letta_material;
 mod local_model;
 mod long_conversation;
 mod mcp_accept;
+mod mcp_memory_approval;
 mod mcp_memory_python;
 mod mcp_memory_rmcp;
 mod mcp_secrets;

@@ -56,7 +56,7 @@ pub(crate) async fn setup(mock: &MockLlm, home: &Home) -> AgentId {
 }
 
 /// Reads the client's lines until READY (sent on), the rest after.
-fn lines_of(child: &mut Child) -> mpsc::Receiver<String> {
+pub(crate) fn lines_of(child: &mut Child) -> mpsc::Receiver<String> {
     let (tx, rx) = mpsc::channel();
     let out = child.stdout.take().expect("stdout");
     std::thread::spawn(move || {
@@ -69,7 +69,11 @@ fn lines_of(child: &mut Child) -> mpsc::Receiver<String> {
     rx
 }
 
-fn wait_for(rx: &mpsc::Receiver<String>, prefix: &str, seen: &mut Vec<String>) -> String {
+pub(crate) fn wait_for(
+    rx: &mpsc::Receiver<String>,
+    prefix: &str,
+    seen: &mut Vec<String>,
+) -> String {
     loop {
         let line = rx
             .recv_timeout(std::time::Duration::from_secs(90))

@@ -4,10 +4,11 @@
 use anyhow::{Context as _, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use engram_service::Engram;
-use engram_service::mcp_memory::{Launch, PasteFor};
+use engram_service::mcp_memory::{Access, DEFAULT_APPROVAL_TIMEOUT, Launch, PasteFor};
 use secrecy::ExposeSecret;
 use std::io::Write as _;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The default port of the HTTP transport (the REST API's plus one).
 const DEFAULT_PORT: u16 = 8284;
@@ -25,6 +26,15 @@ pub struct ServeArgs {
     /// An agent the client may read but not change (repeatable; stdio).
     #[arg(long = "read-only-agent", value_name = "ID_OR_NAME")]
     pub read_only_agents: Vec<String>,
+    /// Every write of the client waits for your approval in the window (stdio).
+    #[arg(long)]
+    pub approve_writes: bool,
+    /// An agent whose memory the client changes only with your approval (repeatable; stdio).
+    #[arg(long = "approve-writes-agent", value_name = "ID_OR_NAME")]
+    pub approve_agents: Vec<String>,
+    /// How long a write waits for your approval before it is withdrawn (seconds).
+    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_APPROVAL_TIMEOUT.as_secs())]
+    pub approval_timeout: u64,
     /// The name the client's writes are recorded under (stdio); by default the name the
     /// client introduces itself with.
     #[arg(long, value_name = "NAME")]
@@ -46,6 +56,18 @@ pub struct ServeArgs {
     /// exit.
     #[arg(long, value_enum, value_name = "CLIENT")]
     pub print_config: Option<PasteClient>,
+}
+
+impl ServeArgs {
+    /// The stdio client's access as the flags give it.
+    fn access(&self) -> Access {
+        Access {
+            read_only: self.read_only,
+            read_only_agents: self.read_only_agents.clone(),
+            approve_writes: self.approve_writes,
+            approve_agents: self.approve_agents.clone(),
+        }
+    }
 }
 
 /// The clients `--print-config` knows.
@@ -72,6 +94,12 @@ pub enum ClientCmd {
         /// An agent it may read but not change (repeatable).
         #[arg(long = "read-only-agent", value_name = "ID_OR_NAME")]
         read_only_agents: Vec<String>,
+        /// Every write of the client waits for your approval in the window.
+        #[arg(long)]
+        approve_writes: bool,
+        /// An agent whose memory it changes only with your approval (repeatable).
+        #[arg(long = "approve-writes-agent", value_name = "ID_OR_NAME")]
+        approve_agents: Vec<String>,
     },
     /// List the clients and their recent writes.
     List,
@@ -94,8 +122,8 @@ pub async fn serve(engram: Arc<Engram>, args: ServeArgs) -> Result<()> {
         .client
         .clone()
         .unwrap_or_else(|| "mcp-client".to_owned());
-    let client =
-        engram.memory_client(&name, &args.agents, args.read_only, &args.read_only_agents)?;
+    let mut client = engram.memory_client(&name, &args.agents, &args.access())?;
+    client.approval_timeout = Duration::from_secs(args.approval_timeout);
     engram_mcp_memory::serve_stdio(engram.clone(), client, args.client.is_some())
         .await
         .context("serving MCP on stdio")?;
@@ -104,13 +132,19 @@ pub async fn serve(engram: Arc<Engram>, args: ServeArgs) -> Result<()> {
 }
 
 async fn serve_http(engram: Arc<Engram>, args: &ServeArgs) -> Result<()> {
-    if args.read_only || !args.read_only_agents.is_empty() || args.client.is_some() {
+    if args.access() != Access::default() || args.client.is_some() {
         bail!(
-            "--read-only, --read-only-agent and --client are for stdio; over HTTP each client's access is set with `engram mcp client add`"
+            "--read-only, --read-only-agent, --approve-writes, --approve-writes-agent and --client are for stdio; over HTTP each client's access is set with `engram mcp client add`"
         );
     }
-    let server =
-        engram_mcp_memory::serve_http(engram.clone(), &args.agents, &args.host, args.port).await?;
+    let server = engram_mcp_memory::serve_http(
+        engram.clone(),
+        &args.agents,
+        &args.host,
+        args.port,
+        Duration::from_secs(args.approval_timeout),
+    )
+    .await?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "listening on {}", server.url())?;
     if args.show_tokens {
@@ -136,6 +170,8 @@ fn print_config(engram: &Engram, args: &ServeArgs, for_client: PasteClient) -> R
         read_only: args.read_only,
         read_only_agents: args.read_only_agents.clone(),
         client: args.client.clone(),
+        approve_writes: args.approve_writes,
+        approve_agents: args.approve_agents.clone(),
     };
     let for_client = match for_client {
         PasteClient::Claude => PasteFor::Claude,
@@ -156,8 +192,16 @@ pub fn client(engram: &Engram, cmd: ClientCmd) -> Result<()> {
             name,
             read_only,
             read_only_agents,
+            approve_writes,
+            approve_agents,
         } => {
-            let (_, token) = engram.add_memory_client(&name, read_only, &read_only_agents)?;
+            let access = Access {
+                read_only,
+                read_only_agents,
+                approve_writes,
+                approve_agents,
+            };
+            let (_, token) = engram.add_memory_client(&name, &access)?;
             println!("{}", token.expose_secret());
         }
         ClientCmd::List => {
@@ -169,6 +213,16 @@ pub fn client(engram: &Engram, cmd: ClientCmd) -> Result<()> {
                     "read-write".to_owned()
                 } else {
                     format!("read-write, read-only for {}", c.read_only_agents.len())
+                };
+                let access = if c.approve_writes {
+                    format!("{access}, writes wait for approval")
+                } else if !c.approve_agents.is_empty() {
+                    format!(
+                        "{access}, writes wait for approval for {}",
+                        c.approve_agents.len()
+                    )
+                } else {
+                    access
                 };
                 let last = edits.iter().find(|e| e.client == c.name).map_or_else(
                     || "no writes yet".to_owned(),

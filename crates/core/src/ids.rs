@@ -98,6 +98,9 @@ id_type!(
 id_type!(
     /// Identifies one file of a folder: `file-<uuid>`.
     FileId, "file");
+id_type!(
+    /// Identifies an MCP client's write waiting for the user's approval: `client_write-<uuid>`.
+    ClientWriteId, "client_write");
 
 #[cfg(test)]
 mod tests {

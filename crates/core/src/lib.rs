@@ -8,6 +8,7 @@
 pub mod agent;
 pub mod approval;
 pub mod block_op;
+pub mod client_write;
 pub mod commands;
 pub mod error;
 pub mod folder;
@@ -26,13 +27,14 @@ pub mod trust;
 pub use agent::{Agent, AgentPatch, EmbeddingConfig, LlmConfig, LoopStyle, NewAgent};
 pub use approval::{ApprovalDecision, PendingApproval};
 pub use block_op::{Applied, BlockOp, OpError, OpOutcome, ReplaceCount};
+pub use client_write::{ClientWriteOutcome, PendingClientWrite};
 pub use error::{Error, ErrorBody, Result};
 pub use folder::{
     AgentFile, ChunkHit, FileChunk, FileStatus, Folder, FolderFile, NewFolder, Provenance,
 };
 pub use ids::{
-    AgentId, BlockId, EditId, FileId, FolderId, McpServerId, MessageId, PassId, PassageId, RunId,
-    StepId, ToolId,
+    AgentId, BlockId, ClientWriteId, EditId, FileId, FolderId, McpServerId, MessageId, PassId,
+    PassageId, RunId, StepId, ToolId,
 };
 pub use mcp::{McpServer, McpToolSource, McpTransport, NewMcpServer, NewMcpTransport};
 pub use memory::{Block, BlockEdit, BlockPatch, DEFAULT_BLOCK_LIMIT, Editor, NewBlock};

@@ -12,13 +12,14 @@ use axum::serve::ListenerExt as _;
 use engram_server::errors::ApiError;
 use engram_server::guard::{is_local_authority, is_local_origin};
 use engram_service::Engram;
-use engram_service::mcp_memory::MemoryClient;
+use engram_service::mcp_memory::{Access, MemoryClient};
 use rmcp::transport::streamable_http_server::{
     StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
 };
 use secrecy::{ExposeSecret, SecretString};
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// A running memory server on HTTP.
@@ -133,7 +134,8 @@ pub enum ServeError {
 }
 
 /// Serves the memory of `agents` (ids or names) on `host:port` (loopback only; port 0 picks
-/// one) to the configured clients, each with its own token and access, until stopped.
+/// one) to the configured clients, each with its own token and access, until stopped. A write
+/// waiting for the user's approval waits at most `approval_timeout`.
 ///
 /// Errors: [`ServeError`].
 pub async fn serve_http(
@@ -141,15 +143,26 @@ pub async fn serve_http(
     agents: &[String],
     host: &str,
     port: u16,
+    approval_timeout: Duration,
 ) -> Result<HttpServer, ServeError> {
-    let clients = engram
+    let mut clients = engram
         .memory_client_tokens(agents)
         .map_err(ServeError::Engine)?;
+    for (client, _) in &mut clients {
+        client.approval_timeout = approval_timeout;
+    }
     if clients.is_empty() {
         return Err(ServeError::NoClients);
     }
     let watcher = engram
-        .memory_client("watcher", agents, true, &[])
+        .memory_client(
+            "watcher",
+            agents,
+            &Access {
+                read_only: true,
+                ..Access::default()
+            },
+        )
         .map_err(ServeError::Engine)?;
     let subscribers = Subscribers::start(engram.clone(), &watcher);
     let seen: Arc<Seen> = Arc::default();

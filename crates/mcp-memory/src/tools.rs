@@ -122,7 +122,7 @@ pub(crate) async fn call(
 ) -> Option<Result<String, MemoryError>> {
     Some(match name {
         "memory" => match parse::<MemoryCommand>(args) {
-            Ok(command) => engram.memory_command(client, &command),
+            Ok(command) => engram.memory_tool(client, &command).await,
             Err(e) => Err(e),
         },
         "search_memory" => match parse::<MemoryQuery>(args) {

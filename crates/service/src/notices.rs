@@ -58,6 +58,9 @@ pub enum Notice {
     ToolsChanged,
     /// MCP servers were added, removed, accepted or deactivated.
     McpServersChanged,
+    /// A memory client's write started or stopped waiting for the user's approval (in this
+    /// process; the window also polls for those asked by another process's memory server).
+    ClientWritesChanged,
     /// An MCP server could not be used (down, crashed, too slow); it is restarted on next use.
     McpServerFailed {
         /// The server.

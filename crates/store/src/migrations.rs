@@ -596,6 +596,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(PASSAGE_TOKENS),
     M::up(SLEEPTIME),
     M::up(crate::migration_folders::FOLDERS),
+    M::up(crate::migration_client_writes::CLIENT_WRITES),
 ];
 
 /// The migration list (exposed to tests so they can validate it).

@@ -3,7 +3,7 @@
 //! plus the recent writes of every client for the Settings screen.
 
 use super::paths::agent_dirs;
-use super::{MemoryClient, MemoryGrant};
+use super::{DEFAULT_APPROVAL_TIMEOUT, MemoryClient, MemoryGrant};
 use crate::Engram;
 use engram_core::{AgentId, EditId, Editor, Error, Result, Timestamp};
 use rand::RngCore;
@@ -26,6 +26,38 @@ pub struct ConfiguredClient {
     /// Agents whose memory it may only read (the others it may also change).
     #[serde(default)]
     pub read_only_agents: Vec<AgentId>,
+    /// Its writes wait for the user's approval in the window, whatever agent.
+    #[serde(default)]
+    pub approve_writes: bool,
+    /// Agents whose memory it changes only with the user's approval.
+    #[serde(default)]
+    pub approve_agents: Vec<AgentId>,
+}
+
+/// What a client may do, as the CLI and Settings give it: agents by id or name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Access {
+    /// It may only read, whatever agent.
+    pub read_only: bool,
+    /// Agents it may only read.
+    pub read_only_agents: Vec<String>,
+    /// Its writes wait for the user's approval, whatever agent.
+    pub approve_writes: bool,
+    /// Agents whose memory it changes only with the user's approval.
+    pub approve_agents: Vec<String>,
+}
+
+impl ConfiguredClient {
+    /// Its access with agents by id.
+    pub fn access(&self) -> Access {
+        let ids = |v: &[AgentId]| v.iter().map(|a| a.as_str().to_owned()).collect();
+        Access {
+            read_only: self.read_only,
+            read_only_agents: ids(&self.read_only_agents),
+            approve_writes: self.approve_writes,
+            approve_agents: ids(&self.approve_agents),
+        }
+    }
 }
 
 /// One recent write by a client, for the Settings screen.
@@ -98,7 +130,9 @@ impl Engram {
     }
 
     /// A client of the memory server over `agents` (ids or names, at least one), writing
-    /// unless `read_only`, or for the agents in `read_only_agents` (ids or names).
+    /// unless `access` makes it read-only (for all agents or some), its writes waiting for the
+    /// user's approval where `access` says so. Writes wait [`DEFAULT_APPROVAL_TIMEOUT`]
+    /// (set `approval_timeout` on the result to change it).
     ///
     /// Errors: `invalid_input` without agents; `not_found`/`conflict` from
     /// [`agent_by_id_or_name`](Self::agent_by_id_or_name).
@@ -106,8 +140,7 @@ impl Engram {
         &self,
         name: &str,
         agents: &[String],
-        read_only: bool,
-        read_only_agents: &[String],
+        access: &Access,
     ) -> Result<MemoryClient> {
         if agents.is_empty() {
             return Err(Error::invalid(
@@ -118,16 +151,15 @@ impl Engram {
             .iter()
             .map(|a| self.agent_by_id_or_name(a))
             .collect::<Result<Vec<_>>>()?;
-        let read_only_ids = read_only_agents
-            .iter()
-            .map(|a| self.agent_by_id_or_name(a).map(|(id, _)| id))
-            .collect::<Result<Vec<_>>>()?;
+        let read_only_ids = self.agent_ids(&access.read_only_agents)?;
+        let approve_ids = self.agent_ids(&access.approve_agents)?;
         let dirs = agent_dirs(&found);
         let grants = found
             .into_iter()
             .zip(dirs)
             .map(|((agent_id, _), dir)| MemoryGrant {
-                write: !read_only && !read_only_ids.contains(&agent_id),
+                write: !access.read_only && !read_only_ids.contains(&agent_id),
+                approve: access.approve_writes || approve_ids.contains(&agent_id),
                 agent_id,
                 dir,
             })
@@ -135,7 +167,15 @@ impl Engram {
         Ok(MemoryClient {
             name: name.to_owned(),
             grants,
+            approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
         })
+    }
+
+    fn agent_ids(&self, agents: &[String]) -> Result<Vec<AgentId>> {
+        agents
+            .iter()
+            .map(|a| self.agent_by_id_or_name(a).map(|(id, _)| id))
+            .collect()
     }
 
     /// The configured HTTP clients, in the order they were added.
@@ -153,24 +193,21 @@ impl Engram {
     }
 
     /// Adds (or reconfigures) an HTTP client and returns its bearer token: the existing one, or
-    /// a new random one stored in the secret store. `read_only_agents` are ids or names.
+    /// a new random one stored in the secret store. `access` names agents by id or name.
     ///
     /// Errors: `invalid_input` for a bad name; `not_found` for an agent; `secrets`.
     pub fn add_memory_client(
         &self,
         name: &str,
-        read_only: bool,
-        read_only_agents: &[String],
+        access: &Access,
     ) -> Result<(ConfiguredClient, SecretString)> {
         check_name(name)?;
-        let read_only_agents = read_only_agents
-            .iter()
-            .map(|a| self.agent_by_id_or_name(a).map(|(id, _)| id))
-            .collect::<Result<Vec<_>>>()?;
         let client = ConfiguredClient {
             name: name.to_owned(),
-            read_only,
-            read_only_agents,
+            read_only: access.read_only,
+            read_only_agents: self.agent_ids(&access.read_only_agents)?,
+            approve_writes: access.approve_writes,
+            approve_agents: self.agent_ids(&access.approve_agents)?,
         };
         let secret = format!("{TOKEN_SECRET_PREFIX}{name}");
         let token = match self.secrets.get(&secret)? {
@@ -186,6 +223,31 @@ impl Engram {
         clients.push(client.clone());
         self.save_memory_clients(&clients)?;
         Ok((client, token))
+    }
+
+    /// Changes what a configured client may do, keeping its token: read-only, and whether its
+    /// writes wait for the user's approval, for every agent and per agent (`access` names
+    /// agents by id or name). The server reads it when it starts.
+    /// Errors: `not_found` for the client or an agent.
+    pub fn set_memory_client_access(
+        &self,
+        name: &str,
+        access: &Access,
+    ) -> Result<ConfiguredClient> {
+        let read_only_agents = self.agent_ids(&access.read_only_agents)?;
+        let approve_agents = self.agent_ids(&access.approve_agents)?;
+        let mut clients = self.memory_clients()?;
+        let client = clients
+            .iter_mut()
+            .find(|c| c.name == name)
+            .ok_or_else(|| Error::not_found("MCP memory client", name))?;
+        client.read_only = access.read_only;
+        client.approve_writes = access.approve_writes;
+        client.read_only_agents = read_only_agents;
+        client.approve_agents = approve_agents;
+        let changed = client.clone();
+        self.save_memory_clients(&clients)?;
+        Ok(changed)
     }
 
     /// Removes a client and its token. Errors: `not_found`; `secrets`.
@@ -221,15 +283,7 @@ impl Engram {
                     t
                 }
             };
-            let read_only: Vec<String> = c
-                .read_only_agents
-                .iter()
-                .map(|a| a.as_str().to_owned())
-                .collect();
-            out.push((
-                self.memory_client(&c.name, agents, c.read_only, &read_only)?,
-                token,
-            ));
+            out.push((self.memory_client(&c.name, agents, &c.access())?, token));
         }
         Ok(out)
     }

@@ -55,6 +55,24 @@ pub enum MemoryError {
         /// Lines in the file.
         lines: usize,
     },
+    /// The user declined the write in the window (the text says so, with their reason).
+    #[error("{0}")]
+    Declined(String),
+    /// Nobody answered the approval in time; the write was withdrawn.
+    #[error(
+        "The user did not answer within {secs} seconds, so the write was withdrawn and nothing was written."
+    )]
+    TimedOut {
+        /// How long it waited.
+        secs: u64,
+    },
+    /// The write waiting for approval was withdrawn (its row is gone).
+    #[error("The write waiting for the user's approval was withdrawn; nothing was written.")]
+    Withdrawn,
+    /// The user approved, but the write no longer applied to memory as it was then (another
+    /// edit came first); the text says why, as the write itself would have.
+    #[error("The user approved, but {0}")]
+    RefusedAfterApproval(String),
     /// Engram failed (storage, embedding set-up), or refused the request (label taken, bad
     /// label).
     #[error("{0}")]

@@ -7,10 +7,10 @@ use super::{MemoryClient, MemoryError, MemoryGrant};
 use crate::Engram;
 use engram_core::{Block, BlockOp, BlockPatch, Editor, NewBlock, ReplaceCount};
 use engram_store::OpOutcome;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// One call of the `memory` tool, as its JSON arguments read (`{"command": "view", "path": …}`).
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "command", rename_all = "snake_case", deny_unknown_fields)]
 pub enum MemoryCommand {
     /// A directory listing, or a file with line numbers (`view_range`: first and last line,
@@ -72,7 +72,7 @@ impl MemoryCommand {
 
 /// Text as a file says it and as a block holds it: one final newline is the file's, not the
 /// block's.
-fn block_text(text: &str) -> &str {
+pub(super) fn block_text(text: &str) -> &str {
     text.strip_suffix('\n').unwrap_or(text)
 }
 
@@ -228,7 +228,7 @@ impl Engram {
     }
 
     /// A file path the client may write: its agent's grant and the label.
-    fn writable_file<'c>(
+    pub(super) fn writable_file<'c>(
         &self,
         client: &'c MemoryClient,
         path: &str,
@@ -252,7 +252,7 @@ impl Engram {
     }
 
     /// An existing block the client may write.
-    fn writable_block<'c>(
+    pub(super) fn writable_block<'c>(
         &self,
         client: &'c MemoryClient,
         path: &str,

@@ -13,6 +13,9 @@
 //! Each client holds a [`MemoryClient`]: its name and, per agent, whether it may write.
 //! Transports (stdio, streamable HTTP) only parse arguments and hand back the text.
 
+#[cfg(test)]
+mod approval_tests;
+mod approvals;
 mod clients;
 mod error;
 mod files;
@@ -25,7 +28,8 @@ mod tests;
 mod view;
 mod watch;
 
-pub use clients::{ClientEdit, ConfiguredClient};
+pub use approvals::DEFAULT_APPROVAL_TIMEOUT;
+pub use clients::{Access, ClientEdit, ConfiguredClient};
 pub use error::MemoryError;
 pub use files::MemoryCommand;
 pub use paste::{Launch, PasteFor, SERVER_NAME, config as paste_config, engram_program};
@@ -36,9 +40,11 @@ pub use view::ViewRange;
 pub use watch::{MemoryChange, MemoryFile, MemorySnapshot};
 
 use engram_core::AgentId;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
 
 /// One agent a client may see, and whether it may change that agent's memory.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MemoryGrant {
     /// The agent.
     pub agent_id: AgentId,
@@ -47,16 +53,22 @@ pub struct MemoryGrant {
     pub dir: String,
     /// Whether the client may write (create, edit, delete, rename, add passages).
     pub write: bool,
+    /// Whether its writes wait for the user's approval in the window before they apply.
+    #[serde(default)]
+    pub approve: bool,
 }
 
 /// A connected client of the memory server: who it is (the author of its writes) and what it
 /// may touch.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MemoryClient {
     /// The name its writes are recorded under, e.g. `claude-code`.
     pub name: String,
     /// The agents it sees, in the order given; never empty.
     pub grants: Vec<MemoryGrant>,
+    /// How long a write waiting for the user's approval waits before it is withdrawn.
+    #[serde(skip)]
+    pub approval_timeout: Duration,
 }
 
 impl MemoryClient {
@@ -64,7 +76,7 @@ impl MemoryClient {
     pub fn renamed(&self, name: &str) -> Self {
         Self {
             name: name.to_owned(),
-            grants: self.grants.clone(),
+            ..self.clone()
         }
     }
 

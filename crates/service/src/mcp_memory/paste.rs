@@ -56,6 +56,10 @@ pub struct Launch {
     pub read_only_agents: Vec<String>,
     /// `--client NAME`.
     pub client: Option<String>,
+    /// `--approve-writes`: every write waits for the user's approval.
+    pub approve_writes: bool,
+    /// `--approve-writes-agent` for each.
+    pub approve_agents: Vec<String>,
 }
 
 impl Launch {
@@ -70,6 +74,12 @@ impl Launch {
         }
         for a in &self.read_only_agents {
             args.extend(["--read-only-agent".to_owned(), a.clone()]);
+        }
+        if self.approve_writes {
+            args.push("--approve-writes".into());
+        }
+        for a in &self.approve_agents {
+            args.extend(["--approve-writes-agent".to_owned(), a.clone()]);
         }
         if let Some(name) = &self.client {
             args.extend(["--client".to_owned(), name.clone()]);
@@ -105,12 +115,13 @@ impl Engram {
         program: &str,
         launch: &Launch,
     ) -> Result<String> {
-        self.memory_client(
-            "check",
-            &launch.agents,
-            launch.read_only,
-            &launch.read_only_agents,
-        )?;
+        let access = super::Access {
+            read_only: launch.read_only,
+            read_only_agents: launch.read_only_agents.clone(),
+            approve_writes: launch.approve_writes,
+            approve_agents: launch.approve_agents.clone(),
+        };
+        self.memory_client("check", &launch.agents, &access)?;
         Ok(config(for_client, program, &launch.args()))
     }
 }

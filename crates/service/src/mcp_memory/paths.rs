@@ -147,8 +147,10 @@ mod tests {
                     agent_id: AgentId::from(format!("agent-{d}")),
                     dir: (*d).to_owned(),
                     write: true,
+                    approve: false,
                 })
                 .collect(),
+            approval_timeout: std::time::Duration::ZERO,
         }
     }
 

@@ -205,6 +205,11 @@ impl Engram {
                 agent: grant.dir.clone(),
             });
         }
+        if grant.approve {
+            return self
+                .ask_to_add_memory(client, grant, text, tags, agent)
+                .await;
+        }
         let passage = self.add_passage(&grant.agent_id, text, tags).await?;
         Ok(format!(
             "Saved to archival memory as {}.",

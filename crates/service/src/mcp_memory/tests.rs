@@ -1,7 +1,7 @@
 //! The memory commands over a real engine: the agent's own limit and uniqueness errors with
 //! their counts, read-only clients, and writes recorded under the client's name and undoable.
 
-use super::{MemoryClient, MemoryCommand, MemoryError};
+use super::{Access, MemoryClient, MemoryCommand, MemoryError};
 use crate::Engram;
 use engram_core::{Editor, LlmConfig, NewAgent, NewBlock};
 use serde_json::json;
@@ -19,7 +19,7 @@ fn engram_with_agent(dir: &std::path::Path) -> (Engram, MemoryClient) {
     };
     engram.create_agent(new).expect("agent");
     let client = engram
-        .memory_client("claude-code", &["Sam".into()], false, &[])
+        .memory_client("claude-code", &["Sam".into()], &Access::default())
         .expect("client");
     (engram, client)
 }
@@ -130,7 +130,14 @@ fn create_rename_delete_and_read_only_clients() {
     );
 
     let reader = engram
-        .memory_client("viewer", &["Sam".into()], true, &[])
+        .memory_client(
+            "viewer",
+            &["Sam".into()],
+            &Access {
+                read_only: true,
+                ..Access::default()
+            },
+        )
         .unwrap();
     let refused = run(&engram, &reader, json!({"command": "str_replace", "path": "/memories/human.md", "old_str": "Bob", "new_str": "x"})).unwrap_err();
     assert!(matches!(refused, MemoryError::ReadOnly { .. }), "{refused}");

@@ -5,6 +5,8 @@
 export type { Agent } from '../bindings/Agent';
 export type { ClientEdit } from '../bindings/ClientEdit';
 export type { ClientSeen } from '../bindings/ClientSeen';
+export type { ClientWriteOutcome } from '../bindings/ClientWriteOutcome';
+export type { PendingClientWrite } from '../bindings/PendingClientWrite';
 export type { ConfiguredClient } from '../bindings/ConfiguredClient';
 export type { McpMemoryClients } from '../bindings/McpMemoryClients';
 export type { PasteFor } from '../bindings/PasteFor';

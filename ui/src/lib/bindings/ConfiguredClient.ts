@@ -16,4 +16,12 @@ read_only: boolean,
 /**
  * Agents whose memory it may only read (the others it may also change).
  */
-read_only_agents: Array<AgentId>, };
+read_only_agents: Array<AgentId>, 
+/**
+ * Its writes wait for the user's approval in the window, whatever agent.
+ */
+approve_writes: boolean, 
+/**
+ * Agents whose memory it changes only with the user's approval.
+ */
+approve_agents: Array<AgentId>, };

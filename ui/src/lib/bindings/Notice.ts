@@ -39,7 +39,7 @@ status: PassStatus,
 /**
  * Why it failed or was skipped.
  */
-reason: string | null, } | { "type": "tools_changed" } | { "type": "mcp_servers_changed" } | { "type": "mcp_server_failed", 
+reason: string | null, } | { "type": "tools_changed" } | { "type": "mcp_servers_changed" } | { "type": "client_writes_changed" } | { "type": "mcp_server_failed", 
 /**
  * The server.
  */

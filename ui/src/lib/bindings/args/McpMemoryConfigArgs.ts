@@ -14,4 +14,8 @@ agent_id: AgentId,
 /**
  * Which client's format.
  */
-client: PasteFor, };
+client: PasteFor, 
+/**
+ * Whether the client's writes wait for the user's approval (`--approve-writes`).
+ */
+approve_writes?: boolean, };

@@ -4,7 +4,15 @@ import userEvent from '@testing-library/user-event';
 import McpMemorySettings from './McpMemorySettings.svelte';
 import { setBackend } from '../../backend';
 import { useFakeBackend } from '../../../test/fakeBackend';
-import type { Agent, Block, ClientEdit, McpMemoryClients } from '../../backend/types';
+import type {
+  Agent,
+  Block,
+  ClientEdit,
+  ClientWriteOutcome,
+  ConfiguredClient,
+  McpMemoryClients,
+  PendingClientWrite,
+} from '../../backend/types';
 
 afterEach(() => setBackend(null));
 
@@ -24,7 +32,7 @@ const edit: ClientEdit = {
 describe('McpMemorySettings', () => {
   it('shows the block to paste for the chosen client, the clients and their writes, and undoes one', async () => {
     let clients: McpMemoryClients = {
-      configured: [{ name: 'cursor', read_only: true, read_only_agents: [] }],
+      configured: [{ name: 'cursor', read_only: true, read_only_agents: [], approve_writes: false, approve_agents: [] }],
       seen: [{ name: 'codex', transport: 'stdio', last_seen: '2026-11-27T09:00:00Z' }],
       recent_edits: [edit],
     };
@@ -51,5 +59,64 @@ describe('McpMemorySettings', () => {
     await userEvent.click(screen.getByTestId('memory-client-undo'));
     expect(calls).toContainEqual(['undo_block_edit', { edit_id: 'edit-1' }]);
     expect(await screen.findByTestId('memory-client-undone')).toBeInTheDocument();
+  });
+
+  it("sets a client's writes to wait for approval, and approves a waiting write", async () => {
+    let clients: McpMemoryClients = {
+      configured: [{ name: 'cursor', read_only: false, read_only_agents: [], approve_writes: false, approve_agents: [] }],
+      seen: [],
+      recent_edits: [],
+    };
+    const write: PendingClientWrite = {
+      id: 'client_write-1',
+      client: 'cursor',
+      agent_id: 'agent-1',
+      agent_name: 'Sam',
+      tool: 'memory',
+      action: 'str_replace',
+      path: '/memories/human.md',
+      label: 'human',
+      summary: 'replace "Bob" with "Robert"',
+      before: 'Name: Bob',
+      after: 'Name: Robert',
+      requested_at: '2026-11-27T10:00:00Z',
+      expires_at: '2026-11-27T10:05:00Z',
+    };
+    let waiting = [write];
+    const { calls } = useFakeBackend({
+      mcp_memory_clients: () => clients,
+      mcp_memory_config: () => 'config',
+      set_memory_client_access: (a) => {
+        const { name: _name, ...access } = a as Partial<ConfiguredClient>;
+        clients = { ...clients, configured: [{ ...clients.configured[0]!, ...access }] };
+        return clients.configured[0]!;
+      },
+      pending_client_writes: () => waiting,
+      decide_client_write: (): ClientWriteOutcome => {
+        waiting = [];
+        return { status: 'applied', message: 'Edited /memories/human.md; it is now version 2.' };
+      },
+    });
+    render(McpMemorySettings, { agents: [sam] });
+    await userEvent.selectOptions(await screen.findByTestId('memory-client-mode'), 'approve');
+    expect(calls).toContainEqual(['set_memory_client_access', { name: 'cursor', read_only: false, approve_writes: true }]);
+    expect(await screen.findByText(/writes wait for your approval/)).toBeInTheDocument();
+
+    await userEvent.selectOptions(await screen.findByTestId('memory-client-agent-mode'), 'read-only');
+    expect(calls).toContainEqual([
+      'set_memory_client_access',
+      { name: 'cursor', read_only: false, approve_writes: true, read_only_agents: ['agent-1'], approve_agents: [] },
+    ]);
+
+    await userEvent.click(screen.getByTestId('memory-server-approve-writes'));
+    expect(calls).toContainEqual(['mcp_memory_config', { agent_id: 'agent-1', client: 'claude', approve_writes: true }]);
+
+    const card = await screen.findByTestId('client-write-card');
+    expect(within(card).getByTestId('client-write-client')).toHaveTextContent('cursor');
+    expect(within(card).getByTestId('client-write-after')).toHaveTextContent('Name: Robert');
+    await userEvent.click(within(card).getByTestId('client-write-approve'));
+    expect(calls).toContainEqual(['decide_client_write', { id: 'client_write-1', approve: true }]);
+    expect(await screen.findByTestId('client-write-outcome')).toHaveTextContent('applied');
+    expect(screen.queryByTestId('client-write-card')).not.toBeInTheDocument();
   });
 });
