@@ -13,7 +13,7 @@ use engram_mock_llm::{Call, MockLlm, Reply, Script};
 use engram_secrets::MemoryStore;
 use engram_server::{Auth, ServerConfig};
 use engram_suite::rest::TOKEN;
-use engram_suite::{Home, engram_bin, open, serve};
+use engram_suite::{Home, cli, engram_bin, open, serve, stdout_ok};
 use secrecy::SecretString;
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -126,10 +126,22 @@ async fn writes_wait_for_the_user_and_apply_only_when_approved() {
         "{history:?}"
     );
 
-    // 2. Denied: the client is told why; nothing changes.
+    // 2. Denied from the terminal (`engram mcp client pending|deny`): the client is told
+    //    why; nothing changes.
     let w = pending(&base, "/memories/project.md").await;
-    let outcome = decide(&base, &w["id"], false, Some("not now")).await;
-    assert_eq!(outcome["status"], "denied", "{outcome}");
+    let id = w["id"].as_str().unwrap();
+    let listed = stdout_ok(&cli(home.path(), &["mcp", "client", "pending"]));
+    assert!(
+        listed.contains(id)
+            && listed.contains("py-approve")
+            && listed.contains("/memories/project.md"),
+        "{listed}"
+    );
+    let said = stdout_ok(&cli(
+        home.path(),
+        &["mcp", "client", "deny", id, "--reason", "not now"],
+    ));
+    assert!(said.starts_with("denied: "), "{said}");
     wait_for(&rx, "ok denied", &mut seen);
     assert_eq!(home.block(&agent, "project"), "Ship the MCP server.");
     let (status, again) = app(

@@ -115,7 +115,7 @@ fn describe(s: &McpServer) -> String {
 pub async fn mcp(engram: &std::sync::Arc<Engram>, cmd: McpCmd) -> Result<()> {
     match cmd {
         McpCmd::Serve(args) => crate::mcp_memory::serve(engram.clone(), args).await?,
-        McpCmd::Client(cmd) => crate::mcp_memory::client(engram, cmd)?,
+        McpCmd::Client(cmd) => crate::mcp_memory::client(engram, cmd).await?,
         McpCmd::Add {
             name,
             url,

@@ -3,6 +3,7 @@
 
 use anyhow::{Context as _, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
+use engram_core::ClientWriteId;
 use engram_service::Engram;
 use engram_service::mcp_memory::{Access, DEFAULT_APPROVAL_TIMEOUT, Launch, PasteFor};
 use secrecy::ExposeSecret;
@@ -108,6 +109,21 @@ pub enum ClientCmd {
         /// The client's name.
         name: String,
     },
+    /// List the writes of clients waiting for your approval, with their ids.
+    Pending,
+    /// Approve a client's write: it is applied now, to memory as it is now.
+    Approve {
+        /// The write's id (`client_write-…`, from `engram mcp client pending`).
+        id: String,
+    },
+    /// Deny a client's write: the client is told you declined, and nothing changes.
+    Deny {
+        /// The write's id (`client_write-…`, from `engram mcp client pending`).
+        id: String,
+        /// Why, passed on to the client.
+        #[arg(long)]
+        reason: Option<String>,
+    },
 }
 
 /// Runs `engram mcp serve`.
@@ -186,7 +202,7 @@ fn print_config(engram: &Engram, args: &ServeArgs, for_client: PasteClient) -> R
 }
 
 /// Runs `engram mcp client …`.
-pub fn client(engram: &Engram, cmd: ClientCmd) -> Result<()> {
+pub async fn client(engram: &Engram, cmd: ClientCmd) -> Result<()> {
     match cmd {
         ClientCmd::Add {
             name,
@@ -238,6 +254,26 @@ pub fn client(engram: &Engram, cmd: ClientCmd) -> Result<()> {
             }
         }
         ClientCmd::Remove { name } => engram.remove_memory_client(&name)?,
+        ClientCmd::Pending => {
+            for w in engram.pending_client_writes()? {
+                println!(
+                    "{}  {} → {} ({}): {}",
+                    w.id, w.client, w.agent_name, w.path, w.summary
+                );
+            }
+        }
+        ClientCmd::Approve { id } => {
+            let outcome = engram
+                .decide_client_write(&ClientWriteId::from(id), true, None)
+                .await?;
+            println!("{}: {}", outcome.status, outcome.message);
+        }
+        ClientCmd::Deny { id, reason } => {
+            let outcome = engram
+                .decide_client_write(&ClientWriteId::from(id), false, reason.as_deref())
+                .await?;
+            println!("{}: {}", outcome.status, outcome.message);
+        }
     }
     Ok(())
 }
