@@ -423,8 +423,10 @@ fn full_pipeline(n: u64) {
                     .iter()
                     .map(|r| hashed.word(*r).clone())
                     .collect();
-                let blob =
-                    engram_embed::token_codes::encode(engram_embed::token_codes::SHIPPED, &words);
+                let blob = engram_retrieval::late::token_codes::encode(
+                    engram_retrieval::late::token_codes::SHIPPED,
+                    &words,
+                );
                 (p.id, p.text, blob)
             })
             .collect();

@@ -7,10 +7,10 @@
 //! an agent on words alone is left as the store ranks it and no model is loaded for it;
 //! switching reranking off gives the store's answer back.
 
-use engram_agent::rerank::RERANK_POOL;
 use engram_core::{AgentId, AgentPatch, PassageHit, TagMatch};
 use engram_embed::Encoder;
-use engram_embed::late::{content_words, weighted_max_sim_in_context};
+use engram_retrieval::late::maxsim::{content_words, weighted_max_sim_in_context};
+use engram_retrieval::tuning::RERANK_POOL;
 use engram_service::{
     Engram, LATE_INTERACTION_CONTEXT_SHARE, LATE_INTERACTION_DEPTH,
     LATE_INTERACTION_NEIGHBOUR_REACH, LATE_INTERACTION_WEIGHT,
@@ -54,7 +54,7 @@ fn by_hand(
             .store()
             .passage_tokens(agent, "local/all-minilm-l6-v2", std::slice::from_ref(id))
             .unwrap();
-        engram_embed::token_codes::decode(&blobs[id]).unwrap()
+        engram_retrieval::late::token_codes::decode(&blobs[id]).unwrap()
     };
     let query_tokens = vectors(query);
     let words = content_words(&query_tokens);

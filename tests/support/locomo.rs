@@ -354,7 +354,7 @@ pub type PipelineSearch<'a> =
 /// passages of a fresh agent, like [`rank_both`], and ranks every question with `search`
 /// (the store, the agent, the question text and its vector → hits, best first): the returned
 /// rankings are in `hybrid`, the other two sides empty. For measuring a whole search pipeline
-/// (`engram_agent::rerank::search_passages_with`) rather than the store alone.
+/// (`engram_retrieval::search_with`) rather than the store alone.
 pub fn rank_with(
     engram: &Engram,
     conversations: &[Conversation],

@@ -12,13 +12,11 @@ pub mod calibrate;
 mod compact;
 pub mod compile;
 mod context;
-pub mod expand;
 pub mod mcp;
 mod outcome;
 pub mod prompts;
 pub mod python;
 mod reply;
-pub mod rerank;
 mod rules;
 mod run;
 pub mod sleeptime;
@@ -29,10 +27,10 @@ pub mod tools;
 pub mod window;
 
 pub use context::Context;
+pub use engram_retrieval::Reranker;
 pub use mcp::{McpCall, McpCaller};
 pub use outcome::{LoopSettings, RunOutcome};
 pub use python::PythonHost;
-pub use rerank::{Candidate, Reranker};
 pub use run::{Runtime, Turn};
 pub use sleeptime::PassRequest;
 pub use tokens::{ContextBreakdown, TokenCounter};
@@ -90,7 +88,7 @@ pub trait ModelResolver: Send + Sync {
     /// The embedding model for `config`.
     fn embedder(&self, config: &EmbeddingConfig) -> Result<Embedder>;
     /// The reranker archival search uses, when one is configured and switched on (see
-    /// [`rerank`]). None by default.
+    /// [`engram_retrieval::rerank`]). None by default.
     fn reranker(&self) -> Option<Arc<dyn Reranker>> {
         None
     }

@@ -31,9 +31,10 @@ const BULK_BATCHING: engram_embed::Batching = engram_embed::Batching {
     attention_budget: 10_000,
 };
 
-/// A passage's word-piece vectors as stored (`engram_embed::token_codes::SHIPPED`).
+/// A passage's word-piece vectors as stored (`engram_retrieval::late::token_codes::SHIPPED`).
 fn code(tokens: &engram_embed::TokenVectors) -> Vec<u8> {
-    engram_embed::token_codes::encode(engram_embed::token_codes::SHIPPED, &tokens.vectors)
+    use engram_retrieval::late::token_codes;
+    token_codes::encode(token_codes::SHIPPED, &tokens.vectors)
 }
 
 /// What a backfill did.

@@ -1,0 +1,26 @@
+//! Archival search, in one place: how a query over an agent's passages becomes a ranked list.
+//!
+//! The pipeline, in the order a search runs it (docs/retrieval.md has the figures):
+//! 1. **Lexical**: BM25 over the agent's own full-text table, each hit lending part of its
+//!    score to the passages written just before and after it (neighbour smoothing).
+//! 2. **Vector**: cosine similarity from the agent's vector index, when the query has an
+//!    embedding.
+//! 3. **Fusion**: a weighted sum of the lexical share-of-best and the cosine.
+//! 4. **Expansion** ([`expand`]): pseudo-relevance feedback, shipped off.
+//! 5. **Rerank** ([`rerank`]): late interaction over the built-in model's word-piece vectors
+//!    ([`late`]) or a cross-encoder, over the head of a deeper hybrid answer.
+//!
+//! [`search()`] is the one entry point; [`tuning`] holds every number that shapes the ranking.
+//! The store below provides the primitives (full-text tables, the vector index, row loading,
+//! neighbours by time); the embedding crate encodes texts; nothing here touches a transport.
+
+pub mod expand;
+pub mod late;
+pub mod rerank;
+mod search;
+pub mod tuning;
+
+pub use expand::Expansion;
+pub use late::LateInteraction;
+pub use rerank::{Candidate, CrossEncoderReranker, RerankError, Reranker};
+pub use search::{search, search_with};
