@@ -15,6 +15,7 @@
 //! development set.
 
 use engram_core::{NewAgent, NewPassage, TagMatch};
+use engram_retrieval::HybridSearch;
 use engram_store::PassageQuery;
 use engram_suite::Home;
 use engram_suite::locomo::{self, Ranked, Recall};

@@ -19,6 +19,7 @@
 
 use chrono::{DateTime, Utc};
 use engram_core::{AgentId, NewAgent, NewPassage};
+use engram_retrieval::HybridSearch;
 use engram_store::{PassageQuery, Store, VectorIndexConfig};
 use engram_suite::Home;
 use engram_suite::corpus::{next, sentence_ranks, word};

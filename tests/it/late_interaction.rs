@@ -9,6 +9,7 @@
 
 use engram_core::{AgentId, AgentPatch, PassageHit, TagMatch};
 use engram_embed::Encoder;
+use engram_retrieval::HybridSearch;
 use engram_retrieval::late::maxsim::{content_words, weighted_max_sim_in_context};
 use engram_retrieval::tuning::RERANK_POOL;
 use engram_service::{

@@ -3,6 +3,7 @@
 //! searched, a hit when an evidence turn is among the top k.
 
 use engram_core::{AgentId, NewAgent, NewPassage, TagMatch};
+use engram_retrieval::HybridSearch;
 use engram_service::Engram;
 use engram_store::PassageQuery;
 use std::collections::BTreeMap;

@@ -15,12 +15,16 @@
 //! neighbours by time); the embedding crate encodes texts; nothing here touches a transport.
 
 pub mod expand;
+pub mod fuse;
+pub mod hybrid;
 pub mod late;
+pub mod neighbours;
 pub mod rerank;
 mod search;
 pub mod tuning;
 
 pub use expand::Expansion;
+pub use hybrid::HybridSearch;
 pub use late::LateInteraction;
 pub use rerank::{Candidate, CrossEncoderReranker, RerankError, Reranker};
 pub use search::{search, search_with};

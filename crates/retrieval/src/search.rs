@@ -9,6 +9,7 @@
 //! e.g. as an app notice).
 
 use crate::expand::Expansion;
+use crate::hybrid;
 use crate::rerank::{Candidate, Reranker};
 use crate::tuning::{EXPANSION, RERANK_CANDIDATES, RERANK_POOL};
 use engram_core::{AgentId, PassageHit, Result};
@@ -19,7 +20,7 @@ use engram_store::{PassageQuery, Store};
 /// `max(q.top_k, reranker.depth())` hits of its answer [`RERANK_POOL`] deep reordered by the
 /// reranker's relevance blended
 /// with the store's score by [`Reranker::weight`] (the relevance alone by default). Returns
-/// at most `q.top_k` hits, best first. Errors: those of [`Store::search_passages`] (unknown
+/// at most `q.top_k` hits, best first. Errors: those of [`hybrid::passages`] (unknown
 /// agent, a malformed vector); a reranker failure is not one (see the module docs).
 pub async fn search(
     store: &Store,
@@ -45,7 +46,7 @@ pub async fn search_with(
     let reranker = reranker.filter(|_| ranks);
     let expand = ranks && expansion.weight > 0.0 && expansion.terms > 0;
     if reranker.is_none() && !expand {
-        return store.search_passages(agent, q);
+        return hybrid::passages(store, agent, q);
     }
     let depth = reranker.map_or(RERANK_CANDIDATES, |r| r.depth().max(1));
     let read_depth = q.top_k.max(depth);
@@ -53,7 +54,7 @@ pub async fn search_with(
         top_k: read_depth.max(if reranker.is_some() { RERANK_POOL } else { 0 }),
         ..q.clone()
     };
-    let mut candidates = store.search_passages(agent, &pool)?;
+    let mut candidates = hybrid::passages(store, agent, &pool)?;
     if expand {
         candidates = expanded(store, agent, &pool, candidates, expansion)?;
     }
@@ -65,7 +66,7 @@ pub async fn search_with(
         if expand {
             Ok(truncated(candidates, q.top_k))
         } else {
-            store.search_passages(agent, q)
+            hybrid::passages(store, agent, q)
         }
     };
     let Some(reranker) = reranker else {
@@ -155,7 +156,8 @@ fn expanded(
     if terms.is_empty() {
         return Ok(first);
     }
-    let second = store.search_passages(
+    let second = hybrid::passages(
+        store,
         agent,
         &PassageQuery {
             query: terms.join(" "),
@@ -194,6 +196,7 @@ fn truncated(mut hits: Vec<PassageHit>, n: usize) -> Vec<PassageHit> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::HybridSearch;
     use crate::rerank::RerankError;
     use async_trait::async_trait;
     use engram_core::{Agent, LlmConfig, NewPassage, TagMatch};

@@ -236,8 +236,7 @@ impl Engram {
     ) -> Result<Vec<MessageHit>> {
         self.store.get_agent(agent)?;
         let embedding = self.query_vector(agent, &query.query).await;
-        self.store
-            .search_messages_by(agent, query, embedding.as_deref())
+        engram_retrieval::hybrid::messages(&self.store, agent, query, embedding.as_deref())
     }
 
     /// Pages through the conversation: the `limit` messages before `before_seq`, oldest first.
