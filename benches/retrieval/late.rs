@@ -145,7 +145,7 @@ pub fn late_rows(
                     .iter()
                     .enumerate()
                     .flat_map(|(i, (_, pieces))| {
-                        let idf = stats.idf(i);
+                        let idf = engram_retrieval::late::idf(&stats, i);
                         pieces.iter().map(move |v| (v.to_vec(), idf))
                     })
                     .collect()

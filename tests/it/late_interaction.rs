@@ -66,7 +66,7 @@ fn by_hand(
             .iter()
             .enumerate()
             .flat_map(|(i, (_, pieces))| {
-                let idf = stats.idf(i);
+                let idf = engram_retrieval::late::idf(&stats, i);
                 pieces.iter().map(move |v| (*v, idf))
             })
             .collect()
@@ -201,7 +201,10 @@ async fn a_question_naming_the_wrong_speaker_still_finds_the_turn_with_the_answe
         .passage_term_stats(&pair, &["melanie".into(), "pottery".into()])
         .unwrap();
     assert_eq!(stats.frequencies, [8, 1]);
-    assert!(stats.idf(1) > 3.0 * stats.idf(0), "{stats:?}");
+    assert!(
+        engram_retrieval::late::idf(&stats, 1) > 3.0 * engram_retrieval::late::idf(&stats, 0),
+        "{stats:?}"
+    );
     // Plain MaxSim lets "Melanie" pull her clay turn close; weighting by IDF widens the lead
     // of the turn that holds the answer (0.22 against 0.05 when measured).
     let (plain, _) = by_hand(&home.engram, &pair, query, false);

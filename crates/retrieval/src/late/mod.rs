@@ -29,7 +29,7 @@ use crate::tuning::{
 use async_trait::async_trait;
 use engram_core::{AgentId, PassageId};
 use engram_embed::LocalEmbeddings;
-use engram_store::Store;
+use engram_store::{Store, TermStats};
 use maxsim::{content_words, weighted_max_sim_in_context};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -139,6 +139,16 @@ impl Reranker for LateInteraction {
     }
 }
 
+/// BM25's inverse document frequency of word `i` of `stats`: `ln(1 + (N − df + 0.5) / (df +
+/// 0.5))`, positive, largest for a word no passage holds. 0 for an index out of range.
+pub fn idf(stats: &TermStats, i: usize) -> f64 {
+    let Some(&df) = stats.frequencies.get(i) else {
+        return 0.0;
+    };
+    let (n, df) = (stats.passages as f64, df as f64);
+    (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+}
+
 /// Where a candidate and its neighbours sit in the list of distinct passages.
 type Place = (usize, Vec<usize>);
 
@@ -177,8 +187,25 @@ fn idf_weighted<'q>(
         .iter()
         .enumerate()
         .flat_map(|(i, (_, pieces))| {
-            let idf = stats.idf(i);
+            let idf = idf(&stats, i);
             pieces.iter().map(move |v| (*v, idf))
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rarer_words_weigh_more_and_a_word_nobody_wrote_weighs_most() {
+        // Three passages; "melanie" and "garden" in two, "paint" in one, "kiln" in none.
+        let stats = TermStats {
+            passages: 3,
+            frequencies: vec![2, 2, 1, 0, 0, 0],
+        };
+        assert!(idf(&stats, 3) > idf(&stats, 2) && idf(&stats, 2) > idf(&stats, 0));
+        assert!(idf(&stats, 0) > 0.0);
+        assert_eq!(idf(&stats, 99), 0.0);
+    }
 }
