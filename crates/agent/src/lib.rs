@@ -28,13 +28,13 @@ pub mod window;
 
 pub use context::Context;
 pub use engram_retrieval::Reranker;
-pub use mcp::{McpCall, McpCaller};
+pub use mcp::{McpCall, McpCallError, McpCaller};
 pub use outcome::{LoopSettings, RunOutcome};
 pub use python::PythonHost;
 pub use run::{Runtime, Turn};
 pub use sleeptime::PassRequest;
 pub use tokens::{ContextBreakdown, TokenCounter};
-pub use tool_api::{TOOL_API_PORT, ToolApi, ToolApiGrant, ToolScope};
+pub use tool_api::{TOOL_API_PORT, ToolApi, ToolApiError, ToolApiGrant, ToolScope};
 
 use engram_core::{EmbeddingConfig, LlmConfig, Result, RunEvent};
 use engram_providers::{ChatModel, EmbeddingModel, ProviderError};

@@ -90,7 +90,7 @@ pub use trust::AgentEndpoints;
 // (`tests/it/architecture.rs` checks it), so what they name from the engine crates is re-exported
 // here.
 pub use engram_agent::{ContextBreakdown, EventSink, RunOutcome};
-pub use engram_agent::{ToolApi, ToolApiGrant, ToolScope};
+pub use engram_agent::{ToolApi, ToolApiError, ToolApiGrant, ToolScope};
 pub use engram_agentfile::{InactiveKind, MAX_FILE_BYTES};
 /// The largest document a folder reads, in **bytes**.
 pub use engram_documents::MAX_FILE_BYTES as MAX_DOCUMENT_BYTES;
