@@ -91,7 +91,7 @@ impl Backfiller {
     }
 
     /// The agent's embedding model handle and the model itself when it is a built-in one
-    /// (whose passages also get token vectors for late interaction; see `crate::late`).
+    /// (whose passages also get token vectors for late interaction; see `engram_retrieval::late`).
     fn built_in(&self, agent: &AgentId) -> Result<Option<(String, Arc<LocalEmbeddings>)>> {
         let Some(cfg) = self.store.get_agent(agent)?.embedding else {
             return Ok(None);
