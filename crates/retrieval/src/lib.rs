@@ -11,8 +11,12 @@
 //!    ([`late`]) or a cross-encoder, over the head of a deeper hybrid answer.
 //!
 //! [`search()`] is the one entry point; [`tuning`] holds every number that shapes the ranking.
-//! The store below provides the primitives (full-text tables, the vector index, row loading,
-//! neighbours by time); the embedding crate encodes texts; nothing here touches a transport.
+//! Steps 1–3 are [`hybrid`], which also ranks recall search (the message history) and the
+//! passages of an agent's folders with the same smoothing and fusion. The store below provides
+//! the primitives (full-text tables, the vector index, candidates read and rows loaded in one
+//! read, neighbours by time, word statistics); the embedding crate encodes texts and runs the
+//! cross-encoder; nothing here touches a transport. `tests/it/architecture.rs` fails when a
+//! piece of the ranking appears in another crate.
 
 pub mod expand;
 pub mod fuse;
