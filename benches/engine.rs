@@ -8,6 +8,7 @@
 
 use engram_core::{LlmConfig, LoopStyle, NewAgent, NewMessage, NewPassage, Role, TagMatch};
 use engram_mock_llm::{Call, MockLlm, Reply, Script};
+use engram_retrieval::HybridSearch;
 use engram_store::{MessageQuery, PassageQuery};
 use engram_suite::Home;
 use engram_suite::corpus::{next, percentile, sentence, word};

@@ -15,6 +15,8 @@
 //! development set.
 
 use engram_core::{NewAgent, NewPassage, TagMatch};
+use engram_retrieval::HybridSearch;
+use engram_retrieval::fuse::{fuse, relative};
 use engram_store::PassageQuery;
 use engram_suite::Home;
 use engram_suite::locomo::{self, Ranked, Recall};
@@ -37,29 +39,28 @@ pub(crate) const CATEGORIES: [(u64, &str); 5] = [
     (5, "adversarial"),
 ];
 
-/// The store's fusion (`search::fuse`), replayed offline to sweep its weight.
+/// The pipeline's fusion (`engram_retrieval::fuse`), replayed offline to sweep its weight.
 fn fused(r: &Ranked, lexical_weight: f64) -> Vec<(String, f64)> {
-    let best = r.lexical.iter().map(|x| x.1).fold(0.0, f64::max);
-    let mut order: Vec<String> = Vec::new();
-    let mut m: HashMap<String, f64> = HashMap::new();
-    let sides = [
-        (&r.lexical, lexical_weight, best),
-        (&r.vector, 1.0 - lexical_weight, 1.0),
-    ];
-    for (ranking, w, scale) in sides {
-        for (d, s) in ranking {
-            let e = m.entry(d.clone()).or_insert_with(|| {
-                order.push(d.clone());
-                0.0
-            });
-            if scale > 0.0 {
-                *e += w * (s / scale).clamp(0.0, 1.0);
-            }
-        }
-    }
-    let mut v: Vec<(String, f64)> = order.into_iter().map(|d| (d.clone(), m[&d])).collect();
-    v.sort_by(|a, b| b.1.total_cmp(&a.1));
-    v
+    let mut keys: Vec<String> = Vec::new();
+    let mut key_of: HashMap<String, i64> = HashMap::new();
+    let mut keyed = |ranking: &[(String, f64)]| -> Vec<(i64, f64)> {
+        ranking
+            .iter()
+            .map(|(d, s)| {
+                let k = *key_of.entry(d.clone()).or_insert_with(|| {
+                    keys.push(d.clone());
+                    keys.len() as i64 - 1
+                });
+                (k, *s)
+            })
+            .collect()
+    };
+    let lexical = relative(&keyed(&r.lexical));
+    let vector = keyed(&r.vector);
+    fuse(&lexical, &vector, lexical_weight)
+        .into_iter()
+        .map(|(k, s)| (keys[k as usize].clone(), s))
+        .collect()
 }
 
 /// Equal-weight reciprocal-rank fusion (k = 60), for comparison.

@@ -19,6 +19,7 @@
 
 use chrono::{DateTime, Utc};
 use engram_core::{AgentId, NewAgent, NewPassage};
+use engram_retrieval::HybridSearch;
 use engram_store::{PassageQuery, Store, VectorIndexConfig};
 use engram_suite::Home;
 use engram_suite::corpus::{next, sentence_ranks, word};
@@ -423,8 +424,10 @@ fn full_pipeline(n: u64) {
                     .iter()
                     .map(|r| hashed.word(*r).clone())
                     .collect();
-                let blob =
-                    engram_embed::token_codes::encode(engram_embed::token_codes::SHIPPED, &words);
+                let blob = engram_retrieval::late::token_codes::encode(
+                    engram_retrieval::late::token_codes::SHIPPED,
+                    &words,
+                );
                 (p.id, p.text, blob)
             })
             .collect();

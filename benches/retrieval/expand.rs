@@ -1,12 +1,12 @@
-//! Pseudo-relevance feedback (RM3-style query expansion, `engram_agent::expand`) measured
-//! through the real search pipeline (`engram_agent::rerank::search_passages_with`), on the
+//! Pseudo-relevance feedback (RM3-style query expansion, `engram_retrieval::expand`) measured
+//! through the real search pipeline (`engram_retrieval::search_with`), on the
 //! lexical and on the hybrid search, with the same tune (conversations 1–3) / check (4–5)
 //! split as the late-interaction rows.
 
 use super::ks_row;
 use super::late::split_recall;
-use engram_agent::rerank::{Expansion, search_passages_with};
 use engram_core::PassageHit;
+use engram_retrieval::{Expansion, search_with};
 use engram_store::PassageQuery;
 use engram_suite::Home;
 use engram_suite::locomo::{self, Ranked};
@@ -34,7 +34,7 @@ fn ranked(
                 ..PassageQuery::default()
             };
             let hits: Vec<PassageHit> = runtime
-                .block_on(search_passages_with(store, agent, &q, None, &expansion))
+                .block_on(search_with(store, agent, &q, None, &expansion))
                 .expect("search");
             hits
         },

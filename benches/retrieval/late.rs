@@ -4,12 +4,12 @@
 //! here), and the time per query of encoding the candidates at search time is measured.
 
 use super::ks_row;
-use engram_embed::late::{
+use engram_embed::{Encoder, TokenVectors};
+use engram_retrieval::late::maxsim::{
     content_vectors, content_words, max_sim, query_words, weighted_max_sim,
     weighted_max_sim_in_context,
 };
-use engram_embed::token_codes::{self, Code};
-use engram_embed::{Encoder, TokenVectors};
+use engram_retrieval::late::token_codes::{self, Code};
 use engram_store::{Store, TermStats};
 use engram_suite::locomo::{self, Ranked, Recall};
 use std::collections::HashMap;
@@ -145,7 +145,7 @@ pub fn late_rows(
                     .iter()
                     .enumerate()
                     .flat_map(|(i, (_, pieces))| {
-                        let idf = stats.idf(i);
+                        let idf = engram_retrieval::late::idf(&stats, i);
                         pieces.iter().map(move |v| (v.to_vec(), idf))
                     })
                     .collect()
@@ -192,7 +192,7 @@ pub fn late_rows(
     let sims_idf = idf_sims(content_words, 0.0, 0);
     let sims_idf_all = idf_sims(query_words, 0.0, 0);
     // How many turns a side and what share of the score is read with them (the shipped ones
-    // are `engram_service::LATE_INTERACTION_NEIGHBOUR_REACH` and `…_CONTEXT_SHARE`).
+    // are `engram_retrieval::tuning::LATE_INTERACTION_NEIGHBOUR_REACH` and `…_CONTEXT_SHARE`).
     let in_context: Vec<(String, Vec<HashMap<String, f64>>)> = [
         (1, 0.5),
         (1, 0.7),
@@ -287,8 +287,8 @@ pub fn late_rows(
             blended(
                 r,
                 &|d| table[i].get(d).copied().unwrap_or(0.0),
-                engram_service::LATE_INTERACTION_DEPTH,
-                engram_service::LATE_INTERACTION_WEIGHT,
+                engram_retrieval::tuning::LATE_INTERACTION_DEPTH,
+                engram_retrieval::tuning::LATE_INTERACTION_WEIGHT,
             )
         });
         ks_row(name, &a, &t, &c);
@@ -300,8 +300,8 @@ pub fn late_rows(
         "| passage token vectors | recall@5 | recall@10 | tune@5 (conv. 1–3) | check@5 (conv. 4–5) | multi-hop@5 | temporal@5 | open-domain@5 | single-hop@5 | adversarial@5 |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|");
-    let reach = engram_service::LATE_INTERACTION_NEIGHBOUR_REACH;
-    let share = engram_service::LATE_INTERACTION_CONTEXT_SHARE;
+    let reach = engram_retrieval::tuning::LATE_INTERACTION_NEIGHBOUR_REACH;
+    let share = engram_retrieval::tuning::LATE_INTERACTION_CONTEXT_SHARE;
     for content_only in [false, true] {
         for code in [None, Some(Code::I8), Some(Code::I4), Some(Code::Binary)] {
             let mut bytes = 0usize;
@@ -391,8 +391,8 @@ pub fn late_rows(
             mean(20)
         );
     }
-    let depth = engram_service::LATE_INTERACTION_DEPTH;
-    let reach = engram_service::LATE_INTERACTION_NEIGHBOUR_REACH;
+    let depth = engram_retrieval::tuning::LATE_INTERACTION_DEPTH;
+    let reach = engram_retrieval::tuning::LATE_INTERACTION_NEIGHBOUR_REACH;
     let sample: Vec<usize> = (0..ranked.len()).step_by(20).collect();
     let mut encoded = 0;
     let started = Instant::now();
@@ -417,7 +417,8 @@ pub fn late_rows(
 fn passage_content(tv: &TokenVectors) -> TokenVectors {
     let keep = |t: &str| {
         t.starts_with("##")
-            || (t.chars().any(char::is_alphanumeric) && !engram_embed::late::is_stop_word(t))
+            || (t.chars().any(char::is_alphanumeric)
+                && !engram_retrieval::late::maxsim::is_stop_word(t))
     };
     let (tokens, vectors) = tv
         .tokens

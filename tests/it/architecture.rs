@@ -1,8 +1,10 @@
 //! The layering rule ("transports depend on `engram-service` and `engram-core`
 //! only"): the desktop shell, the REST server and the CLI are thin adapters over the service
 //! layer, so none of them may depend on an engine crate (store, agent, providers, …) or reach
-//! the store through `Engram::store()`. Checked from the manifests (`cargo metadata`) and the
-//! sources, so a shortcut fails here instead of growing quietly.
+//! the store through `Engram::store()`. And archival search's ranking lives in one crate,
+//! `engram-retrieval` (no fusion, smoothing, reranking or tuning constant elsewhere). Checked
+//! from the manifests (`cargo metadata`) and the sources, so a shortcut fails here instead of
+//! growing quietly.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -178,4 +180,183 @@ fn the_desktop_build_does_not_link_the_postgres_store() {
             "the desktop app links {server_only}; the PostgreSQL store is for servers only"
         );
     }
+}
+
+/// Where archival search's pipeline lives: lexical and vector candidates become one ranking
+/// (neighbour smoothing, fusion), then feedback terms and a reranker (late interaction, a
+/// cross-encoder's relevance), with every tuning number, in `engram-retrieval` only. The store
+/// keeps primitives (full-text tables, the vector index, rows and neighbours by time), the
+/// embedding crate encodes.
+const RETRIEVAL_DIR: &str = "crates/retrieval";
+
+/// Functions of the ranking: defined only in the retrieval crate.
+const PIPELINE_FNS: &[&str] = &[
+    "fuse",
+    "relative",
+    "smooth_by_neighbours",
+    "max_sim",
+    "weighted_max_sim",
+    "weighted_max_sim_in_context",
+    "content_words",
+    "feedback_terms",
+    "idf",
+    "relevance",
+    "candidates_for",
+    "search_passages_with",
+];
+
+/// Constants that tune the ranking: defined only in the retrieval crate.
+const PIPELINE_CONSTS: &[&str] = &[
+    "LEXICAL_WEIGHT",
+    "NEIGHBOUR_SHARE",
+    "CANDIDATE_FACTOR",
+    "MIN_CANDIDATES",
+    "POOL_FACTOR",
+    "MIN_POOL",
+    "RERANK_CANDIDATES",
+    "RERANK_POOL",
+    "EXPANSION",
+];
+
+/// Constant name prefixes that tune the ranking (late interaction's weight, depth, reach…).
+const PIPELINE_CONST_PREFIXES: &[&str] = &["LATE_INTERACTION_"];
+
+/// Collects the pipeline's names defined in one file's code (outside `#[cfg(test)]` items).
+struct PipelineNames<'a> {
+    file: &'a Path,
+    offences: &'a mut Vec<String>,
+}
+
+impl PipelineNames<'_> {
+    fn fn_named(&mut self, ident: &syn::Ident) {
+        if PIPELINE_FNS.contains(&ident.to_string().as_str()) {
+            self.offences
+                .push(format!("{}: fn {ident}", self.file.display()));
+        }
+    }
+
+    fn const_named(&mut self, ident: &syn::Ident) {
+        let name = ident.to_string();
+        if PIPELINE_CONSTS.contains(&name.as_str())
+            || PIPELINE_CONST_PREFIXES.iter().any(|p| name.starts_with(p))
+        {
+            self.offences
+                .push(format!("{}: const {name}", self.file.display()));
+        }
+    }
+}
+
+fn cfg_test(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("cfg")
+            && a.parse_args::<syn::Meta>()
+                .is_ok_and(|m| m.path().is_ident("test"))
+    })
+}
+
+impl<'ast> syn::visit::Visit<'ast> for PipelineNames<'_> {
+    fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+        if !cfg_test(&m.attrs) {
+            syn::visit::visit_item_mod(self, m);
+        }
+    }
+
+    fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
+        if !cfg_test(&f.attrs) {
+            self.fn_named(&f.sig.ident);
+            syn::visit::visit_item_fn(self, f);
+        }
+    }
+
+    fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
+        if !cfg_test(&f.attrs) {
+            self.fn_named(&f.sig.ident);
+            syn::visit::visit_impl_item_fn(self, f);
+        }
+    }
+
+    fn visit_trait_item_fn(&mut self, f: &'ast syn::TraitItemFn) {
+        self.fn_named(&f.sig.ident);
+        syn::visit::visit_trait_item_fn(self, f);
+    }
+
+    fn visit_item_const(&mut self, c: &'ast syn::ItemConst) {
+        if !cfg_test(&c.attrs) {
+            self.const_named(&c.ident);
+        }
+    }
+
+    fn visit_impl_item_const(&mut self, c: &'ast syn::ImplItemConst) {
+        self.const_named(&c.ident);
+    }
+
+    fn visit_item_impl(&mut self, i: &'ast syn::ItemImpl) {
+        if cfg_test(&i.attrs) {
+            return;
+        }
+        // A reranker is a stage of the pipeline: implemented only beside it.
+        if let Some((_, path, _)) = &i.trait_
+            && path.segments.last().is_some_and(|s| s.ident == "Reranker")
+        {
+            self.offences
+                .push(format!("{}: impl Reranker", self.file.display()));
+        }
+        syn::visit::visit_item_impl(self, i);
+    }
+}
+
+/// The pipeline's names defined in the Rust sources under `dirs` (test items left out).
+fn pipeline_outside(dirs: &[PathBuf]) -> Vec<String> {
+    let mut offences = Vec::new();
+    for dir in dirs {
+        let mut files = Vec::new();
+        rust_files(dir, &mut files);
+        for file in files {
+            let text = std::fs::read_to_string(&file).expect("readable source");
+            let ast = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            let mut names = PipelineNames {
+                file: &file,
+                offences: &mut offences,
+            };
+            syn::visit::Visit::visit_file(&mut names, &ast);
+        }
+    }
+    offences
+}
+
+/// The source directories of every workspace crate but the retrieval crate.
+fn sources_outside_retrieval() -> Vec<PathBuf> {
+    let mut dirs = vec![root().join("src-tauri/src")];
+    for entry in std::fs::read_dir(root().join("crates")).expect("crates/") {
+        let dir = entry.expect("entry").path();
+        if !dir.ends_with(RETRIEVAL_DIR.trim_start_matches("crates/")) && dir.join("src").is_dir() {
+            dirs.push(dir.join("src"));
+        }
+    }
+    dirs
+}
+
+#[test]
+fn archival_search_is_ranked_in_the_retrieval_crate_only() {
+    // The check sees what it looks for: the retrieval crate itself defines all of it.
+    let inside = pipeline_outside(&[root().join(RETRIEVAL_DIR).join("src")]);
+    for name in PIPELINE_FNS.iter().chain(PIPELINE_CONSTS) {
+        if !["POOL_FACTOR", "MIN_POOL", "search_passages_with"].contains(name) {
+            assert!(
+                inside
+                    .iter()
+                    .any(|o| o.ends_with(&format!("fn {name}"))
+                        || o.ends_with(&format!("const {name}"))),
+                "{name} is not defined in {RETRIEVAL_DIR} (update the list): {inside:?}"
+            );
+        }
+    }
+    assert!(inside.iter().any(|o| o.ends_with("impl Reranker")));
+    let offences = pipeline_outside(&sources_outside_retrieval());
+    assert!(
+        offences.is_empty(),
+        "archival search's ranking outside {RETRIEVAL_DIR} (move it there; the store keeps \
+         primitives, the embedding crate encodes):\n{}",
+        offences.join("\n")
+    );
 }

@@ -7,6 +7,7 @@
 //! which an agent's vectors get a graph built in the background.
 
 use engram_core::{AgentId, LlmConfig, NewAgent, NewPassage};
+use engram_retrieval::HybridSearch;
 use engram_store::{PassageQuery, Store};
 use engram_suite::{Home, cli, serve, stdout_ok};
 use serde_json::{Value, json};

@@ -7,10 +7,11 @@
 //! an agent on words alone is left as the store ranks it and no model is loaded for it;
 //! switching reranking off gives the store's answer back.
 
-use engram_agent::rerank::RERANK_POOL;
 use engram_core::{AgentId, AgentPatch, PassageHit, TagMatch};
 use engram_embed::Encoder;
-use engram_embed::late::{content_words, weighted_max_sim_in_context};
+use engram_retrieval::HybridSearch;
+use engram_retrieval::late::maxsim::{content_words, weighted_max_sim_in_context};
+use engram_retrieval::tuning::RERANK_POOL;
 use engram_service::{
     Engram, LATE_INTERACTION_CONTEXT_SHARE, LATE_INTERACTION_DEPTH,
     LATE_INTERACTION_NEIGHBOUR_REACH, LATE_INTERACTION_WEIGHT,
@@ -54,7 +55,7 @@ fn by_hand(
             .store()
             .passage_tokens(agent, "local/all-minilm-l6-v2", std::slice::from_ref(id))
             .unwrap();
-        engram_embed::token_codes::decode(&blobs[id]).unwrap()
+        engram_retrieval::late::token_codes::decode(&blobs[id]).unwrap()
     };
     let query_tokens = vectors(query);
     let words = content_words(&query_tokens);
@@ -65,7 +66,7 @@ fn by_hand(
             .iter()
             .enumerate()
             .flat_map(|(i, (_, pieces))| {
-                let idf = stats.idf(i);
+                let idf = engram_retrieval::late::idf(&stats, i);
                 pieces.iter().map(move |v| (*v, idf))
             })
             .collect()
@@ -200,7 +201,10 @@ async fn a_question_naming_the_wrong_speaker_still_finds_the_turn_with_the_answe
         .passage_term_stats(&pair, &["melanie".into(), "pottery".into()])
         .unwrap();
     assert_eq!(stats.frequencies, [8, 1]);
-    assert!(stats.idf(1) > 3.0 * stats.idf(0), "{stats:?}");
+    assert!(
+        engram_retrieval::late::idf(&stats, 1) > 3.0 * engram_retrieval::late::idf(&stats, 0),
+        "{stats:?}"
+    );
     // Plain MaxSim lets "Melanie" pull her clay turn close; weighting by IDF widens the lead
     // of the turn that holds the answer (0.22 against 0.05 when measured).
     let (plain, _) = by_hand(&home.engram, &pair, query, false);

@@ -80,7 +80,7 @@ async fn equal_relevance_keeps_the_hybrid_order() {
         .unwrap();
     let reranked = search(&home.engram, &sam, "harbour terrier", 4).await;
     assert_eq!(texts(&reranked), texts(&hybrid));
-    let expected = engram_embed::rerank::relevance(32.0 * 0.05f32.tanh());
+    let expected = engram_retrieval::rerank::relevance(32.0 * 0.05f32.tanh());
     for h in &reranked {
         assert!(
             (h.score - expected).abs() < 1e-6,

@@ -3,6 +3,7 @@
 //! answer in the turn next to the one that shares the question's words must be found.
 
 use engram_core::{NewAgent, NewPassage};
+use engram_retrieval::HybridSearch;
 use engram_store::PassageQuery;
 use engram_suite::{Home, locomo};
 

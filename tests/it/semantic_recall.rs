@@ -9,6 +9,7 @@ use engram_core::{
     AgentId, AgentPatch, EmbeddingConfig, LoopStyle, NewAgent, NewMessage, StopReason,
 };
 use engram_mock_llm::{Call, MockLlm, Reply, Script};
+use engram_retrieval::HybridSearch;
 use engram_service::{Engram, Notice};
 use engram_store::MessageQuery;
 use engram_suite::{Home, last_tool_results};

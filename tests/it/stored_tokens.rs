@@ -6,7 +6,7 @@
 //! start; an edit drops the stale vectors and a new model forgets them.
 
 use engram_core::{AgentId, NewAgent, NewPassage};
-use engram_embed::token_codes;
+use engram_retrieval::late::token_codes;
 use engram_service::Engram;
 use engram_suite::archival::{search, texts};
 use engram_suite::{Home, open_with_env};

@@ -3,6 +3,7 @@
 //! searched, a hit when an evidence turn is among the top k.
 
 use engram_core::{AgentId, NewAgent, NewPassage, TagMatch};
+use engram_retrieval::HybridSearch;
 use engram_service::Engram;
 use engram_store::PassageQuery;
 use std::collections::BTreeMap;
@@ -354,7 +355,7 @@ pub type PipelineSearch<'a> =
 /// passages of a fresh agent, like [`rank_both`], and ranks every question with `search`
 /// (the store, the agent, the question text and its vector → hits, best first): the returned
 /// rankings are in `hybrid`, the other two sides empty. For measuring a whole search pipeline
-/// (`engram_agent::rerank::search_passages_with`) rather than the store alone.
+/// (`engram_retrieval::search_with`) rather than the store alone.
 pub fn rank_with(
     engram: &Engram,
     conversations: &[Conversation],

@@ -12,13 +12,11 @@ pub mod calibrate;
 mod compact;
 pub mod compile;
 mod context;
-pub mod expand;
 pub mod mcp;
 mod outcome;
 pub mod prompts;
 pub mod python;
 mod reply;
-pub mod rerank;
 mod rules;
 mod run;
 pub mod sleeptime;
@@ -29,14 +27,14 @@ pub mod tools;
 pub mod window;
 
 pub use context::Context;
-pub use mcp::{McpCall, McpCaller};
+pub use engram_retrieval::Reranker;
+pub use mcp::{McpCall, McpCallError, McpCaller};
 pub use outcome::{LoopSettings, RunOutcome};
 pub use python::PythonHost;
-pub use rerank::{Candidate, Reranker};
 pub use run::{Runtime, Turn};
 pub use sleeptime::PassRequest;
 pub use tokens::{ContextBreakdown, TokenCounter};
-pub use tool_api::{TOOL_API_PORT, ToolApi, ToolApiGrant, ToolScope};
+pub use tool_api::{TOOL_API_PORT, ToolApi, ToolApiError, ToolApiGrant, ToolScope};
 
 use engram_core::{EmbeddingConfig, LlmConfig, Result, RunEvent};
 use engram_providers::{ChatModel, EmbeddingModel, ProviderError};
@@ -90,7 +88,7 @@ pub trait ModelResolver: Send + Sync {
     /// The embedding model for `config`.
     fn embedder(&self, config: &EmbeddingConfig) -> Result<Embedder>;
     /// The reranker archival search uses, when one is configured and switched on (see
-    /// [`rerank`]). None by default.
+    /// [`engram_retrieval::rerank`]). None by default.
     fn reranker(&self) -> Option<Arc<dyn Reranker>> {
         None
     }

@@ -136,7 +136,7 @@ impl Runtime {
         &self.store
     }
 
-    /// The reranker archival search uses now (see [`crate::rerank`]), if any.
+    /// The reranker archival search uses now (see [`engram_retrieval::rerank`]), if any.
     pub(crate) fn reranker(&self) -> Option<Arc<dyn crate::Reranker>> {
         self.models.reranker()
     }

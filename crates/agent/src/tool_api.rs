@@ -65,6 +65,22 @@ impl fmt::Debug for ToolApiGrant {
 pub trait ToolApi: Send + Sync {
     /// Opens a door for `scope`; must be called inside a tokio runtime.
     ///
-    /// Errors: why the socket could not be opened, in words for the tool's `Failed` result.
-    fn open(&self, scope: ToolScope) -> Result<ToolApiGrant, String>;
+    /// Errors: [`ToolApiError`], whose message the tool's `Failed` result carries.
+    fn open(&self, scope: ToolScope) -> Result<ToolApiGrant, ToolApiError>;
+}
+
+/// Why Engram's API could not be opened to a tool call.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolApiError {
+    /// Engram is shutting down (the service behind the API is gone).
+    #[error("Engram is shutting down; its API is closed")]
+    ShuttingDown,
+    /// The call's socket could not be created.
+    #[error("cannot open Engram's API for the tool ({}): {source}", path.display())]
+    Socket {
+        /// Where the socket was to be.
+        path: std::path::PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
 }

@@ -160,7 +160,7 @@ impl Encoder {
     /// `dimension()`-long vector per token, in token order (at most [`MAX_TOKENS`] − 2).
     /// These are what late interaction compares (ColBERT, Khattab & Zaharia, SIGIR 2020:
     /// a query token's best cosine among a passage's tokens, summed over the query's
-    /// tokens; see `crate::late`). An empty text has no tokens. Same cost as
+    /// tokens; see `engram_retrieval::late`). An empty text has no tokens. Same cost as
     /// [`embed`](Self::embed) (one model pass per [`Batching::default`] batch); CPU-bound.
     pub fn token_vectors(&self, texts: &[String]) -> Result<Vec<TokenVectors>, EncoderError> {
         self.run_batched(texts, Batching::default(), |hidden, _, encodings| {

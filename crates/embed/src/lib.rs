@@ -5,8 +5,6 @@
 //! - [`fetch`]: first-use download with progress, resume and checksum refusal.
 //! - [`encoder`]: the model (BERT via `candle-transformers`, WordPiece via `tokenizers`),
 //!   mean pooling and normalisation as sentence-transformers does it.
-//! - [`late`]: late interaction (ColBERT's MaxSim) over the encoder's token vectors.
-//! - [`token_codes`]: token vectors compressed to store beside passages (int8, int4, sign bits).
 //! - [`local`]: the model behind the providers' `EmbeddingModel` interface, loaded lazily and
 //!   unloaded after idle.
 //! - [`threads`]: the worker threads a loaded model owns (they end when it is dropped).
@@ -14,17 +12,18 @@
 //! - [`rerank`]: a cross-encoder (BERT with a one-logit classification head) that scores a
 //!   query and a passage together; [`rerank_local`] loads it lazily from a weights folder.
 //!
+//! Only encoding lives here: how vectors, word-piece vectors and logits become a ranking is
+//! `engram_retrieval`'s.
+//!
 //! Agents name it `local/<model>` (e.g. `local/all-minilm-l6-v2`).
 
 pub mod catalog;
 pub mod encoder;
 pub mod fetch;
-pub mod late;
 pub mod local;
 pub mod rerank;
 pub mod rerank_local;
 pub mod threads;
-pub mod token_codes;
 pub mod weights;
 
 pub use candle_core::DType;

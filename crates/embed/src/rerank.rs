@@ -161,12 +161,6 @@ impl CrossEncoder {
     }
 }
 
-/// A logit as a relevance in `0..=1` (the logistic function), the scale the UI's score bar
-/// reads: 0.5 at logit 0, above 0.99 at logit 5.
-pub fn relevance(logit: f32) -> f64 {
-    1.0 / (1.0 + (-f64::from(logit)).exp())
-}
-
 /// A tiny cross-encoder with made-up weights, for tests of the loading code and of the search
 /// pipeline around it (it ranks nothing meaningfully). Written as a real weights folder:
 /// `config.json` (BERT, hidden size 32, 2 layers), `model.safetensors`, and the given

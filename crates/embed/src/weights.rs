@@ -57,52 +57,86 @@ fn dtype_of(name: &str) -> Option<DType> {
     })
 }
 
+/// Why a safetensors file could not be opened; each message says what is wrong with it.
+#[derive(Debug, thiserror::Error)]
+pub enum WeightsError {
+    /// The file cannot be opened or its size read.
+    #[error("cannot read it: {0}")]
+    Read(std::io::Error),
+    /// The file ends before its 8-byte header length.
+    #[error("it is shorter than a safetensors header")]
+    Short,
+    /// The header length is absurd or longer than the file.
+    #[error("its header claims {claimed} bytes in a file of {file_len}")]
+    HeaderLength {
+        /// The header length the file states.
+        claimed: u64,
+        /// The file's length in bytes.
+        file_len: u64,
+    },
+    /// The header cannot be read.
+    #[error("cannot read its header: {0}")]
+    Header(std::io::Error),
+    /// The header is not the JSON safetensors writes.
+    #[error("its header is not safetensors JSON: {0}")]
+    NotJson(serde_json::Error),
+    /// A tensor's entry is malformed, of an unknown dtype, does not fit its shape, or lies
+    /// past the end of the file.
+    #[error("tensor {name} {problem}")]
+    Tensor {
+        /// The tensor's name.
+        name: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+}
+
 impl FileWeights {
-    /// Opens `path` and reads its header. Errors (as text naming what is wrong): the file
-    /// cannot be read, the header is not safetensors JSON, a tensor has an unknown dtype, or
-    /// its data does not fit its shape or lies past the end of the file (a truncated file).
-    pub fn open(path: &Path) -> Result<Self, String> {
-        let mut file = std::fs::File::open(path).map_err(|e| format!("cannot read it: {e}"))?;
-        let file_len = file
-            .metadata()
-            .map_err(|e| format!("cannot read it: {e}"))?
-            .len();
+    /// Opens `path` and reads its header. Errors ([`WeightsError`]): the file cannot be read,
+    /// the header is not safetensors JSON, a tensor has an unknown dtype, or its data does not
+    /// fit its shape or lies past the end of the file (a truncated file).
+    pub fn open(path: &Path) -> Result<Self, WeightsError> {
+        let mut file = std::fs::File::open(path).map_err(WeightsError::Read)?;
+        let file_len = file.metadata().map_err(WeightsError::Read)?.len();
         let mut n = [0u8; 8];
-        file.read_exact(&mut n)
-            .map_err(|_| "it is shorter than a safetensors header".to_owned())?;
+        file.read_exact(&mut n).map_err(|_| WeightsError::Short)?;
         let header_len = u64::from_le_bytes(n);
         if header_len > MAX_HEADER || 8 + header_len > file_len {
-            return Err(format!(
-                "its header claims {header_len} bytes in a file of {file_len}"
-            ));
+            return Err(WeightsError::HeaderLength {
+                claimed: header_len,
+                file_len,
+            });
         }
         let mut header = vec![0u8; header_len as usize];
-        file.read_exact(&mut header)
-            .map_err(|e| format!("cannot read its header: {e}"))?;
-        let mut raw: HashMap<String, serde_json::Value> = serde_json::from_slice(&header)
-            .map_err(|e| format!("its header is not safetensors JSON: {e}"))?;
+        file.read_exact(&mut header).map_err(WeightsError::Header)?;
+        let mut raw: HashMap<String, serde_json::Value> =
+            serde_json::from_slice(&header).map_err(WeightsError::NotJson)?;
         raw.remove("__metadata__");
         let data_start = 8 + header_len;
         let mut tensors = HashMap::with_capacity(raw.len());
         for (name, value) in raw {
+            let tensor = |problem: String| WeightsError::Tensor {
+                name: name.clone(),
+                problem,
+            };
             let e: Entry = serde_json::from_value(value)
-                .map_err(|e| format!("tensor {name} has a malformed entry: {e}"))?;
+                .map_err(|e| tensor(format!("has a malformed entry: {e}")))?;
             let dtype = dtype_of(&e.dtype)
-                .ok_or_else(|| format!("tensor {name} has an unsupported dtype {}", e.dtype))?;
+                .ok_or_else(|| tensor(format!("has an unsupported dtype {}", e.dtype)))?;
             let [begin, end] = e.data_offsets;
             let elements: usize = e.shape.iter().product();
             let len = elements * dtype.size_in_bytes();
             if end < begin || end - begin != len as u64 {
-                return Err(format!(
-                    "tensor {name} holds {} bytes but its shape {:?} needs {len}",
+                return Err(tensor(format!(
+                    "holds {} bytes but its shape {:?} needs {len}",
                     end.saturating_sub(begin),
                     e.shape
-                ));
+                )));
             }
             if data_start + end > file_len {
-                return Err(format!(
-                    "tensor {name} lies past the end of the file ({file_len} bytes): the file is truncated"
-                ));
+                return Err(tensor(format!(
+                    "lies past the end of the file ({file_len} bytes): the file is truncated"
+                )));
             }
             tensors.insert(
                 name,
@@ -259,15 +293,15 @@ mod tests {
         let path = sample(dir.path());
         let whole = std::fs::read(&path).unwrap();
         std::fs::write(&path, &whole[..whole.len() - 4]).unwrap();
-        let e = FileWeights::open(&path).err().unwrap();
+        let e = FileWeights::open(&path).err().unwrap().to_string();
         assert!(e.contains("truncated"), "{e}");
         std::fs::write(&path, &whole[..6]).unwrap();
-        let e = FileWeights::open(&path).err().unwrap();
+        let e = FileWeights::open(&path).err().unwrap().to_string();
         assert!(e.contains("shorter"), "{e}");
         let mut garbled = whole.clone();
         garbled[9] = b'#';
         std::fs::write(&path, &garbled).unwrap();
-        let e = FileWeights::open(&path).err().unwrap();
+        let e = FileWeights::open(&path).err().unwrap().to_string();
         assert!(e.contains("not safetensors JSON"), "{e}");
     }
 }

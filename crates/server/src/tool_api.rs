@@ -11,7 +11,7 @@ use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use engram_service::Engram;
-use engram_service::{ToolApi, ToolApiGrant, ToolScope};
+use engram_service::{ToolApi, ToolApiError, ToolApiGrant, ToolScope};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
 use tokio_util::sync::CancellationToken;
@@ -46,20 +46,16 @@ pub fn install(engram: &Arc<Engram>) -> std::io::Result<Arc<UnixToolApi>> {
 }
 
 impl ToolApi for UnixToolApi {
-    fn open(&self, scope: ToolScope) -> Result<ToolApiGrant, String> {
-        let engram = self
-            .engram
-            .upgrade()
-            .ok_or("Engram is shutting down; its API is closed")?;
+    fn open(&self, scope: ToolScope) -> Result<ToolApiGrant, ToolApiError> {
+        let engram = self.engram.upgrade().ok_or(ToolApiError::ShuttingDown)?;
         // Short names: a Unix socket path must stay under ~100 bytes.
         let name = format!("t{:016x}.sock", rand::random::<u64>());
         let path = self.dir.join(name);
-        let listener = tokio::net::UnixListener::bind(&path).map_err(|e| {
-            format!(
-                "cannot open Engram's API for the tool ({}): {e}",
-                path.display()
-            )
-        })?;
+        let listener =
+            tokio::net::UnixListener::bind(&path).map_err(|source| ToolApiError::Socket {
+                path: path.clone(),
+                source,
+            })?;
         let app = router(engram, ServerConfig::new(Auth::Disabled)).layer(
             axum::middleware::from_fn_with_state(Arc::new(scope), scoped),
         );

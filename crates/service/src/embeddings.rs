@@ -31,9 +31,10 @@ const BULK_BATCHING: engram_embed::Batching = engram_embed::Batching {
     attention_budget: 10_000,
 };
 
-/// A passage's word-piece vectors as stored (`engram_embed::token_codes::SHIPPED`).
+/// A passage's word-piece vectors as stored (`engram_retrieval::late::token_codes::SHIPPED`).
 fn code(tokens: &engram_embed::TokenVectors) -> Vec<u8> {
-    engram_embed::token_codes::encode(engram_embed::token_codes::SHIPPED, &tokens.vectors)
+    use engram_retrieval::late::token_codes;
+    token_codes::encode(token_codes::SHIPPED, &tokens.vectors)
 }
 
 /// What a backfill did.
@@ -90,7 +91,7 @@ impl Backfiller {
     }
 
     /// The agent's embedding model handle and the model itself when it is a built-in one
-    /// (whose passages also get token vectors for late interaction; see `crate::late`).
+    /// (whose passages also get token vectors for late interaction; see `engram_retrieval::late`).
     fn built_in(&self, agent: &AgentId) -> Result<Option<(String, Arc<LocalEmbeddings>)>> {
         let Some(cfg) = self.store.get_agent(agent)?.embedding else {
             return Ok(None);

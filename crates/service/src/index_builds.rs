@@ -118,7 +118,7 @@ mod tests {
             top_k: 3,
             ..Default::default()
         };
-        let hits = engram.store.search_passages(agent, &q).expect("search");
+        let hits = engram_retrieval::hybrid::passages(&engram.store, agent, &q).expect("search");
         assert_eq!(hits.len(), 3);
     }
 

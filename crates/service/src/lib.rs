@@ -19,7 +19,6 @@ mod folder_ingest;
 mod folders;
 mod history;
 mod index_builds;
-mod late;
 pub mod letta;
 mod local_llm;
 mod local_model;
@@ -55,6 +54,10 @@ pub use api_token::REST_TOKEN_SECRET;
 pub use chat::{Run, RunRequest};
 pub use context_view::{ContextMessage, ContextTool, ContextView};
 pub use embeddings::BackfillReport;
+pub use engram_retrieval::tuning::{
+    LATE_INTERACTION_CONTEXT_SHARE, LATE_INTERACTION_DEPTH, LATE_INTERACTION_NEIGHBOUR_REACH,
+    LATE_INTERACTION_WEIGHT,
+};
 pub use engram_store::{AgentList, BlockList, PassageList, PassagePage, PassageQuery};
 pub use engram_store::{Compaction, MessageWindow, WindowAt};
 pub use engram_store::{FILE_TOOLS, FolderPatch};
@@ -64,10 +67,6 @@ pub use export::{ExportFile, ExportFormat};
 pub use folder_ingest::{FileAdded, check_file_name};
 pub use history::{MAX_PAGE, MessagePage, Order};
 pub use index_builds::VectorIndexStatus;
-pub use late::{
-    LATE_INTERACTION_CONTEXT_SHARE, LATE_INTERACTION_DEPTH, LATE_INTERACTION_NEIGHBOUR_REACH,
-    LATE_INTERACTION_WEIGHT,
-};
 pub use local_llm::{
     DEFAULT_CONTEXT as LOCAL_CHAT_DEFAULT_CONTEXT, LLM_IDLE_ENV, LLM_THREADS_ENV, LLM_WORKER_ENV,
     LOCAL_CHAT_PROVIDER, LocalChatModel,
@@ -91,7 +90,7 @@ pub use trust::AgentEndpoints;
 // (`tests/it/architecture.rs` checks it), so what they name from the engine crates is re-exported
 // here.
 pub use engram_agent::{ContextBreakdown, EventSink, RunOutcome};
-pub use engram_agent::{ToolApi, ToolApiGrant, ToolScope};
+pub use engram_agent::{ToolApi, ToolApiError, ToolApiGrant, ToolScope};
 pub use engram_agentfile::{InactiveKind, MAX_FILE_BYTES};
 /// The largest document a folder reads, in **bytes**.
 pub use engram_documents::MAX_FILE_BYTES as MAX_DOCUMENT_BYTES;

@@ -9,7 +9,7 @@
 //! logs or exports.
 
 use crate::{Engram, Notice};
-use engram_agent::{McpCall, McpCaller};
+use engram_agent::{McpCall, McpCallError, McpCaller};
 use engram_core::error::ProviderFault;
 use engram_core::{
     AgentId, Error, McpServer, McpServerId, McpToolSource, McpTransport, NewMcpServer,
@@ -231,22 +231,23 @@ pub(crate) struct McpBridge {
 
 impl McpBridge {
     /// The spec of an active server, read off the async runtime (keychain calls block).
-    async fn spec(&self, server_id: &McpServerId) -> std::result::Result<ServerSpec, String> {
+    async fn spec(&self, server_id: &McpServerId) -> std::result::Result<ServerSpec, McpCallError> {
         let store = self.store.clone();
         let secrets = self.secrets.clone();
         let id = server_id.clone();
         tokio::task::spawn_blocking(move || {
             let server = store
                 .find_mcp_server(id.as_str())
-                .map_err(|e| format!("MCP server {id}: {e}"))?;
+                .map_err(|e| McpCallError::Unusable(format!("MCP server {id}: {e}")))?;
             if !server.active {
-                return Err(inactive_line(&server));
+                return Err(McpCallError::Unusable(inactive_line(&server)));
             }
-            spec_of(&*secrets, &server)
-                .map_err(|e| format!("MCP server '{}' cannot be used: {e}", server.name))
+            spec_of(&*secrets, &server).map_err(|e| {
+                McpCallError::Unusable(format!("MCP server '{}' cannot be used: {e}", server.name))
+            })
         })
         .await
-        .map_err(|e| format!("MCP call failed: {e}"))?
+        .map_err(|e| McpCallError::Server(format!("MCP call failed: {e}")))?
     }
 
     async fn call_inner(
@@ -254,17 +255,18 @@ impl McpBridge {
         agent: &AgentId,
         source: &McpToolSource,
         arguments: Map<String, Value>,
-    ) -> std::result::Result<String, String> {
+    ) -> std::result::Result<String, McpCallError> {
         let spec = self.spec(&source.server_id).await?;
         match self
             .hub
             .call_tool(&spec, &source.tool_name, arguments)
             .await
         {
-            Ok(out) if out.is_error => Err(format!(
-                "MCP server '{}': tool '{}' failed: {}",
-                spec.name, source.tool_name, out.text
-            )),
+            Ok(out) if out.is_error => Err(McpCallError::ToolFailed {
+                server: spec.name.clone(),
+                tool: source.tool_name.clone(),
+                text: out.text,
+            }),
             Ok(out) => Ok(out.text),
             Err(e) => {
                 tracing::warn!(agent = %agent, server = %spec.name, "MCP call failed: {e}");
@@ -273,7 +275,7 @@ impl McpBridge {
                     server: spec.name.clone(),
                     message: e.to_string(),
                 });
-                Err(e.to_string())
+                Err(McpCallError::Server(e.to_string()))
             }
         }
     }

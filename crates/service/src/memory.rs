@@ -170,7 +170,7 @@ impl Engram {
     /// cannot embed the query the search answers by words alone at once, after an
     /// `EmbeddingsUnavailable` notice. With a reranker configured and on, the first
     /// candidates are reordered by it and scored by its relevance in `0..=1` (the same
-    /// pipeline as the agent's tool: `engram_agent::rerank`); a reranker that fails leaves
+    /// pipeline as the agent's tool: `engram_retrieval::search`); a reranker that fails leaves
     /// the hybrid ranking, after a `RerankerUnavailable` notice.
     pub async fn search_archival(
         &self,
@@ -209,8 +209,7 @@ impl Engram {
         q.top_k = q.top_k.max(1);
         let reranker = self.resolver.rerankers.get();
         let mut hits =
-            engram_agent::rerank::search_passages(&self.store, agent, &q, reranker.as_deref())
-                .await?;
+            engram_retrieval::search(&self.store, agent, &q, reranker.as_deref()).await?;
         // By words alone, a neighbour that shares no word with the query came along as
         // context; the window shows it so instead of as a match.
         if q.embedding.is_none() && !hits.is_empty() {
@@ -237,8 +236,7 @@ impl Engram {
     ) -> Result<Vec<MessageHit>> {
         self.store.get_agent(agent)?;
         let embedding = self.query_vector(agent, &query.query).await;
-        self.store
-            .search_messages_by(agent, query, embedding.as_deref())
+        engram_retrieval::hybrid::messages(&self.store, agent, query, embedding.as_deref())
     }
 
     /// Pages through the conversation: the `limit` messages before `before_seq`, oldest first.

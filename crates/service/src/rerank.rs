@@ -7,14 +7,13 @@
 //! spell as a [`Notice::RerankerUnavailable`].
 //!
 //! Without a cross-encoder, late interaction over the built-in embedding model reranks
-//! ([`crate::late`]), for agents on that model. No cross-encoder is downloaded: none is
+//! (`engram_retrieval::late`), for agents on that model. No cross-encoder is downloaded: none is
 //! published with pinned digests in a registry the tests can reach, so none has been
 //! measured on the development set yet (README, Performance). A user who has one (e.g.
 //! `cross-encoder/ms-marco-MiniLM-L6-v2`) points Engram at its folder.
 
 use crate::{EnvLookup, Notice};
-use async_trait::async_trait;
-use engram_core::{AgentId, Error, Result};
+use engram_core::{Error, Result};
 use engram_embed::rerank_local::{LocalReranker, RERANK_MODEL_DIR_ENV};
 use engram_store::Store;
 use std::path::PathBuf;
@@ -105,16 +104,17 @@ impl Rerankers {
 
     /// The reranker archival search uses now: none when switched off; the cross-encoder
     /// when a weights folder is set (a new folder gets a new instance); otherwise late
-    /// interaction over the built-in embedding model (see [`crate::late`]).
-    pub(crate) fn get(&self) -> Option<Arc<dyn engram_agent::Reranker>> {
+    /// interaction over the built-in embedding model (see `engram_retrieval::late`).
+    pub(crate) fn get(&self) -> Option<Arc<dyn engram_retrieval::Reranker>> {
         if !self.enabled() {
             return None;
         }
         let Some(dir) = self.dir() else {
-            return Some(Arc::new(crate::late::LateInteraction {
-                store: self.store.clone(),
-                local: self.local.clone(),
-            }));
+            let local = self.local.clone();
+            return Some(Arc::new(engram_retrieval::LateInteraction::new(
+                self.store.clone(),
+                Arc::new(move |name| local.existing(name)),
+            )));
         };
         let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
         let model = match &*current {
@@ -132,11 +132,22 @@ impl Rerankers {
                 m
             }
         };
-        Some(Arc::new(Announcing {
-            model,
-            notices: self.notices.clone(),
-            failure: self.failure.clone(),
-        }))
+        // Failures become a notice and the status's error; a success clears the error.
+        let (notices, failure) = (self.notices.clone(), self.failure.clone());
+        let dir = model.dir().to_owned();
+        let outcome: engram_retrieval::rerank::Outcome = Arc::new(move |agent, error| {
+            *failure.lock().unwrap_or_else(|p| p.into_inner()) =
+                error.map(|e| (dir.clone(), e.to_string()));
+            if let Some(e) = error {
+                let _ = notices.send(Notice::RerankerUnavailable {
+                    agent_id: agent.clone(),
+                    message: format!("searched without reranking: {e}"),
+                });
+            }
+        });
+        Some(Arc::new(engram_retrieval::CrossEncoderReranker::new(
+            model, outcome,
+        )))
     }
 
     pub(crate) fn status(&self) -> RerankerStatus {
@@ -162,47 +173,6 @@ impl Rerankers {
             dir_from_env: (self.env)(RERANK_MODEL_DIR_ENV).is_some_and(|d| !d.trim().is_empty()),
             loaded,
             error,
-        }
-    }
-}
-
-/// The local reranker, announcing its failures as notices and keeping the last one for
-/// [`RerankerStatus::error`].
-struct Announcing {
-    model: Arc<LocalReranker>,
-    notices: tokio::sync::broadcast::Sender<Notice>,
-    failure: Failure,
-}
-
-#[async_trait]
-impl engram_agent::Reranker for Announcing {
-    async fn relevance(
-        &self,
-        agent: &AgentId,
-        query: &str,
-        candidates: &[engram_agent::Candidate],
-    ) -> std::result::Result<Option<Vec<f64>>, String> {
-        // A cross-encoder reads each candidate alone.
-        let texts: Vec<String> = candidates.iter().map(|c| c.text.clone()).collect();
-        let result = self.model.score(query, &texts).await;
-        *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = result
-            .as_ref()
-            .err()
-            .map(|e| (self.model.dir().to_owned(), e.to_string()));
-        match result {
-            Ok(logits) => Ok(Some(
-                logits
-                    .into_iter()
-                    .map(engram_embed::rerank::relevance)
-                    .collect(),
-            )),
-            Err(e) => {
-                let _ = self.notices.send(Notice::RerankerUnavailable {
-                    agent_id: agent.clone(),
-                    message: format!("searched without reranking: {e}"),
-                });
-                Err(e.to_string())
-            }
         }
     }
 }

@@ -325,7 +325,7 @@ impl ModelResolver for Resolver {
         self.embedder_with(cfg)
     }
 
-    fn reranker(&self) -> Option<Arc<dyn engram_agent::Reranker>> {
+    fn reranker(&self) -> Option<Arc<dyn engram_retrieval::Reranker>> {
         self.rerankers.get()
     }
 }

@@ -1,9 +1,10 @@
-//! Passages of files: their vectors, listing, and the hybrid search over an agent's attached
-//! folders — BM25 over `file_chunks_fts` fused with cosine similarity, the same formula as
-//! archival search (`search::fuse`). The vector side scans the attached folders' vectors of
+//! Passages of files: their vectors, listing, and the candidates of the hybrid search over an
+//! agent's attached folders — BM25 over `file_chunks_fts` and cosine similarity, fused by
+//! `engram_retrieval` as archival search is. The vector side scans the attached folders' vectors of
 //! the query's model exactly (folders are small next to archival memory; see docs/documents.md).
 
 use crate::Store;
+use crate::candidates::{Bm25, CandidateDepth, Candidates, Ranking};
 use crate::passages::check_vector;
 use crate::search::{self, FtsQuery};
 use crate::sql::{self, DbResult};
@@ -18,11 +19,6 @@ pub struct UnembeddedChunk {
     /// Its text.
     pub text: String,
 }
-
-/// How deep each side of the hybrid search looks before fusion: a pool of this many times the
-/// limit, at least [`MIN_POOL`].
-const POOL_FACTOR: usize = 4;
-const MIN_POOL: usize = 50;
 
 impl Store {
     /// Up to `limit` passages of the folder without a vector, in file order.
@@ -122,33 +118,38 @@ impl Store {
         })
     }
 
-    /// Searches the passages of the folders attached to `agent`: BM25 over `query`'s words,
-    /// fused with cosine similarity to `embedding` (the query's vector and the handle of the
-    /// model that made it; only passages embedded by that model take part). Returns at most
-    /// `limit` hits, best first, scores in `0..=1`. A blank query or one without words
-    /// searches by meaning alone (or finds nothing without a vector).
+    /// The primitive of the search over the passages of the folders attached to `agent`:
+    /// reads BM25 candidates for `query`'s words and cosine candidates for `embedding` (the
+    /// query's vector and the handle of the model that made it; only passages embedded by that
+    /// model take part; an exact scan), `depth` deep on each side, hands them to `rank` and
+    /// loads the passages of the ranking it returns, in its order, in one read. A blank query
+    /// or one without words has no lexical side. The ranking itself is `engram_retrieval`'s.
     /// Errors: `NotFound("agent")`.
-    pub fn search_agent_files(
+    pub fn rank_agent_files(
         &self,
         agent: &AgentId,
         query: &str,
         embedding: Option<(&str, &[f32])>,
-        limit: usize,
+        depth: CandidateDepth,
+        rank: impl FnOnce(Candidates) -> Ranking,
     ) -> Result<Vec<ChunkHit>> {
-        let pool = (limit * POOL_FACTOR).max(MIN_POOL);
         self.read(|c| {
             sql::ensure_agent(c, agent)?;
             let lexical = match search::fts_query(query) {
-                FtsQuery::Match(m) => lexical(c, agent, &m, pool)?,
-                FtsQuery::Blank | FtsQuery::NoTerms => Vec::new(),
+                FtsQuery::Match(m) => Some(Bm25 {
+                    ranking: lexical(c, agent, &m, depth.lexical)?,
+                    neighbours: Default::default(),
+                }),
+                FtsQuery::Blank | FtsQuery::NoTerms => None,
             };
             let vector = match embedding {
-                Some((model, v)) if !v.is_empty() => vectors(c, agent, model, v, pool)?,
-                _ => Vec::new(),
+                Some((model, v)) if !v.is_empty() => {
+                    Some(vectors(c, agent, model, v, depth.vector)?)
+                }
+                _ => None,
             };
-            let fused = search::fuse(&search::relative(&lexical), &vector, search::LEXICAL_WEIGHT);
             let mut hits = Vec::new();
-            for (pk, score) in fused.into_iter().take(limit) {
+            for (pk, score) in rank(Candidates { lexical, vector }) {
                 hits.push(hit(c, pk, score)?);
             }
             Ok(hits)

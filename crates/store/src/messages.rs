@@ -1,10 +1,11 @@
 //! Recall memory: every message an agent ever had, ordered by `seq`, and conversation search.
 
 use crate::Store;
+use crate::candidates::{Bm25, CandidateDepth, Candidates, NeighbourMap, Ranking};
 use crate::fts_partitions;
 use crate::message_pages;
 use crate::message_rows::{MSG_COLS, SEARCH_FILTERS, kind_str, message_from_row};
-use crate::search::{self, FtsQuery, Neighbours, fts_query};
+use crate::search::{self, FtsQuery, fts_query};
 use crate::sql::{self, DbResult};
 use engram_core::{
     AgentId, Error, Message, MessageId, NewMessage, Result, Role, RunId, StepId, Timestamp,
@@ -45,7 +46,7 @@ pub struct MessageHit {
     /// Relevance in `0..=1`, higher is better, with the meaning passage scores have: the BM25
     /// score smoothed over neighbouring messages as a share of the best hit's, blended with
     /// cosine similarity when the search had a query vector (see
-    /// `Store::search_messages_by`); 0 for an empty query.
+    /// `engram_retrieval::hybrid::messages`); 0 for an empty query.
     pub score: f64,
 }
 
@@ -301,31 +302,27 @@ impl Store {
         })
     }
 
-    /// Searches the agent's whole history (in context or not). Roles, kinds and dates are
-    /// filtered in SQL before the limit; hidden loop messages (heartbeats, alerts) are never
-    /// returned. Ranked by BM25 over content, reasoning and tool-call arguments, each hit lending
-    /// half its score to matching messages just before and after it (a question and its answer
-    /// rise together); every hit contains a query word. An empty query returns the newest
-    /// matching messages. User text can never cause an FTS5 syntax error.
-    ///
-    /// Errors: `NotFound("agent")`.
-    pub fn search_messages(&self, agent: &AgentId, q: &MessageQuery) -> Result<Vec<MessageHit>> {
-        self.search_messages_by(agent, q, None)
-    }
-
-    /// Like [`search_messages`](Self::search_messages), and with `embedding` (the query's
-    /// vector from the agent's current embedding model) also by meaning: messages with a
-    /// vector of that model ranked by cosine similarity, fused with the lexical ranking as
-    /// archival search does (`search::fuse`, lexical weight `search::LEXICAL_WEIGHT`), so a hit
-    /// need not share a word with the query. Messages without such a vector count by their
-    /// words alone. Filters apply to both sides before the limit.
+    /// The primitive of recall search: reads the candidates of `q` over the agent's whole
+    /// history (in context or not; see [`Candidates`]), `depth` deep on each side, hands them
+    /// to `rank` and loads the messages of the ranking it returns, in its order, in one read.
+    /// Roles, kinds and dates are filtered in SQL before the depth; hidden loop messages
+    /// (heartbeats, alerts) are never candidates. The lexical side is BM25 over content,
+    /// reasoning and tool-call arguments, with each hit's neighbours among the matching
+    /// messages (just before and after it, within 30 minutes); the vector side, with
+    /// `embedding` (the query's vector from the agent's current embedding model), the cosine
+    /// of messages with a vector of that model. An empty query lists the newest matching
+    /// messages and text without words finds nothing without a vector, both without calling
+    /// `rank`. User text can never cause an FTS5 syntax error. The ranking itself is
+    /// `engram_retrieval`'s.
     ///
     /// Errors: `NotFound("agent")`; `Invalid` for an empty or non-finite query vector.
-    pub fn search_messages_by(
+    pub fn rank_messages(
         &self,
         agent: &AgentId,
         q: &MessageQuery,
         embedding: Option<&[f32]>,
+        depth: CandidateDepth,
+        rank: impl FnOnce(Candidates) -> Ranking,
     ) -> Result<Vec<MessageHit>> {
         if let Some(v) = embedding {
             crate::passages::check_vector(v)?;
@@ -345,7 +342,6 @@ impl Store {
                 return Ok(Vec::new());
             }
             let fts = fts_query(&q.query);
-            let no_words = fts == FtsQuery::NoTerms;
             let expr = match fts {
                 FtsQuery::NoTerms if embedding.is_none() => return Ok(Vec::new()),
                 FtsQuery::NoTerms => None,
@@ -367,61 +363,65 @@ impl Store {
             let Some(partition) = fts_partitions::partition(c, agent)? else {
                 return Ok(Vec::new());
             };
-            // Candidates from deeper than the limit: a neighbour can overtake a hit.
-            let pool = sql::sat(q.limit.saturating_mul(4).max(50));
-            let bm25: Vec<(i64, f64)> = match expr {
-                None => Vec::new(),
-                Some(expr) => c
-                    .prepare_cached(&search_sql(Some(partition)))
-                    .db()?
-                    .query_map(
-                        params![agent.as_str(), roles, start, end, pool, expr],
-                        |r| Ok((r.get(0)?, r.get(1)?)),
-                    )
-                    .db()?
-                    .collect::<rusqlite::Result<_>>()
-                    .db()?,
-            };
-            let mut ranking = search::smooth_by_neighbours(&bm25, Neighbours::Rerank, |pk| {
-                let mut out = [None, None];
-                for (slot, before) in [true, false].into_iter().enumerate() {
-                    out[slot] = c
-                        .prepare_cached(&neighbour_sql(before))
+            let pool = sql::sat(depth.lexical);
+            let bm25: Option<Ranking> = match expr {
+                None => None,
+                Some(expr) => Some(
+                    c.prepare_cached(&search_sql(Some(partition)))
                         .db()?
-                        .query_row(
-                            params![
-                                agent.as_str(),
-                                roles,
-                                start,
-                                end,
-                                pk,
-                                search::NEIGHBOUR_WINDOW_MICROS
-                            ],
-                            |r| r.get(0),
+                        .query_map(
+                            params![agent.as_str(), roles, start, end, pool, expr],
+                            |r| Ok((r.get(0)?, r.get(1)?)),
                         )
-                        .optional()
-                        .db()?;
+                        .db()?
+                        .collect::<rusqlite::Result<_>>()
+                        .db()?,
+                ),
+            };
+            // Each hit's neighbours among the matching messages, one seek a side.
+            let lexical = match bm25 {
+                None => None,
+                Some(ranking) => {
+                    let mut neighbours = NeighbourMap::with_capacity(ranking.len());
+                    for &(pk, _) in &ranking {
+                        let mut out = [None, None];
+                        for (slot, before) in [true, false].into_iter().enumerate() {
+                            out[slot] = c
+                                .prepare_cached(&neighbour_sql(before))
+                                .db()?
+                                .query_row(
+                                    params![
+                                        agent.as_str(),
+                                        roles,
+                                        start,
+                                        end,
+                                        pk,
+                                        search::NEIGHBOUR_WINDOW_MICROS
+                                    ],
+                                    |r| r.get(0),
+                                )
+                                .optional()
+                                .db()?;
+                        }
+                        neighbours.insert(pk, out);
+                    }
+                    Some(Bm25 {
+                        ranking,
+                        neighbours,
+                    })
                 }
-                Ok::<_, Error>(out)
-            })?;
-            ranking = search::relative(&ranking);
-            if let Some(v) = embedding {
-                let pool = q.limit.saturating_mul(4).max(50);
-                let vector = crate::message_vectors::vector_ranking(
+            };
+            let vector = match embedding {
+                Some(v) => Some(crate::message_vectors::vector_ranking(
                     c,
                     agent,
                     (&roles, start, end),
                     v,
-                    pool,
-                )?;
-                // As in archival search: no words to match, the cosine itself.
-                ranking = if no_words {
-                    vector
-                } else {
-                    search::fuse(&ranking, &vector, search::LEXICAL_WEIGHT)
-                };
-            }
-            ranking.truncate(q.limit);
+                    depth.vector,
+                )?),
+                None => None,
+            };
+            let ranking = rank(Candidates { lexical, vector });
             let mut load = c
                 .prepare_cached(&format!(
                     "SELECT {MSG_COLS} FROM messages m WHERE m.pk = ?1"

@@ -511,7 +511,7 @@ END;
 const PASSAGE_TIMES_BY_KEY: &str =
     "CREATE INDEX passages_time_by_key ON passages (pk, created_at);";
 
-/// Late interaction's word-piece vectors per passage, compressed (`engram_embed::token_codes`),
+/// Late interaction's word-piece vectors per passage, compressed (`engram_retrieval::late::token_codes`),
 /// computed once in the background after a passage is written so a search encodes only its
 /// query. Derived data: a text edit drops them (the backfill computes them again), as does a
 /// change of the agent's embedding model (`model` is the handle they were computed with).

@@ -1,5 +1,5 @@
 //! The passages written just before and after each archival search candidate, for neighbour
-//! smoothing (`search::smooth_by_neighbours`), found for all candidates in one SQL statement.
+//! smoothing (`engram_retrieval::neighbours`), found for all candidates in one SQL statement.
 //!
 //! One statement per candidate and side (400 for a hybrid search's 200 BM25 candidates) cost
 //! about 2 ms of a 5 ms search at 100,000 passages: building, caching and binding each query

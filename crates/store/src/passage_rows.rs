@@ -28,7 +28,7 @@ pub struct PassageQuery {
     pub top_k: usize,
     /// The query's embedding, from the agent's embedding model. When given, passages whose
     /// stored vector has the same dimension are also ranked by cosine similarity and the two
-    /// rankings are fused (`search::fuse`: 0.7 × lexical share of the best + 0.3 × cosine).
+    /// rankings are fused (`engram_retrieval::fuse`: 0.7 × lexical share of the best + 0.3 × cosine).
     pub embedding: Option<Vec<f32>>,
     /// Also rank passages that were superseded or merged (the history of facts that
     /// changed); by default only current passages are searched.

@@ -2,7 +2,7 @@
 //! computed once instead of at every search): which passages still need them, filling them in
 //! without overwriting a newer write, and reading them for a search's candidates.
 //!
-//! The blobs are opaque here (`engram_embed::token_codes` writes and reads them); what the
+//! The blobs are opaque here (`engram_retrieval::late::token_codes` writes and reads them); what the
 //! store guarantees is that a blob belongs to the passage's current text and to the agent's
 //! current embedding model.
 

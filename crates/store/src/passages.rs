@@ -1,23 +1,24 @@
 //! Archival memory: passages with tags and optional embeddings, listed and searched.
 //!
-//! Search ranks by BM25 over the agent's own FTS5 table (`fts_partitions`), smoothed over
+//! Search reads BM25 candidates from the agent's own FTS5 table (`fts_partitions`) with their
 //! neighbouring passages (`passage_neighbours`, one statement for all candidates) and, when the
-//! caller brings a query embedding, also by cosine similarity from the agent's vector index
+//! caller brings a query embedding, cosine candidates from the agent's vector index
 //! (`vector_index`: exact below 20,000 vectors, an HNSW graph re-scored from the stored vectors
 //! above, built in the background by `vector_build`; only vectors of the query's dimension),
-//! blending both (`search::fuse`); without filters the index is walked on a second thread while
-//! the lexical side runs. Tag
+//! handed to `engram_retrieval`, which fuses and smooths them ([`Store::rank_passages`]); without
+//! filters the index is walked on a second thread while the lexical side runs. Tag
 //! and date filters apply before the limit: in each SQL query, and for vectors as a restriction
 //! of the index search or, when they keep few rows, an exact scan of those rows.
 
 use crate::Store;
+use crate::candidates::{Bm25, CandidateDepth, Candidates, Ranking};
 use crate::fts_partitions;
 use crate::passage_neighbours;
 use crate::passage_rows;
 use crate::passage_rows::{
     PASSAGE_COLS, PassageQuery, Query, dedup, filters, load_by_pk, passage_from_row,
 };
-use crate::search::{self, FtsQuery, Neighbours, fts_query};
+use crate::search::{self, FtsQuery, fts_query};
 use crate::sql::{self, DbResult};
 use crate::vector_index::Indexes;
 use engram_core::{
@@ -120,9 +121,6 @@ pub(crate) fn insert_tags<S: AsRef<str>>(
     Ok(())
 }
 
-/// Passage row keys with scores, best first.
-type Ranking = Vec<(i64, f64)>;
-
 fn ranked(conn: &Connection, sql: &str, args: Vec<Value>) -> Result<Ranking> {
     let mut stmt = conn.prepare_cached(sql).db()?;
     let rows = stmt
@@ -184,36 +182,34 @@ fn text_sql(
     Ok(Some((sql, query.args)))
 }
 
-/// Lexical ranking of up to `limit` passages: BM25 over a wider pool of candidates, smoothed
-/// over neighbouring passages (see `search::smooth_by_neighbours`), or newest first for a blank
-/// query.
-fn text_ranking(
+/// BM25 candidates of a query with words (up to `limit`) and their neighbours (see
+/// `passage_neighbours`); none when the agent has no full-text table yet.
+fn bm25_candidates(
     conn: &Connection,
     agent: &AgentId,
     q: &PassageQuery,
     fts: &FtsQuery,
     limit: usize,
-) -> Result<Ranking> {
+) -> Result<Bm25> {
     let partition = fts_partitions::partition(conn, agent)?;
-    if !matches!(fts, FtsQuery::Match(_)) {
-        return match text_sql(agent, partition, q, fts, limit)? {
-            Some((sql, args)) => ranked(conn, &sql, args),
-            None => Ok(Vec::new()),
-        };
-    }
-    // A neighbour can overtake a hit, so candidates come from deeper than `limit`.
-    let pool = limit.saturating_mul(4).max(50);
-    let Some((sql, args)) = text_sql(agent, partition, q, fts, pool)? else {
-        return Ok(Vec::new());
+    let Some((sql, args)) = text_sql(agent, partition, q, fts, limit)? else {
+        return Ok(Bm25::default());
     };
-    let bm25 = ranked(conn, &sql, args)?;
-    let keys: Vec<i64> = bm25.iter().map(|(k, _)| *k).collect();
-    let found = passage_neighbours::neighbour_map(conn, agent, q, &keys)?;
-    let mut smoothed = search::smooth_by_neighbours(&bm25, Neighbours::Admit, |pk| {
-        Ok::<_, Error>(found.get(&pk).copied().unwrap_or_default())
-    })?;
-    smoothed.truncate(limit);
-    Ok(smoothed)
+    let ranking = ranked(conn, &sql, args)?;
+    let keys: Vec<i64> = ranking.iter().map(|(k, _)| *k).collect();
+    let neighbours = passage_neighbours::neighbour_map(conn, agent, q, &keys)?;
+    Ok(Bm25 {
+        ranking,
+        neighbours,
+    })
+}
+
+/// The newest `limit` passages that pass the filters, score 0 (a blank query lists).
+fn newest(conn: &Connection, agent: &AgentId, q: &PassageQuery, limit: usize) -> Result<Ranking> {
+    match text_sql(agent, None, q, &FtsQuery::Blank, limit)? {
+        Some((sql, args)) => ranked(conn, &sql, args),
+        None => Ok(Vec::new()),
+    }
 }
 
 /// Exact cosine ranking of up to `limit` passages that pass the filters and whose vectors have
@@ -268,15 +264,15 @@ fn is_filtered(q: &PassageQuery) -> bool {
 /// without filters the two run at once (`Indexes::search_beside`). Filters apply before the
 /// limit: a selective one (at most `exact_filtered` rows) is scored exactly from SQLite, a
 /// broad one restricts the index's search to the rows that pass it.
-fn vector_ranking(
+fn vector_ranking<T>(
     conn: &Connection,
     indexes: &Mutex<Indexes>,
     agent: &AgentId,
     q: &PassageQuery,
     v: &[f32],
     limit: usize,
-    beside: impl FnOnce(&Connection) -> Result<Ranking>,
-) -> Result<(Ranking, Ranking)> {
+    beside: impl FnOnce(&Connection) -> Result<T>,
+) -> Result<(Ranking, T)> {
     if search::norm(v) == 0.0 {
         return Ok((Vec::new(), beside(conn)?));
     }
@@ -366,18 +362,24 @@ impl Store {
         })
     }
 
-    /// Searches the agent's archival memory (see [`PassageQuery`]).
-    ///
-    /// Scores are relevance in `0..=1`, comparable between lexical and hybrid searches: a
-    /// lexical hit's BM25 score (smoothed over neighbouring passages: each hit lends half its
-    /// score to the passages written just before and after it) as a share of the best hit's;
-    /// with a query embedding, that blended with the cosine similarity (see
-    /// `search::fuse`; passages without a vector of the query's dimension count only by their
-    /// words); a vector-only search (blank text) gives the cosine itself; a blank search
-    /// without an embedding lists the newest passages with score 0.
+    /// The primitive of archival search: reads the candidates of `q` (see [`Candidates`]),
+    /// `depth` deep on each side, hands them to `rank` and loads the passages of the ranking it
+    /// returns, in its order, all in one read. Tag, date and superseded filters apply to both
+    /// sides before the depth. Without a query embedding there is no vector side; a blank
+    /// query without one lists the newest `q.top_k` passages (score 0) and text without words
+    /// finds nothing, both without calling `rank`. With an embedding, the lexical side (if the
+    /// query has words) is read while the vector index is walked on a second thread (no
+    /// filters). A row deleted meanwhile is left out. The ranking itself is
+    /// `engram_retrieval`'s.
     ///
     /// Errors: `NotFound("agent")`; `Invalid` for an empty or non-finite query embedding.
-    pub fn search_passages(&self, agent: &AgentId, q: &PassageQuery) -> Result<Vec<PassageHit>> {
+    pub fn rank_passages(
+        &self,
+        agent: &AgentId,
+        q: &PassageQuery,
+        depth: CandidateDepth,
+        rank: impl FnOnce(Candidates) -> Ranking,
+    ) -> Result<Vec<PassageHit>> {
         if let Some(v) = &q.embedding {
             check_vector(v)?;
         }
@@ -389,29 +391,25 @@ impl Store {
             }
             let q = &*passage_rows::effective(c, agent, q)?;
             let ranking: Ranking = match (&q.embedding, &fts) {
-                (None, FtsQuery::Match(_)) => {
-                    search::relative(&text_ranking(c, agent, q, &fts, q.top_k)?)
-                }
-                (None, _) => text_ranking(c, agent, q, &fts, q.top_k)?,
+                (None, FtsQuery::Match(_)) => rank(Candidates {
+                    lexical: Some(bm25_candidates(c, agent, q, &fts, depth.lexical)?),
+                    vector: None,
+                }),
+                (None, FtsQuery::Blank) => newest(c, agent, q, q.top_k)?,
+                (None, FtsQuery::NoTerms) => Vec::new(),
                 (Some(v), _) => {
-                    // Fusion needs more than top_k candidates from each side: a passage ranked
-                    // 8th by both can beat one ranked 1st by only one of them.
-                    let pool = q.top_k.saturating_mul(4).max(50);
                     let lexical = |c: &Connection| match fts {
                         FtsQuery::Match(_) => {
-                            Ok(search::relative(&text_ranking(c, agent, q, &fts, pool)?))
+                            bm25_candidates(c, agent, q, &fts, depth.lexical).map(Some)
                         }
-                        FtsQuery::Blank | FtsQuery::NoTerms => Ok(Vec::new()),
+                        FtsQuery::Blank | FtsQuery::NoTerms => Ok(None),
                     };
-                    let (vector, text) =
-                        vector_ranking(c, &self.vectors, agent, q, v, pool, lexical)?;
-                    let mut fused = if text.is_empty() {
-                        vector
-                    } else {
-                        search::fuse(&text, &vector, search::LEXICAL_WEIGHT)
-                    };
-                    fused.truncate(q.top_k);
-                    fused
+                    let (vector, lexical) =
+                        vector_ranking(c, &self.vectors, agent, q, v, depth.vector, lexical)?;
+                    rank(Candidates {
+                        lexical,
+                        vector: Some(vector),
+                    })
                 }
             };
             let mut hits = Vec::with_capacity(ranking.len());

@@ -1,5 +1,5 @@
 //! How common a word is in one agent's archival memory: the document frequencies that let a
-//! reranker weigh a query's words by their rarity (the IDF of BM25, Robertson & Zaragoza,
+//! reranker weigh a query's words by their rarity (the IDF of BM25, `engram_retrieval::late::idf`; Robertson & Zaragoza,
 //! "The Probabilistic Relevance Framework: BM25 and Beyond", 2009), read from the agent's own
 //! full-text index so another agent's passages never change them (see `fts_partitions`).
 
@@ -17,18 +17,6 @@ pub struct TermStats {
     /// Porter stemming, so "gardening" counts passages with "garden"); 0 for a word with no
     /// letters or digits.
     pub frequencies: Vec<u64>,
-}
-
-impl TermStats {
-    /// BM25's inverse document frequency of word `i`: `ln(1 + (N − df + 0.5) / (df + 0.5))`,
-    /// positive, largest for a word no passage holds. 0 for an index out of range.
-    pub fn idf(&self, i: usize) -> f64 {
-        let Some(&df) = self.frequencies.get(i) else {
-            return 0.0;
-        };
-        let (n, df) = (self.passages as f64, df as f64);
-        (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
-    }
 }
 
 impl Store {
@@ -115,10 +103,6 @@ mod tests {
         let stats = store.passage_term_stats(&a, &words).unwrap();
         assert_eq!(stats.passages, 3);
         assert_eq!(stats.frequencies, vec![2, 2, 1, 0, 0, 0]);
-        // Rarer words weigh more; a word nobody wrote weighs most.
-        assert!(stats.idf(3) > stats.idf(2) && stats.idf(2) > stats.idf(0));
-        assert!(stats.idf(0) > 0.0);
-        assert_eq!(stats.idf(99), 0.0);
         let unknown = store.passage_term_stats(&AgentId::new(), &words);
         assert!(
             matches!(unknown, Err(engram_core::Error::NotFound { .. })),

@@ -85,7 +85,7 @@ pub(super) async fn search(ctx: &mut ToolContext<'_>, args: &Args) -> Result<Str
         embedding,
         include_superseded: args.opt_bool("include_superseded")?.unwrap_or(false),
     };
-    let hits = crate::rerank::search_passages(ctx.store, &ctx.agent.id, &q, ctx.reranker)
+    let hits = engram_retrieval::search(ctx.store, &ctx.agent.id, &q, ctx.reranker)
         .await
         .map_err(|e| format!("Search failed: {e}"))?;
     if hits.is_empty() {

@@ -164,15 +164,14 @@ pub(super) async fn semantic(ctx: &mut ToolContext<'_>, args: &Args) -> Result<S
         },
         _ => None,
     };
-    let hits = ctx
-        .store
-        .search_agent_files(
-            &ctx.agent.id,
-            &query,
-            embedding.as_ref().map(|(m, v)| (m.as_str(), v.as_slice())),
-            limit,
-        )
-        .map_err(|e| format!("Search failed: {e}"))?;
+    let hits = engram_retrieval::hybrid::files(
+        ctx.store,
+        &ctx.agent.id,
+        &query,
+        embedding.as_ref().map(|(m, v)| (m.as_str(), v.as_slice())),
+        limit,
+    )
+    .map_err(|e| format!("Search failed: {e}"))?;
     if hits.is_empty() {
         return Ok("No passage of your files matches.".into());
     }

@@ -394,7 +394,10 @@ async fn mcp_call(ctx: &ToolContext<'_>, tool: &Tool, args: &Args) -> Result<Str
         Value::Object(map) => map,
         _ => serde_json::Map::new(),
     };
-    let text = mcp.call(&ctx.agent.id, source, arguments).await?;
+    let text = mcp
+        .call(&ctx.agent.id, source, arguments)
+        .await
+        .map_err(|e| e.to_string())?;
     Ok(custom::cut(text, tool.return_char_limit))
 }
 

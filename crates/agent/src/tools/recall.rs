@@ -49,10 +49,9 @@ pub(super) async fn search(ctx: &mut ToolContext<'_>, args: &Args) -> Result<Str
         },
         _ => None,
     };
-    let hits = ctx
-        .store
-        .search_messages_by(&ctx.agent.id, &q, embedding.as_deref())
-        .map_err(|e| format!("Search failed: {e}"))?;
+    let hits =
+        engram_retrieval::hybrid::messages(ctx.store, &ctx.agent.id, &q, embedding.as_deref())
+            .map_err(|e| format!("Search failed: {e}"))?;
     if hits.is_empty() {
         return Ok("No matching messages in recall memory.".into());
     }

@@ -322,9 +322,7 @@ async fn search(
         include_superseded,
         ..PassageQuery::default()
     };
-    let hits = ctx
-        .store
-        .search_passages(&ctx.agent.id, &q)
+    let hits = engram_retrieval::hybrid::passages(ctx.store, &ctx.agent.id, &q)
         .map_err(|e| format!("Search failed: {e}"))?;
     let mut results: Vec<Value> = hits
         .iter()

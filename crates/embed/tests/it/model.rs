@@ -198,8 +198,8 @@ fn token_vectors_are_unit_length_per_word_piece_and_match_alone_or_batched() {
     }
     // MaxSim prefers the passage about the pet.
     let q: Vec<&[f32]> = tv[0].vectors.iter().map(Vec::as_slice).collect();
-    let pet = engram_embed::late::max_sim(&q, &tv[1].vectors);
-    let tax = engram_embed::late::max_sim(&q, &tv[2].vectors);
+    let pet = engram_retrieval::late::maxsim::max_sim(&q, &tv[1].vectors);
+    let tax = engram_retrieval::late::maxsim::max_sim(&q, &tv[2].vectors);
     assert!(pet > tax + 0.05, "pet {pet} vs tax {tax}");
 }
 

@@ -3,9 +3,10 @@
 //! published cross-encoder ships in a package registry the tests can reach.
 
 use crate::model_dir;
+use engram_embed::rerank::CrossEncoder;
 use engram_embed::rerank::fixture::{self, Head};
-use engram_embed::rerank::{CrossEncoder, relevance};
 use engram_embed::rerank_local::LocalReranker;
+use engram_retrieval::rerank::relevance;
 use std::time::Duration;
 
 fn folder(head: Head) -> tempfile::TempDir {

@@ -6,6 +6,7 @@ use engram_core::{
     AgentPatch, DEFAULT_BLOCK_LIMIT, EmbeddingConfig, Error, LlmConfig, LoopStyle, NewBlock,
     NewMessage, NewPassage,
 };
+use engram_retrieval::HybridSearch;
 use engram_store::{PassageList, StepCommit};
 
 #[test]

@@ -4,6 +4,7 @@
 
 use crate::support::{create, temp_store};
 use engram_core::{FileStatus, NewFolder, Provenance};
+use engram_retrieval::HybridSearch;
 use engram_store::{FILE_TOOLS, FileUpload, NewChunk, ParsedFile, Store, Upserted};
 
 fn upload(name: &str, sha: &str) -> FileUpload {

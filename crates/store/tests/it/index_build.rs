@@ -3,6 +3,7 @@
 
 use crate::scale::{SMALL, brute_force, index_files, nearest, texts, vector, with_vectors};
 use crate::support::{create, temp_store};
+use engram_retrieval::HybridSearch;
 use engram_store::VectorIndexBuild;
 use std::sync::{Arc, Mutex};
 

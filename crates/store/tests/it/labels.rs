@@ -3,6 +3,7 @@
 
 use crate::support::{agent, temp_store};
 use engram_core::{BlockPatch, Editor, Error, NewBlock};
+use engram_retrieval::HybridSearch;
 
 const PATHS: [&str; 4] = [
     "system/human/family",

@@ -3,6 +3,7 @@
 
 use crate::support::{create, temp_store};
 use engram_core::{AgentPatch, EmbeddingConfig, MessageKind, NewMessage, Role, ToolCall};
+use engram_retrieval::HybridSearch;
 use engram_store::{MessageQuery, MessageVector, Store, embeddable_text};
 
 fn model(store: &Store, agent: &engram_core::AgentId, name: Option<&str>) {

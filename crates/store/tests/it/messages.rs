@@ -4,6 +4,7 @@ use crate::support::{at, create, temp_store};
 use engram_core::{
     Error, MessageId, MessageKind, NewMessage, Role, ToolCall, ToolReturn, ToolStatus,
 };
+use engram_retrieval::HybridSearch;
 use engram_store::{MessageQuery, SEQ_GAP};
 
 fn call(id: &str, name: &str) -> ToolCall {

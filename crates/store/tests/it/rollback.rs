@@ -8,6 +8,7 @@ use engram_core::{
     AgentId, Block, BlockOp, BlockPatch, Editor, Error, MessageId, NewMessage, NewPassage, RunId,
     StopReason, ToolCall, ToolReturn, Usage,
 };
+use engram_retrieval::HybridSearch;
 use engram_store::{BlockWrite, MessageQuery, PassageQuery, RunRecord, StepCommit, Store};
 
 /// One turn as the loop writes it: the user message, then one step whose tool call `call`

@@ -2,6 +2,7 @@
 
 use crate::support::{create, temp_store};
 use engram_core::{AgentId, AgentPatch, EmbeddingConfig, NewMessage, NewPassage, PassageId};
+use engram_retrieval::HybridSearch;
 use engram_store::{MessageQuery, PassageQuery, Store, VectorIndexConfig};
 use std::path::{Path, PathBuf};
 

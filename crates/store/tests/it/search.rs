@@ -2,6 +2,7 @@
 
 use crate::support::{at, create, temp_store};
 use engram_core::{MessageKind, NewMessage, NewPassage, Role, TagMatch};
+use engram_retrieval::HybridSearch;
 use engram_store::{MessageQuery, PassageQuery};
 
 const NASTY: &[&str] = &[

@@ -7,6 +7,7 @@ use engram_core::{
     AgentId, BlockOp, BlockPatch, Editor, NewPassage, PassChangeKind, PassId, PassStatus,
     PassTrigger, PassageId, ReplaceCount, SleeptimePass, SupersedeKind,
 };
+use engram_retrieval::HybridSearch;
 use engram_store::{BlockWrite, PassCommit, PassageList, PassageOp, PassageQuery, Store};
 
 fn record(agent: &AgentId) -> SleeptimePass {

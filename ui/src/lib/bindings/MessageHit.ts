@@ -13,6 +13,6 @@ message: Message,
  * Relevance in `0..=1`, higher is better, with the meaning passage scores have: the BM25
  * score smoothed over neighbouring messages as a share of the best hit's, blended with
  * cosine similarity when the search had a query vector (see
- * `Store::search_messages_by`); 0 for an empty query.
+ * `engram_retrieval::hybrid::messages`); 0 for an empty query.
  */
 score: number, };

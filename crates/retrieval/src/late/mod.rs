@@ -1,6 +1,6 @@
 //! Late interaction as archival search's reranker when no cross-encoder is configured: the
 //! query's and each candidate's word-piece vectors from the built-in embedding model,
-//! compared token by token (ColBERT's MaxSim, `engram_embed::late`), each query word weighted
+//! compared token by token (ColBERT's MaxSim, [`maxsim`]), each query word weighted
 //! by its BM25 IDF among the agent's own passages, each candidate read partly alone and
 //! mostly together with the two passages written before and the two after it, blended with
 //! the hybrid score. Measured on the LoCoMo development set (`benches/retrieval.rs`, README
@@ -11,57 +11,56 @@
 //! hold) and lost the adversarial category to words alone; weighting by IDF fixed that.
 //!
 //! A passage's word-piece vectors are computed once, in the background after it is written
-//! (`crate::embeddings`), and stored compressed (`engram_embed::token_codes`); a search
+//! (`engram_service`'s embeddings backfill), and stored compressed ([`token_codes`]); a search
 //! encodes only its query, plus any candidate whose vectors are not stored yet.
 //!
 //! Only agents whose embedding model is the built-in one are reranked, and only while that
 //! model is in memory (the search has just embedded its query with it): a search never loads
 //! or downloads a model for this, and an agent on a remote model is left as the store ranks it.
 
-use crate::local_model::LocalModels;
+pub mod maxsim;
+pub mod token_codes;
+
+use crate::rerank::{Candidate, RerankError, Reranker};
+use crate::tuning::{
+    LATE_INTERACTION_CONTEXT_SHARE, LATE_INTERACTION_DEPTH, LATE_INTERACTION_NEIGHBOUR_REACH,
+    LATE_INTERACTION_WEIGHT,
+};
 use async_trait::async_trait;
-use engram_agent::Candidate;
 use engram_core::{AgentId, PassageId};
-use engram_embed::late::{content_words, weighted_max_sim_in_context};
-use engram_embed::token_codes;
-use engram_store::Store;
+use engram_embed::LocalEmbeddings;
+use engram_store::{Store, TermStats};
+use maxsim::{content_words, weighted_max_sim_in_context};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// The late-interaction relevance's share of a reranked hit's score (the hybrid score has the
-/// rest). Chosen on the development set (conversations 1–3 to choose, 4–5 to check): with two
-/// neighbours a side, 0.8 (0.764 recall@5, against 0.759 at 0.7); 0.6 without neighbours was
-/// 0.709, and a pure MaxSim order (1.0) was best on tune but lost the check half.
-pub const LATE_INTERACTION_WEIGHT: f64 = 0.8;
+/// The built-in embedding model of a name (`all-minilm-l6-v2`), if it is in memory now; `None`
+/// otherwise (late interaction never loads one).
+pub type LoadedModel = Arc<dyn Fn(&str) -> Option<Arc<LocalEmbeddings>> + Send + Sync>;
 
-/// How much of a candidate's MaxSim is that of it read together with its neighbouring
-/// passages (the rest is its own). On the development set with two neighbours a side, 0.85
-/// found 0.764 against 0.757 for 0.7 and 0.749 for a half; both halves agree.
-pub const LATE_INTERACTION_CONTEXT_SHARE: f64 = 0.85;
+/// Late interaction as a [`Reranker`] (see the module docs), reading stored word-piece vectors
+/// from `store` and encoding with the model `loaded` finds.
+pub struct LateInteraction {
+    store: Store,
+    loaded: LoadedModel,
+}
 
-/// How many passages on each side of a candidate it is read with. On the development set
-/// (over the first 15, share 0.7, weight 0.8): one a side 0.742, two 0.757, three 0.756 at a
-/// third more texts to encode.
-pub const LATE_INTERACTION_NEIGHBOUR_REACH: usize = 2;
-
-/// How many of the hybrid search's first hits are re-scored. With two neighbours a side, 20
-/// found 0.768 against 0.764 for 15 but encodes 64 distinct texts a search against 48 (one
-/// neighbour a side over 20, as before, was 43); 10 found 0.748.
-pub const LATE_INTERACTION_DEPTH: usize = 15;
-
-pub(crate) struct LateInteraction {
-    pub(crate) store: Store,
-    pub(crate) local: Arc<LocalModels>,
+impl LateInteraction {
+    /// A late-interaction reranker over `agent`s' passages in `store`, using the built-in model
+    /// `loaded` gives (see [`LoadedModel`]).
+    pub fn new(store: Store, loaded: LoadedModel) -> Self {
+        Self { store, loaded }
+    }
 }
 
 #[async_trait]
-impl engram_agent::Reranker for LateInteraction {
+impl Reranker for LateInteraction {
     async fn relevance(
         &self,
         agent: &AgentId,
         query: &str,
         candidates: &[Candidate],
-    ) -> std::result::Result<Option<Vec<f64>>, String> {
+    ) -> Result<Option<Vec<f64>>, RerankError> {
         let Some((handle, model)) = self
             .store
             .get_agent(agent)
@@ -71,7 +70,7 @@ impl engram_agent::Reranker for LateInteraction {
                 let (provider, name) = e.model.split_once('/')?;
                 let model = provider
                     .eq_ignore_ascii_case(engram_embed::PROVIDER)
-                    .then(|| self.local.existing(name))
+                    .then(|| (self.loaded)(name))
                     .flatten()?;
                 Some((e.model.clone(), model))
             })
@@ -83,10 +82,7 @@ impl engram_agent::Reranker for LateInteraction {
         // What the background backfill has stored; only the rest (passages written moments
         // ago, or unreadable blobs) and the query go through the model now.
         let ids: Vec<PassageId> = passages.iter().map(|(id, _)| id.clone()).collect();
-        let stored = self
-            .store
-            .passage_tokens(agent, &handle, &ids)
-            .map_err(|e| e.to_string())?;
+        let stored = self.store.passage_tokens(agent, &handle, &ids)?;
         let mut vectors: Vec<Option<Vec<Vec<f32>>>> = ids
             .iter()
             .map(|id| stored.get(id).and_then(|b| token_codes::decode(b).ok()))
@@ -96,13 +92,16 @@ impl engram_agent::Reranker for LateInteraction {
             .collect();
         let mut texts = vec![query.to_owned()];
         texts.extend(missing.iter().map(|&i| passages[i].1.clone()));
-        let encoder = model.encoder().await.map_err(|e| e.to_string())?;
+        let encode = |e: &dyn std::fmt::Display| RerankError::Encode(e.to_string());
+        let encoder = model.encoder().await.map_err(|e| encode(&e))?;
         let mut encoded = tokio::task::spawn_blocking(move || encoder.token_vectors(&texts))
             .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| e.to_string())?
+            .map_err(|e| encode(&e))?
+            .map_err(|e| encode(&e))?
             .into_iter();
-        let query_vectors = encoded.next().ok_or("no query vectors")?;
+        let query_vectors = encoded
+            .next()
+            .ok_or_else(|| encode(&"the model gave no query vectors"))?;
         for (&i, tv) in missing.iter().zip(encoded) {
             vectors[i] = Some(tv.vectors);
         }
@@ -140,6 +139,16 @@ impl engram_agent::Reranker for LateInteraction {
     }
 }
 
+/// BM25's inverse document frequency of word `i` of `stats`: `ln(1 + (N − df + 0.5) / (df +
+/// 0.5))`, positive, largest for a word no passage holds. 0 for an index out of range.
+pub fn idf(stats: &TermStats, i: usize) -> f64 {
+    let Some(&df) = stats.frequencies.get(i) else {
+        return 0.0;
+    };
+    let (n, df) = (stats.passages as f64, df as f64);
+    (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+}
+
 /// Where a candidate and its neighbours sit in the list of distinct passages.
 type Place = (usize, Vec<usize>);
 
@@ -170,18 +179,33 @@ fn idf_weighted<'q>(
     store: &Store,
     agent: &AgentId,
     query: &'q engram_embed::TokenVectors,
-) -> std::result::Result<Vec<(&'q [f32], f64)>, String> {
+) -> Result<Vec<(&'q [f32], f64)>, RerankError> {
     let words = content_words(query);
     let names: Vec<String> = words.iter().map(|(w, _)| w.clone()).collect();
-    let stats = store
-        .passage_term_stats(agent, &names)
-        .map_err(|e| e.to_string())?;
+    let stats = store.passage_term_stats(agent, &names)?;
     Ok(words
         .iter()
         .enumerate()
         .flat_map(|(i, (_, pieces))| {
-            let idf = stats.idf(i);
+            let idf = idf(&stats, i);
             pieces.iter().map(move |v| (*v, idf))
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rarer_words_weigh_more_and_a_word_nobody_wrote_weighs_most() {
+        // Three passages; "melanie" and "garden" in two, "paint" in one, "kiln" in none.
+        let stats = TermStats {
+            passages: 3,
+            frequencies: vec![2, 2, 1, 0, 0, 0],
+        };
+        assert!(idf(&stats, 3) > idf(&stats, 2) && idf(&stats, 2) > idf(&stats, 0));
+        assert!(idf(&stats, 0) > 0.0);
+        assert_eq!(idf(&stats, 99), 0.0);
+    }
 }

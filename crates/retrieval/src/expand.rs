@@ -6,10 +6,24 @@
 //!
 //! The expansion is a second lexical search of the feedback terms (the store ORs them
 //! equally, so the terms' weights only choose which terms go in); its relevance is blended
-//! with the first search's score (see `engram_agent::rerank`).
+//! with the first search's score (see [`crate::search::search_with`]).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
+
+/// Pseudo-relevance feedback settings of archival search (shipped as
+/// [`EXPANSION`](crate::tuning::EXPANSION)).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Expansion {
+    /// The feedback search's share of a hit's score, in `0..=1`: `(1 − weight) · first +
+    /// weight · feedback` (each `0..=1`, a hit that one search missed counting 0 there).
+    /// 0 switches expansion off.
+    pub weight: f64,
+    /// How many of the first search's best hits the feedback terms come from.
+    pub feedback_hits: usize,
+    /// How many feedback terms are searched.
+    pub terms: usize,
+}
 
 /// English stop words (NLTK's list, as the store's lexical search uses).
 static STOP_WORDS: LazyLock<HashSet<&'static str>> =

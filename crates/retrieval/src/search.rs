@@ -1,125 +1,41 @@
-//! The last stage of archival search: a reranker (a cross-encoder that reads the query and
-//! each candidate together) reorders the first candidates of the store's hybrid ranking.
+//! The entry point of archival search: the hybrid ranking of the store's candidates, then
+//! optional pseudo-relevance feedback, then a reranker over the head of the answer.
 //!
-//! This is the one archival-search pipeline: the agent's `archival_memory_search` tool and the
-//! service's `search_archival` (UI, CLI, REST) both call [`search_passages`], so a reranker
-//! configured once applies everywhere. The store's filters (tags, dates) apply first, as the
-//! candidates are the store's own hits. A reranker that fails never fails the search: the
-//! answer is then the store's ranking, exactly as without a reranker (the reranker itself
-//! reports the failure, e.g. as an app notice).
+//! Every archival search goes through [`search`]: the agent's `archival_memory_search` tool and
+//! the service's `search_archival` (UI, CLI, REST) both call it, so a reranker configured once
+//! applies everywhere. The store's filters (tags, dates) apply first, as the candidates are the
+//! store's own rows. A reranker that fails never fails the search: the answer is then the
+//! hybrid ranking, exactly as without a reranker (the reranker itself reports the failure,
+//! e.g. as an app notice).
 
-use async_trait::async_trait;
-use engram_core::{AgentId, PassageHit, PassageId, Result};
+use crate::expand::Expansion;
+use crate::hybrid;
+use crate::rerank::{Candidate, Reranker};
+use crate::tuning::{EXPANSION, RERANK_CANDIDATES, RERANK_POOL};
+use engram_core::{AgentId, PassageHit, Result};
 use engram_store::{PassageQuery, Store};
-
-/// How many of the store's best hits the reranker reads (when the search asks for fewer).
-/// Each one is a full model pass, so this bounds a search's cost; deeper candidates rarely
-/// reach the first five after reranking.
-pub const RERANK_CANDIDATES: usize = 30;
-
-/// How deep the store is asked for the hits a reranker reads from (their first
-/// [`Reranker::depth`]). The store fuses a deeper pool of lexical and vector candidates for a
-/// deeper answer, and that orders the head better: on the development set, late interaction
-/// over the first 15 of a 50-deep answer found 0.764 recall@5 against 0.753 over a 15-deep
-/// one (`benches/retrieval.rs`). A deeper store search costs milliseconds; the model pass
-/// that follows costs hundreds.
-pub const RERANK_POOL: usize = 50;
-
-/// One candidate of a search, as a reranker reads it.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Candidate {
-    /// The passage's id (a reranker may keep what it computed for a passage by it).
-    pub id: PassageId,
-    /// The passage's text.
-    pub text: String,
-    /// The texts of the passages written around it, oldest first: up to
-    /// [`Reranker::neighbour_reach`] on each side (see [`Store::passage_neighbours`]); empty
-    /// when the reranker reads none. In a conversation stored turn by turn, an answer often
-    /// spans a question and its reply, or a few turns.
-    pub neighbours: Vec<String>,
-    /// The ids of [`neighbours`](Self::neighbours), in the same order.
-    pub neighbour_ids: Vec<PassageId>,
-}
-
-/// Scores candidates for a query (a cross-encoder in practice; see `engram_embed::rerank`).
-#[async_trait]
-pub trait Reranker: Send + Sync {
-    /// The relevance of each of `candidates` to `query`, in `0..=1` and input order (higher is
-    /// more relevant). `agent` is whose memory is searched (for notices). `Ok(None)`: this
-    /// reranker does not read this agent's searches (a late-interaction reranker built on the
-    /// built-in embedding model declines an agent with another model); the store's ranking
-    /// stands, silently. Errors: the model could not be loaded or run; the message says why,
-    /// for logs.
-    async fn relevance(
-        &self,
-        agent: &AgentId,
-        query: &str,
-        candidates: &[Candidate],
-    ) -> std::result::Result<Option<Vec<f64>>, String>;
-
-    /// How much of a reranked hit's score the relevance decides, in `0..=1`: the score is
-    /// `(1 − weight) · the store's score + weight · relevance` (both `0..=1`). 1, the default,
-    /// is the reranker's order alone (a cross-encoder); a weaker signal blends (measured in
-    /// `benches/retrieval.rs`).
-    fn weight(&self) -> f64 {
-        1.0
-    }
-
-    /// How many of the store's best hits it reads (at least the search's `top_k`):
-    /// [`RERANK_CANDIDATES`] by default.
-    fn depth(&self) -> usize {
-        RERANK_CANDIDATES
-    }
-
-    /// How many passages on each side of a candidate it reads with it
-    /// ([`Candidate::neighbours`]): 0 by default, which saves looking them up.
-    fn neighbour_reach(&self) -> usize {
-        0
-    }
-}
-
-/// Pseudo-relevance feedback settings of archival search (see [`crate::expand`]).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Expansion {
-    /// The feedback search's share of a hit's score, in `0..=1`: `(1 − weight) · first +
-    /// weight · feedback` (each `0..=1`, a hit that one search missed counting 0 there).
-    /// 0 switches expansion off.
-    pub weight: f64,
-    /// How many of the first search's best hits the feedback terms come from.
-    pub feedback_hits: usize,
-    /// How many feedback terms are searched.
-    pub terms: usize,
-}
-
-/// Archival search's expansion as shipped: off, because it did not pay on the development set
-/// (`benches/retrieval.rs` prints the sweep; README, Performance).
-pub const EXPANSION: Expansion = Expansion {
-    weight: 0.0,
-    feedback_hits: 5,
-    terms: 10,
-};
 
 /// Searches `agent`'s archival memory: the store's ranking (BM25, fused with vectors when
 /// `q.embedding` is set), then, with a `reranker` and a non-blank query, the first
 /// `max(q.top_k, reranker.depth())` hits of its answer [`RERANK_POOL`] deep reordered by the
 /// reranker's relevance blended
 /// with the store's score by [`Reranker::weight`] (the relevance alone by default). Returns
-/// at most `q.top_k` hits, best first. Errors: those of [`Store::search_passages`] (unknown
+/// at most `q.top_k` hits, best first. Errors: those of [`hybrid::passages`] (unknown
 /// agent, a malformed vector); a reranker failure is not one (see the module docs).
-pub async fn search_passages(
+pub async fn search(
     store: &Store,
     agent: &AgentId,
     q: &PassageQuery,
     reranker: Option<&dyn Reranker>,
 ) -> Result<Vec<PassageHit>> {
-    search_passages_with(store, agent, q, reranker, &EXPANSION).await
+    search_with(store, agent, q, reranker, &EXPANSION).await
 }
 
-/// [`search_passages`] with the given pseudo-relevance feedback (benchmarks sweep it): when
+/// [`search`] with the given pseudo-relevance feedback (benchmarks sweep it): when
 /// `expansion.weight > 0`, the first search's best hits give feedback terms
 /// ([`crate::expand::feedback_terms`]) that are searched by words alone and blended in before
-/// any reranking. Errors: as [`search_passages`].
-pub async fn search_passages_with(
+/// any reranking. Errors: as [`search`].
+pub async fn search_with(
     store: &Store,
     agent: &AgentId,
     q: &PassageQuery,
@@ -130,7 +46,7 @@ pub async fn search_passages_with(
     let reranker = reranker.filter(|_| ranks);
     let expand = ranks && expansion.weight > 0.0 && expansion.terms > 0;
     if reranker.is_none() && !expand {
-        return store.search_passages(agent, q);
+        return hybrid::passages(store, agent, q);
     }
     let depth = reranker.map_or(RERANK_CANDIDATES, |r| r.depth().max(1));
     let read_depth = q.top_k.max(depth);
@@ -138,7 +54,7 @@ pub async fn search_passages_with(
         top_k: read_depth.max(if reranker.is_some() { RERANK_POOL } else { 0 }),
         ..q.clone()
     };
-    let mut candidates = store.search_passages(agent, &pool)?;
+    let mut candidates = hybrid::passages(store, agent, &pool)?;
     if expand {
         candidates = expanded(store, agent, &pool, candidates, expansion)?;
     }
@@ -150,7 +66,7 @@ pub async fn search_passages_with(
         if expand {
             Ok(truncated(candidates, q.top_k))
         } else {
-            store.search_passages(agent, q)
+            hybrid::passages(store, agent, q)
         }
     };
     let Some(reranker) = reranker else {
@@ -209,7 +125,7 @@ pub async fn search_passages_with(
         }
         outcome => {
             let why = match outcome {
-                Err(e) => e,
+                Err(e) => e.to_string(),
                 Ok(s) => format!(
                     "{} scores for {} candidates",
                     s.map_or(0, |s| s.len()),
@@ -240,7 +156,8 @@ fn expanded(
     if terms.is_empty() {
         return Ok(first);
     }
-    let second = store.search_passages(
+    let second = hybrid::passages(
+        store,
         agent,
         &PassageQuery {
             query: terms.join(" "),
@@ -279,6 +196,9 @@ fn truncated(mut hits: Vec<PassageHit>, n: usize) -> Vec<PassageHit> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::HybridSearch;
+    use crate::rerank::RerankError;
+    use async_trait::async_trait;
     use engram_core::{Agent, LlmConfig, NewPassage, TagMatch};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -301,7 +221,7 @@ mod tests {
             _: &AgentId,
             _: &str,
             texts: &[Candidate],
-        ) -> std::result::Result<Option<Vec<f64>>, String> {
+        ) -> std::result::Result<Option<Vec<f64>>, RerankError> {
             Ok((!self.decline).then(|| vec![1.0; texts.len()]))
         }
 
@@ -317,10 +237,10 @@ mod tests {
             _: &AgentId,
             _: &str,
             texts: &[Candidate],
-        ) -> std::result::Result<Option<Vec<f64>>, String> {
+        ) -> std::result::Result<Option<Vec<f64>>, RerankError> {
             self.seen.store(texts.len(), Ordering::SeqCst);
             if self.fail {
-                return Err("weights missing".into());
+                return Err(RerankError::Other("weights missing".into()));
             }
             Ok(Some(
                 texts
@@ -350,7 +270,7 @@ mod tests {
             _: &AgentId,
             _: &str,
             candidates: &[Candidate],
-        ) -> std::result::Result<Option<Vec<f64>>, String> {
+        ) -> std::result::Result<Option<Vec<f64>>, RerankError> {
             *self.seen.lock().unwrap() = candidates.to_vec();
             Ok(Some(vec![1.0; candidates.len()]))
         }
@@ -412,7 +332,7 @@ mod tests {
             fail: false,
             seen: AtomicUsize::new(0),
         };
-        let hits = search_passages(&store, &agent, &q, Some(&r)).await.unwrap();
+        let hits = search(&store, &agent, &q, Some(&r)).await.unwrap();
         assert_eq!(hits.len(), 3);
         assert_eq!(hits[0].passage.text, "the garden answer is tulips");
         // The reranker read every candidate up to its pool, not just the three asked for.
@@ -441,7 +361,7 @@ mod tests {
             reach,
             ..Neighbourly::default()
         };
-        search_passages(store, agent, q, Some(&r)).await.unwrap();
+        search(store, agent, q, Some(&r)).await.unwrap();
         r.seen.into_inner().unwrap()
     }
 
@@ -506,7 +426,7 @@ mod tests {
             depth: 4,
             ..Neighbourly::default()
         };
-        let hits = search_passages(&store, &agent, &query("lake", 2), Some(&r))
+        let hits = search(&store, &agent, &query("lake", 2), Some(&r))
             .await
             .unwrap();
         assert_eq!(hits.len(), 2);
@@ -543,7 +463,7 @@ mod tests {
             fail: false,
             seen: AtomicUsize::new(0),
         };
-        let hits = search_passages(&store, &agent, &q, Some(&r)).await.unwrap();
+        let hits = search(&store, &agent, &q, Some(&r)).await.unwrap();
         assert_eq!(hits.len(), 2, "{:?}", texts(&hits));
         assert!(hits.iter().all(|h| h.passage.tags == ["plants"]));
     }
@@ -560,7 +480,7 @@ mod tests {
             fail: true,
             seen: AtomicUsize::new(0),
         };
-        let hits = search_passages(&store, &agent, &q, Some(&r)).await.unwrap();
+        let hits = search(&store, &agent, &q, Some(&r)).await.unwrap();
         let plain = store.search_passages(&agent, &q).unwrap();
         assert_eq!(texts(&hits), texts(&plain));
         assert_eq!(
@@ -572,7 +492,7 @@ mod tests {
             fail: false,
             seen: AtomicUsize::new(0),
         };
-        let listed = search_passages(&store, &agent, &query("  ", 4), Some(&r))
+        let listed = search(&store, &agent, &query("  ", 4), Some(&r))
             .await
             .unwrap();
         assert_eq!(listed.len(), 4);
@@ -592,7 +512,7 @@ mod tests {
             weight: 0.25,
             decline: false,
         };
-        let hits = search_passages(&store, &agent, &q, Some(&r)).await.unwrap();
+        let hits = search(&store, &agent, &q, Some(&r)).await.unwrap();
         // Relevance 1 everywhere: the store's order stands, each score moved a quarter of
         // the way to 1.
         assert_eq!(texts(&hits), texts(&plain));
@@ -608,9 +528,7 @@ mod tests {
             weight: 0.25,
             decline: true,
         };
-        let hits = search_passages(&store, &agent, &q, Some(&declining))
-            .await
-            .unwrap();
+        let hits = search(&store, &agent, &q, Some(&declining)).await.unwrap();
         assert_eq!(
             hits.iter().map(|h| h.score).collect::<Vec<_>>(),
             plain.iter().map(|h| h.score).collect::<Vec<_>>()
@@ -636,14 +554,14 @@ mod tests {
         let (store, agent) = store_with(&rows);
         let q = query("Caroline's hobby", 4);
         let bowls = "Mel: the kiln glazed the pottery bowls beautifully";
-        let plain = search_passages(&store, &agent, &q, None).await.unwrap();
+        let plain = search(&store, &agent, &q, None).await.unwrap();
         assert!(!texts(&plain).contains(&bowls), "{:?}", texts(&plain));
         let expansion = Expansion {
             weight: 0.3,
             feedback_hits: 2,
             terms: 5,
         };
-        let hits = search_passages_with(&store, &agent, &q, None, &expansion)
+        let hits = search_with(&store, &agent, &q, None, &expansion)
             .await
             .unwrap();
         assert!(hits.len() <= 4);
@@ -654,7 +572,7 @@ mod tests {
             tags: vec!["none".into()],
             ..q.clone()
         };
-        let none = search_passages_with(&store, &agent, &tagged, None, &expansion)
+        let none = search_with(&store, &agent, &tagged, None, &expansion)
             .await
             .unwrap();
         assert!(none.is_empty(), "{:?}", texts(&none));

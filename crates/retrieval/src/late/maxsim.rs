@@ -6,12 +6,11 @@
 //! a 30-token turn into one point; token matching keeps "terrier" close to "dog" even when the
 //! rest of the turn is about something else.
 //!
-//! The vectors come from the built-in sentence encoder ([`crate::Encoder::token_vectors`]),
+//! The vectors come from the built-in sentence encoder (`engram_embed::Encoder::token_vectors`),
 //! which was not trained for this (ColBERT trains its own projection), so the score is one
-//! signal to blend with the hybrid ranking, not a ranking of its own (see
-//! `engram_agent::rerank`).
+//! signal to blend with the hybrid ranking, not a ranking of its own (see [`crate::late`]).
 
-use crate::encoder::TokenVectors;
+use engram_embed::TokenVectors;
 use std::collections::HashSet;
 use std::sync::LazyLock;
 

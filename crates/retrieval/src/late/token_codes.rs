@@ -1,7 +1,7 @@
 //! Token vectors kept small enough to store beside every passage, so late interaction reads a
 //! candidate's vectors from disk instead of running the model over it at search time.
 //!
-//! A passage's word-piece vectors ([`crate::TokenVectors`]) are unit vectors of the model's
+//! A passage's word-piece vectors (`engram_embed::TokenVectors`) are unit vectors of the model's
 //! dimension (384 floats, 1.5 kB each for all-MiniLM-L6-v2). Compressed vectors stand in for
 //! them the way ColBERTv2 and PLAID store theirs (Santhanam et al., "ColBERTv2: Effective and
 //! Efficient Retrieval via Lightweight Late Interaction", NAACL 2022): a few bits per

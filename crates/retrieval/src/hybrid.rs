@@ -1,0 +1,180 @@
+//! The hybrid ranking: the store's lexical and vector candidates of one search, smoothed over
+//! neighbours and fused, for archival memory, recall (the message history) and the passages
+//! of an agent's folders. The store reads the candidates and loads the ranked rows in one read;
+//! the order is decided here (the closures passed to the store's `rank_*` primitives).
+//!
+//! [`HybridSearch`] gives these rankings as methods of the store, for callers that want the
+//! hybrid ranking alone; archival search proper (with a reranker) is [`crate::search()`].
+
+use crate::fuse::{LEXICAL_WEIGHT, fuse, relative};
+use crate::neighbours::{Neighbours, smooth_by_neighbours};
+use crate::tuning::candidates_for;
+use engram_core::{AgentId, ChunkHit, PassageHit, Result};
+use engram_store::{
+    Bm25, CandidateDepth, Candidates, MessageHit, MessageQuery, PassageQuery, Ranking, Store,
+};
+
+/// The lexical side of a search: BM25 smoothed over neighbours (`mode`), cut to `limit`
+/// (`None`: not cut), as shares of the best hit.
+fn lexical(bm25: Option<Bm25>, mode: Neighbours, limit: Option<usize>) -> Ranking {
+    let Some(bm25) = bm25 else {
+        return Vec::new();
+    };
+    let mut smoothed = smooth_by_neighbours(&bm25.ranking, mode, &bm25.neighbours);
+    if let Some(limit) = limit {
+        smoothed.truncate(limit);
+    }
+    relative(&smoothed)
+}
+
+/// Searches the agent's archival memory by its hybrid ranking alone (no reranker), `q.top_k`
+/// hits at most, best first.
+///
+/// Scores are relevance in `0..=1`, comparable between lexical and hybrid searches: a
+/// lexical hit's BM25 score (smoothed over neighbouring passages: each hit lends half its
+/// score to the passages written just before and after it) as a share of the best hit's;
+/// with a query embedding, that blended with the cosine similarity ([`fuse`]; passages
+/// without a vector of the query's dimension count only by their words); a vector-only search
+/// (blank text, or text no passage matched) gives the cosine itself; a blank search without an
+/// embedding lists the newest passages with score 0.
+///
+/// Errors: `NotFound("agent")`; `Invalid` for an empty or non-finite query embedding.
+pub fn passages(store: &Store, agent: &AgentId, q: &PassageQuery) -> Result<Vec<PassageHit>> {
+    // With a vector side, the lexical side is cut to the vector side's depth before fusion.
+    let hybrid = q.embedding.is_some();
+    let lexical_limit = if hybrid {
+        candidates_for(q.top_k)
+    } else {
+        q.top_k
+    };
+    let depth = CandidateDepth {
+        lexical: candidates_for(lexical_limit),
+        vector: candidates_for(q.top_k),
+    };
+    store.rank_passages(agent, q, depth, |c: Candidates| {
+        let text = lexical(c.lexical, Neighbours::Admit, Some(lexical_limit));
+        let Some(vector) = c.vector else {
+            return text;
+        };
+        let mut fused = if text.is_empty() {
+            vector
+        } else {
+            fuse(&text, &vector, LEXICAL_WEIGHT)
+        };
+        fused.truncate(q.top_k);
+        fused
+    })
+}
+
+/// Searches the agent's whole history (see [`Store::rank_messages`] for what is searched and
+/// filtered): BM25 with each hit lending half its score to matching messages just before and
+/// after it (a question and its answer rise together; every hit contains a query word); with
+/// `embedding` (the query's vector from the agent's current embedding model) also by meaning,
+/// fused as archival search does ([`fuse`], [`LEXICAL_WEIGHT`]), so a hit need not share a word
+/// with the query. An empty query lists the newest matching messages. At most `q.limit` hits.
+///
+/// Errors: `NotFound("agent")`; `Invalid` for an empty or non-finite query vector.
+pub fn messages(
+    store: &Store,
+    agent: &AgentId,
+    q: &MessageQuery,
+    embedding: Option<&[f32]>,
+) -> Result<Vec<MessageHit>> {
+    let pool = candidates_for(q.limit);
+    let depth = CandidateDepth {
+        lexical: pool,
+        vector: pool,
+    };
+    store.rank_messages(agent, q, embedding, depth, |c: Candidates| {
+        let no_words = c.lexical.is_none();
+        let mut ranking = lexical(c.lexical, Neighbours::Rerank, None);
+        if let Some(vector) = c.vector {
+            // As in archival search: no words to match, the cosine itself.
+            ranking = if no_words {
+                vector
+            } else {
+                fuse(&ranking, &vector, LEXICAL_WEIGHT)
+            };
+        }
+        ranking.truncate(q.limit);
+        ranking
+    })
+}
+
+/// Searches the passages of the folders attached to `agent`: BM25 over `query`'s words,
+/// fused with cosine similarity to `embedding` (the query's vector and the handle of the
+/// model that made it; only passages embedded by that model take part). Returns at most
+/// `limit` hits, best first, scores in `0..=1`. A blank query or one without words searches by
+/// meaning alone (or finds nothing without a vector). Errors: `NotFound("agent")`.
+pub fn files(
+    store: &Store,
+    agent: &AgentId,
+    query: &str,
+    embedding: Option<(&str, &[f32])>,
+    limit: usize,
+) -> Result<Vec<ChunkHit>> {
+    let pool = candidates_for(limit);
+    let depth = CandidateDepth {
+        lexical: pool,
+        vector: pool,
+    };
+    store.rank_agent_files(agent, query, embedding, depth, |c: Candidates| {
+        let words = c.lexical.map(|b| b.ranking).unwrap_or_default();
+        let vector = c.vector.unwrap_or_default();
+        let mut fused = fuse(&relative(&words), &vector, LEXICAL_WEIGHT);
+        fused.truncate(limit);
+        fused
+    })
+}
+
+/// The hybrid rankings as methods of the store (see the module docs).
+pub trait HybridSearch {
+    /// Archival memory by the hybrid ranking alone: [`passages`].
+    fn search_passages(&self, agent: &AgentId, q: &PassageQuery) -> Result<Vec<PassageHit>>;
+    /// The message history by words: [`messages`] without a vector.
+    fn search_messages(&self, agent: &AgentId, q: &MessageQuery) -> Result<Vec<MessageHit>>;
+    /// The message history by words and, with `embedding`, meaning: [`messages`].
+    fn search_messages_by(
+        &self,
+        agent: &AgentId,
+        q: &MessageQuery,
+        embedding: Option<&[f32]>,
+    ) -> Result<Vec<MessageHit>>;
+    /// The passages of the agent's folders: [`files`].
+    fn search_agent_files(
+        &self,
+        agent: &AgentId,
+        query: &str,
+        embedding: Option<(&str, &[f32])>,
+        limit: usize,
+    ) -> Result<Vec<ChunkHit>>;
+}
+
+impl HybridSearch for Store {
+    fn search_passages(&self, agent: &AgentId, q: &PassageQuery) -> Result<Vec<PassageHit>> {
+        passages(self, agent, q)
+    }
+
+    fn search_messages(&self, agent: &AgentId, q: &MessageQuery) -> Result<Vec<MessageHit>> {
+        messages(self, agent, q, None)
+    }
+
+    fn search_messages_by(
+        &self,
+        agent: &AgentId,
+        q: &MessageQuery,
+        embedding: Option<&[f32]>,
+    ) -> Result<Vec<MessageHit>> {
+        messages(self, agent, q, embedding)
+    }
+
+    fn search_agent_files(
+        &self,
+        agent: &AgentId,
+        query: &str,
+        embedding: Option<(&str, &[f32])>,
+        limit: usize,
+    ) -> Result<Vec<ChunkHit>> {
+        files(self, agent, query, embedding, limit)
+    }
+}
