@@ -230,17 +230,7 @@ impl Engram {
                 }))
             }
             MemoryCommand::Rename { old_path, new_path } => {
-                let (grant, block) = self.writable_block(client, old_path)?;
-                let (to_grant, label) = self.writable_file(client, new_path)?;
-                if to_grant.agent_id != grant.agent_id {
-                    return Err(MemoryError::BadPath {
-                        path: new_path.clone(),
-                        reason: "a file can only be renamed within its agent's directory".into(),
-                    });
-                }
-                if self.store.agent_block(&grant.agent_id, &label).is_ok() {
-                    return Err(MemoryError::Exists(new_path.trim().to_owned()));
-                }
+                let (grant, block, label) = self.rename_target(client, old_path, new_path)?;
                 Ok(Some(Preview {
                     action: "rename".into(),
                     path: paths::file_path(client, grant, &block.label),

@@ -144,17 +144,7 @@ impl Engram {
                 ))
             }
             MemoryCommand::Rename { old_path, new_path } => {
-                let (grant, block) = self.writable_block(client, old_path)?;
-                let (to_grant, label) = self.writable_file(client, new_path)?;
-                if to_grant.agent_id != grant.agent_id {
-                    return Err(MemoryError::BadPath {
-                        path: new_path.clone(),
-                        reason: "a file can only be renamed within its agent's directory".into(),
-                    });
-                }
-                if self.store.agent_block(&grant.agent_id, &label).is_ok() {
-                    return Err(MemoryError::Exists(new_path.trim().to_owned()));
-                }
+                let (grant, block, label) = self.rename_target(client, old_path, new_path)?;
                 let patch = BlockPatch {
                     label: Some(label.clone()),
                     ..BlockPatch::default()
@@ -249,6 +239,28 @@ impl Engram {
             });
         }
         Ok((grant, label))
+    }
+
+    /// A rename the client may make: the block at `old_path`, its agent's grant and the new
+    /// label, checked (same agent's directory, no file there yet) before anything changes.
+    pub(super) fn rename_target<'c>(
+        &self,
+        client: &'c MemoryClient,
+        old_path: &str,
+        new_path: &str,
+    ) -> Result<(&'c MemoryGrant, Block, String), MemoryError> {
+        let (grant, block) = self.writable_block(client, old_path)?;
+        let (to_grant, label) = self.writable_file(client, new_path)?;
+        if to_grant.agent_id != grant.agent_id {
+            return Err(MemoryError::BadPath {
+                path: new_path.to_owned(),
+                reason: "a file can only be renamed within its agent's directory".into(),
+            });
+        }
+        if self.store.agent_block(&grant.agent_id, &label).is_ok() {
+            return Err(MemoryError::Exists(new_path.trim().to_owned()));
+        }
+        Ok((grant, block, label))
     }
 
     /// An existing block the client may write.
