@@ -12,10 +12,11 @@ use crate::answer::{self, Pass};
 use crate::context;
 use crate::outcome::RunOutcome;
 use crate::rules::Rules;
+use crate::run::{self, RunContext};
 use crate::{EventSink, Runtime};
 use engram_core::{
     AgentId, ApprovalDecision, Error, LoopStyle, PendingApproval, Result, Role, RunEvent, Step,
-    StepId, StopReason, ToolReturn, ToolStatus, Usage,
+    StepId, ToolReturn, ToolStatus, Usage,
 };
 use engram_store::{ApprovalWrite, StepCommit};
 use std::time::Instant;
@@ -173,18 +174,21 @@ impl Runtime {
         if answers.waiting.is_some() {
             announce::pending(self.store(), events, agent_id);
         }
+        // An edit refused at commit gets a step to retry, as in any step.
+        let next = run::go_on_after_refusals(next, &committed);
         let written = committed.messages;
-        // An edit refused at commit gets a step to retry, as in `run`.
-        let next = match next {
-            Some(StopReason::EndTurn | StopReason::NoToolCall) if !committed.refused.is_empty() => {
-                None
-            }
-            next => next,
-        };
         match next {
-            None => Ok(self
-                .drive(&setup, run_id, index + 1, written, rules, events, cancel)
-                .await),
+            None => {
+                let run = RunContext {
+                    setup: &setup,
+                    run_id,
+                    events,
+                    cancel,
+                    rules,
+                    usage: Usage::default(),
+                };
+                Ok(self.drive(run, index + 1, written).await)
+            }
             Some(stop) => {
                 let _ = events.send(RunEvent::Done {
                     run_id: run_id.clone(),

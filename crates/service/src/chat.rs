@@ -6,7 +6,7 @@
 
 use crate::runs::{Entry, RunEvents, RunningRun};
 use crate::{Engram, Notice};
-use engram_agent::{EventSink, RunOutcome};
+use engram_agent::{Claim, EventSink, RunOutcome};
 use engram_core::{
     AgentId, ApprovalDecision, Error, MessageId, NewMessage, Result, RunEvent, RunId,
 };
@@ -198,9 +198,10 @@ impl Engram {
         self.runs.list(|a| agent.is_none_or(|x| x == a))
     }
 
-    /// Whether the agent has a run in flight (or waiting its turn).
+    /// Whether the agent has a run in flight (or waiting its turn), or its conversation is
+    /// being changed. The runtime's turns are the one record of it.
     pub fn is_running(&self, agent: &AgentId) -> bool {
-        !self.running_runs(Some(agent)).is_empty()
+        self.runtime.is_busy(agent)
     }
 
     /// The id the run will be stored under: a new one, or for approval decisions the paused
@@ -234,12 +235,13 @@ impl Engram {
         events: &EventSink,
         cancel: CancellationToken,
     ) -> Result<RunOutcome> {
+        // Claimed as it is registered: from here the agent is busy, for every check that
+        // asks, before the run gets its turn.
+        let claim = self.runtime.claim(agent)?;
         let entry = self.runs.register(agent, run_id.clone(), cancel.clone());
         let (tx, mut rx) = mpsc::unbounded_channel();
         let run = async {
-            let outcome = self
-                .execute(agent, run_id, request, &entry, &tx, &cancel)
-                .await;
+            let outcome = self.execute(claim, run_id, request, &tx, &cancel).await;
             drop(tx);
             outcome
         };
@@ -250,13 +252,13 @@ impl Engram {
 
     async fn execute(
         &self,
-        agent: &AgentId,
+        claim: Claim,
         run_id: RunId,
         request: RunRequest,
-        entry: &Entry<'_>,
         tx: &EventSink,
         cancel: &CancellationToken,
     ) -> Result<RunOutcome> {
+        let agent = &claim.agent().clone();
         let message = |text: String| NewMessage {
             run_id: Some(run_id.clone()),
             ..NewMessage::user(text)
@@ -264,23 +266,24 @@ impl Engram {
         match request {
             RunRequest::Message { text } => {
                 self.check_pending_endpoints(agent)?;
-                self.runtime.run(agent, message(text), tx, cancel).await
+                let turn = claim.turn().await;
+                self.runtime.run_in(&turn, message(text), tx, cancel).await
             }
             RunRequest::Regenerate => {
-                let turn = self.turn_for_rewrite(agent, entry)?;
+                let turn = self.turn_for_rewrite(claim)?;
                 let last = self.last_user_message(agent)?;
                 self.resend(&turn, &last.id, message(last.content), tx, cancel)
                     .await
             }
             RunRequest::EditAndResend { message_id, text } => {
-                let turn = self.turn_for_rewrite(agent, entry)?;
+                let turn = self.turn_for_rewrite(claim)?;
                 self.check_resendable(agent, &message_id)?;
                 self.resend(&turn, &message_id, message(text), tx, cancel)
                     .await
             }
             RunRequest::Approvals { decisions } => {
                 // One turn for all the decisions, so no other run slips in between them.
-                let turn = self.runtime.turn(agent).await?;
+                let turn = claim.turn().await;
                 let mut merged: Option<RunOutcome> = None;
                 for d in decisions {
                     let next = self

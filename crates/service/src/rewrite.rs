@@ -53,7 +53,6 @@ impl Engram {
         let turn = self
             .runtime
             .try_turn(agent)?
-            .filter(|_| !self.is_running(agent))
             .ok_or_else(|| Error::Conflict("the agent is answering; stop the run first".into()))?;
         let current = self.store.get_message(id)?;
         if current.agent_id != *agent {
@@ -104,7 +103,6 @@ impl Engram {
         let turn = self
             .runtime
             .try_turn(agent)?
-            .filter(|_| !self.is_running(agent))
             .ok_or_else(|| Error::Conflict("the agent is answering; stop the run first".into()))?;
         let n = self.store.reset_context(agent)?;
         drop(turn);

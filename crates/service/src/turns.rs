@@ -11,9 +11,8 @@
 //! while anyone holds or waits for the turn, rather than waiting and rolling back what that
 //! run wrote).
 
-use crate::runs::Entry;
 use crate::{Engram, Notice, RunRequest};
-use engram_agent::{EventSink, RunOutcome, Turn};
+use engram_agent::{Claim, EventSink, RunOutcome, Turn};
 use engram_core::{
     AgentId, Error, Message, MessageId, MessageKind, NewMessage, Result, Role, RunId,
 };
@@ -87,9 +86,6 @@ impl Engram {
     pub fn delete_message(&self, agent: &AgentId, id: &MessageId) -> Result<Vec<MessageId>> {
         // Holding the agent's turn: no run can start while the message goes.
         let turn = self.runtime.try_turn(agent)?.ok_or_else(busy)?;
-        if self.is_running(agent) {
-            return Err(busy());
-        }
         self.refuse_while_waiting(agent)?;
         let removed = self.store.delete_message(agent, id)?;
         drop(turn);
@@ -113,16 +109,14 @@ impl Engram {
     }
 
     /// The agent's turn for a run that rewrites the conversation first (regenerate, edit &
-    /// resend), taken by the run registered as `entry`: refused while another run of the
-    /// agent is in flight or queued, or a tool call waits for approval. The check, the
-    /// rollback and the new run all happen under this one turn, the lock every run of the
-    /// agent holds, so no run can slip in between them.
-    pub(crate) fn turn_for_rewrite(&self, agent: &AgentId, entry: &Entry<'_>) -> Result<Turn> {
-        let turn = self.runtime.try_turn(agent)?.ok_or_else(busy)?;
-        if entry.has_company() {
-            return Err(busy());
-        }
-        self.refuse_while_waiting(agent)?;
+    /// resend), taken with the run's `claim`: refused while another run of the agent is in
+    /// flight or queued, or a tool call waits for approval. The check, the rollback and the
+    /// new run all happen under this one turn, the lock every run of the agent holds, so no
+    /// run can slip in between them.
+    pub(crate) fn turn_for_rewrite(&self, claim: Claim) -> Result<Turn> {
+        let agent = claim.agent().clone();
+        let turn = claim.turn_alone().ok_or_else(busy)?;
+        self.refuse_while_waiting(&agent)?;
         Ok(turn)
     }
 

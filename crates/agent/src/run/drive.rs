@@ -1,0 +1,201 @@
+//! A run from the user's message to its `Done` event: steps until one ends the run, then how
+//! it ended, stored.
+
+use super::repeats::Repeats;
+use super::runtime::Runtime;
+use super::setup::RunContext;
+use super::turn::Turn;
+use crate::EventSink;
+use crate::outcome::RunOutcome;
+use crate::reply;
+use crate::rules::Rules;
+use engram_core::{Error, ErrorBody, LoopStyle, Message, NewMessage, Result, RunEvent, StopReason};
+use tokio_util::sync::CancellationToken;
+
+impl Runtime {
+    /// Sends `input` (a user message) to the agent and runs steps until it is done.
+    ///
+    /// Errors before anything is written (unknown agent, model not configured, a context window
+    /// too small for the agent: `context_window_too_small`; `conflict` while a tool call waits
+    /// for approval, naming the call — decide it with [`resolve_approval`](Self::resolve_approval)
+    /// first) are returned as `Err`. Failures during the run (provider down, cancelled) end it
+    /// with a stop reason and `RunOutcome::error`; everything committed before stays valid, and
+    /// an `Error` then a `Done` event are emitted. Each step is written in one transaction, so a
+    /// crash loses at most the step in flight. A call of a tool under a `requires_approval`
+    /// rule ends the run with [`StopReason::RequiresApproval`] (see `answer`).
+    pub async fn run(
+        &self,
+        agent_id: &engram_core::AgentId,
+        input: NewMessage,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<RunOutcome> {
+        let turn = self.turn(agent_id).await?;
+        self.run_in(&turn, input, events, cancel).await
+    }
+
+    /// [`run`](Self::run) in a turn the caller already holds (see [`turn`](Self::turn)), so
+    /// that what it checked or changed under the same lock (a rollback before a regenerate)
+    /// cannot be overtaken by another run. The run is stored under `input.run_id` when given,
+    /// else under a new id. Errors as for `run`.
+    pub async fn run_in(
+        &self,
+        turn: &Turn,
+        input: NewMessage,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<RunOutcome> {
+        let agent_id = turn.agent();
+        if let Some(p) = self.store.pending_approval(agent_id)? {
+            return Err(p.blocks_new_message());
+        }
+        let setup = self.setup(agent_id)?;
+        let run = RunContext {
+            setup: &setup,
+            run_id: input.run_id.clone().unwrap_or_default(),
+            events,
+            cancel,
+            rules: Rules::new(&setup.agent.tool_rules),
+            usage: Default::default(),
+        };
+        run.emit(RunEvent::RunStarted {
+            run_id: run.run_id.clone(),
+            agent_id: agent_id.clone(),
+        });
+        let repaired = self
+            .store
+            .repair_orphaned_tool_calls(agent_id, chrono::Utc::now())?;
+        if repaired > 0 {
+            tracing::warn!(%agent_id, repaired, "answered tool calls left open by an interrupted run");
+        }
+        let input = NewMessage {
+            run_id: Some(run.run_id.clone()),
+            ..input
+        };
+        let written = self.store.append_messages(agent_id, &[input])?;
+        for m in &written {
+            run.emit(RunEvent::Message { message: m.clone() });
+        }
+        Ok(self.drive(run, 1, written).await)
+    }
+
+    /// Takes steps `first..=max_steps` of the run until one ends it (at least one step, so a
+    /// run resumed after an approval decision on its last step still lets the model read the
+    /// result); `written` holds what the run committed so far. Always ends with a `Done`
+    /// event.
+    pub(crate) async fn drive(
+        &self,
+        mut run: RunContext<'_>,
+        first: u32,
+        mut written: Vec<Message>,
+    ) -> RunOutcome {
+        let agent_id = &run.setup.agent.id;
+        let mut stop = StopReason::MaxSteps;
+        let mut error = None;
+        let mut repeats = Repeats::default();
+        for index in first..=run.setup.agent.max_steps.max(first) {
+            if run.cancel.is_cancelled() {
+                stop = StopReason::Cancelled;
+                break;
+            }
+            match self.step(&mut run, index).await {
+                Ok(end) => {
+                    written.extend(end.messages);
+                    if let Some(reason) = end.next {
+                        stop = reason;
+                        break;
+                    }
+                    if repeats.only_repeats(&end.effects) {
+                        tracing::warn!(%agent_id, step = index, "the model repeats itself; stopping the run");
+                        stop = StopReason::NoProgress;
+                        break;
+                    }
+                    repeats.record(end.effects);
+                }
+                Err(e) => {
+                    stop = stop_reason_of(&e);
+                    if !matches!(e, Error::Cancelled) {
+                        tracing::warn!(%agent_id, error = %e, "run ended with an error");
+                        error = Some(report(&run, &e));
+                    }
+                    break;
+                }
+            }
+        }
+        self.finish(run, stop, error, written)
+    }
+
+    /// Ends a run: says why when it told the user nothing, stores how it ended (so a reload
+    /// shows its usage line and "stopped" label), and emits `Done`.
+    fn finish(
+        &self,
+        run: RunContext<'_>,
+        mut stop: StopReason,
+        mut error: Option<ErrorBody>,
+        written: Vec<Message>,
+    ) -> RunOutcome {
+        let agent = &run.setup.agent;
+        // Never silence: an empty answer, a turn ended with memory edits only, or a model
+        // stopped for repeating itself or at the step limit ends with an error that says why.
+        let classic = agent.loop_style == LoopStyle::Classic;
+        if error.is_none() && reply::told_nothing(&written, classic) {
+            let silent = match stop {
+                StopReason::EndTurn | StopReason::NoToolCall if reply::ends_empty(&written) => {
+                    stop = StopReason::LlmApiError;
+                    Some(reply::empty_reply_error())
+                }
+                // A classic-loop model that only edited memory and never called send_message.
+                StopReason::EndTurn
+                | StopReason::NoToolCall
+                | StopReason::NoProgress
+                | StopReason::MaxSteps => Some(reply::no_answer_error(stop, agent.max_steps)),
+                _ => None,
+            };
+            if let Some(e) = silent {
+                tracing::warn!(agent_id = %agent.id, stop = stop.as_str(), "the run ended without a reply");
+                error = Some(report(&run, &Error::from(e)));
+            }
+        }
+        let record = engram_store::RunRecord {
+            id: run.run_id.clone(),
+            agent_id: agent.id.clone(),
+            stop_reason: stop,
+            error: error.clone(),
+            usage: run.usage,
+            ended_at: chrono::Utc::now(),
+        };
+        if let Err(e) = self.store.record_run(&record) {
+            tracing::warn!(agent_id = %agent.id, error = %e, "could not record how the run ended");
+        }
+        run.emit(RunEvent::Done {
+            run_id: run.run_id.clone(),
+            stop_reason: stop,
+            usage: run.usage,
+        });
+        RunOutcome {
+            run_id: run.run_id,
+            messages: written,
+            stop_reason: stop,
+            usage: run.usage,
+            error,
+        }
+    }
+}
+
+/// The stop reason of a run a step's error ended.
+fn stop_reason_of(e: &Error) -> StopReason {
+    match e {
+        Error::Cancelled => StopReason::Cancelled,
+        Error::Provider { .. } => StopReason::LlmApiError,
+        _ => StopReason::Error,
+    }
+}
+
+/// Tells the run's readers about `e`; returns what is stored with the run.
+fn report(run: &RunContext<'_>, e: &Error) -> ErrorBody {
+    let body = ErrorBody::from(e);
+    run.emit(RunEvent::Error {
+        error: body.clone(),
+    });
+    body
+}

@@ -1,0 +1,200 @@
+//! The [`Runtime`]: what runs agents, and what it checks before a run writes anything.
+
+use super::setup::Setup;
+use super::turn::{Claim, Turn, Turns};
+use crate::compact;
+use crate::context::{self, Context};
+use crate::outcome::LoopSettings;
+use crate::python::PythonHost;
+use crate::tools::ToolContext;
+use crate::window;
+use crate::{Embedder, ModelResolver};
+use engram_core::{Agent, AgentId, Result, Timestamp};
+use engram_store::Store;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+/// Runs agents. One run per agent at a time: a second message to a busy agent waits its turn,
+/// so two runs never interleave their steps.
+pub struct Runtime {
+    pub(super) store: Store,
+    pub(crate) models: Arc<dyn ModelResolver>,
+    pub(super) settings: LoopSettings,
+    python: Arc<PythonHost>,
+    /// Calls tools of MCP servers; `None` answers such calls with a `Failed` result.
+    pub(crate) mcp: Option<Arc<dyn crate::McpCaller>>,
+    /// Each agent's turn (see `turn`).
+    turns: Turns,
+    /// Agents warned about memory pressure in the current fill (since their context was last
+    /// below the warning threshold), so the warning fires once per fill.
+    pub(super) warned: Mutex<HashSet<AgentId>>,
+}
+
+impl Runtime {
+    /// A runtime over `store`, resolving models with `models`.
+    pub fn new(store: Store, models: Arc<dyn ModelResolver>) -> Self {
+        Self::with_settings(store, models, LoopSettings::default())
+    }
+
+    /// Same, with custom thresholds.
+    pub fn with_settings(
+        store: Store,
+        models: Arc<dyn ModelResolver>,
+        settings: LoopSettings,
+    ) -> Self {
+        Self {
+            store,
+            models,
+            settings,
+            python: Arc::new(PythonHost::default()),
+            mcp: None,
+            turns: Turns::default(),
+            warned: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// Runs user tools with `python` (default: `python3` from `PATH`, 30 s per call).
+    pub fn with_python(mut self, python: Arc<PythonHost>) -> Self {
+        self.python = python;
+        self
+    }
+
+    /// Calls tools of MCP servers through `mcp`.
+    pub fn with_mcp(mut self, mcp: Arc<dyn crate::McpCaller>) -> Self {
+        self.mcp = Some(mcp);
+        self
+    }
+
+    /// Where user tools run.
+    pub fn python(&self) -> &Arc<PythonHost> {
+        &self.python
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The reranker archival search uses now (see [`engram_retrieval::rerank`]), if any.
+    pub(crate) fn reranker(&self) -> Option<Arc<dyn crate::Reranker>> {
+        self.models.reranker()
+    }
+
+    /// The context-window thresholds in use.
+    pub fn settings(&self) -> &LoopSettings {
+        &self.settings
+    }
+
+    /// The agent's context as the next call would see it (for the context-window meter).
+    pub fn context(&self, agent_id: &AgentId) -> Result<Context> {
+        context::load(&self.store, agent_id, chrono::Utc::now(), true)
+    }
+
+    /// Checks what [`run`](Self::run) checks before it writes anything (the agent exists, its
+    /// model resolves, the context window can hold it), so a caller about to change the
+    /// conversation first (regenerate, edit & resend) can refuse before losing anything.
+    ///
+    /// Errors: `NotFound("agent")`, configuration errors (no provider, no key),
+    /// `context_window_too_small`.
+    pub fn preflight(&self, agent_id: &AgentId) -> Result<()> {
+        let agent = self.store.get_agent(agent_id)?;
+        self.models.chat_model(&agent.llm)?;
+        self.check_window(&agent)?;
+        if let Some(e) = &agent.embedding {
+            self.models.embedder(e)?;
+        }
+        Ok(())
+    }
+
+    /// What a run needs before anything is written: the agent, its model clients, and the
+    /// check that its context window can hold it.
+    pub(crate) fn setup(&self, agent_id: &AgentId) -> Result<Setup> {
+        let agent = self.store.get_agent(agent_id)?;
+        let model = self.models.chat_model(&agent.llm)?;
+        self.check_window(&agent)?;
+        let embedder = agent
+            .embedding
+            .as_ref()
+            .map(|c| self.models.embedder(c))
+            .transpose()?;
+        Ok(Setup {
+            agent,
+            model,
+            embedder,
+        })
+    }
+
+    /// Refuses an agent whose fixed part (system prompt, blocks, tools) does not fit its
+    /// context window: that is the user's to fix, so it is said before anything is written,
+    /// instead of a run that compacts on every step. Error: `context_window_too_small`.
+    fn check_window(&self, agent: &Agent) -> Result<()> {
+        let ctx = context::load(&self.store, &agent.id, chrono::Utc::now(), true)?;
+        window::check(
+            compact::fixed_tokens(&ctx),
+            ctx.breakdown.context_window,
+            &agent.llm.model,
+            &self.settings,
+        )
+    }
+
+    /// Claims a place in the agent's queue: from now until the claim (or the turn it becomes)
+    /// is dropped, [`is_busy`](Self::is_busy) says so and [`try_turn`](Self::try_turn) gives
+    /// nothing. Errors: `Internal` if the lock table is poisoned.
+    pub fn claim(&self, agent_id: &AgentId) -> Result<Claim> {
+        self.turns.claim(agent_id)
+    }
+
+    /// Waits for the agent's turn: one run (or approval decision, or change to the
+    /// conversation that must not overlap one) per agent at a time. Runs waiting for the turn
+    /// get it in the order they asked. Errors: `Internal` if the lock table is poisoned.
+    pub async fn turn(&self, agent_id: &AgentId) -> Result<Turn> {
+        Ok(self.claim(agent_id)?.turn().await)
+    }
+
+    /// The agent's turn if nobody holds it or waits for it now, else `None` (a run is in
+    /// flight or queued). Errors: `Internal` if the lock table is poisoned.
+    pub fn try_turn(&self, agent_id: &AgentId) -> Result<Option<Turn>> {
+        Ok(self.claim(agent_id)?.turn_alone())
+    }
+
+    /// Whether a run of the agent is in flight or queued, or its conversation is being
+    /// changed.
+    pub fn is_busy(&self, agent_id: &AgentId) -> bool {
+        self.turns.is_busy(agent_id)
+    }
+
+    /// Where compaction aims: `compact_to` of the window, in tokens.
+    pub(super) fn target_tokens(&self, ctx: &Context) -> usize {
+        (ctx.breakdown.context_window as f32 * self.settings.compact_to) as usize
+    }
+
+    /// What the tools of one step see: the agent and its blocks as `ctx` read them (a
+    /// model's whole-value rewrite is based on those versions), nothing queued yet, the
+    /// step's clock `now`.
+    pub(crate) fn tool_context<'a>(
+        &'a self,
+        ctx: &'a Context,
+        embedder: Option<&'a Embedder>,
+        reranker: Option<&'a dyn crate::Reranker>,
+        now: Timestamp,
+    ) -> ToolContext<'a> {
+        ToolContext {
+            agent: &ctx.agent,
+            store: &self.store,
+            blocks: ctx.blocks.clone(),
+            read_versions: ctx
+                .blocks
+                .iter()
+                .map(|b| (b.id.clone(), b.version))
+                .collect(),
+            writes: Vec::new(),
+            passages: Vec::new(),
+            embedder,
+            reranker,
+            now,
+            custom: &ctx.custom_tools,
+            python: &self.python,
+            mcp: self.mcp.as_deref(),
+        }
+    }
+}
