@@ -58,6 +58,8 @@ test('a folder filled by picking and dropping files, given to an agent who opens
   await openAgent(page, AGENT);
   await page.getByTestId('memory-tab-files').click();
   await expect(page.getByTestId('agent-files-empty')).toBeVisible();
+  // Other specs' agent files may have made folders too: pick this one by name.
+  await page.getByTestId('attach-folder-choice').selectOption({ label: 'Manuals' });
   await page.getByTestId('attach-folder').click();
   const mine = page.locator('[data-testid=agent-folder][data-folder-name="Manuals"]');
   await expect(mine.getByTestId('agent-file')).toHaveCount(3);
