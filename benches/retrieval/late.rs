@@ -51,6 +51,7 @@ pub fn split_recall(lists: &[Ranked], tune: &[bool], ks: &[usize]) -> (Recall, R
                 lexical: Vec::new(),
                 vector: Vec::new(),
                 hybrid: r.hybrid.clone(),
+                took: Default::default(),
             })
             .collect();
         locomo::recall_of(&sub, ks, &|r| r.hybrid.clone())
@@ -227,6 +228,7 @@ pub fn late_rows(
                 lexical: Vec::new(),
                 vector: Vec::new(),
                 hybrid: pick(i, r),
+                took: Default::default(),
             })
             .collect();
         split_recall(&lists, &is_tune, ks)

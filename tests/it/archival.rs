@@ -61,6 +61,12 @@ async fn passages_are_embedded_and_searched_with_vectors_when_the_agent_has_a_mo
             .await
             .unwrap();
     }
+    // The vectors follow in the background, in one batch.
+    assert!(
+        home.engram
+            .fresh_vectors(&agent, std::time::Duration::from_secs(10))
+            .await
+    );
     assert!(
         home.engram
             .store()

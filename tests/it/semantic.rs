@@ -60,6 +60,12 @@ async fn new_agents_get_the_local_model_and_a_paraphrase_finds_its_passage() {
     for p in PASSAGES {
         home.engram.add_passage(&sam, p, vec![]).await.unwrap();
     }
+    // Vectors are computed in the background after the write.
+    assert!(
+        home.engram
+            .fresh_vectors(&sam, std::time::Duration::from_secs(30))
+            .await
+    );
     let missing = home
         .engram
         .store()
@@ -119,6 +125,12 @@ async fn filters_apply_before_the_limit_in_hybrid_search() {
         .add_passage(&sam, "Bob loves boston terriers", vec!["bob".into()])
         .await
         .unwrap();
+    // Vectors are computed in the background after the write.
+    assert!(
+        home.engram
+            .fresh_vectors(&sam, std::time::Duration::from_secs(30))
+            .await
+    );
     let hits = search(&home.engram, &sam, "my dog", &["bob"], 1).await;
     assert_eq!(hits, vec!["Bob loves boston terriers".to_owned()]);
 }
@@ -152,6 +164,51 @@ async fn an_imported_passage_is_found_by_words_then_by_meaning_after_backfill() 
     // A second run finds nothing left to do.
     let again = home.engram.backfill_embeddings(&sam).await.unwrap();
     assert_eq!((again.embedded, again.remaining), (0, 0));
+}
+
+/// A passage written through the service comes back before its vectors exist: its words find
+/// it at once, and once the background pass has run, a paraphrase finds it by meaning too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_passage_is_found_by_words_while_its_vectors_are_computed_then_by_meaning() {
+    let home = Home::with_model(&[]);
+    let sam = agent(&home.engram, None);
+    let store = home.engram.store();
+    let stored = home
+        .engram
+        .add_passage(&sam, PASSAGES[0], vec![])
+        .await
+        .unwrap();
+    // The model is not loaded yet, and its first load takes far longer than a write: the
+    // write did not wait for it.
+    assert_eq!(store.count_passages_without_vectors(&sam).unwrap(), 1);
+    let by_words = engram_store::PassageQuery {
+        query: "boston terriers".into(),
+        top_k: 1,
+        ..Default::default()
+    };
+    let hits = engram_retrieval::search(store, &sam, &by_words, None)
+        .await
+        .unwrap();
+    assert_eq!(hits[0].passage.id, stored.id, "found by its words at once");
+
+    assert!(
+        home.engram
+            .fresh_vectors(&sam, std::time::Duration::from_secs(30))
+            .await
+    );
+    assert_eq!(store.count_passages_without_vectors(&sam).unwrap(), 0);
+    assert_eq!(
+        store
+            .count_passages_without_tokens(&sam, "local/all-minilm-l6-v2")
+            .unwrap(),
+        0,
+        "its token vectors for late interaction are stored too"
+    );
+    // "my dog" shares no word with it: only its vector can find it.
+    assert_eq!(
+        search(&home.engram, &sam, "my dog", &[], 1).await,
+        vec![PASSAGES[0].to_owned()]
+    );
 }
 
 /// An embeddings server that always fails, counting the requests it gets.
@@ -200,6 +257,10 @@ async fn an_embedding_outage_loses_nothing_and_search_answers_at_once() {
         .unwrap();
     assert_eq!(missing.len(), 1);
     assert_eq!(missing[0].id, stored.id);
+    // The background pass tried the model and said why it failed.
+    home.engram
+        .fresh_vectors(&sam, std::time::Duration::from_secs(30))
+        .await;
     let notice = loop {
         match notices.try_recv().unwrap() {
             Notice::EmbeddingsUnavailable { agent_id, message } => break (agent_id, message),
@@ -236,6 +297,9 @@ async fn damaged_weights_give_a_clear_error_and_search_falls_back_to_words() {
         .add_passage(&sam, "The spare key is under the blue flowerpot", vec![])
         .await
         .unwrap();
+    home.engram
+        .fresh_vectors(&sam, std::time::Duration::from_secs(30))
+        .await;
     let message = loop {
         if let Notice::EmbeddingsUnavailable { message, .. } = notices.try_recv().unwrap() {
             break message;
@@ -286,6 +350,12 @@ async fn the_first_use_download_comes_from_the_model_repository_with_progress() 
         .add_passage(&sam, "Bob loves boston terriers", vec![])
         .await
         .unwrap();
+    // Vectors are computed in the background after the write.
+    assert!(
+        home.engram
+            .fresh_vectors(&sam, std::time::Duration::from_secs(30))
+            .await
+    );
     let progress: Vec<(u64, u64)> = std::iter::from_fn(|| notices.try_recv().ok())
         .filter_map(|n| match n {
             Notice::ModelDownload {
@@ -382,6 +452,10 @@ async fn a_retry_by_hand_tries_the_download_at_once() {
             .await
             .unwrap();
     }
+    // The background pass tried the download, and failed.
+    home.engram
+        .fresh_vectors(&agent, std::time::Duration::from_secs(30))
+        .await;
     let automatic = asked.load(Ordering::SeqCst);
     assert!(automatic >= 1, "the first use tried the download");
     let err = home.engram.retry_embedding_model(&agent).await.unwrap_err();

@@ -198,6 +198,20 @@ pub struct Ranked {
     pub vector: Vec<(String, f64)>,
     /// The store's hybrid ranking (text and query vector together), best first.
     pub hybrid: Vec<(String, f64)>,
+    /// How long the store took for each ranking ([`rank_both`] only; the query's vector was
+    /// computed beforehand and is not counted).
+    pub took: Took,
+}
+
+/// Time the store took per search, by variant.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Took {
+    /// By words alone.
+    pub lexical: std::time::Duration,
+    /// By the query's vector alone.
+    pub vector: std::time::Duration,
+    /// Both, fused, as the store searches.
+    pub hybrid: std::time::Duration,
 }
 
 impl Ranked {
@@ -322,8 +336,16 @@ pub fn rank_both(
                     .map(|h| (loaded.dia_of[&h.passage.id].clone(), h.score))
                     .collect::<Vec<_>>()
             };
+            let timed = |query: &str, embedding: Option<Vec<f32>>| {
+                let started = std::time::Instant::now();
+                let hits = search(query, embedding);
+                (hits, started.elapsed())
+            };
+            let (lexical, lexical_took) = timed(&q.text, None);
+            let (vector, vector_took) = timed("", Some(qv.clone()));
+            let (hybrid, hybrid_took) = timed(&q.text, Some(qv.clone()));
             // The store's vector-only order, scored by the cosine itself (unit vectors).
-            let vector = search("", Some(qv.clone()))
+            let vector = vector
                 .into_iter()
                 .map(|(dia, _)| {
                     let cos: f32 = loaded.vector_of[&dia]
@@ -337,9 +359,14 @@ pub fn rank_both(
             out.push(Ranked {
                 category: q.category,
                 evidence: q.evidence.clone(),
-                lexical: search(&q.text, None),
+                lexical,
                 vector,
-                hybrid: search(&q.text, Some(qv.clone())),
+                hybrid,
+                took: Took {
+                    lexical: lexical_took,
+                    vector: vector_took,
+                    hybrid: hybrid_took,
+                },
             });
         }
     }
@@ -380,6 +407,7 @@ pub fn rank_with(
                 lexical: Vec::new(),
                 vector: Vec::new(),
                 hybrid,
+                took: Default::default(),
             });
         }
     }
@@ -433,6 +461,7 @@ pub async fn rank_by_service(
                     .into_iter()
                     .map(|h| (loaded.dia_of[&h.passage.id].clone(), h.score))
                     .collect(),
+                took: Default::default(),
             });
         }
     }

@@ -550,7 +550,15 @@ async fn archival(engram: &Engram, cmd: ArchivalCmd) -> Result<()> {
     match cmd {
         ArchivalCmd::Add { agent, text, tags } => {
             let agent = AgentId::from(agent);
-            let add = engram.add_passage(&agent, &text, tags);
+            // The vector is computed in the background; this process waits for it before it
+            // exits, so the passage is found by meaning from the next command on.
+            let add = async {
+                let p = engram.add_passage(&agent, &text, tags).await?;
+                engram
+                    .fresh_vectors(&agent, std::time::Duration::from_secs(600))
+                    .await;
+                anyhow::Ok(p)
+            };
             let p = embedding::with_progress(engram, add).await?;
             println!("{}", p.id);
         }

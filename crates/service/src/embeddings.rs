@@ -13,6 +13,7 @@
 //! and ignores the messages' vectors of the old model (they are never compared with the new
 //! model's queries); the background backfill re-embeds both while chat goes on.
 
+use crate::backfill_state::Backfills;
 use crate::{Engram, Notice};
 use engram_agent::{Embedder, ModelResolver};
 use engram_core::{AgentId, Result};
@@ -51,16 +52,29 @@ pub struct BackfillReport {
     pub remaining: u64,
 }
 
+/// What an outage notice says happened to what was being stored.
+const STORED_WITHOUT: &str = "stored without a vector (searchable by its words; the vector is filled in once the model works)";
+
+/// Why a batch failed when the model answered with fewer vectors than texts.
+const TOO_FEW: &str = "the model returned too few vectors";
+
+/// How long a search waits for the vectors of passages just written (see
+/// [`Engram::add_passage`]) before it goes on with what is there: words find a passage at once,
+/// its vector follows within a model pass (or the model's first load, which the search's own
+/// query would wait for too).
+const FRESH_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Up to how many fresh passages a search waits for: more is a bulk write (an import), which
+/// the search does not wait out; it finds those by their words until their vectors are in.
+const FRESH_WAIT_AT_MOST: u64 = 64;
+
 /// What a backfill needs, detached from [`Engram`] so it can run in the background.
 #[derive(Clone)]
 struct Backfiller {
     store: Store,
     resolver: Arc<crate::resolve::Resolver>,
     notices: tokio::sync::broadcast::Sender<Notice>,
-    /// Agents being backfilled now, each with whether more was asked for meanwhile (then the
-    /// backfill runs again when it ends, so rows committed during its last batch are not left
-    /// behind).
-    running: Arc<Mutex<HashMap<AgentId, bool>>>,
+    state: Arc<Backfills>,
     /// [`Engram`]'s agents with an embedding outage (a failed backfill marks its agent).
     outages: Arc<Mutex<std::collections::HashSet<AgentId>>>,
 }
@@ -109,16 +123,17 @@ impl Backfiller {
             .map(|model| (cfg.model.clone(), model)))
     }
 
-    fn outage(&self, agent: &AgentId) {
+    /// Marks the agent's model as failed (`why`) and says so: what is left stays without a
+    /// vector, found by its words, until the next backfill.
+    fn outage(&self, agent: &AgentId, why: &str) {
         self.outages
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(agent.clone());
+        tracing::warn!(agent = %agent, why, "embedding model unavailable");
         let _ = self.notices.send(Notice::EmbeddingsUnavailable {
             agent_id: agent.clone(),
-            message: "filling in missing vectors stopped: the embedding model failed; \
-                      search uses words alone for those rows until it is run again"
-                .into(),
+            message: format!("{STORED_WITHOUT}: {why}"),
         });
     }
 
@@ -188,15 +203,23 @@ impl Backfiller {
                             e.into_iter().map(|e| (e.vector, e.tokens)).unzip();
                         (v, Some(t))
                     }
-                    Ok(_) | Err(_) => {
-                        self.outage(agent);
+                    Ok(_) => {
+                        self.outage(agent, TOO_FEW);
+                        return Ok(false);
+                    }
+                    Err(e) => {
+                        self.outage(agent, &e.to_string());
                         return Ok(false);
                     }
                 },
                 None => match embedder.model.embed(&embedder.name, &texts).await {
                     Ok(v) if v.len() == texts.len() => (v, None),
-                    Ok(_) | Err(_) => {
-                        self.outage(agent);
+                    Ok(_) => {
+                        self.outage(agent, TOO_FEW);
+                        return Ok(false);
+                    }
+                    Err(e) => {
+                        self.outage(agent, &e.to_string());
                         return Ok(false);
                     }
                 },
@@ -250,8 +273,12 @@ impl Backfiller {
             let texts: Vec<String> = batch.iter().map(|p| p.text.clone()).collect();
             let encoded = match model.encode(&texts, BULK_BATCHING).await {
                 Ok(e) if e.len() == texts.len() => e,
-                Ok(_) | Err(_) => {
-                    self.outage(agent);
+                Ok(_) => {
+                    self.outage(agent, TOO_FEW);
+                    return Ok(false);
+                }
+                Err(e) => {
+                    self.outage(agent, &e.to_string());
                     return Ok(false);
                 }
             };
@@ -298,8 +325,12 @@ impl Backfiller {
             } else {
                 match embedder.model.embed(&embedder.name, &wanted).await {
                     Ok(v) if v.len() == wanted.len() => v,
-                    Ok(_) | Err(_) => {
-                        self.outage(agent);
+                    Ok(_) => {
+                        self.outage(agent, TOO_FEW);
+                        return Ok(());
+                    }
+                    Err(e) => {
+                        self.outage(agent, &e.to_string());
                         return Ok(());
                     }
                 }
@@ -340,11 +371,29 @@ impl Backfiller {
     /// when it ends. The count of what is missing is taken in the background too (it reads
     /// every message of the agent), so a chat step never waits for it.
     fn spawn(&self, agent: &AgentId) {
+        self.spawn_for(agent, false);
+    }
+
+    /// [`spawn`](Self::spawn); `fresh` marks that passages were just written, for searches
+    /// to wait for (see `Engram::fresh_vectors`). The mark is set and cleared under the same
+    /// lock as the running set, so a backfill that ends as a write comes in never clears the
+    /// mark of the write it did not see. Without a runtime nothing starts and nothing is
+    /// marked.
+    fn spawn_for(&self, agent: &AgentId, fresh: bool) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
         {
             let mut running = self.lock();
+            if fresh {
+                *self
+                    .state
+                    .fresh
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .entry(agent.clone())
+                    .or_default() += 1;
+            }
             if let Some(again) = running.get_mut(agent) {
                 *again = true;
                 return;
@@ -367,13 +416,20 @@ impl Backfiller {
                     continue;
                 }
                 running.remove(&agent);
+                this.state
+                    .fresh
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&agent);
+                drop(running);
+                this.state.ended.send_modify(|n| *n += 1);
                 return;
             }
         });
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<AgentId, bool>> {
-        self.running.lock().unwrap_or_else(|p| p.into_inner())
+        self.state.running.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -383,7 +439,7 @@ impl Engram {
             store: self.store.clone(),
             resolver: self.resolver.clone(),
             notices: self.notices.clone(),
-            running: self.backfills.clone(),
+            state: self.backfills.clone(),
             outages: self.embedding_outages.clone(),
         }
     }
@@ -440,6 +496,52 @@ impl Engram {
         self.backfiller().lock().contains_key(agent)
     }
 
+    /// Starts computing the vectors of passages just stored without them (see
+    /// [`add_passage`](Self::add_passage)); searches wait briefly for them
+    /// ([`fresh_vectors`](Self::fresh_vectors)).
+    pub(crate) fn embed_fresh(&self, agent: &AgentId) {
+        // Without a runtime to run it in, the vectors come with the next long-lived process.
+        self.backfiller().spawn_for(agent, true);
+    }
+
+    /// Waits until the vectors of the agent's passages written since its backfill last ended
+    /// are stored, at most `limit` (none pending: returns at once). Returns whether they are
+    /// (`false`: timed out; what is missing is still found by its words).
+    pub async fn fresh_vectors(&self, agent: &AgentId, limit: std::time::Duration) -> bool {
+        let mut ended = self.backfills.ended.subscribe();
+        let pending = || {
+            self.backfills
+                .fresh
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains_key(agent)
+        };
+        tokio::time::timeout(limit, async {
+            while pending() {
+                if ended.changed().await.is_err() {
+                    return;
+                }
+            }
+        })
+        .await
+        .is_ok()
+    }
+
+    /// [`fresh_vectors`](Self::fresh_vectors) with the wait a search allows: none for a bulk
+    /// write.
+    pub(crate) async fn settle_for_search(&self, agent: &AgentId) {
+        let pending = self
+            .backfills
+            .fresh
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(agent)
+            .copied();
+        if pending.is_some_and(|n| n <= FRESH_WAIT_AT_MOST) {
+            self.fresh_vectors(agent, FRESH_WAIT).await;
+        }
+    }
+
     /// Vectors for texts to be stored, or `None` (after a notice) when the agent's embedding
     /// model cannot embed them now: the caller stores the texts without vectors, then calls
     /// [`spawn_backfill`](Self::spawn_backfill), which fills in what is still missing (token
@@ -466,39 +568,6 @@ impl Engram {
             Err(e) => {
                 self.embeddings_unavailable(agent, &e.to_string(), true);
                 Ok(None)
-            }
-        }
-    }
-
-    /// Like [`vectors_for_storing`](Self::vectors_for_storing) for one passage's text; on the
-    /// built-in model, its token vectors (coded for storing) come from the same model pass,
-    /// with the model's handle, for [`Store::fill_passage_tokens`] once the passage is
-    /// written.
-    pub(crate) async fn encodings_for_storing(
-        &self,
-        agent: &AgentId,
-        text: &str,
-    ) -> Result<(Option<Vec<f32>>, Option<(String, Vec<u8>)>)> {
-        let texts = [text.to_owned()];
-        let Some((handle, model)) = self.backfiller().built_in(agent)? else {
-            let vector = self
-                .vectors_for_storing(agent, &texts)
-                .await?
-                .and_then(|mut v| v.pop());
-            return Ok((vector, None));
-        };
-        match model.encode(&texts, BULK_BATCHING).await {
-            Ok(mut e) if e.len() == 1 => {
-                let e = e.remove(0);
-                Ok((Some(e.vector), Some((handle, code(&e.tokens)))))
-            }
-            Ok(_) => {
-                self.embeddings_unavailable(agent, "the model returned too few vectors", true);
-                Ok((None, None))
-            }
-            Err(e) => {
-                self.embeddings_unavailable(agent, &e.to_string(), true);
-                Ok((None, None))
             }
         }
     }
@@ -548,7 +617,7 @@ impl Engram {
             .unwrap_or_else(|p| p.into_inner())
             .insert(agent.clone());
         let what = if storing {
-            "stored without a vector (searchable by its words; the vector is filled in once the model works)"
+            STORED_WITHOUT
         } else {
             "searched by words alone"
         };

@@ -8,6 +8,7 @@ mod agentfile;
 mod agents;
 mod api_token;
 mod approval;
+mod backfill_state;
 mod blocks;
 mod chat;
 pub mod commands;
@@ -193,7 +194,7 @@ pub struct Engram {
     /// One connection per MCP server, shared by every agent.
     mcp: Arc<engram_mcp::Hub>,
     /// Agents whose missing vectors are being filled in now (one backfill per agent).
-    backfills: Arc<Mutex<std::collections::HashMap<engram_core::AgentId, bool>>>,
+    backfills: Arc<backfill_state::Backfills>,
     /// Agents whose embedding model failed since it last worked: the next success starts a
     /// backfill of what was stored meanwhile (a search that works does not look otherwise).
     embedding_outages: Arc<Mutex<std::collections::HashSet<engram_core::AgentId>>>,
@@ -321,7 +322,7 @@ impl Engram {
             secrets: options.secrets,
             runs: runs::Registry::default(),
             notices,
-            backfills: Arc::new(Mutex::new(std::collections::HashMap::new())),
+            backfills: Arc::default(),
             embedding_outages: Arc::default(),
             index_idle,
         };

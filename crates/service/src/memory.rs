@@ -86,9 +86,12 @@ impl Engram {
         Ok(block)
     }
 
-    /// Stores a passage in the agent's archival memory, embedded when the agent has an
-    /// embedding model. An embedding outage never loses the passage: it is stored without a
-    /// vector (a `EmbeddingsUnavailable` notice says so) and backfilled later.
+    /// Stores a passage in the agent's archival memory and returns it at once: its words are
+    /// searchable now, and when the agent has an embedding model its vectors are computed in
+    /// the background, batched with other fresh passages (a search waits up to 5 s for
+    /// them, then goes on by words for what is missing). An embedding outage never loses the
+    /// passage: it stays without a vector (an `EmbeddingsUnavailable` notice says so) and is
+    /// filled in later.
     /// Errors: `invalid_input` for empty text; `not_found` for the agent.
     pub async fn add_passage(
         &self,
@@ -111,29 +114,16 @@ impl Engram {
         if text.trim().is_empty() {
             return Err(Error::invalid("a passage needs text"));
         }
-        self.store.get_agent(agent)?;
-        let (embedding, tokens) = self.encodings_for_storing(agent, text).await?;
+        let embedded = self.store.get_agent(agent)?.embedding.is_some();
         let new = NewPassage {
             text: text.to_owned(),
             tags,
-            embedding,
+            embedding: None,
             created_at,
         };
-        let embedded = new.embedding.is_some();
         let mut stored = self.store.insert_passages(agent, &[new])?;
-        if let (Some((handle, blob)), Some(p)) = (tokens, stored.first()) {
-            // Derived data, kept apart from the passage's own write: if this is lost, the
-            // backfill computes it again.
-            self.store.fill_passage_tokens(
-                agent,
-                &handle,
-                &[(p.id.clone(), p.text.clone(), blob)],
-            )?;
-        }
         if embedded {
-            // The model works: what else is missing (passages stored during an outage) is
-            // filled in now that the write can be seen.
-            self.spawn_backfill(agent);
+            self.embed_fresh(agent);
         }
         self.notify(Notice::ArchivalChanged {
             agent_id: agent.clone(),
@@ -205,6 +195,7 @@ impl Engram {
         mut q: PassageQuery,
     ) -> Result<Vec<PassageHit>> {
         self.store.get_agent(agent)?;
+        self.settle_for_search(agent).await;
         q.embedding = self.query_vector(agent, &q.query).await;
         q.top_k = q.top_k.max(1);
         let reranker = self.resolver.rerankers.get();
