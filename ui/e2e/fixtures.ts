@@ -19,6 +19,10 @@ export const engram = {
   get home(): string {
     return process.env.E2E_ENGRAM_HOME!;
   },
+  /** The stand-in for Hugging Face that catalogue downloads come from (see global-setup). */
+  get llmMirror(): string {
+    return process.env.E2E_LLM_MIRROR!;
+  },
   /** The test MCP server binary (`cargo build -p engram-mcp --bins`). */
   get mockMcp(): string {
     return process.env.E2E_MOCK_MCP!;

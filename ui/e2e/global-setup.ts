@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -45,7 +45,16 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
     children.push(mock);
     const mockPort = await waitFor(() => (existsSync(portFile) ? readFileSync(portFile, 'utf8').trim() : null), 'mock-llm port');
 
-    const env: NodeJS.ProcessEnv = { ...process.env, ENGRAM_HOME: join(scratch, 'home'), ENGRAM_SECRETS: 'memory', OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', OPENAI_BASE_URL: '' };
+    // A stand-in for Hugging Face serving the test GGUF (ENGRAM_TEST_GGUF) to catalogue
+    // downloads, throttled and damaged on request (see `mirrorServer`).
+    const mirror = mirrorServer(process.env.ENGRAM_TEST_GGUF);
+    await new Promise<void>((r) => mirror.server.listen(0, '127.0.0.1', r));
+    hubs.push(mirror.server);
+    const mirrorAddr = mirror.server.address();
+    const mirrorUrl = `http://127.0.0.1:${typeof mirrorAddr === 'object' && mirrorAddr ? mirrorAddr.port : 0}`;
+    process.env.E2E_LLM_MIRROR = mirrorUrl;
+
+    const env: NodeJS.ProcessEnv = { ...process.env, ENGRAM_HOME: join(scratch, 'home'), ENGRAM_SECRETS: 'memory', OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', OPENAI_BASE_URL: '', ENGRAM_LLM_MIRROR: mirrorUrl };
     // New agents search by words here: the specs check the window (counts, lists, rollbacks)
     // against exact expectations, and a semantic search ranks every passage. Ranking by meaning
     // with the real model is tested in tests/it/semantic.rs.
@@ -89,6 +98,61 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
     throw e;
   }
   return stop;
+}
+
+/**
+ * Serves the GGUF at `path` for any `…/resolve/…` URL, with `Range` support, Nagle off (small
+ * throttled chunks go out at once). Control: `POST /_throttle?bytes=N` (per 10 ms; 0 = full
+ * speed), `POST /_corrupt?on=1|0` (one byte changed), `GET /_ranges` (the Range headers seen).
+ */
+function mirrorServer(path: string | undefined) {
+  const bytes = path && existsSync(path) ? readFileSync(path) : null;
+  let throttle = 0;
+  let corrupt = false;
+  const ranges: (string | null)[] = [];
+  const server = createServer({ noDelay: true }, (req: IncomingMessage, res: ServerResponse) => {
+    const url = new URL(req.url ?? '/', 'http://mirror');
+    if (url.pathname === '/_throttle') {
+      throttle = Number(url.searchParams.get('bytes') ?? 0);
+      return res.end('ok');
+    }
+    if (url.pathname === '/_corrupt') {
+      corrupt = url.searchParams.get('on') === '1';
+      return res.end('ok');
+    }
+    if (url.pathname === '/_ranges') return res.end(JSON.stringify(ranges));
+    if (!bytes || !url.pathname.includes('/resolve/')) {
+      res.statusCode = 404;
+      return res.end('not here');
+    }
+    const range = req.headers.range ?? null;
+    ranges.push(range);
+    const start = Number(/^bytes=(\d+)-$/.exec(range ?? '')?.[1] ?? 0);
+    const headers: Record<string, string | number> = { 'Content-Length': bytes.length - start, 'Accept-Ranges': 'bytes' };
+    if (start > 0) headers['Content-Range'] = `bytes ${start}-${bytes.length - 1}/${bytes.length}`;
+    res.writeHead(start > 0 ? 206 : 200, headers);
+    let at = start;
+    const damaged = corrupt;
+    let stopped = false;
+    res.on('close', () => (stopped = true));
+    const send = () => {
+      while (!stopped && at < bytes.length) {
+        const end = Math.min(bytes.length, at + (throttle > 0 ? throttle : 1 << 20));
+        let chunk = bytes.subarray(at, end);
+        if (damaged && at === 0) {
+          chunk = Buffer.from(chunk);
+          chunk[100] ^= 1;
+        }
+        at = end;
+        const more = res.write(chunk);
+        if (throttle > 0) return void setTimeout(send, 10);
+        if (!more) return void res.once('drain', send);
+      }
+      if (!stopped) res.end();
+    };
+    send();
+  });
+  return { server };
 }
 
 /** Starts `engram serve` on a free port with `env`; its address and API token. */

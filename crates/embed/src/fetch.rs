@@ -7,10 +7,9 @@
 //! refused: nothing unverified is ever loaded.
 
 use crate::catalog::{LocalModelSpec, ModelFile};
-use futures::StreamExt;
-use sha2::{Digest, Sha256};
+use engram_download::{DownloadError, Expected, Target};
 use std::path::Path;
-use tokio::io::AsyncWriteExt;
+use tokio_util::sync::CancellationToken;
 
 /// How far a download has come, in bytes over all files of the model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,50 +59,55 @@ pub enum FetchError {
     },
 }
 
-fn io(path: &Path) -> impl Fn(std::io::Error) -> FetchError + '_ {
-    move |e| FetchError::Io {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    }
-}
-
 /// Whether every file of `spec` is present under its final name in `dir`.
 pub fn is_complete(spec: &LocalModelSpec, dir: &Path) -> bool {
     spec.files.iter().all(|f| dir.join(f.name).is_file())
 }
 
 /// Fetches the missing files of `spec` from `base_url` (`{base_url}/{file}`) into `dir`,
-/// reporting progress. Files already present are kept. See the module docs for resume and
-/// checksum behaviour.
+/// reporting progress. Files already present are kept. The transfer itself is
+/// [`engram_download::download`] against each file's pinned digest.
 pub async fn fetch(
     spec: &LocalModelSpec,
     base_url: &str,
     dir: &Path,
     on_progress: &(dyn Fn(Progress) + Send + Sync),
 ) -> Result<(), FetchError> {
-    tokio::fs::create_dir_all(dir).await.map_err(io(dir))?;
+    engram_download::private_dir(dir)
+        .await
+        .map_err(|e| from_download(&spec.files[0], base_url, e))?;
     let total: u64 = spec.files.iter().map(|f| f.bytes).sum();
-    let client = reqwest::Client::builder()
-        .connect_timeout(std::time::Duration::from_secs(20))
-        .read_timeout(std::time::Duration::from_secs(60))
-        .build()
-        .map_err(|e| FetchError::Io {
-            path: base_url.to_owned(),
-            message: e.to_string(),
-        })?;
+    let client = engram_download::client().map_err(|e| FetchError::Io {
+        path: base_url.to_owned(),
+        message: e.to_string(),
+    })?;
+    // The embedding model's download is never cancelled by hand: it is stopped by dropping it.
+    let never = CancellationToken::new();
     let mut before = 0u64;
     for file in &spec.files {
         let done_file = dir.join(file.name);
         if !done_file.is_file() {
             let url = format!("{}/{}", base_url.trim_end_matches('/'), file.name);
-            fetch_one(&client, file, &url, dir, &|n| {
-                on_progress(Progress {
-                    file: file.name,
-                    done: before + n,
-                    total,
-                })
-            })
-            .await?;
+            let target = Target {
+                url: url.clone(),
+                dest: done_file,
+                bytes: Some(file.bytes),
+                sha256: Expected::Pinned(file.sha256.to_owned()),
+            };
+            engram_download::download(
+                &client,
+                &target,
+                &|n, _| {
+                    on_progress(Progress {
+                        file: file.name,
+                        done: before + n,
+                        total,
+                    })
+                },
+                &never,
+            )
+            .await
+            .map_err(|e| from_download(file, &url, e))?;
         }
         before += file.bytes;
         on_progress(Progress {
@@ -115,88 +119,22 @@ pub async fn fetch(
     Ok(())
 }
 
-async fn fetch_one(
-    client: &reqwest::Client,
-    file: &ModelFile,
-    url: &str,
-    dir: &Path,
-    on_bytes: &(dyn Fn(u64) + Send + Sync),
-) -> Result<(), FetchError> {
-    let part = dir.join(format!("{}.part", file.name));
-    let transfer = |message: String| FetchError::Transfer {
-        file: file.name,
-        url: url.to_owned(),
-        message,
-    };
-    // What is already there is hashed again: the digest covers the whole file.
-    let mut hasher = Sha256::new();
-    let mut have = match tokio::fs::read(&part).await {
-        Ok(bytes) if (bytes.len() as u64) < file.bytes => {
-            hasher.update(&bytes);
-            bytes.len() as u64
-        }
-        // Too long to be a prefix of the pinned file: start over.
-        Ok(_) => 0,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
-        Err(e) => return Err(io(&part)(e)),
-    };
-    let mut request = client.get(url);
-    if have > 0 {
-        request = request.header(reqwest::header::RANGE, format!("bytes={have}-"));
-    }
-    let response = request.send().await.map_err(|e| transfer(e.to_string()))?;
-    let status = response.status();
-    if !status.is_success() {
-        return Err(transfer(format!("the server answered {status}")));
-    }
-    let resumed = have > 0 && status == reqwest::StatusCode::PARTIAL_CONTENT;
-    if !resumed {
-        // The server sent the whole file (it ignores ranges) or there was nothing to resume.
-        hasher = Sha256::new();
-        have = 0;
-    }
-    let mut out = tokio::fs::OpenOptions::new()
-        .create(true)
-        .write(true)
-        .append(resumed)
-        .truncate(!resumed)
-        .open(&part)
-        .await
-        .map_err(io(&part))?;
-    on_bytes(have);
-    let mut body = response.bytes_stream();
-    while let Some(chunk) = body.next().await {
-        let chunk = chunk.map_err(|e| transfer(e.to_string()))?;
-        if have + chunk.len() as u64 > file.bytes {
-            // Longer than the pinned file: not it, and it must not fill the disk.
-            drop(out);
-            let _ = tokio::fs::remove_file(&part).await;
-            return Err(transfer(format!(
-                "the server sent more than the file's {} bytes",
-                file.bytes
-            )));
-        }
-        hasher.update(&chunk);
-        out.write_all(&chunk).await.map_err(io(&part))?;
-        have += chunk.len() as u64;
-        on_bytes(have);
-    }
-    out.flush().await.map_err(io(&part))?;
-    drop(out);
-    let got = hex(&hasher.finalize());
-    if got != file.sha256 {
-        let _ = tokio::fs::remove_file(&part).await;
-        return Err(FetchError::Checksum {
+fn from_download(file: &ModelFile, url: &str, e: DownloadError) -> FetchError {
+    match e {
+        DownloadError::Checksum { got, .. } => FetchError::Checksum {
             file: file.name,
             url: url.to_owned(),
             got,
             expected: file.sha256,
-        });
+        },
+        DownloadError::Io { path, message } => FetchError::Io { path, message },
+        other => FetchError::Transfer {
+            file: file.name,
+            url: url.to_owned(),
+            message: match other {
+                DownloadError::Transfer { message, .. } => message,
+                other => other.to_string(),
+            },
+        },
     }
-    let done = dir.join(file.name);
-    tokio::fs::rename(&part, &done).await.map_err(io(&done))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

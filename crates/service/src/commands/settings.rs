@@ -174,6 +174,74 @@ impl AppCall for RemoveLocalModelArgs {
     }
 }
 
+/// `model_catalogue`: the recommended GGUF chat models Engram can download, each with its
+/// size, memory needed, licence and tool-calling quality, and where it stands here
+/// (downloaded, registered, a resumable part, a download running, the last failure).
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct ModelCatalogueArgs {}
+
+impl AppCall for ModelCatalogueArgs {
+    const NAME: &'static str = "model_catalogue";
+    type Output = Vec<crate::CatalogueEntry>;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
+        e.model_catalogue()
+    }
+}
+
+/// `pull_model`: starts downloading a catalogue model (resuming an unfinished download); its
+/// progress and end arrive as `chat_model_pull` notices, and once verified it is registered
+/// as `local/<name>`. Only the user may: it writes gigabytes to this computer.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct PullModelArgs {
+    /// The catalogue model's name.
+    name: String,
+}
+
+impl AppCall for PullModelArgs {
+    const NAME: &'static str = "pull_model";
+    type Output = ();
+    async fn call(self, e: &Arc<Engram>, caller: &Caller) -> Result<()> {
+        require_user(caller.authenticated, "downloading a built-in model")?;
+        e.start_model_pull(&self.name)
+    }
+}
+
+/// `cancel_model_pull`: stops a catalogue model's download, keeping what arrived for a
+/// resume; `false` when none was running.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct CancelModelPullArgs {
+    /// The catalogue model's name.
+    name: String,
+}
+
+impl AppCall for CancelModelPullArgs {
+    const NAME: &'static str = "cancel_model_pull";
+    type Output = bool;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<bool> {
+        Ok(e.cancel_model_pull(&self.name))
+    }
+}
+
+/// `delete_downloaded_model`: deletes a downloaded catalogue model's file (and any
+/// unfinished part) and forgets its registration.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct DeleteDownloadedModelArgs {
+    /// The catalogue model's name.
+    name: String,
+}
+
+impl AppCall for DeleteDownloadedModelArgs {
+    const NAME: &'static str = "delete_downloaded_model";
+    type Output = ();
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
+        e.delete_downloaded_model(&self.name).await
+    }
+}
+
 /// `retry_embedding_model`: tries the agent's built-in embedding model again now (its
 /// download, when that failed; a retry by hand does not wait for the back-off), then fills in
 /// the vectors stored without one meanwhile. `null` when the agent's model is not a built-in
