@@ -51,12 +51,15 @@ pub fn start<R: Runtime>(app: &tauri::AppHandle<R>) {
 }
 
 /// Goes on filling in vectors a restart left missing (a backfill cut short, an embedding model
-/// changed just before closing), in the background.
+/// changed just before closing), in the background, and starts watching the folders linked
+/// to a directory.
 fn resume_backfills<R: Runtime>(app: tauri::AppHandle<R>) {
     tauri::async_runtime::spawn(async move {
         if let Err(e) = app.state::<Desktop>().engram.resume_backfills() {
             tracing::warn!(error = %e, "cannot resume embedding backfills");
         }
+        // Folders linked to a directory on disk are kept in step while the app runs.
+        app.state::<Desktop>().engram.resume_folder_watches();
     });
 }
 

@@ -87,3 +87,69 @@ async fn the_folder_commands_add_list_attach_and_remove() {
     let missing = cli(home.path(), &["folder", "ls", "guides"]);
     assert!(!missing.status.success());
 }
+
+/// `engram folder watch` links a directory and syncs it once; a running `engram serve` then
+/// keeps the folder in step (here: a file written after the server started reaches its REST
+/// listing); `unwatch` removes the link and keeps the files.
+#[tokio::test]
+async fn a_folder_linked_by_the_cli_is_kept_in_step_by_the_server() {
+    let home = tempfile::tempdir().unwrap();
+    let docs = tempfile::tempdir().unwrap();
+    std::fs::write(
+        docs.path().join("first.md"),
+        "# First\n\nruddy turnstones\n",
+    )
+    .unwrap();
+    std::fs::write(docs.path().join(".hidden.md"), "left out\n").unwrap();
+    std::os::unix::fs::symlink("/etc/hostname", docs.path().join("host.txt")).unwrap();
+    let id = stdout_ok(&cli(
+        home.path(),
+        &["folder", "create", "desk", "--embedding", "none"],
+    ));
+    let id = id.trim();
+    let dir = docs.path().to_str().unwrap();
+    let out = stdout_ok(&cli(home.path(), &["folder", "watch", "desk", dir]));
+    assert!(
+        out.contains("1 read (0 failed), 0 unchanged, 0 removed, 1 symbolic links not followed"),
+        "{out}"
+    );
+    let listed = stdout_ok(&cli(home.path(), &["folder", "ls"]));
+    assert!(
+        listed.contains("watches ") && listed.contains("(linked)"),
+        "{listed}"
+    );
+    let files = stdout_ok(&cli(home.path(), &["folder", "ls", "desk"]));
+    assert!(
+        files.contains("host.txt  error: a symbolic link pointing outside the watched directory"),
+        "{files}"
+    );
+
+    let served = engram_suite::serve::Served::start(home.path(), &[]);
+    std::fs::write(docs.path().join("second.md"), "# Second\n\ngrey plovers\n").unwrap();
+    let url = format!("{}/v1/folders/{id}/files", served.base);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let body: Value = reqwest::get(&url).await.unwrap().json().await.unwrap();
+        let names: Vec<&str> = body
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|f| f["file_name"].as_str())
+            .collect();
+        if names.contains(&"second.md") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server did not pick up second.md: {body}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    drop(served);
+    let listed = stdout_ok(&cli(home.path(), &["folder", "ls"]));
+    assert!(listed.contains("(watching)"), "{listed}");
+    stdout_ok(&cli(home.path(), &["folder", "unwatch", "desk"]));
+    let listed = stdout_ok(&cli(home.path(), &["folder", "ls"]));
+    assert!(!listed.contains("watches "), "{listed}");
+    assert!(listed.contains("3 files"), "{listed}");
+}

@@ -32,6 +32,29 @@ fn by_name<'a>(list: &'a Value, name: &str) -> &'a Value {
 }
 
 /// The kept parts of a Letta file, as Engram must give them back.
+/// The documents of a file as Engram keeps them, by name (Engram lists a folder's files so).
+fn docs(f: &Value) -> Vec<String> {
+    let mut files: Vec<String> = f["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            json!([
+                x["source_id"],
+                x["file_name"],
+                x["original_file_name"],
+                x["file_type"],
+                x["file_size"],
+                x["processing_status"],
+                x["content"]
+            ])
+            .to_string()
+        })
+        .collect();
+    files.sort();
+    files
+}
+
 fn kept_parts(f: &Value) -> Value {
     let blocks: Vec<Value> = f["blocks"]
         .as_array()
@@ -54,7 +77,10 @@ fn kept_parts(f: &Value) -> Value {
             "compaction_settings": a["compaction_settings"],
             "enable_sleeptime": a["enable_sleeptime"],
             "source_ids": a["source_ids"],
-            "files_agents": a["files_agents"],
+            // Live folders now: what Engram keeps of each link.
+            "files_agents": a["files_agents"].as_array().map(|l| l.iter().map(|x| json!([
+                x["file_name"], x["is_open"], x["last_accessed_at"], x["start_line"], x["end_line"]
+            ])).collect::<Vec<_>>()),
             "max_files_open": a["max_files_open"],
             "per_file_view_window_char_limit": a["per_file_view_window_char_limit"],
             "timezone": a["timezone"],
@@ -63,8 +89,11 @@ fn kept_parts(f: &Value) -> Value {
     json!({
         "blocks": blocks,
         "skills": f["skills"],
-        "sources": f["sources"],
-        "files": f["files"],
+        // Folders are live: their name, text and state come back, in Engram's words.
+        "sources": f["sources"].as_array().unwrap().iter().map(|x| json!([
+            x["id"], x["name"], x["description"], x["instructions"]
+        ])).collect::<Vec<_>>(),
+        "files": docs(f),
         "mcp_servers": f["mcp_servers"],
         "agents": [agent(0), agent(1)],
     })
@@ -119,19 +148,20 @@ fn path_labels_and_newer_sections_round_trip_byte_for_byte() {
     // memory_insert) run, the rest is kept.
     let sleeper = home.engram.get_agent(&report.agents[1]).unwrap().agent;
     assert_eq!(sleeper.tools, ["memory_replace", "memory_insert"]);
+    // Its folder is live, and with it the file tools.
     assert_eq!(
         home.engram.get_agent(ezra).unwrap().agent.tools,
-        ["conversation_search"]
+        [
+            "conversation_search",
+            "open_files",
+            "grep_files",
+            "semantic_search_files"
+        ]
     );
 
     let first = json_of(&home.engram.export_agent_file(&report.agents).unwrap());
     assert_eq!(kept_parts(&first), kept_parts(&original));
-    for name in [
-        "open_files",
-        "grep_files",
-        "list_issues",
-        "memory_finish_edits",
-    ] {
+    for name in ["list_issues", "memory_finish_edits"] {
         assert_eq!(
             kept_tool(&first, name),
             kept_tool(&original, name),
@@ -177,14 +207,9 @@ fn parts_engram_does_not_run_are_reported_per_agent() {
     };
     let ezra = of(0);
     for want in [
-        (InactiveKind::Tool, "open_files"),
-        (InactiveKind::Tool, "grep_files"),
         (InactiveKind::Tool, "list_issues"),
         (InactiveKind::Skill, "pdf"),
         (InactiveKind::Skill, "slack"),
-        (InactiveKind::Source, "bakery-handbook"),
-        (InactiveKind::File, "bakery-handbook/opening.md"),
-        (InactiveKind::File, "bakery-handbook/allergens.md"),
         (InactiveKind::McpServer, "linear"),
         (InactiveKind::CompactionSettings, "compaction_settings"),
     ] {
@@ -197,6 +222,19 @@ fn parts_engram_does_not_run_are_reported_per_agent() {
         !ezra.iter().any(|(_, n)| n == "conversation_search"),
         "runnable tools are active"
     );
+    // The documents are live folders now, and the file tools with them.
+    assert!(
+        !ezra.iter().any(
+            |(k, n)| matches!(k, InactiveKind::Source | InactiveKind::File)
+                || n == "open_files"
+                || n == "grep_files"
+        ),
+        "{ezra:?}"
+    );
+    let folder = home.engram.find_folder("bakery-handbook").unwrap();
+    let files = home.engram.list_folder_files(&folder.id).unwrap();
+    assert_eq!(files.len(), 2, "{files:?}");
+    assert!(files.iter().any(|f| f.name == "opening.md"), "{files:?}");
     // Sleep-time passes are live: Ezra's are switched on at its group's frequency.
     assert!(!ezra.iter().any(|(k, _)| *k == InactiveKind::Sleeptime));
     let passes = home.engram.sleeptime_settings(&report.agents[0]).unwrap();

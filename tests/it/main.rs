@@ -3,6 +3,7 @@
 //! once, not once per file.
 
 mod agent_files;
+mod agentfile_folders;
 mod app_api;
 mod app_dispatch;
 mod app_prices_export;
@@ -20,8 +21,10 @@ mod context_snapshot;
 mod crash_recovery;
 mod custom_tools;
 mod documents;
+mod documents_cancel;
 mod documents_made;
 mod documents_malformed;
+mod documents_watch;
 mod export_history;
 mod import_circles;
 mod index_resume;
@@ -41,6 +44,7 @@ mod mcp_transports;
 mod memory_panel;
 mod memory_tools;
 mod model_check;
+mod model_pull;
 mod no_keychain;
 mod provider_faults;
 mod provider_redirects;

@@ -15,7 +15,11 @@
 //!                   "finish_reason", "started_at", "llm_ms", "step_ms"} … ],
 //!       "extras": {…} } },
 //!   "blocks": { "block-0": { "created_at", "updated_at",
-//!       "history": [ {"id": "edit-0", "editor": {…}, "old_value", "new_value", "created_at"} … ] } }
+//!       "history": [ {"id": "edit-0", "editor": {…}, "old_value", "new_value", "created_at"} … ] } },
+//!   "sources": { "source-0": { "embedding": {…} | null } },
+//!   "files": { "file-0": { "sha256", "page_starts": [1, 40, …],
+//!       "chunks": [ {"text", "page", "heading", "line_start", "line_end"} … ] } },
+//!   "file_windows": { "file_agent-0": { "offset": 1, "length": 100 } }
 //! }
 //! ```
 //! `messages` is the whole recall history in order, not only the context window. Agent ids
@@ -53,6 +57,76 @@ pub struct Extension {
     /// Per block, by file-local id.
     #[serde(default, deserialize_with = "nullable")]
     pub blocks: BTreeMap<String, BlockExt>,
+    /// Per folder (Letta's `sources`), by file-local id (absent in files of older Engrams).
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub sources: BTreeMap<String, SourceExt>,
+    /// Per document (Letta's `files`), by file-local id.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub files: BTreeMap<String, FileExt>,
+    /// Per agent-file link (Letta's `files_agents`), by file-local id: the window's lines.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub file_windows: BTreeMap<String, FileWindowExt>,
+}
+
+/// What Engram keeps of a folder beyond Letta's fields.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SourceExt {
+    /// The model its passages are embedded with; `None`: searched by words alone.
+    #[serde(default)]
+    pub embedding: Option<EmbeddingConfig>,
+}
+
+/// What Engram keeps of a document beyond Letta's fields (whose `content` is its text): how
+/// it was cut into passages, so an import needs no reading again.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FileExt {
+    /// SHA-256 of the original bytes, lower-case hex (an unchanged re-upload is a no-op).
+    #[serde(default)]
+    pub sha256: String,
+    /// First line (1-based) of each page, for paged documents.
+    #[serde(default, deserialize_with = "nullable")]
+    pub page_starts: Vec<u32>,
+    /// Its passages, in order.
+    #[serde(default, deserialize_with = "nullable")]
+    pub chunks: Vec<ChunkExt>,
+}
+
+/// One passage of a document with where it came from.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChunkExt {
+    /// Its text.
+    pub text: String,
+    /// Page (1-based) of a paged document.
+    #[serde(default)]
+    pub page: Option<u32>,
+    /// The heading it sits under.
+    #[serde(default)]
+    pub heading: Option<String>,
+    /// First line (1-based).
+    pub line_start: u32,
+    /// Last line (inclusive).
+    pub line_end: u32,
+}
+
+/// The lines an agent's window on a document shows.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FileWindowExt {
+    /// First line shown (1-based).
+    pub offset: u32,
+    /// Lines shown.
+    pub length: u32,
 }
 
 /// What Engram keeps of an agent beyond Letta's fields.

@@ -1,5 +1,5 @@
 //! `engram folder …`: folders of documents agents read — create, add files or directories,
-//! list, attach to an agent, detach, remove.
+//! link one to a directory on disk (watch, unwatch), list, attach to an agent, detach, remove.
 
 use crate::terminal::safe;
 use anyhow::Result;
@@ -39,6 +39,21 @@ pub enum FolderCmd {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// Link a folder to a directory on this computer and bring it in step now: files added,
+    /// changed or deleted there follow into the folder while the desktop app or `engram
+    /// serve` runs (also after a restart). Files in the folder that are not in the directory
+    /// are removed. Hidden and temporary files are left out; symbolic links are not followed.
+    Watch {
+        /// Folder name or id.
+        folder: String,
+        /// The directory.
+        dir: PathBuf,
+    },
+    /// Stop keeping a folder in step with its directory (its files stay).
+    Unwatch {
+        /// Folder name or id.
+        folder: String,
     },
     /// List folders, or the files of one with their status.
     Ls {
@@ -130,12 +145,30 @@ pub async fn folder(engram: &Engram, cmd: FolderCmd) -> Result<()> {
                 }
             }
         }
+        FolderCmd::Watch { folder, dir } => {
+            let folder = engram.find_folder(&folder)?;
+            let link = engram.link_folder_dir(&folder.id, &dir)?;
+            let r = engram.sync_watched_folder(&folder.id).await?;
+            println!("{} → {}", safe(&folder.name), safe(&link.path));
+            println!(
+                "{} read ({} failed), {} unchanged, {} removed, {} symbolic links not followed",
+                r.added, r.failed, r.unchanged, r.removed, r.links
+            );
+            eprintln!("Kept in step while the desktop app or `engram serve` runs.");
+        }
+        FolderCmd::Unwatch { folder } => {
+            let folder = engram.find_folder(&folder)?;
+            if !engram.unwatch_folder(&folder.id)? {
+                anyhow::bail!("{} is not linked to a directory", folder.name);
+            }
+        }
         FolderCmd::Ls { folder: None, json } => {
             let folders = engram.list_folders()?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&folders)?);
                 return Ok(());
             }
+            let watches = engram.folder_watches()?;
             for f in folders {
                 let files = engram.list_folder_files(&f.id)?.len();
                 let model = f
@@ -143,6 +176,14 @@ pub async fn folder(engram: &Engram, cmd: FolderCmd) -> Result<()> {
                     .as_ref()
                     .map_or("words only", |e| e.model.as_str());
                 println!("{}  {}  {files} files  ({model})", f.id, safe(&f.name));
+                if let Some(w) = watches.iter().find(|w| w.folder_id == f.id) {
+                    let why = w
+                        .error
+                        .as_deref()
+                        .map(|e| format!(": {e}"))
+                        .unwrap_or_default();
+                    println!("  watches {}  ({}{why})", safe(&w.path), w.state.as_str());
+                }
             }
         }
         FolderCmd::Ls {

@@ -84,6 +84,8 @@ pub async fn run(engram: Arc<Engram>, args: ServeArgs) -> Result<()> {
     if let Err(e) = engram.resume_backfills() {
         tracing::warn!(%e, "cannot resume embedding backfills");
     }
+    // Folders linked to a directory on disk are kept in step while the server runs.
+    engram.resume_folder_watches();
     let config = ServerConfig {
         ui_dir: args.ui_dir,
         ..ServerConfig::new(auth)

@@ -66,6 +66,10 @@ pub const APP_COMMANDS: &[AppCommand] = &[
     AppCommand::new("list_local_models", CommandKind::Call),
     AppCommand::new("add_local_model", CommandKind::Call),
     AppCommand::new("remove_local_model", CommandKind::Call),
+    AppCommand::new("model_catalogue", CommandKind::Call),
+    AppCommand::new("pull_model", CommandKind::Call),
+    AppCommand::new("cancel_model_pull", CommandKind::Call),
+    AppCommand::new("delete_downloaded_model", CommandKind::Call),
     AppCommand::new("retry_embedding_model", CommandKind::Call),
     AppCommand::new("get_default_model", CommandKind::Call),
     AppCommand::new("set_default_model", CommandKind::Call),
@@ -180,6 +184,10 @@ pub const APP_COMMANDS: &[AppCommand] = &[
     AppCommand::new("open_agent_file", CommandKind::Call),
     AppCommand::new("close_agent_file", CommandKind::Call),
     AppCommand::new("folder_file_text", CommandKind::Call),
+    AppCommand::new("folder_watches", CommandKind::Call),
+    AppCommand::new("watch_folder", CommandKind::Call),
+    AppCommand::new("unwatch_folder", CommandKind::Call),
+    AppCommand::new("cancel_folder_file", CommandKind::Call),
 ];
 
 /// The names of [`APP_COMMANDS`], in order.

@@ -207,6 +207,62 @@ pub struct AgentFile {
     pub last_accessed_at: Option<Timestamp>,
 }
 
+/// A folder's link to a directory on this computer, which a long-lived process (the desktop
+/// app, `engram serve`) keeps the folder in step with.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct FolderWatch {
+    /// The folder kept in step.
+    pub folder_id: FolderId,
+    /// The directory, absolute, as resolved when it was linked (symbolic links resolved).
+    pub path: String,
+    /// What the process watching it last found.
+    pub state: WatchState,
+    /// Why the directory cannot be watched now (with [`WatchState::Missing`]).
+    pub error: Option<String>,
+    /// When the folder last matched the directory (`None` before the first sync).
+    pub synced_at: Option<Timestamp>,
+}
+
+/// Where a watched folder stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+#[serde(rename_all = "snake_case")]
+pub enum WatchState {
+    /// Linked; no process has gone through the directory yet.
+    Linked,
+    /// The directory is being gone through and the folder brought in step.
+    Syncing,
+    /// In step; changes are picked up as they happen.
+    Watching,
+    /// The directory is gone or unreadable: the folder keeps its files, and watching resumes
+    /// when the directory is back.
+    Missing,
+}
+
+impl WatchState {
+    /// The stored and wire name (`linked`, `syncing`, `watching`, `missing`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WatchState::Linked => "linked",
+            WatchState::Syncing => "syncing",
+            WatchState::Watching => "watching",
+            WatchState::Missing => "missing",
+        }
+    }
+
+    /// Parses a stored name; `None` for anything else.
+    pub fn parse(s: &str) -> Option<WatchState> {
+        Some(match s {
+            "linked" => WatchState::Linked,
+            "syncing" => WatchState::Syncing,
+            "watching" => WatchState::Watching,
+            "missing" => WatchState::Missing,
+            _ => return None,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -30,7 +30,8 @@ pub use block_op::{Applied, BlockOp, OpError, OpOutcome, ReplaceCount};
 pub use client_write::{ClientWriteOutcome, PendingClientWrite};
 pub use error::{Error, ErrorBody, Result};
 pub use folder::{
-    AgentFile, ChunkHit, FileChunk, FileStatus, Folder, FolderFile, NewFolder, Provenance,
+    AgentFile, ChunkHit, FileChunk, FileStatus, Folder, FolderFile, FolderWatch, NewFolder,
+    Provenance, WatchState,
 };
 pub use ids::{
     AgentId, BlockId, ClientWriteId, EditId, FileId, FolderId, McpServerId, MessageId, PassId,

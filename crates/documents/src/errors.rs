@@ -30,6 +30,13 @@ pub enum ReadError {
     /// The file is damaged or not what its name says.
     #[error("cannot read it: {0}")]
     Broken(String),
+    /// A file a directory listing showed as a regular file was something else when it was
+    /// opened (a symbolic link or another file put in its place meanwhile): not read, so a
+    /// walk that does not follow links never reads through one.
+    #[error(
+        "refused: it was replaced (by a symbolic link or another file) while it was being read"
+    )]
+    Replaced,
     /// The file could not be read from disk.
     #[error("cannot open it: {0}")]
     Io(#[from] std::io::Error),

@@ -37,7 +37,33 @@ pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 ///
 /// Errors: [`ReadError::TooLarge`]; [`ReadError::Io`] when it cannot be read.
 pub fn read_bytes(path: &Path) -> Result<Vec<u8>, ReadError> {
+    read_open(std::fs::File::open(path)?)
+}
+
+/// Like [`read_bytes`], for a path a directory walk listed as a regular file: refused with
+/// [`ReadError::Replaced`] when what is opened is not that file any more (a symbolic link put
+/// in its place between the listing and the read would otherwise be followed). On Unix the
+/// opened file must be the listed one (same device and inode); elsewhere the path must still
+/// not be a link.
+pub fn read_listed_bytes(path: &Path) -> Result<Vec<u8>, ReadError> {
+    let listed = std::fs::symlink_metadata(path)?;
+    if !listed.file_type().is_file() {
+        return Err(ReadError::Replaced);
+    }
     let file = std::fs::File::open(path)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let opened = file.metadata()?;
+        if (opened.dev(), opened.ino()) != (listed.dev(), listed.ino()) {
+            return Err(ReadError::Replaced);
+        }
+    }
+    read_open(file)
+}
+
+/// Reads an open file, bounded by [`MAX_FILE_BYTES`].
+fn read_open(file: std::fs::File) -> Result<Vec<u8>, ReadError> {
     let size = file.metadata()?.len();
     if size > MAX_FILE_BYTES {
         return Err(ReadError::TooLarge {

@@ -4,7 +4,7 @@
 
 use crate::Engram;
 use engram_agent::tools::{BUILTIN_TOOLS, specs};
-use engram_agentfile::{ExportOptions, ImportOptions, snapshot};
+use engram_agentfile::{ExportOptions, ImportOptions, InactiveKind, snapshot};
 use engram_core::trust::ImportedToolStatus;
 use engram_core::{
     AgentId, BlockId, Error, LoopStyle, PendingEndpoint, Result, ToolId, ToolOrigin, ToolRule,
@@ -157,12 +157,13 @@ impl Engram {
         } else {
             file_name
         };
-        // The file tools come with a folder, and an agent file's folders are not imported
-        // yet: they stay among the parts Engram does not run.
+        // The file tools come with a folder: they run when the file brings its folders.
+        let has_folders =
+            matches!(&file, engram_agentfile::AgentFile::V2(v2) if !v2.sources.is_empty());
         let runnable: Vec<&str> = BUILTIN_TOOLS
             .iter()
             .copied()
-            .filter(|t| !engram_store::FILE_TOOLS.contains(t))
+            .filter(|t| has_folders || !engram_store::FILE_TOOLS.contains(t))
             .collect();
         let opts = ImportOptions {
             builtin_tools: &runnable,
@@ -236,12 +237,28 @@ impl Engram {
             }
         }
         let ids = self.store.import_bundle(&conv.bundle)?;
+        let mut folder_warnings = Vec::new();
+        if let engram_agentfile::AgentFile::V2(v2) = &file {
+            folder_warnings = self.import_folders(v2, &ids.agents)?;
+            if !v2.sources.is_empty() {
+                // The folders are live: their documents and the file tools no longer wait.
+                conv.inactive.retain(|i| {
+                    let live = match i.kind {
+                        InactiveKind::Source | InactiveKind::File => true,
+                        InactiveKind::Tool => engram_store::FILE_TOOLS.contains(&i.name.as_str()),
+                        _ => false,
+                    };
+                    !live
+                });
+            }
+        }
         tracing::info!(
             agents = ids.agents.len(),
             file = file_name,
             "imported an agent file"
         );
         let mut warnings = conv.warnings;
+        warnings.extend(folder_warnings);
         for t in &ids.tools {
             if t.status == ImportedToolStatus::Renamed {
                 warnings.push(format!(
@@ -354,6 +371,11 @@ impl Engram {
     /// `engram` extension with the full history, passages, block history and loop style.
     /// Never contains API keys. Errors: `not_found` for an unknown agent.
     pub fn export_agent_file(&self, agents: &[AgentId]) -> Result<Vec<u8>> {
+        self.export_file(agents, true)
+    }
+
+    /// [`Engram::export_agent_file`], with the agents' folders or without them.
+    fn export_file(&self, agents: &[AgentId], folders: bool) -> Result<Vec<u8>> {
         let snaps = self.snapshots(agents)?;
         let mut opts = ExportOptions {
             now: chrono::Utc::now(),
@@ -384,12 +406,16 @@ impl Engram {
                 );
             }
         }
-        let file = engram_agentfile::export_v2(&snaps, &opts);
+        let mut file = engram_agentfile::export_v2(&snaps, &opts);
+        if folders {
+            self.export_folders(agents, &mut file)?;
+        }
         to_pretty(&file)
     }
 
     /// Copies an agent — settings, blocks (as blocks of its own, not shared), history,
-    /// archival memory — through an Agent File round trip, so a copy holds exactly what an
+    /// archival memory; its folders are attached to the copy, not copied — through an Agent
+    /// File round trip, so a copy holds exactly what an
     /// export and re-import would. `name` renames the copy (default: the original's name +
     /// " (copy)"). Errors: `not_found`, `invalid_input` for an empty name.
     pub fn clone_agent(&self, agent: &AgentId, name: Option<&str>) -> Result<crate::AgentState> {
@@ -399,14 +425,24 @@ impl Engram {
             Some(n) => n.to_owned(),
             None => format!("{} (copy)", original.name),
         };
+        // Folders are shared, not copied: the copy reads the original's, with its open files.
         let report = self.import_agent_file_named(
-            &self.export_agent_file(std::slice::from_ref(agent))?,
+            &self.export_file(std::slice::from_ref(agent), false)?,
             &format!("a copy of {}", original.name),
         )?;
         let copy = report
             .agents
             .first()
             .ok_or_else(|| Error::Internal("the copy imported no agent".into()))?;
+        for folder in self.store.agent_folders(agent)? {
+            self.store.attach_folder(copy, &folder.id)?;
+        }
+        for state in self.store.agent_files(agent)? {
+            if state.is_open || state.last_accessed_at.is_some() {
+                self.store
+                    .restore_file_state(copy, &state.file_id, &state)?;
+            }
+        }
         // The endpoints are the original's, which the user already has: keep them live.
         if report.details.iter().any(|d| !d.endpoints.is_empty()) {
             self.accept_endpoint(copy, None)?;

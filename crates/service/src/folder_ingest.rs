@@ -62,6 +62,16 @@ fn sha256_hex(bytes: &[u8]) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// How a file on disk came to be read.
+#[derive(Clone, Copy)]
+pub(crate) enum Listed {
+    /// A person named this path: read as named, through a link if it is one.
+    ByPerson,
+    /// A directory walk that does not follow links found it as a regular file: read only if
+    /// it still is that file.
+    ByWalk,
+}
+
 impl Engram {
     /// Adds (or re-indexes) one file from its bytes, waiting until it is read and embedded.
     /// A file that cannot be read is stored as failed with the reason (not an error here).
@@ -96,6 +106,70 @@ impl Engram {
             }
             Upserted::Changed(file) => file,
         };
+        // A person may cancel the file while it is read: the reading stops at the next
+        // await (a parse on its blocking thread finishes unseen) and the file goes.
+        let key = (folder.id.clone(), name.clone());
+        let token = tokio_util::sync::CancellationToken::new();
+        self.file_reads().insert(key.clone(), token.clone());
+        let read = tokio::select! {
+            biased;
+            () = token.cancelled() => None,
+            r = self.read_file(&folder, file.clone(), name.clone(), bytes) => Some(r),
+        };
+        self.file_reads().remove(&key);
+        match read {
+            Some(r) => r,
+            None => {
+                self.store.delete_file(&file.id)?;
+                for agent_id in self.store.folder_agents(&folder.id).unwrap_or_default() {
+                    self.notify(crate::Notice::AgentChanged { agent_id });
+                }
+                Ok(FileAdded {
+                    name,
+                    file: None,
+                    unchanged: false,
+                    skipped: Some(
+                        "cancelled while it was being read: it is not in the folder".into(),
+                    ),
+                    notes: Vec::new(),
+                })
+            }
+        }
+    }
+
+    /// Stops reading the file `name` of the folder, if it is being read now (see
+    /// [`Engram::add_file`], which then answers that it was cancelled and leaves the file
+    /// out of the folder, an earlier version included). Returns whether it was being read.
+    pub fn cancel_file_read(&self, folder: &FolderId, name: &str) -> bool {
+        let Ok(name) = check_file_name(name) else {
+            return false;
+        };
+        match self.file_reads().get(&(folder.clone(), name)) {
+            Some(token) => {
+                token.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn file_reads(
+        &self,
+    ) -> std::sync::MutexGuard<
+        '_,
+        std::collections::HashMap<(FolderId, String), tokio_util::sync::CancellationToken>,
+    > {
+        self.file_reads.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Reads, cuts and embeds a file [`Engram::add_file`] stored as changed.
+    async fn read_file(
+        &self,
+        folder: &engram_core::Folder,
+        file: FolderFile,
+        name: String,
+        bytes: Vec<u8>,
+    ) -> Result<FileAdded> {
         self.store.set_file_status(&file.id, FileStatus::Parsing)?;
         let read_name = name.clone();
         let parsed =
@@ -245,7 +319,10 @@ impl Engram {
                         ));
                     } else if entry.file_type().is_file() {
                         let name = relative_name(path, entry.path());
-                        out.push(self.add_disk_file(folder, &name, entry.path()).await?);
+                        out.push(
+                            self.add_disk_file(folder, &name, entry.path(), Listed::ByWalk)
+                                .await?,
+                        );
                     }
                 }
             } else {
@@ -253,16 +330,30 @@ impl Engram {
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
-                out.push(self.add_disk_file(folder, &name, path).await?);
+                out.push(
+                    self.add_disk_file(folder, &name, path, Listed::ByPerson)
+                        .await?,
+                );
             }
         }
         Ok(out)
     }
 
     /// Reads one file from disk (bounded) and adds it; a file that cannot be read is stored
-    /// as failed.
-    async fn add_disk_file(&self, folder: &FolderId, name: &str, path: &Path) -> Result<FileAdded> {
-        match engram_documents::read_bytes(path) {
+    /// as failed. A file a walk found is read only if it is still the regular file the walk
+    /// listed (see [`Listed`]).
+    pub(crate) async fn add_disk_file(
+        &self,
+        folder: &FolderId,
+        name: &str,
+        path: &Path,
+        listed: Listed,
+    ) -> Result<FileAdded> {
+        let read = match listed {
+            Listed::ByPerson => engram_documents::read_bytes(path),
+            Listed::ByWalk => engram_documents::read_listed_bytes(path),
+        };
+        match read {
             Ok(bytes) => self.add_file(folder, name, bytes).await,
             Err(e) => {
                 let name = check_file_name(name)?;

@@ -53,6 +53,7 @@ impl Engram {
     /// it was their last folder). Errors: `not_found`.
     pub fn delete_folder(&self, id: &FolderId) -> Result<()> {
         let agents = self.store.folder_agents(id)?;
+        self.watchers.stop(id);
         self.store.delete_folder(id)?;
         for agent_id in agents {
             self.notify(Notice::AgentChanged { agent_id });

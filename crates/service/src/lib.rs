@@ -5,6 +5,7 @@
 //! (`{code, message, details?}`); no transport holds logic of its own.
 
 mod agentfile;
+mod agentfile_folders;
 mod agents;
 mod api_token;
 mod approval;
@@ -17,6 +18,9 @@ mod embeddings;
 mod env;
 mod export;
 mod folder_ingest;
+mod folder_sync;
+mod folder_watch;
+mod folder_watchers;
 mod folders;
 mod history;
 mod index_builds;
@@ -27,11 +31,14 @@ mod mcp;
 mod mcp_import;
 pub mod mcp_memory;
 mod memory;
+mod model_catalogue;
 mod model_check;
+mod model_pull;
 pub mod models;
 mod notices;
 mod prices;
 mod providers;
+mod pulls;
 mod rerank;
 mod resolve;
 mod rewrite;
@@ -66,6 +73,7 @@ pub use engram_store::{MessageHit, MessageQuery, SharedBlock, UndoPlan, VectorIn
 pub use env::EnvLookup;
 pub use export::{ExportFile, ExportFormat};
 pub use folder_ingest::{FileAdded, check_file_name};
+pub use folder_sync::{SyncReport, ignored_name};
 pub use history::{MAX_PAGE, MessagePage, Order};
 pub use index_builds::VectorIndexStatus;
 pub use local_llm::{
@@ -77,10 +85,13 @@ pub use local_model::{
 };
 pub use mcp::ADDED_BY_USER;
 pub use mcp_import::parse_mcp_servers_block;
+pub use model_catalogue::{CatalogueModel, HUGGING_FACE, LLM_MIRROR_ENV};
 pub use model_check::ModelProblem;
+pub use model_pull::CatalogueEntry;
 pub use models::{ChatModel, KnownModel, ModelWindow};
-pub use notices::Notice;
+pub use notices::{Notice, PullState};
 pub use providers::{LocalServer, ProviderInfo, ProviderSetup};
+pub use pulls::PullProgress;
 pub use rerank::{RERANK_MODEL_DIR_SETTING, RERANK_SETTING, RerankerStatus};
 pub use runs::{RunEvents, RunningRun};
 pub use templates::Template;
@@ -205,6 +216,17 @@ pub struct Engram {
     sleeper: sleeptime::Sleeper,
     /// The REST API token of this run on a machine without a keychain (see `rest_api_token`).
     run_token: Arc<std::sync::OnceLock<secrecy::SecretString>>,
+    /// Catalogue models downloading now, and the last failures.
+    pulls: Arc<pulls::Pulls>,
+    /// Folders kept in step with a directory on disk by this process.
+    watchers: folder_watchers::Watchers,
+    /// Files being read now, by folder and name, with what cancels their reading.
+    file_reads: Mutex<
+        std::collections::HashMap<
+            (engram_core::FolderId, String),
+            tokio_util::sync::CancellationToken,
+        >,
+    >,
 }
 
 #[cfg(test)]
@@ -310,6 +332,7 @@ impl Engram {
         let engram = Self {
             sleeper,
             run_token: Arc::default(),
+            pulls: pulls::Pulls::new(env.clone()),
             runtime: Runtime::with_settings(store.clone(), resolver.clone(), loop_settings)
                 .with_python(python.clone())
                 .with_mcp(bridge),
@@ -325,6 +348,8 @@ impl Engram {
             backfills: Arc::default(),
             embedding_outages: Arc::default(),
             index_idle,
+            watchers: folder_watchers::Watchers::default(),
+            file_reads: Mutex::default(),
         };
         engram.secure_mcp_urls();
         engram.clear_stored_credentials();

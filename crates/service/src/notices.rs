@@ -58,6 +58,12 @@ pub enum Notice {
     ToolsChanged,
     /// MCP servers were added, removed, accepted or deactivated.
     McpServersChanged,
+    /// A folder's files or its link to a directory changed outside a call that returns them
+    /// (a watched directory changed).
+    FolderChanged {
+        /// The folder.
+        folder_id: engram_core::FolderId,
+    },
     /// A memory client's write started or stopped waiting for the user's approval (in this
     /// process; the window also polls for those asked by another process's memory server).
     ClientWritesChanged,
@@ -83,6 +89,22 @@ pub enum Notice {
         /// Bytes of all files.
         #[ts(type = "number")]
         total_bytes: u64,
+    },
+    /// Progress of downloading a catalogue chat model (`Engram::pull_model`): about four
+    /// times a second while bytes arrive, and once when it ends (done, cancelled, failed).
+    ChatModelPull {
+        /// The model's name (its handle is `local/<name>`).
+        name: String,
+        /// Bytes present so far.
+        #[ts(type = "number")]
+        done_bytes: u64,
+        /// Bytes of the whole file, once known.
+        #[ts(type = "number | null")]
+        total_bytes: Option<u64>,
+        /// Where it stands.
+        state: PullState,
+        /// Why it failed, for people.
+        message: Option<String>,
     },
     /// The agent's embedding model could not be used: passages were stored without a vector
     /// (to be backfilled) or a search answered by words alone. `message` says why and what to do.
@@ -134,6 +156,21 @@ pub enum Notice {
         /// What the setup (or pip) just said.
         line: String,
     },
+}
+
+/// Where a download stands, in a [`Notice::ChatModelPull`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+#[ts(export)]
+#[serde(rename_all = "snake_case")]
+pub enum PullState {
+    /// Bytes are arriving.
+    Running,
+    /// Verified, in place and registered.
+    Done,
+    /// Stopped by the user; the bytes so far are kept for a resume.
+    Cancelled,
+    /// Failed; `message` says why (a damaged file was deleted; a broken transfer resumes).
+    Failed,
 }
 
 /// The sending side, owned by [`Engram`].

@@ -147,6 +147,41 @@ impl Store {
         })
     }
 
+    /// Sets an agent's state of a file as an agent file carried it: open or not, its window
+    /// and when it was last accessed (an import; no least-recently-used closing). Errors:
+    /// `NotFound("agent" | "file")`; `Invalid` when the file's folder is not attached.
+    pub fn restore_file_state(
+        &self,
+        agent: &AgentId,
+        file: &FileId,
+        state: &AgentFile,
+    ) -> Result<()> {
+        self.write(|tx| {
+            sql::ensure_agent(tx, agent)?;
+            ensure_visible(tx, agent, file)?;
+            let accessed = state.last_accessed_at.unwrap_or_else(sql::now);
+            tx.prepare_cached(
+                "INSERT INTO agent_files (agent_id, file_id, is_open, view_offset, view_length,
+                        last_accessed)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT (agent_id, file_id) DO UPDATE SET is_open = excluded.is_open,
+                        view_offset = excluded.view_offset, view_length = excluded.view_length,
+                        last_accessed = excluded.last_accessed",
+            )
+            .db()?
+            .execute(params![
+                agent.as_str(),
+                file.as_str(),
+                state.is_open,
+                state.offset.max(1),
+                state.length.max(1),
+                sql::micros(accessed)
+            ])
+            .db()?;
+            Ok(())
+        })
+    }
+
     /// Closes one of the agent's files; `false` when it was not open. Errors:
     /// `NotFound("agent")`.
     pub fn close_file(&self, agent: &AgentId, file: &FileId) -> Result<bool> {

@@ -33,6 +33,7 @@ mod endpoints;
 mod file_chunks;
 mod file_state;
 mod folder_files;
+mod folder_watches;
 mod folders;
 mod fts_partitions;
 mod import;

@@ -82,3 +82,16 @@ CREATE TABLE agent_files (
 ) WITHOUT ROWID;
 CREATE INDEX agent_files_by_file ON agent_files (file_id);
 "#;
+
+/// A folder's link to a directory on disk that long-lived processes keep it in step with, and
+/// what the watching process last found (`state`: linked | syncing | watching | missing).
+pub(crate) const FOLDER_WATCHES: &str = r#"
+CREATE TABLE folder_watches (
+    folder_id  TEXT PRIMARY KEY NOT NULL REFERENCES folders (id) ON DELETE CASCADE,
+    path       TEXT NOT NULL,               -- absolute, symbolic links resolved
+    state      TEXT NOT NULL,
+    error      TEXT,
+    synced_at  INTEGER,
+    created_at INTEGER NOT NULL
+) WITHOUT ROWID;
+"#;

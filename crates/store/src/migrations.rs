@@ -597,6 +597,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(SLEEPTIME),
     M::up(crate::migration_folders::FOLDERS),
     M::up(crate::migration_client_writes::CLIENT_WRITES),
+    M::up(crate::migration_folders::FOLDER_WATCHES),
 ];
 
 /// The migration list (exposed to tests so they can validate it).

@@ -6,7 +6,7 @@ use super::{AppCall, Caller};
 use crate::{Engram, FileAdded};
 use base64::Engine as _;
 use engram_core::{
-    AgentFile, AgentId, Error, FileId, Folder, FolderFile, FolderId, NewFolder, Result,
+    AgentFile, AgentId, Error, FileId, Folder, FolderFile, FolderId, FolderWatch, NewFolder, Result,
 };
 use serde::Deserialize;
 use std::sync::Arc;
@@ -233,5 +233,73 @@ impl AppCall for FolderFileTextArgs {
     type Output = Option<String>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Option<String>> {
         e.folder_file_text(&self.file_id)
+    }
+}
+
+/// `folder_watches`: every folder's link to a directory on disk, with what the watching
+/// process last found (`linked`, `syncing`, `watching`, `missing` with the reason).
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct FolderWatchesArgs {}
+
+impl AppCall for FolderWatchesArgs {
+    const NAME: &'static str = "folder_watches";
+    type Output = Vec<FolderWatch>;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Vec<FolderWatch>> {
+        e.folder_watches()
+    }
+}
+
+/// `watch_folder`: links a folder to a directory on this computer (a path typed or picked)
+/// and keeps it in step while the app runs: files added, changed and deleted there follow.
+/// Files of the folder not in the directory are removed by the first sync. Errors:
+/// `invalid_input` when the path is not a directory or holds Engram's data; `not_found`.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct WatchFolderArgs {
+    folder_id: FolderId,
+    /// The directory, absolute (`~` is not expanded).
+    path: String,
+}
+
+impl AppCall for WatchFolderArgs {
+    const NAME: &'static str = "watch_folder";
+    type Output = FolderWatch;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<FolderWatch> {
+        e.watch_folder(&self.folder_id, std::path::Path::new(self.path.trim()))
+    }
+}
+
+/// `unwatch_folder`: stops keeping a folder in step with its directory; its files stay.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct UnwatchFolderArgs {
+    folder_id: FolderId,
+}
+
+impl AppCall for UnwatchFolderArgs {
+    const NAME: &'static str = "unwatch_folder";
+    type Output = bool;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<bool> {
+        e.unwatch_folder(&self.folder_id)
+    }
+}
+
+/// `cancel_folder_file`: stops reading a file being added (its `upload_folder_file` call then
+/// answers that it was cancelled, and the file is not in the folder). Returns whether it was
+/// being read.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct CancelFolderFileArgs {
+    folder_id: FolderId,
+    /// Its name in the folder, as given to `upload_folder_file`.
+    file_name: String,
+}
+
+impl AppCall for CancelFolderFileArgs {
+    const NAME: &'static str = "cancel_folder_file";
+    type Output = bool;
+    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<bool> {
+        Ok(e.cancel_file_read(&self.folder_id, &self.file_name))
     }
 }

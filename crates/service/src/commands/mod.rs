@@ -222,6 +222,10 @@ static COMMANDS: LazyLock<Vec<CommandDef>> = LazyLock::new(|| {
         call_def::<ListLocalModelsArgs>(),
         call_def::<AddLocalModelArgs>(),
         call_def::<RemoveLocalModelArgs>(),
+        call_def::<ModelCatalogueArgs>(),
+        call_def::<PullModelArgs>(),
+        call_def::<CancelModelPullArgs>(),
+        call_def::<DeleteDownloadedModelArgs>(),
         call_def::<RetryEmbeddingModelArgs>(),
         call_def::<GetDefaultModelArgs>(),
         call_def::<SetDefaultModelArgs>(),
@@ -344,6 +348,10 @@ static COMMANDS: LazyLock<Vec<CommandDef>> = LazyLock::new(|| {
         call_def::<OpenAgentFileArgs>(),
         call_def::<CloseAgentFileArgs>(),
         call_def::<FolderFileTextArgs>(),
+        call_def::<FolderWatchesArgs>(),
+        call_def::<WatchFolderArgs>(),
+        call_def::<UnwatchFolderArgs>(),
+        call_def::<CancelFolderFileArgs>(),
     ]
 });
 

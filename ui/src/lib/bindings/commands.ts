@@ -23,7 +23,10 @@ import type { Block } from "./Block";
 import type { BlockEdit } from "./BlockEdit";
 import type { BlockHistoryArgs } from "./args/BlockHistoryArgs";
 import type { BlockUndoPlanArgs } from "./args/BlockUndoPlanArgs";
+import type { CancelFolderFileArgs } from "./args/CancelFolderFileArgs";
+import type { CancelModelPullArgs } from "./args/CancelModelPullArgs";
 import type { CancelRunArgs } from "./args/CancelRunArgs";
+import type { CatalogueEntry } from "./CatalogueEntry";
 import type { ChatModel } from "./ChatModel";
 import type { ChatModelsArgs } from "./args/ChatModelsArgs";
 import type { CheckModelArgs } from "./args/CheckModelArgs";
@@ -41,6 +44,7 @@ import type { CreateFolderArgs } from "./args/CreateFolderArgs";
 import type { DecideClientWriteArgs } from "./args/DecideClientWriteArgs";
 import type { DeleteAgentArgs } from "./args/DeleteAgentArgs";
 import type { DeleteBlockArgs } from "./args/DeleteBlockArgs";
+import type { DeleteDownloadedModelArgs } from "./args/DeleteDownloadedModelArgs";
 import type { DeleteFolderArgs } from "./args/DeleteFolderArgs";
 import type { DeleteFolderFileArgs } from "./args/DeleteFolderFileArgs";
 import type { DeleteMessageArgs } from "./args/DeleteMessageArgs";
@@ -64,6 +68,8 @@ import type { Folder } from "./Folder";
 import type { FolderFile } from "./FolderFile";
 import type { FolderFileTextArgs } from "./args/FolderFileTextArgs";
 import type { FolderFilesArgs } from "./args/FolderFilesArgs";
+import type { FolderWatch } from "./FolderWatch";
+import type { FolderWatchesArgs } from "./args/FolderWatchesArgs";
 import type { GetAgentArgs } from "./args/GetAgentArgs";
 import type { GetDefaultModelArgs } from "./args/GetDefaultModelArgs";
 import type { ImportAgentFileArgs } from "./args/ImportAgentFileArgs";
@@ -93,6 +99,7 @@ import type { MessageHit } from "./MessageHit";
 import type { MessageId } from "./MessageId";
 import type { MessageWindow } from "./MessageWindow";
 import type { MessageWindowArgs } from "./args/MessageWindowArgs";
+import type { ModelCatalogueArgs } from "./args/ModelCatalogueArgs";
 import type { ModelInfo } from "./ModelInfo";
 import type { ModelPrice } from "./ModelPrice";
 import type { ModelPricesArgs } from "./args/ModelPricesArgs";
@@ -109,6 +116,7 @@ import type { PendingClientWrite } from "./PendingClientWrite";
 import type { PendingClientWritesArgs } from "./args/PendingClientWritesArgs";
 import type { PickRerankModelDirArgs } from "./args/PickRerankModelDirArgs";
 import type { ProviderInfo } from "./ProviderInfo";
+import type { PullModelArgs } from "./args/PullModelArgs";
 import type { RegenerateArgs } from "./args/RegenerateArgs";
 import type { RegeneratePreviewArgs } from "./args/RegeneratePreviewArgs";
 import type { RemoveLocalModelArgs } from "./args/RemoveLocalModelArgs";
@@ -166,6 +174,7 @@ import type { UndoPlan } from "./UndoPlan";
 import type { UndoSleeptimeChangeArgs } from "./args/UndoSleeptimeChangeArgs";
 import type { UndoSleeptimePassArgs } from "./args/UndoSleeptimePassArgs";
 import type { UntrustToolArgs } from "./args/UntrustToolArgs";
+import type { UnwatchFolderArgs } from "./args/UnwatchFolderArgs";
 import type { UpdateAgentArgs } from "./args/UpdateAgentArgs";
 import type { UpdateBlockArgs } from "./args/UpdateBlockArgs";
 import type { UploadFolderFileArgs } from "./args/UploadFolderFileArgs";
@@ -175,6 +184,7 @@ import type { UsageCostArgs } from "./args/UsageCostArgs";
 import type { UseModelForArgs } from "./args/UseModelForArgs";
 import type { VectorIndexBuild } from "./VectorIndexBuild";
 import type { VectorIndexBuildsArgs } from "./args/VectorIndexBuildsArgs";
+import type { WatchFolderArgs } from "./args/WatchFolderArgs";
 
 /** Commands answered with one result: `name: [arguments, result]`. */
 export interface Commands {
@@ -188,6 +198,10 @@ export interface Commands {
   list_local_models: [ListLocalModelsArgs, Array<LocalChatModel>];
   add_local_model: [AddLocalModelArgs, LocalChatModel];
   remove_local_model: [RemoveLocalModelArgs, null];
+  model_catalogue: [ModelCatalogueArgs, Array<CatalogueEntry>];
+  pull_model: [PullModelArgs, null];
+  cancel_model_pull: [CancelModelPullArgs, boolean];
+  delete_downloaded_model: [DeleteDownloadedModelArgs, null];
   retry_embedding_model: [RetryEmbeddingModelArgs, LocalModelStatus | null];
   get_default_model: [GetDefaultModelArgs, string];
   set_default_model: [SetDefaultModelArgs, null];
@@ -294,6 +308,10 @@ export interface Commands {
   open_agent_file: [OpenAgentFileArgs, Array<FileId>];
   close_agent_file: [CloseAgentFileArgs, boolean];
   folder_file_text: [FolderFileTextArgs, string | null];
+  folder_watches: [FolderWatchesArgs, Array<FolderWatch>];
+  watch_folder: [WatchFolderArgs, FolderWatch];
+  unwatch_folder: [UnwatchFolderArgs, boolean];
+  cancel_folder_file: [CancelFolderFileArgs, boolean];
 }
 
 /** Commands that start a run and stream its events until `done`: `name: arguments`. */

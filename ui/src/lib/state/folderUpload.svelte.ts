@@ -13,12 +13,15 @@ export interface UploadItem {
   result: FileAdded | null;
   /** Why the upload itself failed (too big for the connection, folder gone…). */
   error: string | null;
+  /** Cancel was asked while it was being read. */
+  cancelling?: boolean;
 }
 
 /**
  * Files going into one folder, one at a time (a large PDF is read and embedded before the
- * next starts, so memory stays bounded): each shows where it is, and a queued file can be
- * cancelled before its turn. `onfile` runs after each file, so the list beside it refreshes.
+ * next starts, so memory stays bounded): each shows where it is, and a file can be cancelled
+ * before its turn or while it is read (then it is not in the folder). `onfile` runs after
+ * each file, so the list beside it refreshes.
  */
 export class UploadQueue {
   items = $state<UploadItem[]>([]);
@@ -40,9 +43,15 @@ export class UploadQueue {
     void this.#run();
   }
 
-  /** Drops a file that has not started; one being read finishes (its work is half done). */
+  /** Drops a file that has not started, or asks the engine to stop reading it. */
   cancel(item: UploadItem): void {
     if (item.phase === 'queued') item.phase = 'cancelled';
+    else if (item.phase === 'reading' && !item.cancelling) {
+      item.cancelling = true;
+      backend()
+        .call('cancel_folder_file', { folder_id: this.folderId, file_name: item.name })
+        .catch((e: unknown) => (item.error = BackendError.from(e).message));
+    }
   }
 
   /** Whether a file is waiting or being read. */
@@ -66,7 +75,8 @@ export class UploadQueue {
             file_name: item.name,
             data_base64: data,
           });
-          item.phase = 'done';
+          // A read cancelled in time answers without a file; one that finished first is kept.
+          item.phase = item.cancelling && item.result.file === null ? 'cancelled' : 'done';
         } catch (e) {
           item.error = BackendError.from(e).message;
           item.phase = 'failed';

@@ -42,6 +42,27 @@ describe('UploadQueue', () => {
     expect(refreshed).toBe(2);
     expect(calls.filter(([name]) => name === 'upload_folder_file').every(([, args]) => (args as { folder_id: string }).folder_id === 'source-1')).toBe(true);
   });
+
+  it('cancels a file while it is read: the engine stops and the file is not added', async () => {
+    let stop: (() => void) | null = null;
+    const { calls } = useFakeBackend({
+      upload_folder_file: async ({ file_name }) => {
+        await new Promise<void>((r) => (stop = r));
+        return { ...done(file_name), skipped: 'cancelled while it was being read: it is not in the folder' };
+      },
+      cancel_folder_file: () => {
+        stop!();
+        return true;
+      },
+    });
+    const queue = new UploadQueue('source-1', () => {});
+    queue.add([{ file: new File(['x'], 'big.pdf'), name: 'big.pdf' }]);
+    await expect.poll(() => stop !== null).toBe(true);
+    queue.cancel(queue.items[0]!);
+    await expect.poll(() => queue.busy).toBe(false);
+    expect(queue.items[0]!.phase).toBe('cancelled');
+    expect(calls).toContainEqual(['cancel_folder_file', { folder_id: 'source-1', file_name: 'big.pdf' }]);
+  });
 });
 
 describe('file helpers', () => {

@@ -1,0 +1,334 @@
+//! Watching a folder's directory on disk. A folder linked to a directory (the link is stored,
+//! so it survives a restart) is kept in step by long-lived processes — the desktop app and
+//! `engram serve`, which call [`Engram::resume_folder_watches`] when they open: the whole
+//! directory once, then each path the OS reports changed (debounced by
+//! `notify-debouncer-mini`). A directory that vanishes leaves the folder as it was, marked
+//! [`WatchState::Missing`]; watching resumes when it is back. A supervisor goes over the links
+//! every few seconds, so links made or removed by another process (the CLI) are picked up too.
+
+use crate::Engram;
+use crate::folder_sync::{SyncReport, name_in};
+use crate::folder_watchers::Running;
+use engram_core::{Error, FolderId, FolderWatch, Result, WatchState};
+use notify_debouncer_mini::notify::RecursiveMode;
+use notify_debouncer_mini::{DebounceEventResult, DebouncedEventKind, new_debouncer};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+/// How long a path must stay quiet before its change is taken (a file being written or
+/// copied fires many events).
+const DEBOUNCE: Duration = Duration::from_millis(300);
+/// How often the supervisor compares the running watches with the stored links.
+const SUPERVISE_EVERY: Duration = Duration::from_secs(2);
+/// How long a watch that stopped waits before it is started again (its directory back, or
+/// the OS able to watch it again).
+const RESTART_AFTER: Duration = Duration::from_secs(5);
+/// Past this many changed paths in one batch, the whole directory is gone through instead.
+const FULL_SYNC_PATHS: usize = 500;
+
+impl Engram {
+    /// Links a folder to the directory `dir` (resolved to an absolute path without symbolic
+    /// links) and, inside a tokio runtime, starts keeping the folder in step with it in this
+    /// process. A folder has at most one directory; linking another replaces it. Files already
+    /// in the folder that are not in the directory are deleted by the first sync.
+    ///
+    /// Errors: `not_found` for the folder; `invalid` when `dir` is not a directory, or holds or
+    /// sits inside Engram's data directory (the database would watch itself).
+    pub fn watch_folder(self: &Arc<Self>, folder: &FolderId, dir: &Path) -> Result<FolderWatch> {
+        let watch = self.link_folder_dir(folder, dir)?;
+        self.resume_folder_watches();
+        self.supervise_watches();
+        Ok(watch)
+    }
+
+    /// Stores a folder's link to `dir` without starting a watch (what a short-lived process
+    /// such as the CLI does: the desktop app or `engram serve` picks the link up). Errors as
+    /// [`Engram::watch_folder`].
+    pub fn link_folder_dir(&self, folder: &FolderId, dir: &Path) -> Result<FolderWatch> {
+        self.store.get_folder(folder)?;
+        let root = std::fs::canonicalize(dir)
+            .map_err(|e| Error::invalid(format!("cannot watch {}: {e}", dir.display())))?;
+        if !root.is_dir() {
+            return Err(Error::invalid(format!(
+                "cannot watch {}: not a directory",
+                root.display()
+            )));
+        }
+        let home = std::fs::canonicalize(self.home()).unwrap_or_else(|_| self.home().to_owned());
+        if root.starts_with(&home) || home.starts_with(&root) {
+            return Err(Error::invalid(format!(
+                "cannot watch {}: it holds Engram's own data ({})",
+                root.display(),
+                home.display()
+            )));
+        }
+        let path = root
+            .to_str()
+            .ok_or_else(|| Error::invalid(format!("{}: not UTF-8", root.display())))?;
+        self.watchers.stop(folder);
+        self.store.link_folder_dir(folder, path)
+    }
+
+    /// Removes a folder's link to its directory and stops watching it; the files stay.
+    /// Returns whether it had one. Errors: `not_found` for the folder.
+    pub fn unwatch_folder(&self, folder: &FolderId) -> Result<bool> {
+        self.store.get_folder(folder)?;
+        self.watchers.stop(folder);
+        let had = self.store.unlink_folder_dir(folder)?;
+        self.notify(crate::Notice::FolderChanged {
+            folder_id: folder.clone(),
+        });
+        Ok(had)
+    }
+
+    /// Every folder's link to a directory, with what the watching process last found.
+    pub fn folder_watches(&self) -> Result<Vec<FolderWatch>> {
+        self.store.folder_watches()
+    }
+
+    /// Brings a linked folder in step with its directory once, now (what `engram folder
+    /// watch` does before a long-lived process takes over). Errors: `not_found` for the
+    /// folder; `invalid` when it has no link or its directory is gone (then marked missing).
+    pub async fn sync_watched_folder(&self, folder: &FolderId) -> Result<SyncReport> {
+        let link = self.store.folder_watch(folder)?.ok_or_else(|| {
+            Error::invalid("the folder is not linked to a directory (engram folder watch)")
+        })?;
+        let root = PathBuf::from(&link.path);
+        if !root.is_dir() {
+            let why = gone(&root);
+            self.store
+                .set_watch_state(folder, WatchState::Missing, Some(&why), None)?;
+            return Err(Error::invalid(why));
+        }
+        let report = self.sync_dir_path(folder, &root, "").await?;
+        let state = match link.state {
+            WatchState::Missing => WatchState::Linked,
+            s => s,
+        };
+        self.store
+            .set_watch_state(folder, state, None, Some(chrono::Utc::now()))?;
+        Ok(report)
+    }
+
+    /// Starts (once per process, inside a tokio runtime) the supervisor that keeps every
+    /// linked folder watched: it starts a watch for each stored link, stops those unlinked,
+    /// and restarts those whose directory came back. For long-lived processes; a no-op
+    /// outside a runtime.
+    pub fn resume_folder_watches(self: &Arc<Self>) {
+        if tokio::runtime::Handle::try_current().is_err()
+            || self.watchers.supervised.swap(true, Ordering::SeqCst)
+        {
+            return;
+        }
+        let weak = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(SUPERVISE_EVERY);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(engram) = weak.upgrade() else { break };
+                engram.supervise_watches();
+            }
+        });
+    }
+
+    fn supervise_watches(self: &Arc<Self>) {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
+        let links = match self.store.folder_watches() {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the folders' directory links");
+                return;
+            }
+        };
+        let mut running = self.watchers.lock();
+        running.retain(|id, r| {
+            let linked = links.iter().any(|l| &l.folder_id == id && l.path == r.path);
+            if !linked {
+                r.task.abort();
+            }
+            linked
+        });
+        for link in links {
+            let root = PathBuf::from(&link.path);
+            if let Some(r) = running.get(&link.folder_id) {
+                let alive = !r.task.is_finished();
+                if alive && root.is_dir() {
+                    continue;
+                }
+                if alive {
+                    // Gone without an event reaching us (a network drive unplugged).
+                    r.task.abort();
+                } else if r.started.elapsed() < RESTART_AFTER {
+                    continue;
+                }
+                running.remove(&link.folder_id);
+            }
+            if !root.is_dir() {
+                if link.state != WatchState::Missing {
+                    let why = gone(&root);
+                    let _ = self.store.set_watch_state(
+                        &link.folder_id,
+                        WatchState::Missing,
+                        Some(&why),
+                        None,
+                    );
+                    self.notify(crate::Notice::FolderChanged {
+                        folder_id: link.folder_id.clone(),
+                    });
+                }
+                // Remembered as stopped, so the directory's return is looked for each tick.
+                let task = tokio::spawn(async {}).abort_handle();
+                running.insert(
+                    link.folder_id.clone(),
+                    Running {
+                        path: link.path,
+                        started: Instant::now()
+                            .checked_sub(RESTART_AFTER)
+                            .unwrap_or_else(Instant::now),
+                        task,
+                    },
+                );
+                continue;
+            }
+            let task = tokio::spawn(watch(Arc::downgrade(self), link.folder_id.clone(), root))
+                .abort_handle();
+            running.insert(
+                link.folder_id,
+                Running {
+                    path: link.path,
+                    started: Instant::now(),
+                    task,
+                },
+            );
+        }
+    }
+
+    fn set_state(&self, folder: &FolderId, state: WatchState, error: Option<&str>, synced: bool) {
+        let synced_at = synced.then(chrono::Utc::now);
+        if let Err(e) = self.store.set_watch_state(folder, state, error, synced_at) {
+            tracing::warn!(folder = %folder, error = %e, "cannot record the watch's state");
+        }
+        self.notify(crate::Notice::FolderChanged {
+            folder_id: folder.clone(),
+        });
+    }
+}
+
+fn gone(root: &Path) -> String {
+    format!(
+        "the directory {} is gone or unreadable: the folder keeps its files, and watching resumes when it is back",
+        root.display()
+    )
+}
+
+/// One folder's watch: the OS's events for `root`, debounced, the whole directory once, then
+/// each changed path. Ends when the directory goes, the folder is deleted, or Engram closes.
+async fn watch(engram: Weak<Engram>, folder: FolderId, root: PathBuf) {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<DebounceEventResult>();
+    let debouncer = new_debouncer(DEBOUNCE, move |res: DebounceEventResult| {
+        let _ = tx.send(res);
+    });
+    let started = debouncer.and_then(|mut d| {
+        d.watcher().watch(&root, RecursiveMode::Recursive)?;
+        Ok(d)
+    });
+    // Held for as long as the watch runs: dropping it stops the OS watch.
+    let _debouncer = match started {
+        Ok(d) => d,
+        Err(e) => {
+            if let Some(engram) = engram.upgrade() {
+                let why = format!("cannot watch {}: {e}", root.display());
+                engram.set_state(&folder, WatchState::Missing, Some(&why), false);
+            }
+            return;
+        }
+    };
+    let mut full = true;
+    let mut paths = BTreeSet::new();
+    loop {
+        let Some(engram) = engram.upgrade() else {
+            return;
+        };
+        if !root.is_dir() {
+            engram.set_state(&folder, WatchState::Missing, Some(&gone(&root)), false);
+            return;
+        }
+        if full || paths.len() > FULL_SYNC_PATHS || paths.contains("") {
+            engram.set_state(&folder, WatchState::Syncing, None, false);
+            paths = BTreeSet::from([String::new()]);
+        }
+        for prefix in outermost(&paths) {
+            match engram.sync_dir_path(&folder, &root, &prefix).await {
+                Ok(_) => {}
+                Err(Error::NotFound { .. }) => return,
+                Err(e) => {
+                    tracing::warn!(folder = %folder, path = %prefix, error = %e, "cannot sync")
+                }
+            }
+        }
+        engram.set_state(&folder, WatchState::Watching, None, true);
+        drop(engram);
+        (full, paths) = (false, BTreeSet::new());
+        // Batches naming only left-out paths (a swap file) change nothing: wait for more.
+        while !full && paths.is_empty() {
+            let Some(first) = rx.recv().await else { return };
+            let mut batch = vec![first];
+            while let Ok(more) = rx.try_recv() {
+                batch.push(more);
+            }
+            for res in batch {
+                match res {
+                    Ok(events) => paths.extend(
+                        events
+                            .into_iter()
+                            // Still being written: its final event follows.
+                            .filter(|e| e.kind == DebouncedEventKind::Any)
+                            .filter_map(|e| name_in(&root, &e.path)),
+                    ),
+                    // Events were lost (a queue overflow): only going through it all is safe.
+                    Err(e) => {
+                        tracing::warn!(folder = %folder, error = %e, "watch events lost; syncing all");
+                        full = true;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The paths of `set` that are not under another path of it (sorted, so a parent comes
+/// before its children).
+fn outermost(set: &BTreeSet<String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for p in set {
+        let covered = out.iter().any(|o| {
+            o.is_empty() || (p.starts_with(o.as_str()) && p.as_bytes().get(o.len()) == Some(&b'/'))
+        });
+        if !covered {
+            out.push(p.clone());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_changed_directory_covers_its_files() {
+        let set: BTreeSet<String> = ["a", "a/b.md", "ab.md", "c/d/e.txt", "c/d"]
+            .into_iter()
+            .map(String::from)
+            .collect();
+        assert_eq!(outermost(&set), vec!["a", "ab.md", "c/d"]);
+        let all: BTreeSet<String> = ["", "x"].into_iter().map(String::from).collect();
+        assert_eq!(outermost(&all), vec![""]);
+    }
+}

@@ -1,0 +1,283 @@
+//! A folder linked to a directory on disk follows it: files added, changed and deleted there
+//! show in the folder with their passages; hidden and temporary files are left out; a symbolic
+//! link out of the directory is listed as not followed; a directory that vanishes leaves the
+//! folder as it was until it is back; and the link survives a restart. Real files, the real OS
+//! watcher; each expected state is polled for with a deadline.
+
+use engram_core::{FileStatus, FolderFile, FolderId, NewFolder, WatchState};
+use engram_service::Engram;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const DEADLINE: Duration = Duration::from_secs(30);
+
+fn engram(home: &Path) -> Arc<Engram> {
+    Arc::new(engram_suite::open_with_env(home, &[]))
+}
+
+fn folder(engram: &Engram) -> FolderId {
+    engram
+        .create_folder(NewFolder {
+            name: "desk".into(),
+            embedding: Some(engram_core::EmbeddingConfig {
+                model: "none".into(),
+                base_url: None,
+            }),
+            ..NewFolder::default()
+        })
+        .unwrap()
+        .id
+}
+
+/// The folder's files by name.
+fn files(engram: &Engram, folder: &FolderId) -> BTreeMap<String, FolderFile> {
+    engram
+        .list_folder_files(folder)
+        .unwrap()
+        .into_iter()
+        .map(|f| (f.name.clone(), f))
+        .collect()
+}
+
+/// Every passage of the folder, `name: text`, joined.
+fn passages(engram: &Engram, folder: &FolderId) -> String {
+    engram
+        .folder_passages(folder, 1000, 0)
+        .unwrap()
+        .into_iter()
+        .map(|(name, c)| format!("{name}: {}", c.text))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn state(engram: &Engram, folder: &FolderId) -> Option<WatchState> {
+    engram
+        .folder_watches()
+        .unwrap()
+        .into_iter()
+        .find(|w| &w.folder_id == folder)
+        .map(|w| w.state)
+}
+
+/// Waits until `check` holds, failing with `what` and the folder's last state at the deadline.
+async fn until(engram: &Engram, folder: &FolderId, what: &str, check: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !check() {
+        assert!(
+            start.elapsed() < DEADLINE,
+            "{what}: not within {DEADLINE:?}; files {:?}, passages {:?}, watch {:?}",
+            files(engram, folder).keys().collect::<Vec<_>>(),
+            passages(engram, folder),
+            engram.folder_watches().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn names(engram: &Engram, folder: &FolderId) -> Vec<String> {
+    files(engram, folder).into_keys().collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watched_directory_is_followed_file_by_file() {
+    let home = tempfile::tempdir().unwrap();
+    let desk = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let d = desk.path();
+    std::fs::write(
+        d.join("alpha.md"),
+        "# Alpha\n\nthe otters sleep by the river\n",
+    )
+    .unwrap();
+    std::fs::create_dir(d.join("sub")).unwrap();
+    std::fs::write(d.join("sub/beta.txt"), "beta line about herons\n").unwrap();
+    std::fs::write(d.join(".secret.md"), "hidden\n").unwrap();
+    std::fs::write(d.join("alpha.md~"), "an editor's backup\n").unwrap();
+    std::fs::create_dir(d.join(".git")).unwrap();
+    std::fs::write(d.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(outside.path().join("private.txt"), "not for the folder\n").unwrap();
+    std::os::unix::fs::symlink(outside.path().join("private.txt"), d.join("escape.txt")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), d.join("escape-dir")).unwrap();
+
+    let engram = engram(home.path());
+    let f = folder(&engram);
+    let link = engram.watch_folder(&f, d).unwrap();
+    assert_eq!(
+        Path::new(&link.path),
+        std::fs::canonicalize(d).unwrap().as_path()
+    );
+
+    until(&engram, &f, "the first sync", || {
+        names(&engram, &f) == ["alpha.md", "escape-dir", "escape.txt", "sub/beta.txt"]
+            && state(&engram, &f) == Some(WatchState::Watching)
+    })
+    .await;
+    let listed = files(&engram, &f);
+    assert_eq!(listed["alpha.md"].status, FileStatus::Completed);
+    for link in ["escape.txt", "escape-dir"] {
+        assert_eq!(listed[link].status, FileStatus::Error);
+        assert_eq!(
+            listed[link].error.as_deref(),
+            Some("a symbolic link pointing outside the watched directory: not followed")
+        );
+    }
+    let text = passages(&engram, &f);
+    assert!(
+        text.contains("alpha.md: # Alpha") && text.contains("otters"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("not for the folder") && !text.contains("hidden"),
+        "{text}"
+    );
+
+    // Changed: the old passages go, the new ones come.
+    std::fs::write(
+        d.join("alpha.md"),
+        "# Alpha\n\nthe badgers dig by the river\n",
+    )
+    .unwrap();
+    until(&engram, &f, "a changed file re-read", || {
+        let t = passages(&engram, &f);
+        t.contains("badgers") && !t.contains("otters")
+    })
+    .await;
+
+    // Added, in a new subdirectory too; a temporary file beside them is left out.
+    std::fs::write(d.join("gamma.md"), "gamma talks of kingfishers\n").unwrap();
+    std::fs::create_dir(d.join("new")).unwrap();
+    std::fs::write(d.join("new/delta.txt"), "delta: moorhens\n").unwrap();
+    std::fs::write(d.join("gamma.md.swp"), "swap").unwrap();
+    until(&engram, &f, "added files read", || {
+        let t = passages(&engram, &f);
+        t.contains("kingfishers") && t.contains("moorhens")
+    })
+    .await;
+    assert!(!names(&engram, &f).contains(&"gamma.md.swp".to_owned()));
+
+    // Deleted: a file, then a whole directory.
+    std::fs::remove_file(d.join("sub/beta.txt")).unwrap();
+    std::fs::remove_dir_all(d.join("new")).unwrap();
+    until(&engram, &f, "deleted files gone", || {
+        names(&engram, &f) == ["alpha.md", "escape-dir", "escape.txt", "gamma.md"]
+    })
+    .await;
+    let t = passages(&engram, &f);
+    assert!(!t.contains("herons") && !t.contains("moorhens"), "{t}");
+
+    // A link replaced by a real file is read; a file replaced by a link out loses its text.
+    std::fs::remove_file(d.join("escape.txt")).unwrap();
+    std::fs::write(d.join("escape.txt"), "now a plain file about voles\n").unwrap();
+    std::fs::remove_file(d.join("gamma.md")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("private.txt"), d.join("gamma.md")).unwrap();
+    until(&engram, &f, "links and files swapped", || {
+        let l = files(&engram, &f);
+        l.get("escape.txt")
+            .is_some_and(|x| x.status == FileStatus::Completed)
+            && l.get("gamma.md")
+                .is_some_and(|x| x.status == FileStatus::Error)
+    })
+    .await;
+    let t = passages(&engram, &f);
+    assert!(t.contains("voles") && !t.contains("kingfishers"), "{t}");
+
+    // Unlinked: the files stay.
+    assert!(engram.unwatch_folder(&f).unwrap());
+    assert!(engram.folder_watches().unwrap().is_empty());
+    assert_eq!(names(&engram, &f).len(), 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vanished_directory_keeps_the_files_until_it_is_back() {
+    let home = tempfile::tempdir().unwrap();
+    let parent = tempfile::tempdir().unwrap();
+    let d = parent.path().join("desk");
+    std::fs::create_dir(&d).unwrap();
+    std::fs::write(d.join("one.md"), "one: larks\n").unwrap();
+    let engram = engram(home.path());
+    let f = folder(&engram);
+    engram.watch_folder(&f, &d).unwrap();
+    until(&engram, &f, "the first sync", || {
+        names(&engram, &f) == ["one.md"] && state(&engram, &f) == Some(WatchState::Watching)
+    })
+    .await;
+
+    std::fs::remove_dir_all(&d).unwrap();
+    until(&engram, &f, "the directory marked missing", || {
+        state(&engram, &f) == Some(WatchState::Missing)
+    })
+    .await;
+    let link = &engram.folder_watches().unwrap()[0];
+    assert!(
+        link.error.as_deref().unwrap_or("").contains("is gone"),
+        "{link:?}"
+    );
+    assert_eq!(
+        names(&engram, &f),
+        ["one.md"],
+        "files kept while it is gone"
+    );
+
+    std::fs::create_dir(&d).unwrap();
+    std::fs::write(d.join("two.md"), "two: swifts\n").unwrap();
+    until(&engram, &f, "watching resumed", || {
+        names(&engram, &f) == ["two.md"] && state(&engram, &f) == Some(WatchState::Watching)
+    })
+    .await;
+    std::fs::write(d.join("three.md"), "three: wrens\n").unwrap();
+    until(&engram, &f, "changes followed again", || {
+        passages(&engram, &f).contains("wrens")
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_link_made_before_a_restart_is_watched_after_it() {
+    let home = tempfile::tempdir().unwrap();
+    let desk = tempfile::tempdir().unwrap();
+    std::fs::write(desk.path().join("kept.md"), "kept: curlews\n").unwrap();
+    let f = {
+        // A short-lived process (the CLI) links and syncs once, then quits.
+        let first = engram(home.path());
+        let f = folder(&first);
+        first.link_folder_dir(&f, desk.path()).unwrap();
+        let report = first.sync_watched_folder(&f).await.unwrap();
+        assert_eq!((report.added, report.removed), (1, 0));
+        assert_eq!(state(&first, &f), Some(WatchState::Linked));
+        f
+    };
+    std::fs::write(desk.path().join("later.md"), "later: plovers\n").unwrap();
+    let second = engram(home.path());
+    second.resume_folder_watches();
+    until(&second, &f, "the link resumed", || {
+        names(&second, &f) == ["kept.md", "later.md"]
+            && state(&second, &f) == Some(WatchState::Watching)
+    })
+    .await;
+    std::fs::write(desk.path().join("kept.md"), "kept: godwits\n").unwrap();
+    until(&second, &f, "changes followed", || {
+        passages(&second, &f).contains("godwits")
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_directory_holding_the_data_or_not_a_directory_is_refused() {
+    let home = tempfile::tempdir().unwrap();
+    let engram = engram(home.path());
+    let f = folder(&engram);
+    let err = engram.link_folder_dir(&f, home.path()).unwrap_err();
+    assert!(err.to_string().contains("Engram's own data"), "{err}");
+    let err = engram
+        .link_folder_dir(&f, Path::new("/definitely/not/here"))
+        .unwrap_err();
+    assert!(err.to_string().contains("cannot watch"), "{err}");
+    let desk = tempfile::tempdir().unwrap();
+    std::fs::write(desk.path().join("a.md"), "a\n").unwrap();
+    let err = engram
+        .link_folder_dir(&f, &desk.path().join("a.md"))
+        .unwrap_err();
+    assert!(err.to_string().contains("not a directory"), "{err}");
+}

@@ -1,0 +1,78 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { render, screen } from '@testing-library/svelte';
+import userEvent from '@testing-library/user-event';
+import FolderSettings from './FolderSettings.svelte';
+import { BackendError, setBackend } from '../../backend';
+import { useFakeBackend } from '../../../test/fakeBackend';
+import type { Folder, FolderWatch } from '../../backend/types';
+
+afterEach(() => setBackend(null));
+
+const desk: Folder = {
+  id: 'source-1',
+  name: 'desk',
+  description: '',
+  instructions: '',
+  embedding: null,
+  created_at: '2026-11-21T10:00:00Z',
+  updated_at: '2026-11-21T10:00:00Z',
+};
+
+describe('FolderSettings', () => {
+  it('links a folder to a typed directory, shows a refused one, and stops following', async () => {
+    let watches: FolderWatch[] = [];
+    const { calls } = useFakeBackend({
+      list_folders: () => [desk],
+      folder_files: () => [],
+      folder_watches: () => watches,
+      watch_folder: ({ folder_id, path }) => {
+        if (path === '/nowhere') throw new BackendError('invalid_input', 'cannot watch /nowhere: No such file or directory');
+        const w: FolderWatch = { folder_id, path, state: 'linked', error: null, synced_at: null };
+        watches = [w];
+        return w;
+      },
+      unwatch_folder: () => {
+        watches = [];
+        return true;
+      },
+    });
+    render(FolderSettings);
+    await userEvent.click(await screen.findByTestId('folder-watch'));
+    await userEvent.type(screen.getByTestId('folder-watch-path'), '/nowhere');
+    await userEvent.click(screen.getByTestId('folder-watch-submit'));
+    expect(await screen.findByRole('alert')).toHaveTextContent('cannot watch /nowhere');
+
+    await userEvent.clear(screen.getByTestId('folder-watch-path'));
+    await userEvent.type(screen.getByTestId('folder-watch-path'), ' /home/me/notes ');
+    await userEvent.click(screen.getByTestId('folder-watch-submit'));
+    const state = await screen.findByTestId('folder-watch-state');
+    expect(state).toHaveTextContent('Follows /home/me/notes');
+    expect(state).toHaveAttribute('data-state', 'linked');
+    expect(calls).toContainEqual(['watch_folder', { folder_id: 'source-1', path: '/home/me/notes' }]);
+
+    await userEvent.click(screen.getByTestId('folder-unwatch'));
+    expect(await screen.findByTestId('folder-watch')).toBeInTheDocument();
+    expect(screen.queryByTestId('folder-watch-state')).toBeNull();
+    expect(calls).toContainEqual(['unwatch_folder', { folder_id: 'source-1' }]);
+  });
+
+  it('shows a missing directory with its reason', async () => {
+    useFakeBackend({
+      list_folders: () => [desk],
+      folder_files: () => [],
+      folder_watches: () => [
+        {
+          folder_id: 'source-1',
+          path: '/mnt/usb/notes',
+          state: 'missing',
+          error: 'the directory /mnt/usb/notes is gone or unreadable',
+          synced_at: '2026-11-21T10:00:00Z',
+        },
+      ],
+    });
+    render(FolderSettings);
+    const state = await screen.findByTestId('folder-watch-state');
+    expect(state).toHaveTextContent('directory missing');
+    expect(state).toHaveTextContent('is gone or unreadable');
+  });
+});
