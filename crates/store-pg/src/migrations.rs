@@ -36,6 +36,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "agent leases",
         sql: AGENT_LEASES,
     },
+    Migration {
+        version: 3,
+        name: "messages",
+        sql: MESSAGES,
+    },
 ];
 
 /// The advisory lock key migrations run under (`"engram"` in ASCII, then 1): any number that
@@ -109,6 +114,55 @@ CREATE TABLE agent_leases (
     token      bigint NOT NULL,
     expires_at timestamptz NOT NULL
 );
+"#;
+
+/// Recall memory: every message of every agent, numbered per agent by `seq`, with its words
+/// indexed for full-text search.
+///
+/// The words are a stored generated column, so every write path keeps them in step with the
+/// row. They are indexed with a text search configuration of our own, `engram_words`: English
+/// Snowball stemming like the built-in `english`, but **without** its stop-word list, as the
+/// SQLite store's FTS5 `porter unicode61` tokenizer keeps stop words (a query of stop words
+/// only, "who are you", is searched as written on both). The function building the words has a
+/// SQL-standard body, parsed once here, so the configuration it names is bound by identity and
+/// does not depend on the `search_path` of whoever writes a row (or restores a dump).
+const MESSAGES: &str = r#"
+CREATE TEXT SEARCH DICTIONARY engram_stem (TEMPLATE = snowball, Language = english);
+CREATE TEXT SEARCH CONFIGURATION engram_words (COPY = pg_catalog.english);
+ALTER TEXT SEARCH CONFIGURATION engram_words
+    ALTER MAPPING FOR asciiword, asciihword, hword_asciipart, word, hword, hword_part
+    WITH engram_stem;
+
+-- The searchable text of a message: content, reasoning and the arguments of its tool calls.
+CREATE FUNCTION engram_message_words(content text, reasoning text, tool_calls jsonb)
+    RETURNS tsvector LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN to_tsvector('engram_words'::regconfig,
+        content || ' ' || coalesce(reasoning, '') || ' ' ||
+        coalesce((SELECT string_agg(c ->> 'arguments', ' ')
+                  FROM jsonb_array_elements(tool_calls) AS c), ''));
+
+CREATE TABLE messages (
+    id           text PRIMARY KEY,
+    agent_id     text NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+    seq          bigint NOT NULL,           -- SEQ_GAP apart, so repairs can slot in
+    role         text NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+    kind         text NOT NULL CHECK (kind IN ('chat', 'heartbeat', 'alert', 'event')),
+    content      text NOT NULL,
+    reasoning    text,
+    tool_calls   jsonb,                     -- array of ToolCall, NULL when none
+    tool_call_id text,
+    tool_name    text,
+    run_id       text,
+    step_id      text,
+    in_context   boolean NOT NULL,
+    created_at   timestamptz NOT NULL,
+    words        tsvector NOT NULL
+        GENERATED ALWAYS AS (engram_message_words(content, reasoning, tool_calls)) STORED,
+    UNIQUE (agent_id, seq)
+);
+CREATE INDEX messages_in_context ON messages (agent_id, seq) WHERE in_context;
+CREATE INDEX messages_by_time ON messages (agent_id, created_at);
+CREATE INDEX messages_words ON messages USING gin (words);
 "#;
 
 /// Applies every pending migration, once, however many stores open the database at the same

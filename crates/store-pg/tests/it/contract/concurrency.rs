@@ -1,18 +1,20 @@
 //! Writers on separate connections (separate PostgreSQL pools, as replicas have; separate
 //! SQLite connections, as the app and the CLI have) editing one block at the same time: every
 //! edit is kept, with a complete history; whole-value writes at one version have one winner;
-//! a label cannot be taken twice on one agent.
+//! a label cannot be taken twice on one agent; messages appended to one agent from every
+//! replica get strictly increasing numbers, each batch a contiguous run.
 
 use super::agent_with;
 use crate::harness::{Harness, on_both_backends};
-use engram_core::{BlockOp, Editor, NewBlock, OpError, OpOutcome};
-use engram_store_api::BlockStore;
-use std::collections::BTreeSet;
+use engram_core::{BlockOp, Editor, NewBlock, NewMessage, OpError, OpOutcome};
+use engram_store_api::{BlockStore, MessageStore, SEQ_GAP, SeqOrder};
+use std::collections::{BTreeSet, HashMap};
 
 on_both_backends!(
     appends_from_every_replica_are_all_kept,
     rewrites_at_one_version_have_one_winner,
     one_label_attached_at_once_from_two_replicas_is_taken_once,
+    appends_from_every_replica_get_increasing_seqs,
 );
 
 /// Writers, and appends per writer.
@@ -161,5 +163,76 @@ async fn one_label_attached_at_once_from_two_replicas_is_taken_once<H: Harness>(
         codes.sort_unstable();
         assert_eq!(codes, ["conflict", "ok"]);
         assert_eq!(b.agent_blocks(&a.id).await.unwrap().len(), 1);
+    }
+}
+
+/// Batches per writer, and messages per batch.
+const BATCHES: usize = 8;
+const BATCH: usize = 3;
+
+async fn appends_from_every_replica_get_increasing_seqs<H: Harness>(h: H) {
+    let (a, _) = agent_with(&h.backend(), "busy", &[]).await;
+    let mut tasks = Vec::new();
+    for w in 0..WRITERS {
+        let replica = h.replica().await;
+        let agent = a.id.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut returned = Vec::new();
+            for n in 0..BATCHES {
+                let batch: Vec<NewMessage> = (0..BATCH)
+                    .map(|i| NewMessage::user(format!("writer {w} batch {n} message {i}")))
+                    .collect();
+                let stored = replica.append_messages(&agent, &batch).await.unwrap();
+                returned.extend(stored);
+            }
+            returned
+        }));
+    }
+    let mut returned = HashMap::new();
+    for t in tasks {
+        for m in t.await.unwrap() {
+            returned.insert(m.id.clone(), m);
+        }
+    }
+    let b = h.backend();
+    let total = WRITERS * BATCHES * BATCH;
+    let all = b
+        .page_messages(&a.id, None, None, total + 10, SeqOrder::Asc)
+        .await
+        .unwrap();
+    assert_eq!(all.len(), total, "every message stored once");
+    assert_eq!(b.count_messages(&a.id).await.unwrap(), total as u64);
+    assert_eq!(returned.len(), total, "ids unique");
+    for m in &all {
+        assert_eq!(
+            returned.get(&m.id),
+            Some(m),
+            "stored as the append returned it"
+        );
+    }
+    let texts: BTreeSet<&str> = all.iter().map(|m| m.content.as_str()).collect();
+    assert_eq!(texts.len(), total, "none doubled");
+    // Strictly increasing with no duplicates, SEQ_GAP apart: appends queued on the agent.
+    for (n, m) in all.iter().enumerate() {
+        assert_eq!(m.seq, (n as i64 + 1) * SEQ_GAP, "{}", m.content);
+    }
+    // Each batch is a contiguous run, in its own order, and each writer's batches come in the
+    // order it sent them.
+    for run in all.chunks(BATCH) {
+        let head = run[0].content.rsplit_once(" message ").unwrap().0;
+        for (i, m) in run.iter().enumerate() {
+            assert_eq!(m.content, format!("{head} message {i}"));
+        }
+    }
+    for w in 0..WRITERS {
+        let mine: Vec<&str> = all
+            .iter()
+            .map(|m| m.content.as_str())
+            .filter(|c| c.starts_with(&format!("writer {w} ")))
+            .collect();
+        let want: Vec<String> = (0..BATCHES)
+            .flat_map(|n| (0..BATCH).map(move |i| format!("writer {w} batch {n} message {i}")))
+            .collect();
+        assert_eq!(mine, want);
     }
 }

@@ -5,6 +5,7 @@ mod agents;
 mod blocks;
 mod concurrency;
 mod leases;
+mod messages;
 mod ops;
 
 use engram_core::{Agent, Block, Editor, Error, LlmConfig, NewBlock};
