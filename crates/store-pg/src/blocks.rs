@@ -52,6 +52,8 @@ pub(crate) enum Lock {
     /// `FOR NO KEY UPDATE`: like `Update` against other lockers of the row, but rows that
     /// reference it (messages, leases) can still be written meanwhile.
     NoKeyUpdate,
+    /// `FOR KEY SHARE`: the row cannot be deleted meanwhile; nothing else waits.
+    KeyShare,
 }
 
 impl Lock {
@@ -61,6 +63,7 @@ impl Lock {
             Lock::Share => " FOR SHARE",
             Lock::Update => " FOR UPDATE",
             Lock::NoKeyUpdate => " FOR NO KEY UPDATE",
+            Lock::KeyShare => " FOR KEY SHARE",
         }
     }
 }

@@ -22,8 +22,9 @@
 //! - **Appends under the agent's row lock.** The next message `seq` follows the agent's last
 //!   one; an append locks the agent's row before reading it, so appends from several replicas
 //!   queue and each batch gets its own run of numbers (`messages`).
-//! - **Full-text search with `tsvector`.** Message words are a generated `tsvector` column with
-//!   a GIN index, stemmed like the SQLite store's FTS5 tables; ranked by `ts_rank`, not BM25.
+//! - **Full-text search with `tsvector`.** The words of messages and passages are generated
+//!   `tsvector` columns with GIN indexes, stemmed like the SQLite store's FTS5 tables; ranked by
+//!   `ts_rank`, not BM25. Passage tags are a `text[]` (GIN index) and vectors plain bytes.
 //! - **Types.** Timestamps are `timestamptz` (microseconds, as the SQLite store keeps them);
 //!   JSON-valued fields are `jsonb`.
 //!
@@ -36,6 +37,7 @@ mod error;
 mod leases;
 mod messages;
 mod migrations;
+mod passages;
 mod rows;
 mod tx;
 

@@ -25,16 +25,6 @@ const FILTERS: &str = "m.agent_id = $1 AND m.role = ANY($2)
        AND ($3::timestamptz IS NULL OR m.created_at >= $3)
        AND ($4::timestamptz IS NULL OR m.created_at <= $4)";
 
-/// The `tsquery` text matching any of `words`, each a quoted lexeme (stemmed like the index by
-/// `to_tsquery`): user text never reaches the query parser as operators.
-fn any_of(words: &[String]) -> String {
-    words
-        .iter()
-        .map(|w| format!("'{}'", w.replace('\\', "\\\\").replace('\'', "''")))
-        .collect::<Vec<_>>()
-        .join(" | ")
-}
-
 #[async_trait]
 impl MessageStore for PgStore {
     async fn append_messages(&self, agent: &AgentId, msgs: &[NewMessage]) -> Result<Vec<Message>> {
@@ -205,7 +195,7 @@ impl MessageStore for PgStore {
                         &q.start,
                         &q.end,
                         &limit,
-                        &any_of(&words),
+                        &rows::tsquery_any(&words),
                     ],
                 )
                 .await

@@ -41,6 +41,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "messages",
         sql: MESSAGES,
     },
+    Migration {
+        version: 4,
+        name: "passages",
+        sql: PASSAGES,
+    },
 ];
 
 /// The advisory lock key migrations run under (`"engram"` in ASCII, then 1): any number that
@@ -163,6 +168,35 @@ CREATE TABLE messages (
 CREATE INDEX messages_in_context ON messages (agent_id, seq) WHERE in_context;
 CREATE INDEX messages_by_time ON messages (agent_id, created_at);
 CREATE INDEX messages_words ON messages USING gin (words);
+"#;
+
+/// Archival memory: passages with their tags (an ordered array, duplicates dropped by the
+/// store), their vector as given (little-endian `f32`s, at its native dimension) and their
+/// words, indexed as messages' are (`engram_words`). `pk` is the insertion order, which breaks
+/// ties between passages stored at the same microsecond as the SQLite store's row key does.
+/// The supersession columns mark a fact that changed (set by consolidation); lists and
+/// searches leave such passages out.
+const PASSAGES: &str = r#"
+CREATE TABLE passages (
+    pk              bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+    id              text PRIMARY KEY,
+    agent_id        text NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+    text            text NOT NULL,
+    tags            text[] NOT NULL,
+    created_at      timestamptz NOT NULL,
+    embedding_dim   integer CHECK (embedding_dim > 0),
+    embedding       bytea CHECK (octet_length(embedding) = 4 * embedding_dim),
+    step_id         text,
+    superseded_at   timestamptz,
+    superseded_kind text CHECK (superseded_kind IN ('superseded', 'merged')),
+    superseded_by   text,
+    superseded_pass text,
+    words           tsvector NOT NULL
+        GENERATED ALWAYS AS (to_tsvector('engram_words'::regconfig, text)) STORED
+);
+CREATE INDEX passages_by_time ON passages (agent_id, created_at, pk);
+CREATE INDEX passages_words ON passages USING gin (words);
+CREATE INDEX passages_tags ON passages USING gin (tags);
 "#;
 
 /// Applies every pending migration, once, however many stores open the database at the same

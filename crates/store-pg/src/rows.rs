@@ -5,7 +5,8 @@ use chrono::DateTime;
 use deadpool_postgres::GenericClient;
 use engram_core::{
     Agent, AgentId, Block, BlockEdit, BlockId, EditId, Error, LoopStyle, Message, MessageId,
-    MessageKind, Role, RunId, StepId, Timestamp, ToolCall,
+    MessageKind, PassId, Passage, PassageId, Role, RunId, StepId, SupersedeKind, Supersession,
+    Timestamp, ToolCall,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -30,6 +31,10 @@ pub(crate) const MESSAGE_COLS: &str = "m.id, m.agent_id, m.seq, m.role, m.kind, 
      m.reasoning, m.tool_calls, m.tool_call_id, m.tool_name, m.run_id, m.step_id, \
      m.in_context, m.created_at";
 
+/// The columns [`passage`] reads, in order (table alias `p`).
+pub(crate) const PASSAGE_COLS: &str = "p.id, p.agent_id, p.text, p.tags, p.created_at, \
+     p.superseded_at, p.superseded_kind, p.superseded_by, p.superseded_pass";
+
 /// `t` cut to the microseconds PostgreSQL keeps, so returned values equal later reads.
 pub(crate) fn truncate(t: Timestamp) -> Timestamp {
     DateTime::from_timestamp_micros(t.timestamp_micros()).unwrap_or(t)
@@ -50,6 +55,17 @@ fn from_json<T: DeserializeOwned>(row: &Row, idx: usize, what: &str) -> TxResult
     let v: Value = row.try_get(idx)?;
     serde_json::from_value(v)
         .map_err(|e| Error::Storage(format!("a stored {what} cannot be read: {e}")).into())
+}
+
+/// The `tsquery` text (for `to_tsquery('engram_words', …)`) matching any of `words`, each a
+/// quoted lexeme, stemmed by `to_tsquery` as the index is: user text never reaches the query
+/// parser as operators.
+pub(crate) fn tsquery_any(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| format!("'{}'", w.replace('\\', "\\\\").replace('\'', "''")))
+        .collect::<Vec<_>>()
+        .join(" | ")
 }
 
 /// A count given as a `LIMIT` (`bigint`), saturating.
@@ -192,6 +208,30 @@ pub(crate) fn message(r: &Row) -> TxResult<Message> {
         step_id: r.try_get::<_, Option<String>>(11)?.map(StepId::from),
         in_context: r.try_get(12)?,
         created_at: r.try_get(13)?,
+    })
+}
+
+pub(crate) fn passage(r: &Row) -> TxResult<Passage> {
+    let superseded_at: Option<Timestamp> = r.try_get(5)?;
+    let superseded = match superseded_at {
+        None => None,
+        Some(at) => Some(Supersession {
+            kind: r
+                .try_get::<_, Option<&str>>(6)?
+                .and_then(SupersedeKind::parse)
+                .unwrap_or(SupersedeKind::Superseded),
+            at,
+            by: r.try_get::<_, Option<String>>(7)?.map(PassageId::from),
+            pass_id: r.try_get::<_, Option<String>>(8)?.map(PassId::from),
+        }),
+    };
+    Ok(Passage {
+        id: PassageId::from(r.try_get::<_, String>(0)?),
+        agent_id: AgentId::from(r.try_get::<_, String>(1)?),
+        text: r.try_get(2)?,
+        tags: r.try_get(3)?,
+        created_at: r.try_get(4)?,
+        superseded,
     })
 }
 

@@ -5,14 +5,18 @@
 //! over messages is the store's recall search (`rank_messages`) keeping BM25's order alone: no
 //! neighbour smoothing, no vectors (those are the retrieval layer's).
 
-use crate::{CandidateDepth, MessageQuery, Ranking, SeqOrder, Store, sql};
+use crate::{
+    CandidateDepth, Candidates, MessageQuery, PassageList, PassageQuery, Ranking, SeqOrder, Store,
+    sql,
+};
 use async_trait::async_trait;
 use engram_core::{
     Agent, AgentId, Block, BlockEdit, BlockId, BlockOp, BlockPatch, Editor, Error, Message,
-    MessageId, NewBlock, NewMessage, OpOutcome, Result,
+    MessageId, NewBlock, NewMessage, NewPassage, OpOutcome, Passage, PassageId, Result,
 };
 use engram_store_api::{
     AgentStore, BlockStore, Hit, Lease, LeaseGrant, LeaseStore, MessageSearch, MessageStore,
+    PassageRange, PassageSearch, PassageStore,
 };
 use std::sync::MutexGuard;
 use std::time::Duration;
@@ -201,6 +205,71 @@ impl MessageStore for Store {
         let found = Store::rank_messages(self, agent, &query, None, depth, bm25)?;
         Ok(Hit::from_ranked(
             found.into_iter().map(|h| (h.message, h.score)),
+        ))
+    }
+}
+
+/// BM25 as FTS5 ranks it, best first: the words search of the interface. The neighbours the
+/// store also reads, and the fusion with vectors, are left to the retrieval layer.
+fn bm25(c: Candidates) -> Ranking {
+    c.lexical.map(|l| l.ranking).unwrap_or_default()
+}
+
+#[async_trait]
+impl PassageStore for Store {
+    async fn insert_passages(
+        &self,
+        agent: &AgentId,
+        passages: &[NewPassage],
+    ) -> Result<Vec<Passage>> {
+        Store::insert_passages(self, agent, passages)
+    }
+
+    async fn get_passage(&self, id: &PassageId) -> Result<Passage> {
+        Store::get_passage(self, id)
+    }
+
+    async fn list_passages(&self, agent: &AgentId, range: &PassageRange) -> Result<Vec<Passage>> {
+        let list = PassageList {
+            after: range.after.clone(),
+            before: range.before.clone(),
+            limit: range.limit,
+            ascending: range.ascending,
+            ..PassageList::default()
+        };
+        Store::list_passages(self, agent, &list)
+    }
+
+    async fn count_passages(&self, agent: &AgentId) -> Result<u64> {
+        Store::count_passages(self, agent, &PassageList::default())
+    }
+
+    async fn delete_passage(&self, agent: &AgentId, id: &PassageId) -> Result<()> {
+        Store::delete_passage(self, agent, id)
+    }
+
+    async fn search_passages(
+        &self,
+        agent: &AgentId,
+        q: &PassageSearch,
+    ) -> Result<Vec<Hit<Passage>>> {
+        let query = PassageQuery {
+            query: q.query.clone(),
+            tags: q.tags.clone(),
+            tag_match: q.tag_match,
+            start: q.start,
+            end: q.end,
+            top_k: q.limit,
+            embedding: None,
+            include_superseded: false,
+        };
+        let depth = CandidateDepth {
+            lexical: q.limit,
+            vector: 0,
+        };
+        let found = Store::rank_passages(self, agent, &query, depth, bm25)?;
+        Ok(Hit::from_ranked(
+            found.into_iter().map(|h| (h.passage, h.score)),
         ))
     }
 }
