@@ -9,8 +9,12 @@
 //! literals of its own full-text engine (an FTS5 string, a `tsquery` lexeme), so `AND OR "`,
 //! `NEAR(`, `*`, `!` or `col:x` are searched as the words they contain.
 //!
-//! Both backends stem words the same way (English Porter/Snowball stemming, "gardening" finds
-//! "garden") and keep stop words in their indexes.
+//! Both backends index every word (stop words too), fold case and accents ("cafe" finds
+//! "café") and stem English words, so "gardening" finds "garden": SQLite with FTS5's Porter
+//! stemmer, PostgreSQL with Snowball's English one (Porter's revision). The two agree on
+//! ordinary inflections (plurals, -ing, -ed) and differ on a few rarer forms ("fairly" stems
+//! to "fairli" under Porter and to "fair" under Snowball, so "fair" finds "fairly" only on
+//! PostgreSQL).
 
 use std::collections::HashSet;
 use std::sync::LazyLock;

@@ -125,18 +125,23 @@ CREATE TABLE agent_leases (
 /// indexed for full-text search.
 ///
 /// The words are a stored generated column, so every write path keeps them in step with the
-/// row. They are indexed with a text search configuration of our own, `engram_words`: English
-/// Snowball stemming like the built-in `english`, but **without** its stop-word list, as the
-/// SQLite store's FTS5 `porter unicode61` tokenizer keeps stop words (a query of stop words
-/// only, "who are you", is searched as written on both). The function building the words has a
-/// SQL-standard body, parsed once here, so the configuration it names is bound by identity and
-/// does not depend on the `search_path` of whoever writes a row (or restores a dump).
+/// row. They are indexed with a text search configuration of our own, `engram_words`, made to
+/// find what the SQLite store's FTS5 tokenizer (`porter unicode61`) finds: English Snowball
+/// stemming like the built-in `english`, but **without** its stop-word list, as FTS5 keeps stop
+/// words (a query of stop words only, "who are you", is searched as written on both); and
+/// accents removed from non-ASCII words first (`unaccent`, a trusted contrib extension shipped
+/// with PostgreSQL), as `unicode61` removes diacritics ("cafe" finds "café"). The function
+/// building the words has a SQL-standard body, parsed once here, so the configuration it names
+/// is bound by identity and does not depend on the `search_path` of whoever writes a row (or
+/// restores a dump).
 const MESSAGES: &str = r#"
+CREATE EXTENSION IF NOT EXISTS unaccent;
 CREATE TEXT SEARCH DICTIONARY engram_stem (TEMPLATE = snowball, Language = english);
 CREATE TEXT SEARCH CONFIGURATION engram_words (COPY = pg_catalog.english);
 ALTER TEXT SEARCH CONFIGURATION engram_words
-    ALTER MAPPING FOR asciiword, asciihword, hword_asciipart, word, hword, hword_part
-    WITH engram_stem;
+    ALTER MAPPING FOR asciiword, asciihword, hword_asciipart WITH engram_stem;
+ALTER TEXT SEARCH CONFIGURATION engram_words
+    ALTER MAPPING FOR word, hword, hword_part WITH unaccent, engram_stem;
 
 -- The searchable text of a message: content, reasoning and the arguments of its tool calls.
 CREATE FUNCTION engram_message_words(content text, reasoning text, tool_calls jsonb)

@@ -546,6 +546,15 @@ async fn queries_that_are_not_plain_words_are_searched_safely<H: Harness>(h: H) 
     }
     let clock = found("o'clock").await;
     assert_eq!(clock.first().map(|(t, _)| t.as_str()), Some("o'clock news"));
+    // Accents and case do not matter.
+    b.append_messages(&a.id, &[NewMessage::user("a little café in Lisbon")])
+        .await
+        .unwrap();
+    for text in ["cafe", "CAFÉ", "Café"] {
+        let hits = found(text).await;
+        assert_eq!(hits.len(), 1, "{text}: {hits:?}");
+        assert_eq!(hits[0].0, "a little café in Lisbon", "{text}");
+    }
     // Stop words only: searched as written.
     let who = found("Who are you").await;
     assert_eq!(who.len(), 1, "{who:?}");
