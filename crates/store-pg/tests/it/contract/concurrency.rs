@@ -2,12 +2,15 @@
 //! SQLite connections, as the app and the CLI have) editing one block at the same time: every
 //! edit is kept, with a complete history; whole-value writes at one version have one winner;
 //! a label cannot be taken twice on one agent; messages appended to one agent from every
-//! replica get strictly increasing numbers, each batch a contiguous run.
+//! replica get strictly increasing numbers, each batch a contiguous run; passages inserted
+//! from every replica are all kept and found.
 
 use super::agent_with;
 use crate::harness::{Harness, on_both_backends};
-use engram_core::{BlockOp, Editor, NewBlock, NewMessage, OpError, OpOutcome};
-use engram_store_api::{BlockStore, MessageStore, SEQ_GAP, SeqOrder};
+use engram_core::{BlockOp, Editor, NewBlock, NewMessage, NewPassage, OpError, OpOutcome};
+use engram_store_api::{
+    BlockStore, MessageStore, PassageRange, PassageSearch, PassageStore, SEQ_GAP, SeqOrder,
+};
 use std::collections::{BTreeSet, HashMap};
 
 on_both_backends!(
@@ -15,6 +18,7 @@ on_both_backends!(
     rewrites_at_one_version_have_one_winner,
     one_label_attached_at_once_from_two_replicas_is_taken_once,
     appends_from_every_replica_get_increasing_seqs,
+    passages_from_every_replica_are_all_kept,
 );
 
 /// Writers, and appends per writer.
@@ -235,4 +239,71 @@ async fn appends_from_every_replica_get_increasing_seqs<H: Harness>(h: H) {
             .collect();
         assert_eq!(mine, want);
     }
+}
+
+async fn passages_from_every_replica_are_all_kept<H: Harness>(h: H) {
+    let (a, _) = agent_with(&h.backend(), "archive", &[]).await;
+    let mut tasks = Vec::new();
+    for w in 0..WRITERS {
+        let replica = h.replica().await;
+        let agent = a.id.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut ids = Vec::new();
+            for n in 0..BATCHES {
+                let batch: Vec<NewPassage> = (0..BATCH)
+                    .map(|i| NewPassage {
+                        text: format!("writer{w} batch{n} item{i} shared"),
+                        tags: vec![format!("writer-{w}")],
+                        ..NewPassage::default()
+                    })
+                    .collect();
+                let stored = replica.insert_passages(&agent, &batch).await.unwrap();
+                ids.extend(stored.into_iter().map(|p| p.id));
+            }
+            ids
+        }));
+    }
+    let mut ids = BTreeSet::new();
+    for t in tasks {
+        ids.extend(t.await.unwrap());
+    }
+    let total = WRITERS * BATCHES * BATCH;
+    assert_eq!(ids.len(), total, "ids unique");
+    let b = h.backend();
+    assert_eq!(b.count_passages(&a.id).await.unwrap(), total as u64);
+    let listed = b
+        .list_passages(
+            &a.id,
+            &PassageRange {
+                limit: total + 10,
+                ascending: true,
+                ..PassageRange::default()
+            },
+        )
+        .await
+        .unwrap();
+    let listed_ids: BTreeSet<_> = listed.iter().map(|p| p.id.clone()).collect();
+    assert_eq!(listed_ids, ids, "every passage listed once");
+    assert!(
+        listed
+            .windows(2)
+            .all(|w| w[0].created_at <= w[1].created_at),
+        "oldest first"
+    );
+    let hits = b
+        .search_passages(&a.id, &PassageSearch::new("shared", total + 10))
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), total, "every passage found by its words");
+    let tagged = b
+        .search_passages(
+            &a.id,
+            &PassageSearch {
+                tags: vec!["writer-0".into()],
+                ..PassageSearch::new("shared", total)
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(tagged.len(), BATCHES * BATCH);
 }
