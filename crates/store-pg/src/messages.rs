@@ -5,8 +5,10 @@
 //! not both read the same last one. An append locks the agent's row (`FOR NO KEY UPDATE`: other
 //! appends and agent changes wait, rows that merely reference the agent do not) and only then
 //! reads `max(seq)`; under READ COMMITTED that read is a fresh snapshot taken after the lock was
-//! granted, so it sees every append committed before. A sequence object would not do: it hands
-//! out numbers in the order transactions ask, not the order they commit.
+//! granted, so it sees every append committed before. The read must be a statement of its own:
+//! in the locking statement it would use that statement's snapshot, taken before the wait. A
+//! sequence object would not do: it hands out numbers in the order transactions ask, not the
+//! order they commit.
 
 use crate::PgStore;
 use crate::blocks::{self, Lock};
