@@ -5,9 +5,10 @@
 //! by several replicas). The interface is cut along the store's groups — one trait per concern
 //! — so each concern is moved onto it, and tested on both backends, as a unit. Today:
 //! [`AgentStore`] (an agent's row and its blocks at creation), [`BlockStore`] (blocks and
-//! their versioned operations, with history) and [`LeaseStore`] (one holder per agent, with
-//! fencing tokens checked at commit). Messages, passages, steps and the rest follow
-//! the same way.
+//! their versioned operations, with history), [`LeaseStore`] (one holder per agent, with
+//! fencing tokens checked at commit), [`MessageStore`] (recall memory: the message history,
+//! paged by `seq`, with a words search) and [`PassageStore`] (archival memory: tagged
+//! passages, listed by time, with a words search). Steps and the rest follow the same way.
 //!
 //! # Async, dyn-compatible
 //! Every method is `async` and the traits are object-safe (`Arc<dyn Backend>`), with `Send`
@@ -28,7 +29,7 @@
 //! The same test suite runs against both backends (`crates/store-pg/tests/it/contract`).
 //! What every implementation guarantees, beyond each method's docs:
 //! - **Writes that belong together are one transaction**: an agent with its blocks; a block
-//!   edit with its history row. Nothing is written when a method returns an error.
+//!   edit with its history row; a batch of messages; a batch of passages. Nothing is written when a method returns an error.
 //! - **Block edits are operations on the current version**: [`BlockStore::apply_block_op`]
 //!   re-applies the operation to the block as stored when the write happens, holding the block
 //!   (the SQLite write lock, a PostgreSQL row lock) until its history row is written, and
@@ -40,6 +41,14 @@
 //!   `Storage` when the database fails.
 //! - Timestamps come back truncated to microseconds, so a value returned by a write equals
 //!   what a later read returns.
+
+mod messages;
+mod passages;
+mod words;
+
+pub use messages::{Hit, MessageSearch, MessageStore, SEQ_GAP, SeqOrder};
+pub use passages::{PassageRange, PassageSearch, PassageStore};
+pub use words::{MAX_QUERY_WORDS, QueryWords, query_words};
 
 use async_trait::async_trait;
 use engram_core::{
@@ -227,6 +236,6 @@ pub trait LeaseStore: Send + Sync {
 }
 
 /// Everything a backend provides: what the service will hold as `Arc<dyn Backend>`.
-pub trait Backend: AgentStore + BlockStore + LeaseStore {}
+pub trait Backend: AgentStore + BlockStore + LeaseStore + MessageStore + PassageStore {}
 
-impl<T: AgentStore + BlockStore + LeaseStore> Backend for T {}
+impl<T: AgentStore + BlockStore + LeaseStore + MessageStore + PassageStore> Backend for T {}

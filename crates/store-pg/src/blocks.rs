@@ -49,6 +49,11 @@ pub(crate) enum Lock {
     Share,
     /// `FOR UPDATE`: this transaction alone may change it.
     Update,
+    /// `FOR NO KEY UPDATE`: like `Update` against other lockers of the row, but rows that
+    /// reference it (messages, leases) can still be written meanwhile.
+    NoKeyUpdate,
+    /// `FOR KEY SHARE`: the row cannot be deleted meanwhile; nothing else waits.
+    KeyShare,
 }
 
 impl Lock {
@@ -57,6 +62,8 @@ impl Lock {
             Lock::None => "",
             Lock::Share => " FOR SHARE",
             Lock::Update => " FOR UPDATE",
+            Lock::NoKeyUpdate => " FOR NO KEY UPDATE",
+            Lock::KeyShare => " FOR KEY SHARE",
         }
     }
 }

@@ -19,6 +19,12 @@
 //!   run again from the start (`tx::retry`).
 //! - **Leases per agent** (`leases`): a row per agent with a fencing token and an expiry from
 //!   the database's clock; a commit under a lease locks that row after checking it.
+//! - **Appends under the agent's row lock.** The next message `seq` follows the agent's last
+//!   one; an append locks the agent's row before reading it, so appends from several replicas
+//!   queue and each batch gets its own run of numbers (`messages`).
+//! - **Full-text search with `tsvector`.** The words of messages and passages are generated
+//!   `tsvector` columns with GIN indexes, stemmed like the SQLite store's FTS5 tables; ranked by
+//!   `ts_rank`, not BM25. Passage tags are a `text[]` (GIN index) and vectors plain bytes.
 //! - **Types.** Timestamps are `timestamptz` (microseconds, as the SQLite store keeps them);
 //!   JSON-valued fields are `jsonb`.
 //!
@@ -29,7 +35,9 @@ mod agents;
 mod blocks;
 mod error;
 mod leases;
+mod messages;
 mod migrations;
+mod passages;
 mod rows;
 mod tx;
 

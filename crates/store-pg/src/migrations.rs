@@ -36,6 +36,16 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "agent leases",
         sql: AGENT_LEASES,
     },
+    Migration {
+        version: 3,
+        name: "messages",
+        sql: MESSAGES,
+    },
+    Migration {
+        version: 4,
+        name: "passages",
+        sql: PASSAGES,
+    },
 ];
 
 /// The advisory lock key migrations run under (`"engram"` in ASCII, then 1): any number that
@@ -109,6 +119,89 @@ CREATE TABLE agent_leases (
     token      bigint NOT NULL,
     expires_at timestamptz NOT NULL
 );
+"#;
+
+/// Recall memory: every message of every agent, numbered per agent by `seq`, with its words
+/// indexed for full-text search.
+///
+/// The words are a stored generated column, so every write path keeps them in step with the
+/// row. They are indexed with a text search configuration of our own, `engram_words`, made to
+/// find what the SQLite store's FTS5 tokenizer (`porter unicode61`) finds: English Snowball
+/// stemming like the built-in `english`, but **without** its stop-word list, as FTS5 keeps stop
+/// words (a query of stop words only, "who are you", is searched as written on both); and
+/// accents removed from non-ASCII words first (`unaccent`, a trusted contrib extension shipped
+/// with PostgreSQL), as `unicode61` removes diacritics ("cafe" finds "café"). The function
+/// building the words has a SQL-standard body, parsed once here, so the configuration it names
+/// is bound by identity and does not depend on the `search_path` of whoever writes a row (or
+/// restores a dump).
+const MESSAGES: &str = r#"
+CREATE EXTENSION IF NOT EXISTS unaccent;
+CREATE TEXT SEARCH DICTIONARY engram_stem (TEMPLATE = snowball, Language = english);
+CREATE TEXT SEARCH CONFIGURATION engram_words (COPY = pg_catalog.english);
+ALTER TEXT SEARCH CONFIGURATION engram_words
+    ALTER MAPPING FOR asciiword, asciihword, hword_asciipart WITH engram_stem;
+ALTER TEXT SEARCH CONFIGURATION engram_words
+    ALTER MAPPING FOR word, hword, hword_part WITH unaccent, engram_stem;
+
+-- The searchable text of a message: content, reasoning and the arguments of its tool calls.
+CREATE FUNCTION engram_message_words(content text, reasoning text, tool_calls jsonb)
+    RETURNS tsvector LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN to_tsvector('engram_words'::regconfig,
+        content || ' ' || coalesce(reasoning, '') || ' ' ||
+        coalesce((SELECT string_agg(c ->> 'arguments', ' ')
+                  FROM jsonb_array_elements(tool_calls) AS c), ''));
+
+CREATE TABLE messages (
+    id           text PRIMARY KEY,
+    agent_id     text NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+    seq          bigint NOT NULL,           -- SEQ_GAP apart, so repairs can slot in
+    role         text NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+    kind         text NOT NULL CHECK (kind IN ('chat', 'heartbeat', 'alert', 'event')),
+    content      text NOT NULL,
+    reasoning    text,
+    tool_calls   jsonb,                     -- array of ToolCall, NULL when none
+    tool_call_id text,
+    tool_name    text,
+    run_id       text,
+    step_id      text,
+    in_context   boolean NOT NULL,
+    created_at   timestamptz NOT NULL,
+    words        tsvector NOT NULL
+        GENERATED ALWAYS AS (engram_message_words(content, reasoning, tool_calls)) STORED,
+    UNIQUE (agent_id, seq)
+);
+CREATE INDEX messages_in_context ON messages (agent_id, seq) WHERE in_context;
+CREATE INDEX messages_by_time ON messages (agent_id, created_at);
+CREATE INDEX messages_words ON messages USING gin (words);
+"#;
+
+/// Archival memory: passages with their tags (an ordered array, duplicates dropped by the
+/// store), their vector as given (little-endian `f32`s, at its native dimension) and their
+/// words, indexed as messages' are (`engram_words`). `pk` is the insertion order, which breaks
+/// ties between passages stored at the same microsecond as the SQLite store's row key does.
+/// The supersession columns mark a fact that changed (set by consolidation); lists and
+/// searches leave such passages out.
+const PASSAGES: &str = r#"
+CREATE TABLE passages (
+    pk              bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+    id              text PRIMARY KEY,
+    agent_id        text NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+    text            text NOT NULL,
+    tags            text[] NOT NULL,
+    created_at      timestamptz NOT NULL,
+    embedding_dim   integer CHECK (embedding_dim > 0),
+    embedding       bytea CHECK (octet_length(embedding) = 4 * embedding_dim),
+    step_id         text,
+    superseded_at   timestamptz,
+    superseded_kind text CHECK (superseded_kind IN ('superseded', 'merged')),
+    superseded_by   text,
+    superseded_pass text,
+    words           tsvector NOT NULL
+        GENERATED ALWAYS AS (to_tsvector('engram_words'::regconfig, text)) STORED
+);
+CREATE INDEX passages_by_time ON passages (agent_id, created_at, pk);
+CREATE INDEX passages_words ON passages USING gin (words);
+CREATE INDEX passages_tags ON passages USING gin (tags);
 "#;
 
 /// Applies every pending migration, once, however many stores open the database at the same

@@ -4,7 +4,9 @@ use crate::tx::TxResult;
 use chrono::DateTime;
 use deadpool_postgres::GenericClient;
 use engram_core::{
-    Agent, AgentId, Block, BlockEdit, BlockId, EditId, Error, LoopStyle, StepId, Timestamp,
+    Agent, AgentId, Block, BlockEdit, BlockId, EditId, Error, LoopStyle, Message, MessageId,
+    MessageKind, PassId, Passage, PassageId, Role, RunId, StepId, SupersedeKind, Supersession,
+    Timestamp, ToolCall,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -23,6 +25,15 @@ pub(crate) const BLOCK_COLS: &str = "b.id, b.label, b.value, b.char_limit, b.des
 /// The columns [`edit`] reads, in order.
 pub(crate) const EDIT_COLS: &str =
     "id, block_id, editor, old_value, new_value, old_version, new_version, step_id, created_at";
+
+/// The columns [`message`] reads, in order (table alias `m`).
+pub(crate) const MESSAGE_COLS: &str = "m.id, m.agent_id, m.seq, m.role, m.kind, m.content, \
+     m.reasoning, m.tool_calls, m.tool_call_id, m.tool_name, m.run_id, m.step_id, \
+     m.in_context, m.created_at";
+
+/// The columns [`passage`] reads, in order (table alias `p`).
+pub(crate) const PASSAGE_COLS: &str = "p.id, p.agent_id, p.text, p.tags, p.created_at, \
+     p.superseded_at, p.superseded_kind, p.superseded_by, p.superseded_pass";
 
 /// `t` cut to the microseconds PostgreSQL keeps, so returned values equal later reads.
 pub(crate) fn truncate(t: Timestamp) -> Timestamp {
@@ -44,6 +55,22 @@ fn from_json<T: DeserializeOwned>(row: &Row, idx: usize, what: &str) -> TxResult
     let v: Value = row.try_get(idx)?;
     serde_json::from_value(v)
         .map_err(|e| Error::Storage(format!("a stored {what} cannot be read: {e}")).into())
+}
+
+/// The `tsquery` text (for `to_tsquery('engram_words', …)`) matching any of `words`, each a
+/// quoted lexeme, stemmed by `to_tsquery` as the index is: user text never reaches the query
+/// parser as operators.
+pub(crate) fn tsquery_any(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| format!("'{}'", w.replace('\\', "\\\\").replace('\'', "''")))
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
+/// A count given as a `LIMIT` (`bigint`), saturating.
+pub(crate) fn limit(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 /// A count or version as stored (`bigint`).
@@ -121,6 +148,90 @@ pub(crate) fn edit(r: &Row) -> TxResult<BlockEdit> {
         new_version: opt_uint(r, 6)?,
         step_id: r.try_get::<_, Option<String>>(7)?.map(StepId::from),
         created_at: r.try_get(8)?,
+    })
+}
+
+fn role_from(s: &str) -> TxResult<Role> {
+    Ok(match s {
+        "system" => Role::System,
+        "user" => Role::User,
+        "assistant" => Role::Assistant,
+        "tool" => Role::Tool,
+        other => return Err(Error::Storage(format!("unknown stored role {other:?}")).into()),
+    })
+}
+
+pub(crate) fn kind_str(k: MessageKind) -> &'static str {
+    match k {
+        MessageKind::Chat => "chat",
+        MessageKind::Heartbeat => "heartbeat",
+        MessageKind::Alert => "alert",
+        MessageKind::Event => "event",
+    }
+}
+
+fn kind_from(s: &str) -> TxResult<MessageKind> {
+    Ok(match s {
+        "chat" => MessageKind::Chat,
+        "heartbeat" => MessageKind::Heartbeat,
+        "alert" => MessageKind::Alert,
+        "event" => MessageKind::Event,
+        other => return Err(Error::Storage(format!("unknown stored kind {other:?}")).into()),
+    })
+}
+
+/// A message's tool calls as stored: `NULL` when it has none.
+pub(crate) fn tool_calls_json(calls: &[ToolCall]) -> TxResult<Option<Value>> {
+    if calls.is_empty() {
+        Ok(None)
+    } else {
+        to_json(&calls).map(Some)
+    }
+}
+
+pub(crate) fn message(r: &Row) -> TxResult<Message> {
+    Ok(Message {
+        id: MessageId::from(r.try_get::<_, String>(0)?),
+        agent_id: AgentId::from(r.try_get::<_, String>(1)?),
+        seq: r.try_get(2)?,
+        role: role_from(r.try_get(3)?)?,
+        kind: kind_from(r.try_get(4)?)?,
+        content: r.try_get(5)?,
+        reasoning: r.try_get(6)?,
+        tool_calls: match r.try_get::<_, Option<Value>>(7)? {
+            None => Vec::new(),
+            Some(_) => from_json(r, 7, "tool call list")?,
+        },
+        tool_call_id: r.try_get(8)?,
+        tool_name: r.try_get(9)?,
+        run_id: r.try_get::<_, Option<String>>(10)?.map(RunId::from),
+        step_id: r.try_get::<_, Option<String>>(11)?.map(StepId::from),
+        in_context: r.try_get(12)?,
+        created_at: r.try_get(13)?,
+    })
+}
+
+pub(crate) fn passage(r: &Row) -> TxResult<Passage> {
+    let superseded_at: Option<Timestamp> = r.try_get(5)?;
+    let superseded = match superseded_at {
+        None => None,
+        Some(at) => Some(Supersession {
+            kind: r
+                .try_get::<_, Option<&str>>(6)?
+                .and_then(SupersedeKind::parse)
+                .unwrap_or(SupersedeKind::Superseded),
+            at,
+            by: r.try_get::<_, Option<String>>(7)?.map(PassageId::from),
+            pass_id: r.try_get::<_, Option<String>>(8)?.map(PassId::from),
+        }),
+    };
+    Ok(Passage {
+        id: PassageId::from(r.try_get::<_, String>(0)?),
+        agent_id: AgentId::from(r.try_get::<_, String>(1)?),
+        text: r.try_get(2)?,
+        tags: r.try_get(3)?,
+        created_at: r.try_get(4)?,
+        superseded,
     })
 }
 

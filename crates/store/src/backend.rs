@@ -1,15 +1,23 @@
 //! The SQLite store behind the storage interface ([`engram_store_api`]): each method calls the
 //! store's own synchronous method of the same name, on the caller's task (they are short, as
-//! the service's direct calls are today). Nothing inside the store changes for it. Leases are
-//! the one addition, kept in memory (`leases`).
+//! the service's direct calls are today). Nothing inside the store changes for it beyond two
+//! small additions: leases, kept in memory (`leases`), and a message count. The words search
+//! over messages is the store's recall search (`rank_messages`) keeping BM25's order alone: no
+//! neighbour smoothing, no vectors (those are the retrieval layer's).
 
-use crate::{Store, sql};
+use crate::{
+    CandidateDepth, Candidates, MessageQuery, PassageList, PassageQuery, Ranking, SeqOrder, Store,
+    sql,
+};
 use async_trait::async_trait;
 use engram_core::{
-    Agent, AgentId, Block, BlockEdit, BlockId, BlockOp, BlockPatch, Editor, Error, NewBlock,
-    OpOutcome, Result,
+    Agent, AgentId, Block, BlockEdit, BlockId, BlockOp, BlockPatch, Editor, Error, Message,
+    MessageId, NewBlock, NewMessage, NewPassage, OpOutcome, Passage, PassageId, Result,
 };
-use engram_store_api::{AgentStore, BlockStore, Lease, LeaseGrant, LeaseStore};
+use engram_store_api::{
+    AgentStore, BlockStore, Hit, Lease, LeaseGrant, LeaseStore, MessageSearch, MessageStore,
+    PassageRange, PassageSearch, PassageStore,
+};
 use std::sync::MutexGuard;
 use std::time::Duration;
 
@@ -146,5 +154,122 @@ impl LeaseStore for Store {
         let out = Store::apply_block_op(self, id, op, editor);
         drop(table);
         out
+    }
+}
+
+#[async_trait]
+impl MessageStore for Store {
+    async fn append_messages(&self, agent: &AgentId, msgs: &[NewMessage]) -> Result<Vec<Message>> {
+        Store::append_messages(self, agent, msgs)
+    }
+
+    async fn get_message(&self, id: &MessageId) -> Result<Message> {
+        Store::get_message(self, id)
+    }
+
+    async fn page_messages(
+        &self,
+        agent: &AgentId,
+        after_seq: Option<i64>,
+        before_seq: Option<i64>,
+        limit: usize,
+        order: SeqOrder,
+    ) -> Result<Vec<Message>> {
+        Store::page_messages(self, agent, after_seq, before_seq, limit, order)
+    }
+
+    async fn count_messages(&self, agent: &AgentId) -> Result<u64> {
+        Store::count_messages(self, agent)
+    }
+
+    async fn search_messages(
+        &self,
+        agent: &AgentId,
+        q: &MessageSearch,
+    ) -> Result<Vec<Hit<Message>>> {
+        let query = MessageQuery {
+            query: q.query.clone(),
+            roles: q.roles().to_vec(),
+            start: q.start,
+            end: q.end,
+            limit: q.limit,
+        };
+        let depth = CandidateDepth {
+            lexical: q.limit,
+            vector: 0,
+        };
+        // BM25 as FTS5 ranks it, best first; the neighbours the store also reads are left to
+        // the retrieval layer.
+        let bm25 =
+            |c: crate::Candidates| -> Ranking { c.lexical.map(|l| l.ranking).unwrap_or_default() };
+        let found = Store::rank_messages(self, agent, &query, None, depth, bm25)?;
+        Ok(Hit::from_ranked(
+            found.into_iter().map(|h| (h.message, h.score)),
+        ))
+    }
+}
+
+/// BM25 as FTS5 ranks it, best first: the words search of the interface. The neighbours the
+/// store also reads, and the fusion with vectors, are left to the retrieval layer.
+fn bm25(c: Candidates) -> Ranking {
+    c.lexical.map(|l| l.ranking).unwrap_or_default()
+}
+
+#[async_trait]
+impl PassageStore for Store {
+    async fn insert_passages(
+        &self,
+        agent: &AgentId,
+        passages: &[NewPassage],
+    ) -> Result<Vec<Passage>> {
+        Store::insert_passages(self, agent, passages)
+    }
+
+    async fn get_passage(&self, id: &PassageId) -> Result<Passage> {
+        Store::get_passage(self, id)
+    }
+
+    async fn list_passages(&self, agent: &AgentId, range: &PassageRange) -> Result<Vec<Passage>> {
+        let list = PassageList {
+            after: range.after.clone(),
+            before: range.before.clone(),
+            limit: range.limit,
+            ascending: range.ascending,
+            ..PassageList::default()
+        };
+        Store::list_passages(self, agent, &list)
+    }
+
+    async fn count_passages(&self, agent: &AgentId) -> Result<u64> {
+        Store::count_passages(self, agent, &PassageList::default())
+    }
+
+    async fn delete_passage(&self, agent: &AgentId, id: &PassageId) -> Result<()> {
+        Store::delete_passage(self, agent, id)
+    }
+
+    async fn search_passages(
+        &self,
+        agent: &AgentId,
+        q: &PassageSearch,
+    ) -> Result<Vec<Hit<Passage>>> {
+        let query = PassageQuery {
+            query: q.query.clone(),
+            tags: q.tags.clone(),
+            tag_match: q.tag_match,
+            start: q.start,
+            end: q.end,
+            top_k: q.limit,
+            embedding: None,
+            include_superseded: false,
+        };
+        let depth = CandidateDepth {
+            lexical: q.limit,
+            vector: 0,
+        };
+        let found = Store::rank_passages(self, agent, &query, depth, bm25)?;
+        Ok(Hit::from_ranked(
+            found.into_iter().map(|h| (h.passage, h.score)),
+        ))
     }
 }

@@ -82,15 +82,8 @@ pub struct MessageWindow {
     pub compactions: Vec<Compaction>,
 }
 
-/// Which way a page of messages runs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SeqOrder {
-    /// Oldest first.
-    Asc,
-    /// Newest first.
-    #[default]
-    Desc,
-}
+/// Which way a page of messages runs (the storage interface's, shared by every backend).
+pub use engram_store_api::SeqOrder;
 
 /// The `seq` of one of the agent's messages. Errors: `NotFound("message", id)` when it is not
 /// one of the agent's.
@@ -275,6 +268,21 @@ impl Store {
         self.read(|c| {
             sql::ensure_agent(c, agent)?;
             range(c, agent, after_seq, before_seq, limit, order)
+        })
+    }
+
+    /// How many messages the agent has (every kind, in context or not).
+    ///
+    /// Errors: `NotFound("agent")`.
+    pub fn count_messages(&self, agent: &AgentId) -> Result<u64> {
+        self.read(|c| {
+            sql::ensure_agent(c, agent)?;
+            let n: i64 = c
+                .prepare_cached("SELECT count(*) FROM messages WHERE agent_id = ?1")
+                .db()?
+                .query_row([agent.as_str()], |r| r.get(0))
+                .db()?;
+            Ok(u64::try_from(n).unwrap_or(0))
         })
     }
 

@@ -13,10 +13,9 @@ use engram_core::{
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
-/// Distance between the `seq` numbers of consecutive appended messages. The gap leaves room to
-/// slot a message in later right after another (e.g. the repaired result of an interrupted tool
-/// call) without renumbering the history.
-pub const SEQ_GAP: i64 = 1024;
+/// Distance between the `seq` numbers of consecutive appended messages (the storage
+/// interface's, shared by every backend).
+pub use engram_store_api::SEQ_GAP;
 
 /// A conversation (recall memory) search.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -17,16 +17,7 @@
 //!   the turn next to the one that shares the question's words ("Did you go?" / "Yes, last
 //!   May") (0.598 → 0.667).
 
-use std::collections::HashSet;
-use std::sync::LazyLock;
-
-/// At most this many distinct words of a query are searched; longer queries are cut (keeps a
-/// pasted page from turning into thousands of OR terms).
-const MAX_TERMS: usize = 32;
-
-/// English stop words, lower case (NLTK's list, as the `stop-words` crate ships it).
-static STOP_WORDS: LazyLock<HashSet<&'static str>> =
-    LazyLock::new(|| stop_words::get("en").iter().copied().collect());
+use engram_store_api::{QueryWords, query_words};
 
 /// Rows further apart in time than this (microseconds: 30 minutes) are not neighbours: what
 /// was written on another day lends no relevance.
@@ -43,32 +34,19 @@ pub(crate) enum FtsQuery {
     Match(String),
 }
 
-/// Turns user text into a safe FTS5 expression (see the module docs).
+/// Turns user text into a safe FTS5 expression (see the module docs): the words every backend
+/// searches ([`engram_store_api::query_words`]), each quoted with `"` doubled.
 pub(crate) fn fts_query(text: &str) -> FtsQuery {
-    if text.trim().is_empty() {
-        return FtsQuery::Blank;
-    }
-    let mut seen = HashSet::new();
-    let words: Vec<&str> = text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|t| !t.is_empty() && seen.insert(t.to_lowercase()))
-        .collect();
-    let content: Vec<&str> = words
-        .iter()
-        .copied()
-        .filter(|w| !STOP_WORDS.contains(w.to_lowercase().as_str()))
-        .collect();
-    // A query of stop words only ("who are you") is still searched, as it was written.
-    let chosen = if content.is_empty() { words } else { content };
-    let terms: Vec<String> = chosen
-        .into_iter()
-        .take(MAX_TERMS)
-        .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
-        .collect();
-    if terms.is_empty() {
-        FtsQuery::NoTerms
-    } else {
-        FtsQuery::Match(terms.join(" OR "))
+    match query_words(text) {
+        QueryWords::Blank => FtsQuery::Blank,
+        QueryWords::NoWords => FtsQuery::NoTerms,
+        QueryWords::Words(words) => FtsQuery::Match(
+            words
+                .iter()
+                .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
+                .collect::<Vec<_>>()
+                .join(" OR "),
+        ),
     }
 }
 
@@ -144,7 +122,10 @@ mod tests {
     #[test]
     fn long_queries_are_cut() {
         let text: Vec<String> = (0..100).map(|i| format!("w{i}")).collect();
-        assert_eq!(expr(&text.join(" ")).matches(" OR ").count(), MAX_TERMS - 1);
+        assert_eq!(
+            expr(&text.join(" ")).matches(" OR ").count(),
+            engram_store_api::MAX_QUERY_WORDS - 1
+        );
     }
 
     #[test]

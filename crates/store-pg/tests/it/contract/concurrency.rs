@@ -1,18 +1,24 @@
 //! Writers on separate connections (separate PostgreSQL pools, as replicas have; separate
 //! SQLite connections, as the app and the CLI have) editing one block at the same time: every
 //! edit is kept, with a complete history; whole-value writes at one version have one winner;
-//! a label cannot be taken twice on one agent.
+//! a label cannot be taken twice on one agent; messages appended to one agent from every
+//! replica get strictly increasing numbers, each batch a contiguous run; passages inserted
+//! from every replica are all kept and found.
 
 use super::agent_with;
 use crate::harness::{Harness, on_both_backends};
-use engram_core::{BlockOp, Editor, NewBlock, OpError, OpOutcome};
-use engram_store_api::BlockStore;
-use std::collections::BTreeSet;
+use engram_core::{BlockOp, Editor, NewBlock, NewMessage, NewPassage, OpError, OpOutcome};
+use engram_store_api::{
+    BlockStore, MessageStore, PassageRange, PassageSearch, PassageStore, SEQ_GAP, SeqOrder,
+};
+use std::collections::{BTreeSet, HashMap};
 
 on_both_backends!(
     appends_from_every_replica_are_all_kept,
     rewrites_at_one_version_have_one_winner,
     one_label_attached_at_once_from_two_replicas_is_taken_once,
+    appends_from_every_replica_get_increasing_seqs,
+    passages_from_every_replica_are_all_kept,
 );
 
 /// Writers, and appends per writer.
@@ -162,4 +168,142 @@ async fn one_label_attached_at_once_from_two_replicas_is_taken_once<H: Harness>(
         assert_eq!(codes, ["conflict", "ok"]);
         assert_eq!(b.agent_blocks(&a.id).await.unwrap().len(), 1);
     }
+}
+
+/// Batches per writer, and messages per batch.
+const BATCHES: usize = 8;
+const BATCH: usize = 3;
+
+async fn appends_from_every_replica_get_increasing_seqs<H: Harness>(h: H) {
+    let (a, _) = agent_with(&h.backend(), "busy", &[]).await;
+    let mut tasks = Vec::new();
+    for w in 0..WRITERS {
+        let replica = h.replica().await;
+        let agent = a.id.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut returned = Vec::new();
+            for n in 0..BATCHES {
+                let batch: Vec<NewMessage> = (0..BATCH)
+                    .map(|i| NewMessage::user(format!("writer {w} batch {n} message {i}")))
+                    .collect();
+                let stored = replica.append_messages(&agent, &batch).await.unwrap();
+                returned.extend(stored);
+            }
+            returned
+        }));
+    }
+    let mut returned = HashMap::new();
+    for t in tasks {
+        for m in t.await.unwrap() {
+            returned.insert(m.id.clone(), m);
+        }
+    }
+    let b = h.backend();
+    let total = WRITERS * BATCHES * BATCH;
+    let all = b
+        .page_messages(&a.id, None, None, total + 10, SeqOrder::Asc)
+        .await
+        .unwrap();
+    assert_eq!(all.len(), total, "every message stored once");
+    assert_eq!(b.count_messages(&a.id).await.unwrap(), total as u64);
+    assert_eq!(returned.len(), total, "ids unique");
+    for m in &all {
+        assert_eq!(
+            returned.get(&m.id),
+            Some(m),
+            "stored as the append returned it"
+        );
+    }
+    let texts: BTreeSet<&str> = all.iter().map(|m| m.content.as_str()).collect();
+    assert_eq!(texts.len(), total, "none doubled");
+    // Strictly increasing with no duplicates, SEQ_GAP apart: appends queued on the agent.
+    for (n, m) in all.iter().enumerate() {
+        assert_eq!(m.seq, (n as i64 + 1) * SEQ_GAP, "{}", m.content);
+    }
+    // Each batch is a contiguous run, in its own order, and each writer's batches come in the
+    // order it sent them.
+    for run in all.chunks(BATCH) {
+        let head = run[0].content.rsplit_once(" message ").unwrap().0;
+        for (i, m) in run.iter().enumerate() {
+            assert_eq!(m.content, format!("{head} message {i}"));
+        }
+    }
+    for w in 0..WRITERS {
+        let mine: Vec<&str> = all
+            .iter()
+            .map(|m| m.content.as_str())
+            .filter(|c| c.starts_with(&format!("writer {w} ")))
+            .collect();
+        let want: Vec<String> = (0..BATCHES)
+            .flat_map(|n| (0..BATCH).map(move |i| format!("writer {w} batch {n} message {i}")))
+            .collect();
+        assert_eq!(mine, want);
+    }
+}
+
+async fn passages_from_every_replica_are_all_kept<H: Harness>(h: H) {
+    let (a, _) = agent_with(&h.backend(), "archive", &[]).await;
+    let mut tasks = Vec::new();
+    for w in 0..WRITERS {
+        let replica = h.replica().await;
+        let agent = a.id.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut ids = Vec::new();
+            for n in 0..BATCHES {
+                let batch: Vec<NewPassage> = (0..BATCH)
+                    .map(|i| NewPassage {
+                        text: format!("writer{w} batch{n} item{i} shared"),
+                        tags: vec![format!("writer-{w}")],
+                        ..NewPassage::default()
+                    })
+                    .collect();
+                let stored = replica.insert_passages(&agent, &batch).await.unwrap();
+                ids.extend(stored.into_iter().map(|p| p.id));
+            }
+            ids
+        }));
+    }
+    let mut ids = BTreeSet::new();
+    for t in tasks {
+        ids.extend(t.await.unwrap());
+    }
+    let total = WRITERS * BATCHES * BATCH;
+    assert_eq!(ids.len(), total, "ids unique");
+    let b = h.backend();
+    assert_eq!(b.count_passages(&a.id).await.unwrap(), total as u64);
+    let listed = b
+        .list_passages(
+            &a.id,
+            &PassageRange {
+                limit: total + 10,
+                ascending: true,
+                ..PassageRange::default()
+            },
+        )
+        .await
+        .unwrap();
+    let listed_ids: BTreeSet<_> = listed.iter().map(|p| p.id.clone()).collect();
+    assert_eq!(listed_ids, ids, "every passage listed once");
+    assert!(
+        listed
+            .windows(2)
+            .all(|w| w[0].created_at <= w[1].created_at),
+        "oldest first"
+    );
+    let hits = b
+        .search_passages(&a.id, &PassageSearch::new("shared", total + 10))
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), total, "every passage found by its words");
+    let tagged = b
+        .search_passages(
+            &a.id,
+            &PassageSearch {
+                tags: vec!["writer-0".into()],
+                ..PassageSearch::new("shared", total)
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(tagged.len(), BATCHES * BATCH);
 }

@@ -5,7 +5,9 @@ mod agents;
 mod blocks;
 mod concurrency;
 mod leases;
+mod messages;
 mod ops;
+mod passages;
 
 use engram_core::{Agent, Block, Editor, Error, LlmConfig, NewBlock};
 use engram_store_api::Backend;

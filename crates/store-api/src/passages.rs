@@ -1,0 +1,108 @@
+//! Archival memory: an agent's passages (facts and documents it keeps), with tags, listed by
+//! time and searched by their words.
+
+use crate::Hit;
+use async_trait::async_trait;
+use engram_core::{AgentId, NewPassage, Passage, PassageId, Result, TagMatch, Timestamp};
+
+/// Which page of an agent's passages to list ([`PassageStore::list_passages`]).
+///
+/// The list runs by creation time (then by insertion order for passages stored at the same
+/// microsecond), oldest first when `ascending`, newest first otherwise; the cursors are
+/// passages of the list (Letta's `after` / `before`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PassageRange {
+    /// Only passages after this one in the list's order.
+    pub after: Option<PassageId>,
+    /// Only passages before this one in the list's order: the `limit` nearest it.
+    pub before: Option<PassageId>,
+    /// At most this many passages.
+    pub limit: usize,
+    /// Oldest first when true, newest first otherwise.
+    pub ascending: bool,
+}
+
+/// A words search over one agent's passages ([`PassageStore::search_passages`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PassageSearch {
+    /// Free text; its words are chosen by [`query_words`](crate::query_words). Blank: the
+    /// newest passages passing the filters, each with score 0. Text without letters or digits
+    /// matches nothing.
+    pub query: String,
+    /// Only passages carrying these tags (see `tag_match`); empty: no tag filter.
+    pub tags: Vec<String>,
+    /// Whether a passage needs any or all of `tags`.
+    pub tag_match: TagMatch,
+    /// Only passages created at or after this time.
+    pub start: Option<Timestamp>,
+    /// Only passages created at or before this time.
+    pub end: Option<Timestamp>,
+    /// At most this many hits.
+    pub limit: usize,
+}
+
+impl PassageSearch {
+    /// A search for `query` with no filters, at most `limit` hits.
+    pub fn new(query: impl Into<String>, limit: usize) -> Self {
+        Self {
+            query: query.into(),
+            limit,
+            ..Self::default()
+        }
+    }
+}
+
+/// Archival memory: passages of one agent each, with tags in the order given (duplicates
+/// dropped) and, when the agent has an embedding model, the text's vector (stored as given, at
+/// its native dimension; searching by vector is not part of this interface yet).
+///
+/// Guarantees, beyond each method's docs:
+/// - **An insert is one transaction**: every passage of the batch is stored, or none is.
+/// - **Passages go with their agent**: deleting an agent deletes its passages.
+/// - Lists, counts and searches see current passages only: a passage marked superseded (a fact
+///   that changed, by the store's consolidation) is left out.
+///
+/// The words search matches passages holding any of the query's words (stemmed, as
+/// [`MessageStore`](crate::MessageStore)'s), best first by each engine's own ranking (BM25 over
+/// the agent's own passages on SQLite, `ts_rank` on PostgreSQL).
+#[async_trait]
+pub trait PassageStore: Send + Sync {
+    /// Stores `passages` for the agent in one transaction, in order. Tags lose duplicates
+    /// (first kept); given times are kept (truncated to microseconds), the others get the time
+    /// of the write; ids are minted. Returns the passages as stored.
+    ///
+    /// Errors: `NotFound("agent")`; `Invalid` for blank text or an empty or non-finite
+    /// embedding (nothing stored).
+    async fn insert_passages(
+        &self,
+        agent: &AgentId,
+        passages: &[NewPassage],
+    ) -> Result<Vec<Passage>>;
+
+    /// One passage, of any agent. Errors: `NotFound("passage", id)`.
+    async fn get_passage(&self, id: &PassageId) -> Result<Passage>;
+
+    /// A page of the agent's passages (see [`PassageRange`]), in the list's order.
+    ///
+    /// Errors: `NotFound("agent")`; `NotFound("passage", id)` for a cursor that is not one of
+    /// the agent's passages.
+    async fn list_passages(&self, agent: &AgentId, range: &PassageRange) -> Result<Vec<Passage>>;
+
+    /// How many current passages the agent has. Errors: `NotFound("agent")`.
+    async fn count_passages(&self, agent: &AgentId) -> Result<u64>;
+
+    /// Deletes one of the agent's passages with its tags.
+    ///
+    /// Errors: `NotFound("passage", id)` when the agent (known or not) has no such passage.
+    async fn delete_passage(&self, agent: &AgentId, id: &PassageId) -> Result<()>;
+
+    /// Up to `q.limit` of the agent's passages matching `q`, best first (see the trait docs);
+    /// for a blank query the newest first, each with score 0.
+    ///
+    /// Errors: `NotFound("agent")`.
+    async fn search_passages(
+        &self,
+        agent: &AgentId,
+        q: &PassageSearch,
+    ) -> Result<Vec<Hit<Passage>>>;
+}

@@ -1,0 +1,212 @@
+//! Recall memory on PostgreSQL: an agent's messages numbered by `seq`, appended in batches
+//! under the agent's row lock, and searched by their words (`tsvector`, GIN index).
+//!
+//! Why a row lock: the next `seq` is read from the agent's last message, so two appenders must
+//! not both read the same last one. An append locks the agent's row (`FOR NO KEY UPDATE`: other
+//! appends and agent changes wait, rows that merely reference the agent do not) and only then
+//! reads `max(seq)`; under READ COMMITTED that read is a fresh snapshot taken after the lock was
+//! granted, so it sees every append committed before. The read must be a statement of its own:
+//! in the locking statement it would use that statement's snapshot, taken before the wait. A
+//! sequence object would not do: it hands out numbers in the order transactions ask, not the
+//! order they commit.
+
+use crate::PgStore;
+use crate::blocks::{self, Lock};
+use crate::rows::{self, Cached, MESSAGE_COLS};
+use crate::tx::{TxError, transaction};
+use async_trait::async_trait;
+use engram_core::{AgentId, Error, Message, MessageId, NewMessage, Result};
+use engram_store_api::{
+    Hit, MessageSearch, MessageStore, QueryWords, SEQ_GAP, SeqOrder, query_words,
+};
+
+/// The filters every search shares: `$1` agent, `$2` roles, `$3`..`$4` time range (either
+/// `NULL` for no bound). Hidden loop messages never match.
+const FILTERS: &str = "m.agent_id = $1 AND m.role = ANY($2)
+       AND m.kind NOT IN ('heartbeat', 'alert')
+       AND ($3::timestamptz IS NULL OR m.created_at >= $3)
+       AND ($4::timestamptz IS NULL OR m.created_at <= $4)";
+
+#[async_trait]
+impl MessageStore for PgStore {
+    async fn append_messages(&self, agent: &AgentId, msgs: &[NewMessage]) -> Result<Vec<Message>> {
+        transaction!(self, |tx| {
+            blocks::ensure_agent(&tx, agent, Lock::NoKeyUpdate).await?;
+            let mut seq: i64 = tx
+                .one(
+                    "SELECT coalesce(max(seq), 0) FROM messages WHERE agent_id = $1",
+                    &[&agent.as_str()],
+                )
+                .await?
+                .try_get(0)?;
+            let now = rows::now();
+            let mut out = Vec::with_capacity(msgs.len());
+            for nm in msgs {
+                seq = seq
+                    .checked_add(SEQ_GAP)
+                    .ok_or_else(|| Error::Internal("message sequence overflow".into()))?;
+                let m = Message {
+                    id: nm.id.clone().unwrap_or_default(),
+                    agent_id: agent.clone(),
+                    seq,
+                    role: nm.role,
+                    kind: nm.kind,
+                    content: nm.content.clone(),
+                    reasoning: nm.reasoning.clone(),
+                    tool_calls: nm.tool_calls.clone(),
+                    tool_call_id: nm.tool_call_id.clone(),
+                    tool_name: nm.tool_name.clone(),
+                    run_id: nm.run_id.clone(),
+                    step_id: nm.step_id.clone(),
+                    in_context: true,
+                    created_at: nm.created_at.map_or(now, rows::truncate),
+                };
+                // A clash on the id (another agent's message, or twice in this batch) inserts
+                // nothing; the whole batch is then rolled back.
+                let inserted = tx
+                    .exec(
+                        &format!(
+                            "INSERT INTO messages ({})
+                             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+                             ON CONFLICT (id) DO NOTHING",
+                            MESSAGE_COLS.replace("m.", "")
+                        ),
+                        &[
+                            &m.id.as_str(),
+                            &m.agent_id.as_str(),
+                            &m.seq,
+                            &m.role.as_str(),
+                            &rows::kind_str(m.kind),
+                            &m.content,
+                            &m.reasoning,
+                            &rows::tool_calls_json(&m.tool_calls)?,
+                            &m.tool_call_id,
+                            &m.tool_name,
+                            &m.run_id.as_ref().map(|r| r.as_str()),
+                            &m.step_id.as_ref().map(|s| s.as_str()),
+                            &m.in_context,
+                            &m.created_at,
+                        ],
+                    )
+                    .await?;
+                if inserted == 0 {
+                    return Err(Error::Conflict(format!("message {} already exists", m.id)).into());
+                }
+                out.push(m);
+            }
+            out
+        })
+    }
+
+    async fn get_message(&self, id: &MessageId) -> Result<Message> {
+        let c = self.client().await?;
+        let row = c
+            .one_opt(
+                &format!("SELECT {MESSAGE_COLS} FROM messages m WHERE m.id = $1"),
+                &[&id.as_str()],
+            )
+            .await
+            .map_err(TxError::from)?;
+        match row {
+            Some(r) => Ok(rows::message(&r)?),
+            None => Err(Error::not_found("message", id.as_str())),
+        }
+    }
+
+    async fn page_messages(
+        &self,
+        agent: &AgentId,
+        after_seq: Option<i64>,
+        before_seq: Option<i64>,
+        limit: usize,
+        order: SeqOrder,
+    ) -> Result<Vec<Message>> {
+        let dir = match order {
+            SeqOrder::Asc => "ASC",
+            SeqOrder::Desc => "DESC",
+        };
+        let c = self.client().await?;
+        blocks::ensure_agent(&c, agent, Lock::None).await?;
+        let found = c
+            .rows(
+                &format!(
+                    "SELECT {MESSAGE_COLS} FROM messages m
+                     WHERE m.agent_id = $1 AND m.seq > $2 AND m.seq < $3
+                     ORDER BY m.seq {dir} LIMIT $4"
+                ),
+                &[
+                    &agent.as_str(),
+                    &after_seq.unwrap_or(i64::MIN),
+                    &before_seq.unwrap_or(i64::MAX),
+                    &rows::limit(limit),
+                ],
+            )
+            .await
+            .map_err(TxError::from)?;
+        Ok(rows::all(&found, rows::message)?)
+    }
+
+    async fn count_messages(&self, agent: &AgentId) -> Result<u64> {
+        let c = self.client().await?;
+        blocks::ensure_agent(&c, agent, Lock::None).await?;
+        let n: i64 = c
+            .one(
+                "SELECT count(*) FROM messages WHERE agent_id = $1",
+                &[&agent.as_str()],
+            )
+            .await
+            .map_err(TxError::from)?
+            .get(0);
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    async fn search_messages(
+        &self,
+        agent: &AgentId,
+        q: &MessageSearch,
+    ) -> Result<Vec<Hit<Message>>> {
+        let c = self.client().await?;
+        blocks::ensure_agent(&c, agent, Lock::None).await?;
+        let roles: Vec<&str> = q.roles().iter().map(|r| r.as_str()).collect();
+        let limit = rows::limit(q.limit);
+        let found = match query_words(&q.query) {
+            QueryWords::NoWords => return Ok(Vec::new()),
+            QueryWords::Blank => c
+                .rows(
+                    &format!(
+                        "SELECT {MESSAGE_COLS}, 0::float8 FROM messages m WHERE {FILTERS}
+                         ORDER BY m.seq DESC LIMIT $5"
+                    ),
+                    &[&agent.as_str(), &roles, &q.start, &q.end, &limit],
+                )
+                .await
+                .map_err(TxError::from)?,
+            // Normalisation 1 divides the rank by 1 + log(length): long messages do not win
+            // by length alone (as BM25's length normalisation does on SQLite).
+            QueryWords::Words(words) => c
+                .rows(
+                    &format!(
+                        "SELECT {MESSAGE_COLS}, ts_rank(m.words, q, 1)::float8 AS score
+                         FROM messages m, to_tsquery('engram_words', $6) AS q
+                         WHERE {FILTERS} AND m.words @@ q
+                         ORDER BY score DESC, m.seq DESC LIMIT $5"
+                    ),
+                    &[
+                        &agent.as_str(),
+                        &roles,
+                        &q.start,
+                        &q.end,
+                        &limit,
+                        &rows::tsquery_any(&words),
+                    ],
+                )
+                .await
+                .map_err(TxError::from)?,
+        };
+        let ranked = found
+            .iter()
+            .map(|r| Ok((rows::message(r)?, r.try_get::<_, f64>(14)?)))
+            .collect::<crate::tx::TxResult<Vec<_>>>()?;
+        Ok(Hit::from_ranked(ranked))
+    }
+}

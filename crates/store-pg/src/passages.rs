@@ -1,0 +1,277 @@
+//! Archival memory on PostgreSQL: passages with their tags (a `text[]` in order), their vector
+//! as bytes, and their words (`tsvector`, GIN index); listed by `(created_at, pk)` with
+//! row-value cursors, searched by words with the tag and date filters in the same statement.
+
+use crate::PgStore;
+use crate::blocks::{self, Lock};
+use crate::rows::{self, Cached, PASSAGE_COLS};
+use crate::tx::{TxError, TxResult, transaction};
+use async_trait::async_trait;
+use deadpool_postgres::GenericClient;
+use engram_core::{AgentId, Error, NewPassage, Passage, PassageId, Result, TagMatch, Timestamp};
+use engram_store_api::{Hit, PassageRange, PassageSearch, PassageStore, QueryWords, query_words};
+
+/// A passage's place in time order: `(created_at, pk)`.
+type Key = (Timestamp, i64);
+
+/// Checks a vector as the SQLite store does. Errors: `Invalid`.
+fn check_vector(v: &[f32]) -> Result<()> {
+    if v.is_empty() {
+        return Err(Error::invalid("an embedding needs at least one dimension"));
+    }
+    if !v.iter().all(|x| x.is_finite()) {
+        return Err(Error::invalid(
+            "an embedding must not contain NaN or infinity",
+        ));
+    }
+    Ok(())
+}
+
+/// Tags without duplicates, first occurrence kept.
+fn dedup(tags: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(tags.len());
+    for t in tags {
+        if !out.contains(t) {
+            out.push(t.clone());
+        }
+    }
+    out
+}
+
+/// The key of the agent's passage `id`. Errors: `NotFound("passage", id)`.
+async fn key_of(c: &impl GenericClient, agent: &AgentId, id: &PassageId) -> TxResult<Key> {
+    let row = c
+        .one_opt(
+            "SELECT created_at, pk FROM passages WHERE id = $1 AND agent_id = $2",
+            &[&id.as_str(), &agent.as_str()],
+        )
+        .await?;
+    match row {
+        Some(r) => Ok((r.try_get(0)?, r.try_get(1)?)),
+        None => Err(Error::not_found("passage", id.as_str()).into()),
+    }
+}
+
+/// The filters of a search: `$1` agent, `$2`..`$3` time range (`NULL` for no bound), `$4` tags
+/// (an empty array for no tag filter), current passages only.
+fn search_filters(tag_match: TagMatch) -> String {
+    let tags = match tag_match {
+        TagMatch::Any => "p.tags && $4",
+        TagMatch::All => "p.tags @> $4",
+    };
+    format!(
+        "p.agent_id = $1 AND p.superseded_at IS NULL
+         AND ($2::timestamptz IS NULL OR p.created_at >= $2)
+         AND ($3::timestamptz IS NULL OR p.created_at <= $3)
+         AND (cardinality($4::text[]) = 0 OR {tags})"
+    )
+}
+
+#[async_trait]
+impl PassageStore for PgStore {
+    async fn insert_passages(
+        &self,
+        agent: &AgentId,
+        passages: &[NewPassage],
+    ) -> Result<Vec<Passage>> {
+        for np in passages {
+            if np.text.trim().is_empty() {
+                return Err(Error::invalid("a passage needs some text"));
+            }
+            if let Some(v) = &np.embedding {
+                check_vector(v)?;
+            }
+        }
+        transaction!(self, |tx| {
+            // Not deleted until these rows are in; other writers of the agent do not wait.
+            blocks::ensure_agent(&tx, agent, Lock::KeyShare).await?;
+            let now = rows::now();
+            let mut out = Vec::with_capacity(passages.len());
+            for np in passages {
+                let p = Passage {
+                    id: PassageId::new(),
+                    agent_id: agent.clone(),
+                    text: np.text.clone(),
+                    tags: dedup(&np.tags),
+                    created_at: np.created_at.map_or(now, rows::truncate),
+                    superseded: None,
+                };
+                let dim = np
+                    .embedding
+                    .as_ref()
+                    .map(|v| i32::try_from(v.len()))
+                    .transpose()
+                    .map_err(|_| Error::invalid("an embedding has too many dimensions"))?;
+                let bytes: Option<Vec<u8>> = np
+                    .embedding
+                    .as_ref()
+                    .map(|v| v.iter().flat_map(|x| x.to_le_bytes()).collect());
+                tx.exec(
+                    "INSERT INTO passages (id, agent_id, text, tags, created_at, embedding_dim,
+                                           embedding)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                    &[
+                        &p.id.as_str(),
+                        &agent.as_str(),
+                        &p.text,
+                        &p.tags,
+                        &p.created_at,
+                        &dim,
+                        &bytes,
+                    ],
+                )
+                .await?;
+                out.push(p);
+            }
+            out
+        })
+    }
+
+    async fn get_passage(&self, id: &PassageId) -> Result<Passage> {
+        let c = self.client().await?;
+        let row = c
+            .one_opt(
+                &format!("SELECT {PASSAGE_COLS} FROM passages p WHERE p.id = $1"),
+                &[&id.as_str()],
+            )
+            .await
+            .map_err(TxError::from)?;
+        match row {
+            Some(r) => Ok(rows::passage(&r)?),
+            None => Err(Error::not_found("passage", id.as_str())),
+        }
+    }
+
+    async fn list_passages(&self, agent: &AgentId, range: &PassageRange) -> Result<Vec<Passage>> {
+        let c = self.client().await?;
+        blocks::ensure_agent(&c, agent, Lock::None).await?;
+        let after = match &range.after {
+            Some(id) => Some(key_of(&c, agent, id).await?),
+            None => None,
+        };
+        let before = match &range.before {
+            Some(id) => Some(key_of(&c, agent, id).await?),
+            None => None,
+        };
+        if range.limit == 0 {
+            return Ok(Vec::new());
+        }
+        // In time order, "after" a cursor is later when ascending and earlier when not.
+        let (lower, upper) = if range.ascending {
+            (after, before)
+        } else {
+            (before, after)
+        };
+        // `before` asks for the page nearest the cursor: read from that end, then turn round.
+        let from_end = before.is_some();
+        let dir = if range.ascending != from_end {
+            "ASC"
+        } else {
+            "DESC"
+        };
+        let found = c
+            .rows(
+                &format!(
+                    "SELECT {PASSAGE_COLS} FROM passages p
+                     WHERE p.agent_id = $1 AND p.superseded_at IS NULL
+                       AND ($2::timestamptz IS NULL OR (p.created_at, p.pk) > ($2, $3))
+                       AND ($4::timestamptz IS NULL OR (p.created_at, p.pk) < ($4, $5))
+                     ORDER BY p.created_at {dir}, p.pk {dir} LIMIT $6"
+                ),
+                &[
+                    &agent.as_str(),
+                    &lower.map(|k| k.0),
+                    &lower.map_or(0, |k| k.1),
+                    &upper.map(|k| k.0),
+                    &upper.map_or(0, |k| k.1),
+                    &rows::limit(range.limit),
+                ],
+            )
+            .await
+            .map_err(TxError::from)?;
+        let mut out = rows::all(&found, rows::passage)?;
+        if from_end {
+            out.reverse();
+        }
+        Ok(out)
+    }
+
+    async fn count_passages(&self, agent: &AgentId) -> Result<u64> {
+        let c = self.client().await?;
+        blocks::ensure_agent(&c, agent, Lock::None).await?;
+        let n: i64 = c
+            .one(
+                "SELECT count(*) FROM passages WHERE agent_id = $1 AND superseded_at IS NULL",
+                &[&agent.as_str()],
+            )
+            .await
+            .map_err(TxError::from)?
+            .get(0);
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    async fn delete_passage(&self, agent: &AgentId, id: &PassageId) -> Result<()> {
+        let c = self.client().await?;
+        let n = c
+            .exec(
+                "DELETE FROM passages WHERE id = $1 AND agent_id = $2",
+                &[&id.as_str(), &agent.as_str()],
+            )
+            .await
+            .map_err(TxError::from)?;
+        if n == 0 {
+            return Err(Error::not_found("passage", id.as_str()));
+        }
+        Ok(())
+    }
+
+    async fn search_passages(
+        &self,
+        agent: &AgentId,
+        q: &PassageSearch,
+    ) -> Result<Vec<Hit<Passage>>> {
+        let c = self.client().await?;
+        blocks::ensure_agent(&c, agent, Lock::None).await?;
+        let tags = dedup(&q.tags);
+        let limit = rows::limit(q.limit);
+        let filters = search_filters(q.tag_match);
+        let found = match query_words(&q.query) {
+            QueryWords::NoWords => return Ok(Vec::new()),
+            QueryWords::Blank => c
+                .rows(
+                    &format!(
+                        "SELECT {PASSAGE_COLS}, 0::float8 FROM passages p WHERE {filters}
+                         ORDER BY p.created_at DESC, p.pk DESC LIMIT $5"
+                    ),
+                    &[&agent.as_str(), &q.start, &q.end, &tags, &limit],
+                )
+                .await
+                .map_err(TxError::from)?,
+            // Normalisation 1 as for messages: rank over 1 + log(length).
+            QueryWords::Words(words) => c
+                .rows(
+                    &format!(
+                        "SELECT {PASSAGE_COLS}, ts_rank(p.words, q, 1)::float8 AS score
+                         FROM passages p, to_tsquery('engram_words', $6) AS q
+                         WHERE {filters} AND p.words @@ q
+                         ORDER BY score DESC, p.created_at DESC, p.pk DESC LIMIT $5"
+                    ),
+                    &[
+                        &agent.as_str(),
+                        &q.start,
+                        &q.end,
+                        &tags,
+                        &limit,
+                        &rows::tsquery_any(&words),
+                    ],
+                )
+                .await
+                .map_err(TxError::from)?,
+        };
+        let ranked = found
+            .iter()
+            .map(|r| Ok((rows::passage(r)?, r.try_get::<_, f64>(9)?)))
+            .collect::<TxResult<Vec<_>>>()?;
+        Ok(Hit::from_ranked(ranked))
+    }
+}
