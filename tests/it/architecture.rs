@@ -116,12 +116,30 @@ fn transports_never_reach_for_the_store() {
     );
 }
 
-/// Every package `package` is built with (its normal and build dependencies, transitively; dev
-/// dependencies left out), from the resolved graph of `cargo metadata`.
+/// The triple of the machine the tests run on (`rustc -vV`'s `host:` line).
+fn host_triple() -> String {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let out = Command::new(rustc)
+        .arg("-vV")
+        .output()
+        .expect("rustc -vV runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .expect("rustc names its host")
+        .trim()
+        .to_owned()
+}
+
+/// Every package `package` is built with on this machine (its normal and build dependencies,
+/// transitively; dev dependencies left out), from the resolved graph of `cargo metadata`.
+/// Filtered to this platform: offline, cargo has only the packages this machine builds (a
+/// fresh machine never fetched, say, Android's), and the whole graph would need them all.
 fn linked_packages(package: &str) -> std::collections::BTreeSet<String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
         .args(["metadata", "--format-version", "1", "--offline"])
+        .args(["--filter-platform", &host_triple()])
         .current_dir(root())
         .output()
         .expect("cargo metadata runs");
