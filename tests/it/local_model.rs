@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 /// The test model's GGUF file. Fails (never skips) without it: tests/run.sh fetches it.
-fn gguf() -> PathBuf {
+pub(crate) fn gguf() -> PathBuf {
     let path = std::env::var("ENGRAM_TEST_GGUF").unwrap_or_else(|_| {
         panic!("ENGRAM_TEST_GGUF is not set: run `bash .ci/fetch-llm.sh` and export its output (tests/run.sh does)")
     });
@@ -71,7 +71,7 @@ fn agent(home: &Home, style: LoopStyle, max_tokens: u32) -> AgentId {
 }
 
 /// A message ended well: a reply, or an error that says what happened.
-fn assert_ended_clearly(out: &RunOutcome, what: &str) {
+pub(crate) fn assert_ended_clearly(out: &RunOutcome, what: &str) {
     match &out.error {
         None => {
             let replied = out.messages.iter().any(|m| {
@@ -106,20 +106,26 @@ const CONVERSATION: [&str; 10] = [
 async fn converse(style: LoopStyle) {
     let home = home();
     let agent = agent(&home, style, 48);
+    converse_with(&home, &agent, &format!("built-in {style:?}")).await;
+}
+
+/// Sends the ten messages of [`CONVERSATION`] to `agent`, each bounded to 240 s: every one
+/// ends with a reply or a clear error, most with a reply, and every message is kept.
+pub(crate) async fn converse_with(home: &Home, agent: &AgentId, what: &str) {
     let mut replies = 0;
     for (i, text) in CONVERSATION.iter().enumerate() {
         let started = Instant::now();
-        let (out, _) = tokio::time::timeout(Duration::from_secs(240), home.chat(&agent, text))
+        let (out, _) = tokio::time::timeout(Duration::from_secs(240), home.chat(agent, text))
             .await
-            .unwrap_or_else(|_| panic!("{style:?} message {i} took over 240 s"));
+            .unwrap_or_else(|_| panic!("{what} message {i} took over 240 s"));
         eprintln!(
-            "{style:?} {i}: {:.1} s, {:?}, {} steps, error {:?}",
+            "{what} {i}: {:.1} s, {:?}, {} steps, error {:?}",
             started.elapsed().as_secs_f64(),
             out.stop_reason,
             out.usage.step_count,
             out.error.as_ref().map(|e| &e.message)
         );
-        assert_ended_clearly(&out, &format!("{style:?} message {i}"));
+        assert_ended_clearly(&out, &format!("{what} message {i}"));
         if out.error.is_none() {
             replies += 1;
         }
@@ -128,12 +134,12 @@ async fn converse(style: LoopStyle) {
     // messages get a reply.
     assert!(
         replies >= 5,
-        "{style:?}: only {replies} of 10 messages got a reply"
+        "{what}: only {replies} of 10 messages got a reply"
     );
     let history = home
         .engram
         .store()
-        .list_messages(&agent, None, 10_000)
+        .list_messages(agent, None, 10_000)
         .expect("messages");
     let users = history.iter().filter(|m| m.role == Role::User).count();
     assert!(users >= 10, "every message was kept: {users}");

@@ -32,6 +32,7 @@ mod lab_conversation;
 mod late_interaction;
 mod letta_client;
 mod letta_material;
+mod llama_server;
 mod local_model;
 mod long_conversation;
 mod mcp_accept;
