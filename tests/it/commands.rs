@@ -1,11 +1,12 @@
 //! Each UI command is defined once: its arguments, result and answer in
 //! `engram_service::commands`, whose names and kinds equal `engram_core::commands::
-//! APP_COMMANDS` (plain data the shell's build script turns into one permission each; the
-//! service's tests check the two agree). The `/app` routes and the shell's invoke handler
-//! dispatch by name over the service's list, and the UI's `Commands` types are generated from
-//! it (`ui/src/lib/bindings/commands.ts`). What is still written by hand is checked here, so a
-//! command added, renamed or dropped in one place fails until every transport agrees: the
-//! window's capability file, the shell's hand-written commands, and the UI's types.
+//! APP_COMMANDS` (plain data the shell's build script turns into one permission each and the
+//! set `app-commands` the capability file grants; the service's tests check the two lists
+//! agree). The `/app` routes and the shell's invoke handler dispatch by name over the
+//! service's list, and the UI's `Commands` types are generated from it
+//! (`ui/src/lib/bindings/commands.ts`). The rest is checked here, so a command added, renamed
+//! or dropped in one place fails until every transport agrees: the window's capability, the
+//! shell's hand-written commands, and the UI's types.
 //! (`src-tauri/tests/ipc.rs` invokes every listed command through the shell's real handler
 //! and permission checks; `tests/it/app_api.rs` posts every one to `engram serve`.)
 
@@ -68,20 +69,28 @@ fn the_shell_answers_by_hand_exactly_the_desktop_adapters() {
 fn the_capability_file_allows_exactly_the_listed_commands() {
     let file: serde_json::Value =
         serde_json::from_str(&read("src-tauri/capabilities/default.json")).expect("JSON");
-    let allowed = file["permissions"]
+    let own: Vec<&str> = file["permissions"]
         .as_array()
         .expect("permissions")
         .iter()
         .filter_map(|p| p.as_str())
-        // Engram's own commands: plugin and core permissions carry a `prefix:`.
+        // Engram's own: plugin and core permissions carry a `prefix:`.
         .filter(|p| !p.contains(':'))
-        .map(|p| {
-            p.strip_prefix("allow-")
-                .unwrap_or_else(|| panic!("{p}: only allow-<command> permissions are granted"))
-                .replace('-', "_")
-        })
         .collect();
-    assert_same("src-tauri/capabilities/default.json", allowed, listed());
+    assert_eq!(
+        own,
+        ["app-commands"],
+        "the window gets Engram's commands through the generated set only"
+    );
+    // The set the shell's build script writes from the list (committed, as tauri-build's own
+    // permission files are).
+    let set = read("src-tauri/permissions/app-commands.toml");
+    let allowed = set
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("\"allow-")?.strip_suffix("\","))
+        .map(|p| p.replace('-', "_"))
+        .collect();
+    assert_same("src-tauri/permissions/app-commands.toml", allowed, listed());
 }
 
 #[test]
