@@ -5,6 +5,7 @@
 //! of Engram's own file reads nothing again. An import makes the folders, their files (a Letta
 //! file's `content` is read as Markdown), attaches them and restores which files are open.
 
+use crate::folder_ingest::stored_chunk;
 use crate::{Engram, check_file_name};
 use engram_agentfile::extension::{ChunkExt, FileExt, FileWindowExt, SourceExt};
 use engram_agentfile::model::EmbeddingConfigAf;
@@ -390,19 +391,7 @@ impl Engram {
                         text: text.to_owned(),
                         page_starts: doc.page_starts,
                         lines: doc.lines,
-                        chunks: doc
-                            .chunks
-                            .into_iter()
-                            .map(|c| NewChunk {
-                                text: c.text,
-                                provenance: Provenance {
-                                    page: c.page,
-                                    heading: c.heading,
-                                    line_start: c.line_start,
-                                    line_end: c.line_end,
-                                },
-                            })
-                            .collect(),
+                        chunks: doc.chunks.into_iter().map(stored_chunk).collect(),
                     }),
                     Err(e) => {
                         self.store.fail_file(&row.id, &e.to_string())?;

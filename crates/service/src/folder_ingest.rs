@@ -193,19 +193,7 @@ impl Engram {
         let stored = ParsedFile {
             lines: doc.lines,
             page_starts: doc.page_starts,
-            chunks: doc
-                .chunks
-                .into_iter()
-                .map(|c| NewChunk {
-                    text: c.text,
-                    provenance: Provenance {
-                        page: c.page,
-                        heading: c.heading,
-                        line_start: c.line_start,
-                        line_end: c.line_end,
-                    },
-                })
-                .collect(),
+            chunks: doc.chunks.into_iter().map(stored_chunk).collect(),
             text: doc.text,
         };
         let next = if folder.embedding.is_some() {
@@ -462,6 +450,19 @@ async fn embed_folder(
             return Ok(filled_total);
         }
         filled_total += n;
+    }
+}
+
+/// A passage of a read document as the store keeps it, with where it came from.
+pub(crate) fn stored_chunk(c: engram_documents::Chunk) -> NewChunk {
+    NewChunk {
+        text: c.text,
+        provenance: Provenance {
+            page: c.page,
+            heading: c.heading,
+            line_start: c.line_start,
+            line_end: c.line_end,
+        },
     }
 }
 
