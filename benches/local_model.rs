@@ -159,11 +159,11 @@ async fn stream(
             break;
         }
         let chunk: Value = serde_json::from_str(&event.data).expect("chunk");
-        if let Some(delta) = chunk["choices"][0]["delta"]["content"].as_str() {
-            if !delta.is_empty() {
-                first.get_or_insert_with(|| started.elapsed().as_secs_f64());
-                text.push_str(delta);
-            }
+        if let Some(delta) = chunk["choices"][0]["delta"]["content"].as_str()
+            && !delta.is_empty()
+        {
+            first.get_or_insert_with(|| started.elapsed().as_secs_f64());
+            text.push_str(delta);
         }
         if chunk["choices"][0]["delta"]["tool_calls"].is_array() {
             first.get_or_insert_with(|| started.elapsed().as_secs_f64());
