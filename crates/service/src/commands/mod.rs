@@ -14,8 +14,8 @@
 //!   Its arguments and result are still declared here, so the UI's types cover it.
 //!
 //! [`list`] is every command in the order of `engram_core::commands::APP_COMMANDS` (which the
-//! desktop's build script reads as plain data to make one permission per command; a test
-//! checks the two agree), and [`typescript`] writes the UI's `Commands` map from it
+//! desktop's build script reads as plain data to make one permission per command; the two are
+//! checked equal when this crate compiles, and a test shows where they differ), and [`typescript`] writes the UI's `Commands` map from it
 //! (`ui/src/lib/bindings/commands.ts`, by `cargo test -p engram-service export_bindings`).
 
 mod agents;
@@ -208,152 +208,221 @@ fn adapter<A: TS + 'static, O: TS + 'static>(
     }
 }
 
-/// Every command of the window, in the order of `engram_core::commands::APP_COMMANDS`.
-static COMMANDS: LazyLock<Vec<CommandDef>> = LazyLock::new(|| {
-    use CommandKind::{Attach, Call, Dialog};
-    vec![
-        call_def::<AppInfoArgs>(),
-        adapter::<SetRestApiArgs, RestApiStatus>("set_rest_api", Call, false),
-        call_def::<ListProvidersArgs>(),
-        call_def::<SetProviderArgs>(),
-        call_def::<DeleteProviderArgs>(),
-        call_def::<TestProviderArgs>(),
-        call_def::<DetectLocalProvidersArgs>(),
-        call_def::<ListLocalModelsArgs>(),
-        call_def::<AddLocalModelArgs>(),
-        call_def::<RemoveLocalModelArgs>(),
-        call_def::<ModelCatalogueArgs>(),
-        call_def::<PullModelArgs>(),
-        call_def::<CancelModelPullArgs>(),
-        call_def::<DeleteDownloadedModelArgs>(),
-        call_def::<RetryEmbeddingModelArgs>(),
-        call_def::<GetDefaultModelArgs>(),
-        call_def::<SetDefaultModelArgs>(),
-        call_def::<ListAgentsArgs>(),
-        call_def::<GetAgentArgs>(),
-        call_def::<CreateAgentArgs>(),
-        call_def::<UpdateAgentArgs>(),
-        call_def::<CloneAgentArgs>(),
-        call_def::<DeleteAgentArgs>(),
-        call_def::<CheckModelArgs>(),
-        call_def::<AgentModelProblemArgs>(),
-        call_def::<AgentsWithoutModelArgs>(),
-        call_def::<UseModelForArgs>(),
-        call_def::<ListMessagesArgs>(),
-        run_def::<SendMessageArgs>(),
-        call_def::<CancelRunArgs>(),
-        call_def::<PendingApprovalArgs>(),
-        run_def::<ResolveApprovalArgs>(),
-        call_def::<SetToolApprovalArgs>(),
-        call_def::<ListBlocksArgs>(),
-        call_def::<UpdateBlockArgs>(),
-        call_def::<BlockHistoryArgs>(),
-        call_def::<UndoBlockEditArgs>(),
-        call_def::<ListPassagesArgs>(),
-        call_def::<SearchArchivalArgs>(),
-        call_def::<AddPassageArgs>(),
-        call_def::<DeletePassageArgs>(),
-        call_def::<EditPassageArgs>(),
-        call_def::<SearchRecallArgs>(),
-        call_def::<SleeptimeSettingsArgs>(),
-        call_def::<SetSleeptimeSettingsArgs>(),
-        call_def::<SleeptimePassesArgs>(),
-        call_def::<RunSleeptimePassArgs>(),
-        call_def::<UndoSleeptimeChangeArgs>(),
-        call_def::<UndoSleeptimePassArgs>(),
-        call_def::<SleeptimeBudgetArgs>(),
-        call_def::<SetSleeptimeBudgetArgs>(),
-        call_def::<ContextWindowArgs>(),
-        call_def::<ExportAgentArgs>(),
-        call_def::<ImportAgentFileArgs>(),
-        call_def::<ListTemplatesArgs>(),
-        call_def::<ListToolsArgs>(),
-        call_def::<AgentToolsArgs>(),
-        call_def::<UpsertToolArgs>(),
-        call_def::<DeleteToolArgs>(),
-        call_def::<AttachToolArgs>(),
-        call_def::<DetachToolArgs>(),
-        call_def::<TryToolArgs>(),
-        call_def::<TrustToolArgs>(),
-        call_def::<UntrustToolArgs>(),
-        call_def::<AgentEndpointsArgs>(),
-        call_def::<SetAgentBaseUrlArgs>(),
-        call_def::<AcceptEndpointArgs>(),
-        call_def::<DismissEndpointArgs>(),
-        call_def::<ToolPythonArgs>(),
-        call_def::<SetUpToolPythonArgs>(),
-        call_def::<MessageWindowArgs>(),
-        adapter::<AttachRunArgs, bool>("attach_run", Attach, true),
-        call_def::<CreateAgentBlockArgs>(),
-        call_def::<SharedBlocksArgs>(),
-        call_def::<AttachBlockArgs>(),
-        call_def::<DetachBlockArgs>(),
-        call_def::<DeleteBlockArgs>(),
-        call_def::<BlockUndoPlanArgs>(),
-        call_def::<RestoreBlockEditArgs>(),
-        call_def::<ContextViewArgs>(),
-        call_def::<ChatModelsArgs>(),
-        call_def::<ModelWindowsArgs>(),
-        call_def::<SetModelWindowArgs>(),
-        call_def::<RegeneratePreviewArgs>(),
-        call_def::<RollbackPreviewArgs>(),
-        run_def::<RegenerateArgs>(),
-        run_def::<EditAndResendArgs>(),
-        call_def::<DeleteMessageArgs>(),
-        call_def::<ResetMessagesArgs>(),
-        call_def::<RunRecordsArgs>(),
-        call_def::<RunEditsArgs>(),
-        call_def::<ModelPricesArgs>(),
-        call_def::<SetModelPriceArgs>(),
-        call_def::<DeleteModelPriceArgs>(),
-        call_def::<UsageCostArgs>(),
-        call_def::<ExportAgentsArgs>(),
-        adapter::<ExportAgentsArgs, Option<String>>("export_to_file", Dialog, false),
-        adapter::<ImportFromFileArgs, Option<crate::ImportReport>>(
-            "import_from_file",
-            Dialog,
-            false,
-        ),
-        call_def::<ListMcpServersArgs>(),
-        call_def::<AddMcpServerArgs>(),
-        call_def::<RemoveMcpServerArgs>(),
-        call_def::<SetMcpServerActiveArgs>(),
-        call_def::<ImportMcpServersArgs>(),
-        call_def::<ListMcpToolsArgs>(),
-        call_def::<StoredMcpToolsArgs>(),
-        call_def::<McpMemoryClientsArgs>(),
-        call_def::<McpMemoryConfigArgs>(),
-        call_def::<SetMemoryClientAccessArgs>(),
-        call_def::<PendingClientWritesArgs>(),
-        call_def::<DecideClientWriteArgs>(),
-        call_def::<RerankerStatusArgs>(),
-        call_def::<SetRerankModelDirArgs>(),
-        call_def::<SetRerankEnabledArgs>(),
-        adapter::<PickRerankModelDirArgs, Option<crate::RerankerStatus>>(
-            "pick_rerank_model_dir",
-            Dialog,
-            false,
-        ),
-        call_def::<VectorIndexBuildsArgs>(),
-        call_def::<ListFoldersArgs>(),
-        call_def::<CreateFolderArgs>(),
-        call_def::<DeleteFolderArgs>(),
-        call_def::<FolderFilesArgs>(),
-        call_def::<UploadFolderFileArgs>(),
-        call_def::<DeleteFolderFileArgs>(),
-        call_def::<AttachFolderArgs>(),
-        call_def::<DetachFolderArgs>(),
-        call_def::<AgentFoldersArgs>(),
-        call_def::<AgentFilesArgs>(),
-        call_def::<OpenAgentFileArgs>(),
-        call_def::<CloseAgentFileArgs>(),
-        call_def::<FolderFileTextArgs>(),
-        call_def::<FolderWatchesArgs>(),
-        call_def::<WatchFolderArgs>(),
-        call_def::<UnwatchFolderArgs>(),
-        call_def::<CancelFolderFileArgs>(),
-    ]
-});
+/// Expands one entry of `commands!` to its definition.
+macro_rules! command_def {
+    (call $args:ty) => {
+        call_def::<$args>()
+    };
+    (run $args:ty) => {
+        run_def::<$args>()
+    };
+    (adapter $args:ty => $out:ty, $name:literal, $kind:ident, $http:literal) => {
+        adapter::<$args, $out>($name, CommandKind::$kind, $http)
+    };
+}
+
+/// Expands one entry of `commands!` to its name, kind and whether `engram serve` answers it,
+/// known when this crate compiles.
+macro_rules! command_spec {
+    (call $args:ty) => {
+        (
+            <$args as AppCall>::NAME,
+            CommandKind::Call,
+            <$args as AppCall>::HTTP,
+        )
+    };
+    (run $args:ty) => {
+        (<$args as AppRun>::NAME, CommandKind::Run, true)
+    };
+    (adapter $args:ty => $out:ty, $name:literal, $kind:ident, $http:literal) => {
+        ($name, CommandKind::$kind, $http)
+    };
+}
+
+/// The service's list of commands, written once: each entry is `[call Args]`, `[run Args]`
+/// or `[adapter Args => Output, "name", Kind, http]`. Makes the table the transports
+/// dispatch over (`COMMANDS`) and its names, kinds and transports (`SPECS`), which must equal
+/// `engram_core::commands::APP_COMMANDS` entry by entry or this crate does not compile.
+macro_rules! commands {
+    ($([$($entry:tt)*])*) => {
+        /// Every command of the window, in the order of `engram_core::commands::APP_COMMANDS`.
+        static COMMANDS: LazyLock<Vec<CommandDef>> =
+            LazyLock::new(|| vec![$(command_def!($($entry)*)),*]);
+
+        /// Each command's name, kind and whether `engram serve` answers it, in list order.
+        const SPECS: &[(&str, CommandKind, bool)] = &[$(command_spec!($($entry)*)),*];
+    };
+}
+
+commands! {
+    [call AppInfoArgs]
+    [adapter SetRestApiArgs => RestApiStatus, "set_rest_api", Call, false]
+    [call ListProvidersArgs]
+    [call SetProviderArgs]
+    [call DeleteProviderArgs]
+    [call TestProviderArgs]
+    [call DetectLocalProvidersArgs]
+    [call ListLocalModelsArgs]
+    [call AddLocalModelArgs]
+    [call RemoveLocalModelArgs]
+    [call ModelCatalogueArgs]
+    [call PullModelArgs]
+    [call CancelModelPullArgs]
+    [call DeleteDownloadedModelArgs]
+    [call RetryEmbeddingModelArgs]
+    [call GetDefaultModelArgs]
+    [call SetDefaultModelArgs]
+    [call ListAgentsArgs]
+    [call GetAgentArgs]
+    [call CreateAgentArgs]
+    [call UpdateAgentArgs]
+    [call CloneAgentArgs]
+    [call DeleteAgentArgs]
+    [call CheckModelArgs]
+    [call AgentModelProblemArgs]
+    [call AgentsWithoutModelArgs]
+    [call UseModelForArgs]
+    [call ListMessagesArgs]
+    [run SendMessageArgs]
+    [call CancelRunArgs]
+    [call PendingApprovalArgs]
+    [run ResolveApprovalArgs]
+    [call SetToolApprovalArgs]
+    [call ListBlocksArgs]
+    [call UpdateBlockArgs]
+    [call BlockHistoryArgs]
+    [call UndoBlockEditArgs]
+    [call ListPassagesArgs]
+    [call SearchArchivalArgs]
+    [call AddPassageArgs]
+    [call DeletePassageArgs]
+    [call EditPassageArgs]
+    [call SearchRecallArgs]
+    [call SleeptimeSettingsArgs]
+    [call SetSleeptimeSettingsArgs]
+    [call SleeptimePassesArgs]
+    [call RunSleeptimePassArgs]
+    [call UndoSleeptimeChangeArgs]
+    [call UndoSleeptimePassArgs]
+    [call SleeptimeBudgetArgs]
+    [call SetSleeptimeBudgetArgs]
+    [call ContextWindowArgs]
+    [call ExportAgentArgs]
+    [call ImportAgentFileArgs]
+    [call ListTemplatesArgs]
+    [call ListToolsArgs]
+    [call AgentToolsArgs]
+    [call UpsertToolArgs]
+    [call DeleteToolArgs]
+    [call AttachToolArgs]
+    [call DetachToolArgs]
+    [call TryToolArgs]
+    [call TrustToolArgs]
+    [call UntrustToolArgs]
+    [call AgentEndpointsArgs]
+    [call SetAgentBaseUrlArgs]
+    [call AcceptEndpointArgs]
+    [call DismissEndpointArgs]
+    [call ToolPythonArgs]
+    [call SetUpToolPythonArgs]
+    [call MessageWindowArgs]
+    [adapter AttachRunArgs => bool, "attach_run", Attach, true]
+    [call CreateAgentBlockArgs]
+    [call SharedBlocksArgs]
+    [call AttachBlockArgs]
+    [call DetachBlockArgs]
+    [call DeleteBlockArgs]
+    [call BlockUndoPlanArgs]
+    [call RestoreBlockEditArgs]
+    [call ContextViewArgs]
+    [call ChatModelsArgs]
+    [call ModelWindowsArgs]
+    [call SetModelWindowArgs]
+    [call RegeneratePreviewArgs]
+    [call RollbackPreviewArgs]
+    [run RegenerateArgs]
+    [run EditAndResendArgs]
+    [call DeleteMessageArgs]
+    [call ResetMessagesArgs]
+    [call RunRecordsArgs]
+    [call RunEditsArgs]
+    [call ModelPricesArgs]
+    [call SetModelPriceArgs]
+    [call DeleteModelPriceArgs]
+    [call UsageCostArgs]
+    [call ExportAgentsArgs]
+    [adapter ExportAgentsArgs => Option<String>, "export_to_file", Dialog, false]
+    [adapter ImportFromFileArgs => Option<crate::ImportReport>, "import_from_file", Dialog, false]
+    [call ListMcpServersArgs]
+    [call AddMcpServerArgs]
+    [call RemoveMcpServerArgs]
+    [call SetMcpServerActiveArgs]
+    [call ImportMcpServersArgs]
+    [call ListMcpToolsArgs]
+    [call StoredMcpToolsArgs]
+    [call McpMemoryClientsArgs]
+    [call McpMemoryConfigArgs]
+    [call SetMemoryClientAccessArgs]
+    [call PendingClientWritesArgs]
+    [call DecideClientWriteArgs]
+    [call RerankerStatusArgs]
+    [call SetRerankModelDirArgs]
+    [call SetRerankEnabledArgs]
+    [adapter PickRerankModelDirArgs => Option<crate::RerankerStatus>, "pick_rerank_model_dir", Dialog, false]
+    [call VectorIndexBuildsArgs]
+    [call ListFoldersArgs]
+    [call CreateFolderArgs]
+    [call DeleteFolderArgs]
+    [call FolderFilesArgs]
+    [call UploadFolderFileArgs]
+    [call DeleteFolderFileArgs]
+    [call AttachFolderArgs]
+    [call DetachFolderArgs]
+    [call AgentFoldersArgs]
+    [call AgentFilesArgs]
+    [call OpenAgentFileArgs]
+    [call CloseAgentFileArgs]
+    [call FolderFileTextArgs]
+    [call FolderWatchesArgs]
+    [call WatchFolderArgs]
+    [call UnwatchFolderArgs]
+    [call CancelFolderFileArgs]
+}
+
+// The shell's build script reads `APP_COMMANDS` as plain data (one permission each): the two
+// lists agree or the build stops here.
+const _: () = assert!(
+    agrees(SPECS, engram_core::commands::APP_COMMANDS),
+    "engram_service::commands and engram_core::commands::APP_COMMANDS disagree (the service's test says where)"
+);
+
+/// Whether `ours` names the same commands as `core`, in the same order, with the same kinds
+/// and transports (a `const fn`: `==` on strings is not available at compile time).
+const fn agrees(
+    ours: &[(&str, CommandKind, bool)],
+    core: &[engram_core::commands::AppCommand],
+) -> bool {
+    if ours.len() != core.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < ours.len() {
+        let (name, kind, http) = ours[i];
+        let (a, b) = (name.as_bytes(), core[i].name.as_bytes());
+        if a.len() != b.len() || kind as u8 != core[i].kind as u8 || http != core[i].http {
+            return false;
+        }
+        let mut j = 0;
+        while j < a.len() {
+            if a[j] != b[j] {
+                return false;
+            }
+            j += 1;
+        }
+        i += 1;
+    }
+    true
+}
 
 /// Every command of the window, in the order of `engram_core::commands::APP_COMMANDS`.
 pub fn list() -> &'static [CommandDef] {
