@@ -58,7 +58,14 @@ pub struct PassRequest {
     pub token_allowance: Option<u64>,
 }
 
-/// How a pass ended before its commit: the reason it failed, if it did.
+/// The model a pass calls and the settings it calls it with (the pass's own, or the agent's).
+#[derive(Clone, Copy)]
+struct PassModel<'a> {
+    llm: &'a engram_core::LlmConfig,
+    client: &'a dyn engram_providers::ChatModel,
+}
+
+/// What a pass has used so far: model calls and tokens (for its record and its budget).
 struct Tally {
     model_calls: u32,
     prompt_tokens: u64,
@@ -170,7 +177,11 @@ impl Runtime {
             completion_tokens: 0,
         };
         let limit = Duration::from_secs(u64::from(req.settings.timeout_secs));
-        let work = self.pass_loop(req, &llm, &*model, &read, &mut ctx, &mut state, &mut tally);
+        let called = PassModel {
+            llm: &llm,
+            client: &*model,
+        };
+        let work = self.pass_loop(req, called, &read, &mut ctx, &mut state, &mut tally);
         let failure = tokio::select! {
             r = tokio::time::timeout(limit, work) => match r {
                 Ok(r) => r.err(),
@@ -211,12 +222,10 @@ impl Runtime {
 
     /// The pass's steps: call the model, run its tool calls, until it finishes, stops calling
     /// tools or reaches the step limit. `Err` is why the pass must write nothing.
-    #[allow(clippy::too_many_arguments)]
     async fn pass_loop(
         &self,
         req: &PassRequest,
-        llm: &engram_core::LlmConfig,
-        model: &dyn engram_providers::ChatModel,
+        PassModel { llm, client }: PassModel<'_>,
         read: &[Message],
         ctx: &mut ToolContext<'_>,
         state: &mut PassState,
@@ -251,7 +260,7 @@ impl Runtime {
                 stream: false,
             };
             tally.model_calls += 1;
-            let response = model
+            let response = client
                 .complete(&request, &|_| {})
                 .await
                 .map_err(|e| format!("the model call failed: {e}"))?;
