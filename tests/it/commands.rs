@@ -1,8 +1,8 @@
 //! Each UI command is defined once: its arguments, result and answer in
 //! `engram_service::commands`, whose names and kinds equal `engram_core::commands::
 //! APP_COMMANDS` (plain data the shell's build script turns into one permission each and the
-//! set `app-commands` the capability file grants; the service's tests check the two lists
-//! agree). The `/app` routes and the shell's invoke handler dispatch by name over the
+//! set `app-commands` the capability file grants; the service does not compile unless the
+//! two lists agree). The `/app` routes and the shell's invoke handler dispatch by name over the
 //! service's list, and the UI's `Commands` types are generated from it
 //! (`ui/src/lib/bindings/commands.ts`). The rest is checked here, so a command added, renamed
 //! or dropped in one place fails until every transport agrees: the window's capability, the
