@@ -14,6 +14,7 @@ packages=(
   xvfb xauth webkit2gtk-driver xdotool imagemagick  # the real window under Xvfb, screenshots
   chromium                               # end-to-end tests of the UI in a headless browser
   cmake libclang-dev                     # llama.cpp in the built-in chat model's worker (build, bindgen)
+  curl                                   # llama.cpp's source for the tests' llama-server (.ci/fetch-llama-server.sh)
   postgresql                             # the PostgreSQL store's tests start their own cluster (initdb, pg_ctl)
   libtasn1-doc base-passwd               # real documents for the folder tests (a PDF manual, an HTML guide)
 )
