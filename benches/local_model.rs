@@ -16,7 +16,8 @@
 //!    and the worker's once a message was answered, then the server's after the worker was
 //!    stopped for idleness (`ENGRAM_LLM_IDLE`, 5 s here).
 
-use engram_suite::serve::{Served, env_or};
+use engram_suite::llama_server::LlamaServer;
+use engram_suite::serve::{Served, env_or, memory_of};
 use engram_suite::{cli, stdout_ok, workspace_bin};
 use eventsource_stream::Eventsource as _;
 use futures::StreamExt as _;
@@ -37,18 +38,22 @@ struct Timed {
     text: String,
 }
 
-/// A server under test: its base URL (…/v1), the bearer token it wants, and its process.
+/// A server under test: its base URL (…/v1), the bearer token it wants, and its process
+/// (killed when this is dropped).
 struct Server {
     name: &'static str,
     base: String,
     token: Option<String>,
-    child: Child,
+    worker: Option<Child>,
+    _llama: Option<LlamaServer>,
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if let Some(child) = &mut self.worker {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 
@@ -80,50 +85,20 @@ fn start_worker(threads: usize) -> Server {
         name: "engram-llm-worker",
         base,
         token: Some(token),
-        child,
+        worker: Some(child),
+        _llama: None,
     }
 }
 
 /// llama.cpp's `llama-server` on the same file, context and threads, one slot.
 async fn start_llama_server(threads: usize) -> Server {
-    let bin = std::env::var("ENGRAM_LLAMA_SERVER")
-        .expect("ENGRAM_LLAMA_SERVER (.ci/fetch-llama-server.sh)");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .unwrap()
-        .port();
-    let child = Command::new(bin)
-        .arg("-m")
-        .arg(gguf())
-        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-        .args([
-            "-c",
-            "4096",
-            "-np",
-            "1",
-            "-t",
-            &threads.to_string(),
-            "--jinja",
-        ])
-        .args(["--alias", "smollm2"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start llama-server");
-    let health = format!("http://127.0.0.1:{port}/health");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !reqwest::get(&health)
-        .await
-        .is_ok_and(|r| r.status().is_success())
-    {
-        assert!(Instant::now() < deadline, "llama-server did not start");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let llama = LlamaServer::start(&gguf(), threads).await;
     Server {
         name: "llama-server",
-        base: format!("http://127.0.0.1:{port}/v1"),
+        base: llama.base_url(),
         token: None,
-        child,
+        worker: None,
+        _llama: Some(llama),
     }
 }
 
@@ -256,19 +231,6 @@ async fn second_turn(http: &reqwest::Client, server: &Server, rounds: usize) -> 
     (median(warm), median(cold))
 }
 
-/// A process's `VmRSS` in MB, or `None` when it is gone.
-fn rss_mb(pid: u32) -> Option<f64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let kb: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()?;
-    Some(kb / 1024.0)
-}
-
 /// The pid of a child process of `parent` named `name` (as `/proc` shows it: the first 15
 /// bytes), if it has one. Read from every process's `stat` (`pid (comm) state ppid …`): a
 /// child spawned from another thread than the main one is not in the main thread's
@@ -325,9 +287,9 @@ async fn memory(http: &reqwest::Client, home: &Path, threads: usize) {
     assert!(r.status().is_success(), "{}", r.status());
     let worker = child_named(served.pid, "engram-llm-worker").expect("a worker is running");
     let loaded = served.memory().rss;
-    let worker_rss = rss_mb(worker).unwrap_or(f64::NAN);
+    let worker_rss = memory_of(worker).map_or(f64::NAN, |m| m.rss);
     let deadline = Instant::now() + Duration::from_secs(60);
-    while rss_mb(worker).is_some() {
+    while memory_of(worker).is_some() {
         assert!(Instant::now() < deadline, "the worker was not stopped");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }

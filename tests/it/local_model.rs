@@ -43,18 +43,10 @@ fn agent(home: &Home, style: LoopStyle, max_tokens: u32) -> AgentId {
     // message, and that turn in context primes every later one to loop too (0 of 10 replies in
     // one run, 10 of 10 in the next). Greedy decoding keeps the test about Engram's loop.
     llm.temperature = Some(0.0);
-    let new = NewAgent {
-        name: "Sam".into(),
-        llm: Some(llm),
-        loop_style: style,
-        embedding: None,
-        blocks: vec![
-            NewBlock::new("persona", "I am Sam, a friendly companion who remembers."),
-            NewBlock::new("human", ""),
-        ],
-        ..NewAgent::default()
-    };
-    let state = home.engram.create_agent(new).expect("create agent");
+    let state = home
+        .engram
+        .create_agent(sam(llm, style))
+        .expect("create agent");
     assert_eq!(
         state.agent.llm.context_window, 4096,
         "the agent's window is the worker's context"
@@ -68,6 +60,22 @@ fn agent(home: &Home, style: LoopStyle, max_tokens: u32) -> AgentId {
     );
     assert_eq!(known.iter().filter(|k| k.handle == HANDLE).count(), 1);
     state.agent.id
+}
+
+/// Agent Sam on `llm`, in `style`, with a persona and an empty `human` block, no embedding
+/// model: the agent of every real-model conversation test.
+pub(crate) fn sam(llm: LlmConfig, style: LoopStyle) -> NewAgent {
+    NewAgent {
+        name: "Sam".into(),
+        llm: Some(llm),
+        loop_style: style,
+        embedding: None,
+        blocks: vec![
+            NewBlock::new("persona", "I am Sam, a friendly companion who remembers."),
+            NewBlock::new("human", ""),
+        ],
+        ..NewAgent::default()
+    }
 }
 
 /// A message ended well: a reply, or an error that says what happened.

@@ -15,6 +15,7 @@ pub use engram_agent::RunOutcome;
 
 pub mod archival;
 pub mod corpus;
+pub mod llama_server;
 pub mod locomo;
 pub mod model;
 pub mod rest;

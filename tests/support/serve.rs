@@ -49,22 +49,26 @@ impl Served {
 
     /// The server's memory now, from `/proc/<pid>/status`.
     pub fn memory(&self) -> Memory {
-        let status =
-            std::fs::read_to_string(format!("/proc/{}/status", self.pid)).expect("proc status");
-        let field = |name: &str| -> f64 {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(name))
-                .and_then(|v| v.split_whitespace().next())
-                .and_then(|v| v.parse::<f64>().ok())
-                .map_or(f64::NAN, |kb| kb / 1024.0)
-        };
-        Memory {
-            rss: field("VmRSS:"),
-            anon: field("RssAnon:"),
-            file: field("RssFile:"),
-        }
+        memory_of(self.pid).expect("the server is running")
     }
+}
+
+/// The memory of process `pid` now, from `/proc/<pid>/status`; `None` when it is gone.
+pub fn memory_of(pid: u32) -> Option<Memory> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| -> f64 {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse::<f64>().ok())
+            .map_or(f64::NAN, |kb| kb / 1024.0)
+    };
+    Some(Memory {
+        rss: field("VmRSS:"),
+        anon: field("RssAnon:"),
+        file: field("RssFile:"),
+    })
 }
 
 impl Drop for Served {
