@@ -64,7 +64,8 @@ fn main() {
         let home = Home::with_env(&[("ENGRAM_LOCAL_MODEL_DIR", &weights)]);
         let folder = home
             .engram
-            .create_folder(NewFolder {
+            .folders()
+            .create(NewFolder {
                 name: "manuals".into(),
                 embedding: Some(EmbeddingConfig {
                     model: engram_service::LOCAL_EMBEDDING_MODEL.into(),
@@ -75,12 +76,14 @@ fn main() {
             .unwrap();
         // The model loads on first use: a small file first, so the timing is of the work.
         home.engram
+            .folders()
             .add_file(&folder.id, "warm-up.txt", b"The model loads once.".to_vec())
             .await
             .unwrap();
         let started = Instant::now();
         let added = home
             .engram
+            .folders()
             .add_file(&folder.id, "libtasn1.pdf", pdf.clone())
             .await
             .unwrap();

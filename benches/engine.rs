@@ -213,7 +213,11 @@ fn context_compile(home: &Home, agent: &engram_core::AgentId) -> Duration {
     let mut times = Vec::new();
     for _ in 0..20 {
         let started = Instant::now();
-        let b = home.engram.context_breakdown(agent).expect("context");
+        let b = home
+            .engram
+            .agents()
+            .context_breakdown(agent)
+            .expect("context");
         times.push(started.elapsed());
         assert!(b.messages > 0);
     }
@@ -224,7 +228,8 @@ fn context_compile(home: &Home, agent: &engram_core::AgentId) -> Duration {
 fn first_call_tokens(home: &Home, style: LoopStyle) -> engram_agent::ContextBreakdown {
     let agent = home
         .engram
-        .create_agent(NewAgent {
+        .agents()
+        .create(NewAgent {
             name: "Fresh".into(),
             llm: Some(LlmConfig::new("openai/gpt-4o-mini")),
             loop_style: style,
@@ -233,7 +238,10 @@ fn first_call_tokens(home: &Home, style: LoopStyle) -> engram_agent::ContextBrea
         .expect("create")
         .agent
         .id;
-    home.engram.context_breakdown(&agent).expect("context")
+    home.engram
+        .agents()
+        .context_breakdown(&agent)
+        .expect("context")
 }
 
 fn main() {

@@ -128,6 +128,7 @@ async fn run(model: &Model, window: u64, turns: &[String]) -> String {
         let started = Instant::now();
         let outcome = home
             .engram
+            .runs()
             .send_message(&agent, text, &tx, Default::default())
             .await;
         took.push(started.elapsed());

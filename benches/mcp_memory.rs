@@ -52,7 +52,8 @@ fn setup(home: &Home) -> AgentId {
         .collect();
     let id = home
         .engram
-        .create_agent(NewAgent {
+        .agents()
+        .create(NewAgent {
             name: "Sam".into(),
             llm: Some(llm),
             blocks: vec![NewBlock::new("human", block)],
@@ -147,7 +148,8 @@ fn main() {
         for q in &queries {
             let started = Instant::now();
             home.engram
-                .search_archival(&agent, q, vec![], TagMatch::Any, (None, None), 5)
+                .archival()
+                .search(&agent, q, vec![], TagMatch::Any, (None, None), 5)
                 .await
                 .expect("search");
             direct.push(started.elapsed());

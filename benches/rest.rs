@@ -1,7 +1,7 @@
 //! Per-message overhead of the REST API, as a report: `cargo bench --bench rest`.
 //!
 //! One agent on a zero-latency scripted model (it answers "ok" at once), messaged N times
-//! in-process through `Engram::send_message` and N times through `POST /v1/agents/{id}/messages`
+//! in-process through `Runs::send_message` and N times through `POST /v1/agents/{id}/messages`
 //! over loopback HTTP (reqwest → axum router → the same engine). Both paths make the same model
 //! call, so the difference of the round-trip percentiles is what the REST layer costs: HTTP,
 //! the guard, JSON in and Letta's response shape out.

@@ -232,7 +232,7 @@ fn dev_set() {
 }
 
 /// What a user's search answers: every question asked through the service's archival search
-/// (`Engram::search_archival`, with the built-in model loaded as in the app, so the shipped
+/// (`Archival::search`, with the built-in model loaded as in the app, so the shipped
 /// late-interaction reranking runs), with the time per search.
 fn shipped_row(
     conversations: &[locomo::Conversation],
@@ -262,7 +262,7 @@ fn shipped_row(
         .collect();
     let (all, t, c) = late::split_recall(&ranked, &tune, ks);
     println!(
-        "\nshipped pipeline through the service (`Engram::search_archival`): per search p50 \
+        "\nshipped pipeline through the service (`Archival::search`): per search p50 \
          {:.1} ms, p95 {:.1} ms, max {:.1} ms over {} searches; the turns' token vectors \
          computed beforehand in the background pass: {} rows in {:.1} s ({:.0} rows/s)\n",
         percentile(&searches, 0.50),
@@ -378,7 +378,8 @@ fn scale(n: u64) {
     let home = Home::new();
     let agent = home
         .engram
-        .create_agent(NewAgent {
+        .agents()
+        .create(NewAgent {
             name: "Scale".into(),
             ..NewAgent::default()
         })

@@ -110,7 +110,8 @@ fn mb(bytes: u64) -> f64 {
 
 fn new_agent(home: &Home, name: &str) -> AgentId {
     home.engram
-        .create_agent(NewAgent {
+        .agents()
+        .create(NewAgent {
             name: name.into(),
             ..NewAgent::default()
         })
@@ -444,7 +445,7 @@ fn full_pipeline(n: u64) {
         let q = query_text(&query_ranks(i));
         let started = Instant::now();
         let hits = rt
-            .block_on(home.engram.search_archival(
+            .block_on(home.engram.archival().search(
                 &agent,
                 &q,
                 vec![],

@@ -66,7 +66,8 @@ async fn latency(n: usize, call_ms: u64) {
         let agent = home.agent(&chat, LoopStyle::ToolLoop);
         for i in 0..200 {
             home.engram
-                .add_passage(&agent, &format!("note {i}: tea and more tea"), vec![])
+                .archival()
+                .insert(&agent, &format!("note {i}: tea and more tea"), vec![])
                 .await
                 .unwrap();
         }
@@ -80,7 +81,8 @@ async fn latency(n: usize, call_ms: u64) {
         ..SleeptimeSettings::default()
     };
     home.engram
-        .set_sleeptime_settings(&busy, &settings)
+        .sleeptime()
+        .set_settings(&busy, &settings)
         .unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let passes = {
@@ -88,7 +90,7 @@ async fn latency(n: usize, call_ms: u64) {
         tokio::spawn(async move {
             let mut n = 0;
             while !stop.load(Ordering::Relaxed) {
-                home.engram.run_sleeptime_pass(&agent).await.unwrap();
+                home.engram.sleeptime().run_pass(&agent).await.unwrap();
                 n += 1;
             }
             n
@@ -121,7 +123,8 @@ async fn cost_per_five_turns() {
     let home = Home::new();
     let agent = home.agent(&chat, LoopStyle::ToolLoop);
     home.engram
-        .set_sleeptime_settings(
+        .sleeptime()
+        .set_settings(
             &agent,
             &SleeptimeSettings {
                 enabled: true,
@@ -148,8 +151,8 @@ async fn cost_per_five_turns() {
     }
     let mut passes = Vec::new();
     for _ in 0..200 {
-        passes = home.engram.sleeptime_passes(&agent, 1).unwrap();
-        if !passes.is_empty() && !home.engram.sleeptime_running(&agent) {
+        passes = home.engram.sleeptime().passes(&agent, 1).unwrap();
+        if !passes.is_empty() && !home.engram.sleeptime().running(&agent) {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;

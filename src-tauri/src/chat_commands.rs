@@ -20,8 +20,8 @@ pub async fn attach_run(
     on_event: Channel<RunEvent>,
 ) -> IpcResult<bool> {
     let agent_id = args.0.agent_id;
-    d.engram.get_agent(&agent_id)?;
-    let Some(mut events) = d.engram.attach_run(&agent_id) else {
+    d.engram.agents().get(&agent_id)?;
+    let Some(mut events) = d.engram.runs().attach(&agent_id) else {
         return Ok(false);
     };
     while let Some(event) = events.next().await {
@@ -32,7 +32,7 @@ pub async fn attach_run(
 
 /// Forwards a run's events to the window's channel until the run ends, then resolves with
 /// what ended it: every streaming command (`send_message`, `regenerate`, `edit_and_resend`,
-/// `resolve_approval`) is this over one `Engram::start_run`. Errors: the run's, if an
+/// `resolve_approval`) is this over one `Runs::start`. Errors: the run's, if an
 /// approval decision after an earlier one failed.
 pub(crate) async fn stream(mut run: Run, on_event: &Channel<RunEvent>) -> IpcResult<()> {
     while let Some(event) = run.events.next().await {

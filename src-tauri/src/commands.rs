@@ -108,7 +108,7 @@ async fn run(
         return Err(Error::invalid(format!("{name} is not a run")).into());
     };
     let (agent, request) = request?;
-    let run = engram.start_run(&agent, request).await?;
+    let run = engram.runs().start(&agent, request).await?;
     crate::chat_commands::stream(run, &on_event).await
 }
 
@@ -118,7 +118,7 @@ pub async fn set_rest_api(
     d: State<'_, Desktop>,
     args: Args<SetRestApiArgs>,
 ) -> IpcResult<RestApiStatus> {
-    d.engram.set_rest_api_enabled(args.0.enabled)?;
+    d.engram.trust().set_rest_api_enabled(args.0.enabled)?;
     if args.0.enabled {
         Ok(d.rest.start(d.engram.clone()).await?)
     } else {

@@ -44,7 +44,7 @@ pub async fn export_to_file<R: Runtime>(
     let offered = {
         let e = engram.clone();
         let ids = agent_ids.clone();
-        tokio::task::spawn_blocking(move || e.export_agents(ids.as_deref(), format))
+        tokio::task::spawn_blocking(move || e.agent_files().export_all(ids.as_deref(), format))
             .await
             .map_err(|e| Error::Internal(format!("export: {e}")))??
             .file_name
@@ -78,7 +78,9 @@ pub async fn export_to_file<R: Runtime>(
     };
     let Some(path) = path else { return Ok(None) };
     let written = tokio::task::spawn_blocking(move || {
-        engram.export_agents_to(agent_ids.as_deref(), format, &path)
+        engram
+            .agent_files()
+            .export_all_to(agent_ids.as_deref(), format, &path)
     })
     .await
     .map_err(|e| Error::Internal(format!("export: {e}")))??;
@@ -116,7 +118,7 @@ pub async fn import_from_file<R: Runtime>(
     let Some(path) = path else { return Ok(None) };
     let engram = d.engram.clone();
     Ok(Some(
-        tokio::task::spawn_blocking(move || engram.import_agent_file_at(&path))
+        tokio::task::spawn_blocking(move || engram.agent_files().import_at(&path))
             .await
             .map_err(|e| Error::Internal(format!("import: {e}")))??,
     ))

@@ -55,11 +55,11 @@ pub fn start<R: Runtime>(app: &tauri::AppHandle<R>) {
 /// to a directory.
 fn resume_backfills<R: Runtime>(app: tauri::AppHandle<R>) {
     tauri::async_runtime::spawn(async move {
-        if let Err(e) = app.state::<Desktop>().engram.resume_backfills() {
+        if let Err(e) = app.state::<Desktop>().engram.archival().resume_backfills() {
             tracing::warn!(error = %e, "cannot resume embedding backfills");
         }
         // Folders linked to a directory on disk are kept in step while the app runs.
-        app.state::<Desktop>().engram.resume_folder_watches();
+        app.state::<Desktop>().engram.folders().resume_watches();
     });
 }
 
@@ -85,7 +85,7 @@ fn forward_notices<R: Runtime>(app: tauri::AppHandle<R>) {
 /// Serves the REST API again if the user left it switched on.
 fn restore_rest_api<R: Runtime>(app: tauri::AppHandle<R>) {
     let desktop = app.state::<Desktop>();
-    if !desktop.engram.rest_api_enabled().unwrap_or(false) {
+    if !desktop.engram.trust().rest_api_enabled().unwrap_or(false) {
         return;
     }
     let engram = desktop.engram.clone();
@@ -109,7 +109,7 @@ pub fn run() {
         )
         .init();
     let engram = match Engram::open(engram_service::Options::from_env(None)) {
-        Ok(e) => Arc::new(e),
+        Ok(e) => e,
         Err(e) => {
             eprintln!("Engram cannot open its data: {e}");
             std::process::exit(1);
@@ -137,7 +137,7 @@ pub fn run() {
             if let tauri::RunEvent::Exit = event {
                 // A sleep-time pass in flight stops here and writes nothing (a pass writes
                 // only at its end), rather than racing the process's exit.
-                at_exit.stop_sleeptime();
+                at_exit.sleeptime().stop();
             }
         });
 }

@@ -34,7 +34,7 @@ impl RestApi {
         if self.status().enabled {
             return Ok(self.status());
         }
-        let token = engram.rest_api_token()?;
+        let token = engram.trust().rest_api_token()?;
         let listener = engram_server::bind("127.0.0.1", DEFAULT_PORT)
             .await
             .map_err(|e| {

@@ -46,5 +46,5 @@ pub async fn pick_rerank_model_dir<R: Runtime>(
         }
     };
     let Some(dir) = dir else { return Ok(None) };
-    Ok(Some(d.engram.set_rerank_folder(Some(&dir))?))
+    Ok(Some(d.engram.models().set_rerank_folder(Some(&dir))?))
 }

@@ -25,7 +25,7 @@ impl Shell {
             env: Arc::new(|_| None),
         })
         .unwrap();
-        let app = engram_desktop::builder(mock_builder(), Arc::new(engram))
+        let app = engram_desktop::builder(mock_builder(), engram)
             .build(tauri::generate_context!(test = true))
             .expect("app builds");
         // The mock runtime has no event loop, so the builder's setup never runs.
@@ -250,7 +250,7 @@ fn agents_and_memory_round_trip_through_ipc() {
         "{notices:?}"
     );
     let state = shell.window.state::<Desktop>();
-    assert_eq!(state.engram.list_agents().unwrap().len(), 1);
+    assert_eq!(state.engram.agents().list().unwrap().len(), 1);
 }
 
 #[test]

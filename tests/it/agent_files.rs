@@ -241,7 +241,8 @@ fn every_fixture_imports_as_the_file_describes_it() {
         let home = Home::new();
         let report = home
             .engram
-            .import_agent_file(&bytes)
+            .agent_files()
+            .import(&bytes)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         let want = expected(&json_of(&bytes));
         assert_eq!(report.agents.len(), want.len(), "{name}");
@@ -282,7 +283,8 @@ fn the_v1_window_keeps_letta_order_and_the_rest_goes_to_recall() {
     let home = Home::new();
     let report = home
         .engram
-        .import_agent_file(&fixture("memgpt_agent_with_convo.af"))
+        .agent_files()
+        .import(&fixture("memgpt_agent_with_convo.af"))
         .unwrap();
     let id = &report.agents[0];
     let s = snapshot(home.engram.store(), id).unwrap();
@@ -315,7 +317,8 @@ fn reasoning_parallel_results_and_approvals_map_onto_messages() {
     let home = Home::new();
     let report = home
         .engram
-        .import_agent_file(&fixture("test_agent.af"))
+        .agent_files()
+        .import(&fixture("test_agent.af"))
         .unwrap();
     let s = snapshot(home.engram.store(), &report.agents[0]).unwrap();
     assert!(s.messages.iter().any(|m| m.reasoning.is_some()));
@@ -350,19 +353,20 @@ fn reasoning_parallel_results_and_approvals_map_onto_messages() {
 async fn continue_chatting(name: &str) {
     let mock = MockLlm::start(Script::Brain).await;
     let home = Home::new();
-    let report = home.engram.import_agent_file(&fixture(name)).unwrap();
+    let report = home.engram.agent_files().import(&fixture(name)).unwrap();
     assert!(
         report.warnings.iter().any(|w| w.contains("not usable")),
         "{:?}",
         report.warnings
     );
     let id = &report.agents[0];
-    let mut llm = home.engram.get_agent(id).unwrap().agent.llm;
+    let mut llm = home.engram.agents().get(id).unwrap().agent.llm;
     llm.model = "openai/mock-small".into();
     llm.base_url = Some(mock.base_url());
     llm.context_window = 200_000;
     home.engram
-        .update_agent(
+        .agents()
+        .update(
             id,
             &engram_core::AgentPatch {
                 llm: Some(llm),
@@ -462,7 +466,8 @@ async fn engram_to_af_to_engram_is_lossless_and_holds_no_secrets() {
     let mock = MockLlm::start(Script::Brain).await;
     let home = Home::new();
     home.engram
-        .set_provider(ProviderSetup {
+        .providers()
+        .set(ProviderSetup {
             name: "openai".into(),
             api_key: Some(KEY.to_owned().into()),
             ..ProviderSetup::default()
@@ -526,7 +531,7 @@ async fn engram_to_af_to_engram_is_lossless_and_holds_no_secrets() {
         .iter()
         .map(|id| comparable(&snapshot(store, id).unwrap(), &ids))
         .collect();
-    let file = home.engram.export_agent_file(&ids).unwrap();
+    let file = home.engram.agent_files().export(&ids).unwrap();
     let text = String::from_utf8(file.clone()).unwrap();
     assert!(!text.contains(KEY), "the export holds a key");
     let json: Value = serde_json::from_str(&text).unwrap();
@@ -547,14 +552,17 @@ async fn engram_to_af_to_engram_is_lossless_and_holds_no_secrets() {
     );
 
     let other = Home::new();
-    let report = other.engram.import_agent_file(&file).unwrap();
+    let report = other.engram.agent_files().import(&file).unwrap();
     assert_eq!(report.agents.len(), 2);
     // The file's endpoints wait for approval; accepted, the agents are as they were.
     for (id, d) in report.agents.iter().zip(&report.details) {
         assert_eq!(d.endpoints.len(), 1, "{:?}", d.endpoints);
         assert_eq!(d.endpoints[0].base_url, mock.base_url());
-        assert_eq!(other.engram.get_agent(id).unwrap().agent.llm.base_url, None);
-        other.engram.accept_endpoint(id, None).unwrap();
+        assert_eq!(
+            other.engram.agents().get(id).unwrap().agent.llm.base_url,
+            None
+        );
+        other.engram.trust().accept_endpoint(id, None).unwrap();
     }
     let after: Vec<Value> = report
         .agents
@@ -607,7 +615,8 @@ fn edit(name: &str, f: impl FnOnce(&mut Value)) -> Vec<u8> {
 fn bad_files_name_what_and_where_and_import_nothing() {
     let home = Home::new();
     home.engram
-        .import_agent_file(&fixture("customer_service.af"))
+        .agent_files()
+        .import(&fixture("customer_service.af"))
         .unwrap();
     let v2 = "test_basic_agent_with_blocks_tools_messages_v2.af";
     let full = fixture(v2);
@@ -708,7 +717,8 @@ fn bad_files_name_what_and_where_and_import_nothing() {
     for (what, bytes, needle) in cases {
         let err = home
             .engram
-            .import_agent_file(&bytes)
+            .agent_files()
+            .import(&bytes)
             .expect_err(what)
             .to_string();
         assert!(err.contains(needle), "{what}: {err}");
@@ -748,7 +758,8 @@ fn markdown_and_json_exports_are_stable() {
     let home = Home::new();
     let report = home
         .engram
-        .import_agent_file(&fixture("customer_service.af"))
+        .agent_files()
+        .import(&fixture("customer_service.af"))
         .unwrap();
     let id = &report.agents[0];
     home.engram
@@ -763,13 +774,18 @@ fn markdown_and_json_exports_are_stable() {
             }],
         )
         .unwrap();
-    let md = home.engram.export_markdown(id).unwrap();
+    let md = home.engram.agent_files().export_markdown(id).unwrap();
     assert!(md.contains("<details>"));
     insta::assert_snapshot!("customer_service_markdown", mask_ids(&md));
 
-    let json: Value =
-        serde_json::from_slice(&home.engram.export_json(std::slice::from_ref(id)).unwrap())
-            .unwrap();
+    let json: Value = serde_json::from_slice(
+        &home
+            .engram
+            .agent_files()
+            .export_json(std::slice::from_ref(id))
+            .unwrap(),
+    )
+    .unwrap();
     let mut json: Value = serde_json::from_str(&mask_ids(&json.to_string())).unwrap();
     json["exported_at"] = "[time]".into();
     for b in json["agents"][0]["blocks"].as_array_mut().unwrap() {

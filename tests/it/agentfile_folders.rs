@@ -21,7 +21,8 @@ async fn agent_with_folder(home: &Home, mock: &MockLlm) -> (AgentId, FolderId) {
     let agent = home.agent(mock, LoopStyle::ToolLoop);
     let e = &home.engram;
     let folder = e
-        .create_folder(NewFolder {
+        .folders()
+        .create(NewFolder {
             name: "manuals".into(),
             description: "how-tos".into(),
             instructions: "cite the page".into(),
@@ -31,10 +32,12 @@ async fn agent_with_folder(home: &Home, mock: &MockLlm) -> (AgentId, FolderId) {
         .id;
     let notes = "# Valves\n\nTurn the red valve clockwise.\nCheck the gauge.\n\n## Pumps\n\nPrime the pump first.\nThen open the tap.\n";
     let added = e
+        .folders()
         .add_file(&folder, "notes/valves.md", notes.as_bytes().to_vec())
         .await
         .unwrap();
     let pdf = e
+        .folders()
         .add_file(
             &folder,
             "guide.pdf",
@@ -43,22 +46,24 @@ async fn agent_with_folder(home: &Home, mock: &MockLlm) -> (AgentId, FolderId) {
         .await
         .unwrap();
     let broken = e
+        .folders()
         .add_file(&folder, "broken.txt", b"ab\0\0cd".to_vec())
         .await
         .unwrap();
     assert_eq!(broken.file.unwrap().status, FileStatus::Error);
-    e.attach_folder(&agent, &folder).unwrap();
-    e.open_agent_file(&agent, &added.file.unwrap().id, Some(3), Some(2))
+    e.folders().attach(&agent, &folder).unwrap();
+    e.folders()
+        .open_file(&agent, &added.file.unwrap().id, Some(3), Some(2))
         .unwrap();
     let pdf = pdf.file.unwrap().id;
-    e.open_agent_file(&agent, &pdf, None, None).unwrap();
-    e.close_agent_file(&agent, &pdf).unwrap();
+    e.folders().open_file(&agent, &pdf, None, None).unwrap();
+    e.folders().close_file(&agent, &pdf).unwrap();
     (agent, folder)
 }
 
 /// The export as JSON.
 fn exported(e: &Engram, agent: &AgentId) -> Value {
-    serde_json::from_slice(&e.export_agent_file(std::slice::from_ref(agent)).unwrap()).unwrap()
+    serde_json::from_slice(&e.agent_files().export(std::slice::from_ref(agent)).unwrap()).unwrap()
 }
 
 /// The folder parts of an export: Letta's lists and the agent's links, and Engram's
@@ -128,7 +133,8 @@ async fn folders_go_out_and_come_back_alike() {
     let other = Home::new();
     let report = other
         .engram
-        .import_agent_file(&serde_json::to_vec(&first).unwrap())
+        .agent_files()
+        .import(&serde_json::to_vec(&first).unwrap())
         .unwrap();
     assert!(
         report.inactive.iter().all(|i| !matches!(
@@ -147,8 +153,8 @@ async fn folders_go_out_and_come_back_alike() {
     );
 
     // The copy reads them: passages searchable, the open window in its context.
-    let folder = other.engram.find_folder("manuals").unwrap();
-    let passages = other.engram.folder_passages(&folder.id, 100, 0).unwrap();
+    let folder = other.engram.folders().find("manuals").unwrap();
+    let passages = other.engram.folders().passages(&folder.id, 100, 0).unwrap();
     assert!(passages.iter().any(|(n, c)| n == "guide.pdf"
         && c.text.contains("boiler")
         && c.provenance.page == Some(1)));
@@ -157,7 +163,7 @@ async fn folders_go_out_and_come_back_alike() {
         tools.iter().any(|t| t == "semantic_search_files"),
         "{tools:?}"
     );
-    let context = other.engram.context_breakdown(copy).unwrap();
+    let context = other.engram.agents().context_breakdown(copy).unwrap();
     assert!(context.files > 0, "{context:?}");
 }
 
@@ -205,7 +211,8 @@ async fn a_letta_file_with_folders_imports_them_live() {
     let home = Home::new();
     let report = home
         .engram
-        .import_agent_file(&serde_json::to_vec(&af).unwrap())
+        .agent_files()
+        .import(&serde_json::to_vec(&af).unwrap())
         .unwrap();
     let id = &report.agents[0];
     assert!(
@@ -217,21 +224,21 @@ async fn a_letta_file_with_folders_imports_them_live() {
         "{:?}",
         report.inactive
     );
-    let folder = home.engram.find_folder("handbook").unwrap();
+    let folder = home.engram.folders().find("handbook").unwrap();
     assert_eq!(folder.instructions, "quote the rule");
-    let files = home.engram.list_folder_files(&folder.id).unwrap();
+    let files = home.engram.folders().files(&folder.id).unwrap();
     assert_eq!(files[0].name, "policy.md");
     assert_eq!(files[0].status, FileStatus::Completed);
     assert!(files[0].chunks >= 2, "{:?}", files[0]);
     assert_eq!(files[1].status, FileStatus::Error);
     assert_eq!(files[1].error.as_deref(), Some("no text found"));
-    let passages = home.engram.folder_passages(&folder.id, 100, 0).unwrap();
+    let passages = home.engram.folders().passages(&folder.id, 100, 0).unwrap();
     let refunds = passages
         .iter()
         .find(|(_, c)| c.text.contains("Refunds take 14 days"))
         .unwrap();
     assert_eq!(refunds.1.provenance.heading.as_deref(), Some("Refunds"));
-    let state = home.engram.agent_files(id).unwrap();
+    let state = home.engram.folders().files_of_agent(id).unwrap();
     let policy = state
         .iter()
         .find(|f| f.file_name == "handbook/policy.md")
@@ -252,7 +259,8 @@ async fn a_letta_file_with_folders_imports_them_live() {
     let out: Value = serde_json::from_slice(
         &home
             .engram
-            .export_agent_file(std::slice::from_ref(id))
+            .agent_files()
+            .export(std::slice::from_ref(id))
             .unwrap(),
     )
     .unwrap();
@@ -274,14 +282,21 @@ async fn a_copy_of_an_agent_reads_the_same_folders() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
     let (agent, folder) = agent_with_folder(&home, &mock).await;
-    let copy = home.engram.clone_agent(&agent, None).unwrap().agent.id;
-    let folders = home.engram.list_folders().unwrap();
+    let copy = home
+        .engram
+        .agent_files()
+        .duplicate(&agent, None)
+        .unwrap()
+        .agent
+        .id;
+    let folders = home.engram.folders().list().unwrap();
     assert_eq!(folders.len(), 1, "the folder is shared, not copied");
-    let attached = home.engram.agent_folders(&copy).unwrap();
+    let attached = home.engram.folders().of_agent(&copy).unwrap();
     assert_eq!(attached[0].id, folder);
     let open = |a: &AgentId| -> Vec<(String, bool, u32, u32)> {
         home.engram
-            .agent_files(a)
+            .folders()
+            .files_of_agent(a)
             .unwrap()
             .into_iter()
             .map(|f| (f.file_name, f.is_open, f.offset, f.length))

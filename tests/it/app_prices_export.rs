@@ -238,10 +238,11 @@ fn an_export_is_written_where_the_dialog_said_and_a_file_imports_by_path() {
     let path = home.path().join("chosen.af");
     let written = home
         .engram
-        .export_agents_to(Some(&[a]), engram_service::ExportFormat::Af, &path)
+        .agent_files()
+        .export_all_to(Some(&[a]), engram_service::ExportFormat::Af, &path)
         .unwrap();
     assert_eq!(written, path);
-    let report = home.engram.import_agent_file_at(&path).unwrap();
+    let report = home.engram.agent_files().import_at(&path).unwrap();
     assert_eq!(report.file_name, "chosen.af");
     assert_eq!(report.agents.len(), 1);
 
@@ -253,19 +254,22 @@ fn an_export_is_written_where_the_dialog_said_and_a_file_imports_by_path() {
     .unwrap();
     let e = home
         .engram
-        .import_agent_file_at(&home.path().join("bad.af"))
+        .agent_files()
+        .import_at(&home.path().join("bad.af"))
         .unwrap_err()
         .to_string();
     assert!(e.contains("bad.af"), "{e}");
     let e = home
         .engram
-        .import_agent_file_at(&home.path().join("missing.af"))
+        .agent_files()
+        .import_at(&home.path().join("missing.af"))
         .unwrap_err()
         .to_string();
     assert!(e.contains("cannot read missing.af"), "{e}");
     let e = home
         .engram
-        .export_agents_to(
+        .agent_files()
+        .export_all_to(
             None,
             engram_service::ExportFormat::Af,
             &home.path().join("no/such/dir/x.af"),

@@ -19,7 +19,7 @@ async fn the_agent_saves_and_finds_passages() {
         limit: 100,
         ..Default::default()
     };
-    let passages = home.engram.list_passages(&agent, &list).unwrap();
+    let passages = home.engram.archival().list(&agent, &list).unwrap();
     assert_eq!(passages.len(), 1, "{passages:?}");
     assert!(passages[0].text.contains("blue flowerpot"));
 
@@ -57,13 +57,15 @@ async fn passages_are_embedded_and_searched_with_vectors_when_the_agent_has_a_mo
         ("The garden hose leaks near the tap.", "garden"),
     ] {
         home.engram
-            .add_passage(&agent, text, vec![tag.into()])
+            .archival()
+            .insert(&agent, text, vec![tag.into()])
             .await
             .unwrap();
     }
     // The vectors follow in the background, in one batch.
     assert!(
         home.engram
+            .archival()
             .fresh_vectors(&agent, std::time::Duration::from_secs(10))
             .await
     );
@@ -79,7 +81,8 @@ async fn passages_are_embedded_and_searched_with_vectors_when_the_agent_has_a_mo
 
     let hits = home
         .engram
-        .search_archival(
+        .archival()
+        .search(
             &agent,
             "garden tulips",
             vec![],
@@ -95,7 +98,8 @@ async fn passages_are_embedded_and_searched_with_vectors_when_the_agent_has_a_mo
     );
     let family = home
         .engram
-        .search_archival(
+        .archival()
+        .search(
             &agent,
             "garden",
             vec!["family".into()],
@@ -132,18 +136,23 @@ async fn word_search_marks_the_neighbours_it_brings_along_as_context() {
         embedding: Some(None),
         ..Default::default()
     };
-    home.engram.update_agent(&agent, &words_only).unwrap();
+    home.engram.agents().update(&agent, &words_only).unwrap();
     // Written one after another: the second is the first's neighbour in time.
     for text in [
         "The tulips in the front garden bloom in April.",
         "She planted them the autumn after moving in.",
         "Unrelated: the car needs new tyres before winter.",
     ] {
-        home.engram.add_passage(&agent, text, vec![]).await.unwrap();
+        home.engram
+            .archival()
+            .insert(&agent, text, vec![])
+            .await
+            .unwrap();
     }
     let hits = home
         .engram
-        .search_archival(&agent, "tulips", vec![], TagMatch::Any, (None, None), 10)
+        .archival()
+        .search(&agent, "tulips", vec![], TagMatch::Any, (None, None), 10)
         .await
         .unwrap();
     let seen: Vec<(&str, bool)> = hits

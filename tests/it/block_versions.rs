@@ -30,12 +30,13 @@ fn agent(home: &Home, mock: &MockLlm) -> AgentId {
 fn add_wait_tool(home: &Home, agent: &AgentId) {
     let tool = home
         .engram
-        .upsert_tool(NewTool {
+        .tools()
+        .upsert(NewTool {
             source_code: WAIT_TOOL.into(),
             ..NewTool::default()
         })
         .expect("upsert tool");
-    home.engram.attach_tool(agent, &tool.id).expect("attach");
+    home.engram.tools().attach(agent, &tool.id).expect("attach");
 }
 
 /// A scripted model, a home and an agent with the wait tool, whose next step calls `first`
@@ -71,14 +72,15 @@ fn result_of(out: &RunOutcome, tool: &str) -> ToolReturn {
 
 /// A hand edit as the window's Save makes it: based on the version the editor opened.
 fn save_by_hand(home: &Home, agent: &AgentId, edit: impl FnOnce(&str) -> String) {
-    let block = home.engram.agent_block(agent, "human").unwrap();
+    let block = home.engram.blocks().by_label(agent, "human").unwrap();
     let patch = BlockPatch {
         value: Some(edit(&block.value)),
         version: Some(block.version),
         ..BlockPatch::default()
     };
     home.engram
-        .update_agent_block(agent, "human", &patch)
+        .blocks()
+        .update_by_label(agent, "human", &patch)
         .expect("hand edit");
 }
 
@@ -124,7 +126,7 @@ async fn a_hand_edit_made_while_the_model_answers_survives_its_append() {
         RunEvent::MemoryChanged { block, tool_call_id, .. }
             if block.value == expected && tool_call_id.as_deref() == Some("call_kiwi"))));
 
-    let history = home.engram.block_history(&agent, "human").unwrap();
+    let history = home.engram.blocks().history(&agent, "human").unwrap();
     assert_eq!(history.len(), 2);
     assert_eq!(
         history[0].editor,
@@ -280,10 +282,11 @@ async fn two_agents_sharing_a_block_keep_each_others_appends() {
     let b = home.agent_with(&mock, LoopStyle::ToolLoop, only_persona);
     let shared = home
         .engram
-        .create_block(&NewBlock::new("human", "Name: Alice"))
+        .blocks()
+        .create(&NewBlock::new("human", "Name: Alice"))
         .unwrap();
-    home.engram.attach_block(&a, &shared.id).unwrap();
-    home.engram.attach_block(&b, &shared.id).unwrap();
+    home.engram.blocks().attach(&a, &shared.id).unwrap();
+    home.engram.blocks().attach(&b, &shared.id).unwrap();
 
     let ((out_a, _), (out_b, _)) = tokio::join!(
         home.chat(&a, "fact: Likes kiwi"),
@@ -292,13 +295,13 @@ async fn two_agents_sharing_a_block_keep_each_others_appends() {
     for out in [&out_a, &out_b] {
         assert_eq!(result_of(out, "core_memory_append").status, ToolStatus::Ok);
     }
-    let value = home.engram.get_block(&shared.id).unwrap().value;
+    let value = home.engram.blocks().get(&shared.id).unwrap().value;
     let mut lines: Vec<&str> = value.lines().collect();
     lines.sort_unstable();
     assert_eq!(lines, ["Allergic to peanuts", "Likes kiwi", "Name: Alice"]);
-    let block = home.engram.get_block(&shared.id).unwrap();
+    let block = home.engram.blocks().get(&shared.id).unwrap();
     assert_eq!(block.version, 3);
-    let history = home.engram.block_history(&a, "human").unwrap();
+    let history = home.engram.blocks().history(&a, "human").unwrap();
     let mut authors: Vec<&AgentId> = history
         .iter()
         .filter_map(|e| match &e.editor {
@@ -413,12 +416,16 @@ async fn a_user_tools_whole_value_write_based_on_a_stale_read_is_refused() {
     let agent = agent(&home, &mock);
     let tool = home
         .engram
-        .upsert_tool(NewTool {
+        .tools()
+        .upsert(NewTool {
             source_code: SLOW_REWRITE_TOOL.into(),
             ..NewTool::default()
         })
         .expect("upsert tool");
-    home.engram.attach_tool(&agent, &tool.id).expect("attach");
+    home.engram
+        .tools()
+        .attach(&agent, &tool.id)
+        .expect("attach");
     mock.push(Reply::ToolCalls(vec![Call::new("tidy_notes", json!({}))]));
     mock.push(Reply::text("I will try again."));
 

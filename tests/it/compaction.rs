@@ -67,7 +67,7 @@ async fn a_long_conversation_is_compacted_with_tool_pairs_whole() {
         "summaries: {}",
         summaries.load(Ordering::SeqCst)
     );
-    let state = home.engram.get_agent(&agent).unwrap().agent;
+    let state = home.engram.agents().get(&agent).unwrap().agent;
     assert!(state.summary.as_deref().unwrap().starts_with("Summary #"));
     let summariser_calls: Vec<_> = mock
         .chat_requests()
@@ -84,18 +84,19 @@ async fn a_long_conversation_is_compacted_with_tool_pairs_whole() {
     );
 
     // The context fits and starts at a whole exchange.
-    let ctx = home.engram.context_breakdown(&agent).unwrap();
+    let ctx = home.engram.agents().context_breakdown(&agent).unwrap();
     assert!(ctx.total < 4_000 * 9 / 10, "{ctx:?}");
     let in_context = home.engram.store().in_context_messages(&agent).unwrap();
     assert_ne!(in_context[0].role, Role::Tool);
-    let total = home.engram.list_messages(&agent, None, 10_000).unwrap();
+    let total = home.engram.recall().list(&agent, None, 10_000).unwrap();
     assert!(in_context.len() < total.len());
 
     // Each compaction left a divider in the chat, right after its newest folded message, with
     // the summary as it stood then; the last one carries the current summary.
     let window = home
         .engram
-        .message_window(&agent, &engram_service::WindowAt::Start, 1000)
+        .recall()
+        .window(&agent, &engram_service::WindowAt::Start, 1000)
         .unwrap();
     assert!(window.compactions.len() >= 2, "{:?}", window.compactions);
     assert!(
@@ -123,7 +124,7 @@ async fn a_long_conversation_is_compacted_with_tool_pairs_whole() {
         end: None,
         limit: 3,
     };
-    let hits = home.engram.search_recall(&agent, &q).await.unwrap();
+    let hits = home.engram.recall().search(&agent, &q).await.unwrap();
     assert!(
         hits.iter()
             .any(|h| h.message.content.starts_with("Fact 0:")),
@@ -155,7 +156,7 @@ async fn a_context_length_error_compacts_and_retries() {
     let (out, _) = home.chat(&agent, "are you there?").await;
     assert_eq!(out.stop_reason, StopReason::EndTurn, "{:?}", out.error);
     assert_eq!(out.messages.last().unwrap().content, "Still here.");
-    let agent_state = home.engram.get_agent(&agent).unwrap().agent;
+    let agent_state = home.engram.agents().get(&agent).unwrap().agent;
     assert_eq!(
         agent_state.summary.as_deref(),
         Some("Earlier we exchanged six numbered messages.")

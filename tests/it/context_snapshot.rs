@@ -57,7 +57,8 @@ async fn a_fresh_agent_costs_under_2000_prompt_tokens() {
     for style in [LoopStyle::ToolLoop, LoopStyle::Classic] {
         let agent = home
             .engram
-            .create_agent(NewAgent {
+            .agents()
+            .create(NewAgent {
                 name: "Fresh".into(),
                 llm: Some(engram_core::LlmConfig::new("openai/gpt-4o-mini")),
                 loop_style: style,
@@ -66,7 +67,7 @@ async fn a_fresh_agent_costs_under_2000_prompt_tokens() {
             .unwrap()
             .agent
             .id;
-        let b = home.engram.context_breakdown(&agent).unwrap();
+        let b = home.engram.agents().context_breakdown(&agent).unwrap();
         assert!(b.exact, "gpt-4o-mini is counted with tiktoken");
         assert!(b.total < 2_000, "{style:?}: {b:?}");
     }

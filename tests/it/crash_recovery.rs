@@ -39,7 +39,8 @@ async fn killing_the_process_mid_run_loses_only_the_step_in_flight() {
         "Name: Bob"
     );
     let roles: Vec<Role> = engram
-        .list_messages(&agent, None, 100)
+        .recall()
+        .list(&agent, None, 100)
         .unwrap()
         .iter()
         .map(|m| m.role)

@@ -23,12 +23,13 @@ fn call_once(name: &'static str, args: Value) -> Script {
 fn add_tool(home: &Home, agent: &engram_core::AgentId, source: &str) -> engram_core::Tool {
     let tool = home
         .engram
-        .upsert_tool(NewTool {
+        .tools()
+        .upsert(NewTool {
             source_code: source.into(),
             ..NewTool::default()
         })
         .expect("upsert tool");
-    home.engram.attach_tool(agent, &tool.id).expect("attach");
+    home.engram.tools().attach(agent, &tool.id).expect("attach");
     tool
 }
 
@@ -39,7 +40,8 @@ async fn tutorial(style: LoopStyle) {
     assert_eq!(home.block(&agent, "tasks"), "[]");
     let names: Vec<String> = home
         .engram
-        .agent_tools(&agent)
+        .tools()
+        .of_agent(&agent)
         .unwrap()
         .into_iter()
         .map(|t| t.name)
@@ -161,7 +163,8 @@ async fn megabytes_of_output_are_capped_and_the_result_is_cut_to_its_limit() {
         "def noisy() -> str:\n    \"\"\"Prints a lot.\"\"\"\n    print('x' * 5_000_000)\n    return 'y' * 100\n",
     );
     home.engram
-        .update_tool(
+        .tools()
+        .update(
             &tool.id,
             engram_service::ToolPatch {
                 return_char_limit: Some(40),
@@ -244,7 +247,7 @@ async fn without_python_tools_are_listed_unavailable_and_calls_fail_cleanly() {
     .await;
     let home = Home::with_env(&[("ENGRAM_PYTHON", "/nonexistent/python3")]);
     let agent = home.agent_from_template(&mock, LoopStyle::ToolLoop, "task-queue");
-    let push = home.engram.find_tool("task_queue_push").unwrap();
+    let push = home.engram.tools().find("task_queue_push").unwrap();
     assert!(!push.available);
     assert!(
         push.unavailable_reason
@@ -254,7 +257,7 @@ async fn without_python_tools_are_listed_unavailable_and_calls_fail_cleanly() {
         "{:?}",
         push.unavailable_reason
     );
-    let builtin = home.engram.find_tool("memory_replace").unwrap();
+    let builtin = home.engram.tools().find("memory_replace").unwrap();
     assert!(builtin.available, "built-ins need no Python");
     let (out, _) = home.chat(&agent, "go").await;
     let r = &results(&out)[0].1;
@@ -265,7 +268,8 @@ async fn without_python_tools_are_listed_unavailable_and_calls_fail_cleanly() {
     // Schema generation needs Python, so a tool without an explicit schema is refused.
     let err = home
         .engram
-        .upsert_tool(NewTool {
+        .tools()
+        .upsert(NewTool {
             source_code: "def f():\n    \"\"\"F.\"\"\"\n    return 1\n".into(),
             ..NewTool::default()
         })
@@ -278,10 +282,11 @@ async fn trying_a_tool_stores_nothing() {
     let home = Home::new();
     let mock = MockLlm::start(Script::Queue).await;
     let agent = home.agent_from_template(&mock, LoopStyle::ToolLoop, "task-queue");
-    let push = home.engram.find_tool("task_queue_push").unwrap();
+    let push = home.engram.tools().find("task_queue_push").unwrap();
     let trial = home
         .engram
-        .try_tool(
+        .tools()
+        .trial(
             &push.id,
             Some(&agent),
             json!({"task_description": "water plants"}),
@@ -294,7 +299,8 @@ async fn trying_a_tool_stores_nothing() {
     assert_eq!(home.block(&agent, "tasks"), "[]");
     let bad = home
         .engram
-        .try_tool(&push.id, None, json!({"task_description": "x"}))
+        .tools()
+        .trial(&push.id, None, json!({"task_description": "x"}))
         .await
         .unwrap();
     assert_eq!(bad.status, ToolStatus::Failed, "no agent, no tasks block");
@@ -315,7 +321,7 @@ fn rule_home(
     let agent = home.agent_with(mock, style, |a| a.max_steps = Some(6));
     add_tool(&home, &agent, NOTE);
     add_tool(&home, &agent, CHECK);
-    home.engram.set_tool_rules(&agent, rules).unwrap();
+    home.engram.tools().set_rules(&agent, rules).unwrap();
     (home, agent)
 }
 
@@ -376,7 +382,7 @@ async fn a_continue_rule_keeps_a_classic_run_going_without_a_heartbeat() {
     assert_eq!(out.usage.step_count, 2, "the rule asked for a second step");
     assert_eq!(out.stop_reason, StopReason::EndTurn);
     // Without the rule the same model stops after the first step.
-    home.engram.set_tool_rules(&agent, vec![]).unwrap();
+    home.engram.tools().set_rules(&agent, vec![]).unwrap();
     let (out, _) = home.chat(&agent, "go").await;
     assert_eq!(out.usage.step_count, 1);
 }
@@ -637,16 +643,17 @@ async fn an_imported_agents_custom_tools_and_rules_run_and_export_back() {
     let home = Home::new();
     let report = home
         .engram
-        .import_agent_file(&fixture("customer_service.af"))
+        .agent_files()
+        .import(&fixture("customer_service.af"))
         .unwrap();
     let agent = report.agents[0].clone();
     let mut patch = engram_core::AgentPatch::default();
     let mut llm = engram_core::LlmConfig::new("openai/mock-small");
     llm.base_url = Some(mock.base_url());
     patch.llm = Some(llm);
-    home.engram.update_agent(&agent, &patch).unwrap();
+    home.engram.agents().update(&agent, &patch).unwrap();
 
-    let state = home.engram.get_agent(&agent).unwrap();
+    let state = home.engram.agents().get(&agent).unwrap();
     assert!(
         state.agent.tools.contains(&"check_order_status".to_owned()),
         "{:?}",
@@ -655,13 +662,14 @@ async fn an_imported_agents_custom_tools_and_rules_run_and_export_back() {
     assert!(state.agent.tool_rules.contains(&ToolRule::ExitLoop {
         tool_name: "send_message".into()
     }));
-    let tool = home.engram.find_tool("check_order_status").unwrap();
+    let tool = home.engram.tools().find("check_order_status").unwrap();
     assert_eq!(tool.return_char_limit, 6000);
     // Code from a file waits for the user's review; trusted, it runs.
     assert!(!tool.trusted, "a file's tool is stored untrusted");
     assert_eq!(report.details[0].tools[0].name, "check_order_status");
     home.engram
-        .trust_tool("check_order_status", tool.source_hash.as_deref().unwrap())
+        .tools()
+        .trust("check_order_status", tool.source_hash.as_deref().unwrap())
         .unwrap();
     assert!(
         !report
@@ -691,7 +699,7 @@ async fn an_imported_agents_custom_tools_and_rules_run_and_export_back() {
     );
 
     let file: Value =
-        serde_json::from_slice(&home.engram.export_agent_file(&[agent]).unwrap()).unwrap();
+        serde_json::from_slice(&home.engram.agent_files().export(&[agent]).unwrap()).unwrap();
     let exported = file["tools"]
         .as_array()
         .unwrap()
@@ -715,12 +723,14 @@ async fn an_imported_agents_custom_tools_and_rules_run_and_export_back() {
     // And back in: the file's tool is the one already stored, not a duplicate.
     let again = home
         .engram
-        .import_agent_file(&serde_json::to_vec(&file).unwrap())
+        .agent_files()
+        .import(&serde_json::to_vec(&file).unwrap())
         .unwrap();
     assert_eq!(again.agents.len(), 1);
     let count = home
         .engram
-        .list_tools()
+        .tools()
+        .list()
         .unwrap()
         .iter()
         .filter(|t| t.name == "check_order_status")

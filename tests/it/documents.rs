@@ -27,7 +27,8 @@ async fn setup(mock: &MockLlm) -> (Home, AgentId, FolderId) {
     });
     let folder = home
         .engram
-        .create_folder(NewFolder {
+        .folders()
+        .create(NewFolder {
             name: "manuals".into(),
             embedding: Some(embedding(mock)),
             ..NewFolder::default()
@@ -51,7 +52,12 @@ async fn setup(mock: &MockLlm) -> (Home, AgentId, FolderId) {
         ),
         ("notes.docx", docx),
     ] {
-        let added = home.engram.add_file(&folder.id, name, bytes).await.unwrap();
+        let added = home
+            .engram
+            .folders()
+            .add_file(&folder.id, name, bytes)
+            .await
+            .unwrap();
         let file = added.file.unwrap();
         assert_eq!(
             file.status,
@@ -61,7 +67,7 @@ async fn setup(mock: &MockLlm) -> (Home, AgentId, FolderId) {
         );
         assert!(file.chunks > 0, "{name}");
     }
-    home.engram.attach_folder(&agent, &folder.id).unwrap();
+    home.engram.folders().attach(&agent, &folder.id).unwrap();
     (home, agent, folder.id)
 }
 
@@ -69,7 +75,8 @@ async fn setup(mock: &MockLlm) -> (Home, AgentId, FolderId) {
 fn pdf_line(home: &Home, folder: &FolderId, needle: &str) -> (u32, u32) {
     let file = home
         .engram
-        .list_folder_files(folder)
+        .folders()
+        .files(folder)
         .unwrap()
         .into_iter()
         .find(|f| f.name == "libtasn1.pdf")
@@ -148,10 +155,10 @@ async fn an_agent_reads_searches_and_cites_real_documents() {
         "{}",
         &system[at..at + 200]
     );
-    let view = home.engram.context_view(&agent).unwrap();
+    let view = home.engram.agents().context_view(&agent).unwrap();
     assert!(view.breakdown.files > 0, "{:?}", view.breakdown);
     assert!(view.messages[0].content.contains(&shown));
-    let state = home.engram.agent_files(&agent).unwrap();
+    let state = home.engram.folders().files_of_agent(&agent).unwrap();
     let pdf = state
         .iter()
         .find(|f| f.file_name == "manuals/libtasn1.pdf")
@@ -212,9 +219,15 @@ async fn an_agent_reads_searches_and_cites_real_documents() {
         !system.contains("<file name=\"manuals/libtasn1.pdf\" open"),
         "{system}"
     );
-    home.engram.detach_folder(&agent, &folder).unwrap();
-    assert!(home.engram.agent_files(&agent).unwrap().is_empty());
-    let view = home.engram.context_view(&agent).unwrap();
+    home.engram.folders().detach(&agent, &folder).unwrap();
+    assert!(
+        home.engram
+            .folders()
+            .files_of_agent(&agent)
+            .unwrap()
+            .is_empty()
+    );
+    let view = home.engram.agents().context_view(&agent).unwrap();
     assert_eq!(view.breakdown.files, 0);
     assert!(!view.messages[0].content.contains("<files>"));
     assert!(!view.tools.iter().any(|t| t.name == "open_files"));
@@ -228,6 +241,7 @@ async fn opening_a_sixth_file_closes_the_least_recently_used_and_says_so() {
     for i in 0..4 {
         let text = format!("# Part {i}\n\nline of part {i}\n");
         home.engram
+            .folders()
             .add_file(&folder, &format!("part{i}.md"), text.into_bytes())
             .await
             .unwrap();
@@ -260,7 +274,8 @@ async fn opening_a_sixth_file_closes_the_least_recently_used_and_says_so() {
     );
     let open: Vec<String> = home
         .engram
-        .agent_files(&agent)
+        .folders()
+        .files_of_agent(&agent)
         .unwrap()
         .into_iter()
         .filter(|f| f.is_open)
@@ -268,7 +283,7 @@ async fn opening_a_sixth_file_closes_the_least_recently_used_and_says_so() {
         .collect();
     assert_eq!(open.len(), 5, "{open:?}");
     assert!(!open.contains(&"manuals/libtasn1.pdf".to_owned()));
-    assert_eq!(home.engram.close_all_agent_files(&agent).unwrap(), 5);
+    assert_eq!(home.engram.folders().close_all_files(&agent).unwrap(), 5);
 }
 
 #[tokio::test]
@@ -276,6 +291,7 @@ async fn a_file_the_model_names_wrong_or_that_failed_is_a_failed_result() {
     let mock = MockLlm::start(Script::Queue).await;
     let (home, agent, folder) = setup(&mock).await;
     home.engram
+        .folders()
         .add_file(&folder, "scan.pdf", documents_made::scanned_pdf())
         .await
         .unwrap();
@@ -327,7 +343,8 @@ async fn a_folder_on_the_built_in_model_embeds_its_passages_and_is_searched_with
     let agent = home.agent(&mock, LoopStyle::ToolLoop);
     let folder = home
         .engram
-        .create_folder(NewFolder {
+        .folders()
+        .create(NewFolder {
             name: "guides".into(),
             ..NewFolder::default()
         })
@@ -339,6 +356,7 @@ async fn a_folder_on_the_built_in_model_embeds_its_passages_and_is_searched_with
     let html = std::fs::read(HTML).unwrap();
     let added = home
         .engram
+        .folders()
         .add_file(&folder.id, "users-and-groups.html", html)
         .await
         .unwrap();
@@ -351,7 +369,7 @@ async fn a_folder_on_the_built_in_model_embeds_its_passages_and_is_searched_with
             .is_empty(),
         "every passage has a vector of the built-in model"
     );
-    home.engram.attach_folder(&agent, &folder.id).unwrap();
+    home.engram.folders().attach(&agent, &folder.id).unwrap();
     // The query is embedded by the same model, in process, and fused with the words.
     mock.push(Reply::ToolCalls(vec![Call::new(
         "semantic_search_files",
@@ -420,7 +438,8 @@ async fn vectors_missing_after_an_outage_are_filled_in_later() {
     let home = Home::new();
     let folder = home
         .engram
-        .create_folder(NewFolder {
+        .folders()
+        .create(NewFolder {
             name: "guides".into(),
             embedding: Some(EmbeddingConfig {
                 model: "openai/down-then-up".into(),
@@ -431,6 +450,7 @@ async fn vectors_missing_after_an_outage_are_filled_in_later() {
         .unwrap();
     let added = home
         .engram
+        .folders()
         .add_file(
             &folder.id,
             "users-and-groups.html",
@@ -455,13 +475,13 @@ async fn vectors_missing_after_an_outage_are_filled_in_later() {
     assert_eq!(missing(), file.chunks as usize, "every passage waits");
 
     // Still down: nothing filled, nothing lost.
-    assert_eq!(home.engram.refill_folder_vectors().await.unwrap(), 0);
+    assert_eq!(home.engram.folders().refill_vectors().await.unwrap(), 0);
     assert_eq!(missing(), file.chunks as usize);
 
     up.store(true, std::sync::atomic::Ordering::SeqCst);
-    let filled = home.engram.refill_folder_vectors().await.unwrap();
+    let filled = home.engram.folders().refill_vectors().await.unwrap();
     assert_eq!(filled, file.chunks as usize);
     assert_eq!(missing(), 0);
     // Once filled, there is nothing more to do.
-    assert_eq!(home.engram.refill_folder_vectors().await.unwrap(), 0);
+    assert_eq!(home.engram.folders().refill_vectors().await.unwrap(), 0);
 }

@@ -17,9 +17,10 @@ async fn a_file_being_read_is_cancelled_and_leaves_nothing() {
         }
     });
     let home = tempfile::tempdir().unwrap();
-    let engram = Arc::new(engram_suite::open_with_env(home.path(), &[]));
+    let engram = engram_suite::open_with_env(home.path(), &[]);
     let folder = engram
-        .create_folder(NewFolder {
+        .folders()
+        .create(NewFolder {
             name: "slow".into(),
             embedding: Some(EmbeddingConfig {
                 model: "openai/mock-embed".into(),
@@ -33,6 +34,7 @@ async fn a_file_being_read_is_cancelled_and_leaves_nothing() {
         let (engram, folder) = (Arc::clone(&engram), folder.clone());
         tokio::spawn(async move {
             engram
+                .folders()
                 .add_file(
                     &folder,
                     "notes.md",
@@ -43,7 +45,7 @@ async fn a_file_being_read_is_cancelled_and_leaves_nothing() {
     };
     let start = Instant::now();
     loop {
-        let files = engram.list_folder_files(&folder).unwrap();
+        let files = engram.folders().files(&folder).unwrap();
         if files
             .first()
             .is_some_and(|f| f.status == FileStatus::Embedding)
@@ -53,8 +55,8 @@ async fn a_file_being_read_is_cancelled_and_leaves_nothing() {
         assert!(start.elapsed() < Duration::from_secs(30), "{files:?}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(!engram.cancel_file_read(&folder, "other.md"));
-    assert!(engram.cancel_file_read(&folder, "notes.md"));
+    assert!(!engram.folders().cancel_read(&folder, "other.md"));
+    assert!(engram.folders().cancel_read(&folder, "notes.md"));
     let added = tokio::time::timeout(Duration::from_secs(10), adding)
         .await
         .expect("the add answers once cancelled")
@@ -69,10 +71,16 @@ async fn a_file_being_read_is_cancelled_and_leaves_nothing() {
             .starts_with("cancelled"),
         "{added:?}"
     );
-    assert!(engram.list_folder_files(&folder).unwrap().is_empty());
-    assert!(engram.folder_passages(&folder, 10, 0).unwrap().is_empty());
+    assert!(engram.folders().files(&folder).unwrap().is_empty());
     assert!(
-        !engram.cancel_file_read(&folder, "notes.md"),
+        engram
+            .folders()
+            .passages(&folder, 10, 0)
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        !engram.folders().cancel_read(&folder, "notes.md"),
         "nothing left to cancel"
     );
 }

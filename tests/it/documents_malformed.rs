@@ -7,7 +7,8 @@ use engram_suite::Home;
 
 fn folder(home: &Home) -> FolderId {
     home.engram
-        .create_folder(NewFolder {
+        .folders()
+        .create(NewFolder {
             name: "inbox".into(),
             embedding: Some(engram_core::EmbeddingConfig {
                 model: "none".into(),
@@ -21,6 +22,7 @@ fn folder(home: &Home) -> FolderId {
 
 async fn add(home: &Home, folder: &FolderId, name: &str, bytes: Vec<u8>) -> FolderFile {
     home.engram
+        .folders()
         .add_file(folder, name, bytes)
         .await
         .unwrap()
@@ -107,6 +109,7 @@ async fn latin1_text_is_read_as_windows_1252_with_a_note() {
     let f = folder(&home);
     let added = home
         .engram
+        .folders()
         .add_file(&f, "menu.txt", b"Caf\xe9 cr\xe8me br\xfbl\xe9e\n".to_vec())
         .await
         .unwrap();
@@ -124,12 +127,13 @@ async fn a_name_with_dot_dot_is_refused_and_nothing_is_stored() {
     for name in ["../../etc/passwd", "notes/../../x.txt", "/etc/passwd"] {
         let err = home
             .engram
+            .folders()
             .add_file(&f, name, b"root:x:0:0".to_vec())
             .await
             .unwrap_err();
         assert!(err.to_string().contains("folder"), "{name}: {err}");
     }
-    assert!(home.engram.list_folder_files(&f).unwrap().is_empty());
+    assert!(home.engram.folders().files(&f).unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -144,7 +148,7 @@ async fn a_symlink_loop_is_not_followed_and_the_other_files_are_read() {
     std::fs::write(root.join("sub/bad.txt"), [0u8, 1, 2, 3, 0, 0]).unwrap();
     std::os::unix::fs::symlink(&root, root.join("sub/loop")).unwrap();
     std::os::unix::fs::symlink("/etc", root.join("etc")).unwrap();
-    let added = home.engram.add_paths(&f, &[root]).await.unwrap();
+    let added = home.engram.folders().add_paths(&f, &[root]).await.unwrap();
     let skipped: Vec<_> = added.iter().filter(|a| a.skipped.is_some()).collect();
     assert_eq!(skipped.len(), 2, "{added:?}");
     assert!(
@@ -152,7 +156,7 @@ async fn a_symlink_loop_is_not_followed_and_the_other_files_are_read() {
             .iter()
             .all(|a| a.skipped.as_deref() == Some("a symbolic link: not followed"))
     );
-    let files = home.engram.list_folder_files(&f).unwrap();
+    let files = home.engram.folders().files(&f).unwrap();
     let names: Vec<(&str, FileStatus)> =
         files.iter().map(|f| (f.name.as_str(), f.status)).collect();
     assert_eq!(
@@ -179,6 +183,7 @@ async fn a_file_over_the_size_limit_is_kept_as_failed_without_being_read() {
     std::fs::write(dir.path().join("small.txt"), "small\n").unwrap();
     let added = home
         .engram
+        .folders()
         .add_paths(&f, &[dir.path().to_owned()])
         .await
         .unwrap();
@@ -195,6 +200,7 @@ async fn an_unchanged_file_is_a_no_op_and_a_changed_one_is_read_again() {
     let first = add(&home, &f, "a.txt", b"first version\n".to_vec()).await;
     let again = home
         .engram
+        .folders()
         .add_file(&f, "a.txt", b"first version\n".to_vec())
         .await
         .unwrap();

@@ -14,12 +14,13 @@ use std::time::{Duration, Instant};
 const DEADLINE: Duration = Duration::from_secs(30);
 
 fn engram(home: &Path) -> Arc<Engram> {
-    Arc::new(engram_suite::open_with_env(home, &[]))
+    engram_suite::open_with_env(home, &[])
 }
 
 fn folder(engram: &Engram) -> FolderId {
     engram
-        .create_folder(NewFolder {
+        .folders()
+        .create(NewFolder {
             name: "desk".into(),
             embedding: Some(engram_core::EmbeddingConfig {
                 model: "none".into(),
@@ -34,7 +35,8 @@ fn folder(engram: &Engram) -> FolderId {
 /// The folder's files by name.
 fn files(engram: &Engram, folder: &FolderId) -> BTreeMap<String, FolderFile> {
     engram
-        .list_folder_files(folder)
+        .folders()
+        .files(folder)
         .unwrap()
         .into_iter()
         .map(|f| (f.name.clone(), f))
@@ -44,7 +46,8 @@ fn files(engram: &Engram, folder: &FolderId) -> BTreeMap<String, FolderFile> {
 /// Every passage of the folder, `name: text`, joined.
 fn passages(engram: &Engram, folder: &FolderId) -> String {
     engram
-        .folder_passages(folder, 1000, 0)
+        .folders()
+        .passages(folder, 1000, 0)
         .unwrap()
         .into_iter()
         .map(|(name, c)| format!("{name}: {}", c.text))
@@ -54,7 +57,8 @@ fn passages(engram: &Engram, folder: &FolderId) -> String {
 
 fn state(engram: &Engram, folder: &FolderId) -> Option<WatchState> {
     engram
-        .folder_watches()
+        .folders()
+        .watches()
         .unwrap()
         .into_iter()
         .find(|w| &w.folder_id == folder)
@@ -70,7 +74,7 @@ async fn until(engram: &Engram, folder: &FolderId, what: &str, check: impl Fn() 
             "{what}: not within {DEADLINE:?}; files {:?}, passages {:?}, watch {:?}",
             files(engram, folder).keys().collect::<Vec<_>>(),
             passages(engram, folder),
-            engram.folder_watches().unwrap()
+            engram.folders().watches().unwrap()
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -103,7 +107,7 @@ async fn a_watched_directory_is_followed_file_by_file() {
 
     let engram = engram(home.path());
     let f = folder(&engram);
-    let link = engram.watch_folder(&f, d).unwrap();
+    let link = engram.folders().watch(&f, d).unwrap();
     assert_eq!(
         Path::new(&link.path),
         std::fs::canonicalize(d).unwrap().as_path()
@@ -184,8 +188,8 @@ async fn a_watched_directory_is_followed_file_by_file() {
     assert!(t.contains("voles") && !t.contains("kingfishers"), "{t}");
 
     // Unlinked: the files stay.
-    assert!(engram.unwatch_folder(&f).unwrap());
-    assert!(engram.folder_watches().unwrap().is_empty());
+    assert!(engram.folders().unwatch(&f).unwrap());
+    assert!(engram.folders().watches().unwrap().is_empty());
     assert_eq!(names(&engram, &f).len(), 4);
 }
 
@@ -198,7 +202,7 @@ async fn a_vanished_directory_keeps_the_files_until_it_is_back() {
     std::fs::write(d.join("one.md"), "one: larks\n").unwrap();
     let engram = engram(home.path());
     let f = folder(&engram);
-    engram.watch_folder(&f, &d).unwrap();
+    engram.folders().watch(&f, &d).unwrap();
     until(&engram, &f, "the first sync", || {
         names(&engram, &f) == ["one.md"] && state(&engram, &f) == Some(WatchState::Watching)
     })
@@ -209,7 +213,7 @@ async fn a_vanished_directory_keeps_the_files_until_it_is_back() {
         state(&engram, &f) == Some(WatchState::Missing)
     })
     .await;
-    let link = &engram.folder_watches().unwrap()[0];
+    let link = &engram.folders().watches().unwrap()[0];
     assert!(
         link.error.as_deref().unwrap_or("").contains("is gone"),
         "{link:?}"
@@ -242,15 +246,15 @@ async fn a_link_made_before_a_restart_is_watched_after_it() {
         // A short-lived process (the CLI) links and syncs once, then quits.
         let first = engram(home.path());
         let f = folder(&first);
-        first.link_folder_dir(&f, desk.path()).unwrap();
-        let report = first.sync_watched_folder(&f).await.unwrap();
+        first.folders().link_dir(&f, desk.path()).unwrap();
+        let report = first.folders().sync_watched(&f).await.unwrap();
         assert_eq!((report.added, report.removed), (1, 0));
         assert_eq!(state(&first, &f), Some(WatchState::Linked));
         f
     };
     std::fs::write(desk.path().join("later.md"), "later: plovers\n").unwrap();
     let second = engram(home.path());
-    second.resume_folder_watches();
+    second.folders().resume_watches();
     until(&second, &f, "the link resumed", || {
         names(&second, &f) == ["kept.md", "later.md"]
             && state(&second, &f) == Some(WatchState::Watching)
@@ -268,16 +272,18 @@ async fn a_directory_holding_the_data_or_not_a_directory_is_refused() {
     let home = tempfile::tempdir().unwrap();
     let engram = engram(home.path());
     let f = folder(&engram);
-    let err = engram.link_folder_dir(&f, home.path()).unwrap_err();
+    let err = engram.folders().link_dir(&f, home.path()).unwrap_err();
     assert!(err.to_string().contains("Engram's own data"), "{err}");
     let err = engram
-        .link_folder_dir(&f, Path::new("/definitely/not/here"))
+        .folders()
+        .link_dir(&f, Path::new("/definitely/not/here"))
         .unwrap_err();
     assert!(err.to_string().contains("cannot watch"), "{err}");
     let desk = tempfile::tempdir().unwrap();
     std::fs::write(desk.path().join("a.md"), "a\n").unwrap();
     let err = engram
-        .link_folder_dir(&f, &desk.path().join("a.md"))
+        .folders()
+        .link_dir(&f, &desk.path().join("a.md"))
         .unwrap_err();
     assert!(err.to_string().contains("not a directory"), "{err}");
 }

@@ -82,7 +82,8 @@ async fn vectors_and_usage_survive_an_agent_file_round_trip() {
 
     let file = home
         .engram
-        .export_agent_file(std::slice::from_ref(&a))
+        .agent_files()
+        .export(std::slice::from_ref(&a))
         .unwrap();
     let json: Value = serde_json::from_slice(&file).unwrap();
     let ext = &json["engram"]["agents"]["agent-0"];
@@ -96,7 +97,7 @@ async fn vectors_and_usage_survive_an_agent_file_round_trip() {
 
     // Into another database, and into the same one again (fresh step ids, no conflict).
     for target in [Home::new(), home] {
-        let report = target.engram.import_agent_file(&file).unwrap();
+        let report = target.engram.agent_files().import(&file).unwrap();
         assert!(
             report.warnings.iter().all(|w| !w.contains("vector")),
             "{:?}",
@@ -131,13 +132,14 @@ async fn vectors_of_another_embedding_model_are_left_out_with_a_warning() {
     let mock = MockLlm::start(Script::Brain).await;
     let home = Home::new();
     let a = agent_with_vectors(&home, &mock).await;
-    let file = home.engram.export_agent_file(&[a]).unwrap();
+    let file = home.engram.agent_files().export(&[a]).unwrap();
     let mut json: Value = serde_json::from_slice(&file).unwrap();
     json["engram"]["agents"]["agent-0"]["embedding"]["model"] = "ollama/nomic-embed-text".into();
     let other = Home::new();
     let report = other
         .engram
-        .import_agent_file(&serde_json::to_vec(&json).unwrap())
+        .agent_files()
+        .import(&serde_json::to_vec(&json).unwrap())
         .unwrap();
     let w = report.warnings.join("\n");
     assert!(
@@ -156,14 +158,15 @@ async fn vectors_of_another_embedding_model_are_left_out_with_a_warning() {
     json["engram"]["agents"]["agent-0"]["passages"][0]["embedding"] = "%%%".into();
     let e = other
         .engram
-        .import_agent_file(&serde_json::to_vec(&json).unwrap())
+        .agent_files()
+        .import(&serde_json::to_vec(&json).unwrap())
         .unwrap_err()
         .to_string();
     assert!(
         e.contains("engram.agents.agent-0.passages[0].embedding"),
         "{e}"
     );
-    assert_eq!(other.engram.list_agents().unwrap().len(), 1);
+    assert_eq!(other.engram.agents().list().unwrap().len(), 1);
 }
 
 #[tokio::test]

@@ -356,26 +356,6 @@ fn workspace_crates() -> Vec<PathBuf> {
     dirs
 }
 
-/// The one circle left: the service's `Engram` facade is defined with its constructor in
-/// `lib.rs`, which builds what its rooms (`index_builds.rs`, `local_model.rs`, …) define, while
-/// each room adds `impl Engram` methods. It goes when the facade is split into rooms that hold
-/// what they need. A circle not named here fails the test, and so does a file joining this one.
-const KNOWN: &[(&str, &[&str])] = &[(
-    "crates/service",
-    &[
-        "src/lib.rs",
-        "src/index_builds.rs",
-        "src/late.rs",
-        "src/local_llm.rs",
-        "src/local_model.rs",
-        "src/mcp.rs",
-        "src/notices.rs",
-        "src/rerank.rs",
-        "src/resolve.rs",
-        "src/tool_python.rs",
-    ],
-)];
-
 #[test]
 fn no_crate_has_an_import_circle_between_its_files() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
@@ -387,12 +367,7 @@ fn no_crate_has_an_import_circle_between_its_files() {
             .display()
             .to_string();
         for circle in circles(&dir) {
-            let known = KNOWN.iter().any(|(krate, files)| {
-                *krate == name && circle.iter().all(|f| files.contains(&f.as_str()))
-            });
-            if !known {
-                found.push(format!("{name}: {}", circle.join(" ↔ ")));
-            }
+            found.push(format!("{name}: {}", circle.join(" ↔ ")));
         }
     }
     assert!(

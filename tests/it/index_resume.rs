@@ -56,7 +56,8 @@ async fn a_build_cut_short_by_a_quit_is_shown_pending_and_engram_embedding_index
     let home = Home::new();
     let agent = home
         .engram
-        .create_agent(NewAgent {
+        .agents()
+        .create(NewAgent {
             name: "Ada".into(),
             llm: Some(LlmConfig::new("openai/mock-small")),
             ..NewAgent::default()

@@ -104,7 +104,8 @@ async fn lab_conversation_over_the_anthropic_api() {
     let mock = MockLlm::start(Script::Brain).await;
     let home = Home::new();
     home.engram
-        .set_provider(ProviderSetup {
+        .providers()
+        .set(ProviderSetup {
             name: "anthropic".into(),
             kind: Some(ProviderKind::Anthropic),
             base_url: Some(mock.base_url()),

@@ -110,7 +110,7 @@ const PASSAGES: [&str; 8] = [
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_hybrid_hits_of_an_agent_on_the_built_in_model_are_rescored_by_maxsim() {
     let home = Home::with_model(&[]);
-    let status = home.engram.reranker_status();
+    let status = home.engram.models().reranker_status();
     assert!(
         status.late_interaction && status.enabled && !status.active,
         "{status:?}"
@@ -137,8 +137,8 @@ async fn the_hybrid_hits_of_an_agent_on_the_built_in_model_are_rescored_by_maxsi
     );
 
     // Switched off: the store's own hybrid answer.
-    home.engram.set_rerank_enabled(false).unwrap();
-    assert!(!home.engram.reranker_status().late_interaction);
+    home.engram.models().set_rerank_enabled(false).unwrap();
+    assert!(!home.engram.models().reranker_status().late_interaction);
     let off = search(&home.engram, &sam, query, 3).await;
     let store = home
         .engram
@@ -223,7 +223,8 @@ async fn an_agent_on_words_alone_is_not_reranked_and_loads_no_model() {
     let home = Home::with_model(&[]);
     let ann = home
         .engram
-        .create_agent(engram_core::NewAgent {
+        .agents()
+        .create(engram_core::NewAgent {
             name: "Ann".into(),
             ..engram_core::NewAgent::default()
         })
@@ -231,7 +232,8 @@ async fn an_agent_on_words_alone_is_not_reranked_and_loads_no_model() {
         .agent
         .id;
     home.engram
-        .update_agent(
+        .agents()
+        .update(
             &ann,
             &AgentPatch {
                 embedding: Some(None),
@@ -240,7 +242,11 @@ async fn an_agent_on_words_alone_is_not_reranked_and_loads_no_model() {
         )
         .unwrap();
     for p in PASSAGES {
-        home.engram.add_passage(&ann, p, vec![]).await.unwrap();
+        home.engram
+            .archival()
+            .insert(&ann, p, vec![])
+            .await
+            .unwrap();
     }
     let hits = search(&home.engram, &ann, "harbour morning walks", 4).await;
     let store = home
@@ -263,7 +269,8 @@ async fn an_agent_on_words_alone_is_not_reranked_and_loads_no_model() {
     );
     let status = home
         .engram
-        .local_model_status("local/all-minilm-l6-v2")
+        .models()
+        .embedding_model_status("local/all-minilm-l6-v2")
         .unwrap();
     assert!(!status.loaded, "{status:?}");
 }

@@ -109,14 +109,15 @@ fn kept_tool(f: &Value, name: &str) -> Value {
 fn path_labels_and_newer_sections_round_trip_byte_for_byte() {
     let home = Home::new();
     let original = json_of(&fixture(TREE));
-    let report = home.engram.import_agent_file(&fixture(TREE)).unwrap();
+    let report = home.engram.agent_files().import(&fixture(TREE)).unwrap();
     assert_eq!(report.agents.len(), 2);
     let ezra = &report.agents[0];
 
     // Path labels are the blocks' labels, in the file's order; shared blocks stay shared.
     let labels: Vec<String> = home
         .engram
-        .agent_blocks(ezra)
+        .blocks()
+        .of_agent(ezra)
         .unwrap()
         .into_iter()
         .map(|b| b.label)
@@ -135,22 +136,24 @@ fn path_labels_and_newer_sections_round_trip_byte_for_byte() {
     assert_eq!(report.blocks.len(), 6);
     let family = home
         .engram
-        .agent_block(&report.agents[1], "system/human/family")
+        .blocks()
+        .by_label(&report.agents[1], "system/human/family")
         .unwrap();
     assert_eq!(
         family.id,
         home.engram
-            .agent_block(ezra, "system/human/family")
+            .blocks()
+            .by_label(ezra, "system/human/family")
             .unwrap()
             .id
     );
     // Runnable tools are attached; the sleep-time tools Engram has (memory_replace,
     // memory_insert) run, the rest is kept.
-    let sleeper = home.engram.get_agent(&report.agents[1]).unwrap().agent;
+    let sleeper = home.engram.agents().get(&report.agents[1]).unwrap().agent;
     assert_eq!(sleeper.tools, ["memory_replace", "memory_insert"]);
     // Its folder is live, and with it the file tools.
     assert_eq!(
-        home.engram.get_agent(ezra).unwrap().agent.tools,
+        home.engram.agents().get(ezra).unwrap().agent.tools,
         [
             "conversation_search",
             "open_files",
@@ -159,7 +162,7 @@ fn path_labels_and_newer_sections_round_trip_byte_for_byte() {
         ]
     );
 
-    let first = json_of(&home.engram.export_agent_file(&report.agents).unwrap());
+    let first = json_of(&home.engram.agent_files().export(&report.agents).unwrap());
     assert_eq!(kept_parts(&first), kept_parts(&original));
     for name in ["list_issues", "memory_finish_edits"] {
         assert_eq!(
@@ -172,10 +175,11 @@ fn path_labels_and_newer_sections_round_trip_byte_for_byte() {
     // Engram's own file back into Engram: the same agents again, the same file again.
     let again = home
         .engram
-        .import_agent_file(&home.engram.export_agent_file(&report.agents).unwrap())
+        .agent_files()
+        .import(&home.engram.agent_files().export(&report.agents).unwrap())
         .unwrap();
     assert_eq!(again.inactive.len(), report.inactive.len());
-    let second = json_of(&home.engram.export_agent_file(&again.agents).unwrap());
+    let second = json_of(&home.engram.agent_files().export(&again.agents).unwrap());
     let strip = |mut v: Value| {
         v.as_object_mut().unwrap().remove("created_at");
         v
@@ -187,16 +191,17 @@ fn path_labels_and_newer_sections_round_trip_byte_for_byte() {
     letta_only.as_object_mut().unwrap().remove("engram");
     let third = home
         .engram
-        .import_agent_file(&serde_json::to_vec(&letta_only).unwrap())
+        .agent_files()
+        .import(&serde_json::to_vec(&letta_only).unwrap())
         .unwrap();
-    let third = json_of(&home.engram.export_agent_file(&third.agents).unwrap());
+    let third = json_of(&home.engram.agent_files().export(&third.agents).unwrap());
     assert_eq!(kept_parts(&third), kept_parts(&original));
 }
 
 #[test]
 fn parts_engram_does_not_run_are_reported_per_agent() {
     let home = Home::new();
-    let report = home.engram.import_agent_file(&fixture(TREE)).unwrap();
+    let report = home.engram.agent_files().import(&fixture(TREE)).unwrap();
     let of = |agent: usize| -> Vec<(InactiveKind, String)> {
         report
             .inactive
@@ -231,13 +236,13 @@ fn parts_engram_does_not_run_are_reported_per_agent() {
         ),
         "{ezra:?}"
     );
-    let folder = home.engram.find_folder("bakery-handbook").unwrap();
-    let files = home.engram.list_folder_files(&folder.id).unwrap();
+    let folder = home.engram.folders().find("bakery-handbook").unwrap();
+    let files = home.engram.folders().files(&folder.id).unwrap();
     assert_eq!(files.len(), 2, "{files:?}");
     assert!(files.iter().any(|f| f.name == "opening.md"), "{files:?}");
     // Sleep-time passes are live: Ezra's are switched on at its group's frequency.
     assert!(!ezra.iter().any(|(k, _)| *k == InactiveKind::Sleeptime));
-    let passes = home.engram.sleeptime_settings(&report.agents[0]).unwrap();
+    let passes = home.engram.sleeptime().settings(&report.agents[0]).unwrap();
     assert!(passes.enabled);
     assert_eq!(passes.frequency, 5);
     let sleeper = of(1);
@@ -246,7 +251,8 @@ fn parts_engram_does_not_run_are_reported_per_agent() {
     assert!(
         !home
             .engram
-            .sleeptime_settings(&report.agents[1])
+            .sleeptime()
+            .settings(&report.agents[1])
             .unwrap()
             .enabled
     );
@@ -267,7 +273,8 @@ fn dangling_document_references_are_refused_with_their_path() {
     f["agents"][0]["files_agents"][0]["file_id"] = "file-9".into();
     let err = home
         .engram
-        .import_agent_file(&serde_json::to_vec(&f).unwrap())
+        .agent_files()
+        .import(&serde_json::to_vec(&f).unwrap())
         .unwrap_err()
         .to_string();
     assert!(err.contains("agents[0].files_agents[0].file_id"), "{err}");
@@ -275,22 +282,24 @@ fn dangling_document_references_are_refused_with_their_path() {
     f["blocks"][3]["label"] = "reference\nfaq".into();
     let err = home
         .engram
-        .import_agent_file(&serde_json::to_vec(&f).unwrap())
+        .agent_files()
+        .import(&serde_json::to_vec(&f).unwrap())
         .unwrap_err()
         .to_string();
     assert!(err.contains("blocks[3].label"), "{err}");
-    assert!(home.engram.list_agents().unwrap().is_empty());
+    assert!(home.engram.agents().list().unwrap().is_empty());
 }
 
 #[test]
 fn export_names_an_endpoint_type_letta_accepts() {
     let home = Home::new();
-    let report = home.engram.import_agent_file(&fixture(TREE)).unwrap();
+    let report = home.engram.agent_files().import(&fixture(TREE)).unwrap();
     let id = &report.agents[0];
-    let mut llm = home.engram.get_agent(id).unwrap().agent.llm;
+    let mut llm = home.engram.agents().get(id).unwrap().agent.llm;
     llm.model = "mock/mock-small".into();
     home.engram
-        .update_agent(
+        .agents()
+        .update(
             id,
             &engram_core::AgentPatch {
                 llm: Some(llm),
@@ -301,7 +310,8 @@ fn export_names_an_endpoint_type_letta_accepts() {
     let f = json_of(
         &home
             .engram
-            .export_agent_file(std::slice::from_ref(id))
+            .agent_files()
+            .export(std::slice::from_ref(id))
             .unwrap(),
     );
     let c = &f["agents"][0]["llm_config"];
@@ -311,11 +321,13 @@ fn export_names_an_endpoint_type_letta_accepts() {
     // Engram's own extension keeps the exact handle.
     let back = home
         .engram
-        .import_agent_file(&serde_json::to_vec(&f).unwrap())
+        .agent_files()
+        .import(&serde_json::to_vec(&f).unwrap())
         .unwrap();
     assert_eq!(
         home.engram
-            .get_agent(&back.agents[0])
+            .agents()
+            .get(&back.agents[0])
             .unwrap()
             .agent
             .llm

@@ -16,7 +16,8 @@ use engram_suite::llama_server::LlamaServer;
 fn agent(home: &Home, server: &LlamaServer, style: LoopStyle) -> AgentId {
     let info = home
         .engram
-        .set_provider(ProviderSetup {
+        .providers()
+        .set(ProviderSetup {
             name: "llamacpp".into(),
             base_url: Some(server.base_url()),
             ..ProviderSetup::default()
@@ -28,7 +29,8 @@ fn agent(home: &Home, server: &LlamaServer, style: LoopStyle) -> AgentId {
     llm.max_tokens = Some(48);
     llm.temperature = Some(0.0);
     home.engram
-        .create_agent(sam(llm, style))
+        .agents()
+        .create(sam(llm, style))
         .expect("create agent")
         .agent
         .id

@@ -34,7 +34,8 @@ fn home() -> Home {
 fn agent(home: &Home, style: LoopStyle, max_tokens: u32) -> AgentId {
     let model = home
         .engram
-        .add_local_model(&gguf(), None)
+        .models()
+        .add_local(&gguf(), None)
         .expect("register the GGUF");
     assert_eq!(model.handle, HANDLE);
     let mut llm = LlmConfig::new(HANDLE);
@@ -45,14 +46,15 @@ fn agent(home: &Home, style: LoopStyle, max_tokens: u32) -> AgentId {
     llm.temperature = Some(0.0);
     let state = home
         .engram
-        .create_agent(sam(llm, style))
+        .agents()
+        .create(sam(llm, style))
         .expect("create agent");
     assert_eq!(
         state.agent.llm.context_window, 4096,
         "the agent's window is the worker's context"
     );
     // Letta's model list (`GET /v1/models`) names it once, first, as a built-in model.
-    let known = home.engram.known_chat_models().unwrap();
+    let known = home.engram.models().known_chat().unwrap();
     assert_eq!(known[0].handle, HANDLE);
     assert!(
         known[0].built_in && known[0].size == Some(4096),
@@ -168,7 +170,7 @@ async fn a_worker_killed_mid_reply_ends_the_run_clearly_and_comes_back() {
     let home = home();
     let agent = agent(&home, LoopStyle::ToolLoop, 1500);
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-    let run = home.engram.send_message(
+    let run = home.engram.runs().send_message(
         &agent,
         "Tell me a very long story about a ship, with many chapters.",
         &tx,
@@ -182,7 +184,8 @@ async fn a_worker_killed_mid_reply_ends_the_run_clearly_and_comes_back() {
         let pid = loop {
             if let Some(pid) = home
                 .engram
-                .local_model_worker_pid("smollm2-135m-instruct-q4_1")
+                .models()
+                .local_worker_pid("smollm2-135m-instruct-q4_1")
                 .await
             {
                 break pid;
@@ -230,7 +233,8 @@ async fn a_worker_killed_mid_reply_ends_the_run_clearly_and_comes_back() {
     assert_ended_clearly(&next, "after the crash");
     let new_pid = home
         .engram
-        .local_model_worker_pid(HANDLE)
+        .models()
+        .local_worker_pid(HANDLE)
         .await
         .expect("a new worker");
     assert_ne!(new_pid, pid);

@@ -98,7 +98,8 @@ async fn a_summariser_that_ignores_max_tokens_never_bricks_the_agent() {
     );
     let summary = home
         .engram
-        .get_agent(&agent)
+        .agents()
+        .get(&agent)
         .unwrap()
         .agent
         .summary
@@ -117,7 +118,7 @@ async fn a_summariser_that_ignores_max_tokens_never_bricks_the_agent() {
     // bounded by the budget instead of growing until the agent breaks.
 
     // Warned at most once per compaction (once per fill), not after every step.
-    let all = home.engram.list_messages(&agent, None, 100_000).unwrap();
+    let all = home.engram.recall().list(&agent, None, 100_000).unwrap();
     let alerts = all.iter().filter(|m| m.kind == MessageKind::Alert).count();
     assert!(
         alerts <= first + 1,
@@ -142,7 +143,7 @@ async fn a_2k_window_takes_few_calls_per_message() {
     assert_eq!(mock.refusals(), 0);
     let (first, _) = summariser_calls(&mock);
     assert!(first >= 2, "the window was compacted ({first})");
-    let all = home.engram.list_messages(&agent, None, 100_000).unwrap();
+    let all = home.engram.recall().list(&agent, None, 100_000).unwrap();
     let alerts = all.iter().filter(|m| m.kind == MessageKind::Alert).count();
     assert!(
         alerts <= first + 1,
@@ -230,7 +231,7 @@ async fn a_window_too_small_is_an_error_the_user_can_act_on() {
         llm: Some(llm.clone()),
         ..Default::default()
     };
-    let e = home.engram.create_agent(new).unwrap_err();
+    let e = home.engram.agents().create(new).unwrap_err();
     let Error::ContextWindowTooSmall {
         needed, offered, ..
     } = &e
@@ -247,7 +248,7 @@ async fn a_window_too_small_is_an_error_the_user_can_act_on() {
         "{text}"
     );
     assert!(text.contains("num_ctx"), "{text}");
-    assert!(home.engram.list_agents().unwrap().is_empty());
+    assert!(home.engram.agents().list().unwrap().is_empty());
 
     // On a model change: nothing changes.
     let agent = agent_at(&home, &mock, 8_192);
@@ -255,9 +256,9 @@ async fn a_window_too_small_is_an_error_the_user_can_act_on() {
         llm: Some(llm),
         ..Default::default()
     };
-    let e = home.engram.update_agent(&agent, &patch).unwrap_err();
+    let e = home.engram.agents().update(&agent, &patch).unwrap_err();
     assert_eq!(e.code(), "context_window_too_small");
-    let kept = home.engram.get_agent(&agent).unwrap().agent;
+    let kept = home.engram.agents().get(&agent).unwrap().agent;
     assert_eq!(kept.llm.context_window, 8_192);
 
     // On a message, when memory grew past what the window holds: nothing is written.
@@ -278,13 +279,15 @@ async fn a_window_too_small_is_an_error_the_user_can_act_on() {
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let e = home
         .engram
+        .runs()
         .send_message(&agent, "hello", &tx, Default::default())
         .await
         .unwrap_err();
     assert_eq!(e.code(), "context_window_too_small", "{e}");
     assert!(
         home.engram
-            .list_messages(&agent, None, 10)
+            .recall()
+            .list(&agent, None, 10)
             .unwrap()
             .is_empty()
     );
@@ -422,7 +425,8 @@ async fn an_agent_bricked_by_a_nested_summary_recovers() {
     send_turns(&home, &agent, 0..5).await;
     let summary = home
         .engram
-        .get_agent(&agent)
+        .agents()
+        .get(&agent)
         .unwrap()
         .agent
         .summary

@@ -50,7 +50,8 @@ fn add_then_echo() -> Script {
 
 fn tool_names(home: &Home, agent: &engram_core::AgentId) -> Vec<String> {
     home.engram
-        .agent_tools(agent)
+        .tools()
+        .of_agent(agent)
         .unwrap()
         .into_iter()
         .map(|t| t.name)
@@ -63,14 +64,16 @@ async fn accepting_a_files_server_attaches_the_tools_the_file_named_with_its_app
     let home = Home::new();
     let report = home
         .engram
-        .import_agent_file_named(agent_file().to_string().as_bytes(), "helper.af")
+        .agent_files()
+        .import_named(agent_file().to_string().as_bytes(), "helper.af")
         .unwrap();
     let (helper, other) = (report.agents[0].clone(), report.agents[1].clone());
     let mut llm = LlmConfig::new("openai/mock-small");
     llm.base_url = Some(mock.base_url());
     llm.context_window = 32_000;
     home.engram
-        .update_agent(
+        .agents()
+        .update(
             &helper,
             &AgentPatch {
                 llm: Some(llm),
@@ -88,20 +91,17 @@ async fn accepting_a_files_server_attaches_the_tools_the_file_named_with_its_app
     );
 
     // Inactive: nothing attached, nothing started.
-    assert!(!home.engram.get_mcp_server("files").unwrap().active);
+    assert!(!home.engram.mcp().get("files").unwrap().active);
     assert!(
         !tool_names(&home, &helper)
             .iter()
             .any(|n| n.starts_with("files__"))
     );
-    assert!(!home.engram.mcp_server_connected("files").await.unwrap());
+    assert!(!home.engram.mcp().connected("files").await.unwrap());
 
-    home.engram
-        .set_mcp_server_active("files", true)
-        .await
-        .unwrap();
+    home.engram.mcp().set_active("files", true).await.unwrap();
     // Accepting starts nothing either.
-    assert!(!home.engram.mcp_server_connected("files").await.unwrap());
+    assert!(!home.engram.mcp().connected("files").await.unwrap());
     let names = tool_names(&home, &helper);
     assert!(names.contains(&"files__add".to_owned()), "{names:?}");
     assert!(names.contains(&"files__echo".to_owned()), "{names:?}");
@@ -112,7 +112,7 @@ async fn accepting_a_files_server_attaches_the_tools_the_file_named_with_its_app
             .iter()
             .any(|n| n.starts_with("files__"))
     );
-    let rules = home.engram.get_agent(&helper).unwrap().agent.tool_rules;
+    let rules = home.engram.agents().get(&helper).unwrap().agent.tool_rules;
     assert!(
         ToolRule::requires_approval(&rules, "files__echo"),
         "the file's rule follows the tool's new name: {rules:?}"
@@ -129,20 +129,15 @@ async fn accepting_a_files_server_attaches_the_tools_the_file_named_with_its_app
     assert_eq!(out.stop_reason, StopReason::RequiresApproval);
     let pending = home
         .engram
+        .runs()
         .pending_approval(&helper)
         .unwrap()
         .expect("waits");
     assert_eq!(pending.tool_call.name, "files__echo");
 
     // Accepting again (or after a deactivation) attaches nothing new.
-    home.engram
-        .set_mcp_server_active("files", false)
-        .await
-        .unwrap();
-    home.engram
-        .set_mcp_server_active("files", true)
-        .await
-        .unwrap();
+    home.engram.mcp().set_active("files", false).await.unwrap();
+    home.engram.mcp().set_active("files", true).await.unwrap();
     assert_eq!(tool_names(&home, &helper), names);
 }
 
@@ -151,7 +146,8 @@ async fn a_renamed_server_attaches_its_tools_under_the_new_name_and_removal_drop
     let home = Home::new();
     // A server named `files` exists already: the file's becomes `files_2`.
     home.engram
-        .add_mcp_server(engram_core::NewMcpServer {
+        .mcp()
+        .add_server(engram_core::NewMcpServer {
             name: "files".into(),
             transport: engram_core::NewMcpTransport::Stdio {
                 command: mock_mcp_bin().display().to_string(),
@@ -162,17 +158,15 @@ async fn a_renamed_server_attaches_its_tools_under_the_new_name_and_removal_drop
         .unwrap();
     let first = home
         .engram
-        .import_agent_file_named(agent_file().to_string().as_bytes(), "a.af")
+        .agent_files()
+        .import_named(agent_file().to_string().as_bytes(), "a.af")
         .unwrap();
-    home.engram
-        .set_mcp_server_active("files_2", true)
-        .await
-        .unwrap();
+    home.engram.mcp().set_active("files_2", true).await.unwrap();
     let helper = &first.agents[0];
     let names = tool_names(&home, helper);
     assert!(names.contains(&"files_2__echo".to_owned()), "{names:?}");
     assert!(!names.contains(&"files__echo".to_owned()), "{names:?}");
-    let rules = home.engram.get_agent(helper).unwrap().agent.tool_rules;
+    let rules = home.engram.agents().get(helper).unwrap().agent.tool_rules;
     assert!(
         ToolRule::requires_approval(&rules, "files_2__echo"),
         "{rules:?}"
@@ -181,9 +175,10 @@ async fn a_renamed_server_attaches_its_tools_under_the_new_name_and_removal_drop
     // A server removed before it was accepted leaves nothing waiting.
     let second = home
         .engram
-        .import_agent_file_named(agent_file().to_string().as_bytes(), "b.af")
+        .agent_files()
+        .import_named(agent_file().to_string().as_bytes(), "b.af")
         .unwrap();
-    let server = home.engram.get_mcp_server("files_3").unwrap();
+    let server = home.engram.mcp().get("files_3").unwrap();
     assert_eq!(
         home.engram
             .store()
@@ -192,7 +187,7 @@ async fn a_renamed_server_attaches_its_tools_under_the_new_name_and_removal_drop
             .len(),
         2
     );
-    home.engram.remove_mcp_server("files_3").await.unwrap();
+    home.engram.mcp().remove("files_3").await.unwrap();
     assert!(
         home.engram
             .store()

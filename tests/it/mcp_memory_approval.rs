@@ -117,7 +117,7 @@ async fn writes_wait_for_the_user_and_apply_only_when_approved() {
         human.contains("Name: Robert") && human.contains("Agent note: oolong"),
         "both edits are kept: {human}"
     );
-    let history = home.engram.block_history(&agent, "human").unwrap();
+    let history = home.engram.blocks().history(&agent, "human").unwrap();
     assert!(
         history.iter().any(|e| e.editor
             == Editor::Client {
@@ -158,7 +158,10 @@ async fn writes_wait_for_the_user_and_apply_only_when_approved() {
     let now = home
         .block(&agent, "human")
         .replace("Name: Robert", "Name: Bobby");
-    home.engram.set_block_value(&agent, "human", &now).unwrap();
+    home.engram
+        .blocks()
+        .set_value(&agent, "human", &now)
+        .unwrap();
     let outcome = decide(&base, &w["id"], true, None).await;
     assert_eq!(outcome["status"], "refused", "{outcome}");
     wait_for(&rx, "ok conflict", &mut seen);
@@ -179,7 +182,8 @@ async fn writes_wait_for_the_user_and_apply_only_when_approved() {
     assert!(status.success(), "client failed: {seen:#?}\n{stderr}");
     let notes = home
         .engram
-        .list_passages(&agent, &engram_store::PassageList::default())
+        .archival()
+        .list(&agent, &engram_store::PassageList::default())
         .unwrap();
     assert!(
         !notes.iter().any(|p| p.text.contains("nobody approved")),

@@ -129,7 +129,7 @@ async fn drive(
             "{step} missing: {seen:#?}"
         );
     }
-    let history = home.engram.block_history(agent, "human").unwrap();
+    let history = home.engram.blocks().history(agent, "human").unwrap();
     let editors: Vec<&Editor> = history.iter().map(|e| &e.editor).collect();
     assert!(
         editors.contains(&&Editor::Client {

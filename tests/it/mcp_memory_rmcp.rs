@@ -209,7 +209,7 @@ async fn an_agent_run_and_an_mcp_client_edit_one_block_at_once() {
         "the run started before the client's edit"
     );
     assert_eq!(home.block(&agent, "human"), "Name: Robert\nCity: Lyon");
-    let history = home.engram.block_history(&agent, "human").unwrap();
+    let history = home.engram.blocks().history(&agent, "human").unwrap();
     let editors: Vec<&Editor> = history.iter().map(|e| &e.editor).collect();
     assert_eq!(editors.len(), 2, "{editors:?}");
     assert!(
@@ -227,7 +227,7 @@ async fn an_agent_run_and_an_mcp_client_edit_one_block_at_once() {
         .iter()
         .find(|e| matches!(e.editor, Editor::Client { .. }))
         .unwrap();
-    home.engram.undo_block_edit(&by_client.id, None).unwrap();
+    home.engram.blocks().undo(&by_client.id, None).unwrap();
     assert_eq!(home.block(&agent, "human"), "Name: Bob\nCity: Lyon");
     client.cancel().await.expect("close");
 }

@@ -64,7 +64,8 @@ async fn credentials_in_a_server_url_reach_the_server_and_nothing_else() {
     );
     let added = home
         .engram
-        .add_mcp_server(http("web", url.clone()))
+        .mcp()
+        .add_server(http("web", url.clone()))
         .unwrap();
     assert_eq!(
         added.transport,
@@ -76,13 +77,13 @@ async fn credentials_in_a_server_url_reach_the_server_and_nothing_else() {
     );
     assert_clean(
         "the server list",
-        &serde_json::to_string(&home.engram.list_mcp_servers().unwrap()).unwrap(),
+        &serde_json::to_string(&home.engram.mcp().list().unwrap()).unwrap(),
     );
 
     let agent = home.agent(&mock, LoopStyle::ToolLoop);
-    let tools = home.engram.list_mcp_tools("web").await.unwrap();
+    let tools = home.engram.mcp().list_tools("web").await.unwrap();
     let add = tools.iter().find(|t| t.name == "web__add").unwrap();
-    home.engram.attach_tool(&agent, &add.id).unwrap();
+    home.engram.tools().attach(&agent, &add.id).unwrap();
     let (out, _) = home.chat(&agent, "add").await;
     assert_eq!(results(&out)[0].1.message, "5");
 
@@ -106,7 +107,8 @@ async fn credentials_in_a_server_url_reach_the_server_and_nothing_else() {
     assert_clean("the database", &db_text(&home));
     let af = home
         .engram
-        .export_agent_file(std::slice::from_ref(&agent))
+        .agent_files()
+        .export(std::slice::from_ref(&agent))
         .unwrap();
     let af = String::from_utf8(af).unwrap();
     assert_clean("the agent file", &af);
@@ -118,6 +120,7 @@ async fn credentials_in_a_server_url_reach_the_server_and_nothing_else() {
         "the JSON export",
         &String::from_utf8(
             home.engram
+                .agent_files()
                 .export_json(std::slice::from_ref(&agent))
                 .unwrap(),
         )
@@ -125,7 +128,7 @@ async fn credentials_in_a_server_url_reach_the_server_and_nothing_else() {
     );
     assert_clean(
         "the Markdown export",
-        &home.engram.export_markdown(&agent).unwrap(),
+        &home.engram.agent_files().export_markdown(&agent).unwrap(),
     );
     for m in mock.chat_requests() {
         assert_clean("a request to the model", &m.body.to_string());
@@ -134,7 +137,7 @@ async fn credentials_in_a_server_url_reach_the_server_and_nothing_else() {
     // The keychain holds the URL until the server is removed.
     let key = format!("mcp-server:{}:url", added.id);
     assert!(secrets.get(&key).unwrap().is_some());
-    home.engram.remove_mcp_server("web").await.unwrap();
+    home.engram.mcp().remove("web").await.unwrap();
     assert!(secrets.get(&key).unwrap().is_none());
 }
 
@@ -145,13 +148,13 @@ async fn a_failing_server_is_reported_without_the_credentials_of_its_url() {
     let mock = MockLlm::start(calls_once("down__add", json!({"a": 1, "b": 1}))).await;
     let home = Home::new();
     let url = format!("http://me:{PASSWORD}@127.0.0.1:1/mcp?token={API_KEY}");
-    home.engram.add_mcp_server(http("down", url)).unwrap();
-    let err = home.engram.list_mcp_tools("down").await.unwrap_err();
+    home.engram.mcp().add_server(http("down", url)).unwrap();
+    let err = home.engram.mcp().list_tools("down").await.unwrap_err();
     assert_clean("the listing error", &err.to_string());
 
     // A tool of that server, called by the model: the failure it reads carries no credential.
     let agent = home.agent(&mock, LoopStyle::ToolLoop);
-    let server = home.engram.get_mcp_server("down").unwrap();
+    let server = home.engram.mcp().get("down").unwrap();
     let tool = engram_core::Tool {
         mcp: Some(engram_core::McpToolSource {
             server_id: server.id.clone(),
@@ -164,8 +167,8 @@ async fn a_failing_server_is_reported_without_the_credentials_of_its_url() {
         .store()
         .sync_mcp_tools(&server.id, &[tool])
         .unwrap();
-    let stored = home.engram.find_tool("down__add").unwrap();
-    home.engram.attach_tool(&agent, &stored.id).unwrap();
+    let stored = home.engram.tools().find("down__add").unwrap();
+    home.engram.tools().attach(&agent, &stored.id).unwrap();
     let (out, _) = home.chat(&agent, "add").await;
     let r = results(&out);
     assert_eq!(r[0].1.status, ToolStatus::Failed);
@@ -234,7 +237,7 @@ async fn credentials_an_older_version_stored_in_a_url_move_to_the_keychain_at_op
         engram: engram_suite::open(dir.path(), secrets.clone()),
         dir,
     };
-    let s = home.engram.get_mcp_server("old").unwrap();
+    let s = home.engram.mcp().get("old").unwrap();
     assert!(
         matches!(&s.transport, McpTransport::StreamableHttp { url, url_secret: true, .. }
             if url.ends_with("/mcp?api_key=***")),
@@ -249,7 +252,7 @@ async fn credentials_an_older_version_stored_in_a_url_move_to_the_keychain_at_op
         Some(url)
     );
     // It still works, with the credential from the keychain.
-    let tools = home.engram.list_mcp_tools("old").await.unwrap();
+    let tools = home.engram.mcp().list_tools("old").await.unwrap();
     assert!(tools.iter().any(|t| t.name == "old__add"));
     assert!(
         server
@@ -265,10 +268,7 @@ async fn a_pasted_config_and_an_agent_file_keep_url_credentials_out_of_the_datab
     let pasted = format!(
         r#"{{"mcpServers": {{"remote": {{"url": "https://mcp.example.com/mcp?token={API_KEY}"}}}}}}"#
     );
-    let servers = home
-        .engram
-        .import_mcp_servers(&pasted, "claude.json")
-        .unwrap();
+    let servers = home.engram.mcp().import(&pasted, "claude.json").unwrap();
     assert!(
         matches!(&servers[0].transport, McpTransport::StreamableHttp { url, url_secret: true, .. }
             if url == "https://mcp.example.com/mcp?token=***"),
@@ -289,7 +289,8 @@ async fn a_pasted_config_and_an_agent_file_keep_url_credentials_out_of_the_datab
     });
     let report = home
         .engram
-        .import_agent_file_named(file.to_string().as_bytes(), "remote.af")
+        .agent_files()
+        .import_named(file.to_string().as_bytes(), "remote.af")
         .unwrap();
     assert_clean(
         "the import report",
@@ -299,6 +300,6 @@ async fn a_pasted_config_and_an_agent_file_keep_url_credentials_out_of_the_datab
     assert_clean("the database", &db_text(&home));
     assert_clean(
         "the re-export",
-        &String::from_utf8(home.engram.export_agent_file(&[agent]).unwrap()).unwrap(),
+        &String::from_utf8(home.engram.agent_files().export(&[agent]).unwrap()).unwrap(),
     );
 }

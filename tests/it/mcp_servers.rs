@@ -44,10 +44,11 @@ async fn agent_with_mcp(
     tools: &[&str],
 ) -> engram_core::AgentId {
     let agent = home.agent(mock, LoopStyle::ToolLoop);
-    let server = home.engram.add_mcp_server(server).expect("add server");
+    let server = home.engram.mcp().add_server(server).expect("add server");
     let listed = home
         .engram
-        .list_mcp_tools(&server.name)
+        .mcp()
+        .list_tools(&server.name)
         .await
         .expect("list");
     for name in tools {
@@ -55,7 +56,10 @@ async fn agent_with_mcp(
             .iter()
             .find(|t| t.name == *name)
             .unwrap_or_else(|| panic!("{name} not listed"));
-        home.engram.attach_tool(&agent, &tool.id).expect("attach");
+        home.engram
+            .tools()
+            .attach(&agent, &tool.id)
+            .expect("attach");
     }
     agent
 }
@@ -66,7 +70,7 @@ async fn a_server_tool_is_listed_attached_and_called_by_the_model() {
     let home = Home::new();
     let agent = agent_with_mcp(&home, &mock, stdio_server("files"), &["files__echo"]).await;
 
-    let tools = home.engram.stored_mcp_tools("files").unwrap();
+    let tools = home.engram.mcp().stored_tools("files").unwrap();
     let echo = tools.iter().find(|t| t.name == "files__echo").unwrap();
     assert_eq!(
         echo.json_schema["parameters"]["properties"]["text"]["type"],
@@ -193,36 +197,31 @@ async fn a_pasted_config_is_inactive_until_accepted() {
     .to_string();
     let servers = home
         .engram
-        .import_mcp_servers(&block, "claude_desktop_config.json")
+        .mcp()
+        .import(&block, "claude_desktop_config.json")
         .unwrap();
     assert_eq!(servers.len(), 1);
     assert!(!servers[0].active);
     assert_eq!(servers[0].source, "claude_desktop_config.json");
     assert!(matches!(&servers[0].transport,
         McpTransport::Stdio { env_keys, .. } if env_keys == &["SOME_KEY".to_owned()]));
-    let err = home.engram.list_mcp_tools("pasted").await.unwrap_err();
+    let err = home.engram.mcp().list_tools("pasted").await.unwrap_err();
     assert!(err.to_string().contains("not active"), "{err}");
-    assert!(!home.engram.mcp_server_connected("pasted").await.unwrap());
+    assert!(!home.engram.mcp().connected("pasted").await.unwrap());
 
-    home.engram
-        .set_mcp_server_active("pasted", true)
-        .await
-        .unwrap();
+    home.engram.mcp().set_active("pasted", true).await.unwrap();
     let agent = home.agent(&mock, LoopStyle::ToolLoop);
-    let tools = home.engram.list_mcp_tools("pasted").await.unwrap();
+    let tools = home.engram.mcp().list_tools("pasted").await.unwrap();
     let echo = tools.iter().find(|t| t.name == "pasted__echo").unwrap();
-    home.engram.attach_tool(&agent, &echo.id).unwrap();
+    home.engram.tools().attach(&agent, &echo.id).unwrap();
 
     // Deactivated again: the call is refused without starting anything.
-    home.engram
-        .set_mcp_server_active("pasted", false)
-        .await
-        .unwrap();
+    home.engram.mcp().set_active("pasted", false).await.unwrap();
     let (out, _) = home.chat(&agent, "echo").await;
     let r = results(&out);
     assert_eq!(r[0].1.status, ToolStatus::Failed);
     assert!(r[0].1.message.contains("not active"), "{}", r[0].1.message);
-    assert!(!home.engram.mcp_server_connected("pasted").await.unwrap());
+    assert!(!home.engram.mcp().connected("pasted").await.unwrap());
 
     // The env value went to the keychain, not the database.
     home.engram.checkpoint().unwrap();
@@ -253,7 +252,7 @@ async fn an_http_server_gets_its_token_from_the_keychain_and_removal_detaches_it
         seen.iter().all(|h| h.as_deref() == Some("Bearer tok-123")),
         "{seen:?}"
     );
-    let listed = home.engram.list_mcp_servers().unwrap();
+    let listed = home.engram.mcp().list().unwrap();
     assert!(matches!(
         &listed[0].transport,
         McpTransport::StreamableHttp {
@@ -265,17 +264,18 @@ async fn an_http_server_gets_its_token_from_the_keychain_and_removal_detaches_it
     let db = std::fs::read(home.path().join(engram_service::DB_FILE)).unwrap();
     assert!(!String::from_utf8_lossy(&db).contains("tok-123"));
 
-    home.engram.remove_mcp_server("web").await.unwrap();
+    home.engram.mcp().remove("web").await.unwrap();
     let names: Vec<String> = home
         .engram
-        .agent_tools(&agent)
+        .tools()
+        .of_agent(&agent)
         .unwrap()
         .into_iter()
         .map(|t| t.name)
         .collect();
     assert!(!names.contains(&"web__add".to_owned()), "{names:?}");
-    assert!(home.engram.find_tool("web__add").is_err());
-    assert!(home.engram.list_mcp_servers().unwrap().is_empty());
+    assert!(home.engram.tools().find("web__add").is_err());
+    assert!(home.engram.mcp().list().unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -284,7 +284,8 @@ async fn a_server_tool_under_approval_waits_and_names_its_server() {
     let home = Home::new();
     let agent = agent_with_mcp(&home, &mock, stdio_server("files"), &["files__echo"]).await;
     home.engram
-        .set_tool_approval(&agent, "files__echo", true)
+        .tools()
+        .set_approval(&agent, "files__echo", true)
         .expect("ask before running");
 
     let (out, _) = home.chat(&agent, "say hi").await;
@@ -292,6 +293,7 @@ async fn a_server_tool_under_approval_waits_and_names_its_server() {
     assert!(results(&out).is_empty(), "nothing ran before the decision");
     let pending = home
         .engram
+        .runs()
         .pending_approval(&agent)
         .unwrap()
         .expect("the call waits");

@@ -242,7 +242,8 @@ async fn agent_files_carry_the_server_without_secrets_and_import_it_inactive() {
     let mut env = std::collections::BTreeMap::new();
     env.insert("API_KEY".to_owned(), "very-secret".to_owned());
     home.engram
-        .add_mcp_server(NewMcpServer {
+        .mcp()
+        .add_server(NewMcpServer {
             name: "files".into(),
             transport: NewMcpTransport::Stdio {
                 command: mock_mcp(),
@@ -251,11 +252,11 @@ async fn agent_files_carry_the_server_without_secrets_and_import_it_inactive() {
             },
         })
         .unwrap();
-    let tools = home.engram.list_mcp_tools("files").await.unwrap();
+    let tools = home.engram.mcp().list_tools("files").await.unwrap();
     let echo = tools.iter().find(|t| t.name == "files__echo").unwrap();
-    home.engram.attach_tool(&agent, &echo.id).unwrap();
+    home.engram.tools().attach(&agent, &echo.id).unwrap();
 
-    let bytes = home.engram.export_agent_file(&[agent]).unwrap();
+    let bytes = home.engram.agent_files().export(&[agent]).unwrap();
     let text = String::from_utf8(bytes.clone()).unwrap();
     assert!(!text.contains("very-secret"));
     let file: Value = serde_json::from_str(&text).unwrap();
@@ -277,9 +278,10 @@ async fn agent_files_carry_the_server_without_secrets_and_import_it_inactive() {
     let other = Home::new();
     let report = other
         .engram
-        .import_agent_file_named(&bytes, "shared.af")
+        .agent_files()
+        .import_named(&bytes, "shared.af")
         .unwrap();
-    let stored = other.engram.list_mcp_servers().unwrap();
+    let stored = other.engram.mcp().list().unwrap();
     assert_eq!(stored.len(), 1);
     assert!(!stored[0].active);
     assert_eq!(stored[0].source, "shared.af");
@@ -294,7 +296,7 @@ async fn agent_files_carry_the_server_without_secrets_and_import_it_inactive() {
         "{:?}",
         report.warnings
     );
-    assert!(!other.engram.mcp_server_connected("files").await.unwrap());
+    assert!(!other.engram.mcp().connected("files").await.unwrap());
 }
 
 #[tokio::test]

@@ -25,34 +25,39 @@ async fn blocks_are_added_renamed_limited_locked_shared_and_deleted_by_version()
 
     // Add: created and attached at once, after the others; a taken label is refused whole.
     let notes = e
-        .create_agent_block(&sam, &NewBlock::new("notes", "likes tea"))
+        .blocks()
+        .create_for_agent(&sam, &NewBlock::new("notes", "likes tea"))
         .unwrap();
     assert_eq!(notes.version, 1);
     let labels: Vec<String> = e
-        .agent_blocks(&sam)
+        .blocks()
+        .of_agent(&sam)
         .unwrap()
         .into_iter()
         .map(|b| b.label)
         .collect();
     assert_eq!(labels, ["persona", "human", "notes"]);
-    let before = e.list_blocks(None).unwrap().len();
+    let before = e.blocks().list(None).unwrap().len();
     assert!(matches!(
-        e.create_agent_block(&sam, &NewBlock::new("notes", "again")),
+        e.blocks()
+            .create_for_agent(&sam, &NewBlock::new("notes", "again")),
         Err(Error::Conflict(_))
     ));
     assert!(matches!(
-        e.create_agent_block(&sam, &NewBlock::new("bad<label>", "")),
+        e.blocks()
+            .create_for_agent(&sam, &NewBlock::new("bad<label>", "")),
         Err(Error::Invalid(_))
     ));
     assert_eq!(
-        e.list_blocks(None).unwrap().len(),
+        e.blocks().list(None).unwrap().len(),
         before,
         "nothing half-made"
     );
 
     // Rename by version; a window still at the old version is refused with the current block.
     let renamed = e
-        .update_agent_block(
+        .blocks()
+        .update_by_label(
             &sam,
             "notes",
             &patch(|p| {
@@ -62,7 +67,7 @@ async fn blocks_are_added_renamed_limited_locked_shared_and_deleted_by_version()
         )
         .unwrap();
     assert_eq!((renamed.label.as_str(), renamed.version), ("topics", 2));
-    match e.update_agent_block(
+    match e.blocks().update_by_label(
         &sam,
         "topics",
         &patch(|p| {
@@ -74,13 +79,14 @@ async fn blocks_are_added_renamed_limited_locked_shared_and_deleted_by_version()
         other => panic!("expected stale_version, got {other:?}"),
     }
     assert!(matches!(
-        e.update_agent_block(&sam, "topics", &patch(|p| p.label = Some("human".into()))),
+        e.blocks()
+            .update_by_label(&sam, "topics", &patch(|p| p.label = Some("human".into()))),
         Err(Error::Conflict(_))
     ));
 
     // A limit below the value is refused; one that fits is kept; read-only toggles.
     assert!(matches!(
-        e.update_agent_block(
+        e.blocks().update_by_label(
             &sam,
             "topics",
             &patch(|p| {
@@ -91,7 +97,8 @@ async fn blocks_are_added_renamed_limited_locked_shared_and_deleted_by_version()
         Err(Error::Invalid(_))
     ));
     let limited = e
-        .update_agent_block(
+        .blocks()
+        .update_by_label(
             &sam,
             "topics",
             &patch(|p| {
@@ -102,7 +109,8 @@ async fn blocks_are_added_renamed_limited_locked_shared_and_deleted_by_version()
         .unwrap();
     assert_eq!((limited.limit, limited.version), (500, 3));
     let locked = e
-        .update_agent_block(
+        .blocks()
+        .update_by_label(
             &sam,
             "topics",
             &patch(|p| {
@@ -114,36 +122,38 @@ async fn blocks_are_added_renamed_limited_locked_shared_and_deleted_by_version()
     assert!(locked.read_only);
 
     // Shared: attach to Ada; both see one row, and the listing says where it is attached.
-    e.attach_block(&ada, &notes.id).unwrap();
-    let shared = e.shared_blocks().unwrap();
+    e.blocks().attach(&ada, &notes.id).unwrap();
+    let shared = e.blocks().shared().unwrap();
     let row = shared.iter().find(|s| s.block.id == notes.id).unwrap();
     let names: Vec<&str> = row.agents.iter().map(|a| a.name.as_str()).collect();
     assert_eq!(names, ["Sam", "Ada"]);
-    e.update_agent_block(
-        &ada,
-        "topics",
-        &patch(|p| {
-            p.value = Some("likes green tea".into());
-            p.version = Some(4);
-        }),
-    )
-    .unwrap();
+    e.blocks()
+        .update_by_label(
+            &ada,
+            "topics",
+            &patch(|p| {
+                p.value = Some("likes green tea".into());
+                p.version = Some(4);
+            }),
+        )
+        .unwrap();
     assert_eq!(home.block(&sam, "topics"), "likes green tea");
     // Ada cannot take a second block labelled `human`.
-    let other = e.create_block(&NewBlock::new("human", "x")).unwrap();
+    let other = e.blocks().create(&NewBlock::new("human", "x")).unwrap();
     assert!(matches!(
-        e.attach_block(&ada, &other.id),
+        e.blocks().attach(&ada, &other.id),
         Err(Error::Conflict(_))
     ));
 
     // Detach from one agent keeps it for the other; delete removes it everywhere.
-    e.detach_block(&ada, &notes.id).unwrap();
-    assert!(e.agent_block(&ada, "topics").is_err());
+    e.blocks().detach(&ada, &notes.id).unwrap();
+    assert!(e.blocks().by_label(&ada, "topics").is_err());
     assert_eq!(home.block(&sam, "topics"), "likes green tea");
-    e.delete_block(&notes.id).unwrap();
-    assert!(e.agent_block(&sam, "topics").is_err());
+    e.blocks().delete(&notes.id).unwrap();
+    assert!(e.blocks().by_label(&sam, "topics").is_err());
     assert!(
-        e.shared_blocks()
+        e.blocks()
+            .shared()
             .unwrap()
             .iter()
             .all(|s| s.block.id != notes.id)
@@ -157,40 +167,40 @@ async fn undoing_an_older_edit_keeps_the_later_ones_or_says_what_is_lost() {
     let e = &home.engram;
     let sam = home.agent(&mock, LoopStyle::ToolLoop);
     let set = |v: &str| {
-        e.set_block_value(&sam, "human", v).unwrap();
+        e.blocks().set_value(&sam, "human", v).unwrap();
     };
     set("Name: Bob");
     set("Name: Bob\nLikes tea");
     set("Name: Bob\nLikes tea\nLives in Oslo");
-    let history = e.block_history(&sam, "human").unwrap();
+    let history = e.blocks().history(&sam, "human").unwrap();
     let tea = history[1].clone(); // newest first: [Oslo, tea, Bob]
     assert_eq!(tea.new_value, "Name: Bob\nLikes tea");
 
-    let plan = e.block_undo_plan(&tea.id).unwrap();
+    let plan = e.blocks().undo_plan(&tea.id).unwrap();
     assert_eq!(plan.later_edits, 1);
     assert_eq!(plan.reverted.as_deref(), Some("Name: Bob\nLives in Oslo"));
     assert_eq!(plan.restored, "Name: Bob");
-    let current = e.agent_block(&sam, "human").unwrap();
-    let undone = e.undo_block_edit(&tea.id, Some(current.version)).unwrap();
+    let current = e.blocks().by_label(&sam, "human").unwrap();
+    let undone = e.blocks().undo(&tea.id, Some(current.version)).unwrap();
     assert_eq!(
         undone.value, "Name: Bob\nLives in Oslo",
         "the later edit stays"
     );
     assert_eq!(undone.version, current.version + 1);
-    let last = e.block_history(&sam, "human").unwrap().remove(0);
+    let last = e.blocks().history(&sam, "human").unwrap().remove(0);
     assert!(matches!(last.editor, engram_core::Editor::Undo { ref edit_id } if *edit_id == tea.id));
 
     // A later edit rewrote the text the first edit wrote: it cannot be undone on its own.
     set("Name: Robert\nLives in Oslo");
     set("Name: Rob\nLives in Oslo");
-    let history = e.block_history(&sam, "human").unwrap();
+    let history = e.blocks().history(&sam, "human").unwrap();
     let robert = history[1].clone();
-    let plan = e.block_undo_plan(&robert.id).unwrap();
+    let plan = e.blocks().undo_plan(&robert.id).unwrap();
     assert_eq!(plan.reverted, None);
     assert_eq!(plan.later_edits, 1);
-    let now = e.agent_block(&sam, "human").unwrap();
+    let now = e.blocks().by_label(&sam, "human").unwrap();
     assert!(matches!(
-        e.undo_block_edit(&robert.id, Some(now.version)),
+        e.blocks().undo(&robert.id, Some(now.version)),
         Err(Error::Conflict(_))
     ));
     assert_eq!(
@@ -200,10 +210,10 @@ async fn undoing_an_older_edit_keeps_the_later_ones_or_says_what_is_lost() {
     );
     // The person saw what is lost and chose the whole restore, from the version they saw.
     assert!(matches!(
-        e.restore_block_edit(&robert.id, Some(now.version - 1)),
+        e.blocks().restore(&robert.id, Some(now.version - 1)),
         Err(Error::StaleVersion { .. })
     ));
-    let restored = e.restore_block_edit(&robert.id, Some(now.version)).unwrap();
+    let restored = e.blocks().restore(&robert.id, Some(now.version)).unwrap();
     assert_eq!(restored.value, "Name: Bob\nLives in Oslo");
 }
 
@@ -225,19 +235,20 @@ async fn the_context_view_is_what_the_model_receives_with_the_sampling_settings(
     home.chat(&sam, "my name is Bob").await;
 
     // Temperature and max output tokens are stored per agent and sent.
-    let mut llm = e.get_agent(&sam).unwrap().agent.llm;
+    let mut llm = e.agents().get(&sam).unwrap().agent.llm;
     llm.temperature = Some(0.25);
     llm.max_tokens = Some(321);
-    e.update_agent(
-        &sam,
-        &AgentPatch {
-            llm: Some(llm),
-            ..AgentPatch::default()
-        },
-    )
-    .unwrap();
+    e.agents()
+        .update(
+            &sam,
+            &AgentPatch {
+                llm: Some(llm),
+                ..AgentPatch::default()
+            },
+        )
+        .unwrap();
 
-    let view = e.context_view(&sam).unwrap();
+    let view = e.agents().context_view(&sam).unwrap();
     assert_eq!(view.messages[0].part, "system");
     assert!(view.messages[0].content.contains("<memory_blocks>"));
     assert_eq!((view.temperature, view.max_tokens), (Some(0.25), Some(321)));
@@ -279,13 +290,14 @@ async fn the_model_picker_lists_chat_models_with_stored_windows() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
     let e = &home.engram;
-    e.set_provider(ProviderSetup {
-        name: "mock".into(),
-        base_url: Some(mock.base_url()),
-        ..ProviderSetup::default()
-    })
-    .unwrap();
-    let models = e.chat_models("mock").await.unwrap();
+    e.providers()
+        .set(ProviderSetup {
+            name: "mock".into(),
+            base_url: Some(mock.base_url()),
+            ..ProviderSetup::default()
+        })
+        .unwrap();
+    let models = e.models().chat("mock").await.unwrap();
     let got: Vec<(&str, Option<u32>, bool)> = models
         .iter()
         .map(|m| (m.handle.as_str(), m.context_window, m.stored))
@@ -300,16 +312,16 @@ async fn the_model_picker_lists_chat_models_with_stored_windows() {
     );
 
     assert!(matches!(
-        e.set_model_window("mock-small", 100),
+        e.models().set_window("mock-small", 100),
         Err(Error::Invalid(_))
     ));
-    e.set_model_window("mock/mock-large", 16_000).unwrap();
-    let models = e.chat_models("mock").await.unwrap();
+    e.models().set_window("mock/mock-large", 16_000).unwrap();
+    let models = e.models().chat("mock").await.unwrap();
     assert_eq!(
         (models[1].context_window, models[1].stored),
         (Some(16_000), true)
     );
-    assert_eq!(e.model_windows().unwrap().len(), 1);
+    assert_eq!(e.models().windows().unwrap().len(), 1);
 
     // With one provider, its default model is the default for new agents (no `default_model`
     // setting needed), with the window stored for it.
@@ -326,12 +338,17 @@ async fn the_model_picker_lists_chat_models_with_stored_windows() {
         .unwrap();
     fresh
         .engram
-        .set_model_window("mock/mock-large", 24_000)
+        .models()
+        .set_window("mock/mock-large", 24_000)
         .unwrap();
-    assert_eq!(fresh.engram.default_model().unwrap(), "mock/mock-large");
+    assert_eq!(
+        fresh.engram.models().default_chat().unwrap(),
+        "mock/mock-large"
+    );
     let agent = fresh
         .engram
-        .create_agent(engram_core::NewAgent {
+        .agents()
+        .create(engram_core::NewAgent {
             name: "Default".into(),
             ..engram_core::NewAgent::default()
         })
@@ -366,10 +383,10 @@ async fn the_cli_shows_the_full_context_and_undoes_one_edit_or_restores_the_whol
     );
 
     let e = &home.engram;
-    e.set_block_value(&sam, "human", "Name: Bob").unwrap();
-    e.set_block_value(&sam, "human", "Name: Robert").unwrap();
-    e.set_block_value(&sam, "human", "Name: Rob").unwrap();
-    let robert = e.block_history(&sam, "human").unwrap()[1].id.clone();
+    e.blocks().set_value(&sam, "human", "Name: Bob").unwrap();
+    e.blocks().set_value(&sam, "human", "Name: Robert").unwrap();
+    e.blocks().set_value(&sam, "human", "Name: Rob").unwrap();
+    let robert = e.blocks().history(&sam, "human").unwrap()[1].id.clone();
     let refused = cli(home.path(), &["memory", "undo", robert.as_str()]);
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("cannot be undone on its own"));

@@ -37,7 +37,8 @@ async fn an_over_limit_edit_is_a_failed_result_with_the_room_left() {
     assert_eq!(home.block(&agent, "human"), "Name: Bob");
     assert!(
         home.engram
-            .block_history(&agent, "human")
+            .blocks()
+            .history(&agent, "human")
             .unwrap()
             .is_empty()
     );
@@ -117,7 +118,7 @@ async fn agent_edits_are_recorded_and_can_be_undone() {
     let home = Home::new();
     let agent = home.agent(&mock, LoopStyle::ToolLoop);
     home.chat(&agent, "my name is Bob").await;
-    let history = home.engram.block_history(&agent, "human").unwrap();
+    let history = home.engram.blocks().history(&agent, "human").unwrap();
     assert_eq!(history.len(), 1);
     assert_eq!(
         (history[0].old_value.as_str(), history[0].new_value.as_str()),
@@ -127,7 +128,7 @@ async fn agent_edits_are_recorded_and_can_be_undone() {
         history[0].editor,
         engram_core::Editor::Agent { .. }
     ));
-    home.engram.undo_block_edit(&history[0].id, None).unwrap();
+    home.engram.blocks().undo(&history[0].id, None).unwrap();
     assert_eq!(home.block(&agent, "human"), "");
 }
 
@@ -160,7 +161,7 @@ async fn appending_a_line_already_in_the_block_changes_nothing() {
             .contains("already contains that line")
     );
     assert_eq!(
-        home.engram.block_history(&agent, "human").unwrap().len(),
+        home.engram.blocks().history(&agent, "human").unwrap().len(),
         1,
         "one edit recorded"
     );

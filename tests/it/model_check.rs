@@ -40,18 +40,21 @@ async fn an_agent_without_a_model_is_named_and_fixed_in_one_call() {
     let e = &home.engram;
 
     // No provider at all: the default model is a hosted one nobody set up.
-    let first = e.create_agent(plain_agent("First", None)).unwrap().agent;
+    let first = e.agents().create(plain_agent("First", None)).unwrap().agent;
     let imported = e
-        .create_agent(plain_agent("Imported", Some("vendorx/big-model")))
+        .agents()
+        .create(plain_agent("Imported", Some("vendorx/big-model")))
         .unwrap()
         .agent;
     let built_in = e
-        .create_agent(plain_agent("Offline", Some("local/not-downloaded")))
+        .agents()
+        .create(plain_agent("Offline", Some("local/not-downloaded")))
         .unwrap()
         .agent;
 
     let problem = e
-        .agent_model_problem(&first.id)
+        .agents()
+        .model_problem(&first.id)
         .unwrap()
         .expect("a problem");
     assert_eq!(problem.model, first.llm.model);
@@ -60,42 +63,44 @@ async fn an_agent_without_a_model_is_named_and_fixed_in_one_call() {
         problem.detail.contains("engram provider set"),
         "{problem:?}"
     );
-    let vendor = e.agent_model_problem(&imported.id).unwrap().unwrap();
+    let vendor = e.agents().model_problem(&imported.id).unwrap().unwrap();
     assert_eq!(vendor.summary, "No provider named 'vendorx' is set up");
-    let local = e.agent_model_problem(&built_in.id).unwrap().unwrap();
+    let local = e.agents().model_problem(&built_in.id).unwrap().unwrap();
     assert!(
         local.summary.contains("built-in model 'not-downloaded'"),
         "{local:?}"
     );
-    assert_eq!(e.agents_without_model().unwrap().len(), 3);
-    assert!(e.check_model("vendorx/big-model").unwrap().is_some());
+    assert_eq!(e.agents().without_model().unwrap().len(), 3);
+    assert!(e.models().check("vendorx/big-model").unwrap().is_some());
 
     // Moving agents to a model that is not set up either is refused, and nothing moves.
     let refused = e
-        .use_model_for(std::slice::from_ref(&first.id), "nowhere/model")
+        .agents()
+        .use_model(std::slice::from_ref(&first.id), "nowhere/model")
         .unwrap_err();
     assert!(
         refused.to_string().contains("cannot be used either"),
         "{refused}"
     );
     assert_eq!(
-        e.get_agent(&first.id).unwrap().agent.llm.model,
+        e.agents().get(&first.id).unwrap().agent.llm.model,
         first.llm.model
     );
 
     // The user adds a keyless server on this machine; every agent without a model gets it.
-    e.set_provider(keyless("home", &mock)).unwrap();
-    assert_eq!(e.check_model("home/mock-small").unwrap(), None);
+    e.providers().set(keyless("home", &mock)).unwrap();
+    assert_eq!(e.models().check("home/mock-small").unwrap(), None);
     let stranded: Vec<_> = e
-        .agents_without_model()
+        .agents()
+        .without_model()
         .unwrap()
         .into_iter()
         .map(|p| p.agent_id)
         .collect();
-    let moved = e.use_model_for(&stranded, "home/mock-small").unwrap();
+    let moved = e.agents().use_model(&stranded, "home/mock-small").unwrap();
     assert_eq!(moved.len(), 3);
     assert!(moved.iter().all(|a| a.llm.model == "home/mock-small"));
-    assert!(e.agents_without_model().unwrap().is_empty());
+    assert!(e.agents().without_model().unwrap().is_empty());
 
     // And the agent that could not talk now does.
     let (out, _) = home.chat(&first.id, "my name is Bob").await;
@@ -110,35 +115,42 @@ async fn a_model_too_small_for_the_agent_is_not_offered_to_it() {
     let e = &home.engram;
     let mut big = plain_agent("Big memory", Some("vendorx/big-model"));
     big.blocks = vec![NewBlock::new("human", "The user keeps bees. ".repeat(400))];
-    let big = e.create_agent(big).unwrap().agent;
-    e.set_provider(keyless("home", &mock)).unwrap();
+    let big = e.agents().create(big).unwrap().agent;
+    e.providers().set(keyless("home", &mock)).unwrap();
 
     // A window of 1,024 tokens cannot hold ~8,000 characters of memory: set up, yet not for it.
-    e.set_model_window("home/mock-tiny", 1_024).unwrap();
-    assert_eq!(e.check_model("home/mock-tiny").unwrap(), None);
+    e.models().set_window("home/mock-tiny", 1_024).unwrap();
+    assert_eq!(e.models().check("home/mock-tiny").unwrap(), None);
     let why = e
-        .check_model_for(&big.id, "home/mock-tiny")
+        .models()
+        .check_for(&big.id, "home/mock-tiny")
         .unwrap()
         .expect("too small for this agent");
     assert!(why.contains("tokens of context"), "{why}");
     // The move it predicts is the move refused, and nothing changes.
     assert!(
-        e.use_model_for(std::slice::from_ref(&big.id), "home/mock-tiny")
+        e.agents()
+            .use_model(std::slice::from_ref(&big.id), "home/mock-tiny")
             .is_err()
     );
     assert_eq!(
-        e.get_agent(&big.id).unwrap().agent.llm.model,
+        e.agents().get(&big.id).unwrap().agent.llm.model,
         "vendorx/big-model"
     );
 
     // A model with room is offered, and the move is accepted.
-    assert_eq!(e.check_model_for(&big.id, "home/mock-small").unwrap(), None);
+    assert_eq!(
+        e.models().check_for(&big.id, "home/mock-small").unwrap(),
+        None
+    );
     let why = e
-        .check_model_for(&big.id, "nowhere/model")
+        .models()
+        .check_for(&big.id, "nowhere/model")
         .unwrap()
         .unwrap();
     assert!(why.contains("nowhere"), "{why}");
-    e.use_model_for(std::slice::from_ref(&big.id), "home/mock-small")
+    e.agents()
+        .use_model(std::slice::from_ref(&big.id), "home/mock-small")
         .unwrap();
 }
 
@@ -206,7 +218,7 @@ async fn rest_answers_an_agent_without_a_model_with_a_warning() {
     let mock = MockLlm::start(Script::Brain).await;
     let dir = tempfile::tempdir().unwrap();
     let engram = open(dir.path(), Arc::new(MemoryStore::default()));
-    engram.set_provider(keyless("home", &mock)).unwrap();
+    engram.providers().set(keyless("home", &mock)).unwrap();
     let token = "model-check-token-0123";
     let base = serve(
         engram,

@@ -9,7 +9,8 @@ use serde_json::json;
 /// An agent whose provider retries quickly and gives up on a silent server after 2 s.
 fn impatient(home: &Home, mock: &MockLlm) -> engram_core::AgentId {
     home.engram
-        .set_provider(ProviderSetup {
+        .providers()
+        .set(ProviderSetup {
             name: "local".into(),
             base_url: Some(mock.base_url()),
             timeout_secs: Some(2),
@@ -172,6 +173,7 @@ async fn a_missing_key_is_reported_before_anything_is_written() {
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let err = home
         .engram
+        .runs()
         .send_message(
             &agent,
             "hi",
@@ -184,7 +186,8 @@ async fn a_missing_key_is_reported_before_anything_is_written() {
     assert!(err.to_string().contains("OPENAI_API_KEY"), "{err}");
     assert!(
         home.engram
-            .list_messages(&agent, None, 10)
+            .recall()
+            .list(&agent, None, 10)
             .unwrap()
             .is_empty()
     );

@@ -55,7 +55,8 @@ async fn a_redirect_to_another_host_is_not_followed_with_the_key() {
 
     let home = Home::new();
     home.engram
-        .set_provider(ProviderSetup {
+        .providers()
+        .set(ProviderSetup {
             name: "anthropic".into(),
             kind: Some(ProviderKind::Anthropic),
             base_url: Some(format!("{configured}/v1")),
@@ -67,7 +68,8 @@ async fn a_redirect_to_another_host_is_not_followed_with_the_key() {
     llm.context_window = 32_000;
     let agent = home
         .engram
-        .create_agent(NewAgent {
+        .agents()
+        .create(NewAgent {
             name: "Ann".into(),
             llm: Some(llm),
             ..NewAgent::default()
@@ -105,16 +107,18 @@ fn moving_a_provider_to_another_host_takes_its_key_again() {
         ..ProviderSetup::default()
     };
     home.engram
-        .set_provider(setup("http://127.0.0.1:9/v1", Some(KEY)))
+        .providers()
+        .set(setup("http://127.0.0.1:9/v1", Some(KEY)))
         .unwrap();
     // Without the key, the stored one would follow the base URL to the new host.
     let err = home
         .engram
-        .set_provider(setup("https://collector.example/v1", None))
+        .providers()
+        .set(setup("https://collector.example/v1", None))
         .unwrap_err();
     assert!(matches!(err, engram_core::Error::Invalid(_)), "{err:?}");
     assert!(err.to_string().contains("give the key again"), "{err}");
-    let listed = home.engram.list_providers().unwrap();
+    let listed = home.engram.providers().list().unwrap();
     assert_eq!(
         listed[0].base_url.as_deref(),
         Some("http://127.0.0.1:9/v1"),
@@ -122,10 +126,12 @@ fn moving_a_provider_to_another_host_takes_its_key_again() {
     );
     // Another path on the same server keeps the key; a new host with its key is fine.
     home.engram
-        .set_provider(setup("http://127.0.0.1:9/v2", None))
+        .providers()
+        .set(setup("http://127.0.0.1:9/v2", None))
         .unwrap();
     home.engram
-        .set_provider(setup(
+        .providers()
+        .set(setup(
             "https://collector.example/v1",
             Some("sk-for-that-host"),
         ))

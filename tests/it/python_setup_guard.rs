@@ -38,7 +38,8 @@ fn a_requirement_cannot_be_a_pip_option() {
     ] {
         let err = home
             .engram
-            .set_up_tool_python(Some(bad), &mut |_| {})
+            .tools()
+            .set_up_python(Some(bad), &mut |_| {})
             .unwrap_err();
         assert!(
             matches!(err, engram_core::Error::Invalid(_)),

@@ -31,7 +31,7 @@ async fn the_reranker_rescores_hits_in_zero_to_one_and_can_be_switched_off() {
     let model = cross_encoder(Head::Random);
     let dir = model.path().display().to_string();
     let home = Home::with_model(&[("ENGRAM_RERANK_MODEL_DIR", dir.as_str())]);
-    let status = home.engram.reranker_status();
+    let status = home.engram.models().reranker_status();
     assert!(
         status.active && status.enabled && !status.loaded,
         "{status:?}"
@@ -40,7 +40,7 @@ async fn the_reranker_rescores_hits_in_zero_to_one_and_can_be_switched_off() {
 
     let reranked = search(&home.engram, &sam, "Bob's dog", 4).await;
     assert_eq!(reranked.len(), 4);
-    assert!(home.engram.reranker_status().loaded);
+    assert!(home.engram.models().reranker_status().loaded);
     assert!(reranked.iter().all(|h| (0.0..=1.0).contains(&h.score)));
     assert!(reranked.windows(2).all(|w| w[0].score >= w[1].score));
     // The same search again: the same answer.
@@ -49,7 +49,7 @@ async fn the_reranker_rescores_hits_in_zero_to_one_and_can_be_switched_off() {
         texts(&reranked)
     );
 
-    let status = home.engram.set_rerank_enabled(false).unwrap();
+    let status = home.engram.models().set_rerank_enabled(false).unwrap();
     assert!(!status.active && !status.enabled, "{status:?}");
     let hybrid = search(&home.engram, &sam, "Bob's dog", 4).await;
     // Made-up weights score differently from the hybrid ranking.
@@ -58,7 +58,7 @@ async fn the_reranker_rescores_hits_in_zero_to_one_and_can_be_switched_off() {
         hybrid.iter().map(|h| h.score).collect::<Vec<_>>()
     );
     // Back on: the reranked answer again.
-    home.engram.set_rerank_enabled(true).unwrap();
+    home.engram.models().set_rerank_enabled(true).unwrap();
     assert_eq!(
         texts(&search(&home.engram, &sam, "Bob's dog", 4).await),
         texts(&reranked)
@@ -72,10 +72,11 @@ async fn equal_relevance_keeps_the_hybrid_order() {
     let home = Home::with_model(&[]);
     let sam = agent_with_passages(&home.engram, "Sam", &PASSAGES).await;
     // The store's hybrid ranking: reranking (late interaction, without a cross-encoder) off.
-    home.engram.set_rerank_enabled(false).unwrap();
+    home.engram.models().set_rerank_enabled(false).unwrap();
     let hybrid = search(&home.engram, &sam, "harbour terrier", 4).await;
-    home.engram.set_rerank_enabled(true).unwrap();
+    home.engram.models().set_rerank_enabled(true).unwrap();
     home.engram
+        .models()
         .set_rerank_model_dir(Some(model.path()))
         .unwrap();
     let reranked = search(&home.engram, &sam, "harbour terrier", 4).await;
@@ -97,10 +98,11 @@ async fn a_broken_reranker_leaves_the_hybrid_ranking_with_a_notice() {
     let home = Home::with_model(&[]);
     let sam = agent_with_passages(&home.engram, "Sam", &PASSAGES).await;
     // The store's hybrid ranking: reranking (late interaction, without a cross-encoder) off.
-    home.engram.set_rerank_enabled(false).unwrap();
+    home.engram.models().set_rerank_enabled(false).unwrap();
     let hybrid = search(&home.engram, &sam, "Bob's dog", 3).await;
-    home.engram.set_rerank_enabled(true).unwrap();
+    home.engram.models().set_rerank_enabled(true).unwrap();
     home.engram
+        .models()
         .set_rerank_model_dir(Some(model.path()))
         .unwrap();
     let mut notices = home.engram.notices();
@@ -123,7 +125,7 @@ async fn a_broken_reranker_leaves_the_hybrid_ranking_with_a_notice() {
     assert!(message.contains("model.safetensors"), "{message}");
     assert!(message.contains("without reranking"), "{message}");
     // The settings show why, until a search with a working folder succeeds.
-    let status = home.engram.reranker_status();
+    let status = home.engram.models().reranker_status();
     let why = status.error.as_deref().unwrap_or_default();
     assert!(status.active && !status.dir_from_env, "{status:?}");
     assert!(why.contains("model.safetensors"), "{status:?}");
@@ -132,22 +134,24 @@ async fn a_broken_reranker_leaves_the_hybrid_ranking_with_a_notice() {
     let empty = tempfile::tempdir().unwrap();
     let e = home
         .engram
+        .models()
         .set_rerank_model_dir(Some(empty.path()))
         .unwrap_err();
     assert!(e.to_string().contains("config.json"), "{e}");
     assert_eq!(
-        home.engram.reranker_status().dir.as_deref(),
+        home.engram.models().reranker_status().dir.as_deref(),
         Some(model.path().to_str().unwrap())
     );
 
     let working = cross_encoder(Head::Random);
     let status = home
         .engram
+        .models()
         .set_rerank_model_dir(Some(working.path()))
         .unwrap();
     assert_eq!(status.error, None, "another folder has no failure yet");
     search(&home.engram, &sam, "Bob's dog", 3).await;
-    let status = home.engram.reranker_status();
+    let status = home.engram.models().reranker_status();
     assert!(status.loaded && status.error.is_none(), "{status:?}");
 }
 
@@ -159,12 +163,16 @@ async fn the_agents_search_tool_reranks_as_the_window_does() {
     let mock = MockLlm::start(Script::Queue).await;
     let sam = home.agent(&mock, LoopStyle::ToolLoop);
     for p in PASSAGES {
-        home.engram.add_passage(&sam, p, vec![]).await.unwrap();
+        home.engram
+            .archival()
+            .insert(&sam, p, vec![])
+            .await
+            .unwrap();
     }
     let service = search(&home.engram, &sam, "Bob's dog", 4).await;
-    home.engram.set_rerank_enabled(false).unwrap();
+    home.engram.models().set_rerank_enabled(false).unwrap();
     let hybrid = search(&home.engram, &sam, "Bob's dog", 4).await;
-    home.engram.set_rerank_enabled(true).unwrap();
+    home.engram.models().set_rerank_enabled(true).unwrap();
     assert_ne!(
         texts(&service),
         texts(&hybrid),
@@ -177,7 +185,7 @@ async fn the_agents_search_tool_reranks_as_the_window_does() {
     )]));
     mock.push(Reply::text("found them"));
     home.chat(&sam, "what do you know about Bob's dog?").await;
-    let messages = home.engram.list_messages(&sam, None, 50).unwrap();
+    let messages = home.engram.recall().list(&sam, None, 50).unwrap();
     let result = messages
         .iter()
         .find(|m| m.role == Role::Tool)

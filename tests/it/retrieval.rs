@@ -27,7 +27,8 @@ fn the_turn_after_a_matching_question_is_found() {
     let home = Home::new();
     let agent = home
         .engram
-        .create_agent(NewAgent {
+        .agents()
+        .create(NewAgent {
             name: "Diarist".into(),
             ..NewAgent::default()
         })

@@ -25,12 +25,13 @@ fn agent(engram: &Engram, embedding: Option<&str>) -> AgentId {
         }),
         ..NewAgent::default()
     };
-    engram.create_agent(new).unwrap().agent.id
+    engram.agents().create(new).unwrap().agent.id
 }
 
 async fn search(engram: &Engram, agent: &AgentId, q: &str, tags: &[&str], k: usize) -> Vec<String> {
     engram
-        .search_archival(
+        .archival()
+        .search(
             agent,
             q,
             tags.iter().map(|t| t.to_string()).collect(),
@@ -49,7 +50,7 @@ async fn search(engram: &Engram, agent: &AgentId, q: &str, tags: &[&str], k: usi
 async fn new_agents_get_the_local_model_and_a_paraphrase_finds_its_passage() {
     let home = Home::with_model(&[]);
     let sam = agent(&home.engram, None);
-    let cfg = home.engram.get_agent(&sam).unwrap().agent.embedding;
+    let cfg = home.engram.agents().get(&sam).unwrap().agent.embedding;
     assert_eq!(
         cfg,
         Some(EmbeddingConfig {
@@ -58,11 +59,16 @@ async fn new_agents_get_the_local_model_and_a_paraphrase_finds_its_passage() {
         })
     );
     for p in PASSAGES {
-        home.engram.add_passage(&sam, p, vec![]).await.unwrap();
+        home.engram
+            .archival()
+            .insert(&sam, p, vec![])
+            .await
+            .unwrap();
     }
     // Vectors are computed in the background after the write.
     assert!(
         home.engram
+            .archival()
             .fresh_vectors(&sam, std::time::Duration::from_secs(30))
             .await
     );
@@ -75,10 +81,11 @@ async fn new_agents_get_the_local_model_and_a_paraphrase_finds_its_passage() {
 
     // "my dog" shares no word with the passage: words alone cannot find it.
     let words_only = agent(&home.engram, Some("none"));
-    let plain = home.engram.default_embedding().unwrap();
+    let plain = home.engram.models().default_embedding().unwrap();
     assert!(plain.is_some());
     home.engram
-        .update_agent(
+        .agents()
+        .update(
             &words_only,
             &engram_core::AgentPatch {
                 embedding: Some(None),
@@ -88,7 +95,8 @@ async fn new_agents_get_the_local_model_and_a_paraphrase_finds_its_passage() {
         .unwrap();
     for p in PASSAGES {
         home.engram
-            .add_passage(&words_only, p, vec![])
+            .archival()
+            .insert(&words_only, p, vec![])
             .await
             .unwrap();
     }
@@ -117,17 +125,20 @@ async fn filters_apply_before_the_limit_in_hybrid_search() {
     for i in 0..30 {
         let text = format!("Notes about puppies and dogs, number {i}");
         home.engram
-            .add_passage(&sam, &text, vec!["pets".into()])
+            .archival()
+            .insert(&sam, &text, vec!["pets".into()])
             .await
             .unwrap();
     }
     home.engram
-        .add_passage(&sam, "Bob loves boston terriers", vec!["bob".into()])
+        .archival()
+        .insert(&sam, "Bob loves boston terriers", vec!["bob".into()])
         .await
         .unwrap();
     // Vectors are computed in the background after the write.
     assert!(
         home.engram
+            .archival()
             .fresh_vectors(&sam, std::time::Duration::from_secs(30))
             .await
     );
@@ -154,7 +165,7 @@ async fn an_imported_passage_is_found_by_words_then_by_meaning_after_backfill() 
     );
     // The search's successful query embedding may already have started a background
     // backfill; either way, after this call every passage has its vector.
-    let report = home.engram.backfill_embeddings(&sam).await.unwrap();
+    let report = home.engram.archival().backfill(&sam).await.unwrap();
     assert_eq!(report.remaining, 0);
     assert!(report.embedded <= 4);
     let store = home.engram.store();
@@ -162,7 +173,7 @@ async fn an_imported_passage_is_found_by_words_then_by_meaning_after_backfill() 
     let hits = search(&home.engram, &sam, "my dog", &[], 1).await;
     assert_eq!(hits, vec![PASSAGES[0].to_owned()]);
     // A second run finds nothing left to do.
-    let again = home.engram.backfill_embeddings(&sam).await.unwrap();
+    let again = home.engram.archival().backfill(&sam).await.unwrap();
     assert_eq!((again.embedded, again.remaining), (0, 0));
 }
 
@@ -175,7 +186,8 @@ async fn a_passage_is_found_by_words_while_its_vectors_are_computed_then_by_mean
     let store = home.engram.store();
     let stored = home
         .engram
-        .add_passage(&sam, PASSAGES[0], vec![])
+        .archival()
+        .insert(&sam, PASSAGES[0], vec![])
         .await
         .unwrap();
     // The model is not loaded yet, and its first load takes far longer than a write: the
@@ -193,6 +205,7 @@ async fn a_passage_is_found_by_words_while_its_vectors_are_computed_then_by_mean
 
     assert!(
         home.engram
+            .archival()
             .fresh_vectors(&sam, std::time::Duration::from_secs(30))
             .await
     );
@@ -243,11 +256,12 @@ async fn an_embedding_outage_loses_nothing_and_search_answers_at_once() {
         }),
         ..NewAgent::default()
     };
-    let sam = home.engram.create_agent(new).unwrap().agent.id;
+    let sam = home.engram.agents().create(new).unwrap().agent.id;
     let mut notices = home.engram.notices();
     let stored = home
         .engram
-        .add_passage(&sam, "The spare key is under the blue flowerpot", vec![])
+        .archival()
+        .insert(&sam, "The spare key is under the blue flowerpot", vec![])
         .await
         .expect("the passage is stored although the embedding server is down");
     let missing = home
@@ -259,6 +273,7 @@ async fn an_embedding_outage_loses_nothing_and_search_answers_at_once() {
     assert_eq!(missing[0].id, stored.id);
     // The background pass tried the model and said why it failed.
     home.engram
+        .archival()
         .fresh_vectors(&sam, std::time::Duration::from_secs(30))
         .await;
     let notice = loop {
@@ -294,10 +309,12 @@ async fn damaged_weights_give_a_clear_error_and_search_falls_back_to_words() {
     let sam = agent(&home.engram, None);
     let mut notices = home.engram.notices();
     home.engram
-        .add_passage(&sam, "The spare key is under the blue flowerpot", vec![])
+        .archival()
+        .insert(&sam, "The spare key is under the blue flowerpot", vec![])
         .await
         .unwrap();
     home.engram
+        .archival()
         .fresh_vectors(&sam, std::time::Duration::from_secs(30))
         .await;
     let message = loop {
@@ -341,18 +358,21 @@ async fn the_first_use_download_comes_from_the_model_repository_with_progress() 
     let home = Home::with_env(&[("ENGRAM_LOCAL_MODEL_URL", url.as_str())]);
     let before = home
         .engram
-        .local_model_status("local/all-minilm-l6-v2")
+        .models()
+        .embedding_model_status("local/all-minilm-l6-v2")
         .unwrap();
     assert!(!before.present && !before.user_folder);
     let mut notices = home.engram.notices();
     let sam = agent(&home.engram, None);
     home.engram
-        .add_passage(&sam, "Bob loves boston terriers", vec![])
+        .archival()
+        .insert(&sam, "Bob loves boston terriers", vec![])
         .await
         .unwrap();
     // Vectors are computed in the background after the write.
     assert!(
         home.engram
+            .archival()
             .fresh_vectors(&sam, std::time::Duration::from_secs(30))
             .await
     );
@@ -371,7 +391,8 @@ async fn the_first_use_download_comes_from_the_model_repository_with_progress() 
     assert_eq!(done, total);
     let after = home
         .engram
-        .local_model_status("local/all-minilm-l6-v2")
+        .models()
+        .embedding_model_status("local/all-minilm-l6-v2")
         .unwrap();
     assert!(after.present && after.loaded, "{after:?}");
     assert!(after.dir.starts_with(&home.path().display().to_string()));
@@ -395,19 +416,26 @@ fn an_agents_embedding_endpoint_is_written_down_and_kept() {
         }),
         ..NewAgent::default()
     };
-    let a = home.engram.create_agent(given).unwrap().agent;
+    let a = home.engram.agents().create(given).unwrap().agent;
     assert_eq!(
         a.embedding.unwrap().base_url.as_deref(),
         Some("http://127.0.0.1:11500/v1")
     );
     // Without a base URL, the one that resolves now is written down…
     let b = agent(&home.engram, Some("openai/text-embedding-3-small"));
-    let stored = home.engram.get_agent(&b).unwrap().agent.embedding.unwrap();
+    let stored = home
+        .engram
+        .agents()
+        .get(&b)
+        .unwrap()
+        .agent
+        .embedding
+        .unwrap();
     assert_eq!(stored.base_url.as_deref(), Some("http://127.0.0.1:9/v1"));
     // …and kept when the environment changes later.
     let dir = home.dir;
     let reopened = engram_suite::open_with_env(dir.path(), &[]);
-    let kept = reopened.get_agent(&b).unwrap().agent.embedding.unwrap();
+    let kept = reopened.agents().get(&b).unwrap().agent.embedding.unwrap();
     assert_eq!(kept.base_url.as_deref(), Some("http://127.0.0.1:9/v1"));
     // A provider nobody configured is refused rather than guessed.
     let unknown = NewAgent {
@@ -418,7 +446,7 @@ fn an_agents_embedding_endpoint_is_written_down_and_kept() {
         }),
         ..NewAgent::default()
     };
-    let err = reopened.create_agent(unknown).unwrap_err().to_string();
+    let err = reopened.agents().create(unknown).unwrap_err().to_string();
     assert!(err.contains("mystery"), "{err}");
 }
 
@@ -448,17 +476,24 @@ async fn a_retry_by_hand_tries_the_download_at_once() {
     });
     for i in 0..5 {
         home.engram
-            .add_passage(&agent, &format!("note {i} about tulips"), vec![])
+            .archival()
+            .insert(&agent, &format!("note {i} about tulips"), vec![])
             .await
             .unwrap();
     }
     // The background pass tried the download, and failed.
     home.engram
+        .archival()
         .fresh_vectors(&agent, std::time::Duration::from_secs(30))
         .await;
     let automatic = asked.load(Ordering::SeqCst);
     assert!(automatic >= 1, "the first use tried the download");
-    let err = home.engram.retry_embedding_model(&agent).await.unwrap_err();
+    let err = home
+        .engram
+        .models()
+        .retry_embedding_model(&agent)
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), "provider_not_configured", "{err}");
     assert!(
         asked.load(Ordering::SeqCst) > automatic,
@@ -469,7 +504,8 @@ async fn a_retry_by_hand_tries_the_download_at_once() {
         a.name = "Words".into();
     });
     home.engram
-        .update_agent(
+        .agents()
+        .update(
             &words_only,
             &engram_core::AgentPatch {
                 embedding: Some(None),
@@ -479,6 +515,7 @@ async fn a_retry_by_hand_tries_the_download_at_once() {
         .unwrap();
     assert!(
         home.engram
+            .models()
             .retry_embedding_model(&words_only)
             .await
             .unwrap()

@@ -30,7 +30,8 @@ fn query(text: &str, limit: usize) -> MessageQuery {
 
 async fn recall(engram: &Engram, agent: &AgentId, text: &str, limit: usize) -> Vec<String> {
     engram
-        .search_recall(agent, &query(text, limit))
+        .recall()
+        .search(agent, &query(text, limit))
         .await
         .unwrap()
         .into_iter()
@@ -47,7 +48,7 @@ async fn wait_embedded(engram: &Engram, agent: &AgentId) {
             .store()
             .count_messages_without_vectors(agent)
             .unwrap();
-        if missing == 0 && !engram.backfill_running(agent) {
+        if missing == 0 && !engram.archival().backfill_running(agent) {
             return;
         }
         assert!(
@@ -112,7 +113,8 @@ async fn a_paraphrase_finds_a_message_by_meaning_through_conversation_search() {
     let sam = home.agent(&mock, LoopStyle::ToolLoop);
     assert_eq!(
         home.engram
-            .get_agent(&sam)
+            .agents()
+            .get(&sam)
             .unwrap()
             .agent
             .embedding
@@ -137,7 +139,8 @@ async fn a_paraphrase_finds_a_message_by_meaning_through_conversation_search() {
     );
     let hits = home
         .engram
-        .search_recall(&sam, &query("my dog", 5))
+        .recall()
+        .search(&sam, &query("my dog", 5))
         .await
         .unwrap();
     assert_eq!(hits[0].message.content, DOG, "{hits:?}");
@@ -164,7 +167,8 @@ async fn messages_stored_without_vectors_are_found_by_meaning_after_the_backfill
     let home = Home::with_model(&[]);
     let sam = home
         .engram
-        .create_agent(NewAgent {
+        .agents()
+        .create(NewAgent {
             name: "Sam".into(),
             ..NewAgent::default()
         })
@@ -186,7 +190,7 @@ async fn messages_stored_without_vectors_are_found_by_meaning_after_the_backfill
         .unwrap();
     assert_eq!(store.count_messages_without_vectors(&sam).unwrap(), 4);
     let mut notices = home.engram.notices();
-    let report = home.engram.backfill_embeddings(&sam).await.unwrap();
+    let report = home.engram.archival().backfill(&sam).await.unwrap();
     assert_eq!(report.remaining, 0);
     assert_eq!(report.embedded, 4);
     let progress: Vec<(u64, u64)> = std::iter::from_fn(|| notices.try_recv().ok())
@@ -199,7 +203,7 @@ async fn messages_stored_without_vectors_are_found_by_meaning_after_the_backfill
     let hits = recall(&home.engram, &sam, "my dog", 2).await;
     assert_eq!(hits[0], DOG, "{hits:?}");
     // A second run finds nothing left to do.
-    let again = home.engram.backfill_embeddings(&sam).await.unwrap();
+    let again = home.engram.archival().backfill(&sam).await.unwrap();
     assert_eq!((again.embedded, again.remaining), (0, 0));
 }
 
@@ -224,7 +228,7 @@ async fn an_embedding_outage_during_a_turn_loses_nothing_and_the_message_is_back
         .collect();
     assert!(listed.iter().any(|t| t == said), "{listed:?}");
     let started = Instant::now();
-    while home.engram.backfill_running(&sam) {
+    while home.engram.archival().backfill_running(&sam) {
         assert!(started.elapsed() < Duration::from_secs(60));
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -261,7 +265,8 @@ async fn a_model_change_re_embeds_in_the_background_while_a_chat_turn_completes(
     assert_eq!(before[0].message.content, DOG);
 
     home.engram
-        .update_agent(
+        .agents()
+        .update(
             &sam,
             &AgentPatch {
                 embedding: Some(Some(EmbeddingConfig {
@@ -293,7 +298,8 @@ async fn a_backfill_cut_short_by_a_restart_goes_on_when_the_app_starts_again() {
     let home = Home::with_model(&[]);
     let sam = home
         .engram
-        .create_agent(NewAgent {
+        .agents()
+        .create(NewAgent {
             name: "Sam".into(),
             ..NewAgent::default()
         })
@@ -306,7 +312,7 @@ async fn a_backfill_cut_short_by_a_restart_goes_on_when_the_app_starts_again() {
     // Stop the backfill after its first batch, as closing the app would.
     let mut notices = home.engram.notices();
     tokio::select! {
-        _ = home.engram.backfill_embeddings(&sam) => panic!("the backfill was not cut short"),
+        _ = home.engram.archival().backfill(&sam) => panic!("the backfill was not cut short"),
         _ = async {
             while !matches!(notices.recv().await, Ok(Notice::EmbeddingBackfill { .. })) {}
         } => {}
@@ -323,7 +329,7 @@ async fn a_backfill_cut_short_by_a_restart_goes_on_when_the_app_starts_again() {
     let model = engram_suite::model::model_dir().display().to_string();
     let reopened =
         engram_suite::open_with_env(dir.path(), &[("ENGRAM_LOCAL_MODEL_DIR", model.as_str())]);
-    assert_eq!(reopened.resume_backfills().unwrap(), 1);
+    assert_eq!(reopened.archival().resume_backfills().unwrap(), 1);
     wait_embedded(&reopened, &sam).await;
     assert_eq!(recall(&reopened, &sam, "my puppy", 1).await, [DOG]);
 }

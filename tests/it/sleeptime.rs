@@ -42,7 +42,8 @@ pub(crate) async fn search(
     };
     let mut texts: Vec<String> = home
         .engram
-        .search_archival_by(agent, q)
+        .archival()
+        .search_by(agent, q)
         .await
         .unwrap()
         .into_iter()
@@ -55,7 +56,8 @@ pub(crate) async fn search(
 fn passage_id(home: &Home, agent: &AgentId, text: &str) -> String {
     let all = home
         .engram
-        .list_passages(
+        .archival()
+        .list(
             agent,
             &PassageList {
                 limit: 100,
@@ -78,8 +80,8 @@ pub(crate) async fn passes_settle(
     n: usize,
 ) -> Vec<engram_core::SleeptimePass> {
     for _ in 0..200 {
-        let passes = home.engram.sleeptime_passes(agent, 10).unwrap();
-        if passes.len() >= n && !home.engram.sleeptime_running(agent) {
+        let passes = home.engram.sleeptime().passes(agent, 10).unwrap();
+        if passes.len() >= n && !home.engram.sleeptime().running(agent) {
             return passes;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -141,7 +143,8 @@ async fn twenty_turns_then_a_pass_replaces_the_old_fact_once_and_undo_restores_a
     let home = Home::new();
     let agent = home.agent(&chat, LoopStyle::ToolLoop);
     home.engram
-        .set_sleeptime_settings(&agent, &settings(&sleep, 20))
+        .sleeptime()
+        .set_settings(&agent, &settings(&sleep, 20))
         .unwrap();
     let mut notices = home.engram.notices();
     for i in 1..=20 {
@@ -170,7 +173,13 @@ async fn twenty_turns_then_a_pass_replaces_the_old_fact_once_and_undo_restores_a
         let (out, _) = home.chat(&agent, text).await;
         assert!(out.error.is_none(), "turn {i}: {:?}", out.error);
         if i < 20 {
-            assert!(home.engram.sleeptime_passes(&agent, 10).unwrap().is_empty());
+            assert!(
+                home.engram
+                    .sleeptime()
+                    .passes(&agent, 10)
+                    .unwrap()
+                    .is_empty()
+            );
         }
     }
     let before = home.block(&agent, "human");
@@ -259,7 +268,7 @@ async fn twenty_turns_then_a_pass_replaces_the_old_fact_once_and_undo_restores_a
     assert!(old["replaced_at"].is_string());
 
     // Undo of the whole pass puts every block and passage back.
-    let undone = home.engram.undo_sleeptime_pass(&pass.id).unwrap();
+    let undone = home.engram.sleeptime().undo_pass(&pass.id).unwrap();
     assert_eq!(undone.status, PassStatus::Undone);
     assert!(undone.changes.iter().all(|c| c.undone_at.is_some()));
     assert_eq!(home.block(&agent, "human"), before);
@@ -287,7 +296,8 @@ async fn a_hand_edit_and_a_chat_run_during_a_pass_both_survive_it() {
         )];
     });
     home.engram
-        .set_sleeptime_settings(&agent, &settings(&sleep, 50))
+        .sleeptime()
+        .set_settings(&agent, &settings(&sleep, 50))
         .unwrap();
     // The sleep-time agent thinks for a while before it rewrites the block.
     sleep.push_all([
@@ -304,9 +314,10 @@ async fn a_hand_edit_and_a_chat_run_during_a_pass_both_survive_it() {
         while sleep.chat_requests().is_empty() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        let block = home.engram.agent_block(&agent, "human").unwrap();
+        let block = home.engram.blocks().by_label(&agent, "human").unwrap();
         home.engram
-            .set_block_value(&agent, "human", &format!("{}\nHas a cat", block.value))
+            .blocks()
+            .set_value(&agent, "human", &format!("{}\nHas a cat", block.value))
             .unwrap();
         chat.push_all([
             Reply::ToolCalls(vec![Call::new(
@@ -320,12 +331,12 @@ async fn a_hand_edit_and_a_chat_run_during_a_pass_both_survive_it() {
         assert!(out.error.is_none(), "{:?}", out.error);
         // The chat did not wait for the pass.
         assert!(
-            home.engram.sleeptime_running(&agent),
+            home.engram.sleeptime().running(&agent),
             "the pass is still thinking"
         );
         assert!(started.elapsed() < Duration::from_millis(1200));
     };
-    let (pass, ()) = tokio::join!(home.engram.run_sleeptime_pass(&agent), meanwhile);
+    let (pass, ()) = tokio::join!(home.engram.sleeptime().run_pass(&agent), meanwhile);
     let pass = pass.unwrap();
     assert_eq!(pass.status, PassStatus::Done, "{:?}", pass.reason);
     assert_eq!(
@@ -333,7 +344,7 @@ async fn a_hand_edit_and_a_chat_run_during_a_pass_both_survive_it() {
         "Name: Ana\nLives in Porto\nLikes tea\nHas a cat\nPlays chess"
     );
     // Undoing the pass takes back only what it wrote.
-    home.engram.undo_sleeptime_pass(&pass.id).unwrap();
+    home.engram.sleeptime().undo_pass(&pass.id).unwrap();
     assert_eq!(
         home.block(&agent, "human"),
         "Name: Ana\nLives in Lisbon\nLikes tea\nLikes tea\nHas a cat\nPlays chess"
@@ -347,16 +358,19 @@ async fn duplicated_passages_are_merged_into_one_and_the_merge_undone() {
     let home = Home::new();
     let agent = home.agent(&chat, LoopStyle::ToolLoop);
     home.engram
-        .set_sleeptime_settings(&agent, &settings(&sleep, 50))
+        .sleeptime()
+        .set_settings(&agent, &settings(&sleep, 50))
         .unwrap();
     let a = home
         .engram
-        .add_passage(&agent, "Ana likes green tea", vec![])
+        .archival()
+        .insert(&agent, "Ana likes green tea", vec![])
         .await
         .unwrap();
     let b = home
         .engram
-        .add_passage(&agent, "Ana's favourite tea is green", vec![])
+        .archival()
+        .insert(&agent, "Ana's favourite tea is green", vec![])
         .await
         .unwrap();
     sleep.push_all([
@@ -371,7 +385,7 @@ async fn duplicated_passages_are_merged_into_one_and_the_merge_undone() {
         )]),
         Reply::ToolCalls(vec![Call::new("finish", json!({}))]),
     ]);
-    let pass = home.engram.run_sleeptime_pass(&agent).await.unwrap();
+    let pass = home.engram.sleeptime().run_pass(&agent).await.unwrap();
     assert_eq!(pass.status, PassStatus::Done, "{:?}", pass.reason);
     let told = sleep.chat_requests()[2].body.to_string();
     assert!(told.contains("already replaced in this pass"), "{told}");
@@ -385,7 +399,7 @@ async fn duplicated_passages_are_merged_into_one_and_the_merge_undone() {
         merged.superseded.map(|s| s.kind),
         Some(engram_core::SupersedeKind::Merged)
     );
-    home.engram.undo_sleeptime_pass(&pass.id).unwrap();
+    home.engram.sleeptime().undo_pass(&pass.id).unwrap();
     assert_eq!(
         search(&home, &agent, "tea", true).await,
         ["Ana likes green tea", "Ana's favourite tea is green"]

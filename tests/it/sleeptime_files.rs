@@ -10,7 +10,8 @@ use engram_suite::Home;
 
 fn all(home: &Home, agent: &engram_core::AgentId) -> Vec<engram_core::Passage> {
     home.engram
-        .list_passages(
+        .archival()
+        .list(
             agent,
             &PassageList {
                 limit: 100,
@@ -34,13 +35,15 @@ async fn settings_and_replaced_facts_round_trip_through_an_agent_file() {
         ..SleeptimeSettings::default()
     };
     home.engram
-        .set_sleeptime_settings(&agent, &settings)
+        .sleeptime()
+        .set_settings(&agent, &settings)
         .unwrap();
     // A pass replaced Lisbon by Porto.
     let sleep = MockLlm::start(Script::Queue).await;
     let old = home
         .engram
-        .add_passage(&agent, "Ana lives in Lisbon", vec![])
+        .archival()
+        .insert(&agent, "Ana lives in Lisbon", vec![])
         .await
         .unwrap();
     sleep.push_all([
@@ -58,14 +61,16 @@ async fn settings_and_replaced_facts_round_trip_through_an_agent_file() {
     llm.base_url = Some(sleep.base_url());
     with_model.llm = Some(llm);
     home.engram
-        .set_sleeptime_settings(&agent, &with_model)
+        .sleeptime()
+        .set_settings(&agent, &with_model)
         .unwrap();
-    let pass = home.engram.run_sleeptime_pass(&agent).await.unwrap();
+    let pass = home.engram.sleeptime().run_pass(&agent).await.unwrap();
     assert_eq!(pass.changes.len(), 2, "{pass:#?}");
 
     let file = home
         .engram
-        .export_agent_file(std::slice::from_ref(&agent))
+        .agent_files()
+        .export(std::slice::from_ref(&agent))
         .unwrap();
     let json: serde_json::Value = serde_json::from_slice(&file).unwrap();
     assert_eq!(json["agents"][0]["enable_sleeptime"], true);
@@ -79,8 +84,8 @@ async fn settings_and_replaced_facts_round_trip_through_an_agent_file() {
     assert_eq!(json["agents"][0]["group_ids"][0], group["id"]);
 
     // Engram → Engram: everything, the settings whole and the history linked.
-    let back = home.engram.import_agent_file(&file).unwrap().agents[0].clone();
-    assert_eq!(home.engram.sleeptime_settings(&back).unwrap(), with_model);
+    let back = home.engram.agent_files().import(&file).unwrap().agents[0].clone();
+    assert_eq!(home.engram.sleeptime().settings(&back).unwrap(), with_model);
     let passages = all(&home, &back);
     let texts: Vec<&str> = passages.iter().map(|p| p.text.as_str()).collect();
     assert_eq!(texts, ["Ana lives in Lisbon", "Ana lives in Porto"]);
@@ -93,8 +98,8 @@ async fn settings_and_replaced_facts_round_trip_through_an_agent_file() {
     let mut letta_only = json.clone();
     letta_only.as_object_mut().unwrap().remove("engram");
     let bytes = serde_json::to_vec(&letta_only).unwrap();
-    let plain = home.engram.import_agent_file(&bytes).unwrap().agents[0].clone();
-    let s = home.engram.sleeptime_settings(&plain).unwrap();
+    let plain = home.engram.agent_files().import(&bytes).unwrap().agents[0].clone();
+    let s = home.engram.sleeptime().settings(&plain).unwrap();
     assert!(s.enabled);
     assert_eq!(s.frequency, 3);
 }

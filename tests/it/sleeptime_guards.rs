@@ -18,12 +18,12 @@ async fn a_budget_of_one_pass_a_day_skips_the_second_with_a_notice() {
     let agent = home.agent(&chat, LoopStyle::ToolLoop);
     let mut s = settings(&sleep, 50);
     s.passes_per_day = Some(1);
-    home.engram.set_sleeptime_settings(&agent, &s).unwrap();
+    home.engram.sleeptime().set_settings(&agent, &s).unwrap();
     let mut notices = home.engram.notices();
     sleep.push(Reply::ToolCalls(vec![Call::new("finish", json!({}))]));
-    let first = home.engram.run_sleeptime_pass(&agent).await.unwrap();
+    let first = home.engram.sleeptime().run_pass(&agent).await.unwrap();
     assert_eq!(first.status, PassStatus::Done);
-    let second = home.engram.run_sleeptime_pass(&agent).await.unwrap();
+    let second = home.engram.sleeptime().run_pass(&agent).await.unwrap();
     assert_eq!(second.status, PassStatus::Skipped);
     let reason = second.reason.clone().unwrap();
     assert!(reason.contains("over budget: 1 of 1"), "{reason}");
@@ -47,23 +47,26 @@ async fn a_budget_of_one_pass_a_day_skips_the_second_with_a_notice() {
 
     // A global token budget already spent skips too.
     s.passes_per_day = None;
-    home.engram.set_sleeptime_settings(&agent, &s).unwrap();
+    home.engram.sleeptime().set_settings(&agent, &s).unwrap();
     home.engram
-        .set_sleeptime_budget(&engram_core::SleeptimeBudget {
+        .sleeptime()
+        .set_budget(&engram_core::SleeptimeBudget {
             tokens_per_day: Some(1),
             ..engram_core::SleeptimeBudget::default()
         })
         .unwrap();
-    let third = home.engram.run_sleeptime_pass(&agent).await.unwrap();
+    let third = home.engram.sleeptime().run_pass(&agent).await.unwrap();
     assert_eq!(third.status, PassStatus::Skipped);
     assert!(third.reason.unwrap().contains("pass tokens of all agents"));
 
     // Money: at the pass model's price, the first pass spent more than a tiny daily allowance.
     home.engram
-        .set_sleeptime_budget(&engram_core::SleeptimeBudget::default())
+        .sleeptime()
+        .set_budget(&engram_core::SleeptimeBudget::default())
         .unwrap();
     home.engram
-        .set_model_price(&engram_core::ModelPrice {
+        .models()
+        .set_price(&engram_core::ModelPrice {
             model: "openai/mock-sleep".into(),
             input_per_mtok: 100.0,
             output_per_mtok: 100.0,
@@ -71,15 +74,15 @@ async fn a_budget_of_one_pass_a_day_skips_the_second_with_a_notice() {
         })
         .unwrap();
     s.usd_per_day = Some(0.000_001);
-    home.engram.set_sleeptime_settings(&agent, &s).unwrap();
-    let fourth = home.engram.run_sleeptime_pass(&agent).await.unwrap();
+    home.engram.sleeptime().set_settings(&agent, &s).unwrap();
+    let fourth = home.engram.sleeptime().run_pass(&agent).await.unwrap();
     assert_eq!(fourth.status, PassStatus::Skipped);
     let reason = fourth.reason.unwrap();
     assert!(
         reason.contains("for this agent's passes per 24 hours are spent"),
         "{reason}"
     );
-    let first = &home.engram.sleeptime_passes(&agent, 10).unwrap()[3];
+    let first = &home.engram.sleeptime().passes(&agent, 10).unwrap()[3];
     assert_eq!(first.status, PassStatus::Done);
     assert!(first.cost_usd.unwrap() > 0.0, "the pass has a cost");
 }
@@ -95,7 +98,8 @@ async fn the_money_left_stops_a_pass_mid_way_and_it_writes_nothing() {
     let agent = home.agent(&chat, LoopStyle::ToolLoop);
     let before = home.block(&agent, "human");
     home.engram
-        .set_model_price(&engram_core::ModelPrice {
+        .models()
+        .set_price(&engram_core::ModelPrice {
             model: "openai/mock-sleep".into(),
             input_per_mtok: 10.0,
             output_per_mtok: 30.0,
@@ -105,13 +109,13 @@ async fn the_money_left_stops_a_pass_mid_way_and_it_writes_nothing() {
     let mut s = settings(&sleep, 50);
     // $0.003 buys 100 tokens at $30 per million; a pass's first call reads far more.
     s.usd_per_day = Some(0.003);
-    home.engram.set_sleeptime_settings(&agent, &s).unwrap();
+    home.engram.sleeptime().set_settings(&agent, &s).unwrap();
     sleep.push(Reply::ToolCalls(vec![Call::new(
         "memory_rethink",
         json!({"label": "human", "new_memory": "Written by a pass that could not pay"}),
     )]));
     sleep.push(Reply::ToolCalls(vec![Call::new("finish", json!({}))]));
-    let pass = home.engram.run_sleeptime_pass(&agent).await.unwrap();
+    let pass = home.engram.sleeptime().run_pass(&agent).await.unwrap();
     assert_eq!(pass.status, PassStatus::Failed, "{pass:?}");
     assert!(
         pass.reason
@@ -135,7 +139,8 @@ async fn a_pass_never_runs_twice_at_once() {
     let home = Home::new();
     let agent = home.agent(&chat, LoopStyle::ToolLoop);
     home.engram
-        .set_sleeptime_settings(&agent, &settings(&sleep, 1))
+        .sleeptime()
+        .set_settings(&agent, &settings(&sleep, 1))
         .unwrap();
     sleep.push(Reply::Delayed(
         Duration::from_millis(800),
@@ -146,11 +151,11 @@ async fn a_pass_never_runs_twice_at_once() {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         // Asked by hand, and by a chat turn that reaches the frequency: neither starts one.
-        let err = home.engram.run_sleeptime_pass(&agent).await.unwrap_err();
+        let err = home.engram.sleeptime().run_pass(&agent).await.unwrap_err();
         home.chat(&agent, "hello").await;
         err
     };
-    let (first, err) = tokio::join!(home.engram.run_sleeptime_pass(&agent), second);
+    let (first, err) = tokio::join!(home.engram.sleeptime().run_pass(&agent), second);
     assert_eq!(first.unwrap().status, PassStatus::Done);
     assert_eq!(err.code(), "conflict", "{err}");
     assert_eq!(sleep.chat_requests().len(), 1, "one pass, one model call");
@@ -165,7 +170,8 @@ async fn a_failed_model_call_leaves_memory_as_it_was() {
         a.blocks = vec![NewBlock::new("human", "Lives in Lisbon")];
     });
     home.engram
-        .set_sleeptime_settings(&agent, &settings(&sleep, 50))
+        .sleeptime()
+        .set_settings(&agent, &settings(&sleep, 50))
         .unwrap();
     sleep.push_all([
         Reply::ToolCalls(vec![
@@ -178,14 +184,15 @@ async fn a_failed_model_call_leaves_memory_as_it_was() {
             retry_after: None,
         },
     ]);
-    let pass = home.engram.run_sleeptime_pass(&agent).await.unwrap();
+    let pass = home.engram.sleeptime().run_pass(&agent).await.unwrap();
     assert_eq!(pass.status, PassStatus::Failed);
     assert!(pass.reason.unwrap().contains("model call failed"));
     assert_eq!(home.block(&agent, "human"), "Lives in Lisbon");
     assert!(search(&home, &agent, "moved", true).await.is_empty());
     assert!(
         home.engram
-            .block_history(&agent, "human")
+            .blocks()
+            .history(&agent, "human")
             .unwrap()
             .is_empty()
     );
@@ -198,13 +205,15 @@ async fn a_process_killed_mid_pass_leaves_the_database_as_before() {
     let agent = cli_agent(home.path(), &mock);
     let snapshot = |engram: &engram_service::Engram| {
         let blocks: Vec<(String, String, u64)> = engram
-            .agent_blocks(&agent)
+            .blocks()
+            .of_agent(&agent)
             .unwrap()
             .into_iter()
             .map(|b| (b.label, b.value, b.version))
             .collect();
         let passages: Vec<(String, bool)> = engram
-            .list_passages(
+            .archival()
+            .list(
                 &agent,
                 &PassageList {
                     limit: 100,
@@ -216,7 +225,7 @@ async fn a_process_killed_mid_pass_leaves_the_database_as_before() {
             .into_iter()
             .map(|p| (p.text, p.superseded.is_some()))
             .collect();
-        let passes = engram.sleeptime_passes(&agent, 10).unwrap().len();
+        let passes = engram.sleeptime().passes(&agent, 10).unwrap().len();
         (blocks, passages, passes)
     };
     let before = {
@@ -225,10 +234,12 @@ async fn a_process_killed_mid_pass_leaves_the_database_as_before() {
             std::sync::Arc::new(engram_secrets::MemoryStore::default()),
         );
         engram
-            .set_block_value(&agent, "human", "Lives in Lisbon")
+            .blocks()
+            .set_value(&agent, "human", "Lives in Lisbon")
             .unwrap();
         engram
-            .add_passage(&agent, "Ana lives in Lisbon", vec![])
+            .archival()
+            .insert(&agent, "Ana lives in Lisbon", vec![])
             .await
             .unwrap();
         snapshot(&engram)
@@ -272,19 +283,25 @@ async fn an_idle_agent_gets_a_pass_on_what_is_waiting() {
     let agent = home.agent(&chat, LoopStyle::ToolLoop);
     let mut s = settings(&sleep, 50);
     s.idle_secs = Some(1);
-    home.engram.set_sleeptime_settings(&agent, &s).unwrap();
+    home.engram.sleeptime().set_settings(&agent, &s).unwrap();
     sleep.push(Reply::ToolCalls(vec![Call::new("finish", json!({}))]));
     home.chat(&agent, "first").await;
     // A second message within the idle time restarts the clock.
     tokio::time::sleep(Duration::from_millis(600)).await;
     home.chat(&agent, "second").await;
     tokio::time::sleep(Duration::from_millis(600)).await;
-    assert!(home.engram.sleeptime_passes(&agent, 10).unwrap().is_empty());
+    assert!(
+        home.engram
+            .sleeptime()
+            .passes(&agent, 10)
+            .unwrap()
+            .is_empty()
+    );
     let passes = passes_settle(&home, &agent, 1).await;
     assert_eq!(passes.len(), 1);
     assert_eq!(passes[0].trigger, PassTrigger::Idle);
     assert_eq!(passes[0].status, PassStatus::Done);
-    assert_eq!(home.engram.sleeptime_turns_waiting(&agent).unwrap(), 0);
+    assert_eq!(home.engram.sleeptime().turns_waiting(&agent).unwrap(), 0);
 }
 
 #[tokio::test]
@@ -311,10 +328,18 @@ async fn a_compaction_starts_a_pass_before_the_frequency_is_reached() {
         a.llm.as_mut().unwrap().context_window = 4_000;
     });
     home.engram
-        .set_sleeptime_settings(&agent, &settings(&sleep, 1_000))
+        .sleeptime()
+        .set_settings(&agent, &settings(&sleep, 1_000))
         .unwrap();
     let mut turns = 0;
-    while home.engram.sleeptime_passes(&agent, 1).unwrap().is_empty() && turns < 60 {
+    while home
+        .engram
+        .sleeptime()
+        .passes(&agent, 1)
+        .unwrap()
+        .is_empty()
+        && turns < 60
+    {
         let text = format!("Fact {turns}: the tulip bed number {turns} faces east.");
         let (out, _) = home.chat(&agent, &text).await;
         assert!(out.error.is_none(), "{:?}", out.error);

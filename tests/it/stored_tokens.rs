@@ -25,7 +25,8 @@ const NOTES: [&str; 6] = [
 
 fn new_agent(engram: &Engram) -> AgentId {
     engram
-        .create_agent(NewAgent {
+        .agents()
+        .create(NewAgent {
             name: "Sam".into(),
             ..NewAgent::default()
         })
@@ -80,9 +81,9 @@ async fn a_passage_is_found_by_words_at_once_and_by_its_stored_vectors_once_comp
 
     // The background pass (started at once for an import, at the next start for rows a quit
     // left behind) gives each passage its vector and its token vectors.
-    assert_eq!(engram.resume_backfills().unwrap(), 1);
+    assert_eq!(engram.archival().resume_backfills().unwrap(), 1);
     until("the backfill", || {
-        without_tokens(engram, &sam) == 0 && !engram.backfill_running(&sam)
+        without_tokens(engram, &sam) == 0 && !engram.archival().backfill_running(&sam)
     })
     .await;
     assert_eq!(
@@ -90,7 +91,8 @@ async fn a_passage_is_found_by_words_at_once_and_by_its_stored_vectors_once_comp
         0
     );
     let ids: Vec<_> = engram
-        .list_passages(&sam, &all_passages())
+        .archival()
+        .list(&sam, &all_passages())
         .unwrap()
         .into_iter()
         .map(|p| p.id)
@@ -108,7 +110,7 @@ async fn a_passage_is_found_by_words_at_once_and_by_its_stored_vectors_once_comp
     // The search reads what is stored, not the text: give the Lisbon note the vectors of the
     // tax note and it falls behind, though its text did not change.
     let lisbon = &before[0].passage;
-    let all = engram.list_passages(&sam, &all_passages()).unwrap();
+    let all = engram.archival().list(&sam, &all_passages()).unwrap();
     let tax = all.iter().find(|p| p.text == NOTES[1]).unwrap();
     let swapped = stored[&tax.id].clone();
     assert_eq!(
@@ -140,7 +142,8 @@ async fn a_passage_is_found_by_words_at_once_and_by_its_stored_vectors_once_comp
         .unwrap();
     assert_eq!(without_tokens(engram, &sam), 1);
     engram
-        .edit_passage(&sam, &lisbon.id, Some(porto), None)
+        .archival()
+        .edit(&sam, &lisbon.id, Some(porto), None)
         .await
         .unwrap();
     until("the edited passage's vectors", || {
@@ -190,7 +193,7 @@ async fn a_quit_in_the_middle_of_the_backfill_resumes_on_the_next_start() {
         rt.block_on(async {
             let engram = open_with_env(&dir, &vars);
             let mut notices = engram.notices();
-            assert_eq!(engram.resume_backfills().unwrap(), 1);
+            assert_eq!(engram.archival().resume_backfills().unwrap(), 1);
             loop {
                 if let engram_service::Notice::EmbeddingBackfill { done, .. } =
                     notices.recv().await.unwrap()
@@ -210,9 +213,9 @@ async fn a_quit_in_the_middle_of_the_backfill_resumes_on_the_next_start() {
     // The next start picks it up from where it stopped.
     drop(home.engram);
     let engram = open_with_env(&path, &vars);
-    assert_eq!(engram.resume_backfills().unwrap(), 1);
+    assert_eq!(engram.archival().resume_backfills().unwrap(), 1);
     until("the resumed backfill", || {
-        without_tokens(&engram, &sam) == 0 && !engram.backfill_running(&sam)
+        without_tokens(&engram, &sam) == 0 && !engram.archival().backfill_running(&sam)
     })
     .await;
     assert_eq!(

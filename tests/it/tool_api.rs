@@ -6,7 +6,6 @@ use engram_agent::{ToolApi, ToolScope};
 use engram_core::{Editor, NewAgent, NewBlock};
 use engram_suite::Home;
 use std::path::Path;
-use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 
@@ -35,7 +34,8 @@ async fn request(socket: &Path, method: &str, path: &str, body: &str) -> (u16, S
 
 fn agent(home: &Home, name: &str) -> engram_core::AgentId {
     home.engram
-        .create_agent(NewAgent {
+        .agents()
+        .create(NewAgent {
             name: name.into(),
             blocks: vec![
                 NewBlock::new("tasks", "[]"),
@@ -56,7 +56,6 @@ async fn a_tools_door_serves_only_its_own_agent_and_closes_with_the_call() {
     let home = Home::new();
     let (own, other) = (agent(&home, "Own"), agent(&home, "Other"));
     let Home { dir: _dir, engram } = home;
-    let engram = Arc::new(engram);
     let api = engram_server::tool_api::install(&engram).unwrap();
     let door = api
         .open(ToolScope {
@@ -80,7 +79,7 @@ async fn a_tools_door_serves_only_its_own_agent_and_closes_with_the_call() {
     // No token needed, and the edit is the tool call's.
     let (status, body) = request(&socket, "PATCH", &blocks, r#"{"value": "[\"a\"]"}"#).await;
     assert_eq!(status, 200, "{body}");
-    let history = engram.block_history(&own, "tasks").unwrap();
+    let history = engram.blocks().history(&own, "tasks").unwrap();
     assert_eq!(
         history[0].editor,
         Editor::Agent {
@@ -130,7 +129,7 @@ async fn a_tools_door_serves_only_its_own_agent_and_closes_with_the_call() {
         assert_eq!(status, 403, "{method} {path}: {answer}");
         assert!(answer.contains("detail"), "{answer}");
     }
-    let agent = engram.get_agent(&own).unwrap().agent;
+    let agent = engram.agents().get(&own).unwrap().agent;
     assert!(
         !agent
             .llm
@@ -139,9 +138,12 @@ async fn a_tools_door_serves_only_its_own_agent_and_closes_with_the_call() {
             .is_some_and(|u| u.contains("evil")),
         "the tool changed its agent's endpoint"
     );
-    assert_eq!(engram.agent_block(&own, "rules").unwrap().value, "Be kind.");
     assert_eq!(
-        engram.agent_block(&other, "tasks").unwrap().value,
+        engram.blocks().by_label(&own, "rules").unwrap().value,
+        "Be kind."
+    );
+    assert_eq!(
+        engram.blocks().by_label(&other, "tasks").unwrap().value,
         "[]",
         "the other agent is untouched"
     );

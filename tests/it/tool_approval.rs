@@ -23,7 +23,8 @@ fn append(content: &str) -> Call {
 fn guarded(home: &Home, mock: &MockLlm) -> AgentId {
     let agent = home.agent(mock, LoopStyle::ToolLoop);
     home.engram
-        .set_tool_approval(&agent, "core_memory_append", true)
+        .tools()
+        .set_approval(&agent, "core_memory_append", true)
         .unwrap();
     agent
 }
@@ -75,6 +76,7 @@ async fn decide(
     };
     let out = home
         .engram
+        .runs()
         .resolve_approval(agent, decision, &tx, CancellationToken::new())
         .await
         .expect("decision accepted");
@@ -97,7 +99,12 @@ async fn the_run_pauses_and_approving_runs_the_tool_and_goes_on() {
     } = paused_on(vec![append("Name: Bob")], "my name is Bob").await;
     mock.push(Reply::Text("Noted, Bob.".into()));
     assert_eq!(home.block(&agent, "human"), "", "nothing ran yet");
-    let pending = home.engram.pending_approval(&agent).unwrap().unwrap();
+    let pending = home
+        .engram
+        .runs()
+        .pending_approval(&agent)
+        .unwrap()
+        .unwrap();
     assert_eq!(pending.tool_call.name, "core_memory_append");
     assert!(pending.tool_call.arguments.contains("Name: Bob"));
     assert!(
@@ -122,6 +129,7 @@ async fn the_run_pauses_and_approving_runs_the_tool_and_goes_on() {
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let err = home
         .engram
+        .runs()
         .send_message(&agent, "hello?", &tx, CancellationToken::new())
         .await
         .unwrap_err();
@@ -140,7 +148,13 @@ async fn the_run_pauses_and_approving_runs_the_tool_and_goes_on() {
     assert_eq!(out.stop_reason, StopReason::EndTurn);
     assert_eq!(out.run_id, pending.run_id, "the paused run goes on");
     assert_eq!(home.block(&agent, "human"), "Name: Bob");
-    assert!(home.engram.pending_approval(&agent).unwrap().is_none());
+    assert!(
+        home.engram
+            .runs()
+            .pending_approval(&agent)
+            .unwrap()
+            .is_none()
+    );
     assert!(
         events
             .iter()
@@ -199,7 +213,12 @@ async fn a_paused_run_survives_reopening_and_repair_leaves_it_alone() {
     let Paused {
         mock, home, agent, ..
     } = paused_on(vec![append("Name: Ann")], "I am Ann").await;
-    let pending = home.engram.pending_approval(&agent).unwrap().unwrap();
+    let pending = home
+        .engram
+        .runs()
+        .pending_approval(&agent)
+        .unwrap()
+        .unwrap();
     let Home { dir, engram } = home;
     drop(engram);
 
@@ -211,7 +230,7 @@ async fn a_paused_run_survives_reopening_and_repair_leaves_it_alone() {
     );
     let home = Home { dir, engram };
     assert_eq!(
-        home.engram.pending_approval(&agent).unwrap(),
+        home.engram.runs().pending_approval(&agent).unwrap(),
         Some(pending.clone())
     );
     let repaired = home
@@ -284,11 +303,17 @@ async fn two_calls_needing_approval_are_asked_one_after_the_other() {
         mock, home, agent, ..
     } = paused_on(vec![append("A"), append("B")], "save A and B").await;
     mock.push(Reply::Text("Done.".into()));
-    let first = home.engram.pending_approval(&agent).unwrap().unwrap();
+    let first = home
+        .engram
+        .runs()
+        .pending_approval(&agent)
+        .unwrap()
+        .unwrap();
     // Deciding another call than the waiting one is refused.
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let err = home
         .engram
+        .runs()
         .resolve_approval(
             &agent,
             ApprovalDecision {
@@ -305,7 +330,12 @@ async fn two_calls_needing_approval_are_asked_one_after_the_other() {
 
     let (out, events) = decide(&home, &agent, false, Some("not A")).await;
     assert_eq!(out.stop_reason, StopReason::RequiresApproval);
-    let second = home.engram.pending_approval(&agent).unwrap().unwrap();
+    let second = home
+        .engram
+        .runs()
+        .pending_approval(&agent)
+        .unwrap()
+        .unwrap();
     assert_ne!(second.tool_call.id, first.tool_call.id);
     assert_eq!(second.message_id, first.message_id);
     assert!(
@@ -335,27 +365,31 @@ async fn the_rule_is_set_per_agent_and_tool_and_needs_the_tool_attached() {
     let other = home.agent(&mock, LoopStyle::ToolLoop);
     let a = home
         .engram
-        .set_tool_approval(&agent, "memory_insert", true)
+        .tools()
+        .set_approval(&agent, "memory_insert", true)
         .unwrap();
     assert!(ToolRule::requires_approval(&a.tool_rules, "memory_insert"));
     assert!(!ToolRule::requires_approval(
-        &home.engram.get_agent(&other).unwrap().agent.tool_rules,
+        &home.engram.agents().get(&other).unwrap().agent.tool_rules,
         "memory_insert"
     ));
     // Setting it twice keeps one rule; off removes it.
     let a = home
         .engram
-        .set_tool_approval(&agent, "memory_insert", true)
+        .tools()
+        .set_approval(&agent, "memory_insert", true)
         .unwrap();
     assert_eq!(a.tool_rules.len(), 1);
     let a = home
         .engram
-        .set_tool_approval(&agent, "memory_insert", false)
+        .tools()
+        .set_approval(&agent, "memory_insert", false)
         .unwrap();
     assert!(a.tool_rules.is_empty());
     let err = home
         .engram
-        .set_tool_approval(&agent, "send_message", true)
+        .tools()
+        .set_approval(&agent, "send_message", true)
         .unwrap_err();
     assert!(err.to_string().contains("not attached"), "{err}");
 
@@ -373,18 +407,20 @@ async fn the_rule_round_trips_through_an_agent_file() {
     let agent = guarded(&home, &mock);
     let bytes = home
         .engram
-        .export_agent_file(std::slice::from_ref(&agent))
+        .agent_files()
+        .export(std::slice::from_ref(&agent))
         .unwrap();
     let text = String::from_utf8(bytes.clone()).unwrap();
     assert!(text.contains(r#""requires_approval""#), "{text}");
     let report = home
         .engram
-        .import_agent_file_named(&bytes, "sam.af")
+        .agent_files()
+        .import_named(&bytes, "sam.af")
         .unwrap();
     let copy = &report.agents[0];
     assert_ne!(copy, &agent);
     assert!(ToolRule::requires_approval(
-        &home.engram.get_agent(copy).unwrap().agent.tool_rules,
+        &home.engram.agents().get(copy).unwrap().agent.tool_rules,
         "core_memory_append"
     ));
     // A Letta file's rule is read too, and enforced.
@@ -394,9 +430,10 @@ async fn the_rule_round_trips_through_an_agent_file() {
         "blocks": [], "tools": []}"#;
     let report = home
         .engram
-        .import_agent_file_named(letta.as_bytes(), "lee.af")
+        .agent_files()
+        .import_named(letta.as_bytes(), "lee.af")
         .unwrap();
-    let lee = home.engram.get_agent(&report.agents[0]).unwrap().agent;
+    let lee = home.engram.agents().get(&report.agents[0]).unwrap().agent;
     assert_eq!(
         lee.tool_rules,
         [ToolRule::RequiresApproval {
@@ -422,6 +459,7 @@ async fn two_windows_deciding_at_once_answer_the_call_once() {
                 ..Default::default()
             };
             engram
+                .runs()
                 .resolve_approval(&agent, d, &tx, CancellationToken::new())
                 .await
         }
@@ -450,8 +488,14 @@ async fn resetting_the_messages_drops_a_waiting_call_unrun() {
     let Paused {
         mock, home, agent, ..
     } = paused_on(vec![append("Name: Bob")], "my name is Bob").await;
-    home.engram.reset_messages(&agent).unwrap();
-    assert!(home.engram.pending_approval(&agent).unwrap().is_none());
+    home.engram.recall().reset(&agent).unwrap();
+    assert!(
+        home.engram
+            .runs()
+            .pending_approval(&agent)
+            .unwrap()
+            .is_none()
+    );
     // The agent talks again, and the dropped call never ran.
     mock.push(Reply::Text("Hello again.".into()));
     let (out, _) = home.chat(&agent, "hi").await;
@@ -466,7 +510,8 @@ async fn in_the_classic_loop_a_denial_gets_a_heartbeat_and_the_agent_answers() {
     let home = Home::new();
     let agent = home.agent(&mock, LoopStyle::Classic);
     home.engram
-        .set_tool_approval(&agent, "core_memory_append", true)
+        .tools()
+        .set_approval(&agent, "core_memory_append", true)
         .unwrap();
     mock.push(Reply::ToolCalls(vec![append("Name: Cy")]));
     mock.push(Reply::ToolCalls(vec![Call::new(
@@ -516,11 +561,13 @@ async fn regenerate_edit_and_delete_wait_until_the_call_is_decided() {
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let regenerate = home
         .engram
+        .runs()
         .regenerate(&agent, &tx, CancellationToken::new())
         .await
         .unwrap_err();
     let resend = home
         .engram
+        .runs()
         .edit_and_resend(
             &agent,
             &user,
@@ -530,13 +577,19 @@ async fn regenerate_edit_and_delete_wait_until_the_call_is_decided() {
         )
         .await
         .unwrap_err();
-    let delete = home.engram.delete_message(&agent, &user).unwrap_err();
+    let delete = home.engram.recall().delete(&agent, &user).unwrap_err();
     for e in [regenerate, resend, delete] {
         assert_eq!(e.code(), "conflict", "{e}");
         assert!(e.to_string().contains("core_memory_append"), "{e}");
     }
     assert_eq!(msg_count(&home, &agent), before);
-    assert!(home.engram.pending_approval(&agent).unwrap().is_some());
+    assert!(
+        home.engram
+            .runs()
+            .pending_approval(&agent)
+            .unwrap()
+            .is_some()
+    );
 
     // Deciding still works afterwards.
     mock.push(Reply::Text("Saved.".into()));

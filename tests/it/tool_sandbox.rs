@@ -81,14 +81,15 @@ async fn a_snooping_tool_in_a_real_run_sees_nothing_and_reaches_nothing() {
     let agent = home.agent(&mock, LoopStyle::ToolLoop);
     let tool = home
         .engram
-        .upsert_tool(NewTool {
+        .tools()
+        .upsert(NewTool {
             source_code: SNOOP.into(),
             ..NewTool::default()
         })
         .unwrap();
     assert!(!tool.network && !tool.allow_unsandboxed, "off by default");
     assert!(tool.available, "{:?}", tool.unavailable_reason);
-    home.engram.attach_tool(&agent, &tool.id).unwrap();
+    home.engram.tools().attach(&agent, &tool.id).unwrap();
 
     let (out, _) = home.chat(&agent, "look around").await;
     let r = first_result(&out);
@@ -101,7 +102,8 @@ async fn a_snooping_tool_in_a_real_run_sees_nothing_and_reaches_nothing() {
     // The user grants the network: the same call now connects.
     let tool = home
         .engram
-        .set_tool_sandbox(
+        .tools()
+        .set_sandbox(
             &tool.id,
             ToolSandboxSettings {
                 network: Some(true),
@@ -119,7 +121,8 @@ async fn a_snooping_tool_in_a_real_run_sees_nothing_and_reaches_nothing() {
     // Replacing the tool's source keeps what the user granted.
     let again = home
         .engram
-        .upsert_tool(NewTool {
+        .tools()
+        .upsert(NewTool {
             source_code: SNOOP.into(),
             ..NewTool::default()
         })
@@ -134,7 +137,8 @@ async fn without_a_sandbox_a_tool_runs_only_when_the_user_allows_it() {
     let agent = home.agent(&mock, LoopStyle::ToolLoop);
     let tool = home
         .engram
-        .upsert_tool(NewTool {
+        .tools()
+        .upsert(NewTool {
             source_code: "def hello() -> str:\n    \"\"\"Say hi.\"\"\"\n    return 'hi'\n".into(),
             ..NewTool::default()
         })
@@ -143,7 +147,7 @@ async fn without_a_sandbox_a_tool_runs_only_when_the_user_allows_it() {
     let why = tool.unavailable_reason.clone().unwrap();
     assert!(why.contains("not installed"), "{why}");
     assert!(why.contains("--unsandboxed on"), "{why}");
-    home.engram.attach_tool(&agent, &tool.id).unwrap();
+    home.engram.tools().attach(&agent, &tool.id).unwrap();
 
     let (out, _) = home.chat(&agent, "greet").await;
     let r = first_result(&out);
@@ -156,7 +160,8 @@ async fn without_a_sandbox_a_tool_runs_only_when_the_user_allows_it() {
 
     let tool = home
         .engram
-        .set_tool_sandbox(
+        .tools()
+        .set_sandbox(
             &tool.id,
             ToolSandboxSettings {
                 allow_unsandboxed: Some(true),
@@ -169,10 +174,11 @@ async fn without_a_sandbox_a_tool_runs_only_when_the_user_allows_it() {
     let r = first_result(&out);
     assert_eq!((r.status, r.message.as_str()), (ToolStatus::Ok, "hi"));
 
-    let builtin = home.engram.find_tool("memory_replace").unwrap();
+    let builtin = home.engram.tools().find("memory_replace").unwrap();
     let err = home
         .engram
-        .set_tool_sandbox(&builtin.id, ToolSandboxSettings::default())
+        .tools()
+        .set_sandbox(&builtin.id, ToolSandboxSettings::default())
         .unwrap_err();
     assert_eq!(err.code(), "invalid_input");
 }

@@ -82,7 +82,8 @@ fn results(out: &RunOutcome) -> Vec<ToolReturn> {
 /// The user's provider: `openai` at `mock`, with a stored key.
 fn user_provider(home: &Home, mock: &MockLlm, key: Option<&str>) {
     home.engram
-        .set_provider(ProviderSetup {
+        .providers()
+        .set(ProviderSetup {
             name: "openai".into(),
             base_url: Some(mock.base_url()),
             api_key: key.map(|k| k.to_owned().into()),
@@ -93,7 +94,8 @@ fn user_provider(home: &Home, mock: &MockLlm, key: Option<&str>) {
 
 fn user_tool(home: &Home, source: &str) -> engram_core::Tool {
     home.engram
-        .upsert_tool(NewTool {
+        .tools()
+        .upsert(NewTool {
             source_code: source.into(),
             ..NewTool::default()
         })
@@ -111,7 +113,8 @@ async fn an_imported_tool_does_not_run_before_trust_and_runs_after() {
     user_provider(&home, &mock, None);
     let report = home
         .engram
-        .import_agent_file_named(&hostile_file(None), "data-helper.af")
+        .agent_files()
+        .import_named(&hostile_file(None), "data-helper.af")
         .unwrap();
     let agent = report.agents[0].clone();
     // The report says what the file brings.
@@ -151,7 +154,8 @@ async fn an_imported_tool_does_not_run_before_trust_and_runs_after() {
     // Trying it in the tool editor does not run it either.
     let trial = home
         .engram
-        .try_tool(&analyze.tool_id, Some(&agent), json!({"dataset": "x"}))
+        .tools()
+        .trial(&analyze.tool_id, Some(&agent), json!({"dataset": "x"}))
         .await
         .unwrap();
     assert_eq!(trial.status, ToolStatus::Failed);
@@ -159,12 +163,14 @@ async fn an_imported_tool_does_not_run_before_trust_and_runs_after() {
     // A hash of other code is refused; the reviewed hash trusts it.
     assert!(
         home.engram
-            .trust_tool("analyze_data", &engram_core::source_hash("print(1)"))
+            .tools()
+            .trust("analyze_data", &engram_core::source_hash("print(1)"))
             .is_err()
     );
     let trusted = home
         .engram
-        .trust_tool("analyze_data", &analyze.source_hash)
+        .tools()
+        .trust("analyze_data", &analyze.source_hash)
         .unwrap();
     assert!(trusted.trusted);
     let (out, _) = home.chat(&agent, "analyse the sales data").await;
@@ -174,9 +180,10 @@ async fn an_imported_tool_does_not_run_before_trust_and_runs_after() {
     assert_eq!(home.block(&agent, "persona"), "pwned by analyze_data");
 
     // Changed code is untrusted again.
-    let t = home.engram.find_tool("analyze_data").unwrap();
+    let t = home.engram.tools().find("analyze_data").unwrap();
     home.engram
-        .update_tool(
+        .tools()
+        .update(
             &t.id,
             engram_service::ToolPatch {
                 description: Some("renamed description only".into()),
@@ -185,13 +192,13 @@ async fn an_imported_tool_does_not_run_before_trust_and_runs_after() {
         )
         .unwrap();
     assert!(
-        home.engram.find_tool("analyze_data").unwrap().trusted,
+        home.engram.tools().find("analyze_data").unwrap().trusted,
         "a new description keeps trust"
     );
     let mut bytes = hostile_file(None);
     let text = String::from_utf8(bytes.clone()).unwrap();
     bytes = text.replace("analysed ", "exfiltrated ").into_bytes();
-    let again = home.engram.import_agent_file(&bytes).unwrap();
+    let again = home.engram.agent_files().import(&bytes).unwrap();
     let changed = &again.details[0].tools[0];
     assert_eq!(changed.name, "analyze_data_2", "different code, new name");
     assert!(!changed.trusted);
@@ -205,14 +212,15 @@ async fn a_files_base_url_never_receives_a_stored_key() {
     user_provider(&home, &provider, Some(SECRET));
     let report = home
         .engram
-        .import_agent_file_named(&hostile_file(Some(&attacker.base_url())), "evil.af")
+        .agent_files()
+        .import_named(&hostile_file(Some(&attacker.base_url())), "evil.af")
         .unwrap();
     let agent = report.agents[0].clone();
     let pending = &report.details[0].endpoints;
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].base_url, attacker.base_url());
     assert_eq!(pending[0].kind, EndpointKind::Llm);
-    let shown = home.engram.agent_endpoints(&agent).unwrap();
+    let shown = home.engram.trust().endpoints(&agent).unwrap();
     assert_eq!(shown.llm_base_url, None);
     assert_eq!(
         shown.llm_effective_url.as_deref(),
@@ -227,9 +235,9 @@ async fn a_files_base_url_never_receives_a_stored_key() {
     assert_eq!(auth, Some(format!("Bearer {SECRET}")));
 
     // Accepted (or typed in by the user): requests go there, but never with the key.
-    home.engram.accept_endpoint(&agent, None).unwrap();
+    home.engram.trust().accept_endpoint(&agent, None).unwrap();
     assert_eq!(
-        home.engram.agent_endpoints(&agent).unwrap().llm_base_url,
+        home.engram.trust().endpoints(&agent).unwrap().llm_base_url,
         Some(attacker.base_url())
     );
     let (out, _) = home.chat(&agent, "hello again").await;
@@ -247,7 +255,8 @@ async fn a_files_base_url_never_receives_a_stored_key() {
     let other = Home::new();
     let report = other
         .engram
-        .import_agent_file_named(
+        .agent_files()
+        .import_named(
             &String::from_utf8(hostile_file(Some(&attacker.base_url())))
                 .unwrap()
                 .replace("openai/mock-small", "evilcorp/mock-small")
@@ -258,6 +267,7 @@ async fn a_files_base_url_never_receives_a_stored_key() {
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let err = other
         .engram
+        .runs()
         .send_message(
             &report.agents[0],
             "hi",
@@ -288,23 +298,24 @@ async fn importing_twice_or_a_clashing_tool_changes_no_existing_tool() {
         "tools the user writes are trusted"
     );
     let user_agent = home.agent(&mock, LoopStyle::ToolLoop);
-    home.engram.attach_tool(&user_agent, &mine.id).unwrap();
-    let before = home.engram.list_tools().unwrap();
+    home.engram.tools().attach(&user_agent, &mine.id).unwrap();
+    let before = home.engram.tools().list().unwrap();
 
     let first = home
         .engram
-        .import_agent_file_named(&hostile_file(Some(&mock.base_url())), "evil.af")
+        .agent_files()
+        .import_named(&hostile_file(Some(&mock.base_url())), "evil.af")
         .unwrap();
     // The user's tools are as they were; the file's copy has a name of its own.
     for t in &before {
         assert_eq!(
-            &home.engram.get_tool(&t.id).unwrap(),
+            &home.engram.tools().get(&t.id).unwrap(),
             t,
             "{} changed",
             t.name
         );
     }
-    let imported = home.engram.get_agent(&first.agents[0]).unwrap().agent;
+    let imported = home.engram.agents().get(&first.agents[0]).unwrap().agent;
     assert!(imported.tools.contains(&"analyze_data".to_owned()));
     assert!(
         !imported.tools.contains(&"my_private_tool".to_owned()),
@@ -337,7 +348,7 @@ async fn importing_twice_or_a_clashing_tool_changes_no_existing_tool() {
         "{:?}",
         first.warnings
     );
-    let push_2 = home.engram.find_tool("task_queue_push_2").unwrap();
+    let push_2 = home.engram.tools().find("task_queue_push_2").unwrap();
     assert!(!push_2.trusted);
     assert!(
         push_2
@@ -349,24 +360,27 @@ async fn importing_twice_or_a_clashing_tool_changes_no_existing_tool() {
     assert!(!imported.tools.contains(&"task_queue_push".to_owned()));
     assert_eq!(
         home.engram
-            .get_agent(&user_agent)
+            .agents()
+            .get(&user_agent)
             .unwrap()
             .agent
             .tools
             .last(),
         Some(&"task_queue_push".to_owned())
     );
-    let after_first = home.engram.list_tools().unwrap();
+    let after_first = home.engram.tools().list().unwrap();
 
     // The same file again: no tool changes and none is added.
     home.engram
-        .import_agent_file_named(&hostile_file(Some(&mock.base_url())), "evil.af")
+        .agent_files()
+        .import_named(&hostile_file(Some(&mock.base_url())), "evil.af")
         .unwrap();
-    assert_eq!(home.engram.list_tools().unwrap(), after_first);
+    assert_eq!(home.engram.tools().list().unwrap(), after_first);
     // And the user's own tool still runs the user's code.
     let trial = home
         .engram
-        .try_tool(&mine.id, None, json!({"task_description": "x"}))
+        .tools()
+        .trial(&mine.id, None, json!({"task_description": "x"}))
         .await
         .unwrap();
     assert_eq!(trial.message, "mine: x");

@@ -35,6 +35,7 @@ async fn a_message_sent_while_a_turn_is_regenerated_is_never_lost() {
                 barrier.wait().await;
                 let out = home
                     .engram
+                    .runs()
                     .regenerate(&agent, &tx, CancellationToken::new())
                     .await;
                 drop(tx);
@@ -50,6 +51,7 @@ async fn a_message_sent_while_a_turn_is_regenerated_is_never_lost() {
                 barrier.wait().await;
                 let out = home
                     .engram
+                    .runs()
                     .send_message(&agent, &text, &tx, CancellationToken::new())
                     .await;
                 drop(tx);
@@ -66,7 +68,8 @@ async fn a_message_sent_while_a_turn_is_regenerated_is_never_lost() {
         }
         let users: Vec<String> = home
             .engram
-            .list_messages(&agent, None, 1000)
+            .recall()
+            .list(&agent, None, 1000)
             .unwrap()
             .into_iter()
             .filter(|m| m.role == Role::User)
@@ -78,7 +81,7 @@ async fn a_message_sent_while_a_turn_is_regenerated_is_never_lost() {
             "round {round}: the message sent during the regenerate is kept once: {users:?}"
         );
         // Every user message was answered: no run lost its turn's messages to the rollback.
-        let all = home.engram.list_messages(&agent, None, 1000).unwrap();
+        let all = home.engram.recall().list(&agent, None, 1000).unwrap();
         for (i, m) in all.iter().enumerate() {
             if m.role == Role::User {
                 assert!(

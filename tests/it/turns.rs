@@ -27,7 +27,8 @@ fn script_turn(mock: &MockLlm, fact: &str) {
 
 fn passages(home: &Home, agent: &AgentId) -> Vec<String> {
     home.engram
-        .list_passages(
+        .archival()
+        .list(
             agent,
             &PassageList {
                 limit: 100,
@@ -43,7 +44,8 @@ fn passages(home: &Home, agent: &AgentId) -> Vec<String> {
 
 fn texts(home: &Home, agent: &AgentId) -> Vec<(Role, String)> {
     home.engram
-        .list_messages(agent, None, 100)
+        .recall()
+        .list(agent, None, 100)
         .unwrap()
         .into_iter()
         .filter(|m| m.role != Role::Tool)
@@ -100,7 +102,7 @@ async fn regenerate_rolls_back_exactly_the_last_turn_then_runs_it_again() {
         ["fact: likes kiwi", "fact: likes mango"]
     );
 
-    let preview = home.engram.regenerate_preview(&agent).unwrap();
+    let preview = home.engram.runs().regenerate_preview(&agent).unwrap();
     assert_eq!(preview.runs, std::slice::from_ref(&first_try.run_id));
     assert_eq!(preview.blocks.len(), 1);
     assert_eq!(preview.blocks[0].label, "human");
@@ -113,6 +115,7 @@ async fn regenerate_rolls_back_exactly_the_last_turn_then_runs_it_again() {
     script_turn(&mock, "likes papaya");
     let (second_try, events) = run_with(async |tx| {
         home.engram
+            .runs()
             .regenerate(&agent, tx, CancellationToken::new())
             .await
     })
@@ -137,13 +140,14 @@ async fn regenerate_rolls_back_exactly_the_last_turn_then_runs_it_again() {
         ]
     );
     // The replaced run is gone from the run records and the steps; recall no longer finds it.
-    let runs = home.engram.run_records(&agent, None).unwrap();
+    let runs = home.engram.runs().records(&agent, None).unwrap();
     assert_eq!(runs.len(), 2);
     assert!(runs.iter().all(|r| r.id != first_try.run_id));
     assert_eq!(runs[1].usage, second_try.usage);
     let hits = home
         .engram
-        .search_recall(
+        .recall()
+        .search(
             &agent,
             &engram_store::MessageQuery {
                 query: "mango".into(),
@@ -160,7 +164,8 @@ async fn regenerate_rolls_back_exactly_the_last_turn_then_runs_it_again() {
     );
     let found = home
         .engram
-        .search_archival(
+        .archival()
+        .search(
             &agent,
             "mango",
             vec![],
@@ -183,10 +188,14 @@ async fn regenerate_rolls_back_exactly_the_last_turn_then_runs_it_again() {
 #[tokio::test]
 async fn edit_and_resend_rolls_back_from_that_message() {
     let (mock, home, agent, _) = told(KIWI_THEN_MANGO).await;
-    let first = home.engram.list_messages(&agent, None, 100).unwrap()[0].clone();
+    let first = home.engram.recall().list(&agent, None, 100).unwrap()[0].clone();
     assert_eq!(first.content, "I like kiwi");
 
-    let preview = home.engram.rollback_preview(&agent, &first.id).unwrap();
+    let preview = home
+        .engram
+        .runs()
+        .rollback_preview(&agent, &first.id)
+        .unwrap();
     assert_eq!(preview.runs.len(), 2);
     assert_eq!(preview.passages.len(), 2);
     assert_eq!(preview.blocks[0].restored_value, "");
@@ -194,6 +203,7 @@ async fn edit_and_resend_rolls_back_from_that_message() {
     script_turn(&mock, "likes figs");
     let (out, _) = run_with(async |tx| {
         home.engram
+            .runs()
             .edit_and_resend(
                 &agent,
                 &first.id,
@@ -219,15 +229,17 @@ async fn edit_and_resend_rolls_back_from_that_message() {
 async fn a_turn_whose_block_was_changed_by_hand_since_is_refused_and_nothing_is_lost() {
     let (mock, home, agent, _) = told(&[("likes kiwi", "I like kiwi")]).await;
     home.engram
-        .set_block_value(&agent, "human", "likes kiwi (checked by hand)")
+        .blocks()
+        .set_value(&agent, "human", "likes kiwi (checked by hand)")
         .unwrap();
-    let messages = home.engram.list_messages(&agent, None, 100).unwrap();
+    let messages = home.engram.recall().list(&agent, None, 100).unwrap();
     let requests = mock.requests().len();
 
-    let preview = home.engram.regenerate_preview(&agent).unwrap();
+    let preview = home.engram.runs().regenerate_preview(&agent).unwrap();
     assert!(preview.blocks[0].changed_later);
     let err = run_with(async |tx| {
         home.engram
+            .runs()
             .regenerate(&agent, tx, CancellationToken::new())
             .await
     })
@@ -239,7 +251,7 @@ async fn a_turn_whose_block_was_changed_by_hand_since_is_refused_and_nothing_is_
     );
     assert_eq!(home.block(&agent, "human"), "likes kiwi (checked by hand)");
     assert_eq!(
-        home.engram.list_messages(&agent, None, 100).unwrap(),
+        home.engram.recall().list(&agent, None, 100).unwrap(),
         messages
     );
     assert_eq!(passages(&home, &agent), ["fact: likes kiwi"]);
@@ -293,7 +305,8 @@ async fn edits_and_run_records_are_read_back_from_stored_data() {
     );
     let edits = home
         .engram
-        .run_edits(&agent, std::slice::from_ref(&out.run_id))
+        .runs()
+        .edits(&agent, std::slice::from_ref(&out.run_id))
         .unwrap();
     let stored: Vec<(Option<String>, String, String)> = edits
         .iter()
@@ -317,7 +330,7 @@ async fn edits_and_run_records_are_read_back_from_stored_data() {
         ]
     );
     assert!(edits.iter().all(|e| e.label == "human"));
-    let records = home.engram.run_records(&agent, None).unwrap();
+    let records = home.engram.runs().records(&agent, None).unwrap();
     assert_eq!(records.len(), 1);
     assert_eq!(records[0].id, out.run_id);
     assert_eq!(records[0].stop_reason, StopReason::EndTurn);
@@ -342,7 +355,7 @@ async fn a_stopped_run_records_what_it_used() {
     // Not "0 tokens · 0 steps": the prompt was sent.
     assert_eq!(out.usage.step_count, 1);
     assert!(out.usage.prompt_tokens > 0);
-    let records = home.engram.run_records(&agent, None).unwrap();
+    let records = home.engram.runs().records(&agent, None).unwrap();
     assert_eq!(records[0].stop_reason, StopReason::Cancelled);
     assert_eq!(records[0].usage, out.usage);
 }
@@ -350,9 +363,9 @@ async fn a_stopped_run_records_what_it_used() {
 #[tokio::test]
 async fn deleting_a_message_keeps_memory() {
     let (mock, home, agent, _) = told(&[("likes kiwi", "I like kiwi")]).await;
-    let all = home.engram.list_messages(&agent, None, 100).unwrap();
+    let all = home.engram.recall().list(&agent, None, 100).unwrap();
     let with_calls = all.iter().find(|m| !m.tool_calls.is_empty()).unwrap();
-    let removed = home.engram.delete_message(&agent, &with_calls.id).unwrap();
+    let removed = home.engram.recall().delete(&agent, &with_calls.id).unwrap();
     assert_eq!(removed.len(), 3, "the call and its two results");
     assert_eq!(
         texts(&home, &agent),

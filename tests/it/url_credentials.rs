@@ -63,7 +63,8 @@ fn base_urls_with_credentials_are_refused_everywhere_and_never_stored() {
     let home = Home::new();
     let e = &home.engram;
     let agent = e
-        .create_agent(NewAgent {
+        .agents()
+        .create(NewAgent {
             name: "Sam".into(),
             llm: Some(llm(Some("http://127.0.0.1:9/v1".into()))),
             ..NewAgent::default()
@@ -74,7 +75,7 @@ fn base_urls_with_credentials_are_refused_everywhere_and_never_stored() {
     for url in credentialed() {
         refused(
             "set_provider",
-            e.set_provider(ProviderSetup {
+            e.providers().set(ProviderSetup {
                 name: "proxy".into(),
                 base_url: Some(url.clone()),
                 ..ProviderSetup::default()
@@ -82,7 +83,7 @@ fn base_urls_with_credentials_are_refused_everywhere_and_never_stored() {
         );
         refused(
             "create_agent",
-            e.create_agent(NewAgent {
+            e.agents().create(NewAgent {
                 name: "Leaky".into(),
                 llm: Some(llm(Some(url.clone()))),
                 ..NewAgent::default()
@@ -90,7 +91,7 @@ fn base_urls_with_credentials_are_refused_everywhere_and_never_stored() {
         );
         refused(
             "update_agent",
-            e.update_agent(
+            e.agents().update(
                 &agent.id,
                 &AgentPatch {
                     llm: Some(llm(Some(url.clone()))),
@@ -100,19 +101,22 @@ fn base_urls_with_credentials_are_refused_everywhere_and_never_stored() {
         );
         refused(
             "set_agent_base_url",
-            e.set_agent_base_url(&agent.id, EndpointKind::Llm, Some(&url)),
+            e.trust()
+                .set_base_url(&agent.id, EndpointKind::Llm, Some(&url)),
         );
     }
     // Nothing of it was stored: no provider, no second agent, the first agent unchanged.
     assert!(
-        e.list_providers()
+        e.providers()
+            .list()
             .unwrap()
             .iter()
             .all(|p| p.name != "proxy")
     );
-    assert_eq!(e.list_agents().unwrap().len(), 1);
+    assert_eq!(e.agents().list().unwrap().len(), 1);
     assert_eq!(
-        e.get_agent(&agent.id)
+        e.agents()
+            .get(&agent.id)
             .unwrap()
             .agent
             .llm
@@ -121,17 +125,19 @@ fn base_urls_with_credentials_are_refused_everywhere_and_never_stored() {
         Some("http://127.0.0.1:9/v1")
     );
     // A URL without credentials (a harmless query included) is fine.
-    e.set_provider(ProviderSetup {
-        name: "proxy".into(),
-        base_url: Some("http://127.0.0.1:9/v1?mode=fast".into()),
-        ..ProviderSetup::default()
-    })
-    .unwrap();
+    e.providers()
+        .set(ProviderSetup {
+            name: "proxy".into(),
+            base_url: Some("http://127.0.0.1:9/v1?mode=fast".into()),
+            ..ProviderSetup::default()
+        })
+        .unwrap();
 
     // An agent file whose endpoint carries a credential: imported, the endpoint dropped with
     // a warning that shows it hidden.
     let clean = String::from_utf8(
-        e.export_agent_file(std::slice::from_ref(&agent.id))
+        e.agent_files()
+            .export(std::slice::from_ref(&agent.id))
             .unwrap(),
     )
     .unwrap();
@@ -140,13 +146,13 @@ fn base_urls_with_credentials_are_refused_everywhere_and_never_stored() {
         "http://127.0.0.1:9/v1",
         &format!("http://sam:{SECRET}@127.0.0.1:9/v1"),
     );
-    let report = e.import_agent_file(leaky.as_bytes()).unwrap();
+    let report = e.agent_files().import(leaky.as_bytes()).unwrap();
     let warnings = report.warnings.join("\n");
     assert!(warnings.contains("carries a credential"), "{warnings}");
     assert!(warnings.contains("***"), "{warnings}");
     assert!(!warnings.contains(SECRET), "{warnings}");
     let imported = &report.agents[0];
-    let endpoints = e.agent_endpoints(imported).unwrap();
+    let endpoints = e.trust().endpoints(imported).unwrap();
     assert!(
         endpoints
             .pending
@@ -160,7 +166,7 @@ fn base_urls_with_credentials_are_refused_everywhere_and_never_stored() {
         !db_text(&home).contains(SECRET),
         "the database holds the secret"
     );
-    let export = e.export_agents(None, ExportFormat::Af).unwrap();
+    let export = e.agent_files().export_all(None, ExportFormat::Af).unwrap();
     assert!(
         !export.contents.contains(SECRET),
         "the export holds the secret"
@@ -173,14 +179,16 @@ fn credentials_an_older_version_stored_in_base_urls_are_taken_out_at_open() {
     let secrets: Arc<MemoryStore> = Arc::new(MemoryStore::default());
     let agent = {
         let e = engram_suite::open(dir.path(), secrets.clone());
-        e.set_provider(ProviderSetup {
-            name: "proxy".into(),
-            base_url: Some("https://api.example.com/v1".into()),
-            ..ProviderSetup::default()
-        })
-        .unwrap();
+        e.providers()
+            .set(ProviderSetup {
+                name: "proxy".into(),
+                base_url: Some("https://api.example.com/v1".into()),
+                ..ProviderSetup::default()
+            })
+            .unwrap();
         let agent = e
-            .create_agent(NewAgent {
+            .agents()
+            .create(NewAgent {
                 name: "Sam".into(),
                 llm: Some(llm(Some("http://127.0.0.1:9/v1".into()))),
                 ..NewAgent::default()
@@ -233,7 +241,8 @@ fn credentials_an_older_version_stored_in_base_urls_are_taken_out_at_open() {
 
     let e = engram_suite::open(dir.path(), secrets.clone());
     let provider = e
-        .list_providers()
+        .providers()
+        .list()
         .unwrap()
         .into_iter()
         .find(|p| p.name == "proxy")
@@ -245,13 +254,13 @@ fn credentials_an_older_version_stored_in_base_urls_are_taken_out_at_open() {
     // The key in the URL became the provider's key, in the keychain.
     let key = secrets.get(&provider_key_name("proxy")).unwrap().unwrap();
     assert_eq!(key.expose_secret(), SECRET);
-    let shown = e.get_agent(&agent).unwrap().agent;
+    let shown = e.agents().get(&agent).unwrap().agent;
     assert_eq!(shown.llm.base_url.as_deref(), Some("http://127.0.0.1:9/v1"));
     assert_eq!(
         shown.embedding.and_then(|m| m.base_url).as_deref(),
         Some("http://127.0.0.1:9/v1")
     );
-    assert!(e.agent_endpoints(&agent).unwrap().pending.is_empty());
+    assert!(e.trust().endpoints(&agent).unwrap().pending.is_empty());
 
     // No copy is left in the database file, its log, or an export.
     drop(e);
@@ -260,6 +269,6 @@ fn credentials_an_older_version_stored_in_base_urls_are_taken_out_at_open() {
         "the database files still hold the secret"
     );
     let e = engram_suite::open(dir.path(), secrets);
-    let export = e.export_agents(None, ExportFormat::Af).unwrap();
+    let export = e.agent_files().export_all(None, ExportFormat::Af).unwrap();
     assert!(!export.contents.contains(SECRET));
 }

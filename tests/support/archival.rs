@@ -9,7 +9,8 @@ use engram_service::Engram;
 /// background backfill (token vectors) finished.
 pub async fn agent_with_passages(engram: &Engram, name: &str, passages: &[&str]) -> AgentId {
     let id = engram
-        .create_agent(NewAgent {
+        .agents()
+        .create(NewAgent {
             name: name.into(),
             ..NewAgent::default()
         })
@@ -17,12 +18,12 @@ pub async fn agent_with_passages(engram: &Engram, name: &str, passages: &[&str])
         .agent
         .id;
     for p in passages {
-        engram.add_passage(&id, p, vec![]).await.unwrap();
+        engram.archival().insert(&id, p, vec![]).await.unwrap();
     }
     // The background pass that stores each passage's token vectors has finished, so searches
     // read what is stored (as they do once an app has been open a moment).
     let started = std::time::Instant::now();
-    while engram.backfill_running(&id) {
+    while engram.archival().backfill_running(&id) {
         assert!(
             started.elapsed().as_secs() < 120,
             "the backfill did not finish"
@@ -35,7 +36,8 @@ pub async fn agent_with_passages(engram: &Engram, name: &str, passages: &[&str])
 /// The window's archival search for `q`: no tag or date filter, the first `k` hits.
 pub async fn search(engram: &Engram, agent: &AgentId, q: &str, k: usize) -> Vec<PassageHit> {
     engram
-        .search_archival(agent, q, vec![], TagMatch::Any, (None, None), k)
+        .archival()
+        .search(agent, q, vec![], TagMatch::Any, (None, None), k)
         .await
         .unwrap()
 }

@@ -26,7 +26,7 @@ pub struct Home {
     /// The temp dir (kept alive for the test).
     pub dir: tempfile::TempDir,
     /// The engine.
-    pub engram: Engram,
+    pub engram: Arc<Engram>,
 }
 
 impl Home {
@@ -86,7 +86,8 @@ impl Home {
         };
         adjust(&mut new);
         self.engram
-            .create_agent(new)
+            .agents()
+            .create(new)
             .expect("create agent")
             .agent
             .id
@@ -104,7 +105,8 @@ impl Home {
             ..NewAgent::default()
         };
         self.engram
-            .create_agent_from_template(template, new)
+            .agents()
+            .create_from_template(template, new)
             .expect("create agent from template")
             .agent
             .id
@@ -133,7 +135,7 @@ impl Default for Home {
 
 /// Opens the engine on `dir` with an in-memory keychain and only the environment variables
 /// in `vars`.
-pub fn open_with_env(dir: &Path, vars: &[(&str, &str)]) -> Engram {
+pub fn open_with_env(dir: &Path, vars: &[(&str, &str)]) -> Arc<Engram> {
     let vars: Vec<(String, String)> = vars
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
@@ -147,7 +149,7 @@ pub fn open_with_env(dir: &Path, vars: &[(&str, &str)]) -> Engram {
 }
 
 /// Opens the engine on `dir` with `secrets` and no environment.
-pub fn open(dir: &Path, secrets: Arc<dyn SecretStore>) -> Engram {
+pub fn open(dir: &Path, secrets: Arc<dyn SecretStore>) -> Arc<Engram> {
     Engram::open(Options {
         home: Some(dir.to_owned()),
         secrets,
@@ -165,6 +167,7 @@ pub async fn chat(
 ) -> (RunOutcome, Vec<RunEvent>) {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let outcome = engram
+        .runs()
         .send_message(agent, text, &tx, cancel)
         .await
         .expect("run starts");
@@ -281,14 +284,14 @@ pub fn last_tool_results(mock: &MockLlm) -> Vec<serde_json::Value> {
 
 /// Serves the REST API (and the UI's `/app` routes) over `engram` on a free loopback port
 /// until the test ends; returns `http://127.0.0.1:PORT`.
-pub async fn serve(engram: Engram, config: engram_server::ServerConfig) -> String {
+pub async fn serve(engram: Arc<Engram>, config: engram_server::ServerConfig) -> String {
     let listener = engram_server::bind("127.0.0.1", 0)
         .await
         .expect("bind a loopback port");
     let base = format!("http://{}", listener.local_addr().expect("local addr"));
     tokio::spawn(engram_server::serve(
         listener,
-        Arc::new(engram),
+        engram,
         config,
         std::future::pending(),
     ));

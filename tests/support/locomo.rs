@@ -133,7 +133,8 @@ pub fn measure_lexical(engram: &Engram, conversations: &[Conversation], ks: &[us
     let mut recall = Recall::default();
     for conv in conversations {
         let agent: AgentId = engram
-            .create_agent(NewAgent {
+            .agents()
+            .create(NewAgent {
                 name: format!("LoCoMo {}", conv.name),
                 ..NewAgent::default()
             })
@@ -266,7 +267,8 @@ fn load_conversation(
     embed: &dyn Fn(&[String]) -> Vec<Vec<f32>>,
 ) -> Loaded {
     let agent: AgentId = engram
-        .create_agent(NewAgent {
+        .agents()
+        .create(NewAgent {
             name: format!("LoCoMo {}", conv.name),
             ..NewAgent::default()
         })
@@ -415,7 +417,7 @@ pub fn rank_with(
 }
 
 /// Stores each conversation like [`rank_both`] and ranks every question with the service's
-/// archival search as the window runs it (`Engram::search_archival`: the query embedded by
+/// archival search as the window runs it (`Archival::search`: the query embedded by
 /// the agent's model, the store's hybrid ranking and the shipped reranking), `k` deep. The
 /// rankings are in `hybrid`, the other two sides empty, with the time each search took. For
 /// measuring what users get.
@@ -433,7 +435,8 @@ pub async fn rank_by_service(
         // before the questions, as in an app that has been open a moment.
         let started = std::time::Instant::now();
         let report = engram
-            .backfill_embeddings(&loaded.agent)
+            .archival()
+            .backfill(&loaded.agent)
             .await
             .expect("backfill");
         times.backfill += started.elapsed();
@@ -441,7 +444,8 @@ pub async fn rank_by_service(
         for q in &conv.questions {
             let started = std::time::Instant::now();
             let hits = engram
-                .search_archival(
+                .archival()
+                .search(
                     &loaded.agent,
                     &q.text,
                     vec![],

@@ -73,13 +73,13 @@ pub async fn settle(
     merged: &mut Option<RunOutcome>,
 ) -> Result<()> {
     while let Some(decision) = policy.decision() {
-        if engram.pending_approval(agent)?.is_none() {
+        if engram.runs().pending_approval(agent)?.is_none() {
             break;
         }
         let request = RunRequest::Approvals {
             decisions: vec![decision],
         };
-        let out = engram.start_run(agent, request).await?.outcome().await?;
+        let out = engram.runs().start(agent, request).await?.outcome().await?;
         merge(merged, out);
     }
     Ok(())
@@ -137,7 +137,9 @@ pub fn is_waiting(outcome: &RunOutcome) -> bool {
 
 /// Sets "ask before running" for `tool` on `agent` and prints the result.
 pub fn set_rule(engram: &Engram, agent: &str, tool: &str, on: bool) -> Result<()> {
-    let agent = engram.set_tool_approval(&AgentId::from(agent), tool, on)?;
+    let agent = engram
+        .tools()
+        .set_approval(&AgentId::from(agent), tool, on)?;
     println!(
         "{}: {} {}",
         safe(&agent.name),

@@ -74,21 +74,24 @@ pub async fn embedding(engram: &Engram, cmd: EmbeddingCmd) -> Result<()> {
         EmbeddingCmd::Status { model } => {
             println!(
                 "{}",
-                serde_json::to_string_pretty(&engram.local_model_status(&model)?)?
+                serde_json::to_string_pretty(&engram.models().embedding_model_status(&model)?)?
             );
         }
         EmbeddingCmd::Fetch { model } => {
-            let status = with_progress(engram, engram.fetch_local_model(&model)).await?;
+            let status =
+                with_progress(engram, engram.models().fetch_embedding_model(&model)).await?;
             println!("{} ready in {}", status.model, safe(&status.dir));
         }
         EmbeddingCmd::LocalDir { dir, clear } => {
             if clear {
-                engram.set_local_model_dir(None)?;
+                engram.models().set_embedding_model_dir(None)?;
             } else if let Some(dir) = dir {
                 let dir = std::path::absolute(&dir)?;
-                engram.set_local_model_dir(Some(&dir))?;
+                engram.models().set_embedding_model_dir(Some(&dir))?;
             }
-            let status = engram.local_model_status(engram_service::LOCAL_EMBEDDING_MODEL)?;
+            let status = engram
+                .models()
+                .embedding_model_status(engram_service::LOCAL_EMBEDDING_MODEL)?;
             let whose = if status.user_folder {
                 "your folder"
             } else {
@@ -103,25 +106,27 @@ pub async fn embedding(engram: &Engram, cmd: EmbeddingCmd) -> Result<()> {
             on,
         } => {
             if clear {
-                engram.set_rerank_model_dir(None)?;
+                engram.models().set_rerank_model_dir(None)?;
             } else if let Some(dir) = dir {
-                engram.set_rerank_model_dir(Some(&std::path::absolute(&dir)?))?;
+                engram
+                    .models()
+                    .set_rerank_model_dir(Some(&std::path::absolute(&dir)?))?;
             }
             if off || on {
-                engram.set_rerank_enabled(on)?;
+                engram.models().set_rerank_enabled(on)?;
             }
             println!(
                 "{}",
-                serde_json::to_string_pretty(&engram.reranker_status())?
+                serde_json::to_string_pretty(&engram.models().reranker_status())?
             );
         }
         EmbeddingCmd::Backfill { agent } => backfill(engram, &AgentId::from(agent)).await?,
         EmbeddingCmd::Index => index(engram).await?,
         EmbeddingCmd::Default { model } => {
             if let Some(m) = model {
-                engram.set_default_embedding(&m)?;
+                engram.models().set_default_embedding(&m)?;
             }
-            match engram.default_embedding()? {
+            match engram.models().default_embedding()? {
                 Some(cfg) => println!(
                     "{}{}",
                     safe(&cfg.model),
@@ -138,7 +143,7 @@ pub async fn embedding(engram: &Engram, cmd: EmbeddingCmd) -> Result<()> {
 
 /// `engram embedding backfill AGENT` (also `engram archival backfill AGENT`).
 pub async fn backfill(engram: &Engram, agent: &AgentId) -> Result<()> {
-    let report = with_progress(engram, engram.backfill_embeddings(agent)).await?;
+    let report = with_progress(engram, engram.archival().backfill(agent)).await?;
     println!(
         "embedded {} passages and messages; {} still without a vector",
         report.embedded, report.remaining
@@ -150,7 +155,7 @@ pub async fn backfill(engram: &Engram, agent: &AgentId) -> Result<()> {
 /// showing their progress.
 async fn index(engram: &Engram) -> Result<()> {
     let mut notices = engram.notices();
-    let started = engram.resume_vector_index_builds()?;
+    let started = engram.archival().resume_index_builds()?;
     if started == 0 {
         println!("no vector index build is pending");
         return Ok(());
@@ -178,7 +183,7 @@ async fn index(engram: &Engram) -> Result<()> {
     }
     for agent in agents {
         // A saved graph clears the agent's pending mark; a failed build leaves it.
-        if engram.vector_index_build_pending(&agent) {
+        if engram.archival().index_build_pending(&agent) {
             eprintln!(
                 "warning: the vector index of {agent} was not saved (see the log); it is built again on the next start"
             );

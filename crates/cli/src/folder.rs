@@ -110,7 +110,7 @@ pub async fn folder(engram: &Engram, cmd: FolderCmd) -> Result<()> {
             embedding,
             embedding_base_url,
         } => {
-            let folder = engram.create_folder(NewFolder {
+            let folder = engram.folders().create(NewFolder {
                 name,
                 description,
                 instructions,
@@ -126,8 +126,8 @@ pub async fn folder(engram: &Engram, cmd: FolderCmd) -> Result<()> {
             paths,
             json,
         } => {
-            let folder = engram.find_folder(&folder)?;
-            let added = engram.add_paths(&folder.id, &paths).await?;
+            let folder = engram.folders().find(&folder)?;
+            let added = engram.folders().add_paths(&folder.id, &paths).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&added)?);
                 return Ok(());
@@ -146,9 +146,9 @@ pub async fn folder(engram: &Engram, cmd: FolderCmd) -> Result<()> {
             }
         }
         FolderCmd::Watch { folder, dir } => {
-            let folder = engram.find_folder(&folder)?;
-            let link = engram.link_folder_dir(&folder.id, &dir)?;
-            let r = engram.sync_watched_folder(&folder.id).await?;
+            let folder = engram.folders().find(&folder)?;
+            let link = engram.folders().link_dir(&folder.id, &dir)?;
+            let r = engram.folders().sync_watched(&folder.id).await?;
             println!("{} → {}", safe(&folder.name), safe(&link.path));
             println!(
                 "{} read ({} failed), {} unchanged, {} removed, {} symbolic links not followed",
@@ -157,20 +157,20 @@ pub async fn folder(engram: &Engram, cmd: FolderCmd) -> Result<()> {
             eprintln!("Kept in step while the desktop app or `engram serve` runs.");
         }
         FolderCmd::Unwatch { folder } => {
-            let folder = engram.find_folder(&folder)?;
-            if !engram.unwatch_folder(&folder.id)? {
+            let folder = engram.folders().find(&folder)?;
+            if !engram.folders().unwatch(&folder.id)? {
                 anyhow::bail!("{} is not linked to a directory", folder.name);
             }
         }
         FolderCmd::Ls { folder: None, json } => {
-            let folders = engram.list_folders()?;
+            let folders = engram.folders().list()?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&folders)?);
                 return Ok(());
             }
-            let watches = engram.folder_watches()?;
+            let watches = engram.folders().watches()?;
             for f in folders {
-                let files = engram.list_folder_files(&f.id)?.len();
+                let files = engram.folders().files(&f.id)?.len();
                 let model = f
                     .embedding
                     .as_ref()
@@ -190,8 +190,8 @@ pub async fn folder(engram: &Engram, cmd: FolderCmd) -> Result<()> {
             folder: Some(folder),
             json,
         } => {
-            let folder = engram.find_folder(&folder)?;
-            let files = engram.list_folder_files(&folder.id)?;
+            let folder = engram.folders().find(&folder)?;
+            let files = engram.folders().files(&folder.id)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&files)?);
                 return Ok(());
@@ -201,28 +201,29 @@ pub async fn folder(engram: &Engram, cmd: FolderCmd) -> Result<()> {
             }
         }
         FolderCmd::Attach { folder, agent } => {
-            let folder = engram.find_folder(&folder)?;
-            engram.attach_folder(&AgentId::from(agent), &folder.id)?;
+            let folder = engram.folders().find(&folder)?;
+            engram.folders().attach(&AgentId::from(agent), &folder.id)?;
         }
         FolderCmd::Detach { folder, agent } => {
-            let folder = engram.find_folder(&folder)?;
-            engram.detach_folder(&AgentId::from(agent), &folder.id)?;
+            let folder = engram.folders().find(&folder)?;
+            engram.folders().detach(&AgentId::from(agent), &folder.id)?;
         }
         FolderCmd::Rm { folder, file: None } => {
-            let folder = engram.find_folder(&folder)?;
-            engram.delete_folder(&folder.id)?;
+            let folder = engram.folders().find(&folder)?;
+            engram.folders().delete(&folder.id)?;
         }
         FolderCmd::Rm {
             folder,
             file: Some(name),
         } => {
-            let folder = engram.find_folder(&folder)?;
+            let folder = engram.folders().find(&folder)?;
             let file = engram
-                .list_folder_files(&folder.id)?
+                .folders()
+                .files(&folder.id)?
                 .into_iter()
                 .find(|f| f.name == name || f.id.as_str() == name)
                 .ok_or_else(|| anyhow::anyhow!("no file named '{name}' in {}", folder.name))?;
-            engram.delete_folder_file(&file.id)?;
+            engram.folders().delete_file(&file.id)?;
         }
     }
     Ok(())

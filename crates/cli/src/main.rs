@@ -99,7 +99,7 @@ async fn run(cli: Cli) -> Result<()> {
             }
         });
     }
-    let engram = Arc::new(Engram::open(options)?);
+    let engram = Engram::open(options)?;
     if let Err(e) = engram_server::tool_api::install(&engram) {
         eprintln!("warning: tools cannot call Engram's API back: {e}");
     }
@@ -150,7 +150,7 @@ async fn run(cli: Cli) -> Result<()> {
             if full {
                 return print_context_view(&engram, &agent, json);
             }
-            let b = engram.context_breakdown(&agent)?;
+            let b = engram.agents().context_breakdown(&agent)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&b)?);
             } else {
@@ -179,7 +179,7 @@ async fn run(cli: Cli) -> Result<()> {
 
 /// `engram context --full`: the next request as the model will receive it, part by part.
 fn print_context_view(engram: &Engram, agent: &AgentId, json: bool) -> Result<()> {
-    let view = engram.context_view(agent)?;
+    let view = engram.agents().context_view(agent)?;
     if json {
         println!("{}", terminal::json(&view)?);
         return Ok(());
@@ -214,7 +214,7 @@ fn print_context_view(engram: &Engram, agent: &AgentId, json: bool) -> Result<()
 /// no key, a built-in model not on this computer), with the command that fixes it: said when
 /// the agent is made or opened, not after a message fails. Silent when it cannot tell.
 fn warn_model(engram: &Engram, id: &AgentId) {
-    if let Ok(Some(p)) = engram.agent_model_problem(id) {
+    if let Ok(Some(p)) = engram.agents().model_problem(id) {
         eprintln!(
             "warning: {} cannot talk to its model {} yet: {}. Set up the provider, or give the \
              agent another model (`engram agent set-model PROVIDER/MODEL {}`).",
@@ -228,10 +228,10 @@ fn warn_model(engram: &Engram, id: &AgentId) {
 
 /// The most recently created agent, or a new one with the default model when there is none.
 fn latest_or_new_agent(engram: &Engram) -> Result<AgentId> {
-    if let Some(agent) = engram.list_agents()?.pop() {
+    if let Some(agent) = engram.agents().list()?.pop() {
         return Ok(agent.id);
     }
-    let state = engram.create_agent(NewAgent {
+    let state = engram.agents().create(NewAgent {
         name: "Engram".into(),
         ..NewAgent::default()
     })?;
@@ -278,7 +278,8 @@ fn agent(engram: &Engram, cmd: AgentCmd) -> Result<()> {
             let llm = match (model, base_url, context_window) {
                 (None, None, None) => None,
                 (model, base_url, window) => {
-                    let mut llm = LlmConfig::new(model.map_or_else(|| engram.default_model(), Ok)?);
+                    let mut llm =
+                        LlmConfig::new(model.map_or_else(|| engram.models().default_chat(), Ok)?);
                     llm.base_url = base_url;
                     if let Some(w) = window {
                         llm.context_window = w;
@@ -296,7 +297,12 @@ fn agent(engram: &Engram, cmd: AgentCmd) -> Result<()> {
                     (model, base_url) => Some(EmbeddingConfig {
                         model: model
                             .map_or_else(
-                                || engram.default_embedding().map(|d| d.map(|c| c.model)),
+                                || {
+                                    engram
+                                        .models()
+                                        .default_embedding()
+                                        .map(|d| d.map(|c| c.model))
+                                },
                                 |m| Ok(Some(m)),
                             )?
                             .ok_or_else(|| anyhow!("--embedding-base-url needs --embedding"))?,
@@ -311,21 +317,21 @@ fn agent(engram: &Engram, cmd: AgentCmd) -> Result<()> {
                 ..NewAgent::default()
             };
             let state = match template {
-                Some(t) => engram.create_agent_from_template(&t, new)?,
-                None => engram.create_agent(new)?,
+                Some(t) => engram.agents().create_from_template(&t, new)?,
+                None => engram.agents().create(new)?,
             };
             if no_embedding && state.agent.embedding.is_some() {
                 let patch = engram_core::AgentPatch {
                     embedding: Some(None),
                     ..Default::default()
                 };
-                engram.update_agent(&state.agent.id, &patch)?;
+                engram.agents().update(&state.agent.id, &patch)?;
             }
             println!("{}", state.agent.id);
             warn_model(engram, &state.agent.id);
         }
         AgentCmd::List { json } => {
-            let agents = engram.list_agents()?;
+            let agents = engram.agents().list()?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&agents)?);
             }
@@ -333,7 +339,8 @@ fn agent(engram: &Engram, cmd: AgentCmd) -> Result<()> {
                 Default::default()
             } else {
                 engram
-                    .agents_without_model()?
+                    .agents()
+                    .without_model()?
                     .into_iter()
                     .map(|p| p.agent_id)
                     .collect()
@@ -354,13 +361,13 @@ fn agent(engram: &Engram, cmd: AgentCmd) -> Result<()> {
         }
         AgentCmd::Show { agent } => {
             let id = AgentId::from(agent);
-            let state = engram.get_agent(&id)?;
+            let state = engram.agents().get(&id)?;
             // The agent as JSON, with where its model calls go and what waits for approval.
             let mut shown = serde_json::to_value(&state)?;
-            shown["endpoints"] = serde_json::to_value(engram.agent_endpoints(&id)?)?;
+            shown["endpoints"] = serde_json::to_value(engram.trust().endpoints(&id)?)?;
             // Whether its vector index is being built (then archival search is exact but
             // slower): in this process, or marked pending by another or by a quit.
-            shown["vector_index"] = serde_json::to_value(engram.vector_index_status(&id)?)?;
+            shown["vector_index"] = serde_json::to_value(engram.archival().index_status(&id)?)?;
             println!("{}", terminal::json(&shown)?);
         }
         AgentCmd::Endpoint(cmd) => trust::endpoint(engram, cmd)?,
@@ -373,7 +380,8 @@ fn agent(engram: &Engram, cmd: AgentCmd) -> Result<()> {
             if without_model {
                 ids.extend(
                     engram
-                        .agents_without_model()?
+                        .agents()
+                        .without_model()?
                         .into_iter()
                         .map(|p| p.agent_id),
                 );
@@ -381,12 +389,12 @@ fn agent(engram: &Engram, cmd: AgentCmd) -> Result<()> {
             if ids.is_empty() {
                 println!("every agent's model is set up; nothing changed");
             }
-            for a in engram.use_model_for(&ids, &model)? {
+            for a in engram.agents().use_model(&ids, &model)? {
                 println!("{}  {}  ({})", a.id, safe(&a.name), safe(&a.llm.model));
             }
         }
         AgentCmd::Delete { agent } => {
-            engram.delete_agent(&AgentId::from(agent.as_str()))?;
+            engram.agents().delete(&AgentId::from(agent.as_str()))?;
             println!("deleted {agent}");
         }
     }
@@ -408,12 +416,12 @@ async fn chat_once(
     json: bool,
     policy: approval::Policy,
 ) -> Result<()> {
-    let style = engram.get_agent(agent)?.agent.loop_style;
+    let style = engram.agents().get(agent)?.agent.loop_style;
     let mut merged = None;
     // A call left waiting by an earlier run is decided first, so the turn can run.
     approval::settle(engram, agent, &policy, &mut merged).await?;
     if let Some(turn) = turn {
-        if let Some(p) = engram.pending_approval(agent)? {
+        if let Some(p) = engram.runs().pending_approval(agent)? {
             return Err(approval::waiting_error(agent, &p));
         }
         let request = match turn {
@@ -421,7 +429,7 @@ async fn chat_once(
                 text: message.to_owned(),
             },
             Turn::Regenerate => {
-                let undone = engram.regenerate_preview(agent)?;
+                let undone = engram.runs().regenerate_preview(agent)?;
                 eprintln!(
                     "undoing {} messages, {} block edits, {} passages",
                     undone.messages.len(),
@@ -431,14 +439,14 @@ async fn chat_once(
                 RunRequest::Regenerate
             }
         };
-        let outcome = engram.start_run(agent, request).await?.outcome().await?;
+        let outcome = engram.runs().start(agent, request).await?.outcome().await?;
         approval::merge(&mut merged, outcome);
         approval::settle(engram, agent, &policy, &mut merged).await?;
     }
     let Some(outcome) = merged else {
         bail!("no tool call is waiting for approval; nothing to do");
     };
-    let pending = engram.pending_approval(agent)?;
+    let pending = engram.runs().pending_approval(agent)?;
     if json {
         let mut body = letta::response(&outcome, style);
         if let (Some(p), Some(list)) = (&pending, body["messages"].as_array_mut()) {
@@ -472,7 +480,7 @@ async fn chat_once(
 fn memory(engram: &Engram, cmd: MemoryCmd) -> Result<()> {
     match cmd {
         MemoryCmd::Show { agent, json } => {
-            let blocks = engram.get_agent(&AgentId::from(agent))?.blocks;
+            let blocks = engram.agents().get(&AgentId::from(agent))?.blocks;
             if json {
                 println!("{}", serde_json::to_string_pretty(&blocks)?);
             }
@@ -499,7 +507,9 @@ fn memory(engram: &Engram, cmd: MemoryCmd) -> Result<()> {
                 version: if_version,
                 ..engram_core::BlockPatch::default()
             };
-            let b = engram.update_agent_block(&AgentId::from(agent), &label, &patch)?;
+            let b = engram
+                .blocks()
+                .update_by_label(&AgentId::from(agent), &label, &patch)?;
             println!(
                 "[{}] {}/{} chars, version {}",
                 safe(&b.label),
@@ -509,7 +519,7 @@ fn memory(engram: &Engram, cmd: MemoryCmd) -> Result<()> {
             );
         }
         MemoryCmd::History { agent, label } => {
-            for e in engram.block_history(&AgentId::from(agent), &label)? {
+            for e in engram.blocks().history(&AgentId::from(agent), &label)? {
                 let versions = match (e.old_version, e.new_version) {
                     (Some(old), Some(new)) => format!("  v{old} -> v{new}"),
                     _ => String::new(),
@@ -531,9 +541,9 @@ fn memory(engram: &Engram, cmd: MemoryCmd) -> Result<()> {
         } => {
             let edit = EditId::from(edit);
             let b = if whole {
-                engram.restore_block_edit(&edit, if_version)?
+                engram.blocks().restore(&edit, if_version)?
             } else {
-                engram.undo_block_edit(&edit, if_version)?
+                engram.blocks().undo(&edit, if_version)?
             };
             println!(
                 "[{}] restored ({}/{} chars)",
@@ -553,8 +563,9 @@ async fn archival(engram: &Engram, cmd: ArchivalCmd) -> Result<()> {
             // The vector is computed in the background; this process waits for it before it
             // exits, so the passage is found by meaning from the next command on.
             let add = async {
-                let p = engram.add_passage(&agent, &text, tags).await?;
+                let p = engram.archival().insert(&agent, &text, tags).await?;
                 engram
+                    .archival()
                     .fresh_vectors(&agent, std::time::Duration::from_secs(600))
                     .await;
                 anyhow::Ok(p)
@@ -592,7 +603,7 @@ async fn archival(engram: &Engram, cmd: ArchivalCmd) -> Result<()> {
                 end: until,
                 ..PassageList::default()
             };
-            let passages = engram.list_passages(&AgentId::from(agent), &list)?;
+            let passages = engram.archival().list(&AgentId::from(agent), &list)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&passages)?);
             }
@@ -624,7 +635,7 @@ async fn archival(engram: &Engram, cmd: ArchivalCmd) -> Result<()> {
                 ..PassageQuery::default()
             };
             let hits =
-                embedding::with_progress(engram, engram.search_archival_by(&agent, q)).await?;
+                embedding::with_progress(engram, engram.archival().search_by(&agent, q)).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&hits)?);
             }
@@ -678,7 +689,7 @@ async fn recall(engram: &Engram, cmd: RecallCmd) -> Result<()> {
         limit,
     };
     let hits =
-        embedding::with_progress(engram, engram.search_recall(&AgentId::from(agent), &q)).await?;
+        embedding::with_progress(engram, engram.recall().search(&AgentId::from(agent), &q)).await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&hits)?);
     }
@@ -718,7 +729,7 @@ async fn provider(engram: &Engram, cmd: ProviderCmd) -> Result<()> {
             } else {
                 None
             };
-            let info = engram.set_provider(ProviderSetup {
+            let info = engram.providers().set(ProviderSetup {
                 name,
                 kind: kind.map(|k| {
                     if k == "anthropic" {
@@ -741,7 +752,7 @@ async fn provider(engram: &Engram, cmd: ProviderCmd) -> Result<()> {
             );
         }
         ProviderCmd::List => {
-            for p in engram.list_providers()? {
+            for p in engram.providers().list()? {
                 println!(
                     "{}  {}  key {}",
                     safe(&p.name),
@@ -751,14 +762,14 @@ async fn provider(engram: &Engram, cmd: ProviderCmd) -> Result<()> {
             }
         }
         ProviderCmd::Test { name } => {
-            let models = engram.test_provider(&name).await?;
+            let models = engram.providers().test(&name).await?;
             println!("{name}: OK, {} models", models.len());
             for m in models {
                 println!("  {}", safe(&m.id));
             }
         }
         ProviderCmd::Delete { name } => {
-            engram.delete_provider(&name)?;
+            engram.providers().delete(&name)?;
             println!("deleted {name}");
         }
     }

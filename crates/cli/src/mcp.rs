@@ -159,12 +159,12 @@ pub async fn mcp(engram: &std::sync::Arc<Engram>, cmd: McpCmd) -> Result<()> {
                     }
                 }
             };
-            let server = engram.add_mcp_server(NewMcpServer { name, transport })?;
+            let server = engram.mcp().add_server(NewMcpServer { name, transport })?;
             println!("{}", server.id);
         }
-        McpCmd::List { json: true } => println!("{}", json(&engram.list_mcp_servers()?)?),
+        McpCmd::List { json: true } => println!("{}", json(&engram.mcp().list()?)?),
         McpCmd::List { json: false } => {
-            for s in engram.list_mcp_servers()? {
+            for s in engram.mcp().list()? {
                 println!("{}", safe(&describe(&s)));
             }
         }
@@ -172,7 +172,7 @@ pub async fn mcp(engram: &std::sync::Arc<Engram>, cmd: McpCmd) -> Result<()> {
             server,
             json: as_json,
         } => {
-            let tools = engram.list_mcp_tools(&server).await?;
+            let tools = engram.mcp().list_tools(&server).await?;
             if as_json {
                 println!("{}", json(&tools)?);
             } else {
@@ -182,13 +182,13 @@ pub async fn mcp(engram: &std::sync::Arc<Engram>, cmd: McpCmd) -> Result<()> {
                 }
             }
         }
-        McpCmd::Remove { server } => engram.remove_mcp_server(&server).await?,
+        McpCmd::Remove { server } => engram.mcp().remove(&server).await?,
         McpCmd::Accept { server } => {
-            let s = engram.set_mcp_server_active(&server, true).await?;
+            let s = engram.mcp().set_active(&server, true).await?;
             println!("{}", safe(&describe(&s)));
         }
         McpCmd::Disable { server } => {
-            let s = engram.set_mcp_server_active(&server, false).await?;
+            let s = engram.mcp().set_active(&server, false).await?;
             println!("{}", safe(&describe(&s)));
         }
         McpCmd::Import { file } => {
@@ -198,7 +198,7 @@ pub async fn mcp(engram: &std::sync::Arc<Engram>, cmd: McpCmd) -> Result<()> {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_else(|| file.display().to_string());
-            for s in engram.import_mcp_servers(&text, &source)? {
+            for s in engram.mcp().import(&text, &source)? {
                 println!(
                     "{}",
                     safe(&format!(

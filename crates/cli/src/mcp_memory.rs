@@ -138,7 +138,9 @@ pub async fn serve(engram: Arc<Engram>, args: ServeArgs) -> Result<()> {
         .client
         .clone()
         .unwrap_or_else(|| "mcp-client".to_owned());
-    let mut client = engram.memory_client(&name, &args.agents, &args.access())?;
+    let mut client = engram
+        .memory_server()
+        .client(&name, &args.agents, &args.access())?;
     client.approval_timeout = Duration::from_secs(args.approval_timeout);
     engram_mcp_memory::serve_stdio(engram.clone(), client, args.client.is_some())
         .await
@@ -196,7 +198,9 @@ fn print_config(engram: &Engram, args: &ServeArgs, for_client: PasteClient) -> R
     };
     println!(
         "{}",
-        engram.memory_server_config(for_client, &program, &launch)?
+        engram
+            .memory_server()
+            .config(for_client, &program, &launch)?
     );
     Ok(())
 }
@@ -217,12 +221,12 @@ pub async fn client(engram: &Engram, cmd: ClientCmd) -> Result<()> {
                 approve_writes,
                 approve_agents,
             };
-            let (_, token) = engram.add_memory_client(&name, &access)?;
+            let (_, token) = engram.memory_server().add_client(&name, &access)?;
             println!("{}", token.expose_secret());
         }
         ClientCmd::List => {
-            let edits = engram.client_edits(200)?;
-            for c in engram.memory_clients()? {
+            let edits = engram.memory_server().client_edits(200)?;
+            for c in engram.memory_server().clients()? {
                 let access = if c.read_only {
                     "read-only".to_owned()
                 } else if c.read_only_agents.is_empty() {
@@ -253,9 +257,9 @@ pub async fn client(engram: &Engram, cmd: ClientCmd) -> Result<()> {
                 println!("{}  [{access}]  {last}", c.name);
             }
         }
-        ClientCmd::Remove { name } => engram.remove_memory_client(&name)?,
+        ClientCmd::Remove { name } => engram.memory_server().remove_client(&name)?,
         ClientCmd::Pending => {
-            for w in engram.pending_client_writes()? {
+            for w in engram.memory_server().pending_writes()? {
                 println!(
                     "{}  {} → {} ({}): {}",
                     w.id, w.client, w.agent_name, w.path, w.summary
@@ -264,13 +268,15 @@ pub async fn client(engram: &Engram, cmd: ClientCmd) -> Result<()> {
         }
         ClientCmd::Approve { id } => {
             let outcome = engram
-                .decide_client_write(&ClientWriteId::from(id), true, None)
+                .memory_server()
+                .decide_write(&ClientWriteId::from(id), true, None)
                 .await?;
             println!("{}: {}", outcome.status, outcome.message);
         }
         ClientCmd::Deny { id, reason } => {
             let outcome = engram
-                .decide_client_write(&ClientWriteId::from(id), false, reason.as_deref())
+                .memory_server()
+                .decide_write(&ClientWriteId::from(id), false, reason.as_deref())
                 .await?;
             println!("{}: {}", outcome.status, outcome.message);
         }

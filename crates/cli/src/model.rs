@@ -69,7 +69,7 @@ fn gb(bytes: u64) -> String {
 }
 
 fn catalogue(engram: &Engram, json: bool) -> Result<()> {
-    let entries = engram.model_catalogue()?;
+    let entries = engram.models().catalogue()?;
     if json {
         println!("{}", serde_json::to_string_pretty(&entries)?);
         return Ok(());
@@ -136,12 +136,12 @@ async fn pull(engram: &Engram, name: &str, default: bool) -> Result<()> {
     };
     let stop = async {
         crate::serve::stop_signal().await;
-        engram.cancel_model_pull(name);
+        engram.models().cancel_pull(name);
         // The download ends itself once it sees the cancel.
         std::future::pending::<()>().await
     };
     let result = tokio::select! {
-        r = engram.pull_model(name, &progress) => r,
+        r = engram.models().pull(name, &progress) => r,
         () = stop => unreachable!("the stop future never ends"),
     };
     if tty {
@@ -150,7 +150,7 @@ async fn pull(engram: &Engram, name: &str, default: bool) -> Result<()> {
     match result {
         Ok(m) => {
             if default {
-                engram.set_default_local_model(&m.name)?;
+                engram.models().set_default_local(&m.name)?;
             }
             println!("{}", m.handle);
             Ok(())
@@ -158,7 +158,7 @@ async fn pull(engram: &Engram, name: &str, default: bool) -> Result<()> {
         Err(engram_core::Error::Cancelled) => {
             eprintln!(
                 "stopped; what arrived is kept in {} — `engram model pull {}` resumes",
-                engram.chat_models_dir().display(),
+                engram.models().dir().display(),
                 safe(name)
             );
             std::process::exit(130);
@@ -170,9 +170,9 @@ async fn pull(engram: &Engram, name: &str, default: bool) -> Result<()> {
 pub async fn model(engram: &Engram, cmd: ModelCmd) -> Result<()> {
     match cmd {
         ModelCmd::Add { file, ctx, default } => {
-            let m = engram.add_local_model(&file, ctx)?;
+            let m = engram.models().add_local(&file, ctx)?;
             if default {
-                engram.set_default_local_model(&m.name)?;
+                engram.models().set_default_local(&m.name)?;
             }
             println!("{}", m.handle);
         }
@@ -182,13 +182,13 @@ pub async fn model(engram: &Engram, cmd: ModelCmd) -> Result<()> {
         } => catalogue(engram, json)?,
         ModelCmd::Pull { name, default } => pull(engram, &name, default).await?,
         ModelCmd::List { json, .. } => {
-            let models = engram.list_local_models()?;
+            let models = engram.models().list_local()?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&models)?);
             } else if models.is_empty() {
                 println!("no built-in chat models: add a GGUF file with `engram model add FILE`");
             } else {
-                let default = engram.default_model()?;
+                let default = engram.models().default_chat()?;
                 for m in &models {
                     let mark = if m.handle == default { "* " } else { "  " };
                     println!("{mark}{}", safe(&line(m)));
@@ -196,11 +196,11 @@ pub async fn model(engram: &Engram, cmd: ModelCmd) -> Result<()> {
             }
         }
         ModelCmd::Rm { name } => {
-            engram.remove_local_model(&name).await?;
+            engram.models().remove_local(&name).await?;
             println!("removed {}", safe(&name));
         }
         ModelCmd::Default { name } => {
-            let m = engram.set_default_local_model(&name)?;
+            let m = engram.models().set_default_local(&name)?;
             println!("new agents get {}", m.handle);
         }
     }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 pub async fn run(engram: &Arc<Engram>, agent: &AgentId) -> Result<()> {
-    let state = engram.get_agent(agent)?;
+    let state = engram.agents().get(agent)?;
     eprintln!(
         "Chatting with {} ({}). Ctrl-C stops a reply, Ctrl-D or /exit leaves.",
         safe(&state.agent.name),
@@ -20,7 +20,7 @@ pub async fn run(engram: &Arc<Engram>, agent: &AgentId) -> Result<()> {
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     loop {
         // A call waiting for approval (from this run or one before) is asked about first.
-        if let Some(p) = engram.pending_approval(agent)? {
+        if let Some(p) = engram.runs().pending_approval(agent)? {
             match approval::ask(&mut lines, &p).await? {
                 Some(decision) => turn(engram, agent, Turn::Decide(decision)).await,
                 None => break,
@@ -59,7 +59,7 @@ async fn turn(engram: &Arc<Engram>, agent: &AgentId, what: Turn<'_>) {
         },
         Turn::Decide(d) => RunRequest::Approvals { decisions: vec![d] },
     };
-    let mut run = match engram.start_run(agent, request).await {
+    let mut run = match engram.runs().start(agent, request).await {
         Ok(run) => run,
         Err(e) => {
             eprintln!("error: {}", safe(&e.to_string()));
@@ -69,7 +69,7 @@ async fn turn(engram: &Arc<Engram>, agent: &AgentId, what: Turn<'_>) {
     let (stopper, id) = (engram.clone(), run.run_id().clone());
     let ctrl_c = tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
-            stopper.cancel_run(&id);
+            stopper.runs().cancel(&id);
         }
     });
     print(&mut run.events).await;

@@ -48,6 +48,7 @@ pub async fn run(engram: Arc<Engram>, args: ServeArgs) -> Result<()> {
     } else {
         Auth::Token(
             engram
+                .trust()
                 .rest_api_token()
                 .context("cannot read or create the REST API token")?,
         )
@@ -73,19 +74,19 @@ pub async fn run(engram: Arc<Engram>, args: ServeArgs) -> Result<()> {
         let engram = Arc::clone(&engram);
         async move {
             stop_signal().await;
-            let runs = engram.cancel_all_runs();
+            let runs = engram.runs().cancel_all();
             // A pass in flight writes nothing when stopped; its turns wait for the next start.
-            engram.stop_sleeptime();
+            engram.sleeptime().stop();
             tracing::info!(runs, "stopping: runs cancelled");
         }
     };
     tokio::spawn(release_memory_now_and_then(Arc::clone(&engram)));
     // Vectors a restart left missing (a backfill cut short, a model changed just before).
-    if let Err(e) = engram.resume_backfills() {
+    if let Err(e) = engram.archival().resume_backfills() {
         tracing::warn!(%e, "cannot resume embedding backfills");
     }
     // Folders linked to a directory on disk are kept in step while the server runs.
-    engram.resume_folder_watches();
+    engram.folders().resume_watches();
     let config = ServerConfig {
         ui_dir: args.ui_dir,
         ..ServerConfig::new(auth)

@@ -168,8 +168,8 @@ pub async fn sleeptime(engram: &Engram, cmd: SleeptimeCmd) -> Result<()> {
     match cmd {
         SleeptimeCmd::Show { agent, limit, json } => {
             let agent = AgentId::from(agent);
-            let settings = engram.sleeptime_settings(&agent)?;
-            let passes = engram.sleeptime_passes(&agent, limit)?;
+            let settings = engram.sleeptime().settings(&agent)?;
+            let passes = engram.sleeptime().passes(&agent, limit)?;
             if json {
                 let out = serde_json::json!({"settings": settings, "passes": passes});
                 println!("{}", serde_json::to_string_pretty(&out)?);
@@ -180,13 +180,13 @@ pub async fn sleeptime(engram: &Engram, cmd: SleeptimeCmd) -> Result<()> {
         }
         SleeptimeCmd::Set { ref agent, .. } => {
             let agent = AgentId::from(agent.as_str());
-            let mut s = engram.sleeptime_settings(&agent)?;
+            let mut s = engram.sleeptime().settings(&agent)?;
             set(&mut s, cmd);
-            engram.set_sleeptime_settings(&agent, &s)?;
+            engram.sleeptime().set_settings(&agent, &s)?;
             println!("{}", serde_json::to_string_pretty(&s)?);
         }
         SleeptimeCmd::Run { agent, json } => {
-            let pass = engram.run_sleeptime_pass(&AgentId::from(agent)).await?;
+            let pass = engram.sleeptime().run_pass(&AgentId::from(agent)).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&pass)?);
             } else {
@@ -196,8 +196,8 @@ pub async fn sleeptime(engram: &Engram, cmd: SleeptimeCmd) -> Result<()> {
         SleeptimeCmd::Undo { pass, change } => {
             let pass = PassId::from(pass);
             let p = match change {
-                Some(i) => engram.undo_sleeptime_change(&pass, i)?,
-                None => engram.undo_sleeptime_pass(&pass)?,
+                Some(i) => engram.sleeptime().undo_change(&pass, i)?,
+                None => engram.sleeptime().undo_pass(&pass)?,
             };
             print_pass(&p);
         }

@@ -128,14 +128,19 @@ pub enum PythonCmd {
 pub fn python(engram: &Engram, cmd: PythonCmd) -> Result<()> {
     let status = match cmd {
         PythonCmd::Status { json: true } => {
-            println!("{}", serde_json::to_string_pretty(&engram.tool_python())?);
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&engram.tools().python())?
+            );
             return Ok(());
         }
-        PythonCmd::Status { json: false } => engram.tool_python(),
+        PythonCmd::Status { json: false } => engram.tools().python(),
         PythonCmd::Setup { requirement } => {
-            engram.set_up_tool_python(requirement.as_deref(), &mut |line| {
-                eprintln!("{}", safe(line));
-            })?
+            engram
+                .tools()
+                .set_up_python(requirement.as_deref(), &mut |line| {
+                    eprintln!("{}", safe(line));
+                })?
         }
     };
     let managed = if status.managed {
@@ -206,13 +211,13 @@ pub fn tool(engram: &Engram, cmd: ToolCmd) -> Result<()> {
         ToolCmd::Add { file, name, attach } => {
             let source = std::fs::read_to_string(&file)
                 .with_context(|| format!("cannot read {}", file.display()))?;
-            let tool = engram.upsert_tool(NewTool {
+            let tool = engram.tools().upsert(NewTool {
                 source_code: source,
                 name,
                 ..NewTool::default()
             })?;
             if let Some(agent) = attach {
-                engram.attach_tool(&AgentId::from(agent), &tool.id)?;
+                engram.tools().attach(&AgentId::from(agent), &tool.id)?;
             }
             if let Some(why) = &tool.unavailable_reason {
                 eprintln!("note: {} cannot run here yet: {}", tool.name, safe(why));
@@ -220,7 +225,7 @@ pub fn tool(engram: &Engram, cmd: ToolCmd) -> Result<()> {
             println!("{}", tool.id);
         }
         ToolCmd::List { json } => {
-            let tools = engram.list_tools()?;
+            let tools = engram.tools().list()?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&tools)?);
             } else {
@@ -230,27 +235,27 @@ pub fn tool(engram: &Engram, cmd: ToolCmd) -> Result<()> {
             }
         }
         ToolCmd::Show { tool } => {
-            let t = engram.find_tool(&tool)?;
+            let t = engram.tools().find(&tool)?;
             println!("{}", crate::terminal::json(&t)?);
         }
         ToolCmd::Trust { tool, hash } => crate::trust::trust_tool(engram, &tool, hash)?,
         ToolCmd::Untrust { tool } => {
-            let t = engram.untrust_tool(&tool)?;
+            let t = engram.tools().untrust(&tool)?;
             println!("untrusted {}", t.name);
         }
         ToolCmd::Approval { agent, tool, state } => {
-            let name = engram.find_tool(&tool)?.name;
+            let name = engram.tools().find(&tool)?.name;
             let on = bool::from(state);
             crate::approval::set_rule(engram, &agent, &name, on)?;
         }
         ToolCmd::Attach { agent, tool } => {
-            let t = engram.find_tool(&tool)?;
-            let tools = engram.attach_tool(&AgentId::from(agent), &t.id)?;
+            let t = engram.tools().find(&tool)?;
+            let tools = engram.tools().attach(&AgentId::from(agent), &t.id)?;
             println!("{}", names(&tools));
         }
         ToolCmd::Detach { agent, tool } => {
-            let t = engram.find_tool(&tool)?;
-            let tools = engram.detach_tool(&AgentId::from(agent), &t.id)?;
+            let t = engram.tools().find(&tool)?;
+            let tools = engram.tools().detach(&AgentId::from(agent), &t.id)?;
             println!("{}", names(&tools));
         }
         ToolCmd::Set {
@@ -263,8 +268,8 @@ pub fn tool(engram: &Engram, cmd: ToolCmd) -> Result<()> {
                     "nothing to change: give --network on|off and/or --unsandboxed on|off"
                 );
             }
-            let t = engram.find_tool(&tool)?;
-            let t = engram.set_tool_sandbox(
+            let t = engram.tools().find(&tool)?;
+            let t = engram.tools().set_sandbox(
                 &t.id,
                 ToolSandboxSettings {
                     network: network.map(bool::from),
@@ -274,8 +279,8 @@ pub fn tool(engram: &Engram, cmd: ToolCmd) -> Result<()> {
             println!("{}", line(&t));
         }
         ToolCmd::Delete { tool } => {
-            let t = engram.find_tool(&tool)?;
-            engram.delete_tool(&t.id)?;
+            let t = engram.tools().find(&tool)?;
+            engram.tools().delete(&t.id)?;
             println!("deleted {}", t.name);
         }
     }
@@ -285,7 +290,7 @@ pub fn tool(engram: &Engram, cmd: ToolCmd) -> Result<()> {
 pub fn template(engram: &Engram, cmd: TemplateCmd) -> Result<()> {
     match cmd {
         TemplateCmd::List { json } => {
-            let templates = engram.list_templates();
+            let templates = engram.agents().templates();
             if json {
                 println!("{}", serde_json::to_string_pretty(&templates)?);
             } else {

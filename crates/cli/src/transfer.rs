@@ -76,7 +76,7 @@ pub fn import(engram: &Engram, args: ImportArgs) -> Result<()> {
             |n| n.to_string_lossy().into_owned(),
         )
     };
-    let report = engram.import_agent_file_named(&bytes, &file_name)?;
+    let report = engram.agent_files().import_named(&bytes, &file_name)?;
     for id in &report.agents {
         println!("{id}");
     }
@@ -110,7 +110,7 @@ fn kind_word(kind: engram_service::InactiveKind) -> &'static str {
 /// Exports agents in the chosen format to a file or standard output.
 pub fn export(engram: &Engram, args: ExportArgs) -> Result<()> {
     let ids: Vec<AgentId> = if args.all {
-        engram.list_agents()?.into_iter().map(|a| a.id).collect()
+        engram.agents().list()?.into_iter().map(|a| a.id).collect()
     } else {
         args.agents.into_iter().map(AgentId::from).collect()
     };
@@ -118,12 +118,12 @@ pub fn export(engram: &Engram, args: ExportArgs) -> Result<()> {
         bail!("nothing to export: name agent ids or pass --all");
     }
     let bytes = match args.format {
-        ExportFormat::Af => engram.export_agent_file(&ids)?,
-        ExportFormat::Json => engram.export_json(&ids)?,
+        ExportFormat::Af => engram.agent_files().export(&ids)?,
+        ExportFormat::Json => engram.agent_files().export_json(&ids)?,
         ExportFormat::Markdown => {
             let docs = ids
                 .iter()
-                .map(|id| engram.export_markdown(id))
+                .map(|id| engram.agent_files().export_markdown(id))
                 .collect::<engram_core::Result<Vec<_>>>()?;
             docs.join("\n---\n\n").into_bytes()
         }

@@ -100,7 +100,7 @@ fn print_endpoints(e: &AgentEndpoints) {
 pub fn endpoint(engram: &Engram, cmd: EndpointCmd) -> Result<()> {
     let shown = match cmd {
         EndpointCmd::Show { agent, json } => {
-            let e = engram.agent_endpoints(&AgentId::from(agent))?;
+            let e = engram.trust().endpoints(&AgentId::from(agent))?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&e)?);
                 return Ok(());
@@ -108,17 +108,21 @@ pub fn endpoint(engram: &Engram, cmd: EndpointCmd) -> Result<()> {
             e
         }
         EndpointCmd::Set { agent, url, kind } => {
-            engram.set_agent_base_url(&AgentId::from(agent), kind.into(), Some(&url))?
+            engram
+                .trust()
+                .set_base_url(&AgentId::from(agent), kind.into(), Some(&url))?
         }
         EndpointCmd::Clear { agent, kind } => {
-            engram.set_agent_base_url(&AgentId::from(agent), kind.into(), None)?
+            engram
+                .trust()
+                .set_base_url(&AgentId::from(agent), kind.into(), None)?
         }
-        EndpointCmd::Accept { agent, kind } => {
-            engram.accept_endpoint(&AgentId::from(agent), kind.map(Into::into))?
-        }
-        EndpointCmd::Dismiss { agent, kind } => {
-            engram.dismiss_endpoint(&AgentId::from(agent), kind.into())?
-        }
+        EndpointCmd::Accept { agent, kind } => engram
+            .trust()
+            .accept_endpoint(&AgentId::from(agent), kind.map(Into::into))?,
+        EndpointCmd::Dismiss { agent, kind } => engram
+            .trust()
+            .dismiss_endpoint(&AgentId::from(agent), kind.into())?,
     };
     print_endpoints(&shown);
     Ok(())
@@ -140,7 +144,7 @@ fn review(t: &Tool) {
 /// `engram tool trust`: shows the source and its hash, then trusts exactly that source —
 /// after a yes on a terminal, or when `--hash` names it (for scripts).
 pub fn trust_tool(engram: &Engram, name: &str, hash: Option<String>) -> Result<()> {
-    let t = engram.find_tool(name)?;
+    let t = engram.tools().find(name)?;
     review(&t);
     let shown = t.source_hash.clone().unwrap_or_default();
     let expected = match hash {
@@ -159,7 +163,7 @@ pub fn trust_tool(engram: &Engram, name: &str, hash: Option<String>) -> Result<(
             t.name
         ),
     };
-    let t = engram.trust_tool(t.id.as_str(), &expected)?;
+    let t = engram.tools().trust(t.id.as_str(), &expected)?;
     println!(
         "trusted {} sha256:{}",
         t.name,

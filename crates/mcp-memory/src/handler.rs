@@ -159,7 +159,8 @@ impl ServerHandler for MemoryServer {
         let client = self.client(&context)?;
         let files = self
             .engram
-            .memory_files(&client)
+            .memory_server()
+            .files(&client)
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         let resources = files
             .into_iter()
@@ -180,7 +181,8 @@ impl ServerHandler for MemoryServer {
         let client = self.client(&context)?;
         let text = self
             .engram
-            .memory_read(&client, path_of(&request.uri)?)
+            .memory_server()
+            .read(&client, path_of(&request.uri)?)
             .map_err(|e| ErrorData::resource_not_found(e.to_string(), None))?;
         Ok(ReadResourceResult::new(vec![
             ResourceContents::text(text, request.uri).with_mime_type("text/markdown"),
@@ -218,7 +220,8 @@ impl ServerHandler for MemoryServer {
     ) -> Result<(), ErrorData> {
         let client = self.client(&context)?;
         self.engram
-            .memory_read(&client, path_of(&request.uri)?)
+            .memory_server()
+            .read(&client, path_of(&request.uri)?)
             .map_err(|e| ErrorData::resource_not_found(e.to_string(), None))?;
         self.uris
             .lock()

@@ -146,7 +146,8 @@ pub async fn serve_http(
     approval_timeout: Duration,
 ) -> Result<HttpServer, ServeError> {
     let mut clients = engram
-        .memory_client_tokens(agents)
+        .memory_server()
+        .client_tokens(agents)
         .map_err(ServeError::Engine)?;
     for (client, _) in &mut clients {
         client.approval_timeout = approval_timeout;
@@ -155,7 +156,8 @@ pub async fn serve_http(
         return Err(ServeError::NoClients);
     }
     let watcher = engram
-        .memory_client(
+        .memory_server()
+        .client(
             "watcher",
             agents,
             &Access {

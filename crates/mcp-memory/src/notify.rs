@@ -141,7 +141,7 @@ async fn watch(
     let mut notices = engram.notices();
     let mut tick = tokio::time::interval(poll);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut seen = engram.memory_snapshot(&client).unwrap_or_default();
+    let mut seen = engram.memory_server().snapshot(&client).unwrap_or_default();
     loop {
         tokio::select! {
             notice = notices.recv() => match notice {
@@ -154,7 +154,7 @@ async fn watch(
         let Some(subscribers) = subscribers.upgrade() else {
             return;
         };
-        let now = match engram.memory_snapshot(&client) {
+        let now = match engram.memory_server().snapshot(&client) {
             Ok(now) => now,
             Err(e) => {
                 tracing::warn!(%e, "memory server: cannot read the blocks");

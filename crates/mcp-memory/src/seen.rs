@@ -28,7 +28,7 @@ impl Seen {
             }
             noted.insert(name.to_owned(), Instant::now());
         }
-        if let Err(e) = engram.note_memory_client(name, transport) {
+        if let Err(e) = engram.memory_server().note_client(name, transport) {
             tracing::warn!(%e, client = name, "memory server: cannot note the client");
         }
     }

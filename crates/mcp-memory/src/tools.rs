@@ -122,23 +122,24 @@ pub(crate) async fn call(
 ) -> Option<Result<String, MemoryError>> {
     Some(match name {
         "memory" => match parse::<MemoryCommand>(args) {
-            Ok(command) => engram.memory_tool(client, &command).await,
+            Ok(command) => engram.memory_server().tool(client, &command).await,
             Err(e) => Err(e),
         },
         "search_memory" => match parse::<MemoryQuery>(args) {
-            Ok(q) => engram.memory_search(client, &q).await,
+            Ok(q) => engram.memory_server().search(client, &q).await,
             Err(e) => Err(e),
         },
         "add_memory" => match parse::<AddArgs>(args) {
             Ok(a) => {
                 engram
-                    .memory_add(client, &a.text, a.tags, a.agent.as_deref())
+                    .memory_server()
+                    .add_memory(client, &a.text, a.tags, a.agent.as_deref())
                     .await
             }
             Err(e) => Err(e),
         },
         "search_conversation" => match parse::<ConversationQuery>(args) {
-            Ok(q) => engram.memory_search_conversation(client, &q).await,
+            Ok(q) => engram.memory_server().search_conversation(client, &q).await,
             Err(e) => Err(e),
         },
         _ => return None,

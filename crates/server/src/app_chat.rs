@@ -28,8 +28,8 @@ async fn attach_run(
     State(s): State<AppState>,
     Args(a): Args<AttachRunArgs>,
 ) -> Result<Response, AppError> {
-    s.engram.get_agent(&a.agent_id)?;
-    let Some(events) = s.engram.attach_run(&a.agent_id) else {
+    s.engram.agents().get(&a.agent_id)?;
+    let Some(events) = s.engram.runs().attach(&a.agent_id) else {
         return Ok(Json(serde_json::Value::Null).into_response());
     };
     Ok(sse(events))
@@ -38,13 +38,13 @@ async fn attach_run(
 /// Starts `request` and answers the run as SSE ([`sse`]); errors that kept it from starting
 /// (a conflict, nothing to regenerate, no provider) are ordinary `{code, message}` responses.
 /// Every streaming `/app` command (`send_message`, `regenerate`, `edit_and_resend`,
-/// `resolve_approval`) is this over one `Engram::start_run`.
+/// `resolve_approval`) is this over one `Runs::start`.
 pub(crate) async fn start(
     s: AppState,
     agent: AgentId,
     request: RunRequest,
 ) -> Result<Response, AppError> {
-    let run = s.engram.start_run(&agent, request).await?;
+    let run = s.engram.runs().start(&agent, request).await?;
     Ok(sse(run.events))
 }
 

@@ -3,6 +3,7 @@
 //! knows (the built-in tools and their schemas, which providers are configured) and reports.
 
 use crate::Engram;
+use crate::rooms::AgentFiles;
 use engram_agent::tools::{BUILTIN_TOOLS, specs};
 use engram_agentfile::{ExportOptions, ImportOptions, InactiveKind, snapshot};
 use engram_core::trust::ImportedToolStatus;
@@ -124,13 +125,58 @@ fn mcp_server(v: &serde_json::Value) -> ImportedMcpServer {
 pub const UNNAMED_FILE: &str = "(unnamed file)";
 
 impl Engram {
+    /// [`AgentFiles::export`], with the agents' folders or without them.
+    fn export_file(&self, agents: &[AgentId], folders: bool) -> Result<Vec<u8>> {
+        let snaps = self.snapshots(agents)?;
+        let mut opts = ExportOptions {
+            now: chrono::Utc::now(),
+            ..ExportOptions::default()
+        };
+        let names: Vec<String> = BUILTIN_TOOLS.iter().map(|s| (*s).to_owned()).collect();
+        for s in &snaps {
+            for t in self.store.tools_named(&s.agent.tools)? {
+                if let Some(m) = &t.mcp
+                    && let Ok(server) = self.store.find_mcp_server(m.server_id.as_str())
+                {
+                    opts.mcp_servers.insert(server.id.to_string(), server);
+                }
+                opts.user_tools.insert(t.name.clone(), t);
+            }
+            let style = s.agent.loop_style;
+            for spec in specs(&names, style) {
+                opts.tool_schemas.entry(spec.name.clone()).or_insert_with(|| {
+                    json!({"name": spec.name, "description": spec.description, "parameters": spec.parameters})
+                });
+            }
+        }
+        if opts.tool_schemas.is_empty() {
+            for spec in specs(&names, LoopStyle::ToolLoop) {
+                opts.tool_schemas.insert(
+                    spec.name.clone(),
+                    json!({"name": spec.name, "description": spec.description, "parameters": spec.parameters}),
+                );
+            }
+        }
+        let mut file = engram_agentfile::export_v2(&snaps, &opts);
+        if folders {
+            self.export_folders(agents, &mut file)?;
+        }
+        to_pretty(&file)
+    }
+
+    fn snapshots(&self, agents: &[AgentId]) -> Result<Vec<engram_agentfile::AgentSnapshot>> {
+        agents.iter().map(|id| snapshot(&self.store, id)).collect()
+    }
+}
+
+impl AgentFiles<'_> {
     /// Imports an Agent File (v1 or v2, possibly double-encoded; at most
     /// [`MAX_FILE_BYTES`](engram_agentfile::MAX_FILE_BYTES)) in one transaction, as
-    /// [`import_agent_file_named`](Self::import_agent_file_named) with no file name.
+    /// [`import_named`](Self::import_named) with no file name.
     ///
     /// Errors: as `import_agent_file_named`.
-    pub fn import_agent_file(&self, bytes: &[u8]) -> Result<ImportReport> {
-        self.import_agent_file_named(bytes, UNNAMED_FILE)
+    pub fn import(self, bytes: &[u8]) -> Result<ImportReport> {
+        self.import_named(bytes, UNNAMED_FILE)
     }
 
     /// Imports an Agent File in one transaction; `file_name` is recorded as the origin of its
@@ -148,9 +194,9 @@ impl Engram {
     ///
     /// Errors: `invalid_input` naming what is wrong and its JSON path (e.g. `agent file:
     /// unexpected value at agents[0].messages[3].role: …`); nothing is imported then.
-    pub fn import_agent_file_named(&self, bytes: &[u8], file_name: &str) -> Result<ImportReport> {
+    pub fn import_named(self, bytes: &[u8], file_name: &str) -> Result<ImportReport> {
         let file = engram_agentfile::parse(bytes)?;
-        let default_model = self.default_model()?;
+        let default_model = self.engram.models().default_chat()?;
         let file_name = file_name.trim();
         let file_name = if file_name.is_empty() {
             UNNAMED_FILE
@@ -202,6 +248,7 @@ impl Engram {
             });
             let a = &mut ia.agent;
             if let Err(e) = self
+                .engram
                 .resolver
                 .config(a.llm.provider(), a.llm.base_url.as_deref())
             {
@@ -218,9 +265,10 @@ impl Engram {
                 let (provider, name) = engram_core::agent::split_handle(&emb.model);
                 // A built-in model has no endpoint: usable when Engram knows it.
                 let usable = if provider.eq_ignore_ascii_case(engram_embed::PROVIDER) {
-                    self.resolver.local.get(name).map(|_| ())
+                    self.engram.resolver.local.get(name).map(|_| ())
                 } else {
-                    self.resolver
+                    self.engram
+                        .resolver
                         .config(provider, emb.base_url.as_deref())
                         .map(|_| ())
                 };
@@ -236,10 +284,10 @@ impl Engram {
                 }
             }
         }
-        let ids = self.store.import_bundle(&conv.bundle)?;
+        let ids = self.engram.store.import_bundle(&conv.bundle)?;
         let mut folder_warnings = Vec::new();
         if let engram_agentfile::AgentFile::V2(v2) = &file {
-            folder_warnings = self.import_folders(v2, &ids.agents)?;
+            folder_warnings = self.engram.import_folders(v2, &ids.agents)?;
             if !v2.sources.is_empty() {
                 // The folders are live: their documents and the file tools no longer wait.
                 conv.inactive.retain(|i| {
@@ -318,8 +366,9 @@ impl Engram {
                     })
                 })
                 .collect();
-            match self.store_inactive(server, file_name).and_then(|s| {
-                self.store
+            match self.engram.store_inactive(server, file_name).and_then(|s| {
+                self.engram
+                    .store
                     .add_pending_mcp_tools(&s.id, &pending)
                     .map(|()| s)
             }) {
@@ -343,14 +392,14 @@ impl Engram {
                 Err(e) => warnings.push(format!("an MCP server of the file was not stored: {e}")),
             }
         }
-        self.notify(crate::Notice::AgentsChanged);
+        self.engram.notify(crate::Notice::AgentsChanged);
         // Passages arrive without vectors (or with another model's): fill them in, in the
         // background; search works by words meanwhile.
         for agent in &ids.agents {
-            self.spawn_backfill(agent);
+            self.engram.spawn_backfill(agent);
         }
         if !ids.tools.is_empty() {
-            self.notify(crate::Notice::ToolsChanged);
+            self.engram.notify(crate::Notice::ToolsChanged);
         }
         Ok(ImportReport {
             file_name: file_name.to_owned(),
@@ -370,47 +419,8 @@ impl Engram {
     /// Exports agents as one Agent File v2 (pretty JSON, UTF-8): Letta's fields plus the
     /// `engram` extension with the full history, passages, block history and loop style.
     /// Never contains API keys. Errors: `not_found` for an unknown agent.
-    pub fn export_agent_file(&self, agents: &[AgentId]) -> Result<Vec<u8>> {
-        self.export_file(agents, true)
-    }
-
-    /// [`Engram::export_agent_file`], with the agents' folders or without them.
-    fn export_file(&self, agents: &[AgentId], folders: bool) -> Result<Vec<u8>> {
-        let snaps = self.snapshots(agents)?;
-        let mut opts = ExportOptions {
-            now: chrono::Utc::now(),
-            ..ExportOptions::default()
-        };
-        let names: Vec<String> = BUILTIN_TOOLS.iter().map(|s| (*s).to_owned()).collect();
-        for s in &snaps {
-            for t in self.store.tools_named(&s.agent.tools)? {
-                if let Some(m) = &t.mcp
-                    && let Ok(server) = self.store.find_mcp_server(m.server_id.as_str())
-                {
-                    opts.mcp_servers.insert(server.id.to_string(), server);
-                }
-                opts.user_tools.insert(t.name.clone(), t);
-            }
-            let style = s.agent.loop_style;
-            for spec in specs(&names, style) {
-                opts.tool_schemas.entry(spec.name.clone()).or_insert_with(|| {
-                    json!({"name": spec.name, "description": spec.description, "parameters": spec.parameters})
-                });
-            }
-        }
-        if opts.tool_schemas.is_empty() {
-            for spec in specs(&names, LoopStyle::ToolLoop) {
-                opts.tool_schemas.insert(
-                    spec.name.clone(),
-                    json!({"name": spec.name, "description": spec.description, "parameters": spec.parameters}),
-                );
-            }
-        }
-        let mut file = engram_agentfile::export_v2(&snaps, &opts);
-        if folders {
-            self.export_folders(agents, &mut file)?;
-        }
-        to_pretty(&file)
+    pub fn export(self, agents: &[AgentId]) -> Result<Vec<u8>> {
+        self.engram.export_file(agents, true)
     }
 
     /// Copies an agent — settings, blocks (as blocks of its own, not shared), history,
@@ -418,65 +428,64 @@ impl Engram {
     /// File round trip, so a copy holds exactly what an
     /// export and re-import would. `name` renames the copy (default: the original's name +
     /// " (copy)"). Errors: `not_found`, `invalid_input` for an empty name.
-    pub fn clone_agent(&self, agent: &AgentId, name: Option<&str>) -> Result<crate::AgentState> {
-        let original = self.store.get_agent(agent)?;
+    pub fn duplicate(self, agent: &AgentId, name: Option<&str>) -> Result<crate::AgentState> {
+        let original = self.engram.store.get_agent(agent)?;
         let name = match name.map(str::trim) {
             Some("") => return Err(Error::invalid("an agent needs a name")),
             Some(n) => n.to_owned(),
             None => format!("{} (copy)", original.name),
         };
         // Folders are shared, not copied: the copy reads the original's, with its open files.
-        let report = self.import_agent_file_named(
-            &self.export_file(std::slice::from_ref(agent), false)?,
+        let report = self.import_named(
+            &self
+                .engram
+                .export_file(std::slice::from_ref(agent), false)?,
             &format!("a copy of {}", original.name),
         )?;
         let copy = report
             .agents
             .first()
             .ok_or_else(|| Error::Internal("the copy imported no agent".into()))?;
-        for folder in self.store.agent_folders(agent)? {
-            self.store.attach_folder(copy, &folder.id)?;
+        for folder in self.engram.store.agent_folders(agent)? {
+            self.engram.store.attach_folder(copy, &folder.id)?;
         }
-        for state in self.store.agent_files(agent)? {
+        for state in self.engram.store.agent_files(agent)? {
             if state.is_open || state.last_accessed_at.is_some() {
-                self.store
+                self.engram
+                    .store
                     .restore_file_state(copy, &state.file_id, &state)?;
             }
         }
         // The endpoints are the original's, which the user already has: keep them live.
         if report.details.iter().any(|d| !d.endpoints.is_empty()) {
-            self.accept_endpoint(copy, None)?;
+            self.engram.trust().accept_endpoint(copy, None)?;
         }
-        self.update_agent(
+        self.engram.agents().update(
             copy,
             &engram_core::AgentPatch {
                 name: Some(name),
                 ..Default::default()
             },
         )?;
-        self.get_agent(copy)
+        self.engram.agents().get(copy)
     }
 
     /// One agent as a Markdown document. Errors: `not_found`.
-    pub fn export_markdown(&self, agent: &AgentId) -> Result<String> {
+    pub fn export_markdown(self, agent: &AgentId) -> Result<String> {
         Ok(engram_agentfile::markdown::render(&snapshot(
-            &self.store,
+            &self.engram.store,
             agent,
         )?))
     }
 
     /// Agents in Engram's documented JSON shape (see `engram_agentfile::people`), pretty UTF-8.
     /// Errors: `not_found`.
-    pub fn export_json(&self, agents: &[AgentId]) -> Result<Vec<u8>> {
-        let snaps = self.snapshots(agents)?;
+    pub fn export_json(self, agents: &[AgentId]) -> Result<Vec<u8>> {
+        let snaps = self.engram.snapshots(agents)?;
         to_pretty(&engram_agentfile::people::export(
             &snaps,
             chrono::Utc::now(),
         ))
-    }
-
-    fn snapshots(&self, agents: &[AgentId]) -> Result<Vec<engram_agentfile::AgentSnapshot>> {
-        agents.iter().map(|id| snapshot(&self.store, id)).collect()
     }
 }
 

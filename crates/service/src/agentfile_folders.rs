@@ -277,7 +277,7 @@ impl Engram {
                     base_url: None,
                 })
             });
-            let folder = self.create_folder(NewFolder {
+            let folder = self.folders().create(NewFolder {
                 name,
                 description: source["description"].as_str().unwrap_or("").to_owned(),
                 instructions: source["instructions"].as_str().unwrap_or("").to_owned(),

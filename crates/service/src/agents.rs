@@ -1,5 +1,6 @@
 //! Creating, reading, changing and deleting agents.
 
+use crate::rooms::Agents;
 use crate::{Engram, Notice};
 use engram_agent::tools::default_tools;
 use engram_agent::{calibrate, prompts, window};
@@ -31,160 +32,6 @@ pub struct AgentState {
 }
 
 impl Engram {
-    /// Creates an agent, filling what `new` leaves out: Engram's default instructions for the
-    /// loop style, the default model, the default embedding model (the built-in
-    /// `local/all-minilm-l6-v2` unless the `default_embedding` setting says otherwise), the
-    /// built-in tools of the loop style, and `persona` / `human` blocks when no blocks are
-    /// given at all. A remote embedding model's base URL is written into the agent as it
-    /// resolves now, so its text never goes to another host later.
-    ///
-    /// Errors: `invalid_input` for an empty name, an unknown tool or a bad block; `conflict` for
-    /// duplicate labels; `not_found` for an unknown block id to attach;
-    /// `provider_not_configured` for an embedding model whose provider is unknown;
-    /// `context_window_too_small` when the model's context window cannot hold the agent
-    /// (details: `{model, needed, offered}` in tokens).
-    pub fn create_agent(&self, new: NewAgent) -> Result<AgentState> {
-        let name = new.name.trim();
-        if name.is_empty() {
-            return Err(Error::invalid("an agent needs a name"));
-        }
-        let tools = new.tools.unwrap_or_else(|| default_tools(new.loop_style));
-        self.check_tool_names(&tools)?;
-        refuse_url_credentials(new.llm.as_ref(), new.embedding.as_ref())?;
-        let mut llm = match new.llm {
-            Some(llm) => llm,
-            None => self.llm_for(self.default_model()?)?,
-        };
-        // A built-in model serves only the context its worker runs with.
-        if let Some(max) = self.local_window(&llm.model) {
-            llm.context_window = llm.context_window.min(max);
-        }
-        let system = new
-            .system
-            .unwrap_or_else(|| default_system(new.loop_style).to_owned());
-        let mut blocks = new.blocks;
-        if blocks.is_empty() && new.block_ids.is_empty() {
-            blocks = vec![NewBlock::new("persona", ""), NewBlock::new("human", "")];
-        }
-        let now = chrono::Utc::now();
-        let agent = Agent {
-            id: AgentId::new(),
-            name: name.to_owned(),
-            description: new.description,
-            system,
-            llm,
-            embedding: match new.embedding {
-                Some(cfg) => Some(self.resolver.pin_embedding(cfg)?),
-                None => self.default_embedding()?,
-            },
-            loop_style: new.loop_style,
-            max_steps: new.max_steps.unwrap_or(DEFAULT_MAX_STEPS).max(1),
-            tools,
-            summary: None,
-            tool_rules: new.tool_rules,
-            created_at: now,
-            updated_at: now,
-        };
-        self.check_window(
-            &agent,
-            &planned_blocks(&blocks, &self.attached(&new.block_ids)?),
-        )?;
-        let (agent, blocks) = self.store.create_agent(&agent, &blocks, &new.block_ids)?;
-        self.notify(Notice::AgentsChanged);
-        Ok(AgentState { agent, blocks })
-    }
-
-    /// Every agent, oldest first.
-    pub fn list_agents(&self) -> Result<Vec<Agent>> {
-        self.store.list_agents()
-    }
-
-    /// A page of agents filtered and paged in SQL (Letta's `GET /v1/agents/`; see
-    /// [`AgentList`](engram_store::AgentList)).
-    pub fn list_agents_page(&self, q: &engram_store::AgentList) -> Result<Vec<Agent>> {
-        self.store.list_agents_page(q)
-    }
-
-    /// How many agents pass the filters of `q` (cursors and limit aside).
-    pub fn count_agents(&self, q: &engram_store::AgentList) -> Result<u64> {
-        self.store.count_agents(q)
-    }
-
-    /// One agent with its blocks.
-    pub fn get_agent(&self, id: &AgentId) -> Result<AgentState> {
-        Ok(AgentState {
-            agent: self.store.get_agent(id)?,
-            blocks: self.store.agent_blocks(id)?,
-        })
-    }
-
-    /// Changes an agent's settings. A new embedding model (or endpoint) has its base URL
-    /// written down as on creation; the passages' old vectors are forgotten and re-embedded in
-    /// the background (search uses words meanwhile; chat is not held up).
-    ///
-    /// Errors: `not_found`, `invalid_input`; `context_window_too_small` when a new model,
-    /// context window, instructions or tool list would not fit the model's context window
-    /// (nothing is changed then).
-    pub fn update_agent(&self, id: &AgentId, patch: &AgentPatch) -> Result<Agent> {
-        if let Some(name) = &patch.name
-            && name.trim().is_empty()
-        {
-            return Err(Error::invalid("an agent needs a name"));
-        }
-        if let Some(tools) = &patch.tools {
-            self.check_tool_names(tools)?;
-        }
-        refuse_url_credentials(
-            patch.llm.as_ref(),
-            patch.embedding.as_ref().and_then(Option::as_ref),
-        )?;
-        if patch.llm.is_some() || patch.system.is_some() || patch.tools.is_some() {
-            let mut planned = self.store.get_agent(id)?;
-            if let Some(llm) = &patch.llm {
-                planned.llm = llm.clone();
-            }
-            if let Some(system) = &patch.system {
-                planned.system = system.clone();
-            }
-            if let Some(tools) = &patch.tools {
-                planned.tools = tools.clone();
-            }
-            if let Some(style) = patch.loop_style {
-                planned.loop_style = style;
-            }
-            self.check_window(&planned, &self.store.agent_blocks(id)?)?;
-        }
-        let mut patch = patch.clone();
-        let before = match &patch.embedding {
-            Some(new) => {
-                let before = self.store.get_agent(id)?.embedding;
-                if let Some(cfg) = new {
-                    patch.embedding = Some(Some(self.resolver.pin_embedding(cfg.clone())?));
-                }
-                Some(before)
-            }
-            None => None,
-        };
-        let agent = self.store.update_agent(id, &patch)?;
-        if let Some(before) = before
-            && before != agent.embedding
-        {
-            self.store.clear_passage_vectors(id)?;
-            self.spawn_backfill(id);
-        }
-        self.notify(Notice::AgentChanged {
-            agent_id: id.clone(),
-        });
-        Ok(agent)
-    }
-
-    /// Deletes an agent with its messages and passages; blocks it shares with other agents stay.
-    pub fn delete_agent(&self, id: &AgentId) -> Result<()> {
-        self.store.delete_agent(id)?;
-        self.notify(Notice::AgentsChanged);
-        Ok(())
-    }
-
     /// Checks that `agent`'s model offers the context window it needs with `blocks`.
     pub(crate) fn check_window(&self, agent: &Agent, blocks: &[Block]) -> Result<()> {
         let custom = self.store.tools_named(&agent.tools)?;
@@ -207,56 +54,165 @@ impl Engram {
     fn attached(&self, ids: &[BlockId]) -> Result<Vec<Block>> {
         ids.iter().map(|id| self.store.get_block(id)).collect()
     }
+}
 
-    /// The model handle new agents get: the `default_model` setting, else the default model
-    /// of the only configured provider (a person with one provider means that one), else
-    /// [`FALLBACK_MODEL`].
-    pub fn default_model(&self) -> Result<String> {
-        if let Some(handle) = self.store.get_setting(DEFAULT_MODEL_SETTING)? {
-            return Ok(handle);
+impl Agents<'_> {
+    /// Creates an agent, filling what `new` leaves out: Engram's default instructions for the
+    /// loop style, the default model, the default embedding model (the built-in
+    /// `local/all-minilm-l6-v2` unless the `default_embedding` setting says otherwise), the
+    /// built-in tools of the loop style, and `persona` / `human` blocks when no blocks are
+    /// given at all. A remote embedding model's base URL is written into the agent as it
+    /// resolves now, so its text never goes to another host later.
+    ///
+    /// Errors: `invalid_input` for an empty name, an unknown tool or a bad block; `conflict` for
+    /// duplicate labels; `not_found` for an unknown block id to attach;
+    /// `provider_not_configured` for an embedding model whose provider is unknown;
+    /// `context_window_too_small` when the model's context window cannot hold the agent
+    /// (details: `{model, needed, offered}` in tokens).
+    pub fn create(self, new: NewAgent) -> Result<AgentState> {
+        let name = new.name.trim();
+        if name.is_empty() {
+            return Err(Error::invalid("an agent needs a name"));
         }
-        let providers = self.store.list_providers()?;
-        Ok(match providers.as_slice() {
-            [only] => only.default_model.clone(),
-            _ => None,
+        let tools = new.tools.unwrap_or_else(|| default_tools(new.loop_style));
+        self.engram.check_tool_names(&tools)?;
+        refuse_url_credentials(new.llm.as_ref(), new.embedding.as_ref())?;
+        let mut llm = match new.llm {
+            Some(llm) => llm,
+            None => self.engram.llm_for(self.engram.models().default_chat()?)?,
+        };
+        // A built-in model serves only the context its worker runs with.
+        if let Some(max) = self.engram.local_window(&llm.model) {
+            llm.context_window = llm.context_window.min(max);
         }
-        .unwrap_or_else(|| FALLBACK_MODEL.to_owned()))
-    }
-
-    /// The embedding model new agents get: the `default_embedding` setting (`none` for
-    /// none), else the built-in [`engram_embed::DEFAULT_MODEL`].
-    pub fn default_embedding(&self) -> Result<Option<EmbeddingConfig>> {
-        let handle = self
+        let system = new
+            .system
+            .unwrap_or_else(|| default_system(new.loop_style).to_owned());
+        let mut blocks = new.blocks;
+        if blocks.is_empty() && new.block_ids.is_empty() {
+            blocks = vec![NewBlock::new("persona", ""), NewBlock::new("human", "")];
+        }
+        let now = chrono::Utc::now();
+        let agent = Agent {
+            id: AgentId::new(),
+            name: name.to_owned(),
+            description: new.description,
+            system,
+            llm,
+            embedding: match new.embedding {
+                Some(cfg) => Some(self.engram.resolver.pin_embedding(cfg)?),
+                None => self.engram.models().default_embedding()?,
+            },
+            loop_style: new.loop_style,
+            max_steps: new.max_steps.unwrap_or(DEFAULT_MAX_STEPS).max(1),
+            tools,
+            summary: None,
+            tool_rules: new.tool_rules,
+            created_at: now,
+            updated_at: now,
+        };
+        self.engram.check_window(
+            &agent,
+            &planned_blocks(&blocks, &self.engram.attached(&new.block_ids)?),
+        )?;
+        let (agent, blocks) = self
+            .engram
             .store
-            .get_setting(DEFAULT_EMBEDDING_SETTING)?
-            .unwrap_or_else(|| engram_embed::DEFAULT_MODEL.to_owned());
-        if handle.trim().is_empty() || handle.trim().eq_ignore_ascii_case("none") {
-            return Ok(None);
-        }
-        self.resolver
-            .pin_embedding(EmbeddingConfig {
-                model: handle.trim().to_owned(),
-                base_url: None,
-            })
-            .map(Some)
+            .create_agent(&agent, &blocks, &new.block_ids)?;
+        self.engram.notify(Notice::AgentsChanged);
+        Ok(AgentState { agent, blocks })
     }
 
-    /// Sets the embedding model new agents get (`none` for none). Errors: `invalid_input` for
-    /// an unknown built-in model or a provider that is not configured.
-    pub fn set_default_embedding(&self, handle: &str) -> Result<()> {
-        let handle = handle.trim();
-        if !handle.eq_ignore_ascii_case("none") {
-            self.resolver.pin_embedding(EmbeddingConfig {
-                model: handle.to_owned(),
-                base_url: None,
-            })?;
-        }
-        self.store.set_setting(DEFAULT_EMBEDDING_SETTING, handle)
+    /// Every agent, oldest first.
+    pub fn list(self) -> Result<Vec<Agent>> {
+        self.engram.store.list_agents()
     }
 
-    /// Sets the model handle new agents get.
-    pub fn set_default_model(&self, handle: &str) -> Result<()> {
-        self.store.set_setting(DEFAULT_MODEL_SETTING, handle)
+    /// A page of agents filtered and paged in SQL (Letta's `GET /v1/agents/`; see
+    /// [`AgentList`](engram_store::AgentList)).
+    pub fn page(self, q: &engram_store::AgentList) -> Result<Vec<Agent>> {
+        self.engram.store.list_agents_page(q)
+    }
+
+    /// How many agents pass the filters of `q` (cursors and limit aside).
+    pub fn count(self, q: &engram_store::AgentList) -> Result<u64> {
+        self.engram.store.count_agents(q)
+    }
+
+    /// One agent with its blocks.
+    pub fn get(self, id: &AgentId) -> Result<AgentState> {
+        Ok(AgentState {
+            agent: self.engram.store.get_agent(id)?,
+            blocks: self.engram.store.agent_blocks(id)?,
+        })
+    }
+
+    /// Changes an agent's settings. A new embedding model (or endpoint) has its base URL
+    /// written down as on creation; the passages' old vectors are forgotten and re-embedded in
+    /// the background (search uses words meanwhile; chat is not held up).
+    ///
+    /// Errors: `not_found`, `invalid_input`; `context_window_too_small` when a new model,
+    /// context window, instructions or tool list would not fit the model's context window
+    /// (nothing is changed then).
+    pub fn update(self, id: &AgentId, patch: &AgentPatch) -> Result<Agent> {
+        if let Some(name) = &patch.name
+            && name.trim().is_empty()
+        {
+            return Err(Error::invalid("an agent needs a name"));
+        }
+        if let Some(tools) = &patch.tools {
+            self.engram.check_tool_names(tools)?;
+        }
+        refuse_url_credentials(
+            patch.llm.as_ref(),
+            patch.embedding.as_ref().and_then(Option::as_ref),
+        )?;
+        if patch.llm.is_some() || patch.system.is_some() || patch.tools.is_some() {
+            let mut planned = self.engram.store.get_agent(id)?;
+            if let Some(llm) = &patch.llm {
+                planned.llm = llm.clone();
+            }
+            if let Some(system) = &patch.system {
+                planned.system = system.clone();
+            }
+            if let Some(tools) = &patch.tools {
+                planned.tools = tools.clone();
+            }
+            if let Some(style) = patch.loop_style {
+                planned.loop_style = style;
+            }
+            self.engram
+                .check_window(&planned, &self.engram.store.agent_blocks(id)?)?;
+        }
+        let mut patch = patch.clone();
+        let before = match &patch.embedding {
+            Some(new) => {
+                let before = self.engram.store.get_agent(id)?.embedding;
+                if let Some(cfg) = new {
+                    patch.embedding = Some(Some(self.engram.resolver.pin_embedding(cfg.clone())?));
+                }
+                Some(before)
+            }
+            None => None,
+        };
+        let agent = self.engram.store.update_agent(id, &patch)?;
+        if let Some(before) = before
+            && before != agent.embedding
+        {
+            self.engram.store.clear_passage_vectors(id)?;
+            self.engram.spawn_backfill(id);
+        }
+        self.engram.notify(Notice::AgentChanged {
+            agent_id: id.clone(),
+        });
+        Ok(agent)
+    }
+
+    /// Deletes an agent with its messages and passages; blocks it shares with other agents stay.
+    pub fn delete(self, id: &AgentId) -> Result<()> {
+        self.engram.store.delete_agent(id)?;
+        self.engram.notify(Notice::AgentsChanged);
+        Ok(())
     }
 }
 
@@ -308,4 +264,28 @@ fn refuse_url_credentials(
         crate::url_check::refuse_credentials("the embedding model's base URL", url)?;
     }
     Ok(())
+}
+
+impl Agents<'_> {
+    /// The agent's tags, in order. Errors: `not_found` for an unknown agent.
+    pub fn tags(self, agent: &AgentId) -> Result<Vec<String>> {
+        self.engram.store.get_agent(agent)?;
+        self.engram.store.agent_tags(agent)
+    }
+
+    /// Replaces the agent's tags (order kept; duplicates and blank tags dropped).
+    /// Errors: `not_found`.
+    pub fn set_tags(self, agent: &AgentId, tags: &[String]) -> Result<()> {
+        self.engram.store.set_agent_tags(agent, tags)?;
+        self.engram.notify(Notice::AgentChanged {
+            agent_id: agent.clone(),
+        });
+        Ok(())
+    }
+
+    /// `(messages, passages)`: how many messages the agent's recall memory holds and how many
+    /// passages its archival memory holds. Errors: `not_found`.
+    pub fn memory_counts(self, agent: &AgentId) -> Result<(u64, u64)> {
+        self.engram.store.memory_counts(agent)
+    }
 }

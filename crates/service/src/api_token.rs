@@ -1,7 +1,7 @@
 //! The local REST API's settings: its bearer token (in the secret store) and whether the
 //! desktop app serves it.
 
-use crate::Engram;
+use crate::rooms::Trust;
 use engram_core::Result;
 use rand::RngCore;
 use secrecy::{ExposeSecret, SecretString};
@@ -15,14 +15,15 @@ const REST_ENABLED_SETTING: &str = "rest_api_enabled";
 /// Random bytes in a token (256 bits).
 const TOKEN_BYTES: usize = 32;
 
-impl Engram {
+impl Trust<'_> {
     /// The REST API's bearer token: read from the secret store, or, on first use, 32 bytes from
     /// `rand`'s thread-local CSPRNG (ChaCha, seeded by the OS) as hex prefixed `engram-`,
     /// stored there and returned. On a machine without a keychain the token is kept for the
     /// life of this `Engram` only, so a new one is made at each start.
     /// Errors: `secrets` when the store cannot be read or written.
-    pub fn rest_api_token(&self) -> Result<SecretString> {
+    pub fn rest_api_token(self) -> Result<SecretString> {
         if let Some(token) = self
+            .engram
             .secrets
             .get(REST_TOKEN_SECRET)?
             .filter(|t| !t.expose_secret().is_empty())
@@ -33,12 +34,12 @@ impl Engram {
         rand::rng().fill_bytes(&mut bytes);
         let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
         let token = SecretString::from(format!("engram-{hex}"));
-        match self.secrets.set(REST_TOKEN_SECRET, &token) {
+        match self.engram.secrets.set(REST_TOKEN_SECRET, &token) {
             Ok(()) => Ok(token),
             // No keychain on this machine: the token lives as long as this process (printed by
             // `engram serve --show-token` at each start) rather than in a file or the database.
             Err(e) if engram_secrets::no_keychain(&e) => {
-                let kept = self.run_token.get_or_init(|| {
+                let kept = self.engram.run_token.get_or_init(|| {
                     tracing::info!("no keychain: the REST API token is new at each start");
                     token
                 });
@@ -50,13 +51,19 @@ impl Engram {
 
     /// Whether the desktop app should serve the REST API when it starts (off until the user
     /// turns it on).
-    pub fn rest_api_enabled(&self) -> Result<bool> {
-        Ok(self.store.get_setting(REST_ENABLED_SETTING)?.as_deref() == Some("true"))
+    pub fn rest_api_enabled(self) -> Result<bool> {
+        Ok(self
+            .engram
+            .store
+            .get_setting(REST_ENABLED_SETTING)?
+            .as_deref()
+            == Some("true"))
     }
 
     /// Remembers whether the desktop app should serve the REST API.
-    pub fn set_rest_api_enabled(&self, enabled: bool) -> Result<()> {
-        self.store
+    pub fn set_rest_api_enabled(self, enabled: bool) -> Result<()> {
+        self.engram
+            .store
             .set_setting(REST_ENABLED_SETTING, if enabled { "true" } else { "false" })
     }
 }

@@ -1,59 +1,65 @@
 //! Blocks outside one agent's view: standalone blocks (shared memory) and attaching them.
 
-use crate::{AgentState, Engram, Notice};
-use engram_core::{AgentId, Block, BlockId, BlockPatch, Editor, NewBlock, Result};
-use engram_store::SharedBlock;
+use crate::rooms::Blocks;
+use crate::{AgentState, Notice};
+use engram_core::{
+    AgentId, Block, BlockEdit, BlockId, BlockPatch, EditId, Editor, NewBlock, Result,
+};
+use engram_store::{SharedBlock, UndoPlan};
 
-impl Engram {
+/// How many history entries a block keeps on show.
+const HISTORY_LIMIT: usize = 200;
+
+impl Blocks<'_> {
     /// Creates a block that belongs to no agent yet (attach it with
-    /// [`attach_block`](Self::attach_block)). Errors: `invalid_input` for a bad label or a value
+    /// [`attach`](Self::attach)). Errors: `invalid_input` for a bad label or a value
     /// over an explicit limit.
-    pub fn create_block(&self, new: &NewBlock) -> Result<Block> {
-        self.store.create_block(new)
+    pub fn create(self, new: &NewBlock) -> Result<Block> {
+        self.engram.store.create_block(new)
     }
 
     /// Every block, attached or not, oldest first; only those labelled `label` when given.
-    pub fn list_blocks(&self, label: Option<&str>) -> Result<Vec<Block>> {
-        self.store.list_blocks(label)
+    pub fn list(self, label: Option<&str>) -> Result<Vec<Block>> {
+        self.engram.store.list_blocks(label)
     }
 
     /// A page of every block, filtered and paged in SQL (Letta's `GET /v1/blocks/`; see
     /// [`BlockList`](engram_store::BlockList)).
-    pub fn list_blocks_page(&self, q: &engram_store::BlockList) -> Result<Vec<Block>> {
-        self.store.list_blocks_page(q)
+    pub fn page(self, q: &engram_store::BlockList) -> Result<Vec<Block>> {
+        self.engram.store.list_blocks_page(q)
     }
 
     /// One block by id. Errors: `not_found`.
-    pub fn get_block(&self, id: &BlockId) -> Result<Block> {
-        self.store.get_block(id)
+    pub fn get(self, id: &BlockId) -> Result<Block> {
+        self.engram.store.get_block(id)
     }
 
     /// One block of an agent by label. Errors: `not_found` for the agent or the label.
-    pub fn agent_block(&self, agent: &AgentId, label: &str) -> Result<Block> {
-        self.store.agent_block(agent, label)
+    pub fn by_label(self, agent: &AgentId, label: &str) -> Result<Block> {
+        self.engram.store.agent_block(agent, label)
     }
 
     /// The agent's blocks in the order they are compiled. Errors: `not_found`.
-    pub fn agent_blocks(&self, agent: &AgentId) -> Result<Vec<Block>> {
-        self.store.agent_blocks(agent)
+    pub fn of_agent(self, agent: &AgentId) -> Result<Vec<Block>> {
+        self.engram.store.agent_blocks(agent)
     }
 
     /// Changes a block by id (recorded in its history as a user edit); every agent it is
     /// attached to sees the change. With `patch.version` the block must still be at that
     /// version. Errors: `not_found`, `stale_version` (the current block in `details`),
     /// `invalid_input` (limit, label), `conflict` (label taken on an attached agent).
-    pub fn update_block(&self, id: &BlockId, patch: &BlockPatch) -> Result<Block> {
-        let block = self.store.update_block(id, patch, &Editor::User)?;
-        self.notify_block(id);
+    pub fn update(self, id: &BlockId, patch: &BlockPatch) -> Result<Block> {
+        let block = self.engram.store.update_block(id, patch, &Editor::User)?;
+        self.engram.notify_block(id);
         Ok(block)
     }
 
     /// Deletes a block and detaches it from every agent. Errors: `not_found`.
-    pub fn delete_block(&self, id: &BlockId) -> Result<()> {
-        let agents = self.store.block_agents(id)?;
-        self.store.delete_block(id)?;
+    pub fn delete(self, id: &BlockId) -> Result<()> {
+        let agents = self.engram.store.block_agents(id)?;
+        self.engram.store.delete_block(id)?;
         for agent_id in agents {
-            self.notify(Notice::MemoryChanged { agent_id });
+            self.engram.notify(Notice::MemoryChanged { agent_id });
         }
         Ok(())
     }
@@ -61,28 +67,28 @@ impl Engram {
     /// Attaches an existing block to an agent (after its other blocks) and returns the agent.
     /// Attaching twice does nothing. Errors: `not_found`; `conflict` when the agent already has
     /// another block with that label.
-    pub fn attach_block(&self, agent: &AgentId, block: &BlockId) -> Result<AgentState> {
-        self.store.attach_block(agent, block)?;
-        self.notify_block(block);
-        self.get_agent(agent)
+    pub fn attach(self, agent: &AgentId, block: &BlockId) -> Result<AgentState> {
+        self.engram.store.attach_block(agent, block)?;
+        self.engram.notify_block(block);
+        self.engram.agents().get(agent)
     }
 
     /// Detaches a block from an agent (the block stays) and returns the agent.
     /// Errors: `not_found`.
-    pub fn detach_block(&self, agent: &AgentId, block: &BlockId) -> Result<AgentState> {
-        self.store.detach_block(agent, block)?;
-        self.notify(Notice::MemoryChanged {
+    pub fn detach(self, agent: &AgentId, block: &BlockId) -> Result<AgentState> {
+        self.engram.store.detach_block(agent, block)?;
+        self.engram.notify(Notice::MemoryChanged {
             agent_id: agent.clone(),
         });
-        self.get_agent(agent)
+        self.engram.agents().get(agent)
     }
 
     /// Creates a block and attaches it to `agent` after its other blocks, in one transaction
     /// (the memory panel's "add block"). Errors: `not_found` for the agent; `invalid_input`
     /// for a bad label or a value over an explicit limit; `conflict` when the label is taken.
-    pub fn create_agent_block(&self, agent: &AgentId, new: &NewBlock) -> Result<Block> {
-        let block = self.store.create_agent_block(agent, new)?;
-        self.notify(Notice::MemoryChanged {
+    pub fn create_for_agent(self, agent: &AgentId, new: &NewBlock) -> Result<Block> {
+        let block = self.engram.store.create_agent_block(agent, new)?;
+        self.engram.notify(Notice::MemoryChanged {
             agent_id: agent.clone(),
         });
         Ok(block)
@@ -90,7 +96,84 @@ impl Engram {
 
     /// Every block with the agents it is attached to (by id and name), oldest block first:
     /// where each block is shared, and what can be attached to another agent.
-    pub fn shared_blocks(&self) -> Result<Vec<SharedBlock>> {
-        self.store.shared_blocks()
+    pub fn shared(self) -> Result<Vec<SharedBlock>> {
+        self.engram.store.shared_blocks()
+    }
+}
+
+impl Blocks<'_> {
+    /// Sets a block's value by hand (recorded in the block's history as a user edit).
+    /// Errors: `not_found` for an unknown agent or label, `invalid_input` when over the limit.
+    pub fn set_value(self, agent: &AgentId, label: &str, value: &str) -> Result<Block> {
+        let patch = BlockPatch {
+            value: Some(value.to_owned()),
+            ..BlockPatch::default()
+        };
+        self.update_by_label(agent, label, &patch)
+    }
+
+    /// Changes a block of an agent (value, limit, description, label, read-only). With
+    /// `patch.version` the block must still be at that version. Errors: `not_found`;
+    /// `stale_version` (the current block in `details`); `invalid_input`; `conflict`.
+    pub fn update_by_label(
+        self,
+        agent: &AgentId,
+        label: &str,
+        patch: &BlockPatch,
+    ) -> Result<Block> {
+        self.update_by_label_as(agent, label, patch, &Editor::User)
+    }
+
+    /// Like [`update_by_label`](Self::update_by_label), recorded in the block's history
+    /// as `editor`'s edit (a user tool calling the API back edits as its tool call).
+    pub fn update_by_label_as(
+        self,
+        agent: &AgentId,
+        label: &str,
+        patch: &BlockPatch,
+        editor: &Editor,
+    ) -> Result<Block> {
+        let block = self.engram.store.agent_block(agent, label)?;
+        let block = self.engram.store.update_block(&block.id, patch, editor)?;
+        self.engram.notify_block(&block.id);
+        Ok(block)
+    }
+
+    /// The edit history of an agent's block, newest first.
+    pub fn history(self, agent: &AgentId, label: &str) -> Result<Vec<BlockEdit>> {
+        let block = self.engram.store.agent_block(agent, label)?;
+        self.engram.store.block_history(&block.id, HISTORY_LIMIT)
+    }
+
+    /// Undoes one recorded edit, keeping every edit made after it: the text the edit changed
+    /// is put back where it now stands (a reverse operation; see
+    /// [`engram_store::revert_value`]). The undo is itself recorded, so it can be undone in
+    /// turn. With `based_on` (the block version the person was looking at) it is refused when
+    /// the block changed since. Errors: `not_found`; `stale_version` with the current block in
+    /// `details`; `conflict` when later edits rewrote the text this edit changed (see
+    /// [`undo_plan`](Self::undo_plan) and
+    /// [`restore`](Self::restore)); `invalid_input` when the result no
+    /// longer fits the limit.
+    pub fn undo(self, edit: &EditId, based_on: Option<u64>) -> Result<Block> {
+        let block = self.engram.store.undo_edit(edit, based_on)?;
+        self.engram.notify_block(&block.id);
+        Ok(block)
+    }
+
+    /// What undoing `edit` would do now: the value after undoing just it (when it applies),
+    /// the value a whole restore writes, and how many later edits a restore drops. Writes
+    /// nothing. Errors: `not_found`.
+    pub fn undo_plan(self, edit: &EditId) -> Result<UndoPlan> {
+        self.engram.store.undo_plan(edit)
+    }
+
+    /// Restores the whole value `edit` replaced, dropping every later edit — only after the
+    /// person saw what is lost ([`undo_plan`](Self::undo_plan)), so `based_on`
+    /// should name the version they saw. Errors: `not_found`; `stale_version`;
+    /// `invalid_input` when the old value no longer fits the limit.
+    pub fn restore(self, edit: &EditId, based_on: Option<u64>) -> Result<Block> {
+        let block = self.engram.store.restore_edit(edit, based_on)?;
+        self.engram.notify_block(&block.id);
+        Ok(block)
     }
 }

@@ -4,13 +4,13 @@
 //! it by its id. Transports only forward the stream to their medium (a Tauri channel, SSE,
 //! a terminal).
 
+use crate::rooms::Runs;
 use crate::runs::{Entry, RunEvents, RunningRun};
 use crate::{Engram, Notice};
 use engram_agent::{Claim, EventSink, RunOutcome};
 use engram_core::{
     AgentId, ApprovalDecision, Error, MessageId, NewMessage, Result, RunEvent, RunId,
 };
-use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -38,7 +38,7 @@ pub enum RunRequest {
     },
 }
 
-/// A run started by [`Engram::start_run`]: its events, then its outcome.
+/// A run started by [`Runs::start`]: its events, then its outcome.
 #[derive(Debug)]
 pub struct Run {
     /// The run's events, from its first on.
@@ -54,7 +54,7 @@ enum Outcome {
 
 impl Run {
     /// The run's id (the id its events and stored messages carry; cancel it with
-    /// [`Engram::cancel_run`]).
+    /// [`Runs::cancel`]).
     pub fn run_id(&self) -> &RunId {
         self.events.run_id()
     }
@@ -73,137 +73,6 @@ impl Run {
 }
 
 impl Engram {
-    /// Starts a run in a task of its own (it goes on when the caller goes away, so the stored
-    /// conversation stays whole) and resolves once it started: with its first event in
-    /// `events`, or with the error that kept it from starting. A run waiting for an earlier
-    /// run of the same agent resolves when its turn comes.
-    ///
-    /// Errors (nothing written): `invalid_input` (blank text, no decision, nothing to
-    /// regenerate, a message that is not one the user wrote); `not_found` (agent, message, no
-    /// pending approval); `conflict` while a call waits for approval (for a message), or,
-    /// for a regenerate or edit & resend, while another run of the agent is in flight or
-    /// someone else changed a block the rolled-back turn edited; configuration errors (no
-    /// provider, no key, `context_window_too_small`).
-    pub async fn start_run(self: &Arc<Self>, agent: &AgentId, request: RunRequest) -> Result<Run> {
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let (done_tx, done_rx) = oneshot::channel();
-        let engram = self.clone();
-        let owner = agent.clone();
-        let run_id = self.run_id_for(agent, &request)?;
-        let id = run_id.clone();
-        tokio::spawn(async move {
-            let outcome = engram
-                .run_as(&owner, id, request, &tx, CancellationToken::new())
-                .await;
-            drop(tx);
-            let _ = done_tx.send(outcome);
-        });
-        let (first, outcome) = match rx.recv().await {
-            Some(first) => (Some(first), Outcome::Pending(done_rx)),
-            // No event at all: the run could not start (or ended without a word).
-            None => match done_rx.await {
-                Ok(Err(e)) => return Err(e),
-                Ok(ok) => (None, Outcome::Ready(Box::new(ok))),
-                Err(_) => return Err(Error::Internal("the run's task ended early".into())),
-            },
-        };
-        Ok(Run {
-            events: RunEvents::new(run_id, agent.clone(), first, rx),
-            outcome,
-        })
-    }
-
-    /// Runs `request` to its end in the caller's task, streaming its events into `events`
-    /// (and to every window that [attaches](Self::attach_run)); stop it with `cancel` or by its
-    /// id. Errors as [`start_run`](Self::start_run); failures during the run are in the outcome.
-    pub async fn run_request(
-        &self,
-        agent: &AgentId,
-        request: RunRequest,
-        events: &EventSink,
-        cancel: CancellationToken,
-    ) -> Result<RunOutcome> {
-        let run_id = self.run_id_for(agent, &request)?;
-        self.run_as(agent, run_id, request, events, cancel).await
-    }
-
-    /// Sends a user message and runs the agent to the end of its turn, streaming into
-    /// `events` ([`run_request`](Self::run_request) with [`RunRequest::Message`]).
-    pub async fn send_message(
-        &self,
-        agent: &AgentId,
-        text: &str,
-        events: &EventSink,
-        cancel: CancellationToken,
-    ) -> Result<RunOutcome> {
-        let text = text.to_owned();
-        self.run_request(agent, RunRequest::Message { text }, events, cancel)
-            .await
-    }
-
-    /// Decides the agent's pending call and runs on, streaming into `events`: approved, the
-    /// tool runs; denied, the model reads a `Failed` result with the reason. Errors:
-    /// `not_found` when no call waits (`what` = `pending approval`); `invalid_input` when
-    /// `decision.tool_call_id` names another call; `conflict` when the call left the
-    /// conversation; configuration errors as for a message.
-    pub async fn resolve_approval(
-        &self,
-        agent: &AgentId,
-        decision: ApprovalDecision,
-        events: &EventSink,
-        cancel: CancellationToken,
-    ) -> Result<RunOutcome> {
-        let request = RunRequest::Approvals {
-            decisions: vec![decision],
-        };
-        self.run_request(agent, request, events, cancel).await
-    }
-
-    /// Joins the agent's run in flight (the oldest, when several are queued): its events so
-    /// far, then the rest. `None` when the agent is not running.
-    pub fn attach_run(&self, agent: &AgentId) -> Option<RunEvents> {
-        self.runs.attach(|_, a| a == agent)
-    }
-
-    /// Joins run `run` while it is in flight; `None` once it ended (or for an unknown id).
-    pub fn attach_run_id(&self, run: &RunId) -> Option<RunEvents> {
-        self.runs.attach(|id, _| id == run)
-    }
-
-    /// Stops run `run` (what already arrived stays). Returns whether it was in flight.
-    pub fn cancel_run(&self, run: &RunId) -> bool {
-        self.runs.cancel(|id, _| id == run) > 0
-    }
-
-    /// Stops every run of the agent, also those queued for its turn. Returns how many.
-    pub fn cancel_runs(&self, agent: &AgentId) -> usize {
-        self.cancel_agent_run(agent, None)
-    }
-
-    /// Stops the agent's run `run` when given (a run of another agent is left alone), else
-    /// every run of the agent. Returns how many runs were told to stop.
-    pub fn cancel_agent_run(&self, agent: &AgentId, run: Option<&RunId>) -> usize {
-        self.runs
-            .cancel(|id, a| a == agent && run.is_none_or(|r| r == id))
-    }
-
-    /// Stops every run of every agent (each keeps what already arrived), e.g. before the
-    /// process exits. Returns how many runs were told to stop.
-    pub fn cancel_all_runs(&self) -> usize {
-        self.runs.cancel(|_, _| true)
-    }
-
-    /// The runs in flight or queued, oldest first: every agent's, or only `agent`'s.
-    pub fn running_runs(&self, agent: Option<&AgentId>) -> Vec<RunningRun> {
-        self.runs.list(|a| agent.is_none_or(|x| x == a))
-    }
-
-    /// Whether the agent has a run in flight (or waiting its turn), or its conversation is
-    /// being changed. The runtime's turns are the one record of it.
-    pub fn is_running(&self, agent: &AgentId) -> bool {
-        self.runtime.is_busy(agent)
-    }
-
     /// The id the run will be stored under: a new one, or for approval decisions the paused
     /// run's (which goes on). Checks what needs no lock first.
     fn run_id_for(&self, agent: &AgentId, request: &RunRequest) -> Result<RunId> {
@@ -336,5 +205,141 @@ impl Engram {
             // A caller that went away is no reason to stop: the history must stay whole.
             let _ = events.send(event);
         }
+    }
+}
+
+impl Runs<'_> {
+    /// Starts a run in a task of its own (it goes on when the caller goes away, so the stored
+    /// conversation stays whole) and resolves once it started: with its first event in
+    /// `events`, or with the error that kept it from starting. A run waiting for an earlier
+    /// run of the same agent resolves when its turn comes.
+    ///
+    /// Errors (nothing written): `invalid_input` (blank text, no decision, nothing to
+    /// regenerate, a message that is not one the user wrote); `not_found` (agent, message, no
+    /// pending approval); `conflict` while a call waits for approval (for a message), or,
+    /// for a regenerate or edit & resend, while another run of the agent is in flight or
+    /// someone else changed a block the rolled-back turn edited; configuration errors (no
+    /// provider, no key, `context_window_too_small`).
+    pub async fn start(self, agent: &AgentId, request: RunRequest) -> Result<Run> {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (done_tx, done_rx) = oneshot::channel();
+        let engram = self.engram.handle()?;
+        let owner = agent.clone();
+        let run_id = self.engram.run_id_for(agent, &request)?;
+        let id = run_id.clone();
+        tokio::spawn(async move {
+            let outcome = engram
+                .run_as(&owner, id, request, &tx, CancellationToken::new())
+                .await;
+            drop(tx);
+            let _ = done_tx.send(outcome);
+        });
+        let (first, outcome) = match rx.recv().await {
+            Some(first) => (Some(first), Outcome::Pending(done_rx)),
+            // No event at all: the run could not start (or ended without a word).
+            None => match done_rx.await {
+                Ok(Err(e)) => return Err(e),
+                Ok(ok) => (None, Outcome::Ready(Box::new(ok))),
+                Err(_) => return Err(Error::Internal("the run's task ended early".into())),
+            },
+        };
+        Ok(Run {
+            events: RunEvents::new(run_id, agent.clone(), first, rx),
+            outcome,
+        })
+    }
+
+    /// Runs `request` to its end in the caller's task, streaming its events into `events`
+    /// (and to every window that [attaches](Self::attach)); stop it with `cancel` or by its
+    /// id. Errors as [`start`](Self::start); failures during the run are in the outcome.
+    pub async fn request(
+        self,
+        agent: &AgentId,
+        request: RunRequest,
+        events: &EventSink,
+        cancel: CancellationToken,
+    ) -> Result<RunOutcome> {
+        let run_id = self.engram.run_id_for(agent, &request)?;
+        self.engram
+            .run_as(agent, run_id, request, events, cancel)
+            .await
+    }
+
+    /// Sends a user message and runs the agent to the end of its turn, streaming into
+    /// `events` ([`request`](Self::request) with [`RunRequest::Message`]).
+    pub async fn send_message(
+        self,
+        agent: &AgentId,
+        text: &str,
+        events: &EventSink,
+        cancel: CancellationToken,
+    ) -> Result<RunOutcome> {
+        let text = text.to_owned();
+        self.request(agent, RunRequest::Message { text }, events, cancel)
+            .await
+    }
+
+    /// Decides the agent's pending call and runs on, streaming into `events`: approved, the
+    /// tool runs; denied, the model reads a `Failed` result with the reason. Errors:
+    /// `not_found` when no call waits (`what` = `pending approval`); `invalid_input` when
+    /// `decision.tool_call_id` names another call; `conflict` when the call left the
+    /// conversation; configuration errors as for a message.
+    pub async fn resolve_approval(
+        self,
+        agent: &AgentId,
+        decision: ApprovalDecision,
+        events: &EventSink,
+        cancel: CancellationToken,
+    ) -> Result<RunOutcome> {
+        let request = RunRequest::Approvals {
+            decisions: vec![decision],
+        };
+        self.request(agent, request, events, cancel).await
+    }
+
+    /// Joins the agent's run in flight (the oldest, when several are queued): its events so
+    /// far, then the rest. `None` when the agent is not running.
+    pub fn attach(self, agent: &AgentId) -> Option<RunEvents> {
+        self.engram.runs.attach(|_, a| a == agent)
+    }
+
+    /// Joins run `run` while it is in flight; `None` once it ended (or for an unknown id).
+    pub fn attach_id(self, run: &RunId) -> Option<RunEvents> {
+        self.engram.runs.attach(|id, _| id == run)
+    }
+
+    /// Stops run `run` (what already arrived stays). Returns whether it was in flight.
+    pub fn cancel(self, run: &RunId) -> bool {
+        self.engram.runs.cancel(|id, _| id == run) > 0
+    }
+
+    /// Stops every run of the agent, also those queued for its turn. Returns how many.
+    pub fn cancel_agent(self, agent: &AgentId) -> usize {
+        self.cancel_agent_run(agent, None)
+    }
+
+    /// Stops the agent's run `run` when given (a run of another agent is left alone), else
+    /// every run of the agent. Returns how many runs were told to stop.
+    pub fn cancel_agent_run(self, agent: &AgentId, run: Option<&RunId>) -> usize {
+        self.engram
+            .runs
+            .cancel(|id, a| a == agent && run.is_none_or(|r| r == id))
+    }
+
+    /// Stops every run of every agent (each keeps what already arrived), e.g. before the
+    /// process exits. Returns how many runs were told to stop.
+    pub fn cancel_all(self) -> usize {
+        self.engram.runs.cancel(|_, _| true)
+    }
+
+    /// The runs in flight or queued, oldest first: every agent's, or only `agent`'s.
+    pub fn running(self, agent: Option<&AgentId>) -> Vec<RunningRun> {
+        self.engram.runs.list(|a| agent.is_none_or(|x| x == a))
+    }
+
+    /// Whether the agent has a run in flight (or waiting its turn), or its conversation is
+    /// being changed. The runtime's turns are the one record of it.
+    pub fn is_running(self, agent: &AgentId) -> bool {
+        self.engram.runtime.is_busy(agent)
     }
 }

@@ -2,7 +2,7 @@
 //! agent loop builds (`engram_agent::Context`), not a re-creation of it, with token counts
 //! per part — what Letta's ADE shows as the "context window" view.
 
-use crate::Engram;
+use crate::rooms::Agents;
 use engram_agent::ContextBreakdown;
 use engram_core::{AgentId, Result, ToolCall};
 use engram_providers::ChatMessage;
@@ -64,11 +64,11 @@ pub struct ContextView {
     pub breakdown: ContextBreakdown,
 }
 
-impl Engram {
+impl Agents<'_> {
     /// The agent's next request exactly as the loop would send it (the new user message aside),
     /// with token counts per message, per tool and per part. Errors: `not_found`.
-    pub fn context_view(&self, agent: &AgentId) -> Result<ContextView> {
-        let ctx = self.runtime.context(agent)?;
+    pub fn context_view(self, agent: &AgentId) -> Result<ContextView> {
+        let ctx = self.engram.runtime.context(agent)?;
         let has_summary = ctx.agent.summary.is_some();
         let messages = ctx
             .request
@@ -134,5 +134,12 @@ fn view_message(m: &ChatMessage, part: &str, tokens: usize) -> ContextMessage {
         tool_call_id,
         name,
         tokens,
+    }
+}
+
+impl Agents<'_> {
+    /// The agent's context window as its next call would see it, by part (tokens).
+    pub fn context_breakdown(self, agent: &AgentId) -> Result<engram_agent::ContextBreakdown> {
+        Ok(self.engram.runtime.context(agent)?.breakdown)
     }
 }

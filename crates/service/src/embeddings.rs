@@ -5,7 +5,7 @@
 //! embed its query answers by words alone at once, and the missing vectors are filled in
 //! later by a backfill — in the background after the next successful embedding, after every
 //! chat step (the step's messages), when a long-lived process starts
-//! ([`Engram::resume_backfills`]), or on demand ([`Engram::backfill_embeddings`]), with
+//! ([`Archival::resume_backfills`]), or on demand ([`Archival::backfill`]), with
 //! progress as [`Notice::EmbeddingBackfill`].
 //!
 //! Messages get vectors the same way, never during a turn: the turn commits, then its messages
@@ -14,6 +14,7 @@
 //! model's queries); the background backfill re-embeds both while chat goes on.
 
 use crate::backfill_state::Backfills;
+use crate::rooms::Archival;
 use crate::{Engram, Notice};
 use engram_agent::{Embedder, ModelResolver};
 use engram_core::{AgentId, Result};
@@ -59,7 +60,7 @@ const STORED_WITHOUT: &str = "stored without a vector (searchable by its words; 
 const TOO_FEW: &str = "the model returned too few vectors";
 
 /// How long a search waits for the vectors of passages just written (see
-/// [`Engram::add_passage`]) before it goes on with what is there: words find a passage at once,
+/// [`Archival::insert`]) before it goes on with what is there: words find a passage at once,
 /// its vector follows within a model pass (or the model's first load, which the search's own
 /// query would wait for too).
 const FRESH_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
@@ -375,7 +376,7 @@ impl Backfiller {
     }
 
     /// [`spawn`](Self::spawn); `fresh` marks that passages were just written, for searches
-    /// to wait for (see `Engram::fresh_vectors`). The mark is set and cleared under the same
+    /// to wait for (see `Archival::fresh_vectors`). The mark is set and cleared under the same
     /// lock as the running set, so a backfill that ends as a write comes in never clears the
     /// mark of the write it did not see. Without a runtime nothing starts and nothing is
     /// marked.
@@ -444,90 +445,21 @@ impl Engram {
         }
     }
 
-    /// Embeds every passage of the agent that has no vector yet (imports, passages stored
-    /// during an embedding outage, a changed embedding model), with progress as
-    /// [`Notice::EmbeddingBackfill`]. Resumable: it can stop at any point and the next run
-    /// goes on from what is still missing. Errors: `not_found` for the agent.
-    pub async fn backfill_embeddings(&self, agent: &AgentId) -> Result<BackfillReport> {
-        self.backfiller().run(agent).await
-    }
-
     /// Starts filling in the agent's missing vectors in the background (no-op when nothing
     /// is missing; when a backfill runs already, it goes round once more).
     pub(crate) fn spawn_backfill(&self, agent: &AgentId) {
         self.backfiller().spawn(agent);
     }
 
-    /// Starts a background backfill for every agent with passages or messages lacking a
-    /// vector of its current embedding model: a backfill cut short by a restart (or an
-    /// embedding model changed just before it) goes on. For long-lived processes (`engram
-    /// serve`, the desktop app), called once after opening; progress arrives as
-    /// [`Notice::EmbeddingBackfill`]. Returns how many agents have one. Must be called inside a
-    /// tokio runtime (otherwise nothing starts and 0 is returned). Errors: storage.
-    ///
-    /// Vector index builds a quit cut short start again too, on a blocking thread (reading
-    /// an agent's vectors takes seconds at a million passages), with progress as
-    /// [`Notice::VectorIndexBuild`].
-    pub fn resume_backfills(&self) -> Result<usize> {
-        if tokio::runtime::Handle::try_current().is_err() {
-            return Ok(0);
-        }
-        let store = self.store.clone();
-        tokio::task::spawn_blocking(move || {
-            if let Err(e) = store.resume_vector_index_builds() {
-                tracing::warn!(error = %e, "vector index builds not resumed");
-            }
-        });
-        // Passages of folders read while their model was unreachable get their vectors too.
-        self.spawn_folder_refill();
-        let backfiller = self.backfiller();
-        let mut started = 0;
-        for agent in self.store.agents_with_embeddings()? {
-            if backfiller.missing(&agent)? > 0 {
-                backfiller.spawn(&agent);
-                started += 1;
-            }
-        }
-        Ok(started)
-    }
-
-    /// Whether a background backfill runs for the agent now.
-    pub fn backfill_running(&self, agent: &AgentId) -> bool {
-        self.backfiller().lock().contains_key(agent)
-    }
-
     /// Starts computing the vectors of passages just stored without them (see
-    /// [`add_passage`](Self::add_passage)); searches wait briefly for them
-    /// ([`fresh_vectors`](Self::fresh_vectors)).
+    /// [`add`](crate::Archival::insert)); searches wait briefly for them
+    /// ([`fresh_vectors`](crate::Archival::fresh_vectors)).
     pub(crate) fn embed_fresh(&self, agent: &AgentId) {
         // Without a runtime to run it in, the vectors come with the next long-lived process.
         self.backfiller().spawn_for(agent, true);
     }
 
-    /// Waits until the vectors of the agent's passages written since its backfill last ended
-    /// are stored, at most `limit` (none pending: returns at once). Returns whether they are
-    /// (`false`: timed out; what is missing is still found by its words).
-    pub async fn fresh_vectors(&self, agent: &AgentId, limit: std::time::Duration) -> bool {
-        let mut ended = self.backfills.ended.subscribe();
-        let pending = || {
-            self.backfills
-                .fresh
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .contains_key(agent)
-        };
-        tokio::time::timeout(limit, async {
-            while pending() {
-                if ended.changed().await.is_err() {
-                    return;
-                }
-            }
-        })
-        .await
-        .is_ok()
-    }
-
-    /// [`fresh_vectors`](Self::fresh_vectors) with the wait a search allows: none for a bulk
+    /// [`fresh_vectors`](crate::Archival::fresh_vectors) with the wait a search allows: none for a bulk
     /// write.
     pub(crate) async fn settle_for_search(&self, agent: &AgentId) {
         let pending = self
@@ -538,7 +470,7 @@ impl Engram {
             .get(agent)
             .copied();
         if pending.is_some_and(|n| n <= FRESH_WAIT_AT_MOST) {
-            self.fresh_vectors(agent, FRESH_WAIT).await;
+            self.archival().fresh_vectors(agent, FRESH_WAIT).await;
         }
     }
 
@@ -626,5 +558,77 @@ impl Engram {
             agent_id: agent.clone(),
             message: format!("{what}: {why}"),
         });
+    }
+}
+
+impl Archival<'_> {
+    /// Embeds every passage of the agent that has no vector yet (imports, passages stored
+    /// during an embedding outage, a changed embedding model), with progress as
+    /// [`Notice::EmbeddingBackfill`]. Resumable: it can stop at any point and the next run
+    /// goes on from what is still missing. Errors: `not_found` for the agent.
+    pub async fn backfill(self, agent: &AgentId) -> Result<BackfillReport> {
+        self.engram.backfiller().run(agent).await
+    }
+
+    /// Starts a background backfill for every agent with passages or messages lacking a
+    /// vector of its current embedding model: a backfill cut short by a restart (or an
+    /// embedding model changed just before it) goes on. For long-lived processes (`engram
+    /// serve`, the desktop app), called once after opening; progress arrives as
+    /// [`Notice::EmbeddingBackfill`]. Returns how many agents have one. Must be called inside a
+    /// tokio runtime (otherwise nothing starts and 0 is returned). Errors: storage.
+    ///
+    /// Vector index builds a quit cut short start again too, on a blocking thread (reading
+    /// an agent's vectors takes seconds at a million passages), with progress as
+    /// [`Notice::VectorIndexBuild`].
+    pub fn resume_backfills(self) -> Result<usize> {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Ok(0);
+        }
+        let store = self.engram.store.clone();
+        tokio::task::spawn_blocking(move || {
+            if let Err(e) = store.resume_vector_index_builds() {
+                tracing::warn!(error = %e, "vector index builds not resumed");
+            }
+        });
+        // Passages of folders read while their model was unreachable get their vectors too.
+        self.engram.spawn_folder_refill();
+        let backfiller = self.engram.backfiller();
+        let mut started = 0;
+        for agent in self.engram.store.agents_with_embeddings()? {
+            if backfiller.missing(&agent)? > 0 {
+                backfiller.spawn(&agent);
+                started += 1;
+            }
+        }
+        Ok(started)
+    }
+
+    /// Whether a background backfill runs for the agent now.
+    pub fn backfill_running(self, agent: &AgentId) -> bool {
+        self.engram.backfiller().lock().contains_key(agent)
+    }
+
+    /// Waits until the vectors of the agent's passages written since its backfill last ended
+    /// are stored, at most `limit` (none pending: returns at once). Returns whether they are
+    /// (`false`: timed out; what is missing is still found by its words).
+    pub async fn fresh_vectors(self, agent: &AgentId, limit: std::time::Duration) -> bool {
+        let mut ended = self.engram.backfills.ended.subscribe();
+        let pending = || {
+            self.engram
+                .backfills
+                .fresh
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains_key(agent)
+        };
+        tokio::time::timeout(limit, async {
+            while pending() {
+                if ended.changed().await.is_err() {
+                    return;
+                }
+            }
+        })
+        .await
+        .is_ok()
     }
 }

@@ -3,7 +3,8 @@
 //! file-system side of the desktop shell's save and open dialogs (the shell picks the path,
 //! the service writes or reads it).
 
-use crate::{Engram, ImportReport};
+use crate::ImportReport;
+use crate::rooms::AgentFiles;
 use engram_core::{AgentId, Error, Result};
 use serde::{Deserialize, Serialize};
 use std::io::Read;
@@ -56,28 +57,34 @@ fn safe_name(name: &str) -> String {
     if out.is_empty() { "agent".into() } else { out }
 }
 
-impl Engram {
+impl AgentFiles<'_> {
     /// Exports `agents` (every agent when `None`) as `format`, with a file name to offer: the
     /// agent's name for one agent, `engram-agents-<date>` for several.
     /// Errors: `not_found` for an unknown agent; `invalid_input` when there is no agent.
-    pub fn export_agents(
-        &self,
+    pub fn export_all(
+        self,
         agents: Option<&[AgentId]>,
         format: ExportFormat,
     ) -> Result<ExportFile> {
         let ids: Vec<AgentId> = match agents {
             Some(ids) => ids.to_vec(),
-            None => self.list_agents()?.into_iter().map(|a| a.id).collect(),
+            None => self
+                .engram
+                .agents()
+                .list()?
+                .into_iter()
+                .map(|a| a.id)
+                .collect(),
         };
         if ids.is_empty() {
             return Err(Error::invalid("there is no agent to export"));
         }
         let stem = match ids.as_slice() {
-            [one] => safe_name(&self.store.get_agent(one)?.name),
+            [one] => safe_name(&self.engram.store.get_agent(one)?.name),
             _ => format!("engram-agents-{}", chrono::Utc::now().format("%Y-%m-%d")),
         };
         let bytes = match format {
-            ExportFormat::Af => self.export_agent_file(&ids)?,
+            ExportFormat::Af => self.export(&ids)?,
             ExportFormat::Json => self.export_json(&ids)?,
             ExportFormat::Markdown => ids
                 .iter()
@@ -95,15 +102,15 @@ impl Engram {
     }
 
     /// Writes an export to `path` (chosen by the user in a save dialog) and returns the path.
-    /// Errors: as [`Engram::export_agents`]; `invalid_input` naming the path when it cannot
+    /// Errors: as [`AgentFiles::export_all`]; `invalid_input` naming the path when it cannot
     /// be written.
-    pub fn export_agents_to(
-        &self,
+    pub fn export_all_to(
+        self,
         agents: Option<&[AgentId]>,
         format: ExportFormat,
         path: &Path,
     ) -> Result<PathBuf> {
-        let file = self.export_agents(agents, format)?;
+        let file = self.export_all(agents, format)?;
         std::fs::write(path, file.contents)
             .map_err(|e| Error::invalid(format!("cannot write {}: {e}", path.display())))?;
         Ok(path.to_owned())
@@ -112,7 +119,7 @@ impl Engram {
     /// Imports the agent file at `path` (chosen by the user in an open dialog), named by its
     /// file name in the report. Errors: `invalid_input` naming the file when it cannot be
     /// read, is over 64 MiB, or is not an agent file (with the JSON path of the problem).
-    pub fn import_agent_file_at(&self, path: &Path) -> Result<ImportReport> {
+    pub fn import_at(self, path: &Path) -> Result<ImportReport> {
         let name = path.file_name().map_or_else(
             || path.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
@@ -127,11 +134,10 @@ impl Engram {
                 "{name}: agent files larger than {limit} bytes (64 MiB) are refused"
             )));
         }
-        self.import_agent_file_named(&bytes, &name)
-            .map_err(|e| match e {
-                Error::Invalid(m) => Error::Invalid(format!("{name}: {m}")),
-                e => e,
-            })
+        self.import_named(&bytes, &name).map_err(|e| match e {
+            Error::Invalid(m) => Error::Invalid(format!("{name}: {m}")),
+            e => e,
+        })
     }
 }
 

@@ -6,6 +6,7 @@
 
 use crate::Engram;
 use crate::resolve::Resolver;
+use crate::rooms::Folders;
 use engram_core::{Error, FileStatus, FolderFile, FolderId, Provenance, Result};
 use engram_store::{FileUpload, NewChunk, ParsedFile, Store, Upserted};
 use serde::Serialize;
@@ -73,86 +74,6 @@ pub(crate) enum Listed {
 }
 
 impl Engram {
-    /// Adds (or re-indexes) one file from its bytes, waiting until it is read and embedded.
-    /// A file that cannot be read is stored as failed with the reason (not an error here).
-    ///
-    /// Errors: `not_found` for the folder; `invalid` for a bad name (see
-    /// [`check_file_name`]); storage errors.
-    pub async fn add_file(
-        &self,
-        folder: &FolderId,
-        name: &str,
-        bytes: Vec<u8>,
-    ) -> Result<FileAdded> {
-        let name = check_file_name(name)?;
-        let folder = self.store.get_folder(folder)?;
-        let upload = FileUpload {
-            name: name.clone(),
-            mime: engram_documents::Kind::detect(&name, &bytes)
-                .mime()
-                .to_owned(),
-            size: bytes.len() as u64,
-            sha256: sha256_hex(&bytes),
-        };
-        let file = match self.store.upsert_file(&folder.id, &upload)? {
-            Upserted::Unchanged(file) => {
-                return Ok(FileAdded {
-                    name,
-                    file: Some(file),
-                    unchanged: true,
-                    skipped: None,
-                    notes: Vec::new(),
-                });
-            }
-            Upserted::Changed(file) => file,
-        };
-        // A person may cancel the file while it is read: the reading stops at the next
-        // await (a parse on its blocking thread finishes unseen) and the file goes.
-        let key = (folder.id.clone(), name.clone());
-        let token = tokio_util::sync::CancellationToken::new();
-        self.file_reads().insert(key.clone(), token.clone());
-        let read = tokio::select! {
-            biased;
-            () = token.cancelled() => None,
-            r = self.read_file(&folder, file.clone(), name.clone(), bytes) => Some(r),
-        };
-        self.file_reads().remove(&key);
-        match read {
-            Some(r) => r,
-            None => {
-                self.store.delete_file(&file.id)?;
-                for agent_id in self.store.folder_agents(&folder.id).unwrap_or_default() {
-                    self.notify(crate::Notice::AgentChanged { agent_id });
-                }
-                Ok(FileAdded {
-                    name,
-                    file: None,
-                    unchanged: false,
-                    skipped: Some(
-                        "cancelled while it was being read: it is not in the folder".into(),
-                    ),
-                    notes: Vec::new(),
-                })
-            }
-        }
-    }
-
-    /// Stops reading the file `name` of the folder, if it is being read now (see
-    /// [`Engram::add_file`], which then answers that it was cancelled and leaves the file
-    /// out of the folder, an earlier version included). Returns whether it was being read.
-    pub fn cancel_file_read(&self, folder: &FolderId, name: &str) -> bool {
-        let Ok(name) = check_file_name(name) else {
-            return false;
-        };
-        match self.file_reads().get(&(folder.clone(), name)) {
-            Some(token) => {
-                token.cancel();
-                true
-            }
-            None => false,
-        }
-    }
-
     fn file_reads(
         &self,
     ) -> std::sync::MutexGuard<
@@ -162,7 +83,7 @@ impl Engram {
         self.file_reads.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Reads, cuts and embeds a file [`Engram::add_file`] stored as changed.
+    /// Reads, cuts and embeds a file [`Folders::add_file`] stored as changed.
     async fn read_file(
         &self,
         folder: &engram_core::Folder,
@@ -222,19 +143,7 @@ impl Engram {
         })
     }
 
-    /// Fills in the vectors every folder's passages lack: files read while the folder's
-    /// embedding model was unreachable, or cut short by a quit. Until then those passages are
-    /// found by words alone. A folder whose model still fails is left for the next time (and
-    /// logged); the others go on. Returns how many passages got their vector.
-    ///
-    /// Also started in the background when a long-lived process opens
-    /// ([`Engram::resume_backfills`]) and after the built-in embedding model is retried by
-    /// hand. Errors: storage.
-    pub async fn refill_folder_vectors(&self) -> Result<usize> {
-        refill_folders(&self.store, &self.resolver).await
-    }
-
-    /// Starts [`Engram::refill_folder_vectors`] in the background (inside a tokio runtime).
+    /// Starts [`Folders::refill_vectors`] in the background (inside a tokio runtime).
     pub(crate) fn spawn_folder_refill(&self) {
         if tokio::runtime::Handle::try_current().is_err() {
             return;
@@ -256,6 +165,145 @@ impl Engram {
         embed_folder(&self.store, &self.resolver, folder, cfg).await
     }
 
+    /// Reads one file from disk (bounded) and adds it; a file that cannot be read is stored
+    /// as failed. A file a walk found is read only if it is still the regular file the walk
+    /// listed (see [`Listed`]).
+    pub(crate) async fn add_disk_file(
+        &self,
+        folder: &FolderId,
+        name: &str,
+        path: &Path,
+        listed: Listed,
+    ) -> Result<FileAdded> {
+        let read = match listed {
+            Listed::ByPerson => engram_documents::read_bytes(path),
+            Listed::ByWalk => engram_documents::read_listed_bytes(path),
+        };
+        match read {
+            Ok(bytes) => self.folders().add_file(folder, name, bytes).await,
+            Err(e) => {
+                let name = check_file_name(name)?;
+                let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+                let upload = FileUpload {
+                    name: name.clone(),
+                    mime: engram_documents::Kind::detect(&name, &[]).mime().to_owned(),
+                    size,
+                    sha256: String::new(),
+                };
+                let file = match self.store.upsert_file(folder, &upload)? {
+                    Upserted::Changed(f) | Upserted::Unchanged(f) => f,
+                };
+                let failed = self.store.fail_file(&file.id, &e.to_string())?;
+                Ok(FileAdded {
+                    name,
+                    file: Some(failed),
+                    unchanged: false,
+                    skipped: None,
+                    notes: Vec::new(),
+                })
+            }
+        }
+    }
+}
+
+impl Folders<'_> {
+    /// Adds (or re-indexes) one file from its bytes, waiting until it is read and embedded.
+    /// A file that cannot be read is stored as failed with the reason (not an error here).
+    ///
+    /// Errors: `not_found` for the folder; `invalid` for a bad name (see
+    /// [`check_file_name`]); storage errors.
+    pub async fn add_file(
+        self,
+        folder: &FolderId,
+        name: &str,
+        bytes: Vec<u8>,
+    ) -> Result<FileAdded> {
+        let name = check_file_name(name)?;
+        let folder = self.engram.store.get_folder(folder)?;
+        let upload = FileUpload {
+            name: name.clone(),
+            mime: engram_documents::Kind::detect(&name, &bytes)
+                .mime()
+                .to_owned(),
+            size: bytes.len() as u64,
+            sha256: sha256_hex(&bytes),
+        };
+        let file = match self.engram.store.upsert_file(&folder.id, &upload)? {
+            Upserted::Unchanged(file) => {
+                return Ok(FileAdded {
+                    name,
+                    file: Some(file),
+                    unchanged: true,
+                    skipped: None,
+                    notes: Vec::new(),
+                });
+            }
+            Upserted::Changed(file) => file,
+        };
+        // A person may cancel the file while it is read: the reading stops at the next
+        // await (a parse on its blocking thread finishes unseen) and the file goes.
+        let key = (folder.id.clone(), name.clone());
+        let token = tokio_util::sync::CancellationToken::new();
+        self.engram.file_reads().insert(key.clone(), token.clone());
+        let read = tokio::select! {
+            biased;
+            () = token.cancelled() => None,
+            r = self.engram.read_file(&folder, file.clone(), name.clone(), bytes) => Some(r),
+        };
+        self.engram.file_reads().remove(&key);
+        match read {
+            Some(r) => r,
+            None => {
+                self.engram.store.delete_file(&file.id)?;
+                for agent_id in self
+                    .engram
+                    .store
+                    .folder_agents(&folder.id)
+                    .unwrap_or_default()
+                {
+                    self.engram.notify(crate::Notice::AgentChanged { agent_id });
+                }
+                Ok(FileAdded {
+                    name,
+                    file: None,
+                    unchanged: false,
+                    skipped: Some(
+                        "cancelled while it was being read: it is not in the folder".into(),
+                    ),
+                    notes: Vec::new(),
+                })
+            }
+        }
+    }
+
+    /// Stops reading the file `name` of the folder, if it is being read now (see
+    /// [`Folders::add_file`], which then answers that it was cancelled and leaves the file
+    /// out of the folder, an earlier version included). Returns whether it was being read.
+    pub fn cancel_read(self, folder: &FolderId, name: &str) -> bool {
+        let Ok(name) = check_file_name(name) else {
+            return false;
+        };
+        match self.engram.file_reads().get(&(folder.clone(), name)) {
+            Some(token) => {
+                token.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Fills in the vectors every folder's passages lack: files read while the folder's
+    /// embedding model was unreachable, or cut short by a quit. Until then those passages are
+    /// found by words alone. A folder whose model still fails is left for the next time (and
+    /// logged); the others go on. Returns how many passages got their vector.
+    ///
+    /// Also started in the background when a long-lived process opens
+    /// ([`Archival::resume_backfills`](crate::Archival::resume_backfills)) and after the built-in embedding model is retried by
+    /// hand. Errors: storage.
+    pub async fn refill_vectors(self) -> Result<usize> {
+        refill_folders(&self.engram.store, &self.engram.resolver).await
+    }
+
     /// Adds files and directories from disk: a file under its own name, a directory's files
     /// under their paths inside it (hidden entries left out). Symbolic links are never
     /// followed (they are reported as skipped), so a link out of the folder or a loop cannot
@@ -264,11 +312,11 @@ impl Engram {
     ///
     /// Errors: `not_found` for the folder; storage errors.
     pub async fn add_paths(
-        &self,
+        self,
         folder: &FolderId,
         paths: &[std::path::PathBuf],
     ) -> Result<Vec<FileAdded>> {
-        self.store.get_folder(folder)?;
+        self.engram.store.get_folder(folder)?;
         let mut out = Vec::new();
         for path in paths {
             let meta = match std::fs::symlink_metadata(path) {
@@ -308,7 +356,8 @@ impl Engram {
                     } else if entry.file_type().is_file() {
                         let name = relative_name(path, entry.path());
                         out.push(
-                            self.add_disk_file(folder, &name, entry.path(), Listed::ByWalk)
+                            self.engram
+                                .add_disk_file(folder, &name, entry.path(), Listed::ByWalk)
                                 .await?,
                         );
                     }
@@ -319,52 +368,13 @@ impl Engram {
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
                 out.push(
-                    self.add_disk_file(folder, &name, path, Listed::ByPerson)
+                    self.engram
+                        .add_disk_file(folder, &name, path, Listed::ByPerson)
                         .await?,
                 );
             }
         }
         Ok(out)
-    }
-
-    /// Reads one file from disk (bounded) and adds it; a file that cannot be read is stored
-    /// as failed. A file a walk found is read only if it is still the regular file the walk
-    /// listed (see [`Listed`]).
-    pub(crate) async fn add_disk_file(
-        &self,
-        folder: &FolderId,
-        name: &str,
-        path: &Path,
-        listed: Listed,
-    ) -> Result<FileAdded> {
-        let read = match listed {
-            Listed::ByPerson => engram_documents::read_bytes(path),
-            Listed::ByWalk => engram_documents::read_listed_bytes(path),
-        };
-        match read {
-            Ok(bytes) => self.add_file(folder, name, bytes).await,
-            Err(e) => {
-                let name = check_file_name(name)?;
-                let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-                let upload = FileUpload {
-                    name: name.clone(),
-                    mime: engram_documents::Kind::detect(&name, &[]).mime().to_owned(),
-                    size,
-                    sha256: String::new(),
-                };
-                let file = match self.store.upsert_file(folder, &upload)? {
-                    Upserted::Changed(f) | Upserted::Unchanged(f) => f,
-                };
-                let failed = self.store.fail_file(&file.id, &e.to_string())?;
-                Ok(FileAdded {
-                    name,
-                    file: Some(failed),
-                    unchanged: false,
-                    skipped: None,
-                    notes: Vec::new(),
-                })
-            }
-        }
     }
 }
 
@@ -392,7 +402,7 @@ fn relative_name(root: &Path, entry: &Path) -> String {
         .join("/")
 }
 
-/// See [`Engram::refill_folder_vectors`].
+/// See [`Folders::refill_vectors`].
 async fn refill_folders(store: &Store, resolver: &Resolver) -> Result<usize> {
     let mut filled = 0;
     for folder in store.list_folders()? {

@@ -1,6 +1,6 @@
 //! Watching a folder's directory on disk. A folder linked to a directory (the link is stored,
 //! so it survives a restart) is kept in step by long-lived processes — the desktop app and
-//! `engram serve`, which call [`Engram::resume_folder_watches`] when they open: the whole
+//! `engram serve`, which call [`Folders::resume_watches`] when they open: the whole
 //! directory once, then each path the OS reports changed (debounced by
 //! `notify-debouncer-mini`). A directory that vanishes leaves the folder as it was, marked
 //! [`WatchState::Missing`]; watching resumes when it is back. A supervisor goes over the links
@@ -9,13 +9,14 @@
 use crate::Engram;
 use crate::folder_sync::{SyncReport, name_in};
 use crate::folder_watchers::Running;
+use crate::rooms::Folders;
 use engram_core::{Error, FolderId, FolderWatch, Result, WatchState};
 use notify_debouncer_mini::notify::RecursiveMode;
 use notify_debouncer_mini::{DebounceEventResult, DebouncedEventKind, new_debouncer};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::Weak;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 /// How long a path must stay quiet before its change is taken (a file being written or
@@ -30,112 +31,7 @@ const RESTART_AFTER: Duration = Duration::from_secs(5);
 const FULL_SYNC_PATHS: usize = 500;
 
 impl Engram {
-    /// Links a folder to the directory `dir` (resolved to an absolute path without symbolic
-    /// links) and, inside a tokio runtime, starts keeping the folder in step with it in this
-    /// process. A folder has at most one directory; linking another replaces it. Files already
-    /// in the folder that are not in the directory are deleted by the first sync.
-    ///
-    /// Errors: `not_found` for the folder; `invalid` when `dir` is not a directory, or holds or
-    /// sits inside Engram's data directory (the database would watch itself).
-    pub fn watch_folder(self: &Arc<Self>, folder: &FolderId, dir: &Path) -> Result<FolderWatch> {
-        let watch = self.link_folder_dir(folder, dir)?;
-        self.resume_folder_watches();
-        self.supervise_watches();
-        Ok(watch)
-    }
-
-    /// Stores a folder's link to `dir` without starting a watch (what a short-lived process
-    /// such as the CLI does: the desktop app or `engram serve` picks the link up). Errors as
-    /// [`Engram::watch_folder`].
-    pub fn link_folder_dir(&self, folder: &FolderId, dir: &Path) -> Result<FolderWatch> {
-        self.store.get_folder(folder)?;
-        let root = std::fs::canonicalize(dir)
-            .map_err(|e| Error::invalid(format!("cannot watch {}: {e}", dir.display())))?;
-        if !root.is_dir() {
-            return Err(Error::invalid(format!(
-                "cannot watch {}: not a directory",
-                root.display()
-            )));
-        }
-        let home = std::fs::canonicalize(self.home()).unwrap_or_else(|_| self.home().to_owned());
-        if root.starts_with(&home) || home.starts_with(&root) {
-            return Err(Error::invalid(format!(
-                "cannot watch {}: it holds Engram's own data ({})",
-                root.display(),
-                home.display()
-            )));
-        }
-        let path = root
-            .to_str()
-            .ok_or_else(|| Error::invalid(format!("{}: not UTF-8", root.display())))?;
-        self.watchers.stop(folder);
-        self.store.link_folder_dir(folder, path)
-    }
-
-    /// Removes a folder's link to its directory and stops watching it; the files stay.
-    /// Returns whether it had one. Errors: `not_found` for the folder.
-    pub fn unwatch_folder(&self, folder: &FolderId) -> Result<bool> {
-        self.store.get_folder(folder)?;
-        self.watchers.stop(folder);
-        let had = self.store.unlink_folder_dir(folder)?;
-        self.notify(crate::Notice::FolderChanged {
-            folder_id: folder.clone(),
-        });
-        Ok(had)
-    }
-
-    /// Every folder's link to a directory, with what the watching process last found.
-    pub fn folder_watches(&self) -> Result<Vec<FolderWatch>> {
-        self.store.folder_watches()
-    }
-
-    /// Brings a linked folder in step with its directory once, now (what `engram folder
-    /// watch` does before a long-lived process takes over). Errors: `not_found` for the
-    /// folder; `invalid` when it has no link or its directory is gone (then marked missing).
-    pub async fn sync_watched_folder(&self, folder: &FolderId) -> Result<SyncReport> {
-        let link = self.store.folder_watch(folder)?.ok_or_else(|| {
-            Error::invalid("the folder is not linked to a directory (engram folder watch)")
-        })?;
-        let root = PathBuf::from(&link.path);
-        if !root.is_dir() {
-            let why = gone(&root);
-            self.store
-                .set_watch_state(folder, WatchState::Missing, Some(&why), None)?;
-            return Err(Error::invalid(why));
-        }
-        let report = self.sync_dir_path(folder, &root, "").await?;
-        let state = match link.state {
-            WatchState::Missing => WatchState::Linked,
-            s => s,
-        };
-        self.store
-            .set_watch_state(folder, state, None, Some(chrono::Utc::now()))?;
-        Ok(report)
-    }
-
-    /// Starts (once per process, inside a tokio runtime) the supervisor that keeps every
-    /// linked folder watched: it starts a watch for each stored link, stops those unlinked,
-    /// and restarts those whose directory came back. For long-lived processes; a no-op
-    /// outside a runtime.
-    pub fn resume_folder_watches(self: &Arc<Self>) {
-        if tokio::runtime::Handle::try_current().is_err()
-            || self.watchers.supervised.swap(true, Ordering::SeqCst)
-        {
-            return;
-        }
-        let weak = Arc::downgrade(self);
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(SUPERVISE_EVERY);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tick.tick().await;
-                let Some(engram) = weak.upgrade() else { break };
-                engram.supervise_watches();
-            }
-        });
-    }
-
-    fn supervise_watches(self: &Arc<Self>) {
+    fn supervise_watches(&self) {
         if tokio::runtime::Handle::try_current().is_err() {
             return;
         }
@@ -196,8 +92,8 @@ impl Engram {
                 );
                 continue;
             }
-            let task = tokio::spawn(watch(Arc::downgrade(self), link.folder_id.clone(), root))
-                .abort_handle();
+            let task =
+                tokio::spawn(watch(self.me.clone(), link.folder_id.clone(), root)).abort_handle();
             running.insert(
                 link.folder_id,
                 Running {
@@ -216,6 +112,116 @@ impl Engram {
         }
         self.notify(crate::Notice::FolderChanged {
             folder_id: folder.clone(),
+        });
+    }
+}
+
+impl Folders<'_> {
+    /// Links a folder to the directory `dir` (resolved to an absolute path without symbolic
+    /// links) and, inside a tokio runtime, starts keeping the folder in step with it in this
+    /// process. A folder has at most one directory; linking another replaces it. Files already
+    /// in the folder that are not in the directory are deleted by the first sync.
+    ///
+    /// Errors: `not_found` for the folder; `invalid` when `dir` is not a directory, or holds or
+    /// sits inside Engram's data directory (the database would watch itself).
+    pub fn watch(self, folder: &FolderId, dir: &Path) -> Result<FolderWatch> {
+        let watch = self.link_dir(folder, dir)?;
+        self.resume_watches();
+        self.engram.supervise_watches();
+        Ok(watch)
+    }
+
+    /// Stores a folder's link to `dir` without starting a watch (what a short-lived process
+    /// such as the CLI does: the desktop app or `engram serve` picks the link up). Errors as
+    /// [`Folders::watch`].
+    pub fn link_dir(self, folder: &FolderId, dir: &Path) -> Result<FolderWatch> {
+        self.engram.store.get_folder(folder)?;
+        let root = std::fs::canonicalize(dir)
+            .map_err(|e| Error::invalid(format!("cannot watch {}: {e}", dir.display())))?;
+        if !root.is_dir() {
+            return Err(Error::invalid(format!(
+                "cannot watch {}: not a directory",
+                root.display()
+            )));
+        }
+        let home = std::fs::canonicalize(self.engram.home())
+            .unwrap_or_else(|_| self.engram.home().to_owned());
+        if root.starts_with(&home) || home.starts_with(&root) {
+            return Err(Error::invalid(format!(
+                "cannot watch {}: it holds Engram's own data ({})",
+                root.display(),
+                home.display()
+            )));
+        }
+        let path = root
+            .to_str()
+            .ok_or_else(|| Error::invalid(format!("{}: not UTF-8", root.display())))?;
+        self.engram.watchers.stop(folder);
+        self.engram.store.link_folder_dir(folder, path)
+    }
+
+    /// Removes a folder's link to its directory and stops watching it; the files stay.
+    /// Returns whether it had one. Errors: `not_found` for the folder.
+    pub fn unwatch(self, folder: &FolderId) -> Result<bool> {
+        self.engram.store.get_folder(folder)?;
+        self.engram.watchers.stop(folder);
+        let had = self.engram.store.unlink_folder_dir(folder)?;
+        self.engram.notify(crate::Notice::FolderChanged {
+            folder_id: folder.clone(),
+        });
+        Ok(had)
+    }
+
+    /// Every folder's link to a directory, with what the watching process last found.
+    pub fn watches(self) -> Result<Vec<FolderWatch>> {
+        self.engram.store.folder_watches()
+    }
+
+    /// Brings a linked folder in step with its directory once, now (what `engram folder
+    /// watch` does before a long-lived process takes over). Errors: `not_found` for the
+    /// folder; `invalid` when it has no link or its directory is gone (then marked missing).
+    pub async fn sync_watched(self, folder: &FolderId) -> Result<SyncReport> {
+        let link = self.engram.store.folder_watch(folder)?.ok_or_else(|| {
+            Error::invalid("the folder is not linked to a directory (engram folder watch)")
+        })?;
+        let root = PathBuf::from(&link.path);
+        if !root.is_dir() {
+            let why = gone(&root);
+            self.engram
+                .store
+                .set_watch_state(folder, WatchState::Missing, Some(&why), None)?;
+            return Err(Error::invalid(why));
+        }
+        let report = self.engram.sync_dir_path(folder, &root, "").await?;
+        let state = match link.state {
+            WatchState::Missing => WatchState::Linked,
+            s => s,
+        };
+        self.engram
+            .store
+            .set_watch_state(folder, state, None, Some(chrono::Utc::now()))?;
+        Ok(report)
+    }
+
+    /// Starts (once per process, inside a tokio runtime) the supervisor that keeps every
+    /// linked folder watched: it starts a watch for each stored link, stops those unlinked,
+    /// and restarts those whose directory came back. For long-lived processes; a no-op
+    /// outside a runtime.
+    pub fn resume_watches(self) {
+        if tokio::runtime::Handle::try_current().is_err()
+            || self.engram.watchers.supervised.swap(true, Ordering::SeqCst)
+        {
+            return;
+        }
+        let weak = self.engram.me.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(SUPERVISE_EVERY);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(engram) = weak.upgrade() else { break };
+                engram.supervise_watches();
+            }
         });
     }
 }

@@ -1,6 +1,7 @@
 //! Folders of documents: making them, attaching them to agents (which gives the agents the
 //! file tools), and each agent's open files. Adding files is in `folder_ingest`.
 
+use crate::rooms::Folders;
 use crate::{Engram, Notice};
 use engram_core::{
     AgentFile, AgentId, Error, FileChunk, FileId, Folder, FolderFile, FolderId, NewFolder, Result,
@@ -8,103 +9,112 @@ use engram_core::{
 use engram_store::FolderPatch;
 
 impl Engram {
+    fn notify_folder_agents(&self, folder: &FolderId) {
+        for agent_id in self.store.folder_agents(folder).unwrap_or_default() {
+            self.notify(Notice::AgentChanged { agent_id });
+        }
+    }
+}
+
+impl Folders<'_> {
     /// Creates a folder. Without an embedding model in `new`, the folder gets the default one
     /// new agents get (`default_embedding`); a model named `none` (as that setting spells it)
     /// means none: the folder is searched by words alone.
     /// Errors: `invalid` for an empty name; `conflict` for a name in use.
-    pub fn create_folder(&self, mut new: NewFolder) -> Result<Folder> {
+    pub fn create(self, mut new: NewFolder) -> Result<Folder> {
         match &new.embedding {
-            None => new.embedding = self.default_embedding()?,
+            None => new.embedding = self.engram.models().default_embedding()?,
             Some(cfg) if cfg.model.trim().eq_ignore_ascii_case("none") => new.embedding = None,
             Some(_) => {}
         }
-        self.store.create_folder(&new)
+        self.engram.store.create_folder(&new)
     }
 
     /// Every folder, oldest first.
-    pub fn list_folders(&self) -> Result<Vec<Folder>> {
-        self.store.list_folders()
+    pub fn list(self) -> Result<Vec<Folder>> {
+        self.engram.store.list_folders()
     }
 
     /// The folder `id`. Errors: `not_found`.
-    pub fn get_folder(&self, id: &FolderId) -> Result<Folder> {
-        self.store.get_folder(id)
+    pub fn get(self, id: &FolderId) -> Result<Folder> {
+        self.engram.store.get_folder(id)
     }
 
     /// The folder named or with the id `name_or_id`. Errors: `not_found`.
-    pub fn find_folder(&self, name_or_id: &str) -> Result<Folder> {
-        if let Some(f) = self.store.folder_by_name(name_or_id)? {
+    pub fn find(self, name_or_id: &str) -> Result<Folder> {
+        if let Some(f) = self.engram.store.folder_by_name(name_or_id)? {
             return Ok(f);
         }
-        self.store
+        self.engram
+            .store
             .get_folder(&FolderId::from(name_or_id))
             .map_err(|_| Error::not_found("folder", name_or_id))
     }
 
     /// Renames a folder or changes its description or instructions. Errors: `not_found`,
     /// `invalid`, `conflict`.
-    pub fn update_folder(&self, id: &FolderId, patch: &FolderPatch) -> Result<Folder> {
-        let folder = self.store.update_folder(id, patch)?;
-        self.notify_folder_agents(id);
+    pub fn update(self, id: &FolderId, patch: &FolderPatch) -> Result<Folder> {
+        let folder = self.engram.store.update_folder(id, patch)?;
+        self.engram.notify_folder_agents(id);
         Ok(folder)
     }
 
     /// Deletes a folder, its files and passages; its agents lose it (and the file tools when
     /// it was their last folder). Errors: `not_found`.
-    pub fn delete_folder(&self, id: &FolderId) -> Result<()> {
-        let agents = self.store.folder_agents(id)?;
-        self.watchers.stop(id);
-        self.store.delete_folder(id)?;
+    pub fn delete(self, id: &FolderId) -> Result<()> {
+        let agents = self.engram.store.folder_agents(id)?;
+        self.engram.watchers.stop(id);
+        self.engram.store.delete_folder(id)?;
         for agent_id in agents {
-            self.notify(Notice::AgentChanged { agent_id });
+            self.engram.notify(Notice::AgentChanged { agent_id });
         }
         Ok(())
     }
 
     /// A folder's files by name. Errors: `not_found`.
-    pub fn list_folder_files(&self, id: &FolderId) -> Result<Vec<FolderFile>> {
-        self.store.list_files(id)
+    pub fn files(self, id: &FolderId) -> Result<Vec<FolderFile>> {
+        self.engram.store.list_files(id)
     }
 
     /// The file `id`. Errors: `not_found`.
-    pub fn get_folder_file(&self, id: &FileId) -> Result<FolderFile> {
-        self.store.get_file(id)
+    pub fn file(self, id: &FileId) -> Result<FolderFile> {
+        self.engram.store.get_file(id)
     }
 
     /// A file's extracted text (`None` while it has not been read). Errors: `not_found`.
-    pub fn folder_file_text(&self, id: &FileId) -> Result<Option<String>> {
-        Ok(self.store.file_text(id)?.map(|(text, _)| text))
+    pub fn file_text(self, id: &FileId) -> Result<Option<String>> {
+        Ok(self.engram.store.file_text(id)?.map(|(text, _)| text))
     }
 
     /// Deletes one file with its passages and every agent's state of it. Errors: `not_found`.
-    pub fn delete_folder_file(&self, id: &FileId) -> Result<()> {
-        let file = self.store.get_file(id)?;
-        self.store.delete_file(id)?;
-        self.notify_folder_agents(&file.folder_id);
+    pub fn delete_file(self, id: &FileId) -> Result<()> {
+        let file = self.engram.store.get_file(id)?;
+        self.engram.store.delete_file(id)?;
+        self.engram.notify_folder_agents(&file.folder_id);
         Ok(())
     }
 
     /// A folder's passages, by file name then position, `limit` from `offset`, each with its
     /// file's name. Errors: `not_found`.
-    pub fn folder_passages(
-        &self,
+    pub fn passages(
+        self,
         id: &FolderId,
         limit: usize,
         offset: usize,
     ) -> Result<Vec<(String, FileChunk)>> {
-        self.store.list_chunks(id, limit, offset)
+        self.engram.store.list_chunks(id, limit, offset)
     }
 
     /// The agents a folder is attached to. Errors: `not_found`.
-    pub fn folder_agents(&self, id: &FolderId) -> Result<Vec<AgentId>> {
-        self.store.folder_agents(id)
+    pub fn agents(self, id: &FolderId) -> Result<Vec<AgentId>> {
+        self.engram.store.folder_agents(id)
     }
 
     /// Attaches a folder to an agent, which gets the file tools (`open_files`, `grep_files`,
     /// `semantic_search_files`). Errors: `not_found`.
-    pub fn attach_folder(&self, agent: &AgentId, folder: &FolderId) -> Result<()> {
-        self.store.attach_folder(agent, folder)?;
-        self.notify(Notice::AgentChanged {
+    pub fn attach(self, agent: &AgentId, folder: &FolderId) -> Result<()> {
+        self.engram.store.attach_folder(agent, folder)?;
+        self.engram.notify(Notice::AgentChanged {
             agent_id: agent.clone(),
         });
         Ok(())
@@ -112,31 +122,31 @@ impl Engram {
 
     /// Detaches a folder: the agent's files of it close, and without another folder the
     /// agent loses the file tools. Errors: `not_found`.
-    pub fn detach_folder(&self, agent: &AgentId, folder: &FolderId) -> Result<()> {
-        self.store.detach_folder(agent, folder)?;
-        self.notify(Notice::AgentChanged {
+    pub fn detach(self, agent: &AgentId, folder: &FolderId) -> Result<()> {
+        self.engram.store.detach_folder(agent, folder)?;
+        self.engram.notify(Notice::AgentChanged {
             agent_id: agent.clone(),
         });
         Ok(())
     }
 
     /// The folders attached to an agent. Errors: `not_found`.
-    pub fn agent_folders(&self, agent: &AgentId) -> Result<Vec<Folder>> {
-        self.store.agent_folders(agent)
+    pub fn of_agent(self, agent: &AgentId) -> Result<Vec<Folder>> {
+        self.engram.store.agent_folders(agent)
     }
 
     /// Every file of the agent's folders with whether it is open and which lines it shows.
     /// Errors: `not_found`.
-    pub fn agent_files(&self, agent: &AgentId) -> Result<Vec<AgentFile>> {
-        self.store.agent_files(agent)
+    pub fn files_of_agent(self, agent: &AgentId) -> Result<Vec<AgentFile>> {
+        self.engram.store.agent_files(agent)
     }
 
     /// Opens a file for an agent by hand, as `open_files` would: `length` lines (at most
     /// [`engram_agent::tools::MAX_WINDOW_LINES`]) from line `offset` (1-based). Returns the
     /// files closed to stay within [`engram_agent::tools::MAX_OPEN_FILES`].
     /// Errors: `not_found`; `invalid` when the file's folder is not attached.
-    pub fn open_agent_file(
-        &self,
+    pub fn open_file(
+        self,
         agent: &AgentId,
         file: &FileId,
         offset: Option<u32>,
@@ -146,40 +156,34 @@ impl Engram {
         let length = length
             .unwrap_or(DEFAULT_WINDOW_LINES)
             .clamp(1, MAX_WINDOW_LINES);
-        let closed = self.store.open_file(
+        let closed = self.engram.store.open_file(
             agent,
             file,
             offset.unwrap_or(1).max(1),
             length,
             MAX_OPEN_FILES,
         )?;
-        self.notify(Notice::AgentChanged {
+        self.engram.notify(Notice::AgentChanged {
             agent_id: agent.clone(),
         });
         Ok(closed)
     }
 
     /// Closes one of an agent's files; `false` when it was not open. Errors: `not_found`.
-    pub fn close_agent_file(&self, agent: &AgentId, file: &FileId) -> Result<bool> {
-        let closed = self.store.close_file(agent, file)?;
-        self.notify(Notice::AgentChanged {
+    pub fn close_file(self, agent: &AgentId, file: &FileId) -> Result<bool> {
+        let closed = self.engram.store.close_file(agent, file)?;
+        self.engram.notify(Notice::AgentChanged {
             agent_id: agent.clone(),
         });
         Ok(closed)
     }
 
     /// Closes all of an agent's files; how many were open. Errors: `not_found`.
-    pub fn close_all_agent_files(&self, agent: &AgentId) -> Result<usize> {
-        let n = self.store.close_all_files(agent)?;
-        self.notify(Notice::AgentChanged {
+    pub fn close_all_files(self, agent: &AgentId) -> Result<usize> {
+        let n = self.engram.store.close_all_files(agent)?;
+        self.engram.notify(Notice::AgentChanged {
             agent_id: agent.clone(),
         });
         Ok(n)
-    }
-
-    fn notify_folder_agents(&self, folder: &FolderId) {
-        for agent_id in self.store.folder_agents(folder).unwrap_or_default() {
-            self.notify(Notice::AgentChanged { agent_id });
-        }
     }
 }

@@ -1,9 +1,9 @@
 //! The vector index's background builds, made visible: the store reports
 //! each build's progress through an observer, which turns it into
-//! [`Notice::VectorIndexBuild`] for every open window; [`Engram::vector_index_builds`] answers
+//! [`Notice::VectorIndexBuild`] for every open window; [`Archival::index_builds`] answers
 //! the current state for a window opened or reloaded mid-build.
 
-use crate::{Engram, Notice};
+use crate::Notice;
 use engram_core::AgentId;
 use engram_store::{BuildObserver, Store, VectorIndexBuild};
 use std::sync::Arc;
@@ -37,43 +37,6 @@ pub struct VectorIndexStatus {
     pub pending: bool,
 }
 
-impl Engram {
-    /// The agent's vector index build (see [`VectorIndexStatus`]).
-    ///
-    /// Errors: `not_found` for an unknown agent; storage.
-    pub fn vector_index_status(&self, agent: &AgentId) -> engram_core::Result<VectorIndexStatus> {
-        self.store.get_agent(agent)?;
-        Ok(VectorIndexStatus {
-            building: self
-                .vector_index_builds()
-                .into_iter()
-                .find(|b| b.agent_id == agent.as_str()),
-            pending: self.vector_index_build_pending(agent),
-        })
-    }
-
-    /// Vector indexes being built in this process now, one entry per agent (sorted by agent
-    /// id; empty when none is): while an agent's is built, its archival search scans every
-    /// vector (exact, but tens of milliseconds instead of a few at 100,000 passages).
-    pub fn vector_index_builds(&self) -> Vec<VectorIndexBuild> {
-        self.store.vector_index_builds()
-    }
-
-    /// Whether a build of the agent's vector index was cut short by a quit (or runs in another
-    /// process on the same data directory) and has not saved its graph yet: it starts again
-    /// when `engram serve` or the desktop app starts ([`Engram::resume_backfills`]).
-    pub fn vector_index_build_pending(&self, agent: &AgentId) -> bool {
-        self.store.vector_index_build_pending(agent.as_str())
-    }
-
-    /// Starts again, in the background, the vector index builds a quit cut short (see
-    /// [`Store::resume_vector_index_builds`]); progress arrives as
-    /// [`Notice::VectorIndexBuild`]. Returns how many builds run now. Errors: storage.
-    pub fn resume_vector_index_builds(&self) -> engram_core::Result<usize> {
-        self.store.resume_vector_index_builds()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     //! A real held build over a real SQLite file: the window's notices and the query command
@@ -99,7 +62,7 @@ mod tests {
             llm: Some(LlmConfig::new("openai/mock-small")),
             ..NewAgent::default()
         };
-        let id = engram.create_agent(new).expect("agent").agent.id;
+        let id = engram.agents().create(new).expect("agent").agent.id;
         let ps: Vec<NewPassage> = (0..n)
             .map(|i| NewPassage {
                 text: format!("passage {i}"),
@@ -154,7 +117,7 @@ mod tests {
     #[tokio::test]
     async fn a_build_is_announced_asked_for_and_announced_again_when_done() {
         let dir = tempfile::tempdir().unwrap();
-        let engram = Arc::new(Engram::open_for_test(dir.path()));
+        let engram = Engram::open_for_test(dir.path());
         engram.store.set_vector_index_config(VectorIndexConfig {
             exact_below: 50,
             persist_above: 100,
@@ -173,13 +136,14 @@ mod tests {
             (now[0]["done"].as_u64(), now[0]["total"].as_u64()),
             (Some(0), Some(300))
         );
-        assert!(engram.vector_index_build_pending(&agent));
-        let status = engram.vector_index_status(&agent).unwrap();
+        assert!(engram.archival().index_build_pending(&agent));
+        let status = engram.archival().index_status(&agent).unwrap();
         assert_eq!(status.building.map(|b| (b.done, b.total)), Some((0, 300)));
         assert!(status.pending);
         assert!(
             engram
-                .vector_index_status(&AgentId::from("agent-none"))
+                .archival()
+                .index_status(&AgentId::from("agent-none"))
                 .is_err()
         );
 
@@ -188,8 +152,8 @@ mod tests {
         let heard = builds_notices(&mut rx);
         assert_eq!(heard.last(), Some(&(300, 300, true)), "{heard:?}");
         assert_eq!(asked(&engram).await, serde_json::json!([]));
-        assert!(!engram.vector_index_build_pending(&agent));
-        let status = engram.vector_index_status(&agent).unwrap();
+        assert!(!engram.archival().index_build_pending(&agent));
+        let status = engram.archival().index_status(&agent).unwrap();
         assert_eq!((status.building, status.pending), (None, false));
         search(&engram, &agent);
     }
@@ -210,18 +174,21 @@ mod tests {
             search(&engram, &agent);
             agent
         };
-        let engram = Arc::new(Engram::open_for_test(dir.path()));
-        assert!(engram.vector_index_build_pending(&agent));
-        assert!(engram.vector_index_builds().is_empty(), "nothing runs yet");
+        let engram = Engram::open_for_test(dir.path());
+        assert!(engram.archival().index_build_pending(&agent));
+        assert!(
+            engram.archival().index_builds().is_empty(),
+            "nothing runs yet"
+        );
         engram.store.set_vector_index_config(config);
         let mut rx = engram.notices();
         engram.store.hold_vector_index_builds(true);
-        assert_eq!(engram.resume_vector_index_builds().unwrap(), 1);
+        assert_eq!(engram.archival().resume_index_builds().unwrap(), 1);
         assert_eq!(builds_notices(&mut rx), [(0, 300, false)]);
         assert_eq!(asked(&engram).await[0]["total"].as_u64(), Some(300));
         engram.store.hold_vector_index_builds(false);
         engram.store.wait_for_vector_index_builds();
         assert_eq!(builds_notices(&mut rx).last(), Some(&(300, 300, true)));
-        assert!(!engram.vector_index_build_pending(&agent));
+        assert!(!engram.archival().index_build_pending(&agent));
     }
 }

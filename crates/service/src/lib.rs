@@ -9,8 +9,10 @@ mod agentfile_folders;
 mod agents;
 mod api_token;
 mod approval;
+mod archival;
 mod backfill_state;
 mod blocks;
+mod built_in_models;
 mod chat;
 pub mod commands;
 mod context_view;
@@ -22,7 +24,6 @@ mod folder_sync;
 mod folder_watch;
 mod folder_watchers;
 mod folders;
-mod history;
 mod index_builds;
 pub mod letta;
 mod local_llm;
@@ -30,18 +31,20 @@ mod local_model;
 mod mcp;
 mod mcp_import;
 pub mod mcp_memory;
-mod memory;
+mod mcp_servers;
 mod model_catalogue;
 mod model_check;
 mod model_pull;
 pub mod models;
 mod notices;
+mod origins;
 mod prices;
 mod providers;
 mod pulls;
+mod recall;
 mod rerank;
 mod resolve;
-mod rewrite;
+mod rooms;
 #[cfg(test)]
 mod run_tests;
 mod runs;
@@ -74,7 +77,6 @@ pub use env::EnvLookup;
 pub use export::{ExportFile, ExportFormat};
 pub use folder_ingest::{FileAdded, check_file_name};
 pub use folder_sync::{SyncReport, ignored_name};
-pub use history::{MAX_PAGE, MessagePage, Order};
 pub use index_builds::VectorIndexStatus;
 pub use local_llm::{
     DEFAULT_CONTEXT as LOCAL_CHAT_DEFAULT_CONTEXT, LLM_IDLE_ENV, LLM_THREADS_ENV, LLM_WORKER_ENV,
@@ -92,7 +94,12 @@ pub use models::{ChatModel, KnownModel, ModelWindow};
 pub use notices::{Notice, PullState};
 pub use providers::{LocalServer, ProviderInfo, ProviderSetup};
 pub use pulls::PullProgress;
+pub use recall::{MAX_PAGE, MessagePage, Order};
 pub use rerank::{RERANK_MODEL_DIR_SETTING, RERANK_SETTING, RerankerStatus};
+pub use rooms::{
+    AgentFiles, Agents, Archival, Blocks, Folders, Mcp, MemoryServer, Models, Providers, Recall,
+    Runs, Sleeptime, Tools, Trust,
+};
 pub use runs::{RunEvents, RunningRun};
 pub use templates::Template;
 pub use tool_python::{LETTA_CLIENT_REQUIREMENT, TOOL_VENV_DIR, ToolPython};
@@ -122,6 +129,7 @@ use engram_secrets::SecretStore;
 use engram_store::Store;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use tokio::sync::broadcast;
 
 /// The file name of the database inside the data directory.
 pub const DB_FILE: &str = "engram.db";
@@ -227,13 +235,16 @@ pub struct Engram {
             tokio_util::sync::CancellationToken,
         >,
     >,
+    /// The engine's own `Arc` (every engine lives in the one [`Engram::open`] made), for work
+    /// that outlives a call: a run's task, a folder's watcher, a download.
+    me: std::sync::Weak<Engram>,
 }
 
 #[cfg(test)]
 impl Engram {
     /// An Engram over the data directory `dir` with an in-memory keychain and no environment
     /// variables: what the unit tests of this crate open.
-    pub(crate) fn open_for_test(dir: &std::path::Path) -> Self {
+    pub(crate) fn open_for_test(dir: &std::path::Path) -> Arc<Self> {
         Self::open(Options {
             home: Some(dir.to_owned()),
             secrets: Arc::new(engram_secrets::MemoryStore::default()),
@@ -244,8 +255,9 @@ impl Engram {
 }
 
 impl Engram {
-    /// Opens (creating if needed) the data directory and its database.
-    pub fn open(options: Options) -> Result<Self> {
+    /// Opens (creating if needed) the data directory and its database. The engine comes in
+    /// an `Arc`: its rooms start work (runs, watchers, downloads) that holds on to it.
+    pub fn open(options: Options) -> Result<Arc<Self>> {
         let home = resolve_home(options.home, &*options.env)?;
         // Private to the user: 0700 when Engram creates it (DESIGN.md §8b).
         engram_store::private::create_dir(&home)?;
@@ -329,7 +341,8 @@ impl Engram {
             })
         };
         let sleeper = sleeptime::Sleeper::new(store.clone(), pass_runtime, announce);
-        let engram = Self {
+        let engram = Arc::new_cyclic(|me| Self {
+            me: me.clone(),
             sleeper,
             run_token: Arc::default(),
             pulls: pulls::Pulls::new(env.clone()),
@@ -350,7 +363,7 @@ impl Engram {
             index_idle,
             watchers: folder_watchers::Watchers::default(),
             file_reads: Mutex::default(),
-        };
+        });
         engram.secure_mcp_urls();
         engram.clear_stored_credentials();
         Ok(engram)
@@ -392,6 +405,14 @@ impl Engram {
         self.store.release_memory_after(self.index_idle)
     }
 
+    /// The engine's `Arc`, for work that outlives the call that starts it. Errors:
+    /// `Internal` only while the engine is being dropped (no caller can hold it then).
+    pub(crate) fn handle(&self) -> Result<Arc<Engram>> {
+        self.me
+            .upgrade()
+            .ok_or_else(|| engram_core::Error::Internal("the engine is shutting down".into()))
+    }
+
     /// The store, for whole-system tests and benchmarks that check what was written. Transports
     /// never call it: they use the service's methods (`tests/it/architecture.rs` checks).
     pub fn store(&self) -> &Store {
@@ -420,6 +441,25 @@ fn python_host(env: &dyn Fn(&str) -> Option<String>, home: &Path) -> PythonHost 
     match env("ENGRAM_BWRAP") {
         Some(bwrap) => host.with_bwrap(bwrap),
         None => host,
+    }
+}
+
+impl Engram {
+    /// Subscribes to notices from now on. Every transport's changes arrive here.
+    pub fn notices(&self) -> broadcast::Receiver<Notice> {
+        self.notices.subscribe()
+    }
+
+    /// Announces a change; nobody listening is fine.
+    pub(crate) fn notify(&self, notice: Notice) {
+        let _ = self.notices.send(notice);
+    }
+
+    /// Announces a change to a block to every agent it is attached to.
+    pub(crate) fn notify_block(&self, block: &engram_core::BlockId) {
+        for agent_id in self.store.block_agents(block).unwrap_or_default() {
+            self.notify(Notice::MemoryChanged { agent_id });
+        }
     }
 }
 

@@ -7,7 +7,7 @@
 //!
 //! Registered models live in the settings table under [`MODELS_SETTING`] as one JSON list.
 
-use crate::{Engram, EnvLookup};
+use crate::EnvLookup;
 use async_trait::async_trait;
 use engram_core::error::ProviderFault;
 use engram_core::{Error, Result};
@@ -96,7 +96,7 @@ pub fn model_name(path: &Path) -> String {
 
 /// What the GGUF header says: the architecture and its training context (tokens).
 /// Errors: `invalid_input` when the file is not a readable GGUF model.
-fn read_gguf(path: &Path) -> Result<(String, u32)> {
+pub(crate) fn read_gguf(path: &Path) -> Result<(String, u32)> {
     use candle_core::quantized::gguf_file::{Content, Value};
     let not_gguf = |why: String| {
         Error::invalid(format!(
@@ -125,20 +125,20 @@ fn read_gguf(path: &Path) -> Result<(String, u32)> {
 }
 
 /// The registered models. A malformed stored list reads as empty.
-fn stored(store: &Store) -> Result<Vec<LocalChatModel>> {
+pub(crate) fn stored(store: &Store) -> Result<Vec<LocalChatModel>> {
     Ok(store
         .get_setting(MODELS_SETTING)?
         .and_then(|v| serde_json::from_str(&v).ok())
         .unwrap_or_default())
 }
 
-fn store_all(store: &Store, models: &[LocalChatModel]) -> Result<()> {
+pub(crate) fn store_all(store: &Store, models: &[LocalChatModel]) -> Result<()> {
     let text = serde_json::to_string(models).map_err(|e| Error::invalid(e.to_string()))?;
     store.set_setting(MODELS_SETTING, &text)
 }
 
 /// `name` without a `local/` prefix.
-fn bare(name: &str) -> &str {
+pub(crate) fn bare(name: &str) -> &str {
     let name = name.trim();
     name.strip_prefix("local/").unwrap_or(name)
 }
@@ -406,7 +406,7 @@ impl LocalLlms {
             }
         };
         // The worker listens on loopback only; anything else is refused.
-        if !crate::resolve::is_loopback(&base_url) {
+        if !crate::origins::is_loopback(&base_url) {
             let _ = child.start_kill();
             return Err(failed(format!(
                 "the worker named a non-loopback address {base_url}"
@@ -533,108 +533,10 @@ impl ChatModel for LocalChat {
     }
 }
 
-impl Engram {
-    /// Registers the GGUF chat model at `path` as `local/<name>` ([`model_name`]), with the
-    /// context size `context` in tokens (default: its training context, at most
-    /// [`DEFAULT_CONTEXT`]; never more than the training context). Adding a file whose name is
-    /// taken replaces that registration. New agents on the handle get that context window.
-    ///
-    /// Errors: `invalid_input` when the file is missing or not a GGUF model, for a zero or
-    /// too small context (under 256 tokens), or for a name with no letters or digits.
-    pub fn add_local_model(&self, path: &Path, context: Option<u32>) -> Result<LocalChatModel> {
-        let path = std::path::absolute(path)
-            .map_err(|e| Error::invalid(format!("{}: {e}", path.display())))?;
-        let meta = std::fs::metadata(&path)
-            .map_err(|e| Error::invalid(format!("cannot read {}: {e}", path.display())))?;
-        if !meta.is_file() {
-            return Err(Error::invalid(format!("{} is not a file", path.display())));
-        }
-        let name = model_name(&path);
-        if !name.chars().any(|c| c.is_ascii_alphanumeric()) {
-            return Err(Error::invalid(format!(
-                "{} needs a file name with letters or digits to name the model",
-                path.display()
-            )));
-        }
-        let (_arch, trained) = read_gguf(&path)?;
-        if let Some(n) = context
-            && n < 256
-        {
-            return Err(Error::invalid(format!(
-                "a context of {n} tokens is too small; give at least 256"
-            )));
-        }
-        let context_window = context.unwrap_or(DEFAULT_CONTEXT).min(trained);
-        let model = LocalChatModel {
-            handle: format!("{LOCAL_CHAT_PROVIDER}/{name}"),
-            name,
-            path: path.display().to_string(),
-            context_window,
-            trained_context: trained,
-            bytes: meta.len(),
-        };
-        let mut models = stored(&self.store)?;
-        models.retain(|m| m.name != model.name);
-        models.push(model.clone());
-        models.sort_by(|a, b| a.name.cmp(&b.name));
-        store_all(&self.store, &models)?;
-        self.store
-            .set_model_window(&model.handle, model.context_window)?;
-        Ok(model)
-    }
-
-    /// The registered built-in chat models, by name.
-    pub fn list_local_models(&self) -> Result<Vec<LocalChatModel>> {
-        stored(&self.store)
-    }
-
-    /// Forgets the built-in model `name` (`local/` optional) and stops its worker; the file
-    /// stays where it is. Agents on it fail with a clear error until given another model.
-    /// Errors: `not_found`.
-    pub async fn remove_local_model(&self, name: &str) -> Result<()> {
-        let name = bare(name);
-        let mut models = stored(&self.store)?;
-        let before = models.len();
-        models.retain(|m| m.name != name);
-        if models.len() == before {
-            return Err(Error::not_found("model", format!("local/{name}")));
-        }
-        store_all(&self.store, &models)?;
-        self.resolver.llms.stop(name).await;
-        Ok(())
-    }
-
-    /// Makes the built-in model `name` (`local/` optional) the model new agents get.
-    /// Errors: `provider_not_configured` when it is not registered.
-    pub fn set_default_local_model(&self, name: &str) -> Result<LocalChatModel> {
-        let model = self.resolver.llms.model(name)?;
-        self.set_default_model(&model.handle)?;
-        Ok(model)
-    }
-
-    /// The process id of the worker running built-in model `name`, while one runs.
-    pub async fn local_model_worker_pid(&self, name: &str) -> Option<u32> {
-        self.resolver.llms.pid(name).await
-    }
-
-    /// The context window (tokens) agents on `handle` may have: the registered model's
-    /// context for `local/` handles, `None` for others (or unregistered names).
-    pub(crate) fn local_window(&self, handle: &str) -> Option<u32> {
-        let (provider, name) = engram_core::agent::split_handle(handle);
-        if !provider.eq_ignore_ascii_case(LOCAL_CHAT_PROVIDER) {
-            return None;
-        }
-        self.resolver
-            .llms
-            .model(name)
-            .ok()
-            .map(|m| m.context_window)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Engram;
 
     #[test]
     fn handles_come_from_the_file_name() {
@@ -652,13 +554,14 @@ mod tests {
         let engram = Engram::open_for_test(dir.path());
         let bogus = dir.path().join("notes.gguf");
         std::fs::write(&bogus, b"not a model at all").unwrap();
-        let err = engram.add_local_model(&bogus, None).unwrap_err();
+        let err = engram.models().add_local(&bogus, None).unwrap_err();
         assert!(err.to_string().contains("not a GGUF model"), "{err}");
         let err = engram
-            .add_local_model(&dir.path().join("missing.gguf"), None)
+            .models()
+            .add_local(&dir.path().join("missing.gguf"), None)
             .unwrap_err();
         assert!(err.to_string().contains("cannot read"), "{err}");
-        assert!(engram.list_local_models().unwrap().is_empty());
+        assert!(engram.models().list_local().unwrap().is_empty());
     }
 
     #[test]

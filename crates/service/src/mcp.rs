@@ -8,7 +8,7 @@
 //! values, an HTTP server's bearer token — are kept in the OS keychain, never in the database,
 //! logs or exports.
 
-use crate::{Engram, Notice};
+use crate::Notice;
 use engram_agent::{McpCall, McpCallError, McpCaller};
 use engram_core::error::ProviderFault;
 use engram_core::{
@@ -19,7 +19,7 @@ use engram_mcp::hub::{Launch, ServerSpec};
 use engram_mcp::{Hub, McpError, RemoteTool, names, url_secrets};
 use engram_secrets::SecretStore;
 use engram_store::Store;
-use secrecy::{ExposeSecret, SecretString};
+use secrecy::ExposeSecret;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -29,18 +29,18 @@ use tokio::sync::broadcast;
 pub const ADDED_BY_USER: &str = "you";
 
 /// The keychain name of a server's bearer token.
-fn token_secret(id: &McpServerId) -> String {
+pub(crate) fn token_secret(id: &McpServerId) -> String {
     format!("mcp-server:{id}:token")
 }
 
 /// The keychain name of an HTTP server's full URL, when the URL as given carried credentials
 /// (the stored URL shows them as `***`).
-fn url_secret(id: &McpServerId) -> String {
+pub(crate) fn url_secret(id: &McpServerId) -> String {
     format!("mcp-server:{id}:url")
 }
 
 /// The keychain name of a stdio server's environment (a JSON object of strings).
-fn env_secret(id: &McpServerId) -> String {
+pub(crate) fn env_secret(id: &McpServerId) -> String {
     format!("mcp-server:{id}:env")
 }
 
@@ -103,7 +103,7 @@ pub(crate) fn check_new(new: &NewMcpServer) -> Result<McpTransport> {
 }
 
 /// Reads a server's secrets and builds what the hub needs. Blocking (keychain).
-fn spec_of(secrets: &dyn SecretStore, server: &McpServer) -> Result<ServerSpec> {
+pub(crate) fn spec_of(secrets: &dyn SecretStore, server: &McpServer) -> Result<ServerSpec> {
     let launch = match &server.transport {
         McpTransport::Stdio {
             command,
@@ -162,7 +162,7 @@ fn spec_of(secrets: &dyn SecretStore, server: &McpServer) -> Result<ServerSpec> 
 
 /// The Engram error for a server that could not be used (`unreachable`, `timeout` or
 /// `bad_request`, with the hub's message naming the server).
-fn to_error(e: &McpError) -> Error {
+pub(crate) fn to_error(e: &McpError) -> Error {
     let fault = match e {
         McpError::Timeout { .. } => ProviderFault::Timeout,
         McpError::Refused { .. } => ProviderFault::BadRequest,
@@ -172,7 +172,7 @@ fn to_error(e: &McpError) -> Error {
 }
 
 /// The line a call of an inactive server's tool gets.
-fn inactive_line(server: &McpServer) -> String {
+pub(crate) fn inactive_line(server: &McpServer) -> String {
     format!(
         "MCP server '{name}' is not active: it came from {source} and awaits the user's approval \
          (Settings → MCP servers, or `engram mcp accept {name}`).",
@@ -289,225 +289,6 @@ impl McpCaller for McpBridge {
         arguments: Map<String, Value>,
     ) -> McpCall<'a> {
         Box::pin(self.call_inner(agent, source, arguments))
-    }
-}
-
-impl Engram {
-    /// Every configured MCP server, by name. Errors: `storage`.
-    pub fn list_mcp_servers(&self) -> Result<Vec<McpServer>> {
-        self.store.list_mcp_servers()
-    }
-
-    /// One server by id or name. Errors: `not_found`.
-    pub fn get_mcp_server(&self, id_or_name: &str) -> Result<McpServer> {
-        self.store.find_mcp_server(id_or_name)
-    }
-
-    /// Adds a server the user configured (active at once; nothing is started until it is
-    /// used). Its environment values and bearer token go to the keychain.
-    ///
-    /// Errors: `invalid_input` (name, command, URL); `conflict` when the name is taken;
-    /// `secrets` when the keychain fails.
-    pub fn add_mcp_server(&self, new: NewMcpServer) -> Result<McpServer> {
-        self.store_mcp_server(new, true, ADDED_BY_USER)
-    }
-
-    /// Stores a server (secrets first, so a stored row never lacks them).
-    pub(crate) fn store_mcp_server(
-        &self,
-        new: NewMcpServer,
-        active: bool,
-        source: &str,
-    ) -> Result<McpServer> {
-        let transport = check_new(&new)?;
-        if self.store.find_mcp_server(&new.name).is_ok() {
-            return Err(Error::Conflict(format!(
-                "an MCP server named '{}' already exists",
-                new.name
-            )));
-        }
-        let now = chrono::Utc::now();
-        let server = McpServer {
-            id: McpServerId::new(),
-            name: new.name.clone(),
-            transport,
-            active,
-            source: source.to_owned(),
-            created_at: now,
-            updated_at: now,
-        };
-        if let (
-            NewMcpTransport::StreamableHttp { url, .. },
-            McpTransport::StreamableHttp {
-                url_secret: true, ..
-            },
-        ) = (&new.transport, &server.transport)
-        {
-            self.secrets
-                .set(&url_secret(&server.id), &SecretString::from(url.clone()))?;
-        }
-        match &new.transport {
-            NewMcpTransport::Stdio { env, .. } if !env.is_empty() => {
-                let json =
-                    serde_json::to_string(env).map_err(|e| Error::Internal(e.to_string()))?;
-                self.secrets
-                    .set(&env_secret(&server.id), &SecretString::from(json))?;
-            }
-            NewMcpTransport::StreamableHttp {
-                token: Some(token), ..
-            } => {
-                self.secrets.set(
-                    &token_secret(&server.id),
-                    &SecretString::from(token.clone()),
-                )?;
-            }
-            _ => {}
-        }
-        let stored = self.store.insert_mcp_server(&server).inspect_err(|_| {
-            self.forget_secrets(&server.id);
-        })?;
-        self.notify(Notice::McpServersChanged);
-        Ok(stored)
-    }
-
-    fn forget_secrets(&self, id: &McpServerId) {
-        let _ = self.secrets.delete(&env_secret(id));
-        let _ = self.secrets.delete(&token_secret(id));
-        let _ = self.secrets.delete(&url_secret(id));
-    }
-
-    /// Moves credentials that an older Engram stored inside MCP server URLs (`user:pass@`,
-    /// `?api_key=…`) to the keychain; the stored URL then shows them as `***`. Run at open.
-    /// A keychain or database failure is logged and leaves that server as it was.
-    pub(crate) fn secure_mcp_urls(&self) {
-        let Ok(servers) = self.store.list_mcp_servers() else {
-            return;
-        };
-        for s in servers {
-            let McpTransport::StreamableHttp {
-                url,
-                has_token,
-                url_secret: false,
-            } = &s.transport
-            else {
-                continue;
-            };
-            let (shown, true) = url_secrets::hide(url) else {
-                continue;
-            };
-            let moved = self
-                .secrets
-                .set(&url_secret(&s.id), &SecretString::from(url.clone()))
-                .and_then(|()| {
-                    self.store.set_mcp_server_transport(
-                        &s.id,
-                        &McpTransport::StreamableHttp {
-                            url: shown,
-                            has_token: *has_token,
-                            url_secret: true,
-                        },
-                    )
-                });
-            if let Err(e) = moved {
-                tracing::warn!(server = %s.name, "the credentials in the MCP server's URL stay in the database: {e}");
-            }
-        }
-    }
-
-    /// Removes a server: stops it, deletes its tools (detaching them from every agent) and
-    /// its secrets. Errors: `not_found`.
-    pub async fn remove_mcp_server(&self, id_or_name: &str) -> Result<()> {
-        let server = self.store.find_mcp_server(id_or_name)?;
-        self.mcp.forget(server.id.as_str()).await;
-        self.store.delete_mcp_server(&server.id)?;
-        self.forget_secrets(&server.id);
-        self.notify(Notice::McpServersChanged);
-        self.notify(Notice::ToolsChanged);
-        self.notify(Notice::AgentsChanged);
-        Ok(())
-    }
-
-    /// Accepts a server that came from a file (it may then be started and called), or
-    /// deactivates one. Returns it. Accepting a server from an agent file attaches to each
-    /// imported agent the server's tools the file gave it — only those, under their Engram
-    /// names (`<server>__<tool>`), with the file's tool rules (e.g. `requires_approval`)
-    /// renamed to match — without contacting the server (the next listing refreshes them).
-    /// Errors: `not_found`.
-    pub async fn set_mcp_server_active(&self, id_or_name: &str, active: bool) -> Result<McpServer> {
-        let server = self.store.find_mcp_server(id_or_name)?;
-        if !active {
-            self.mcp.forget(server.id.as_str()).await;
-        }
-        let s = self.store.set_mcp_server_active(&server.id, active)?;
-        if active {
-            self.attach_pending_tools(&s)?;
-        }
-        self.notify(Notice::McpServersChanged);
-        self.notify(Notice::ToolsChanged);
-        Ok(s)
-    }
-
-    /// The server's tools as stored (from the last listing), without contacting it.
-    /// Errors: `not_found`.
-    pub fn stored_mcp_tools(&self, id_or_name: &str) -> Result<Vec<Tool>> {
-        let server = self.store.find_mcp_server(id_or_name)?;
-        Ok(self
-            .store
-            .mcp_server_tools(&server.id)?
-            .into_iter()
-            .map(|t| self.with_availability(t))
-            .collect())
-    }
-
-    /// Connects to the server (starting it if needed), lists its tools and stores them as
-    /// Engram tools named `<server>__<tool>` (tools it no longer offers are removed and
-    /// detached). Returns them; attach one with [`Engram::attach_tool`].
-    ///
-    /// Errors: `not_found`; `invalid_input` for an inactive server; `unreachable` or `timeout`
-    /// (naming the server) when it cannot be used; `conflict` when a tool name is taken.
-    pub async fn list_mcp_tools(&self, id_or_name: &str) -> Result<Vec<Tool>> {
-        let server = self.store.find_mcp_server(id_or_name)?;
-        if !server.active {
-            return Err(Error::invalid(inactive_line(&server)));
-        }
-        let spec = {
-            let secrets = self.secrets.clone();
-            let s = server.clone();
-            tokio::task::spawn_blocking(move || spec_of(&*secrets, &s))
-                .await
-                .map_err(|e| Error::Internal(e.to_string()))??
-        };
-        let remote = self.mcp.list_tools(&spec).await.map_err(|e| {
-            self.notify(Notice::McpServerFailed {
-                server_id: server.id.clone(),
-                server: server.name.clone(),
-                message: e.to_string(),
-            });
-            to_error(&e)
-        })?;
-        let tools: Vec<Tool> = remote.iter().map(|r| tool_of(&server, r)).collect();
-        let stored = self.store.sync_mcp_tools(&server.id, &tools)?;
-        self.notify(Notice::ToolsChanged);
-        Ok(stored
-            .into_iter()
-            .map(|t| self.with_availability(t))
-            .collect())
-    }
-
-    /// Whether a stdio server's process (or an HTTP server's session) is open now.
-    pub async fn mcp_server_connected(&self, id_or_name: &str) -> Result<bool> {
-        let server = self.store.find_mcp_server(id_or_name)?;
-        Ok(self.mcp.is_connected(server.id.as_str()).await)
-    }
-
-    /// Why an MCP tool cannot run now (its server is inactive or gone), if it cannot.
-    pub(crate) fn mcp_unavailable_reason(&self, tool: &Tool) -> Option<String> {
-        let source = tool.mcp.as_ref()?;
-        match self.store.find_mcp_server(source.server_id.as_str()) {
-            Ok(s) if s.active => None,
-            Ok(s) => Some(inactive_line(&s)),
-            Err(_) => Some(format!("MCP server '{}' was removed", source.server_name)),
-        }
     }
 }
 

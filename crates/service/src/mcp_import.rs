@@ -3,6 +3,7 @@
 //! `mcp_servers` of a Letta agent file. Both are stored *inactive*: nothing is started or
 //! called until the user accepts the server.
 
+use crate::rooms::Mcp;
 use crate::{Engram, Notice};
 use engram_core::{Error, McpServer, NewMcpServer, NewMcpTransport, Result};
 use engram_mcp::{RemoteTool, names, url_secrets};
@@ -198,25 +199,8 @@ fn hide_secrets(v: &mut Value) {
 }
 
 impl Engram {
-    /// Stores the servers of an `mcpServers` block (see [`parse_mcp_servers_block`]) as
-    /// *inactive*, recording `source` (e.g. the file's name) as where they came from; the user
-    /// accepts each with [`Engram::set_mcp_server_active`]. A name already taken gets `_2`,
-    /// `_3`…. Returns the stored servers.
-    ///
-    /// Errors: `invalid_input` for an unreadable block or entry (nothing is stored then).
-    pub fn import_mcp_servers(&self, text: &str, source: &str) -> Result<Vec<McpServer>> {
-        let servers = parse_mcp_servers_block(text)?;
-        for s in &servers {
-            crate::mcp::check_new(s)?;
-        }
-        servers
-            .into_iter()
-            .map(|s| self.store_inactive(s, source))
-            .collect()
-    }
-
     /// Attaches the tools imported agents used from `server` (see
-    /// [`set_mcp_server_active`](Self::set_mcp_server_active)).
+    /// [`set_active`](crate::Mcp::set_active)).
     pub(crate) fn attach_pending_tools(&self, server: &McpServer) -> Result<()> {
         let pending = self.store.pending_mcp_tools(&server.id)?;
         if pending.is_empty() {
@@ -268,6 +252,25 @@ impl Engram {
             s.name = format!("{}{suffix}", &base[..keep]);
         }
         self.store_mcp_server(s, false, source)
+    }
+}
+
+impl Mcp<'_> {
+    /// Stores the servers of an `mcpServers` block (see [`parse_mcp_servers_block`]) as
+    /// *inactive*, recording `source` (e.g. the file's name) as where they came from; the user
+    /// accepts each with [`Mcp::set_active`]. A name already taken gets `_2`,
+    /// `_3`…. Returns the stored servers.
+    ///
+    /// Errors: `invalid_input` for an unreadable block or entry (nothing is stored then).
+    pub fn import(self, text: &str, source: &str) -> Result<Vec<McpServer>> {
+        let servers = parse_mcp_servers_block(text)?;
+        for s in &servers {
+            crate::mcp::check_new(s)?;
+        }
+        servers
+            .into_iter()
+            .map(|s| self.engram.store_inactive(s, source))
+            .collect()
     }
 }
 

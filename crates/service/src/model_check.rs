@@ -3,6 +3,7 @@
 //! once, instead of a message failing seconds later after retries.
 
 use crate::Engram;
+use crate::rooms::{Agents, Models};
 use engram_agent::ModelResolver;
 use engram_core::agent::split_handle;
 use engram_core::error::ProviderFault;
@@ -27,37 +28,6 @@ pub struct ModelProblem {
 }
 
 impl Engram {
-    /// Why the chat model `handle` (`provider/model`, at its provider's usual server) cannot be
-    /// used now, in words a person reads, or `None` when it can: what the new-agent form says
-    /// before an agent is made with it.
-    ///
-    /// Errors: `Storage` when the database cannot be read.
-    pub fn check_model(&self, handle: &str) -> Result<Option<String>> {
-        Ok(self
-            .problem_of(&LlmConfig::new(handle.trim().to_owned()))?
-            .map(|(summary, _)| summary))
-    }
-
-    /// Why agent `id` cannot move to the chat model `handle` now, in words a person reads, or
-    /// `None` when [`Engram::use_model_for`] would accept the move: the model is not set up, or
-    /// the agent's memory and tools do not fit the context window stored for `handle`. What the
-    /// window checks before it offers an agent a model. Nothing is sent anywhere.
-    ///
-    /// Errors: `not_found` for an unknown agent; `Storage`.
-    pub fn check_model_for(&self, id: &AgentId, handle: &str) -> Result<Option<String>> {
-        let handle = handle.trim();
-        if let Some(problem) = self.check_model(handle)? {
-            return Ok(Some(problem));
-        }
-        let mut planned = self.store.get_agent(id)?;
-        planned.llm = self.moved_llm(planned.llm, handle)?;
-        match self.check_window(&planned, &self.store.agent_blocks(id)?) {
-            Ok(()) => Ok(None),
-            Err(e @ Error::ContextWindowTooSmall { .. }) => Ok(Some(e.to_string())),
-            Err(e) => Err(e),
-        }
-    }
-
     /// `llm` pointed at `handle`, keeping the agent's other settings: its own base URL named
     /// the old provider's server, and the context window becomes the one stored for `handle`
     /// when someone set it.
@@ -86,88 +56,6 @@ impl Engram {
         }
     }
 
-    /// The problem with agent `id`'s chat model, or `None` when it can be used.
-    ///
-    /// Errors: `not_found` for an unknown agent; `Storage`.
-    pub fn agent_model_problem(&self, id: &AgentId) -> Result<Option<ModelProblem>> {
-        let agent = self.store.get_agent(id)?;
-        Ok(self
-            .problem_of(&agent.llm)?
-            .map(|(summary, detail)| ModelProblem {
-                agent_id: agent.id,
-                agent_name: agent.name,
-                model: agent.llm.model,
-                summary,
-                detail,
-            }))
-    }
-
-    /// Every agent whose chat model cannot be used now, oldest first: after a provider is
-    /// added, these are the agents to offer it to.
-    ///
-    /// Errors: `Storage`.
-    pub fn agents_without_model(&self) -> Result<Vec<ModelProblem>> {
-        let mut out = Vec::new();
-        for agent in self.store.list_agents()? {
-            if let Some((summary, detail)) = self.problem_of(&agent.llm)? {
-                out.push(ModelProblem {
-                    agent_id: agent.id,
-                    agent_name: agent.name,
-                    model: agent.llm.model,
-                    summary,
-                    detail,
-                });
-            }
-        }
-        Ok(out)
-    }
-
-    /// Points each of `agents` at the chat model `handle` (`provider/model`), keeping each
-    /// agent's other model settings; the context window becomes the one stored for `handle`
-    /// when someone set it, else the agent's own. Returns the changed agents.
-    ///
-    /// Errors: `invalid_input` when `handle` itself cannot be used (so nobody is moved from
-    /// one missing model to another), or when the agents' memory would not fit its context
-    /// window (checked per agent before any is changed); `not_found` for an unknown agent.
-    pub fn use_model_for(
-        &self,
-        agents: &[AgentId],
-        handle: &str,
-    ) -> Result<Vec<engram_core::Agent>> {
-        let handle = handle.trim();
-        if !handle.contains('/') {
-            return Err(Error::invalid(format!(
-                "'{handle}' is not a model handle: write provider/model"
-            )));
-        }
-        if let Some(summary) = self.check_model(handle)? {
-            return Err(Error::invalid(format!(
-                "{handle} cannot be used either: {summary}"
-            )));
-        }
-        let mut patches = Vec::with_capacity(agents.len());
-        for id in agents {
-            let llm = self.moved_llm(self.store.get_agent(id)?.llm, handle)?;
-            patches.push((
-                id.clone(),
-                engram_core::AgentPatch {
-                    llm: Some(llm),
-                    ..Default::default()
-                },
-            ));
-        }
-        // Every agent is checked (its window, its tools) before the first one changes.
-        for (id, patch) in &patches {
-            let mut planned = self.store.get_agent(id)?;
-            planned.llm = patch.llm.clone().unwrap_or(planned.llm);
-            self.check_window(&planned, &self.store.agent_blocks(id)?)?;
-        }
-        patches
-            .iter()
-            .map(|(id, patch)| self.update_agent(id, patch))
-            .collect()
-    }
-
     /// One line a person reads about why `llm` is not usable: which provider or built-in
     /// model is missing, or that a key is.
     fn summary_of(&self, llm: &LlmConfig) -> Result<String> {
@@ -189,5 +77,126 @@ impl Engram {
         } else {
             format!("No provider named '{provider}' is set up")
         })
+    }
+}
+
+impl Models<'_> {
+    /// Why the chat model `handle` (`provider/model`, at its provider's usual server) cannot be
+    /// used now, in words a person reads, or `None` when it can: what the new-agent form says
+    /// before an agent is made with it.
+    ///
+    /// Errors: `Storage` when the database cannot be read.
+    pub fn check(self, handle: &str) -> Result<Option<String>> {
+        Ok(self
+            .engram
+            .problem_of(&LlmConfig::new(handle.trim().to_owned()))?
+            .map(|(summary, _)| summary))
+    }
+
+    /// Why agent `id` cannot move to the chat model `handle` now, in words a person reads, or
+    /// `None` when [`Agents::use_model`] would accept the move: the model is not set up, or
+    /// the agent's memory and tools do not fit the context window stored for `handle`. What the
+    /// window checks before it offers an agent a model. Nothing is sent anywhere.
+    ///
+    /// Errors: `not_found` for an unknown agent; `Storage`.
+    pub fn check_for(self, id: &AgentId, handle: &str) -> Result<Option<String>> {
+        let handle = handle.trim();
+        if let Some(problem) = self.check(handle)? {
+            return Ok(Some(problem));
+        }
+        let mut planned = self.engram.store.get_agent(id)?;
+        planned.llm = self.engram.moved_llm(planned.llm, handle)?;
+        match self
+            .engram
+            .check_window(&planned, &self.engram.store.agent_blocks(id)?)
+        {
+            Ok(()) => Ok(None),
+            Err(e @ Error::ContextWindowTooSmall { .. }) => Ok(Some(e.to_string())),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl Agents<'_> {
+    /// The problem with agent `id`'s chat model, or `None` when it can be used.
+    ///
+    /// Errors: `not_found` for an unknown agent; `Storage`.
+    pub fn model_problem(self, id: &AgentId) -> Result<Option<ModelProblem>> {
+        let agent = self.engram.store.get_agent(id)?;
+        Ok(self
+            .engram
+            .problem_of(&agent.llm)?
+            .map(|(summary, detail)| ModelProblem {
+                agent_id: agent.id,
+                agent_name: agent.name,
+                model: agent.llm.model,
+                summary,
+                detail,
+            }))
+    }
+
+    /// Every agent whose chat model cannot be used now, oldest first: after a provider is
+    /// added, these are the agents to offer it to.
+    ///
+    /// Errors: `Storage`.
+    pub fn without_model(self) -> Result<Vec<ModelProblem>> {
+        let mut out = Vec::new();
+        for agent in self.engram.store.list_agents()? {
+            if let Some((summary, detail)) = self.engram.problem_of(&agent.llm)? {
+                out.push(ModelProblem {
+                    agent_id: agent.id,
+                    agent_name: agent.name,
+                    model: agent.llm.model,
+                    summary,
+                    detail,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Points each of `agents` at the chat model `handle` (`provider/model`), keeping each
+    /// agent's other model settings; the context window becomes the one stored for `handle`
+    /// when someone set it, else the agent's own. Returns the changed agents.
+    ///
+    /// Errors: `invalid_input` when `handle` itself cannot be used (so nobody is moved from
+    /// one missing model to another), or when the agents' memory would not fit its context
+    /// window (checked per agent before any is changed); `not_found` for an unknown agent.
+    pub fn use_model(self, agents: &[AgentId], handle: &str) -> Result<Vec<engram_core::Agent>> {
+        let handle = handle.trim();
+        if !handle.contains('/') {
+            return Err(Error::invalid(format!(
+                "'{handle}' is not a model handle: write provider/model"
+            )));
+        }
+        if let Some(summary) = self.engram.models().check(handle)? {
+            return Err(Error::invalid(format!(
+                "{handle} cannot be used either: {summary}"
+            )));
+        }
+        let mut patches = Vec::with_capacity(agents.len());
+        for id in agents {
+            let llm = self
+                .engram
+                .moved_llm(self.engram.store.get_agent(id)?.llm, handle)?;
+            patches.push((
+                id.clone(),
+                engram_core::AgentPatch {
+                    llm: Some(llm),
+                    ..Default::default()
+                },
+            ));
+        }
+        // Every agent is checked (its window, its tools) before the first one changes.
+        for (id, patch) in &patches {
+            let mut planned = self.engram.store.get_agent(id)?;
+            planned.llm = patch.llm.clone().unwrap_or(planned.llm);
+            self.engram
+                .check_window(&planned, &self.engram.store.agent_blocks(id)?)?;
+        }
+        patches
+            .iter()
+            .map(|(id, patch)| self.update(id, patch))
+            .collect()
     }
 }

@@ -7,13 +7,14 @@
 use crate::model_catalogue::{self, CatalogueModel, HUGGING_FACE, LLM_MIRROR_ENV};
 use crate::notices::PullState;
 use crate::pulls::{PullProgress, Pulls};
+use crate::rooms::Models;
 use crate::{Engram, LocalChatModel, Notice};
 use engram_core::error::ProviderFault;
 use engram_core::{Error, Result};
 use engram_download::{DownloadError, Expected, Target};
 use serde::Serialize;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
@@ -100,112 +101,13 @@ fn from_download(model: &CatalogueModel, e: DownloadError) -> Error {
 }
 
 impl Engram {
-    /// Engram's folder for downloaded chat models: `<data dir>/models/llm`.
-    pub fn chat_models_dir(&self) -> PathBuf {
-        self.home.join("models").join("llm")
-    }
-
-    /// The catalogue of recommended models with where each stands here: registered,
-    /// downloaded, a resumable part, a download running, the last failure.
-    pub fn model_catalogue(&self) -> Result<Vec<CatalogueEntry>> {
-        let registered = self.list_local_models()?;
-        let dir = self.chat_models_dir();
-        let running = self.pulls.running();
-        let failed = self.pulls.failed();
-        Ok(model_catalogue::catalogue()
-            .into_iter()
-            .map(|model| {
-                let dest = dir.join(&model.file);
-                CatalogueEntry {
-                    handle: format!("local/{}", model.name),
-                    registered: registered.iter().any(|r| r.name == model.name),
-                    downloaded: dest.is_file(),
-                    partial_bytes: std::fs::metadata(engram_download::part_path(&dest))
-                        .map_or(0, |m| m.len()),
-                    pulling: running.get(&model.name).map(|(_, p)| p.clone()),
-                    error: failed.get(&model.name).cloned(),
-                    model,
-                }
-            })
-            .collect())
-    }
-
-    /// Downloads the catalogue model `name` (`local/` optional) into
-    /// [`chat_models_dir`](Self::chat_models_dir), checks its SHA-256 (pinned, or as the server
-    /// states it), and registers it as `local/<name>`. Progress goes to `on_progress`
-    /// (bytes present, total when known) and to the windows as [`Notice::ChatModelPull`]. A
-    /// file already downloaded is registered without a download; an unfinished one resumes.
-    ///
-    /// Errors: `invalid_input` for a name not in the catalogue; `conflict` while the same
-    /// model downloads; `cancelled` after [`cancel_model_pull`](Self::cancel_model_pull)
-    /// (the part stays); `provider_unreachable` for a broken transfer (the part stays);
-    /// `provider_bad_response` for a damaged file (deleted) or one without a digest to
-    /// check; `storage` when the folder cannot be written.
-    pub async fn pull_model(
-        &self,
-        name: &str,
-        on_progress: &(dyn Fn(u64, Option<u64>) + Send + Sync),
-    ) -> Result<LocalChatModel> {
-        let model = model_catalogue::find(name).ok_or_else(|| unknown(name))?;
-        let cancel = CancellationToken::new();
-        {
-            let mut running = self.pulls.running();
-            if running.contains_key(&model.name) {
-                return Err(Error::Conflict(format!(
-                    "{} is already downloading",
-                    model.title
-                )));
-            }
-            let start = PullProgress {
-                done_bytes: 0,
-                total_bytes: model.pinned.then_some(model.bytes),
-            };
-            running.insert(model.name.clone(), (cancel.clone(), start));
-        }
-        let entry = Entry {
-            pulls: &self.pulls,
-            name: model.name.clone(),
-        };
-        self.pulls.failed().remove(&model.name);
-        let result = self.pull_now(&model, on_progress, &cancel).await;
-        let (state, message) = match &result {
-            Ok(_) => (PullState::Done, None),
-            Err(Error::Cancelled) => (PullState::Cancelled, None),
-            Err(e) => {
-                self.pulls
-                    .failed()
-                    .insert(model.name.clone(), e.to_string());
-                (PullState::Failed, Some(e.to_string()))
-            }
-        };
-        let (done_bytes, total_bytes) = match &result {
-            Ok(m) => (m.bytes, Some(m.bytes)),
-            Err(_) => self
-                .pulls
-                .running()
-                .get(&model.name)
-                .map_or((0, None), |(_, p)| (p.done_bytes, p.total_bytes)),
-        };
-        // Out of the registry before the last notice: a window that reads the catalogue on
-        // it must not see the download still running.
-        drop(entry);
-        self.notify(Notice::ChatModelPull {
-            name: model.name.clone(),
-            done_bytes,
-            total_bytes,
-            state,
-            message,
-        });
-        result
-    }
-
     async fn pull_now(
         &self,
         model: &CatalogueModel,
         on_progress: &(dyn Fn(u64, Option<u64>) + Send + Sync),
         cancel: &CancellationToken,
     ) -> Result<LocalChatModel> {
-        let dir = self.chat_models_dir();
+        let dir = self.models().dir();
         let dest = dir.join(&model.file);
         if !dest.is_file() {
             engram_download::private_dir(&dir)
@@ -248,29 +150,133 @@ impl Engram {
                 .map_err(|e| from_download(model, e))?;
         }
         let registered = self
-            .list_local_models()?
+            .models()
+            .list_local()?
             .into_iter()
             .find(|m| m.name == model.name && std::path::Path::new(&m.path) == dest);
         match registered {
             Some(m) => Ok(m),
-            None => self.add_local_model(&dest, None),
+            None => self.models().add_local(&dest, None),
         }
     }
+}
 
-    /// Starts [`pull_model`](Self::pull_model) in the background (for the window, which
+impl Models<'_> {
+    /// Engram's folder for downloaded chat models: `<data dir>/models/llm`.
+    pub fn dir(self) -> PathBuf {
+        self.engram.home.join("models").join("llm")
+    }
+
+    /// The catalogue of recommended models with where each stands here: registered,
+    /// downloaded, a resumable part, a download running, the last failure.
+    pub fn catalogue(self) -> Result<Vec<CatalogueEntry>> {
+        let registered = self.list_local()?;
+        let dir = self.dir();
+        let running = self.engram.pulls.running();
+        let failed = self.engram.pulls.failed();
+        Ok(model_catalogue::catalogue()
+            .into_iter()
+            .map(|model| {
+                let dest = dir.join(&model.file);
+                CatalogueEntry {
+                    handle: format!("local/{}", model.name),
+                    registered: registered.iter().any(|r| r.name == model.name),
+                    downloaded: dest.is_file(),
+                    partial_bytes: std::fs::metadata(engram_download::part_path(&dest))
+                        .map_or(0, |m| m.len()),
+                    pulling: running.get(&model.name).map(|(_, p)| p.clone()),
+                    error: failed.get(&model.name).cloned(),
+                    model,
+                }
+            })
+            .collect())
+    }
+
+    /// Downloads the catalogue model `name` (`local/` optional) into
+    /// [`dir`](Self::dir), checks its SHA-256 (pinned, or as the server
+    /// states it), and registers it as `local/<name>`. Progress goes to `on_progress`
+    /// (bytes present, total when known) and to the windows as [`Notice::ChatModelPull`]. A
+    /// file already downloaded is registered without a download; an unfinished one resumes.
+    ///
+    /// Errors: `invalid_input` for a name not in the catalogue; `conflict` while the same
+    /// model downloads; `cancelled` after [`cancel_pull`](Self::cancel_pull)
+    /// (the part stays); `provider_unreachable` for a broken transfer (the part stays);
+    /// `provider_bad_response` for a damaged file (deleted) or one without a digest to
+    /// check; `storage` when the folder cannot be written.
+    pub async fn pull(
+        self,
+        name: &str,
+        on_progress: &(dyn Fn(u64, Option<u64>) + Send + Sync),
+    ) -> Result<LocalChatModel> {
+        let model = model_catalogue::find(name).ok_or_else(|| unknown(name))?;
+        let cancel = CancellationToken::new();
+        {
+            let mut running = self.engram.pulls.running();
+            if running.contains_key(&model.name) {
+                return Err(Error::Conflict(format!(
+                    "{} is already downloading",
+                    model.title
+                )));
+            }
+            let start = PullProgress {
+                done_bytes: 0,
+                total_bytes: model.pinned.then_some(model.bytes),
+            };
+            running.insert(model.name.clone(), (cancel.clone(), start));
+        }
+        let entry = Entry {
+            pulls: &self.engram.pulls,
+            name: model.name.clone(),
+        };
+        self.engram.pulls.failed().remove(&model.name);
+        let result = self.engram.pull_now(&model, on_progress, &cancel).await;
+        let (state, message) = match &result {
+            Ok(_) => (PullState::Done, None),
+            Err(Error::Cancelled) => (PullState::Cancelled, None),
+            Err(e) => {
+                self.engram
+                    .pulls
+                    .failed()
+                    .insert(model.name.clone(), e.to_string());
+                (PullState::Failed, Some(e.to_string()))
+            }
+        };
+        let (done_bytes, total_bytes) = match &result {
+            Ok(m) => (m.bytes, Some(m.bytes)),
+            Err(_) => self
+                .engram
+                .pulls
+                .running()
+                .get(&model.name)
+                .map_or((0, None), |(_, p)| (p.done_bytes, p.total_bytes)),
+        };
+        // Out of the registry before the last notice: a window that reads the catalogue on
+        // it must not see the download still running.
+        drop(entry);
+        self.engram.notify(Notice::ChatModelPull {
+            name: model.name.clone(),
+            done_bytes,
+            total_bytes,
+            state,
+            message,
+        });
+        result
+    }
+
+    /// Starts [`pull`](Self::pull) in the background (for the window, which
     /// follows it through [`Notice::ChatModelPull`]). Errors: as `pull_model`'s checks before
     /// the download (`invalid_input`, `conflict`).
-    pub fn start_model_pull(self: &Arc<Self>, name: &str) -> Result<()> {
+    pub fn start_pull(self, name: &str) -> Result<()> {
         let model = model_catalogue::find(name).ok_or_else(|| unknown(name))?;
-        if self.pulls.running().contains_key(&model.name) {
+        if self.engram.pulls.running().contains_key(&model.name) {
             return Err(Error::Conflict(format!(
                 "{} is already downloading",
                 model.title
             )));
         }
-        let engram = self.clone();
+        let engram = self.engram.handle()?;
         tokio::spawn(async move {
-            if let Err(e) = engram.pull_model(&model.name, &|_, _| {}).await {
+            if let Err(e) = engram.models().pull(&model.name, &|_, _| {}).await {
                 tracing::info!(model = %model.name, error = %e, "built-in model download ended");
             }
         });
@@ -279,11 +285,11 @@ impl Engram {
 
     /// Stops the download of catalogue model `name`, keeping what arrived for a resume.
     /// `false` when none was running.
-    pub fn cancel_model_pull(&self, name: &str) -> bool {
+    pub fn cancel_pull(self, name: &str) -> bool {
         let Some(model) = model_catalogue::find(name) else {
             return false;
         };
-        match self.pulls.running().get(&model.name) {
+        match self.engram.pulls.running().get(&model.name) {
             Some((cancel, _)) => {
                 cancel.cancel();
                 true
@@ -297,21 +303,21 @@ impl Engram {
     /// registration of the user's own file elsewhere is left alone. Errors: `invalid_input`
     /// for a name not in the catalogue; `conflict` while it downloads; `storage` when the
     /// file cannot be deleted.
-    pub async fn delete_downloaded_model(&self, name: &str) -> Result<()> {
+    pub async fn delete_downloaded(self, name: &str) -> Result<()> {
         let model = model_catalogue::find(name).ok_or_else(|| unknown(name))?;
-        if self.pulls.running().contains_key(&model.name) {
+        if self.engram.pulls.running().contains_key(&model.name) {
             return Err(Error::Conflict(format!(
                 "{} is downloading; cancel it first",
                 model.title
             )));
         }
-        let dest = self.chat_models_dir().join(&model.file);
+        let dest = self.dir().join(&model.file);
         let ours = self
-            .list_local_models()?
+            .list_local()?
             .into_iter()
             .any(|m| m.name == model.name && std::path::Path::new(&m.path) == dest);
         if ours {
-            self.remove_local_model(&model.name).await?;
+            self.remove_local(&model.name).await?;
         }
         for path in [engram_download::part_path(&dest), dest] {
             match tokio::fs::remove_file(&path).await {
@@ -325,7 +331,7 @@ impl Engram {
                 }
             }
         }
-        self.pulls.failed().remove(&model.name);
+        self.engram.pulls.failed().remove(&model.name);
         Ok(())
     }
 }

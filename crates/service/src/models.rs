@@ -1,8 +1,9 @@
 //! The model picker: a provider's chat models with their context windows, and the context
 //! window people set per model, kept in the engine (not in one browser's storage).
 
-use crate::Engram;
-use engram_core::{Error, Result};
+use crate::agents::{DEFAULT_EMBEDDING_SETTING, DEFAULT_MODEL_SETTING, FALLBACK_MODEL};
+use crate::rooms::Models;
+use engram_core::{EmbeddingConfig, Error, Result};
 use serde::Serialize;
 
 /// A chat model a provider offers, as the model picker lists it.
@@ -57,16 +58,16 @@ pub fn is_embedding_model(id: &str) -> bool {
         || name.contains("minilm")
 }
 
-impl Engram {
+impl Models<'_> {
     /// The chat models provider `name` serves (embedding models left out), in the server's
     /// order, each with its context window (a stored one wins over the server's).
     ///
     /// Errors: `not_found` for an unknown provider; provider errors (`provider_auth`,
     /// `provider_unreachable`, …) when the server does not answer.
-    pub async fn chat_models(&self, name: &str) -> Result<Vec<ChatModel>> {
-        let listed = self.test_provider(name).await?;
+    pub async fn chat(self, name: &str) -> Result<Vec<ChatModel>> {
+        let listed = self.engram.providers().test(name).await?;
         let stored: std::collections::HashMap<String, u32> =
-            self.store.model_windows()?.into_iter().collect();
+            self.engram.store.model_windows()?.into_iter().collect();
         Ok(listed
             .into_iter()
             .filter(|m| !is_embedding_model(&m.id))
@@ -85,9 +86,9 @@ impl Engram {
     /// The chat models Engram knows without a network call: the built-in ones (registered
     /// GGUFs), then each model an agent uses, once, in the order agents were created.
     /// Errors: storage.
-    pub fn known_chat_models(&self) -> Result<Vec<KnownModel>> {
+    pub fn known_chat(self) -> Result<Vec<KnownModel>> {
         let mut out: Vec<KnownModel> = self
-            .list_local_models()?
+            .list_local()?
             .into_iter()
             .map(|m| KnownModel {
                 handle: m.handle,
@@ -96,7 +97,7 @@ impl Engram {
                 built_in: true,
             })
             .collect();
-        for a in self.list_agents()? {
+        for a in self.engram.agents().list()? {
             if !out.iter().any(|k| k.handle == a.llm.model) {
                 out.push(KnownModel {
                     handle: a.llm.model.clone(),
@@ -111,7 +112,7 @@ impl Engram {
 
     /// The embedding models Engram knows without a network call: the built-in encoder, then
     /// each one an agent uses, once. Errors: storage.
-    pub fn known_embedding_models(&self) -> Result<Vec<KnownModel>> {
+    pub fn known_embedding(self) -> Result<Vec<KnownModel>> {
         let built_in = engram_embed::DEFAULT_MODEL;
         let mut out = vec![KnownModel {
             handle: built_in.to_owned(),
@@ -119,7 +120,7 @@ impl Engram {
             size: Some(engram_embed::ALL_MINILM_L6_V2.dimension as u32),
             built_in: true,
         }];
-        for a in self.list_agents()? {
+        for a in self.engram.agents().list()? {
             if let Some(e) = a.embedding
                 && !out.iter().any(|k| k.handle == e.model)
             {
@@ -135,8 +136,9 @@ impl Engram {
     }
 
     /// Every context window stored per model, by handle.
-    pub fn model_windows(&self) -> Result<Vec<ModelWindow>> {
+    pub fn windows(self) -> Result<Vec<ModelWindow>> {
         Ok(self
+            .engram
             .store
             .model_windows()?
             .into_iter()
@@ -150,13 +152,70 @@ impl Engram {
     /// Stores the context window (tokens) of model `handle`; new agents on that model get it.
     /// Agents already on the model keep their own setting. Errors: `invalid_input` for a
     /// handle without `provider/` or zero tokens.
-    pub fn set_model_window(&self, handle: &str, tokens: u32) -> Result<()> {
+    pub fn set_window(self, handle: &str, tokens: u32) -> Result<()> {
         if !handle.contains('/') {
             return Err(Error::invalid(format!(
                 "model handle {handle:?} needs the provider/model form"
             )));
         }
-        self.store.set_model_window(handle, tokens)
+        self.engram.store.set_model_window(handle, tokens)
+    }
+}
+
+impl Models<'_> {
+    /// The model handle new agents get: the `default_model` setting, else the default model
+    /// of the only configured provider (a person with one provider means that one), else
+    /// [`FALLBACK_MODEL`].
+    pub fn default_chat(self) -> Result<String> {
+        if let Some(handle) = self.engram.store.get_setting(DEFAULT_MODEL_SETTING)? {
+            return Ok(handle);
+        }
+        let providers = self.engram.store.list_providers()?;
+        Ok(match providers.as_slice() {
+            [only] => only.default_model.clone(),
+            _ => None,
+        }
+        .unwrap_or_else(|| FALLBACK_MODEL.to_owned()))
+    }
+
+    /// The embedding model new agents get: the `default_embedding` setting (`none` for
+    /// none), else the built-in [`engram_embed::DEFAULT_MODEL`].
+    pub fn default_embedding(self) -> Result<Option<EmbeddingConfig>> {
+        let handle = self
+            .engram
+            .store
+            .get_setting(DEFAULT_EMBEDDING_SETTING)?
+            .unwrap_or_else(|| engram_embed::DEFAULT_MODEL.to_owned());
+        if handle.trim().is_empty() || handle.trim().eq_ignore_ascii_case("none") {
+            return Ok(None);
+        }
+        self.engram
+            .resolver
+            .pin_embedding(EmbeddingConfig {
+                model: handle.trim().to_owned(),
+                base_url: None,
+            })
+            .map(Some)
+    }
+
+    /// Sets the embedding model new agents get (`none` for none). Errors: `invalid_input` for
+    /// an unknown built-in model or a provider that is not configured.
+    pub fn set_default_embedding(self, handle: &str) -> Result<()> {
+        let handle = handle.trim();
+        if !handle.eq_ignore_ascii_case("none") {
+            self.engram.resolver.pin_embedding(EmbeddingConfig {
+                model: handle.to_owned(),
+                base_url: None,
+            })?;
+        }
+        self.engram
+            .store
+            .set_setting(DEFAULT_EMBEDDING_SETTING, handle)
+    }
+
+    /// Sets the model handle new agents get.
+    pub fn set_default_chat(self, handle: &str) -> Result<()> {
+        self.engram.store.set_setting(DEFAULT_MODEL_SETTING, handle)
     }
 }
 

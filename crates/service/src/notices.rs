@@ -6,7 +6,6 @@
 //! what it shows. Notices say *what* changed, not the new data: listeners re-read what they
 //! display.
 
-use crate::Engram;
 use engram_core::AgentId;
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
@@ -90,7 +89,7 @@ pub enum Notice {
         #[ts(type = "number")]
         total_bytes: u64,
     },
-    /// Progress of downloading a catalogue chat model (`Engram::pull_model`): about four
+    /// Progress of downloading a catalogue chat model (`Models::pull`): about four
     /// times a second while bytes arrive, and once when it ends (done, cancelled, failed).
     ChatModelPull {
         /// The model's name (its handle is `local/<name>`).
@@ -137,7 +136,7 @@ pub enum Notice {
     /// passages' vectors) in the background: sent when a build starts, about twice a second
     /// while it runs and once more with `finished` set when it is done, failed or was stopped.
     /// Meanwhile archival search is exact but slower (it scans every vector). The current
-    /// state is also answered by [`Engram::vector_index_builds`], for a window opened mid-build.
+    /// state is also answered by [`Archival::index_builds`](crate::Archival::index_builds), for a window opened mid-build.
     VectorIndexBuild {
         /// The agent.
         agent_id: AgentId,
@@ -151,7 +150,7 @@ pub enum Notice {
         finished: bool,
     },
     /// A line of progress while Engram sets up a Python for tools
-    /// (`Engram::set_up_tool_python`).
+    /// (`Tools::set_up_python`).
     PythonSetup {
         /// What the setup (or pip) just said.
         line: String,
@@ -176,23 +175,4 @@ pub enum PullState {
 /// The sending side, owned by [`Engram`].
 pub(crate) fn channel() -> broadcast::Sender<Notice> {
     broadcast::channel(BACKLOG).0
-}
-
-impl Engram {
-    /// Subscribes to notices from now on. Every transport's changes arrive here.
-    pub fn notices(&self) -> broadcast::Receiver<Notice> {
-        self.notices.subscribe()
-    }
-
-    /// Announces a change; nobody listening is fine.
-    pub(crate) fn notify(&self, notice: Notice) {
-        let _ = self.notices.send(notice);
-    }
-
-    /// Announces a change to a block to every agent it is attached to.
-    pub(crate) fn notify_block(&self, block: &engram_core::BlockId) {
-        for agent_id in self.store.block_agents(block).unwrap_or_default() {
-            self.notify(Notice::MemoryChanged { agent_id });
-        }
-    }
 }

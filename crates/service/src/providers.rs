@@ -2,6 +2,7 @@
 
 use crate::Engram;
 use crate::resolve::{retries_key, timeout_key};
+use crate::rooms::Providers;
 use engram_core::{Error, Result};
 use engram_providers::{ModelInfo, ProviderKind};
 use engram_secrets::provider_key_name;
@@ -111,6 +112,25 @@ fn valid_provider_name(name: &str) -> bool {
 }
 
 impl Engram {
+    fn provider_info(&self, row: &ProviderRow) -> Result<ProviderInfo> {
+        Ok(ProviderInfo {
+            name: row.name.clone(),
+            kind: if row.kind == "anthropic" {
+                ProviderKind::Anthropic
+            } else {
+                ProviderKind::OpenAi
+            },
+            base_url: row
+                .base_url
+                .clone()
+                .or_else(|| engram_providers::default_base_url(&row.name).map(str::to_owned)),
+            key_set: self.secrets.get(&provider_key_name(&row.name))?.is_some(),
+            default_model: row.default_model.clone(),
+        })
+    }
+}
+
+impl Providers<'_> {
     /// Stores a provider's settings and (if given) its key in the keychain. The key is written
     /// first, so a keychain failure leaves the stored settings as they were.
     ///
@@ -118,7 +138,7 @@ impl Engram {
     /// `user:pass@` or `?api_key=…`; keys go in `api_key`), or for a base URL on another host than
     /// the stored key was given for without the key (a key goes only to its own host: give it
     /// again with the new URL); `secrets` when the keychain fails.
-    pub fn set_provider(&self, setup: ProviderSetup) -> Result<ProviderInfo> {
+    pub fn set(self, setup: ProviderSetup) -> Result<ProviderInfo> {
         let name = setup.name.trim().to_ascii_lowercase();
         if !valid_provider_name(&name) {
             return Err(Error::invalid(format!(
@@ -137,7 +157,7 @@ impl Engram {
                 url,
             )?;
         }
-        let existing = match self.store.get_provider(&name) {
+        let existing = match self.engram.store.get_provider(&name) {
             Ok(row) => Some(row),
             Err(Error::NotFound { .. }) => None,
             Err(e) => return Err(e),
@@ -148,10 +168,12 @@ impl Engram {
             && let Some(new_base) = &setup.base_url
         {
             let old_base = existing.as_ref().and_then(|r| r.base_url.as_deref());
-            self.resolver.check_key_stays(&name, old_base, new_base)?;
+            self.engram
+                .resolver
+                .check_key_stays(&name, old_base, new_base)?;
         }
         if let Some(key) = &setup.api_key {
-            self.secrets.set(&provider_key_name(&name), key)?;
+            self.engram.secrets.set(&provider_key_name(&name), key)?;
         }
         let kind = setup
             .kind
@@ -169,68 +191,54 @@ impl Engram {
                 .default_model
                 .or_else(|| existing.as_ref().and_then(|r| r.default_model.clone())),
         };
-        self.store.upsert_provider(&row)?;
+        self.engram.store.upsert_provider(&row)?;
         if let Some(secs) = setup.timeout_secs {
-            self.store
+            self.engram
+                .store
                 .set_setting(&timeout_key(&name), &secs.to_string())?;
         }
         if let Some(n) = setup.max_retries {
-            self.store
+            self.engram
+                .store
                 .set_setting(&retries_key(&name), &n.to_string())?;
         }
         if let Some(model) = &row.default_model {
-            self.set_default_model(model)?;
+            self.engram.models().set_default_chat(model)?;
         }
-        self.provider_info(&row)
+        self.engram.provider_info(&row)
     }
 
     /// Every configured provider.
-    pub fn list_providers(&self) -> Result<Vec<ProviderInfo>> {
-        self.store
+    pub fn list(self) -> Result<Vec<ProviderInfo>> {
+        self.engram
+            .store
             .list_providers()?
             .iter()
-            .map(|r| self.provider_info(r))
+            .map(|r| self.engram.provider_info(r))
             .collect()
     }
 
     /// Removes a provider and its key.
-    pub fn delete_provider(&self, name: &str) -> Result<()> {
-        self.store.get_provider(name)?;
-        self.secrets.delete(&provider_key_name(name))?;
-        self.store.delete_provider(name)
+    pub fn delete(self, name: &str) -> Result<()> {
+        self.engram.store.get_provider(name)?;
+        self.engram.secrets.delete(&provider_key_name(name))?;
+        self.engram.store.delete_provider(name)
     }
 
     /// Checks that the provider answers with these settings and key, returning its models.
-    pub async fn test_provider(&self, name: &str) -> Result<Vec<ModelInfo>> {
-        let config = self.resolver.config(name, None)?;
+    pub async fn test(self, name: &str) -> Result<Vec<ModelInfo>> {
+        let config = self.engram.resolver.config(name, None)?;
         Ok(engram_providers::list_models(&config).await?)
     }
 
     /// The model servers running on this machine at their default ports (Ollama on 11434,
     /// LM Studio on 1234), with their models; servers that do not answer within a second are
-    /// left out. Nothing is stored: the user picks one and [`set_provider`](Self::set_provider)s it.
-    pub async fn detect_local_providers(&self) -> Vec<LocalServer> {
+    /// left out. Nothing is stored: the user picks one and [`set`](Self::set)s it.
+    pub async fn detect_local(self) -> Vec<LocalServer> {
         let candidates = LOCAL_SERVERS
             .iter()
             .filter_map(|name| engram_providers::default_base_url(name).map(|url| (*name, url)));
         detect_at(candidates).await
-    }
-
-    fn provider_info(&self, row: &ProviderRow) -> Result<ProviderInfo> {
-        Ok(ProviderInfo {
-            name: row.name.clone(),
-            kind: if row.kind == "anthropic" {
-                ProviderKind::Anthropic
-            } else {
-                ProviderKind::OpenAi
-            },
-            base_url: row
-                .base_url
-                .clone()
-                .or_else(|| engram_providers::default_base_url(&row.name).map(str::to_owned)),
-            key_set: self.secrets.get(&provider_key_name(&row.name))?.is_some(),
-            default_model: row.default_model.clone(),
-        })
     }
 }
 

@@ -2,7 +2,7 @@
 //! folder (the `ENGRAM_RERANK_MODEL_DIR` environment variable or the
 //! [`RERANK_MODEL_DIR_SETTING`] setting), switched off by [`RERANK_SETTING`] = `off`, shared
 //! by every agent and transport (the agent's tool gets it through the model resolver; the
-//! service's `search_archival` through [`crate::Engram::search_archival`]). A reranker that
+//! service's `search_archival` through [`crate::Archival::search`]). A reranker that
 //! cannot load or run leaves the search with the store's ranking and says so once per failure
 //! spell as a [`Notice::RerankerUnavailable`].
 //!
@@ -13,7 +13,6 @@
 //! `cross-encoder/ms-marco-MiniLM-L6-v2`) points Engram at its folder.
 
 use crate::{EnvLookup, Notice};
-use engram_core::{Error, Result};
 use engram_embed::rerank_local::{LocalReranker, RERANK_MODEL_DIR_ENV};
 use engram_store::Store;
 use std::path::PathBuf;
@@ -174,67 +173,5 @@ impl Rerankers {
             loaded,
             error,
         }
-    }
-}
-
-impl crate::Engram {
-    /// Where archival search's reranker stands (see [`RerankerStatus`]).
-    pub fn reranker_status(&self) -> RerankerStatus {
-        self.resolver.rerankers.status()
-    }
-
-    /// Switches reranking of archival search on or off (stored; every transport and the
-    /// agents' search tool follow at once). Errors: `storage`.
-    pub fn set_rerank_enabled(&self, on: bool) -> Result<RerankerStatus> {
-        self.store
-            .set_setting(RERANK_SETTING, if on { "on" } else { "off" })?;
-        Ok(self.reranker_status())
-    }
-
-    /// Points the reranker at a folder with a cross-encoder's `config.json`,
-    /// `tokenizer.json` and `model.safetensors`; `None` removes it (no reranking). The files
-    /// are checked for presence here and loaded on the next search. Errors: `invalid_input`
-    /// when the folder lacks a file.
-    pub fn set_rerank_model_dir(&self, dir: Option<&std::path::Path>) -> Result<RerankerStatus> {
-        match dir {
-            Some(d) => {
-                for f in engram_embed::encoder::FILES {
-                    if !d.join(f).is_file() {
-                        return Err(Error::invalid(format!(
-                            "{} has no {f}; a reranker's folder holds {}",
-                            d.display(),
-                            engram_embed::encoder::FILES.join(", ")
-                        )));
-                    }
-                }
-                self.store
-                    .set_setting(RERANK_MODEL_DIR_SETTING, &d.display().to_string())?
-            }
-            None => self.store.set_setting(RERANK_MODEL_DIR_SETTING, "")?,
-        }
-        Ok(self.reranker_status())
-    }
-
-    /// [`set_rerank_model_dir`](Self::set_rerank_model_dir) for a folder a person typed or
-    /// picked (the window's settings, over IPC and `/app`): trimmed; `None` or blank removes
-    /// the folder. Errors: `invalid_input` for a relative path (the server's working folder
-    /// means nothing to the person), a path that is not a folder, or a folder without a
-    /// cross-encoder's files; nothing is stored then.
-    pub fn set_rerank_folder(&self, dir: Option<&str>) -> Result<RerankerStatus> {
-        let Some(dir) = dir.map(str::trim).filter(|d| !d.is_empty()) else {
-            return self.set_rerank_model_dir(None);
-        };
-        let path = std::path::Path::new(dir);
-        if !path.is_absolute() {
-            return Err(Error::invalid(format!(
-                "{dir} is not a full path; give the folder's full path (e.g. /home/you/models/reranker)"
-            )));
-        }
-        if !path.is_dir() {
-            return Err(Error::invalid(format!(
-                "there is no folder {dir} on this computer"
-            )));
-        }
-        self.set_rerank_model_dir(Some(path))
     }
 }

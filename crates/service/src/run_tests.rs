@@ -10,7 +10,7 @@ use engram_mock_llm::{MockLlm, Reply, Script};
 use std::sync::Arc;
 
 fn open(dir: &std::path::Path) -> Arc<Engram> {
-    Arc::new(Engram::open_for_test(dir))
+    Engram::open_for_test(dir)
 }
 
 fn agent(engram: &Engram, mock: &MockLlm) -> AgentId {
@@ -24,7 +24,7 @@ fn agent(engram: &Engram, mock: &MockLlm) -> AgentId {
         blocks: vec![NewBlock::new("human", "")],
         ..NewAgent::default()
     };
-    engram.create_agent(new).expect("agent").agent.id
+    engram.agents().create(new).expect("agent").agent.id
 }
 
 fn message(text: &str) -> RunRequest {
@@ -47,7 +47,7 @@ async fn a_started_run_streams_under_its_run_id_and_leaves_the_registry_when_don
     let agent = agent(&engram, &mock);
     mock.push(Reply::text("Hello there."));
 
-    let mut run = engram.start_run(&agent, message("hi")).await.unwrap();
+    let mut run = engram.runs().start(&agent, message("hi")).await.unwrap();
     let id = run.run_id().clone();
     let events = all(&mut run.events).await;
     assert!(
@@ -61,17 +61,22 @@ async fn a_started_run_streams_under_its_run_id_and_leaves_the_registry_when_don
     let outcome = run.outcome().await.unwrap();
     assert_eq!(outcome.run_id, id);
     // The stored messages carry the same id.
-    let stored = engram.list_messages(&agent, None, 10).unwrap();
+    let stored = engram.recall().list(&agent, None, 10).unwrap();
     assert!(stored.iter().all(|m| m.run_id.as_ref() == Some(&id)));
-    assert!(engram.running_runs(None).is_empty());
-    assert!(engram.attach_run(&agent).is_none());
-    assert!(!engram.cancel_run(&id), "an ended run is not in flight");
+    assert!(engram.runs().running(None).is_empty());
+    assert!(engram.runs().attach(&agent).is_none());
+    assert!(!engram.runs().cancel(&id), "an ended run is not in flight");
 
     // What keeps a run from starting is the caller's error, not an event.
-    let blank = engram.start_run(&agent, message("  ")).await.unwrap_err();
+    let blank = engram
+        .runs()
+        .start(&agent, message("  "))
+        .await
+        .unwrap_err();
     assert!(matches!(blank, Error::Invalid(_)), "{blank:?}");
     let none = engram
-        .start_run(
+        .runs()
+        .start(
             &agent,
             RunRequest::Approvals {
                 decisions: vec![Default::default()],
@@ -90,35 +95,42 @@ async fn a_late_reader_gets_what_it_missed_and_the_run_stops_by_its_id() {
     let agent = agent(&engram, &mock);
     mock.push(Reply::Hang);
 
-    let mut run = engram.start_run(&agent, message("hi")).await.unwrap();
+    let mut run = engram.runs().start(&agent, message("hi")).await.unwrap();
     let id = run.run_id().clone();
-    let listed = engram.running_runs(Some(&agent));
+    let listed = engram.runs().running(Some(&agent));
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].run_id, id);
-    assert!(engram.is_running(&agent));
+    assert!(engram.runs().is_running(&agent));
     assert!(
         engram
-            .running_runs(Some(&AgentId::from("agent-other")))
+            .runs()
+            .running(Some(&AgentId::from("agent-other")))
             .is_empty()
     );
 
-    let mut late = engram.attach_run_id(&id).expect("in flight");
+    let mut late = engram.runs().attach_id(&id).expect("in flight");
     assert_eq!(late.run_id(), &id);
     // A rewrite of the conversation is refused while the run goes on.
     let refused = engram
-        .start_run(&agent, RunRequest::Regenerate)
+        .runs()
+        .start(&agent, RunRequest::Regenerate)
         .await
         .unwrap_err();
     assert!(matches!(refused, Error::Conflict(_)), "{refused:?}");
 
     // Cancelling by id touches only that run: another id, or this id under another agent,
     // stops nothing.
-    assert_eq!(engram.cancel_agent_run(&agent, Some(&RunId::new())), 0);
     assert_eq!(
-        engram.cancel_agent_run(&AgentId::from("agent-other"), Some(&id)),
+        engram.runs().cancel_agent_run(&agent, Some(&RunId::new())),
         0
     );
-    assert!(engram.cancel_run(&id));
+    assert_eq!(
+        engram
+            .runs()
+            .cancel_agent_run(&AgentId::from("agent-other"), Some(&id)),
+        0
+    );
+    assert!(engram.runs().cancel(&id));
     let seen = all(&mut run.events).await;
     let joined = all(&mut late).await;
     assert!(
@@ -141,7 +153,7 @@ async fn a_late_reader_gets_what_it_missed_and_the_run_stops_by_its_id() {
         run.outcome().await.unwrap().stop_reason,
         StopReason::Cancelled
     );
-    assert!(!engram.is_running(&agent));
+    assert!(!engram.runs().is_running(&agent));
 }
 
 #[tokio::test]
@@ -152,13 +164,14 @@ async fn a_rollback_never_runs_while_the_agents_turn_is_held() {
     let agent = agent(&engram, &mock);
     mock.push(Reply::text("First answer."));
     engram
-        .start_run(&agent, message("hello"))
+        .runs()
+        .start(&agent, message("hello"))
         .await
         .unwrap()
         .outcome()
         .await
         .unwrap();
-    let before = engram.list_messages(&agent, None, 10).unwrap();
+    let before = engram.recall().list(&agent, None, 10).unwrap();
     let user = before[0].id.clone();
 
     // Whoever holds the turn (a run between registering and streaming, a compaction, another
@@ -172,13 +185,13 @@ async fn a_rollback_never_runs_while_the_agents_turn_is_held() {
             text: "hello again".into(),
         },
     ] {
-        let refused = engram.start_run(&agent, request).await.unwrap_err();
+        let refused = engram.runs().start(&agent, request).await.unwrap_err();
         assert!(matches!(refused, Error::Conflict(_)), "{refused:?}");
     }
-    let refused = engram.delete_message(&agent, &user).unwrap_err();
+    let refused = engram.recall().delete(&agent, &user).unwrap_err();
     assert!(matches!(refused, Error::Conflict(_)), "{refused:?}");
     assert_eq!(
-        engram.list_messages(&agent, None, 10).unwrap(),
+        engram.recall().list(&agent, None, 10).unwrap(),
         before,
         "nothing was rolled back"
     );
@@ -186,7 +199,8 @@ async fn a_rollback_never_runs_while_the_agents_turn_is_held() {
 
     mock.push(Reply::text("Second answer."));
     let outcome = engram
-        .start_run(&agent, RunRequest::Regenerate)
+        .runs()
+        .start(&agent, RunRequest::Regenerate)
         .await
         .unwrap()
         .outcome()
@@ -194,7 +208,8 @@ async fn a_rollback_never_runs_while_the_agents_turn_is_held() {
         .unwrap();
     assert_eq!(outcome.stop_reason, StopReason::EndTurn);
     let after: Vec<String> = engram
-        .list_messages(&agent, None, 10)
+        .recall()
+        .list(&agent, None, 10)
         .unwrap()
         .into_iter()
         .map(|m| m.content)

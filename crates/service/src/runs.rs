@@ -16,7 +16,7 @@ use std::task::{Context, Poll};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-/// A run in the registry, as [`Engram::running_runs`](crate::Engram::running_runs) lists it.
+/// A run in the registry, as [`Runs::running`](crate::Runs::running) lists it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunningRun {
     /// The run (the id its events and stored messages carry).

@@ -1,8 +1,8 @@
 //! Agent templates: ready-made starting points (blocks, persona, user tools) so people can try
 //! a design without writing code — e.g. the task-queue agent of Letta's memory tutorial.
 
-use crate::Engram;
 use crate::agents::AgentState;
+use crate::rooms::Agents;
 use engram_agent::tools::default_tools;
 use engram_core::{Error, LoopStyle, NewAgent, NewBlock, NewTool, Result};
 use serde::Serialize;
@@ -149,9 +149,9 @@ fn templates() -> Vec<Template> {
     ]
 }
 
-impl Engram {
+impl Agents<'_> {
     /// The agent templates, in display order.
-    pub fn list_templates(&self) -> Vec<Template> {
+    pub fn templates(self) -> Vec<Template> {
         templates()
     }
 
@@ -161,14 +161,14 @@ impl Engram {
     /// template's user tools are upserted by name and attached.
     ///
     /// Errors: `not_found` for an unknown template; those of
-    /// [`create_agent`](Self::create_agent).
-    pub fn create_agent_from_template(&self, template: &str, new: NewAgent) -> Result<AgentState> {
+    /// [`create`](Self::create).
+    pub fn create_from_template(self, template: &str, new: NewAgent) -> Result<AgentState> {
         let t = templates()
             .into_iter()
             .find(|t| t.id == template)
             .ok_or_else(|| Error::not_found("template", template))?;
         for source in &t.tool_sources {
-            self.upsert_tool(source.clone())?;
+            self.engram.tools().upsert(source.clone())?;
         }
         let mut new = new;
         if new.name.trim().is_empty() {
@@ -195,6 +195,6 @@ impl Engram {
             }
         }
         new.blocks = blocks;
-        self.create_agent(new)
+        self.create(new)
     }
 }

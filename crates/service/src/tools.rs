@@ -1,6 +1,8 @@
 //! Tools as data: listing built-in and user tools (with whether they can run here), creating
 //! user tools from Python source, attaching them to agents, tool rules, and trying a tool once.
 
+use crate::rooms::Tools;
+use crate::tool_python::{LETTA_CLIENT_REQUIREMENT, TOOL_VENV_DIR, ToolPython, run, venv_python};
 use crate::{Engram, Notice};
 use engram_agent::tools::{BUILTIN_TOOLS, builtin_tool, builtin_tools, trial};
 use engram_core::tool::valid_tool_name;
@@ -10,10 +12,12 @@ use engram_core::{
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use std::path::Path;
+use std::process::{Command, Stdio};
 
 /// A partial update of a user tool; `None` leaves a field as it is. A new `source_code`
 /// regenerates the schema unless `json_schema` is given too. What the tool may do (network,
-/// unsandboxed runs) is not part of it: see [`Engram::set_tool_sandbox`].
+/// unsandboxed runs) is not part of it: see [`Tools::set_sandbox`].
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 #[ts(export, optional_fields)]
 pub struct ToolPatch {
@@ -37,7 +41,7 @@ pub struct ToolPatch {
     pub tags: Option<Vec<String>>,
 }
 
-/// A tool's sandbox settings, as [`Engram::set_tool_sandbox`] changes them; `None` leaves a
+/// A tool's sandbox settings, as [`Tools::set_sandbox`] changes them; `None` leaves a
 /// setting as it is.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[ts(export, optional_fields)]
@@ -60,7 +64,7 @@ pub struct BlockChange {
     pub value: String,
 }
 
-/// What [`Engram::try_tool`] saw: the result the model would get and the memory changes that
+/// What [`Tools::trial`] saw: the result the model would get and the memory changes that
 /// would be made — none of them stored.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 #[ts(export)]
@@ -104,169 +108,6 @@ impl Engram {
         tool
     }
 
-    /// Every tool: the built-ins first (ids `tool-builtin-<name>`), then user tools by name,
-    /// each marked available or not (Python tools need `python3`).
-    pub fn list_tools(&self) -> Result<Vec<Tool>> {
-        let mut all = builtin_tools();
-        for t in self.store.list_tools()? {
-            all.push(self.with_availability(t));
-        }
-        Ok(all)
-    }
-
-    /// One tool by id (built-ins too). Errors: `not_found`.
-    pub fn get_tool(&self, id: &ToolId) -> Result<Tool> {
-        if let Some(name) = id.as_str().strip_prefix("tool-builtin-") {
-            return builtin_tool(name).ok_or_else(|| Error::not_found("tool", id.as_str()));
-        }
-        Ok(self.with_availability(self.store.get_tool(id)?))
-    }
-
-    /// One tool by id or name (for transports that let people type either).
-    /// Errors: `not_found`.
-    pub fn find_tool(&self, id_or_name: &str) -> Result<Tool> {
-        if let Some(t) = builtin_tool(id_or_name) {
-            return Ok(t);
-        }
-        if let Some(t) = self.store.tool_by_name(id_or_name)? {
-            return Ok(self.with_availability(t));
-        }
-        self.get_tool(&ToolId::from(id_or_name))
-    }
-
-    /// Creates a user tool, or replaces the one with the same name. Its schema is generated
-    /// from the source's signature and docstring (as Letta does) unless `json_schema` is given;
-    /// `name` picks the function when the source has several. Generating the schema runs
-    /// `python3` (which parses, never executes, the source).
-    ///
-    /// Errors: `invalid_input` with Python's parse error, for a name that is not an identifier
-    /// or names a built-in tool, or when no schema is given and `python3` is missing.
-    pub fn upsert_tool(&self, new: NewTool) -> Result<Tool> {
-        let mut tool = self.build_tool(new.clone())?;
-        // Settings not given keep those of the tool being replaced.
-        if let Some(old) = self.store.tool_by_name(&tool.name)? {
-            tool.network = new.network.unwrap_or(old.network);
-            tool.allow_unsandboxed = new.allow_unsandboxed.unwrap_or(old.allow_unsandboxed);
-        }
-        let stored = self.store.upsert_tool(&tool)?;
-        self.notify(Notice::ToolsChanged);
-        Ok(self.with_availability(stored))
-    }
-
-    /// Changes a user tool. Errors: `not_found`; `invalid_input` as for
-    /// [`upsert_tool`](Self::upsert_tool); `conflict` when renamed to a taken name.
-    pub fn update_tool(&self, id: &ToolId, patch: ToolPatch) -> Result<Tool> {
-        let old = self.store.get_tool(id)?;
-        let source_changed = patch.source_code.is_some();
-        let name = patch.name.clone().unwrap_or_else(|| old.name.clone());
-        let json_schema = match patch.json_schema {
-            Some(s) => Some(s),
-            None if source_changed => None,
-            None => {
-                let mut s = old.json_schema.clone();
-                s["name"] = json!(name);
-                Some(s)
-            }
-        };
-        let new = NewTool {
-            source_code: patch
-                .source_code
-                .or(old.source_code.clone())
-                .unwrap_or_default(),
-            name: Some(name),
-            description: patch.description.or_else(|| {
-                // Keep a hand-set description unless the source now says something else.
-                (!source_changed).then(|| old.description.clone())
-            }),
-            json_schema,
-            return_char_limit: Some(patch.return_char_limit.unwrap_or(old.return_char_limit)),
-            tags: patch.tags.unwrap_or(old.tags.clone()),
-            // What the tool may do changes only through `set_tool_sandbox`.
-            network: Some(old.network),
-            allow_unsandboxed: Some(old.allow_unsandboxed),
-        };
-        let mut tool = self.build_tool(new)?;
-        tool.id = old.id.clone();
-        tool.created_at = old.created_at;
-        if tool.source_code == old.source_code {
-            // Only the code the user wrote is trusted by writing it: a new name or description
-            // leaves an untrusted tool untrusted.
-            tool.origin = old.origin.clone();
-            tool.trusted_hash = old.trusted_hash.clone();
-        }
-        let stored = self.store.replace_tool(id, &tool)?;
-        self.notify(Notice::ToolsChanged);
-        Ok(self.with_availability(stored))
-    }
-
-    /// Grants or revokes a user tool's network and unsandboxed runs (the user's decision;
-    /// never taken from an imported file or an API client's tool definition). Returns the
-    /// tool with its availability. Errors: `not_found`; `invalid_input` for a built-in tool.
-    pub fn set_tool_sandbox(&self, id: &ToolId, settings: ToolSandboxSettings) -> Result<Tool> {
-        if id.as_str().starts_with("tool-builtin-") {
-            return Err(Error::invalid(
-                "built-in tools run inside Engram and have no sandbox settings",
-            ));
-        }
-        let mut tool = self.store.get_tool(id)?;
-        if let Some(network) = settings.network {
-            tool.network = network;
-        }
-        if let Some(allow) = settings.allow_unsandboxed {
-            tool.allow_unsandboxed = allow;
-        }
-        let stored = self.store.replace_tool(id, &tool)?;
-        self.notify(Notice::ToolsChanged);
-        Ok(self.with_availability(stored))
-    }
-
-    /// Deletes a user tool and detaches it from every agent. Errors: `not_found`;
-    /// `invalid_input` for a built-in tool.
-    pub fn delete_tool(&self, id: &ToolId) -> Result<()> {
-        if id.as_str().starts_with("tool-builtin-") {
-            return Err(Error::invalid("built-in tools cannot be deleted"));
-        }
-        self.store.delete_tool(id)?;
-        self.notify(Notice::ToolsChanged);
-        Ok(())
-    }
-
-    /// The agent's tools, in the order the model sees them. Names without a tool (a user tool
-    /// deleted elsewhere) are left out. Errors: `not_found`.
-    pub fn agent_tools(&self, agent: &AgentId) -> Result<Vec<Tool>> {
-        let a = self.store.get_agent(agent)?;
-        let custom = self.store.tools_named(&a.tools)?;
-        Ok(a.tools
-            .iter()
-            .filter_map(|n| {
-                builtin_tool(n).or_else(|| {
-                    custom
-                        .iter()
-                        .find(|t| &t.name == n)
-                        .map(|t| self.with_availability(t.clone()))
-                })
-            })
-            .collect())
-    }
-
-    /// Attaches a tool (nothing changes when it is attached already); returns the agent's
-    /// tools. Errors: `not_found` for the agent or the tool.
-    pub fn attach_tool(&self, agent: &AgentId, tool: &ToolId) -> Result<Vec<Tool>> {
-        let name = self.get_tool(tool)?.name;
-        self.edit_tool_list(agent, |tools| {
-            if !tools.contains(&name) {
-                tools.push(name);
-            }
-        })
-    }
-
-    /// Detaches a tool (nothing changes when it is not attached); returns the agent's tools.
-    /// The tool itself stays. Errors: `not_found` for the agent or the tool.
-    pub fn detach_tool(&self, agent: &AgentId, tool: &ToolId) -> Result<Vec<Tool>> {
-        let name = self.get_tool(tool)?.name;
-        self.edit_tool_list(agent, |tools| tools.retain(|n| *n != name))
-    }
-
     /// Changes the agent's list of tool names with `edit`, stores it when it changed, and
     /// returns the agent's tools.
     fn edit_tool_list(
@@ -289,56 +130,7 @@ impl Engram {
                 agent_id: agent.clone(),
             });
         }
-        self.agent_tools(agent)
-    }
-
-    /// Replaces the agent's tool rules (enforced by the loop from the next run on).
-    /// Errors: `not_found`.
-    pub fn set_tool_rules(&self, agent: &AgentId, rules: Vec<ToolRule>) -> Result<Agent> {
-        let updated = self.store.update_agent(
-            agent,
-            &engram_core::AgentPatch {
-                tool_rules: Some(rules),
-                ..Default::default()
-            },
-        )?;
-        self.notify(Notice::AgentChanged {
-            agent_id: agent.clone(),
-        });
-        Ok(updated)
-    }
-
-    /// Runs a user tool once with `args` against the agent's current memory (or no blocks
-    /// when `agent` is `None`), storing nothing: the tool editor's "try it". Failures of the
-    /// tool (exceptions, timeout, missing `python3`, over-limit writes) are a `Failed` trial,
-    /// not an error. Errors: `not_found`; `invalid_input` when `args` is not a JSON object.
-    pub async fn try_tool(
-        &self,
-        tool: &ToolId,
-        agent: Option<&AgentId>,
-        args: Value,
-    ) -> Result<ToolTrial> {
-        let tool = self.get_tool(tool)?;
-        if !args.is_object() {
-            return Err(Error::invalid("the arguments must be a JSON object"));
-        }
-        let (id, name, blocks) = match agent {
-            Some(a) => {
-                let state = self.get_agent(a)?;
-                (state.agent.id.to_string(), state.agent.name, state.blocks)
-            }
-            None => ("agent-trial".to_owned(), "trial".to_owned(), Vec::new()),
-        };
-        let t = trial(&self.python, &tool, &id, &name, blocks, args).await;
-        Ok(ToolTrial {
-            status: t.status,
-            message: t.message,
-            block_changes: t
-                .block_changes
-                .into_iter()
-                .map(|(label, value)| BlockChange { label, value })
-                .collect(),
-        })
+        self.tools().of_agent(agent)
     }
 
     /// Checks that every name is a built-in or a user tool. Errors: `invalid_input`.
@@ -448,5 +240,313 @@ impl Engram {
         })?;
         let schema = result.map_err(|e| Error::invalid(format!("invalid tool source: {e}")))?;
         serde_json::to_value(schema).map_err(|e| Error::Internal(e.to_string()))
+    }
+}
+
+impl Tools<'_> {
+    /// Every tool: the built-ins first (ids `tool-builtin-<name>`), then user tools by name,
+    /// each marked available or not (Python tools need `python3`).
+    pub fn list(self) -> Result<Vec<Tool>> {
+        let mut all = builtin_tools();
+        for t in self.engram.store.list_tools()? {
+            all.push(self.engram.with_availability(t));
+        }
+        Ok(all)
+    }
+
+    /// One tool by id (built-ins too). Errors: `not_found`.
+    pub fn get(self, id: &ToolId) -> Result<Tool> {
+        if let Some(name) = id.as_str().strip_prefix("tool-builtin-") {
+            return builtin_tool(name).ok_or_else(|| Error::not_found("tool", id.as_str()));
+        }
+        Ok(self
+            .engram
+            .with_availability(self.engram.store.get_tool(id)?))
+    }
+
+    /// One tool by id or name (for transports that let people type either).
+    /// Errors: `not_found`.
+    pub fn find(self, id_or_name: &str) -> Result<Tool> {
+        if let Some(t) = builtin_tool(id_or_name) {
+            return Ok(t);
+        }
+        if let Some(t) = self.engram.store.tool_by_name(id_or_name)? {
+            return Ok(self.engram.with_availability(t));
+        }
+        self.get(&ToolId::from(id_or_name))
+    }
+
+    /// Creates a user tool, or replaces the one with the same name. Its schema is generated
+    /// from the source's signature and docstring (as Letta does) unless `json_schema` is given;
+    /// `name` picks the function when the source has several. Generating the schema runs
+    /// `python3` (which parses, never executes, the source).
+    ///
+    /// Errors: `invalid_input` with Python's parse error, for a name that is not an identifier
+    /// or names a built-in tool, or when no schema is given and `python3` is missing.
+    pub fn upsert(self, new: NewTool) -> Result<Tool> {
+        let mut tool = self.engram.build_tool(new.clone())?;
+        // Settings not given keep those of the tool being replaced.
+        if let Some(old) = self.engram.store.tool_by_name(&tool.name)? {
+            tool.network = new.network.unwrap_or(old.network);
+            tool.allow_unsandboxed = new.allow_unsandboxed.unwrap_or(old.allow_unsandboxed);
+        }
+        let stored = self.engram.store.upsert_tool(&tool)?;
+        self.engram.notify(Notice::ToolsChanged);
+        Ok(self.engram.with_availability(stored))
+    }
+
+    /// Changes a user tool. Errors: `not_found`; `invalid_input` as for
+    /// [`upsert`](Self::upsert); `conflict` when renamed to a taken name.
+    pub fn update(self, id: &ToolId, patch: ToolPatch) -> Result<Tool> {
+        let old = self.engram.store.get_tool(id)?;
+        let source_changed = patch.source_code.is_some();
+        let name = patch.name.clone().unwrap_or_else(|| old.name.clone());
+        let json_schema = match patch.json_schema {
+            Some(s) => Some(s),
+            None if source_changed => None,
+            None => {
+                let mut s = old.json_schema.clone();
+                s["name"] = json!(name);
+                Some(s)
+            }
+        };
+        let new = NewTool {
+            source_code: patch
+                .source_code
+                .or(old.source_code.clone())
+                .unwrap_or_default(),
+            name: Some(name),
+            description: patch.description.or_else(|| {
+                // Keep a hand-set description unless the source now says something else.
+                (!source_changed).then(|| old.description.clone())
+            }),
+            json_schema,
+            return_char_limit: Some(patch.return_char_limit.unwrap_or(old.return_char_limit)),
+            tags: patch.tags.unwrap_or(old.tags.clone()),
+            // What the tool may do changes only through `set_tool_sandbox`.
+            network: Some(old.network),
+            allow_unsandboxed: Some(old.allow_unsandboxed),
+        };
+        let mut tool = self.engram.build_tool(new)?;
+        tool.id = old.id.clone();
+        tool.created_at = old.created_at;
+        if tool.source_code == old.source_code {
+            // Only the code the user wrote is trusted by writing it: a new name or description
+            // leaves an untrusted tool untrusted.
+            tool.origin = old.origin.clone();
+            tool.trusted_hash = old.trusted_hash.clone();
+        }
+        let stored = self.engram.store.replace_tool(id, &tool)?;
+        self.engram.notify(Notice::ToolsChanged);
+        Ok(self.engram.with_availability(stored))
+    }
+
+    /// Grants or revokes a user tool's network and unsandboxed runs (the user's decision;
+    /// never taken from an imported file or an API client's tool definition). Returns the
+    /// tool with its availability. Errors: `not_found`; `invalid_input` for a built-in tool.
+    pub fn set_sandbox(self, id: &ToolId, settings: ToolSandboxSettings) -> Result<Tool> {
+        if id.as_str().starts_with("tool-builtin-") {
+            return Err(Error::invalid(
+                "built-in tools run inside Engram and have no sandbox settings",
+            ));
+        }
+        let mut tool = self.engram.store.get_tool(id)?;
+        if let Some(network) = settings.network {
+            tool.network = network;
+        }
+        if let Some(allow) = settings.allow_unsandboxed {
+            tool.allow_unsandboxed = allow;
+        }
+        let stored = self.engram.store.replace_tool(id, &tool)?;
+        self.engram.notify(Notice::ToolsChanged);
+        Ok(self.engram.with_availability(stored))
+    }
+
+    /// Deletes a user tool and detaches it from every agent. Errors: `not_found`;
+    /// `invalid_input` for a built-in tool.
+    pub fn delete(self, id: &ToolId) -> Result<()> {
+        if id.as_str().starts_with("tool-builtin-") {
+            return Err(Error::invalid("built-in tools cannot be deleted"));
+        }
+        self.engram.store.delete_tool(id)?;
+        self.engram.notify(Notice::ToolsChanged);
+        Ok(())
+    }
+
+    /// The agent's tools, in the order the model sees them. Names without a tool (a user tool
+    /// deleted elsewhere) are left out. Errors: `not_found`.
+    pub fn of_agent(self, agent: &AgentId) -> Result<Vec<Tool>> {
+        let a = self.engram.store.get_agent(agent)?;
+        let custom = self.engram.store.tools_named(&a.tools)?;
+        Ok(a.tools
+            .iter()
+            .filter_map(|n| {
+                builtin_tool(n).or_else(|| {
+                    custom
+                        .iter()
+                        .find(|t| &t.name == n)
+                        .map(|t| self.engram.with_availability(t.clone()))
+                })
+            })
+            .collect())
+    }
+
+    /// Attaches a tool (nothing changes when it is attached already); returns the agent's
+    /// tools. Errors: `not_found` for the agent or the tool.
+    pub fn attach(self, agent: &AgentId, tool: &ToolId) -> Result<Vec<Tool>> {
+        let name = self.get(tool)?.name;
+        self.engram.edit_tool_list(agent, |tools| {
+            if !tools.contains(&name) {
+                tools.push(name);
+            }
+        })
+    }
+
+    /// Detaches a tool (nothing changes when it is not attached); returns the agent's tools.
+    /// The tool itself stays. Errors: `not_found` for the agent or the tool.
+    pub fn detach(self, agent: &AgentId, tool: &ToolId) -> Result<Vec<Tool>> {
+        let name = self.get(tool)?.name;
+        self.engram
+            .edit_tool_list(agent, |tools| tools.retain(|n| *n != name))
+    }
+
+    /// Replaces the agent's tool rules (enforced by the loop from the next run on).
+    /// Errors: `not_found`.
+    pub fn set_rules(self, agent: &AgentId, rules: Vec<ToolRule>) -> Result<Agent> {
+        let updated = self.engram.store.update_agent(
+            agent,
+            &engram_core::AgentPatch {
+                tool_rules: Some(rules),
+                ..Default::default()
+            },
+        )?;
+        self.engram.notify(Notice::AgentChanged {
+            agent_id: agent.clone(),
+        });
+        Ok(updated)
+    }
+
+    /// Runs a user tool once with `args` against the agent's current memory (or no blocks
+    /// when `agent` is `None`), storing nothing: the tool editor's "try it". Failures of the
+    /// tool (exceptions, timeout, missing `python3`, over-limit writes) are a `Failed` trial,
+    /// not an error. Errors: `not_found`; `invalid_input` when `args` is not a JSON object.
+    pub async fn trial(
+        self,
+        tool: &ToolId,
+        agent: Option<&AgentId>,
+        args: Value,
+    ) -> Result<ToolTrial> {
+        let tool = self.get(tool)?;
+        if !args.is_object() {
+            return Err(Error::invalid("the arguments must be a JSON object"));
+        }
+        let (id, name, blocks) = match agent {
+            Some(a) => {
+                let state = self.engram.agents().get(a)?;
+                (state.agent.id.to_string(), state.agent.name, state.blocks)
+            }
+            None => ("agent-trial".to_owned(), "trial".to_owned(), Vec::new()),
+        };
+        let t = trial(&self.engram.python, &tool, &id, &name, blocks, args).await;
+        Ok(ToolTrial {
+            status: t.status,
+            message: t.message,
+            block_changes: t
+                .block_changes
+                .into_iter()
+                .map(|(label, value)| BlockChange { label, value })
+                .collect(),
+        })
+    }
+}
+
+impl Tools<'_> {
+    /// The Python tools run in and whether it has `letta_client` (starts it once: blocks for
+    /// tens of milliseconds).
+    pub fn python(self) -> ToolPython {
+        let program = self.engram.python.program();
+        let managed = Path::new(&program) == venv_python(&self.engram.home.join(TOOL_VENV_DIR));
+        let version = Command::new(&program)
+            .args([
+                "-I",
+                "-c",
+                "import letta_client, importlib.metadata as m; print(m.version('letta-client'))",
+            ])
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
+        ToolPython {
+            program: program.to_string_lossy().into_owned(),
+            managed,
+            letta_client: version.filter(|v| !v.is_empty()),
+            unavailable: self.engram.python.unavailable_reason(),
+        }
+    }
+
+    /// Sets up a Python for tools in `<data dir>/python`: a virtual environment made by the
+    /// system's `python3` with `requirement` installed by pip (default
+    /// [`LETTA_CLIENT_REQUIREMENT`]), then makes it the interpreter tools run in (unless
+    /// `ENGRAM_PYTHON` names another). Each line pip prints goes to `progress`. Running it again
+    /// updates the environment. Every line is also sent as a `PythonSetup` notice. Blocks for
+    /// as long as pip takes (often a minute): transports call it off their async threads.
+    ///
+    /// Errors: `invalid_input` when `python3` or its `venv` module is missing, or pip fails
+    /// (the message carries pip's last lines).
+    pub fn set_up_python(
+        self,
+        requirement: Option<&str>,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<ToolPython> {
+        // One requirement, never pip options (`--index-url`, `-r FILE`, `-e URL`).
+        if let Some(r) = requirement
+            && (r.trim().is_empty() || r.trim_start().starts_with('-'))
+        {
+            return Err(Error::invalid(format!(
+                "'{r}' is not a requirement (e.g. `letta-client==1.2.3`); pip options are not accepted"
+            )));
+        }
+        // Every line also goes out as a notice, for windows showing the setup.
+        let progress = &mut |line: &str| {
+            self.engram.notify(crate::Notice::PythonSetup {
+                line: line.to_owned(),
+            });
+            progress(line);
+        };
+        let venv = self.engram.home.join(TOOL_VENV_DIR);
+        progress(&format!(
+            "Creating a Python environment in {}",
+            venv.display()
+        ));
+        run(
+            Command::new("python3").args(["-m", "venv"]).arg(&venv),
+            "python3 -m venv (install Python 3 and its venv module, e.g. `apt install python3-venv`)",
+            progress,
+        )?;
+        let requirement = requirement.unwrap_or(LETTA_CLIENT_REQUIREMENT);
+        progress(&format!("Installing {requirement}"));
+        let python = venv_python(&venv);
+        run(
+            Command::new(&python).args([
+                "-m",
+                "pip",
+                "install",
+                "--disable-pip-version-check",
+                "--progress-bar",
+                "off",
+                requirement,
+            ]),
+            "pip install",
+            progress,
+        )?;
+        if !self.engram.python_from_env {
+            self.engram.python.use_program(&python);
+        }
+        self.engram.notify(crate::Notice::ToolsChanged);
+        let status = self.python();
+        progress("Done");
+        Ok(status)
     }
 }

@@ -3,6 +3,7 @@
 //! URLs. The store keeps the rows; the agent loop refuses untrusted code and the resolver
 //! withholds keys from foreign hosts, whatever a transport does.
 
+use crate::rooms::{Tools, Trust};
 use crate::{Engram, Notice};
 use engram_core::error::ProviderFault;
 use engram_core::{
@@ -57,132 +58,6 @@ fn check_url(url: &str) -> Result<()> {
 }
 
 impl Engram {
-    /// Trusts the current source of a user tool (by name or id), so the loop runs it.
-    /// `expected_hash` must be the SHA-256 shown with the source (`Tool::source_hash`), so the
-    /// user trusts exactly the code they reviewed. Returns the tool.
-    ///
-    /// Errors: `not_found`; `invalid_input` for a built-in tool; `conflict` naming the current
-    /// hash when the source changed since it was shown.
-    pub fn trust_tool(&self, name_or_id: &str, expected_hash: &str) -> Result<Tool> {
-        let tool = self.find_tool(name_or_id)?;
-        if tool.language == ToolLanguage::Builtin {
-            return Err(Error::invalid(format!(
-                "'{}' is built into Engram; only user tools need trust",
-                tool.name
-            )));
-        }
-        let trusted = self.store.trust_tool(&tool.id, expected_hash)?;
-        tracing::info!(tool = %trusted.name, hash = ?trusted.trusted_hash, "tool trusted");
-        self.notify(Notice::ToolsChanged);
-        self.find_tool(&trusted.name)
-    }
-
-    /// Withdraws trust from a user tool (by name or id): calls fail until it is trusted again.
-    /// Errors: `not_found`; `invalid_input` for a built-in tool.
-    pub fn untrust_tool(&self, name_or_id: &str) -> Result<Tool> {
-        let tool = self.find_tool(name_or_id)?;
-        if tool.language == ToolLanguage::Builtin {
-            return Err(Error::invalid("built-in tools are always trusted"));
-        }
-        let t = self.store.untrust_tool(&tool.id)?;
-        self.notify(Notice::ToolsChanged);
-        self.find_tool(&t.name)
-    }
-
-    /// The agent's endpoints (see [`AgentEndpoints`]). Errors: `not_found`.
-    pub fn agent_endpoints(&self, agent: &AgentId) -> Result<AgentEndpoints> {
-        let a = self.store.get_agent(agent)?;
-        let llm_effective_url = self
-            .resolver
-            .config(a.llm.provider(), a.llm.base_url.as_deref())
-            .ok()
-            .map(|c| c.base_url);
-        Ok(AgentEndpoints {
-            agent_id: a.id.clone(),
-            llm_model: a.llm.model.clone(),
-            llm_base_url: a.llm.base_url.clone(),
-            llm_effective_url,
-            embedding_model: a.embedding.as_ref().map(|e| e.model.clone()),
-            embedding_base_url: a.embedding.as_ref().and_then(|e| e.base_url.clone()),
-            pending: self.store.pending_endpoints(agent)?,
-        })
-    }
-
-    /// Sets (`Some`) or clears (`None`: use the provider's own) the agent's base URL for its
-    /// chat or embedding model. A stored key still goes only to its provider's host.
-    /// Errors: `not_found`; `invalid_input` for a URL that is not http(s) or carries a
-    /// credential, or an embedding URL for an agent without an embedding model.
-    pub fn set_agent_base_url(
-        &self,
-        agent: &AgentId,
-        kind: EndpointKind,
-        base_url: Option<&str>,
-    ) -> Result<AgentEndpoints> {
-        let url = base_url.map(str::trim).filter(|u| !u.is_empty());
-        if let Some(u) = url {
-            check_url(u)?;
-        }
-        let a = self.store.get_agent(agent)?;
-        let mut patch = AgentPatch::default();
-        match kind {
-            EndpointKind::Llm => {
-                let mut llm = a.llm.clone();
-                llm.base_url = url.map(str::to_owned);
-                patch.llm = Some(llm);
-            }
-            EndpointKind::Embedding => {
-                let mut emb = a.embedding.clone().ok_or_else(|| {
-                    Error::invalid("the agent has no embedding model; set one first")
-                })?;
-                emb.base_url = url.map(str::to_owned);
-                patch.embedding = Some(Some(emb));
-            }
-        }
-        self.store.update_agent(agent, &patch)?;
-        self.notify(Notice::AgentChanged {
-            agent_id: agent.clone(),
-        });
-        self.agent_endpoints(agent)
-    }
-
-    /// Accepts the agent's pending endpoint of `kind` (`None`: every pending one): its base
-    /// URL becomes the agent's. Errors: `not_found` (also when nothing of that kind waits);
-    /// `invalid_input` for an embedding endpoint of an agent without an embedding model.
-    pub fn accept_endpoint(
-        &self,
-        agent: &AgentId,
-        kind: Option<EndpointKind>,
-    ) -> Result<AgentEndpoints> {
-        let kinds: Vec<EndpointKind> = match kind {
-            Some(k) => vec![k],
-            None => self
-                .store
-                .pending_endpoints(agent)?
-                .into_iter()
-                .map(|p| p.kind)
-                .collect(),
-        };
-        if kinds.is_empty() {
-            return Err(Error::not_found("pending endpoint", agent.as_str()));
-        }
-        for k in kinds {
-            self.store.accept_endpoint(agent, k)?;
-        }
-        self.notify(Notice::AgentChanged {
-            agent_id: agent.clone(),
-        });
-        self.agent_endpoints(agent)
-    }
-
-    /// Drops the agent's pending endpoint of `kind` unused. Errors: `not_found`.
-    pub fn dismiss_endpoint(&self, agent: &AgentId, kind: EndpointKind) -> Result<AgentEndpoints> {
-        self.store.dismiss_endpoint(agent, kind)?;
-        self.notify(Notice::AgentChanged {
-            agent_id: agent.clone(),
-        });
-        self.agent_endpoints(agent)
-    }
-
     /// Before a run: an endpoint that waits for approval is replaced by the provider's own
     /// base URL when that provider is set up; otherwise the run is refused with an error that
     /// names the endpoint and its file. Errors: `provider` (not configured).
@@ -213,5 +88,137 @@ impl Engram {
             }
         }
         Ok(())
+    }
+}
+
+impl Tools<'_> {
+    /// Trusts the current source of a user tool (by name or id), so the loop runs it.
+    /// `expected_hash` must be the SHA-256 shown with the source (`Tool::source_hash`), so the
+    /// user trusts exactly the code they reviewed. Returns the tool.
+    ///
+    /// Errors: `not_found`; `invalid_input` for a built-in tool; `conflict` naming the current
+    /// hash when the source changed since it was shown.
+    pub fn trust(self, name_or_id: &str, expected_hash: &str) -> Result<Tool> {
+        let tool = self.find(name_or_id)?;
+        if tool.language == ToolLanguage::Builtin {
+            return Err(Error::invalid(format!(
+                "'{}' is built into Engram; only user tools need trust",
+                tool.name
+            )));
+        }
+        let trusted = self.engram.store.trust_tool(&tool.id, expected_hash)?;
+        tracing::info!(tool = %trusted.name, hash = ?trusted.trusted_hash, "tool trusted");
+        self.engram.notify(Notice::ToolsChanged);
+        self.find(&trusted.name)
+    }
+
+    /// Withdraws trust from a user tool (by name or id): calls fail until it is trusted again.
+    /// Errors: `not_found`; `invalid_input` for a built-in tool.
+    pub fn untrust(self, name_or_id: &str) -> Result<Tool> {
+        let tool = self.find(name_or_id)?;
+        if tool.language == ToolLanguage::Builtin {
+            return Err(Error::invalid("built-in tools are always trusted"));
+        }
+        let t = self.engram.store.untrust_tool(&tool.id)?;
+        self.engram.notify(Notice::ToolsChanged);
+        self.find(&t.name)
+    }
+}
+
+impl Trust<'_> {
+    /// The agent's endpoints (see [`AgentEndpoints`]). Errors: `not_found`.
+    pub fn endpoints(self, agent: &AgentId) -> Result<AgentEndpoints> {
+        let a = self.engram.store.get_agent(agent)?;
+        let llm_effective_url = self
+            .engram
+            .resolver
+            .config(a.llm.provider(), a.llm.base_url.as_deref())
+            .ok()
+            .map(|c| c.base_url);
+        Ok(AgentEndpoints {
+            agent_id: a.id.clone(),
+            llm_model: a.llm.model.clone(),
+            llm_base_url: a.llm.base_url.clone(),
+            llm_effective_url,
+            embedding_model: a.embedding.as_ref().map(|e| e.model.clone()),
+            embedding_base_url: a.embedding.as_ref().and_then(|e| e.base_url.clone()),
+            pending: self.engram.store.pending_endpoints(agent)?,
+        })
+    }
+
+    /// Sets (`Some`) or clears (`None`: use the provider's own) the agent's base URL for its
+    /// chat or embedding model. A stored key still goes only to its provider's host.
+    /// Errors: `not_found`; `invalid_input` for a URL that is not http(s) or carries a
+    /// credential, or an embedding URL for an agent without an embedding model.
+    pub fn set_base_url(
+        self,
+        agent: &AgentId,
+        kind: EndpointKind,
+        base_url: Option<&str>,
+    ) -> Result<AgentEndpoints> {
+        let url = base_url.map(str::trim).filter(|u| !u.is_empty());
+        if let Some(u) = url {
+            check_url(u)?;
+        }
+        let a = self.engram.store.get_agent(agent)?;
+        let mut patch = AgentPatch::default();
+        match kind {
+            EndpointKind::Llm => {
+                let mut llm = a.llm.clone();
+                llm.base_url = url.map(str::to_owned);
+                patch.llm = Some(llm);
+            }
+            EndpointKind::Embedding => {
+                let mut emb = a.embedding.clone().ok_or_else(|| {
+                    Error::invalid("the agent has no embedding model; set one first")
+                })?;
+                emb.base_url = url.map(str::to_owned);
+                patch.embedding = Some(Some(emb));
+            }
+        }
+        self.engram.store.update_agent(agent, &patch)?;
+        self.engram.notify(Notice::AgentChanged {
+            agent_id: agent.clone(),
+        });
+        self.endpoints(agent)
+    }
+
+    /// Accepts the agent's pending endpoint of `kind` (`None`: every pending one): its base
+    /// URL becomes the agent's. Errors: `not_found` (also when nothing of that kind waits);
+    /// `invalid_input` for an embedding endpoint of an agent without an embedding model.
+    pub fn accept_endpoint(
+        self,
+        agent: &AgentId,
+        kind: Option<EndpointKind>,
+    ) -> Result<AgentEndpoints> {
+        let kinds: Vec<EndpointKind> = match kind {
+            Some(k) => vec![k],
+            None => self
+                .engram
+                .store
+                .pending_endpoints(agent)?
+                .into_iter()
+                .map(|p| p.kind)
+                .collect(),
+        };
+        if kinds.is_empty() {
+            return Err(Error::not_found("pending endpoint", agent.as_str()));
+        }
+        for k in kinds {
+            self.engram.store.accept_endpoint(agent, k)?;
+        }
+        self.engram.notify(Notice::AgentChanged {
+            agent_id: agent.clone(),
+        });
+        self.endpoints(agent)
+    }
+
+    /// Drops the agent's pending endpoint of `kind` unused. Errors: `not_found`.
+    pub fn dismiss_endpoint(self, agent: &AgentId, kind: EndpointKind) -> Result<AgentEndpoints> {
+        self.engram.store.dismiss_endpoint(agent, kind)?;
+        self.engram.notify(Notice::AgentChanged {
+            agent_id: agent.clone(),
+        });
+        self.endpoints(agent)
     }
 }

@@ -11,6 +11,7 @@
 //! while anyone holds or waits for the turn, rather than waiting and rolling back what that
 //! run wrote).
 
+use crate::rooms::{Recall, Runs};
 use crate::{Engram, Notice, RunRequest};
 use engram_agent::{Claim, EventSink, RunOutcome, Turn};
 use engram_core::{
@@ -20,94 +21,6 @@ use engram_store::{RunRecord, ToolEdit, TurnRollback};
 use tokio_util::sync::CancellationToken;
 
 impl Engram {
-    /// What regenerating the agent's last turn would undo: everything from its last user
-    /// message on. Nothing changes.
-    ///
-    /// Errors: `not_found` (agent); `invalid_input` when there is no user message to
-    /// regenerate from.
-    pub fn regenerate_preview(&self, agent: &AgentId) -> Result<TurnRollback> {
-        let last = self.last_user_message(agent)?;
-        self.store.rollback_preview(agent, &last.id)
-    }
-
-    /// What editing and resending user message `from` would undo: that message and everything
-    /// after it. Nothing changes. Blocks with `changed_later` set would refuse the rollback.
-    ///
-    /// Errors: `not_found` (agent or message).
-    pub fn rollback_preview(&self, agent: &AgentId, from: &MessageId) -> Result<TurnRollback> {
-        self.store.rollback_preview(agent, from)
-    }
-
-    /// Re-runs the agent's last turn: rolls back everything from its last user message on (see
-    /// [`rollback_preview`](Self::rollback_preview)), then sends the same text again, streaming
-    /// the new run into `events` ([`RunRequest::Regenerate`]). Also "retry" after a run that
-    /// failed.
-    ///
-    /// Errors (nothing changed): `not_found`; `invalid_input` without a user message;
-    /// `conflict` while a run of the agent is in flight or a call waits for approval, or
-    /// naming the blocks someone else changed after the turn's edits; the configuration errors
-    /// of [`send_message`](Self::send_message).
-    pub async fn regenerate(
-        &self,
-        agent: &AgentId,
-        events: &EventSink,
-        cancel: CancellationToken,
-    ) -> Result<RunOutcome> {
-        self.run_request(agent, RunRequest::Regenerate, events, cancel)
-            .await
-    }
-
-    /// Replaces user message `message` with `text` and runs the agent again from there: rolls
-    /// back that message and everything after it, then sends `text`, streaming into `events`
-    /// ([`RunRequest::EditAndResend`]).
-    ///
-    /// Errors (nothing changed): `invalid_input` for an empty text or a message that is not
-    /// one a person wrote; otherwise as [`regenerate`](Self::regenerate).
-    pub async fn edit_and_resend(
-        &self,
-        agent: &AgentId,
-        message: &MessageId,
-        text: &str,
-        events: &EventSink,
-        cancel: CancellationToken,
-    ) -> Result<RunOutcome> {
-        let request = RunRequest::EditAndResend {
-            message_id: message.clone(),
-            text: text.to_owned(),
-        };
-        self.run_request(agent, request, events, cancel).await
-    }
-
-    /// Deletes one of the agent's messages (an assistant message takes its tool results
-    /// along). Memory edits and passages stay; returns the ids removed.
-    ///
-    /// Errors: `not_found`; `invalid_input` for a tool result; `conflict` while a run of the
-    /// agent is in flight.
-    pub fn delete_message(&self, agent: &AgentId, id: &MessageId) -> Result<Vec<MessageId>> {
-        // Holding the agent's turn: no run can start while the message goes.
-        let turn = self.runtime.try_turn(agent)?.ok_or_else(busy)?;
-        self.refuse_while_waiting(agent)?;
-        let removed = self.store.delete_message(agent, id)?;
-        drop(turn);
-        self.notify(Notice::MessagesChanged {
-            agent_id: agent.clone(),
-        });
-        Ok(removed)
-    }
-
-    /// How the agent's runs ended (stop reason, error, usage), oldest first; only those in
-    /// `runs` when given. Errors: `not_found`.
-    pub fn run_records(&self, agent: &AgentId, runs: Option<&[RunId]>) -> Result<Vec<RunRecord>> {
-        self.store.list_runs(agent, runs)
-    }
-
-    /// The block edits the agent's tool calls made in `runs`, oldest first, from the stored
-    /// history: what the chat shows as a diff under each tool call.
-    /// Errors: `not_found`.
-    pub fn run_edits(&self, agent: &AgentId, runs: &[RunId]) -> Result<Vec<ToolEdit>> {
-        self.store.run_edits(agent, runs)
-    }
-
     /// The agent's turn for a run that rewrites the conversation first (regenerate, edit &
     /// resend), taken with the run's `claim`: refused while another run of the agent is in
     /// flight or queued, or a tool call waits for approval. The check, the rollback and the
@@ -140,7 +53,7 @@ impl Engram {
 
     /// Checks that `message` is one of the agent's messages that a person wrote.
     pub(crate) fn check_resendable(&self, agent: &AgentId, message: &MessageId) -> Result<()> {
-        let m = self.get_message(agent, message)?;
+        let m = self.recall().get(agent, message)?;
         if m.role != Role::User || m.kind != MessageKind::Chat {
             return Err(Error::invalid(
                 "only a message you wrote can be edited and resent",
@@ -181,6 +94,98 @@ impl Engram {
     }
 }
 
+impl Runs<'_> {
+    /// What regenerating the agent's last turn would undo: everything from its last user
+    /// message on. Nothing changes.
+    ///
+    /// Errors: `not_found` (agent); `invalid_input` when there is no user message to
+    /// regenerate from.
+    pub fn regenerate_preview(self, agent: &AgentId) -> Result<TurnRollback> {
+        let last = self.engram.last_user_message(agent)?;
+        self.engram.store.rollback_preview(agent, &last.id)
+    }
+
+    /// What editing and resending user message `from` would undo: that message and everything
+    /// after it. Nothing changes. Blocks with `changed_later` set would refuse the rollback.
+    ///
+    /// Errors: `not_found` (agent or message).
+    pub fn rollback_preview(self, agent: &AgentId, from: &MessageId) -> Result<TurnRollback> {
+        self.engram.store.rollback_preview(agent, from)
+    }
+
+    /// Re-runs the agent's last turn: rolls back everything from its last user message on (see
+    /// [`rollback_preview`](Self::rollback_preview)), then sends the same text again, streaming
+    /// the new run into `events` ([`RunRequest::Regenerate`]). Also "retry" after a run that
+    /// failed.
+    ///
+    /// Errors (nothing changed): `not_found`; `invalid_input` without a user message;
+    /// `conflict` while a run of the agent is in flight or a call waits for approval, or
+    /// naming the blocks someone else changed after the turn's edits; the configuration errors
+    /// of [`send_message`](Self::send_message).
+    pub async fn regenerate(
+        self,
+        agent: &AgentId,
+        events: &EventSink,
+        cancel: CancellationToken,
+    ) -> Result<RunOutcome> {
+        self.request(agent, RunRequest::Regenerate, events, cancel)
+            .await
+    }
+
+    /// Replaces user message `message` with `text` and runs the agent again from there: rolls
+    /// back that message and everything after it, then sends `text`, streaming into `events`
+    /// ([`RunRequest::EditAndResend`]).
+    ///
+    /// Errors (nothing changed): `invalid_input` for an empty text or a message that is not
+    /// one a person wrote; otherwise as [`regenerate`](Self::regenerate).
+    pub async fn edit_and_resend(
+        self,
+        agent: &AgentId,
+        message: &MessageId,
+        text: &str,
+        events: &EventSink,
+        cancel: CancellationToken,
+    ) -> Result<RunOutcome> {
+        let request = RunRequest::EditAndResend {
+            message_id: message.clone(),
+            text: text.to_owned(),
+        };
+        self.request(agent, request, events, cancel).await
+    }
+
+    /// How the agent's runs ended (stop reason, error, usage), oldest first; only those in
+    /// `runs` when given. Errors: `not_found`.
+    pub fn records(self, agent: &AgentId, runs: Option<&[RunId]>) -> Result<Vec<RunRecord>> {
+        self.engram.store.list_runs(agent, runs)
+    }
+
+    /// The block edits the agent's tool calls made in `runs`, oldest first, from the stored
+    /// history: what the chat shows as a diff under each tool call.
+    /// Errors: `not_found`.
+    pub fn edits(self, agent: &AgentId, runs: &[RunId]) -> Result<Vec<ToolEdit>> {
+        self.engram.store.run_edits(agent, runs)
+    }
+}
+
+impl Recall<'_> {
+    /// Deletes one of the agent's messages (an assistant message takes its tool results
+    /// along). Memory edits and passages stay; returns the ids removed.
+    ///
+    /// Errors: `not_found`; `invalid_input` for a tool result; `conflict` while a run of the
+    /// agent is in flight.
+    pub fn delete(self, agent: &AgentId, id: &MessageId) -> Result<Vec<MessageId>> {
+        // Holding the agent's turn: no run can start while the message goes.
+        let turn = self.engram.runtime.try_turn(agent)?.ok_or_else(busy)?;
+        self.engram.refuse_while_waiting(agent)?;
+        let removed = self.engram.store.delete_message(agent, id)?;
+        drop(turn);
+        self.engram.notify(Notice::MessagesChanged {
+            agent_id: agent.clone(),
+        });
+        Ok(removed)
+    }
+}
+
 /// The refusal while the agent runs.
 fn busy() -> Error {
     Error::Conflict("the agent is answering; stop the run first".into())
@@ -193,13 +198,14 @@ mod tests {
     use std::time::Duration;
 
     /// An agent with one user message, on a model nothing answers (nothing here calls it).
-    fn agent_with_a_message(dir: &std::path::Path) -> (Engram, AgentId, MessageId) {
+    fn agent_with_a_message(dir: &std::path::Path) -> (std::sync::Arc<Engram>, AgentId, MessageId) {
         let e = Engram::open_for_test(dir);
         let mut llm = LlmConfig::new("openai/mock-small");
         llm.base_url = Some("http://127.0.0.1:9/v1".into());
         llm.context_window = 32_000;
         let agent = e
-            .create_agent(NewAgent {
+            .agents()
+            .create(NewAgent {
                 name: "Sam".into(),
                 llm: Some(llm),
                 ..NewAgent::default()
@@ -229,18 +235,20 @@ mod tests {
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
         let regenerated = tokio::time::timeout(
             Duration::from_secs(5),
-            e.regenerate(&agent, &tx, CancellationToken::new()),
+            e.runs().regenerate(&agent, &tx, CancellationToken::new()),
         )
         .await;
         assert!(
             matches!(regenerated, Ok(Err(Error::Conflict(_)))),
             "{regenerated:?}"
         );
-        let deleted = e.delete_message(&agent, &message);
+        let deleted = e.recall().delete(&agent, &message);
         assert!(matches!(deleted, Err(Error::Conflict(_))), "{deleted:?}");
-        let reset = e.reset_messages(&agent);
+        let reset = e.recall().reset(&agent);
         assert!(matches!(reset, Err(Error::Conflict(_))), "{reset:?}");
-        let edited = e.edit_message(&agent, &message, Some("rewritten mid-run"), None);
+        let edited = e
+            .recall()
+            .edit(&agent, &message, Some("rewritten mid-run"), None);
         assert!(matches!(edited, Err(Error::Conflict(_))), "{edited:?}");
         assert_eq!(
             e.store.in_context_messages(&agent).unwrap().len(),
@@ -260,9 +268,10 @@ mod tests {
         // Once the run is done, the same edit and delete go through.
         drop(turn);
         let edited = e
-            .edit_message(&agent, &message, Some("rewritten after"), None)
+            .recall()
+            .edit(&agent, &message, Some("rewritten after"), None)
             .unwrap();
         assert_eq!(edited.content, "rewritten after");
-        assert_eq!(e.delete_message(&agent, &message).unwrap(), [message]);
+        assert_eq!(e.recall().delete(&agent, &message).unwrap(), [message]);
     }
 }

@@ -21,7 +21,7 @@ pub async fn list(
     Path(id): Path<String>,
     RawQuery(q): RawQuery,
 ) -> ApiResult<Json<Value>> {
-    let folders = s.engram.agent_folders(&agent_id(id))?;
+    let folders = s.engram.folders().of_agent(&agent_id(id))?;
     let folders = super::folders::page(folders, q.as_deref(), |f| f.id.to_string())?;
     Ok(Json(folders.iter().map(folder_shapes::folder).collect()))
 }
@@ -33,8 +33,8 @@ pub async fn attach(
     Path((agent, folder)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {
     let agent = agent_id(agent);
-    s.engram.attach_folder(&agent, &FolderId::from(folder))?;
-    agent_state::render(&s.engram, &s.engram.get_agent(&agent)?)
+    s.engram.folders().attach(&agent, &FolderId::from(folder))?;
+    agent_state::render(&s.engram, &s.engram.agents().get(&agent)?)
 }
 
 /// `PATCH /v1/agents/{agent_id}/folders/detach/{folder_id}`: detaches it (its files close);
@@ -44,8 +44,8 @@ pub async fn detach(
     Path((agent, folder)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {
     let agent = agent_id(agent);
-    s.engram.detach_folder(&agent, &FolderId::from(folder))?;
-    agent_state::render(&s.engram, &s.engram.get_agent(&agent)?)
+    s.engram.folders().detach(&agent, &FolderId::from(folder))?;
+    agent_state::render(&s.engram, &s.engram.agents().get(&agent)?)
 }
 
 /// `GET /v1/agents/{agent_id}/files`: every file of its folders with `is_open` and the open
@@ -75,7 +75,8 @@ pub async fn files(
     }
     let all: Vec<_> = s
         .engram
-        .agent_files(&agent_id(id))?
+        .folders()
+        .files_of_agent(&agent_id(id))?
         .into_iter()
         .filter(|f| open.is_none_or(|o| f.is_open == o))
         .collect();
@@ -108,8 +109,8 @@ pub async fn open(
             .and_then(|(_, v)| v.parse::<u32>().ok())
     };
     let agent = agent_id(agent);
-    let before = s.engram.agent_files(&agent)?;
-    let closed = s.engram.open_agent_file(
+    let before = s.engram.folders().files_of_agent(&agent)?;
+    let closed = s.engram.folders().open_file(
         &agent,
         &FileId::from(file),
         number("offset"),
@@ -130,7 +131,8 @@ pub async fn close(
 ) -> ApiResult<Json<Value>> {
     let closed = s
         .engram
-        .close_agent_file(&agent_id(agent), &FileId::from(file))?;
+        .folders()
+        .close_file(&agent_id(agent), &FileId::from(file))?;
     Ok(Json(json!({"closed": closed})))
 }
 
@@ -142,11 +144,12 @@ pub async fn close_all(
     let agent = agent_id(id);
     let open: Vec<String> = s
         .engram
-        .agent_files(&agent)?
+        .folders()
+        .files_of_agent(&agent)?
         .into_iter()
         .filter(|f| f.is_open)
         .map(|f| f.file_name)
         .collect();
-    s.engram.close_all_agent_files(&agent)?;
+    s.engram.folders().close_all_files(&agent)?;
     Ok(Json(json!(open)))
 }

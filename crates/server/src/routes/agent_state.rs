@@ -12,25 +12,27 @@ use serde_json::Value;
 /// An agent state with its in-context message ids, as Letta shows it.
 pub(crate) fn render(engram: &Engram, state: &AgentState) -> ApiResult<Json<Value>> {
     let ids: Vec<String> = engram
-        .in_context_message_ids(&state.agent.id)?
+        .recall()
+        .in_context_ids(&state.agent.id)?
         .into_iter()
         .map(|id| id.to_string())
         .collect();
     let tools = engram
-        .agent_tools(&state.agent.id)?
+        .tools()
+        .of_agent(&state.agent.id)?
         .iter()
         .map(shapes::any_tool)
         .collect();
     let mut v = shapes::agent_state(state, &ids, tools);
-    v["tags"] = serde_json::json!(engram.agent_tags(&state.agent.id)?);
-    let sleeptime = engram.sleeptime_settings(&state.agent.id)?;
+    v["tags"] = serde_json::json!(engram.agents().tags(&state.agent.id)?);
+    let sleeptime = engram.sleeptime().settings(&state.agent.id)?;
     v["enable_sleeptime"] = sleeptime.enabled.into();
     if sleeptime.enabled {
-        let waiting = engram.sleeptime_turns_waiting(&state.agent.id)?;
-        let last = engram.sleeptime_last_message(&state.agent.id)?;
+        let waiting = engram.sleeptime().turns_waiting(&state.agent.id)?;
+        let last = engram.sleeptime().last_message(&state.agent.id)?;
         v["multi_agent_group"] = shapes::sleeptime_group(state, &sleeptime, waiting, last.as_ref());
     }
-    if let Some(problem) = engram.agent_model_problem(&state.agent.id)? {
+    if let Some(problem) = engram.agents().model_problem(&state.agent.id)? {
         v["warnings"] = serde_json::json!([format!(
             "model {} is not usable yet: {}",
             problem.model, problem.detail

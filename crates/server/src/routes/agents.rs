@@ -85,10 +85,10 @@ fn apply_sleeptime(
     if enable.is_none() && frequency.is_none() {
         return Ok(());
     }
-    let mut s = engram.sleeptime_settings(agent)?;
+    let mut s = engram.sleeptime().settings(agent)?;
     s.enabled = enable.unwrap_or(s.enabled);
     s.frequency = frequency.unwrap_or(s.frequency);
-    engram.set_sleeptime_settings(agent, &s)?;
+    engram.sleeptime().set_settings(agent, &s)?;
     Ok(())
 }
 
@@ -217,9 +217,9 @@ pub async fn create(State(s): State<AppState>, Body(req): Body<AgentIn>) -> ApiR
             .map(BlockId::from)
             .collect(),
     };
-    let state = s.engram.create_agent(new)?;
+    let state = s.engram.agents().create(new)?;
     if let Some(tags) = &req.tags {
-        s.engram.set_agent_tags(&state.agent.id, tags)?;
+        s.engram.agents().set_tags(&state.agent.id, tags)?;
     }
     apply_sleeptime(&s.engram, &state.agent.id, sleeptime)?;
     agent_state::render(&s.engram, &state)
@@ -274,10 +274,11 @@ pub async fn list(
 ) -> ApiResult<Json<Vec<Value>>> {
     let agents = s
         .engram
-        .list_agents_page(&agent_list(&q, tags_of(raw.as_deref())?))?;
+        .agents()
+        .page(&agent_list(&q, tags_of(raw.as_deref())?))?;
     let mut out = Vec::with_capacity(agents.len());
     for a in agents {
-        let state = s.engram.get_agent(&a.id)?;
+        let state = s.engram.agents().get(&a.id)?;
         out.push(agent_state::render(&s.engram, &state)?.0);
     }
     Ok(Json(out))
@@ -290,12 +291,12 @@ pub async fn count(
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<u64>> {
     let list = agent_list(&q, tags_of(raw.as_deref())?);
-    Ok(Json(s.engram.count_agents(&list)?))
+    Ok(Json(s.engram.agents().count(&list)?))
 }
 
 /// `GET /v1/agents/{agent_id}`.
 pub async fn retrieve(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
-    let state = s.engram.get_agent(&agent_id(id))?;
+    let state = s.engram.agents().get(&agent_id(id))?;
     agent_state::render(&s.engram, &state)
 }
 
@@ -306,7 +307,7 @@ pub async fn modify(
     Body(req): Body<AgentIn>,
 ) -> ApiResult<Json<Value>> {
     let id = agent_id(id);
-    let current = s.engram.get_agent(&id)?.agent;
+    let current = s.engram.agents().get(&id)?.agent;
     let style = req.loop_style()?;
     let patch = AgentPatch {
         name: req.name.clone(),
@@ -319,21 +320,21 @@ pub async fn modify(
         tools: req.tools(&s.engram, style.unwrap_or(current.loop_style))?,
         tool_rules: req.tool_rules.clone(),
     };
-    s.engram.update_agent(&id, &patch)?;
+    s.engram.agents().update(&id, &patch)?;
     if let Some(tags) = &req.tags {
-        s.engram.set_agent_tags(&id, tags)?;
+        s.engram.agents().set_tags(&id, tags)?;
     }
     apply_sleeptime(
         &s.engram,
         &id,
         (req.enable_sleeptime, req.sleeptime_agent_frequency),
     )?;
-    let state = s.engram.get_agent(&id)?;
+    let state = s.engram.agents().get(&id)?;
     agent_state::render(&s.engram, &state)
 }
 
 /// `DELETE /v1/agents/{agent_id}`.
 pub async fn delete(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
-    s.engram.delete_agent(&agent_id(id))?;
+    s.engram.agents().delete(&agent_id(id))?;
     Ok(deleted())
 }

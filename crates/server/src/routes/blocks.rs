@@ -84,7 +84,7 @@ pub async fn core_memory(
     State(s): State<AppState>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    let state = s.engram.get_agent(&agent_id(id))?;
+    let state = s.engram.agents().get(&agent_id(id))?;
     Ok(Json(shapes::memory(state.agent.loop_style, &state.blocks)))
 }
 
@@ -94,7 +94,7 @@ pub async fn agent_list(
     Path(id): Path<String>,
     Params(q): Params<BlockQuery>,
 ) -> ApiResult<Json<Vec<Value>>> {
-    let blocks = s.engram.agent_blocks(&agent_id(id))?;
+    let blocks = s.engram.blocks().of_agent(&agent_id(id))?;
     let blocks = blocks.iter().map(shapes::block).collect();
     Ok(Json(page(blocks, id_of, &q.cursor, false, usize::MAX)))
 }
@@ -104,11 +104,11 @@ pub async fn agent_list(
 /// the server sees `note_directory`: when no block has the label as read but one has it with
 /// the leading slash, that one is meant (an exact match always wins).
 fn label_in_url(s: &AppState, agent: &engram_core::AgentId, label: String) -> String {
-    if label.starts_with('/') || s.engram.agent_block(agent, &label).is_ok() {
+    if label.starts_with('/') || s.engram.blocks().by_label(agent, &label).is_ok() {
         return label;
     }
     let slashed = format!("/{label}");
-    if s.engram.agent_block(agent, &slashed).is_ok() {
+    if s.engram.blocks().by_label(agent, &slashed).is_ok() {
         slashed
     } else {
         label
@@ -122,7 +122,7 @@ pub async fn agent_retrieve(
 ) -> ApiResult<Json<Value>> {
     let id = agent_id(id);
     let label = label_in_url(&s, &id, label);
-    let block = s.engram.agent_block(&id, &label)?;
+    let block = s.engram.blocks().by_label(&id, &label)?;
     Ok(Json(shapes::block(&block)))
 }
 
@@ -151,7 +151,7 @@ pub async fn agent_modify(
                     "a tool may change a block's value only; its label, limit, description and read-only flag are the user's",
                 ));
             }
-            if s.engram.agent_block(&id, &label)?.read_only {
+            if s.engram.blocks().by_label(&id, &label)?.read_only {
                 return Err(ApiError::new(
                     StatusCode::FORBIDDEN,
                     "forbidden",
@@ -167,7 +167,8 @@ pub async fn agent_modify(
     };
     let block = s
         .engram
-        .update_agent_block_as(&id, &label, &patch, &editor)?;
+        .blocks()
+        .update_by_label_as(&id, &label, &patch, &editor)?;
     Ok(Json(shapes::block(&block)))
 }
 
@@ -178,7 +179,8 @@ pub async fn attach(
 ) -> ApiResult<Json<Value>> {
     let state = s
         .engram
-        .attach_block(&agent_id(id), &BlockId::from(block))?;
+        .blocks()
+        .attach(&agent_id(id), &BlockId::from(block))?;
     agent_state::render(&s.engram, &state)
 }
 
@@ -189,7 +191,8 @@ pub async fn detach(
 ) -> ApiResult<Json<Value>> {
     let state = s
         .engram
-        .detach_block(&agent_id(id), &BlockId::from(block))?;
+        .blocks()
+        .detach(&agent_id(id), &BlockId::from(block))?;
     agent_state::render(&s.engram, &state)
 }
 
@@ -209,20 +212,20 @@ pub async fn list(
         limit: q.cursor.limit.unwrap_or(DEFAULT_BLOCK_LIMIT),
         ascending: !q.cursor.descending(false),
     };
-    let blocks = s.engram.list_blocks_page(&list)?;
+    let blocks = s.engram.blocks().page(&list)?;
     Ok(Json(blocks.iter().map(shapes::block).collect()))
 }
 
 /// `POST /v1/blocks/`.
 pub async fn create(State(s): State<AppState>, Body(b): Body<BlockIn>) -> ApiResult<Json<Value>> {
-    let block = s.engram.create_block(&NewBlock::from(b))?;
+    let block = s.engram.blocks().create(&NewBlock::from(b))?;
     Ok(Json(shapes::block(&block)))
 }
 
 /// `GET /v1/blocks/{block_id}`.
 pub async fn retrieve(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     Ok(Json(shapes::block(
-        &s.engram.get_block(&BlockId::from(id))?,
+        &s.engram.blocks().get(&BlockId::from(id))?,
     )))
 }
 
@@ -232,12 +235,15 @@ pub async fn modify(
     Path(id): Path<String>,
     Body(patch): Body<BlockPatchIn>,
 ) -> ApiResult<Json<Value>> {
-    let block = s.engram.update_block(&BlockId::from(id), &patch.into())?;
+    let block = s
+        .engram
+        .blocks()
+        .update(&BlockId::from(id), &patch.into())?;
     Ok(Json(shapes::block(&block)))
 }
 
 /// `DELETE /v1/blocks/{block_id}`.
 pub async fn delete(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
-    s.engram.delete_block(&BlockId::from(id))?;
+    s.engram.blocks().delete(&BlockId::from(id))?;
     Ok(deleted())
 }

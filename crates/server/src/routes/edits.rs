@@ -52,7 +52,7 @@ pub async fn modify_message(
     let agent = agent_id(id);
     let message = MessageId::from(message);
     let kind = p.message_type.as_deref().unwrap_or("user_message");
-    let current = s.engram.get_message(&agent, &message)?;
+    let current = s.engram.recall().get(&agent, &message)?;
     let wanted = match kind {
         "system_message" => Role::System,
         "user_message" => Role::User,
@@ -83,8 +83,9 @@ pub async fn modify_message(
     };
     let m = s
         .engram
-        .edit_message(&agent, &message, content.as_deref(), reasoning.as_deref())?;
-    let style = s.engram.get_agent(&agent)?.agent.loop_style;
+        .recall()
+        .edit(&agent, &message, content.as_deref(), reasoning.as_deref())?;
+    let style = s.engram.agents().get(&agent)?.agent.loop_style;
     let shown = letta::letta_messages(&m, style);
     let pick = shown
         .iter()
@@ -113,8 +114,8 @@ pub async fn reset_messages(
 ) -> ApiResult<Json<Value>> {
     let _: Value = optional_body(&body)?;
     let id = agent_id(id);
-    s.engram.reset_messages(&id)?;
-    let state = s.engram.get_agent(&id)?;
+    s.engram.recall().reset(&id)?;
+    let state = s.engram.agents().get(&id)?;
     agent_state::render(&s.engram, &state)
 }
 
@@ -138,7 +139,8 @@ pub async fn modify_passage(
     }
     let passage = s
         .engram
-        .edit_passage(
+        .archival()
+        .edit(
             &agent_id(id),
             &PassageId::from(passage),
             p.text.as_deref(),
@@ -205,13 +207,20 @@ async fn search(s: &AppState, req: &SearchIn) -> ApiResult<Vec<(Message, f64)>> 
     };
     let agents = match &req.agent_id {
         Some(a) => vec![agent_id(a.clone())],
-        None => s.engram.list_agents()?.into_iter().map(|a| a.id).collect(),
+        None => s
+            .engram
+            .agents()
+            .list()?
+            .into_iter()
+            .map(|a| a.id)
+            .collect(),
     };
     let mut hits = Vec::new();
     for a in &agents {
         hits.extend(
             s.engram
-                .search_recall(a, &q)
+                .recall()
+                .search(a, &q)
                 .await?
                 .into_iter()
                 .map(|h| (h.message, h.score)),
@@ -271,7 +280,7 @@ pub async fn search_v1(
     let hits = search(&s, &req).await?;
     let mut out = Vec::new();
     for (m, _) in &hits {
-        let style = s.engram.get_agent(&m.agent_id)?.agent.loop_style;
+        let style = s.engram.agents().get(&m.agent_id)?.agent.loop_style;
         for mut v in letta::letta_messages(m, style) {
             v["message_id"] = json!(m.id);
             v["agent_id"] = json!(m.agent_id);
@@ -293,7 +302,7 @@ pub async fn count_blocks(
     State(s): State<AppState>,
     Params(q): Params<LabelQuery>,
 ) -> ApiResult<Json<usize>> {
-    Ok(Json(s.engram.list_blocks(q.label.as_deref())?.len()))
+    Ok(Json(s.engram.blocks().list(q.label.as_deref())?.len()))
 }
 
 /// `GET /v1/agents/{agent_id}/archival-memory/count`: passages in archival memory.
@@ -301,7 +310,7 @@ pub async fn count_passages(
     State(s): State<AppState>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<u64>> {
-    Ok(Json(s.engram.memory_counts(&agent_id(id))?.1))
+    Ok(Json(s.engram.agents().memory_counts(&agent_id(id))?.1))
 }
 
 /// `GET /v1/agents/{agent_id}/messages/count`: messages in recall memory (all of them).
@@ -309,5 +318,5 @@ pub async fn count_messages(
     State(s): State<AppState>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<u64>> {
-    Ok(Json(s.engram.memory_counts(&agent_id(id))?.0))
+    Ok(Json(s.engram.agents().memory_counts(&agent_id(id))?.0))
 }

@@ -99,7 +99,7 @@ pub async fn create(
         .name
         .clone()
         .ok_or_else(|| ApiError::bad_request("a folder needs a name"))?;
-    let folder = s.engram.create_folder(NewFolder {
+    let folder = s.engram.folders().create(NewFolder {
         name,
         description: req.description.clone().unwrap_or_default(),
         instructions: req.instructions.clone().unwrap_or_default(),
@@ -110,7 +110,7 @@ pub async fn create(
 
 /// `GET /v1/folders/`: every folder, oldest first (`limit`, `after`).
 pub async fn list(State(s): State<AppState>, RawQuery(q): RawQuery) -> ApiResult<Json<Value>> {
-    let folders = page(s.engram.list_folders()?, q.as_deref(), |f: &Folder| {
+    let folders = page(s.engram.folders().list()?, q.as_deref(), |f: &Folder| {
         f.id.to_string()
     })?;
     Ok(Json(folders.iter().map(folder_shapes::folder).collect()))
@@ -118,7 +118,7 @@ pub async fn list(State(s): State<AppState>, RawQuery(q): RawQuery) -> ApiResult
 
 /// `GET /v1/folders/count`: how many folders there are.
 pub async fn count(State(s): State<AppState>) -> ApiResult<Json<Value>> {
-    Ok(Json(json!(s.engram.list_folders()?.len())))
+    Ok(Json(json!(s.engram.folders().list()?.len())))
 }
 
 /// `GET /v1/folders/name/{name}`: the id of the folder with that name.
@@ -126,14 +126,14 @@ pub async fn id_by_name(
     State(s): State<AppState>,
     Path(name): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    let folder = s.engram.find_folder(&name)?;
+    let folder = s.engram.folders().find(&name)?;
     Ok(Json(json!(folder.id)))
 }
 
 /// `GET /v1/folders/{folder_id}`.
 pub async fn retrieve(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     Ok(Json(folder_shapes::folder(
-        &s.engram.get_folder(&folder_id(id))?,
+        &s.engram.folders().get(&folder_id(id))?,
     )))
 }
 
@@ -148,13 +148,13 @@ pub async fn modify(
         description: req.description,
         instructions: req.instructions,
     };
-    let folder = s.engram.update_folder(&folder_id(id), &patch)?;
+    let folder = s.engram.folders().update(&folder_id(id), &patch)?;
     Ok(Json(folder_shapes::folder(&folder)))
 }
 
 /// `DELETE /v1/folders/{folder_id}`: the folder with its files and passages.
 pub async fn delete(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
-    s.engram.delete_folder(&folder_id(id))?;
+    s.engram.folders().delete(&folder_id(id))?;
     Ok(deleted())
 }
 
@@ -193,6 +193,7 @@ pub async fn upload(
     let name = name.ok_or_else(|| ApiError::bad_request("the file has no name"))?;
     let added = s
         .engram
+        .folders()
         .add_file(&folder_id(id), &name, bytes.to_vec())
         .await?;
     let file = added
@@ -212,14 +213,14 @@ pub async fn files(
         .iter()
         .any(|(k, v)| k == "include_content" && v == "true");
     let files = page(
-        s.engram.list_folder_files(&folder_id(id))?,
+        s.engram.folders().files(&folder_id(id))?,
         q.as_deref(),
         |f| f.id.to_string(),
     )?;
     let mut out = Vec::with_capacity(files.len());
     for f in &files {
         let text = if content {
-            s.engram.folder_file_text(&f.id)?
+            s.engram.folders().file_text(&f.id)?
         } else {
             None
         };
@@ -235,7 +236,7 @@ pub async fn file(
     Path((folder, file)): Path<(String, String)>,
     RawQuery(q): RawQuery,
 ) -> ApiResult<Json<Value>> {
-    let f = s.engram.get_folder_file(&FileId::from(file))?;
+    let f = s.engram.folders().file(&FileId::from(file))?;
     if f.folder_id.as_str() != folder {
         return Err(ApiError::not_found("file not found in this folder"));
     }
@@ -243,7 +244,7 @@ pub async fn file(
         .iter()
         .any(|(k, v)| k == "include_content" && v == "true");
     let text = if content {
-        s.engram.folder_file_text(&f.id)?
+        s.engram.folders().file_text(&f.id)?
     } else {
         None
     };
@@ -255,11 +256,11 @@ pub async fn delete_file(
     State(s): State<AppState>,
     Path((folder, file)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {
-    let f = s.engram.get_folder_file(&FileId::from(file))?;
+    let f = s.engram.folders().file(&FileId::from(file))?;
     if f.folder_id.as_str() != folder {
         return Err(ApiError::not_found("file not found in this folder"));
     }
-    s.engram.delete_folder_file(&f.id)?;
+    s.engram.folders().delete_file(&f.id)?;
     Ok(deleted())
 }
 
@@ -270,7 +271,7 @@ pub async fn passages(
     Path(id): Path<String>,
     RawQuery(q): RawQuery,
 ) -> ApiResult<Json<Value>> {
-    let folder = s.engram.get_folder(&folder_id(id))?;
+    let folder = s.engram.folders().get(&folder_id(id))?;
     let mut limit = DEFAULT_LIMIT;
     let mut offset = 0;
     for (k, v) in query(q.as_deref())? {
@@ -280,7 +281,7 @@ pub async fn passages(
             _ => {}
         }
     }
-    let rows = s.engram.folder_passages(&folder.id, limit, offset)?;
+    let rows = s.engram.folders().passages(&folder.id, limit, offset)?;
     Ok(Json(
         rows.iter()
             .map(|(name, c)| folder_shapes::passage(&folder, name, c))
@@ -290,5 +291,5 @@ pub async fn passages(
 
 /// `GET /v1/folders/{folder_id}/agents`: the ids of the agents it is attached to.
 pub async fn agents(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
-    Ok(Json(json!(s.engram.folder_agents(&folder_id(id))?)))
+    Ok(Json(json!(s.engram.folders().agents(&folder_id(id))?)))
 }

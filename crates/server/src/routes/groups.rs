@@ -36,13 +36,13 @@ fn agent_of(group_id: &str) -> ApiResult<AgentId> {
 
 /// The group of `agent`, or `None` when its passes are off.
 fn group(engram: &Engram, agent: &AgentId) -> ApiResult<Option<Value>> {
-    let settings = engram.sleeptime_settings(agent)?;
+    let settings = engram.sleeptime().settings(agent)?;
     if !settings.enabled {
         return Ok(None);
     }
-    let state = engram.get_agent(agent)?;
-    let waiting = engram.sleeptime_turns_waiting(agent)?;
-    let last = engram.sleeptime_last_message(agent)?;
+    let state = engram.agents().get(agent)?;
+    let waiting = engram.sleeptime().turns_waiting(agent)?;
+    let last = engram.sleeptime().last_message(agent)?;
     Ok(Some(shapes::sleeptime_group(
         &state,
         &settings,
@@ -67,7 +67,7 @@ pub async fn list(
         return Ok(Json(Value::Array(Vec::new())));
     }
     let mut out = Vec::new();
-    for agent in s.engram.list_agents()? {
+    for agent in s.engram.agents().list()? {
         if q.limit.is_some_and(|n| out.len() >= n) {
             break;
         }
@@ -123,9 +123,9 @@ pub async fn modify(
                     "sleeptime_agent_frequency is a number of user turns: at least 1",
                 ));
             }
-            let mut settings = s.engram.sleeptime_settings(&agent)?;
+            let mut settings = s.engram.sleeptime().settings(&agent)?;
             settings.frequency = n;
-            s.engram.set_sleeptime_settings(&agent, &settings)?;
+            s.engram.sleeptime().set_settings(&agent, &settings)?;
         }
     }
     group_by_id(&s.engram, &id).map(Json)
@@ -135,9 +135,9 @@ pub async fn modify(
 pub async fn delete(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let agent = agent_of(&id)?;
     group_by_id(&s.engram, &id)?;
-    let mut settings = s.engram.sleeptime_settings(&agent)?;
+    let mut settings = s.engram.sleeptime().settings(&agent)?;
     settings.enabled = false;
-    s.engram.set_sleeptime_settings(&agent, &settings)?;
+    s.engram.sleeptime().set_settings(&agent, &settings)?;
     Ok(deleted())
 }
 

@@ -120,9 +120,7 @@ fn transport(c: ConfigIn) -> ApiResult<NewMcpTransport> {
 
 /// `GET /v1/mcp-servers/`.
 pub async fn list(State(s): State<AppState>) -> ApiResult<Json<Vec<Value>>> {
-    Ok(Json(
-        s.engram.list_mcp_servers()?.iter().map(server).collect(),
-    ))
+    Ok(Json(s.engram.mcp().list()?.iter().map(server).collect()))
 }
 
 /// `POST /v1/mcp-servers/`: adds an active server (needs the API token: it runs a program
@@ -137,17 +135,17 @@ pub async fn create(
         name: body.server_name,
         transport: transport(config)?,
     };
-    Ok(Json(server(&s.engram.add_mcp_server(new)?)))
+    Ok(Json(server(&s.engram.mcp().add_server(new)?)))
 }
 
 /// `GET /v1/mcp-servers/{id}` (id or name).
 pub async fn retrieve(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
-    Ok(Json(server(&s.engram.get_mcp_server(&id)?)))
+    Ok(Json(server(&s.engram.mcp().get(&id)?)))
 }
 
 /// `DELETE /v1/mcp-servers/{id}`: the server, its tools (detached everywhere) and secrets.
 pub async fn delete(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
-    s.engram.remove_mcp_server(&id).await?;
+    s.engram.mcp().remove(&id).await?;
     Ok(deleted())
 }
 
@@ -158,7 +156,7 @@ pub async fn tools(
     State(s): State<AppState>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Vec<Value>>> {
-    let tools = s.engram.list_mcp_tools(&id).await?;
+    let tools = s.engram.mcp().list_tools(&id).await?;
     Ok(Json(tools.iter().map(shapes::any_tool).collect()))
 }
 
@@ -180,18 +178,15 @@ fn config_v01(s: &McpServer) -> Value {
 }
 
 fn configs_v01(s: &AppState) -> ApiResult<Vec<Value>> {
-    Ok(s.engram
-        .list_mcp_servers()?
-        .iter()
-        .map(config_v01)
-        .collect())
+    Ok(s.engram.mcp().list()?.iter().map(config_v01).collect())
 }
 
 /// `GET /v1/tools/mcp/servers`: `{server_name: config}`.
 pub async fn list_v01(State(s): State<AppState>) -> ApiResult<Json<Value>> {
     let map: serde_json::Map<String, Value> = s
         .engram
-        .list_mcp_servers()?
+        .mcp()
+        .list()?
         .iter()
         .map(|m| (m.name.clone(), config_v01(m)))
         .collect();
@@ -208,7 +203,7 @@ pub async fn create_v01(
         name: body.server_name,
         transport: transport(body.config.unwrap_or(body.flat))?,
     };
-    s.engram.add_mcp_server(new)?;
+    s.engram.mcp().add_server(new)?;
     Ok(Json(configs_v01(&s)?))
 }
 
@@ -217,7 +212,7 @@ pub async fn delete_v01(
     State(s): State<AppState>,
     Path(name): Path<String>,
 ) -> ApiResult<Json<Vec<Value>>> {
-    s.engram.remove_mcp_server(&name).await?;
+    s.engram.mcp().remove(&name).await?;
     Ok(Json(configs_v01(&s)?))
 }
 
@@ -227,7 +222,7 @@ pub async fn tools_v01(
     State(s): State<AppState>,
     Path(name): Path<String>,
 ) -> ApiResult<Json<Vec<Value>>> {
-    let tools = s.engram.list_mcp_tools(&name).await?;
+    let tools = s.engram.mcp().list_tools(&name).await?;
     Ok(Json(
         tools
             .iter()
@@ -246,7 +241,7 @@ pub async fn add_tool_v01(
     State(s): State<AppState>,
     Path((name, tool)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {
-    let tools = s.engram.list_mcp_tools(&name).await?;
+    let tools = s.engram.mcp().list_tools(&name).await?;
     let found = tools
         .iter()
         .find(|t| t.mcp.as_ref().is_some_and(|m| m.tool_name == tool))

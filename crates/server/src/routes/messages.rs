@@ -156,14 +156,14 @@ pub async fn create(
         return stream(State(s), Path(id), Body(req)).await;
     }
     let id = agent_id(id);
-    let style = s.engram.get_agent(&id)?.agent.loop_style;
+    let style = s.engram.agents().get(&id)?.agent.loop_style;
     let request = request_of(&req)?;
     check_request(&s.engram, &id, &req)?;
-    let outcome = s.engram.start_run(&id, request).await?.outcome().await?;
+    let outcome = s.engram.runs().start(&id, request).await?.outcome().await?;
     let mut body = letta::response(&outcome, style);
     if outcome.stop_reason == engram_core::StopReason::RequiresApproval
         && let (Some(p), Some(list)) = (
-            s.engram.pending_approval(&id)?,
+            s.engram.runs().pending_approval(&id)?,
             body["messages"].as_array_mut(),
         )
     {
@@ -184,10 +184,10 @@ pub async fn stream(
     Body(req): Body<SendIn>,
 ) -> ApiResult<Response> {
     let id = agent_id(id);
-    let style = s.engram.get_agent(&id)?.agent.loop_style;
+    let style = s.engram.agents().get(&id)?.agent.loop_style;
     let request = request_of(&req)?;
     check_request(&s.engram, &id, &req)?;
-    let run = s.engram.start_run(&id, request).await?;
+    let run = s.engram.runs().start(&id, request).await?;
     let mut mapper = ChunkMapper::new(style, req.stream_tokens);
     let chunks = run
         .events
@@ -210,7 +210,7 @@ fn check_request(engram: &Engram, agent: &AgentId, req: &SendIn) -> ApiResult<()
         .flatten()
         .filter_map(|m| m.approval_request_id.as_deref());
     for request in named {
-        let waiting = engram.pending_approval(agent)?;
+        let waiting = engram.runs().pending_approval(agent)?;
         if waiting
             .as_ref()
             .is_none_or(|p| p.message_id.as_str() != request)
@@ -248,7 +248,7 @@ pub async fn list(
     Params(q): Params<ListQuery>,
 ) -> ApiResult<Json<Vec<Value>>> {
     let id = agent_id(id);
-    let style: LoopStyle = s.engram.get_agent(&id)?.agent.loop_style;
+    let style: LoopStyle = s.engram.agents().get(&id)?.agent.loop_style;
     let page = MessagePage {
         after: q.cursor.after.clone().map(MessageId::from),
         before: q.cursor.before.clone().map(MessageId::from),
@@ -259,13 +259,13 @@ pub async fn list(
             Order::Asc
         },
     };
-    let messages = s.engram.page_messages(&id, &page)?;
+    let messages = s.engram.recall().page(&id, &page)?;
     let mut out: Vec<Value> = messages
         .iter()
         .flat_map(|m| letta::letta_messages(m, style))
         .collect();
     // A call waiting for approval shows as Letta shows it.
-    if let Some(p) = s.engram.pending_approval(&id)? {
+    if let Some(p) = s.engram.runs().pending_approval(&id)? {
         letta::mark_pending(&mut out, &p, false);
     }
     Ok(Json(out))
@@ -274,6 +274,8 @@ pub async fn list(
 /// `POST …/messages/cancel`: stops the agent's runs; `{"cancelled": n}`.
 pub async fn cancel(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let id = agent_id(id);
-    s.engram.get_agent(&id)?;
-    Ok(Json(json!({"cancelled": s.engram.cancel_runs(&id)})))
+    s.engram.agents().get(&id)?;
+    Ok(Json(
+        json!({"cancelled": s.engram.runs().cancel_agent(&id)}),
+    ))
 }

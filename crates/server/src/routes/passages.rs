@@ -107,7 +107,7 @@ pub async fn list(
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<Vec<Value>>> {
     let q = list_query(raw.as_deref())?;
-    let passages = s.engram.list_passages(&agent_id(id), &q)?;
+    let passages = s.engram.archival().list(&agent_id(id), &q)?;
     Ok(Json(passages.iter().map(shapes::passage).collect()))
 }
 
@@ -129,7 +129,8 @@ pub async fn create(
 ) -> ApiResult<Json<Vec<Value>>> {
     let passage = s
         .engram
-        .add_passage_at(
+        .archival()
+        .insert_at(
             &agent_id(id),
             &p.text,
             p.tags.unwrap_or_default(),
@@ -229,7 +230,7 @@ pub async fn search(
         include_superseded: q.include_superseded,
         ..PassageQuery::default()
     };
-    let hits = s.engram.search_archival_by(&agent_id(id), query).await?;
+    let hits = s.engram.archival().search_by(&agent_id(id), query).await?;
     Ok(Json(shapes::search_results(&hits)))
 }
 
@@ -239,7 +240,8 @@ pub async fn delete(
     Path((id, passage)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {
     s.engram
-        .delete_passage(&agent_id(id), &PassageId::from(passage))?;
+        .archival()
+        .delete(&agent_id(id), &PassageId::from(passage))?;
     Ok(deleted())
 }
 
@@ -250,5 +252,5 @@ pub async fn index_status(
     State(s): State<AppState>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<engram_service::VectorIndexStatus>> {
-    Ok(Json(s.engram.vector_index_status(&agent_id(id))?))
+    Ok(Json(s.engram.archival().index_status(&agent_id(id))?))
 }

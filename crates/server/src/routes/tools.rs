@@ -22,8 +22,8 @@ pub async fn health() -> Json<Value> {
 /// A tool by REST id: the stable ids of built-ins (see [`shapes::tool_id`]) or a user tool's.
 pub(crate) fn resolve(engram: &Engram, id: &str) -> ApiResult<Tool> {
     match shapes::tool_name(id) {
-        Some(name) => Ok(engram.find_tool(name)?),
-        None => Ok(engram.get_tool(&ToolId::from(id))?),
+        Some(name) => Ok(engram.tools().find(name)?),
+        None => Ok(engram.tools().get(&ToolId::from(id))?),
     }
 }
 
@@ -42,7 +42,8 @@ pub async fn list(
 ) -> ApiResult<Json<Vec<Value>>> {
     let mut tools: Vec<Value> = s
         .engram
-        .list_tools()?
+        .tools()
+        .list()?
         .iter()
         .map(shapes::any_tool)
         .collect();
@@ -110,7 +111,7 @@ pub async fn upsert(State(s): State<AppState>, Body(req): Body<ToolIn>) -> ApiRe
     let new = req.into_new()?;
     // Schema generation waits on a python3 process; keep it off the async workers.
     let engram = s.engram.clone();
-    let tool = tokio::task::spawn_blocking(move || engram.upsert_tool(new))
+    let tool = tokio::task::spawn_blocking(move || engram.tools().upsert(new))
         .await
         .map_err(|e| engram_core::Error::Internal(format!("tool upsert failed: {e}")))??;
     Ok(Json(shapes::any_tool(&tool)))
@@ -137,7 +138,7 @@ pub async fn modify(
         tags: req.tags,
     };
     let engram = s.engram.clone();
-    let tool = tokio::task::spawn_blocking(move || engram.update_tool(&tool.id, patch))
+    let tool = tokio::task::spawn_blocking(move || engram.tools().update(&tool.id, patch))
         .await
         .map_err(|e| engram_core::Error::Internal(format!("tool update failed: {e}")))??;
     Ok(Json(shapes::any_tool(&tool)))
@@ -146,7 +147,7 @@ pub async fn modify(
 /// `DELETE /v1/tools/{tool_id}`.
 pub async fn delete(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let tool = resolve(&s.engram, &id)?;
-    s.engram.delete_tool(&tool.id)?;
+    s.engram.tools().delete(&tool.id)?;
     Ok(deleted())
 }
 
@@ -155,7 +156,7 @@ pub async fn for_agent(
     State(s): State<AppState>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Vec<Value>>> {
-    let tools = s.engram.agent_tools(&agent_id(id))?;
+    let tools = s.engram.tools().of_agent(&agent_id(id))?;
     Ok(Json(tools.iter().map(shapes::any_tool).collect()))
 }
 
@@ -166,8 +167,8 @@ pub async fn attach(
 ) -> ApiResult<Json<Value>> {
     let agent = agent_id(id);
     let tool = resolve(&s.engram, &tool)?;
-    s.engram.attach_tool(&agent, &tool.id)?;
-    agent_state::render(&s.engram, &s.engram.get_agent(&agent)?)
+    s.engram.tools().attach(&agent, &tool.id)?;
+    agent_state::render(&s.engram, &s.engram.agents().get(&agent)?)
 }
 
 /// `PATCH /v1/agents/{agent_id}/tools/detach/{tool_id}`: the agent state after detaching.
@@ -177,6 +178,6 @@ pub async fn detach(
 ) -> ApiResult<Json<Value>> {
     let agent = agent_id(id);
     let tool = resolve(&s.engram, &tool)?;
-    s.engram.detach_tool(&agent, &tool.id)?;
-    agent_state::render(&s.engram, &s.engram.get_agent(&agent)?)
+    s.engram.tools().detach(&agent, &tool.id)?;
+    agent_state::render(&s.engram, &s.engram.agents().get(&agent)?)
 }

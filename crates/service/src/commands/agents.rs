@@ -17,7 +17,7 @@ impl AppCall for ListAgentsArgs {
     const NAME: &'static str = "list_agents";
     type Output = Vec<Agent>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.list_agents()
+        e.agents().list()
     }
 }
 
@@ -32,7 +32,7 @@ impl AppCall for GetAgentArgs {
     const NAME: &'static str = "get_agent";
     type Output = AgentState;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<AgentState> {
-        e.get_agent(&self.agent_id)
+        e.agents().get(&self.agent_id)
     }
 }
 
@@ -51,8 +51,8 @@ impl AppCall for CreateAgentArgs {
     type Output = AgentState;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<AgentState> {
         match self.template {
-            Some(template) => e.create_agent_from_template(&template, self.new),
-            None => e.create_agent(self.new),
+            Some(template) => e.agents().create_from_template(&template, self.new),
+            None => e.agents().create(self.new),
         }
     }
 }
@@ -69,7 +69,7 @@ impl AppCall for UpdateAgentArgs {
     const NAME: &'static str = "update_agent";
     type Output = Agent;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Agent> {
-        e.update_agent(&self.agent_id, &self.patch)
+        e.agents().update(&self.agent_id, &self.patch)
     }
 }
 
@@ -86,7 +86,8 @@ impl AppCall for CloneAgentArgs {
     const NAME: &'static str = "clone_agent";
     type Output = AgentState;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<AgentState> {
-        e.clone_agent(&self.agent_id, self.name.as_deref())
+        e.agent_files()
+            .duplicate(&self.agent_id, self.name.as_deref())
     }
 }
 
@@ -101,7 +102,7 @@ impl AppCall for DeleteAgentArgs {
     const NAME: &'static str = "delete_agent";
     type Output = ();
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
-        e.delete_agent(&self.agent_id)
+        e.agents().delete(&self.agent_id)
     }
 }
 
@@ -114,7 +115,7 @@ impl AppCall for ListTemplatesArgs {
     const NAME: &'static str = "list_templates";
     type Output = Vec<Template>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        Ok(e.list_templates())
+        Ok(e.agents().templates())
     }
 }
 
@@ -129,7 +130,9 @@ impl AppCall for ExportAgentArgs {
     const NAME: &'static str = "export_agent";
     type Output = String;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<String> {
-        let bytes = e.export_agent_file(std::slice::from_ref(&self.agent_id))?;
+        let bytes = e
+            .agent_files()
+            .export(std::slice::from_ref(&self.agent_id))?;
         String::from_utf8(bytes).map_err(|e| Error::Internal(e.to_string()))
     }
 }
@@ -150,7 +153,7 @@ impl AppCall for ImportAgentFileArgs {
     type Output = ImportReport;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<ImportReport> {
         let name = self.file_name.as_deref().unwrap_or(crate::UNNAMED_FILE);
-        e.import_agent_file_named(self.contents.as_bytes(), name)
+        e.agent_files().import_named(self.contents.as_bytes(), name)
     }
 }
 
@@ -172,7 +175,8 @@ impl AppCall for ExportAgentsArgs {
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<ExportFile> {
         let e = e.clone();
         blocking("export", move || {
-            e.export_agents(self.agent_ids.as_deref(), self.format)
+            e.agent_files()
+                .export_all(self.agent_ids.as_deref(), self.format)
         })
         .await
     }
@@ -201,8 +205,8 @@ impl AppCall for CheckModelArgs {
     type Output = Option<String>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Option<String>> {
         match &self.agent_id {
-            Some(id) => e.check_model_for(id, &self.handle),
-            None => e.check_model(&self.handle),
+            Some(id) => e.models().check_for(id, &self.handle),
+            None => e.models().check(&self.handle),
         }
     }
 }
@@ -218,7 +222,7 @@ impl AppCall for AgentModelProblemArgs {
     const NAME: &'static str = "agent_model_problem";
     type Output = Option<ModelProblem>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Option<ModelProblem>> {
-        e.agent_model_problem(&self.agent_id)
+        e.agents().model_problem(&self.agent_id)
     }
 }
 
@@ -231,7 +235,7 @@ impl AppCall for AgentsWithoutModelArgs {
     const NAME: &'static str = "agents_without_model";
     type Output = Vec<ModelProblem>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Vec<ModelProblem>> {
-        e.agents_without_model()
+        e.agents().without_model()
     }
 }
 
@@ -248,6 +252,6 @@ impl AppCall for UseModelForArgs {
     const NAME: &'static str = "use_model_for";
     type Output = Vec<Agent>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Vec<Agent>> {
-        e.use_model_for(&self.agent_ids, &self.handle)
+        e.agents().use_model(&self.agent_ids, &self.handle)
     }
 }

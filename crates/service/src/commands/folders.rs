@@ -21,7 +21,7 @@ impl AppCall for ListFoldersArgs {
     const NAME: &'static str = "list_folders";
     type Output = Vec<Folder>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Vec<Folder>> {
-        e.list_folders()
+        e.folders().list()
     }
 }
 
@@ -40,7 +40,7 @@ impl AppCall for CreateFolderArgs {
     const NAME: &'static str = "create_folder";
     type Output = Folder;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Folder> {
-        e.create_folder(NewFolder {
+        e.folders().create(NewFolder {
             name: self.name,
             description: self.description.unwrap_or_default(),
             ..NewFolder::default()
@@ -59,7 +59,7 @@ impl AppCall for DeleteFolderArgs {
     const NAME: &'static str = "delete_folder";
     type Output = ();
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
-        e.delete_folder(&self.folder_id)
+        e.folders().delete(&self.folder_id)
     }
 }
 
@@ -74,7 +74,7 @@ impl AppCall for FolderFilesArgs {
     const NAME: &'static str = "folder_files";
     type Output = Vec<FolderFile>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Vec<FolderFile>> {
-        e.list_folder_files(&self.folder_id)
+        e.folders().files(&self.folder_id)
     }
 }
 
@@ -99,7 +99,9 @@ impl AppCall for UploadFolderFileArgs {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(self.data_base64.as_bytes())
             .map_err(|err| Error::invalid(format!("{}: not base64: {err}", self.file_name)))?;
-        e.add_file(&self.folder_id, &self.file_name, bytes).await
+        e.folders()
+            .add_file(&self.folder_id, &self.file_name, bytes)
+            .await
     }
 }
 
@@ -114,7 +116,7 @@ impl AppCall for DeleteFolderFileArgs {
     const NAME: &'static str = "delete_folder_file";
     type Output = ();
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
-        e.delete_folder_file(&self.file_id)
+        e.folders().delete_file(&self.file_id)
     }
 }
 
@@ -130,7 +132,7 @@ impl AppCall for AttachFolderArgs {
     const NAME: &'static str = "attach_folder";
     type Output = ();
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
-        e.attach_folder(&self.agent_id, &self.folder_id)
+        e.folders().attach(&self.agent_id, &self.folder_id)
     }
 }
 
@@ -146,7 +148,7 @@ impl AppCall for DetachFolderArgs {
     const NAME: &'static str = "detach_folder";
     type Output = ();
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
-        e.detach_folder(&self.agent_id, &self.folder_id)
+        e.folders().detach(&self.agent_id, &self.folder_id)
     }
 }
 
@@ -161,7 +163,7 @@ impl AppCall for AgentFoldersArgs {
     const NAME: &'static str = "agent_folders";
     type Output = Vec<Folder>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Vec<Folder>> {
-        e.agent_folders(&self.agent_id)
+        e.folders().of_agent(&self.agent_id)
     }
 }
 
@@ -176,7 +178,7 @@ impl AppCall for AgentFilesArgs {
     const NAME: &'static str = "agent_files";
     type Output = Vec<AgentFile>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Vec<AgentFile>> {
-        e.agent_files(&self.agent_id)
+        e.folders().files_of_agent(&self.agent_id)
     }
 }
 
@@ -200,7 +202,8 @@ impl AppCall for OpenAgentFileArgs {
     const NAME: &'static str = "open_agent_file";
     type Output = Vec<FileId>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Vec<FileId>> {
-        e.open_agent_file(&self.agent_id, &self.file_id, self.offset, self.length)
+        e.folders()
+            .open_file(&self.agent_id, &self.file_id, self.offset, self.length)
     }
 }
 
@@ -216,7 +219,7 @@ impl AppCall for CloseAgentFileArgs {
     const NAME: &'static str = "close_agent_file";
     type Output = bool;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<bool> {
-        e.close_agent_file(&self.agent_id, &self.file_id)
+        e.folders().close_file(&self.agent_id, &self.file_id)
     }
 }
 
@@ -232,7 +235,7 @@ impl AppCall for FolderFileTextArgs {
     const NAME: &'static str = "folder_file_text";
     type Output = Option<String>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Option<String>> {
-        e.folder_file_text(&self.file_id)
+        e.folders().file_text(&self.file_id)
     }
 }
 
@@ -246,7 +249,7 @@ impl AppCall for FolderWatchesArgs {
     const NAME: &'static str = "folder_watches";
     type Output = Vec<FolderWatch>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Vec<FolderWatch>> {
-        e.folder_watches()
+        e.folders().watches()
     }
 }
 
@@ -266,7 +269,8 @@ impl AppCall for WatchFolderArgs {
     const NAME: &'static str = "watch_folder";
     type Output = FolderWatch;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<FolderWatch> {
-        e.watch_folder(&self.folder_id, std::path::Path::new(self.path.trim()))
+        e.folders()
+            .watch(&self.folder_id, std::path::Path::new(self.path.trim()))
     }
 }
 
@@ -281,7 +285,7 @@ impl AppCall for UnwatchFolderArgs {
     const NAME: &'static str = "unwatch_folder";
     type Output = bool;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<bool> {
-        e.unwatch_folder(&self.folder_id)
+        e.folders().unwatch(&self.folder_id)
     }
 }
 
@@ -300,6 +304,6 @@ impl AppCall for CancelFolderFileArgs {
     const NAME: &'static str = "cancel_folder_file";
     type Output = bool;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<bool> {
-        Ok(e.cancel_file_read(&self.folder_id, &self.file_name))
+        Ok(e.folders().cancel_read(&self.folder_id, &self.file_name))
     }
 }

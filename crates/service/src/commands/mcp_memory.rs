@@ -37,9 +37,9 @@ impl AppCall for McpMemoryClientsArgs {
     type Output = McpMemoryClients;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<McpMemoryClients> {
         Ok(McpMemoryClients {
-            configured: e.memory_clients()?,
-            seen: e.memory_clients_seen()?,
-            recent_edits: e.client_edits(RECENT_EDITS)?,
+            configured: e.memory_server().clients()?,
+            seen: e.memory_server().clients_seen()?,
+            recent_edits: e.memory_server().client_edits(RECENT_EDITS)?,
         })
     }
 }
@@ -68,7 +68,8 @@ impl AppCall for McpMemoryConfigArgs {
             approve_writes: self.approve_writes.unwrap_or(false),
             ..Launch::default()
         };
-        e.memory_server_config(self.client, &engram_program(), &launch)
+        e.memory_server()
+            .config(self.client, &engram_program(), &launch)
     }
 }
 
@@ -98,7 +99,8 @@ impl AppCall for SetMemoryClientAccessArgs {
     type Output = ConfiguredClient;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<ConfiguredClient> {
         let current = e
-            .memory_clients()?
+            .memory_server()
+            .clients()?
             .into_iter()
             .find(|c| c.name == self.name)
             .ok_or_else(|| engram_core::Error::not_found("MCP memory client", &self.name))?
@@ -110,7 +112,7 @@ impl AppCall for SetMemoryClientAccessArgs {
             read_only_agents: self.read_only_agents.map_or(current.read_only_agents, ids),
             approve_agents: self.approve_agents.map_or(current.approve_agents, ids),
         };
-        e.set_memory_client_access(&self.name, &access)
+        e.memory_server().set_client_access(&self.name, &access)
     }
 }
 
@@ -124,7 +126,7 @@ impl AppCall for PendingClientWritesArgs {
     const NAME: &'static str = "pending_client_writes";
     type Output = Vec<PendingClientWrite>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Vec<PendingClientWrite>> {
-        e.pending_client_writes()
+        e.memory_server().pending_writes()
     }
 }
 
@@ -147,7 +149,8 @@ impl AppCall for DecideClientWriteArgs {
     const NAME: &'static str = "decide_client_write";
     type Output = ClientWriteOutcome;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<ClientWriteOutcome> {
-        e.decide_client_write(&self.id, self.approve, self.reason.as_deref())
+        e.memory_server()
+            .decide_write(&self.id, self.approve, self.reason.as_deref())
             .await
     }
 }

@@ -28,7 +28,7 @@ impl AppCall for ListBlocksArgs {
     const NAME: &'static str = "list_blocks";
     type Output = Vec<Block>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.agent_blocks(&self.agent_id)
+        e.blocks().of_agent(&self.agent_id)
     }
 }
 
@@ -46,7 +46,8 @@ impl AppCall for UpdateBlockArgs {
     const NAME: &'static str = "update_block";
     type Output = Block;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Block> {
-        e.update_agent_block(&self.agent_id, &self.label, &self.patch)
+        e.blocks()
+            .update_by_label(&self.agent_id, &self.label, &self.patch)
     }
 }
 
@@ -62,7 +63,7 @@ impl AppCall for BlockHistoryArgs {
     const NAME: &'static str = "block_history";
     type Output = Vec<BlockEdit>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.block_history(&self.agent_id, &self.label)
+        e.blocks().history(&self.agent_id, &self.label)
     }
 }
 
@@ -80,7 +81,7 @@ impl AppCall for UndoBlockEditArgs {
     const NAME: &'static str = "undo_block_edit";
     type Output = Block;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Block> {
-        e.undo_block_edit(&self.edit_id, self.version)
+        e.blocks().undo(&self.edit_id, self.version)
     }
 }
 
@@ -95,7 +96,7 @@ impl AppCall for BlockUndoPlanArgs {
     const NAME: &'static str = "block_undo_plan";
     type Output = UndoPlan;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<UndoPlan> {
-        e.block_undo_plan(&self.edit_id)
+        e.blocks().undo_plan(&self.edit_id)
     }
 }
 
@@ -113,7 +114,7 @@ impl AppCall for RestoreBlockEditArgs {
     const NAME: &'static str = "restore_block_edit";
     type Output = Block;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Block> {
-        e.restore_block_edit(&self.edit_id, self.version)
+        e.blocks().restore(&self.edit_id, self.version)
     }
 }
 
@@ -129,7 +130,7 @@ impl AppCall for CreateAgentBlockArgs {
     const NAME: &'static str = "create_agent_block";
     type Output = Block;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Block> {
-        e.create_agent_block(&self.agent_id, &self.new)
+        e.blocks().create_for_agent(&self.agent_id, &self.new)
     }
 }
 
@@ -142,7 +143,7 @@ impl AppCall for SharedBlocksArgs {
     const NAME: &'static str = "shared_blocks";
     type Output = Vec<SharedBlock>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.shared_blocks()
+        e.blocks().shared()
     }
 }
 
@@ -158,7 +159,7 @@ impl AppCall for AttachBlockArgs {
     const NAME: &'static str = "attach_block";
     type Output = AgentState;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<AgentState> {
-        e.attach_block(&self.agent_id, &self.block_id)
+        e.blocks().attach(&self.agent_id, &self.block_id)
     }
 }
 
@@ -174,7 +175,7 @@ impl AppCall for DetachBlockArgs {
     const NAME: &'static str = "detach_block";
     type Output = AgentState;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<AgentState> {
-        e.detach_block(&self.agent_id, &self.block_id)
+        e.blocks().detach(&self.agent_id, &self.block_id)
     }
 }
 
@@ -189,7 +190,7 @@ impl AppCall for DeleteBlockArgs {
     const NAME: &'static str = "delete_block";
     type Output = ();
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
-        e.delete_block(&self.block_id)
+        e.blocks().delete(&self.block_id)
     }
 }
 
@@ -206,7 +207,7 @@ impl AppCall for ListPassagesArgs {
     const NAME: &'static str = "list_passages";
     type Output = PassagePage;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<PassagePage> {
-        e.passage_page(&self.agent_id, &self.list)
+        e.archival().page(&self.agent_id, &self.list)
     }
 }
 
@@ -245,7 +246,7 @@ impl AppCall for SearchArchivalArgs {
             include_superseded: self.include_superseded.unwrap_or(false),
             ..crate::PassageQuery::default()
         };
-        e.search_archival_by(&self.agent_id, q).await
+        e.archival().search_by(&self.agent_id, q).await
     }
 }
 
@@ -263,7 +264,7 @@ impl AppCall for AddPassageArgs {
     type Output = Passage;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Passage> {
         let tags = self.tags.unwrap_or_default();
-        e.add_passage(&self.agent_id, &self.text, tags).await
+        e.archival().insert(&self.agent_id, &self.text, tags).await
     }
 }
 
@@ -279,7 +280,7 @@ impl AppCall for DeletePassageArgs {
     const NAME: &'static str = "delete_passage";
     type Output = ();
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
-        e.delete_passage(&self.agent_id, &self.passage_id)
+        e.archival().delete(&self.agent_id, &self.passage_id)
     }
 }
 
@@ -300,13 +301,14 @@ impl AppCall for EditPassageArgs {
     const NAME: &'static str = "edit_passage";
     type Output = Passage;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Passage> {
-        e.edit_passage(
-            &self.agent_id,
-            &self.passage_id,
-            self.text.as_deref(),
-            self.tags,
-        )
-        .await
+        e.archival()
+            .edit(
+                &self.agent_id,
+                &self.passage_id,
+                self.text.as_deref(),
+                self.tags,
+            )
+            .await
     }
 }
 
@@ -331,7 +333,7 @@ impl AppCall for SearchRecallArgs {
             end: None,
             limit: self.limit,
         };
-        e.search_recall(&self.agent_id, &query).await
+        e.recall().search(&self.agent_id, &query).await
     }
 }
 
@@ -346,7 +348,7 @@ impl AppCall for ContextWindowArgs {
     const NAME: &'static str = "context_window";
     type Output = ContextBreakdown;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<ContextBreakdown> {
-        e.context_breakdown(&self.agent_id)
+        e.agents().context_breakdown(&self.agent_id)
     }
 }
 
@@ -362,6 +364,6 @@ impl AppCall for ContextViewArgs {
     const NAME: &'static str = "context_view";
     type Output = ContextView;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<ContextView> {
-        e.context_view(&self.agent_id)
+        e.agents().context_view(&self.agent_id)
     }
 }

@@ -67,7 +67,7 @@ pub struct Caller {
 /// an `invalid_input` error that says where to do it instead.
 ///
 /// # Errors
-/// [`Error::InvalidInput`] when `authenticated` is false.
+/// `invalid_input` when `authenticated` is false.
 pub fn require_user(authenticated: bool, what: &str) -> Result<()> {
     if authenticated {
         Ok(())
@@ -453,7 +453,7 @@ pub fn call(
 }
 
 /// The agent and request of the run command `name` with `args`, for
-/// [`Engram::start_run`]. `None` when `name` is not a run command.
+/// [`Runs::start`](crate::Runs::start). `None` when `name` is not a run command.
 ///
 /// # Errors
 /// `invalid_input` for arguments that do not fit the command.

@@ -17,7 +17,7 @@ impl AppCall for RerankerStatusArgs {
     const NAME: &'static str = "reranker_status";
     type Output = RerankerStatus;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<RerankerStatus> {
-        Ok(e.reranker_status())
+        Ok(e.models().reranker_status())
     }
 }
 
@@ -32,7 +32,7 @@ impl AppCall for VectorIndexBuildsArgs {
     const NAME: &'static str = "vector_index_builds";
     type Output = Vec<VectorIndexBuild>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Vec<VectorIndexBuild>> {
-        Ok(e.vector_index_builds())
+        Ok(e.archival().index_builds())
     }
 }
 
@@ -50,7 +50,7 @@ impl AppCall for SetRerankModelDirArgs {
     const NAME: &'static str = "set_rerank_model_dir";
     type Output = RerankerStatus;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<RerankerStatus> {
-        e.set_rerank_folder(self.dir.as_deref())
+        e.models().set_rerank_folder(self.dir.as_deref())
     }
 }
 
@@ -66,7 +66,7 @@ impl AppCall for SetRerankEnabledArgs {
     const NAME: &'static str = "set_rerank_enabled";
     type Output = RerankerStatus;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<RerankerStatus> {
-        e.set_rerank_enabled(self.enabled)
+        e.models().set_rerank_enabled(self.enabled)
     }
 }
 

@@ -42,7 +42,7 @@ impl AppCall for ListProvidersArgs {
     const NAME: &'static str = "list_providers";
     type Output = Vec<ProviderInfo>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.list_providers()
+        e.providers().list()
     }
 }
 
@@ -70,7 +70,7 @@ impl AppCall for SetProviderArgs {
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<ProviderInfo> {
         let mut settings = self.setup.settings;
         settings.api_key = self.setup.api_key.filter(|k| !k.is_empty()).map(Into::into);
-        e.set_provider(settings)
+        e.providers().set(settings)
     }
 }
 
@@ -85,7 +85,7 @@ impl AppCall for DeleteProviderArgs {
     const NAME: &'static str = "delete_provider";
     type Output = ();
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
-        e.delete_provider(&self.name)
+        e.providers().delete(&self.name)
     }
 }
 
@@ -100,7 +100,7 @@ impl AppCall for TestProviderArgs {
     const NAME: &'static str = "test_provider";
     type Output = Vec<ModelInfo>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.test_provider(&self.name).await
+        e.providers().test(&self.name).await
     }
 }
 
@@ -113,7 +113,7 @@ impl AppCall for DetectLocalProvidersArgs {
     const NAME: &'static str = "detect_local_providers";
     type Output = Vec<LocalServer>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        Ok(e.detect_local_providers().await)
+        Ok(e.providers().detect_local().await)
     }
 }
 
@@ -127,7 +127,7 @@ impl AppCall for ListLocalModelsArgs {
     const NAME: &'static str = "list_local_models";
     type Output = Vec<crate::LocalChatModel>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.list_local_models()
+        e.models().list_local()
     }
 }
 
@@ -152,7 +152,7 @@ impl AppCall for AddLocalModelArgs {
         let path = std::path::PathBuf::from(self.path.trim());
         let engram = e.clone();
         blocking("add_local_model", move || {
-            engram.add_local_model(&path, self.context_window)
+            engram.models().add_local(&path, self.context_window)
         })
         .await
     }
@@ -170,7 +170,7 @@ impl AppCall for RemoveLocalModelArgs {
     const NAME: &'static str = "remove_local_model";
     type Output = ();
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
-        e.remove_local_model(&self.name).await
+        e.models().remove_local(&self.name).await
     }
 }
 
@@ -185,7 +185,7 @@ impl AppCall for ModelCatalogueArgs {
     const NAME: &'static str = "model_catalogue";
     type Output = Vec<crate::CatalogueEntry>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.model_catalogue()
+        e.models().catalogue()
     }
 }
 
@@ -204,7 +204,7 @@ impl AppCall for PullModelArgs {
     type Output = ();
     async fn call(self, e: &Arc<Engram>, caller: &Caller) -> Result<()> {
         require_user(caller.authenticated, "downloading a built-in model")?;
-        e.start_model_pull(&self.name)
+        e.models().start_pull(&self.name)
     }
 }
 
@@ -221,7 +221,7 @@ impl AppCall for CancelModelPullArgs {
     const NAME: &'static str = "cancel_model_pull";
     type Output = bool;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<bool> {
-        Ok(e.cancel_model_pull(&self.name))
+        Ok(e.models().cancel_pull(&self.name))
     }
 }
 
@@ -238,7 +238,7 @@ impl AppCall for DeleteDownloadedModelArgs {
     const NAME: &'static str = "delete_downloaded_model";
     type Output = ();
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
-        e.delete_downloaded_model(&self.name).await
+        e.models().delete_downloaded(&self.name).await
     }
 }
 
@@ -256,7 +256,7 @@ impl AppCall for RetryEmbeddingModelArgs {
     const NAME: &'static str = "retry_embedding_model";
     type Output = Option<crate::LocalModelStatus>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.retry_embedding_model(&self.agent_id).await
+        e.models().retry_embedding_model(&self.agent_id).await
     }
 }
 
@@ -269,7 +269,7 @@ impl AppCall for GetDefaultModelArgs {
     const NAME: &'static str = "get_default_model";
     type Output = String;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<String> {
-        e.default_model()
+        e.models().default_chat()
     }
 }
 
@@ -284,7 +284,7 @@ impl AppCall for SetDefaultModelArgs {
     const NAME: &'static str = "set_default_model";
     type Output = ();
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
-        e.set_default_model(&self.handle)
+        e.models().set_default_chat(&self.handle)
     }
 }
 
@@ -301,7 +301,7 @@ impl AppCall for ChatModelsArgs {
     const NAME: &'static str = "chat_models";
     type Output = Vec<ChatModel>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.chat_models(&self.name).await
+        e.models().chat(&self.name).await
     }
 }
 
@@ -314,7 +314,7 @@ impl AppCall for ModelWindowsArgs {
     const NAME: &'static str = "model_windows";
     type Output = Vec<ModelWindow>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.model_windows()
+        e.models().windows()
     }
 }
 
@@ -332,7 +332,7 @@ impl AppCall for SetModelWindowArgs {
     const NAME: &'static str = "set_model_window";
     type Output = ();
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
-        e.set_model_window(&self.handle, self.context_window)
+        e.models().set_window(&self.handle, self.context_window)
     }
 }
 
@@ -345,7 +345,7 @@ impl AppCall for ModelPricesArgs {
     const NAME: &'static str = "model_prices";
     type Output = Vec<ModelPrice>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.model_prices()
+        e.models().prices()
     }
 }
 
@@ -360,7 +360,7 @@ impl AppCall for SetModelPriceArgs {
     const NAME: &'static str = "set_model_price";
     type Output = ();
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
-        e.set_model_price(&self.price)
+        e.models().set_price(&self.price)
     }
 }
 
@@ -376,7 +376,7 @@ impl AppCall for DeleteModelPriceArgs {
     const NAME: &'static str = "delete_model_price";
     type Output = bool;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<bool> {
-        e.delete_model_price(&self.model)
+        e.models().delete_price(&self.model)
     }
 }
 
@@ -393,7 +393,7 @@ impl AppCall for UsageCostArgs {
     const NAME: &'static str = "usage_cost";
     type Output = UsageCost;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<UsageCost> {
-        e.usage_cost(&self.agent_id, self.run_id.as_ref())
+        e.models().usage_cost(&self.agent_id, self.run_id.as_ref())
     }
 }
 
@@ -407,7 +407,7 @@ impl AppCall for ToolPythonArgs {
     type Output = ToolPython;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<ToolPython> {
         let e = e.clone();
-        blocking("python status", move || Ok(e.tool_python())).await
+        blocking("python status", move || Ok(e.tools().python())).await
     }
 }
 
@@ -428,7 +428,8 @@ impl AppCall for SetUpToolPythonArgs {
         require_user(caller.authenticated, "setting up the tools' Python")?;
         let e = e.clone();
         blocking("python setup", move || {
-            e.set_up_tool_python(self.requirement.as_deref(), &mut |_| {})
+            e.tools()
+                .set_up_python(self.requirement.as_deref(), &mut |_| {})
         })
         .await
     }
@@ -443,7 +444,7 @@ impl AppCall for ListMcpServersArgs {
     const NAME: &'static str = "list_mcp_servers";
     type Output = Vec<McpServer>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.list_mcp_servers()
+        e.mcp().list()
     }
 }
 
@@ -460,7 +461,7 @@ impl AppCall for AddMcpServerArgs {
     type Output = McpServer;
     async fn call(self, e: &Arc<Engram>, caller: &Caller) -> Result<McpServer> {
         require_user(caller.authenticated, "adding an MCP server")?;
-        e.add_mcp_server(self.server)
+        e.mcp().add_server(self.server)
     }
 }
 
@@ -476,7 +477,7 @@ impl AppCall for RemoveMcpServerArgs {
     const NAME: &'static str = "remove_mcp_server";
     type Output = ();
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
-        e.remove_mcp_server(&self.server).await
+        e.mcp().remove(&self.server).await
     }
 }
 
@@ -497,7 +498,7 @@ impl AppCall for SetMcpServerActiveArgs {
         if self.active {
             require_user(caller.authenticated, "accepting an MCP server")?;
         }
-        e.set_mcp_server_active(&self.server, self.active).await
+        e.mcp().set_active(&self.server, self.active).await
     }
 }
 
@@ -516,7 +517,7 @@ impl AppCall for ImportMcpServersArgs {
     type Output = Vec<McpServer>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
         let source = self.source.as_deref().unwrap_or("pasted config");
-        e.import_mcp_servers(&self.text, source)
+        e.mcp().import(&self.text, source)
     }
 }
 
@@ -532,7 +533,7 @@ impl AppCall for ListMcpToolsArgs {
     const NAME: &'static str = "list_mcp_tools";
     type Output = Vec<Tool>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.list_mcp_tools(&self.server).await
+        e.mcp().list_tools(&self.server).await
     }
 }
 
@@ -548,6 +549,6 @@ impl AppCall for StoredMcpToolsArgs {
     const NAME: &'static str = "stored_mcp_tools";
     type Output = Vec<Tool>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.stored_mcp_tools(&self.server)
+        e.mcp().stored_tools(&self.server)
     }
 }

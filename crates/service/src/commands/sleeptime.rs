@@ -22,7 +22,7 @@ impl AppCall for SleeptimeSettingsArgs {
     const NAME: &'static str = "sleeptime_settings";
     type Output = SleeptimeSettings;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<SleeptimeSettings> {
-        e.sleeptime_settings(&self.agent_id)
+        e.sleeptime().settings(&self.agent_id)
     }
 }
 
@@ -38,7 +38,7 @@ impl AppCall for SetSleeptimeSettingsArgs {
     const NAME: &'static str = "set_sleeptime_settings";
     type Output = ();
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
-        e.set_sleeptime_settings(&self.agent_id, &self.settings)
+        e.sleeptime().set_settings(&self.agent_id, &self.settings)
     }
 }
 
@@ -55,7 +55,8 @@ impl AppCall for SleeptimePassesArgs {
     const NAME: &'static str = "sleeptime_passes";
     type Output = Vec<SleeptimePass>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.sleeptime_passes(&self.agent_id, self.limit.unwrap_or(DEFAULT_PASSES))
+        e.sleeptime()
+            .passes(&self.agent_id, self.limit.unwrap_or(DEFAULT_PASSES))
     }
 }
 
@@ -70,7 +71,7 @@ impl AppCall for RunSleeptimePassArgs {
     const NAME: &'static str = "run_sleeptime_pass";
     type Output = SleeptimePass;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<SleeptimePass> {
-        e.run_sleeptime_pass(&self.agent_id).await
+        e.sleeptime().run_pass(&self.agent_id).await
     }
 }
 
@@ -86,7 +87,7 @@ impl AppCall for UndoSleeptimeChangeArgs {
     const NAME: &'static str = "undo_sleeptime_change";
     type Output = SleeptimePass;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<SleeptimePass> {
-        e.undo_sleeptime_change(&self.pass_id, self.index)
+        e.sleeptime().undo_change(&self.pass_id, self.index)
     }
 }
 
@@ -101,7 +102,7 @@ impl AppCall for UndoSleeptimePassArgs {
     const NAME: &'static str = "undo_sleeptime_pass";
     type Output = SleeptimePass;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<SleeptimePass> {
-        e.undo_sleeptime_pass(&self.pass_id)
+        e.sleeptime().undo_pass(&self.pass_id)
     }
 }
 
@@ -114,7 +115,7 @@ impl AppCall for SleeptimeBudgetArgs {
     const NAME: &'static str = "sleeptime_budget";
     type Output = SleeptimeBudget;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<SleeptimeBudget> {
-        e.sleeptime_budget()
+        e.sleeptime().budget()
     }
 }
 
@@ -129,6 +130,6 @@ impl AppCall for SetSleeptimeBudgetArgs {
     const NAME: &'static str = "set_sleeptime_budget";
     type Output = ();
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
-        e.set_sleeptime_budget(&self.budget)
+        e.sleeptime().set_budget(&self.budget)
     }
 }

@@ -7,7 +7,7 @@ use engram_core::commands::APP_COMMANDS;
 use serde_json::json;
 
 fn open(dir: &std::path::Path) -> Arc<Engram> {
-    Arc::new(Engram::open_for_test(dir))
+    Engram::open_for_test(dir)
 }
 
 fn user() -> Caller {
@@ -84,7 +84,7 @@ async fn calls_answer_through_the_dispatch_as_json() {
     assert_eq!(block.unwrap()["value"], "Ada L.");
     // The engine's own record: the edit went through the service method.
     let id = engram_core::AgentId::from(agent_id.as_str().unwrap().to_owned());
-    let blocks = engram.agent_blocks(&id).unwrap();
+    let blocks = engram.blocks().of_agent(&id).unwrap();
     assert_eq!(blocks[0].value, "Ada L.");
     // `()` answers `null`, as the transports did before.
     let args = json!({"handle": "openai/gpt-4o-mini"});
@@ -179,7 +179,7 @@ async fn acts_that_start_programs_refuse_callers_not_known_to_be_the_user() {
         .await
         .unwrap_err();
     assert!(err.to_string().contains("needs the API token"), "{err}");
-    assert!(engram.list_mcp_servers().unwrap().is_empty());
+    assert!(engram.mcp().list().unwrap().is_empty());
 }
 
 #[test]

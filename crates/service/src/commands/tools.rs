@@ -18,7 +18,7 @@ impl AppCall for ListToolsArgs {
     const NAME: &'static str = "list_tools";
     type Output = Vec<Tool>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.list_tools()
+        e.tools().list()
     }
 }
 
@@ -33,7 +33,7 @@ impl AppCall for AgentToolsArgs {
     const NAME: &'static str = "agent_tools";
     type Output = Vec<Tool>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.agent_tools(&self.agent_id)
+        e.tools().of_agent(&self.agent_id)
     }
 }
 
@@ -50,7 +50,7 @@ impl AppCall for UpsertToolArgs {
     type Output = Tool;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Tool> {
         let e = e.clone();
-        blocking("save tool", move || e.upsert_tool(self.new)).await
+        blocking("save tool", move || e.tools().upsert(self.new)).await
     }
 }
 
@@ -65,7 +65,7 @@ impl AppCall for DeleteToolArgs {
     const NAME: &'static str = "delete_tool";
     type Output = ();
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
-        e.delete_tool(&self.tool_id)
+        e.tools().delete(&self.tool_id)
     }
 }
 
@@ -81,7 +81,7 @@ impl AppCall for AttachToolArgs {
     const NAME: &'static str = "attach_tool";
     type Output = Vec<Tool>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.attach_tool(&self.agent_id, &self.tool_id)
+        e.tools().attach(&self.agent_id, &self.tool_id)
     }
 }
 
@@ -97,7 +97,7 @@ impl AppCall for DetachToolArgs {
     const NAME: &'static str = "detach_tool";
     type Output = Vec<Tool>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.detach_tool(&self.agent_id, &self.tool_id)
+        e.tools().detach(&self.agent_id, &self.tool_id)
     }
 }
 
@@ -118,7 +118,8 @@ impl AppCall for TryToolArgs {
     const NAME: &'static str = "try_tool";
     type Output = ToolTrial;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<ToolTrial> {
-        e.try_tool(&self.tool_id, self.agent_id.as_ref(), self.args)
+        e.tools()
+            .trial(&self.tool_id, self.agent_id.as_ref(), self.args)
             .await
     }
 }
@@ -137,7 +138,7 @@ impl AppCall for TrustToolArgs {
     const NAME: &'static str = "trust_tool";
     type Output = Tool;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Tool> {
-        e.trust_tool(&self.tool, &self.expected_hash)
+        e.tools().trust(&self.tool, &self.expected_hash)
     }
 }
 
@@ -153,7 +154,7 @@ impl AppCall for UntrustToolArgs {
     const NAME: &'static str = "untrust_tool";
     type Output = Tool;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Tool> {
-        e.untrust_tool(&self.tool)
+        e.tools().untrust(&self.tool)
     }
 }
 
@@ -168,7 +169,7 @@ impl AppCall for AgentEndpointsArgs {
     const NAME: &'static str = "agent_endpoints";
     type Output = AgentEndpoints;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<AgentEndpoints> {
-        e.agent_endpoints(&self.agent_id)
+        e.trust().endpoints(&self.agent_id)
     }
 }
 
@@ -186,7 +187,8 @@ impl AppCall for SetAgentBaseUrlArgs {
     const NAME: &'static str = "set_agent_base_url";
     type Output = AgentEndpoints;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<AgentEndpoints> {
-        e.set_agent_base_url(&self.agent_id, self.kind, self.base_url.as_deref())
+        e.trust()
+            .set_base_url(&self.agent_id, self.kind, self.base_url.as_deref())
     }
 }
 
@@ -203,7 +205,7 @@ impl AppCall for AcceptEndpointArgs {
     const NAME: &'static str = "accept_endpoint";
     type Output = AgentEndpoints;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<AgentEndpoints> {
-        e.accept_endpoint(&self.agent_id, self.kind)
+        e.trust().accept_endpoint(&self.agent_id, self.kind)
     }
 }
 
@@ -221,7 +223,7 @@ impl AppCall for DismissEndpointArgs {
     type Output = AgentEndpoints;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<AgentEndpoints> {
         let kind = self.kind.unwrap_or(EndpointKind::Llm);
-        e.dismiss_endpoint(&self.agent_id, kind)
+        e.trust().dismiss_endpoint(&self.agent_id, kind)
     }
 }
 
@@ -236,7 +238,7 @@ impl AppCall for PendingApprovalArgs {
     const NAME: &'static str = "pending_approval";
     type Output = Option<PendingApproval>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.pending_approval(&self.agent_id)
+        e.runs().pending_approval(&self.agent_id)
     }
 }
 
@@ -254,6 +256,6 @@ impl AppCall for SetToolApprovalArgs {
     const NAME: &'static str = "set_tool_approval";
     type Output = Agent;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Agent> {
-        e.set_tool_approval(&self.agent_id, &self.tool, self.on)
+        e.tools().set_approval(&self.agent_id, &self.tool, self.on)
     }
 }

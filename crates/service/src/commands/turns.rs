@@ -23,7 +23,8 @@ impl AppCall for ListMessagesArgs {
     const NAME: &'static str = "list_messages";
     type Output = Vec<Message>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.messages_before(&self.agent_id, self.before.as_ref(), self.limit)
+        e.recall()
+            .before(&self.agent_id, self.before.as_ref(), self.limit)
     }
 }
 
@@ -41,7 +42,7 @@ impl AppCall for MessageWindowArgs {
     const NAME: &'static str = "message_window";
     type Output = MessageWindow;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<MessageWindow> {
-        e.message_window(&self.agent_id, &self.at, self.limit)
+        e.recall().window(&self.agent_id, &self.at, self.limit)
     }
 }
 
@@ -133,7 +134,8 @@ impl AppCall for CancelRunArgs {
     const NAME: &'static str = "cancel_run";
     type Output = usize;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<usize> {
-        Ok(e.cancel_agent_run(&self.agent_id, self.run_id.as_ref()))
+        Ok(e.runs()
+            .cancel_agent_run(&self.agent_id, self.run_id.as_ref()))
     }
 }
 
@@ -148,7 +150,7 @@ impl AppCall for RegeneratePreviewArgs {
     const NAME: &'static str = "regenerate_preview";
     type Output = TurnRollback;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<TurnRollback> {
-        e.regenerate_preview(&self.agent_id)
+        e.runs().regenerate_preview(&self.agent_id)
     }
 }
 
@@ -164,7 +166,7 @@ impl AppCall for RollbackPreviewArgs {
     const NAME: &'static str = "rollback_preview";
     type Output = TurnRollback;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<TurnRollback> {
-        e.rollback_preview(&self.agent_id, &self.message_id)
+        e.runs().rollback_preview(&self.agent_id, &self.message_id)
     }
 }
 
@@ -181,7 +183,7 @@ impl AppCall for DeleteMessageArgs {
     const NAME: &'static str = "delete_message";
     type Output = Vec<MessageId>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.delete_message(&self.agent_id, &self.message_id)
+        e.recall().delete(&self.agent_id, &self.message_id)
     }
 }
 
@@ -197,7 +199,7 @@ impl AppCall for ResetMessagesArgs {
     const NAME: &'static str = "reset_messages";
     type Output = usize;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<usize> {
-        e.reset_messages(&self.agent_id)
+        e.recall().reset(&self.agent_id)
     }
 }
 
@@ -214,7 +216,7 @@ impl AppCall for RunRecordsArgs {
     const NAME: &'static str = "run_records";
     type Output = Vec<RunRecord>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.run_records(&self.agent_id, self.run_ids.as_deref())
+        e.runs().records(&self.agent_id, self.run_ids.as_deref())
     }
 }
 
@@ -231,6 +233,7 @@ impl AppCall for RunEditsArgs {
     const NAME: &'static str = "run_edits";
     type Output = Vec<ToolEdit>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.run_edits(&self.agent_id, self.run_ids.as_deref().unwrap_or_default())
+        e.runs()
+            .edits(&self.agent_id, self.run_ids.as_deref().unwrap_or_default())
     }
 }

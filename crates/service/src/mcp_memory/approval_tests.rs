@@ -18,15 +18,16 @@ fn careful(dir: &std::path::Path) -> (Arc<Engram>, MemoryClient) {
         blocks: vec![NewBlock::new("human", "Name: Bob")],
         ..NewAgent::default()
     };
-    engram.create_agent(new).expect("agent");
+    engram.agents().create(new).expect("agent");
     let access = Access {
         approve_writes: true,
         ..Access::default()
     };
     let client = engram
-        .memory_client("careful", &["Sam".into()], &access)
+        .memory_server()
+        .client("careful", &["Sam".into()], &access)
         .expect("client");
-    (Arc::new(engram), client)
+    (engram, client)
 }
 
 fn command(args: serde_json::Value) -> MemoryCommand {
@@ -43,9 +44,9 @@ async fn ask(
     PendingClientWrite,
 ) {
     let (e, c, cmd) = (engram.clone(), client.clone(), command(args));
-    let task = tokio::spawn(async move { e.memory_tool(&c, &cmd).await });
+    let task = tokio::spawn(async move { e.memory_server().tool(&c, &cmd).await });
     for _ in 0..200 {
-        if let Some(w) = engram.pending_client_writes().unwrap().pop() {
+        if let Some(w) = engram.memory_server().pending_writes().unwrap().pop() {
             return (task, w);
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -54,7 +55,7 @@ async fn ask(
 }
 
 fn human(engram: &Engram) -> String {
-    let (agent, _) = engram.agent_by_id_or_name("Sam").unwrap();
+    let (agent, _) = engram.memory_server().agent("Sam").unwrap();
     engram.store.agent_block(&agent, "human").unwrap().value
 }
 
@@ -74,13 +75,17 @@ async fn approved_writes_apply_with_the_client_as_author() {
         "nothing applies before the answer"
     );
 
-    let outcome = engram.decide_client_write(&w.id, true, None).await.unwrap();
+    let outcome = engram
+        .memory_server()
+        .decide_write(&w.id, true, None)
+        .await
+        .unwrap();
     assert_eq!(outcome.status, "applied");
     let text = task.await.unwrap().unwrap();
     assert!(text.starts_with("Edited /memories/human.md"), "{text}");
     assert_eq!(human(&engram), "Name: Robert");
-    let (agent, _) = engram.agent_by_id_or_name("Sam").unwrap();
-    let history = engram.block_history(&agent, "human").unwrap();
+    let (agent, _) = engram.memory_server().agent("Sam").unwrap();
+    let history = engram.blocks().history(&agent, "human").unwrap();
     assert!(
         history.iter().any(|e| e.editor
             == Editor::Client {
@@ -88,8 +93,8 @@ async fn approved_writes_apply_with_the_client_as_author() {
             }),
         "{history:?}"
     );
-    assert!(engram.pending_client_writes().unwrap().is_empty());
-    let again = engram.decide_client_write(&w.id, true, None).await;
+    assert!(engram.memory_server().pending_writes().unwrap().is_empty());
+    let again = engram.memory_server().decide_write(&w.id, true, None).await;
     assert!(
         matches!(again, Err(engram_core::Error::Conflict(_))),
         "{again:?}"
@@ -103,7 +108,8 @@ async fn denied_conflicting_and_unanswered_writes_change_nothing() {
 
     let (task, w) = ask(&engram, &client, json!({"command": "insert", "path": "/memories/human.md", "insert_line": -1, "insert_text": "Likes: tea"})).await;
     engram
-        .decide_client_write(&w.id, false, Some("not that"))
+        .memory_server()
+        .decide_write(&w.id, false, Some("not that"))
         .await
         .unwrap();
     let err = task.await.unwrap().unwrap_err();
@@ -113,11 +119,16 @@ async fn denied_conflicting_and_unanswered_writes_change_nothing() {
 
     // A person edits the block while the write waits: approving refuses it.
     let (task, w) = ask(&engram, &client, json!({"command": "str_replace", "path": "/memories/human.md", "old_str": "Bob", "new_str": "Robert"})).await;
-    let (agent, _) = engram.agent_by_id_or_name("Sam").unwrap();
+    let (agent, _) = engram.memory_server().agent("Sam").unwrap();
     engram
-        .set_block_value(&agent, "human", "Name: Ann")
+        .blocks()
+        .set_value(&agent, "human", "Name: Ann")
         .unwrap();
-    let outcome = engram.decide_client_write(&w.id, true, None).await.unwrap();
+    let outcome = engram
+        .memory_server()
+        .decide_write(&w.id, true, None)
+        .await
+        .unwrap();
     assert_eq!(outcome.status, "refused", "{outcome:?}");
     let err = task.await.unwrap().unwrap_err();
     assert!(matches!(err, MemoryError::RefusedAfterApproval(_)), "{err}");
@@ -134,17 +145,23 @@ async fn denied_conflicting_and_unanswered_writes_change_nothing() {
     .await;
     let err = task.await.unwrap().unwrap_err();
     assert!(matches!(err, MemoryError::TimedOut { .. }), "{err}");
-    assert!(engram.pending_client_writes().unwrap().is_empty());
-    assert!(engram.decide_client_write(&w.id, true, None).await.is_err());
+    assert!(engram.memory_server().pending_writes().unwrap().is_empty());
+    assert!(
+        engram
+            .memory_server()
+            .decide_write(&w.id, true, None)
+            .await
+            .is_err()
+    );
     assert_eq!(human(&engram), "Name: Ann");
 
     // A write that cannot apply is refused at once, without asking.
     let err = engram
-        .memory_tool(&client, &command(json!({"command": "str_replace", "path": "/memories/human.md", "old_str": "Zed", "new_str": "x"})))
+        .memory_server().tool(&client, &command(json!({"command": "str_replace", "path": "/memories/human.md", "old_str": "Zed", "new_str": "x"})))
         .await
         .unwrap_err();
     assert!(matches!(err, MemoryError::Refused { .. }), "{err}");
-    assert!(engram.pending_client_writes().unwrap().is_empty());
+    assert!(engram.memory_server().pending_writes().unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -159,9 +176,15 @@ async fn a_write_whose_request_goes_away_is_withdrawn() {
     .await;
     task.abort();
     let _ = task.await;
-    assert!(engram.pending_client_writes().unwrap().is_empty());
-    assert!(engram.decide_client_write(&w.id, true, None).await.is_err());
-    let (agent, _) = engram.agent_by_id_or_name("Sam").unwrap();
+    assert!(engram.memory_server().pending_writes().unwrap().is_empty());
+    assert!(
+        engram
+            .memory_server()
+            .decide_write(&w.id, true, None)
+            .await
+            .is_err()
+    );
+    let (agent, _) = engram.memory_server().agent("Sam").unwrap();
     assert!(
         engram.store.agent_block(&agent, "notes").is_err(),
         "not created"
@@ -173,25 +196,31 @@ fn a_configured_client_waits_for_approval_per_agent() {
     let dir = tempfile::tempdir().unwrap();
     let (engram, _) = careful(dir.path());
     engram
-        .add_memory_client("cursor", &Access::default())
+        .memory_server()
+        .add_client("cursor", &Access::default())
         .unwrap();
     let per_agent = Access {
         approve_agents: vec!["Sam".into()],
         ..Access::default()
     };
     let set = engram
-        .set_memory_client_access("cursor", &per_agent)
+        .memory_server()
+        .set_client_access("cursor", &per_agent)
         .unwrap();
     assert!(
         !set.approve_writes && set.approve_agents.len() == 1,
         "{set:?}"
     );
-    let served = engram.memory_client_tokens(&["Sam".into()]).unwrap();
+    let served = engram
+        .memory_server()
+        .client_tokens(&["Sam".into()])
+        .unwrap();
     let grant = &served[0].0.grants[0];
     assert!(grant.write && grant.approve, "{grant:?}");
     assert!(
         engram
-            .set_memory_client_access("nobody", &Access::default())
+            .memory_server()
+            .set_client_access("nobody", &Access::default())
             .is_err()
     );
 }

@@ -19,6 +19,7 @@ use super::files::block_text;
 use super::paths;
 use super::{MemoryClient, MemoryCommand, MemoryError, MemoryGrant};
 use crate::Engram;
+use crate::rooms::MemoryServer;
 use engram_core::client_write::declined_message;
 use engram_core::{
     Applied, BlockOp, ClientWriteId, ClientWriteOutcome, Error, PendingClientWrite, ReplaceCount,
@@ -104,44 +105,6 @@ fn shorten(text: &str) -> String {
 }
 
 impl Engram {
-    /// Runs one `memory` command for `client` as [`memory_command`](Self::memory_command)
-    /// does, except that a write to an agent whose writes wait for approval waits for the
-    /// user's decision first (up to `client.approval_timeout`).
-    ///
-    /// Errors: as `memory_command`; [`MemoryError::Declined`], [`MemoryError::TimedOut`],
-    /// [`MemoryError::Withdrawn`], [`MemoryError::RefusedAfterApproval`] for a write that
-    /// waited.
-    pub async fn memory_tool(
-        &self,
-        client: &MemoryClient,
-        command: &MemoryCommand,
-    ) -> Result<String, MemoryError> {
-        if command.writes() {
-            let path = match command {
-                MemoryCommand::Rename { old_path, .. } => old_path,
-                MemoryCommand::Create { path, .. }
-                | MemoryCommand::StrReplace { path, .. }
-                | MemoryCommand::Insert { path, .. }
-                | MemoryCommand::Delete { path }
-                | MemoryCommand::View { path, .. } => path,
-            };
-            let (grant, _) = self.writable_file(client, path)?;
-            if grant.approve {
-                return match self.preview(client, command)? {
-                    Some(preview) => {
-                        let write = ClientWrite::Memory {
-                            command: command.clone(),
-                        };
-                        self.ask_user(client, grant, preview, write).await
-                    }
-                    // Nothing would change: nothing to ask about.
-                    None => self.memory_command(client, command),
-                };
-            }
-        }
-        self.memory_command(client, command)
-    }
-
     /// What `command` would change, checked against memory now: `None` when it would change
     /// nothing. Errors: the refusal the write itself would give.
     fn preview(
@@ -368,71 +331,6 @@ impl Engram {
         }
     }
 
-    /// The clients' writes waiting for the user, oldest first (writes whose client stopped
-    /// waiting are dropped). Errors: `storage`.
-    pub fn pending_client_writes(&self) -> Result<Vec<PendingClientWrite>> {
-        self.store.pending_client_writes(alive_since())
-    }
-
-    /// Decides a client's write waiting for approval. Approving applies it now, with the
-    /// client's name as author, to memory as it is now; the client gets the tool's result
-    /// (status `applied`), or, when the write no longer applies (an edit made meanwhile
-    /// conflicts with it), the refusal as a tool error (status `refused`; nothing written).
-    /// Denying answers the client with a tool error carrying `reason` (status `denied`).
-    ///
-    /// Errors: `conflict` when the client no longer waits (it timed out, was stopped, or the
-    /// write was decided already) or the id is unknown.
-    pub async fn decide_client_write(
-        &self,
-        id: &ClientWriteId,
-        approve: bool,
-        reason: Option<&str>,
-    ) -> Result<ClientWriteOutcome> {
-        if !approve {
-            let message = declined_message(reason);
-            if self.store.settle_client_write(id, "denied", &message)? {
-                self.notify(crate::Notice::ClientWritesChanged);
-                return Ok(ClientWriteOutcome {
-                    status: "denied".into(),
-                    message,
-                });
-            }
-            return Err(self.no_longer_waiting(id)?);
-        }
-        let Some((_, call)) = self.store.claim_client_write(id, alive_since())? else {
-            return Err(self.no_longer_waiting(id)?);
-        };
-        let call: Call = match serde_json::from_str(&call) {
-            Ok(c) => c,
-            Err(e) => {
-                let message = format!("the stored write cannot be read: {e}");
-                self.store.finish_client_write(id, "refused", &message)?;
-                return Err(Error::Internal(message));
-            }
-        };
-        let mut client = call.client;
-        for g in &mut client.grants {
-            g.approve = false;
-        }
-        let result = match &call.write {
-            ClientWrite::Memory { command } => self.memory_command(&client, command),
-            ClientWrite::AddMemory { text, tags, agent } => {
-                self.memory_add(&client, text, tags.clone(), agent.as_deref())
-                    .await
-            }
-        };
-        let (status, message) = match result {
-            Ok(text) => ("applied", text),
-            Err(e) => ("refused", e.to_string()),
-        };
-        self.store.finish_client_write(id, status, &message)?;
-        self.notify(crate::Notice::ClientWritesChanged);
-        Ok(ClientWriteOutcome {
-            status: status.into(),
-            message,
-        })
-    }
-
     /// Why a write can no longer be decided.
     fn no_longer_waiting(&self, id: &ClientWriteId) -> Result<Error> {
         Ok(match self.store.client_write(id)? {
@@ -446,6 +344,119 @@ impl Engram {
                  was answered already; nothing was written",
                 w.client, w.action, w.path
             )),
+        })
+    }
+}
+
+impl MemoryServer<'_> {
+    /// Runs one `memory` command for `client` as [`command`](Self::command)
+    /// does, except that a write to an agent whose writes wait for approval waits for the
+    /// user's decision first (up to `client.approval_timeout`).
+    ///
+    /// Errors: as `memory_command`; [`MemoryError::Declined`], [`MemoryError::TimedOut`],
+    /// [`MemoryError::Withdrawn`], [`MemoryError::RefusedAfterApproval`] for a write that
+    /// waited.
+    pub async fn tool(
+        self,
+        client: &MemoryClient,
+        command: &MemoryCommand,
+    ) -> Result<String, MemoryError> {
+        if command.writes() {
+            let path = match command {
+                MemoryCommand::Rename { old_path, .. } => old_path,
+                MemoryCommand::Create { path, .. }
+                | MemoryCommand::StrReplace { path, .. }
+                | MemoryCommand::Insert { path, .. }
+                | MemoryCommand::Delete { path }
+                | MemoryCommand::View { path, .. } => path,
+            };
+            let (grant, _) = self.engram.writable_file(client, path)?;
+            if grant.approve {
+                return match self.engram.preview(client, command)? {
+                    Some(preview) => {
+                        let write = ClientWrite::Memory {
+                            command: command.clone(),
+                        };
+                        self.engram.ask_user(client, grant, preview, write).await
+                    }
+                    // Nothing would change: nothing to ask about.
+                    None => self.command(client, command),
+                };
+            }
+        }
+        self.command(client, command)
+    }
+
+    /// The clients' writes waiting for the user, oldest first (writes whose client stopped
+    /// waiting are dropped). Errors: `storage`.
+    pub fn pending_writes(self) -> Result<Vec<PendingClientWrite>> {
+        self.engram.store.pending_client_writes(alive_since())
+    }
+
+    /// Decides a client's write waiting for approval. Approving applies it now, with the
+    /// client's name as author, to memory as it is now; the client gets the tool's result
+    /// (status `applied`), or, when the write no longer applies (an edit made meanwhile
+    /// conflicts with it), the refusal as a tool error (status `refused`; nothing written).
+    /// Denying answers the client with a tool error carrying `reason` (status `denied`).
+    ///
+    /// Errors: `conflict` when the client no longer waits (it timed out, was stopped, or the
+    /// write was decided already) or the id is unknown.
+    pub async fn decide_write(
+        self,
+        id: &ClientWriteId,
+        approve: bool,
+        reason: Option<&str>,
+    ) -> Result<ClientWriteOutcome> {
+        if !approve {
+            let message = declined_message(reason);
+            if self
+                .engram
+                .store
+                .settle_client_write(id, "denied", &message)?
+            {
+                self.engram.notify(crate::Notice::ClientWritesChanged);
+                return Ok(ClientWriteOutcome {
+                    status: "denied".into(),
+                    message,
+                });
+            }
+            return Err(self.engram.no_longer_waiting(id)?);
+        }
+        let Some((_, call)) = self.engram.store.claim_client_write(id, alive_since())? else {
+            return Err(self.engram.no_longer_waiting(id)?);
+        };
+        let call: Call = match serde_json::from_str(&call) {
+            Ok(c) => c,
+            Err(e) => {
+                let message = format!("the stored write cannot be read: {e}");
+                self.engram
+                    .store
+                    .finish_client_write(id, "refused", &message)?;
+                return Err(Error::Internal(message));
+            }
+        };
+        let mut client = call.client;
+        for g in &mut client.grants {
+            g.approve = false;
+        }
+        let result = match &call.write {
+            ClientWrite::Memory { command } => self.command(&client, command),
+            ClientWrite::AddMemory { text, tags, agent } => {
+                self.add_memory(&client, text, tags.clone(), agent.as_deref())
+                    .await
+            }
+        };
+        let (status, message) = match result {
+            Ok(text) => ("applied", text),
+            Err(e) => ("refused", e.to_string()),
+        };
+        self.engram
+            .store
+            .finish_client_write(id, status, &message)?;
+        self.engram.notify(crate::Notice::ClientWritesChanged);
+        Ok(ClientWriteOutcome {
+            status: status.into(),
+            message,
         })
     }
 }

@@ -5,6 +5,7 @@
 use super::paths::agent_dirs;
 use super::{DEFAULT_APPROVAL_TIMEOUT, MemoryClient, MemoryGrant};
 use crate::Engram;
+use crate::rooms::MemoryServer;
 use engram_core::{AgentId, EditId, Editor, Error, Result, Timestamp};
 use rand::RngCore;
 use secrecy::{ExposeSecret, SecretString};
@@ -105,13 +106,28 @@ fn new_token() -> SecretString {
 }
 
 impl Engram {
+    fn agent_ids(&self, agents: &[String]) -> Result<Vec<AgentId>> {
+        agents
+            .iter()
+            .map(|a| self.memory_server().agent(a).map(|(id, _)| id))
+            .collect()
+    }
+
+    fn save_memory_clients(&self, clients: &[ConfiguredClient]) -> Result<()> {
+        let json = serde_json::to_string(clients).map_err(|e| Error::Internal(e.to_string()))?;
+        self.store.set_setting(CLIENTS_SETTING, &json)
+    }
+}
+
+impl MemoryServer<'_> {
     /// An agent by id, or else by name. Errors: `not_found`; `conflict` when several agents
     /// share the name (give the id).
-    pub fn agent_by_id_or_name(&self, reference: &str) -> Result<(AgentId, String)> {
-        if let Ok(a) = self.store.get_agent(&AgentId::from(reference)) {
+    pub fn agent(self, reference: &str) -> Result<(AgentId, String)> {
+        if let Ok(a) = self.engram.store.get_agent(&AgentId::from(reference)) {
             return Ok((a.id, a.name));
         }
         let mut named: Vec<_> = self
+            .engram
             .store
             .list_agents()?
             .into_iter()
@@ -135,13 +151,8 @@ impl Engram {
     /// (set `approval_timeout` on the result to change it).
     ///
     /// Errors: `invalid_input` without agents; `not_found`/`conflict` from
-    /// [`agent_by_id_or_name`](Self::agent_by_id_or_name).
-    pub fn memory_client(
-        &self,
-        name: &str,
-        agents: &[String],
-        access: &Access,
-    ) -> Result<MemoryClient> {
+    /// [`agent`](Self::agent).
+    pub fn client(self, name: &str, agents: &[String], access: &Access) -> Result<MemoryClient> {
         if agents.is_empty() {
             return Err(Error::invalid(
                 "name at least one agent to serve (--agent ID_OR_NAME)",
@@ -149,10 +160,10 @@ impl Engram {
         }
         let found = agents
             .iter()
-            .map(|a| self.agent_by_id_or_name(a))
+            .map(|a| self.agent(a))
             .collect::<Result<Vec<_>>>()?;
-        let read_only_ids = self.agent_ids(&access.read_only_agents)?;
-        let approve_ids = self.agent_ids(&access.approve_agents)?;
+        let read_only_ids = self.engram.agent_ids(&access.read_only_agents)?;
+        let approve_ids = self.engram.agent_ids(&access.approve_agents)?;
         let dirs = agent_dirs(&found);
         let grants = found
             .into_iter()
@@ -171,33 +182,21 @@ impl Engram {
         })
     }
 
-    fn agent_ids(&self, agents: &[String]) -> Result<Vec<AgentId>> {
-        agents
-            .iter()
-            .map(|a| self.agent_by_id_or_name(a).map(|(id, _)| id))
-            .collect()
-    }
-
     /// The configured HTTP clients, in the order they were added.
-    pub fn memory_clients(&self) -> Result<Vec<ConfiguredClient>> {
-        match self.store.get_setting(CLIENTS_SETTING)? {
+    pub fn clients(self) -> Result<Vec<ConfiguredClient>> {
+        match self.engram.store.get_setting(CLIENTS_SETTING)? {
             None => Ok(Vec::new()),
             Some(json) => serde_json::from_str(&json)
                 .map_err(|e| Error::Internal(format!("the stored MCP memory clients: {e}"))),
         }
     }
 
-    fn save_memory_clients(&self, clients: &[ConfiguredClient]) -> Result<()> {
-        let json = serde_json::to_string(clients).map_err(|e| Error::Internal(e.to_string()))?;
-        self.store.set_setting(CLIENTS_SETTING, &json)
-    }
-
     /// Adds (or reconfigures) an HTTP client and returns its bearer token: the existing one, or
     /// a new random one stored in the secret store. `access` names agents by id or name.
     ///
     /// Errors: `invalid_input` for a bad name; `not_found` for an agent; `secrets`.
-    pub fn add_memory_client(
-        &self,
+    pub fn add_client(
+        self,
         name: &str,
         access: &Access,
     ) -> Result<(ConfiguredClient, SecretString)> {
@@ -205,23 +204,23 @@ impl Engram {
         let client = ConfiguredClient {
             name: name.to_owned(),
             read_only: access.read_only,
-            read_only_agents: self.agent_ids(&access.read_only_agents)?,
+            read_only_agents: self.engram.agent_ids(&access.read_only_agents)?,
             approve_writes: access.approve_writes,
-            approve_agents: self.agent_ids(&access.approve_agents)?,
+            approve_agents: self.engram.agent_ids(&access.approve_agents)?,
         };
         let secret = format!("{TOKEN_SECRET_PREFIX}{name}");
-        let token = match self.secrets.get(&secret)? {
+        let token = match self.engram.secrets.get(&secret)? {
             Some(t) if !t.expose_secret().is_empty() => t,
             _ => {
                 let t = new_token();
-                self.secrets.set(&secret, &t)?;
+                self.engram.secrets.set(&secret, &t)?;
                 t
             }
         };
-        let mut clients = self.memory_clients()?;
+        let mut clients = self.clients()?;
         clients.retain(|c| c.name != name);
         clients.push(client.clone());
-        self.save_memory_clients(&clients)?;
+        self.engram.save_memory_clients(&clients)?;
         Ok((client, token))
     }
 
@@ -229,14 +228,10 @@ impl Engram {
     /// writes wait for the user's approval, for every agent and per agent (`access` names
     /// agents by id or name). The server reads it when it starts.
     /// Errors: `not_found` for the client or an agent.
-    pub fn set_memory_client_access(
-        &self,
-        name: &str,
-        access: &Access,
-    ) -> Result<ConfiguredClient> {
-        let read_only_agents = self.agent_ids(&access.read_only_agents)?;
-        let approve_agents = self.agent_ids(&access.approve_agents)?;
-        let mut clients = self.memory_clients()?;
+    pub fn set_client_access(self, name: &str, access: &Access) -> Result<ConfiguredClient> {
+        let read_only_agents = self.engram.agent_ids(&access.read_only_agents)?;
+        let approve_agents = self.engram.agent_ids(&access.approve_agents)?;
+        let mut clients = self.clients()?;
         let client = clients
             .iter_mut()
             .find(|c| c.name == name)
@@ -246,57 +241,56 @@ impl Engram {
         client.read_only_agents = read_only_agents;
         client.approve_agents = approve_agents;
         let changed = client.clone();
-        self.save_memory_clients(&clients)?;
+        self.engram.save_memory_clients(&clients)?;
         Ok(changed)
     }
 
     /// Removes a client and its token. Errors: `not_found`; `secrets`.
-    pub fn remove_memory_client(&self, name: &str) -> Result<()> {
-        let mut clients = self.memory_clients()?;
+    pub fn remove_client(self, name: &str) -> Result<()> {
+        let mut clients = self.clients()?;
         let before = clients.len();
         clients.retain(|c| c.name != name);
         if clients.len() == before {
             return Err(Error::not_found("MCP memory client", name));
         }
-        self.secrets
+        self.engram
+            .secrets
             .delete(&format!("{TOKEN_SECRET_PREFIX}{name}"))?;
-        self.save_memory_clients(&clients)
+        self.engram.save_memory_clients(&clients)
     }
 
     /// Every configured client with its token and its access to `agents` (ids or names), for
     /// the HTTP transport to check bearer tokens against. A client whose token is missing from
     /// the secret store (a reset keychain, a session-only store) gets a new one, as the REST
-    /// API's token is made on first use. Errors: as [`memory_client`](Self::memory_client);
+    /// API's token is made on first use. Errors: as [`client`](Self::client);
     /// `secrets`.
-    pub fn memory_client_tokens(
-        &self,
-        agents: &[String],
-    ) -> Result<Vec<(MemoryClient, SecretString)>> {
+    pub fn client_tokens(self, agents: &[String]) -> Result<Vec<(MemoryClient, SecretString)>> {
         let mut out = Vec::new();
-        for c in self.memory_clients()? {
+        for c in self.clients()? {
             let secret = format!("{TOKEN_SECRET_PREFIX}{}", c.name);
-            let token = match self.secrets.get(&secret)? {
+            let token = match self.engram.secrets.get(&secret)? {
                 Some(t) if !t.expose_secret().is_empty() => t,
                 _ => {
                     let t = new_token();
-                    self.secrets.set(&secret, &t)?;
+                    self.engram.secrets.set(&secret, &t)?;
                     t
                 }
             };
-            out.push((self.memory_client(&c.name, agents, &c.access())?, token));
+            out.push((self.client(&c.name, agents, &c.access())?, token));
         }
         Ok(out)
     }
 
     /// The newest writes made by MCP clients, newest first, at most `limit`.
     /// Errors: `storage`.
-    pub fn client_edits(&self, limit: usize) -> Result<Vec<ClientEdit>> {
+    pub fn client_edits(self, limit: usize) -> Result<Vec<ClientEdit>> {
         let mut out = Vec::new();
-        for edit in self.store.client_edits(limit)? {
+        for edit in self.engram.store.client_edits(limit)? {
             let Editor::Client { name } = &edit.editor else {
                 continue;
             };
             let label = self
+                .engram
                 .store
                 .get_block(&edit.block_id)
                 .map(|b| b.label)
@@ -305,11 +299,11 @@ impl Engram {
                 client: name.clone(),
                 edit_id: edit.id.clone(),
                 label,
-                agent_ids: self.store.block_agents(&edit.block_id)?,
+                agent_ids: self.engram.store.block_agents(&edit.block_id)?,
                 old_value: edit.old_value,
                 new_value: edit.new_value,
                 created_at: edit.created_at,
-                undone: self.store.edit_undone(&edit.id)?,
+                undone: self.engram.store.edit_undone(&edit.id)?,
             });
         }
         Ok(out)

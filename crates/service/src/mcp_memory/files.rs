@@ -5,6 +5,7 @@ use super::paths::{self, Target};
 use super::view::{self, ViewRange};
 use super::{MemoryClient, MemoryError, MemoryGrant};
 use crate::Engram;
+use crate::rooms::MemoryServer;
 use engram_core::{Block, BlockOp, BlockPatch, Editor, NewBlock, ReplaceCount};
 use engram_store::OpOutcome;
 use serde::{Deserialize, Serialize};
@@ -77,91 +78,6 @@ pub(super) fn block_text(text: &str) -> &str {
 }
 
 impl Engram {
-    /// Runs one `memory` command for `client` and returns the text for the tool result.
-    /// Writes are recorded in the block's history with the client's name as author.
-    ///
-    /// Errors: a [`MemoryError`] saying what to change (bad path, no such file, read-only
-    /// client, text not found or found N times, over the limit by how much, line out of
-    /// range); [`MemoryError::Engine`] when Engram itself fails.
-    pub fn memory_command(
-        &self,
-        client: &MemoryClient,
-        command: &MemoryCommand,
-    ) -> Result<String, MemoryError> {
-        match command {
-            MemoryCommand::View { path, view_range } => self.memory_view(client, path, *view_range),
-            MemoryCommand::Create { path, file_text } => {
-                let (grant, label) = self.writable_file(client, path)?;
-                let new = NewBlock::new(label.clone(), block_text(file_text));
-                if self.store.agent_block(&grant.agent_id, &label).is_ok() {
-                    return Err(MemoryError::Exists(path.trim().to_owned()));
-                }
-                let block =
-                    self.store
-                        .create_agent_block_as(&grant.agent_id, &new, &editor(client))?;
-                self.notify_block(&block.id);
-                Ok(format!(
-                    "Created {} ({} of {} characters).",
-                    paths::file_path(client, grant, &label),
-                    block.chars(),
-                    block.limit
-                ))
-            }
-            MemoryCommand::StrReplace {
-                path,
-                old_str,
-                new_str,
-            } => self.memory_op(
-                client,
-                path,
-                BlockOp::Replace {
-                    old: old_str.clone(),
-                    new: new_str.clone(),
-                    count: ReplaceCount::Once,
-                },
-            ),
-            MemoryCommand::Insert {
-                path,
-                insert_line,
-                insert_text,
-            } => self.memory_op(
-                client,
-                path,
-                BlockOp::Insert {
-                    line: *insert_line,
-                    text: block_text(insert_text).to_owned(),
-                },
-            ),
-            MemoryCommand::Delete { path } => {
-                let (grant, block) = self.writable_block(client, path)?;
-                self.store.detach_block(&grant.agent_id, &block.id)?;
-                self.notify(crate::Notice::MemoryChanged {
-                    agent_id: grant.agent_id.clone(),
-                });
-                Ok(format!(
-                    "Deleted {} from the agent's memory (the block is kept, detached, with its history).",
-                    paths::file_path(client, grant, &block.label)
-                ))
-            }
-            MemoryCommand::Rename { old_path, new_path } => {
-                let (grant, block, label) = self.rename_target(client, old_path, new_path)?;
-                let patch = BlockPatch {
-                    label: Some(label.clone()),
-                    ..BlockPatch::default()
-                };
-                let renamed = self
-                    .store
-                    .update_block(&block.id, &patch, &editor(client))?;
-                self.notify_block(&renamed.id);
-                Ok(format!(
-                    "Renamed {} to {}.",
-                    paths::file_path(client, grant, &block.label),
-                    paths::file_path(client, grant, &renamed.label)
-                ))
-            }
-        }
-    }
-
     fn memory_view(
         &self,
         client: &MemoryClient,
@@ -301,6 +217,104 @@ impl Engram {
             }
             OpOutcome::Unchanged(_) => Ok(format!("{file} already holds that; nothing changed.")),
             OpOutcome::Refused { error, .. } => Err(MemoryError::Refused { path: file, error }),
+        }
+    }
+}
+
+impl MemoryServer<'_> {
+    /// Runs one `memory` command for `client` and returns the text for the tool result.
+    /// Writes are recorded in the block's history with the client's name as author.
+    ///
+    /// Errors: a [`MemoryError`] saying what to change (bad path, no such file, read-only
+    /// client, text not found or found N times, over the limit by how much, line out of
+    /// range); [`MemoryError::Engine`] when Engram itself fails.
+    pub fn command(
+        self,
+        client: &MemoryClient,
+        command: &MemoryCommand,
+    ) -> Result<String, MemoryError> {
+        match command {
+            MemoryCommand::View { path, view_range } => {
+                self.engram.memory_view(client, path, *view_range)
+            }
+            MemoryCommand::Create { path, file_text } => {
+                let (grant, label) = self.engram.writable_file(client, path)?;
+                let new = NewBlock::new(label.clone(), block_text(file_text));
+                if self
+                    .engram
+                    .store
+                    .agent_block(&grant.agent_id, &label)
+                    .is_ok()
+                {
+                    return Err(MemoryError::Exists(path.trim().to_owned()));
+                }
+                let block = self.engram.store.create_agent_block_as(
+                    &grant.agent_id,
+                    &new,
+                    &editor(client),
+                )?;
+                self.engram.notify_block(&block.id);
+                Ok(format!(
+                    "Created {} ({} of {} characters).",
+                    paths::file_path(client, grant, &label),
+                    block.chars(),
+                    block.limit
+                ))
+            }
+            MemoryCommand::StrReplace {
+                path,
+                old_str,
+                new_str,
+            } => self.engram.memory_op(
+                client,
+                path,
+                BlockOp::Replace {
+                    old: old_str.clone(),
+                    new: new_str.clone(),
+                    count: ReplaceCount::Once,
+                },
+            ),
+            MemoryCommand::Insert {
+                path,
+                insert_line,
+                insert_text,
+            } => self.engram.memory_op(
+                client,
+                path,
+                BlockOp::Insert {
+                    line: *insert_line,
+                    text: block_text(insert_text).to_owned(),
+                },
+            ),
+            MemoryCommand::Delete { path } => {
+                let (grant, block) = self.engram.writable_block(client, path)?;
+                self.engram.store.detach_block(&grant.agent_id, &block.id)?;
+                self.engram.notify(crate::Notice::MemoryChanged {
+                    agent_id: grant.agent_id.clone(),
+                });
+                Ok(format!(
+                    "Deleted {} from the agent's memory (the block is kept, detached, with its history).",
+                    paths::file_path(client, grant, &block.label)
+                ))
+            }
+            MemoryCommand::Rename { old_path, new_path } => {
+                let (grant, block, label) =
+                    self.engram.rename_target(client, old_path, new_path)?;
+                let patch = BlockPatch {
+                    label: Some(label.clone()),
+                    ..BlockPatch::default()
+                };
+                let renamed = self
+                    .engram
+                    .store
+                    .update_block(&block.id, &patch, &editor(client))?;
+                self.engram.notify_block(&renamed.id);
+                Ok(format!(
+                    "Renamed {} to {}.",
+                    paths::file_path(client, grant, &block.label),
+                    paths::file_path(client, grant, &renamed.label)
+                ))
+            }
         }
     }
 }

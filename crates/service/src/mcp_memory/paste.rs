@@ -2,7 +2,7 @@
 //! --print-config`, and the window's Settings), in the shape each client expects: Claude
 //! Code/Desktop and Cursor read `mcpServers` JSON, Codex reads `[mcp_servers.NAME]` TOML.
 
-use crate::Engram;
+use crate::rooms::MemoryServer;
 use engram_core::Result;
 use serde::Deserialize;
 use serde_json::json;
@@ -105,23 +105,18 @@ pub fn engram_program() -> String {
     }
 }
 
-impl Engram {
+impl MemoryServer<'_> {
     /// The configuration block for `for_client` that launches `program` serving `launch`'s
     /// agents. Errors: `not_found`/`conflict` for an agent that does not resolve (checked now,
     /// so a pasted block does not fail later).
-    pub fn memory_server_config(
-        &self,
-        for_client: PasteFor,
-        program: &str,
-        launch: &Launch,
-    ) -> Result<String> {
+    pub fn config(self, for_client: PasteFor, program: &str, launch: &Launch) -> Result<String> {
         let access = super::Access {
             read_only: launch.read_only,
             read_only_agents: launch.read_only_agents.clone(),
             approve_writes: launch.approve_writes,
             approve_agents: launch.approve_agents.clone(),
         };
-        self.memory_client("check", &launch.agents, &access)?;
+        self.client("check", &launch.agents, &access)?;
         Ok(config(for_client, program, &launch.args()))
     }
 }

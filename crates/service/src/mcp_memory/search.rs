@@ -1,9 +1,9 @@
 //! Archival and recall memory for a client: `search_memory` through the agent's own archival
-//! search ([`Engram::search_archival`]: BM25 fused with vectors, reranked when configured),
+//! search ([`Archival::search`](crate::Archival::search): BM25 fused with vectors, reranked when configured),
 //! `add_memory`, and `search_conversation` as the agent's `conversation_search`.
 
 use super::{MemoryClient, MemoryError, MemoryGrant};
-use crate::Engram;
+use crate::rooms::MemoryServer;
 use chrono::{DateTime, NaiveDate, Utc};
 use engram_core::{Role, TagMatch};
 use engram_store::MessageQuery;
@@ -121,13 +121,13 @@ fn dirs(client: &MemoryClient) -> String {
         .join(", ")
 }
 
-impl Engram {
+impl MemoryServer<'_> {
     /// `search_memory`: the client's agents' archival memory, best first, as a JSON list of
     /// `{id, timestamp, text, tags, score}` (plus `agent` with several agents).
     ///
     /// Errors: [`MemoryError::Arguments`] for a bad date or agent; `Engine` for storage.
-    pub async fn memory_search(
-        &self,
+    pub async fn search(
+        self,
         client: &MemoryClient,
         q: &MemoryQuery,
     ) -> Result<String, MemoryError> {
@@ -139,7 +139,9 @@ impl Engram {
         let mut hits = Vec::new();
         for grant in grants(client, q.agent.as_deref())? {
             let found = self
-                .search_archival(
+                .engram
+                .archival()
+                .search(
                     &grant.agent_id,
                     &q.query,
                     q.tags.clone(),
@@ -177,8 +179,8 @@ impl Engram {
     ///
     /// Errors: [`MemoryError::ReadOnly`]; [`MemoryError::Arguments`] for empty text or a
     /// missing or unknown agent; `Engine` for storage.
-    pub async fn memory_add(
-        &self,
+    pub async fn add_memory(
+        self,
         client: &MemoryClient,
         text: &str,
         tags: Vec<String>,
@@ -207,10 +209,15 @@ impl Engram {
         }
         if grant.approve {
             return self
+                .engram
                 .ask_to_add_memory(client, grant, text, tags, agent)
                 .await;
         }
-        let passage = self.add_passage(&grant.agent_id, text, tags).await?;
+        let passage = self
+            .engram
+            .archival()
+            .insert(&grant.agent_id, text, tags)
+            .await?;
         Ok(format!(
             "Saved to archival memory as {}.",
             passage.id.as_str()
@@ -221,8 +228,8 @@ impl Engram {
     /// `{timestamp, role, content}` (plus `agent` with several agents).
     ///
     /// Errors: [`MemoryError::Arguments`] for a bad role, date or agent; `Engine`.
-    pub async fn memory_search_conversation(
-        &self,
+    pub async fn search_conversation(
+        self,
         client: &MemoryClient,
         q: &ConversationQuery,
     ) -> Result<String, MemoryError> {
@@ -247,7 +254,7 @@ impl Engram {
         };
         let mut hits = Vec::new();
         for grant in grants(client, q.agent.as_deref())? {
-            let found = self.search_recall(&grant.agent_id, &query).await?;
+            let found = self.engram.recall().search(&grant.agent_id, &query).await?;
             hits.extend(found.into_iter().map(|h| (grant, h)));
         }
         hits.sort_by(|a, b| b.1.score.total_cmp(&a.1.score));

@@ -3,7 +3,7 @@
 //! Servers note a client at most once a minute (see `engram_mcp_memory`), so this costs no
 //! write per call.
 
-use crate::Engram;
+use crate::rooms::MemoryServer;
 use engram_core::{Error, Result, Timestamp};
 use serde::{Deserialize, Serialize};
 
@@ -22,24 +22,26 @@ pub struct ClientSeen {
     pub last_seen: Timestamp,
 }
 
-impl Engram {
+impl MemoryServer<'_> {
     /// Records that client `name` made a request now over `transport` (`stdio` or `http`).
     /// Errors: `storage`.
-    pub fn note_memory_client(&self, name: &str, transport: &str) -> Result<()> {
+    pub fn note_client(self, name: &str, transport: &str) -> Result<()> {
         let seen = ClientSeen {
             name: name.to_owned(),
             transport: transport.to_owned(),
             last_seen: chrono::Utc::now(),
         };
         let json = serde_json::to_string(&seen).map_err(|e| Error::Internal(e.to_string()))?;
-        self.store
+        self.engram
+            .store
             .set_setting(&format!("{SEEN_PREFIX}{name}"), &json)
     }
 
     /// Every client seen, most recent first. Unreadable entries are skipped.
     /// Errors: `storage`.
-    pub fn memory_clients_seen(&self) -> Result<Vec<ClientSeen>> {
+    pub fn clients_seen(self) -> Result<Vec<ClientSeen>> {
         let mut seen: Vec<ClientSeen> = self
+            .engram
             .store
             .settings_with_prefix(SEEN_PREFIX)?
             .into_iter()

@@ -6,7 +6,7 @@ use crate::Engram;
 use engram_core::{Editor, LlmConfig, NewAgent, NewBlock};
 use serde_json::json;
 
-fn engram_with_agent(dir: &std::path::Path) -> (Engram, MemoryClient) {
+fn engram_with_agent(dir: &std::path::Path) -> (std::sync::Arc<Engram>, MemoryClient) {
     let engram = Engram::open_for_test(dir);
     let new = NewAgent {
         name: "Sam".into(),
@@ -17,9 +17,10 @@ fn engram_with_agent(dir: &std::path::Path) -> (Engram, MemoryClient) {
         }],
         ..NewAgent::default()
     };
-    engram.create_agent(new).expect("agent");
+    engram.agents().create(new).expect("agent");
     let client = engram
-        .memory_client("claude-code", &["Sam".into()], &Access::default())
+        .memory_server()
+        .client("claude-code", &["Sam".into()], &Access::default())
         .expect("client");
     (engram, client)
 }
@@ -30,7 +31,7 @@ fn run(
     args: serde_json::Value,
 ) -> Result<String, MemoryError> {
     let command: MemoryCommand = serde_json::from_value(args).expect("command");
-    engram.memory_command(client, &command)
+    engram.memory_server().command(client, &command)
 }
 
 #[test]
@@ -67,7 +68,8 @@ fn str_replace_and_insert_keep_the_agent_tools_rules() {
     assert!(view.contains("     1\tName: Robert\n"), "{view}");
 
     let history = engram
-        .block_history(&client.grants[0].agent_id, "human")
+        .blocks()
+        .history(&client.grants[0].agent_id, "human")
         .unwrap();
     assert_eq!(history.len(), 1);
     assert_eq!(
@@ -76,12 +78,13 @@ fn str_replace_and_insert_keep_the_agent_tools_rules() {
             name: "claude-code".into()
         }
     );
-    assert!(!engram.client_edits(10).unwrap()[0].undone);
-    engram.undo_block_edit(&history[0].id, None).unwrap();
-    assert!(engram.client_edits(10).unwrap()[0].undone);
+    assert!(!engram.memory_server().client_edits(10).unwrap()[0].undone);
+    engram.blocks().undo(&history[0].id, None).unwrap();
+    assert!(engram.memory_server().client_edits(10).unwrap()[0].undone);
     assert!(
         engram
-            .agent_block(&client.grants[0].agent_id, "human")
+            .blocks()
+            .by_label(&client.grants[0].agent_id, "human")
             .unwrap()
             .value
             .starts_with("Name: Bob")
@@ -105,7 +108,7 @@ fn create_rename_delete_and_read_only_clients() {
     )
     .unwrap_err();
     assert!(matches!(again, MemoryError::Exists(_)), "{again}");
-    let edits = engram.client_edits(10).unwrap();
+    let edits = engram.memory_server().client_edits(10).unwrap();
     assert_eq!(
         (edits[0].label.as_str(), edits[0].new_value.as_str()),
         ("notes/work", "Ship it.")
@@ -125,12 +128,13 @@ fn create_rename_delete_and_read_only_clients() {
     )
     .unwrap();
     assert!(
-        engram.list_blocks(Some("work")).unwrap().len() == 1,
+        engram.blocks().list(Some("work")).unwrap().len() == 1,
         "the block is kept, detached"
     );
 
     let reader = engram
-        .memory_client(
+        .memory_server()
+        .client(
             "viewer",
             &["Sam".into()],
             &Access {
@@ -155,9 +159,15 @@ fn create_rename_delete_and_read_only_clients() {
 fn clients_are_remembered_when_seen() {
     let dir = tempfile::tempdir().unwrap();
     let (engram, _) = engram_with_agent(dir.path());
-    engram.note_memory_client("cursor", "http").unwrap();
-    engram.note_memory_client("claude-code", "stdio").unwrap();
-    let seen = engram.memory_clients_seen().unwrap();
+    engram
+        .memory_server()
+        .note_client("cursor", "http")
+        .unwrap();
+    engram
+        .memory_server()
+        .note_client("claude-code", "stdio")
+        .unwrap();
+    let seen = engram.memory_server().clients_seen().unwrap();
     let names: Vec<&str> = seen.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["claude-code", "cursor"]);
     assert_eq!(seen[1].transport, "http");

@@ -6,7 +6,7 @@
 
 use super::paths::{self, Target};
 use super::{MemoryClient, MemoryError};
-use crate::Engram;
+use crate::rooms::MemoryServer;
 use engram_core::{BlockId, Result};
 use std::collections::BTreeMap;
 
@@ -53,13 +53,13 @@ impl MemorySnapshot {
     }
 }
 
-impl Engram {
+impl MemoryServer<'_> {
     /// Every file `client` sees, agent by agent in the order of their blocks.
     /// Errors: `not_found` for an agent deleted since; `storage`.
-    pub fn memory_files(&self, client: &MemoryClient) -> Result<Vec<MemoryFile>> {
+    pub fn files(self, client: &MemoryClient) -> Result<Vec<MemoryFile>> {
         let mut out = Vec::new();
         for grant in &client.grants {
-            for b in self.store.agent_blocks(&grant.agent_id)? {
+            for b in self.engram.store.agent_blocks(&grant.agent_id)? {
                 out.push(MemoryFile {
                     path: paths::file_path(client, grant, &b.label),
                     chars: b.chars(),
@@ -72,11 +72,11 @@ impl Engram {
 
     /// The text of one file (a resource read: the block's value as stored).
     /// Errors: [`MemoryError::BadPath`]/[`MemoryError::NoSuchFile`].
-    pub fn memory_read(&self, client: &MemoryClient, path: &str) -> Result<String, MemoryError> {
+    pub fn read(self, client: &MemoryClient, path: &str) -> Result<String, MemoryError> {
         let Target::File { grant, label, .. } = paths::parse(client, path)? else {
             return Err(MemoryError::NoSuchFile(path.to_owned()));
         };
-        match self.store.agent_block(&grant.agent_id, &label) {
+        match self.engram.store.agent_block(&grant.agent_id, &label) {
             Ok(b) => Ok(b.value),
             Err(engram_core::Error::NotFound { .. }) => {
                 Err(MemoryError::NoSuchFile(path.to_owned()))
@@ -86,10 +86,10 @@ impl Engram {
     }
 
     /// The version of every file `client` sees now. Errors: `storage`.
-    pub fn memory_snapshot(&self, client: &MemoryClient) -> Result<MemorySnapshot> {
+    pub fn snapshot(self, client: &MemoryClient) -> Result<MemorySnapshot> {
         let mut files = BTreeMap::new();
         for grant in &client.grants {
-            for b in self.store.agent_blocks(&grant.agent_id)? {
+            for b in self.engram.store.agent_blocks(&grant.agent_id)? {
                 files.insert(paths::file_path(client, grant, &b.label), (b.id, b.version));
             }
         }
