@@ -4,7 +4,7 @@ import type { JsonValue } from "./serde_json/JsonValue";
 /**
  * A partial update of a user tool; `None` leaves a field as it is. A new `source_code`
  * regenerates the schema unless `json_schema` is given too. What the tool may do (network,
- * unsandboxed runs) is not part of it: see [`Engram::set_tool_sandbox`].
+ * unsandboxed runs) is not part of it: see [`Tools::set_sandbox`].
  */
 export type ToolPatch = { 
 /**

@@ -3,7 +3,7 @@ import type { BlockChange } from "./BlockChange";
 import type { ToolStatus } from "./ToolStatus";
 
 /**
- * What [`Engram::try_tool`] saw: the result the model would get and the memory changes that
+ * What [`Tools::trial`] saw: the result the model would get and the memory changes that
  * would be made — none of them stored.
  */
 export type ToolTrial = { 
