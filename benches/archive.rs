@@ -111,7 +111,7 @@ fn main() {
                     embedding: None,
                 })
                 .collect();
-            let stored = store.insert_passages(&agent, &batch).expect("insert");
+            let stored = store.passages().insert(&agent, &batch).expect("insert");
             if chunk[0] == PASSAGES / 2 {
                 middle = Some(stored[0].id.clone());
             }

@@ -132,7 +132,7 @@ fn archival(home: &Home, agent: &engram_core::AgentId) -> (f64, Duration, Durati
             text: sentence(i),
             ..NewPassage::default()
         };
-        store.insert_passages(agent, &[p]).expect("insert");
+        store.passages().insert(agent, &[p]).expect("insert");
     }
     let rate = n as f64 / started.elapsed().as_secs_f64();
 
@@ -145,7 +145,10 @@ fn archival(home: &Home, agent: &engram_core::AgentId) -> (f64, Duration, Durati
                 ..NewPassage::default()
             })
             .collect();
-        store.insert_passages(agent, &batch).expect("insert batch");
+        store
+            .passages()
+            .insert(agent, &batch)
+            .expect("insert batch");
     }
     let mut times = Vec::new();
     for i in 0..300u64 {
@@ -208,7 +211,7 @@ fn context_compile(home: &Home, agent: &engram_core::AgentId) -> Duration {
                 }
             })
             .collect();
-        store.append_messages(agent, &batch).expect("append");
+        store.messages().append(agent, &batch).expect("append");
     }
     let mut times = Vec::new();
     for _ in 0..20 {

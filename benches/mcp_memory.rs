@@ -72,7 +72,8 @@ fn setup(home: &Home) -> AgentId {
         .collect();
     home.engram
         .store()
-        .insert_passages(&id, &passages)
+        .passages()
+        .insert(&id, &passages)
         .expect("passages");
     id
 }

@@ -112,7 +112,7 @@ fn main() {
         let store = Store::open(&home.path().join("engram.db")).expect("open the database");
         loop {
             let left = store
-                .count_passages_without_vectors(&agent)
+                .passages().count_without_vectors(&agent)
                 .expect("read");
             if left == 0 {
                 break;
@@ -197,7 +197,7 @@ fn main() {
             loop {
                 tokio::time::sleep(Duration::from_millis(200)).await;
                 bulk_peak = bulk_peak.max(served.memory().rss);
-                let left = store.passages_without_vectors(&words_id, 1).expect("read");
+                let left = store.passages().without_vectors(&words_id, 1).expect("read");
                 if left.is_empty() {
                     break;
                 }

@@ -405,7 +405,7 @@ fn scale(n: u64) {
                 ..NewPassage::default()
             })
             .collect();
-        store.insert_passages(&agent, &batch).expect("insert");
+        store.passages().insert(&agent, &batch).expect("insert");
     }
     // The first vector search starts the graph's build in the background; time the graph.
     let warm = PassageQuery {

@@ -156,7 +156,7 @@ fn lexical_only(n: u64) {
                 ..NewPassage::default()
             })
             .collect();
-        store.insert_passages(&agent, &batch).expect("insert");
+        store.passages().insert(&agent, &batch).expect("insert");
     }
     let insert_s = started.elapsed().as_secs_f64();
     let qs: Vec<PassageQuery> = (1..=300u64)
@@ -205,7 +205,7 @@ fn fill(
                 }
             })
             .collect();
-        let stored = store.insert_passages(agent, &batch).expect("insert");
+        let stored = store.passages().insert(agent, &batch).expect("insert");
         each(stored, chunk, hashed);
     }
 }
@@ -433,7 +433,8 @@ fn full_pipeline(n: u64) {
             })
             .collect();
         store
-            .fill_passage_tokens(&agent, handle, &tokens)
+            .passages()
+            .fill_tokens(&agent, handle, &tokens)
             .expect("tokens");
     });
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -488,7 +489,7 @@ fn many_agents() {
                 ..NewPassage::default()
             })
             .collect();
-        store.insert_passages(agent, &batch).expect("insert");
+        store.passages().insert(agent, &batch).expect("insert");
     }
     let times: Vec<Duration> = (0..300u64)
         .map(|i| {

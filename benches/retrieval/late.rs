@@ -140,7 +140,8 @@ pub fn late_rows(
                 let words = words_of(qt);
                 let names: Vec<String> = words.iter().map(|(w, _)| w.clone()).collect();
                 let stats: TermStats = store
-                    .passage_term_stats(&agents[*c], &names)
+                    .passages()
+                    .term_stats(&agents[*c], &names)
                     .expect("stats");
                 words
                     .iter()

@@ -291,7 +291,7 @@ fn the_v1_window_keeps_letta_order_and_the_rest_goes_to_recall() {
     assert_eq!(s.agent.loop_style, LoopStyle::Classic);
     assert_eq!(s.agent.llm.model, "openai/gpt-4.1");
     assert_eq!(s.agent.llm.context_window, 128_000);
-    let in_ctx = home.engram.store().in_context_messages(id).unwrap();
+    let in_ctx = home.engram.store().messages().in_context(id).unwrap();
     assert_eq!(in_ctx.len(), 10);
     // The summary alert is the first message of the window, as Letta had it.
     assert!(
@@ -475,7 +475,8 @@ async fn engram_to_af_to_engram_is_lossless_and_holds_no_secrets() {
         .unwrap();
     let store = home.engram.store();
     let shared = store
-        .create_block(&NewBlock::new("team", "We ship on Fridays."))
+        .blocks()
+        .create(&NewBlock::new("team", "We ship on Fridays."))
         .unwrap();
     let a = home.agent_with(&mock, LoopStyle::Classic, |n| {
         n.blocks.push(NewBlock {
@@ -500,7 +501,8 @@ async fn engram_to_af_to_engram_is_lossless_and_holds_no_secrets() {
     home.chat(&a, "what is my name?").await;
     home.chat(&b, "hello there").await;
     store
-        .update_block(
+        .blocks()
+        .update(
             &shared.id,
             &BlockPatch {
                 value: Some("We ship on Thursdays.".into()),
@@ -510,7 +512,8 @@ async fn engram_to_af_to_engram_is_lossless_and_holds_no_secrets() {
         )
         .unwrap();
     store
-        .insert_passages(
+        .passages()
+        .insert(
             &a,
             &[NewPassage {
                 text: "Bob likes tea.".into(),
@@ -520,10 +523,11 @@ async fn engram_to_af_to_engram_is_lossless_and_holds_no_secrets() {
             }],
         )
         .unwrap();
-    let in_ctx = store.in_context_messages(&a).unwrap();
+    let in_ctx = store.messages().in_context(&a).unwrap();
     let evict: Vec<_> = in_ctx.iter().take(3).map(|m| m.id.clone()).collect();
     store
-        .evict_messages(&a, &evict, "Bob introduced himself.")
+        .messages()
+        .evict(&a, &evict, "Bob introduced himself.")
         .unwrap();
 
     let ids = vec![a.clone(), b.clone()];
@@ -573,10 +577,17 @@ async fn engram_to_af_to_engram_is_lossless_and_holds_no_secrets() {
     let team = other
         .engram
         .store()
-        .agent_block(&report.agents[1], "team")
+        .blocks()
+        .by_label(&report.agents[1], "team")
         .unwrap();
     assert_eq!(
-        other.engram.store().block_agents(&team.id).unwrap().len(),
+        other
+            .engram
+            .store()
+            .blocks()
+            .agents_of(&team.id)
+            .unwrap()
+            .len(),
         2
     );
     let edits: usize = before[0]["blocks"]
@@ -593,14 +604,14 @@ async fn engram_to_af_to_engram_is_lossless_and_holds_no_secrets() {
 
 fn counts(home: &Home) -> (usize, usize, u64) {
     let store = home.engram.store();
-    let agents = store.list_agents().unwrap();
+    let agents = store.agents().list().unwrap();
     let messages = agents
         .iter()
-        .map(|a| store.memory_counts(&a.id).unwrap().0)
+        .map(|a| store.agents().memory_counts(&a.id).unwrap().0)
         .sum();
     (
         agents.len(),
-        store.list_blocks(None).unwrap().len(),
+        store.blocks().list(None).unwrap().len(),
         messages,
     )
 }
@@ -764,7 +775,8 @@ fn markdown_and_json_exports_are_stable() {
     let id = &report.agents[0];
     home.engram
         .store()
-        .insert_passages(
+        .passages()
+        .insert(
             id,
             &[NewPassage {
                 text: "Order 42 shipped late.".into(),

@@ -158,7 +158,7 @@ async fn folders_go_out_and_come_back_alike() {
     assert!(passages.iter().any(|(n, c)| n == "guide.pdf"
         && c.text.contains("boiler")
         && c.provenance.page == Some(1)));
-    let tools = other.engram.store().get_agent(copy).unwrap().tools;
+    let tools = other.engram.store().agents().get(copy).unwrap().tools;
     assert!(
         tools.iter().any(|t| t == "semantic_search_files"),
         "{tools:?}"
@@ -251,7 +251,7 @@ async fn a_letta_file_with_folders_imports_them_live() {
         policy.last_accessed_at.unwrap().to_rfc3339(),
         "2025-06-01T10:00:00+00:00"
     );
-    let tools = home.engram.store().get_agent(id).unwrap().tools;
+    let tools = home.engram.store().agents().get(id).unwrap().tools;
     for t in engram_service::FILE_TOOLS {
         assert!(tools.iter().any(|x| x == t), "{t} missing: {tools:?}");
     }
@@ -303,6 +303,6 @@ async fn a_copy_of_an_agent_reads_the_same_folders() {
             .collect()
     };
     assert_eq!(open(&agent), open(&copy));
-    let tools = home.engram.store().get_agent(&copy).unwrap().tools;
+    let tools = home.engram.store().agents().get(&copy).unwrap().tools;
     assert!(tools.iter().any(|t| t == "open_files"), "{tools:?}");
 }

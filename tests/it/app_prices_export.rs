@@ -78,7 +78,7 @@ async fn prices_price_runs_and_agents_from_their_steps() {
     let price = json!({"model": "openai/mock-small", "input_per_mtok": 2.0,
                        "output_per_mtok": 8.0, "source": "user"});
     app.ok("set_model_price", json!({"price": price})).await;
-    let steps = app.home.engram.store().list_steps(&a, None).unwrap();
+    let steps = app.home.engram.store().runs().list_steps(&a, None).unwrap();
     let expect = |steps: &[engram_core::Step]| {
         steps
             .iter()

@@ -72,7 +72,8 @@ async fn passages_are_embedded_and_searched_with_vectors_when_the_agent_has_a_mo
     assert!(
         home.engram
             .store()
-            .passage_embeddings_missing(&agent)
+            .passages()
+            .embeddings_missing(&agent)
             .unwrap()
             .is_empty(),
         "every passage has a vector"
@@ -120,7 +121,8 @@ async fn passages_are_embedded_and_searched_with_vectors_when_the_agent_has_a_mo
     assert!(
         home.engram
             .store()
-            .passage_embeddings_missing(&agent)
+            .passages()
+            .embeddings_missing(&agent)
             .unwrap()
             .is_empty()
     );
@@ -174,7 +176,8 @@ async fn word_search_marks_the_neighbours_it_brings_along_as_context() {
     let with = home
         .engram
         .store()
-        .passages_with_words(&agent, "tulip", &ids)
+        .passages()
+        .with_words(&agent, "tulip", &ids)
         .unwrap();
     assert!(with.contains(&tulips.passage.id) && !with.contains(&neighbour.passage.id));
 }

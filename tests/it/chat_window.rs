@@ -38,12 +38,18 @@ async fn served(n: usize, evicted: usize, script: Script) -> Served {
             ..NewMessage::user(format!("m{i}"))
         })
         .collect();
-    let stored = home.engram.store().append_messages(&agent, &msgs).unwrap();
+    let stored = home
+        .engram
+        .store()
+        .messages()
+        .append(&agent, &msgs)
+        .unwrap();
     let ids: Vec<_> = stored.iter().map(|m| m.id.clone()).collect();
     if evicted > 0 {
         home.engram
             .store()
-            .evict_messages(&agent, &ids[..evicted], "Bob counted messages.")
+            .messages()
+            .evict(&agent, &ids[..evicted], "Bob counted messages.")
             .unwrap();
     }
     let Home { dir, engram } = home;

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 fn pending(home: &std::path::Path, agent: &AgentId) -> Option<engram_core::PendingApproval> {
     let store = engram_store::Store::open(&home.join(engram_service::DB_FILE)).unwrap();
-    store.pending_approval(agent).unwrap()
+    store.runs().pending_approval(agent).unwrap()
 }
 
 fn append(content: &str) -> Reply {

@@ -67,7 +67,7 @@ async fn the_folder_commands_add_list_attach_and_remove() {
         home.path(),
         std::sync::Arc::new(engram_secrets::MemoryStore::default()),
     );
-    let tools = engram.store().get_agent(&agent).unwrap().tools;
+    let tools = engram.store().agents().get(&agent).unwrap().tools;
     assert!(tools.iter().any(|t| t == "grep_files"), "{tools:?}");
     drop(engram);
 

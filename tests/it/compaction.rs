@@ -86,7 +86,7 @@ async fn a_long_conversation_is_compacted_with_tool_pairs_whole() {
     // The context fits and starts at a whole exchange.
     let ctx = home.engram.agents().context_breakdown(&agent).unwrap();
     assert!(ctx.total < 4_000 * 9 / 10, "{ctx:?}");
-    let in_context = home.engram.store().in_context_messages(&agent).unwrap();
+    let in_context = home.engram.store().messages().in_context(&agent).unwrap();
     assert_ne!(in_context[0].role, Role::Tool);
     let total = home.engram.recall().list(&agent, None, 10_000).unwrap();
     assert!(in_context.len() < total.len());

@@ -35,7 +35,12 @@ async fn killing_the_process_mid_run_loses_only_the_step_in_flight() {
         std::sync::Arc::new(engram_secrets::MemoryStore::default()),
     );
     assert_eq!(
-        engram.store().agent_block(&agent, "human").unwrap().value,
+        engram
+            .store()
+            .blocks()
+            .by_label(&agent, "human")
+            .unwrap()
+            .value,
         "Name: Bob"
     );
     let roles: Vec<Role> = engram
@@ -74,7 +79,8 @@ async fn an_orphaned_tool_call_is_answered_before_the_next_call() {
     ];
     let now = chrono::Utc::now();
     store
-        .append_messages(
+        .messages()
+        .append(
             &agent,
             &[
                 NewMessage::user("search twice"),

@@ -84,8 +84,13 @@ async fn tutorial(style: LoopStyle) {
     );
 
     // Four agent edits in the block's history: [] → 1 → 2 → 1 → [].
-    let block = home.engram.store().agent_block(&agent, "tasks").unwrap();
-    let history = home.engram.store().block_history(&block.id, 50).unwrap();
+    let block = home
+        .engram
+        .store()
+        .blocks()
+        .by_label(&agent, "tasks")
+        .unwrap();
+    let history = home.engram.store().blocks().history(&block.id, 50).unwrap();
     let mut values: Vec<&str> = history.iter().map(|e| e.new_value.as_str()).collect();
     if history.first().map(|e| e.old_value.as_str()) != Some("[]") {
         values.reverse();

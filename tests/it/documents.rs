@@ -81,7 +81,13 @@ fn pdf_line(home: &Home, folder: &FolderId, needle: &str) -> (u32, u32) {
         .into_iter()
         .find(|f| f.name == "libtasn1.pdf")
         .unwrap();
-    let (text, pages) = home.engram.store().file_text(&file.id).unwrap().unwrap();
+    let (text, pages) = home
+        .engram
+        .store()
+        .folders()
+        .file_text(&file.id)
+        .unwrap()
+        .unwrap();
     let line = text.lines().position(|l| l.contains(needle)).unwrap() as u32 + 1;
     let page = pages.iter().filter(|&&start| start <= line).count() as u32;
     (line, page)
@@ -106,7 +112,7 @@ fn system_message(request: &Value) -> String {
 async fn an_agent_reads_searches_and_cites_real_documents() {
     let mock = MockLlm::start(Script::Queue).await;
     let (home, agent, folder) = setup(&mock).await;
-    let tools = home.engram.store().get_agent(&agent).unwrap().tools;
+    let tools = home.engram.store().agents().get(&agent).unwrap().tools;
     for t in ["open_files", "grep_files", "semantic_search_files"] {
         assert!(tools.iter().any(|x| x == t), "{tools:?}");
     }
@@ -364,6 +370,7 @@ async fn a_folder_on_the_built_in_model_embeds_its_passages_and_is_searched_with
     assert!(
         home.engram
             .store()
+            .folders()
             .chunks_without_vectors(&folder.id, 10)
             .unwrap()
             .is_empty(),
@@ -468,6 +475,7 @@ async fn vectors_missing_after_an_outage_are_filled_in_later() {
     let missing = || {
         home.engram
             .store()
+            .folders()
             .chunks_without_vectors(&folder.id, 10_000)
             .unwrap()
             .len()

@@ -116,7 +116,13 @@ async fn latin1_text_is_read_as_windows_1252_with_a_note() {
     let file = added.file.unwrap();
     assert_eq!(file.status, FileStatus::Completed);
     assert!(added.notes[0].starts_with("not UTF-8"), "{:?}", added.notes);
-    let (text, _) = home.engram.store().file_text(&file.id).unwrap().unwrap();
+    let (text, _) = home
+        .engram
+        .store()
+        .folders()
+        .file_text(&file.id)
+        .unwrap()
+        .unwrap();
     assert_eq!(text, "Café crème brûlée");
 }
 
@@ -215,6 +221,12 @@ async fn an_unchanged_file_is_a_no_op_and_a_changed_one_is_read_again() {
     .await;
     assert_eq!(changed.id, first.id);
     assert_eq!(changed.lines, 2);
-    let (text, _) = home.engram.store().file_text(&changed.id).unwrap().unwrap();
+    let (text, _) = home
+        .engram
+        .store()
+        .folders()
+        .file_text(&changed.id)
+        .unwrap()
+        .unwrap();
     assert!(text.starts_with("second version"));
 }

@@ -41,7 +41,8 @@ async fn agent_with_vectors(home: &Home, mock: &MockLlm) -> engram_core::AgentId
     home.chat(&a, "what is my name?").await;
     let store = home.engram.store();
     store
-        .insert_passages(
+        .passages()
+        .insert(
             &a,
             &[
                 NewPassage {
@@ -70,10 +71,11 @@ async fn vectors_and_usage_survive_an_agent_file_round_trip() {
     let home = Home::new();
     let a = agent_with_vectors(&home, &mock).await;
     let store = home.engram.store();
-    let steps = store.list_steps(&a, None).unwrap();
+    let steps = store.runs().list_steps(&a, None).unwrap();
     assert!(steps.len() >= 2, "the chats made steps: {steps:?}");
     let vectors: Vec<Vec<f32>> = store
-        .passage_vectors(&a)
+        .passages()
+        .vectors(&a)
         .unwrap()
         .into_iter()
         .map(|(_, v)| v)
@@ -106,18 +108,19 @@ async fn vectors_and_usage_survive_an_agent_file_round_trip() {
         let b = &report.agents[0];
         let st = target.engram.store();
         let got: Vec<Vec<f32>> = st
-            .passage_vectors(b)
+            .passages()
+            .vectors(b)
             .unwrap()
             .into_iter()
             .map(|(_, v)| v)
             .collect();
         assert_eq!(got, vectors, "vectors are equal bit for bit");
-        let imported = st.list_steps(b, None).unwrap();
+        let imported = st.runs().list_steps(b, None).unwrap();
         assert_eq!(usage(&imported), usage(&steps), "usage history is equal");
         assert!(imported.iter().all(|s| !steps.iter().any(|o| o.id == s.id)));
         // The messages name the imported steps.
         let step_ids: Vec<_> = imported.iter().map(|s| s.id.clone()).collect();
-        let msgs = st.list_messages(b, None, usize::MAX).unwrap();
+        let msgs = st.messages().list(b, None, usize::MAX).unwrap();
         let named: Vec<_> = msgs.iter().filter_map(|m| m.step_id.clone()).collect();
         assert!(!named.is_empty());
         assert!(
@@ -147,9 +150,17 @@ async fn vectors_of_another_embedding_model_are_left_out_with_a_warning() {
         "{w}"
     );
     let b = &report.agents[0];
-    assert!(other.engram.store().passage_vectors(b).unwrap().is_empty());
+    assert!(
+        other
+            .engram
+            .store()
+            .passages()
+            .vectors(b)
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(
-        other.engram.store().memory_counts(b).unwrap().1,
+        other.engram.store().agents().memory_counts(b).unwrap().1,
         3,
         "passages all kept"
     );

@@ -31,7 +31,7 @@ fn quit_during_a_build(db: &std::path::Path, agent: &AgentId) {
             ..Default::default()
         })
         .collect();
-    store.insert_passages(agent, &ps).unwrap();
+    store.passages().insert(agent, &ps).unwrap();
     store.hold_vector_index_builds(true);
     let q = PassageQuery {
         query: "note".into(),

@@ -46,21 +46,23 @@ fn by_hand(
     let ids: Vec<_> = pool.iter().map(|h| h.passage.id.clone()).collect();
     let around = engram
         .store()
-        .passage_neighbours(agent, &q, &ids, LATE_INTERACTION_NEIGHBOUR_REACH)
+        .passages()
+        .neighbours(agent, &q, &ids, LATE_INTERACTION_NEIGHBOUR_REACH)
         .unwrap();
     let vectors = |text: &str| encoder.token_vectors(&[text.to_owned()]).unwrap().remove(0);
     // A passage's word-piece vectors as the background pass stored them.
     let stored = |id: &engram_core::PassageId| {
         let blobs = engram
             .store()
-            .passage_tokens(agent, "local/all-minilm-l6-v2", std::slice::from_ref(id))
+            .passages()
+            .tokens(agent, "local/all-minilm-l6-v2", std::slice::from_ref(id))
             .unwrap();
         engram_retrieval::late::token_codes::decode(&blobs[id]).unwrap()
     };
     let query_tokens = vectors(query);
     let words = content_words(&query_tokens);
     let names: Vec<String> = words.iter().map(|(w, _)| w.clone()).collect();
-    let stats = engram.store().passage_term_stats(agent, &names).unwrap();
+    let stats = engram.store().passages().term_stats(agent, &names).unwrap();
     let weighted: Vec<(&[f32], f64)> = if idf {
         words
             .iter()
@@ -198,7 +200,8 @@ async fn a_question_naming_the_wrong_speaker_still_finds_the_turn_with_the_answe
     let stats = home
         .engram
         .store()
-        .passage_term_stats(&pair, &["melanie".into(), "pottery".into()])
+        .passages()
+        .term_stats(&pair, &["melanie".into(), "pottery".into()])
         .unwrap();
     assert_eq!(stats.frequencies, [8, 1]);
     assert!(

@@ -149,7 +149,8 @@ pub(crate) async fn converse_with(home: &Home, agent: &AgentId, what: &str) {
     let history = home
         .engram
         .store()
-        .list_messages(agent, None, 10_000)
+        .messages()
+        .list(agent, None, 10_000)
         .expect("messages");
     let users = history.iter().filter(|m| m.role == Role::User).count();
     assert!(users >= 10, "every message was kept: {users}");

@@ -170,6 +170,7 @@ async fn a_tokenizer_counting_a_quarter_more_is_learnt_with_at_most_one_refusal(
     let learnt = home
         .engram
         .store()
+        .settings()
         .model_calibration("openai/mock-small")
         .unwrap()
         .expect("a calibration");
@@ -181,6 +182,7 @@ async fn a_tokenizer_counting_a_quarter_more_is_learnt_with_at_most_one_refusal(
     assert_eq!(
         reopened
             .store()
+            .settings()
             .model_calibration("openai/mock-small")
             .unwrap(),
         Some(learnt)
@@ -204,6 +206,7 @@ async fn a_refusal_tightens_the_calibration_and_the_message_still_goes_through()
     let before = home
         .engram
         .store()
+        .settings()
         .model_calibration("openai/mock-small")
         .unwrap();
     send_turns(&home, &agent, 20..60).await;
@@ -211,6 +214,7 @@ async fn a_refusal_tightens_the_calibration_and_the_message_still_goes_through()
     let after = home
         .engram
         .store()
+        .settings()
         .model_calibration("openai/mock-small")
         .unwrap()
         .unwrap();
@@ -264,10 +268,16 @@ async fn a_window_too_small_is_an_error_the_user_can_act_on() {
     // On a message, when memory grew past what the window holds: nothing is written.
     let agent = agent_at(&home, &mock, 2_048);
     let big = "The user's garden notes. ".repeat(190);
-    let human = home.engram.store().agent_block(&agent, "human").unwrap();
+    let human = home
+        .engram
+        .store()
+        .blocks()
+        .by_label(&agent, "human")
+        .unwrap();
     home.engram
         .store()
-        .update_block(
+        .blocks()
+        .update(
             &human.id,
             &engram_core::BlockPatch {
                 value: Some(big),
@@ -420,7 +430,8 @@ async fn an_agent_bricked_by_a_nested_summary_recovers() {
         .repeat(4);
     home.engram
         .store()
-        .evict_messages(&agent, &[], &nested)
+        .messages()
+        .evict(&agent, &[], &nested)
         .unwrap();
     send_turns(&home, &agent, 0..5).await;
     let summary = home

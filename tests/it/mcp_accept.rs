@@ -182,6 +182,7 @@ async fn a_renamed_server_attaches_its_tools_under_the_new_name_and_removal_drop
     assert_eq!(
         home.engram
             .store()
+            .tools()
             .pending_mcp_tools(&server.id)
             .unwrap()
             .len(),
@@ -191,6 +192,7 @@ async fn a_renamed_server_attaches_its_tools_under_the_new_name_and_removal_drop
     assert!(
         home.engram
             .store()
+            .tools()
             .pending_mcp_tools(&server.id)
             .unwrap()
             .is_empty()

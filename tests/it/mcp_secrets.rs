@@ -165,6 +165,7 @@ async fn a_failing_server_is_reported_without_the_credentials_of_its_url() {
     };
     home.engram
         .store()
+        .tools()
         .sync_mcp_tools(&server.id, &[tool])
         .unwrap();
     let stored = home.engram.tools().find("down__add").unwrap();
@@ -218,6 +219,7 @@ async fn credentials_an_older_version_stored_in_a_url_move_to_the_keychain_at_op
         let store = engram_store::Store::open(&dir.path().join(engram_service::DB_FILE)).unwrap();
         let now = chrono::Utc::now();
         store
+            .tools()
             .insert_mcp_server(&McpServer {
                 id: engram_core::McpServerId::new(),
                 name: "old".into(),

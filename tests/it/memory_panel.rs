@@ -329,6 +329,7 @@ async fn the_model_picker_lists_chat_models_with_stored_windows() {
     fresh
         .engram
         .store()
+        .settings()
         .upsert_provider(&engram_store::ProviderRow {
             name: "mock".into(),
             kind: "openai".into(),

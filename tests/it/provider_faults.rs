@@ -113,7 +113,8 @@ async fn a_server_dying_mid_stream_says_the_connection_dropped_and_keeps_the_par
     let last = home
         .engram
         .store()
-        .list_messages(&agent, None, 100)
+        .messages()
+        .list(&agent, None, 100)
         .unwrap()
         .pop()
         .unwrap();

@@ -144,7 +144,7 @@ async fn a_model_still_writing_at_the_step_time_limit_is_stopped_and_its_text_ke
         "stopped at the limit: {took:?}"
     );
     // The part that arrived is stored as the step's answer (the run's outcome ends at the error).
-    let stored = home.engram.store().in_context_messages(&agent).unwrap();
+    let stored = home.engram.store().messages().in_context(&agent).unwrap();
     let kept = stored.last().unwrap();
     assert_eq!(kept.role, Role::Assistant);
     assert!(

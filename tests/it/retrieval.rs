@@ -52,7 +52,7 @@ fn the_turn_after_a_matching_question_is_found() {
             ..NewPassage::default()
         })
         .collect();
-    store.insert_passages(&agent, &passages).unwrap();
+    store.passages().insert(&agent, &passages).unwrap();
     let hits = store
         .search_passages(
             &agent,

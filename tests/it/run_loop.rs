@@ -83,6 +83,7 @@ async fn a_model_that_never_stops_is_stopped_at_the_step_limit() {
     assert_eq!(
         home.engram
             .store()
+            .runs()
             .list_steps(&agent, Some(&out.run_id))
             .unwrap()
             .len(),

@@ -75,7 +75,8 @@ async fn new_agents_get_the_local_model_and_a_paraphrase_finds_its_passage() {
     let missing = home
         .engram
         .store()
-        .passage_embeddings_missing(&sam)
+        .passages()
+        .embeddings_missing(&sam)
         .unwrap();
     assert!(missing.is_empty(), "{missing:?}");
 
@@ -158,7 +159,7 @@ async fn an_imported_passage_is_found_by_words_then_by_meaning_after_backfill() 
             ..Default::default()
         })
         .collect();
-    home.engram.store().insert_passages(&sam, &rows).unwrap();
+    home.engram.store().passages().insert(&sam, &rows).unwrap();
     assert_eq!(
         search(&home.engram, &sam, "boston terriers", &[], 1).await,
         vec![PASSAGES[0].to_owned()]
@@ -169,7 +170,7 @@ async fn an_imported_passage_is_found_by_words_then_by_meaning_after_backfill() 
     assert_eq!(report.remaining, 0);
     assert!(report.embedded <= 4);
     let store = home.engram.store();
-    assert_eq!(store.count_passages_without_vectors(&sam).unwrap(), 0);
+    assert_eq!(store.passages().count_without_vectors(&sam).unwrap(), 0);
     let hits = search(&home.engram, &sam, "my dog", &[], 1).await;
     assert_eq!(hits, vec![PASSAGES[0].to_owned()]);
     // A second run finds nothing left to do.
@@ -192,7 +193,7 @@ async fn a_passage_is_found_by_words_while_its_vectors_are_computed_then_by_mean
         .unwrap();
     // The model is not loaded yet, and its first load takes far longer than a write: the
     // write did not wait for it.
-    assert_eq!(store.count_passages_without_vectors(&sam).unwrap(), 1);
+    assert_eq!(store.passages().count_without_vectors(&sam).unwrap(), 1);
     let by_words = engram_store::PassageQuery {
         query: "boston terriers".into(),
         top_k: 1,
@@ -209,10 +210,11 @@ async fn a_passage_is_found_by_words_while_its_vectors_are_computed_then_by_mean
             .fresh_vectors(&sam, std::time::Duration::from_secs(30))
             .await
     );
-    assert_eq!(store.count_passages_without_vectors(&sam).unwrap(), 0);
+    assert_eq!(store.passages().count_without_vectors(&sam).unwrap(), 0);
     assert_eq!(
         store
-            .count_passages_without_tokens(&sam, "local/all-minilm-l6-v2")
+            .passages()
+            .count_without_tokens(&sam, "local/all-minilm-l6-v2")
             .unwrap(),
         0,
         "its token vectors for late interaction are stored too"
@@ -267,7 +269,8 @@ async fn an_embedding_outage_loses_nothing_and_search_answers_at_once() {
     let missing = home
         .engram
         .store()
-        .passage_embeddings_missing(&sam)
+        .passages()
+        .embeddings_missing(&sam)
         .unwrap();
     assert_eq!(missing.len(), 1);
     assert_eq!(missing[0].id, stored.id);
@@ -399,7 +402,8 @@ async fn the_first_use_download_comes_from_the_model_repository_with_progress() 
     assert!(
         home.engram
             .store()
-            .passage_embeddings_missing(&sam)
+            .passages()
+            .embeddings_missing(&sam)
             .unwrap()
             .is_empty()
     );

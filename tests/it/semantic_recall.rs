@@ -46,7 +46,8 @@ async fn wait_embedded(engram: &Engram, agent: &AgentId) {
     loop {
         let missing = engram
             .store()
-            .count_messages_without_vectors(agent)
+            .messages()
+            .count_without_vectors(agent)
             .unwrap();
         if missing == 0 && !engram.archival().backfill_running(agent) {
             return;
@@ -178,7 +179,8 @@ async fn messages_stored_without_vectors_are_found_by_meaning_after_the_backfill
     // As an agent-file import stores a conversation: rows without vectors.
     let store = home.engram.store();
     store
-        .append_messages(
+        .messages()
+        .append(
             &sam,
             &[
                 NewMessage::user(DOG),
@@ -188,7 +190,7 @@ async fn messages_stored_without_vectors_are_found_by_meaning_after_the_backfill
             ],
         )
         .unwrap();
-    assert_eq!(store.count_messages_without_vectors(&sam).unwrap(), 4);
+    assert_eq!(store.messages().count_without_vectors(&sam).unwrap(), 4);
     let mut notices = home.engram.notices();
     let report = home.engram.archival().backfill(&sam).await.unwrap();
     assert_eq!(report.remaining, 0);
@@ -221,7 +223,8 @@ async fn an_embedding_outage_during_a_turn_loses_nothing_and_the_message_is_back
     // Both messages are stored; the background embedding failed, so they lack vectors…
     let store = home.engram.store();
     let listed: Vec<String> = store
-        .list_messages(&sam, None, 10)
+        .messages()
+        .list(&sam, None, 10)
         .unwrap()
         .into_iter()
         .map(|m| m.content)
@@ -232,7 +235,7 @@ async fn an_embedding_outage_during_a_turn_loses_nothing_and_the_message_is_back
         assert!(started.elapsed() < Duration::from_secs(60));
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert_eq!(store.count_messages_without_vectors(&sam).unwrap(), 2);
+    assert_eq!(store.messages().count_without_vectors(&sam).unwrap(), 2);
     // …and search answers by words meanwhile.
     assert_eq!(recall(&home.engram, &sam, "spare key", 1).await, [said]);
 
@@ -308,7 +311,7 @@ async fn a_backfill_cut_short_by_a_restart_goes_on_when_the_app_starts_again() {
         .id;
     let mut rows = vec![NewMessage::user(DOG)];
     rows.extend((0..99).map(|i| NewMessage::user(format!("Note {i}: buy more paint"))));
-    home.engram.store().append_messages(&sam, &rows).unwrap();
+    home.engram.store().messages().append(&sam, &rows).unwrap();
     // Stop the backfill after its first batch, as closing the app would.
     let mut notices = home.engram.notices();
     tokio::select! {
@@ -320,7 +323,8 @@ async fn a_backfill_cut_short_by_a_restart_goes_on_when_the_app_starts_again() {
     let left = home
         .engram
         .store()
-        .count_messages_without_vectors(&sam)
+        .messages()
+        .count_without_vectors(&sam)
         .unwrap();
     assert!(left > 0 && left < 100, "{left}");
 

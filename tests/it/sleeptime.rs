@@ -394,7 +394,7 @@ async fn duplicated_passages_are_merged_into_one_and_the_merge_undone() {
         ["Ana's favourite tea is green tea"]
     );
     assert_eq!(search(&home, &agent, "tea", true).await.len(), 3);
-    let merged = home.engram.store().get_passage(&a.id).unwrap();
+    let merged = home.engram.store().passages().get(&a.id).unwrap();
     assert_eq!(
         merged.superseded.map(|s| s.kind),
         Some(engram_core::SupersedeKind::Merged)

@@ -45,13 +45,14 @@ fn write_unembedded(engram: &Engram, agent: &AgentId, texts: &[String]) {
             ..Default::default()
         })
         .collect();
-    engram.store().insert_passages(agent, &ps).unwrap();
+    engram.store().passages().insert(agent, &ps).unwrap();
 }
 
 fn without_tokens(engram: &Engram, agent: &AgentId) -> u64 {
     engram
         .store()
-        .count_passages_without_tokens(agent, HANDLE)
+        .passages()
+        .count_without_tokens(agent, HANDLE)
         .unwrap()
 }
 
@@ -87,7 +88,11 @@ async fn a_passage_is_found_by_words_at_once_and_by_its_stored_vectors_once_comp
     })
     .await;
     assert_eq!(
-        engram.store().count_passages_without_vectors(&sam).unwrap(),
+        engram
+            .store()
+            .passages()
+            .count_without_vectors(&sam)
+            .unwrap(),
         0
     );
     let ids: Vec<_> = engram
@@ -97,7 +102,11 @@ async fn a_passage_is_found_by_words_at_once_and_by_its_stored_vectors_once_comp
         .into_iter()
         .map(|p| p.id)
         .collect();
-    let stored = engram.store().passage_tokens(&sam, HANDLE, &ids).unwrap();
+    let stored = engram
+        .store()
+        .passages()
+        .tokens(&sam, HANDLE, &ids)
+        .unwrap();
     assert_eq!(stored.len(), 6);
     for blob in stored.values() {
         let tokens = token_codes::decode(blob).unwrap();
@@ -116,7 +125,8 @@ async fn a_passage_is_found_by_words_at_once_and_by_its_stored_vectors_once_comp
     assert_eq!(
         engram
             .store()
-            .fill_passage_tokens(
+            .passages()
+            .fill_tokens(
                 &sam,
                 HANDLE,
                 &[(lisbon.id.clone(), lisbon.text.clone(), swapped)]
@@ -138,7 +148,8 @@ async fn a_passage_is_found_by_words_at_once_and_by_its_stored_vectors_once_comp
     let porto = "Alice moved to Porto last year";
     engram
         .store()
-        .update_passage(&sam, &lisbon.id, Some(porto), None, None)
+        .passages()
+        .update(&sam, &lisbon.id, Some(porto), None, None)
         .unwrap();
     assert_eq!(without_tokens(engram, &sam), 1);
     engram
@@ -152,7 +163,8 @@ async fn a_passage_is_found_by_words_at_once_and_by_its_stored_vectors_once_comp
     .await;
     let fresh = engram
         .store()
-        .passage_tokens(&sam, HANDLE, std::slice::from_ref(&lisbon.id))
+        .passages()
+        .tokens(&sam, HANDLE, std::slice::from_ref(&lisbon.id))
         .unwrap();
     assert_ne!(
         fresh[&lisbon.id], stored[&tax.id],
@@ -219,7 +231,11 @@ async fn a_quit_in_the_middle_of_the_backfill_resumes_on_the_next_start() {
     })
     .await;
     assert_eq!(
-        engram.store().count_passages_without_vectors(&sam).unwrap(),
+        engram
+            .store()
+            .passages()
+            .count_without_vectors(&sam)
+            .unwrap(),
         0
     );
     let hits = search(&engram, &sam, "Which shipment left on day 123?", 3).await;

@@ -116,7 +116,8 @@ async fn the_run_pauses_and_approving_runs_the_tool_and_goes_on() {
     let msg = home
         .engram
         .store()
-        .get_message(&pending.message_id)
+        .messages()
+        .get(&pending.message_id)
         .unwrap();
     assert_eq!(msg.tool_calls[0].id, pending.tool_call.id);
     assert!(
@@ -138,7 +139,8 @@ async fn the_run_pauses_and_approving_runs_the_tool_and_goes_on() {
     assert_eq!(
         home.engram
             .store()
-            .in_context_messages(&agent)
+            .messages()
+            .in_context(&agent)
             .unwrap()
             .len(),
         msg_count(&home, &agent)
@@ -170,7 +172,8 @@ async fn the_run_pauses_and_approving_runs_the_tool_and_goes_on() {
 fn msg_count(home: &Home, agent: &AgentId) -> usize {
     home.engram
         .store()
-        .in_context_messages(agent)
+        .messages()
+        .in_context(agent)
         .unwrap()
         .len()
 }
@@ -236,6 +239,7 @@ async fn a_paused_run_survives_reopening_and_repair_leaves_it_alone() {
     let repaired = home
         .engram
         .store()
+        .messages()
         .repair_orphaned_tool_calls(&agent, chrono::Utc::now())
         .unwrap();
     assert_eq!(repaired, 0);
@@ -276,7 +280,7 @@ async fn parallel_calls_are_answered_in_the_models_order() {
     let (out, _) = decide(&home, &agent, true, None).await;
     assert_eq!(out.stop_reason, StopReason::EndTurn);
     // Every call got exactly one answer, stored in the order the model made the calls.
-    let ctx = home.engram.store().in_context_messages(&agent).unwrap();
+    let ctx = home.engram.store().messages().in_context(&agent).unwrap();
     let caller = ctx.iter().find(|m| m.tool_calls.len() == 3).unwrap();
     let answers: Vec<&str> = ctx
         .iter()
@@ -474,7 +478,8 @@ async fn two_windows_deciding_at_once_answer_the_call_once() {
     let answers = home
         .engram
         .store()
-        .in_context_messages(&agent)
+        .messages()
+        .in_context(&agent)
         .unwrap()
         .into_iter()
         .filter(|m| m.role == Role::Tool)

@@ -121,7 +121,8 @@ impl Home {
     pub fn block(&self, agent: &AgentId, label: &str) -> String {
         self.engram
             .store()
-            .agent_block(agent, label)
+            .blocks()
+            .by_label(agent, label)
             .expect("block")
             .value
     }

@@ -149,7 +149,7 @@ pub fn measure_lexical(engram: &Engram, conversations: &[Conversation], ks: &[us
                 ..NewPassage::default()
             })
             .collect();
-        let stored = store.insert_passages(&agent, &passages).expect("insert");
+        let stored = store.passages().insert(&agent, &passages).expect("insert");
         let dia_of: BTreeMap<_, _> = stored
             .iter()
             .zip(&conv.turns)
@@ -288,7 +288,8 @@ fn load_conversation(
         .collect();
     let stored = engram
         .store()
-        .insert_passages(&agent, &passages)
+        .passages()
+        .insert(&agent, &passages)
         .expect("insert");
     let questions: Vec<String> = conv.questions.iter().map(|q| q.text.clone()).collect();
     Loaded {
@@ -490,7 +491,8 @@ pub fn agent_of(engram: &Engram, conv: &Conversation) -> AgentId {
     let name = format!("LoCoMo {}", conv.name);
     engram
         .store()
-        .list_agents()
+        .agents()
+        .list()
         .expect("list agents")
         .into_iter()
         .filter(|a| a.name == name)

@@ -31,7 +31,7 @@ pub(crate) fn step(
 
 /// Emits [`RunEvent::ApprovalRequested`] for the agent's pending call, as stored.
 pub(crate) fn pending(store: &Store, events: &EventSink, agent_id: &AgentId) {
-    match store.pending_approval(agent_id) {
+    match store.runs().pending_approval(agent_id) {
         Ok(Some(approval)) => {
             let _ = events.send(RunEvent::ApprovalRequested { approval });
         }

@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 impl Runtime {
     /// The tool call the agent's run waits on, if any. Errors: `NotFound("agent")`.
     pub fn pending_approval(&self, agent_id: &AgentId) -> Result<Option<PendingApproval>> {
-        self.store().pending_approval(agent_id)
+        self.store().runs().pending_approval(agent_id)
     }
 
     /// Answers the agent's pending call with a person's `decision` and goes on with the run:
@@ -63,6 +63,7 @@ impl Runtime {
         let agent_id = turn.agent();
         let pending = self
             .store()
+            .runs()
             .pending_approval(agent_id)?
             .ok_or_else(|| Error::not_found("pending approval", agent_id.as_str()))?;
         if let Some(id) = &decision.tool_call_id
@@ -75,7 +76,7 @@ impl Runtime {
         }
         // The message that made the call may be gone (deleted or rolled back by an older
         // Engram): then the call is no longer in the conversation either.
-        let assistant = match self.store().get_message(&pending.message_id) {
+        let assistant = match self.store().messages().get(&pending.message_id) {
             Ok(m) => Some(m),
             Err(Error::NotFound { .. }) => None,
             Err(e) => return Err(e),
@@ -88,7 +89,7 @@ impl Runtime {
                 .filter(|_| a.in_context)?;
             Some((a, pos))
         }) else {
-            self.store().drop_pending_approval(agent_id)?;
+            self.store().runs().drop_pending_approval(agent_id)?;
             return Err(Error::Conflict(format!(
                 "the call to '{}' is no longer in the conversation; nothing was run",
                 pending.tool_call.name
@@ -114,7 +115,12 @@ impl Runtime {
                 rules.record(name);
             }
         }
-        let index = self.store().list_steps(agent_id, Some(&run_id))?.len() as u32 + 1;
+        let index = self
+            .store()
+            .runs()
+            .list_steps(agent_id, Some(&run_id))?
+            .len() as u32
+            + 1;
         let step_id = StepId::new();
         let classic = setup.agent.loop_style == LoopStyle::Classic;
         let reranker = self.reranker();
@@ -169,7 +175,7 @@ impl Runtime {
             passages: tool_ctx.passages,
             approval: ApprovalWrite::Resolve(again),
         };
-        let committed = self.store().commit_step(&commit)?;
+        let committed = self.store().runs().commit_step(&commit)?;
         announce::step(events, agent_id, &committed, Usage::default());
         if answers.waiting.is_some() {
             announce::pending(self.store(), events, agent_id);

@@ -26,7 +26,7 @@ pub fn counter(store: &Store, model: &str) -> TokenCounter {
     if base.is_exact() {
         return base;
     }
-    match store.model_calibration(model) {
+    match store.settings().model_calibration(model) {
         Ok(Some(c)) => base.scaled((c.ratio * (1.0 + MARGIN)) as f32),
         _ => base,
     }
@@ -49,7 +49,7 @@ pub fn observe(
         return;
     }
     let observed = (reported as f64 / raw).clamp(RATIO_RANGE.0, RATIO_RANGE.1);
-    let previous = store.model_calibration(model).ok().flatten();
+    let previous = store.settings().model_calibration(model).ok().flatten();
     let next = match previous {
         None => Calibration {
             ratio: observed,
@@ -66,7 +66,7 @@ pub fn observe(
     };
     // Rewriting an unchanged figure every step would cost a write per call for nothing.
     let changed = previous.is_none_or(|c| (next.ratio - c.ratio).abs() > c.ratio * 0.005);
-    if changed && let Err(e) = store.set_model_calibration(model, &next) {
+    if changed && let Err(e) = store.settings().set_model_calibration(model, &next) {
         tracing::warn!(model, error = %e, "could not store the token calibration");
     }
 }
@@ -87,7 +87,7 @@ pub fn refused(
         return;
     }
     let raw = estimated as f64 / f64::from(counter.scale());
-    let previous = store.model_calibration(model).ok().flatten();
+    let previous = store.settings().model_calibration(model).ok().flatten();
     let current = previous.map_or(1.0, |c| c.ratio);
     let ratio = (current * 1.1)
         .max(window as f64 / raw * (1.0 + MARGIN))
@@ -102,7 +102,7 @@ pub fn refused(
         ratio,
         "a context-length refusal tightened the token calibration"
     );
-    if let Err(e) = store.set_model_calibration(model, &next) {
+    if let Err(e) = store.settings().set_model_calibration(model, &next) {
         tracing::warn!(model, error = %e, "could not store the token calibration");
     }
 }
@@ -114,7 +114,12 @@ mod tests {
     const MODEL: &str = "ollama/llama3.2";
 
     fn ratio(store: &Store) -> f64 {
-        store.model_calibration(MODEL).unwrap().unwrap().ratio
+        store
+            .settings()
+            .model_calibration(MODEL)
+            .unwrap()
+            .unwrap()
+            .ratio
     }
 
     #[test]
@@ -136,7 +141,13 @@ mod tests {
         assert_eq!(ratio(&store), eased);
         let exact = counter(&store, "openai/gpt-4o-mini");
         observe(&store, "openai/gpt-4o-mini", &exact, 1_000, 2_000);
-        assert_eq!(store.model_calibration("openai/gpt-4o-mini").unwrap(), None);
+        assert_eq!(
+            store
+                .settings()
+                .model_calibration("openai/gpt-4o-mini")
+                .unwrap(),
+            None
+        );
     }
 
     #[test]

@@ -139,7 +139,7 @@ pub async fn compact(
         return Ok(());
     }
     let ids: Vec<_> = evicted.iter().map(|m| m.id.clone()).collect();
-    store.evict_messages(&ctx.agent.id, &ids, &summary)?;
+    store.messages().evict(&ctx.agent.id, &ids, &summary)?;
     tracing::info!(agent_id = %ctx.agent.id, evicted = ids.len(), before = ctx.breakdown.total, after, "compacted the context window");
     Ok(())
 }

@@ -38,17 +38,17 @@ pub struct Context {
 /// last built (Letta does the same): a stable prefix keeps provider prompt caches warm, at the
 /// price of the time and counts in `<memory_metadata>` being as of the last rebuild.
 pub fn load(store: &Store, agent_id: &AgentId, now: Timestamp, stream: bool) -> Result<Context> {
-    let agent = store.get_agent(agent_id)?;
-    let blocks = store.agent_blocks(agent_id)?;
-    let messages = store.in_context_messages(agent_id)?;
+    let agent = store.agents().get(agent_id)?;
+    let blocks = store.blocks().of_agent(agent_id)?;
+    let messages = store.messages().in_context(agent_id)?;
     let memory = compile::memory_section(&blocks);
     let files = files_section(store, agent_id)?;
     // Open files are part of what the model reads: a moved window rebuilds the message too.
     let key = format!("{}\u{0}{memory}\u{0}{files}", agent.system);
-    let system = match store.system_cache(agent_id)? {
+    let system = match store.agents().system_cache(agent_id)? {
         Some((cached_key, prompt)) if cached_key == key => prompt,
         _ => {
-            let (total, archival) = store.memory_counts(agent_id)?;
+            let (total, archival) = store.agents().memory_counts(agent_id)?;
             let recall = total.saturating_sub(messages.len() as u64);
             let metadata = compile::metadata_section(now, recall, archival);
             let with_files = if files.is_empty() {
@@ -57,13 +57,13 @@ pub fn load(store: &Store, agent_id: &AgentId, now: Timestamp, stream: bool) -> 
                 format!("{memory}\n\n{files}")
             };
             let prompt = compile::system_message(&agent.system, &with_files, &metadata);
-            store.set_system_cache(agent_id, &key, &prompt)?;
+            store.agents().set_system_cache(agent_id, &key, &prompt)?;
             prompt
         }
     };
 
     let counter = calibrate::counter(store, &agent.llm.model);
-    let custom_tools = store.tools_named(&agent.tools)?;
+    let custom_tools = store.tools().named(&agent.tools)?;
     let tools = tools::specs_with(&agent.tools, &custom_tools, agent.loop_style);
     let mut chat = Vec::with_capacity(messages.len() + 2);
     chat.push(ChatMessage::System { content: system });
@@ -133,7 +133,7 @@ pub fn load(store: &Store, agent_id: &AgentId, now: Timestamp, stream: bool) -> 
 
 /// The agent's `<files>` section (empty without attached folders).
 fn files_section(store: &Store, agent_id: &AgentId) -> Result<String> {
-    let folders = store.agent_folders(agent_id)?;
+    let folders = store.folders().of_agent(agent_id)?;
     if folders.is_empty() {
         return Ok(String::new());
     }
@@ -141,8 +141,8 @@ fn files_section(store: &Store, agent_id: &AgentId) -> Result<String> {
         .into_iter()
         .map(|f| (f.name, f.instructions))
         .collect();
-    let files = store.agent_files(agent_id)?;
-    let windows = store.open_file_windows(agent_id)?;
+    let files = store.folders().files_of_agent(agent_id)?;
+    let windows = store.folders().open_file_windows(agent_id)?;
     Ok(compile::files_section(&named, &files, &windows))
 }
 

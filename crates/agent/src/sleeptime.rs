@@ -4,8 +4,8 @@
 //! It has its own instructions ([`SLEEPTIME_SYSTEM`]), its own tools
 //! (`tools::sleeptime`), a step limit and a time limit, and may use another model than the
 //! chat. Nothing is written while it runs: block edits queue as versioned operations and
-//! archival changes as [`PassageOp`]s, and all of them are written in one transaction when it
-//! finishes (`Store::commit_pass`). A pass whose model call fails, that runs out of time or
+//! archival changes as [`PassageOp`](engram_store::PassageOp)s, and all of them are written in one transaction when it
+//! finishes (`SleeptimeRows::commit_pass`). A pass whose model call fails, that runs out of time or
 //! budget, or whose process dies, leaves memory as it was; only a record of the failure is
 //! written (none when the process died).
 
@@ -131,22 +131,22 @@ impl Runtime {
         cancel: &CancellationToken,
     ) -> Result<SleeptimePass> {
         let started_at = chrono::Utc::now();
-        let agent = self.store().get_agent(&req.agent_id)?;
+        let agent = self.store().agents().get(&req.agent_id)?;
         let llm = req
             .settings
             .llm
             .clone()
             .unwrap_or_else(|| agent.llm.clone());
         let model = self.models.chat_model(&llm)?;
-        let last_seq = self.store().sleeptime_last_seq(&agent.id)?;
-        let read = self.store().page_messages(
+        let last_seq = self.store().sleeptime().last_seq(&agent.id)?;
+        let read = self.store().messages().page(
             &agent.id,
             Some(last_seq),
             None,
             MAX_MESSAGES_READ,
             SeqOrder::Asc,
         )?;
-        let blocks = self.store().agent_blocks(&agent.id)?;
+        let blocks = self.store().blocks().of_agent(&agent.id)?;
         let mut pass_agent = agent.clone();
         pass_agent.tools = SLEEPTIME_TOOLS.iter().map(|s| (*s).to_owned()).collect();
         let mut ctx = ToolContext {
@@ -210,10 +210,10 @@ impl Runtime {
             tracing::warn!(agent_id = %agent.id, %reason, "sleep-time pass wrote nothing");
             pass.status = PassStatus::Failed;
             pass.reason = Some(reason);
-            self.store().record_pass(&pass)?;
+            self.store().sleeptime().record_pass(&pass)?;
             return Ok(pass);
         }
-        self.store().commit_pass(&PassCommit {
+        self.store().sleeptime().commit_pass(&PassCommit {
             pass,
             block_writes: ctx.writes,
             passage_ops: state.passage_ops,

@@ -36,16 +36,16 @@ pub struct AgentSnapshot {
 
 /// Reads agent `id` whole. Errors: `NotFound("agent")`, `Storage`.
 pub fn snapshot(store: &Store, id: &AgentId) -> Result<AgentSnapshot> {
-    let agent = store.get_agent(id)?;
-    let blocks = store.agent_blocks(id)?;
+    let agent = store.agents().get(id)?;
+    let blocks = store.blocks().of_agent(id)?;
     let mut history = HashMap::new();
     for b in &blocks {
-        let mut edits = store.block_history(&b.id, usize::MAX)?;
+        let mut edits = store.blocks().history(&b.id, usize::MAX)?;
         edits.reverse();
         history.insert(b.id.clone(), edits);
     }
-    let messages = store.list_messages(id, None, usize::MAX)?;
-    let passages = store.list_passages(
+    let messages = store.messages().list(id, None, usize::MAX)?;
+    let passages = store.passages().list(
         id,
         &PassageList {
             limit: usize::MAX,
@@ -62,9 +62,9 @@ pub fn snapshot(store: &Store, id: &AgentId) -> Result<AgentSnapshot> {
         messages,
         passages,
         extras: store.agent_file_extras(id)?,
-        tags: store.agent_tags(id)?,
-        vectors: store.passage_vectors(id)?.into_iter().collect(),
-        steps: store.list_steps(id, None)?,
-        sleeptime: store.sleeptime_settings(id)?,
+        tags: store.agents().tags(id)?,
+        vectors: store.passages().vectors(id)?.into_iter().collect(),
+        steps: store.runs().list_steps(id, None)?,
+        sleeptime: store.sleeptime().settings(id)?,
     })
 }

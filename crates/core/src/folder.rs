@@ -89,7 +89,7 @@ impl FileStatus {
     }
 }
 
-/// One file of a folder, without its text (see `Store::file_text`).
+/// One file of a folder, without its text (see `FolderRows::file_text`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
 #[ts(export)]
 pub struct FolderFile {

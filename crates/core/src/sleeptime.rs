@@ -73,7 +73,7 @@ pub struct SleeptimeBudget {
     pub usd_per_day: Option<f64>,
 }
 
-/// What passes used over a stretch of time (see `Store::sleeptime_usage`).
+/// What passes used over a stretch of time (see `SleeptimeRows::usage`).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct PassUsage {
     /// Passes that ran (skipped ones do not count).

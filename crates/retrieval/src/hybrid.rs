@@ -51,7 +51,7 @@ pub fn passages(store: &Store, agent: &AgentId, q: &PassageQuery) -> Result<Vec<
         lexical: candidates_for(lexical_limit),
         vector: candidates_for(q.top_k),
     };
-    store.rank_passages(agent, q, depth, |c: Candidates| {
+    store.passages().rank(agent, q, depth, |c: Candidates| {
         let text = lexical(c.lexical, Neighbours::Admit, Some(lexical_limit));
         let Some(vector) = c.vector else {
             return text;
@@ -66,7 +66,7 @@ pub fn passages(store: &Store, agent: &AgentId, q: &PassageQuery) -> Result<Vec<
     })
 }
 
-/// Searches the agent's whole history (see [`Store::rank_messages`] for what is searched and
+/// Searches the agent's whole history (see [`MessageRows::rank`](engram_store::MessageRows::rank) for what is searched and
 /// filtered): BM25 with each hit lending half its score to matching messages just before and
 /// after it (a question and its answer rise together; every hit contains a query word); with
 /// `embedding` (the query's vector from the agent's current embedding model) also by meaning,
@@ -85,20 +85,22 @@ pub fn messages(
         lexical: pool,
         vector: pool,
     };
-    store.rank_messages(agent, q, embedding, depth, |c: Candidates| {
-        let no_words = c.lexical.is_none();
-        let mut ranking = lexical(c.lexical, Neighbours::Rerank, None);
-        if let Some(vector) = c.vector {
-            // As in archival search: no words to match, the cosine itself.
-            ranking = if no_words {
-                vector
-            } else {
-                fuse(&ranking, &vector, LEXICAL_WEIGHT)
-            };
-        }
-        ranking.truncate(q.limit);
-        ranking
-    })
+    store
+        .messages()
+        .rank(agent, q, embedding, depth, |c: Candidates| {
+            let no_words = c.lexical.is_none();
+            let mut ranking = lexical(c.lexical, Neighbours::Rerank, None);
+            if let Some(vector) = c.vector {
+                // As in archival search: no words to match, the cosine itself.
+                ranking = if no_words {
+                    vector
+                } else {
+                    fuse(&ranking, &vector, LEXICAL_WEIGHT)
+                };
+            }
+            ranking.truncate(q.limit);
+            ranking
+        })
 }
 
 /// Searches the passages of the folders attached to `agent`: BM25 over `query`'s words,
@@ -118,13 +120,15 @@ pub fn files(
         lexical: pool,
         vector: pool,
     };
-    store.rank_agent_files(agent, query, embedding, depth, |c: Candidates| {
-        let words = c.lexical.map(|b| b.ranking).unwrap_or_default();
-        let vector = c.vector.unwrap_or_default();
-        let mut fused = fuse(&relative(&words), &vector, LEXICAL_WEIGHT);
-        fused.truncate(limit);
-        fused
-    })
+    store
+        .folders()
+        .rank_agent_files(agent, query, embedding, depth, |c: Candidates| {
+            let words = c.lexical.map(|b| b.ranking).unwrap_or_default();
+            let vector = c.vector.unwrap_or_default();
+            let mut fused = fuse(&relative(&words), &vector, LEXICAL_WEIGHT);
+            fused.truncate(limit);
+            fused
+        })
 }
 
 /// The hybrid rankings as methods of the store (see the module docs).

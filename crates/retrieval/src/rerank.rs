@@ -19,7 +19,7 @@ pub struct Candidate {
     pub text: String,
     /// The texts of the passages written around it, oldest first: up to
     /// [`Reranker::neighbour_reach`] on each side (see
-    /// [`Store::passage_neighbours`](engram_store::Store::passage_neighbours)); empty when the
+    /// [`PassageRows::neighbours`](engram_store::PassageRows::neighbours)); empty when the
     /// reranker reads none. In a conversation stored turn by turn, an answer often spans a
     /// question and its reply, or a few turns.
     pub neighbours: Vec<String>,

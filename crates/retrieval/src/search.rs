@@ -79,7 +79,7 @@ pub async fn search_with(
         0 => Vec::new(),
         reach => {
             let ids: Vec<_> = candidates.iter().map(|h| h.passage.id.clone()).collect();
-            store.passage_neighbours(agent, &pool, &ids, reach)?
+            store.passages().neighbours(agent, &pool, &ids, reach)?
         }
     };
     let read: Vec<Candidate> = candidates
@@ -291,7 +291,7 @@ mod tests {
     fn store_with(texts: &[(&str, &[&str])]) -> (Store, AgentId) {
         let store = Store::open_in_memory().unwrap();
         let agent = Agent::new("R", LlmConfig::new("openai/gpt-4o-mini"));
-        let (agent, _) = store.create_agent(&agent, &[], &[]).unwrap();
+        let (agent, _) = store.agents().create(&agent, &[], &[]).unwrap();
         let passages: Vec<NewPassage> = texts
             .iter()
             .map(|(t, tags)| NewPassage {
@@ -300,7 +300,7 @@ mod tests {
                 ..NewPassage::default()
             })
             .collect();
-        store.insert_passages(&agent.id, &passages).unwrap();
+        store.passages().insert(&agent.id, &passages).unwrap();
         (store, agent.id)
     }
 

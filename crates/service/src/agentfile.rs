@@ -134,9 +134,9 @@ impl Engram {
         };
         let names: Vec<String> = BUILTIN_TOOLS.iter().map(|s| (*s).to_owned()).collect();
         for s in &snaps {
-            for t in self.store.tools_named(&s.agent.tools)? {
+            for t in self.store.tools().named(&s.agent.tools)? {
                 if let Some(m) = &t.mcp
-                    && let Ok(server) = self.store.find_mcp_server(m.server_id.as_str())
+                    && let Ok(server) = self.store.tools().find_mcp_server(m.server_id.as_str())
                 {
                     opts.mcp_servers.insert(server.id.to_string(), server);
                 }
@@ -369,6 +369,7 @@ impl AgentFiles<'_> {
             match self.engram.store_inactive(server, file_name).and_then(|s| {
                 self.engram
                     .store
+                    .tools()
                     .add_pending_mcp_tools(&s.id, &pending)
                     .map(|()| s)
             }) {
@@ -429,7 +430,7 @@ impl AgentFiles<'_> {
     /// export and re-import would. `name` renames the copy (default: the original's name +
     /// " (copy)"). Errors: `not_found`, `invalid_input` for an empty name.
     pub fn duplicate(self, agent: &AgentId, name: Option<&str>) -> Result<crate::AgentState> {
-        let original = self.engram.store.get_agent(agent)?;
+        let original = self.engram.store.agents().get(agent)?;
         let name = match name.map(str::trim) {
             Some("") => return Err(Error::invalid("an agent needs a name")),
             Some(n) => n.to_owned(),
@@ -446,13 +447,14 @@ impl AgentFiles<'_> {
             .agents
             .first()
             .ok_or_else(|| Error::Internal("the copy imported no agent".into()))?;
-        for folder in self.engram.store.agent_folders(agent)? {
-            self.engram.store.attach_folder(copy, &folder.id)?;
+        for folder in self.engram.store.folders().of_agent(agent)? {
+            self.engram.store.folders().attach(copy, &folder.id)?;
         }
-        for state in self.engram.store.agent_files(agent)? {
+        for state in self.engram.store.folders().files_of_agent(agent)? {
             if state.is_open || state.last_accessed_at.is_some() {
                 self.engram
                     .store
+                    .folders()
                     .restore_file_state(copy, &state.file_id, &state)?;
             }
         }

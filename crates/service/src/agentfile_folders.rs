@@ -55,7 +55,7 @@ impl Engram {
         let mut file_ids: HashMap<FileId, (String, String)> = HashMap::new();
         let ext = file.engram.get_or_insert_with(Default::default);
         for (i, agent) in agents.iter().enumerate() {
-            let folders = self.store.agent_folders(agent)?;
+            let folders = self.store.folders().of_agent(agent)?;
             let mut own_sources = Vec::new();
             for folder in &folders {
                 if let Some(id) = source_ids.get(&folder.id) {
@@ -87,12 +87,17 @@ impl Engram {
                     },
                 );
                 let mut chunks: HashMap<FileId, Vec<FileChunk>> = HashMap::new();
-                for (_, c) in self.store.list_chunks(&folder.id, usize::MAX, 0)? {
+                for (_, c) in self
+                    .store
+                    .folders()
+                    .list_chunks(&folder.id, usize::MAX, 0)?
+                {
                     chunks.entry(c.file_id.clone()).or_default().push(c);
                 }
-                for f in self.store.list_files(&folder.id)? {
+                for f in self.store.folders().list_files(&folder.id)? {
                     let fid = format!("file-{}", file_ids.len());
-                    let (text, page_starts) = self.store.file_text(&f.id)?.unwrap_or_default();
+                    let (text, page_starts) =
+                        self.store.folders().file_text(&f.id)?.unwrap_or_default();
                     let content = (f.status != FileStatus::Error).then_some(text);
                     file.files.push(json!({
                         "id": fid,
@@ -136,7 +141,7 @@ impl Engram {
                 source_ids.insert(folder.id.clone(), sid);
             }
             let mut links = Vec::new();
-            for state in self.store.agent_files(agent)? {
+            for state in self.store.folders().files_of_agent(agent)? {
                 let Some((fid, sid)) = file_ids.get(&state.file_id) else {
                     continue;
                 };
@@ -146,16 +151,19 @@ impl Engram {
                 }
                 let lid = format!("file_agent-{}", ext.file_windows.len());
                 let visible = if state.is_open {
-                    self.store.file_text(&state.file_id)?.map(|(text, _)| {
-                        engram_store::file_window(
-                            state.file_id.clone(),
-                            state.file_name.clone(),
-                            &text,
-                            state.offset,
-                            state.length,
-                        )
-                        .text
-                    })
+                    self.store
+                        .folders()
+                        .file_text(&state.file_id)?
+                        .map(|(text, _)| {
+                            engram_store::file_window(
+                                state.file_id.clone(),
+                                state.file_name.clone(),
+                                &text,
+                                state.offset,
+                                state.length,
+                            )
+                            .text
+                        })
                 } else {
                     None
                 };
@@ -232,9 +240,10 @@ impl Engram {
                 }
             }
             // The same folder imported again (the same names and bytes) is shared, not copied.
-            if let Some(existing) = self.store.folder_by_name(wanted)? {
+            if let Some(existing) = self.store.folders().by_name(wanted)? {
                 let mut have: Vec<(String, String, FileId)> = self
                     .store
+                    .folders()
                     .list_files(&existing.id)?
                     .into_iter()
                     .map(|f| (f.name, f.sha256, f.id))
@@ -260,7 +269,7 @@ impl Engram {
             }
             let mut name = wanted.to_owned();
             let mut n = 2;
-            while self.store.folder_by_name(&name)?.is_some() {
+            while self.store.folders().by_name(&name)?.is_some() {
                 name = format!("{wanted} ({n})");
                 n += 1;
             }
@@ -300,7 +309,7 @@ impl Engram {
                     .flatten()
                 {
                     if let Some(folder) = sid.as_str().and_then(|s| folders.get(s)) {
-                        self.store.attach_folder(agent, folder)?;
+                        self.store.folders().attach(agent, folder)?;
                     }
                 }
             }
@@ -329,7 +338,11 @@ impl Engram {
                     ),
                     last_accessed_at: parse_time(&link["last_accessed_at"]),
                 };
-                if let Err(e) = self.store.restore_file_state(agent, file_id, &state) {
+                if let Err(e) = self
+                    .store
+                    .folders()
+                    .restore_file_state(agent, file_id, &state)
+                {
                     warnings.push(format!("a file's open state was not kept: {e}"));
                 }
             }
@@ -359,7 +372,7 @@ impl Engram {
             size: f["file_size"].as_u64().unwrap_or(0),
             sha256,
         };
-        let row = match self.store.upsert_file(folder, &upload)? {
+        let row = match self.store.folders().upsert_file(folder, &upload)? {
             Upserted::Changed(r) | Upserted::Unchanged(r) => r,
         };
         let failed = f["processing_status"].as_str() == Some("error");
@@ -394,7 +407,7 @@ impl Engram {
                         chunks: doc.chunks.into_iter().map(stored_chunk).collect(),
                     }),
                     Err(e) => {
-                        self.store.fail_file(&row.id, &e.to_string())?;
+                        self.store.folders().fail_file(&row.id, &e.to_string())?;
                         return Ok(row.id);
                     }
                 }
@@ -404,13 +417,14 @@ impl Engram {
         match parsed {
             Some(p) => {
                 self.store
+                    .folders()
                     .store_parsed_file(&row.id, &p, FileStatus::Completed)?;
             }
             None => {
                 let why = f["error_message"]
                     .as_str()
                     .unwrap_or("the agent file carries no text for it");
-                self.store.fail_file(&row.id, why)?;
+                self.store.folders().fail_file(&row.id, why)?;
             }
         }
         Ok(row.id)
@@ -433,7 +447,7 @@ impl Engram {
                 !FOLDER_FIELDS.contains(&key.as_str()) || v.as_array().is_some_and(|a| a.is_empty())
             });
         }
-        self.store.set_setting(
+        self.store.settings().set(
             &format!("{}{agent}", engram_store::EXTRAS_SETTING_PREFIX),
             &extras.to_string(),
         )

@@ -34,7 +34,7 @@ pub struct AgentState {
 impl Engram {
     /// Checks that `agent`'s model offers the context window it needs with `blocks`.
     pub(crate) fn check_window(&self, agent: &Agent, blocks: &[Block]) -> Result<()> {
-        let custom = self.store.tools_named(&agent.tools)?;
+        let custom = self.store.tools().named(&agent.tools)?;
         let counter = calibrate::counter(&self.store, &agent.llm.model);
         window::check_agent(agent, blocks, &custom, &counter, self.runtime.settings())
     }
@@ -42,7 +42,7 @@ impl Engram {
     /// Model settings for `handle` with the context window stored for it (the model picker's),
     /// else the guess of [`LlmConfig::new`].
     fn llm_for(&self, handle: String) -> Result<LlmConfig> {
-        let stored = self.store.model_window(&handle)?;
+        let stored = self.store.settings().model_window(&handle)?;
         let mut llm = LlmConfig::new(handle);
         if let Some(tokens) = stored {
             llm.context_window = tokens;
@@ -52,7 +52,7 @@ impl Engram {
 
     /// The existing blocks `ids` (to be attached), for the window check.
     fn attached(&self, ids: &[BlockId]) -> Result<Vec<Block>> {
-        ids.iter().map(|id| self.store.get_block(id)).collect()
+        ids.iter().map(|id| self.store.blocks().get(id)).collect()
     }
 }
 
@@ -118,32 +118,33 @@ impl Agents<'_> {
         let (agent, blocks) = self
             .engram
             .store
-            .create_agent(&agent, &blocks, &new.block_ids)?;
+            .agents()
+            .create(&agent, &blocks, &new.block_ids)?;
         self.engram.notify(Notice::AgentsChanged);
         Ok(AgentState { agent, blocks })
     }
 
     /// Every agent, oldest first.
     pub fn list(self) -> Result<Vec<Agent>> {
-        self.engram.store.list_agents()
+        self.engram.store.agents().list()
     }
 
     /// A page of agents filtered and paged in SQL (Letta's `GET /v1/agents/`; see
     /// [`AgentList`](engram_store::AgentList)).
     pub fn page(self, q: &engram_store::AgentList) -> Result<Vec<Agent>> {
-        self.engram.store.list_agents_page(q)
+        self.engram.store.agents().page(q)
     }
 
     /// How many agents pass the filters of `q` (cursors and limit aside).
     pub fn count(self, q: &engram_store::AgentList) -> Result<u64> {
-        self.engram.store.count_agents(q)
+        self.engram.store.agents().count(q)
     }
 
     /// One agent with its blocks.
     pub fn get(self, id: &AgentId) -> Result<AgentState> {
         Ok(AgentState {
-            agent: self.engram.store.get_agent(id)?,
-            blocks: self.engram.store.agent_blocks(id)?,
+            agent: self.engram.store.agents().get(id)?,
+            blocks: self.engram.store.blocks().of_agent(id)?,
         })
     }
 
@@ -168,7 +169,7 @@ impl Agents<'_> {
             patch.embedding.as_ref().and_then(Option::as_ref),
         )?;
         if patch.llm.is_some() || patch.system.is_some() || patch.tools.is_some() {
-            let mut planned = self.engram.store.get_agent(id)?;
+            let mut planned = self.engram.store.agents().get(id)?;
             if let Some(llm) = &patch.llm {
                 planned.llm = llm.clone();
             }
@@ -182,12 +183,12 @@ impl Agents<'_> {
                 planned.loop_style = style;
             }
             self.engram
-                .check_window(&planned, &self.engram.store.agent_blocks(id)?)?;
+                .check_window(&planned, &self.engram.store.blocks().of_agent(id)?)?;
         }
         let mut patch = patch.clone();
         let before = match &patch.embedding {
             Some(new) => {
-                let before = self.engram.store.get_agent(id)?.embedding;
+                let before = self.engram.store.agents().get(id)?.embedding;
                 if let Some(cfg) = new {
                     patch.embedding = Some(Some(self.engram.resolver.pin_embedding(cfg.clone())?));
                 }
@@ -195,11 +196,11 @@ impl Agents<'_> {
             }
             None => None,
         };
-        let agent = self.engram.store.update_agent(id, &patch)?;
+        let agent = self.engram.store.agents().update(id, &patch)?;
         if let Some(before) = before
             && before != agent.embedding
         {
-            self.engram.store.clear_passage_vectors(id)?;
+            self.engram.store.passages().clear_vectors(id)?;
             self.engram.spawn_backfill(id);
         }
         self.engram.notify(Notice::AgentChanged {
@@ -210,7 +211,7 @@ impl Agents<'_> {
 
     /// Deletes an agent with its messages and passages; blocks it shares with other agents stay.
     pub fn delete(self, id: &AgentId) -> Result<()> {
-        self.engram.store.delete_agent(id)?;
+        self.engram.store.agents().delete(id)?;
         self.engram.notify(Notice::AgentsChanged);
         Ok(())
     }
@@ -269,14 +270,14 @@ fn refuse_url_credentials(
 impl Agents<'_> {
     /// The agent's tags, in order. Errors: `not_found` for an unknown agent.
     pub fn tags(self, agent: &AgentId) -> Result<Vec<String>> {
-        self.engram.store.get_agent(agent)?;
-        self.engram.store.agent_tags(agent)
+        self.engram.store.agents().get(agent)?;
+        self.engram.store.agents().tags(agent)
     }
 
     /// Replaces the agent's tags (order kept; duplicates and blank tags dropped).
     /// Errors: `not_found`.
     pub fn set_tags(self, agent: &AgentId, tags: &[String]) -> Result<()> {
-        self.engram.store.set_agent_tags(agent, tags)?;
+        self.engram.store.agents().set_tags(agent, tags)?;
         self.engram.notify(Notice::AgentChanged {
             agent_id: agent.clone(),
         });
@@ -286,6 +287,6 @@ impl Agents<'_> {
     /// `(messages, passages)`: how many messages the agent's recall memory holds and how many
     /// passages its archival memory holds. Errors: `not_found`.
     pub fn memory_counts(self, agent: &AgentId) -> Result<(u64, u64)> {
-        self.engram.store.memory_counts(agent)
+        self.engram.store.agents().memory_counts(agent)
     }
 }

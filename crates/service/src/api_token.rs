@@ -55,7 +55,8 @@ impl Trust<'_> {
         Ok(self
             .engram
             .store
-            .get_setting(REST_ENABLED_SETTING)?
+            .settings()
+            .get(REST_ENABLED_SETTING)?
             .as_deref()
             == Some("true"))
     }
@@ -64,6 +65,7 @@ impl Trust<'_> {
     pub fn set_rest_api_enabled(self, enabled: bool) -> Result<()> {
         self.engram
             .store
-            .set_setting(REST_ENABLED_SETTING, if enabled { "true" } else { "false" })
+            .settings()
+            .set(REST_ENABLED_SETTING, if enabled { "true" } else { "false" })
     }
 }

@@ -11,7 +11,7 @@ impl Tools<'_> {
     /// built-in, Python or from an MCP server — as rules are keyed by tool name.
     /// Errors: `not_found` (agent); `invalid_input` when the tool is not attached to the agent.
     pub fn set_approval(self, agent: &AgentId, tool: &str, on: bool) -> Result<Agent> {
-        let current = self.engram.store.get_agent(agent)?;
+        let current = self.engram.store.agents().get(agent)?;
         if !current.tools.iter().any(|t| t == tool) {
             return Err(Error::invalid(format!(
                 "tool '{tool}' is not attached to agent '{}'; attach it first",
@@ -28,7 +28,7 @@ impl Tools<'_> {
                 tool_name: tool.to_owned(),
             });
         }
-        let updated = self.engram.store.update_agent(
+        let updated = self.engram.store.agents().update(
             agent,
             &AgentPatch {
                 tool_rules: Some(rules),
@@ -46,6 +46,6 @@ impl Runs<'_> {
     /// The tool call the agent's run waits on, if any (stored: it survives a restart).
     /// Errors: `not_found`.
     pub fn pending_approval(self, agent: &AgentId) -> Result<Option<PendingApproval>> {
-        self.engram.store.pending_approval(agent)
+        self.engram.store.runs().pending_approval(agent)
     }
 }

@@ -34,14 +34,14 @@ impl Archival<'_> {
         if text.trim().is_empty() {
             return Err(Error::invalid("a passage needs text"));
         }
-        let embedded = self.engram.store.get_agent(agent)?.embedding.is_some();
+        let embedded = self.engram.store.agents().get(agent)?.embedding.is_some();
         let new = NewPassage {
             text: text.to_owned(),
             tags,
             embedding: None,
             created_at,
         };
-        let mut stored = self.engram.store.insert_passages(agent, &[new])?;
+        let mut stored = self.engram.store.passages().insert(agent, &[new])?;
         if embedded {
             self.engram.embed_fresh(agent);
         }
@@ -56,12 +56,12 @@ impl Archival<'_> {
     /// Lists a page of passages (see [`PassageList`]), newest first unless `ascending`.
     /// Errors: `not_found` (agent, or a cursor passage).
     pub fn list(self, agent: &AgentId, list: &PassageList) -> Result<Vec<Passage>> {
-        self.engram.store.list_passages(agent, list)
+        self.engram.store.passages().list(agent, list)
     }
 
     /// Deletes a passage.
     pub fn delete(self, agent: &AgentId, id: &PassageId) -> Result<()> {
-        self.engram.store.delete_passage(agent, id)?;
+        self.engram.store.passages().delete(agent, id)?;
         self.engram.notify(Notice::ArchivalChanged {
             agent_id: agent.clone(),
         });
@@ -72,7 +72,7 @@ impl Archival<'_> {
     /// the page's position in that list, for a pager (paged in SQL: a page costs the same at
     /// any archive size). Errors: `not_found` (agent, or a cursor passage).
     pub fn page(self, agent: &AgentId, list: &PassageList) -> Result<PassagePage> {
-        self.engram.store.passage_page(agent, list)
+        self.engram.store.passages().page(agent, list)
     }
 
     /// Searches archival memory as the agent's tool does (BM25, fused with vectors when the
@@ -110,7 +110,7 @@ impl Archival<'_> {
     /// each hit's `context` says whether it holds none of the query's words and came along
     /// beside a match. Errors: `not_found` for the agent.
     pub async fn search_by(self, agent: &AgentId, mut q: PassageQuery) -> Result<Vec<PassageHit>> {
-        self.engram.store.get_agent(agent)?;
+        self.engram.store.agents().get(agent)?;
         self.engram.settle_for_search(agent).await;
         q.embedding = self.engram.query_vector(agent, &q.query).await;
         q.top_k = q.top_k.max(1);
@@ -124,7 +124,8 @@ impl Archival<'_> {
             let with_words = self
                 .engram
                 .store
-                .passages_with_words(agent, &q.query, &ids)?;
+                .passages()
+                .with_words(agent, &q.query, &ids)?;
             if !with_words.is_empty() {
                 for h in &mut hits {
                     h.context = !with_words.contains(&h.passage.id);
@@ -150,7 +151,7 @@ impl Archival<'_> {
         text: Option<&str>,
         tags: Option<Vec<String>>,
     ) -> Result<Passage> {
-        self.engram.store.get_agent(agent)?;
+        self.engram.store.agents().get(agent)?;
         // New text gets a new vector; if the model cannot give one now, the old vector is
         // dropped (it described the old text) and the backfill fills it in later.
         let embedding = match text {
@@ -161,7 +162,7 @@ impl Archival<'_> {
                 .and_then(|mut v| v.pop()),
             _ => None,
         };
-        let p = self.engram.store.update_passage(
+        let p = self.engram.store.passages().update(
             agent,
             id,
             text,
@@ -183,7 +184,7 @@ impl Engram {
     /// `not_found` for the agent; a provider's configuration errors (no key, unknown model).
     pub(crate) fn embedder_for(&self, agent: &AgentId) -> Result<Option<engram_agent::Embedder>> {
         use engram_agent::ModelResolver;
-        let agent = self.store.get_agent(agent)?;
+        let agent = self.store.agents().get(agent)?;
         agent
             .embedding
             .as_ref()
@@ -197,7 +198,7 @@ impl Archival<'_> {
     ///
     /// Errors: `not_found` for an unknown agent; storage.
     pub fn index_status(self, agent: &AgentId) -> engram_core::Result<VectorIndexStatus> {
-        self.engram.store.get_agent(agent)?;
+        self.engram.store.agents().get(agent)?;
         Ok(VectorIndexStatus {
             building: self
                 .index_builds()
@@ -222,7 +223,7 @@ impl Archival<'_> {
     }
 
     /// Starts again, in the background, the vector index builds a quit cut short (see
-    /// [`Store::resume_vector_index_builds`]); progress arrives as
+    /// [`Store::resume_vector_index_builds`](engram_store::Store::resume_vector_index_builds)); progress arrives as
     /// [`Notice::VectorIndexBuild`]. Returns how many builds run now. Errors: storage.
     pub fn resume_index_builds(self) -> engram_core::Result<usize> {
         self.engram.store.resume_vector_index_builds()

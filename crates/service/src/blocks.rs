@@ -15,33 +15,33 @@ impl Blocks<'_> {
     /// [`attach`](Self::attach)). Errors: `invalid_input` for a bad label or a value
     /// over an explicit limit.
     pub fn create(self, new: &NewBlock) -> Result<Block> {
-        self.engram.store.create_block(new)
+        self.engram.store.blocks().create(new)
     }
 
     /// Every block, attached or not, oldest first; only those labelled `label` when given.
     pub fn list(self, label: Option<&str>) -> Result<Vec<Block>> {
-        self.engram.store.list_blocks(label)
+        self.engram.store.blocks().list(label)
     }
 
     /// A page of every block, filtered and paged in SQL (Letta's `GET /v1/blocks/`; see
     /// [`BlockList`](engram_store::BlockList)).
     pub fn page(self, q: &engram_store::BlockList) -> Result<Vec<Block>> {
-        self.engram.store.list_blocks_page(q)
+        self.engram.store.blocks().page(q)
     }
 
     /// One block by id. Errors: `not_found`.
     pub fn get(self, id: &BlockId) -> Result<Block> {
-        self.engram.store.get_block(id)
+        self.engram.store.blocks().get(id)
     }
 
     /// One block of an agent by label. Errors: `not_found` for the agent or the label.
     pub fn by_label(self, agent: &AgentId, label: &str) -> Result<Block> {
-        self.engram.store.agent_block(agent, label)
+        self.engram.store.blocks().by_label(agent, label)
     }
 
     /// The agent's blocks in the order they are compiled. Errors: `not_found`.
     pub fn of_agent(self, agent: &AgentId) -> Result<Vec<Block>> {
-        self.engram.store.agent_blocks(agent)
+        self.engram.store.blocks().of_agent(agent)
     }
 
     /// Changes a block by id (recorded in its history as a user edit); every agent it is
@@ -49,15 +49,19 @@ impl Blocks<'_> {
     /// version. Errors: `not_found`, `stale_version` (the current block in `details`),
     /// `invalid_input` (limit, label), `conflict` (label taken on an attached agent).
     pub fn update(self, id: &BlockId, patch: &BlockPatch) -> Result<Block> {
-        let block = self.engram.store.update_block(id, patch, &Editor::User)?;
+        let block = self
+            .engram
+            .store
+            .blocks()
+            .update(id, patch, &Editor::User)?;
         self.engram.notify_block(id);
         Ok(block)
     }
 
     /// Deletes a block and detaches it from every agent. Errors: `not_found`.
     pub fn delete(self, id: &BlockId) -> Result<()> {
-        let agents = self.engram.store.block_agents(id)?;
-        self.engram.store.delete_block(id)?;
+        let agents = self.engram.store.blocks().agents_of(id)?;
+        self.engram.store.blocks().delete(id)?;
         for agent_id in agents {
             self.engram.notify(Notice::MemoryChanged { agent_id });
         }
@@ -68,7 +72,7 @@ impl Blocks<'_> {
     /// Attaching twice does nothing. Errors: `not_found`; `conflict` when the agent already has
     /// another block with that label.
     pub fn attach(self, agent: &AgentId, block: &BlockId) -> Result<AgentState> {
-        self.engram.store.attach_block(agent, block)?;
+        self.engram.store.blocks().attach(agent, block)?;
         self.engram.notify_block(block);
         self.engram.agents().get(agent)
     }
@@ -76,7 +80,7 @@ impl Blocks<'_> {
     /// Detaches a block from an agent (the block stays) and returns the agent.
     /// Errors: `not_found`.
     pub fn detach(self, agent: &AgentId, block: &BlockId) -> Result<AgentState> {
-        self.engram.store.detach_block(agent, block)?;
+        self.engram.store.blocks().detach(agent, block)?;
         self.engram.notify(Notice::MemoryChanged {
             agent_id: agent.clone(),
         });
@@ -87,7 +91,7 @@ impl Blocks<'_> {
     /// (the memory panel's "add block"). Errors: `not_found` for the agent; `invalid_input`
     /// for a bad label or a value over an explicit limit; `conflict` when the label is taken.
     pub fn create_for_agent(self, agent: &AgentId, new: &NewBlock) -> Result<Block> {
-        let block = self.engram.store.create_agent_block(agent, new)?;
+        let block = self.engram.store.blocks().create_for_agent(agent, new)?;
         self.engram.notify(Notice::MemoryChanged {
             agent_id: agent.clone(),
         });
@@ -97,7 +101,7 @@ impl Blocks<'_> {
     /// Every block with the agents it is attached to (by id and name), oldest block first:
     /// where each block is shared, and what can be attached to another agent.
     pub fn shared(self) -> Result<Vec<SharedBlock>> {
-        self.engram.store.shared_blocks()
+        self.engram.store.blocks().shared()
     }
 }
 
@@ -133,16 +137,20 @@ impl Blocks<'_> {
         patch: &BlockPatch,
         editor: &Editor,
     ) -> Result<Block> {
-        let block = self.engram.store.agent_block(agent, label)?;
-        let block = self.engram.store.update_block(&block.id, patch, editor)?;
+        let block = self.engram.store.blocks().by_label(agent, label)?;
+        let block = self
+            .engram
+            .store
+            .blocks()
+            .update(&block.id, patch, editor)?;
         self.engram.notify_block(&block.id);
         Ok(block)
     }
 
     /// The edit history of an agent's block, newest first.
     pub fn history(self, agent: &AgentId, label: &str) -> Result<Vec<BlockEdit>> {
-        let block = self.engram.store.agent_block(agent, label)?;
-        self.engram.store.block_history(&block.id, HISTORY_LIMIT)
+        let block = self.engram.store.blocks().by_label(agent, label)?;
+        self.engram.store.blocks().history(&block.id, HISTORY_LIMIT)
     }
 
     /// Undoes one recorded edit, keeping every edit made after it: the text the edit changed
@@ -155,7 +163,7 @@ impl Blocks<'_> {
     /// [`restore`](Self::restore)); `invalid_input` when the result no
     /// longer fits the limit.
     pub fn undo(self, edit: &EditId, based_on: Option<u64>) -> Result<Block> {
-        let block = self.engram.store.undo_edit(edit, based_on)?;
+        let block = self.engram.store.blocks().undo_edit(edit, based_on)?;
         self.engram.notify_block(&block.id);
         Ok(block)
     }
@@ -164,7 +172,7 @@ impl Blocks<'_> {
     /// the value a whole restore writes, and how many later edits a restore drops. Writes
     /// nothing. Errors: `not_found`.
     pub fn undo_plan(self, edit: &EditId) -> Result<UndoPlan> {
-        self.engram.store.undo_plan(edit)
+        self.engram.store.blocks().undo_plan(edit)
     }
 
     /// Restores the whole value `edit` replaced, dropping every later edit — only after the
@@ -172,7 +180,7 @@ impl Blocks<'_> {
     /// should name the version they saw. Errors: `not_found`; `stale_version`;
     /// `invalid_input` when the old value no longer fits the limit.
     pub fn restore(self, edit: &EditId, based_on: Option<u64>) -> Result<Block> {
-        let block = self.engram.store.restore_edit(edit, based_on)?;
+        let block = self.engram.store.blocks().restore_edit(edit, based_on)?;
         self.engram.notify_block(&block.id);
         Ok(block)
     }

@@ -23,7 +23,8 @@ impl Models<'_> {
     pub fn set_rerank_enabled(&self, on: bool) -> Result<RerankerStatus> {
         self.engram
             .store
-            .set_setting(RERANK_SETTING, if on { "on" } else { "off" })?;
+            .settings()
+            .set(RERANK_SETTING, if on { "on" } else { "off" })?;
         Ok(self.reranker_status())
     }
 
@@ -45,12 +46,14 @@ impl Models<'_> {
                 }
                 self.engram
                     .store
-                    .set_setting(RERANK_MODEL_DIR_SETTING, &d.display().to_string())?
+                    .settings()
+                    .set(RERANK_MODEL_DIR_SETTING, &d.display().to_string())?
             }
             None => self
                 .engram
                 .store
-                .set_setting(RERANK_MODEL_DIR_SETTING, "")?,
+                .settings()
+                .set(RERANK_MODEL_DIR_SETTING, "")?,
         }
         Ok(self.reranker_status())
     }
@@ -109,7 +112,7 @@ impl Models<'_> {
         &self,
         agent: &engram_core::AgentId,
     ) -> Result<Option<LocalModelStatus>> {
-        let Some(cfg) = self.engram.store.get_agent(agent)?.embedding else {
+        let Some(cfg) = self.engram.store.agents().get(agent)?.embedding else {
             return Ok(None);
         };
         if !cfg.model.starts_with("local/") {
@@ -122,7 +125,7 @@ impl Models<'_> {
     }
 
     /// Downloads the built-in model's files now if they are missing (otherwise done on first
-    /// use), with progress as [`Notice::ModelDownload`]. Errors: `provider_not_configured`
+    /// use), with progress as [`Notice::ModelDownload`](crate::Notice::ModelDownload). Errors: `provider_not_configured`
     /// when the download fails or a file does not match its pinned SHA-256 (nothing
     /// unverified is kept; an interrupted download resumes on the next call).
     pub async fn fetch_embedding_model(&self, handle: &str) -> Result<LocalModelStatus> {
@@ -154,9 +157,14 @@ impl Models<'_> {
                 }
                 self.engram
                     .store
-                    .set_setting(LOCAL_MODEL_DIR_SETTING, &d.display().to_string())
+                    .settings()
+                    .set(LOCAL_MODEL_DIR_SETTING, &d.display().to_string())
             }
-            None => self.engram.store.set_setting(LOCAL_MODEL_DIR_SETTING, ""),
+            None => self
+                .engram
+                .store
+                .settings()
+                .set(LOCAL_MODEL_DIR_SETTING, ""),
         }
     }
 }
@@ -208,6 +216,7 @@ impl Models<'_> {
         store_all(&self.engram.store, &models)?;
         self.engram
             .store
+            .settings()
             .set_model_window(&model.handle, model.context_window)?;
         Ok(model)
     }

@@ -87,6 +87,7 @@ impl Engram {
             }
             RunRequest::Approvals { .. } => self
                 .store
+                .runs()
                 .pending_approval(agent)?
                 .map(|p| p.run_id)
                 .ok_or_else(|| Error::not_found("pending approval", agent.as_str())),

@@ -83,7 +83,7 @@ struct Backfiller {
 impl Backfiller {
     /// The agent's embedding model handle (`local/all-minilm-l6-v2`) and client, if it has one.
     fn embedder(&self, agent: &AgentId) -> Result<Option<(String, Embedder)>> {
-        let agent = self.store.get_agent(agent)?;
+        let agent = self.store.agents().get(agent)?;
         agent
             .embedding
             .as_ref()
@@ -95,20 +95,21 @@ impl Backfiller {
     /// on the built-in model, passages without their token vectors.
     fn missing(&self, agent: &AgentId) -> Result<u64> {
         let tokens = match self.built_in(agent)? {
-            Some((handle, _)) => self.store.count_passages_without_tokens(agent, &handle)?,
+            Some((handle, _)) => self.store.passages().count_without_tokens(agent, &handle)?,
             None => 0,
         };
         Ok(self
             .store
-            .count_passages_without_vectors(agent)?
+            .passages()
+            .count_without_vectors(agent)?
             .max(tokens)
-            + self.store.count_messages_without_vectors(agent)?)
+            + self.store.messages().count_without_vectors(agent)?)
     }
 
     /// The agent's embedding model handle and the model itself when it is a built-in one
     /// (whose passages also get token vectors for late interaction; see `engram_retrieval::late`).
     fn built_in(&self, agent: &AgentId) -> Result<Option<(String, Arc<LocalEmbeddings>)>> {
-        let Some(cfg) = self.store.get_agent(agent)?.embedding else {
+        let Some(cfg) = self.store.agents().get(agent)?.embedding else {
             return Ok(None);
         };
         let (provider, name) = engram_core::agent::split_handle(&cfg.model);
@@ -145,7 +146,7 @@ impl Backfiller {
         let Some((handle, embedder)) = self.embedder(agent)? else {
             return Ok(BackfillReport {
                 embedded: 0,
-                remaining: self.store.count_passages_without_vectors(agent)?,
+                remaining: self.store.passages().count_without_vectors(agent)?,
             });
         };
         let total = self.missing(agent)?;
@@ -192,7 +193,10 @@ impl Backfiller {
         progress: &(dyn Fn(&BackfillReport) + Sync),
     ) -> Result<bool> {
         loop {
-            let batch = self.store.passages_without_vectors(agent, BACKFILL_BATCH)?;
+            let batch = self
+                .store
+                .passages()
+                .without_vectors(agent, BACKFILL_BATCH)?;
             if batch.is_empty() {
                 return Ok(true);
             }
@@ -231,7 +235,7 @@ impl Backfiller {
                     .zip(tokens)
                     .map(|(p, t)| (p.id.clone(), p.text.clone(), code(&t)))
                     .collect();
-                self.store.fill_passage_tokens(agent, handle, &coded)?;
+                self.store.passages().fill_tokens(agent, handle, &coded)?;
             }
             let filled: Vec<_> = batch
                 .into_iter()
@@ -239,7 +243,7 @@ impl Backfiller {
                 .zip(vectors)
                 .map(|((p, t), v)| (p.id, t, v))
                 .collect();
-            let n = self.store.fill_passage_vectors(agent, handle, &filled)?;
+            let n = self.store.passages().fill_vectors(agent, handle, &filled)?;
             if n == 0 {
                 // Every row of the batch changed under us (or the model did); they come back
                 // only if still missing, so stop rather than spin.
@@ -267,7 +271,8 @@ impl Backfiller {
         loop {
             let batch = self
                 .store
-                .passages_without_tokens(agent, handle, BACKFILL_BATCH)?;
+                .passages()
+                .without_tokens(agent, handle, BACKFILL_BATCH)?;
             if batch.is_empty() {
                 return Ok(true);
             }
@@ -288,7 +293,7 @@ impl Backfiller {
                 .zip(encoded)
                 .map(|(p, e)| (p.id, p.text, code(&e.tokens)))
                 .collect();
-            let n = self.store.fill_passage_tokens(agent, handle, &coded)?;
+            let n = self.store.passages().fill_tokens(agent, handle, &coded)?;
             if n == 0 {
                 return Ok(self.still_model(agent, handle));
             }
@@ -311,7 +316,8 @@ impl Backfiller {
         loop {
             let batch = self
                 .store
-                .messages_without_vectors(agent, after, BACKFILL_BATCH)?;
+                .messages()
+                .without_vectors(agent, after, BACKFILL_BATCH)?;
             let Some(last) = batch.last() else {
                 return Ok(());
             };
@@ -350,7 +356,7 @@ impl Backfiller {
                     text,
                 })
                 .collect();
-            let n = self.store.fill_message_vectors(agent, handle, &filled)?;
+            let n = self.store.messages().fill_vectors(agent, handle, &filled)?;
             if n == 0 && !self.still_model(agent, handle) {
                 return Ok(());
             }
@@ -362,7 +368,8 @@ impl Backfiller {
     /// Whether `handle` is still the agent's embedding model.
     fn still_model(&self, agent: &AgentId, handle: &str) -> bool {
         self.store
-            .get_agent(agent)
+            .agents()
+            .get(agent)
             .ok()
             .and_then(|a| a.embedding)
             .is_some_and(|cfg| cfg.model == handle)
@@ -594,7 +601,7 @@ impl Archival<'_> {
         self.engram.spawn_folder_refill();
         let backfiller = self.engram.backfiller();
         let mut started = 0;
-        for agent in self.engram.store.agents_with_embeddings()? {
+        for agent in self.engram.store.messages().agents_with_embeddings()? {
             if backfiller.missing(&agent)? > 0 {
                 backfiller.spawn(&agent);
                 started += 1;

@@ -80,7 +80,7 @@ impl AgentFiles<'_> {
             return Err(Error::invalid("there is no agent to export"));
         }
         let stem = match ids.as_slice() {
-            [one] => safe_name(&self.engram.store.get_agent(one)?.name),
+            [one] => safe_name(&self.engram.store.agents().get(one)?.name),
             _ => format!("engram-agents-{}", chrono::Utc::now().format("%Y-%m-%d")),
         };
         let bytes = match format {

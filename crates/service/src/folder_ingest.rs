@@ -91,7 +91,9 @@ impl Engram {
         name: String,
         bytes: Vec<u8>,
     ) -> Result<FileAdded> {
-        self.store.set_file_status(&file.id, FileStatus::Parsing)?;
+        self.store
+            .folders()
+            .set_file_status(&file.id, FileStatus::Parsing)?;
         let read_name = name.clone();
         let parsed =
             tokio::task::spawn_blocking(move || engram_documents::parse(&read_name, &bytes))
@@ -100,7 +102,7 @@ impl Engram {
         let doc = match parsed {
             Ok(doc) => doc,
             Err(e) => {
-                let failed = self.store.fail_file(&file.id, &e.to_string())?;
+                let failed = self.store.folders().fail_file(&file.id, &e.to_string())?;
                 return Ok(FileAdded {
                     name,
                     file: Some(failed),
@@ -122,7 +124,9 @@ impl Engram {
         } else {
             FileStatus::Completed
         };
-        self.store.store_parsed_file(&file.id, &stored, next)?;
+        self.store
+            .folders()
+            .store_parsed_file(&file.id, &stored, next)?;
         if let Some(cfg) = &folder.embedding
             && let Err(e) = self.embed_folder(&folder.id, cfg).await
         {
@@ -130,8 +134,14 @@ impl Engram {
         }
         let done = self
             .store
+            .folders()
             .set_file_status(&file.id, FileStatus::Completed)?;
-        for agent_id in self.store.folder_agents(&folder.id).unwrap_or_default() {
+        for agent_id in self
+            .store
+            .folders()
+            .agents_of(&folder.id)
+            .unwrap_or_default()
+        {
             self.notify(crate::Notice::AgentChanged { agent_id });
         }
         Ok(FileAdded {
@@ -190,10 +200,10 @@ impl Engram {
                     size,
                     sha256: String::new(),
                 };
-                let file = match self.store.upsert_file(folder, &upload)? {
+                let file = match self.store.folders().upsert_file(folder, &upload)? {
                     Upserted::Changed(f) | Upserted::Unchanged(f) => f,
                 };
-                let failed = self.store.fail_file(&file.id, &e.to_string())?;
+                let failed = self.store.folders().fail_file(&file.id, &e.to_string())?;
                 Ok(FileAdded {
                     name,
                     file: Some(failed),
@@ -219,7 +229,7 @@ impl Folders<'_> {
         bytes: Vec<u8>,
     ) -> Result<FileAdded> {
         let name = check_file_name(name)?;
-        let folder = self.engram.store.get_folder(folder)?;
+        let folder = self.engram.store.folders().get(folder)?;
         let upload = FileUpload {
             name: name.clone(),
             mime: engram_documents::Kind::detect(&name, &bytes)
@@ -228,7 +238,12 @@ impl Folders<'_> {
             size: bytes.len() as u64,
             sha256: sha256_hex(&bytes),
         };
-        let file = match self.engram.store.upsert_file(&folder.id, &upload)? {
+        let file = match self
+            .engram
+            .store
+            .folders()
+            .upsert_file(&folder.id, &upload)?
+        {
             Upserted::Unchanged(file) => {
                 return Ok(FileAdded {
                     name,
@@ -254,11 +269,12 @@ impl Folders<'_> {
         match read {
             Some(r) => r,
             None => {
-                self.engram.store.delete_file(&file.id)?;
+                self.engram.store.folders().delete_file(&file.id)?;
                 for agent_id in self
                     .engram
                     .store
-                    .folder_agents(&folder.id)
+                    .folders()
+                    .agents_of(&folder.id)
                     .unwrap_or_default()
                 {
                     self.engram.notify(crate::Notice::AgentChanged { agent_id });
@@ -316,7 +332,7 @@ impl Folders<'_> {
         folder: &FolderId,
         paths: &[std::path::PathBuf],
     ) -> Result<Vec<FileAdded>> {
-        self.engram.store.get_folder(folder)?;
+        self.engram.store.folders().get(folder)?;
         let mut out = Vec::new();
         for path in paths {
             let meta = match std::fs::symlink_metadata(path) {
@@ -405,11 +421,15 @@ fn relative_name(root: &Path, entry: &Path) -> String {
 /// See [`Folders::refill_vectors`].
 async fn refill_folders(store: &Store, resolver: &Resolver) -> Result<usize> {
     let mut filled = 0;
-    for folder in store.list_folders()? {
+    for folder in store.folders().list()? {
         let Some(cfg) = &folder.embedding else {
             continue;
         };
-        if store.chunks_without_vectors(&folder.id, 1)?.is_empty() {
+        if store
+            .folders()
+            .chunks_without_vectors(&folder.id, 1)?
+            .is_empty()
+        {
             continue;
         }
         match embed_folder(store, resolver, &folder.id, cfg).await {
@@ -434,7 +454,9 @@ async fn embed_folder(
     let embedder = resolver.embedder(cfg)?;
     let mut filled_total = 0;
     loop {
-        let batch = store.chunks_without_vectors(folder, EMBED_BATCH)?;
+        let batch = store
+            .folders()
+            .chunks_without_vectors(folder, EMBED_BATCH)?;
         if batch.is_empty() {
             return Ok(filled_total);
         }
@@ -454,7 +476,7 @@ async fn embed_folder(
             .zip(vectors)
             .map(|(c, v)| (c.pk, c.text, v))
             .collect();
-        let n = store.fill_chunk_vectors(&cfg.model, &filled)?;
+        let n = store.folders().fill_chunk_vectors(&cfg.model, &filled)?;
         if n == 0 {
             // Every passage changed under us (a re-index): they come back if still missing.
             return Ok(filled_total);

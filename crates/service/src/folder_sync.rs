@@ -142,9 +142,9 @@ impl Engram {
             // A socket, a device, a FIFO: nothing to read.
             Ok(_) => {}
         }
-        for file in self.store.list_files(folder)? {
+        for file in self.store.folders().list_files(folder)? {
             if under(prefix, &file.name) && !seen.contains(&file.name) {
-                self.store.delete_file(&file.id)?;
+                self.store.folders().delete_file(&file.id)?;
                 report.removed += 1;
             }
         }
@@ -152,7 +152,7 @@ impl Engram {
             self.notify(Notice::FolderChanged {
                 folder_id: folder.clone(),
             });
-            for agent_id in self.store.folder_agents(folder).unwrap_or_default() {
+            for agent_id in self.store.folders().agents_of(folder).unwrap_or_default() {
                 self.notify(Notice::AgentChanged { agent_id });
             }
         }
@@ -201,6 +201,7 @@ impl Engram {
         let name = crate::check_file_name(name)?;
         let existing = self
             .store
+            .folders()
             .list_files(folder)?
             .into_iter()
             .find(|f| f.name == name);
@@ -215,10 +216,10 @@ impl Engram {
             size: 0,
             sha256: String::new(),
         };
-        let file = match self.store.upsert_file(folder, &upload)? {
+        let file = match self.store.folders().upsert_file(folder, &upload)? {
             Upserted::Changed(f) | Upserted::Unchanged(f) => f,
         };
-        self.store.fail_file(&file.id, &why)?;
+        self.store.folders().fail_file(&file.id, &why)?;
         Ok(())
     }
 }

@@ -35,7 +35,7 @@ impl Engram {
         if tokio::runtime::Handle::try_current().is_err() {
             return;
         }
-        let links = match self.store.folder_watches() {
+        let links = match self.store.folders().watches() {
             Ok(l) => l,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the folders' directory links");
@@ -68,7 +68,7 @@ impl Engram {
             if !root.is_dir() {
                 if link.state != WatchState::Missing {
                     let why = gone(&root);
-                    let _ = self.store.set_watch_state(
+                    let _ = self.store.folders().set_watch_state(
                         &link.folder_id,
                         WatchState::Missing,
                         Some(&why),
@@ -107,7 +107,11 @@ impl Engram {
 
     fn set_state(&self, folder: &FolderId, state: WatchState, error: Option<&str>, synced: bool) {
         let synced_at = synced.then(chrono::Utc::now);
-        if let Err(e) = self.store.set_watch_state(folder, state, error, synced_at) {
+        if let Err(e) = self
+            .store
+            .folders()
+            .set_watch_state(folder, state, error, synced_at)
+        {
             tracing::warn!(folder = %folder, error = %e, "cannot record the watch's state");
         }
         self.notify(crate::Notice::FolderChanged {
@@ -135,7 +139,7 @@ impl Folders<'_> {
     /// such as the CLI does: the desktop app or `engram serve` picks the link up). Errors as
     /// [`Folders::watch`].
     pub fn link_dir(self, folder: &FolderId, dir: &Path) -> Result<FolderWatch> {
-        self.engram.store.get_folder(folder)?;
+        self.engram.store.folders().get(folder)?;
         let root = std::fs::canonicalize(dir)
             .map_err(|e| Error::invalid(format!("cannot watch {}: {e}", dir.display())))?;
         if !root.is_dir() {
@@ -157,15 +161,15 @@ impl Folders<'_> {
             .to_str()
             .ok_or_else(|| Error::invalid(format!("{}: not UTF-8", root.display())))?;
         self.engram.watchers.stop(folder);
-        self.engram.store.link_folder_dir(folder, path)
+        self.engram.store.folders().link_dir(folder, path)
     }
 
     /// Removes a folder's link to its directory and stops watching it; the files stay.
     /// Returns whether it had one. Errors: `not_found` for the folder.
     pub fn unwatch(self, folder: &FolderId) -> Result<bool> {
-        self.engram.store.get_folder(folder)?;
+        self.engram.store.folders().get(folder)?;
         self.engram.watchers.stop(folder);
-        let had = self.engram.store.unlink_folder_dir(folder)?;
+        let had = self.engram.store.folders().unlink_dir(folder)?;
         self.engram.notify(crate::Notice::FolderChanged {
             folder_id: folder.clone(),
         });
@@ -174,22 +178,25 @@ impl Folders<'_> {
 
     /// Every folder's link to a directory, with what the watching process last found.
     pub fn watches(self) -> Result<Vec<FolderWatch>> {
-        self.engram.store.folder_watches()
+        self.engram.store.folders().watches()
     }
 
     /// Brings a linked folder in step with its directory once, now (what `engram folder
     /// watch` does before a long-lived process takes over). Errors: `not_found` for the
     /// folder; `invalid` when it has no link or its directory is gone (then marked missing).
     pub async fn sync_watched(self, folder: &FolderId) -> Result<SyncReport> {
-        let link = self.engram.store.folder_watch(folder)?.ok_or_else(|| {
+        let link = self.engram.store.folders().watch(folder)?.ok_or_else(|| {
             Error::invalid("the folder is not linked to a directory (engram folder watch)")
         })?;
         let root = PathBuf::from(&link.path);
         if !root.is_dir() {
             let why = gone(&root);
-            self.engram
-                .store
-                .set_watch_state(folder, WatchState::Missing, Some(&why), None)?;
+            self.engram.store.folders().set_watch_state(
+                folder,
+                WatchState::Missing,
+                Some(&why),
+                None,
+            )?;
             return Err(Error::invalid(why));
         }
         let report = self.engram.sync_dir_path(folder, &root, "").await?;
@@ -197,9 +204,12 @@ impl Folders<'_> {
             WatchState::Missing => WatchState::Linked,
             s => s,
         };
-        self.engram
-            .store
-            .set_watch_state(folder, state, None, Some(chrono::Utc::now()))?;
+        self.engram.store.folders().set_watch_state(
+            folder,
+            state,
+            None,
+            Some(chrono::Utc::now()),
+        )?;
         Ok(report)
     }
 

@@ -10,7 +10,7 @@ use engram_store::FolderPatch;
 
 impl Engram {
     fn notify_folder_agents(&self, folder: &FolderId) {
-        for agent_id in self.store.folder_agents(folder).unwrap_or_default() {
+        for agent_id in self.store.folders().agents_of(folder).unwrap_or_default() {
             self.notify(Notice::AgentChanged { agent_id });
         }
     }
@@ -27,34 +27,35 @@ impl Folders<'_> {
             Some(cfg) if cfg.model.trim().eq_ignore_ascii_case("none") => new.embedding = None,
             Some(_) => {}
         }
-        self.engram.store.create_folder(&new)
+        self.engram.store.folders().create(&new)
     }
 
     /// Every folder, oldest first.
     pub fn list(self) -> Result<Vec<Folder>> {
-        self.engram.store.list_folders()
+        self.engram.store.folders().list()
     }
 
     /// The folder `id`. Errors: `not_found`.
     pub fn get(self, id: &FolderId) -> Result<Folder> {
-        self.engram.store.get_folder(id)
+        self.engram.store.folders().get(id)
     }
 
     /// The folder named or with the id `name_or_id`. Errors: `not_found`.
     pub fn find(self, name_or_id: &str) -> Result<Folder> {
-        if let Some(f) = self.engram.store.folder_by_name(name_or_id)? {
+        if let Some(f) = self.engram.store.folders().by_name(name_or_id)? {
             return Ok(f);
         }
         self.engram
             .store
-            .get_folder(&FolderId::from(name_or_id))
+            .folders()
+            .get(&FolderId::from(name_or_id))
             .map_err(|_| Error::not_found("folder", name_or_id))
     }
 
     /// Renames a folder or changes its description or instructions. Errors: `not_found`,
     /// `invalid`, `conflict`.
     pub fn update(self, id: &FolderId, patch: &FolderPatch) -> Result<Folder> {
-        let folder = self.engram.store.update_folder(id, patch)?;
+        let folder = self.engram.store.folders().update(id, patch)?;
         self.engram.notify_folder_agents(id);
         Ok(folder)
     }
@@ -62,9 +63,9 @@ impl Folders<'_> {
     /// Deletes a folder, its files and passages; its agents lose it (and the file tools when
     /// it was their last folder). Errors: `not_found`.
     pub fn delete(self, id: &FolderId) -> Result<()> {
-        let agents = self.engram.store.folder_agents(id)?;
+        let agents = self.engram.store.folders().agents_of(id)?;
         self.engram.watchers.stop(id);
-        self.engram.store.delete_folder(id)?;
+        self.engram.store.folders().delete(id)?;
         for agent_id in agents {
             self.engram.notify(Notice::AgentChanged { agent_id });
         }
@@ -73,23 +74,28 @@ impl Folders<'_> {
 
     /// A folder's files by name. Errors: `not_found`.
     pub fn files(self, id: &FolderId) -> Result<Vec<FolderFile>> {
-        self.engram.store.list_files(id)
+        self.engram.store.folders().list_files(id)
     }
 
     /// The file `id`. Errors: `not_found`.
     pub fn file(self, id: &FileId) -> Result<FolderFile> {
-        self.engram.store.get_file(id)
+        self.engram.store.folders().get_file(id)
     }
 
     /// A file's extracted text (`None` while it has not been read). Errors: `not_found`.
     pub fn file_text(self, id: &FileId) -> Result<Option<String>> {
-        Ok(self.engram.store.file_text(id)?.map(|(text, _)| text))
+        Ok(self
+            .engram
+            .store
+            .folders()
+            .file_text(id)?
+            .map(|(text, _)| text))
     }
 
     /// Deletes one file with its passages and every agent's state of it. Errors: `not_found`.
     pub fn delete_file(self, id: &FileId) -> Result<()> {
-        let file = self.engram.store.get_file(id)?;
-        self.engram.store.delete_file(id)?;
+        let file = self.engram.store.folders().get_file(id)?;
+        self.engram.store.folders().delete_file(id)?;
         self.engram.notify_folder_agents(&file.folder_id);
         Ok(())
     }
@@ -102,18 +108,18 @@ impl Folders<'_> {
         limit: usize,
         offset: usize,
     ) -> Result<Vec<(String, FileChunk)>> {
-        self.engram.store.list_chunks(id, limit, offset)
+        self.engram.store.folders().list_chunks(id, limit, offset)
     }
 
     /// The agents a folder is attached to. Errors: `not_found`.
     pub fn agents(self, id: &FolderId) -> Result<Vec<AgentId>> {
-        self.engram.store.folder_agents(id)
+        self.engram.store.folders().agents_of(id)
     }
 
     /// Attaches a folder to an agent, which gets the file tools (`open_files`, `grep_files`,
     /// `semantic_search_files`). Errors: `not_found`.
     pub fn attach(self, agent: &AgentId, folder: &FolderId) -> Result<()> {
-        self.engram.store.attach_folder(agent, folder)?;
+        self.engram.store.folders().attach(agent, folder)?;
         self.engram.notify(Notice::AgentChanged {
             agent_id: agent.clone(),
         });
@@ -123,7 +129,7 @@ impl Folders<'_> {
     /// Detaches a folder: the agent's files of it close, and without another folder the
     /// agent loses the file tools. Errors: `not_found`.
     pub fn detach(self, agent: &AgentId, folder: &FolderId) -> Result<()> {
-        self.engram.store.detach_folder(agent, folder)?;
+        self.engram.store.folders().detach(agent, folder)?;
         self.engram.notify(Notice::AgentChanged {
             agent_id: agent.clone(),
         });
@@ -132,13 +138,13 @@ impl Folders<'_> {
 
     /// The folders attached to an agent. Errors: `not_found`.
     pub fn of_agent(self, agent: &AgentId) -> Result<Vec<Folder>> {
-        self.engram.store.agent_folders(agent)
+        self.engram.store.folders().of_agent(agent)
     }
 
     /// Every file of the agent's folders with whether it is open and which lines it shows.
     /// Errors: `not_found`.
     pub fn files_of_agent(self, agent: &AgentId) -> Result<Vec<AgentFile>> {
-        self.engram.store.agent_files(agent)
+        self.engram.store.folders().files_of_agent(agent)
     }
 
     /// Opens a file for an agent by hand, as `open_files` would: `length` lines (at most
@@ -156,7 +162,7 @@ impl Folders<'_> {
         let length = length
             .unwrap_or(DEFAULT_WINDOW_LINES)
             .clamp(1, MAX_WINDOW_LINES);
-        let closed = self.engram.store.open_file(
+        let closed = self.engram.store.folders().open_file(
             agent,
             file,
             offset.unwrap_or(1).max(1),
@@ -171,7 +177,7 @@ impl Folders<'_> {
 
     /// Closes one of an agent's files; `false` when it was not open. Errors: `not_found`.
     pub fn close_file(self, agent: &AgentId, file: &FileId) -> Result<bool> {
-        let closed = self.engram.store.close_file(agent, file)?;
+        let closed = self.engram.store.folders().close_file(agent, file)?;
         self.engram.notify(Notice::AgentChanged {
             agent_id: agent.clone(),
         });
@@ -180,7 +186,7 @@ impl Folders<'_> {
 
     /// Closes all of an agent's files; how many were open. Errors: `not_found`.
     pub fn close_all_files(self, agent: &AgentId) -> Result<usize> {
-        let n = self.engram.store.close_all_files(agent)?;
+        let n = self.engram.store.folders().close_all_files(agent)?;
         self.engram.notify(Notice::AgentChanged {
             agent_id: agent.clone(),
         });

@@ -70,7 +70,7 @@ mod tests {
                 ..Default::default()
             })
             .collect();
-        engram.store.insert_passages(&id, &ps).expect("passages");
+        engram.store.passages().insert(&id, &ps).expect("passages");
         id
     }
 

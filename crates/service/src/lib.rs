@@ -457,7 +457,7 @@ impl Engram {
 
     /// Announces a change to a block to every agent it is attached to.
     pub(crate) fn notify_block(&self, block: &engram_core::BlockId) {
-        for agent_id in self.store.block_agents(block).unwrap_or_default() {
+        for agent_id in self.store.blocks().agents_of(block).unwrap_or_default() {
             self.notify(Notice::MemoryChanged { agent_id });
         }
     }

@@ -127,14 +127,15 @@ pub(crate) fn read_gguf(path: &Path) -> Result<(String, u32)> {
 /// The registered models. A malformed stored list reads as empty.
 pub(crate) fn stored(store: &Store) -> Result<Vec<LocalChatModel>> {
     Ok(store
-        .get_setting(MODELS_SETTING)?
+        .settings()
+        .get(MODELS_SETTING)?
         .and_then(|v| serde_json::from_str(&v).ok())
         .unwrap_or_default())
 }
 
 pub(crate) fn store_all(store: &Store, models: &[LocalChatModel]) -> Result<()> {
     let text = serde_json::to_string(models).map_err(|e| Error::invalid(e.to_string()))?;
-    store.set_setting(MODELS_SETTING, &text)
+    store.settings().set(MODELS_SETTING, &text)
 }
 
 /// `name` without a `local/` prefix.

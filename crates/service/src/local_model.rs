@@ -51,7 +51,7 @@ impl LocalModels {
     /// Where the weights of `spec` come from now.
     pub(crate) fn source(&self, spec: &LocalModelSpec) -> Result<WeightsSource> {
         let folder = (self.env)(engram_embed::MODEL_DIR_ENV)
-            .or(self.store.get_setting(LOCAL_MODEL_DIR_SETTING)?)
+            .or(self.store.settings().get(LOCAL_MODEL_DIR_SETTING)?)
             .filter(|d| !d.trim().is_empty());
         Ok(match folder {
             Some(dir) => WeightsSource::Folder(PathBuf::from(dir)),

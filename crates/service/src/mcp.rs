@@ -237,6 +237,7 @@ impl McpBridge {
         let id = server_id.clone();
         tokio::task::spawn_blocking(move || {
             let server = store
+                .tools()
                 .find_mcp_server(id.as_str())
                 .map_err(|e| McpCallError::Unusable(format!("MCP server {id}: {e}")))?;
             if !server.active {

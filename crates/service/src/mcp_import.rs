@@ -202,7 +202,7 @@ impl Engram {
     /// Attaches the tools imported agents used from `server` (see
     /// [`set_active`](crate::Mcp::set_active)).
     pub(crate) fn attach_pending_tools(&self, server: &McpServer) -> Result<()> {
-        let pending = self.store.pending_mcp_tools(&server.id)?;
+        let pending = self.store.tools().pending_mcp_tools(&server.id)?;
         if pending.is_empty() {
             return Ok(());
         }
@@ -226,7 +226,10 @@ impl Engram {
                 (p, tool)
             })
             .collect();
-        let done = self.store.attach_pending_mcp_tools(&server.id, &tools)?;
+        let done = self
+            .store
+            .tools()
+            .attach_pending_mcp_tools(&server.id, &tools)?;
         for name in &done.name_taken {
             tracing::warn!(server = %server.name, tool = %name, "not attached: another tool has its name");
         }
@@ -245,7 +248,7 @@ impl Engram {
     pub(crate) fn store_inactive(&self, mut s: NewMcpServer, source: &str) -> Result<McpServer> {
         let base = s.name.clone();
         let mut n = 1;
-        while self.store.find_mcp_server(&s.name).is_ok() {
+        while self.store.tools().find_mcp_server(&s.name).is_ok() {
             n += 1;
             let suffix = format!("_{n}");
             let keep = base.len().min(names::MAX_SERVER_NAME - suffix.len());

@@ -22,7 +22,7 @@ impl Engram {
         source: &str,
     ) -> Result<McpServer> {
         let transport = check_new(&new)?;
-        if self.store.find_mcp_server(&new.name).is_ok() {
+        if self.store.tools().find_mcp_server(&new.name).is_ok() {
             return Err(Error::Conflict(format!(
                 "an MCP server named '{}' already exists",
                 new.name
@@ -65,9 +65,13 @@ impl Engram {
             }
             _ => {}
         }
-        let stored = self.store.insert_mcp_server(&server).inspect_err(|_| {
-            self.forget_secrets(&server.id);
-        })?;
+        let stored = self
+            .store
+            .tools()
+            .insert_mcp_server(&server)
+            .inspect_err(|_| {
+                self.forget_secrets(&server.id);
+            })?;
         self.notify(Notice::McpServersChanged);
         Ok(stored)
     }
@@ -82,7 +86,7 @@ impl Engram {
     /// `?api_key=…`) to the keychain; the stored URL then shows them as `***`. Run at open.
     /// A keychain or database failure is logged and leaves that server as it was.
     pub(crate) fn secure_mcp_urls(&self) {
-        let Ok(servers) = self.store.list_mcp_servers() else {
+        let Ok(servers) = self.store.tools().list_mcp_servers() else {
             return;
         };
         for s in servers {
@@ -101,7 +105,7 @@ impl Engram {
                 .secrets
                 .set(&url_secret(&s.id), &SecretString::from(url.clone()))
                 .and_then(|()| {
-                    self.store.set_mcp_server_transport(
+                    self.store.tools().set_mcp_server_transport(
                         &s.id,
                         &McpTransport::StreamableHttp {
                             url: shown,
@@ -119,7 +123,11 @@ impl Engram {
     /// Why an MCP tool cannot run now (its server is inactive or gone), if it cannot.
     pub(crate) fn mcp_unavailable_reason(&self, tool: &Tool) -> Option<String> {
         let source = tool.mcp.as_ref()?;
-        match self.store.find_mcp_server(source.server_id.as_str()) {
+        match self
+            .store
+            .tools()
+            .find_mcp_server(source.server_id.as_str())
+        {
             Ok(s) if s.active => None,
             Ok(s) => Some(inactive_line(&s)),
             Err(_) => Some(format!("MCP server '{}' was removed", source.server_name)),
@@ -130,12 +138,12 @@ impl Engram {
 impl Mcp<'_> {
     /// Every configured MCP server, by name. Errors: `storage`.
     pub fn list(self) -> Result<Vec<McpServer>> {
-        self.engram.store.list_mcp_servers()
+        self.engram.store.tools().list_mcp_servers()
     }
 
     /// One server by id or name. Errors: `not_found`.
     pub fn get(self, id_or_name: &str) -> Result<McpServer> {
-        self.engram.store.find_mcp_server(id_or_name)
+        self.engram.store.tools().find_mcp_server(id_or_name)
     }
 
     /// Adds a server the user configured (active at once; nothing is started until it is
@@ -150,9 +158,9 @@ impl Mcp<'_> {
     /// Removes a server: stops it, deletes its tools (detaching them from every agent) and
     /// its secrets. Errors: `not_found`.
     pub async fn remove(self, id_or_name: &str) -> Result<()> {
-        let server = self.engram.store.find_mcp_server(id_or_name)?;
+        let server = self.engram.store.tools().find_mcp_server(id_or_name)?;
         self.engram.mcp.forget(server.id.as_str()).await;
-        self.engram.store.delete_mcp_server(&server.id)?;
+        self.engram.store.tools().delete_mcp_server(&server.id)?;
         self.engram.forget_secrets(&server.id);
         self.engram.notify(Notice::McpServersChanged);
         self.engram.notify(Notice::ToolsChanged);
@@ -167,13 +175,14 @@ impl Mcp<'_> {
     /// renamed to match — without contacting the server (the next listing refreshes them).
     /// Errors: `not_found`.
     pub async fn set_active(self, id_or_name: &str, active: bool) -> Result<McpServer> {
-        let server = self.engram.store.find_mcp_server(id_or_name)?;
+        let server = self.engram.store.tools().find_mcp_server(id_or_name)?;
         if !active {
             self.engram.mcp.forget(server.id.as_str()).await;
         }
         let s = self
             .engram
             .store
+            .tools()
             .set_mcp_server_active(&server.id, active)?;
         if active {
             self.engram.attach_pending_tools(&s)?;
@@ -186,10 +195,11 @@ impl Mcp<'_> {
     /// The server's tools as stored (from the last listing), without contacting it.
     /// Errors: `not_found`.
     pub fn stored_tools(self, id_or_name: &str) -> Result<Vec<Tool>> {
-        let server = self.engram.store.find_mcp_server(id_or_name)?;
+        let server = self.engram.store.tools().find_mcp_server(id_or_name)?;
         Ok(self
             .engram
             .store
+            .tools()
             .mcp_server_tools(&server.id)?
             .into_iter()
             .map(|t| self.engram.with_availability(t))
@@ -203,7 +213,7 @@ impl Mcp<'_> {
     /// Errors: `not_found`; `invalid_input` for an inactive server; `unreachable` or `timeout`
     /// (naming the server) when it cannot be used; `conflict` when a tool name is taken.
     pub async fn list_tools(self, id_or_name: &str) -> Result<Vec<Tool>> {
-        let server = self.engram.store.find_mcp_server(id_or_name)?;
+        let server = self.engram.store.tools().find_mcp_server(id_or_name)?;
         if !server.active {
             return Err(Error::invalid(inactive_line(&server)));
         }
@@ -223,7 +233,11 @@ impl Mcp<'_> {
             to_error(&e)
         })?;
         let tools: Vec<Tool> = remote.iter().map(|r| tool_of(&server, r)).collect();
-        let stored = self.engram.store.sync_mcp_tools(&server.id, &tools)?;
+        let stored = self
+            .engram
+            .store
+            .tools()
+            .sync_mcp_tools(&server.id, &tools)?;
         self.engram.notify(Notice::ToolsChanged);
         Ok(stored
             .into_iter()
@@ -233,7 +247,7 @@ impl Mcp<'_> {
 
     /// Whether a stdio server's process (or an HTTP server's session) is open now.
     pub async fn connected(self, id_or_name: &str) -> Result<bool> {
-        let server = self.engram.store.find_mcp_server(id_or_name)?;
+        let server = self.engram.store.tools().find_mcp_server(id_or_name)?;
         Ok(self.engram.mcp.is_connected(server.id.as_str()).await)
     }
 }

@@ -34,7 +34,7 @@ impl Engram {
     fn moved_llm(&self, mut llm: LlmConfig, handle: &str) -> Result<LlmConfig> {
         llm.model = handle.to_owned();
         llm.base_url = None;
-        if let Some(tokens) = self.store.model_window(handle)? {
+        if let Some(tokens) = self.store.settings().model_window(handle)? {
             llm.context_window = tokens;
         }
         Ok(llm)
@@ -67,7 +67,7 @@ impl Engram {
                 "The built-in model '{name}' is not on this computer"
             ));
         }
-        let configured = match self.store.get_provider(provider) {
+        let configured = match self.store.settings().get_provider(provider) {
             Ok(_) => true,
             Err(Error::NotFound { .. }) => false,
             Err(e) => return Err(e),
@@ -104,11 +104,11 @@ impl Models<'_> {
         if let Some(problem) = self.check(handle)? {
             return Ok(Some(problem));
         }
-        let mut planned = self.engram.store.get_agent(id)?;
+        let mut planned = self.engram.store.agents().get(id)?;
         planned.llm = self.engram.moved_llm(planned.llm, handle)?;
         match self
             .engram
-            .check_window(&planned, &self.engram.store.agent_blocks(id)?)
+            .check_window(&planned, &self.engram.store.blocks().of_agent(id)?)
         {
             Ok(()) => Ok(None),
             Err(e @ Error::ContextWindowTooSmall { .. }) => Ok(Some(e.to_string())),
@@ -122,7 +122,7 @@ impl Agents<'_> {
     ///
     /// Errors: `not_found` for an unknown agent; `Storage`.
     pub fn model_problem(self, id: &AgentId) -> Result<Option<ModelProblem>> {
-        let agent = self.engram.store.get_agent(id)?;
+        let agent = self.engram.store.agents().get(id)?;
         Ok(self
             .engram
             .problem_of(&agent.llm)?
@@ -141,7 +141,7 @@ impl Agents<'_> {
     /// Errors: `Storage`.
     pub fn without_model(self) -> Result<Vec<ModelProblem>> {
         let mut out = Vec::new();
-        for agent in self.engram.store.list_agents()? {
+        for agent in self.engram.store.agents().list()? {
             if let Some((summary, detail)) = self.engram.problem_of(&agent.llm)? {
                 out.push(ModelProblem {
                     agent_id: agent.id,
@@ -178,7 +178,7 @@ impl Agents<'_> {
         for id in agents {
             let llm = self
                 .engram
-                .moved_llm(self.engram.store.get_agent(id)?.llm, handle)?;
+                .moved_llm(self.engram.store.agents().get(id)?.llm, handle)?;
             patches.push((
                 id.clone(),
                 engram_core::AgentPatch {
@@ -189,10 +189,10 @@ impl Agents<'_> {
         }
         // Every agent is checked (its window, its tools) before the first one changes.
         for (id, patch) in &patches {
-            let mut planned = self.engram.store.get_agent(id)?;
+            let mut planned = self.engram.store.agents().get(id)?;
             planned.llm = patch.llm.clone().unwrap_or(planned.llm);
             self.engram
-                .check_window(&planned, &self.engram.store.agent_blocks(id)?)?;
+                .check_window(&planned, &self.engram.store.blocks().of_agent(id)?)?;
         }
         patches
             .iter()

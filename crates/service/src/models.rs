@@ -66,8 +66,13 @@ impl Models<'_> {
     /// `provider_unreachable`, …) when the server does not answer.
     pub async fn chat(self, name: &str) -> Result<Vec<ChatModel>> {
         let listed = self.engram.providers().test(name).await?;
-        let stored: std::collections::HashMap<String, u32> =
-            self.engram.store.model_windows()?.into_iter().collect();
+        let stored: std::collections::HashMap<String, u32> = self
+            .engram
+            .store
+            .settings()
+            .model_windows()?
+            .into_iter()
+            .collect();
         Ok(listed
             .into_iter()
             .filter(|m| !is_embedding_model(&m.id))
@@ -140,6 +145,7 @@ impl Models<'_> {
         Ok(self
             .engram
             .store
+            .settings()
             .model_windows()?
             .into_iter()
             .map(|(handle, context_window)| ModelWindow {
@@ -158,7 +164,10 @@ impl Models<'_> {
                 "model handle {handle:?} needs the provider/model form"
             )));
         }
-        self.engram.store.set_model_window(handle, tokens)
+        self.engram
+            .store
+            .settings()
+            .set_model_window(handle, tokens)
     }
 }
 
@@ -167,10 +176,10 @@ impl Models<'_> {
     /// of the only configured provider (a person with one provider means that one), else
     /// [`FALLBACK_MODEL`].
     pub fn default_chat(self) -> Result<String> {
-        if let Some(handle) = self.engram.store.get_setting(DEFAULT_MODEL_SETTING)? {
+        if let Some(handle) = self.engram.store.settings().get(DEFAULT_MODEL_SETTING)? {
             return Ok(handle);
         }
-        let providers = self.engram.store.list_providers()?;
+        let providers = self.engram.store.settings().list_providers()?;
         Ok(match providers.as_slice() {
             [only] => only.default_model.clone(),
             _ => None,
@@ -184,7 +193,8 @@ impl Models<'_> {
         let handle = self
             .engram
             .store
-            .get_setting(DEFAULT_EMBEDDING_SETTING)?
+            .settings()
+            .get(DEFAULT_EMBEDDING_SETTING)?
             .unwrap_or_else(|| engram_embed::DEFAULT_MODEL.to_owned());
         if handle.trim().is_empty() || handle.trim().eq_ignore_ascii_case("none") {
             return Ok(None);
@@ -210,12 +220,16 @@ impl Models<'_> {
         }
         self.engram
             .store
-            .set_setting(DEFAULT_EMBEDDING_SETTING, handle)
+            .settings()
+            .set(DEFAULT_EMBEDDING_SETTING, handle)
     }
 
     /// Sets the model handle new agents get.
     pub fn set_default_chat(self, handle: &str) -> Result<()> {
-        self.engram.store.set_setting(DEFAULT_MODEL_SETTING, handle)
+        self.engram
+            .store
+            .settings()
+            .set(DEFAULT_MODEL_SETTING, handle)
     }
 }
 

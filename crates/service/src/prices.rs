@@ -24,7 +24,7 @@ impl Models<'_> {
                 )
             })
             .collect();
-        for p in self.engram.store.user_model_prices()? {
+        for p in self.engram.store.settings().user_model_prices()? {
             by_model.insert(p.model.clone(), p);
         }
         Ok(by_model.into_values().collect())
@@ -33,13 +33,13 @@ impl Models<'_> {
     /// Sets the user's price of `price.model` (USD per million tokens; `source` is ignored).
     /// Errors: `Invalid` for an empty model or a negative or non-finite price.
     pub fn set_price(self, price: &ModelPrice) -> Result<()> {
-        self.engram.store.set_model_price(price)
+        self.engram.store.settings().set_model_price(price)
     }
 
     /// Removes the user's price of `model`; a built-in price applies again. Returns whether
     /// there was one. Errors: `Storage`.
     pub fn delete_price(self, model: &str) -> Result<bool> {
-        self.engram.store.delete_model_price(model)
+        self.engram.store.settings().delete_model_price(model)
     }
 
     /// Tokens and cost of the agent's whole history, or of run `run`: each step priced by the
@@ -53,7 +53,9 @@ impl Models<'_> {
             .map(|p| (p.model.clone(), p))
             .collect();
         let mut out = UsageCost::default();
-        for (model, prompt, completion, steps) in self.engram.store.usage_by_model(agent, run)? {
+        for (model, prompt, completion, steps) in
+            self.engram.store.settings().usage_by_model(agent, run)?
+        {
             out.prompt_tokens += prompt;
             out.completion_tokens += completion;
             out.step_count += steps;

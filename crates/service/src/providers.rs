@@ -157,7 +157,7 @@ impl Providers<'_> {
                 url,
             )?;
         }
-        let existing = match self.engram.store.get_provider(&name) {
+        let existing = match self.engram.store.settings().get_provider(&name) {
             Ok(row) => Some(row),
             Err(Error::NotFound { .. }) => None,
             Err(e) => return Err(e),
@@ -191,16 +191,18 @@ impl Providers<'_> {
                 .default_model
                 .or_else(|| existing.as_ref().and_then(|r| r.default_model.clone())),
         };
-        self.engram.store.upsert_provider(&row)?;
+        self.engram.store.settings().upsert_provider(&row)?;
         if let Some(secs) = setup.timeout_secs {
             self.engram
                 .store
-                .set_setting(&timeout_key(&name), &secs.to_string())?;
+                .settings()
+                .set(&timeout_key(&name), &secs.to_string())?;
         }
         if let Some(n) = setup.max_retries {
             self.engram
                 .store
-                .set_setting(&retries_key(&name), &n.to_string())?;
+                .settings()
+                .set(&retries_key(&name), &n.to_string())?;
         }
         if let Some(model) = &row.default_model {
             self.engram.models().set_default_chat(model)?;
@@ -212,6 +214,7 @@ impl Providers<'_> {
     pub fn list(self) -> Result<Vec<ProviderInfo>> {
         self.engram
             .store
+            .settings()
             .list_providers()?
             .iter()
             .map(|r| self.engram.provider_info(r))
@@ -220,9 +223,9 @@ impl Providers<'_> {
 
     /// Removes a provider and its key.
     pub fn delete(self, name: &str) -> Result<()> {
-        self.engram.store.get_provider(name)?;
+        self.engram.store.settings().get_provider(name)?;
         self.engram.secrets.delete(&provider_key_name(name))?;
-        self.engram.store.delete_provider(name)
+        self.engram.store.settings().delete_provider(name)
     }
 
     /// Checks that the provider answers with these settings and key, returning its models.

@@ -1,7 +1,7 @@
 //! Recall memory as people see and change it: paging with message-id cursors, as Letta's list
 //! endpoints do, windows of the conversation for a chat that jumps (to the start, a date, a
 //! search hit), searching, editing a message and resetting the context window.
-//! Every page is one indexed SQL range read (see `engram_store::Store::page_messages`).
+//! Every page is one indexed SQL range read (see `engram_store::MessageRows::page`).
 
 use crate::Notice;
 use crate::rooms::Recall;
@@ -43,7 +43,7 @@ impl Recall<'_> {
     ///
     /// Errors: `not_found` for an unknown agent or a cursor that is not one of its messages.
     pub fn page(self, agent: &AgentId, page: &MessagePage) -> Result<Vec<Message>> {
-        let seq_of = |id: &MessageId| self.engram.store.message_seq(agent, id);
+        let seq_of = |id: &MessageId| self.engram.store.messages().seq(agent, id);
         let after = page.after.as_ref().map(seq_of).transpose()?;
         let before = page.before.as_ref().map(seq_of).transpose()?;
         // Seq bounds, both exclusive, whatever the order.
@@ -53,7 +53,8 @@ impl Recall<'_> {
         };
         self.engram
             .store
-            .page_messages(agent, lower, upper, page.limit.max(1), order)
+            .messages()
+            .page(agent, lower, upper, page.limit.max(1), order)
     }
 
     /// Scrolling back through a chat: the `limit` messages just older than `before` (the
@@ -85,13 +86,14 @@ impl Recall<'_> {
     pub fn window(self, agent: &AgentId, at: &WindowAt, limit: usize) -> Result<MessageWindow> {
         self.engram
             .store
-            .message_window(agent, at, limit.clamp(1, MAX_PAGE))
+            .messages()
+            .window(agent, at, limit.clamp(1, MAX_PAGE))
     }
 
     /// One of the agent's messages. Errors: `not_found` for an unknown message or one that
     /// belongs to another agent.
     pub fn get(self, agent: &AgentId, id: &MessageId) -> Result<Message> {
-        let m = self.engram.store.get_message(id)?;
+        let m = self.engram.store.messages().get(id)?;
         if m.agent_id != *agent {
             return Err(engram_core::Error::not_found("message", id.as_str()));
         }
@@ -104,7 +106,8 @@ impl Recall<'_> {
         Ok(self
             .engram
             .store
-            .in_context_messages(agent)?
+            .messages()
+            .in_context(agent)?
             .into_iter()
             .map(|m| m.id)
             .collect())
@@ -118,7 +121,7 @@ impl Recall<'_> {
     /// search). When the model cannot embed the query the search answers by words alone at
     /// once, after an `EmbeddingsUnavailable` notice. Errors: `not_found` for the agent.
     pub async fn search(self, agent: &AgentId, query: &MessageQuery) -> Result<Vec<MessageHit>> {
-        self.engram.store.get_agent(agent)?;
+        self.engram.store.agents().get(agent)?;
         let embedding = self.engram.query_vector(agent, &query.query).await;
         engram_retrieval::hybrid::messages(&self.engram.store, agent, query, embedding.as_deref())
     }
@@ -130,8 +133,8 @@ impl Recall<'_> {
         before_seq: Option<i64>,
         limit: usize,
     ) -> Result<Vec<Message>> {
-        self.engram.store.get_agent(agent)?;
-        self.engram.store.list_messages(agent, before_seq, limit)
+        self.engram.store.agents().get(agent)?;
+        self.engram.store.messages().list(agent, before_seq, limit)
     }
 }
 
@@ -153,13 +156,13 @@ impl Recall<'_> {
         content: Option<&str>,
         reasoning: Option<&str>,
     ) -> Result<Message> {
-        let style = self.engram.store.get_agent(agent)?.loop_style;
+        let style = self.engram.store.agents().get(agent)?.loop_style;
         // Held to the write, as delete and reset do: no run can start or step meanwhile.
         let turn =
             self.engram.runtime.try_turn(agent)?.ok_or_else(|| {
                 Error::Conflict("the agent is answering; stop the run first".into())
             })?;
-        let current = self.engram.store.get_message(id)?;
+        let current = self.engram.store.messages().get(id)?;
         if current.agent_id != *agent {
             return Err(Error::not_found("message", id.as_str()));
         }
@@ -187,10 +190,13 @@ impl Recall<'_> {
                 new.clone_into(&mut text);
             }
         }
-        let m =
-            self.engram
-                .store
-                .update_message_text(agent, id, &text, reasoning, calls.as_deref())?;
+        let m = self.engram.store.messages().update_text(
+            agent,
+            id,
+            &text,
+            reasoning,
+            calls.as_deref(),
+        )?;
         drop(turn);
         self.engram.notify(Notice::MessagesChanged {
             agent_id: agent.clone(),
@@ -210,7 +216,7 @@ impl Recall<'_> {
             self.engram.runtime.try_turn(agent)?.ok_or_else(|| {
                 Error::Conflict("the agent is answering; stop the run first".into())
             })?;
-        let n = self.engram.store.reset_context(agent)?;
+        let n = self.engram.store.messages().reset_context(agent)?;
         drop(turn);
         self.engram.notify(Notice::MessagesChanged {
             agent_id: agent.clone(),

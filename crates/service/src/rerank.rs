@@ -82,7 +82,8 @@ impl Rerankers {
         (self.env)(RERANK_MODEL_DIR_ENV)
             .or_else(|| {
                 self.store
-                    .get_setting(RERANK_MODEL_DIR_SETTING)
+                    .settings()
+                    .get(RERANK_MODEL_DIR_SETTING)
                     .ok()
                     .flatten()
             })
@@ -93,7 +94,8 @@ impl Rerankers {
     fn enabled(&self) -> bool {
         !matches!(
             self.store
-                .get_setting(RERANK_SETTING)
+                .settings()
+                .get(RERANK_SETTING)
                 .ok()
                 .flatten()
                 .as_deref(),

@@ -94,7 +94,7 @@ impl Resolver {
             return Ok(cfg);
         }
         if cfg.base_url.is_none() {
-            let row = match self.store.get_provider(provider) {
+            let row = match self.store.settings().get_provider(provider) {
                 Ok(row) => row.base_url,
                 Err(Error::NotFound { .. }) => None,
                 Err(e) => return Err(e),
@@ -163,7 +163,7 @@ impl Resolver {
         provider: &str,
         base_override: Option<&str>,
     ) -> Result<ProviderConfig> {
-        let row = match self.store.get_provider(provider) {
+        let row = match self.store.settings().get_provider(provider) {
             Ok(row) => Some(row),
             Err(Error::NotFound { .. }) => None,
             Err(e) => return Err(e),
@@ -243,7 +243,11 @@ impl Resolver {
             ));
         }
         let setting = |key: String| -> Result<Option<u64>> {
-            Ok(self.store.get_setting(&key)?.and_then(|v| v.parse().ok()))
+            Ok(self
+                .store
+                .settings()
+                .get(&key)?
+                .and_then(|v| v.parse().ok()))
         };
         let mut timeouts = Timeouts::default();
         if let Some(secs) = setting(timeout_key(provider))? {
@@ -270,7 +274,7 @@ fn provider_error(e: engram_providers::ProviderError) -> Error {
 impl Resolver {
     /// Whether the user configured a provider named `name`. Errors: `Storage`.
     fn has_provider(&self, name: &str) -> Result<bool> {
-        match self.store.get_provider(name) {
+        match self.store.settings().get_provider(name) {
             Ok(_) => Ok(true),
             Err(Error::NotFound { .. }) => Ok(false),
             Err(e) => Err(e),

@@ -85,9 +85,9 @@ impl Sleeper {
     /// The budgets' verdict for a pass of `agent` now.
     fn allowance(&self, agent: &AgentId, s: &SleeptimeSettings) -> Result<Allowance> {
         let since = chrono::Utc::now() - BUDGET_WINDOW;
-        let budget = self.store.sleeptime_budget()?;
-        let own = self.store.sleeptime_usage(Some(agent), since)?;
-        let all = self.store.sleeptime_usage(None, since)?;
+        let budget = self.store.sleeptime().budget()?;
+        let own = self.store.sleeptime().usage(Some(agent), since)?;
+        let all = self.store.sleeptime().usage(None, since)?;
         let (own_tokens, all_tokens) = (own.tokens, all.tokens);
         let checks = [
             (
@@ -163,9 +163,9 @@ impl Sleeper {
         };
         let model = match &s.llm {
             Some(llm) => llm.model.clone(),
-            None => self.store.get_agent(agent)?.llm.model,
+            None => self.store.agents().get(agent)?.llm.model,
         };
-        let Some(price) = self.store.model_price(&model)? else {
+        let Some(price) = self.store.settings().model_price(&model)? else {
             return Ok(None);
         };
         let per_token = price.input_per_mtok.max(price.output_per_mtok) / 1_000_000.0;
@@ -184,7 +184,7 @@ impl Sleeper {
     /// Runs a pass now, in the caller's task. Errors: `conflict` while another pass of the
     /// agent runs; `not_found`; the pass model's configuration errors.
     pub(crate) async fn run(&self, agent: &AgentId, trigger: PassTrigger) -> Result<SleeptimePass> {
-        let settings = self.store.sleeptime_settings(agent)?;
+        let settings = self.store.sleeptime().settings(agent)?;
         let _claim = self.claim(agent).ok_or_else(|| {
             Error::Conflict("a sleep-time pass of this agent is running; wait for it to end".into())
         })?;
@@ -203,7 +203,7 @@ impl Sleeper {
                     started_at: now,
                     ended_at: now,
                     messages_read: 0,
-                    last_seq: self.store.sleeptime_last_seq(agent)?,
+                    last_seq: self.store.sleeptime().last_seq(agent)?,
                     model_calls: 0,
                     prompt_tokens: 0,
                     completion_tokens: 0,
@@ -211,7 +211,7 @@ impl Sleeper {
                     changes: Vec::new(),
                 };
                 tracing::info!(agent_id = %agent, reason = pass.reason.as_deref(), "sleep-time pass skipped");
-                self.store.record_pass(&pass)?;
+                self.store.sleeptime().record_pass(&pass)?;
                 self.announce(&pass);
                 return Ok(pass);
             }
@@ -247,13 +247,13 @@ impl Sleeper {
     /// After a run of `agent` ended: starts a pass when its frequency of user turns was
     /// reached or the conversation was compacted, and (re)starts its idle timer.
     pub(crate) fn after_run(&self, agent: &AgentId) {
-        let Ok(settings) = self.store.sleeptime_settings(agent) else {
+        let Ok(settings) = self.store.sleeptime().settings(agent) else {
             return;
         };
         if !settings.enabled {
             return;
         }
-        match self.store.sleeptime_backlog(agent) {
+        match self.store.sleeptime().backlog(agent) {
             Ok((turns, _)) if turns >= settings.frequency => self.spawn(agent, PassTrigger::Turns),
             Ok((turns, compactions)) if turns > 0 && compactions > 0 => {
                 self.spawn(agent, PassTrigger::Compaction);
@@ -274,7 +274,7 @@ impl Sleeper {
         let who = agent.clone();
         let task = tokio::spawn(async move {
             tokio::time::sleep(after).await;
-            if matches!(me.store.sleeptime_backlog(&who), Ok((turns, _)) if turns > 0) {
+            if matches!(me.store.sleeptime().backlog(&who), Ok((turns, _)) if turns > 0) {
                 me.spawn(&who, PassTrigger::Idle);
             }
         });

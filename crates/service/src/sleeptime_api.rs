@@ -10,13 +10,13 @@ use engram_core::{
 impl Sleeptime<'_> {
     /// The agent's sleep-time settings. Errors: `not_found`.
     pub fn settings(self, agent: &AgentId) -> Result<SleeptimeSettings> {
-        self.engram.store.sleeptime_settings(agent)
+        self.engram.store.sleeptime().settings(agent)
     }
 
     /// Sets the agent's sleep-time settings. Errors: `not_found`; `invalid_input` for a
     /// frequency, step limit or timeout of 0.
     pub fn set_settings(self, agent: &AgentId, s: &SleeptimeSettings) -> Result<()> {
-        self.engram.store.set_sleeptime_settings(agent, s)?;
+        self.engram.store.sleeptime().set_settings(agent, s)?;
         self.engram.notify(Notice::AgentChanged {
             agent_id: agent.clone(),
         });
@@ -26,23 +26,23 @@ impl Sleeptime<'_> {
     /// User turns since the last message a pass read (what counts toward the frequency).
     /// Errors: `not_found`.
     pub fn turns_waiting(self, agent: &AgentId) -> Result<u32> {
-        Ok(self.engram.store.sleeptime_backlog(agent)?.0)
+        Ok(self.engram.store.sleeptime().backlog(agent)?.0)
     }
 
     /// The last message the agent's passes read, or `None` before its first pass.
     /// Errors: `not_found`.
     pub fn last_message(self, agent: &AgentId) -> Result<Option<engram_core::MessageId>> {
-        self.engram.store.sleeptime_last_message(agent)
+        self.engram.store.sleeptime().last_message(agent)
     }
 
     /// The budget over every agent's passes.
     pub fn budget(self) -> Result<SleeptimeBudget> {
-        self.engram.store.sleeptime_budget()
+        self.engram.store.sleeptime().budget()
     }
 
     /// Sets the budget over every agent's passes.
     pub fn set_budget(self, budget: &SleeptimeBudget) -> Result<()> {
-        self.engram.store.set_sleeptime_budget(budget)
+        self.engram.store.sleeptime().set_budget(budget)
     }
 
     /// Runs a sleep-time pass of the agent now and waits for it (also when passes are off:
@@ -60,14 +60,18 @@ impl Sleeptime<'_> {
 
     /// The agent's passes, newest first, with their changes ("while you were away").
     pub fn passes(self, agent: &AgentId, limit: usize) -> Result<Vec<SleeptimePass>> {
-        self.engram.store.list_passes(agent, limit)
+        self.engram.store.sleeptime().list_passes(agent, limit)
     }
 
     /// Undoes one change of a pass (a block edit through the block's versioned undo, a
     /// passage put back as current, an added passage taken away). Errors: `not_found`;
     /// `conflict` when a later edit rewrote what the change wrote.
     pub fn undo_change(self, pass: &PassId, index: u32) -> Result<SleeptimePass> {
-        let p = self.engram.store.undo_pass_change(pass, index)?;
+        let p = self
+            .engram
+            .store
+            .sleeptime()
+            .undo_pass_change(pass, index)?;
         self.engram.sleeper.announce(&p);
         Ok(p)
     }
@@ -75,7 +79,7 @@ impl Sleeptime<'_> {
     /// Undoes every change of a pass still standing, all or none. Errors as
     /// [`undo_change`](Self::undo_change).
     pub fn undo_pass(self, pass: &PassId) -> Result<SleeptimePass> {
-        let p = self.engram.store.undo_pass(pass)?;
+        let p = self.engram.store.sleeptime().undo_pass(pass)?;
         self.engram.sleeper.announce(&p);
         Ok(p)
     }

@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// What [`Tools::set_up_python`] installs by default: the `letta-client` generation
+/// What [`Tools::set_up_python`](crate::Tools::set_up_python) installs by default: the `letta-client` generation
 /// Letta's published tutorials are written for (`client.agents.blocks.modify(…)`).
 pub const LETTA_CLIENT_REQUIREMENT: &str = "letta-client==0.1.324";
 

@@ -115,11 +115,11 @@ impl Engram {
         agent: &AgentId,
         edit: impl FnOnce(&mut Vec<String>),
     ) -> Result<Vec<Tool>> {
-        let before = self.store.get_agent(agent)?.tools;
+        let before = self.store.agents().get(agent)?.tools;
         let mut tools = before.clone();
         edit(&mut tools);
         if tools != before {
-            self.store.update_agent(
+            self.store.agents().update(
                 agent,
                 &engram_core::AgentPatch {
                     tools: Some(tools),
@@ -136,7 +136,7 @@ impl Engram {
     /// Checks that every name is a built-in or a user tool. Errors: `invalid_input`.
     pub(crate) fn check_tool_names(&self, names: &[String]) -> Result<()> {
         for n in names {
-            if !BUILTIN_TOOLS.contains(&n.as_str()) && self.store.tool_by_name(n)?.is_none() {
+            if !BUILTIN_TOOLS.contains(&n.as_str()) && self.store.tools().by_name(n)?.is_none() {
                 return Err(Error::invalid(format!(
                     "unknown tool '{n}'; built-in tools are {}, and user tools can be added with `engram tool add`",
                     BUILTIN_TOOLS.join(", ")
@@ -248,7 +248,7 @@ impl Tools<'_> {
     /// each marked available or not (Python tools need `python3`).
     pub fn list(self) -> Result<Vec<Tool>> {
         let mut all = builtin_tools();
-        for t in self.engram.store.list_tools()? {
+        for t in self.engram.store.tools().list()? {
             all.push(self.engram.with_availability(t));
         }
         Ok(all)
@@ -261,7 +261,7 @@ impl Tools<'_> {
         }
         Ok(self
             .engram
-            .with_availability(self.engram.store.get_tool(id)?))
+            .with_availability(self.engram.store.tools().get(id)?))
     }
 
     /// One tool by id or name (for transports that let people type either).
@@ -270,7 +270,7 @@ impl Tools<'_> {
         if let Some(t) = builtin_tool(id_or_name) {
             return Ok(t);
         }
-        if let Some(t) = self.engram.store.tool_by_name(id_or_name)? {
+        if let Some(t) = self.engram.store.tools().by_name(id_or_name)? {
             return Ok(self.engram.with_availability(t));
         }
         self.get(&ToolId::from(id_or_name))
@@ -286,11 +286,11 @@ impl Tools<'_> {
     pub fn upsert(self, new: NewTool) -> Result<Tool> {
         let mut tool = self.engram.build_tool(new.clone())?;
         // Settings not given keep those of the tool being replaced.
-        if let Some(old) = self.engram.store.tool_by_name(&tool.name)? {
+        if let Some(old) = self.engram.store.tools().by_name(&tool.name)? {
             tool.network = new.network.unwrap_or(old.network);
             tool.allow_unsandboxed = new.allow_unsandboxed.unwrap_or(old.allow_unsandboxed);
         }
-        let stored = self.engram.store.upsert_tool(&tool)?;
+        let stored = self.engram.store.tools().upsert(&tool)?;
         self.engram.notify(Notice::ToolsChanged);
         Ok(self.engram.with_availability(stored))
     }
@@ -298,7 +298,7 @@ impl Tools<'_> {
     /// Changes a user tool. Errors: `not_found`; `invalid_input` as for
     /// [`upsert`](Self::upsert); `conflict` when renamed to a taken name.
     pub fn update(self, id: &ToolId, patch: ToolPatch) -> Result<Tool> {
-        let old = self.engram.store.get_tool(id)?;
+        let old = self.engram.store.tools().get(id)?;
         let source_changed = patch.source_code.is_some();
         let name = patch.name.clone().unwrap_or_else(|| old.name.clone());
         let json_schema = match patch.json_schema {
@@ -336,7 +336,7 @@ impl Tools<'_> {
             tool.origin = old.origin.clone();
             tool.trusted_hash = old.trusted_hash.clone();
         }
-        let stored = self.engram.store.replace_tool(id, &tool)?;
+        let stored = self.engram.store.tools().replace(id, &tool)?;
         self.engram.notify(Notice::ToolsChanged);
         Ok(self.engram.with_availability(stored))
     }
@@ -350,14 +350,14 @@ impl Tools<'_> {
                 "built-in tools run inside Engram and have no sandbox settings",
             ));
         }
-        let mut tool = self.engram.store.get_tool(id)?;
+        let mut tool = self.engram.store.tools().get(id)?;
         if let Some(network) = settings.network {
             tool.network = network;
         }
         if let Some(allow) = settings.allow_unsandboxed {
             tool.allow_unsandboxed = allow;
         }
-        let stored = self.engram.store.replace_tool(id, &tool)?;
+        let stored = self.engram.store.tools().replace(id, &tool)?;
         self.engram.notify(Notice::ToolsChanged);
         Ok(self.engram.with_availability(stored))
     }
@@ -368,7 +368,7 @@ impl Tools<'_> {
         if id.as_str().starts_with("tool-builtin-") {
             return Err(Error::invalid("built-in tools cannot be deleted"));
         }
-        self.engram.store.delete_tool(id)?;
+        self.engram.store.tools().delete(id)?;
         self.engram.notify(Notice::ToolsChanged);
         Ok(())
     }
@@ -376,8 +376,8 @@ impl Tools<'_> {
     /// The agent's tools, in the order the model sees them. Names without a tool (a user tool
     /// deleted elsewhere) are left out. Errors: `not_found`.
     pub fn of_agent(self, agent: &AgentId) -> Result<Vec<Tool>> {
-        let a = self.engram.store.get_agent(agent)?;
-        let custom = self.engram.store.tools_named(&a.tools)?;
+        let a = self.engram.store.agents().get(agent)?;
+        let custom = self.engram.store.tools().named(&a.tools)?;
         Ok(a.tools
             .iter()
             .filter_map(|n| {
@@ -413,7 +413,7 @@ impl Tools<'_> {
     /// Replaces the agent's tool rules (enforced by the loop from the next run on).
     /// Errors: `not_found`.
     pub fn set_rules(self, agent: &AgentId, rules: Vec<ToolRule>) -> Result<Agent> {
-        let updated = self.engram.store.update_agent(
+        let updated = self.engram.store.agents().update(
             agent,
             &engram_core::AgentPatch {
                 tool_rules: Some(rules),

@@ -62,11 +62,11 @@ impl Engram {
     /// base URL when that provider is set up; otherwise the run is refused with an error that
     /// names the endpoint and its file. Errors: `provider` (not configured).
     pub(crate) fn check_pending_endpoints(&self, agent: &AgentId) -> Result<()> {
-        let pending = self.store.pending_endpoints(agent)?;
+        let pending = self.store.settings().pending_endpoints(agent)?;
         if pending.is_empty() {
             return Ok(());
         }
-        let a = self.store.get_agent(agent)?;
+        let a = self.store.agents().get(agent)?;
         for p in &pending {
             let usable = match p.kind {
                 EndpointKind::Llm => self
@@ -106,7 +106,7 @@ impl Tools<'_> {
                 tool.name
             )));
         }
-        let trusted = self.engram.store.trust_tool(&tool.id, expected_hash)?;
+        let trusted = self.engram.store.tools().trust(&tool.id, expected_hash)?;
         tracing::info!(tool = %trusted.name, hash = ?trusted.trusted_hash, "tool trusted");
         self.engram.notify(Notice::ToolsChanged);
         self.find(&trusted.name)
@@ -119,7 +119,7 @@ impl Tools<'_> {
         if tool.language == ToolLanguage::Builtin {
             return Err(Error::invalid("built-in tools are always trusted"));
         }
-        let t = self.engram.store.untrust_tool(&tool.id)?;
+        let t = self.engram.store.tools().untrust(&tool.id)?;
         self.engram.notify(Notice::ToolsChanged);
         self.find(&t.name)
     }
@@ -128,7 +128,7 @@ impl Tools<'_> {
 impl Trust<'_> {
     /// The agent's endpoints (see [`AgentEndpoints`]). Errors: `not_found`.
     pub fn endpoints(self, agent: &AgentId) -> Result<AgentEndpoints> {
-        let a = self.engram.store.get_agent(agent)?;
+        let a = self.engram.store.agents().get(agent)?;
         let llm_effective_url = self
             .engram
             .resolver
@@ -142,7 +142,7 @@ impl Trust<'_> {
             llm_effective_url,
             embedding_model: a.embedding.as_ref().map(|e| e.model.clone()),
             embedding_base_url: a.embedding.as_ref().and_then(|e| e.base_url.clone()),
-            pending: self.engram.store.pending_endpoints(agent)?,
+            pending: self.engram.store.settings().pending_endpoints(agent)?,
         })
     }
 
@@ -160,7 +160,7 @@ impl Trust<'_> {
         if let Some(u) = url {
             check_url(u)?;
         }
-        let a = self.engram.store.get_agent(agent)?;
+        let a = self.engram.store.agents().get(agent)?;
         let mut patch = AgentPatch::default();
         match kind {
             EndpointKind::Llm => {
@@ -176,7 +176,7 @@ impl Trust<'_> {
                 patch.embedding = Some(Some(emb));
             }
         }
-        self.engram.store.update_agent(agent, &patch)?;
+        self.engram.store.agents().update(agent, &patch)?;
         self.engram.notify(Notice::AgentChanged {
             agent_id: agent.clone(),
         });
@@ -196,6 +196,7 @@ impl Trust<'_> {
             None => self
                 .engram
                 .store
+                .settings()
                 .pending_endpoints(agent)?
                 .into_iter()
                 .map(|p| p.kind)
@@ -205,7 +206,7 @@ impl Trust<'_> {
             return Err(Error::not_found("pending endpoint", agent.as_str()));
         }
         for k in kinds {
-            self.engram.store.accept_endpoint(agent, k)?;
+            self.engram.store.settings().accept_endpoint(agent, k)?;
         }
         self.engram.notify(Notice::AgentChanged {
             agent_id: agent.clone(),
@@ -215,7 +216,7 @@ impl Trust<'_> {
 
     /// Drops the agent's pending endpoint of `kind` unused. Errors: `not_found`.
     pub fn dismiss_endpoint(self, agent: &AgentId, kind: EndpointKind) -> Result<AgentEndpoints> {
-        self.engram.store.dismiss_endpoint(agent, kind)?;
+        self.engram.store.settings().dismiss_endpoint(agent, kind)?;
         self.engram.notify(Notice::AgentChanged {
             agent_id: agent.clone(),
         });

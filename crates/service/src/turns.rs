@@ -2,7 +2,7 @@
 //! message, delete a message — and what a turn left behind for the chat to show after a reload
 //! (how each run ended, the memory edits under each tool call).
 //!
-//! Regenerate and edit & resend are a rollback (`Store::rollback_from`: the replaced turns'
+//! Regenerate and edit & resend are a rollback (`MessageRows::rollback_from`: the replaced turns'
 //! messages, steps, usage, passages and memory edits, in one transaction, refused when someone
 //! else changed one of those blocks since) followed by a new run. Everything a new run checks
 //! before writing is checked before the rollback too, so a refusal loses nothing. The check,
@@ -36,7 +36,7 @@ impl Engram {
     /// Refuses to change the conversation while a tool call waits for approval: rolling back
     /// or deleting then would strand the waiting call.
     fn refuse_while_waiting(&self, agent: &AgentId) -> Result<()> {
-        if let Some(p) = self.store.pending_approval(agent)? {
+        if let Some(p) = self.store.runs().pending_approval(agent)? {
             return Err(Error::Conflict(format!(
                 "the call to '{}' waits for your approval; approve or deny it first",
                 p.tool_call.name
@@ -47,6 +47,7 @@ impl Engram {
 
     pub(crate) fn last_user_message(&self, agent: &AgentId) -> Result<Message> {
         self.store
+            .messages()
             .last_user_message(agent)?
             .ok_or_else(|| Error::invalid("there is no message of yours to answer again"))
     }
@@ -75,7 +76,7 @@ impl Engram {
         let agent = turn.agent();
         self.check_pending_endpoints(agent)?;
         self.runtime.preflight(agent)?;
-        let undone = self.store.rollback_from(agent, from)?;
+        let undone = self.store.messages().rollback_from(agent, from)?;
         self.announce_rollback(&undone);
         self.runtime.run_in(turn, input, events, cancel).await
     }
@@ -102,7 +103,10 @@ impl Runs<'_> {
     /// regenerate from.
     pub fn regenerate_preview(self, agent: &AgentId) -> Result<TurnRollback> {
         let last = self.engram.last_user_message(agent)?;
-        self.engram.store.rollback_preview(agent, &last.id)
+        self.engram
+            .store
+            .messages()
+            .rollback_preview(agent, &last.id)
     }
 
     /// What editing and resending user message `from` would undo: that message and everything
@@ -110,7 +114,7 @@ impl Runs<'_> {
     ///
     /// Errors: `not_found` (agent or message).
     pub fn rollback_preview(self, agent: &AgentId, from: &MessageId) -> Result<TurnRollback> {
-        self.engram.store.rollback_preview(agent, from)
+        self.engram.store.messages().rollback_preview(agent, from)
     }
 
     /// Re-runs the agent's last turn: rolls back everything from its last user message on (see
@@ -156,14 +160,14 @@ impl Runs<'_> {
     /// How the agent's runs ended (stop reason, error, usage), oldest first; only those in
     /// `runs` when given. Errors: `not_found`.
     pub fn records(self, agent: &AgentId, runs: Option<&[RunId]>) -> Result<Vec<RunRecord>> {
-        self.engram.store.list_runs(agent, runs)
+        self.engram.store.runs().list(agent, runs)
     }
 
     /// The block edits the agent's tool calls made in `runs`, oldest first, from the stored
     /// history: what the chat shows as a diff under each tool call.
     /// Errors: `not_found`.
     pub fn edits(self, agent: &AgentId, runs: &[RunId]) -> Result<Vec<ToolEdit>> {
-        self.engram.store.run_edits(agent, runs)
+        self.engram.store.runs().edits(agent, runs)
     }
 }
 
@@ -177,7 +181,7 @@ impl Recall<'_> {
         // Holding the agent's turn: no run can start while the message goes.
         let turn = self.engram.runtime.try_turn(agent)?.ok_or_else(busy)?;
         self.engram.refuse_while_waiting(agent)?;
-        let removed = self.engram.store.delete_message(agent, id)?;
+        let removed = self.engram.store.messages().delete(agent, id)?;
         drop(turn);
         self.engram.notify(Notice::MessagesChanged {
             agent_id: agent.clone(),
@@ -215,7 +219,8 @@ mod tests {
             .id;
         let m = e
             .store
-            .append_messages(&agent, &[NewMessage::user("hello")])
+            .messages()
+            .append(&agent, &[NewMessage::user("hello")])
             .unwrap();
         (e, agent, m[0].id.clone())
     }
@@ -251,13 +256,14 @@ mod tests {
             .edit(&agent, &message, Some("rewritten mid-run"), None);
         assert!(matches!(edited, Err(Error::Conflict(_))), "{edited:?}");
         assert_eq!(
-            e.store.in_context_messages(&agent).unwrap().len(),
-            e.store.list_messages(&agent, None, 10).unwrap().len(),
+            e.store.messages().in_context(&agent).unwrap().len(),
+            e.store.messages().list(&agent, None, 10).unwrap().len(),
             "the context window was not emptied"
         );
         let kept: Vec<String> = e
             .store
-            .list_messages(&agent, None, 10)
+            .messages()
+            .list(&agent, None, 10)
             .unwrap()
             .into_iter()
             .filter(|m| m.role == Role::User)

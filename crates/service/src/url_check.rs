@@ -44,10 +44,10 @@ impl Engram {
     pub(crate) fn clear_stored_credentials(&self) {
         // Once per database: since the check, nothing stores a credential in a base URL, and
         // reading every agent's settings would slow each start of a large database.
-        if let Ok(Some(_)) = self.store.get_setting(CREDENTIALS_CLEARED) {
+        if let Ok(Some(_)) = self.store.settings().get(CREDENTIALS_CLEARED) {
             return;
         }
-        let stored = match self.store.stored_base_urls() {
+        let stored = match self.store.agents().stored_base_urls() {
             Ok(stored) => stored,
             Err(e) => return tracing::warn!("could not check stored base URLs: {e}"),
         };
@@ -83,13 +83,17 @@ impl Engram {
                 to,
             });
         }
-        let done = self.store.rewrite_base_urls(&rewrites).and_then(|_| {
-            if all {
-                self.store.set_setting(CREDENTIALS_CLEARED, "1")
-            } else {
-                Ok(())
-            }
-        });
+        let done = self
+            .store
+            .agents()
+            .rewrite_base_urls(&rewrites)
+            .and_then(|_| {
+                if all {
+                    self.store.settings().set(CREDENTIALS_CLEARED, "1")
+                } else {
+                    Ok(())
+                }
+            });
         if let Err(e) = done {
             tracing::warn!("could not take credentials out of stored base URLs: {e}");
         }

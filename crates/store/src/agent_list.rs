@@ -3,10 +3,10 @@
 //! `agents_by_created (created_at, id)` index, so a page costs the same however many agents
 //! there are.
 
-use crate::Store;
 use crate::agents::{AGENT_COLS, agent_from_row};
 use crate::created_page::{Page, read_page};
 use crate::passage_rows::Query;
+use crate::rooms::AgentRows;
 use crate::sql::{self, DbResult};
 use engram_core::{Agent, AgentId, Result};
 use rusqlite::params_from_iter;
@@ -67,9 +67,9 @@ fn filters(q: &AgentList, query: &mut Query) -> Result<String> {
     Ok(cond)
 }
 
-impl Store {
+impl AgentRows<'_> {
     /// A page of agents passing `q`'s filters, in creation order (see [`AgentList`]).
-    pub fn list_agents_page(&self, q: &AgentList) -> Result<Vec<Agent>> {
+    pub fn page(self, q: &AgentList) -> Result<Vec<Agent>> {
         let page = Page {
             table: "agents",
             alias: "a",
@@ -79,12 +79,13 @@ impl Store {
             limit: q.limit,
             ascending: q.ascending,
         };
-        self.read(|c| read_page(c, &page, |query| filters(q, query), agent_from_row))
+        self.store
+            .read(|c| read_page(c, &page, |query| filters(q, query), agent_from_row))
     }
 
     /// How many agents pass `q`'s filters (cursors and limit aside).
-    pub fn count_agents(&self, q: &AgentList) -> Result<u64> {
-        self.read(|c| {
+    pub fn count(self, q: &AgentList) -> Result<u64> {
+        self.store.read(|c| {
             let mut query = Query::default();
             let cond = filters(q, &mut query)?;
             c.prepare_cached(&format!("SELECT count(*) FROM agents a WHERE {cond}"))

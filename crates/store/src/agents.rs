@@ -2,6 +2,7 @@
 
 use crate::Store;
 use crate::blocks;
+use crate::rooms::AgentRows;
 use crate::sql::{self, DbResult, json, json_opt, to_json, ts};
 use engram_core::{Agent, AgentId, AgentPatch, Block, BlockId, Error, LoopStyle, NewBlock, Result};
 use rusqlite::{Connection, OptionalExtension, Row, params};
@@ -115,130 +116,6 @@ pub(crate) fn save(conn: &Connection, a: &Agent, clear_cache: bool) -> Result<()
 }
 
 impl Store {
-    /// Stores `agent` (built by the caller: id, times, settings, optional summary), creates
-    /// `blocks` and attaches them, then attaches the existing blocks `attach`, in that order.
-    /// New blocks get [`DEFAULT_BLOCK_LIMIT`](engram_core::DEFAULT_BLOCK_LIMIT) characters unless
-    /// given a limit (the default is raised to fit the value) and the default description for
-    /// `persona`/`human`. One transaction. Returns the agent (times truncated to microseconds)
-    /// and its blocks in attach order.
-    ///
-    /// Errors: `Invalid` for a bad label or a value over an explicit limit; `NotFound("block")`
-    /// for an unknown id in `attach`; `Conflict` if the agent id exists or two blocks share a label.
-    pub fn create_agent(
-        &self,
-        agent: &Agent,
-        blocks: &[NewBlock],
-        attach: &[BlockId],
-    ) -> Result<(Agent, Vec<Block>)> {
-        let mut agent = agent.clone();
-        agent.created_at = sql::truncate(agent.created_at);
-        agent.updated_at = sql::truncate(agent.updated_at);
-        self.write(|tx| {
-            insert_row(tx, &agent)?;
-
-            let now = sql::now();
-            let mut attached: Vec<Block> = Vec::with_capacity(blocks.len() + attach.len());
-            let mut labels = HashSet::new();
-            let mut claim = |b: &Block| {
-                if labels.insert(b.label.clone()) {
-                    Ok(())
-                } else {
-                    Err(blocks::label_conflict(&b.label))
-                }
-            };
-            for nb in blocks {
-                let b = blocks::build(nb, now)?;
-                claim(&b)?;
-                blocks::insert(tx, &b)?;
-                attached.push(b);
-            }
-            for id in attach {
-                if attached.iter().any(|b| &b.id == id) {
-                    continue;
-                }
-                let b = blocks::load(tx, id)?;
-                claim(&b)?;
-                attached.push(b);
-            }
-            for (pos, b) in attached.iter().enumerate() {
-                blocks::link(tx, &agent.id, &b.id, sql::sat(pos))?;
-            }
-            Ok((agent, attached))
-        })
-    }
-
-    /// One agent. Errors: `NotFound("agent", id)`.
-    pub fn get_agent(&self, id: &AgentId) -> Result<Agent> {
-        self.read(|c| load(c, id))
-    }
-
-    /// Every agent, oldest first.
-    pub fn list_agents(&self) -> Result<Vec<Agent>> {
-        self.read(|c| {
-            let mut stmt = c
-                .prepare_cached(&format!(
-                    "SELECT {AGENT_COLS} FROM agents ORDER BY created_at, id"
-                ))
-                .db()?;
-            let rows = stmt.query_map([], agent_from_row).db()?;
-            rows.collect::<rusqlite::Result<_>>().db()
-        })
-    }
-
-    /// Applies `patch` and bumps `updated_at`; returns the agent as stored. A changed `system`
-    /// drops the cached compiled prompt (the cache is keyed only by the memory section).
-    ///
-    /// Errors: `NotFound("agent", id)`.
-    pub fn update_agent(&self, id: &AgentId, patch: &AgentPatch) -> Result<Agent> {
-        self.write(|tx| {
-            let mut a = load(tx, id)?;
-            let system_changed = patch.system.as_ref().is_some_and(|s| *s != a.system);
-            if let Some(v) = &patch.name {
-                a.name.clone_from(v);
-            }
-            if let Some(v) = &patch.description {
-                a.description.clone_from(v);
-            }
-            if let Some(v) = &patch.system {
-                a.system.clone_from(v);
-            }
-            if let Some(v) = &patch.llm {
-                a.llm = v.clone();
-            }
-            if let Some(v) = &patch.embedding {
-                a.embedding.clone_from(v);
-            }
-            if let Some(v) = patch.loop_style {
-                a.loop_style = v;
-            }
-            if let Some(v) = patch.max_steps {
-                a.max_steps = v;
-            }
-            if let Some(v) = &patch.tools {
-                a.tools.clone_from(v);
-            }
-            if let Some(v) = &patch.tool_rules {
-                a.tool_rules.clone_from(v);
-            }
-            a.updated_at = sql::now().max(a.updated_at);
-            save(tx, &a, system_changed)?;
-            Ok(a)
-        })
-    }
-
-    /// Deletes the agent with its messages, passages, steps and block links in one transaction;
-    /// blocks that were attached to it and are attached to no other agent are deleted too
-    /// (shared blocks survive). Errors: `NotFound("agent", id)`.
-    pub fn delete_agent(&self, id: &AgentId) -> Result<()> {
-        self.delete_agent_rows(id)?;
-        // Its saved vector index goes with it (after the commit: the rows are the truth).
-        self.vectors
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .forget(id.as_str());
-        Ok(())
-    }
-
     fn delete_agent_rows(&self, id: &AgentId) -> Result<()> {
         self.write(|tx| {
             crate::sql::ensure_agent(tx, id)?;
@@ -277,11 +154,138 @@ impl Store {
             Ok(())
         })
     }
+}
+
+impl AgentRows<'_> {
+    /// Stores `agent` (built by the caller: id, times, settings, optional summary), creates
+    /// `blocks` and attaches them, then attaches the existing blocks `attach`, in that order.
+    /// New blocks get [`DEFAULT_BLOCK_LIMIT`](engram_core::DEFAULT_BLOCK_LIMIT) characters unless
+    /// given a limit (the default is raised to fit the value) and the default description for
+    /// `persona`/`human`. One transaction. Returns the agent (times truncated to microseconds)
+    /// and its blocks in attach order.
+    ///
+    /// Errors: `Invalid` for a bad label or a value over an explicit limit; `NotFound("block")`
+    /// for an unknown id in `attach`; `Conflict` if the agent id exists or two blocks share a label.
+    pub fn create(
+        self,
+        agent: &Agent,
+        blocks: &[NewBlock],
+        attach: &[BlockId],
+    ) -> Result<(Agent, Vec<Block>)> {
+        let mut agent = agent.clone();
+        agent.created_at = sql::truncate(agent.created_at);
+        agent.updated_at = sql::truncate(agent.updated_at);
+        self.store.write(|tx| {
+            insert_row(tx, &agent)?;
+
+            let now = sql::now();
+            let mut attached: Vec<Block> = Vec::with_capacity(blocks.len() + attach.len());
+            let mut labels = HashSet::new();
+            let mut claim = |b: &Block| {
+                if labels.insert(b.label.clone()) {
+                    Ok(())
+                } else {
+                    Err(blocks::label_conflict(&b.label))
+                }
+            };
+            for nb in blocks {
+                let b = blocks::build(nb, now)?;
+                claim(&b)?;
+                blocks::insert(tx, &b)?;
+                attached.push(b);
+            }
+            for id in attach {
+                if attached.iter().any(|b| &b.id == id) {
+                    continue;
+                }
+                let b = blocks::load(tx, id)?;
+                claim(&b)?;
+                attached.push(b);
+            }
+            for (pos, b) in attached.iter().enumerate() {
+                blocks::link(tx, &agent.id, &b.id, sql::sat(pos))?;
+            }
+            Ok((agent, attached))
+        })
+    }
+
+    /// One agent. Errors: `NotFound("agent", id)`.
+    pub fn get(self, id: &AgentId) -> Result<Agent> {
+        self.store.read(|c| load(c, id))
+    }
+
+    /// Every agent, oldest first.
+    pub fn list(self) -> Result<Vec<Agent>> {
+        self.store.read(|c| {
+            let mut stmt = c
+                .prepare_cached(&format!(
+                    "SELECT {AGENT_COLS} FROM agents ORDER BY created_at, id"
+                ))
+                .db()?;
+            let rows = stmt.query_map([], agent_from_row).db()?;
+            rows.collect::<rusqlite::Result<_>>().db()
+        })
+    }
+
+    /// Applies `patch` and bumps `updated_at`; returns the agent as stored. A changed `system`
+    /// drops the cached compiled prompt (the cache is keyed only by the memory section).
+    ///
+    /// Errors: `NotFound("agent", id)`.
+    pub fn update(self, id: &AgentId, patch: &AgentPatch) -> Result<Agent> {
+        self.store.write(|tx| {
+            let mut a = load(tx, id)?;
+            let system_changed = patch.system.as_ref().is_some_and(|s| *s != a.system);
+            if let Some(v) = &patch.name {
+                a.name.clone_from(v);
+            }
+            if let Some(v) = &patch.description {
+                a.description.clone_from(v);
+            }
+            if let Some(v) = &patch.system {
+                a.system.clone_from(v);
+            }
+            if let Some(v) = &patch.llm {
+                a.llm = v.clone();
+            }
+            if let Some(v) = &patch.embedding {
+                a.embedding.clone_from(v);
+            }
+            if let Some(v) = patch.loop_style {
+                a.loop_style = v;
+            }
+            if let Some(v) = patch.max_steps {
+                a.max_steps = v;
+            }
+            if let Some(v) = &patch.tools {
+                a.tools.clone_from(v);
+            }
+            if let Some(v) = &patch.tool_rules {
+                a.tool_rules.clone_from(v);
+            }
+            a.updated_at = sql::now().max(a.updated_at);
+            save(tx, &a, system_changed)?;
+            Ok(a)
+        })
+    }
+
+    /// Deletes the agent with its messages, passages, steps and block links in one transaction;
+    /// blocks that were attached to it and are attached to no other agent are deleted too
+    /// (shared blocks survive). Errors: `NotFound("agent", id)`.
+    pub fn delete(self, id: &AgentId) -> Result<()> {
+        self.store.delete_agent_rows(id)?;
+        // Its saved vector index goes with it (after the commit: the rows are the truth).
+        self.store
+            .vectors
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .forget(id.as_str());
+        Ok(())
+    }
 
     /// The cached compiled system prompt: `(memory_section, compiled_prompt)`, or `None` if
     /// nothing is cached (new agent, or the instructions changed). Errors: `NotFound("agent")`.
-    pub fn system_cache(&self, id: &AgentId) -> Result<Option<(String, String)>> {
-        self.read(|c| {
+    pub fn system_cache(self, id: &AgentId) -> Result<Option<(String, String)>> {
+        self.store.read(|c| {
             let row: Option<(Option<String>, Option<String>)> = c
                 .prepare_cached(
                     "SELECT system_cache_memory, system_cache_prompt FROM agents WHERE id = ?1",
@@ -300,8 +304,8 @@ impl Store {
 
     /// Caches the compiled system prompt and the memory section it was built from. Does not
     /// touch `updated_at` (a cache is not a setting). Errors: `NotFound("agent")`.
-    pub fn set_system_cache(&self, id: &AgentId, memory_section: &str, prompt: &str) -> Result<()> {
-        self.write(|tx| {
+    pub fn set_system_cache(self, id: &AgentId, memory_section: &str, prompt: &str) -> Result<()> {
+        self.store.write(|tx| {
             let n = tx
                 .prepare_cached(
                     "UPDATE agents SET system_cache_memory = ?2, system_cache_prompt = ?3 WHERE id = ?1",
@@ -316,8 +320,8 @@ impl Store {
     /// `(messages, passages)`: how many messages the agent's recall memory holds (all of them,
     /// in context or not) and how many passages its archival memory holds. One indexed lookup
     /// of trigger-maintained counters. Errors: `NotFound("agent")`.
-    pub fn memory_counts(&self, id: &AgentId) -> Result<(u64, u64)> {
-        self.read(|c| {
+    pub fn memory_counts(self, id: &AgentId) -> Result<(u64, u64)> {
+        self.store.read(|c| {
             c.prepare_cached("SELECT messages, passages FROM agent_stats WHERE agent_id = ?1")
                 .db()?
                 .query_row([id.as_str()], |r| Ok((sql::uint(r, 0)?, sql::uint(r, 1)?)))

@@ -2,7 +2,7 @@
 //! agent, written and deleted only inside step commits (see [`crate::StepCommit::approval`]),
 //! so the call and the row that says it waits are stored together.
 
-use crate::Store;
+use crate::rooms::RunRows;
 use crate::sql::{self, DbResult, json, ts};
 use engram_core::{
     AgentId, Error, McpToolSource, MessageId, PendingApproval, Result, RunId, StepId, ToolCall,
@@ -114,11 +114,11 @@ pub(crate) fn apply(conn: &Connection, agent: &AgentId, w: &ApprovalWrite) -> Re
     }
 }
 
-impl Store {
+impl RunRows<'_> {
     /// The tool call the agent's paused run waits on, if any (see [`ApprovalWrite`]).
     /// Errors: `NotFound("agent")`.
-    pub fn pending_approval(&self, agent: &AgentId) -> Result<Option<PendingApproval>> {
-        self.read(|c| {
+    pub fn pending_approval(self, agent: &AgentId) -> Result<Option<PendingApproval>> {
+        self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             get(c, agent)
         })
@@ -127,8 +127,8 @@ impl Store {
     /// Forgets the agent's pending approval without answering the call (the message that made
     /// it left the context, e.g. after a reset); the next repair answers it as interrupted.
     /// Returns whether one was pending. Errors: `NotFound("agent")`.
-    pub fn drop_pending_approval(&self, agent: &AgentId) -> Result<bool> {
-        self.write(|tx| {
+    pub fn drop_pending_approval(self, agent: &AgentId) -> Result<bool> {
+        self.store.write(|tx| {
             sql::ensure_agent(tx, agent)?;
             let n = tx
                 .prepare_cached("DELETE FROM pending_approvals WHERE agent_id = ?1")

@@ -1,9 +1,10 @@
 //! The SQLite store behind the storage interface ([`engram_store_api`]): each method calls the
-//! store's own synchronous method of the same name, on the caller's task (they are short, as
-//! the service's direct calls are today). Nothing inside the store changes for it beyond two
-//! small additions: leases, kept in memory (`leases`), and a message count. The words search
-//! over messages is the store's recall search (`rank_messages`) keeping BM25's order alone: no
-//! neighbour smoothing, no vectors (those are the retrieval layer's).
+//! store's own synchronous call in the matching room (`AgentStore` → [`Store::agents`] …), on
+//! the caller's task (they are short, as the service's direct calls are today). Nothing inside
+//! the store changes for it beyond two small additions: leases, kept in memory (`leases`), and
+//! a message count. The words search over messages is the store's recall search
+//! ([`MessageRows::rank`](crate::MessageRows::rank)) keeping BM25's order alone: no neighbour
+//! smoothing, no vectors (those are the retrieval layer's).
 
 use crate::{
     CandidateDepth, Candidates, MessageQuery, PassageList, PassageQuery, Ranking, SeqOrder, Store,
@@ -29,50 +30,50 @@ impl AgentStore for Store {
         blocks: &[NewBlock],
         attach: &[BlockId],
     ) -> Result<(Agent, Vec<Block>)> {
-        Store::create_agent(self, agent, blocks, attach)
+        self.agents().create(agent, blocks, attach)
     }
 
     async fn get_agent(&self, id: &AgentId) -> Result<Agent> {
-        Store::get_agent(self, id)
+        self.agents().get(id)
     }
 
     async fn list_agents(&self) -> Result<Vec<Agent>> {
-        Store::list_agents(self)
+        self.agents().list()
     }
 
     async fn delete_agent(&self, id: &AgentId) -> Result<()> {
-        Store::delete_agent(self, id)
+        self.agents().delete(id)
     }
 }
 
 #[async_trait]
 impl BlockStore for Store {
     async fn create_block(&self, new: &NewBlock) -> Result<Block> {
-        Store::create_block(self, new)
+        self.blocks().create(new)
     }
 
     async fn get_block(&self, id: &BlockId) -> Result<Block> {
-        Store::get_block(self, id)
+        self.blocks().get(id)
     }
 
     async fn list_blocks(&self, label: Option<&str>) -> Result<Vec<Block>> {
-        Store::list_blocks(self, label)
+        self.blocks().list(label)
     }
 
     async fn agent_blocks(&self, agent: &AgentId) -> Result<Vec<Block>> {
-        Store::agent_blocks(self, agent)
+        self.blocks().of_agent(agent)
     }
 
     async fn agent_block(&self, agent: &AgentId, label: &str) -> Result<Block> {
-        Store::agent_block(self, agent, label)
+        self.blocks().by_label(agent, label)
     }
 
     async fn attach_block(&self, agent: &AgentId, block: &BlockId) -> Result<()> {
-        Store::attach_block(self, agent, block)
+        self.blocks().attach(agent, block)
     }
 
     async fn detach_block(&self, agent: &AgentId, block: &BlockId) -> Result<()> {
-        Store::detach_block(self, agent, block)
+        self.blocks().detach(agent, block)
     }
 
     async fn update_block(
@@ -81,7 +82,7 @@ impl BlockStore for Store {
         patch: &BlockPatch,
         editor: &Editor,
     ) -> Result<Block> {
-        Store::update_block(self, id, patch, editor)
+        self.blocks().update(id, patch, editor)
     }
 
     async fn apply_block_op(
@@ -90,15 +91,15 @@ impl BlockStore for Store {
         op: &BlockOp,
         editor: &Editor,
     ) -> Result<OpOutcome> {
-        Store::apply_block_op(self, id, op, editor)
+        self.blocks().apply_op(id, op, editor)
     }
 
     async fn block_history(&self, id: &BlockId, limit: usize) -> Result<Vec<BlockEdit>> {
-        Store::block_history(self, id, limit)
+        self.blocks().history(id, limit)
     }
 
     async fn delete_block(&self, id: &BlockId) -> Result<()> {
-        Store::delete_block(self, id)
+        self.blocks().delete(id)
     }
 }
 
@@ -123,7 +124,7 @@ impl LeaseStore for Store {
         holder: &str,
         ttl: Duration,
     ) -> Result<LeaseGrant> {
-        Store::get_agent(self, agent)?;
+        self.agents().get(agent)?;
         Ok(self.lease_table().acquire(agent, holder, ttl, sql::now()))
     }
 
@@ -151,7 +152,7 @@ impl LeaseStore for Store {
         if table.current(lease, sql::now()).is_none() {
             return Err(lost(lease));
         }
-        let out = Store::apply_block_op(self, id, op, editor);
+        let out = self.blocks().apply_op(id, op, editor);
         drop(table);
         out
     }
@@ -160,11 +161,11 @@ impl LeaseStore for Store {
 #[async_trait]
 impl MessageStore for Store {
     async fn append_messages(&self, agent: &AgentId, msgs: &[NewMessage]) -> Result<Vec<Message>> {
-        Store::append_messages(self, agent, msgs)
+        self.messages().append(agent, msgs)
     }
 
     async fn get_message(&self, id: &MessageId) -> Result<Message> {
-        Store::get_message(self, id)
+        self.messages().get(id)
     }
 
     async fn page_messages(
@@ -175,11 +176,12 @@ impl MessageStore for Store {
         limit: usize,
         order: SeqOrder,
     ) -> Result<Vec<Message>> {
-        Store::page_messages(self, agent, after_seq, before_seq, limit, order)
+        self.messages()
+            .page(agent, after_seq, before_seq, limit, order)
     }
 
     async fn count_messages(&self, agent: &AgentId) -> Result<u64> {
-        Store::count_messages(self, agent)
+        self.messages().count(agent)
     }
 
     async fn search_messages(
@@ -202,7 +204,7 @@ impl MessageStore for Store {
         // the retrieval layer.
         let bm25 =
             |c: crate::Candidates| -> Ranking { c.lexical.map(|l| l.ranking).unwrap_or_default() };
-        let found = Store::rank_messages(self, agent, &query, None, depth, bm25)?;
+        let found = self.messages().rank(agent, &query, None, depth, bm25)?;
         Ok(Hit::from_ranked(
             found.into_iter().map(|h| (h.message, h.score)),
         ))
@@ -222,11 +224,11 @@ impl PassageStore for Store {
         agent: &AgentId,
         passages: &[NewPassage],
     ) -> Result<Vec<Passage>> {
-        Store::insert_passages(self, agent, passages)
+        self.passages().insert(agent, passages)
     }
 
     async fn get_passage(&self, id: &PassageId) -> Result<Passage> {
-        Store::get_passage(self, id)
+        self.passages().get(id)
     }
 
     async fn list_passages(&self, agent: &AgentId, range: &PassageRange) -> Result<Vec<Passage>> {
@@ -237,15 +239,15 @@ impl PassageStore for Store {
             ascending: range.ascending,
             ..PassageList::default()
         };
-        Store::list_passages(self, agent, &list)
+        self.passages().list(agent, &list)
     }
 
     async fn count_passages(&self, agent: &AgentId) -> Result<u64> {
-        Store::count_passages(self, agent, &PassageList::default())
+        self.passages().count(agent, &PassageList::default())
     }
 
     async fn delete_passage(&self, agent: &AgentId, id: &PassageId) -> Result<()> {
-        Store::delete_passage(self, agent, id)
+        self.passages().delete(agent, id)
     }
 
     async fn search_passages(
@@ -267,7 +269,7 @@ impl PassageStore for Store {
             lexical: q.limit,
             vector: 0,
         };
-        let found = Store::rank_passages(self, agent, &query, depth, bm25)?;
+        let found = self.passages().rank(agent, &query, depth, bm25)?;
         Ok(Hit::from_ranked(
             found.into_iter().map(|h| (h.passage, h.score)),
         ))

@@ -4,7 +4,7 @@
 //! `…?api_key=…`); the service takes those out when it opens a database, and the rewrite
 //! overwrites the old text in the file rather than leaving it in free pages.
 
-use crate::Store;
+use crate::rooms::AgentRows;
 use crate::sql::DbResult;
 use engram_core::{AgentId, EndpointKind, Result};
 use rusqlite::params;
@@ -43,11 +43,11 @@ pub struct BaseUrlRewrite {
     pub to: Option<String>,
 }
 
-impl Store {
+impl AgentRows<'_> {
     /// Every stored base URL: one row per provider, agent model and pending endpoint that has
     /// one. Errors: `Storage`.
-    pub fn stored_base_urls(&self) -> Result<Vec<StoredBaseUrl>> {
-        self.read(|c| {
+    pub fn stored_base_urls(self) -> Result<Vec<StoredBaseUrl>> {
+        self.store.read(|c| {
             let mut stmt = c
                 .prepare(
                     "SELECT 'provider', name, base_url FROM providers WHERE base_url IS NOT NULL
@@ -86,12 +86,12 @@ impl Store {
     /// write-ahead log is emptied afterwards, so a credential taken out of a URL leaves no copy
     /// on disk (unless another process holds the log open: then it goes at the next
     /// checkpoint). Errors: `Storage`.
-    pub fn rewrite_base_urls(&self, rewrites: &[BaseUrlRewrite]) -> Result<usize> {
+    pub fn rewrite_base_urls(self, rewrites: &[BaseUrlRewrite]) -> Result<usize> {
         if rewrites.is_empty() {
             return Ok(0);
         }
         let changed = {
-            let mut conn = self.lock();
+            let mut conn = self.store.lock();
             conn.pragma_update(None, "secure_delete", true).db()?;
             let result = (|| -> Result<usize> {
                 let tx = conn.transaction().db()?;
@@ -142,7 +142,7 @@ impl Store {
             conn.pragma_update(None, "secure_delete", false).db()?;
             result?
         };
-        self.checkpoint()?;
+        self.store.checkpoint()?;
         Ok(changed)
     }
 }

@@ -2,10 +2,10 @@
 //! `after`/`before` cursors in either order, over the `blocks_by_created (created_at, id)`
 //! index (or `blocks_by_label` with a label).
 
-use crate::Store;
 use crate::blocks::{BLOCK_COLS, block_from_row};
 use crate::created_page::{Page, read_page};
 use crate::passage_rows::Query;
+use crate::rooms::BlockRows;
 use engram_core::{Block, BlockId, Result};
 
 /// Which blocks to list, and which page.
@@ -24,9 +24,9 @@ pub struct BlockList {
     pub ascending: bool,
 }
 
-impl Store {
+impl BlockRows<'_> {
     /// A page of blocks (attached or not) in creation order (see [`BlockList`]).
-    pub fn list_blocks_page(&self, q: &BlockList) -> Result<Vec<Block>> {
+    pub fn page(self, q: &BlockList) -> Result<Vec<Block>> {
         let page = Page {
             table: "blocks",
             alias: "b",
@@ -42,6 +42,7 @@ impl Store {
                 None => "1".to_owned(),
             })
         };
-        self.read(|c| read_page(c, &page, filters, block_from_row))
+        self.store
+            .read(|c| read_page(c, &page, filters, block_from_row))
     }
 }

@@ -5,23 +5,23 @@
 //! agent's edit made meanwhile is kept, exactly as a step's own [`BlockWrite`](crate::BlockWrite)
 //! is re-applied at commit. A change leaves a history row naming its editor, so it can be undone.
 
-use crate::Store;
 use crate::blocks::{self, Author, EDIT_COLS, edit_from_row};
+use crate::rooms::BlockRows;
 use crate::sql::{self, DbResult};
 use engram_core::{
     AgentId, Applied, Block, BlockEdit, BlockId, BlockOp, Editor, NewBlock, OpOutcome, Result,
 };
 use rusqlite::params;
 
-impl Store {
+impl BlockRows<'_> {
     /// Applies `op` to block `id` as stored now, in one transaction, recording a history row
     /// by `editor` when the value changes. Read-only blocks refuse it, as they refuse an
     /// agent's tools.
     ///
     /// Errors: `NotFound("block")`; `Storage`. A refusal is an [`OpOutcome::Refused`], not an
     /// error.
-    pub fn apply_block_op(&self, id: &BlockId, op: &BlockOp, editor: &Editor) -> Result<OpOutcome> {
-        self.write(|tx| {
+    pub fn apply_op(self, id: &BlockId, op: &BlockOp, editor: &Editor) -> Result<OpOutcome> {
+        self.store.write(|tx| {
             let current = blocks::load(tx, id)?;
             match op.apply(&current, true) {
                 Err(error) => Ok(OpOutcome::Refused { error, current }),
@@ -41,8 +41,8 @@ impl Store {
     ///
     /// Errors: `NotFound("agent")`; `Invalid` for a bad label or a value over an explicit
     /// limit; `Conflict` when the label is taken. Nothing is written on error.
-    pub fn create_agent_block_as(
-        &self,
+    pub fn create_for_agent_as(
+        self,
         agent: &AgentId,
         new: &NewBlock,
         editor: &Editor,
@@ -53,7 +53,7 @@ impl Store {
             value: String::new(),
             ..full.clone()
         };
-        self.write(|tx| {
+        self.store.write(|tx| {
             crate::sharing::insert_for_agent(tx, agent, &empty)?;
             if full.value.is_empty() {
                 return Ok(empty);
@@ -66,8 +66,8 @@ impl Store {
     /// first, at most `limit`.
     ///
     /// Errors: `Storage`.
-    pub fn client_edits(&self, limit: usize) -> Result<Vec<BlockEdit>> {
-        self.read(|c| {
+    pub fn client_edits(self, limit: usize) -> Result<Vec<BlockEdit>> {
+        self.store.read(|c| {
             let mut stmt = c
                 .prepare_cached(&format!(
                     "SELECT {EDIT_COLS} FROM block_history
@@ -85,8 +85,8 @@ impl Store {
     /// Whether `edit` has been undone (a later history row is its undo).
     ///
     /// Errors: `Storage`.
-    pub fn edit_undone(&self, edit: &engram_core::EditId) -> Result<bool> {
-        self.read(|c| {
+    pub fn edit_undone(self, edit: &engram_core::EditId) -> Result<bool> {
+        self.store.read(|c| {
             c.prepare_cached(
                 "SELECT 1 FROM block_history
                  WHERE json_extract(editor, '$.kind') = 'undo'

@@ -3,7 +3,7 @@
 //! Limits are in characters ([`memory::check_limit`]); every change of a value is checked against
 //! the limit stored *now* and leaves a history row in the same transaction.
 
-use crate::Store;
+use crate::rooms::BlockRows;
 use crate::sql::{self, DbResult, json, ts};
 use engram_core::memory::check_limit;
 use engram_core::{
@@ -261,25 +261,25 @@ pub(crate) fn commit_value(
     Ok(b)
 }
 
-impl Store {
-    /// Creates a standalone block (attach it later with [`attach_block`](Store::attach_block)).
-    /// Defaults as in [`create_agent`](Store::create_agent).
+impl BlockRows<'_> {
+    /// Creates a standalone block (attach it later with [`attach_block`](BlockRows::attach)).
+    /// Defaults as in [`create`](crate::AgentRows::create).
     ///
     /// Errors: `Invalid` for a bad label or a value over an explicit limit.
-    pub fn create_block(&self, b: &NewBlock) -> Result<Block> {
+    pub fn create(self, b: &NewBlock) -> Result<Block> {
         let block = build(b, sql::now())?;
-        self.write(|tx| insert(tx, &block))?;
+        self.store.write(|tx| insert(tx, &block))?;
         Ok(block)
     }
 
     /// One block. Errors: `NotFound("block", id)`.
-    pub fn get_block(&self, id: &BlockId) -> Result<Block> {
-        self.read(|c| load(c, id))
+    pub fn get(self, id: &BlockId) -> Result<Block> {
+        self.store.read(|c| load(c, id))
     }
 
     /// Every block (attached or not), oldest first, optionally only those labelled `label`.
-    pub fn list_blocks(&self, label: Option<&str>) -> Result<Vec<Block>> {
-        self.read(|c| {
+    pub fn list(self, label: Option<&str>) -> Result<Vec<Block>> {
+        self.store.read(|c| {
             let mut stmt = c
                 .prepare_cached(&format!(
                     "SELECT {BLOCK_COLS} FROM blocks b
@@ -293,8 +293,8 @@ impl Store {
 
     /// The agent's blocks in attach order (the order they are compiled into the context).
     /// Errors: `NotFound("agent")`.
-    pub fn agent_blocks(&self, agent: &AgentId) -> Result<Vec<Block>> {
-        self.read(|c| {
+    pub fn of_agent(self, agent: &AgentId) -> Result<Vec<Block>> {
+        self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             let mut stmt = c
                 .prepare_cached(&format!(
@@ -309,8 +309,8 @@ impl Store {
 
     /// The agent's block labelled `label`.
     /// Errors: `NotFound("agent")`; `NotFound("block", label)`.
-    pub fn agent_block(&self, agent: &AgentId, label: &str) -> Result<Block> {
-        self.read(|c| {
+    pub fn by_label(self, agent: &AgentId, label: &str) -> Result<Block> {
+        self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             c.prepare_cached(&format!(
                 "SELECT {BLOCK_COLS} FROM agent_blocks ab JOIN blocks b ON b.id = ab.block_id
@@ -325,8 +325,8 @@ impl Store {
     }
 
     /// The agents a block is attached to, oldest agent first. Errors: `NotFound("block")`.
-    pub fn block_agents(&self, block: &BlockId) -> Result<Vec<AgentId>> {
-        self.read(|c| {
+    pub fn agents_of(self, block: &BlockId) -> Result<Vec<AgentId>> {
+        self.store.read(|c| {
             load(c, block)?;
             attached_agents(c, block)
         })
@@ -337,8 +337,8 @@ impl Store {
     ///
     /// Errors: `NotFound("agent" | "block")`; `Conflict` if the agent already has another
     /// block with the same label.
-    pub fn attach_block(&self, agent: &AgentId, block: &BlockId) -> Result<()> {
-        self.write(|tx| {
+    pub fn attach(self, agent: &AgentId, block: &BlockId) -> Result<()> {
+        self.store.write(|tx| {
             sql::ensure_agent(tx, agent)?;
             let b = load(tx, block)?;
             let linked = tx
@@ -358,8 +358,8 @@ impl Store {
 
     /// Detaches a block from an agent; the block itself stays. Detaching a block that is not
     /// attached does nothing. Errors: `NotFound("agent" | "block")`.
-    pub fn detach_block(&self, agent: &AgentId, block: &BlockId) -> Result<()> {
-        self.write(|tx| {
+    pub fn detach(self, agent: &AgentId, block: &BlockId) -> Result<()> {
+        self.store.write(|tx| {
             sql::ensure_agent(tx, agent)?;
             load(tx, block)?;
             tx.prepare_cached("DELETE FROM agent_blocks WHERE agent_id = ?1 AND block_id = ?2")
@@ -381,8 +381,8 @@ impl Store {
     /// Errors: `NotFound("block")`; `StaleVersion` with the current block; `Invalid` (limit
     /// message `Edit failed: Exceeds N character limit (requested M)…`, or a bad label);
     /// `Conflict` on a label clash. Nothing changes on error.
-    pub fn update_block(&self, id: &BlockId, patch: &BlockPatch, editor: &Editor) -> Result<Block> {
-        self.write(|tx| {
+    pub fn update(self, id: &BlockId, patch: &BlockPatch, editor: &Editor) -> Result<Block> {
+        self.store.write(|tx| {
             let now = sql::now();
             let before = load(tx, id)?;
             check_version(&before, patch.version)?;
@@ -421,8 +421,8 @@ impl Store {
     }
 
     /// Deletes a block, its links to agents and its history. Errors: `NotFound("block")`.
-    pub fn delete_block(&self, id: &BlockId) -> Result<()> {
-        self.write(|tx| {
+    pub fn delete(self, id: &BlockId) -> Result<()> {
+        self.store.write(|tx| {
             let n = tx
                 .execute("DELETE FROM blocks WHERE id = ?1", [id.as_str()])
                 .db()?;
@@ -435,8 +435,8 @@ impl Store {
     }
 
     /// Up to `limit` recorded edits of a block, newest first. Errors: `NotFound("block")`.
-    pub fn block_history(&self, id: &BlockId, limit: usize) -> Result<Vec<BlockEdit>> {
-        self.read(|c| {
+    pub fn history(self, id: &BlockId, limit: usize) -> Result<Vec<BlockEdit>> {
+        self.store.read(|c| {
             load(c, id)?;
             let mut stmt = c
                 .prepare_cached(&format!(

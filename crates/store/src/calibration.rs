@@ -3,7 +3,7 @@
 //! table under `calibration.<model handle>` as JSON, so it survives restarts without a table of
 //! its own.
 
-use crate::Store;
+use crate::rooms::SettingRows;
 use engram_core::Result;
 use serde::{Deserialize, Serialize};
 
@@ -20,24 +20,22 @@ pub struct Calibration {
     pub samples: u64,
 }
 
-impl Store {
+impl SettingRows<'_> {
     /// The calibration of `model` (a `provider/model` handle), if one was learnt.
     ///
     /// Errors: [`engram_core::Error::Storage`]. A malformed stored value reads as `None`.
-    pub fn model_calibration(&self, model: &str) -> Result<Option<Calibration>> {
+    pub fn model_calibration(self, model: &str) -> Result<Option<Calibration>> {
         let key = format!("{CALIBRATION_SETTING_PREFIX}{model}");
-        Ok(self
-            .get_setting(&key)?
-            .and_then(|v| serde_json::from_str(&v).ok()))
+        Ok(self.get(&key)?.and_then(|v| serde_json::from_str(&v).ok()))
     }
 
     /// Stores the calibration of `model`, replacing the previous one.
     ///
     /// Errors: [`engram_core::Error::Storage`].
-    pub fn set_model_calibration(&self, model: &str, calibration: &Calibration) -> Result<()> {
+    pub fn set_model_calibration(self, model: &str, calibration: &Calibration) -> Result<()> {
         let key = format!("{CALIBRATION_SETTING_PREFIX}{model}");
         let value = serde_json::to_string(calibration)
             .map_err(|e| engram_core::Error::Internal(format!("calibration: {e}")))?;
-        self.set_setting(&key, &value)
+        self.set(&key, &value)
     }
 }

@@ -3,9 +3,9 @@
 //! index or an exact scan, the rows written just before and after each hit — and loads the rows
 //! a ranking names, all in one read; how candidates become one ranking (neighbour smoothing,
 //! fusion, the depths) is `engram_retrieval`'s, passed in as the closure of
-//! [`Store::rank_passages`](crate::Store::rank_passages),
-//! [`Store::rank_messages`](crate::Store::rank_messages) and
-//! [`Store::rank_agent_files`](crate::Store::rank_agent_files).
+//! [`PassageRows::rank`](crate::PassageRows::rank),
+//! [`MessageRows::rank`](crate::MessageRows::rank) and
+//! [`FolderRows::rank_agent_files`](crate::FolderRows::rank_agent_files).
 
 use std::collections::HashMap;
 

@@ -5,7 +5,7 @@
 //! and decides one. Every change of state is one conditional `UPDATE … WHERE status =
 //! 'pending'`, so a decision, a timeout and a withdrawal cannot both win.
 
-use crate::Store;
+use crate::rooms::ClientWriteRows;
 use crate::sql::{self, DbResult, json, micros};
 use engram_core::{ClientWriteId, PendingClientWrite, Result, Timestamp};
 use rusqlite::{OptionalExtension, params};
@@ -27,12 +27,12 @@ pub enum ClientWriteState {
     },
 }
 
-impl Store {
+impl ClientWriteRows<'_> {
     /// Stores a write waiting for approval, with `call` (JSON) to replay when approved.
     /// Errors: `Storage`.
-    pub fn add_client_write(&self, pending: &PendingClientWrite, call: &str) -> Result<()> {
+    pub fn insert(self, pending: &PendingClientWrite, call: &str) -> Result<()> {
         let now = micros(sql::now());
-        self.write(|tx| {
+        self.store.write(|tx| {
             tx.prepare_cached(
                 "INSERT INTO client_writes (id, pending, call, status, requested_at, expires_at, alive_at)
                  VALUES (?1, ?2, ?3, 'pending', ?4, ?5, ?6)",
@@ -52,9 +52,9 @@ impl Store {
     }
 
     /// Notes that the server asking for `id` still waits (a row whose server went quiet is
-    /// dropped by [`pending_client_writes`](Self::pending_client_writes)). Errors: `Storage`.
-    pub fn client_write_alive(&self, id: &ClientWriteId) -> Result<()> {
-        self.write(|tx| {
+    /// dropped by [`pending`](Self::pending)). Errors: `Storage`.
+    pub fn alive(self, id: &ClientWriteId) -> Result<()> {
+        self.store.write(|tx| {
             tx.prepare_cached("UPDATE client_writes SET alive_at = ?2 WHERE id = ?1")
                 .db()?
                 .execute(params![id.as_str(), micros(sql::now())])
@@ -64,8 +64,8 @@ impl Store {
     }
 
     /// Where `id` stands; `None` when the row is gone. Errors: `Storage`.
-    pub fn client_write_state(&self, id: &ClientWriteId) -> Result<Option<ClientWriteState>> {
-        self.read(|c| {
+    pub fn state(self, id: &ClientWriteId) -> Result<Option<ClientWriteState>> {
+        self.store.read(|c| {
             c.prepare_cached("SELECT status, message FROM client_writes WHERE id = ?1")
                 .db()?
                 .query_row([id.as_str()], |r| {
@@ -87,13 +87,8 @@ impl Store {
 
     /// Moves `id` from `pending` to `status` with `message`; `false` when it was no longer
     /// pending (decided, withdrawn, gone). Errors: `Storage`.
-    pub fn settle_client_write(
-        &self,
-        id: &ClientWriteId,
-        status: &str,
-        message: &str,
-    ) -> Result<bool> {
-        self.write(|tx| {
+    pub fn settle(self, id: &ClientWriteId, status: &str, message: &str) -> Result<bool> {
+        self.store.write(|tx| {
             let n = tx
                 .prepare_cached(
                     "UPDATE client_writes SET status = ?2, message = ?3
@@ -108,14 +103,14 @@ impl Store {
 
     /// Claims `id` for applying: the row must be pending, not expired, and its server must
     /// have shown life since `alive_since`. Returns the write and its call (JSON), or `None`
-    /// when it cannot be applied any more (see [`client_write_state`](Self::client_write_state)
+    /// when it cannot be applied any more (see [`state`](Self::state)
     /// for why). Errors: `Storage`.
-    pub fn claim_client_write(
-        &self,
+    pub fn claim(
+        self,
         id: &ClientWriteId,
         alive_since: Timestamp,
     ) -> Result<Option<(PendingClientWrite, String)>> {
-        self.write(|tx| {
+        self.store.write(|tx| {
             let n = tx
                 .prepare_cached(
                     "UPDATE client_writes SET status = 'applying'
@@ -141,13 +136,8 @@ impl Store {
 
     /// Records what applying a claimed write did (`applied` or `refused`) and the answer for
     /// the client. Errors: `Storage`.
-    pub fn finish_client_write(
-        &self,
-        id: &ClientWriteId,
-        status: &str,
-        message: &str,
-    ) -> Result<()> {
-        self.write(|tx| {
+    pub fn finish(self, id: &ClientWriteId, status: &str, message: &str) -> Result<()> {
+        self.store.write(|tx| {
             tx.prepare_cached(
                 "UPDATE client_writes SET status = ?2, message = ?3
                  WHERE id = ?1 AND status = 'applying'",
@@ -160,8 +150,8 @@ impl Store {
     }
 
     /// Forgets `id` (its server read the outcome). Errors: `Storage`.
-    pub fn delete_client_write(&self, id: &ClientWriteId) -> Result<()> {
-        self.write(|tx| {
+    pub fn delete(self, id: &ClientWriteId) -> Result<()> {
+        self.store.write(|tx| {
             tx.prepare_cached("DELETE FROM client_writes WHERE id = ?1")
                 .db()?
                 .execute([id.as_str()])
@@ -173,10 +163,10 @@ impl Store {
     /// The writes waiting for the user, oldest first. Rows nobody waits for any more (expired,
     /// or whose server has not shown life since `alive_since`: it stopped without withdrawing
     /// them) are deleted first. Errors: `Storage`.
-    pub fn pending_client_writes(&self, alive_since: Timestamp) -> Result<Vec<PendingClientWrite>> {
+    pub fn pending(self, alive_since: Timestamp) -> Result<Vec<PendingClientWrite>> {
         let stale = "status = 'pending' AND (expires_at <= ?1 OR alive_at < ?2)";
         let now = micros(sql::now());
-        let any_stale: bool = self.read(|c| {
+        let any_stale: bool = self.store.read(|c| {
             c.prepare_cached(&format!(
                 "SELECT EXISTS (SELECT 1 FROM client_writes WHERE {stale})"
             ))
@@ -186,7 +176,7 @@ impl Store {
         })?;
         if any_stale {
             // A write lock only when there is something to drop: the window polls this.
-            self.write(|tx| {
+            self.store.write(|tx| {
                 tx.prepare_cached(&format!("DELETE FROM client_writes WHERE {stale}"))
                     .db()?
                     .execute(params![now, micros(alive_since)])
@@ -194,7 +184,7 @@ impl Store {
                 Ok(())
             })?;
         }
-        self.read(|c| {
+        self.store.read(|c| {
             let mut stmt = c
                 .prepare_cached(
                     "SELECT pending FROM client_writes WHERE status = 'pending'
@@ -208,8 +198,8 @@ impl Store {
     }
 
     /// One stored write, whatever its state. Errors: `Storage`.
-    pub fn client_write(&self, id: &ClientWriteId) -> Result<Option<PendingClientWrite>> {
-        self.read(|c| {
+    pub fn get(self, id: &ClientWriteId) -> Result<Option<PendingClientWrite>> {
+        self.store.read(|c| {
             c.prepare_cached("SELECT pending FROM client_writes WHERE id = ?1")
                 .db()?
                 .query_row([id.as_str()], |r| json(r, 0))

@@ -1,8 +1,9 @@
 //! Endpoints that wait for the user: base URLs an imported agent file asked for, stored apart
 //! from the agent's settings (so nothing uses them) until the user accepts or dismisses them.
 
+use crate::agents;
+use crate::rooms::SettingRows;
 use crate::sql::{DbResult, ts};
-use crate::{Store, agents};
 use engram_core::{Agent, AgentId, EndpointKind, Error, PendingEndpoint, Result};
 use rusqlite::{OptionalExtension, Row, params};
 
@@ -26,10 +27,10 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<PendingEndpoint> {
 
 const COLS: &str = "agent_id, kind, base_url, source, created_at";
 
-impl Store {
+impl SettingRows<'_> {
     /// The endpoints of `agent` waiting for approval (chat model first). Errors: `Storage`.
-    pub fn pending_endpoints(&self, agent: &AgentId) -> Result<Vec<PendingEndpoint>> {
-        self.read(|c| {
+    pub fn pending_endpoints(self, agent: &AgentId) -> Result<Vec<PendingEndpoint>> {
+        self.store.read(|c| {
             let mut stmt = c
                 .prepare_cached(&format!(
                     "SELECT {COLS} FROM pending_endpoints WHERE agent_id = ?1 ORDER BY kind DESC"
@@ -44,8 +45,8 @@ impl Store {
     /// agent's (`llm.base_url` or `embedding.base_url`) and the pending row goes. Returns the
     /// agent (its `updated_at` unchanged). Errors: `NotFound("pending endpoint")`; `Invalid` when an embedding endpoint
     /// waits but the agent has no embedding model.
-    pub fn accept_endpoint(&self, agent: &AgentId, kind: EndpointKind) -> Result<Agent> {
-        self.write(|tx| {
+    pub fn accept_endpoint(self, agent: &AgentId, kind: EndpointKind) -> Result<Agent> {
+        self.store.write(|tx| {
             let pending = tx
                 .prepare_cached(&format!(
                     "SELECT {COLS} FROM pending_endpoints WHERE agent_id = ?1 AND kind = ?2"
@@ -83,8 +84,8 @@ impl Store {
 
     /// Drops the pending endpoint of `kind` without using it. Errors:
     /// `NotFound("pending endpoint")`.
-    pub fn dismiss_endpoint(&self, agent: &AgentId, kind: EndpointKind) -> Result<()> {
-        self.write(|tx| {
+    pub fn dismiss_endpoint(self, agent: &AgentId, kind: EndpointKind) -> Result<()> {
+        self.store.write(|tx| {
             let n = tx
                 .execute(
                     "DELETE FROM pending_endpoints WHERE agent_id = ?1 AND kind = ?2",

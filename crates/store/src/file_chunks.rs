@@ -3,9 +3,9 @@
 //! `engram_retrieval` as archival search is. The vector side scans the attached folders' vectors of
 //! the query's model exactly (folders are small next to archival memory; see docs/documents.md).
 
-use crate::Store;
 use crate::candidates::{Bm25, CandidateDepth, Candidates, Ranking};
 use crate::passages::check_vector;
+use crate::rooms::FolderRows;
 use crate::search::{self, FtsQuery};
 use crate::sql::{self, DbResult};
 use engram_core::{AgentId, ChunkHit, FileChunk, FileId, FolderId, Provenance, Result};
@@ -20,14 +20,14 @@ pub struct UnembeddedChunk {
     pub text: String,
 }
 
-impl Store {
+impl FolderRows<'_> {
     /// Up to `limit` passages of the folder without a vector, in file order.
     pub fn chunks_without_vectors(
-        &self,
+        self,
         folder: &FolderId,
         limit: usize,
     ) -> Result<Vec<UnembeddedChunk>> {
-        self.read(|c| {
+        self.store.read(|c| {
             let mut stmt = c
                 .prepare_cached(
                     "SELECT pk, text FROM file_chunks WHERE folder_id = ?1 AND embedding IS NULL
@@ -51,14 +51,14 @@ impl Store {
     /// still has that text and no vector (a re-index meanwhile wins). Returns how many were
     /// stored. Errors: `Invalid` for an empty or non-finite vector (then nothing is stored).
     pub fn fill_chunk_vectors(
-        &self,
+        self,
         model: &str,
         filled: &[(i64, String, Vec<f32>)],
     ) -> Result<usize> {
         for (_, _, v) in filled {
             check_vector(v)?;
         }
-        self.write(|tx| {
+        self.store.write(|tx| {
             let mut stmt = tx
                 .prepare_cached(
                     "UPDATE file_chunks SET model = ?2, embedding = ?3
@@ -78,12 +78,12 @@ impl Store {
     /// A folder's passages in file and then passage order, `limit` from `offset`, with their
     /// file names. Errors: `NotFound("folder")`.
     pub fn list_chunks(
-        &self,
+        self,
         folder: &FolderId,
         limit: usize,
         offset: usize,
     ) -> Result<Vec<(String, FileChunk)>> {
-        self.read(|c| {
+        self.store.read(|c| {
             crate::folders::load(c, folder)?;
             let mut stmt = c
                 .prepare_cached(
@@ -126,14 +126,14 @@ impl Store {
     /// or one without words has no lexical side. The ranking itself is `engram_retrieval`'s.
     /// Errors: `NotFound("agent")`.
     pub fn rank_agent_files(
-        &self,
+        self,
         agent: &AgentId,
         query: &str,
         embedding: Option<(&str, &[f32])>,
         depth: CandidateDepth,
         rank: impl FnOnce(Candidates) -> Ranking,
     ) -> Result<Vec<ChunkHit>> {
-        self.read(|c| {
+        self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             let lexical = match search::fts_query(query) {
                 FtsQuery::Match(m) => Some(Bm25 {

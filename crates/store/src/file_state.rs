@@ -2,7 +2,7 @@
 //! open file shows, and when the agent last looked. An opened file past the limit closes the
 //! least recently used one, in the same transaction.
 
-use crate::Store;
+use crate::rooms::FolderRows;
 use crate::sql::{self, DbResult};
 use engram_core::{AgentFile, AgentId, Error, FileId, FolderFile, FolderId, Result};
 use rusqlite::{Connection, OptionalExtension, params};
@@ -33,12 +33,12 @@ pub fn qualified_name(folder: &str, file: &str) -> String {
     format!("{folder}/{file}")
 }
 
-impl Store {
+impl FolderRows<'_> {
     /// Every file of the folders attached to `agent`, with the agent's state of it (closed
     /// and never accessed when it has none), by folder then name; `file_name` is `folder/file`.
     /// Errors: `NotFound("agent")`.
-    pub fn agent_files(&self, agent: &AgentId) -> Result<Vec<AgentFile>> {
-        self.read(|c| {
+    pub fn files_of_agent(self, agent: &AgentId) -> Result<Vec<AgentFile>> {
+        self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             let mut stmt = c
                 .prepare_cached(
@@ -72,8 +72,8 @@ impl Store {
     /// The file of an attached folder that the agent calls `name`: `folder/file`, or `file`
     /// alone when exactly one attached folder has a file of that name. `Ok(None)` when none
     /// does. Errors: `NotFound("agent")`; `Invalid` when `name` alone is in two folders.
-    pub fn agent_file_named(&self, agent: &AgentId, name: &str) -> Result<Option<FolderFile>> {
-        let files = self.agent_files(agent)?;
+    pub fn file_of_agent(self, agent: &AgentId, name: &str) -> Result<Option<FolderFile>> {
+        let files = self.files_of_agent(agent)?;
         let name = name.trim().trim_start_matches('/');
         if let Some(f) = files.iter().find(|f| f.file_name == name) {
             return self.get_file(&f.file_id).map(Some);
@@ -96,14 +96,14 @@ impl Store {
     /// `max_open` are open. One transaction. Returns the ids of the files it closed.
     /// Errors: `NotFound("agent" | "file")`; `Invalid` when the file's folder is not attached.
     pub fn open_file(
-        &self,
+        self,
         agent: &AgentId,
         file: &FileId,
         offset: u32,
         length: u32,
         max_open: usize,
     ) -> Result<Vec<FileId>> {
-        self.write(|tx| {
+        self.store.write(|tx| {
             sql::ensure_agent(tx, agent)?;
             ensure_visible(tx, agent, file)?;
             tx.prepare_cached(
@@ -151,12 +151,12 @@ impl Store {
     /// and when it was last accessed (an import; no least-recently-used closing). Errors:
     /// `NotFound("agent" | "file")`; `Invalid` when the file's folder is not attached.
     pub fn restore_file_state(
-        &self,
+        self,
         agent: &AgentId,
         file: &FileId,
         state: &AgentFile,
     ) -> Result<()> {
-        self.write(|tx| {
+        self.store.write(|tx| {
             sql::ensure_agent(tx, agent)?;
             ensure_visible(tx, agent, file)?;
             let accessed = state.last_accessed_at.unwrap_or_else(sql::now);
@@ -184,16 +184,16 @@ impl Store {
 
     /// Closes one of the agent's files; `false` when it was not open. Errors:
     /// `NotFound("agent")`.
-    pub fn close_file(&self, agent: &AgentId, file: &FileId) -> Result<bool> {
-        self.write(|tx| {
+    pub fn close_file(self, agent: &AgentId, file: &FileId) -> Result<bool> {
+        self.store.write(|tx| {
             sql::ensure_agent(tx, agent)?;
             close(tx, agent, file)
         })
     }
 
     /// Closes all the agent's files; returns how many were open. Errors: `NotFound("agent")`.
-    pub fn close_all_files(&self, agent: &AgentId) -> Result<usize> {
-        self.write(|tx| {
+    pub fn close_all_files(self, agent: &AgentId) -> Result<usize> {
+        self.store.write(|tx| {
             sql::ensure_agent(tx, agent)?;
             tx.prepare_cached(
                 "UPDATE agent_files SET is_open = 0 WHERE agent_id = ?1 AND is_open = 1",
@@ -206,8 +206,8 @@ impl Store {
 
     /// The agent's open files as shown in its context window, least recently used first
     /// (files not read yet are left out). Errors: `NotFound("agent")`.
-    pub fn open_file_windows(&self, agent: &AgentId) -> Result<Vec<FileWindow>> {
-        let open: Vec<(FileId, String, u32, u32)> = self.read(|c| {
+    pub fn open_file_windows(self, agent: &AgentId) -> Result<Vec<FileWindow>> {
+        let open: Vec<(FileId, String, u32, u32)> = self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             let mut stmt = c
                 .prepare_cached(

@@ -1,7 +1,7 @@
 //! Files of folders: their metadata, extracted text and passages, written in the order a file
 //! is processed (stored → parsed → embedded, or failed), each state change one transaction.
 
-use crate::Store;
+use crate::rooms::FolderRows;
 use crate::sql::{self, DbResult, ts};
 use engram_core::{Error, FileId, FileStatus, FolderFile, FolderId, Provenance, Result};
 use rusqlite::{Connection, OptionalExtension, Row, params};
@@ -58,7 +58,7 @@ pub struct FileUpload {
     pub sha256: String,
 }
 
-/// What [`Store::upsert_file`] found.
+/// What [`FolderRows::upsert_file`] found.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Upserted {
     /// A new file, or a changed one whose old text and passages are gone: parse it.
@@ -89,17 +89,17 @@ pub struct ParsedFile {
     pub chunks: Vec<NewChunk>,
 }
 
-impl Store {
+impl FolderRows<'_> {
     /// Records a file arriving in a folder. A file of that name with the same SHA-256 that
     /// was read (or is being embedded) is left as it is ([`Upserted::Unchanged`]); otherwise
     /// the row is created, or reset (old text and passages removed, agents' windows kept) with
     /// status `pending`. One transaction. Errors: `NotFound("folder")`; `Invalid` for an empty name.
-    pub fn upsert_file(&self, folder: &FolderId, upload: &FileUpload) -> Result<Upserted> {
+    pub fn upsert_file(self, folder: &FolderId, upload: &FileUpload) -> Result<Upserted> {
         if upload.name.trim().is_empty() {
             return Err(Error::invalid("a file needs a name"));
         }
         let now = sql::micros(sql::now());
-        self.write(|tx| {
+        self.store.write(|tx| {
             crate::folders::load(tx, folder)?;
             let existing: Option<FolderFile> = tx
                 .prepare_cached(&format!(
@@ -165,8 +165,8 @@ impl Store {
 
     /// Sets a file's status (`parsing`, `embedding`, `completed`), clearing any error.
     /// Errors: `NotFound("file")`.
-    pub fn set_file_status(&self, file: &FileId, status: FileStatus) -> Result<FolderFile> {
-        self.write(|tx| {
+    pub fn set_file_status(self, file: &FileId, status: FileStatus) -> Result<FolderFile> {
+        self.store.write(|tx| {
             let n = tx
                 .prepare_cached(
                     "UPDATE folder_files SET status = ?2, error = NULL, updated_at = ?3
@@ -190,12 +190,12 @@ impl Store {
     /// when its folder has a model, else `completed`), replacing anything stored before, in one
     /// transaction. Errors: `NotFound("file")`.
     pub fn store_parsed_file(
-        &self,
+        self,
         file: &FileId,
         parsed: &ParsedFile,
         next: FileStatus,
     ) -> Result<FolderFile> {
-        self.write(|tx| {
+        self.store.write(|tx| {
             let f = load(tx, file)?;
             tx.prepare_cached("DELETE FROM file_chunks WHERE file_id = ?1")
                 .db()?
@@ -249,8 +249,8 @@ impl Store {
 
     /// Marks a file failed with `reason` (what a person reads), removing any text and passages
     /// it had, in one transaction. Errors: `NotFound("file")`.
-    pub fn fail_file(&self, file: &FileId, reason: &str) -> Result<FolderFile> {
-        self.write(|tx| {
+    pub fn fail_file(self, file: &FileId, reason: &str) -> Result<FolderFile> {
+        self.store.write(|tx| {
             load(tx, file)?;
             tx.prepare_cached("DELETE FROM file_chunks WHERE file_id = ?1")
                 .db()?
@@ -269,13 +269,13 @@ impl Store {
     }
 
     /// The file `id`. Errors: `NotFound("file")`.
-    pub fn get_file(&self, id: &FileId) -> Result<FolderFile> {
-        self.read(|c| load(c, id))
+    pub fn get_file(self, id: &FileId) -> Result<FolderFile> {
+        self.store.read(|c| load(c, id))
     }
 
     /// A folder's files by name. Errors: `NotFound("folder")`.
-    pub fn list_files(&self, folder: &FolderId) -> Result<Vec<FolderFile>> {
-        self.read(|c| {
+    pub fn list_files(self, folder: &FolderId) -> Result<Vec<FolderFile>> {
+        self.store.read(|c| {
             crate::folders::load(c, folder)?;
             let mut stmt = c
                 .prepare_cached(&format!(
@@ -289,8 +289,8 @@ impl Store {
 
     /// A file's extracted text and the first line of each of its pages (empty when it is not
     /// paged); `None` while it has not been read. Errors: `NotFound("file")`.
-    pub fn file_text(&self, id: &FileId) -> Result<Option<(String, Vec<u32>)>> {
-        self.read(|c| {
+    pub fn file_text(self, id: &FileId) -> Result<Option<(String, Vec<u32>)>> {
+        self.store.read(|c| {
             let row: Option<(Option<String>, Option<String>)> = c
                 .prepare_cached("SELECT text, page_starts FROM folder_files WHERE id = ?1")
                 .db()?
@@ -312,8 +312,8 @@ impl Store {
 
     /// Deletes a file with its passages and every agent's state of it. Errors:
     /// `NotFound("file")`.
-    pub fn delete_file(&self, id: &FileId) -> Result<()> {
-        self.write(|tx| {
+    pub fn delete_file(self, id: &FileId) -> Result<()> {
+        self.store.write(|tx| {
             let n = tx
                 .prepare_cached("DELETE FROM folder_files WHERE id = ?1")
                 .db()?

@@ -1,7 +1,7 @@
 //! Folders linked to a directory on disk: the link (which survives a restart, so the watching
 //! resumes) and what the watching process last found, for the window and the CLI to show.
 
-use crate::Store;
+use crate::rooms::FolderRows;
 use crate::sql::{self, DbResult, ts};
 use engram_core::{FolderId, FolderWatch, Result, Timestamp, WatchState};
 use rusqlite::{Connection, OptionalExtension, Row, params};
@@ -34,12 +34,12 @@ fn load(c: &Connection, folder: &FolderId) -> Result<Option<FolderWatch>> {
     .db()
 }
 
-impl Store {
+impl FolderRows<'_> {
     /// Links a folder to the directory `path` (absolute), replacing any earlier link; the link
     /// starts as [`WatchState::Linked`]. Errors: `NotFound("folder")`.
-    pub fn link_folder_dir(&self, folder: &FolderId, path: &str) -> Result<FolderWatch> {
+    pub fn link_dir(self, folder: &FolderId, path: &str) -> Result<FolderWatch> {
         let now = sql::micros(sql::now());
-        self.write(|tx| {
+        self.store.write(|tx| {
             crate::folders::load(tx, folder)?;
             tx.prepare_cached(
                 "INSERT INTO folder_watches (folder_id, path, state, created_at)
@@ -56,8 +56,8 @@ impl Store {
     }
 
     /// Removes a folder's link to its directory (its files stay); `false` when it had none.
-    pub fn unlink_folder_dir(&self, folder: &FolderId) -> Result<bool> {
-        self.write(|tx| {
+    pub fn unlink_dir(self, folder: &FolderId) -> Result<bool> {
+        self.store.write(|tx| {
             Ok(tx
                 .prepare_cached("DELETE FROM folder_watches WHERE folder_id = ?1")
                 .db()?
@@ -68,13 +68,13 @@ impl Store {
     }
 
     /// The folder's link to a directory, if it has one.
-    pub fn folder_watch(&self, folder: &FolderId) -> Result<Option<FolderWatch>> {
-        self.read(|c| load(c, folder))
+    pub fn watch(self, folder: &FolderId) -> Result<Option<FolderWatch>> {
+        self.store.read(|c| load(c, folder))
     }
 
     /// Every folder's link to a directory, by folder id.
-    pub fn folder_watches(&self) -> Result<Vec<FolderWatch>> {
-        self.read(|c| {
+    pub fn watches(self) -> Result<Vec<FolderWatch>> {
+        self.store.read(|c| {
             c.prepare_cached(&format!(
                 "SELECT {WATCH_COLS} FROM folder_watches ORDER BY folder_id"
             ))
@@ -90,13 +90,13 @@ impl Store {
     /// (`error`), and, when the folder was just brought in step, `synced_at`. A link removed
     /// meanwhile is left removed (`false`).
     pub fn set_watch_state(
-        &self,
+        self,
         folder: &FolderId,
         state: WatchState,
         error: Option<&str>,
         synced_at: Option<Timestamp>,
     ) -> Result<bool> {
-        self.write(|tx| {
+        self.store.write(|tx| {
             Ok(tx
                 .prepare_cached(
                     "UPDATE folder_watches SET state = ?2, error = ?3,
@@ -119,37 +119,41 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Store;
     use engram_core::NewFolder;
 
     #[test]
     fn a_link_is_kept_updated_and_goes_with_its_folder() {
         let store = Store::open_in_memory().unwrap();
         let folder = store
-            .create_folder(&NewFolder {
+            .folders()
+            .create(&NewFolder {
                 name: "docs".into(),
                 ..NewFolder::default()
             })
             .unwrap();
-        let w = store.link_folder_dir(&folder.id, "/data/docs").unwrap();
+        let w = store.folders().link_dir(&folder.id, "/data/docs").unwrap();
         assert_eq!((w.state, w.synced_at), (WatchState::Linked, None));
         let now = sql::now();
         assert!(
             store
+                .folders()
                 .set_watch_state(&folder.id, WatchState::Watching, None, Some(now))
                 .unwrap()
         );
         assert!(
             store
+                .folders()
                 .set_watch_state(&folder.id, WatchState::Missing, Some("gone"), None)
                 .unwrap()
         );
-        let w = store.folder_watch(&folder.id).unwrap().unwrap();
+        let w = store.folders().watch(&folder.id).unwrap().unwrap();
         assert_eq!(w.state, WatchState::Missing);
         assert_eq!(w.error.as_deref(), Some("gone"));
         assert_eq!(w.synced_at, Some(now));
-        assert_eq!(store.folder_watches().unwrap().len(), 1);
-        store.delete_folder(&folder.id).unwrap();
-        assert!(store.folder_watches().unwrap().is_empty());
-        assert!(!store.unlink_folder_dir(&folder.id).unwrap());
+        assert_eq!(store.folders().watches().unwrap().len(), 1);
+        store.folders().delete(&folder.id).unwrap();
+        assert!(store.folders().watches().unwrap().is_empty());
+        assert!(!store.folders().unlink_dir(&folder.id).unwrap());
     }
 }

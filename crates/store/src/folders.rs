@@ -2,8 +2,8 @@
 //! file tools ([`FILE_TOOLS`]) in the same transaction; detaching the last folder takes them
 //! away and closes the agent's files of that folder.
 
-use crate::Store;
 use crate::agents;
+use crate::rooms::FolderRows;
 use crate::sql::{self, DbResult, json_opt, to_json, ts};
 use engram_core::{AgentId, Error, Folder, FolderId, NewFolder, Result};
 use rusqlite::{Connection, OptionalExtension, Row, params};
@@ -53,10 +53,10 @@ pub struct FolderPatch {
     pub instructions: Option<String>,
 }
 
-impl Store {
+impl FolderRows<'_> {
     /// Creates a folder. Errors: `Invalid` for an empty name; `Conflict` if a folder of that
     /// name exists.
-    pub fn create_folder(&self, new: &NewFolder) -> Result<Folder> {
+    pub fn create(self, new: &NewFolder) -> Result<Folder> {
         let name = check_name(&new.name)?.to_owned();
         let now = sql::now();
         let folder = Folder {
@@ -69,7 +69,7 @@ impl Store {
             updated_at: now,
         };
         let embedding = folder.embedding.as_ref().map(to_json).transpose()?;
-        self.write(|tx| {
+        self.store.write(|tx| {
             let taken = tx
                 .prepare_cached("SELECT 1 FROM folders WHERE name = ?1")
                 .db()?
@@ -100,13 +100,13 @@ impl Store {
     }
 
     /// The folder `id`. Errors: `NotFound("folder")`.
-    pub fn get_folder(&self, id: &FolderId) -> Result<Folder> {
-        self.read(|c| load(c, id))
+    pub fn get(self, id: &FolderId) -> Result<Folder> {
+        self.store.read(|c| load(c, id))
     }
 
     /// The folder named `name`, if any.
-    pub fn folder_by_name(&self, name: &str) -> Result<Option<Folder>> {
-        self.read(|c| {
+    pub fn by_name(self, name: &str) -> Result<Option<Folder>> {
+        self.store.read(|c| {
             c.prepare_cached(&format!(
                 "SELECT {FOLDER_COLS} FROM folders WHERE name = ?1"
             ))
@@ -118,8 +118,8 @@ impl Store {
     }
 
     /// Every folder, oldest first.
-    pub fn list_folders(&self) -> Result<Vec<Folder>> {
-        self.read(|c| {
+    pub fn list(self) -> Result<Vec<Folder>> {
+        self.store.read(|c| {
             let mut stmt = c
                 .prepare_cached(&format!(
                     "SELECT {FOLDER_COLS} FROM folders ORDER BY created_at, id"
@@ -132,9 +132,9 @@ impl Store {
 
     /// Changes a folder's name, description or instructions. Errors: `NotFound("folder")`;
     /// `Invalid` for an empty name; `Conflict` for a name another folder has.
-    pub fn update_folder(&self, id: &FolderId, patch: &FolderPatch) -> Result<Folder> {
+    pub fn update(self, id: &FolderId, patch: &FolderPatch) -> Result<Folder> {
         let name = patch.name.as_deref().map(check_name).transpose()?;
-        self.write(|tx| {
+        self.store.write(|tx| {
             let mut folder = load(tx, id)?;
             if let Some(name) = name {
                 folder.name = name.to_owned();
@@ -170,8 +170,8 @@ impl Store {
 
     /// Deletes a folder with its files and passages, detaching it from every agent (agents
     /// left without folders lose the file tools). One transaction. Errors: `NotFound("folder")`.
-    pub fn delete_folder(&self, id: &FolderId) -> Result<()> {
-        self.write(|tx| {
+    pub fn delete(self, id: &FolderId) -> Result<()> {
+        self.store.write(|tx| {
             load(tx, id)?;
             for agent in attached_agents(tx, id)? {
                 detach(tx, &agent, id)?;
@@ -186,8 +186,8 @@ impl Store {
 
     /// Attaches a folder to an agent and gives the agent the file tools, in one transaction.
     /// Attaching twice changes nothing. Errors: `NotFound("agent" | "folder")`.
-    pub fn attach_folder(&self, agent: &AgentId, folder: &FolderId) -> Result<()> {
-        self.write(|tx| {
+    pub fn attach(self, agent: &AgentId, folder: &FolderId) -> Result<()> {
+        self.store.write(|tx| {
             let mut a = agents::load(tx, agent)?;
             load(tx, folder)?;
             tx.prepare_cached(
@@ -217,8 +217,8 @@ impl Store {
     /// Detaches a folder from an agent: its files close for the agent, and an agent left with
     /// no folder loses the file tools. One transaction. Detaching a folder that is not attached
     /// changes nothing. Errors: `NotFound("agent" | "folder")`.
-    pub fn detach_folder(&self, agent: &AgentId, folder: &FolderId) -> Result<()> {
-        self.write(|tx| {
+    pub fn detach(self, agent: &AgentId, folder: &FolderId) -> Result<()> {
+        self.store.write(|tx| {
             agents::load(tx, agent)?;
             load(tx, folder)?;
             detach(tx, agent, folder)
@@ -226,8 +226,8 @@ impl Store {
     }
 
     /// The folders attached to an agent, in attach order. Errors: `NotFound("agent")`.
-    pub fn agent_folders(&self, agent: &AgentId) -> Result<Vec<Folder>> {
-        self.read(|c| {
+    pub fn of_agent(self, agent: &AgentId) -> Result<Vec<Folder>> {
+        self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             let cols = FOLDER_COLS
                 .split(", ")
@@ -246,8 +246,8 @@ impl Store {
     }
 
     /// The agents a folder is attached to. Errors: `NotFound("folder")`.
-    pub fn folder_agents(&self, folder: &FolderId) -> Result<Vec<AgentId>> {
-        self.read(|c| {
+    pub fn agents_of(self, folder: &FolderId) -> Result<Vec<AgentId>> {
+        self.store.read(|c| {
             load(c, folder)?;
             attached_agents(c, folder)
         })

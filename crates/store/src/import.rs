@@ -517,38 +517,40 @@ mod tests {
         assert_eq!((ids.agents.len(), ids.blocks.len()), (2, 2));
         let a = &ids.agents[0];
         let labels: Vec<_> = store
-            .agent_blocks(a)
+            .blocks()
+            .of_agent(a)
             .unwrap()
             .into_iter()
             .map(|b| b.label)
             .collect();
         assert_eq!(labels, ["persona", "shared"]);
-        assert_eq!(store.block_agents(&ids.blocks[0]).unwrap().len(), 2);
-        assert_eq!(store.block_history(&ids.blocks[0], 10).unwrap().len(), 1);
-        let in_ctx = store.in_context_messages(a).unwrap();
+        assert_eq!(store.blocks().agents_of(&ids.blocks[0]).unwrap().len(), 2);
+        assert_eq!(store.blocks().history(&ids.blocks[0], 10).unwrap().len(), 1);
+        let in_ctx = store.messages().in_context(a).unwrap();
         assert_eq!(in_ctx.len(), 1);
-        assert_eq!(store.memory_counts(a).unwrap(), (2, 1));
+        assert_eq!(store.agents().memory_counts(a).unwrap(), (2, 1));
         assert_eq!(
-            store.get_agent(a).unwrap().summary.as_deref(),
+            store.agents().get(a).unwrap().summary.as_deref(),
             Some("so far")
         );
         // The summary's divider follows the one message out of context.
         let w = store
-            .message_window(a, &crate::WindowAt::Start, 10)
+            .messages()
+            .window(a, &crate::WindowAt::Start, 10)
             .unwrap();
         let marks: Vec<_> = w.compactions.iter().map(|c| (c.seq, c.evicted)).collect();
         assert_eq!(marks, [(w.messages[0].seq, 1)]);
         assert!(store.agent_file_extras(a).unwrap().is_some());
         assert!(store.agent_file_extras(&ids.agents[1]).unwrap().is_none());
-        assert_eq!(store.agent_tags(a).unwrap(), ["kept"]);
-        let steps = store.list_steps(a, None).unwrap();
+        assert_eq!(store.agents().tags(a).unwrap(), ["kept"]);
+        let steps = store.runs().list_steps(a, None).unwrap();
         assert_eq!(steps.len(), 1, "usage history lands with the agent");
         assert_eq!(
             (steps[0].prompt_tokens, steps[0].completion_tokens),
             (1200, 34)
         );
         assert_eq!(&steps[0].agent_id, a);
-        store.delete_agent(a).unwrap();
+        store.agents().delete(a).unwrap();
         assert!(
             store.agent_file_extras(a).unwrap().is_none(),
             "extras go with the agent"
@@ -570,7 +572,7 @@ mod tests {
         let mut b = bundle();
         b.blocks[0].block.value = "x".repeat(101);
         assert!(store.import_bundle(&b).is_err());
-        assert!(store.list_agents().unwrap().is_empty());
-        assert!(store.list_blocks(None).unwrap().is_empty());
+        assert!(store.agents().list().unwrap().is_empty());
+        assert!(store.blocks().list(None).unwrap().is_empty());
     }
 }

@@ -61,6 +61,7 @@ pub mod private;
 mod repair;
 mod rewrite;
 mod rollback;
+mod rooms;
 mod runs;
 mod search;
 mod settings;
@@ -100,6 +101,10 @@ pub use pass_commit::{PassCommit, PassageOp};
 pub use passage_list::{PassageList, PassagePage};
 pub use passage_rows::PassageQuery;
 pub use rollback::{BlockRevert, TurnRollback};
+pub use rooms::{
+    AgentRows, BlockRows, ClientWriteRows, FolderRows, MessageRows, PassageRows, RunRows,
+    SettingRows, SleeptimeRows, ToolRows,
+};
 pub use runs::{RunRecord, ToolEdit};
 pub use settings::ProviderRow;
 pub use sharing::{BlockAgent, SharedBlock};

@@ -1,7 +1,7 @@
 //! MCP servers: rows of `mcp_servers` (no secrets), and the tools each server offers, kept as
 //! rows of `tools` (language `mcp`) so agents attach them by name like any tool.
 
-use crate::Store;
+use crate::rooms::ToolRows;
 use crate::sql::{self, DbResult, json, to_json, ts};
 use crate::tools::{self, rewrite_agent_refs};
 use engram_core::{Error, McpServer, McpServerId, Result, Tool};
@@ -44,10 +44,10 @@ fn server_tools(conn: &Connection, server: &McpServerId) -> Result<Vec<(String, 
     rows.collect::<rusqlite::Result<_>>().db()
 }
 
-impl Store {
+impl ToolRows<'_> {
     /// Adds a server. Returns it as stored. Errors: `Conflict` when the name is taken.
-    pub fn insert_mcp_server(&self, server: &McpServer) -> Result<McpServer> {
-        self.write(|tx| {
+    pub fn insert_mcp_server(self, server: &McpServer) -> Result<McpServer> {
+        self.store.write(|tx| {
             if load(tx, "name", &server.name)?.is_some() {
                 return Err(Error::Conflict(format!(
                     "an MCP server named '{}' already exists",
@@ -75,8 +75,8 @@ impl Store {
     }
 
     /// Every server, by name. Errors: `Storage`.
-    pub fn list_mcp_servers(&self) -> Result<Vec<McpServer>> {
-        self.read(|c| {
+    pub fn list_mcp_servers(self) -> Result<Vec<McpServer>> {
+        self.store.read(|c| {
             let mut stmt = c
                 .prepare_cached(&format!("SELECT {COLS} FROM mcp_servers ORDER BY name"))
                 .db()?;
@@ -86,18 +86,19 @@ impl Store {
     }
 
     /// One server by id or name. Errors: `NotFound("MCP server")`.
-    pub fn find_mcp_server(&self, id_or_name: &str) -> Result<McpServer> {
-        self.read(|c| match load(c, "id", id_or_name)? {
-            Some(s) => Ok(Some(s)),
-            None => load(c, "name", id_or_name),
-        })?
-        .ok_or_else(|| Error::not_found("MCP server", id_or_name))
+    pub fn find_mcp_server(self, id_or_name: &str) -> Result<McpServer> {
+        self.store
+            .read(|c| match load(c, "id", id_or_name)? {
+                Some(s) => Ok(Some(s)),
+                None => load(c, "name", id_or_name),
+            })?
+            .ok_or_else(|| Error::not_found("MCP server", id_or_name))
     }
 
     /// Makes a server active (the user accepted it) or inactive. Returns it.
     /// Errors: `NotFound("MCP server")`.
-    pub fn set_mcp_server_active(&self, id: &McpServerId, active: bool) -> Result<McpServer> {
-        self.write(|tx| {
+    pub fn set_mcp_server_active(self, id: &McpServerId, active: bool) -> Result<McpServer> {
+        self.store.write(|tx| {
             let n = tx
                 .execute(
                     "UPDATE mcp_servers SET active = ?2, updated_at = ?3 WHERE id = ?1",
@@ -114,11 +115,11 @@ impl Store {
     /// Replaces how a server is reached (e.g. its URL with the credentials moved to the
     /// keychain). Errors: `NotFound("MCP server")`.
     pub fn set_mcp_server_transport(
-        &self,
+        self,
         id: &McpServerId,
         transport: &engram_core::McpTransport,
     ) -> Result<()> {
-        self.write(|tx| {
+        self.store.write(|tx| {
             let n = tx
                 .execute(
                     "UPDATE mcp_servers SET transport = ?2, updated_at = ?3 WHERE id = ?1",
@@ -134,8 +135,8 @@ impl Store {
 
     /// Removes a server and its tools, detaching them from every agent, in one transaction.
     /// Errors: `NotFound("MCP server")`.
-    pub fn delete_mcp_server(&self, id: &McpServerId) -> Result<()> {
-        self.write(|tx| {
+    pub fn delete_mcp_server(self, id: &McpServerId) -> Result<()> {
+        self.store.write(|tx| {
             if load(tx, "id", id.as_str())?.is_none() {
                 return Err(Error::not_found("MCP server", id.as_str()));
             }
@@ -151,8 +152,8 @@ impl Store {
     }
 
     /// The stored tools of a server, by name. Errors: `Storage`.
-    pub fn mcp_server_tools(&self, id: &McpServerId) -> Result<Vec<Tool>> {
-        self.read(|c| {
+    pub fn mcp_server_tools(self, id: &McpServerId) -> Result<Vec<Tool>> {
+        self.store.read(|c| {
             let mut out = Vec::new();
             for (tool_id, _) in server_tools(c, id)? {
                 if let Some(t) = tools::load_by(c, "id", &tool_id)? {
@@ -168,8 +169,8 @@ impl Store {
     /// now), in one transaction: new tools are added, changed ones updated (id kept), and tools
     /// the server no longer offers are removed and detached from agents. Returns the stored
     /// tools. Errors: `Conflict` when a name belongs to a tool that is not this server's.
-    pub fn sync_mcp_tools(&self, server: &McpServerId, listed: &[Tool]) -> Result<Vec<Tool>> {
-        self.write(|tx| {
+    pub fn sync_mcp_tools(self, server: &McpServerId, listed: &[Tool]) -> Result<Vec<Tool>> {
+        self.store.write(|tx| {
             let before = server_tools(tx, server)?;
             for t in listed {
                 if let Some(other) = tools::load_by(tx, "name", &t.name)? {

@@ -1,7 +1,7 @@
 //! Tools of an imported agent file's MCP servers that its agents used, kept while the server
 //! waits inactive (rows of `mcp_pending_tools`) and attached when the user accepts the server.
 
-use crate::Store;
+use crate::rooms::ToolRows;
 use crate::sql::{DbResult, to_json};
 use crate::tools::{self, rename_rule};
 use engram_core::{AgentId, McpServerId, Result, Tool, ToolRule};
@@ -33,15 +33,15 @@ pub struct AttachedMcpTools {
     pub name_taken: Vec<String>,
 }
 
-impl Store {
+impl ToolRows<'_> {
     /// Records tools an imported agent used from `server` (kept until the server is accepted
     /// or removed). Errors: `Storage` (unknown server or agent included).
     pub fn add_pending_mcp_tools(
-        &self,
+        self,
         server: &McpServerId,
         tools: &[PendingMcpTool],
     ) -> Result<()> {
-        self.write(|tx| {
+        self.store.write(|tx| {
             for t in tools {
                 tx.prepare_cached(
                     "INSERT OR REPLACE INTO mcp_pending_tools
@@ -64,8 +64,8 @@ impl Store {
     }
 
     /// The tools waiting for `server` to be accepted, by agent and name. Errors: `Storage`.
-    pub fn pending_mcp_tools(&self, server: &McpServerId) -> Result<Vec<PendingMcpTool>> {
-        self.read(|c| {
+    pub fn pending_mcp_tools(self, server: &McpServerId) -> Result<Vec<PendingMcpTool>> {
+        self.store.read(|c| {
             let mut stmt = c
                 .prepare_cached(
                     "SELECT agent_id, tool_name, file_name, description, json_schema
@@ -94,11 +94,11 @@ impl Store {
     /// name to the tool's; then the server's pending rows are dropped. A name that belongs to
     /// another tool is left out (reported in `name_taken`). Errors: `Storage`.
     pub fn attach_pending_mcp_tools(
-        &self,
+        self,
         server: &McpServerId,
         tools: &[(PendingMcpTool, Tool)],
     ) -> Result<AttachedMcpTools> {
-        self.write(|tx| {
+        self.store.write(|tx| {
             let mut out = AttachedMcpTools::default();
             for (pending, tool) in tools {
                 match tools::load_by(tx, "name", &tool.name)? {

@@ -5,8 +5,8 @@
 //! Every query here reads through the `(agent_id, seq)` unique index (or `messages_by_time`
 //! for dates), so a page costs the same at message 50 as at message 50,000.
 
-use crate::Store;
 use crate::message_rows::message_from_row;
+use crate::rooms::MessageRows;
 use crate::sql::{self, DbResult, ts};
 use engram_core::{AgentId, Error, Message, MessageId, Result, Timestamp};
 use rusqlite::{Connection, OptionalExtension, params};
@@ -251,21 +251,21 @@ pub(crate) fn record_imported_compaction(
     Ok(())
 }
 
-impl Store {
+impl MessageRows<'_> {
     /// A page of the agent's messages with `after_seq < seq < before_seq` (each bound
     /// exclusive and optional), at most `limit`, in `order`: the page nearest `after_seq` when
     /// ascending, nearest `before_seq` when descending. One indexed SQL range read.
     ///
     /// Errors: `NotFound("agent")`.
-    pub fn page_messages(
-        &self,
+    pub fn page(
+        self,
         agent: &AgentId,
         after_seq: Option<i64>,
         before_seq: Option<i64>,
         limit: usize,
         order: SeqOrder,
     ) -> Result<Vec<Message>> {
-        self.read(|c| {
+        self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             range(c, agent, after_seq, before_seq, limit, order)
         })
@@ -274,8 +274,8 @@ impl Store {
     /// How many messages the agent has (every kind, in context or not).
     ///
     /// Errors: `NotFound("agent")`.
-    pub fn count_messages(&self, agent: &AgentId) -> Result<u64> {
-        self.read(|c| {
+    pub fn count(self, agent: &AgentId) -> Result<u64> {
+        self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             let n: i64 = c
                 .prepare_cached("SELECT count(*) FROM messages WHERE agent_id = ?1")
@@ -290,8 +290,8 @@ impl Store {
     ///
     /// Errors: `NotFound("agent")`; `NotFound("message", id)` when the id is not one of the
     /// agent's messages.
-    pub fn message_seq(&self, agent: &AgentId, id: &MessageId) -> Result<i64> {
-        self.read(|c| {
+    pub fn seq(self, agent: &AgentId, id: &MessageId) -> Result<i64> {
+        self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             seq_of(c, agent, id)
         })
@@ -302,14 +302,9 @@ impl Store {
     ///
     /// Errors: `NotFound("agent")`; `NotFound("message", id)` for a cursor that is not one of
     /// the agent's messages.
-    pub fn message_window(
-        &self,
-        agent: &AgentId,
-        at: &WindowAt,
-        limit: usize,
-    ) -> Result<MessageWindow> {
+    pub fn window(self, agent: &AgentId, at: &WindowAt, limit: usize) -> Result<MessageWindow> {
         let limit = limit.max(1);
-        self.read(|c| {
+        self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             let mut w = match at {
                 WindowAt::Latest => {

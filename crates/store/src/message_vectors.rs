@@ -13,9 +13,9 @@
 //! model that pass the search's filters: fine for tens of thousands of messages; a vector index
 //! is a later step.
 
-use crate::Store;
 use crate::message_rows::{MSG_COLS, SEARCH_FILTERS, message_from_row};
 use crate::passages::check_vector;
+use crate::rooms::MessageRows;
 use crate::search;
 use crate::sql::{self, DbResult};
 use engram_core::{AgentId, Message, MessageId, MessageKind, Result, Role};
@@ -145,11 +145,11 @@ pub(crate) fn vector_ranking(
     Ok(scored)
 }
 
-impl Store {
+impl MessageRows<'_> {
     /// The agents that have an embedding model, oldest first (to resume their backfills).
     /// Errors: storage.
-    pub fn agents_with_embeddings(&self) -> Result<Vec<AgentId>> {
-        self.read(|c| {
+    pub fn agents_with_embeddings(self) -> Result<Vec<AgentId>> {
+        self.store.read(|c| {
             let mut stmt = c
                 .prepare_cached(
                     "SELECT id FROM agents WHERE json_extract(embedding, '$.model') IS NOT NULL
@@ -166,13 +166,13 @@ impl Store {
     /// Up to `limit` of the agent's messages that need a vector of its current embedding model
     /// and have none, oldest first, after cursor `after` (`None` from the start). Empty when
     /// the agent has no embedding model. Errors: `NotFound("agent")`.
-    pub fn messages_without_vectors(
-        &self,
+    pub fn without_vectors(
+        self,
         agent: &AgentId,
         after: Option<i64>,
         limit: usize,
     ) -> Result<Vec<UnembeddedMessage>> {
-        self.read(|c| {
+        self.store.read(|c| {
             let Some(model) = current_model(c, agent)? else {
                 return Ok(Vec::new());
             };
@@ -206,8 +206,8 @@ impl Store {
 
     /// How many of the agent's messages need a vector of its current embedding model and have
     /// none (0 without a model). Errors: `NotFound("agent")`.
-    pub fn count_messages_without_vectors(&self, agent: &AgentId) -> Result<u64> {
-        self.read(|c| {
+    pub fn count_without_vectors(self, agent: &AgentId) -> Result<u64> {
+        self.store.read(|c| {
             let Some(model) = current_model(c, agent)? else {
                 return Ok(0);
             };
@@ -228,8 +228,8 @@ impl Store {
     /// model changed. Returns how many were stored.
     /// Errors: `NotFound("agent")`; `Invalid` for a non-finite vector, or an empty one for
     /// non-empty text (then nothing is stored).
-    pub fn fill_message_vectors(
-        &self,
+    pub fn fill_vectors(
+        self,
         agent: &AgentId,
         model: &str,
         filled: &[MessageVector],
@@ -239,7 +239,7 @@ impl Store {
                 check_vector(&f.vector)?;
             }
         }
-        self.write(|tx| {
+        self.store.write(|tx| {
             sql::ensure_agent(tx, agent)?;
             if current_model(tx, agent)?.as_deref() != Some(model) {
                 return Ok(0);

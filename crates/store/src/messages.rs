@@ -1,10 +1,10 @@
 //! Recall memory: every message an agent ever had, ordered by `seq`, and conversation search.
 
-use crate::Store;
 use crate::candidates::{Bm25, CandidateDepth, Candidates, NeighbourMap, Ranking};
 use crate::fts_partitions;
 use crate::message_pages;
 use crate::message_rows::{MSG_COLS, SEARCH_FILTERS, kind_str, message_from_row};
+use crate::rooms::MessageRows;
 use crate::search::{self, FtsQuery, fts_query};
 use crate::sql::{self, DbResult};
 use engram_core::{
@@ -195,22 +195,22 @@ fn neighbour_sql(before: bool) -> String {
 /// Roles searched when the query names none: everything people and tools said, not system text.
 const DEFAULT_ROLES: [Role; 3] = [Role::User, Role::Assistant, Role::Tool];
 
-impl Store {
+impl MessageRows<'_> {
     /// Appends messages to the agent's history in one transaction, in context, with `seq`
     /// numbers `SEQ_GAP` apart after the last one. Keeps `NewMessage::id` and `created_at` when
     /// given (times truncated to microseconds). Returns the stored messages.
     ///
     /// Errors: `NotFound("agent")`; `Conflict` if a given id already exists.
-    pub fn append_messages(&self, agent: &AgentId, msgs: &[NewMessage]) -> Result<Vec<Message>> {
-        self.write(|tx| {
+    pub fn append(self, agent: &AgentId, msgs: &[NewMessage]) -> Result<Vec<Message>> {
+        self.store.write(|tx| {
             sql::ensure_agent(tx, agent)?;
             append(tx, agent, msgs, sql::now())
         })
     }
 
     /// The messages in the agent's context window, by `seq`. Errors: `NotFound("agent")`.
-    pub fn in_context_messages(&self, agent: &AgentId) -> Result<Vec<Message>> {
-        self.read(|c| {
+    pub fn in_context(self, agent: &AgentId) -> Result<Vec<Message>> {
+        self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             in_context(c, agent)
         })
@@ -219,13 +219,13 @@ impl Store {
     /// A page of history for scrolling back: the `limit` newest messages with
     /// `seq < before_seq` (all when `None`), returned oldest first. Pass the first returned
     /// message's `seq` to get the page before it. Errors: `NotFound("agent")`.
-    pub fn list_messages(
-        &self,
+    pub fn list(
+        self,
         agent: &AgentId,
         before_seq: Option<i64>,
         limit: usize,
     ) -> Result<Vec<Message>> {
-        self.read(|c| {
+        self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             let mut stmt = c
                 .prepare_cached(&format!(
@@ -250,8 +250,8 @@ impl Store {
     }
 
     /// One message. Errors: `NotFound("message", id)`.
-    pub fn get_message(&self, id: &MessageId) -> Result<Message> {
-        self.read(|c| {
+    pub fn get(self, id: &MessageId) -> Result<Message> {
+        self.store.read(|c| {
             c.prepare_cached(&format!(
                 "SELECT {MSG_COLS} FROM messages m WHERE m.id = ?1"
             ))
@@ -268,8 +268,8 @@ impl Store {
     ///
     /// Errors: `NotFound("agent")`; `NotFound("message", id)` if an id is not one of the agent's
     /// messages (then nothing changes).
-    pub fn evict_messages(&self, agent: &AgentId, ids: &[MessageId], summary: &str) -> Result<()> {
-        self.write(|tx| {
+    pub fn evict(self, agent: &AgentId, ids: &[MessageId], summary: &str) -> Result<()> {
+        self.store.write(|tx| {
             let n = tx
                 .prepare_cached("UPDATE agents SET summary = ?2 WHERE id = ?1")
                 .db()?
@@ -315,8 +315,8 @@ impl Store {
     /// `engram_retrieval`'s.
     ///
     /// Errors: `NotFound("agent")`; `Invalid` for an empty or non-finite query vector.
-    pub fn rank_messages(
-        &self,
+    pub fn rank(
+        self,
         agent: &AgentId,
         q: &MessageQuery,
         embedding: Option<&[f32]>,
@@ -335,7 +335,7 @@ impl Store {
         let start = q.start.map_or(i64::MIN, sql::micros);
         let end = q.end.map_or(i64::MAX, sql::micros);
         let limit = sql::sat(q.limit);
-        self.read(|c| {
+        self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             if q.limit == 0 {
                 return Ok(Vec::new());
@@ -442,6 +442,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Store;
 
     #[test]
     fn ranked_search_scans_fts_first() {

@@ -2,37 +2,37 @@
 //! model picker shows them in every window and after a reload. Stored in the settings table
 //! under `model_window.<handle>` as a decimal number of **tokens**, like calibrations.
 
-use crate::Store;
+use crate::rooms::SettingRows;
 use crate::sql::DbResult;
 use engram_core::{Error, Result};
 
 /// Settings-key prefix of per-model context windows; the model handle follows.
 pub const MODEL_WINDOW_SETTING_PREFIX: &str = "model_window.";
 
-impl Store {
+impl SettingRows<'_> {
     /// The context window (tokens) stored for the model `handle`, if one was set.
     /// A malformed stored value reads as `None`. Errors: [`Error::Storage`].
-    pub fn model_window(&self, handle: &str) -> Result<Option<u32>> {
+    pub fn model_window(self, handle: &str) -> Result<Option<u32>> {
         let key = format!("{MODEL_WINDOW_SETTING_PREFIX}{handle}");
-        Ok(self.get_setting(&key)?.and_then(|v| v.parse().ok()))
+        Ok(self.get(&key)?.and_then(|v| v.parse().ok()))
     }
 
     /// Stores the context window of the model `handle`, in tokens.
     /// Errors: `Invalid` for an empty handle or zero tokens; [`Error::Storage`].
-    pub fn set_model_window(&self, handle: &str, tokens: u32) -> Result<()> {
+    pub fn set_model_window(self, handle: &str, tokens: u32) -> Result<()> {
         if handle.trim().is_empty() || tokens == 0 {
             return Err(Error::invalid(
                 "a model context window needs a model handle and a positive number of tokens",
             ));
         }
         let key = format!("{MODEL_WINDOW_SETTING_PREFIX}{handle}");
-        self.set_setting(&key, &tokens.to_string())
+        self.set(&key, &tokens.to_string())
     }
 
     /// Every stored per-model context window, `(handle, tokens)` by handle.
     /// Errors: [`Error::Storage`].
-    pub fn model_windows(&self) -> Result<Vec<(String, u32)>> {
-        let rows: Vec<(String, String)> = self.read(|c| {
+    pub fn model_windows(self) -> Result<Vec<(String, u32)>> {
+        let rows: Vec<(String, String)> = self.store.read(|c| {
             let mut stmt = c
                 .prepare_cached(
                     "SELECT key, value FROM settings WHERE substr(key, 1, ?2) = ?1 ORDER BY key",

@@ -12,12 +12,13 @@
 //! back and later edits stay; when a later edit rewrote that text the undo is refused, never
 //! written over.
 
+use crate::BlockWrite;
 use crate::blocks::{self, Author};
 use crate::passages;
+use crate::rooms::SleeptimeRows;
 use crate::sleeptime::{self, insert_pass};
 use crate::sql::{self, DbResult};
 use crate::undo::{self, revert_value};
-use crate::{BlockWrite, Store};
 use engram_core::{
     Applied, Block, BlockId, BlockOp, EditId, Editor, Error, NewPassage, PassChange,
     PassChangeKind, PassId, PassStatus, PassageId, Result, SleeptimePass, SupersedeKind, Timestamp,
@@ -304,7 +305,7 @@ fn settle(tx: &Connection, pass: &PassId) -> Result<()> {
     Ok(())
 }
 
-impl Store {
+impl SleeptimeRows<'_> {
     /// Writes a pass and all its changes in one transaction (see the module docs): block
     /// edits as operations on the current values, passages added and superseded, the pass's
     /// record with one change per effect, and the agent's reading position. Operations that
@@ -314,8 +315,8 @@ impl Store {
     ///
     /// Errors: `NotFound("agent")`; `Invalid` for a passage without text; storage errors.
     /// Nothing is written on error.
-    pub fn commit_pass(&self, commit: &PassCommit) -> Result<SleeptimePass> {
-        self.write(|tx| {
+    pub fn commit_pass(self, commit: &PassCommit) -> Result<SleeptimePass> {
+        self.store.write(|tx| {
             sql::ensure_agent(tx, &commit.pass.agent_id)?;
             let now = sql::now();
             let mut pass = commit.pass.clone();
@@ -340,8 +341,8 @@ impl Store {
     /// Undoes change `index` of pass `pass` (see the module docs). Undoing a change already
     /// undone does nothing. Errors: `NotFound("sleep-time pass" | "change")`; `Conflict` when
     /// a later edit rewrote what the change wrote (nothing is written over).
-    pub fn undo_pass_change(&self, pass: &PassId, index: u32) -> Result<SleeptimePass> {
-        self.write(|tx| {
+    pub fn undo_pass_change(self, pass: &PassId, index: u32) -> Result<SleeptimePass> {
+        self.store.write(|tx| {
             let record = sleeptime::load(tx, pass)?;
             let change = record
                 .changes
@@ -359,8 +360,8 @@ impl Store {
     /// Undoes every change of pass `pass` still standing, newest first, in one transaction:
     /// all of them or, when one cannot be undone, none. Errors: `NotFound("sleep-time pass")`;
     /// `Conflict` naming what a later edit changed.
-    pub fn undo_pass(&self, pass: &PassId) -> Result<SleeptimePass> {
-        self.write(|tx| {
+    pub fn undo_pass(self, pass: &PassId) -> Result<SleeptimePass> {
+        self.store.write(|tx| {
             let record = sleeptime::load(tx, pass)?;
             for c in record
                 .changes

@@ -8,8 +8,8 @@
 //! Letta's list routes take them) become row-value bounds on `(created_at, pk)`; a deep offset
 //! is read from the other end of the list, so the last page is as cheap as the first.
 
-use crate::Store;
 use crate::passage_rows::{PASSAGE_COLS, Query, passage_from_row};
+use crate::rooms::PassageRows;
 use crate::sql::{self, DbResult};
 use engram_core::{AgentId, Error, Passage, PassageId, Result, TagMatch, Timestamp};
 use rusqlite::types::Value;
@@ -557,12 +557,12 @@ fn offset_at(
     })
 }
 
-impl Store {
+impl PassageRows<'_> {
     /// A page of the agent's passages by creation time (see [`PassageList`]), without the
     /// count. Errors: `NotFound("agent")`; `NotFound("passage", id)` for a cursor that is not
     /// one of the agent's passages.
-    pub fn list_passages(&self, agent: &AgentId, q: &PassageList) -> Result<Vec<Passage>> {
-        self.read(|c| {
+    pub fn list(self, agent: &AgentId, q: &PassageList) -> Result<Vec<Passage>> {
+        self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             let q = &effective(c, agent, q)?;
             // Unfiltered, the total is one lookup, and lets a deep offset read from the end.
@@ -577,8 +577,8 @@ impl Store {
 
     /// How many of the agent's passages pass the list's filters (`search`, `tags`, `start`,
     /// `end`; cursors and offsets do not count). Errors: `NotFound("agent")`.
-    pub fn count_passages(&self, agent: &AgentId, q: &PassageList) -> Result<u64> {
-        self.read(|c| {
+    pub fn count(self, agent: &AgentId, q: &PassageList) -> Result<u64> {
+        self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             let q = &effective(c, agent, q)?;
             count(c, agent, q)
@@ -586,9 +586,9 @@ impl Store {
     }
 
     /// A page of the agent's passages with the filtered total and the page's position, read
-    /// under one lock so the three agree. Errors as [`list_passages`](Self::list_passages).
-    pub fn passage_page(&self, agent: &AgentId, q: &PassageList) -> Result<PassagePage> {
-        self.read(|c| {
+    /// under one lock so the three agree. Errors as [`list`](Self::list).
+    pub fn page(self, agent: &AgentId, q: &PassageList) -> Result<PassagePage> {
+        self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             let mut q = effective(c, agent, q)?;
             let total = count(c, agent, &q)?;
@@ -619,6 +619,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Store;
 
     /// SQLite's plan for `sql`, one line per step.
     fn plan(store: &Store, sql: &str, args: Vec<Value>) -> String {

@@ -17,8 +17,8 @@
 //! carries the tags: with a tag filter, a neighbour is the nearest tagged passage among those
 //! rows (the bound keeps a selective tag filter over a bulk insert from walking it all).
 
-use crate::Store;
 use crate::passage_rows::{PassageQuery, Query, filters, load_by_pk};
+use crate::rooms::PassageRows;
 use crate::search;
 use crate::sql::{self, DbResult};
 use engram_core::{AgentId, Passage, PassageId, Result};
@@ -125,7 +125,7 @@ fn neighbour_sql(agent: &AgentId, q: &PassageQuery, keys: &[i64]) -> Result<(Str
     Ok((sql, query.args))
 }
 
-impl Store {
+impl PassageRows<'_> {
     /// The passages written around each of `ids` in `agent`'s archival memory: up to `reach`
     /// before and `reach` after, as neighbour smoothing finds a neighbour — nearest by
     /// creation time, then by insertion order within one instant, each at most 30 minutes
@@ -134,14 +134,14 @@ impl Store {
     /// order, oldest first, without the passage itself; empty where there are none or the id
     /// is not one of the agent's. Late interaction reads a candidate with its neighbours
     /// (`engram_service`'s reranker). Errors: `NotFound("agent")`, storage.
-    pub fn passage_neighbours(
-        &self,
+    pub fn neighbours(
+        self,
         agent: &AgentId,
         q: &PassageQuery,
         ids: &[PassageId],
         reach: usize,
     ) -> Result<Vec<Vec<Passage>>> {
-        self.read(|c| {
+        self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             let q = &*crate::passage_rows::effective(c, agent, q)?;
             let mut keys = Vec::with_capacity(ids.len());
@@ -192,6 +192,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Store;
     use engram_core::{NewPassage, TagMatch};
 
     /// The per-candidate query this module replaced: the reference its answers must equal.
@@ -290,9 +291,10 @@ mod tests {
             });
         }
         for chunk in ps.chunks(17) {
-            store.insert_passages(&agent, chunk).unwrap();
+            store.passages().insert(&agent, chunk).unwrap();
             store
-                .insert_passages(
+                .passages()
+                .insert(
                     &other,
                     &[NewPassage {
                         text: "other".into(),
@@ -400,7 +402,7 @@ mod tests {
             .unwrap();
         let text_of: HashMap<i64, String> = rows
             .iter()
-            .map(|(pk, id)| (*pk, store.get_passage(id).unwrap().text))
+            .map(|(pk, id)| (*pk, store.passages().get(id).unwrap().text))
             .collect();
         let ids: Vec<PassageId> = rows.iter().map(|(_, id)| id.clone()).collect();
         for q in [
@@ -410,7 +412,7 @@ mod tests {
                 ..Default::default()
             },
         ] {
-            let found = store.passage_neighbours(&agent, &q, &ids, 2).unwrap();
+            let found = store.passages().neighbours(&agent, &q, &ids, 2).unwrap();
             let mut reached_two = 0;
             for ((pk, _), got) in rows.iter().zip(&found) {
                 let side = |s: usize| {
@@ -439,7 +441,8 @@ mod tests {
             assert!(reached_two >= 20, "{reached_two}");
         }
         let none = store
-            .passage_neighbours(&agent, &PassageQuery::default(), &ids[..3], 0)
+            .passages()
+            .neighbours(&agent, &PassageQuery::default(), &ids[..3], 0)
             .unwrap();
         assert_eq!(none, vec![Vec::<Passage>::new(); 3]);
     }
@@ -501,7 +504,7 @@ mod tests {
                 ..Default::default()
             })
             .collect();
-        store.insert_passages(&agent, &ps).unwrap();
+        store.passages().insert(&agent, &ps).unwrap();
         let mut keys = all_keys(&store, &agent);
         keys.sort_unstable();
         let found = store

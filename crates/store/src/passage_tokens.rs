@@ -6,26 +6,26 @@
 //! store guarantees is that a blob belongs to the passage's current text and to the agent's
 //! current embedding model.
 
-use crate::Store;
 use crate::message_vectors::current_model;
 use crate::passage_rows::{PASSAGE_COLS, passage_from_row};
+use crate::rooms::PassageRows;
 use crate::sql::{self, DbResult};
 use engram_core::{AgentId, Passage, PassageId, Result};
 use rusqlite::params;
 use std::collections::HashMap;
 
-impl Store {
+impl PassageRows<'_> {
     /// Up to `limit` of the agent's passages that have a vector but no token vectors of
     /// `model` (a handle such as `local/all-minilm-l6-v2`), oldest first; a backfill takes
     /// them batch by batch. Passages without a vector are left to the vector backfill, which
     /// computes both in one pass. Errors: `NotFound("agent")`.
-    pub fn passages_without_tokens(
-        &self,
+    pub fn without_tokens(
+        self,
         agent: &AgentId,
         model: &str,
         limit: usize,
     ) -> Result<Vec<Passage>> {
-        self.read(|c| {
+        self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             let mut stmt = c
                 .prepare_cached(&format!(
@@ -48,8 +48,8 @@ impl Store {
 
     /// How many of the agent's passages lack token vectors of `model` (with or without a
     /// vector). Errors: `NotFound("agent")`.
-    pub fn count_passages_without_tokens(&self, agent: &AgentId, model: &str) -> Result<u64> {
-        self.read(|c| {
+    pub fn count_without_tokens(self, agent: &AgentId, model: &str) -> Result<u64> {
+        self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             c.prepare_cached(
                 "SELECT count(*) FROM passages p WHERE p.agent_id = ?1
@@ -67,13 +67,13 @@ impl Store {
     /// passage still has that text and only while `model` is still the agent's embedding
     /// model; a blob already there for the passage is replaced. Returns how many were stored.
     /// Errors: `NotFound("agent")`.
-    pub fn fill_passage_tokens(
-        &self,
+    pub fn fill_tokens(
+        self,
         agent: &AgentId,
         model: &str,
         filled: &[(PassageId, String, Vec<u8>)],
     ) -> Result<usize> {
-        self.write(|tx| {
+        self.store.write(|tx| {
             if current_model(tx, agent)?.as_deref() != Some(model) {
                 return Ok(0);
             }
@@ -96,13 +96,13 @@ impl Store {
 
     /// The stored token-vector blobs of `model` for those of `ids` that have them (passages
     /// of other agents are never returned). Errors: storage.
-    pub fn passage_tokens(
-        &self,
+    pub fn tokens(
+        self,
         agent: &AgentId,
         model: &str,
         ids: &[PassageId],
     ) -> Result<HashMap<PassageId, Vec<u8>>> {
-        self.read(|c| {
+        self.store.read(|c| {
             let mut stmt = c
                 .prepare_cached(
                     "SELECT t.codes FROM passages p JOIN passage_tokens t ON t.pk = p.pk

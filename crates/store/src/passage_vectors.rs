@@ -2,19 +2,19 @@
 //! passages that lack one, filling them in without overwriting a newer write, and forgetting
 //! them when the model changes.
 
-use crate::Store;
 use crate::passage_rows::{PASSAGE_COLS, passage_from_row};
 use crate::passages::check_vector;
+use crate::rooms::PassageRows;
 use crate::search;
 use crate::sql::{self, DbResult};
 use engram_core::{AgentId, Passage, PassageId, Result};
 use rusqlite::params;
 
-impl Store {
+impl PassageRows<'_> {
     /// Up to `limit` of the agent's passages without a stored vector, oldest first (a
     /// backfill takes them batch by batch). Errors: `NotFound("agent")`.
-    pub fn passages_without_vectors(&self, agent: &AgentId, limit: usize) -> Result<Vec<Passage>> {
-        self.read(|c| {
+    pub fn without_vectors(self, agent: &AgentId, limit: usize) -> Result<Vec<Passage>> {
+        self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             let mut stmt = c
                 .prepare_cached(&format!(
@@ -30,8 +30,8 @@ impl Store {
     }
 
     /// How many of the agent's passages have no stored vector. Errors: `NotFound("agent")`.
-    pub fn count_passages_without_vectors(&self, agent: &AgentId) -> Result<u64> {
-        self.read(|c| {
+    pub fn count_without_vectors(self, agent: &AgentId) -> Result<u64> {
+        self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             c.prepare_cached(
                 "SELECT count(*) FROM passages WHERE agent_id = ?1 AND embedding IS NULL",
@@ -50,8 +50,8 @@ impl Store {
     /// model's vectors). Returns how many were stored.
     /// Errors: `NotFound("agent")`; `Invalid` for an empty or non-finite vector (then nothing
     /// is stored).
-    pub fn fill_passage_vectors(
-        &self,
+    pub fn fill_vectors(
+        self,
         agent: &AgentId,
         model: &str,
         filled: &[(PassageId, String, Vec<f32>)],
@@ -59,7 +59,7 @@ impl Store {
         for (_, _, v) in filled {
             check_vector(v)?;
         }
-        self.write(|tx| {
+        self.store.write(|tx| {
             if crate::message_vectors::current_model(tx, agent)?.as_deref() != Some(model) {
                 return Ok(0);
             }
@@ -88,8 +88,8 @@ impl Store {
     /// Forgets the vectors and token vectors of all the agent's passages (its embedding model
     /// changed: old vectors are not comparable with the new model's). Returns how many were cleared.
     /// Errors: `NotFound("agent")`.
-    pub fn clear_passage_vectors(&self, agent: &AgentId) -> Result<usize> {
-        self.write(|tx| {
+    pub fn clear_vectors(self, agent: &AgentId) -> Result<usize> {
+        self.store.write(|tx| {
             sql::ensure_agent(tx, agent)?;
             // Token vectors are the old model's too (`passage_tokens.rs`).
             tx.prepare_cached(

@@ -2,8 +2,8 @@
 //! itself (its tokenizer and stemmer), so a window can tell a match from a neighbour that word
 //! search brought along as context (`search::Neighbours::Admit`).
 
-use crate::Store;
 use crate::fts_partitions;
+use crate::rooms::PassageRows;
 use crate::search::{FtsQuery, fts_query};
 use crate::sql::{self, DbResult};
 use engram_core::{AgentId, PassageId, Result};
@@ -11,14 +11,14 @@ use rusqlite::params_from_iter;
 use rusqlite::types::Value;
 use std::collections::HashSet;
 
-impl Store {
+impl PassageRows<'_> {
     /// The passages among `ids` (the agent's) whose text holds at least one word of `query`,
     /// as word search counts words (stop words left out, stems compared). A blank query, or one
     /// of stop words only, matches none.
     ///
     /// Errors: `not_found` for an unknown agent; `Storage`.
-    pub fn passages_with_words(
-        &self,
+    pub fn with_words(
+        self,
         agent: &AgentId,
         query: &str,
         ids: &[PassageId],
@@ -26,7 +26,7 @@ impl Store {
         let FtsQuery::Match(expr) = fts_query(query) else {
             return Ok(HashSet::new());
         };
-        self.read(|c| {
+        self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             let Some(n) = fts_partitions::partition(c, agent)? else {
                 return Ok(HashSet::new());

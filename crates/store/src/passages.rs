@@ -5,12 +5,11 @@
 //! caller brings a query embedding, cosine candidates from the agent's vector index
 //! (`vector_index`: exact below 20,000 vectors, an HNSW graph re-scored from the stored vectors
 //! above, built in the background by `vector_build`; only vectors of the query's dimension),
-//! handed to `engram_retrieval`, which fuses and smooths them ([`Store::rank_passages`]); without
+//! handed to `engram_retrieval`, which fuses and smooths them ([`PassageRows::rank`]); without
 //! filters the index is walked on a second thread while the lexical side runs. Tag
 //! and date filters apply before the limit: in each SQL query, and for vectors as a restriction
 //! of the index search or, when they keep few rows, an exact scan of those rows.
 
-use crate::Store;
 use crate::candidates::{Bm25, CandidateDepth, Candidates, Ranking};
 use crate::fts_partitions;
 use crate::passage_neighbours;
@@ -18,6 +17,7 @@ use crate::passage_rows;
 use crate::passage_rows::{
     PASSAGE_COLS, PassageQuery, Query, dedup, filters, load_by_pk, passage_from_row,
 };
+use crate::rooms::PassageRows;
 use crate::search::{self, FtsQuery, fts_query};
 use crate::sql::{self, DbResult};
 use crate::vector_index::Indexes;
@@ -318,22 +318,22 @@ fn filtered_vector_ranking(
     Ok(hits)
 }
 
-impl Store {
+impl PassageRows<'_> {
     /// Stores passages in one transaction; tags are deduplicated keeping their order, given
     /// times are kept (truncated to microseconds), embeddings stored at their native dimension.
     ///
     /// Errors: `NotFound("agent")`; `Invalid` for empty text or an empty/non-finite embedding
     /// (then nothing is stored).
-    pub fn insert_passages(&self, agent: &AgentId, ps: &[NewPassage]) -> Result<Vec<Passage>> {
-        self.write(|tx| {
+    pub fn insert(self, agent: &AgentId, ps: &[NewPassage]) -> Result<Vec<Passage>> {
+        self.store.write(|tx| {
             sql::ensure_agent(tx, agent)?;
             insert(tx, agent, ps, None, sql::now())
         })
     }
 
     /// One passage. Errors: `NotFound("passage", id)`.
-    pub fn get_passage(&self, id: &PassageId) -> Result<Passage> {
-        self.read(|c| {
+    pub fn get(self, id: &PassageId) -> Result<Passage> {
+        self.store.read(|c| {
             c.prepare_cached(&format!(
                 "SELECT {PASSAGE_COLS} FROM passages p WHERE p.id = ?1"
             ))
@@ -347,8 +347,8 @@ impl Store {
 
     /// Deletes one of the agent's passages (with its tags and index entries).
     /// Errors: `NotFound("passage", id)` if the agent has no such passage.
-    pub fn delete_passage(&self, agent: &AgentId, id: &PassageId) -> Result<()> {
-        self.write(|tx| {
+    pub fn delete(self, agent: &AgentId, id: &PassageId) -> Result<()> {
+        self.store.write(|tx| {
             let n = tx
                 .prepare_cached("DELETE FROM passages WHERE id = ?1 AND agent_id = ?2")
                 .db()?
@@ -373,8 +373,8 @@ impl Store {
     /// `engram_retrieval`'s.
     ///
     /// Errors: `NotFound("agent")`; `Invalid` for an empty or non-finite query embedding.
-    pub fn rank_passages(
-        &self,
+    pub fn rank(
+        self,
         agent: &AgentId,
         q: &PassageQuery,
         depth: CandidateDepth,
@@ -384,7 +384,7 @@ impl Store {
             check_vector(v)?;
         }
         let fts = fts_query(&q.query);
-        self.read(|c| {
+        self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             if q.top_k == 0 {
                 return Ok(Vec::new());
@@ -405,7 +405,7 @@ impl Store {
                         FtsQuery::Blank | FtsQuery::NoTerms => Ok(None),
                     };
                     let (vector, lexical) =
-                        vector_ranking(c, &self.vectors, agent, q, v, depth.vector, lexical)?;
+                        vector_ranking(c, &self.store.vectors, agent, q, v, depth.vector, lexical)?;
                     rank(Candidates {
                         lexical,
                         vector: Some(vector),
@@ -429,8 +429,8 @@ impl Store {
 
     /// The agent's passages without a stored embedding, oldest first (to backfill after an
     /// embedding model is configured). Errors: `NotFound("agent")`.
-    pub fn passage_embeddings_missing(&self, agent: &AgentId) -> Result<Vec<Passage>> {
-        self.read(|c| {
+    pub fn embeddings_missing(self, agent: &AgentId) -> Result<Vec<Passage>> {
+        self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             let mut stmt = c
                 .prepare_cached(&format!(
@@ -447,8 +447,8 @@ impl Store {
     /// dimension (passages without one are left out). For exports: the vectors belong to the
     /// agent's embedding model, which the store does not record per passage.
     /// Errors: `NotFound("agent")`.
-    pub fn passage_vectors(&self, agent: &AgentId) -> Result<Vec<(PassageId, Vec<f32>)>> {
-        self.read(|c| {
+    pub fn vectors(self, agent: &AgentId) -> Result<Vec<(PassageId, Vec<f32>)>> {
+        self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             let mut stmt = c
                 .prepare_cached(
@@ -471,9 +471,9 @@ impl Store {
 
     /// Stores (or replaces) a passage's embedding at its native dimension.
     /// Errors: `NotFound("passage")`; `Invalid` for an empty or non-finite vector.
-    pub fn set_passage_embedding(&self, id: &PassageId, v: &[f32]) -> Result<()> {
+    pub fn set_embedding(self, id: &PassageId, v: &[f32]) -> Result<()> {
         check_vector(v)?;
-        self.write(|tx| {
+        self.store.write(|tx| {
             let n = tx
                 .prepare_cached(
                     "UPDATE passages SET embedding_dim = ?2, embedding = ?3 WHERE id = ?1",
@@ -497,6 +497,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Store;
     use engram_core::TagMatch;
 
     /// The first step of SQLite's plan for `sql`.

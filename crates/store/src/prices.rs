@@ -1,6 +1,6 @@
 //! Model prices the user set, and token usage grouped by model for cost totals.
 
-use crate::Store;
+use crate::rooms::SettingRows;
 use crate::sql::{self, DbResult, uint};
 use engram_core::{AgentId, ModelPrice, PriceSource, Result, RunId};
 use rusqlite::params;
@@ -37,17 +37,17 @@ pub(crate) fn price_of(conn: &rusqlite::Connection, model: &str) -> Result<Optio
     }))
 }
 
-impl Store {
+impl SettingRows<'_> {
     /// The price of `model` (`provider/model`): the user's, else the built-in table's, else
     /// `None`. Errors: `Storage`.
-    pub fn model_price(&self, model: &str) -> Result<Option<ModelPrice>> {
-        self.read(|c| price_of(c, model))
+    pub fn model_price(self, model: &str) -> Result<Option<ModelPrice>> {
+        self.store.read(|c| price_of(c, model))
     }
 
     /// The prices the user stored, by model (source [`PriceSource::User`]).
     /// Errors: `Storage`.
-    pub fn user_model_prices(&self) -> Result<Vec<ModelPrice>> {
-        self.read(|c| {
+    pub fn user_model_prices(self) -> Result<Vec<ModelPrice>> {
+        self.store.read(|c| {
             let mut stmt = c
                 .prepare_cached(
                     "SELECT model, input_per_mtok, output_per_mtok FROM model_prices ORDER BY model",
@@ -69,9 +69,9 @@ impl Store {
 
     /// Stores (or replaces) the user's price of `p.model`.
     /// Errors: `Invalid` for an empty model or a negative or non-finite price.
-    pub fn set_model_price(&self, p: &ModelPrice) -> Result<()> {
+    pub fn set_model_price(self, p: &ModelPrice) -> Result<()> {
         p.check()?;
-        self.write(|tx| {
+        self.store.write(|tx| {
             tx.prepare_cached(
                 "INSERT INTO model_prices (model, input_per_mtok, output_per_mtok, updated_at)
                  VALUES (?1, ?2, ?3, ?4)
@@ -92,8 +92,8 @@ impl Store {
 
     /// Removes the user's price of `model` (a built-in price, if any, applies again). Returns
     /// whether there was one. Errors: `Storage`.
-    pub fn delete_model_price(&self, model: &str) -> Result<bool> {
-        self.write(|tx| {
+    pub fn delete_model_price(self, model: &str) -> Result<bool> {
+        self.store.write(|tx| {
             let n = tx
                 .prepare_cached("DELETE FROM model_prices WHERE model = ?1")
                 .db()?
@@ -105,8 +105,8 @@ impl Store {
 
     /// The agent's recorded usage per model (only `run`'s steps when given), by model name.
     /// One indexed pass over the steps table. Errors: `NotFound("agent")`.
-    pub fn usage_by_model(&self, agent: &AgentId, run: Option<&RunId>) -> Result<Vec<ModelUsage>> {
-        self.read(|c| {
+    pub fn usage_by_model(self, agent: &AgentId, run: Option<&RunId>) -> Result<Vec<ModelUsage>> {
+        self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             let mut stmt = c
                 .prepare_cached(
@@ -128,6 +128,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Store;
 
     fn price(model: &str, i: f64, o: f64) -> ModelPrice {
         ModelPrice {
@@ -141,12 +142,16 @@ mod tests {
     #[test]
     fn prices_are_stored_replaced_and_removed() {
         let s = Store::open_in_memory().unwrap();
-        s.set_model_price(&price("openai/gpt-4o-mini", 0.15, 0.6))
+        s.settings()
+            .set_model_price(&price("openai/gpt-4o-mini", 0.15, 0.6))
             .unwrap();
-        s.set_model_price(&price("openai/gpt-4o-mini", 0.2, 0.8))
+        s.settings()
+            .set_model_price(&price("openai/gpt-4o-mini", 0.2, 0.8))
             .unwrap();
-        s.set_model_price(&price("local/x", 0.0, 0.0)).unwrap();
-        let got = s.user_model_prices().unwrap();
+        s.settings()
+            .set_model_price(&price("local/x", 0.0, 0.0))
+            .unwrap();
+        let got = s.settings().user_model_prices().unwrap();
         assert_eq!(
             got,
             [
@@ -154,9 +159,13 @@ mod tests {
                 price("openai/gpt-4o-mini", 0.2, 0.8)
             ]
         );
-        assert!(s.set_model_price(&price("a/b", -1.0, 0.0)).is_err());
-        assert!(s.delete_model_price("local/x").unwrap());
-        assert!(!s.delete_model_price("local/x").unwrap());
-        assert_eq!(s.user_model_prices().unwrap().len(), 1);
+        assert!(
+            s.settings()
+                .set_model_price(&price("a/b", -1.0, 0.0))
+                .is_err()
+        );
+        assert!(s.settings().delete_model_price("local/x").unwrap());
+        assert!(!s.settings().delete_model_price("local/x").unwrap());
+        assert_eq!(s.settings().user_model_prices().unwrap().len(), 1);
     }
 }

@@ -2,14 +2,14 @@
 //!
 //! Providers reject a conversation in which an assistant tool call has no tool result, or a tool
 //! result answers no call; in naive loops one interrupted step breaks an agent for good. On load
-//! the loop calls [`Store::repair_orphaned_tool_calls`], which answers the orphans with `Failed`
+//! the loop calls [`MessageRows::repair_orphaned_tool_calls`], which answers the orphans with `Failed`
 //! results slotted in right after the call's answers (using the `seq` gap), and takes stray tool
 //! results out of the context.
 
-use crate::Store;
 use crate::approvals;
 use crate::message_rows;
 use crate::messages::{self, SEQ_GAP};
+use crate::rooms::MessageRows;
 use crate::sql::{self, DbResult, json_opt};
 use engram_core::{
     AgentId, Error, Message, MessageId, MessageKind, Result, Role, RunId, StepId, Timestamp,
@@ -163,7 +163,7 @@ fn diagnose(context: &[CallRow]) -> Diagnosis {
     Diagnosis { orphans, strays }
 }
 
-impl Store {
+impl MessageRows<'_> {
     /// Makes the agent's context valid for providers again, in one transaction (the calls of
     /// the message a pending approval names are left for the person to decide):
     /// - every in-context assistant tool call without a tool result gets a `Failed` result
@@ -174,9 +174,9 @@ impl Store {
     ///   a result already given, leave the context (they stay in recall memory).
     ///
     /// Returns how many results were inserted. Errors: `NotFound("agent")`.
-    pub fn repair_orphaned_tool_calls(&self, agent: &AgentId, now: Timestamp) -> Result<usize> {
+    pub fn repair_orphaned_tool_calls(self, agent: &AgentId, now: Timestamp) -> Result<usize> {
         let now = sql::truncate(now);
-        self.write(|tx| {
+        self.store.write(|tx| {
             sql::ensure_agent(tx, agent)?;
             let context = call_rows(tx, agent)?;
             let Diagnosis {

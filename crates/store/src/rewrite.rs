@@ -2,7 +2,7 @@
 //! modify), a passage's text and tags (passage modify), and a context reset (reset messages).
 //! Each is one transaction; the search indexes follow through triggers.
 
-use crate::Store;
+use crate::rooms::{AgentRows, MessageRows, PassageRows};
 use crate::sql;
 use crate::sql::DbResult;
 use engram_core::{AgentId, Error, Message, MessageId, Passage, PassageId, Result, ToolCall};
@@ -35,19 +35,19 @@ pub(crate) fn write_tags(tx: &Connection, agent: &AgentId, tags: &[String]) -> R
     Ok(())
 }
 
-impl Store {
+impl AgentRows<'_> {
     /// Replaces the agent's tags (kept in the given order, duplicates and blank tags dropped).
     /// Errors: `NotFound("agent")`.
-    pub fn set_agent_tags(&self, agent: &AgentId, tags: &[String]) -> Result<()> {
-        self.write(|tx| {
+    pub fn set_tags(self, agent: &AgentId, tags: &[String]) -> Result<()> {
+        self.store.write(|tx| {
             sql::ensure_agent(tx, agent)?;
             write_tags(tx, agent, tags)
         })
     }
 
     /// The agent's tags in their order (empty for an unknown agent).
-    pub fn agent_tags(&self, agent: &AgentId) -> Result<Vec<String>> {
-        self.read(|c| {
+    pub fn tags(self, agent: &AgentId) -> Result<Vec<String>> {
+        self.store.read(|c| {
             let mut stmt = c
                 .prepare_cached("SELECT tag FROM agent_tags WHERE agent_id = ?1 ORDER BY position")
                 .db()?;
@@ -55,12 +55,14 @@ impl Store {
             rows.collect::<rusqlite::Result<_>>().db()
         })
     }
+}
 
+impl MessageRows<'_> {
     /// Sets a message's text and, when given, its reasoning and tool calls (same ids, new
     /// arguments), as the model will see them from now on; recall search follows.
     /// Errors: `NotFound("message", id)` if the agent has no such message.
-    pub fn update_message_text(
-        &self,
+    pub fn update_text(
+        self,
         agent: &AgentId,
         id: &MessageId,
         content: &str,
@@ -68,7 +70,7 @@ impl Store {
         tool_calls: Option<&[ToolCall]>,
     ) -> Result<Message> {
         let calls = tool_calls.map(crate::sql::to_json).transpose()?;
-        self.write(|tx| {
+        self.store.write(|tx| {
             let n = tx
                 .prepare_cached(
                     "UPDATE messages SET content = ?3, reasoning = coalesce(?4, reasoning),
@@ -89,15 +91,45 @@ impl Store {
             }
             Ok(())
         })?;
-        self.get_message(id)
+        self.get(id)
     }
 
+    /// Empties the agent's context window (Letta's reset messages): every message leaves the
+    /// window but stays in recall memory, listed and searchable; the recursive summary of the
+    /// old window goes too, and so does a tool call waiting for approval (it is never run).
+    /// Returns how many messages left the window. Errors:
+    /// `NotFound("agent")`.
+    pub fn reset_context(self, agent: &AgentId) -> Result<usize> {
+        self.store.write(|tx| {
+            sql::ensure_agent(tx, agent)?;
+            let n = tx
+                .prepare_cached(
+                    "UPDATE messages SET in_context = 0 WHERE agent_id = ?1 AND in_context = 1",
+                )
+                .db()?
+                .execute([agent.as_str()])
+                .db()?;
+            tx.prepare_cached("UPDATE agents SET summary = NULL WHERE id = ?1")
+                .db()?
+                .execute([agent.as_str()])
+                .db()?;
+            // A call waiting for approval left the window with its message: nothing waits now.
+            tx.prepare_cached("DELETE FROM pending_approvals WHERE agent_id = ?1")
+                .db()?
+                .execute([agent.as_str()])
+                .db()?;
+            Ok(n)
+        })
+    }
+}
+
+impl PassageRows<'_> {
     /// Sets a passage's text and/or tags, in one transaction. A new text replaces the stored
     /// embedding with `embedding` (the new text's vector), or drops it when `None` (it
     /// described the old text). Errors: `NotFound("passage", id)` if the agent has no such
     /// passage; `Invalid` for blank text or a bad vector. Nothing changes on error.
-    pub fn update_passage(
-        &self,
+    pub fn update(
+        self,
         agent: &AgentId,
         id: &PassageId,
         text: Option<&str>,
@@ -110,7 +142,7 @@ impl Store {
         if let Some(v) = embedding {
             crate::passages::check_vector(v)?;
         }
-        self.write(|tx| {
+        self.store.write(|tx| {
             let found: Option<i64> = tx
                 .prepare_cached("SELECT pk FROM passages WHERE id = ?1 AND agent_id = ?2")
                 .db()?
@@ -143,34 +175,6 @@ impl Store {
             }
             Ok(())
         })?;
-        self.get_passage(id)
-    }
-
-    /// Empties the agent's context window (Letta's reset messages): every message leaves the
-    /// window but stays in recall memory, listed and searchable; the recursive summary of the
-    /// old window goes too, and so does a tool call waiting for approval (it is never run).
-    /// Returns how many messages left the window. Errors:
-    /// `NotFound("agent")`.
-    pub fn reset_context(&self, agent: &AgentId) -> Result<usize> {
-        self.write(|tx| {
-            sql::ensure_agent(tx, agent)?;
-            let n = tx
-                .prepare_cached(
-                    "UPDATE messages SET in_context = 0 WHERE agent_id = ?1 AND in_context = 1",
-                )
-                .db()?
-                .execute([agent.as_str()])
-                .db()?;
-            tx.prepare_cached("UPDATE agents SET summary = NULL WHERE id = ?1")
-                .db()?
-                .execute([agent.as_str()])
-                .db()?;
-            // A call waiting for approval left the window with its message: nothing waits now.
-            tx.prepare_cached("DELETE FROM pending_approvals WHERE agent_id = ?1")
-                .db()?
-                .execute([agent.as_str()])
-                .db()?;
-            Ok(n)
-        })
+        self.get(id)
     }
 }

@@ -12,8 +12,9 @@
 //! its save refused instead of writing over the restored value.
 
 use crate::blocks::{self, Author};
+use crate::rooms::MessageRows;
 use crate::sql::{self, DbResult};
-use crate::{Store, message_rows, passage_rows};
+use crate::{message_rows, passage_rows};
 use engram_core::{
     AgentId, Block, BlockId, Editor, Error, MessageId, Passage, Result, Role, RunId, StepId, Usage,
 };
@@ -218,14 +219,14 @@ fn conflict(plan: &TurnRollback) -> Error {
     ))
 }
 
-impl Store {
-    /// What [`rollback_from`](Store::rollback_from) would undo, without changing anything:
+impl MessageRows<'_> {
+    /// What [`rollback_from`](MessageRows::rollback_from) would undo, without changing anything:
     /// blocks with `changed_later` set would make it refuse.
     ///
     /// Errors: `NotFound("agent")`; `NotFound("message", id)` when `from` is not one of the
     /// agent's messages.
-    pub fn rollback_preview(&self, agent: &AgentId, from: &MessageId) -> Result<TurnRollback> {
-        self.read(|c| plan(c, agent, from))
+    pub fn rollback_preview(self, agent: &AgentId, from: &MessageId) -> Result<TurnRollback> {
+        self.store.read(|c| plan(c, agent, from))
     }
 
     /// Removes the conversation from message `from` on, in one transaction: those messages
@@ -237,8 +238,8 @@ impl Store {
     ///
     /// Errors (nothing changes): `NotFound("agent")`, `NotFound("message", id)`; `Conflict`
     /// naming the blocks another writer changed after the turn's edits.
-    pub fn rollback_from(&self, agent: &AgentId, from: &MessageId) -> Result<TurnRollback> {
-        self.write(|tx| {
+    pub fn rollback_from(self, agent: &AgentId, from: &MessageId) -> Result<TurnRollback> {
+        self.store.write(|tx| {
             let plan = plan(tx, agent, from)?;
             if plan.conflicts().next().is_some() {
                 return Err(conflict(&plan));
@@ -289,13 +290,13 @@ impl Store {
     /// Deletes one of the agent's messages from recall memory (and the context window), with
     /// everything that only makes sense with it, in one transaction: an assistant message's
     /// tool calls take their tool results along, so no call is left unanswered and no result
-    /// answers nothing. Memory edits and passages stay (use [`rollback_from`](Store::rollback_from)
+    /// answers nothing. Memory edits and passages stay (use [`rollback_from`](MessageRows::rollback_from)
     /// to undo a turn). Returns the ids removed.
     ///
     /// Errors: `NotFound("message", id)` when it is not one of the agent's messages;
     /// `Invalid` for a tool result (delete the assistant message that made the call).
-    pub fn delete_message(&self, agent: &AgentId, id: &MessageId) -> Result<Vec<MessageId>> {
-        self.write(|tx| {
+    pub fn delete(self, agent: &AgentId, id: &MessageId) -> Result<Vec<MessageId>> {
+        self.store.write(|tx| {
             let m = tx
                 .prepare_cached(&format!(
                     "SELECT {} FROM messages m WHERE m.id = ?1 AND m.agent_id = ?2",
@@ -343,8 +344,8 @@ impl Store {
     /// one "regenerate" re-sends. `None` when there is none.
     ///
     /// Errors: `NotFound("agent")`.
-    pub fn last_user_message(&self, agent: &AgentId) -> Result<Option<engram_core::Message>> {
-        self.read(|c| {
+    pub fn last_user_message(self, agent: &AgentId) -> Result<Option<engram_core::Message>> {
+        self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             c.prepare_cached(&format!(
                 "SELECT {} FROM messages m WHERE m.agent_id = ?1 AND m.role = ?2

@@ -2,8 +2,9 @@
 //! show its usage line and a "stopped" label after a reload from stored data, not from what one
 //! window happened to see live.
 
+use crate::blocks;
+use crate::rooms::RunRows;
 use crate::sql::{self, DbResult, json_opt, ts, uint};
-use crate::{Store, blocks};
 use engram_core::{AgentId, BlockEdit, ErrorBody, Result, RunId, StopReason, Timestamp, Usage};
 use rusqlite::params;
 use serde::{Deserialize, Serialize};
@@ -42,13 +43,13 @@ fn stop_from(s: &str) -> StopReason {
     serde_json::from_value(serde_json::Value::String(s.to_owned())).unwrap_or(StopReason::Error)
 }
 
-impl Store {
+impl RunRows<'_> {
     /// The block edits made by the agent's steps in `runs`, in the order they were made (two
     /// edits in one step are two rows, each with its own old and new value).
     /// Errors: `NotFound("agent")`.
-    pub fn run_edits(&self, agent: &AgentId, runs: &[RunId]) -> Result<Vec<ToolEdit>> {
+    pub fn edits(self, agent: &AgentId, runs: &[RunId]) -> Result<Vec<ToolEdit>> {
         let runs = sql::to_json(&runs.iter().map(RunId::as_str).collect::<Vec<_>>())?;
-        self.read(|c| {
+        self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             let cols = blocks::EDIT_COLS
                 .split(',')
@@ -78,8 +79,8 @@ impl Store {
 
     /// Records how a run ended (replacing an earlier record of the same run).
     /// Errors: `NotFound("agent")`.
-    pub fn record_run(&self, r: &RunRecord) -> Result<()> {
-        self.write(|tx| {
+    pub fn record(self, r: &RunRecord) -> Result<()> {
+        self.store.write(|tx| {
             sql::ensure_agent(tx, &r.agent_id)?;
             tx.prepare_cached(
                 "INSERT OR REPLACE INTO runs (id, agent_id, stop_reason, error, prompt_tokens,
@@ -104,11 +105,11 @@ impl Store {
 
     /// The agent's finished runs whose id is in `ids` (all of them when `ids` is `None`),
     /// oldest first. Errors: `NotFound("agent")`.
-    pub fn list_runs(&self, agent: &AgentId, ids: Option<&[RunId]>) -> Result<Vec<RunRecord>> {
+    pub fn list(self, agent: &AgentId, ids: Option<&[RunId]>) -> Result<Vec<RunRecord>> {
         let ids = ids
             .map(|ids| sql::to_json(&ids.iter().map(RunId::as_str).collect::<Vec<_>>()))
             .transpose()?;
-        self.read(|c| {
+        self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             let mut stmt = c
                 .prepare_cached(

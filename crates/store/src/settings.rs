@@ -1,6 +1,6 @@
 //! Provider settings and app settings. Never API keys: those live in the OS keychain only.
 
-use crate::Store;
+use crate::rooms::SettingRows;
 use crate::sql::{self, DbResult};
 use engram_core::{Error, Result};
 use rusqlite::{OptionalExtension, Row, params};
@@ -28,15 +28,15 @@ fn provider_from_row(r: &Row<'_>) -> rusqlite::Result<ProviderRow> {
     })
 }
 
-impl Store {
+impl SettingRows<'_> {
     /// Creates or replaces a provider's settings (its creation time is kept on replace).
     /// Errors: `Invalid` for an empty name or kind.
-    pub fn upsert_provider(&self, p: &ProviderRow) -> Result<()> {
+    pub fn upsert_provider(self, p: &ProviderRow) -> Result<()> {
         if p.name.trim().is_empty() || p.kind.trim().is_empty() {
             return Err(Error::invalid("a provider needs a name and a kind"));
         }
         let now = sql::micros(sql::now());
-        self.write(|tx| {
+        self.store.write(|tx| {
             tx.prepare_cached(
                 "INSERT INTO providers (name, kind, base_url, default_model, created_at, updated_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?5)
@@ -51,8 +51,8 @@ impl Store {
     }
 
     /// One provider's settings. Errors: `NotFound("provider", name)`.
-    pub fn get_provider(&self, name: &str) -> Result<ProviderRow> {
-        self.read(|c| {
+    pub fn get_provider(self, name: &str) -> Result<ProviderRow> {
+        self.store.read(|c| {
             c.prepare_cached(
                 "SELECT name, kind, base_url, default_model FROM providers WHERE name = ?1",
             )
@@ -65,8 +65,8 @@ impl Store {
     }
 
     /// Every configured provider, by name.
-    pub fn list_providers(&self) -> Result<Vec<ProviderRow>> {
-        self.read(|c| {
+    pub fn list_providers(self) -> Result<Vec<ProviderRow>> {
+        self.store.read(|c| {
             let mut stmt = c
                 .prepare_cached(
                     "SELECT name, kind, base_url, default_model FROM providers ORDER BY name",
@@ -79,8 +79,8 @@ impl Store {
 
     /// Removes a provider's settings (its key, in the keychain, is the caller's business).
     /// Errors: `NotFound("provider", name)`.
-    pub fn delete_provider(&self, name: &str) -> Result<()> {
-        self.write(|tx| {
+    pub fn delete_provider(self, name: &str) -> Result<()> {
+        self.store.write(|tx| {
             let n = tx
                 .execute("DELETE FROM providers WHERE name = ?1", [name])
                 .db()?;
@@ -93,8 +93,8 @@ impl Store {
     }
 
     /// An app setting's value, `None` if it was never set.
-    pub fn get_setting(&self, key: &str) -> Result<Option<String>> {
-        self.read(|c| {
+    pub fn get(self, key: &str) -> Result<Option<String>> {
+        self.store.read(|c| {
             c.prepare_cached("SELECT value FROM settings WHERE key = ?1")
                 .db()?
                 .query_row([key], |r| r.get(0))
@@ -104,8 +104,8 @@ impl Store {
     }
 
     /// Sets an app setting, replacing any previous value.
-    pub fn set_setting(&self, key: &str, value: &str) -> Result<()> {
-        self.write(|tx| {
+    pub fn set(self, key: &str, value: &str) -> Result<()> {
+        self.store.write(|tx| {
             tx.prepare_cached(
                 "INSERT INTO settings (key, value) VALUES (?1, ?2)
                  ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -118,8 +118,8 @@ impl Store {
     }
 
     /// Every app setting whose key starts with `prefix`, by key.
-    pub fn settings_with_prefix(&self, prefix: &str) -> Result<Vec<(String, String)>> {
-        self.read(|c| {
+    pub fn with_prefix(self, prefix: &str) -> Result<Vec<(String, String)>> {
+        self.store.read(|c| {
             let mut stmt = c
                 .prepare_cached(
                     "SELECT key, value FROM settings WHERE substr(key, 1, length(?1)) = ?1

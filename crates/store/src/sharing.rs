@@ -1,8 +1,8 @@
 //! Blocks as the memory panel manages them: a new block made for one agent, and which agents
 //! share each block (Letta's shared memory: one block row attached to several agents).
 
-use crate::Store;
 use crate::blocks::{self, label_conflict};
+use crate::rooms::BlockRows;
 use crate::sql::{self, DbResult};
 use engram_core::{AgentId, Block, BlockId, NewBlock, Result};
 use rusqlite::{Connection, params};
@@ -28,25 +28,25 @@ pub struct SharedBlock {
     pub agents: Vec<BlockAgent>,
 }
 
-impl Store {
+impl BlockRows<'_> {
     /// Creates a block and attaches it to `agent` after its other blocks, in one transaction.
-    /// Defaults as in [`create_block`](Store::create_block).
+    /// Defaults as in [`create_block`](BlockRows::create).
     ///
     /// Errors: `NotFound("agent")`; `Invalid` for a bad label or a value over an explicit limit;
     /// `Conflict` when the agent already has a block with that label. Nothing is written on
     /// error.
-    pub fn create_agent_block(&self, agent: &AgentId, new: &NewBlock) -> Result<Block> {
+    pub fn create_for_agent(self, agent: &AgentId, new: &NewBlock) -> Result<Block> {
         let block = blocks::build(new, sql::now())?;
-        self.write(|tx| {
+        self.store.write(|tx| {
             insert_for_agent(tx, agent, &block)?;
             Ok(block)
         })
     }
 
     /// Every block with the agents it is attached to, oldest block first.
-    pub fn shared_blocks(&self) -> Result<Vec<SharedBlock>> {
-        let all = self.list_blocks(None)?;
-        let links: Vec<(BlockId, BlockAgent)> = self.read(|c| {
+    pub fn shared(self) -> Result<Vec<SharedBlock>> {
+        let all = self.list(None)?;
+        let links: Vec<(BlockId, BlockAgent)> = self.store.read(|c| {
             let mut stmt = c
                 .prepare_cached(
                     "SELECT ab.block_id, a.id, a.name FROM agent_blocks ab

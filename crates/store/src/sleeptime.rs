@@ -2,7 +2,7 @@
 //! stopped reading, and the record of every pass with its changes (see `pass_commit` for how a
 //! pass's changes are written and undone).
 
-use crate::Store;
+use crate::rooms::SleeptimeRows;
 use crate::sql::{self, DbResult, json, ts};
 use engram_core::{
     AgentId, Error, MessageId, PassChange, PassId, PassStatus, PassTrigger, PassUsage, Result,
@@ -144,10 +144,10 @@ fn usage(conn: &Connection, agent: Option<&AgentId>, since: Timestamp) -> Result
     Ok(out)
 }
 
-impl Store {
+impl SleeptimeRows<'_> {
     /// The agent's sleep-time settings (defaults when never set). Errors: `NotFound("agent")`.
-    pub fn sleeptime_settings(&self, agent: &AgentId) -> Result<SleeptimeSettings> {
-        self.read(|c| {
+    pub fn settings(self, agent: &AgentId) -> Result<SleeptimeSettings> {
+        self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             let stored: Option<String> = c
                 .prepare_cached("SELECT settings FROM sleeptime_settings WHERE agent_id = ?1")
@@ -163,14 +163,14 @@ impl Store {
 
     /// Stores the agent's sleep-time settings (its reading position is kept).
     /// Errors: `NotFound("agent")`; `Invalid` for a frequency, step limit or timeout of 0.
-    pub fn set_sleeptime_settings(&self, agent: &AgentId, s: &SleeptimeSettings) -> Result<()> {
+    pub fn set_settings(self, agent: &AgentId, s: &SleeptimeSettings) -> Result<()> {
         if s.frequency == 0 || s.max_steps == 0 || s.timeout_secs == 0 {
             return Err(Error::invalid(
                 "sleep-time frequency, step limit and timeout must each be at least 1",
             ));
         }
         let text = sql::to_json(s)?;
-        self.write(|tx| {
+        self.store.write(|tx| {
             sql::ensure_agent(tx, agent)?;
             tx.prepare_cached(
                 "INSERT INTO sleeptime_settings (agent_id, settings) VALUES (?1, ?2)
@@ -185,8 +185,8 @@ impl Store {
 
     /// The sequence number of the last message the agent's passes read (0 before the first).
     /// Errors: `NotFound("agent")`.
-    pub fn sleeptime_last_seq(&self, agent: &AgentId) -> Result<i64> {
-        self.read(|c| {
+    pub fn last_seq(self, agent: &AgentId) -> Result<i64> {
+        self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             Ok(
                 c.prepare_cached("SELECT last_seq FROM sleeptime_settings WHERE agent_id = ?1")
@@ -202,8 +202,8 @@ impl Store {
     /// The id of the last message the agent's passes read (Letta's group
     /// `last_processed_message_id`), or `None` before the first pass.
     /// Errors: `NotFound("agent")`.
-    pub fn sleeptime_last_message(&self, agent: &AgentId) -> Result<Option<MessageId>> {
-        self.read(|c| {
+    pub fn last_message(self, agent: &AgentId) -> Result<Option<MessageId>> {
+        self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             c.prepare_cached(
                 "SELECT m.id FROM messages m
@@ -221,8 +221,8 @@ impl Store {
 
     /// What is waiting for the agent's next pass: user messages since the last message a pass
     /// read, and compactions since the last pass that ran. Errors: `NotFound("agent")`.
-    pub fn sleeptime_backlog(&self, agent: &AgentId) -> Result<(u32, u32)> {
-        self.read(|c| {
+    pub fn backlog(self, agent: &AgentId) -> Result<(u32, u32)> {
+        self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             c.prepare_cached(
                 "WITH s AS (SELECT coalesce((SELECT last_seq FROM sleeptime_settings
@@ -242,42 +242,46 @@ impl Store {
     }
 
     /// The global budget of passes (no limits when never set).
-    pub fn sleeptime_budget(&self) -> Result<SleeptimeBudget> {
+    pub fn budget(self) -> Result<SleeptimeBudget> {
         Ok(self
-            .get_setting(BUDGET_SETTING)?
+            .store
+            .settings()
+            .get(BUDGET_SETTING)?
             .and_then(|s| serde_json::from_str(&s).ok())
             .unwrap_or_default())
     }
 
     /// Stores the global budget of passes.
-    pub fn set_sleeptime_budget(&self, budget: &SleeptimeBudget) -> Result<()> {
-        self.set_setting(BUDGET_SETTING, &sql::to_json(budget)?)
+    pub fn set_budget(self, budget: &SleeptimeBudget) -> Result<()> {
+        self.store
+            .settings()
+            .set(BUDGET_SETTING, &sql::to_json(budget)?)
     }
 
     /// Passes that ran since `since`, the tokens they used and their cost: the agent's when
     /// given, else every agent's together. Skipped passes do not count.
-    pub fn sleeptime_usage(&self, agent: Option<&AgentId>, since: Timestamp) -> Result<PassUsage> {
-        self.read(|c| usage(c, agent, since))
+    pub fn usage(self, agent: Option<&AgentId>, since: Timestamp) -> Result<PassUsage> {
+        self.store.read(|c| usage(c, agent, since))
     }
 
     /// Records a pass that wrote nothing (skipped, failed); a pass with changes goes through
-    /// [`commit_pass`](Store::commit_pass). Errors: `NotFound("agent")`.
-    pub fn record_pass(&self, pass: &SleeptimePass) -> Result<()> {
-        self.write(|tx| {
+    /// [`commit_pass`](SleeptimeRows::commit_pass). Errors: `NotFound("agent")`.
+    pub fn record_pass(self, pass: &SleeptimePass) -> Result<()> {
+        self.store.write(|tx| {
             sql::ensure_agent(tx, &pass.agent_id)?;
             insert_pass(tx, pass)
         })
     }
 
     /// One pass with its changes. Errors: `NotFound("sleep-time pass")`.
-    pub fn get_pass(&self, id: &PassId) -> Result<SleeptimePass> {
-        self.read(|c| load(c, id))
+    pub fn get_pass(self, id: &PassId) -> Result<SleeptimePass> {
+        self.store.read(|c| load(c, id))
     }
 
     /// The agent's passes, newest first, at most `limit`, with their changes.
     /// Errors: `NotFound("agent")`.
-    pub fn list_passes(&self, agent: &AgentId, limit: usize) -> Result<Vec<SleeptimePass>> {
-        self.read(|c| {
+    pub fn list_passes(self, agent: &AgentId, limit: usize) -> Result<Vec<SleeptimePass>> {
+        self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             let mut stmt = c
                 .prepare_cached(&format!(

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 /// One edit of a block by a step: an operation re-applied to the block's value as stored at
-/// commit time (see [`Store::commit_step`](crate::Store::commit_step)).
+/// commit time (see [`RunRows::commit_step`](crate::RunRows::commit_step)).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BlockWrite {
     /// The block to change.

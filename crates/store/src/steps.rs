@@ -1,9 +1,10 @@
 //! Steps: one LLM call and everything it changed, committed as one transaction.
 
 use crate::approvals::{self, ApprovalWrite};
+use crate::rooms::RunRows;
 use crate::sql::{self, DbResult, ts, uint};
 use crate::step_edits::{self, BlockChange, BlockWrite};
-use crate::{Store, messages, passages};
+use crate::{messages, passages};
 use engram_core::{AgentId, Message, NewMessage, NewPassage, Passage, Result, RunId, Step, StepId};
 use rusqlite::{Connection, Row, params};
 use serde::{Deserialize, Serialize};
@@ -26,7 +27,7 @@ pub struct StepCommit {
     pub approval: ApprovalWrite,
 }
 
-/// What [`Store::commit_step`] stored.
+/// What [`RunRows::commit_step`] stored.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CommittedStep {
     /// The appended messages, with ids and `seq`.
@@ -82,7 +83,7 @@ pub(crate) fn insert_step(conn: &Connection, s: &Step) -> Result<()> {
     Ok(())
 }
 
-impl Store {
+impl RunRows<'_> {
     /// Commits a step all or nothing, in one transaction: the step row, then the block writes
     /// (module `step_edits`: each operation is applied to the block's value as
     /// stored *now*, bumping its version, with a history row naming the step; an operation that
@@ -95,7 +96,7 @@ impl Store {
     /// `Conflict` if the step id or a message id already exists, or the step asks for an
     /// approval while another is pending; `NotFound("pending approval")` if it resolves one
     /// that is no longer pending.
-    pub fn commit_step(&self, c: &StepCommit) -> Result<CommittedStep> {
+    pub fn commit_step(self, c: &StepCommit) -> Result<CommittedStep> {
         let agent = &c.step.agent_id;
         let mut msgs: Vec<NewMessage> = c
             .messages
@@ -107,7 +108,7 @@ impl Store {
                 m
             })
             .collect();
-        self.write(|tx| {
+        self.store.write(|tx| {
             sql::ensure_agent(tx, agent)?;
             insert_step(tx, &c.step)?;
             let now = sql::now();
@@ -126,8 +127,8 @@ impl Store {
 
     /// The agent's steps, oldest first; only those of `run` when given.
     /// Errors: `NotFound("agent")`.
-    pub fn list_steps(&self, agent: &AgentId, run: Option<&RunId>) -> Result<Vec<Step>> {
-        self.read(|c| {
+    pub fn list_steps(self, agent: &AgentId, run: Option<&RunId>) -> Result<Vec<Step>> {
+        self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             let mut stmt = c
                 .prepare_cached(&format!(

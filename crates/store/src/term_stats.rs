@@ -3,8 +3,8 @@
 //! "The Probabilistic Relevance Framework: BM25 and Beyond", 2009), read from the agent's own
 //! full-text index so another agent's passages never change them (see `fts_partitions`).
 
-use crate::Store;
 use crate::fts_partitions::{partition, passages_table};
+use crate::rooms::PassageRows;
 use crate::sql::{self, DbResult};
 use engram_core::{AgentId, Result};
 
@@ -19,12 +19,12 @@ pub struct TermStats {
     pub frequencies: Vec<u64>,
 }
 
-impl Store {
+impl PassageRows<'_> {
     /// How many of the agent's passages hold each of `words` (one word each; anything but
     /// letters and digits splits it, and the first piece counts), counted in the agent's
     /// full-text index. One indexed lookup per word. Errors: `NotFound("agent")`.
-    pub fn passage_term_stats(&self, agent: &AgentId, words: &[String]) -> Result<TermStats> {
-        self.read(|c| {
+    pub fn term_stats(self, agent: &AgentId, words: &[String]) -> Result<TermStats> {
+        self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             let passages = c
                 .prepare_cached("SELECT count(*) FROM passages WHERE agent_id = ?1")
@@ -71,7 +71,7 @@ mod tests {
 
     fn agent(store: &Store, texts: &[&str]) -> AgentId {
         let agent = Agent::new("T", LlmConfig::new("openai/gpt-4o-mini"));
-        let (agent, _) = store.create_agent(&agent, &[], &[]).unwrap();
+        let (agent, _) = store.agents().create(&agent, &[], &[]).unwrap();
         let passages: Vec<NewPassage> = texts
             .iter()
             .map(|t| NewPassage {
@@ -79,7 +79,7 @@ mod tests {
                 ..NewPassage::default()
             })
             .collect();
-        store.insert_passages(&agent.id, &passages).unwrap();
+        store.passages().insert(&agent.id, &passages).unwrap();
         agent.id
     }
 
@@ -100,10 +100,10 @@ mod tests {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        let stats = store.passage_term_stats(&a, &words).unwrap();
+        let stats = store.passages().term_stats(&a, &words).unwrap();
         assert_eq!(stats.passages, 3);
         assert_eq!(stats.frequencies, vec![2, 2, 1, 0, 0, 0]);
-        let unknown = store.passage_term_stats(&AgentId::new(), &words);
+        let unknown = store.passages().term_stats(&AgentId::new(), &words);
         assert!(
             matches!(unknown, Err(engram_core::Error::NotFound { .. })),
             "{unknown:?}"

@@ -2,7 +2,7 @@
 //! list and `tool_rules`), so renaming or deleting a tool rewrites those lists in the same
 //! transaction.
 
-use crate::Store;
+use crate::rooms::ToolRows;
 use crate::sql::{self, DbResult, json, to_json, ts};
 use engram_core::{Error, Result, Tool, ToolId, ToolLanguage};
 use rusqlite::{Connection, OptionalExtension, Row, params};
@@ -173,18 +173,18 @@ pub(crate) fn map_rule_names(
     }
 }
 
-impl Store {
+impl ToolRows<'_> {
     /// Creates the tool, or replaces the one with the same name (id and `created_at` kept).
     /// Returns it as stored. Errors: `Storage`.
-    pub fn upsert_tool(&self, tool: &Tool) -> Result<Tool> {
-        self.write(|tx| upsert(tx, tool))
+    pub fn upsert(self, tool: &Tool) -> Result<Tool> {
+        self.store.write(|tx| upsert(tx, tool))
     }
 
     /// Replaces the tool `id` with `tool` (its name may change: agents that had the old name
     /// get the new one, in their tool lists and rules). Errors: `NotFound("tool")`;
     /// `Conflict` when another tool has the new name.
-    pub fn replace_tool(&self, id: &ToolId, tool: &Tool) -> Result<Tool> {
-        self.write(|tx| {
+    pub fn replace(self, id: &ToolId, tool: &Tool) -> Result<Tool> {
+        self.store.write(|tx| {
             let old = load_by(tx, "id", id.as_str())?
                 .ok_or_else(|| Error::not_found("tool", id.as_str()))?;
             if old.name != tool.name {
@@ -209,8 +209,8 @@ impl Store {
     /// the SHA-256 of the source now stored (so the user trusts exactly the code they were
     /// shown). Returns the tool. Errors: `NotFound("tool")`; `Invalid` for a tool without
     /// source; `Conflict` naming the current hash when the source changed since it was shown.
-    pub fn trust_tool(&self, id: &ToolId, expected_hash: &str) -> Result<Tool> {
-        self.write(|tx| {
+    pub fn trust(self, id: &ToolId, expected_hash: &str) -> Result<Tool> {
+        self.store.write(|tx| {
             let tool = load_by(tx, "id", id.as_str())?
                 .ok_or_else(|| Error::not_found("tool", id.as_str()))?;
             let Some(current) = tool.source_hash.clone() else {
@@ -237,8 +237,8 @@ impl Store {
 
     /// Withdraws trust from a tool: it stops running until trusted again. Returns the tool.
     /// Errors: `NotFound("tool")`.
-    pub fn untrust_tool(&self, id: &ToolId) -> Result<Tool> {
-        self.write(|tx| {
+    pub fn untrust(self, id: &ToolId) -> Result<Tool> {
+        self.store.write(|tx| {
             let n = tx
                 .execute(
                     "UPDATE tools SET trusted_hash = NULL WHERE id = ?1",
@@ -253,19 +253,20 @@ impl Store {
     }
 
     /// One tool by id. Errors: `NotFound("tool")`.
-    pub fn get_tool(&self, id: &ToolId) -> Result<Tool> {
-        self.read(|c| load_by(c, "id", id.as_str()))?
+    pub fn get(self, id: &ToolId) -> Result<Tool> {
+        self.store
+            .read(|c| load_by(c, "id", id.as_str()))?
             .ok_or_else(|| Error::not_found("tool", id.as_str()))
     }
 
     /// One tool by name, if there is one.
-    pub fn tool_by_name(&self, name: &str) -> Result<Option<Tool>> {
-        self.read(|c| load_by(c, "name", name))
+    pub fn by_name(self, name: &str) -> Result<Option<Tool>> {
+        self.store.read(|c| load_by(c, "name", name))
     }
 
     /// Every user tool, by name.
-    pub fn list_tools(&self) -> Result<Vec<Tool>> {
-        self.read(|c| {
+    pub fn list(self) -> Result<Vec<Tool>> {
+        self.store.read(|c| {
             let mut stmt = c
                 .prepare_cached(&format!("SELECT {TOOL_COLS} FROM tools ORDER BY name"))
                 .db()?;
@@ -275,8 +276,8 @@ impl Store {
     }
 
     /// The user tools among `names` (names without a row are skipped), in `names` order.
-    pub fn tools_named(&self, names: &[String]) -> Result<Vec<Tool>> {
-        self.read(|c| {
+    pub fn named(self, names: &[String]) -> Result<Vec<Tool>> {
+        self.store.read(|c| {
             let mut out = Vec::new();
             for n in names {
                 if let Some(t) = load_by(c, "name", n)? {
@@ -289,8 +290,8 @@ impl Store {
 
     /// Deletes the tool and detaches it from every agent (its rules go too), in one
     /// transaction. Errors: `NotFound("tool")`.
-    pub fn delete_tool(&self, id: &ToolId) -> Result<()> {
-        self.write(|tx| {
+    pub fn delete(self, id: &ToolId) -> Result<()> {
+        self.store.write(|tx| {
             let old = load_by(tx, "id", id.as_str())?
                 .ok_or_else(|| Error::not_found("tool", id.as_str()))?;
             tx.execute("DELETE FROM tools WHERE id = ?1", [id.as_str()])

@@ -7,8 +7,8 @@
 //! so and may choose a whole restore of the value before the edit, after seeing what that
 //! loses ([`UndoPlan`]).
 
-use crate::Store;
 use crate::blocks::{self, Author};
+use crate::rooms::BlockRows;
 use crate::sql::{self, DbResult};
 use engram_core::memory::check_limit;
 use engram_core::{Block, BlockId, EditId, Editor, Error, Result};
@@ -155,7 +155,7 @@ pub(crate) fn write_undo(conn: &Connection, plan: &UndoPlan, value: &str) -> Res
     )
 }
 
-/// [`Store::undo_edit`] inside the caller's transaction (a sleep-time pass undoes all its
+/// [`BlockRows::undo_edit`] inside the caller's transaction (a sleep-time pass undoes all its
 /// edits in one).
 pub(crate) fn undo_in(tx: &Connection, edit: &EditId, based_on: Option<u64>) -> Result<Block> {
     let p = plan(tx, edit)?;
@@ -173,11 +173,11 @@ pub(crate) fn undo_in(tx: &Connection, edit: &EditId, based_on: Option<u64>) -> 
     write_undo(tx, &p, &value)
 }
 
-impl Store {
+impl BlockRows<'_> {
     /// What undoing `edit` would do to its block as stored now (see [`UndoPlan`]).
     /// Errors: `NotFound("edit")`.
-    pub fn undo_plan(&self, edit: &EditId) -> Result<UndoPlan> {
-        self.read(|c| plan(c, edit))
+    pub fn undo_plan(self, edit: &EditId) -> Result<UndoPlan> {
+        self.store.read(|c| plan(c, edit))
     }
 
     /// Undoes just `edit`, keeping every edit made after it (its reverse operation, see
@@ -186,22 +186,22 @@ impl Store {
     ///
     /// Errors: `NotFound("edit")`; `StaleVersion` with the current block; `Conflict` when the
     /// text the edit changed is no longer in the block exactly once (only a whole restore,
-    /// [`restore_edit`](Store::restore_edit), can undo it then); `Invalid` if the result no
+    /// [`restore_edit`](BlockRows::restore_edit), can undo it then); `Invalid` if the result no
     /// longer fits the limit. Nothing changes on error.
-    pub fn undo_edit(&self, edit: &EditId, based_on: Option<u64>) -> Result<Block> {
-        self.write(|tx| undo_in(tx, edit, based_on))
+    pub fn undo_edit(self, edit: &EditId, based_on: Option<u64>) -> Result<Block> {
+        self.store.write(|tx| undo_in(tx, edit, based_on))
     }
 
     /// Restores the whole value `edit` replaced (its `old_value`), dropping every later edit of
-    /// the block — the choice offered when [`undo_edit`](Store::undo_edit) cannot apply. It is a
+    /// the block — the choice offered when [`undo_edit`](BlockRows::undo_edit) cannot apply. It is a
     /// whole-value write: with `based_on` it is refused if the block changed since, so it never
     /// silently discards an edit the person has not seen. Recorded as an edit by
     /// [`Editor::Undo`].
     ///
     /// Errors: `NotFound("edit")`; `StaleVersion` with the current block; `Invalid` if the old
     /// value no longer fits.
-    pub fn restore_edit(&self, edit: &EditId, based_on: Option<u64>) -> Result<Block> {
-        self.write(|tx| {
+    pub fn restore_edit(self, edit: &EditId, based_on: Option<u64>) -> Result<Block> {
+        self.store.write(|tx| {
             let p = plan(tx, edit)?;
             blocks::check_version(&p.block, based_on)?;
             let value = p.restored.clone();

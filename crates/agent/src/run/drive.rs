@@ -46,7 +46,7 @@ impl Runtime {
         cancel: &CancellationToken,
     ) -> Result<RunOutcome> {
         let agent_id = turn.agent();
-        if let Some(p) = self.store.pending_approval(agent_id)? {
+        if let Some(p) = self.store.runs().pending_approval(agent_id)? {
             return Err(p.blocks_new_message());
         }
         let setup = self.setup(agent_id)?;
@@ -64,6 +64,7 @@ impl Runtime {
         });
         let repaired = self
             .store
+            .messages()
             .repair_orphaned_tool_calls(agent_id, chrono::Utc::now())?;
         if repaired > 0 {
             tracing::warn!(%agent_id, repaired, "answered tool calls left open by an interrupted run");
@@ -72,7 +73,7 @@ impl Runtime {
             run_id: Some(run.run_id.clone()),
             ..input
         };
-        let written = self.store.append_messages(agent_id, &[input])?;
+        let written = self.store.messages().append(agent_id, &[input])?;
         for m in &written {
             run.emit(RunEvent::Message { message: m.clone() });
         }
@@ -164,7 +165,7 @@ impl Runtime {
             usage: run.usage,
             ended_at: chrono::Utc::now(),
         };
-        if let Err(e) = self.store.record_run(&record) {
+        if let Err(e) = self.store.runs().record(&record) {
             tracing::warn!(agent_id = %agent.id, error = %e, "could not record how the run ended");
         }
         run.emit(RunEvent::Done {

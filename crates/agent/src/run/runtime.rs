@@ -97,7 +97,7 @@ impl Runtime {
     /// Errors: `NotFound("agent")`, configuration errors (no provider, no key),
     /// `context_window_too_small`.
     pub fn preflight(&self, agent_id: &AgentId) -> Result<()> {
-        let agent = self.store.get_agent(agent_id)?;
+        let agent = self.store.agents().get(agent_id)?;
         self.models.chat_model(&agent.llm)?;
         self.check_window(&agent)?;
         if let Some(e) = &agent.embedding {
@@ -109,7 +109,7 @@ impl Runtime {
     /// What a run needs before anything is written: the agent, its model clients, and the
     /// check that its context window can hold it.
     pub(crate) fn setup(&self, agent_id: &AgentId) -> Result<Setup> {
-        let agent = self.store.get_agent(agent_id)?;
+        let agent = self.store.agents().get(agent_id)?;
         let model = self.models.chat_model(&agent.llm)?;
         self.check_window(&agent)?;
         let embedder = agent

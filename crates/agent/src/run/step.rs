@@ -142,7 +142,7 @@ impl Runtime {
                     MessageKind::Alert,
                     crate::prompts::memory_pressure_alert(percent),
                 );
-                self.store.append_messages(agent_id, &[alert])?;
+                self.store.messages().append(agent_id, &[alert])?;
                 set_warned(true);
                 context::load(&self.store, agent_id, chrono::Utc::now(), true)?
             }
@@ -296,7 +296,7 @@ impl Runtime {
             passages,
             approval,
         };
-        let committed = self.store.commit_step(&commit)?;
+        let committed = self.store.runs().commit_step(&commit)?;
         let mut step_usage = Usage::default();
         step_usage.add_step(prompt_tokens, completion_tokens);
         run.usage.add_step(prompt_tokens, completion_tokens);
@@ -355,7 +355,7 @@ impl Runtime {
             passages: Vec::new(),
             approval: ApprovalWrite::Keep,
         };
-        let committed = self.store.commit_step(&commit)?;
+        let committed = self.store.runs().commit_step(&commit)?;
         let mut step_usage = Usage::default();
         step_usage.add_step(prompt_tokens, completion_tokens);
         announce::step(run.events, &ctx.agent.id, &committed, step_usage);

@@ -99,7 +99,7 @@ pub(super) async fn search(ctx: &mut ToolContext<'_>, args: &Args) -> Result<Str
                 // A fact from the history: say when it stopped being true and what replaced it.
                 r["replaced_at"] = json!(format_time(s.at));
                 r["replaced_how"] = json!(s.kind.as_str());
-                if let Some(by) = s.by.as_ref().and_then(|id| ctx.store.get_passage(id).ok()) {
+                if let Some(by) = s.by.as_ref().and_then(|id| ctx.store.passages().get(id).ok()) {
                     r["replaced_by"] = json!(by.text);
                 }
             }

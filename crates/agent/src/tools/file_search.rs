@@ -73,7 +73,8 @@ pub(super) fn grep(ctx: &mut ToolContext<'_>, args: &Args) -> Result<String, Str
     let offset = args.opt_int("offset")?.unwrap_or(0).max(0) as usize;
     let files: Vec<AgentFile> = ctx
         .store
-        .agent_files(&ctx.agent.id)
+        .folders()
+        .files_of_agent(&ctx.agent.id)
         .map_err(|e| e.to_string())?
         .into_iter()
         .filter(|f| {
@@ -90,11 +91,19 @@ pub(super) fn grep(ctx: &mut ToolContext<'_>, args: &Args) -> Result<String, Str
     let mut in_files = 0usize;
     let mut shown = String::new();
     for f in &files {
-        let meta = ctx.store.get_file(&f.file_id).map_err(|e| e.to_string())?;
+        let meta = ctx
+            .store
+            .folders()
+            .get_file(&f.file_id)
+            .map_err(|e| e.to_string())?;
         if !matches!(meta.status, FileStatus::Completed | FileStatus::Embedding) {
             continue;
         }
-        let Some((text, pages)) = ctx.store.file_text(&f.file_id).map_err(|e| e.to_string())?
+        let Some((text, pages)) = ctx
+            .store
+            .folders()
+            .file_text(&f.file_id)
+            .map_err(|e| e.to_string())?
         else {
             continue;
         };
@@ -177,7 +186,8 @@ pub(super) async fn semantic(ctx: &mut ToolContext<'_>, args: &Args) -> Result<S
     }
     let folders = ctx
         .store
-        .agent_folders(&ctx.agent.id)
+        .folders()
+        .of_agent(&ctx.agent.id)
         .map_err(|e| e.to_string())?;
     let mut out = String::new();
     for (i, h) in hits.iter().enumerate() {

@@ -19,12 +19,14 @@ pub const MAX_WINDOW_LINES: u32 = 400;
 pub(super) fn readable(ctx: &ToolContext<'_>, name: &str) -> Result<FolderFile, String> {
     let found = ctx
         .store
-        .agent_file_named(&ctx.agent.id, name)
+        .folders()
+        .file_of_agent(&ctx.agent.id, name)
         .map_err(|e| e.to_string())?;
     let Some(file) = found else {
         let names: Vec<String> = ctx
             .store
-            .agent_files(&ctx.agent.id)
+            .folders()
+            .files_of_agent(&ctx.agent.id)
             .map_err(|e| e.to_string())?
             .into_iter()
             .take(20)
@@ -81,6 +83,7 @@ pub(super) fn open(ctx: &mut ToolContext<'_>, args: &Args) -> Result<String, Str
     if args.opt_bool("close_all_others")?.unwrap_or(false) {
         let n = ctx
             .store
+            .folders()
             .close_all_files(agent)
             .map_err(|e| e.to_string())?;
         if n > 0 {
@@ -105,6 +108,7 @@ pub(super) fn open(ctx: &mut ToolContext<'_>, args: &Args) -> Result<String, Str
         };
         let closed = ctx
             .store
+            .folders()
             .open_file(agent, &file.id, offset, length, MAX_OPEN_FILES)
             .map_err(|e| e.to_string())?;
         let last = (offset + length - 1).min(file.lines.max(1));
@@ -119,7 +123,11 @@ pub(super) fn open(ctx: &mut ToolContext<'_>, args: &Args) -> Result<String, Str
         }
         line.push('.');
         if !closed.is_empty() {
-            let all = ctx.store.agent_files(agent).map_err(|e| e.to_string())?;
+            let all = ctx
+                .store
+                .folders()
+                .files_of_agent(agent)
+                .map_err(|e| e.to_string())?;
             let names: Vec<&str> = closed
                 .iter()
                 .filter_map(|id| all.iter().find(|f| &f.file_id == id))

@@ -35,7 +35,7 @@ fn find(ctx: &ToolContext<'_>, label: &str) -> Result<usize, String> {
 /// `version` stays the stored one (queued writes are not committed yet). A block that can no
 /// longer be read keeps its working copy; the commit will refuse the write then.
 pub(super) fn refresh(ctx: &mut ToolContext<'_>, index: usize) {
-    let Ok(mut fresh) = ctx.store.get_block(&ctx.blocks[index].id) else {
+    let Ok(mut fresh) = ctx.store.blocks().get(&ctx.blocks[index].id) else {
         return;
     };
     for w in ctx.writes.iter().filter(|w| w.block_id == fresh.id) {

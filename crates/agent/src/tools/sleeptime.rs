@@ -2,7 +2,7 @@
 //! memory tools), archival inserts, searches that show passage ids, superseding and merging
 //! passages, and `finish`. Nothing is written while the pass runs: edits queue in the
 //! [`ToolContext`] and archival changes in [`PassState`], and the pass writes them all in one
-//! transaction at its end (`Store::commit_pass`).
+//! transaction at its end (`SleeptimeRows::commit_pass`).
 
 use super::args::Args;
 use super::context::ToolContext;
@@ -257,7 +257,7 @@ fn current(ctx: &ToolContext<'_>, state: &PassState, id: &str) -> Result<Passage
     if state.superseded(&id) {
         return Err(format!("Passage {id} is already replaced in this pass."));
     }
-    match ctx.store.get_passage(&id) {
+    match ctx.store.passages().get(&id) {
         Ok(p) if p.agent_id == ctx.agent.id && p.superseded.is_none() => Ok(id),
         Ok(p) if p.agent_id == ctx.agent.id => Err(format!(
             "Passage {id} was already replaced; leave it as it is."

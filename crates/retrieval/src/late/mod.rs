@@ -63,7 +63,8 @@ impl Reranker for LateInteraction {
     ) -> Result<Option<Vec<f64>>, RerankError> {
         let Some((handle, model)) = self
             .store
-            .get_agent(agent)
+            .agents()
+            .get(agent)
             .ok()
             .and_then(|a| a.embedding)
             .and_then(|e| {
@@ -82,7 +83,7 @@ impl Reranker for LateInteraction {
         // What the background backfill has stored; only the rest (passages written moments
         // ago, or unreadable blobs) and the query go through the model now.
         let ids: Vec<PassageId> = passages.iter().map(|(id, _)| id.clone()).collect();
-        let stored = self.store.passage_tokens(agent, &handle, &ids)?;
+        let stored = self.store.passages().tokens(agent, &handle, &ids)?;
         let mut vectors: Vec<Option<Vec<Vec<f32>>>> = ids
             .iter()
             .map(|id| stored.get(id).and_then(|b| token_codes::decode(b).ok()))
@@ -182,7 +183,7 @@ fn idf_weighted<'q>(
 ) -> Result<Vec<(&'q [f32], f64)>, RerankError> {
     let words = content_words(query);
     let names: Vec<String> = words.iter().map(|(w, _)| w.clone()).collect();
-    let stats = store.passage_term_stats(agent, &names)?;
+    let stats = store.passages().term_stats(agent, &names)?;
     Ok(words
         .iter()
         .enumerate()

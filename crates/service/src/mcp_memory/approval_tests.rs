@@ -56,7 +56,12 @@ async fn ask(
 
 fn human(engram: &Engram) -> String {
     let (agent, _) = engram.memory_server().agent("Sam").unwrap();
-    engram.store.agent_block(&agent, "human").unwrap().value
+    engram
+        .store
+        .blocks()
+        .by_label(&agent, "human")
+        .unwrap()
+        .value
 }
 
 #[tokio::test]
@@ -186,7 +191,7 @@ async fn a_write_whose_request_goes_away_is_withdrawn() {
     );
     let (agent, _) = engram.memory_server().agent("Sam").unwrap();
     assert!(
-        engram.store.agent_block(&agent, "notes").is_err(),
+        engram.store.blocks().by_label(&agent, "notes").is_err(),
         "not created"
     );
 }

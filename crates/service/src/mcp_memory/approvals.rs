@@ -88,8 +88,8 @@ struct Withdraw {
 impl Drop for Withdraw {
     fn drop(&mut self) {
         if self.armed {
-            let _ = self.store.settle_client_write(&self.id, "withdrawn", "");
-            let _ = self.store.delete_client_write(&self.id);
+            let _ = self.store.client_writes().settle(&self.id, "withdrawn", "");
+            let _ = self.store.client_writes().delete(&self.id);
         }
     }
 }
@@ -132,7 +132,12 @@ impl Engram {
             MemoryCommand::View { .. } => Ok(None),
             MemoryCommand::Create { path, file_text } => {
                 let (grant, label) = self.writable_file(client, path)?;
-                if self.store.agent_block(&grant.agent_id, &label).is_ok() {
+                if self
+                    .store
+                    .blocks()
+                    .by_label(&grant.agent_id, &label)
+                    .is_ok()
+                {
                     return Err(MemoryError::Exists(path.trim().to_owned()));
                 }
                 Ok(Some(Preview {
@@ -256,7 +261,8 @@ impl Engram {
             agent_id: grant.agent_id.clone(),
             agent_name: self
                 .store
-                .get_agent(&grant.agent_id)
+                .agents()
+                .get(&grant.agent_id)
                 .map_or_else(|_| grant.dir.clone(), |a| a.name),
             tool: tool.into(),
             action: preview.action,
@@ -274,7 +280,7 @@ impl Engram {
         };
         let call = serde_json::to_string(&call)
             .map_err(|e| Error::Internal(format!("a client write: {e}")))?;
-        self.store.add_client_write(&pending, &call)?;
+        self.store.client_writes().insert(&pending, &call)?;
         self.notify(crate::Notice::ClientWritesChanged);
         let mut guard = Withdraw {
             store: self.store.clone(),
@@ -283,7 +289,7 @@ impl Engram {
         };
         let outcome = self.wait_for_decision(&pending.id, timeout).await;
         guard.armed = false;
-        let _ = self.store.delete_client_write(&pending.id);
+        let _ = self.store.client_writes().delete(&pending.id);
         self.notify(crate::Notice::ClientWritesChanged);
         outcome
     }
@@ -297,11 +303,11 @@ impl Engram {
         let mut beat = Instant::now();
         loop {
             tokio::time::sleep(POLL).await;
-            match self.store.client_write_state(id)? {
+            match self.store.client_writes().state(id)? {
                 None => return Err(MemoryError::Withdrawn),
                 Some(ClientWriteState::Pending) => {
                     if Instant::now() >= deadline {
-                        if self.store.settle_client_write(id, "timed_out", "")? {
+                        if self.store.client_writes().settle(id, "timed_out", "")? {
                             return Err(MemoryError::TimedOut {
                                 secs: timeout.as_secs(),
                             });
@@ -310,7 +316,7 @@ impl Engram {
                         continue;
                     }
                     if beat.elapsed() >= HEARTBEAT {
-                        self.store.client_write_alive(id)?;
+                        self.store.client_writes().alive(id)?;
                         beat = Instant::now();
                     }
                 }
@@ -333,7 +339,7 @@ impl Engram {
 
     /// Why a write can no longer be decided.
     fn no_longer_waiting(&self, id: &ClientWriteId) -> Result<Error> {
-        Ok(match self.store.client_write(id)? {
+        Ok(match self.store.client_writes().get(id)? {
             None => Error::Conflict(
                 "this write no longer waits for an answer (the client timed out or stopped, or \
                  it was answered already); nothing was written"
@@ -390,7 +396,7 @@ impl MemoryServer<'_> {
     /// The clients' writes waiting for the user, oldest first (writes whose client stopped
     /// waiting are dropped). Errors: `storage`.
     pub fn pending_writes(self) -> Result<Vec<PendingClientWrite>> {
-        self.engram.store.pending_client_writes(alive_since())
+        self.engram.store.client_writes().pending(alive_since())
     }
 
     /// Decides a client's write waiting for approval. Approving applies it now, with the
@@ -412,7 +418,8 @@ impl MemoryServer<'_> {
             if self
                 .engram
                 .store
-                .settle_client_write(id, "denied", &message)?
+                .client_writes()
+                .settle(id, "denied", &message)?
             {
                 self.engram.notify(crate::Notice::ClientWritesChanged);
                 return Ok(ClientWriteOutcome {
@@ -422,7 +429,7 @@ impl MemoryServer<'_> {
             }
             return Err(self.engram.no_longer_waiting(id)?);
         }
-        let Some((_, call)) = self.engram.store.claim_client_write(id, alive_since())? else {
+        let Some((_, call)) = self.engram.store.client_writes().claim(id, alive_since())? else {
             return Err(self.engram.no_longer_waiting(id)?);
         };
         let call: Call = match serde_json::from_str(&call) {
@@ -431,7 +438,8 @@ impl MemoryServer<'_> {
                 let message = format!("the stored write cannot be read: {e}");
                 self.engram
                     .store
-                    .finish_client_write(id, "refused", &message)?;
+                    .client_writes()
+                    .finish(id, "refused", &message)?;
                 return Err(Error::Internal(message));
             }
         };
@@ -452,7 +460,8 @@ impl MemoryServer<'_> {
         };
         self.engram
             .store
-            .finish_client_write(id, status, &message)?;
+            .client_writes()
+            .finish(id, status, &message)?;
         self.engram.notify(crate::Notice::ClientWritesChanged);
         Ok(ClientWriteOutcome {
             status: status.into(),

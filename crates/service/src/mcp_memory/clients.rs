@@ -115,7 +115,7 @@ impl Engram {
 
     fn save_memory_clients(&self, clients: &[ConfiguredClient]) -> Result<()> {
         let json = serde_json::to_string(clients).map_err(|e| Error::Internal(e.to_string()))?;
-        self.store.set_setting(CLIENTS_SETTING, &json)
+        self.store.settings().set(CLIENTS_SETTING, &json)
     }
 }
 
@@ -123,13 +123,14 @@ impl MemoryServer<'_> {
     /// An agent by id, or else by name. Errors: `not_found`; `conflict` when several agents
     /// share the name (give the id).
     pub fn agent(self, reference: &str) -> Result<(AgentId, String)> {
-        if let Ok(a) = self.engram.store.get_agent(&AgentId::from(reference)) {
+        if let Ok(a) = self.engram.store.agents().get(&AgentId::from(reference)) {
             return Ok((a.id, a.name));
         }
         let mut named: Vec<_> = self
             .engram
             .store
-            .list_agents()?
+            .agents()
+            .list()?
             .into_iter()
             .filter(|a| a.name == reference)
             .collect();
@@ -184,7 +185,7 @@ impl MemoryServer<'_> {
 
     /// The configured HTTP clients, in the order they were added.
     pub fn clients(self) -> Result<Vec<ConfiguredClient>> {
-        match self.engram.store.get_setting(CLIENTS_SETTING)? {
+        match self.engram.store.settings().get(CLIENTS_SETTING)? {
             None => Ok(Vec::new()),
             Some(json) => serde_json::from_str(&json)
                 .map_err(|e| Error::Internal(format!("the stored MCP memory clients: {e}"))),
@@ -285,25 +286,26 @@ impl MemoryServer<'_> {
     /// Errors: `storage`.
     pub fn client_edits(self, limit: usize) -> Result<Vec<ClientEdit>> {
         let mut out = Vec::new();
-        for edit in self.engram.store.client_edits(limit)? {
+        for edit in self.engram.store.blocks().client_edits(limit)? {
             let Editor::Client { name } = &edit.editor else {
                 continue;
             };
             let label = self
                 .engram
                 .store
-                .get_block(&edit.block_id)
+                .blocks()
+                .get(&edit.block_id)
                 .map(|b| b.label)
                 .unwrap_or_default();
             out.push(ClientEdit {
                 client: name.clone(),
                 edit_id: edit.id.clone(),
                 label,
-                agent_ids: self.engram.store.block_agents(&edit.block_id)?,
+                agent_ids: self.engram.store.blocks().agents_of(&edit.block_id)?,
                 old_value: edit.old_value,
                 new_value: edit.new_value,
                 created_at: edit.created_at,
-                undone: self.engram.store.edit_undone(&edit.id)?,
+                undone: self.engram.store.blocks().edit_undone(&edit.id)?,
             });
         }
         Ok(out)

@@ -88,7 +88,7 @@ impl Engram {
             Target::Root => {
                 let mut files = Vec::new();
                 for grant in &client.grants {
-                    for block in self.store.agent_blocks(&grant.agent_id)? {
+                    for block in self.store.blocks().of_agent(&grant.agent_id)? {
                         files.push((paths::file_path(client, grant, &block.label), block.chars()));
                     }
                 }
@@ -99,7 +99,7 @@ impl Engram {
                 grant,
                 label,
                 explicit,
-            } => match self.store.agent_block(&grant.agent_id, &label) {
+            } => match self.store.blocks().by_label(&grant.agent_id, &label) {
                 Ok(block) => view::file(&paths::file_path(client, grant, &label), &block, range),
                 Err(engram_core::Error::NotFound { .. }) if !explicit => {
                     self.view_dir(client, grant, &format!("{label}/"), path)
@@ -121,7 +121,8 @@ impl Engram {
     ) -> Result<String, MemoryError> {
         let files: Vec<(String, usize)> = self
             .store
-            .agent_blocks(&grant.agent_id)?
+            .blocks()
+            .of_agent(&grant.agent_id)?
             .iter()
             .filter(|b| b.label.starts_with(prefix))
             .map(|b| (paths::file_path(client, grant, &b.label), b.chars()))
@@ -173,7 +174,12 @@ impl Engram {
                 reason: "a file can only be renamed within its agent's directory".into(),
             });
         }
-        if self.store.agent_block(&grant.agent_id, &label).is_ok() {
+        if self
+            .store
+            .blocks()
+            .by_label(&grant.agent_id, &label)
+            .is_ok()
+        {
             return Err(MemoryError::Exists(new_path.trim().to_owned()));
         }
         Ok((grant, block, label))
@@ -186,7 +192,7 @@ impl Engram {
         path: &str,
     ) -> Result<(&'c MemoryGrant, Block), MemoryError> {
         let (grant, label) = self.writable_file(client, path)?;
-        match self.store.agent_block(&grant.agent_id, &label) {
+        match self.store.blocks().by_label(&grant.agent_id, &label) {
             Ok(block) => Ok((grant, block)),
             Err(engram_core::Error::NotFound { .. }) => {
                 Err(MemoryError::NoSuchFile(path.trim().to_owned()))
@@ -205,7 +211,11 @@ impl Engram {
     ) -> Result<String, MemoryError> {
         let (grant, block) = self.writable_block(client, path)?;
         let file = paths::file_path(client, grant, &block.label);
-        match self.store.apply_block_op(&block.id, &op, &editor(client))? {
+        match self
+            .store
+            .blocks()
+            .apply_op(&block.id, &op, &editor(client))?
+        {
             OpOutcome::Changed(block) => {
                 self.notify_block(&block.id);
                 Ok(format!(
@@ -243,12 +253,13 @@ impl MemoryServer<'_> {
                 if self
                     .engram
                     .store
-                    .agent_block(&grant.agent_id, &label)
+                    .blocks()
+                    .by_label(&grant.agent_id, &label)
                     .is_ok()
                 {
                     return Err(MemoryError::Exists(path.trim().to_owned()));
                 }
-                let block = self.engram.store.create_agent_block_as(
+                let block = self.engram.store.blocks().create_for_agent_as(
                     &grant.agent_id,
                     &new,
                     &editor(client),
@@ -288,7 +299,10 @@ impl MemoryServer<'_> {
             ),
             MemoryCommand::Delete { path } => {
                 let (grant, block) = self.engram.writable_block(client, path)?;
-                self.engram.store.detach_block(&grant.agent_id, &block.id)?;
+                self.engram
+                    .store
+                    .blocks()
+                    .detach(&grant.agent_id, &block.id)?;
                 self.engram.notify(crate::Notice::MemoryChanged {
                     agent_id: grant.agent_id.clone(),
                 });
@@ -304,10 +318,11 @@ impl MemoryServer<'_> {
                     label: Some(label.clone()),
                     ..BlockPatch::default()
                 };
-                let renamed = self
-                    .engram
-                    .store
-                    .update_block(&block.id, &patch, &editor(client))?;
+                let renamed =
+                    self.engram
+                        .store
+                        .blocks()
+                        .update(&block.id, &patch, &editor(client))?;
                 self.engram.notify_block(&renamed.id);
                 Ok(format!(
                     "Renamed {} to {}.",

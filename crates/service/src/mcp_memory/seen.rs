@@ -34,7 +34,8 @@ impl MemoryServer<'_> {
         let json = serde_json::to_string(&seen).map_err(|e| Error::Internal(e.to_string()))?;
         self.engram
             .store
-            .set_setting(&format!("{SEEN_PREFIX}{name}"), &json)
+            .settings()
+            .set(&format!("{SEEN_PREFIX}{name}"), &json)
     }
 
     /// Every client seen, most recent first. Unreadable entries are skipped.
@@ -43,7 +44,8 @@ impl MemoryServer<'_> {
         let mut seen: Vec<ClientSeen> = self
             .engram
             .store
-            .settings_with_prefix(SEEN_PREFIX)?
+            .settings()
+            .with_prefix(SEEN_PREFIX)?
             .into_iter()
             .filter_map(|(_, v)| serde_json::from_str(&v).ok())
             .collect();

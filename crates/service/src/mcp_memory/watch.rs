@@ -59,7 +59,7 @@ impl MemoryServer<'_> {
     pub fn files(self, client: &MemoryClient) -> Result<Vec<MemoryFile>> {
         let mut out = Vec::new();
         for grant in &client.grants {
-            for b in self.engram.store.agent_blocks(&grant.agent_id)? {
+            for b in self.engram.store.blocks().of_agent(&grant.agent_id)? {
                 out.push(MemoryFile {
                     path: paths::file_path(client, grant, &b.label),
                     chars: b.chars(),
@@ -76,7 +76,7 @@ impl MemoryServer<'_> {
         let Target::File { grant, label, .. } = paths::parse(client, path)? else {
             return Err(MemoryError::NoSuchFile(path.to_owned()));
         };
-        match self.engram.store.agent_block(&grant.agent_id, &label) {
+        match self.engram.store.blocks().by_label(&grant.agent_id, &label) {
             Ok(b) => Ok(b.value),
             Err(engram_core::Error::NotFound { .. }) => {
                 Err(MemoryError::NoSuchFile(path.to_owned()))
@@ -89,7 +89,7 @@ impl MemoryServer<'_> {
     pub fn snapshot(self, client: &MemoryClient) -> Result<MemorySnapshot> {
         let mut files = BTreeMap::new();
         for grant in &client.grants {
-            for b in self.engram.store.agent_blocks(&grant.agent_id)? {
+            for b in self.engram.store.blocks().of_agent(&grant.agent_id)? {
                 files.insert(paths::file_path(client, grant, &b.label), (b.id, b.version));
             }
         }

@@ -21,7 +21,8 @@ fn create_returns_what_later_reads_return() {
     a.summary = Some("earlier".into());
     let long = "x".repeat(DEFAULT_BLOCK_LIMIT + 10);
     let (created, blocks) = store
-        .create_agent(
+        .agents()
+        .create(
             &a,
             &[
                 NewBlock::new("persona", "I am Sam."),
@@ -35,9 +36,9 @@ fn create_returns_what_later_reads_return() {
             &[],
         )
         .unwrap();
-    assert_eq!(store.get_agent(&a.id).unwrap(), created);
+    assert_eq!(store.agents().get(&a.id).unwrap(), created);
     assert_eq!(created.summary.as_deref(), Some("earlier"));
-    assert_eq!(store.agent_blocks(&a.id).unwrap(), blocks);
+    assert_eq!(store.blocks().of_agent(&a.id).unwrap(), blocks);
     assert_eq!(blocks[0].description, default_description("persona"));
     assert_eq!(blocks[0].limit, DEFAULT_BLOCK_LIMIT);
     assert_eq!(
@@ -56,38 +57,40 @@ fn create_returns_what_later_reads_return() {
 fn create_rejects_bad_blocks_and_stores_nothing() {
     let (_dir, store) = temp_store();
     let a = agent("clash");
-    let dup = store.create_agent(
+    let dup = store.agents().create(
         &a,
         &[NewBlock::new("human", "a"), NewBlock::new("human", "b")],
         &[],
     );
     assert!(matches!(dup, Err(Error::Conflict(_))), "{dup:?}");
     assert!(matches!(
-        store.get_agent(&a.id),
+        store.agents().get(&a.id),
         Err(Error::NotFound { what: "agent", .. })
     ));
-    assert!(store.list_blocks(None).unwrap().is_empty());
+    assert!(store.blocks().list(None).unwrap().is_empty());
 
-    let bad_label = store.create_agent(&a, &[NewBlock::new("line\nbreak", "")], &[]);
+    let bad_label = store
+        .agents()
+        .create(&a, &[NewBlock::new("line\nbreak", "")], &[]);
     assert!(matches!(bad_label, Err(Error::Invalid(_))));
     let over = NewBlock {
         limit: Some(3),
         ..NewBlock::new("human", "four")
     };
-    let over = store.create_agent(&a, &[over], &[]);
+    let over = store.agents().create(&a, &[over], &[]);
     assert!(
         matches!(over, Err(Error::Invalid(m)) if m.starts_with("Edit failed: Exceeds 3 character limit (requested 4)"))
     );
-    let missing = store.create_agent(&a, &[], &["block-nope".into()]);
+    let missing = store.agents().create(&a, &[], &["block-nope".into()]);
     assert!(matches!(
         missing,
         Err(Error::NotFound { what: "block", .. })
     ));
-    assert!(store.list_agents().unwrap().is_empty());
+    assert!(store.agents().list().unwrap().is_empty());
 
-    store.create_agent(&a, &[], &[]).unwrap();
+    store.agents().create(&a, &[], &[]).unwrap();
     assert!(matches!(
-        store.create_agent(&a, &[], &[]),
+        store.agents().create(&a, &[], &[]),
         Err(Error::Conflict(_))
     ));
 }
@@ -96,11 +99,16 @@ fn create_rejects_bad_blocks_and_stores_nothing() {
 fn existing_blocks_are_attached_after_new_ones_and_clashes_are_conflicts() {
     let (_dir, store) = temp_store();
     let shared = store
-        .create_block(&NewBlock::new("project", "Engram"))
+        .blocks()
+        .create(&NewBlock::new("project", "Engram"))
         .unwrap();
-    let human = store.create_block(&NewBlock::new("human", "Ann")).unwrap();
+    let human = store
+        .blocks()
+        .create(&NewBlock::new("human", "Ann"))
+        .unwrap();
     let (_, blocks) = store
-        .create_agent(
+        .agents()
+        .create(
             &agent("a"),
             &[NewBlock::new("persona", "p")],
             &[shared.id.clone(), shared.id.clone()],
@@ -108,7 +116,7 @@ fn existing_blocks_are_attached_after_new_ones_and_clashes_are_conflicts() {
         .unwrap();
     let labels: Vec<_> = blocks.iter().map(|b| b.label.as_str()).collect();
     assert_eq!(labels, ["persona", "project"]);
-    let clash = store.create_agent(
+    let clash = store.agents().create(
         &agent("b"),
         &[NewBlock::new("human", "")],
         std::slice::from_ref(&human.id),
@@ -122,10 +130,11 @@ fn list_is_oldest_first_and_update_bumps_updated_at() {
     let mut first = agent("first");
     first.created_at -= chrono::Duration::seconds(10);
     first.updated_at = first.created_at;
-    let (first, _) = store.create_agent(&first, &[], &[]).unwrap();
+    let (first, _) = store.agents().create(&first, &[], &[]).unwrap();
     let (second, _) = create(&store, "second");
     let names: Vec<_> = store
-        .list_agents()
+        .agents()
+        .list()
         .unwrap()
         .into_iter()
         .map(|a| a.name)
@@ -133,6 +142,7 @@ fn list_is_oldest_first_and_update_bumps_updated_at() {
     assert_eq!(names, ["first", "second"]);
 
     store
+        .agents()
         .set_system_cache(&first.id, "<memory/>", "prompt")
         .unwrap();
     let patch = AgentPatch {
@@ -142,19 +152,20 @@ fn list_is_oldest_first_and_update_bumps_updated_at() {
         tools: Some(vec![]),
         ..Default::default()
     };
-    let updated = store.update_agent(&first.id, &patch).unwrap();
+    let updated = store.agents().update(&first.id, &patch).unwrap();
     assert!(updated.updated_at > first.updated_at);
     assert_eq!(updated.created_at, first.created_at);
     assert_eq!((updated.name.as_str(), updated.max_steps), ("renamed", 7));
     assert_eq!(updated.llm.context_window, 200_000);
-    assert_eq!(store.get_agent(&first.id).unwrap(), updated);
+    assert_eq!(store.agents().get(&first.id).unwrap(), updated);
     assert!(
-        store.system_cache(&first.id).unwrap().is_some(),
+        store.agents().system_cache(&first.id).unwrap().is_some(),
         "cache survives non-prompt changes"
     );
 
     let updated = store
-        .update_agent(
+        .agents()
+        .update(
             &first.id,
             &AgentPatch {
                 system: Some("new rules".into()),
@@ -164,7 +175,7 @@ fn list_is_oldest_first_and_update_bumps_updated_at() {
         .unwrap();
     assert_eq!(updated.system, "new rules");
     assert_eq!(
-        store.system_cache(&first.id).unwrap(),
+        store.agents().system_cache(&first.id).unwrap(),
         None,
         "new instructions drop the cache"
     );
@@ -178,7 +189,8 @@ fn list_is_oldest_first_and_update_bumps_updated_at() {
     };
     assert!(
         store
-            .update_agent(&second.id, &with)
+            .agents()
+            .update(&second.id, &with)
             .unwrap()
             .embedding
             .is_some()
@@ -189,13 +201,14 @@ fn list_is_oldest_first_and_update_bumps_updated_at() {
     };
     assert!(
         store
-            .update_agent(&second.id, &without)
+            .agents()
+            .update(&second.id, &without)
             .unwrap()
             .embedding
             .is_none()
     );
     assert!(matches!(
-        store.update_agent(&"agent-x".into(), &without),
+        store.agents().update(&"agent-x".into(), &without),
         Err(Error::NotFound { .. })
     ));
 }
@@ -204,23 +217,26 @@ fn list_is_oldest_first_and_update_bumps_updated_at() {
 fn system_cache_round_trips() {
     let (_dir, store) = temp_store();
     let (a, _) = create(&store, "cache");
-    assert_eq!(store.system_cache(&a.id).unwrap(), None);
-    store.set_system_cache(&a.id, "mem", "full prompt").unwrap();
+    assert_eq!(store.agents().system_cache(&a.id).unwrap(), None);
+    store
+        .agents()
+        .set_system_cache(&a.id, "mem", "full prompt")
+        .unwrap();
     assert_eq!(
-        store.system_cache(&a.id).unwrap(),
+        store.agents().system_cache(&a.id).unwrap(),
         Some(("mem".into(), "full prompt".into()))
     );
     assert_eq!(
-        store.get_agent(&a.id).unwrap().updated_at,
+        store.agents().get(&a.id).unwrap().updated_at,
         a.updated_at,
         "a cache is not a setting"
     );
     assert!(matches!(
-        store.set_system_cache(&"agent-x".into(), "", ""),
+        store.agents().set_system_cache(&"agent-x".into(), "", ""),
         Err(Error::NotFound { .. })
     ));
     assert!(matches!(
-        store.system_cache(&"agent-x".into()),
+        store.agents().system_cache(&"agent-x".into()),
         Err(Error::NotFound { .. })
     ));
 }
@@ -229,12 +245,14 @@ fn system_cache_round_trips() {
 fn memory_counts_follow_inserts_and_deletes() {
     let (_dir, store) = temp_store();
     let (a, _) = create(&store, "counts");
-    assert_eq!(store.memory_counts(&a.id).unwrap(), (0, 0));
+    assert_eq!(store.agents().memory_counts(&a.id).unwrap(), (0, 0));
     store
-        .append_messages(&a.id, &[NewMessage::user("hi"), NewMessage::user("there")])
+        .messages()
+        .append(&a.id, &[NewMessage::user("hi"), NewMessage::user("there")])
         .unwrap();
     let ps = store
-        .insert_passages(
+        .passages()
+        .insert(
             &a.id,
             &[NewPassage {
                 text: "fact".into(),
@@ -242,11 +260,11 @@ fn memory_counts_follow_inserts_and_deletes() {
             }],
         )
         .unwrap();
-    assert_eq!(store.memory_counts(&a.id).unwrap(), (2, 1));
-    store.delete_passage(&a.id, &ps[0].id).unwrap();
-    assert_eq!(store.memory_counts(&a.id).unwrap(), (2, 0));
+    assert_eq!(store.agents().memory_counts(&a.id).unwrap(), (2, 1));
+    store.passages().delete(&a.id, &ps[0].id).unwrap();
+    assert_eq!(store.agents().memory_counts(&a.id).unwrap(), (2, 0));
     assert!(matches!(
-        store.memory_counts(&"agent-x".into()),
+        store.agents().memory_counts(&"agent-x".into()),
         Err(Error::NotFound { .. })
     ));
 }
@@ -255,16 +273,18 @@ fn memory_counts_follow_inserts_and_deletes() {
 fn delete_removes_everything_but_shared_blocks() {
     let (_dir, store) = temp_store();
     let (a, a_blocks) = create(&store, "doomed");
-    let (b, _) = store.create_agent(&agent("survivor"), &[], &[]).unwrap();
+    let (b, _) = store.agents().create(&agent("survivor"), &[], &[]).unwrap();
     let shared = store
-        .create_block(&NewBlock::new("project", "shared"))
+        .blocks()
+        .create(&NewBlock::new("project", "shared"))
         .unwrap();
-    store.attach_block(&a.id, &shared.id).unwrap();
-    store.attach_block(&b.id, &shared.id).unwrap();
-    let standalone = store.create_block(&NewBlock::new("spare", "")).unwrap();
+    store.blocks().attach(&a.id, &shared.id).unwrap();
+    store.blocks().attach(&b.id, &shared.id).unwrap();
+    let standalone = store.blocks().create(&NewBlock::new("spare", "")).unwrap();
 
     let step = crate::steps::step(&a.id);
     store
+        .runs()
         .commit_step(&StepCommit {
             step,
             messages: vec![NewMessage::user("remember me")],
@@ -278,31 +298,32 @@ fn delete_removes_everything_but_shared_blocks() {
         })
         .unwrap();
     store
-        .append_messages(&b.id, &[NewMessage::user("remember me")])
+        .messages()
+        .append(&b.id, &[NewMessage::user("remember me")])
         .unwrap();
 
-    store.delete_agent(&a.id).unwrap();
+    store.agents().delete(&a.id).unwrap();
     assert!(matches!(
-        store.get_agent(&a.id),
+        store.agents().get(&a.id),
         Err(Error::NotFound { .. })
     ));
     for blk in &a_blocks {
         assert!(matches!(
-            store.get_block(&blk.id),
+            store.blocks().get(&blk.id),
             Err(Error::NotFound { .. })
         ));
     }
     assert_eq!(
-        store.block_agents(&shared.id).unwrap(),
+        store.blocks().agents_of(&shared.id).unwrap(),
         std::slice::from_ref(&b.id)
     );
-    store.get_block(&standalone.id).unwrap();
+    store.blocks().get(&standalone.id).unwrap();
     assert!(matches!(
-        store.list_steps(&a.id, None),
+        store.runs().list_steps(&a.id, None),
         Err(Error::NotFound { .. })
     ));
     assert!(matches!(
-        store.list_passages(
+        store.passages().list(
             &a.id,
             &PassageList {
                 limit: 10,
@@ -325,7 +346,7 @@ fn delete_removes_everything_but_shared_blocks() {
     assert_eq!(hits.len(), 1);
     assert_eq!(store.integrity_check().unwrap(), "ok");
     assert!(matches!(
-        store.delete_agent(&a.id),
+        store.agents().delete(&a.id),
         Err(Error::NotFound { .. })
     ));
 }

@@ -16,17 +16,18 @@ fn a_shared_block_is_one_row_seen_by_both_agents() {
     let (a, _) = create(&store, "a");
     let (b, _) = create(&store, "b");
     let shared = store
-        .create_block(&NewBlock::new("team", "We ship Fridays."))
+        .blocks()
+        .create(&NewBlock::new("team", "We ship Fridays."))
         .unwrap();
-    store.attach_block(&a.id, &shared.id).unwrap();
-    store.attach_block(&b.id, &shared.id).unwrap();
-    store.attach_block(&b.id, &shared.id).unwrap(); // idempotent
+    store.blocks().attach(&a.id, &shared.id).unwrap();
+    store.blocks().attach(&b.id, &shared.id).unwrap();
+    store.blocks().attach(&b.id, &shared.id).unwrap(); // idempotent
     assert_eq!(
-        store.block_agents(&shared.id).unwrap(),
+        store.blocks().agents_of(&shared.id).unwrap(),
         [a.id.clone(), b.id.clone()]
     );
     assert_eq!(
-        store.agent_blocks(&b.id).unwrap().last().unwrap().id,
+        store.blocks().of_agent(&b.id).unwrap().last().unwrap().id,
         shared.id,
         "attached last"
     );
@@ -36,26 +37,28 @@ fn a_shared_block_is_one_row_seen_by_both_agents() {
         tool_call_id: Some("call_1".into()),
     };
     let edited = store
-        .update_block(&shared.id, &set_value("We ship Thursdays."), &editor)
+        .blocks()
+        .update(&shared.id, &set_value("We ship Thursdays."), &editor)
         .unwrap();
-    assert_eq!(store.agent_block(&b.id, "team").unwrap(), edited);
+    assert_eq!(store.blocks().by_label(&b.id, "team").unwrap(), edited);
     assert_eq!(
-        store.agent_block(&a.id, "team").unwrap().value,
+        store.blocks().by_label(&a.id, "team").unwrap().value,
         "We ship Thursdays."
     );
     assert!(
-        matches!(store.agent_block(&a.id, "nope"), Err(Error::NotFound { what: "block", id }) if id == "nope")
+        matches!(store.blocks().by_label(&a.id, "nope"), Err(Error::NotFound { what: "block", id }) if id == "nope")
     );
 
-    store.detach_block(&a.id, &shared.id).unwrap();
-    store.detach_block(&a.id, &shared.id).unwrap();
+    store.blocks().detach(&a.id, &shared.id).unwrap();
+    store.blocks().detach(&a.id, &shared.id).unwrap();
     assert_eq!(
-        store.block_agents(&shared.id).unwrap(),
+        store.blocks().agents_of(&shared.id).unwrap(),
         std::slice::from_ref(&b.id)
     );
     assert!(
         store
-            .agent_blocks(&a.id)
+            .blocks()
+            .of_agent(&a.id)
             .unwrap()
             .iter()
             .all(|x| x.id != shared.id)
@@ -66,35 +69,37 @@ fn a_shared_block_is_one_row_seen_by_both_agents() {
 fn label_clashes_are_conflicts() {
     let (_dir, store) = temp_store();
     let (a, _) = create(&store, "a");
-    let (b, _) = store.create_agent(&agent("b"), &[], &[]).unwrap();
+    let (b, _) = store.agents().create(&agent("b"), &[], &[]).unwrap();
     let other_human = store
-        .create_block(&NewBlock::new("human", "someone else"))
+        .blocks()
+        .create(&NewBlock::new("human", "someone else"))
         .unwrap();
     assert!(matches!(
-        store.attach_block(&a.id, &other_human.id),
+        store.blocks().attach(&a.id, &other_human.id),
         Err(Error::Conflict(_))
     ));
 
     // Renaming a shared block must be free on every agent it is attached to.
-    let notes = store.create_block(&NewBlock::new("notes", "")).unwrap();
-    store.attach_block(&a.id, &notes.id).unwrap();
-    store.attach_block(&b.id, &notes.id).unwrap();
+    let notes = store.blocks().create(&NewBlock::new("notes", "")).unwrap();
+    store.blocks().attach(&a.id, &notes.id).unwrap();
+    store.blocks().attach(&b.id, &notes.id).unwrap();
     let rename = BlockPatch {
         label: Some("persona".into()),
         ..Default::default()
     };
     assert!(matches!(
-        store.update_block(&notes.id, &rename, &Editor::User),
+        store.blocks().update(&notes.id, &rename, &Editor::User),
         Err(Error::Conflict(_))
     ));
-    assert_eq!(store.get_block(&notes.id).unwrap().label, "notes");
+    assert_eq!(store.blocks().get(&notes.id).unwrap().label, "notes");
     let rename = BlockPatch {
         label: Some("journal".into()),
         ..Default::default()
     };
     assert_eq!(
         store
-            .update_block(&notes.id, &rename, &Editor::User)
+            .blocks()
+            .update(&notes.id, &rename, &Editor::User)
             .unwrap()
             .label,
         "journal"
@@ -104,7 +109,7 @@ fn label_clashes_are_conflicts() {
         ..Default::default()
     };
     assert!(matches!(
-        store.update_block(&notes.id, &bad, &Editor::User),
+        store.blocks().update(&notes.id, &bad, &Editor::User),
         Err(Error::Invalid(_))
     ));
 }
@@ -113,13 +118,15 @@ fn label_clashes_are_conflicts() {
 fn over_limit_updates_are_refused_and_change_nothing() {
     let (_dir, store) = temp_store();
     let block = store
-        .create_block(&NewBlock {
+        .blocks()
+        .create(&NewBlock {
             limit: Some(10),
             ..NewBlock::new("human", "Ann")
         })
         .unwrap();
     let err = store
-        .update_block(&block.id, &set_value("Ann likes tea"), &Editor::User)
+        .blocks()
+        .update(&block.id, &set_value("Ann likes tea"), &Editor::User)
         .unwrap_err();
     match err {
         Error::Invalid(m) => {
@@ -136,7 +143,7 @@ fn over_limit_updates_are_refused_and_change_nothing() {
         ..Default::default()
     };
     assert!(matches!(
-        store.update_block(&block.id, &shrink, &Editor::User),
+        store.blocks().update(&block.id, &shrink, &Editor::User),
         Err(Error::Invalid(_))
     ));
     let both = BlockPatch {
@@ -144,30 +151,36 @@ fn over_limit_updates_are_refused_and_change_nothing() {
         value: Some("Ann likes tea".into()),
         ..Default::default()
     };
-    let grown = store.update_block(&block.id, &both, &Editor::User).unwrap();
+    let grown = store
+        .blocks()
+        .update(&block.id, &both, &Editor::User)
+        .unwrap();
     assert_eq!((grown.limit, grown.value.as_str()), (20, "Ann likes tea"));
     assert_eq!(
-        store.block_history(&block.id, 10).unwrap().len(),
+        store.blocks().history(&block.id, 10).unwrap().len(),
         1,
         "refused edits leave no history"
     );
 
     // Limits are characters, not bytes.
     let snow = store
-        .create_block(&NewBlock {
+        .blocks()
+        .create(&NewBlock {
             limit: Some(3),
             ..NewBlock::new("snow", "")
         })
         .unwrap();
     store
-        .update_block(&snow.id, &set_value("☃☃☃"), &Editor::User)
+        .blocks()
+        .update(&snow.id, &set_value("☃☃☃"), &Editor::User)
         .unwrap();
     assert!(
         store
-            .update_block(&snow.id, &set_value("☃☃☃☃"), &Editor::User)
+            .blocks()
+            .update(&snow.id, &set_value("☃☃☃☃"), &Editor::User)
             .is_err()
     );
-    assert_eq!(store.get_block(&snow.id).unwrap().value, "☃☃☃");
+    assert_eq!(store.blocks().get(&snow.id).unwrap().value, "☃☃☃");
 }
 
 #[test]
@@ -180,14 +193,17 @@ fn history_is_newest_first_and_undo_restores() {
         tool_call_id: None,
     };
     store
-        .update_block(&human.id, &set_value("Ann"), &by_agent)
+        .blocks()
+        .update(&human.id, &set_value("Ann"), &by_agent)
         .unwrap();
     store
-        .update_block(&human.id, &set_value("Ann, likes tea"), &Editor::User)
+        .blocks()
+        .update(&human.id, &set_value("Ann, likes tea"), &Editor::User)
         .unwrap();
     // Settings-only changes are not value edits.
     store
-        .update_block(
+        .blocks()
+        .update(
             &human.id,
             &BlockPatch {
                 read_only: Some(true),
@@ -196,7 +212,7 @@ fn history_is_newest_first_and_undo_restores() {
             &Editor::User,
         )
         .unwrap();
-    let history = store.block_history(&human.id, 10).unwrap();
+    let history = store.blocks().history(&human.id, 10).unwrap();
     assert_eq!(history.len(), 2);
     assert_eq!(
         (history[0].old_value.as_str(), history[0].new_value.as_str()),
@@ -204,13 +220,13 @@ fn history_is_newest_first_and_undo_restores() {
     );
     assert_eq!(history[0].editor, Editor::User);
     assert_eq!(history[1].editor, by_agent);
-    assert_eq!(store.block_history(&human.id, 1).unwrap(), history[..1]);
+    assert_eq!(store.blocks().history(&human.id, 1).unwrap(), history[..1]);
 
-    let undone = store.undo_edit(&history[0].id, None).unwrap();
+    let undone = store.blocks().undo_edit(&history[0].id, None).unwrap();
     assert_eq!(undone.value, "Ann");
     assert!(undone.read_only);
-    assert_eq!(store.get_block(&human.id).unwrap(), undone);
-    let latest = &store.block_history(&human.id, 1).unwrap()[0];
+    assert_eq!(store.blocks().get(&human.id).unwrap(), undone);
+    let latest = &store.blocks().history(&human.id, 1).unwrap()[0];
     assert_eq!(
         latest.editor,
         Editor::Undo {
@@ -219,16 +235,18 @@ fn history_is_newest_first_and_undo_restores() {
     );
     assert_eq!(latest.new_value, "Ann");
     assert!(matches!(
-        store.undo_edit(&"edit-nope".into(), None),
+        store.blocks().undo_edit(&"edit-nope".into(), None),
         Err(Error::NotFound { what: "edit", .. })
     ));
 
     // Undo is limit-checked against the block as it is now.
     store
-        .update_block(&human.id, &set_value(""), &Editor::User)
+        .blocks()
+        .update(&human.id, &set_value(""), &Editor::User)
         .unwrap();
     store
-        .update_block(
+        .blocks()
+        .update(
             &human.id,
             &BlockPatch {
                 limit: Some(2),
@@ -237,7 +255,7 @@ fn history_is_newest_first_and_undo_restores() {
             &Editor::User,
         )
         .unwrap();
-    let older = store.block_history(&human.id, 10).unwrap();
+    let older = store.blocks().history(&human.id, 10).unwrap();
     let restore_long = older
         .iter()
         .find(|e| e.old_value == "Ann, likes tea")
@@ -245,11 +263,11 @@ fn history_is_newest_first_and_undo_restores() {
     // The text that edit changed is gone, so it cannot be undone on its own; the whole
     // restore (chosen after seeing what it loses) is limit-checked.
     assert!(matches!(
-        store.undo_edit(&restore_long.id, None),
+        store.blocks().undo_edit(&restore_long.id, None),
         Err(Error::Conflict(_))
     ));
     assert!(matches!(
-        store.restore_edit(&restore_long.id, None),
+        store.blocks().restore_edit(&restore_long.id, None),
         Err(Error::Invalid(_))
     ));
 }
@@ -258,22 +276,23 @@ fn history_is_newest_first_and_undo_restores() {
 fn delete_block_detaches_it() {
     let (_dir, store) = temp_store();
     let (a, blocks) = create(&store, "a");
-    store.delete_block(&blocks[0].id).unwrap();
+    store.blocks().delete(&blocks[0].id).unwrap();
     let left: Vec<_> = store
-        .agent_blocks(&a.id)
+        .blocks()
+        .of_agent(&a.id)
         .unwrap()
         .into_iter()
         .map(|b| b.label)
         .collect();
     assert_eq!(left, ["human"]);
     assert!(matches!(
-        store.delete_block(&blocks[0].id),
+        store.blocks().delete(&blocks[0].id),
         Err(Error::NotFound { .. })
     ));
     assert!(matches!(
-        store.block_history(&blocks[0].id, 5),
+        store.blocks().history(&blocks[0].id, 5),
         Err(Error::NotFound { .. })
     ));
-    assert_eq!(store.list_blocks(Some("human")).unwrap().len(), 1);
-    assert_eq!(store.list_blocks(None).unwrap().len(), 1);
+    assert_eq!(store.blocks().list(Some("human")).unwrap().len(), 1);
+    assert_eq!(store.blocks().list(None).unwrap().len(), 1);
 }

@@ -44,7 +44,7 @@ fn agent_page(store: &Store) -> impl Fn(Option<&str>, Option<&str>, usize, bool)
             ascending,
             ..AgentList::default()
         };
-        let page = store.list_agents_page(&q).unwrap();
+        let page = store.agents().page(&q).unwrap();
         page.into_iter().map(|a| a.id.to_string()).collect()
     }
 }
@@ -66,7 +66,7 @@ fn agents_page_by_cursor_in_both_orders() {
         ascending: true,
         ..AgentList::default()
     };
-    let page = store.list_agents_page(&q).unwrap();
+    let page = store.agents().page(&q).unwrap();
     assert_eq!(page.len(), 1);
     assert_eq!(page[0].name, "agent 2");
 }
@@ -89,7 +89,7 @@ fn blocks_page_by_cursor_in_both_orders_and_by_label() {
             limit,
             ascending,
         };
-        let page = store.list_blocks_page(&q).unwrap();
+        let page = store.blocks().page(&q).unwrap();
         assert!(page.iter().all(|b| b.label == "human"));
         page.into_iter().map(|b| b.id.to_string()).collect()
     };
@@ -97,7 +97,8 @@ fn blocks_page_by_cursor_in_both_orders_and_by_label() {
 
     // Without a label, both blocks of every agent are listed.
     let every = store
-        .list_blocks_page(&BlockList {
+        .blocks()
+        .page(&BlockList {
             limit: 100,
             ascending: true,
             ..BlockList::default()

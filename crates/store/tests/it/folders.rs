@@ -44,10 +44,15 @@ fn add(
     sha: &str,
     lines: &[&str],
 ) -> engram_core::FolderFile {
-    let Upserted::Changed(f) = store.upsert_file(folder, &upload(name, sha)).unwrap() else {
+    let Upserted::Changed(f) = store
+        .folders()
+        .upsert_file(folder, &upload(name, sha))
+        .unwrap()
+    else {
         panic!("expected a change");
     };
     store
+        .folders()
         .store_parsed_file(&f.id, &parsed(lines), FileStatus::Completed)
         .unwrap()
 }
@@ -56,7 +61,8 @@ fn add(
 fn an_unchanged_upload_is_a_no_op_and_a_changed_one_is_reindexed() {
     let (_dir, store) = temp_store();
     let folder = store
-        .create_folder(&NewFolder {
+        .folders()
+        .create(&NewFolder {
             name: "docs".into(),
             ..NewFolder::default()
         })
@@ -70,6 +76,7 @@ fn an_unchanged_upload_is_a_no_op_and_a_changed_one_is_reindexed() {
     );
     assert_eq!((first.chunks, first.lines), (2, 2));
     match store
+        .folders()
         .upsert_file(&folder.id, &upload("a.txt", "aaa"))
         .unwrap()
     {
@@ -79,14 +86,28 @@ fn an_unchanged_upload_is_a_no_op_and_a_changed_one_is_reindexed() {
     let second = add(&store, &folder.id, "a.txt", "bbb", &["blue plums"]);
     assert_eq!(second.id, first.id, "the same file, re-indexed");
     assert_eq!(second.chunks, 1);
-    assert_eq!(store.list_chunks(&folder.id, 10, 0).unwrap().len(), 1);
-    let failed = store.fail_file(&second.id, "broken").unwrap();
+    assert_eq!(
+        store
+            .folders()
+            .list_chunks(&folder.id, 10, 0)
+            .unwrap()
+            .len(),
+        1
+    );
+    let failed = store.folders().fail_file(&second.id, "broken").unwrap();
     assert_eq!(failed.status, FileStatus::Error);
     assert_eq!(failed.error.as_deref(), Some("broken"));
-    assert!(store.list_chunks(&folder.id, 10, 0).unwrap().is_empty());
+    assert!(
+        store
+            .folders()
+            .list_chunks(&folder.id, 10, 0)
+            .unwrap()
+            .is_empty()
+    );
     assert!(
         matches!(
             store
+                .folders()
                 .upsert_file(&folder.id, &upload("a.txt", "bbb"))
                 .unwrap(),
             Upserted::Changed(_)
@@ -100,13 +121,15 @@ fn search_covers_attached_folders_only_and_fuses_vectors() {
     let (_dir, store) = temp_store();
     let (agent, _) = create(&store, "Sam");
     let mine = store
-        .create_folder(&NewFolder {
+        .folders()
+        .create(&NewFolder {
             name: "mine".into(),
             ..NewFolder::default()
         })
         .unwrap();
     let other = store
-        .create_folder(&NewFolder {
+        .folders()
+        .create(&NewFolder {
             name: "other".into(),
             ..NewFolder::default()
         })
@@ -132,8 +155,8 @@ fn search_covers_attached_folders_only_and_fuses_vectors() {
             .is_empty()
     );
 
-    store.attach_folder(&agent.id, &mine.id).unwrap();
-    let tools = store.get_agent(&agent.id).unwrap().tools;
+    store.folders().attach(&agent.id, &mine.id).unwrap();
+    let tools = store.agents().get(&agent.id).unwrap().tools;
     for t in FILE_TOOLS {
         assert!(tools.iter().any(|x| x == t), "{tools:?}");
     }
@@ -144,7 +167,10 @@ fn search_covers_attached_folders_only_and_fuses_vectors() {
     assert_eq!(hits[0].citation(), "fruit.txt:L1");
 
     // Vectors: the second line is nearest to the query vector, with no shared word.
-    let pending = store.chunks_without_vectors(&mine.id, 10).unwrap();
+    let pending = store
+        .folders()
+        .chunks_without_vectors(&mine.id, 10)
+        .unwrap();
     let filled: Vec<_> = pending
         .iter()
         .map(|c| {
@@ -156,7 +182,13 @@ fn search_covers_attached_folders_only_and_fuses_vectors() {
             (c.pk, c.text.clone(), v)
         })
         .collect();
-    assert_eq!(store.fill_chunk_vectors("test/model", &filled).unwrap(), 2);
+    assert_eq!(
+        store
+            .folders()
+            .fill_chunk_vectors("test/model", &filled)
+            .unwrap(),
+        2
+    );
     let q = [1.0f32, 0.1];
     let hits = store
         .search_agent_files(&agent.id, "heavens", Some(("test/model", &q)), 1)
@@ -167,8 +199,8 @@ fn search_covers_attached_folders_only_and_fuses_vectors() {
         .unwrap();
     assert!(hits.is_empty(), "vectors of another model are not compared");
 
-    store.detach_folder(&agent.id, &mine.id).unwrap();
-    let tools = store.get_agent(&agent.id).unwrap().tools;
+    store.folders().detach(&agent.id, &mine.id).unwrap();
+    let tools = store.agents().get(&agent.id).unwrap().tools;
     assert!(!tools.iter().any(|t| t == "open_files"), "{tools:?}");
 }
 
@@ -177,12 +209,13 @@ fn opening_past_the_limit_closes_the_least_recently_used() {
     let (_dir, store) = temp_store();
     let (agent, _) = create(&store, "Sam");
     let folder = store
-        .create_folder(&NewFolder {
+        .folders()
+        .create(&NewFolder {
             name: "d".into(),
             ..NewFolder::default()
         })
         .unwrap();
-    store.attach_folder(&agent.id, &folder.id).unwrap();
+    store.folders().attach(&agent.id, &folder.id).unwrap();
     let files: Vec<_> = (0..3)
         .map(|i| {
             add(
@@ -197,36 +230,54 @@ fn opening_past_the_limit_closes_the_least_recently_used() {
     for f in &files[..2] {
         assert!(
             store
+                .folders()
                 .open_file(&agent.id, &f.id, 1, 10, 2)
                 .unwrap()
                 .is_empty()
         );
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
-    let closed = store.open_file(&agent.id, &files[2].id, 1, 10, 2).unwrap();
+    let closed = store
+        .folders()
+        .open_file(&agent.id, &files[2].id, 1, 10, 2)
+        .unwrap();
     assert_eq!(closed, vec![files[0].id.clone()]);
     let open: Vec<_> = store
-        .agent_files(&agent.id)
+        .folders()
+        .files_of_agent(&agent.id)
         .unwrap()
         .into_iter()
         .filter(|f| f.is_open)
         .map(|f| f.file_name)
         .collect();
     assert_eq!(open, vec!["d/1.txt", "d/2.txt"]);
-    let windows = store.open_file_windows(&agent.id).unwrap();
+    let windows = store.folders().open_file_windows(&agent.id).unwrap();
     assert_eq!(windows[1].text, "1: x\n2: y");
     assert_eq!(
         store
-            .agent_file_named(&agent.id, "2.txt")
+            .folders()
+            .file_of_agent(&agent.id, "2.txt")
             .unwrap()
             .unwrap()
             .id,
         files[2].id
     );
-    assert_eq!(store.close_all_files(&agent.id).unwrap(), 2);
-    assert!(store.open_file_windows(&agent.id).unwrap().is_empty());
+    assert_eq!(store.folders().close_all_files(&agent.id).unwrap(), 2);
+    assert!(
+        store
+            .folders()
+            .open_file_windows(&agent.id)
+            .unwrap()
+            .is_empty()
+    );
 
-    store.delete_folder(&folder.id).unwrap();
-    assert!(store.agent_files(&agent.id).unwrap().is_empty());
-    assert!(store.list_folders().unwrap().is_empty());
+    store.folders().delete(&folder.id).unwrap();
+    assert!(
+        store
+            .folders()
+            .files_of_agent(&agent.id)
+            .unwrap()
+            .is_empty()
+    );
+    assert!(store.folders().list().unwrap().is_empty());
 }

@@ -23,7 +23,8 @@ fn a_search_answers_while_the_graph_builds_and_uses_it_after() {
         }
     };
     let stored = store
-        .insert_passages(&a.id, &with_vectors(0..400, dim, half))
+        .passages()
+        .insert(&a.id, &with_vectors(0..400, dim, half))
         .unwrap();
     let mut rows: Vec<(String, Vec<f32>)> = (0..400)
         .map(|i| (format!("passage {i}"), vector(i, dim)))
@@ -44,10 +45,11 @@ fn a_search_answers_while_the_graph_builds_and_uses_it_after() {
     assert!((own[0].1 - 1.0).abs() < 1e-5, "{own:?}");
 
     // Writes during the build are seen at once: a deleted passage is gone, a new one found.
-    store.delete_passage(&a.id, &stored[42].id).unwrap();
+    store.passages().delete(&a.id, &stored[42].id).unwrap();
     rows.retain(|(t, _)| t != "passage 42");
     store
-        .insert_passages(&a.id, &with_vectors(900..901, dim, |_| vec![]))
+        .passages()
+        .insert(&a.id, &with_vectors(900..901, dim, |_| vec![]))
         .unwrap();
     rows.push(("passage 900".into(), vector(900, dim)));
     let after = nearest(&store, &a.id, &vector(42, dim), 5, &[]);
@@ -95,14 +97,15 @@ fn deleting_an_agent_stops_its_build_and_leaves_no_file() {
     store.hold_vector_index_builds(true);
     let (a, _) = create(&store, "A");
     store
-        .insert_passages(&a.id, &with_vectors(0..300, 16, |_| vec![]))
+        .passages()
+        .insert(&a.id, &with_vectors(0..300, 16, |_| vec![]))
         .unwrap();
     assert_eq!(
         nearest(&store, &a.id, &vector(7, 16), 1, &[])[0].0,
         "passage 7"
     );
     assert_eq!(store.vector_index_builds().len(), 1);
-    store.delete_agent(&a.id).unwrap();
+    store.agents().delete(&a.id).unwrap();
     store.hold_vector_index_builds(false);
     assert!(store.vector_index_builds().is_empty());
     store.wait_for_vector_index_builds();
@@ -130,7 +133,7 @@ fn hybrid_ranks_the_same_whether_the_vector_walk_runs_beside_the_words_or_after_
             ..Default::default()
         })
         .collect();
-    store.insert_passages(&a.id, &ps).unwrap();
+    store.passages().insert(&a.id, &ps).unwrap();
     // Build and save the graph, so both stores below load the very same one.
     nearest(&store, &a.id, &vector(1, dim), 1, &[]);
     store.wait_for_vector_index_builds();
@@ -203,7 +206,8 @@ fn a_build_reports_when_it_starts_and_when_it_is_done() {
     let heard = observe(&store);
     let (a, _) = create(&store, "A");
     store
-        .insert_passages(&a.id, &with_vectors(0..300, 16, |_| vec![]))
+        .passages()
+        .insert(&a.id, &with_vectors(0..300, 16, |_| vec![]))
         .unwrap();
     nearest(&store, &a.id, &vector(7, 16), 1, &[]);
     {
@@ -247,7 +251,8 @@ fn a_quit_during_a_build_loses_it_and_the_next_start_builds_again_unasked() {
     let (a, _) = create(&store, "A");
     let dim = 16;
     store
-        .insert_passages(&a.id, &with_vectors(0..300, dim, |_| vec![]))
+        .passages()
+        .insert(&a.id, &with_vectors(0..300, dim, |_| vec![]))
         .unwrap();
     let rows: Vec<(String, Vec<f32>)> = (0..300)
         .map(|i| (format!("passage {i}"), vector(i, dim)))
@@ -303,7 +308,8 @@ fn a_marker_of_a_deleted_agent_or_of_garbage_starts_nothing() {
     store.hold_vector_index_builds(true);
     let (a, _) = create(&store, "A");
     store
-        .insert_passages(&a.id, &with_vectors(0..300, 16, |_| vec![]))
+        .passages()
+        .insert(&a.id, &with_vectors(0..300, 16, |_| vec![]))
         .unwrap();
     nearest(&store, &a.id, &vector(7, 16), 1, &[]);
     drop(store);
@@ -325,7 +331,7 @@ fn a_marker_of_a_deleted_agent_or_of_garbage_starts_nothing() {
         1,
         "only the real agent's is left"
     );
-    store.delete_agent(&a.id).unwrap();
+    store.agents().delete(&a.id).unwrap();
     store.hold_vector_index_builds(false);
     assert!(markers(dir.path()).is_empty());
     assert!(store.vector_index_builds().is_empty());

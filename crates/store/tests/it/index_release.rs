@@ -12,7 +12,8 @@ fn releasing_memory_drops_an_unsearched_index_and_a_search_loads_it_again() {
     let (a, _) = create(&store, "A");
     let dim = 24;
     store
-        .insert_passages(&a.id, &with_vectors(0..400, dim, |_| vec![]))
+        .passages()
+        .insert(&a.id, &with_vectors(0..400, dim, |_| vec![]))
         .unwrap();
     let q = vector(10_007, dim);
     nearest(&store, &a.id, &q, 5, &[]);

@@ -17,11 +17,11 @@ fn path_labels_are_kept_byte_for_byte() {
     let (_dir, store) = temp_store();
     let a = agent("Ezra");
     let blocks: Vec<NewBlock> = PATHS.iter().map(|l| NewBlock::new(*l, *l)).collect();
-    let (_, created) = store.create_agent(&a, &blocks, &[]).unwrap();
+    let (_, created) = store.agents().create(&a, &blocks, &[]).unwrap();
     let labels: Vec<_> = created.iter().map(|b| b.label.as_str()).collect();
     assert_eq!(labels, PATHS);
     for label in PATHS {
-        assert_eq!(store.agent_block(&a.id, label).unwrap().value, label);
+        assert_eq!(store.blocks().by_label(&a.id, label).unwrap().value, label);
     }
     // A rename to another path label, then back.
     let id = &created[0].id;
@@ -30,18 +30,27 @@ fn path_labels_are_kept_byte_for_byte() {
         ..BlockPatch::default()
     };
     store
-        .update_block(id, &patch("system/human/family/kids"), &Editor::User)
+        .blocks()
+        .update(id, &patch("system/human/family/kids"), &Editor::User)
         .unwrap();
-    assert!(store.agent_block(&a.id, "system/human/family").is_err());
+    assert!(
+        store
+            .blocks()
+            .by_label(&a.id, "system/human/family")
+            .is_err()
+    );
     assert_eq!(
         store
-            .agent_block(&a.id, "system/human/family/kids")
+            .blocks()
+            .by_label(&a.id, "system/human/family/kids")
             .unwrap()
             .id,
         *id
     );
     // Unique per agent, path or not.
-    let clash = store.update_block(id, &patch("reference/faq"), &Editor::User);
+    let clash = store
+        .blocks()
+        .update(id, &patch("reference/faq"), &Editor::User);
     assert!(matches!(clash, Err(Error::Conflict(_))), "{clash:?}");
 }
 
@@ -55,7 +64,8 @@ fn unusable_labels_are_refused_with_the_reason() {
         (" human", "whitespace"),
     ] {
         let err = store
-            .create_agent(&agent("X"), &[NewBlock::new(label, "")], &[])
+            .agents()
+            .create(&agent("X"), &[NewBlock::new(label, "")], &[])
             .unwrap_err();
         assert!(
             matches!(&err, Error::Invalid(m) if m.contains(reason)),
@@ -64,13 +74,17 @@ fn unusable_labels_are_refused_with_the_reason() {
     }
     let long = "a/".repeat(200);
     let err = store
-        .create_agent(&agent("X"), &[NewBlock::new(long, "")], &[])
+        .agents()
+        .create(&agent("X"), &[NewBlock::new(long, "")], &[])
         .unwrap_err();
     assert!(
         matches!(&err, Error::Invalid(m) if m.contains("at most 256")),
         "{err:?}"
     );
-    assert!(store.list_agents().unwrap().is_empty(), "nothing half-made");
+    assert!(
+        store.agents().list().unwrap().is_empty(),
+        "nothing half-made"
+    );
 }
 
 #[test]
@@ -80,7 +94,8 @@ fn passage_edits_follow_in_the_index_and_agent_tags_keep_order() {
     let (_dir, store) = temp_store();
     let (a, _) = crate::support::create(&store, "Sam");
     let p = store
-        .insert_passages(
+        .passages()
+        .insert(
             &a.id,
             &[NewPassage {
                 text: "tulips in April".into(),
@@ -97,7 +112,8 @@ fn passage_edits_follow_in_the_index_and_agent_tags_keep_order() {
         ..PassageQuery::default()
     };
     let edited = store
-        .update_passage(&a.id, &p.id, Some("tulips in May"), None, None)
+        .passages()
+        .update(&a.id, &p.id, Some("tulips in May"), None, None)
         .unwrap();
     assert_eq!(edited.tags, ["garden"], "tags untouched");
     assert_eq!(store.search_passages(&a.id, &q("May")).unwrap().len(), 1);
@@ -108,18 +124,19 @@ fn passage_edits_follow_in_the_index_and_agent_tags_keep_order() {
             .is_empty()
     );
     assert_eq!(
-        store.passage_embeddings_missing(&a.id).unwrap().len(),
+        store.passages().embeddings_missing(&a.id).unwrap().len(),
         1,
         "the old vector described the old text"
     );
-    let bad = store.update_passage(&a.id, &p.id, Some(" "), None, None);
+    let bad = store.passages().update(&a.id, &p.id, Some(" "), None, None);
     assert!(matches!(bad, Err(Error::Invalid(_))));
-    assert_eq!(store.get_passage(&p.id).unwrap().text, "tulips in May");
+    assert_eq!(store.passages().get(&p.id).unwrap().text, "tulips in May");
 
     store
-        .set_agent_tags(&a.id, &["b".into(), "a".into(), "b".into(), " ".into()])
+        .agents()
+        .set_tags(&a.id, &["b".into(), "a".into(), "b".into(), " ".into()])
         .unwrap();
-    assert_eq!(store.agent_tags(&a.id).unwrap(), ["b", "a"]);
-    store.delete_agent(&a.id).unwrap();
-    assert!(store.agent_tags(&a.id).unwrap().is_empty());
+    assert_eq!(store.agents().tags(&a.id).unwrap(), ["b", "a"]);
+    store.agents().delete(&a.id).unwrap();
+    assert!(store.agents().tags(&a.id).unwrap().is_empty());
 }

@@ -59,10 +59,12 @@ fn mcp_tool(s: &McpServer, remote: &str, description: &str) -> Tool {
 
 fn agent_with(store: &Store, tools: &[&str]) -> engram_core::AgentId {
     let (a, _) = store
-        .create_agent(&agent("A"), &[NewBlock::new("human", "")], &[])
+        .agents()
+        .create(&agent("A"), &[NewBlock::new("human", "")], &[])
         .unwrap();
     store
-        .update_agent(
+        .agents()
+        .update(
             &a.id,
             &AgentPatch {
                 tools: Some(tools.iter().map(|t| (*t).to_owned()).collect()),
@@ -76,21 +78,25 @@ fn agent_with(store: &Store, tools: &[&str]) -> engram_core::AgentId {
 #[test]
 fn servers_are_stored_with_unique_names_and_no_secrets() {
     let (_dir, store) = temp_store();
-    let s = store.insert_mcp_server(&server("files")).unwrap();
-    assert_eq!(store.find_mcp_server("files").unwrap(), s);
-    assert_eq!(store.find_mcp_server(s.id.as_str()).unwrap(), s);
-    let again = store.insert_mcp_server(&server("files")).unwrap_err();
+    let s = store.tools().insert_mcp_server(&server("files")).unwrap();
+    assert_eq!(store.tools().find_mcp_server("files").unwrap(), s);
+    assert_eq!(store.tools().find_mcp_server(s.id.as_str()).unwrap(), s);
+    let again = store
+        .tools()
+        .insert_mcp_server(&server("files"))
+        .unwrap_err();
     assert!(matches!(again, Error::Conflict(_)), "{again:?}");
-    let off = store.set_mcp_server_active(&s.id, false).unwrap();
+    let off = store.tools().set_mcp_server_active(&s.id, false).unwrap();
     assert!(!off.active);
-    assert_eq!(store.list_mcp_servers().unwrap(), vec![off]);
+    assert_eq!(store.tools().list_mcp_servers().unwrap(), vec![off]);
 }
 
 #[test]
 fn a_listing_replaces_the_tools_keeping_ids_and_detaching_gone_ones() {
     let (_dir, store) = temp_store();
-    let s = store.insert_mcp_server(&server("files")).unwrap();
+    let s = store.tools().insert_mcp_server(&server("files")).unwrap();
     let first = store
+        .tools()
         .sync_mcp_tools(
             &s.id,
             &[
@@ -110,6 +116,7 @@ fn a_listing_replaces_the_tools_keeping_ids_and_detaching_gone_ones() {
 
     // `write` is gone and `read` changed its description.
     let second = store
+        .tools()
         .sync_mcp_tools(&s.id, &[mcp_tool(&s, "read", "Read a file.")])
         .unwrap();
     assert_eq!(second.len(), 1);
@@ -117,48 +124,51 @@ fn a_listing_replaces_the_tools_keeping_ids_and_detaching_gone_ones() {
     assert_eq!(second[0].description, "Read a file.");
     assert_eq!(second[0].mcp.as_ref().unwrap().tool_name, "read");
     assert_eq!(
-        store.get_agent(&agent).unwrap().tools,
+        store.agents().get(&agent).unwrap().tools,
         ["send_message", "files__read"]
     );
-    assert!(store.tool_by_name("files__write").unwrap().is_none());
+    assert!(store.tools().by_name("files__write").unwrap().is_none());
 }
 
 #[test]
 fn a_name_held_by_another_tool_is_refused_and_nothing_changes() {
     let (_dir, store) = temp_store();
-    let a = store.insert_mcp_server(&server("a")).unwrap();
-    let b = store.insert_mcp_server(&server("b")).unwrap();
+    let a = store.tools().insert_mcp_server(&server("a")).unwrap();
+    let b = store.tools().insert_mcp_server(&server("b")).unwrap();
     store
+        .tools()
         .sync_mcp_tools(&a.id, &[mcp_tool(&a, "x", "X.")])
         .unwrap();
     // A tool of `b` that would be named like `a`'s.
     let mut clash = mcp_tool(&b, "x", "X.");
     clash.name = "a__x".into();
     let err = store
+        .tools()
         .sync_mcp_tools(&b.id, &[mcp_tool(&b, "y", "Y."), clash])
         .unwrap_err();
     assert!(matches!(err, Error::Conflict(_)), "{err:?}");
     assert!(
-        store.mcp_server_tools(&b.id).unwrap().is_empty(),
+        store.tools().mcp_server_tools(&b.id).unwrap().is_empty(),
         "one transaction"
     );
-    assert_eq!(store.mcp_server_tools(&a.id).unwrap().len(), 1);
+    assert_eq!(store.tools().mcp_server_tools(&a.id).unwrap().len(), 1);
 }
 
 #[test]
 fn removing_a_server_removes_its_tools_from_every_agent() {
     let (_dir, store) = temp_store();
-    let s = store.insert_mcp_server(&server("files")).unwrap();
+    let s = store.tools().insert_mcp_server(&server("files")).unwrap();
     store
+        .tools()
         .sync_mcp_tools(&s.id, &[mcp_tool(&s, "read", "Read.")])
         .unwrap();
     let agent = agent_with(&store, &["send_message", "files__read"]);
-    store.delete_mcp_server(&s.id).unwrap();
-    assert_eq!(store.get_agent(&agent).unwrap().tools, ["send_message"]);
-    assert!(store.tool_by_name("files__read").unwrap().is_none());
-    assert!(store.list_mcp_servers().unwrap().is_empty());
+    store.tools().delete_mcp_server(&s.id).unwrap();
+    assert_eq!(store.agents().get(&agent).unwrap().tools, ["send_message"]);
+    assert!(store.tools().by_name("files__read").unwrap().is_none());
+    assert!(store.tools().list_mcp_servers().unwrap().is_empty());
     assert!(matches!(
-        store.delete_mcp_server(&s.id).unwrap_err(),
+        store.tools().delete_mcp_server(&s.id).unwrap_err(),
         Error::NotFound { .. }
     ));
 }

@@ -16,7 +16,7 @@ fn history(n: usize) -> (tempfile::TempDir, Store, engram_core::AgentId, Vec<Mes
             ..NewMessage::user(format!("m{i}"))
         })
         .collect();
-    let stored = store.append_messages(&a.id, &msgs).unwrap();
+    let stored = store.messages().append(&a.id, &msgs).unwrap();
     (dir, store, a.id, stored)
 }
 
@@ -33,35 +33,41 @@ fn ranges_page_in_both_orders_between_exclusive_bounds() {
     let (_d, store, a, all) = history(30);
     let seq = |i: usize| all[i - 1].seq;
     let asc = store
-        .page_messages(&a, None, None, 10, SeqOrder::Asc)
+        .messages()
+        .page(&a, None, None, 10, SeqOrder::Asc)
         .unwrap();
     assert_eq!(texts(&asc), names(1..=10));
     let next = store
-        .page_messages(&a, Some(seq(10)), None, 10, SeqOrder::Asc)
+        .messages()
+        .page(&a, Some(seq(10)), None, 10, SeqOrder::Asc)
         .unwrap();
     assert_eq!(texts(&next), names(11..=20));
     let desc = store
-        .page_messages(&a, None, None, 5, SeqOrder::Desc)
+        .messages()
+        .page(&a, None, None, 5, SeqOrder::Desc)
         .unwrap();
     assert_eq!(texts(&desc), ["m30", "m29", "m28", "m27", "m26"]);
     // Between two cursors: the page nearest the upper bound when newest first.
     let between = store
-        .page_messages(&a, Some(seq(3)), Some(seq(20)), 4, SeqOrder::Desc)
+        .messages()
+        .page(&a, Some(seq(3)), Some(seq(20)), 4, SeqOrder::Desc)
         .unwrap();
     assert_eq!(texts(&between), ["m19", "m18", "m17", "m16"]);
     let between = store
-        .page_messages(&a, Some(seq(3)), Some(seq(20)), 4, SeqOrder::Asc)
+        .messages()
+        .page(&a, Some(seq(3)), Some(seq(20)), 4, SeqOrder::Asc)
         .unwrap();
     assert_eq!(texts(&between), names(4..=7));
     assert!(
         store
-            .page_messages(&a, Some(seq(30)), None, 10, SeqOrder::Asc)
+            .messages()
+            .page(&a, Some(seq(30)), None, 10, SeqOrder::Asc)
             .unwrap()
             .is_empty()
     );
     let gone = engram_core::AgentId::from("agent-gone");
     assert!(matches!(
-        store.page_messages(&gone, None, None, 1, SeqOrder::Asc),
+        store.messages().page(&gone, None, None, 1, SeqOrder::Asc),
         Err(Error::NotFound { .. })
     ));
 }
@@ -69,29 +75,29 @@ fn ranges_page_in_both_orders_between_exclusive_bounds() {
 #[test]
 fn windows_at_latest_start_and_cursors_say_what_lies_beyond() {
     let (_d, store, a, all) = history(25);
-    let w = store.message_window(&a, &WindowAt::Latest, 10).unwrap();
+    let w = store.messages().window(&a, &WindowAt::Latest, 10).unwrap();
     assert_eq!(texts(&w.messages), names(16..=25));
     assert!(w.has_older && !w.has_newer);
 
-    let w = store.message_window(&a, &WindowAt::Start, 10).unwrap();
+    let w = store.messages().window(&a, &WindowAt::Start, 10).unwrap();
     assert_eq!(texts(&w.messages), names(1..=10));
     assert!(!w.has_older && w.has_newer);
 
     let before = WindowAt::Before {
         id: all[10].id.clone(),
     };
-    let w = store.message_window(&a, &before, 10).unwrap();
+    let w = store.messages().window(&a, &before, 10).unwrap();
     assert_eq!(texts(&w.messages), names(1..=10));
     assert!(!w.has_older && w.has_newer, "m1 is the first message");
 
     let after = WindowAt::After {
         id: all[14].id.clone(),
     };
-    let w = store.message_window(&a, &after, 10).unwrap();
+    let w = store.messages().window(&a, &after, 10).unwrap();
     assert_eq!(texts(&w.messages), names(16..=25));
     assert!(w.has_older && !w.has_newer, "m25 is the last message");
 
-    let w = store.message_window(&a, &WindowAt::Latest, 100).unwrap();
+    let w = store.messages().window(&a, &WindowAt::Latest, 100).unwrap();
     assert_eq!(w.messages.len(), 25);
     assert!(!w.has_older && !w.has_newer);
 }
@@ -102,7 +108,7 @@ fn a_window_around_a_message_centres_it_and_names_it() {
     let at_m20 = WindowAt::Around {
         id: all[19].id.clone(),
     };
-    let w = store.message_window(&a, &at_m20, 9).unwrap();
+    let w = store.messages().window(&a, &at_m20, 9).unwrap();
     assert_eq!(texts(&w.messages), names(16..=24));
     assert_eq!(w.anchor.as_ref(), Some(&all[19].id));
     assert!(w.has_older && w.has_newer);
@@ -111,14 +117,14 @@ fn a_window_around_a_message_centres_it_and_names_it() {
     let near_start = WindowAt::Around {
         id: all[1].id.clone(),
     };
-    let w = store.message_window(&a, &near_start, 9).unwrap();
+    let w = store.messages().window(&a, &near_start, 9).unwrap();
     assert_eq!(texts(&w.messages), names(1..=9));
     assert_eq!(w.anchor.as_ref(), Some(&all[1].id));
     assert!(!w.has_older && w.has_newer);
     let near_end = WindowAt::Around {
         id: all[38].id.clone(),
     };
-    let w = store.message_window(&a, &near_end, 9).unwrap();
+    let w = store.messages().window(&a, &near_end, 9).unwrap();
     assert_eq!(texts(&w.messages), names(32..=40));
     assert!(w.has_older && !w.has_newer);
 
@@ -126,13 +132,13 @@ fn a_window_around_a_message_centres_it_and_names_it() {
         id: MessageId::from("message-nope"),
     };
     assert!(matches!(
-        store.message_window(&a, &foreign, 9),
+        store.messages().window(&a, &foreign, 9),
         Err(Error::NotFound { .. })
     ));
     // Another agent's message is not a cursor into this one.
     let (b, _) = create(&store, "b");
     assert!(matches!(
-        store.message_window(&b.id, &at_m20, 9),
+        store.messages().window(&b.id, &at_m20, 9),
         Err(Error::NotFound { .. })
     ));
 }
@@ -144,21 +150,21 @@ fn a_date_opens_at_the_first_message_on_or_after_it() {
     let date = WindowAt::Date {
         at: at("2024-01-01T00:30:30Z"),
     };
-    let w = store.message_window(&a, &date, 11).unwrap();
+    let w = store.messages().window(&a, &date, 11).unwrap();
     assert_eq!(w.anchor.as_ref(), Some(&all[31].id), "m32");
     assert_eq!(texts(&w.messages), names(27..=37));
 
     let before_all = WindowAt::Date {
         at: at("2020-01-01T00:00:00Z"),
     };
-    let w = store.message_window(&a, &before_all, 5).unwrap();
+    let w = store.messages().window(&a, &before_all, 5).unwrap();
     assert_eq!(w.anchor.as_ref(), Some(&all[0].id));
     assert_eq!(texts(&w.messages), names(1..=5));
 
     let after_all = WindowAt::Date {
         at: at("2030-01-01T00:00:00Z"),
     };
-    let w = store.message_window(&a, &after_all, 5).unwrap();
+    let w = store.messages().window(&a, &after_all, 5).unwrap();
     assert_eq!(w.anchor.as_ref(), Some(&all[119].id), "the newest");
     assert_eq!(texts(&w.messages), names(116..=120));
 }
@@ -168,13 +174,15 @@ fn compactions_are_recorded_with_the_eviction_and_shown_in_their_windows() {
     let (_d, store, a, all) = history(30);
     let ids = |r: std::ops::Range<usize>| all[r].iter().map(|m| m.id.clone()).collect::<Vec<_>>();
     store
-        .evict_messages(&a, &ids(0..10), "They met; Bob likes tea.")
+        .messages()
+        .evict(&a, &ids(0..10), "They met; Bob likes tea.")
         .unwrap();
     store
-        .evict_messages(&a, &ids(10..18), "Bob likes tea and owns a cat.")
+        .messages()
+        .evict(&a, &ids(10..18), "Bob likes tea and owns a cat.")
         .unwrap();
 
-    let w = store.message_window(&a, &WindowAt::Start, 30).unwrap();
+    let w = store.messages().window(&a, &WindowAt::Start, 30).unwrap();
     let marks: Vec<_> = w
         .compactions
         .iter()
@@ -188,11 +196,11 @@ fn compactions_are_recorded_with_the_eviction_and_shown_in_their_windows() {
         ]
     );
     // A window that ends before the second divider shows only the first.
-    let w = store.message_window(&a, &WindowAt::Start, 12).unwrap();
+    let w = store.messages().window(&a, &WindowAt::Start, 12).unwrap();
     assert_eq!(w.compactions.len(), 1);
     // A refused eviction records nothing.
     let bad = [MessageId::from("message-nope")];
-    assert!(store.evict_messages(&a, &bad, "x").is_err());
-    let w = store.message_window(&a, &WindowAt::Latest, 30).unwrap();
+    assert!(store.messages().evict(&a, &bad, "x").is_err());
+    let w = store.messages().window(&a, &WindowAt::Latest, 30).unwrap();
     assert_eq!(w.compactions.len(), 2);
 }

@@ -8,7 +8,8 @@ use engram_store::{MessageQuery, MessageVector, Store, embeddable_text};
 
 fn model(store: &Store, agent: &engram_core::AgentId, name: Option<&str>) {
     store
-        .update_agent(
+        .agents()
+        .update(
             agent,
             &AgentPatch {
                 embedding: Some(name.map(|m| EmbeddingConfig {
@@ -28,7 +29,7 @@ fn fill(
     name: &str,
     vector_of: fn(&str) -> Vec<f32>,
 ) -> usize {
-    let missing = store.messages_without_vectors(agent, None, 100).unwrap();
+    let missing = store.messages().without_vectors(agent, None, 100).unwrap();
     let filled: Vec<MessageVector> = missing
         .into_iter()
         .map(|u| {
@@ -44,7 +45,7 @@ fn fill(
             }
         })
         .collect();
-    store.fill_message_vectors(agent, name, &filled).unwrap()
+    store.messages().fill_vectors(agent, name, &filled).unwrap()
 }
 
 /// A toy two-dimensional "model": pets point one way, everything else the other.
@@ -75,7 +76,8 @@ fn only_messages_worth_searching_wait_for_a_vector_of_the_current_model() {
         arguments: r#"{"limit": 3}"#.into(),
     }];
     store
-        .append_messages(
+        .messages()
+        .append(
             &a.id,
             &[
                 NewMessage::user("Bob loves boston terriers"),
@@ -86,26 +88,28 @@ fn only_messages_worth_searching_wait_for_a_vector_of_the_current_model() {
         )
         .unwrap();
     // Without an embedding model nothing waits.
-    assert_eq!(store.count_messages_without_vectors(&a.id).unwrap(), 0);
+    assert_eq!(store.messages().count_without_vectors(&a.id).unwrap(), 0);
     assert!(
         store
-            .messages_without_vectors(&a.id, None, 10)
+            .messages()
+            .without_vectors(&a.id, None, 10)
             .unwrap()
             .is_empty()
     );
     model(&store, &a.id, Some("toy/one"));
     // The user message and the assistant's tool call (which has no text: it gets a marker).
-    assert_eq!(store.count_messages_without_vectors(&a.id).unwrap(), 2);
-    let first = store.messages_without_vectors(&a.id, None, 1).unwrap();
+    assert_eq!(store.messages().count_without_vectors(&a.id).unwrap(), 2);
+    let first = store.messages().without_vectors(&a.id, None, 1).unwrap();
     let rest = store
-        .messages_without_vectors(&a.id, Some(first[0].cursor), 10)
+        .messages()
+        .without_vectors(&a.id, Some(first[0].cursor), 10)
         .unwrap();
     assert_eq!(rest.len(), 1);
     assert_eq!(fill(&store, &a.id, "toy/one", toy), 2);
-    assert_eq!(store.count_messages_without_vectors(&a.id).unwrap(), 0);
+    assert_eq!(store.messages().count_without_vectors(&a.id).unwrap(), 0);
     // A new model wants its own vectors; the old ones no longer count.
     model(&store, &a.id, Some("toy/two"));
-    assert_eq!(store.count_messages_without_vectors(&a.id).unwrap(), 2);
+    assert_eq!(store.messages().count_without_vectors(&a.id).unwrap(), 2);
 }
 
 #[test]
@@ -114,7 +118,8 @@ fn a_stale_fill_never_lands() {
     let (a, _) = create(&store, "A");
     model(&store, &a.id, Some("toy/one"));
     let m = store
-        .append_messages(&a.id, &[NewMessage::user("I got a puppy")])
+        .messages()
+        .append(&a.id, &[NewMessage::user("I got a puppy")])
         .unwrap()
         .remove(0);
     let stale = MessageVector {
@@ -126,17 +131,20 @@ fn a_stale_fill_never_lands() {
     model(&store, &a.id, Some("toy/two"));
     assert_eq!(
         store
-            .fill_message_vectors(&a.id, "toy/one", std::slice::from_ref(&stale))
+            .messages()
+            .fill_vectors(&a.id, "toy/one", std::slice::from_ref(&stale))
             .unwrap(),
         0
     );
     // The text changed since it was embedded: nothing is stored.
     store
-        .update_message_text(&a.id, &m.id, "I got a kitten", None, None)
+        .messages()
+        .update_text(&a.id, &m.id, "I got a kitten", None, None)
         .unwrap();
     assert_eq!(
         store
-            .fill_message_vectors(&a.id, "toy/two", &[stale])
+            .messages()
+            .fill_vectors(&a.id, "toy/two", &[stale])
             .unwrap(),
         0
     );
@@ -148,15 +156,17 @@ fn a_stale_fill_never_lands() {
     };
     assert_eq!(
         store
-            .fill_message_vectors(&a.id, "toy/two", &[fresh])
+            .messages()
+            .fill_vectors(&a.id, "toy/two", &[fresh])
             .unwrap(),
         1
     );
-    assert_eq!(store.count_messages_without_vectors(&a.id).unwrap(), 0);
+    assert_eq!(store.messages().count_without_vectors(&a.id).unwrap(), 0);
     store
-        .update_message_text(&a.id, &m.id, "I got a hamster", None, None)
+        .messages()
+        .update_text(&a.id, &m.id, "I got a hamster", None, None)
         .unwrap();
-    assert_eq!(store.count_messages_without_vectors(&a.id).unwrap(), 1);
+    assert_eq!(store.messages().count_without_vectors(&a.id).unwrap(), 1);
     // Bad vectors are refused.
     let bad = MessageVector {
         id: m.id,
@@ -165,7 +175,8 @@ fn a_stale_fill_never_lands() {
     };
     assert!(
         store
-            .fill_message_vectors(&a.id, "toy/two", &[bad])
+            .messages()
+            .fill_vectors(&a.id, "toy/two", &[bad])
             .is_err()
     );
 }
@@ -184,7 +195,7 @@ fn recall_search_fuses_words_and_meaning_with_filters_before_the_limit() {
         ));
     }
     rows.push(NewMessage::user("The tax report is due on Friday"));
-    store.append_messages(&a.id, &rows).unwrap();
+    store.messages().append(&a.id, &rows).unwrap();
     assert_eq!(fill(&store, &a.id, "toy/one", toy), 32);
 
     let pet = toy("terrier");
@@ -218,7 +229,7 @@ fn recall_search_fuses_words_and_meaning_with_filters_before_the_limit() {
     assert_eq!(other.len(), 1);
     // Deleting a message takes its vector along.
     let id = hits[0].message.id.clone();
-    store.delete_message(&a.id, &id).unwrap();
+    store.messages().delete(&a.id, &id).unwrap();
     let after = store
         .search_messages_by(&a.id, &q("my dog", vec![Role::User], 1), Some(&pet))
         .unwrap();

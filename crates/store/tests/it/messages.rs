@@ -22,7 +22,8 @@ fn append_spaces_seqs_and_keeps_given_ids_and_times() {
     let given = MessageId::from("message-streamed");
     let when = at("2024-05-01T10:00:00.123456789Z");
     let stored = store
-        .append_messages(
+        .messages()
+        .append(
             &a.id,
             &[
                 NewMessage {
@@ -47,11 +48,11 @@ fn append_spaces_seqs_and_keeps_given_ids_and_times() {
     assert_eq!(stored[1].seq - stored[0].seq, SEQ_GAP);
     assert!(stored.iter().all(|m| m.in_context));
     for m in &stored {
-        assert_eq!(&store.get_message(&m.id).unwrap(), m);
+        assert_eq!(&store.messages().get(&m.id).unwrap(), m);
     }
-    assert_eq!(store.in_context_messages(&a.id).unwrap(), stored);
+    assert_eq!(store.messages().in_context(&a.id).unwrap(), stored);
 
-    let dup = store.append_messages(
+    let dup = store.messages().append(
         &a.id,
         &[
             NewMessage::user("new"),
@@ -63,16 +64,16 @@ fn append_spaces_seqs_and_keeps_given_ids_and_times() {
     );
     assert!(matches!(dup, Err(Error::Conflict(_))), "{dup:?}");
     assert_eq!(
-        store.in_context_messages(&a.id).unwrap().len(),
+        store.messages().in_context(&a.id).unwrap().len(),
         2,
         "all or nothing"
     );
     assert!(matches!(
-        store.append_messages(&"agent-x".into(), &[]),
+        store.messages().append(&"agent-x".into(), &[]),
         Err(Error::NotFound { .. })
     ));
     assert!(matches!(
-        store.get_message(&"message-x".into()),
+        store.messages().get(&"message-x".into()),
         Err(Error::NotFound {
             what: "message",
             ..
@@ -87,28 +88,29 @@ fn list_messages_pages_backwards() {
     let msgs: Vec<_> = (1..=25)
         .map(|i| NewMessage::user(format!("m{i}")))
         .collect();
-    store.append_messages(&a.id, &msgs).unwrap();
+    store.messages().append(&a.id, &msgs).unwrap();
     let texts =
         |page: &[engram_core::Message]| page.iter().map(|m| m.content.clone()).collect::<Vec<_>>();
 
-    let page = store.list_messages(&a.id, None, 10).unwrap();
+    let page = store.messages().list(&a.id, None, 10).unwrap();
     assert_eq!(
         texts(&page),
         (16..=25).map(|i| format!("m{i}")).collect::<Vec<_>>()
     );
-    let page = store.list_messages(&a.id, Some(page[0].seq), 10).unwrap();
+    let page = store.messages().list(&a.id, Some(page[0].seq), 10).unwrap();
     assert_eq!(
         texts(&page),
         (6..=15).map(|i| format!("m{i}")).collect::<Vec<_>>()
     );
-    let page = store.list_messages(&a.id, Some(page[0].seq), 10).unwrap();
+    let page = store.messages().list(&a.id, Some(page[0].seq), 10).unwrap();
     assert_eq!(
         texts(&page),
         (1..=5).map(|i| format!("m{i}")).collect::<Vec<_>>()
     );
     assert!(
         store
-            .list_messages(&a.id, Some(page[0].seq), 10)
+            .messages()
+            .list(&a.id, Some(page[0].seq), 10)
             .unwrap()
             .is_empty()
     );
@@ -119,7 +121,8 @@ fn evicted_messages_leave_the_context_but_stay_searchable() {
     let (_dir, store) = temp_store();
     let (a, _) = create(&store, "a");
     let stored = store
-        .append_messages(
+        .messages()
+        .append(
             &a.id,
             &[
                 NewMessage::user("my cat is called Miso"),
@@ -127,7 +130,9 @@ fn evicted_messages_leave_the_context_but_stay_searchable() {
             ],
         )
         .unwrap();
-    let bad = store.evict_messages(&a.id, &[stored[0].id.clone(), "message-x".into()], "never");
+    let bad = store
+        .messages()
+        .evict(&a.id, &[stored[0].id.clone(), "message-x".into()], "never");
     assert!(matches!(
         bad,
         Err(Error::NotFound {
@@ -136,23 +141,24 @@ fn evicted_messages_leave_the_context_but_stay_searchable() {
         })
     ));
     assert_eq!(
-        store.in_context_messages(&a.id).unwrap().len(),
+        store.messages().in_context(&a.id).unwrap().len(),
         2,
         "nothing evicted on error"
     );
-    assert_eq!(store.get_agent(&a.id).unwrap().summary, None);
+    assert_eq!(store.agents().get(&a.id).unwrap().summary, None);
 
     store
-        .evict_messages(&a.id, &[stored[0].id.clone()], "User has a cat.")
+        .messages()
+        .evict(&a.id, &[stored[0].id.clone()], "User has a cat.")
         .unwrap();
-    let context = store.in_context_messages(&a.id).unwrap();
+    let context = store.messages().in_context(&a.id).unwrap();
     assert_eq!(context.len(), 1);
     assert_eq!(context[0].id, stored[1].id);
     assert_eq!(
-        store.get_agent(&a.id).unwrap().summary.as_deref(),
+        store.agents().get(&a.id).unwrap().summary.as_deref(),
         Some("User has a cat.")
     );
-    assert!(!store.get_message(&stored[0].id).unwrap().in_context);
+    assert!(!store.messages().get(&stored[0].id).unwrap().in_context);
     let hits = store
         .search_messages(
             &a.id,
@@ -165,7 +171,7 @@ fn evicted_messages_leave_the_context_but_stay_searchable() {
         .unwrap();
     assert_eq!(hits.len(), 1);
     assert_eq!(hits[0].message.id, stored[0].id);
-    assert_eq!(store.list_messages(&a.id, None, 10).unwrap().len(), 2);
+    assert_eq!(store.messages().list(&a.id, None, 10).unwrap().len(), 2);
 }
 
 #[test]
@@ -175,7 +181,8 @@ fn orphaned_tool_call_gets_a_failed_result_right_after_the_answered_one() {
     let run = engram_core::RunId::new();
     let step = engram_core::StepId::new();
     store
-        .append_messages(
+        .messages()
+        .append(
             &a.id,
             &[
                 NewMessage::user("remember two things"),
@@ -199,9 +206,15 @@ fn orphaned_tool_call_gets_a_failed_result_right_after_the_answered_one() {
         )
         .unwrap();
     let now = at("2024-06-01T12:00:00Z");
-    assert_eq!(store.repair_orphaned_tool_calls(&a.id, now).unwrap(), 1);
+    assert_eq!(
+        store
+            .messages()
+            .repair_orphaned_tool_calls(&a.id, now)
+            .unwrap(),
+        1
+    );
 
-    let context = store.in_context_messages(&a.id).unwrap();
+    let context = store.messages().in_context(&a.id).unwrap();
     let shape: Vec<(Role, Option<&str>)> = context
         .iter()
         .map(|m| (m.role, m.tool_call_id.as_deref()))
@@ -236,13 +249,16 @@ fn orphaned_tool_call_gets_a_failed_result_right_after_the_answered_one() {
             .starts_with("The tool call was interrupted")
     );
     assert_eq!(
-        store.list_messages(&a.id, None, 100).unwrap().len(),
+        store.messages().list(&a.id, None, 100).unwrap().len(),
         6,
         "the stray stays in recall"
     );
 
     assert_eq!(
-        store.repair_orphaned_tool_calls(&a.id, now).unwrap(),
+        store
+            .messages()
+            .repair_orphaned_tool_calls(&a.id, now)
+            .unwrap(),
         0,
         "repair is idempotent"
     );
@@ -263,15 +279,16 @@ fn many_orphans_renumber_when_the_gap_runs_out() {
     let mut msgs = turn("first");
     msgs.extend(turn("second"));
     msgs.push(NewMessage::user("after"));
-    store.append_messages(&a.id, &msgs).unwrap();
+    store.messages().append(&a.id, &msgs).unwrap();
     assert_eq!(
         store
+            .messages()
             .repair_orphaned_tool_calls(&a.id, chrono::Utc::now())
             .unwrap(),
         28
     );
 
-    let context = store.in_context_messages(&a.id).unwrap();
+    let context = store.messages().in_context(&a.id).unwrap();
     assert_eq!(context.len(), 5 + 28);
     assert!(context.windows(2).all(|w| w[0].seq < w[1].seq));
     let ids: Vec<_> = context
@@ -288,6 +305,7 @@ fn many_orphans_renumber_when_the_gap_runs_out() {
     assert_eq!(ids, expected);
     assert_eq!(
         store
+            .messages()
             .repair_orphaned_tool_calls(&a.id, chrono::Utc::now())
             .unwrap(),
         0
@@ -299,7 +317,8 @@ fn hidden_kinds_round_trip() {
     let (_dir, store) = temp_store();
     let (a, _) = create(&store, "a");
     let m = store
-        .append_messages(
+        .messages()
+        .append(
             &a.id,
             &[NewMessage::hidden(
                 MessageKind::Heartbeat,
@@ -308,7 +327,7 @@ fn hidden_kinds_round_trip() {
         )
         .unwrap();
     assert_eq!(
-        store.get_message(&m[0].id).unwrap().kind,
+        store.messages().get(&m[0].id).unwrap().kind,
         MessageKind::Heartbeat
     );
 }

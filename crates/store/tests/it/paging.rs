@@ -30,7 +30,8 @@ fn archive(store: &Store) -> (AgentId, Vec<PassageId>) {
         })
         .collect();
     let ids = store
-        .insert_passages(&a.id, &new)
+        .passages()
+        .insert(&a.id, &new)
         .unwrap()
         .into_iter()
         .map(|p| p.id)
@@ -40,7 +41,8 @@ fn archive(store: &Store) -> (AgentId, Vec<PassageId>) {
 
 fn texts(store: &Store, agent: &AgentId, q: &PassageList) -> Vec<String> {
     store
-        .list_passages(agent, q)
+        .passages()
+        .list(agent, q)
         .unwrap()
         .into_iter()
         .map(|p| p.text)
@@ -65,7 +67,7 @@ fn every_page_in_both_orders_from_either_end() {
     let (_dir, store) = temp_store();
     let (a, _) = archive(&store);
     for offset in [0, 10, 20, 24, 25, 30] {
-        let page = store.passage_page(&a, &list(10, offset, false)).unwrap();
+        let page = store.passages().page(&a, &list(10, offset, false)).unwrap();
         let got: Vec<String> = page.passages.into_iter().map(|p| p.text).collect();
         let newest_first = names((0..25).rev().skip(offset).take(10));
         assert_eq!(got, newest_first, "newest first, offset {offset}");
@@ -78,7 +80,7 @@ fn every_page_in_both_orders_from_either_end() {
         );
     }
     // The last page of a deep offset (read from the list's other end) is the oldest passages.
-    let last = store.passage_page(&a, &list(10, 20, false)).unwrap();
+    let last = store.passages().page(&a, &list(10, 20, false)).unwrap();
     assert_eq!(last.passages.last().unwrap().text, "n0");
     assert!(texts(&store, &a, &list(0, 0, false)).is_empty());
 }
@@ -92,7 +94,7 @@ fn cursors_page_forward_and_back_and_an_unknown_one_is_not_found() {
         let mut seen = Vec::new();
         let mut q = list(7, 0, ascending);
         loop {
-            let page = store.list_passages(&a, &q).unwrap();
+            let page = store.passages().list(&a, &q).unwrap();
             if page.is_empty() {
                 break;
             }
@@ -126,7 +128,8 @@ fn cursors_page_forward_and_back_and_an_unknown_one_is_not_found() {
     assert_eq!(texts(&store, &a, &between), names(4..7));
     // The page's position is reported for cursor pages too.
     let page = store
-        .passage_page(
+        .passages()
+        .page(
             &a,
             &PassageList {
                 after: Some(ids[11].clone()),
@@ -141,7 +144,7 @@ fn cursors_page_forward_and_back_and_an_unknown_one_is_not_found() {
         ..list(5, 0, true)
     };
     assert!(matches!(
-        store.list_passages(&a, &unknown),
+        store.passages().list(&a, &unknown),
         Err(Error::NotFound { .. })
     ));
     // Another agent's passage is not a cursor into this agent's archive.
@@ -151,7 +154,7 @@ fn cursors_page_forward_and_back_and_an_unknown_one_is_not_found() {
         ..list(5, 0, true)
     };
     assert!(matches!(
-        store.list_passages(&b.id, &foreign),
+        store.passages().list(&b.id, &foreign),
         Err(Error::NotFound { .. })
     ));
 }
@@ -166,24 +169,27 @@ fn filters_run_before_paging_and_the_total_counts_only_what_passes() {
         ..list(4, 0, true)
     };
     let even = store
-        .passage_page(&a, &tagged(&["even"], TagMatch::Any))
+        .passages()
+        .page(&a, &tagged(&["even"], TagMatch::Any))
         .unwrap();
     assert_eq!(even.total, 13);
     let got: Vec<String> = even.passages.into_iter().map(|p| p.text).collect();
     assert_eq!(got, ["n0", "n2", "n4", "n6"]);
     let both = store
-        .passage_page(&a, &tagged(&["even", "five"], TagMatch::All))
+        .passages()
+        .page(&a, &tagged(&["even", "five"], TagMatch::All))
         .unwrap();
     assert_eq!(both.total, 3, "n0, n10, n20");
     let either = store
-        .passage_page(&a, &tagged(&["even", "five"], TagMatch::Any))
+        .passages()
+        .page(&a, &tagged(&["even", "five"], TagMatch::Any))
         .unwrap();
     assert_eq!(either.total, 15, "13 even plus n5, n15");
     // The last page of a filtered list, read from the other end.
     let mut last = tagged(&["even"], TagMatch::Any);
     last.offset = 12;
     assert_eq!(texts(&store, &a, &last), ["n24"]);
-    let page = store.passage_page(&a, &last).unwrap();
+    let page = store.passages().page(&a, &last).unwrap();
     assert_eq!(page.passages.len(), 1);
     assert_eq!(page.passages[0].text, "n24");
 
@@ -192,7 +198,7 @@ fn filters_run_before_paging_and_the_total_counts_only_what_passes() {
         end: Some(at("2024-01-01T00:09:00Z")),
         ..list(10, 0, false)
     };
-    let page = store.passage_page(&a, &dated).unwrap();
+    let page = store.passages().page(&a, &dated).unwrap();
     assert_eq!(page.total, 5);
     let got: Vec<String> = page.passages.into_iter().map(|p| p.text).collect();
     assert_eq!(got, names((5..10).rev()));
@@ -201,13 +207,14 @@ fn filters_run_before_paging_and_the_total_counts_only_what_passes() {
         ..list(10, 0, true)
     };
     assert_eq!(
-        store.count_passages(&a, &searched).unwrap(),
+        store.passages().count(&a, &searched).unwrap(),
         6,
         "n2, n20…n24"
     );
     assert!(
         store
-            .passage_page(&a, &tagged(&["none"], TagMatch::Any))
+            .passages()
+            .page(&a, &tagged(&["none"], TagMatch::Any))
             .unwrap()
             .passages
             .is_empty()
@@ -223,7 +230,7 @@ fn jumping_to_a_date_opens_the_page_that_holds_it() {
         at: Some(at("2024-01-01T00:07:30Z")),
         ..list(10, 0, false)
     };
-    let page = store.passage_page(&a, &jump).unwrap();
+    let page = store.passages().page(&a, &jump).unwrap();
     assert_eq!(page.offset, 10);
     assert_eq!(page.passages[0].text, "n14");
     assert!(page.passages.iter().any(|p| p.text == "n7"));
@@ -232,13 +239,13 @@ fn jumping_to_a_date_opens_the_page_that_holds_it() {
         at: Some(at("2024-01-01T00:07:30Z")),
         ..list(10, 0, true)
     };
-    assert_eq!(store.passage_page(&a, &jump).unwrap().offset, 0);
+    assert_eq!(store.passages().page(&a, &jump).unwrap().offset, 0);
     // Before everything (newest first): the last page; after everything: the first.
     let early = PassageList {
         at: Some(at("2023-01-01T00:00:00Z")),
         ..list(10, 0, false)
     };
-    let page = store.passage_page(&a, &early).unwrap();
+    let page = store.passages().page(&a, &early).unwrap();
     assert_eq!(page.offset, 20);
     assert_eq!(page.passages.last().unwrap().text, "n0");
     // When the pages divide the list evenly, "before everything" is still the last page.
@@ -246,12 +253,12 @@ fn jumping_to_a_date_opens_the_page_that_holds_it() {
         at: Some(at("2023-01-01T00:00:00Z")),
         ..list(5, 0, false)
     };
-    let page = store.passage_page(&a, &even).unwrap();
+    let page = store.passages().page(&a, &even).unwrap();
     assert_eq!(page.offset, 20);
     assert_eq!(page.passages.len(), 5);
     let late = PassageList {
         at: Some(at("2030-01-01T00:00:00Z")),
         ..list(10, 0, false)
     };
-    assert_eq!(store.passage_page(&a, &late).unwrap().offset, 0);
+    assert_eq!(store.passages().page(&a, &late).unwrap().offset, 0);
 }

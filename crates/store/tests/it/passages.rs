@@ -17,7 +17,8 @@ fn insert_keeps_tag_order_without_duplicates_and_round_trips() {
     let (a, _) = create(&store, "a");
     let when = at("2023-03-03T03:03:03.999999999Z");
     let stored = store
-        .insert_passages(
+        .passages()
+        .insert(
             &a.id,
             &[NewPassage {
                 text: "Ann's birthday is in May".into(),
@@ -34,21 +35,23 @@ fn insert_keeps_tag_order_without_duplicates_and_round_trips() {
         .unwrap();
     assert_eq!(stored[0].tags, ["people", "dates", "ann"]);
     assert_eq!(stored[0].created_at, at("2023-03-03T03:03:03.999999Z"));
-    assert_eq!(store.get_passage(&stored[0].id).unwrap(), stored[0]);
+    assert_eq!(store.passages().get(&stored[0].id).unwrap(), stored[0]);
 }
 
 #[test]
 fn bad_passages_store_nothing() {
     let (_dir, store) = temp_store();
     let (a, _) = create(&store, "a");
-    let r = store.insert_passages(&a.id, &[passage("fine"), passage("   ")]);
+    let r = store
+        .passages()
+        .insert(&a.id, &[passage("fine"), passage("   ")]);
     assert!(matches!(r, Err(Error::Invalid(_))));
     let nan = NewPassage {
         embedding: Some(vec![f32::NAN]),
         ..passage("x")
     };
     assert!(matches!(
-        store.insert_passages(&a.id, &[nan]),
+        store.passages().insert(&a.id, &[nan]),
         Err(Error::Invalid(_))
     ));
     let empty = NewPassage {
@@ -56,12 +59,12 @@ fn bad_passages_store_nothing() {
         ..passage("x")
     };
     assert!(matches!(
-        store.insert_passages(&a.id, &[empty]),
+        store.passages().insert(&a.id, &[empty]),
         Err(Error::Invalid(_))
     ));
-    assert_eq!(store.memory_counts(&a.id).unwrap().1, 0);
+    assert_eq!(store.agents().memory_counts(&a.id).unwrap().1, 0);
     assert!(matches!(
-        store.insert_passages(&"agent-x".into(), &[passage("x")]),
+        store.passages().insert(&"agent-x".into(), &[passage("x")]),
         Err(Error::NotFound { .. })
     ));
 }
@@ -76,11 +79,12 @@ fn list_pages_in_both_orders_and_filters_by_substring() {
         } else {
             format!("note {i}")
         };
-        store.insert_passages(&a.id, &[passage(&text)]).unwrap();
+        store.passages().insert(&a.id, &[passage(&text)]).unwrap();
     }
     let texts = |q: PassageList| -> Vec<String> {
         store
-            .list_passages(&a.id, &q)
+            .passages()
+            .list(&a.id, &q)
             .unwrap()
             .into_iter()
             .map(|p| p.text)
@@ -142,19 +146,20 @@ fn delete_checks_the_owner() {
     let (a, _) = create(&store, "a");
     let (b, _) = create(&store, "b");
     let p = store
-        .insert_passages(&a.id, &[passage("mine")])
+        .passages()
+        .insert(&a.id, &[passage("mine")])
         .unwrap()
         .remove(0);
     assert!(matches!(
-        store.delete_passage(&b.id, &p.id),
+        store.passages().delete(&b.id, &p.id),
         Err(Error::NotFound {
             what: "passage",
             ..
         })
     ));
-    store.delete_passage(&a.id, &p.id).unwrap();
+    store.passages().delete(&a.id, &p.id).unwrap();
     assert!(matches!(
-        store.get_passage(&p.id),
+        store.passages().get(&p.id),
         Err(Error::NotFound { .. })
     ));
 }
@@ -164,7 +169,8 @@ fn embeddings_can_be_backfilled() {
     let (_dir, store) = temp_store();
     let (a, _) = create(&store, "a");
     let ps = store
-        .insert_passages(
+        .passages()
+        .insert(
             &a.id,
             &[
                 passage("one"),
@@ -177,20 +183,24 @@ fn embeddings_can_be_backfilled() {
         )
         .unwrap();
     let missing: Vec<_> = store
-        .passage_embeddings_missing(&a.id)
+        .passages()
+        .embeddings_missing(&a.id)
         .unwrap()
         .into_iter()
         .map(|p| p.text)
         .collect();
     assert_eq!(missing, ["one", "three"]);
-    store.set_passage_embedding(&ps[0].id, &[0.5, 0.5]).unwrap();
-    assert_eq!(store.passage_embeddings_missing(&a.id).unwrap().len(), 1);
+    store
+        .passages()
+        .set_embedding(&ps[0].id, &[0.5, 0.5])
+        .unwrap();
+    assert_eq!(store.passages().embeddings_missing(&a.id).unwrap().len(), 1);
     assert!(matches!(
-        store.set_passage_embedding(&"passage-x".into(), &[1.0]),
+        store.passages().set_embedding(&"passage-x".into(), &[1.0]),
         Err(Error::NotFound { .. })
     ));
     assert!(matches!(
-        store.set_passage_embedding(&ps[2].id, &[f32::INFINITY]),
+        store.passages().set_embedding(&ps[2].id, &[f32::INFINITY]),
         Err(Error::Invalid(_))
     ));
 }

@@ -24,10 +24,11 @@ fn turn(
     let s = step(agent);
     let mut user = NewMessage::user(format!("remember {text}"));
     user.run_id = Some(s.run_id.clone());
-    let user = store.append_messages(agent, &[user]).unwrap().remove(0);
+    let user = store.messages().append(agent, &[user]).unwrap().remove(0);
     let now = chrono::Utc::now();
     let run = s.run_id.clone();
     store
+        .runs()
         .commit_step(&StepCommit {
             step: s,
             approval: Default::default(),
@@ -104,11 +105,12 @@ fn rolling_back_the_last_turn_undoes_exactly_that_turn() {
     let (a, blocks) = create(&store, "a");
     let human = &blocks[1];
     turn(&store, &a.id, human, "c1", "kiwi");
-    let after_first = store.get_block(&human.id).unwrap();
-    let messages_after_first = store.list_messages(&a.id, None, 100).unwrap();
+    let after_first = store.blocks().get(&human.id).unwrap();
+    let messages_after_first = store.messages().list(&a.id, None, 100).unwrap();
     let (second, run2) = turn(&store, &a.id, human, "c2", "mango");
     store
-        .record_run(&RunRecord {
+        .runs()
+        .record(&RunRecord {
             id: run2.clone(),
             agent_id: a.id.clone(),
             stop_reason: StopReason::EndTurn,
@@ -117,9 +119,9 @@ fn rolling_back_the_last_turn_undoes_exactly_that_turn() {
             ended_at: chrono::Utc::now(),
         })
         .unwrap();
-    assert_eq!(store.get_block(&human.id).unwrap().value, "kiwi\nmango");
+    assert_eq!(store.blocks().get(&human.id).unwrap().value, "kiwi\nmango");
 
-    let preview = store.rollback_preview(&a.id, &second).unwrap();
+    let preview = store.messages().rollback_preview(&a.id, &second).unwrap();
     assert_eq!(preview.messages.len(), 4);
     assert_eq!(preview.runs, std::slice::from_ref(&run2));
     assert_eq!(preview.usage.step_count, 1);
@@ -130,31 +132,31 @@ fn rolling_back_the_last_turn_undoes_exactly_that_turn() {
     assert_eq!(preview.blocks[0].current_value, "kiwi\nmango");
     assert!(!preview.blocks[0].changed_later);
     // A preview changes nothing.
-    assert_eq!(store.list_messages(&a.id, None, 100).unwrap().len(), 8);
+    assert_eq!(store.messages().list(&a.id, None, 100).unwrap().len(), 8);
 
-    let done = store.rollback_from(&a.id, &second).unwrap();
+    let done = store.messages().rollback_from(&a.id, &second).unwrap();
     assert_eq!(done, preview);
-    let block = store.get_block(&human.id).unwrap();
+    let block = store.blocks().get(&human.id).unwrap();
     assert_eq!(block.value, "kiwi");
     // The restore is a new version, recorded as a rollback, after the turn's own edit.
     assert_eq!(block.version, after_first.version + 2);
-    let history = store.block_history(&human.id, 10).unwrap();
+    let history = store.blocks().history(&human.id, 10).unwrap();
     assert_eq!(history[0].editor, Editor::Rollback);
     assert_eq!(history[0].old_value, "kiwi\nmango");
     assert_eq!(history[0].new_value, "kiwi");
     assert_eq!(
-        store.list_messages(&a.id, None, 100).unwrap(),
+        store.messages().list(&a.id, None, 100).unwrap(),
         messages_after_first
     );
-    assert_eq!(store.list_steps(&a.id, Some(&run2)).unwrap(), []);
-    assert_eq!(store.list_steps(&a.id, None).unwrap().len(), 1);
-    assert_eq!(store.list_runs(&a.id, None).unwrap(), []);
+    assert_eq!(store.runs().list_steps(&a.id, Some(&run2)).unwrap(), []);
+    assert_eq!(store.runs().list_steps(&a.id, None).unwrap().len(), 1);
+    assert_eq!(store.runs().list(&a.id, None).unwrap(), []);
     // Archival and recall search follow: the second turn is gone, the first stays.
     assert_eq!(passages_found(&store, &a.id, "mango"), 0);
     assert_eq!(passages_found(&store, &a.id, "kiwi"), 1);
     assert_eq!(recall_found(&store, &a.id, "mango"), 0);
     assert!(recall_found(&store, &a.id, "kiwi") > 0);
-    assert_eq!(store.memory_counts(&a.id).unwrap(), (4, 1));
+    assert_eq!(store.agents().memory_counts(&a.id).unwrap(), (4, 1));
     assert_eq!(store.integrity_check().unwrap(), "ok");
 }
 
@@ -165,12 +167,12 @@ fn rolling_back_from_an_earlier_message_undoes_every_later_turn() {
     let human = &blocks[1];
     let (first, _) = turn(&store, &a.id, human, "c1", "kiwi");
     turn(&store, &a.id, human, "c2", "mango");
-    let done = store.rollback_from(&a.id, &first).unwrap();
+    let done = store.messages().rollback_from(&a.id, &first).unwrap();
     assert_eq!(done.runs.len(), 2);
     assert_eq!(done.blocks[0].edits, 2);
-    assert_eq!(store.get_block(&human.id).unwrap().value, "");
-    assert_eq!(store.list_messages(&a.id, None, 100).unwrap(), []);
-    assert_eq!(store.memory_counts(&a.id).unwrap(), (0, 0));
+    assert_eq!(store.blocks().get(&human.id).unwrap().value, "");
+    assert_eq!(store.messages().list(&a.id, None, 100).unwrap(), []);
+    assert_eq!(store.agents().memory_counts(&a.id).unwrap(), (0, 0));
 }
 
 #[test]
@@ -181,7 +183,8 @@ fn a_block_changed_by_someone_else_after_the_turn_refuses_the_rollback_and_chang
     let (first, _) = turn(&store, &a.id, human, "c1", "kiwi");
     // The user edits the block between the two turns: rolling back both would wipe it.
     store
-        .update_block(
+        .blocks()
+        .update(
             &human.id,
             &BlockPatch {
                 value: Some("kiwi (by hand)".into()),
@@ -191,29 +194,33 @@ fn a_block_changed_by_someone_else_after_the_turn_refuses_the_rollback_and_chang
         )
         .unwrap();
     let (second, _) = turn(&store, &a.id, human, "c2", "mango");
-    let before = store.get_block(&human.id).unwrap();
-    let messages = store.list_messages(&a.id, None, 100).unwrap();
+    let before = store.blocks().get(&human.id).unwrap();
+    let messages = store.messages().list(&a.id, None, 100).unwrap();
 
-    let preview = store.rollback_preview(&a.id, &first).unwrap();
+    let preview = store.messages().rollback_preview(&a.id, &first).unwrap();
     assert!(preview.blocks[0].changed_later);
-    let err = store.rollback_from(&a.id, &first).unwrap_err();
+    let err = store.messages().rollback_from(&a.id, &first).unwrap_err();
     match &err {
         Error::Conflict(m) => assert!(m.contains("'human'"), "{m}"),
         other => panic!("expected a conflict, got {other:?}"),
     }
-    assert_eq!(store.get_block(&human.id).unwrap(), before);
-    assert_eq!(store.list_messages(&a.id, None, 100).unwrap(), messages);
+    assert_eq!(store.blocks().get(&human.id).unwrap(), before);
+    assert_eq!(store.messages().list(&a.id, None, 100).unwrap(), messages);
     assert_eq!(passages_found(&store, &a.id, "kiwi"), 1);
-    assert_eq!(store.list_steps(&a.id, None).unwrap().len(), 2);
+    assert_eq!(store.runs().list_steps(&a.id, None).unwrap().len(), 2);
 
     // The last turn alone came after the hand edit: it rolls back onto it.
-    store.rollback_from(&a.id, &second).unwrap();
-    assert_eq!(store.get_block(&human.id).unwrap().value, "kiwi (by hand)");
+    store.messages().rollback_from(&a.id, &second).unwrap();
+    assert_eq!(
+        store.blocks().get(&human.id).unwrap().value,
+        "kiwi (by hand)"
+    );
 
     // A hand edit after the turn also refuses it.
     let (third, _) = turn(&store, &a.id, human, "c3", "fig");
     store
-        .update_block(
+        .blocks()
+        .update(
             &human.id,
             &BlockPatch {
                 value: Some("changed".into()),
@@ -223,7 +230,7 @@ fn a_block_changed_by_someone_else_after_the_turn_refuses_the_rollback_and_chang
         )
         .unwrap();
     assert!(matches!(
-        store.rollback_from(&a.id, &third),
+        store.messages().rollback_from(&a.id, &third),
         Err(Error::Conflict(_))
     ));
     assert_eq!(passages_found(&store, &a.id, "fig"), 1);
@@ -236,13 +243,13 @@ fn rollback_of_an_unknown_message_is_not_found() {
     let (b, blocks_b) = create(&store, "b");
     let (theirs, _) = turn(&store, &b.id, &blocks_b[1], "c1", "kiwi");
     assert!(matches!(
-        store.rollback_from(&a.id, &theirs),
+        store.messages().rollback_from(&a.id, &theirs),
         Err(Error::NotFound {
             what: "message",
             ..
         })
     ));
-    assert_eq!(store.list_messages(&b.id, None, 100).unwrap().len(), 4);
+    assert_eq!(store.messages().list(&b.id, None, 100).unwrap().len(), 4);
 }
 
 #[test]
@@ -250,23 +257,24 @@ fn deleting_an_assistant_message_takes_its_tool_results_along() {
     let (_dir, store) = temp_store();
     let (a, blocks) = create(&store, "a");
     turn(&store, &a.id, &blocks[1], "c1", "kiwi");
-    let all = store.list_messages(&a.id, None, 100).unwrap();
+    let all = store.messages().list(&a.id, None, 100).unwrap();
     let (call, result) = (&all[1], &all[2]);
     assert!(matches!(
-        store.delete_message(&a.id, &result.id),
+        store.messages().delete(&a.id, &result.id),
         Err(Error::Invalid(_))
     ));
-    let removed = store.delete_message(&a.id, &call.id).unwrap();
+    let removed = store.messages().delete(&a.id, &call.id).unwrap();
     assert_eq!(removed, [call.id.clone(), result.id.clone()]);
     let left: Vec<MessageId> = store
-        .list_messages(&a.id, None, 100)
+        .messages()
+        .list(&a.id, None, 100)
         .unwrap()
         .into_iter()
         .map(|m| m.id)
         .collect();
     assert_eq!(left, [all[0].id.clone(), all[3].id.clone()]);
     // Memory stays: deleting a message is not a rollback.
-    assert_eq!(store.get_block(&blocks[1].id).unwrap().value, "kiwi");
+    assert_eq!(store.blocks().get(&blocks[1].id).unwrap().value, "kiwi");
 }
 
 #[test]
@@ -288,7 +296,7 @@ fn a_run_record_keeps_how_the_run_ended() {
         usage,
         ended_at: chrono::DateTime::from_timestamp_micros(1_700_000_000_000_000).unwrap(),
     };
-    store.record_run(&record).unwrap();
-    assert_eq!(store.list_runs(&a.id, Some(&[run])).unwrap(), [record]);
-    assert_eq!(store.list_runs(&a.id, Some(&[RunId::new()])).unwrap(), []);
+    store.runs().record(&record).unwrap();
+    assert_eq!(store.runs().list(&a.id, Some(&[run])).unwrap(), [record]);
+    assert_eq!(store.runs().list(&a.id, Some(&[RunId::new()])).unwrap(), []);
 }

@@ -63,10 +63,11 @@ fn one_agents_bm25_ranking_does_not_depend_on_another_agents_passages() {
         "a banana split with cream",
         "banana shake after the run",
     ];
-    store.insert_passages(&a.id, &passages(&texts)).unwrap();
+    store.passages().insert(&a.id, &passages(&texts)).unwrap();
     for t in texts {
         store
-            .append_messages(&a.id, &[NewMessage::user(t)])
+            .messages()
+            .append(&a.id, &[NewMessage::user(t)])
             .unwrap();
     }
     let before = lexical(&store, &a.id, "apple banana");
@@ -82,13 +83,13 @@ fn one_agents_bm25_ranking_does_not_depend_on_another_agents_passages() {
         .map(|i| format!("apple orchard note {i}"))
         .collect();
     let refs: Vec<&str> = apples.iter().map(String::as_str).collect();
-    store.insert_passages(&b.id, &passages(&refs)).unwrap();
+    store.passages().insert(&b.id, &passages(&refs)).unwrap();
     let msgs: Vec<NewMessage> = refs
         .iter()
         .take(2_000)
         .map(|t| NewMessage::user(*t))
         .collect();
-    store.append_messages(&b.id, &msgs).unwrap();
+    store.messages().append(&b.id, &msgs).unwrap();
 
     assert_eq!(lexical(&store, &a.id, "apple banana"), before);
     assert_eq!(recall(&store, &a.id, "apple banana"), recall_before);
@@ -99,7 +100,7 @@ fn one_agents_bm25_ranking_does_not_depend_on_another_agents_passages() {
     );
 
     // Deleting B takes its index along; A is unchanged.
-    store.delete_agent(&b.id).unwrap();
+    store.agents().delete(&b.id).unwrap();
     assert_eq!(lexical(&store, &a.id, "apple banana"), before);
 }
 
@@ -108,13 +109,14 @@ fn edits_and_deletes_reach_the_agents_full_text_index() {
     let (_dir, store) = temp_store();
     let (a, _) = create(&store, "A");
     let stored = store
-        .insert_passages(&a.id, &passages(&["the zeppelin landed", "a quiet lake"]))
+        .passages()
+        .insert(&a.id, &passages(&["the zeppelin landed", "a quiet lake"]))
         .unwrap();
     assert_eq!(
         lexical(&store, &a.id, "zeppelin")[0].0,
         "the zeppelin landed"
     );
-    store.delete_passage(&a.id, &stored[0].id).unwrap();
+    store.passages().delete(&a.id, &stored[0].id).unwrap();
     // (A hit lends score to its neighbour, so with no hit the neighbour goes too.)
     assert!(lexical(&store, &a.id, "zeppelin").is_empty());
     // An agent that never had text matches nothing (and does not fail).
@@ -195,7 +197,8 @@ fn index_and_sqlite_agree_after_insert_delete_fill_and_model_change() {
     let (a, _) = create(&store, "A");
     let dim = 24;
     let stored = store
-        .insert_passages(&a.id, &with_vectors(0..400, dim, |_| vec![]))
+        .passages()
+        .insert(&a.id, &with_vectors(0..400, dim, |_| vec![]))
         .unwrap();
     let mut rows: Vec<(String, Vec<f32>)> = (0..400)
         .map(|i| (format!("passage {i}"), vector(i, dim)))
@@ -217,7 +220,7 @@ fn index_and_sqlite_agree_after_insert_delete_fill_and_model_change() {
     );
 
     // A deleted passage is never returned.
-    store.delete_passage(&a.id, &stored[42].id).unwrap();
+    store.passages().delete(&a.id, &stored[42].id).unwrap();
     rows.retain(|(t, _)| t != "passage 42");
     let after = nearest(&store, &a.id, &vector(42, dim), 5, &[]);
     assert!(after.iter().all(|(t, _)| t != "passage 42"), "{after:?}");
@@ -225,7 +228,8 @@ fn index_and_sqlite_agree_after_insert_delete_fill_and_model_change() {
 
     // An insert is found at once.
     store
-        .insert_passages(&a.id, &with_vectors(900..901, dim, |_| vec![]))
+        .passages()
+        .insert(&a.id, &with_vectors(900..901, dim, |_| vec![]))
         .unwrap();
     assert_eq!(
         nearest(&store, &a.id, &vector(900, dim), 1, &[])[0].0,
@@ -234,7 +238,8 @@ fn index_and_sqlite_agree_after_insert_delete_fill_and_model_change() {
 
     // A passage stored without a vector is found once the backfill fills it in.
     let bare = store
-        .insert_passages(&a.id, &passages(&["filled later"]))
+        .passages()
+        .insert(&a.id, &passages(&["filled later"]))
         .unwrap();
     assert_ne!(
         nearest(&store, &a.id, &vector(901, dim), 1, &[])[0].0,
@@ -244,7 +249,8 @@ fn index_and_sqlite_agree_after_insert_delete_fill_and_model_change() {
         vec![(bare[0].id.clone(), "filled later".into(), vector(901, dim))];
     // A backfill stores only vectors of the agent's current embedding model.
     store
-        .update_agent(
+        .agents()
+        .update(
             &a.id,
             &AgentPatch {
                 embedding: Some(Some(EmbeddingConfig {
@@ -257,7 +263,8 @@ fn index_and_sqlite_agree_after_insert_delete_fill_and_model_change() {
         .unwrap();
     assert_eq!(
         store
-            .fill_passage_vectors(&a.id, "test/hashed", &filled)
+            .passages()
+            .fill_vectors(&a.id, "test/hashed", &filled)
             .unwrap(),
         1
     );
@@ -268,10 +275,11 @@ fn index_and_sqlite_agree_after_insert_delete_fill_and_model_change() {
 
     // A model change forgets every vector; the new model's vectors (another dimension) are
     // searched alone, never mixed with the old ones.
-    store.clear_passage_vectors(&a.id).unwrap();
+    store.passages().clear_vectors(&a.id).unwrap();
     assert!(nearest(&store, &a.id, &vector(7, dim), 5, &[]).is_empty());
     store
-        .insert_passages(&a.id, &with_vectors(2_000..2_100, 12, |_| vec![]))
+        .passages()
+        .insert(&a.id, &with_vectors(2_000..2_100, 12, |_| vec![]))
         .unwrap();
     assert!(nearest(&store, &a.id, &vector(7, dim), 5, &[]).is_empty());
     assert_eq!(
@@ -299,7 +307,8 @@ fn filters_apply_before_the_limit_with_the_index() {
         t
     };
     store
-        .insert_passages(&a.id, &with_vectors(0..400, dim, tag))
+        .passages()
+        .insert(&a.id, &with_vectors(0..400, dim, tag))
         .unwrap();
     let rows: Vec<(String, Vec<f32>)> = (0..400)
         .map(|i| (format!("passage {i}"), vector(i, dim)))
@@ -343,7 +352,8 @@ fn a_saved_index_is_loaded_caught_up_or_rebuilt_never_trusted_blindly() {
     let (a, _) = create(&store, "A");
     let dim = 20;
     let stored = store
-        .insert_passages(&a.id, &with_vectors(0..300, dim, |_| vec![]))
+        .passages()
+        .insert(&a.id, &with_vectors(0..300, dim, |_| vec![]))
         .unwrap();
     assert_eq!(
         nearest(&store, &a.id, &vector(5, dim), 1, &[])[0].0,
@@ -364,9 +374,10 @@ fn a_saved_index_is_loaded_caught_up_or_rebuilt_never_trusted_blindly() {
         .clone();
 
     // Writes after the save, then a "crash": the next process catches up from the log.
-    store.delete_passage(&a.id, &stored[5].id).unwrap();
+    store.passages().delete(&a.id, &stored[5].id).unwrap();
     store
-        .insert_passages(&a.id, &with_vectors(500..501, dim, |_| vec![]))
+        .passages()
+        .insert(&a.id, &with_vectors(500..501, dim, |_| vec![]))
         .unwrap();
     let db = dir.path().join("data").join("engram.db");
     let reopened = Store::open(&db).unwrap();
@@ -405,7 +416,7 @@ fn a_saved_index_is_loaded_caught_up_or_rebuilt_never_trusted_blindly() {
     }
 
     // Deleting the agent deletes its saved index.
-    store.delete_agent(&a.id).unwrap();
+    store.agents().delete(&a.id).unwrap();
     assert!(index_files(dir.path()).is_empty());
 }
 
@@ -415,7 +426,8 @@ fn exact_search_below_the_threshold_matches_brute_force() {
     let (a, _) = create(&store, "A");
     let dim = 32;
     store
-        .insert_passages(&a.id, &with_vectors(0..1_000, dim, |_| vec![]))
+        .passages()
+        .insert(&a.id, &with_vectors(0..1_000, dim, |_| vec![]))
         .unwrap();
     let rows: Vec<(String, Vec<f32>)> = (0..1_000)
         .map(|i| (format!("passage {i}"), vector(i, dim)))

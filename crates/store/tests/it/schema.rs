@@ -22,12 +22,15 @@ fn fresh_file_is_migrated_and_reopens_with_its_data() {
     assert!(path.exists(), "open creates missing parent directories");
     assert_eq!(store.integrity_check().unwrap(), "ok");
     let (agent, _) = create(&store, "kept");
-    store.set_setting("theme", "dark").unwrap();
+    store.settings().set("theme", "dark").unwrap();
     drop(store);
 
     let store = Store::open(&path).unwrap();
-    assert_eq!(store.get_agent(&agent.id).unwrap(), agent);
-    assert_eq!(store.get_setting("theme").unwrap().as_deref(), Some("dark"));
+    assert_eq!(store.agents().get(&agent.id).unwrap(), agent);
+    assert_eq!(
+        store.settings().get("theme").unwrap().as_deref(),
+        Some("dark")
+    );
     drop(store);
 
     let conn = Connection::open(&path).unwrap();
@@ -65,6 +68,7 @@ fn a_file_that_is_not_a_database_is_a_storage_error() {
 fn no_api_key_column_exists_anywhere() {
     let (dir, store) = temp_store();
     store
+        .settings()
         .upsert_provider(&ProviderRow {
             name: "openai".into(),
             kind: "openai".into(),
@@ -112,48 +116,54 @@ fn providers_and_settings_round_trip() {
         base_url: Some("http://127.0.0.1:11434/v1".into()),
         default_model: None,
     };
-    store.upsert_provider(&p).unwrap();
+    store.settings().upsert_provider(&p).unwrap();
     p.default_model = Some("llama3.1".into());
-    store.upsert_provider(&p).unwrap();
+    store.settings().upsert_provider(&p).unwrap();
     store
+        .settings()
         .upsert_provider(&ProviderRow {
             name: "anthropic".into(),
             kind: "anthropic".into(),
             ..Default::default()
         })
         .unwrap();
-    assert_eq!(store.get_provider("ollama").unwrap(), p);
+    assert_eq!(store.settings().get_provider("ollama").unwrap(), p);
     let names: Vec<_> = store
+        .settings()
         .list_providers()
         .unwrap()
         .into_iter()
         .map(|p| p.name)
         .collect();
     assert_eq!(names, ["anthropic", "ollama"]);
-    store.delete_provider("ollama").unwrap();
+    store.settings().delete_provider("ollama").unwrap();
     assert!(matches!(
-        store.get_provider("ollama"),
+        store.settings().get_provider("ollama"),
         Err(Error::NotFound {
             what: "provider",
             ..
         })
     ));
     assert!(matches!(
-        store.delete_provider("ollama"),
+        store.settings().delete_provider("ollama"),
         Err(Error::NotFound { .. })
     ));
     assert!(matches!(
-        store.upsert_provider(&ProviderRow::default()),
+        store.settings().upsert_provider(&ProviderRow::default()),
         Err(Error::Invalid(_))
     ));
 
-    assert_eq!(store.get_setting("missing").unwrap(), None);
-    store.set_setting("default_model", "openai/gpt-4o").unwrap();
+    assert_eq!(store.settings().get("missing").unwrap(), None);
     store
-        .set_setting("default_model", "anthropic/claude")
+        .settings()
+        .set("default_model", "openai/gpt-4o")
+        .unwrap();
+    store
+        .settings()
+        .set("default_model", "anthropic/claude")
         .unwrap();
     assert_eq!(
-        store.get_setting("default_model").unwrap().as_deref(),
+        store.settings().get("default_model").unwrap().as_deref(),
         Some("anthropic/claude")
     );
 }
@@ -164,19 +174,41 @@ fn a_model_calibration_survives_a_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("engram.db");
     let store = Store::open(&path).unwrap();
-    assert_eq!(store.model_calibration("ollama/llama3.2").unwrap(), None);
+    assert_eq!(
+        store
+            .settings()
+            .model_calibration("ollama/llama3.2")
+            .unwrap(),
+        None
+    );
     let c = Calibration {
         ratio: 1.25,
         samples: 7,
     };
-    store.set_model_calibration("ollama/llama3.2", &c).unwrap();
+    store
+        .settings()
+        .set_model_calibration("ollama/llama3.2", &c)
+        .unwrap();
     drop(store);
     let store = Store::open(&path).unwrap();
-    assert_eq!(store.model_calibration("ollama/llama3.2").unwrap(), Some(c));
-    assert_eq!(store.model_calibration("ollama/other").unwrap(), None);
+    assert_eq!(
+        store
+            .settings()
+            .model_calibration("ollama/llama3.2")
+            .unwrap(),
+        Some(c)
+    );
+    assert_eq!(
+        store.settings().model_calibration("ollama/other").unwrap(),
+        None
+    );
     // A value that is not a calibration reads as none rather than failing the run.
     store
-        .set_setting("calibration.ollama/other", "not json")
+        .settings()
+        .set("calibration.ollama/other", "not json")
         .unwrap();
-    assert_eq!(store.model_calibration("ollama/other").unwrap(), None);
+    assert_eq!(
+        store.settings().model_calibration("ollama/other").unwrap(),
+        None
+    );
 }

@@ -46,10 +46,12 @@ fn nasty_queries_never_fail() {
     let (_dir, store) = temp_store();
     let (a, _) = create(&store, "a");
     store
-        .append_messages(&a.id, &[NewMessage::user("a party NEAR the col x")])
+        .messages()
+        .append(&a.id, &[NewMessage::user("a party NEAR the col x")])
         .unwrap();
     store
-        .insert_passages(
+        .passages()
+        .insert(
             &a.id,
             &[NewPassage {
                 text: "a party NEAR the col x".into(),
@@ -120,7 +122,7 @@ fn more_matching_words_rank_higher_and_stemming_applies() {
             ..Default::default()
         })
         .collect();
-    store.insert_passages(&a.id, &ps).unwrap();
+    store.passages().insert(&a.id, &ps).unwrap();
     let hits = store
         .search_passages(
             &a.id,
@@ -151,7 +153,7 @@ fn tag_filters_apply_before_top_k() {
         tags: vec!["special".into(), "rare".into()],
         ..Default::default()
     });
-    store.insert_passages(&a.id, &ps).unwrap();
+    store.passages().insert(&a.id, &ps).unwrap();
 
     for tag_match in [TagMatch::Any, TagMatch::All] {
         let q = PassageQuery {
@@ -221,7 +223,7 @@ fn date_filters_apply_in_sql() {
             ..Default::default()
         })
         .collect();
-    store.insert_passages(&a.id, &ps).unwrap();
+    store.passages().insert(&a.id, &ps).unwrap();
     let ms: Vec<_> = days
         .iter()
         .map(|d| NewMessage {
@@ -229,7 +231,7 @@ fn date_filters_apply_in_sql() {
             ..NewMessage::user(format!("standup on {d}"))
         })
         .collect();
-    store.append_messages(&a.id, &ms).unwrap();
+    store.messages().append(&a.id, &ms).unwrap();
 
     let start = Some(at("2024-01-02T00:00:00Z"));
     let end = Some(at("2024-01-02T23:59:59Z"));
@@ -320,7 +322,7 @@ fn embeddings_change_the_ranking_by_fusion_on_one_score_scale() {
             ..Default::default()
         },
     ];
-    store.insert_passages(&a.id, &ps).unwrap();
+    store.passages().insert(&a.id, &ps).unwrap();
     let bm25 = store
         .search_passages(
             &a.id,
@@ -390,7 +392,8 @@ fn conversation_search_hides_loop_messages_and_system_unless_asked() {
     let (_dir, store) = temp_store();
     let (a, _) = create(&store, "a");
     store
-        .append_messages(
+        .messages()
+        .append(
             &a.id,
             &[
                 NewMessage::user("where is the kiwi"),

@@ -63,7 +63,8 @@ fn a_pass_replaces_a_fact_keeps_a_hand_edit_and_undoes_whole() {
     let (agent, blocks) = create(&store, "a");
     let human = blocks.iter().find(|b| b.label == "human").unwrap().clone();
     let human = store
-        .update_block(
+        .blocks()
+        .update(
             &human.id,
             &BlockPatch {
                 value: Some("Name: Ana\nLives in Lisbon\nLikes tea\nLikes tea".into()),
@@ -73,7 +74,8 @@ fn a_pass_replaces_a_fact_keeps_a_hand_edit_and_undoes_whole() {
         )
         .unwrap();
     let old = store
-        .insert_passages(
+        .passages()
+        .insert(
             &agent.id,
             &[NewPassage {
                 text: "Ana lives in Lisbon".into(),
@@ -89,7 +91,8 @@ fn a_pass_replaces_a_fact_keeps_a_hand_edit_and_undoes_whole() {
         based_on_version: human.version,
     };
     store
-        .update_block(
+        .blocks()
+        .update(
             &human.id,
             &BlockPatch {
                 value: Some(format!("{}\nHas a cat", human.value)),
@@ -100,6 +103,7 @@ fn a_pass_replaces_a_fact_keeps_a_hand_edit_and_undoes_whole() {
         .unwrap();
     let new = PassageId::new();
     let pass = store
+        .sleeptime()
         .commit_pass(&PassCommit {
             pass: record(&agent.id),
             block_writes: vec![write(&human, rewrite)],
@@ -122,7 +126,7 @@ fn a_pass_replaces_a_fact_keeps_a_hand_edit_and_undoes_whole() {
     assert_eq!(pass.status, PassStatus::Done);
     assert_eq!(pass.changes.len(), 3, "{:#?}", pass.changes);
     assert_eq!(
-        store.get_block(&human.id).unwrap().value,
+        store.blocks().get(&human.id).unwrap().value,
         "Name: Ana\nLives in Porto\nLikes tea\nHas a cat",
         "the rewrite was rebased onto the hand edit"
     );
@@ -136,11 +140,12 @@ fn a_pass_replaces_a_fact_keeps_a_hand_edit_and_undoes_whole() {
     let mut history = texts(&store, &agent.id, "lives", true);
     history.sort();
     assert_eq!(history, ["Ana lives in Lisbon", "Ana lives in Porto"]);
-    let replaced = store.get_passage(&old.id).unwrap().superseded.unwrap();
+    let replaced = store.passages().get(&old.id).unwrap().superseded.unwrap();
     assert_eq!(replaced.by.as_ref(), Some(&new));
     assert_eq!(replaced.pass_id.as_ref(), Some(&pass.id));
     let listed = store
-        .list_passages(
+        .passages()
+        .list(
             &agent.id,
             &PassageList {
                 limit: 10,
@@ -151,7 +156,8 @@ fn a_pass_replaces_a_fact_keeps_a_hand_edit_and_undoes_whole() {
     assert_eq!(listed.len(), 1);
     assert_eq!(
         store
-            .count_passages(
+            .passages()
+            .count(
                 &agent.id,
                 &PassageList {
                     include_superseded: true,
@@ -161,20 +167,20 @@ fn a_pass_replaces_a_fact_keeps_a_hand_edit_and_undoes_whole() {
             .unwrap(),
         2
     );
-    assert_eq!(store.sleeptime_last_seq(&agent.id).unwrap(), 4096);
+    assert_eq!(store.sleeptime().last_seq(&agent.id).unwrap(), 4096);
 
     // Undo of the whole pass: the block as before the pass, with the hand edit kept.
-    let undone = store.undo_pass(&pass.id).unwrap();
+    let undone = store.sleeptime().undo_pass(&pass.id).unwrap();
     assert_eq!(undone.status, PassStatus::Undone);
     assert_eq!(
-        store.get_block(&human.id).unwrap().value,
+        store.blocks().get(&human.id).unwrap().value,
         "Name: Ana\nLives in Lisbon\nLikes tea\nLikes tea\nHas a cat"
     );
     assert_eq!(
         texts(&store, &agent.id, "lives", true),
         ["Ana lives in Lisbon"]
     );
-    assert!(store.get_passage(&old.id).unwrap().superseded.is_none());
+    assert!(store.passages().get(&old.id).unwrap().superseded.is_none());
 }
 
 #[test]
@@ -183,6 +189,7 @@ fn an_undo_that_would_write_over_a_later_edit_is_refused_and_changes_nothing() {
     let (agent, blocks) = create(&store, "a");
     let human = blocks.iter().find(|b| b.label == "human").unwrap().clone();
     let pass = store
+        .sleeptime()
         .commit_pass(&PassCommit {
             pass: record(&agent.id),
             block_writes: vec![write(
@@ -195,7 +202,8 @@ fn an_undo_that_would_write_over_a_later_edit_is_refused_and_changes_nothing() {
         })
         .unwrap();
     store
-        .update_block(
+        .blocks()
+        .update(
             &human.id,
             &BlockPatch {
                 value: Some("Moved to Oporto in May".into()),
@@ -204,13 +212,16 @@ fn an_undo_that_would_write_over_a_later_edit_is_refused_and_changes_nothing() {
             &Editor::User,
         )
         .unwrap();
-    let err = store.undo_pass(&pass.id).unwrap_err();
+    let err = store.sleeptime().undo_pass(&pass.id).unwrap_err();
     assert_eq!(err.code(), "conflict", "{err}");
     assert_eq!(
-        store.get_block(&human.id).unwrap().value,
+        store.blocks().get(&human.id).unwrap().value,
         "Moved to Oporto in May"
     );
-    assert_eq!(store.get_pass(&pass.id).unwrap().status, PassStatus::Done);
+    assert_eq!(
+        store.sleeptime().get_pass(&pass.id).unwrap().status,
+        PassStatus::Done
+    );
 }
 
 #[test]
@@ -219,6 +230,7 @@ fn an_operation_that_no_longer_applies_is_left_out_and_said() {
     let (agent, blocks) = create(&store, "a");
     let human = blocks.iter().find(|b| b.label == "human").unwrap().clone();
     let pass = store
+        .sleeptime()
         .commit_pass(&PassCommit {
             pass: record(&agent.id),
             block_writes: vec![write(
@@ -248,26 +260,27 @@ fn an_operation_that_no_longer_applies_is_left_out_and_said() {
 fn settings_budgets_and_usage() {
     let (_dir, store) = temp_store();
     let (agent, _) = create(&store, "a");
-    let mut s = store.sleeptime_settings(&agent.id).unwrap();
+    let mut s = store.sleeptime().settings(&agent.id).unwrap();
     assert!(!s.enabled);
     assert_eq!(s.frequency, 5);
     s.enabled = true;
     s.frequency = 3;
-    store.set_sleeptime_settings(&agent.id, &s).unwrap();
-    assert_eq!(store.sleeptime_settings(&agent.id).unwrap(), s);
+    store.sleeptime().set_settings(&agent.id, &s).unwrap();
+    assert_eq!(store.sleeptime().settings(&agent.id).unwrap(), s);
     s.frequency = 0;
-    assert!(store.set_sleeptime_settings(&agent.id, &s).is_err());
+    assert!(store.sleeptime().set_settings(&agent.id, &s).is_err());
     let mut skipped = record(&agent.id);
     skipped.status = PassStatus::Skipped;
-    store.record_pass(&skipped).unwrap();
-    store.record_pass(&record(&agent.id)).unwrap();
+    store.sleeptime().record_pass(&skipped).unwrap();
+    store.sleeptime().record_pass(&record(&agent.id)).unwrap();
     let since = chrono::Utc::now() - chrono::Duration::days(1);
-    let used = store.sleeptime_usage(Some(&agent.id), since).unwrap();
+    let used = store.sleeptime().usage(Some(&agent.id), since).unwrap();
     assert_eq!((used.passes, used.tokens), (1, 120));
-    assert_eq!(store.sleeptime_usage(None, since).unwrap(), used);
+    assert_eq!(store.sleeptime().usage(None, since).unwrap(), used);
     assert_eq!(used.usd, 0.0, "openai/mock has no price");
     // With a price, passes cost money: 100 prompt + 20 completion tokens at $1 / $2 per M.
     store
+        .settings()
         .set_model_price(&engram_core::ModelPrice {
             model: "openai/mock".into(),
             input_per_mtok: 1.0,
@@ -275,13 +288,16 @@ fn settings_budgets_and_usage() {
             source: engram_core::PriceSource::User,
         })
         .unwrap();
-    let used = store.sleeptime_usage(None, since).unwrap();
+    let used = store.sleeptime().usage(None, since).unwrap();
     assert!((used.usd - 0.000_14).abs() < 1e-12, "{}", used.usd);
-    let listed = store.list_passes(&agent.id, 10).unwrap();
+    let listed = store.sleeptime().list_passes(&agent.id, 10).unwrap();
     assert!(
         listed
             .iter()
             .any(|p| p.cost_usd.is_some_and(|c| (c - 0.000_14).abs() < 1e-12))
     );
-    assert_eq!(store.list_passes(&agent.id, 10).unwrap().len(), 2);
+    assert_eq!(
+        store.sleeptime().list_passes(&agent.id, 10).unwrap().len(),
+        2
+    );
 }

@@ -39,6 +39,7 @@ fn a_step_commits_everything_together() {
     let human = &blocks[1];
     let s = step(&a.id);
     let committed = store
+        .runs()
         .commit_step(&StepCommit {
             step: s.clone(),
             messages: vec![
@@ -90,24 +91,24 @@ fn a_step_commits_everything_together() {
             .all(|m| m.run_id.as_ref() == Some(&s.run_id) && m.step_id.as_ref() == Some(&s.id))
     );
     assert_eq!(
-        store.in_context_messages(&a.id).unwrap(),
+        store.messages().in_context(&a.id).unwrap(),
         committed.messages
     );
     assert_eq!(committed.blocks.len(), 2);
     assert_eq!(
         committed.blocks[1].block,
-        store.get_block(&human.id).unwrap()
+        store.blocks().get(&human.id).unwrap()
     );
     assert_eq!(committed.blocks[1].block.version, human.version + 2);
     assert_eq!(committed.blocks[1].tool_call_id.as_deref(), Some("c1"));
     assert!(committed.refused.is_empty());
-    assert_eq!(store.block_history(&human.id, 10).unwrap().len(), 2);
+    assert_eq!(store.blocks().history(&human.id, 10).unwrap().len(), 2);
     assert_eq!(
-        store.get_passage(&committed.passages[0].id).unwrap(),
+        store.passages().get(&committed.passages[0].id).unwrap(),
         committed.passages[0]
     );
 
-    let steps = store.list_steps(&a.id, None).unwrap();
+    let steps = store.runs().list_steps(&a.id, None).unwrap();
     assert_eq!(steps.len(), 1);
     let micros = chrono::DateTime::from_timestamp_micros(s.started_at.timestamp_micros()).unwrap();
     assert_eq!(steps[0].started_at, micros, "stored to the microsecond");
@@ -119,6 +120,7 @@ fn a_step_commits_everything_together() {
     next.run_id = s.run_id.clone();
     next.index = 2;
     store
+        .runs()
         .commit_step(&StepCommit {
             step: next,
             messages: vec![],
@@ -128,6 +130,7 @@ fn a_step_commits_everything_together() {
         })
         .unwrap();
     store
+        .runs()
         .commit_step(&StepCommit {
             step: step(&a.id),
             messages: vec![],
@@ -137,13 +140,14 @@ fn a_step_commits_everything_together() {
         })
         .unwrap();
     let run: Vec<_> = store
+        .runs()
         .list_steps(&a.id, Some(&s.run_id))
         .unwrap()
         .into_iter()
         .map(|s| s.index)
         .collect();
     assert_eq!(run, [1, 2]);
-    assert_eq!(store.list_steps(&a.id, None).unwrap().len(), 3);
+    assert_eq!(store.runs().list_steps(&a.id, None).unwrap().len(), 3);
 }
 
 #[test]
@@ -152,15 +156,16 @@ fn a_failing_block_write_leaves_no_trace_of_the_step() {
     let (a, blocks) = create(&store, "a");
     let persona = &blocks[0];
     let small = store
-        .create_block(&NewBlock {
+        .blocks()
+        .create(&NewBlock {
             limit: Some(5),
             ..NewBlock::new("tiny", "abc")
         })
         .unwrap();
-    store.attach_block(&a.id, &small.id).unwrap();
-    let before_messages = store.list_messages(&a.id, None, 100).unwrap();
+    store.blocks().attach(&a.id, &small.id).unwrap();
+    let before_messages = store.messages().list(&a.id, None, 100).unwrap();
     let s = step(&a.id);
-    let result = store.commit_step(&StepCommit {
+    let result = store.runs().commit_step(&StepCommit {
         step: s.clone(),
         messages: vec![NewMessage::assistant("ok", None, vec![])],
         block_writes: vec![
@@ -194,14 +199,14 @@ fn a_failing_block_write_leaves_no_trace_of_the_step() {
         ),
         other => panic!("expected Invalid, got {other:?}"),
     }
-    assert!(store.list_steps(&a.id, None).unwrap().is_empty());
+    assert!(store.runs().list_steps(&a.id, None).unwrap().is_empty());
     assert_eq!(
-        store.list_messages(&a.id, None, 100).unwrap(),
+        store.messages().list(&a.id, None, 100).unwrap(),
         before_messages
     );
-    assert_eq!(store.get_block(&persona.id).unwrap(), *persona);
-    assert!(store.block_history(&persona.id, 10).unwrap().is_empty());
-    assert_eq!(store.memory_counts(&a.id).unwrap(), (0, 0));
+    assert_eq!(store.blocks().get(&persona.id).unwrap(), *persona);
+    assert!(store.blocks().history(&persona.id, 10).unwrap().is_empty());
+    assert_eq!(store.agents().memory_counts(&a.id).unwrap(), (0, 0));
 
     // Unknown blocks and reused step ids fail the same way.
     let ghost = BlockWrite {
@@ -210,7 +215,7 @@ fn a_failing_block_write_leaves_no_trace_of_the_step() {
         editor: Editor::User,
         restate_result: false,
     };
-    let r = store.commit_step(&StepCommit {
+    let r = store.runs().commit_step(&StepCommit {
         step: s.clone(),
         messages: vec![],
         block_writes: vec![ghost],
@@ -219,6 +224,7 @@ fn a_failing_block_write_leaves_no_trace_of_the_step() {
     });
     assert!(matches!(r, Err(Error::NotFound { what: "block", .. })));
     store
+        .runs()
         .commit_step(&StepCommit {
             step: s.clone(),
             messages: vec![],
@@ -227,7 +233,7 @@ fn a_failing_block_write_leaves_no_trace_of_the_step() {
             approval: Default::default(),
         })
         .unwrap();
-    let again = store.commit_step(&StepCommit {
+    let again = store.runs().commit_step(&StepCommit {
         step: s,
         messages: vec![NewMessage::user("x")],
         block_writes: vec![],
@@ -235,5 +241,5 @@ fn a_failing_block_write_leaves_no_trace_of_the_step() {
         approval: Default::default(),
     });
     assert!(matches!(again, Err(Error::Conflict(_))), "{again:?}");
-    assert_eq!(store.memory_counts(&a.id).unwrap(), (0, 0));
+    assert_eq!(store.agents().memory_counts(&a.id).unwrap(), (0, 0));
 }

@@ -24,7 +24,8 @@ pub fn agent(name: &str) -> Agent {
 /// Creates an agent with `persona` and `human` blocks.
 pub fn create(store: &Store, name: &str) -> (Agent, Vec<Block>) {
     store
-        .create_agent(
+        .agents()
+        .create(
             &agent(name),
             &[
                 NewBlock::new("persona", "I am helpful."),

@@ -44,7 +44,8 @@ fn tag_rows_follow_their_passage_through_every_writer() {
 
     // Added by the user or a tool (duplicates dropped).
     let added = store
-        .insert_passages(
+        .passages()
+        .insert(
             &a.id,
             &[
                 tagged("one", &["x", "y", "x"]),
@@ -57,7 +58,8 @@ fn tag_rows_follow_their_passage_through_every_writer() {
 
     // Tags edited in place, text too.
     store
-        .update_passage(
+        .passages()
+        .update(
             &a.id,
             &added[2].id,
             Some("three, edited"),
@@ -66,12 +68,14 @@ fn tag_rows_follow_their_passage_through_every_writer() {
         )
         .unwrap();
     store
-        .update_passage(&a.id, &added[0].id, None, Some(&["y".to_owned()]), None)
+        .passages()
+        .update(&a.id, &added[0].id, None, Some(&["y".to_owned()]), None)
         .unwrap();
     assert_eq!(drift(&db), (0, 4));
     let x = |store: &Store| {
         store
-            .count_passages(
+            .passages()
+            .count(
                 &a.id,
                 &PassageList {
                     tags: vec!["x".into()],
@@ -86,8 +90,9 @@ fn tag_rows_follow_their_passage_through_every_writer() {
     let s = step(&a.id);
     let mut user = NewMessage::user("remember the fig");
     user.run_id = Some(s.run_id.clone());
-    let user = store.append_messages(&a.id, &[user]).unwrap().remove(0);
+    let user = store.messages().append(&a.id, &[user]).unwrap().remove(0);
     store
+        .runs()
         .commit_step(&StepCommit {
             step: s,
             approval: Default::default(),
@@ -98,12 +103,12 @@ fn tag_rows_follow_their_passage_through_every_writer() {
         .unwrap();
     assert_eq!(drift(&db), (0, 6));
     assert_eq!(x(&store), 2);
-    store.rollback_from(&a.id, &user.id).unwrap();
+    store.messages().rollback_from(&a.id, &user.id).unwrap();
     assert_eq!(drift(&db), (0, 4));
     assert_eq!(x(&store), 1);
 
     // Deleted.
-    store.delete_passage(&a.id, &added[2].id).unwrap();
+    store.passages().delete(&a.id, &added[2].id).unwrap();
     assert_eq!(drift(&db), (0, 2));
     assert_eq!(x(&store), 0);
 
@@ -139,12 +144,12 @@ fn tag_rows_follow_their_passage_through_every_writer() {
         limit: 10,
         ..PassageList::default()
     };
-    let page = store.passage_page(other, &old).unwrap();
+    let page = store.passages().page(other, &old).unwrap();
     assert_eq!(page.total, 1);
     assert_eq!(page.passages[0].text, "old note");
 
     // The agent deleted: its passages and their tags go.
-    store.delete_agent(other).unwrap();
+    store.agents().delete(other).unwrap();
     assert_eq!(drift(&db), (0, 2));
 }
 
@@ -174,8 +179,8 @@ fn two_archives(store: &Store) -> (AgentId, Vec<Passage>) {
     // Interleaved writes, so row keys of the two agents alternate.
     let mut mine = Vec::new();
     for i in 0..60 {
-        mine.extend(store.insert_passages(&a.id, &[make(i)]).unwrap());
-        store.insert_passages(&b.id, &[make(i)]).unwrap();
+        mine.extend(store.passages().insert(&a.id, &[make(i)]).unwrap());
+        store.passages().insert(&b.id, &[make(i)]).unwrap();
     }
     (a.id, mine)
 }
@@ -194,7 +199,8 @@ fn tag_filtered_pages_agree_with_the_filter_applied_by_hand() {
     let (a, all) = two_archives(&store);
     // The agent's passages in time order, as the unfiltered list gives them.
     let ordered = store
-        .list_passages(
+        .passages()
+        .list(
             &a,
             &PassageList {
                 limit: 1000,
@@ -261,7 +267,8 @@ fn tag_filtered_pages_agree_with_the_filter_applied_by_hand() {
             let mut got = Vec::new();
             for offset in (0..expected.len().max(1)).step_by(4) {
                 let page = store
-                    .passage_page(
+                    .passages()
+                    .page(
                         &a,
                         &PassageList {
                             offset,
@@ -279,7 +286,8 @@ fn tag_filtered_pages_agree_with_the_filter_applied_by_hand() {
             let mut after = None;
             loop {
                 let page = store
-                    .passage_page(
+                    .passages()
+                    .page(
                         &a,
                         &PassageList {
                             after: after.clone(),
@@ -299,7 +307,8 @@ fn tag_filtered_pages_agree_with_the_filter_applied_by_hand() {
             if let Some(last) = expected.last() {
                 let last_id = &ordered.iter().find(|p| &p.text == last).unwrap().id;
                 let page = store
-                    .list_passages(
+                    .passages()
+                    .list(
                         &a,
                         &PassageList {
                             before: Some(last_id.clone()),

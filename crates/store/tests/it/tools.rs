@@ -49,21 +49,21 @@ fn sandbox_settings_are_off_by_default_and_stored_when_granted() {
         ]
     );
     drop(conn);
-    let plain = store.upsert_tool(&tool("plain")).unwrap();
-    let read = store.get_tool(&plain.id).unwrap();
+    let plain = store.tools().upsert(&tool("plain")).unwrap();
+    let read = store.tools().get(&plain.id).unwrap();
     assert!(!read.network && !read.allow_unsandboxed);
 
     let mut granted = tool("online");
     granted.network = true;
     granted.allow_unsandboxed = true;
-    let stored = store.upsert_tool(&granted).unwrap();
-    let read = store.tool_by_name("online").unwrap().unwrap();
+    let stored = store.tools().upsert(&granted).unwrap();
+    let read = store.tools().by_name("online").unwrap().unwrap();
     assert!(read.network && read.allow_unsandboxed);
 
     // Replacing the tool replaces its settings too (the service decides what to keep).
     let mut revoked = read.clone();
     revoked.network = false;
-    store.replace_tool(&stored.id, &revoked).unwrap();
-    let read = store.get_tool(&stored.id).unwrap();
+    store.tools().replace(&stored.id, &revoked).unwrap();
+    let read = store.tools().get(&stored.id).unwrap();
     assert!(!read.network && read.allow_unsandboxed);
 }

@@ -79,34 +79,36 @@ fn bundle_with(tools: Vec<Tool>, attach: &[&str]) -> ImportBundle {
 fn trust_is_bound_to_the_hash_of_the_current_source() {
     let (_dir, store) = temp_store();
     let t = store
-        .upsert_tool(&tool("lookup", "return 'a'", from_file(), false))
+        .tools()
+        .upsert(&tool("lookup", "return 'a'", from_file(), false))
         .unwrap();
     assert!(!t.trusted && !t.is_trusted());
     let hash = t.source_hash.clone().unwrap();
     assert_eq!(hash, source_hash(t.source_code.as_deref().unwrap()));
     // A hash of other code is refused and changes nothing.
-    let e = store.trust_tool(&t.id, &source_hash("x")).unwrap_err();
+    let e = store.tools().trust(&t.id, &source_hash("x")).unwrap_err();
     assert!(matches!(e, Error::Conflict(_)), "{e}");
-    assert!(!store.get_tool(&t.id).unwrap().trusted);
+    assert!(!store.tools().get(&t.id).unwrap().trusted);
 
-    let trusted = store.trust_tool(&t.id, &hash).unwrap();
+    let trusted = store.tools().trust(&t.id, &hash).unwrap();
     assert!(trusted.trusted && trusted.is_trusted());
     assert_eq!(trusted.origin, from_file(), "origin is kept");
 
     // Changed code is untrusted again, even though the row still holds the old hash.
     let mut changed = tool("lookup", "return 'b'", from_file(), false);
     changed.trusted_hash = trusted.trusted_hash.clone();
-    let stored = store.upsert_tool(&changed).unwrap();
-    assert!(!stored.trusted && !store.get_tool(&t.id).unwrap().is_trusted());
+    let stored = store.tools().upsert(&changed).unwrap();
+    assert!(!stored.trusted && !store.tools().get(&t.id).unwrap().is_trusted());
 
-    assert!(!store.untrust_tool(&t.id).unwrap().trusted);
+    assert!(!store.tools().untrust(&t.id).unwrap().trusted);
 }
 
 #[test]
 fn an_import_never_changes_a_stored_tool() {
     let (_dir, store) = temp_store();
     let mine = store
-        .upsert_tool(&tool(
+        .tools()
+        .upsert(&tool(
             "task_queue_push",
             "return 'mine'",
             ToolOrigin::User,
@@ -116,7 +118,8 @@ fn an_import_never_changes_a_stored_tool() {
     assert!(mine.trusted);
     let (user_agent, _) = create(&store, "mine");
     store
-        .update_agent(
+        .agents()
+        .update(
             &user_agent.id,
             &engram_core::AgentPatch {
                 tools: Some(vec!["task_queue_push".into()]),
@@ -130,7 +133,7 @@ fn an_import_never_changes_a_stored_tool() {
         .import_bundle(&bundle_with(vec![hostile.clone()], &["task_queue_push"]))
         .unwrap();
     // The user's tool is untouched; the file's copy got a name of its own.
-    assert_eq!(store.get_tool(&mine.id).unwrap(), mine);
+    assert_eq!(store.tools().get(&mine.id).unwrap(), mine);
     let placed = &ids.tools[0];
     assert_eq!(placed.requested_name, "task_queue_push");
     assert_eq!(placed.tool.name, "task_queue_push_2");
@@ -141,7 +144,7 @@ fn an_import_never_changes_a_stored_tool() {
         "{src}"
     );
     // The imported agent refers to the new name, rules included; the user's agent does not.
-    let imported = store.get_agent(&ids.agents[0]).unwrap();
+    let imported = store.agents().get(&ids.agents[0]).unwrap();
     assert_eq!(imported.tools, ["task_queue_push_2"]);
     assert_eq!(
         imported.tool_rules,
@@ -150,13 +153,13 @@ fn an_import_never_changes_a_stored_tool() {
         }]
     );
     assert_eq!(
-        store.get_agent(&user_agent.id).unwrap().tools,
+        store.agents().get(&user_agent.id).unwrap().tools,
         ["task_queue_push"]
     );
 
     // The same file again: its tool matches the copy stored under the new name, so nothing
     // is written and the new agent uses that copy.
-    let before = store.list_tools().unwrap();
+    let before = store.tools().list().unwrap();
     let again = store
         .import_bundle(&bundle_with(vec![hostile], &["task_queue_push"]))
         .unwrap();
@@ -166,11 +169,11 @@ fn an_import_never_changes_a_stored_tool() {
     );
     assert_eq!(again.tools[0].tool.id, placed.tool.id);
     assert_eq!(
-        store.get_agent(&again.agents[0]).unwrap().tools,
+        store.agents().get(&again.agents[0]).unwrap().tools,
         ["task_queue_push_2"]
     );
-    assert_eq!(store.list_tools().unwrap(), before);
-    assert_eq!(store.get_tool(&mine.id).unwrap(), mine);
+    assert_eq!(store.tools().list().unwrap(), before);
+    assert_eq!(store.tools().get(&mine.id).unwrap(), mine);
 }
 
 #[test]
@@ -180,7 +183,7 @@ fn a_file_never_gets_a_stored_tool_the_user_granted_more() {
         network: true,
         ..tool("fetch_page", "return 'mine'", ToolOrigin::User, true)
     };
-    let mine = store.upsert_tool(&granted).unwrap();
+    let mine = store.tools().upsert(&granted).unwrap();
     assert!(mine.trusted && mine.network);
     // The file carries the very same code: it gets an untrusted copy without the grant.
     let copy = tool("fetch_page", "return 'mine'", from_file(), false);
@@ -192,17 +195,18 @@ fn a_file_never_gets_a_stored_tool_the_user_granted_more() {
     assert_eq!(placed.name, "fetch_page_2");
     assert!(!placed.trusted && !placed.network && !placed.allow_unsandboxed);
     assert_eq!(
-        store.get_agent(&ids.agents[0]).unwrap().tools,
+        store.agents().get(&ids.agents[0]).unwrap().tools,
         ["fetch_page_2"]
     );
-    assert_eq!(store.get_tool(&mine.id).unwrap(), mine);
+    assert_eq!(store.tools().get(&mine.id).unwrap(), mine);
 }
 
 #[test]
 fn chained_renames_apply_once() {
     let (_dir, store) = temp_store();
     store
-        .upsert_tool(&tool("x", "return 'mine'", ToolOrigin::User, true))
+        .tools()
+        .upsert(&tool("x", "return 'mine'", ToolOrigin::User, true))
         .unwrap();
     // A first import stores the file's x as x_2.
     let p = tool("x", "return 'p'", from_file(), false);
@@ -215,7 +219,7 @@ fn chained_renames_apply_once() {
     let ids = store
         .import_bundle(&bundle_with(vec![p, q], &["x", "x_2"]))
         .unwrap();
-    let agent = store.get_agent(&ids.agents[0]).unwrap();
+    let agent = store.agents().get(&ids.agents[0]).unwrap();
     assert_eq!(agent.tools, ["x_2", "x_2_2"]);
     assert_eq!(
         agent.tool_rules,
@@ -228,7 +232,7 @@ fn chained_renames_apply_once() {
             }
         ]
     );
-    let x_2_2 = store.get_tool(&ids.tools[1].tool.id).unwrap();
+    let x_2_2 = store.tools().get(&ids.tools[1].tool.id).unwrap();
     assert!(x_2_2.source_code.unwrap().contains("'q'"));
 }
 
@@ -237,30 +241,42 @@ fn pending_endpoints_wait_until_accepted_or_dismissed() {
     let (_dir, store) = temp_store();
     let ids = store.import_bundle(&bundle_with(vec![], &[])).unwrap();
     let a = &ids.agents[0];
-    assert_eq!(store.get_agent(a).unwrap().llm.base_url, None);
-    let pending = store.pending_endpoints(a).unwrap();
+    assert_eq!(store.agents().get(a).unwrap().llm.base_url, None);
+    let pending = store.settings().pending_endpoints(a).unwrap();
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].base_url, "http://127.0.0.1:9/v1");
     assert!(matches!(
-        store.accept_endpoint(a, EndpointKind::Embedding),
+        store.settings().accept_endpoint(a, EndpointKind::Embedding),
         Err(Error::NotFound { .. })
     ));
-    let accepted = store.accept_endpoint(a, EndpointKind::Llm).unwrap();
+    let accepted = store
+        .settings()
+        .accept_endpoint(a, EndpointKind::Llm)
+        .unwrap();
     assert_eq!(
         accepted.llm.base_url.as_deref(),
         Some("http://127.0.0.1:9/v1")
     );
-    assert!(store.pending_endpoints(a).unwrap().is_empty());
+    assert!(store.settings().pending_endpoints(a).unwrap().is_empty());
 
     let ids = store.import_bundle(&bundle_with(vec![], &[])).unwrap();
     let b = &ids.agents[0];
-    store.dismiss_endpoint(b, EndpointKind::Llm).unwrap();
-    assert_eq!(store.get_agent(b).unwrap().llm.base_url, None);
-    assert!(store.pending_endpoints(b).unwrap().is_empty());
+    store
+        .settings()
+        .dismiss_endpoint(b, EndpointKind::Llm)
+        .unwrap();
+    assert_eq!(store.agents().get(b).unwrap().llm.base_url, None);
+    assert!(store.settings().pending_endpoints(b).unwrap().is_empty());
     // They go with the agent.
     let ids = store.import_bundle(&bundle_with(vec![], &[])).unwrap();
-    store.delete_agent(&ids.agents[0]).unwrap();
-    assert!(store.pending_endpoints(&ids.agents[0]).unwrap().is_empty());
+    store.agents().delete(&ids.agents[0]).unwrap();
+    assert!(
+        store
+            .settings()
+            .pending_endpoints(&ids.agents[0])
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[cfg(unix)]

@@ -68,12 +68,14 @@ fn a_hand_edit_made_during_a_step_survives_the_steps_append() {
     let (a, blocks) = create(&store, "a");
     let human = &blocks[1];
     store
-        .update_block(&human.id, &set("Name: Alice", None), &Editor::User)
+        .blocks()
+        .update(&human.id, &set("Name: Alice", None), &Editor::User)
         .unwrap();
     // The step read "Name: Alice"; meanwhile the window saved a new line.
-    let read = store.get_block(&human.id).unwrap();
+    let read = store.blocks().get(&human.id).unwrap();
     let hand = store
-        .update_block(
+        .blocks()
+        .update(
             &human.id,
             &set("Name: Alice\nAllergic to peanuts", Some(read.version)),
             &Editor::User,
@@ -89,8 +91,8 @@ fn a_hand_edit_made_during_a_step_survives_the_steps_append() {
             text: "Likes: kiwi".into(),
         },
     );
-    let committed = store.commit_step(&c).unwrap();
-    let after = store.get_block(&human.id).unwrap();
+    let committed = store.runs().commit_step(&c).unwrap();
+    let after = store.blocks().get(&human.id).unwrap();
     assert_eq!(after.value, "Name: Alice\nAllergic to peanuts\nLikes: kiwi");
     assert_eq!(after.version, hand.version + 1);
     // The stored tool result tells the model the value its edit really produced.
@@ -101,7 +103,7 @@ fn a_hand_edit_made_during_a_step_survives_the_steps_append() {
     assert_eq!(committed.blocks[0].tool_call_id.as_deref(), Some("c1"));
 
     // History: three edits, each with its author, step and both versions.
-    let history = store.block_history(&human.id, 10).unwrap();
+    let history = store.blocks().history(&human.id, 10).unwrap();
     assert_eq!(history.len(), 3);
     assert_eq!(history[0].editor, by(&a.id, "c1"));
     assert_eq!(history[0].step_id.as_ref(), Some(&c.step.id));
@@ -121,9 +123,10 @@ fn a_replace_whose_text_changed_meanwhile_fails_with_the_current_value() {
     let (a, blocks) = create(&store, "a");
     let human = &blocks[1];
     store
-        .update_block(&human.id, &set("Likes: figs", None), &Editor::User)
+        .blocks()
+        .update(&human.id, &set("Likes: figs", None), &Editor::User)
         .unwrap();
-    let before = store.get_block(&human.id).unwrap();
+    let before = store.blocks().get(&human.id).unwrap();
     let mut c = one_call_step(
         &a.id,
         "c1",
@@ -143,7 +146,7 @@ fn a_replace_whose_text_changed_meanwhile_fails_with_the_current_value() {
         editor: by(&a.id, "c2"),
         restate_result: true,
     });
-    let committed = store.commit_step(&c).unwrap();
+    let committed = store.runs().commit_step(&c).unwrap();
     assert_eq!(committed.refused, ["c1"]);
     let result = tool_result(&committed);
     assert_eq!(result.status, ToolStatus::Failed);
@@ -157,14 +160,15 @@ fn a_replace_whose_text_changed_meanwhile_fails_with_the_current_value() {
         result.message
     );
     assert_eq!(
-        store.get_block(&human.id).unwrap(),
+        store.blocks().get(&human.id).unwrap(),
         before,
         "nothing written"
     );
-    assert_eq!(store.block_history(&human.id, 10).unwrap().len(), 1);
+    assert_eq!(store.blocks().history(&human.id, 10).unwrap().len(), 1);
     assert!(
         store
-            .get_block(&blocks[0].id)
+            .blocks()
+            .get(&blocks[0].id)
             .unwrap()
             .value
             .ends_with("I like fruit.")
@@ -179,7 +183,8 @@ fn a_stale_rewrite_is_refused_but_one_after_the_steps_own_edits_is_not() {
     let human = &blocks[1];
     let read = human.version;
     store
-        .update_block(&human.id, &set("changed by hand", None), &Editor::User)
+        .blocks()
+        .update(&human.id, &set("changed by hand", None), &Editor::User)
         .unwrap();
     let stale = one_call_step(
         &a.id,
@@ -190,7 +195,7 @@ fn a_stale_rewrite_is_refused_but_one_after_the_steps_own_edits_is_not() {
             based_on_version: read,
         },
     );
-    let committed = store.commit_step(&stale).unwrap();
+    let committed = store.runs().commit_step(&stale).unwrap();
     let result = tool_result(&committed);
     assert_eq!(result.status, ToolStatus::Failed);
     assert!(
@@ -199,11 +204,14 @@ fn a_stale_rewrite_is_refused_but_one_after_the_steps_own_edits_is_not() {
         "{}",
         result.message
     );
-    assert_eq!(store.get_block(&human.id).unwrap().value, "changed by hand");
+    assert_eq!(
+        store.blocks().get(&human.id).unwrap().value,
+        "changed by hand"
+    );
 
     // An append then a rewrite in one step, both read at the same version: the step's own
     // append does not make its rewrite stale.
-    let now = store.get_block(&human.id).unwrap();
+    let now = store.blocks().get(&human.id).unwrap();
     let mut c = one_call_step(
         &a.id,
         "c2",
@@ -221,9 +229,9 @@ fn a_stale_rewrite_is_refused_but_one_after_the_steps_own_edits_is_not() {
         editor: by(&a.id, "c3"),
         restate_result: false,
     });
-    let committed = store.commit_step(&c).unwrap();
+    let committed = store.runs().commit_step(&c).unwrap();
     assert!(committed.refused.is_empty());
-    let after = store.get_block(&human.id).unwrap();
+    let after = store.blocks().get(&human.id).unwrap();
     assert_eq!(
         (after.value.as_str(), after.version),
         ("condensed", now.version + 2)
@@ -237,11 +245,15 @@ fn hand_edits_and_undo_name_the_version_they_read() {
     let human = &blocks[1];
     assert_eq!(human.version, 1, "new blocks start at version 1");
     let v2 = store
-        .update_block(&human.id, &set("Ann", Some(1)), &Editor::User)
+        .blocks()
+        .update(&human.id, &set("Ann", Some(1)), &Editor::User)
         .unwrap();
     assert_eq!(v2.version, 2);
     // A second window still at version 1 is refused with the current block.
-    match store.update_block(&human.id, &set("Bob", Some(1)), &Editor::User) {
+    match store
+        .blocks()
+        .update(&human.id, &set("Bob", Some(1)), &Editor::User)
+    {
         Err(Error::StaleVersion { based_on, current }) => {
             assert_eq!(based_on, 1);
             assert_eq!(*current, v2);
@@ -250,7 +262,8 @@ fn hand_edits_and_undo_name_the_version_they_read() {
     }
     // Settings changes count as changes too; a patch that changes nothing writes nothing.
     let v3 = store
-        .update_block(
+        .blocks()
+        .update(
             &human.id,
             &BlockPatch {
                 limit: Some(900),
@@ -262,22 +275,24 @@ fn hand_edits_and_undo_name_the_version_they_read() {
         .unwrap();
     assert_eq!(v3.version, 3);
     let same = store
-        .update_block(&human.id, &set("Ann", Some(3)), &Editor::User)
+        .blocks()
+        .update(&human.id, &set("Ann", Some(3)), &Editor::User)
         .unwrap();
     assert_eq!(same, v3);
     // Without a version (Letta's SDK), the last writer wins.
     let v4 = store
-        .update_block(&human.id, &set("Ann Lee", None), &Editor::User)
+        .blocks()
+        .update(&human.id, &set("Ann Lee", None), &Editor::User)
         .unwrap();
     assert_eq!(v4.version, 4);
 
-    let last = store.block_history(&human.id, 1).unwrap().remove(0);
+    let last = store.blocks().history(&human.id, 1).unwrap().remove(0);
     assert!(matches!(
-        store.undo_edit(&last.id, Some(3)),
+        store.blocks().undo_edit(&last.id, Some(3)),
         Err(Error::StaleVersion { .. })
     ));
-    assert_eq!(store.get_block(&human.id).unwrap(), v4);
-    let undone = store.undo_edit(&last.id, Some(4)).unwrap();
+    assert_eq!(store.blocks().get(&human.id).unwrap(), v4);
+    let undone = store.blocks().undo_edit(&last.id, Some(4)).unwrap();
     assert_eq!((undone.value.as_str(), undone.version), ("Ann", 5));
 }
 
@@ -290,7 +305,8 @@ fn many_agents_appending_to_one_shared_block_lose_nothing() {
     let (dir, store) = temp_store();
     let path = dir.path().join("data").join("engram.db");
     let shared = store
-        .create_block(&NewBlock {
+        .blocks()
+        .create(&NewBlock {
             limit: Some(N * M * 12),
             ..NewBlock::new("team", "")
         })
@@ -298,7 +314,7 @@ fn many_agents_appending_to_one_shared_block_lose_nothing() {
     let agents: Vec<AgentId> = (0..N)
         .map(|i| {
             let (a, _) = create(&store, &format!("agent{i}"));
-            store.attach_block(&a.id, &shared.id).unwrap();
+            store.blocks().attach(&a.id, &shared.id).unwrap();
             a.id
         })
         .collect();
@@ -321,7 +337,7 @@ fn many_agents_appending_to_one_shared_block_lose_nothing() {
                         text: format!("fact {i}-{j}"),
                     };
                     let c = one_call_step(&agent, &format!("call-{i}-{j}"), &block, op);
-                    let committed = store.commit_step(&c).unwrap();
+                    let committed = store.runs().commit_step(&c).unwrap();
                     assert!(committed.refused.is_empty());
                     let result = tool_result(&committed);
                     assert!(result.message.contains(&format!("fact {i}-{j}")));
@@ -333,7 +349,7 @@ fn many_agents_appending_to_one_shared_block_lose_nothing() {
         t.join().unwrap();
     }
 
-    let block = store.get_block(&shared.id).unwrap();
+    let block = store.blocks().get(&shared.id).unwrap();
     let lines: Vec<&str> = block.value.lines().collect();
     assert_eq!(lines.len(), N * M, "every append is there");
     for i in 0..N {
@@ -350,7 +366,7 @@ fn many_agents_appending_to_one_shared_block_lose_nothing() {
 
     // History is complete: one row per edit, versions contiguous, each row's old value the
     // previous row's new value.
-    let mut history = store.block_history(&shared.id, usize::MAX).unwrap();
+    let mut history = store.blocks().history(&shared.id, usize::MAX).unwrap();
     history.reverse();
     assert_eq!(history.len(), N * M);
     for (k, e) in history.iter().enumerate() {
@@ -374,7 +390,8 @@ fn racing_appends_never_exceed_the_limit_and_refusals_are_answered() {
     let (dir, store) = temp_store();
     let path = dir.path().join("data").join("engram.db");
     let shared = store
-        .create_block(&NewBlock {
+        .blocks()
+        .create(&NewBlock {
             limit: Some(LIMIT),
             ..NewBlock::new("team", "")
         })
@@ -382,7 +399,7 @@ fn racing_appends_never_exceed_the_limit_and_refusals_are_answered() {
     let agents: Vec<AgentId> = (0..N)
         .map(|i| {
             let (a, _) = create(&store, &format!("agent{i}"));
-            store.attach_block(&a.id, &shared.id).unwrap();
+            store.blocks().attach(&a.id, &shared.id).unwrap();
             a.id
         })
         .collect();
@@ -398,7 +415,7 @@ fn racing_appends_never_exceed_the_limit_and_refusals_are_answered() {
                     let text = format!("fact {i}-{j}");
                     let op = BlockOp::Append { text: text.clone() };
                     let c = one_call_step(&agent, &format!("call-{i}-{j}"), &block, op);
-                    let committed = store.commit_step(&c).unwrap();
+                    let committed = store.runs().commit_step(&c).unwrap();
                     let result = tool_result(&committed);
                     match result.status {
                         ToolStatus::Ok => accepted.push(text),
@@ -416,13 +433,13 @@ fn racing_appends_never_exceed_the_limit_and_refusals_are_answered() {
         .into_iter()
         .flat_map(|t| t.join().unwrap())
         .collect();
-    let block = store.get_block(&shared.id).unwrap();
+    let block = store.blocks().get(&shared.id).unwrap();
     assert!(block.chars() <= LIMIT, "{} > {LIMIT}", block.chars());
     let mut lines: Vec<String> = block.value.lines().map(str::to_owned).collect();
     accepted.sort();
     lines.sort();
     assert_eq!(lines, accepted, "exactly the accepted appends are there");
     assert!(lines.len() >= 10, "the block filled up: {}", lines.len());
-    let history = store.block_history(&shared.id, usize::MAX).unwrap();
+    let history = store.blocks().history(&shared.id, usize::MAX).unwrap();
     assert_eq!(history.len(), lines.len());
 }

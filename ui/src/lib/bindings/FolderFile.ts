@@ -4,7 +4,7 @@ import type { FileStatus } from "./FileStatus";
 import type { FolderId } from "./FolderId";
 
 /**
- * One file of a folder, without its text (see `Store::file_text`).
+ * One file of a folder, without its text (see `FolderRows::file_text`).
  */
 export type FolderFile = { 
 /**
