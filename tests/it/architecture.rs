@@ -378,3 +378,103 @@ fn archival_search_is_ranked_in_the_retrieval_crate_only() {
         offences.join("\n")
     );
 }
+
+/// The public methods written directly on `impl <ty>` blocks (not in its rooms) in the crate
+/// whose sources are under `dir`, test items left out, as `file: name`.
+fn facade_methods(dir: &Path, ty: &str) -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    rust_files(dir, &mut files);
+    let mut out = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("readable source");
+        let ast = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        for item in &ast.items {
+            let syn::Item::Impl(i) = item else { continue };
+            let syn::Type::Path(p) = &*i.self_ty else {
+                continue;
+            };
+            let named = p.path.segments.last().is_some_and(|s| s.ident == ty);
+            if !named || i.trait_.is_some() || cfg_test(&i.attrs) {
+                continue;
+            }
+            for f in &i.items {
+                if let syn::ImplItem::Fn(f) = f
+                    && matches!(f.vis, syn::Visibility::Public(_))
+                    && !cfg_test(&f.attrs)
+                {
+                    let rel = file
+                        .strip_prefix(dir)
+                        .unwrap_or(&file)
+                        .display()
+                        .to_string();
+                    out.push((rel, f.sig.ident.to_string()));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The engine's and the store's facades keep their calls in rooms (`engram.archival().…`,
+/// `store.passages().…`, each room a view defined in `rooms.rs`): what is written on the type
+/// itself is the room accessors in `rooms.rs` and a short list of whole-engine calls. A new
+/// public method elsewhere fails here; it belongs in a room.
+#[test]
+fn the_engine_and_the_store_keep_their_calls_in_rooms() {
+    let checks: [(&str, &str, &[&str]); 2] = [
+        (
+            "crates/service/src",
+            "Engram",
+            &[
+                "open",
+                "set_tool_api",
+                "home",
+                "app_info",
+                "checkpoint",
+                "release_memory",
+                "store",
+                "notices",
+            ],
+        ),
+        (
+            "crates/store/src",
+            "Store",
+            &[
+                "open",
+                "open_in_memory",
+                "integrity_check",
+                "checkpoint",
+                "release_memory",
+                "release_memory_after",
+                "set_vector_index_config",
+                "vector_index_memory",
+                "vector_index_builds",
+                "on_vector_index_build",
+                "resume_vector_index_builds",
+                "vector_index_build_pending",
+                "hold_vector_index_builds",
+                "wait_for_vector_index_builds",
+                "import_bundle",
+                "agent_file_extras",
+            ],
+        ),
+    ];
+    for (dir, ty, whole) in checks {
+        let methods = facade_methods(&root().join(dir), ty);
+        let accessors = methods.iter().filter(|(f, _)| f == "rooms.rs").count();
+        assert!(
+            accessors >= 10,
+            "{ty}: the rooms' accessors were not found in rooms.rs"
+        );
+        let stray: Vec<String> = methods
+            .iter()
+            .filter(|(f, name)| f != "rooms.rs" && !whole.contains(&name.as_str()))
+            .map(|(f, name)| format!("{dir}/{f}: {ty}::{name}"))
+            .collect();
+        assert!(
+            stray.is_empty(),
+            "public calls written on {ty} itself (put them in its room):\n{}",
+            stray.join("\n")
+        );
+    }
+}
