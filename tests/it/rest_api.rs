@@ -544,3 +544,171 @@ async fn agents_export_and_import_as_agent_files() {
         StatusCode::NOT_FOUND
     );
 }
+
+/// `bytes` as a one-file multipart form (field `file`), with its content type.
+fn multipart(name: &str, bytes: &[u8]) -> (String, Vec<u8>) {
+    const BOUNDARY: &str = "engram-upload-boundary-7f3a";
+    let mut body = format!(
+        "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n\
+         Content-Type: text/plain\r\n\r\n"
+    )
+    .into_bytes();
+    body.extend_from_slice(bytes);
+    body.extend_from_slice(format!("\r\n--{BOUNDARY}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={BOUNDARY}"), body)
+}
+
+/// A ship's log of `bytes` bytes or a little more, a numbered line each.
+fn ships_log(bytes: usize) -> Vec<u8> {
+    let mut text = String::with_capacity(bytes + 100);
+    let mut i = 0;
+    while text.len() < bytes {
+        i += 1;
+        text.push_str(&format!(
+            "Entry {i}: the ferry left the harbour at dawn with {} passengers and calm seas.\n",
+            i % 97
+        ));
+    }
+    text.into_bytes()
+}
+
+impl Api {
+    async fn folder(&self, name: &str) -> String {
+        let (status, body) = self.post("/v1/folders/", json!({ "name": name })).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        body["id"].as_str().unwrap().to_owned()
+    }
+
+    /// Sends only the head of a `POST` announcing a `length`-byte body, asking to continue
+    /// (`Expect: 100-continue`, as clients sending big files do), and reads the answer: a route
+    /// that refuses the size answers before any of the body is sent, so the check is exact
+    /// (writing the whole body would race the server closing the connection).
+    async fn announce(&self, path: &str, content_type: &str, length: usize) -> (StatusCode, Value) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let host = self.base.trim_start_matches("http://");
+        let mut tcp = tokio::net::TcpStream::connect(host).await.unwrap();
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {TOKEN}\r\n\
+             Content-Type: {content_type}\r\nContent-Length: {length}\r\n\
+             Expect: 100-continue\r\nConnection: close\r\n\r\n"
+        );
+        tcp.write_all(head.as_bytes()).await.unwrap();
+        let mut answer = Vec::new();
+        tcp.read_to_end(&mut answer).await.unwrap();
+        let answer = String::from_utf8(answer).unwrap();
+        let status: u16 = answer[9..12].parse().unwrap();
+        let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+        (
+            StatusCode::from_u16(status).unwrap(),
+            serde_json::from_str(body).unwrap_or(Value::String(body.to_owned())),
+        )
+    }
+
+    async fn upload(&self, path: &str, name: &str, bytes: &[u8]) -> (StatusCode, Value) {
+        let (content_type, body) = multipart(name, bytes);
+        let resp = self
+            .req(reqwest::Method::POST, path)
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        let status = resp.status();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn documents_over_the_default_body_limit_upload_through_both_routes() {
+    let api = Api::start(Script::Brain).await;
+    let folder = api.folder("logs").await;
+    // Over the 8 MiB every other route takes, under the 64 MiB a document may have.
+    let log = ships_log(9 * 1024 * 1024);
+    let (status, file) = api
+        .upload(&format!("/v1/folders/{folder}/upload"), "log.txt", &log)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{file}");
+    assert_eq!(file["processing_status"], "completed", "{file}");
+    assert_eq!(file["file_size"], log.len(), "{file}");
+
+    // The window's route carries the bytes as base64 in JSON: 12 MiB on the wire.
+    use base64::Engine as _;
+    let data = base64::engine::general_purpose::STANDARD.encode(&log);
+    assert!(data.len() > engram_server::DEFAULT_BODY_LIMIT);
+    let (status, added) = api
+        .post(
+            "/app/upload_folder_file",
+            json!({ "folder_id": folder, "file_name": "copy.txt", "data_base64": data }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{added}");
+    let (_, files) = api.get(&format!("/v1/folders/{folder}/files")).await;
+    let names: Vec<&str> = files
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["file_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["copy.txt", "log.txt"], "{files}");
+    let (_, text) = api
+        .get(&format!("/v1/folders/{folder}/files?include_content=true"))
+        .await;
+    let last = std::str::from_utf8(&log).unwrap().lines().last().unwrap();
+    assert!(
+        text[1]["content"]
+            .as_str()
+            .is_some_and(|t| t.trim_end().ends_with(last)),
+        "the end of the file was not read: {}",
+        text[1]["content"].as_str().map_or(0, str::len)
+    );
+
+    // Every other route keeps the small limit, and says what it is.
+    let (status, body) = api
+        .announce("/v1/agents/", "application/json", 9 * 1024 * 1024)
+        .await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("at most 8.0 MiB (8388608 bytes)"),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn an_upload_over_the_upload_limit_is_refused_with_the_limit_named_and_nothing_stored() {
+    let api = Api::start_with(Script::Brain, |c| c.upload_limit = 1024 * 1024).await;
+    let folder = api.folder("logs").await;
+    let (content_type, _) = multipart("log.txt", b"");
+    let (status, body) = api
+        .announce(
+            &format!("/v1/sources/{folder}/upload"),
+            &content_type,
+            3 * 1024 * 1024 / 2,
+        )
+        .await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("at most 1.0 MiB (1048576 bytes)"),
+        "{body}"
+    );
+    let (status, body) = api
+        .announce("/app/upload_folder_file", "application/json", 2 << 20)
+        .await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
+    let (_, files) = api.get(&format!("/v1/folders/{folder}/files")).await;
+    assert_eq!(files, json!([]));
+    // Under the limit, the same route takes it.
+    let (status, file) = api
+        .upload(
+            &format!("/v1/sources/{folder}/upload"),
+            "log.txt",
+            &ships_log(512 * 1024),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{file}");
+}

@@ -40,6 +40,17 @@ pub(crate) fn routes() -> Router<AppState> {
         .merge(crate::app_chat::routes())
 }
 
+/// The command that carries a whole file (base64 in its JSON), on a route of its own so it
+/// can take bodies up to the upload limit; every other command keeps the small one.
+pub(crate) fn upload_routes() -> Router<AppState> {
+    const UPLOAD: &str = "upload_folder_file";
+    Router::new().route(
+        &format!("/app/{UPLOAD}"),
+        post(|state: State<AppState>, req: Request| command(state, Path(UPLOAD.to_owned()), req))
+            .fallback(crate::routes::not_found),
+    )
+}
+
 /// The arguments object of a request: its JSON body, or `null` when it has none (commands
 /// without arguments need not send `{}`).
 async fn arguments(req: Request) -> Result<serde_json::Value, Response> {

@@ -91,8 +91,14 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// The body limit, in bytes, of the route that answered 413 (set by the router's limit layers,
+/// read when the answer gets its JSON body).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BodyLimit(pub(crate) usize);
+
 /// Gives error responses that axum or tower-http produced with a plain-text or empty body
-/// (413 from the body limit, 405, unmatched extractors) Letta's JSON shape.
+/// (413 from the body limit, 405, unmatched extractors) Letta's JSON shape. A 413 names the
+/// route's limit.
 pub async fn json_for_bare_errors(response: Response) -> Response {
     let status = response.status();
     let is_json = response
@@ -103,9 +109,13 @@ pub async fn json_for_bare_errors(response: Response) -> Response {
     if !status.is_client_error() && !status.is_server_error() || is_json {
         return response;
     }
-    let detail = match status {
-        StatusCode::PAYLOAD_TOO_LARGE => "request body too large".to_owned(),
-        other => other
+    let detail = match (status, response.extensions().get::<BodyLimit>()) {
+        (StatusCode::PAYLOAD_TOO_LARGE, Some(BodyLimit(limit))) => format!(
+            "request body too large: this route takes at most {:.1} MiB ({limit} bytes)",
+            *limit as f64 / (1024.0 * 1024.0)
+        ),
+        (StatusCode::PAYLOAD_TOO_LARGE, None) => "request body too large".to_owned(),
+        (other, _) => other
             .canonical_reason()
             .unwrap_or("request failed")
             .to_owned(),

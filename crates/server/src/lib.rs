@@ -30,7 +30,7 @@ pub mod sse;
 pub mod tool_api;
 
 use config::AppState;
-pub use config::{Auth, DEFAULT_BODY_LIMIT, ServerConfig};
+pub use config::{Auth, DEFAULT_BODY_LIMIT, DEFAULT_UPLOAD_LIMIT, ServerConfig};
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -53,13 +53,16 @@ pub const UI_CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self
      img-src 'self' data:; connect-src 'self'; object-src 'none'; frame-ancestors 'none'; \
      base-uri 'none'; form-action 'none'";
 
-/// The API as an axum router: Letta's `/v1/…` routes behind the guard, the body limit and
+/// The API as an axum router: Letta's `/v1/…` routes behind the guard, the body limits and
 /// request tracing.
 pub fn router(engram: Arc<Engram>, config: ServerConfig) -> Router {
-    let limit = config.body_limit;
     let authenticated = matches!(config.auth, Auth::Token(_));
     let guard_state = Arc::new(guard::Guard::new(&config));
-    let api = routes::all().merge(app::routes());
+    // Two body limits: file uploads carry whole documents, everything else is small.
+    let api = limited(routes::all().merge(app::routes()), config.body_limit).merge(limited(
+        routes::uploads().merge(app::upload_routes()),
+        config.upload_limit,
+    ));
     let with_ui = match &config.ui_dir {
         // Unknown API paths stay JSON 404s; every other path is the single-page app's.
         Some(dir) => api
@@ -77,14 +80,29 @@ pub fn router(engram: Arc<Engram>, config: ServerConfig) -> Router {
             engram,
             authenticated,
         })
-        .layer(DefaultBodyLimit::max(limit))
-        .layer(tower_http::limit::RequestBodyLimitLayer::new(limit))
         .layer(axum::middleware::map_response(errors::json_for_bare_errors))
         .layer(axum::middleware::from_fn_with_state(
             guard_state,
             guard::check,
         ))
         .layer(tower_http::trace::TraceLayer::new_for_http())
+}
+
+/// `routes` with request bodies capped at `limit` bytes: the extractors' limit and a hard
+/// limit on the body stream (a `Content-Length` over it is refused before the body is read),
+/// with the limit noted on a 413 so its message can name it.
+fn limited(routes: Router<AppState>, limit: usize) -> Router<AppState> {
+    routes
+        .layer(DefaultBodyLimit::max(limit))
+        .layer(tower_http::limit::RequestBodyLimitLayer::new(limit))
+        .layer(axum::middleware::map_response(
+            move |mut response: axum::response::Response| async move {
+                if response.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+                    response.extensions_mut().insert(errors::BodyLimit(limit));
+                }
+                response
+            },
+        ))
 }
 
 /// Why the server would not start.

@@ -25,7 +25,6 @@ use axum::routing::{get, patch};
 /// Folders under both of Letta's names (`folders`, and `sources` from before the rename), and
 /// an agent's folders and files.
 fn folder_routes() -> Router<AppState> {
-    use axum::routing::post;
     let mut r = Router::new();
     for kind in ["folders", "sources"] {
         let root = get(folders::list).post(folders::create);
@@ -42,10 +41,6 @@ fn folder_routes() -> Router<AppState> {
                 get(folders::retrieve)
                     .patch(folders::modify)
                     .delete(folders::delete),
-            )
-            .route(
-                &format!("/v1/{kind}/{{folder_id}}/upload"),
-                post(folders::upload),
             )
             .route(
                 &format!("/v1/{kind}/{{folder_id}}/files"),
@@ -95,7 +90,20 @@ fn folder_routes() -> Router<AppState> {
         )
 }
 
-/// Every `/v1` route.
+/// The routes that upload a file into a folder (Letta's current and older names), which take
+/// bodies up to the upload limit (see `ServerConfig::upload_limit`).
+pub(crate) fn uploads() -> Router<AppState> {
+    ["folders", "sources"]
+        .into_iter()
+        .fold(Router::new(), |r, kind| {
+            r.route(
+                &format!("/v1/{kind}/{{folder_id}}/upload"),
+                axum::routing::post(folders::upload),
+            )
+        })
+}
+
+/// Every other `/v1` route.
 pub(crate) fn all() -> Router<AppState> {
     let agents_root = get(agents::list).post(agents::create);
     let blocks_root = get(blocks::list).post(blocks::create);
