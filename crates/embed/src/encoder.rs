@@ -30,10 +30,11 @@ pub struct Batching {
 impl Default for Batching {
     /// Small batches, for everything the model encodes: at most 2 texts and 10,000
     /// `rows × tokens²`. Big batches are faster in a process of their own (`cargo bench -p
-    /// engram-embed --bench throughput`: 153 passages/s at 64 rows and 350,000, 106 at these)
-    /// but not in `engram serve`, where their buffers stay with the allocator: re-embedding
-    /// 2,000 passages peaked at 320 MB in 27 s at 64 rows, 201 MB in 18 s at 16, 149 MB in
-    /// 19 s at 4 and 141 MB in 20 s at 2 (`cargo bench --bench model_memory`). At search time
+    /// engram-embed --bench throughput`, idle machine: 143 passages/s at 32 rows, 126 at 64
+    /// rows and 350,000, 89 at these) but not in `engram serve`, where their buffers stay
+    /// with the allocator: re-embedding 2,000 passages peaked at 320 MB in 27 s at 64 rows,
+    /// 201 MB in 18 s at 16, 149 MB in 19 s at 4 and 141 MB in 20 s at 2 (`cargo bench
+    /// --bench model_memory`). At search time
     /// (late interaction's query and candidates) the same small batches kept the server at
     /// 143 MB after 50 searches where one batch per search read 245–303 MB, and searched
     /// faster (222 against 296 ms p50): short batches pad less.
