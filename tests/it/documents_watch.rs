@@ -1,8 +1,9 @@
 //! A folder linked to a directory on disk follows it: files added, changed and deleted there
 //! show in the folder with their passages; hidden and temporary files are left out; a symbolic
 //! link out of the directory is listed as not followed; a directory that vanishes leaves the
-//! folder as it was until it is back; and the link survives a restart. Real files, the real OS
-//! watcher; each expected state is polled for with a deadline.
+//! folder as it was until it is back; the link survives a restart; and a directory of 10,000
+//! files is taken in whole, then followed. Real files, the real OS watcher; each expected
+//! state is polled for with a deadline.
 
 use engram_core::{FileStatus, FolderFile, FolderId, NewFolder, WatchState};
 use engram_service::Engram;
@@ -286,4 +287,89 @@ async fn a_directory_holding_the_data_or_not_a_directory_is_refused() {
         .link_dir(&f, &desk.path().join("a.md"))
         .unwrap_err();
     assert!(err.to_string().contains("not a directory"), "{err}");
+}
+
+/// Waits up to `deadline` until `check` holds, failing with `what` and the folder's file count.
+async fn until_within(
+    engram: &Engram,
+    folder: &FolderId,
+    deadline: Duration,
+    what: &str,
+    check: impl Fn() -> bool,
+) {
+    let start = Instant::now();
+    while !check() {
+        assert!(
+            start.elapsed() < deadline,
+            "{what}: not within {deadline:?}; {} files, watch {:?}",
+            files(engram, folder).len(),
+            engram.folders().watches().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_files_are_taken_in_and_then_followed() {
+    const FILES: usize = 10_000;
+    let home = tempfile::tempdir().unwrap();
+    let desk = tempfile::tempdir().unwrap();
+    for i in 0..FILES {
+        let dir = desk.path().join(format!("box-{:02}", i % 100));
+        if i < 100 {
+            std::fs::create_dir(&dir).unwrap();
+        }
+        std::fs::write(
+            dir.join(format!("note-{i:05}.txt")),
+            format!("note {i}: the tide table of harbour {}\n", i % 37),
+        )
+        .unwrap();
+    }
+    let engram = engram(home.path());
+    let f = folder(&engram);
+    let started = Instant::now();
+    engram.folders().watch(&f, desk.path()).unwrap();
+    until_within(
+        &engram,
+        &f,
+        Duration::from_secs(600),
+        "all files taken in",
+        || files(&engram, &f).len() == FILES && state(&engram, &f) == Some(WatchState::Watching),
+    )
+    .await;
+    let taken_in = started.elapsed();
+    let all = files(&engram, &f);
+    assert!(
+        all.values()
+            .all(|file| file.status == FileStatus::Completed),
+        "{:?}",
+        all.values()
+            .find(|file| file.status != FileStatus::Completed)
+    );
+    assert!(all.contains_key("box-42/note-09942.txt"));
+
+    // Afterwards a change, a deletion and a new file are each followed.
+    std::fs::write(
+        desk.path().join("box-07/note-00007.txt"),
+        "note 7: the lighthouse keeper's log\n",
+    )
+    .unwrap();
+    std::fs::remove_file(desk.path().join("box-08/note-00008.txt")).unwrap();
+    std::fs::write(
+        desk.path().join("box-09/late.txt"),
+        "a late note on curlews\n",
+    )
+    .unwrap();
+    until_within(&engram, &f, DEADLINE, "the later changes followed", || {
+        let now = files(&engram, &f);
+        now.len() == FILES
+            && !now.contains_key("box-08/note-00008.txt")
+            && now.contains_key("box-09/late.txt")
+            && engram
+                .folders()
+                .file_text(&now["box-07/note-00007.txt"].id)
+                .is_ok_and(|t| t.is_some_and(|t| t.contains("lighthouse")))
+    })
+    .await;
+    eprintln!("{FILES} files taken in: {:.1} s", taken_in.as_secs_f64());
 }
