@@ -413,6 +413,23 @@ impl Engram {
             .ok_or_else(|| engram_core::Error::Internal("the engine is shutting down".into()))
     }
 
+    /// Subscribes to notices from now on. Every transport's changes arrive here.
+    pub fn notices(&self) -> broadcast::Receiver<Notice> {
+        self.notices.subscribe()
+    }
+
+    /// Announces a change; nobody listening is fine.
+    pub(crate) fn notify(&self, notice: Notice) {
+        let _ = self.notices.send(notice);
+    }
+
+    /// Announces a change to a block to every agent it is attached to.
+    pub(crate) fn notify_block(&self, block: &engram_core::BlockId) {
+        for agent_id in self.store.blocks().agents_of(block).unwrap_or_default() {
+            self.notify(Notice::MemoryChanged { agent_id });
+        }
+    }
+
     /// The store, for whole-system tests and benchmarks that check what was written. Transports
     /// never call it: they use the service's methods (`tests/it/architecture.rs` checks).
     pub fn store(&self) -> &Store {
@@ -441,25 +458,6 @@ fn python_host(env: &dyn Fn(&str) -> Option<String>, home: &Path) -> PythonHost 
     match env("ENGRAM_BWRAP") {
         Some(bwrap) => host.with_bwrap(bwrap),
         None => host,
-    }
-}
-
-impl Engram {
-    /// Subscribes to notices from now on. Every transport's changes arrive here.
-    pub fn notices(&self) -> broadcast::Receiver<Notice> {
-        self.notices.subscribe()
-    }
-
-    /// Announces a change; nobody listening is fine.
-    pub(crate) fn notify(&self, notice: Notice) {
-        let _ = self.notices.send(notice);
-    }
-
-    /// Announces a change to a block to every agent it is attached to.
-    pub(crate) fn notify_block(&self, block: &engram_core::BlockId) {
-        for agent_id in self.store.blocks().agents_of(block).unwrap_or_default() {
-            self.notify(Notice::MemoryChanged { agent_id });
-        }
     }
 }
 

@@ -175,7 +175,7 @@ pub async fn upload(
     while let Some(field) = form
         .next_field()
         .await
-        .map_err(|e| ApiError::bad_request(format!("bad multipart body: {e}")))?
+        .map_err(|e| multipart_error("bad multipart body", &e))?
     {
         if field.name() == Some("file") {
             if name.is_none() {
@@ -185,7 +185,7 @@ pub async fn upload(
                 field
                     .bytes()
                     .await
-                    .map_err(|e| ApiError::bad_request(format!("cannot read the file: {e}")))?,
+                    .map_err(|e| multipart_error("cannot read the file", &e))?,
             );
         }
     }
@@ -200,6 +200,20 @@ pub async fn upload(
         .file
         .ok_or_else(|| ApiError::bad_request("the file was not added"))?;
     Ok(Json(folder_shapes::file(&file, None)))
+}
+
+/// A multipart failure as an answer: 413 when the body ran over the upload limit (a body
+/// sent without its length is cut there), 400 for a malformed form.
+fn multipart_error(what: &str, e: &axum::extract::multipart::MultipartError) -> ApiError {
+    if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::new(
+            e.status(),
+            "payload_too_large",
+            format!("{what}: the upload is over this route's body limit"),
+        )
+    } else {
+        ApiError::bad_request(format!("{what}: {e}"))
+    }
 }
 
 /// `GET /v1/folders/{folder_id}/files`: its files by name (`limit`, `after`,
