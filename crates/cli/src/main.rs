@@ -50,9 +50,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use terminal::safe;
 
-/// jemalloc, with background threads that purge freed pages after its decay time (10 s), so a
-/// long-running `engram serve` shrinks back after an export or a burst of work (measured in
-/// `benches/memory.rs`). SQLite's own page cache is released separately (`serve.rs`).
+/// jemalloc, with background threads that purge freed pages after its decay time (1 s, set at
+/// build time in `.cargo/config.toml`), so a long-running `engram serve` shrinks back after an
+/// export, a burst of searches or the model's unload (measured in `benches/memory.rs` and
+/// `benches/model_memory.rs`). SQLite's own page cache is released separately (`serve.rs`).
 #[cfg(not(target_env = "msvc"))]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
