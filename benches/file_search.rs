@@ -10,6 +10,7 @@
 
 use engram_core::{AgentId, EmbeddingConfig, FileStatus, LoopStyle, NewFolder};
 use engram_mock_llm::{Call, MockLlm, Reply, Script};
+use engram_retrieval::HybridSearch;
 use engram_suite::{Home, last_tool_results};
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -137,6 +138,30 @@ fn main() {
         })
         .await;
 
+        // The store's side of `semantic_search_files` alone, by half: words, then vectors.
+        let store = home.engram.store();
+        let dims = engram_mock_llm::EMBEDDING_DIMS;
+        let mut sides = Vec::new();
+        for (side, words, vector) in [("words", true, false), ("vectors", false, true)] {
+            let mut times = Vec::with_capacity(rounds);
+            for i in 0..rounds {
+                let q = queries[i % queries.len()];
+                let v = engram_mock_llm::embed(q, dims);
+                let started = Instant::now();
+                let hits = store
+                    .search_agent_files(
+                        &agent,
+                        if words { q } else { "" },
+                        vector.then_some(("openai/mock-embed", v.as_slice())),
+                        5,
+                    )
+                    .unwrap();
+                times.push(started.elapsed());
+                assert!(!hits.is_empty(), "{side}: nothing found for {q}");
+            }
+            sides.push((side, percentiles(times)));
+        }
+
         let (p50, p95) = percentiles(plain);
         println!("\n| message in {rounds} rounds | p50 ms | p95 ms | the tool's own, p50 ms |");
         println!("|---|---|---|---|");
@@ -144,6 +169,11 @@ fn main() {
         for (name, times) in [("grep_files", grep), ("semantic_search_files", semantic)] {
             let (t50, t95) = percentiles(times);
             println!("| {name} | {t50:.1} | {t95:.1} | {:.1} |", t50 - p50);
+        }
+        for (side, (t50, t95)) in sides {
+            println!(
+                "| semantic_search_files' search by {side} alone (store) | {t50:.1} | {t95:.1} | |"
+            );
         }
         println!("\nlast grep_files answer began: {shown}");
         let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();

@@ -33,6 +33,7 @@ mod endpoints;
 mod file_chunks;
 mod file_state;
 mod folder_files;
+mod folder_vectors;
 mod folder_watches;
 mod folders;
 mod fts_partitions;
@@ -267,7 +268,7 @@ impl Store {
     }
 
     /// Bytes of memory the loaded vector indexes hold (usearch's estimate; 0 when none is
-    /// loaded). For benchmarks and diagnostics.
+    /// loaded), with the folders' in-memory vector copies. For benchmarks and diagnostics.
     pub fn vector_index_memory(&self) -> usize {
         self.vector_indexes().memory_usage()
     }

@@ -95,3 +95,21 @@ CREATE TABLE folder_watches (
     created_at INTEGER NOT NULL
 ) WITHOUT ROWID;
 "#;
+
+/// Counts every change of a folder's passage vectors in `folders.vector_generation`, so the
+/// in-memory copies `semantic_search_files` scans (`folder_vectors`) know when to read them
+/// again, whichever process changed them.
+pub(crate) const FOLDER_VECTOR_GENERATIONS: &str = r#"
+ALTER TABLE folders ADD COLUMN vector_generation INTEGER NOT NULL DEFAULT 0;
+CREATE TRIGGER file_chunks_vector_ai AFTER INSERT ON file_chunks
+WHEN new.embedding IS NOT NULL BEGIN
+    UPDATE folders SET vector_generation = vector_generation + 1 WHERE id = new.folder_id;
+END;
+CREATE TRIGGER file_chunks_vector_au AFTER UPDATE OF embedding, model ON file_chunks BEGIN
+    UPDATE folders SET vector_generation = vector_generation + 1 WHERE id = new.folder_id;
+END;
+CREATE TRIGGER file_chunks_vector_ad AFTER DELETE ON file_chunks
+WHEN old.embedding IS NOT NULL BEGIN
+    UPDATE folders SET vector_generation = vector_generation + 1 WHERE id = old.folder_id;
+END;
+"#;

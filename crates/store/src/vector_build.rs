@@ -51,17 +51,29 @@ impl Flat {
     /// Reads the agent's `dim`-dimensional vectors (rows of another dimension, zero or damaged
     /// vectors are skipped).
     pub(crate) fn read(conn: &Connection, agent: &str, dim: usize) -> Result<Flat> {
+        Self::read_rows(
+            conn,
+            "SELECT pk, embedding FROM passages WHERE agent_id = ?1 AND embedding_dim = ?2",
+            params![agent, dim as i64],
+            dim,
+        )
+    }
+
+    /// Reads the `dim`-dimensional vectors of the rows `(row key, little-endian f32s)` that
+    /// `sql` selects with `args`, skipping those of another length, zero or damaged ones.
+    pub(crate) fn read_rows(
+        conn: &Connection,
+        sql: &str,
+        args: impl rusqlite::Params,
+        dim: usize,
+    ) -> Result<Flat> {
         let mut flat = Flat {
             dim,
             keys: Vec::new(),
             data: Vec::new(),
         };
-        let mut stmt = conn
-            .prepare_cached(
-                "SELECT pk, embedding FROM passages WHERE agent_id = ?1 AND embedding_dim = ?2",
-            )
-            .db()?;
-        let mut rows = stmt.query(params![agent, dim as i64]).db()?;
+        let mut stmt = conn.prepare_cached(sql).db()?;
+        let mut rows = stmt.query(args).db()?;
         let mut v: Vec<f32> = Vec::with_capacity(dim);
         while let Some(r) = rows.next().db()? {
             let Ok(blob) = r.get_ref(1).db()?.as_blob() else {

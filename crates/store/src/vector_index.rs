@@ -26,6 +26,7 @@
 //! rebuilds it for that one (the store forgets old vectors when an agent's model changes, which
 //! the log carries into the index).
 
+use crate::folder_vectors::FolderVectors;
 use crate::search;
 use crate::sql::{self, DbResult};
 use crate::vector_build::{BuildObserver, Building, Flat, Save, VectorIndexBuild};
@@ -121,6 +122,8 @@ pub(crate) struct Indexes {
     hold: Arc<AtomicBool>,
     /// Hears of every background build's progress (see `Store::on_vector_index_build`).
     observer: Option<BuildObserver>,
+    /// Copies of folders' passage vectors (see `folder_vectors`), dropped with idle indexes.
+    pub(crate) folders: FolderVectors,
 }
 
 /// What a pending-build marker (`<agent hex>.building` beside the saved indexes) holds: a
@@ -273,6 +276,7 @@ impl Indexes {
             building: HashMap::new(),
             hold: Arc::new(AtomicBool::new(false)),
             observer: None,
+            folders: FolderVectors::default(),
         }
     }
 
@@ -349,6 +353,7 @@ impl Indexes {
     pub(crate) fn set_config(&mut self, config: VectorIndexConfig) {
         self.config = config;
         self.loaded.clear();
+        self.folders.clear();
         self.stop_builds();
     }
 
@@ -368,6 +373,7 @@ impl Indexes {
     /// Drops indexes unused for `idle` (their memory goes back; the next search loads them).
     pub(crate) fn drop_idle(&mut self, idle: Duration) {
         self.loaded.retain(|_, ix| ix.used.elapsed() < idle);
+        self.folders.drop_idle(idle);
     }
 
     /// Stops every background build (their graphs are no longer wanted).
@@ -398,10 +404,11 @@ impl Indexes {
         }
     }
 
-    /// Bytes of memory the loaded indexes hold (usearch's own estimate).
+    /// Bytes of memory the loaded indexes hold (usearch's own estimate) and the folders' copies.
     pub(crate) fn memory_usage(&self) -> usize {
         let loaded: usize = self.loaded.values().map(|ix| ix.index.memory_usage()).sum();
         loaded
+            + self.folders.memory_usage()
             + self
                 .building
                 .values()

@@ -281,3 +281,121 @@ fn opening_past_the_limit_closes_the_least_recently_used() {
     );
     assert!(store.folders().list().unwrap().is_empty());
 }
+
+/// Vectors `[1, 0]` for passages mentioning the sky, `[0, 1]` for the others.
+fn embed_all(store: &Store, folder: &engram_core::FolderId) {
+    let pending = store.folders().chunks_without_vectors(folder, 100).unwrap();
+    let filled: Vec<_> = pending
+        .iter()
+        .map(|c| {
+            let v = if c.text.contains("sky") {
+                vec![1.0, 0.0]
+            } else {
+                vec![0.0, 1.0]
+            };
+            (c.pk, c.text.clone(), v)
+        })
+        .collect();
+    store
+        .folders()
+        .fill_chunk_vectors("test/model", &filled)
+        .unwrap();
+}
+
+#[test]
+fn the_vector_side_follows_every_change_of_the_folders_vectors() {
+    let (dir, store) = temp_store();
+    let (agent, _) = create(&store, "Sam");
+    let folder = store
+        .folders()
+        .create(&NewFolder {
+            name: "notes".into(),
+            ..NewFolder::default()
+        })
+        .unwrap();
+    store.folders().attach(&agent.id, &folder.id).unwrap();
+    let file = add(
+        &store,
+        &folder.id,
+        "a.txt",
+        "1",
+        &["the sky is blue", "bread"],
+    );
+    embed_all(&store, &folder.id);
+    let q = [1.0f32, 0.0];
+    let nearest = |store: &Store| -> Vec<String> {
+        store
+            .search_agent_files(&agent.id, "zzz", Some(("test/model", &q)), 3)
+            .unwrap()
+            .iter()
+            .map(|h| h.citation())
+            .collect()
+    };
+    let first = nearest(&store);
+    assert_eq!(first, ["a.txt:L1", "a.txt:L2"]);
+
+    // Re-indexed: the sky moved to the second line; the copy read before must not answer.
+    add(&store, &folder.id, "a.txt", "2", &["bread", "a grey sky"]);
+    embed_all(&store, &folder.id);
+    let second = nearest(&store);
+    assert_eq!(second, ["a.txt:L2", "a.txt:L1"]);
+
+    // Written through a second connection to the same file (another process would do the
+    // same): a new file whose passage is nearer than any.
+    let other = Store::open(&dir.path().join("data").join("engram.db")).unwrap();
+    add(&other, &folder.id, "b.txt", "3", &["sky", "more bread"]);
+    embed_all(&other, &folder.id);
+    let third = nearest(&store);
+    assert_eq!(third.len(), 3, "{third:?}");
+    assert!(third[..2].contains(&"b.txt:L1".to_owned()), "{third:?}");
+
+    // Deleted there: gone here.
+    other.folders().delete_file(&file.id).unwrap();
+    let fourth = nearest(&store);
+    assert_eq!(fourth, ["b.txt:L1", "b.txt:L2"]);
+    assert!(store.vector_index_memory() > 0, "the folder's copy is held");
+}
+
+#[test]
+fn words_found_in_a_small_attached_folder_beside_a_big_unattached_one() {
+    let (_dir, store) = temp_store();
+    let (agent, _) = create(&store, "Sam");
+    let new = |name: &str| {
+        store
+            .folders()
+            .create(&NewFolder {
+                name: name.into(),
+                ..NewFolder::default()
+            })
+            .unwrap()
+    };
+    let (mine, big) = (new("mine"), new("big"));
+    // Hundreds of passages elsewhere that match better than the agent's one.
+    let lines: Vec<String> = (0..600).map(|i| format!("apples apples {i}")).collect();
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    add(&store, &big.id, "orchard.txt", "1", &lines);
+    add(
+        &store,
+        &mine.id,
+        "note.txt",
+        "2",
+        &["one apples pie with a long crust of pastry"],
+    );
+    store.folders().attach(&agent.id, &mine.id).unwrap();
+    let hits = store
+        .search_agent_files(&agent.id, "apples", None, 5)
+        .unwrap();
+    let cited: Vec<String> = hits.iter().map(|h| h.citation()).collect();
+    assert_eq!(cited, ["note.txt:L1"]);
+
+    // Attached too: the best of both, the big folder's first.
+    store.folders().attach(&agent.id, &big.id).unwrap();
+    let hits = store
+        .search_agent_files(&agent.id, "apples", None, 5)
+        .unwrap();
+    assert_eq!(hits.len(), 5);
+    assert!(
+        hits.iter().all(|h| h.file_name == "orchard.txt"),
+        "{hits:?}"
+    );
+}
