@@ -194,6 +194,49 @@ async fn a_watched_directory_is_followed_file_by_file() {
     assert_eq!(names(&engram, &f).len(), 4);
 }
 
+/// When the watch last went through the folder's directory.
+fn synced_at(engram: &Engram, folder: &FolderId) -> Option<String> {
+    engram
+        .folders()
+        .watches()
+        .unwrap()
+        .into_iter()
+        .find(|w| &w.folder_id == folder)
+        .and_then(|w| w.synced_at.map(|t| t.to_rfc3339()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reading_the_files_is_not_taken_for_a_change() {
+    // The OS reports a file opened for reading as an event too; Engram reads every file a
+    // change names, so taking its own reads for changes would go through them forever.
+    let home = tempfile::tempdir().unwrap();
+    let desk = tempfile::tempdir().unwrap();
+    std::fs::write(desk.path().join("a.txt"), "otters\n").unwrap();
+    std::fs::write(desk.path().join("b.txt"), "herons\n").unwrap();
+    let engram = engram(home.path());
+    let f = folder(&engram);
+    engram.folders().watch(&f, desk.path()).unwrap();
+    until(&engram, &f, "the first sync", || {
+        names(&engram, &f) == ["a.txt", "b.txt"] && state(&engram, &f) == Some(WatchState::Watching)
+    })
+    .await;
+    std::fs::write(desk.path().join("a.txt"), "otters and seals\n").unwrap();
+    until(&engram, &f, "the change", || {
+        passages(&engram, &f).contains("seals")
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let settled = synced_at(&engram, &f);
+    // Someone else reading the files is no change either.
+    std::fs::read(desk.path().join("b.txt")).unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        synced_at(&engram, &f),
+        settled,
+        "went through the directory again"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_vanished_directory_keeps_the_files_until_it_is_back() {
     let home = tempfile::tempdir().unwrap();

@@ -2,7 +2,7 @@
 //! so it survives a restart) is kept in step by long-lived processes — the desktop app and
 //! `engram serve`, which call [`Folders::resume_watches`] when they open: the whole
 //! directory once, then each path the OS reports changed (debounced by
-//! `notify-debouncer-mini`). A directory that vanishes leaves the folder as it was, marked
+//! `notify-debouncer-full`; reads — Engram's own included — are not changes). A directory that vanishes leaves the folder as it was, marked
 //! [`WatchState::Missing`]; watching resumes when it is back. A supervisor goes over the links
 //! every few seconds, so links made or removed by another process (the CLI) are picked up too.
 
@@ -11,8 +11,8 @@ use crate::folder_sync::{SyncReport, name_in};
 use crate::folder_watchers::Running;
 use crate::rooms::Folders;
 use engram_core::{Error, FolderId, FolderWatch, Result, WatchState};
-use notify_debouncer_mini::notify::RecursiveMode;
-use notify_debouncer_mini::{DebounceEventResult, DebouncedEventKind, new_debouncer};
+use notify_debouncer_full::notify::{self, RecursiveMode};
+use notify_debouncer_full::{DebounceEventResult, NoCache, new_debouncer_opt};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Weak;
@@ -247,11 +247,19 @@ fn gone(root: &Path) -> String {
 /// each changed path. Ends when the directory goes, the folder is deleted, or Engram closes.
 async fn watch(engram: Weak<Engram>, folder: FolderId, root: PathBuf) {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<DebounceEventResult>();
-    let debouncer = new_debouncer(DEBOUNCE, move |res: DebounceEventResult| {
-        let _ = tx.send(res);
-    });
+    // No file-id cache: it would walk the tree (following symbolic links out of it) only to
+    // pair the two halves of a rename, and both of its paths are gone through anyway.
+    let debouncer = new_debouncer_opt::<_, notify::RecommendedWatcher, _>(
+        DEBOUNCE,
+        None,
+        move |res: DebounceEventResult| {
+            let _ = tx.send(res);
+        },
+        NoCache,
+        notify::Config::default(),
+    );
     let started = debouncer.and_then(|mut d| {
-        d.watcher().watch(&root, RecursiveMode::Recursive)?;
+        d.watch(&root, RecursiveMode::Recursive)?;
         Ok(d)
     });
     // Held for as long as the watch runs: dropping it stops the OS watch.
@@ -300,16 +308,23 @@ async fn watch(engram: Weak<Engram>, folder: FolderId, root: PathBuf) {
             }
             for res in batch {
                 match res {
-                    Ok(events) => paths.extend(
-                        events
-                            .into_iter()
-                            // Still being written: its final event follows.
-                            .filter(|e| e.kind == DebouncedEventKind::Any)
-                            .filter_map(|e| name_in(&root, &e.path)),
-                    ),
+                    Ok(events) => {
+                        // The OS dropped events (its queue overflowed): go through it all.
+                        full |= events.iter().any(|e| e.need_rescan());
+                        paths.extend(
+                            events
+                                .into_iter()
+                                // A file opened or read (each sync reads what it syncs): no
+                                // change.
+                                .filter(|e| !e.kind.is_access())
+                                .flat_map(|e| e.event.paths)
+                                .filter_map(|p| name_in(&root, &p)),
+                        )
+                    }
                     // Events were lost (a queue overflow): only going through it all is safe.
-                    Err(e) => {
-                        tracing::warn!(folder = %folder, error = %e, "watch events lost; syncing all");
+                    Err(errors) => {
+                        let error = errors.first().map(ToString::to_string).unwrap_or_default();
+                        tracing::warn!(folder = %folder, %error, "watch events lost; syncing all");
                         full = true;
                     }
                 }
