@@ -31,6 +31,7 @@ pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'stat
         crate::file_commands::export_to_file,
         crate::file_commands::import_from_file,
         crate::search_commands::pick_rerank_model_dir,
+        crate::search_commands::pick_watch_dir,
     ]);
     move |invoke| match commands::find(invoke.message.command()) {
         Some(def) if !def.is_adapter() => {

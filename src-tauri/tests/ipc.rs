@@ -96,6 +96,11 @@ fn every_command_parses_its_arguments_as_one_typed_struct() {
             def.name
         );
     }
+    // The folder dialog's command looks for the folder before opening any dialog.
+    let e = shell
+        .invoke("pick_watch_dir", json!({"folder_id": "source-gone"}))
+        .unwrap_err();
+    assert_eq!(e["code"], "not_found", "{e}");
     // A renamed argument is refused naming the field, never read as absent.
     let e = shell
         .invoke("get_agent", json!({"agentId": "agent-1"}))

@@ -187,6 +187,7 @@ pub const APP_COMMANDS: &[AppCommand] = &[
     AppCommand::new("folder_watches", CommandKind::Call),
     AppCommand::new("watch_folder", CommandKind::Call),
     AppCommand::new("unwatch_folder", CommandKind::Call),
+    AppCommand::new("pick_watch_dir", CommandKind::Dialog),
     AppCommand::new("cancel_folder_file", CommandKind::Call),
 ];
 

@@ -35,6 +35,7 @@ export function useFakeBackend(
     saveExport: vi.fn(async () => null),
     importFromDialog: null,
     pickRerankModelDir: null,
+    pickWatchDir: null,
   };
   setBackend(b);
   return { backend: b, calls };

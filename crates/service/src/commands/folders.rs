@@ -274,6 +274,16 @@ impl AppCall for WatchFolderArgs {
     }
 }
 
+/// `pick_watch_dir` (desktop only, answered by the shell): asks for the directory in the
+/// native folder dialog and links the folder to it as `watch_folder` does; `null` when the
+/// user cancelled. Errors as `watch_folder`.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct PickWatchDirArgs {
+    /// The folder to link.
+    pub folder_id: FolderId,
+}
+
 /// `unwatch_folder`: stops keeping a folder in step with its directory; its files stay.
 #[derive(Deserialize, TS)]
 #[ts(export, export_to = "args/")]

@@ -386,6 +386,7 @@ commands! {
     [call FolderWatchesArgs]
     [call WatchFolderArgs]
     [call UnwatchFolderArgs]
+    [adapter PickWatchDirArgs => Option<engram_core::FolderWatch>, "pick_watch_dir", Dialog, false]
     [call CancelFolderFileArgs]
 }
 

@@ -53,7 +53,8 @@ fn each_command_is_answered_the_way_its_kind_says() {
             "attach_run",
             "export_to_file",
             "import_from_file",
-            "pick_rerank_model_dir"
+            "pick_rerank_model_dir",
+            "pick_watch_dir"
         ]
     );
 }

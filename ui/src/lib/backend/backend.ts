@@ -1,4 +1,4 @@
-import type { ErrorBody, ImportReport, Notice, RerankerStatus, RunEvent } from './types';
+import type { ErrorBody, FolderWatch, ImportReport, Notice, RerankerStatus, RunEvent } from './types';
 import type { AttachCommands, Commands, RunCommands } from '../bindings/commands';
 import type { ExportAgentsArgs } from '../bindings/args/ExportAgentsArgs';
 
@@ -77,6 +77,12 @@ export interface Backend {
    * the new status, or `null` when the user cancelled.
    */
   pickRerankModelDir: (() => Promise<RerankerStatus | null>) | null;
+  /**
+   * Picks the directory a folder follows in the native folder dialog and links it, as
+   * `watch_folder` does (desktop only; `null` in a browser, which types the path into
+   * `watch_folder`). Resolves to the link, or `null` when the user cancelled.
+   */
+  pickWatchDir: ((folderId: string) => Promise<FolderWatch | null>) | null;
 }
 
 /** An engine error on any transport: a stable `code` to act on and a message for people. */

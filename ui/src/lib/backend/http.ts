@@ -192,6 +192,7 @@ export function httpBackend(opts: HttpOptions): Backend {
 
     importFromDialog: null,
     pickRerankModelDir: null,
+    pickWatchDir: null,
   };
 }
 

@@ -3,13 +3,14 @@ import { listen } from '@tauri-apps/api/event';
 import { getCurrentWindow } from '@tauri-apps/api/window';
 import { BackendError, type Backend, type RunCommand, type RunCommands } from './backend';
 import type { AttachCommandName, DialogCommandName, RunCommandName } from '../bindings/commands';
-import type { ImportReport, Notice, RerankerStatus, RunEvent } from './types';
+import type { FolderWatch, ImportReport, Notice, RerankerStatus, RunEvent } from './types';
 
 /** The engine's names of the commands this file calls by hand (checked against its list). */
 const ATTACH_RUN: AttachCommandName = 'attach_run';
 const EXPORT_TO_FILE: DialogCommandName = 'export_to_file';
 const IMPORT_FROM_FILE: DialogCommandName = 'import_from_file';
 const PICK_RERANK_MODEL_DIR: DialogCommandName = 'pick_rerank_model_dir';
+const PICK_WATCH_DIR: DialogCommandName = 'pick_watch_dir';
 
 /** The app-wide notice event the shell emits. */
 export const NOTICE_EVENT = 'engram://notice';
@@ -128,6 +129,14 @@ export function tauriBackend(): Backend {
     async pickRerankModelDir() {
       try {
         return await invoke<RerankerStatus | null>(PICK_RERANK_MODEL_DIR);
+      } catch (e) {
+        throw BackendError.from(e);
+      }
+    },
+
+    async pickWatchDir(folderId) {
+      try {
+        return await invoke<FolderWatch | null>(PICK_WATCH_DIR, { folder_id: folderId });
       } catch (e) {
         throw BackendError.from(e);
       }

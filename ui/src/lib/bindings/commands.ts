@@ -115,6 +115,7 @@ import type { PendingApprovalArgs } from "./args/PendingApprovalArgs";
 import type { PendingClientWrite } from "./PendingClientWrite";
 import type { PendingClientWritesArgs } from "./args/PendingClientWritesArgs";
 import type { PickRerankModelDirArgs } from "./args/PickRerankModelDirArgs";
+import type { PickWatchDirArgs } from "./args/PickWatchDirArgs";
 import type { ProviderInfo } from "./ProviderInfo";
 import type { PullModelArgs } from "./args/PullModelArgs";
 import type { RegenerateArgs } from "./args/RegenerateArgs";
@@ -332,6 +333,7 @@ export interface DialogCommands {
   export_to_file: [ExportAgentsArgs, string | null];
   import_from_file: [ImportFromFileArgs, ImportReport | null];
   pick_rerank_model_dir: [PickRerankModelDirArgs, RerankerStatus | null];
+  pick_watch_dir: [PickWatchDirArgs, FolderWatch | null];
 }
 
 /** Commands answered with one result. */

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { render, screen } from '@testing-library/svelte';
 import userEvent from '@testing-library/user-event';
 import FolderSettings from './FolderSettings.svelte';
@@ -54,6 +54,32 @@ describe('FolderSettings', () => {
     expect(await screen.findByTestId('folder-watch')).toBeInTheDocument();
     expect(screen.queryByTestId('folder-watch-state')).toBeNull();
     expect(calls).toContainEqual(['unwatch_folder', { folder_id: 'source-1' }]);
+  });
+
+  it('follows a directory picked in the native dialog, and does nothing when it is cancelled', async () => {
+    let watches: FolderWatch[] = [];
+    const { backend } = useFakeBackend({
+      list_folders: () => [desk],
+      folder_files: () => [],
+      folder_watches: () => watches,
+    });
+    const picked: string[] = [];
+    let answer: FolderWatch | null = null;
+    backend.pickWatchDir = vi.fn(async (folderId: string) => {
+      picked.push(folderId);
+      if (answer) watches = [answer];
+      return answer;
+    });
+    render(FolderSettings);
+    await userEvent.click(await screen.findByTestId('folder-watch'));
+    expect(picked).toEqual(['source-1']);
+    expect(screen.queryByTestId('folder-watch-path')).toBeNull();
+    expect(screen.queryByTestId('folder-watch-state')).toBeNull();
+
+    answer = { folder_id: 'source-1', path: '/home/me/notes', state: 'linked', error: null, synced_at: null };
+    await userEvent.click(screen.getByTestId('folder-watch'));
+    const state = await screen.findByTestId('folder-watch-state');
+    expect(state).toHaveTextContent('Follows /home/me/notes');
   });
 
   it('shows a missing directory with its reason', async () => {
