@@ -62,6 +62,7 @@ mod retrieval;
 mod run_loop;
 mod semantic;
 mod semantic_recall;
+mod serve_tls;
 mod shutdown;
 mod sleeptime;
 mod sleeptime_files;

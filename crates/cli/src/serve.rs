@@ -1,4 +1,5 @@
-//! `engram serve`: the Letta-compatible REST API on loopback, until Ctrl-C, SIGTERM or SIGHUP.
+//! `engram serve`: the Letta-compatible REST API on loopback — or beyond it over HTTPS with
+//! the bearer token required — until Ctrl-C, SIGTERM or SIGHUP.
 
 use anyhow::{Context as _, Result};
 use clap::Args;
@@ -11,9 +12,25 @@ use std::sync::Arc;
 /// Options of `engram serve`.
 #[derive(Args)]
 pub struct ServeArgs {
-    /// Loopback address to listen on (127.0.0.1, ::1 or localhost); others are refused.
+    /// Address to listen on: loopback (127.0.0.1, ::1 or localhost), or with TLS any address
+    /// of this machine (0.0.0.0 for all).
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
+    /// Serve HTTPS with a self-signed certificate made once and kept in the data directory
+    /// (`tls/`); its SHA-256 fingerprint is printed for clients to pin.
+    #[arg(long, conflicts_with_all = ["tls_cert", "tls_key"])]
+    pub tls_self_signed: bool,
+    /// Serve HTTPS with this certificate chain (PEM, leaf first).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
+    /// A name (DNS name or IP address) clients reach the server by beyond loopback; requests
+    /// naming another host are refused, and a self-signed certificate is made for these.
+    /// Repeatable.
+    #[arg(long = "name", value_name = "NAME")]
+    pub names: Vec<String>,
     /// Port; 0 picks a free one (the address is printed).
     #[arg(long, default_value_t = DEFAULT_PORT)]
     pub port: u16,
@@ -34,7 +51,24 @@ pub struct ServeArgs {
 /// checkpointed into the database file. Prints `listening on http://ADDR` (and `token: …` with
 /// `--show-token`) on stdout once the port is bound.
 pub async fn run(engram: Arc<Engram>, args: ServeArgs) -> Result<()> {
-    engram_server::loopback_addr(&args.host, args.port)?;
+    let tls = tls_identity(&engram, &args)?;
+    let remote = engram_server::loopback_addr(&args.host, args.port).is_err();
+    if remote {
+        // Beyond loopback: encrypted, and only with the token.
+        if tls.is_none() {
+            engram_server::loopback_addr(&args.host, args.port)?;
+        }
+        if args.no_auth {
+            anyhow::bail!(
+                "--no-auth is for loopback only: beyond it every request needs the token"
+            );
+        }
+        if args.names.is_empty() {
+            anyhow::bail!(
+                "serving beyond loopback needs --name: the name or address clients reach this server by"
+            );
+        }
+    }
     if let Some(dir) = &args.ui_dir
         && !dir.join("index.html").is_file()
     {
@@ -53,12 +87,19 @@ pub async fn run(engram: Arc<Engram>, args: ServeArgs) -> Result<()> {
                 .context("cannot read or create the REST API token")?,
         )
     };
-    let listener = engram_server::bind(&args.host, args.port)
-        .await
-        .with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?;
+    let listener = if remote {
+        engram_server::bind_any(&args.host, args.port).await
+    } else {
+        engram_server::bind(&args.host, args.port).await
+    }
+    .with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?;
     let addr = listener.local_addr()?;
     let mut out = std::io::stdout().lock();
-    writeln!(out, "listening on http://{addr}")?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    writeln!(out, "listening on {scheme}://{addr}")?;
+    if let Some(identity) = &tls {
+        writeln!(out, "certificate sha256: {}", identity.fingerprint)?;
+    }
     match &auth {
         Auth::Token(token) if args.show_token => {
             writeln!(out, "token: {}", token.expose_secret())?;
@@ -89,15 +130,55 @@ pub async fn run(engram: Arc<Engram>, args: ServeArgs) -> Result<()> {
     engram.folders().resume_watches();
     let config = ServerConfig {
         ui_dir: args.ui_dir,
+        hosts: args.names,
         ..ServerConfig::new(auth)
     };
-    engram_server::serve(listener, Arc::clone(&engram), config, shutdown)
-        .await
-        .context("the REST API stopped")?;
+    match tls {
+        Some(identity) => {
+            let listener = engram_server::tls::TlsListener::new(listener, &identity);
+            engram_server::serve_tls(listener, Arc::clone(&engram), config, shutdown).await
+        }
+        None => engram_server::serve(listener, Arc::clone(&engram), config, shutdown).await,
+    }
+    .context("the REST API stopped")?;
     engram
         .checkpoint()
         .context("cannot checkpoint the database before exiting")?;
     Ok(())
+}
+
+/// The certificate to serve with, if TLS was asked for: the given PEM files, or the
+/// self-signed pair in `<data dir>/tls/` made for `--name`s, the listening address (unless it
+/// is all addresses) and the loopback names.
+fn tls_identity(
+    engram: &Engram,
+    args: &ServeArgs,
+) -> Result<Option<engram_server::tls::TlsIdentity>> {
+    use engram_server::tls::TlsIdentity;
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        return Ok(Some(TlsIdentity::from_pem_files(cert, key)?));
+    }
+    if !args.tls_self_signed {
+        return Ok(None);
+    }
+    let mut names = args.names.clone();
+    let host = args.host.trim_matches(['[', ']']);
+    let everywhere = host
+        .parse::<std::net::IpAddr>()
+        .is_ok_and(|ip| ip.is_unspecified());
+    let mut also = vec!["localhost", "127.0.0.1"];
+    if !everywhere {
+        also.push(host);
+    }
+    for name in also {
+        if !names.iter().any(|n| n == name) {
+            names.push(name.to_owned());
+        }
+    }
+    Ok(Some(TlsIdentity::self_signed(
+        &engram.home().join("tls"),
+        &names,
+    )?))
 }
 
 /// How often a serving process gives SQLite's unused page cache back (see

@@ -37,6 +37,10 @@ pub struct ServerConfig {
     /// Origins allowed besides loopback `http(s)://localhost|127.0.0.1|[::1][:port]`
     /// (e.g. the desktop shell's `tauri://localhost`), compared exactly.
     pub extra_origins: Vec<String>,
+    /// Names (DNS names or IP addresses, without ports) the server is reached by besides
+    /// loopback, when it listens beyond it over TLS: requests whose `Host` names one pass the
+    /// guard, as do pages from `https://` one of them. Empty: loopback names only.
+    pub hosts: Vec<String>,
     /// A built web UI (`ui/dist`) to serve at `/` beside the API, so a browser can use Engram
     /// through the `/app` routes. Its files need no token; the API routes still do.
     pub ui_dir: Option<PathBuf>,
@@ -50,6 +54,7 @@ impl ServerConfig {
             body_limit: DEFAULT_BODY_LIMIT,
             upload_limit: DEFAULT_UPLOAD_LIMIT,
             extra_origins: Vec::new(),
+            hosts: Vec::new(),
             ui_dir: None,
         }
     }

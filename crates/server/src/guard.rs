@@ -27,6 +27,7 @@ fn needs_token(path: &str) -> bool {
 pub struct Guard {
     token: Option<Vec<u8>>,
     extra_origins: Vec<String>,
+    hosts: Vec<String>,
 }
 
 impl Guard {
@@ -38,14 +39,15 @@ impl Guard {
                 Auth::Disabled => None,
             },
             extra_origins: config.extra_origins.clone(),
+            hosts: config.hosts.clone(),
         }
     }
 }
 
-/// Whether `host` (a `Host` header value or an origin's authority) names this machine:
-/// `localhost`, `127.0.0.1` (any `127.x`) or `[::1]`, with any port.
-pub fn is_local_authority(host: &str) -> bool {
-    let name = if let Some(rest) = host.strip_prefix('[') {
+/// The name in an authority (`Host` header value or an origin's), without its port and an IPv6
+/// address's brackets.
+fn authority_name(host: &str) -> &str {
+    if let Some(rest) = host.strip_prefix('[') {
         // [v6]:port
         rest.split(']').next().unwrap_or_default()
     } else {
@@ -56,7 +58,13 @@ pub fn is_local_authority(host: &str) -> bool {
                 host
             }
         })
-    };
+    }
+}
+
+/// Whether `host` (a `Host` header value or an origin's authority) names this machine:
+/// `localhost`, `127.0.0.1` (any `127.x`) or `[::1]`, with any port.
+pub fn is_local_authority(host: &str) -> bool {
+    let name = authority_name(host);
     if name.eq_ignore_ascii_case("localhost") {
         return true;
     }
@@ -88,21 +96,45 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+impl Guard {
+    /// Whether `host` is local or one of the names the server is reached by.
+    fn allows_host(&self, host: &str) -> bool {
+        is_local_authority(host) || {
+            let name = authority_name(host);
+            self.hosts.iter().any(|h| h.eq_ignore_ascii_case(name))
+        }
+    }
+
+    /// Whether `origin` is a local page, an extra origin, or an HTTPS page of one of the
+    /// names the server is reached by (the web UI it serves, opened by that name).
+    fn allows_origin(&self, origin: &str) -> bool {
+        is_local_origin(origin, &self.extra_origins)
+            || origin
+                .strip_prefix("https://")
+                .is_some_and(|a| !a.contains('/') && !self.hosts.is_empty() && self.allows_host(a))
+    }
+}
+
 /// The middleware: 403 for a foreign `Host`/`Origin`, 401 without the right bearer token.
 pub async fn check(State(guard): State<Arc<Guard>>, req: Request, next: Next) -> Response {
     let headers = req.headers();
     if let Some(host) = header_str(headers, header::HOST)
-        && !is_local_authority(host)
+        && !guard.allows_host(host)
     {
+        let answers = if guard.hosts.is_empty() {
+            "localhost".to_owned()
+        } else {
+            format!("localhost and {}", guard.hosts.join(", "))
+        };
         return ApiError::new(
             StatusCode::FORBIDDEN,
             "forbidden",
-            format!("Host '{host}' is not allowed: the API answers only to localhost"),
+            format!("Host '{host}' is not allowed: the API answers only to {answers}"),
         )
         .into_response();
     }
     if let Some(origin) = header_str(headers, header::ORIGIN)
-        && !is_local_origin(origin, &guard.extra_origins)
+        && !guard.allows_origin(origin)
     {
         return ApiError::new(
             StatusCode::FORBIDDEN,
@@ -173,6 +205,32 @@ mod tests {
             "tauri://localhost",
             &["tauri://localhost".into()]
         ));
+    }
+
+    #[test]
+    fn the_names_a_remote_server_is_reached_by_pass_too() {
+        let mut config = ServerConfig::new(Auth::Disabled);
+        config.hosts = vec!["engram.lan".into(), "192.168.1.20".into()];
+        let guard = Guard::new(&config);
+        for ok in [
+            "engram.lan",
+            "ENGRAM.lan:8283",
+            "192.168.1.20:8283",
+            "localhost:1",
+        ] {
+            assert!(guard.allows_host(ok), "{ok}");
+        }
+        for bad in ["evil.example", "engram.lan.evil.example", "192.168.1.21"] {
+            assert!(!guard.allows_host(bad), "{bad}");
+        }
+        assert!(guard.allows_origin("https://engram.lan:8283"));
+        assert!(
+            !guard.allows_origin("http://engram.lan:8283"),
+            "plain HTTP pages are not"
+        );
+        assert!(!guard.allows_origin("https://evil.example"));
+        let local = Guard::new(&ServerConfig::new(Auth::Disabled));
+        assert!(!local.allows_host("engram.lan"));
     }
 
     #[test]

@@ -27,6 +27,7 @@ mod paging;
 mod routes;
 pub mod shapes;
 pub mod sse;
+pub mod tls;
 pub mod tool_api;
 
 use config::AppState;
@@ -113,8 +114,10 @@ impl std::fmt::Display for NotLoopback {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "refusing to listen on {}: the REST API binds to loopback only \
-             (127.0.0.1, ::1 or localhost), since anything on the network could drive your agents",
+            "refusing to listen on {}: without TLS the REST API binds to loopback only \
+             (127.0.0.1, ::1 or localhost), since anything on the network could drive your \
+             agents; to serve beyond it, add --tls-self-signed (or --tls-cert and --tls-key) \
+             and --name with the name clients reach it by",
             self.0
         )
     }
@@ -160,4 +163,24 @@ pub async fn serve(
     axum::serve(listener, router(engram, config))
         .with_graceful_shutdown(shutdown)
         .await
+}
+
+/// Serves the API over HTTPS on `listener` (see [`tls`]) until `shutdown` completes, as
+/// [`serve`] does over HTTP.
+pub async fn serve_tls(
+    listener: tls::TlsListener,
+    engram: Arc<Engram>,
+    config: ServerConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(engram, config))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+/// Binds `host:port` on any address, for serving beyond loopback (over TLS; the caller checks).
+/// Errors: the OS error when the address is not this machine's or the port is taken.
+pub async fn bind_any(host: &str, port: u16) -> std::io::Result<TcpListener> {
+    let host = host.trim_matches(['[', ']']);
+    TcpListener::bind((host, port)).await
 }
