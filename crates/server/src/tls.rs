@@ -92,7 +92,9 @@ impl TlsIdentity {
             .with_no_client_auth()
             .with_single_cert(chain, key)
             .map_err(|e| TlsError(format!("the key does not fit the certificate: {e}")))?;
-        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        // HTTP/1.1 only, as over plain HTTP (axum serves HTTP/2 only with its `http2`
+        // feature): a browser offered `h2` here would pick it and get no answer.
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
         Ok(Self {
             config: Arc::new(config),
             fingerprint,

@@ -2,8 +2,9 @@
 //! so it survives a restart) is kept in step by long-lived processes — the desktop app and
 //! `engram serve`, which call [`Folders::resume_watches`] when they open: the whole
 //! directory once, then each path the OS reports changed (debounced by
-//! `notify-debouncer-full`; reads — Engram's own included — are not changes). A directory that vanishes leaves the folder as it was, marked
-//! [`WatchState::Missing`]; watching resumes when it is back. A supervisor goes over the links
+//! `notify-debouncer-full`; reads — Engram's own included — are not changes). A directory
+//! that vanishes leaves the folder as it was, marked [`WatchState::Missing`]; watching
+//! resumes when it is back. A supervisor goes over the links
 //! every few seconds, so links made or removed by another process (the CLI) are picked up too.
 
 use crate::Engram;
