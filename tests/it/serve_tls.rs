@@ -160,6 +160,10 @@ async fn beyond_loopback_only_with_tls_the_token_and_the_names_clients_use() {
         ],
         "--no-auth",
     );
+    assert!(
+        !home.path().join("tls").exists(),
+        "no certificate made for a refused start"
+    );
 
     let server = serve(
         home.path(),

@@ -51,11 +51,11 @@ pub struct ServeArgs {
 /// checkpointed into the database file. Prints `listening on http://ADDR` (and `token: …` with
 /// `--show-token`) on stdout once the port is bound.
 pub async fn run(engram: Arc<Engram>, args: ServeArgs) -> Result<()> {
-    let tls = tls_identity(&engram, &args)?;
     let remote = engram_server::loopback_addr(&args.host, args.port).is_err();
     if remote {
-        // Beyond loopback: encrypted, and only with the token.
-        if tls.is_none() {
+        // Beyond loopback: encrypted, and only with the token (checked before a certificate
+        // is made for it).
+        if !args.tls_self_signed && args.tls_cert.is_none() {
             engram_server::loopback_addr(&args.host, args.port)?;
         }
         if args.no_auth {
@@ -69,6 +69,7 @@ pub async fn run(engram: Arc<Engram>, args: ServeArgs) -> Result<()> {
             );
         }
     }
+    let tls = tls_identity(&engram, &args)?;
     if let Some(dir) = &args.ui_dir
         && !dir.join("index.html").is_file()
     {

@@ -118,13 +118,25 @@ fn write_error(path: &Path, e: impl std::fmt::Display) -> TlsError {
 fn make_self_signed(dir: &Path, names: &[String], cert: &Path, key: &Path) -> Result<(), TlsError> {
     let pair = rcgen::generate_simple_self_signed(names.to_vec())
         .map_err(|e| TlsError(format!("cannot make a certificate for {names:?}: {e}")))?;
-    engram_store::private::create_dir(dir).map_err(|e| write_error(dir, e))?;
-    // Written under a new name made 0600 first, so the key is never readable by others.
+    // Private as the rest of the data directory: the directory 0700, the key 0600, written
+    // under a new name made 0600 before anything is in it.
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir).map_err(|e| write_error(dir, e))?;
     let key_tmp: PathBuf = dir.join("key.pem.tmp");
     let _ = std::fs::remove_file(&key_tmp);
-    engram_store::private::create_file(&key_tmp).map_err(|e| write_error(&key_tmp, e))?;
-    std::fs::write(&key_tmp, pair.signing_key.serialize_pem())
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options
+        .open(&key_tmp)
         .map_err(|e| write_error(&key_tmp, e))?;
+    std::io::Write::write_all(&mut file, pair.signing_key.serialize_pem().as_bytes())
+        .map_err(|e| write_error(&key_tmp, e))?;
+    drop(file);
     std::fs::rename(&key_tmp, key).map_err(|e| write_error(key, e))?;
     std::fs::write(cert, pair.cert.pem()).map_err(|e| write_error(cert, e))
 }
