@@ -5,7 +5,8 @@
 //! embeddings. An agent on the scripted model has the folder attached; each round is one user
 //! message whose step calls `grep_files` or `semantic_search_files` once, then a plain reply.
 //! The report gives the message's time p50 / p95 for each tool beside the same message without
-//! a tool call (the rest of the loop), and the difference as the tool's own cost.
+//! a tool call (the rest of the loop), and the difference as the tool's own cost; and a plain
+//! message's time before and while the folder is read (the chat beside indexing).
 //! `FILE_SEARCH_COPIES` changes the number of copies, `FILE_SEARCH_ROUNDS` the rounds (30).
 
 use engram_core::{AgentId, EmbeddingConfig, FileStatus, LoopStyle, NewFolder};
@@ -75,24 +76,47 @@ fn main() {
                 ..NewFolder::default()
             })
             .unwrap();
+        // The chat beside the folder being read: another agent's messages timed before, then
+        // while the files are read, parsed and embedded on a task of their own (its history
+        // grows by thousands of turns, so it is not the agent the tools are timed on).
+        let chatter = home.agent_with(&mock, LoopStyle::ToolLoop, |_| {});
+        let quiet =
+            time_messages(&home, &mock, &chatter, rounds, |_| vec![Reply::text("ok")]).await;
         let started = Instant::now();
-        let mut pages = 0;
-        let mut chunks = 0;
-        for i in 0..copies {
-            let added = home
-                .engram
-                .folders()
-                .add_file(&folder.id, &format!("libtasn1-{i:03}.pdf"), pdf.clone())
-                .await
-                .unwrap();
-            let file = added.file.expect("stored");
-            assert_eq!(file.status, FileStatus::Completed, "{:?}", file.error);
-            pages += file.pages.unwrap_or(0);
-            chunks += file.chunks;
+        let ingest = {
+            let (engram, folder, pdf) = (home.engram.clone(), folder.id.clone(), pdf.clone());
+            tokio::spawn(async move {
+                let (mut pages, mut chunks) = (0, 0);
+                for i in 0..copies {
+                    let added = engram
+                        .folders()
+                        .add_file(&folder, &format!("libtasn1-{i:03}.pdf"), pdf.clone())
+                        .await
+                        .unwrap();
+                    let file = added.file.expect("stored");
+                    assert_eq!(file.status, FileStatus::Completed, "{:?}", file.error);
+                    pages += file.pages.unwrap_or(0);
+                    chunks += file.chunks;
+                }
+                (pages, chunks)
+            })
+        };
+        let mut busy = Vec::new();
+        while !ingest.is_finished() {
+            busy.extend(
+                time_messages(&home, &mock, &chatter, 1, |_| vec![Reply::text("ok")]).await,
+            );
         }
+        let (pages, chunks) = ingest.await.expect("the folder was read");
         println!(
             "folder: {copies} files, {pages} pages, {chunks} passages, read and stored in {:.0} s",
             started.elapsed().as_secs_f64()
+        );
+        let ((q50, q95), (b50, b95)) = (percentiles(quiet), percentiles(busy.clone()));
+        println!(
+            "a message beside it: p50 / p95 {q50:.1} / {q95:.1} ms before, {b50:.1} / {b95:.1} ms \
+             while the folder is read ({} messages)",
+            busy.len()
         );
         home.engram.folders().attach(&agent, &folder.id).unwrap();
 
