@@ -148,6 +148,7 @@ async fn beyond_loopback_only_with_tls_the_token_and_the_names_clients_use() {
         assert!(stderr.contains(why), "{args:?}: {stderr}");
     };
     refused(&["--host", "0.0.0.0"], "--tls-self-signed");
+    refused(&["--name", "engram.test"], "--name is for serving over TLS");
     refused(&["--host", "0.0.0.0", "--tls-self-signed"], "--name");
     refused(
         &[

@@ -51,11 +51,17 @@ pub struct ServeArgs {
 /// checkpointed into the database file. Prints `listening on http://ADDR` (and `token: …` with
 /// `--show-token`) on stdout once the port is bound.
 pub async fn run(engram: Arc<Engram>, args: ServeArgs) -> Result<()> {
+    let tls_asked = args.tls_self_signed || args.tls_cert.is_some();
+    if !tls_asked && !args.names.is_empty() {
+        // A name allowed over plain HTTP would let a page whose DNS name points at this
+        // machine (DNS rebinding) past the Host check.
+        anyhow::bail!("--name is for serving over TLS: add --tls-self-signed or --tls-cert");
+    }
     let remote = engram_server::loopback_addr(&args.host, args.port).is_err();
     if remote {
         // Beyond loopback: encrypted, and only with the token (checked before a certificate
         // is made for it).
-        if !args.tls_self_signed && args.tls_cert.is_none() {
+        if !tls_asked {
             engram_server::loopback_addr(&args.host, args.port)?;
         }
         if args.no_auth {
