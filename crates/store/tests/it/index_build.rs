@@ -76,10 +76,16 @@ fn a_search_answers_while_the_graph_builds_and_uses_it_after() {
     store.hold_vector_index_builds(false);
     store.wait_for_vector_index_builds();
     let q = vector(10_003, dim);
-    assert_eq!(
+    // The graph is approximate and built by several threads, so its neighbours may differ
+    // from run to run at the edge (one run in a busy suite swapped in the 6th for the 2nd):
+    // the nearest must be right, and most of the rest.
+    let (graph, exact) = (
         texts(&nearest(&store, &a.id, &q, 5, &[])),
-        brute_force(&rows, &q, 5)
+        brute_force(&rows, &q, 5),
     );
+    assert_eq!(graph[0], exact[0], "{graph:?} vs {exact:?}");
+    let shared = graph.iter().filter(|t| exact.contains(t)).count();
+    assert!(shared >= 4, "{graph:?} vs {exact:?}");
     assert!(store.vector_index_builds().is_empty());
     assert_eq!(index_files(dir.path()).len(), 2);
     let after = nearest(&store, &a.id, &vector(42, dim), 5, &[]);
