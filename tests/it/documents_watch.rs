@@ -56,14 +56,18 @@ fn passages(engram: &Engram, folder: &FolderId) -> String {
         .join("\n")
 }
 
-fn state(engram: &Engram, folder: &FolderId) -> Option<WatchState> {
+/// The folder's link to its directory, as stored.
+fn watch_of(engram: &Engram, folder: &FolderId) -> Option<engram_core::FolderWatch> {
     engram
         .folders()
         .watches()
         .unwrap()
         .into_iter()
         .find(|w| &w.folder_id == folder)
-        .map(|w| w.state)
+}
+
+fn state(engram: &Engram, folder: &FolderId) -> Option<WatchState> {
+    watch_of(engram, folder).map(|w| w.state)
 }
 
 /// Waits until `check` holds, failing with `what` and the folder's last state at the deadline.
@@ -196,13 +200,7 @@ async fn a_watched_directory_is_followed_file_by_file() {
 
 /// When the watch last went through the folder's directory.
 fn synced_at(engram: &Engram, folder: &FolderId) -> Option<String> {
-    engram
-        .folders()
-        .watches()
-        .unwrap()
-        .into_iter()
-        .find(|w| &w.folder_id == folder)
-        .and_then(|w| w.synced_at.map(|t| t.to_rfc3339()))
+    watch_of(engram, folder).and_then(|w| w.synced_at.map(|t| t.to_rfc3339()))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

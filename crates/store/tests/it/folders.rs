@@ -167,28 +167,7 @@ fn search_covers_attached_folders_only_and_fuses_vectors() {
     assert_eq!(hits[0].citation(), "fruit.txt:L1");
 
     // Vectors: the second line is nearest to the query vector, with no shared word.
-    let pending = store
-        .folders()
-        .chunks_without_vectors(&mine.id, 10)
-        .unwrap();
-    let filled: Vec<_> = pending
-        .iter()
-        .map(|c| {
-            let v = if c.text.contains("sky") {
-                vec![1.0, 0.0]
-            } else {
-                vec![0.0, 1.0]
-            };
-            (c.pk, c.text.clone(), v)
-        })
-        .collect();
-    assert_eq!(
-        store
-            .folders()
-            .fill_chunk_vectors("test/model", &filled)
-            .unwrap(),
-        2
-    );
+    assert_eq!(embed_all(&store, &mine.id), 2);
     let q = [1.0f32, 0.1];
     let hits = store
         .search_agent_files(&agent.id, "heavens", Some(("test/model", &q)), 1)
@@ -283,7 +262,8 @@ fn opening_past_the_limit_closes_the_least_recently_used() {
 }
 
 /// Vectors `[1, 0]` for passages mentioning the sky, `[0, 1]` for the others.
-fn embed_all(store: &Store, folder: &engram_core::FolderId) {
+/// Returns how many were stored.
+fn embed_all(store: &Store, folder: &engram_core::FolderId) -> usize {
     let pending = store.folders().chunks_without_vectors(folder, 100).unwrap();
     let filled: Vec<_> = pending
         .iter()
@@ -299,7 +279,7 @@ fn embed_all(store: &Store, folder: &engram_core::FolderId) {
     store
         .folders()
         .fill_chunk_vectors("test/model", &filled)
-        .unwrap();
+        .unwrap()
 }
 
 #[test]
