@@ -246,6 +246,31 @@ async fn a_model_that_only_repeats_a_tool_call_is_stopped_with_a_word_why() {
 }
 
 #[tokio::test]
+async fn a_model_retrying_a_refused_call_with_new_arguments_is_stopped() {
+    // What SmolLM2 did: a start date the tool refuses, written with the clock moved on by a
+    // second each step, so no two calls are the same.
+    let step = std::sync::atomic::AtomicU32::new(0);
+    let mock = MockLlm::start(Script::rules(move |view| {
+        if view.tools.is_empty() {
+            return Reply::text("A short summary.");
+        }
+        let n = step.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Reply::ToolCalls(vec![Call::new(
+            "conversation_search",
+            json!({"query": "tulips", "start_date": format!("around 11:49:{n:02}")}),
+        )])
+    }))
+    .await;
+    let home = Home::new();
+    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let (out, _) = home.chat(&agent, "what did I say about tulips?").await;
+    assert_eq!(out.stop_reason, StopReason::NoProgress, "{:?}", out.error);
+    assert!(out.usage.step_count <= 5, "stopped early: {:?}", out.usage);
+    let error = out.error.expect("the user is told why");
+    assert!(error.message.contains("kept repeating"), "{error:?}");
+}
+
+#[tokio::test]
 async fn a_classic_turn_that_only_edits_memory_says_the_user_got_no_answer() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
