@@ -63,6 +63,7 @@ mod run_loop;
 mod semantic;
 mod semantic_recall;
 mod serve_tls;
+mod serve_users;
 mod shutdown;
 mod sleeptime;
 mod sleeptime_files;

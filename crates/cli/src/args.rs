@@ -70,6 +70,9 @@ pub enum Command {
     /// Sleep-time passes: background tidying of an agent's memory (settings, run, undo).
     #[command(subcommand)]
     Sleeptime(crate::sleeptime::SleeptimeCmd),
+    /// Users of a shared `engram serve`: add, list, remove, tokens, sharing agents.
+    #[command(subcommand)]
+    User(crate::user::UserCmd),
     /// Show how an agent's context window is used.
     Context {
         /// Agent id.

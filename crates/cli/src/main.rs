@@ -34,6 +34,7 @@ mod terminal;
 mod tools;
 mod transfer;
 mod trust;
+mod user;
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use args::{AgentCmd, ArchivalCmd, Cli, Command, LoopArg, MemoryCmd, ProviderCmd, RecallCmd};
@@ -144,6 +145,7 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Python(cmd) => tools::python(&engram, cmd),
         Command::Mcp(cmd) => mcp::mcp(&engram, cmd).await,
         Command::Sleeptime(cmd) => sleeptime::sleeptime(&engram, cmd).await,
+        Command::User(cmd) => user::user(&engram, cmd),
         Command::Import(args) => transfer::import(&engram, args),
         Command::Export(args) => transfer::export(&engram, args),
         Command::Context { agent, json, full } => {

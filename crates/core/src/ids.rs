@@ -101,6 +101,9 @@ id_type!(
 id_type!(
     /// Identifies an MCP client's write waiting for the user's approval: `client_write-<uuid>`.
     ClientWriteId, "client_write");
+id_type!(
+    /// Identifies a user of a shared server: `user-<uuid>`.
+    UserId, "user");
 
 #[cfg(test)]
 mod tests {

@@ -23,6 +23,7 @@ pub mod run;
 pub mod sleeptime;
 pub mod tool;
 pub mod trust;
+pub mod user;
 
 pub use agent::{Agent, AgentPatch, EmbeddingConfig, LlmConfig, LoopStyle, NewAgent};
 pub use approval::{ApprovalDecision, PendingApproval};
@@ -35,7 +36,7 @@ pub use folder::{
 };
 pub use ids::{
     AgentId, BlockId, ClientWriteId, EditId, FileId, FolderId, McpServerId, MessageId, PassId,
-    PassageId, RunId, StepId, ToolId,
+    PassageId, RunId, StepId, ToolId, UserId,
 };
 pub use mcp::{McpServer, McpToolSource, McpTransport, NewMcpServer, NewMcpTransport};
 pub use memory::{Block, BlockEdit, BlockPatch, DEFAULT_BLOCK_LIMIT, Editor, NewBlock};
@@ -49,6 +50,7 @@ pub use sleeptime::{
 };
 pub use tool::{DEFAULT_RETURN_CHAR_LIMIT, NewTool, Tool, ToolLanguage, ToolRule};
 pub use trust::{EndpointKind, PendingEndpoint, ToolOrigin, source_hash};
+pub use user::{AgentAccess, User, valid_user_name};
 
 /// Timestamps are UTC everywhere; they serialize as RFC 3339.
 pub type Timestamp = chrono::DateTime<chrono::Utc>;

@@ -3,14 +3,19 @@
 //! Binding to loopback is not enough on its own: a web page can point a DNS name at 127.0.0.1
 //! (DNS rebinding) and talk to the API from the browser. Such requests carry the attacker's
 //! `Host` (and usually `Origin`), so anything but a loopback name is refused with 403 before the
-//! token is even looked at. The token then keeps out other local programs and users.
+//! token is even looked at. The token then keeps out other local programs and users. The
+//! server's own token is the administrator's; a user's token (see `engram_service::Users`)
+//! passes too, and the request then carries its [`Principal`] for the [`access`](crate::access)
+//! check.
 
+use crate::access::Principal;
 use crate::config::{Auth, ServerConfig};
 use crate::errors::ApiError;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use engram_service::Engram;
 use secrecy::ExposeSecret;
 use std::sync::Arc;
 
@@ -28,18 +33,28 @@ pub struct Guard {
     token: Option<Vec<u8>>,
     extra_origins: Vec<String>,
     hosts: Vec<String>,
+    users: Option<Arc<Engram>>,
 }
 
 impl Guard {
-    /// The gate for `config`.
+    /// The gate for `config`, taking the server's token alone.
     pub fn new(config: &ServerConfig) -> Self {
         Self {
+            users: None,
             token: match &config.auth {
                 Auth::Token(t) => Some(t.expose_secret().as_bytes().to_vec()),
                 Auth::Disabled => None,
             },
             extra_origins: config.extra_origins.clone(),
             hosts: config.hosts.clone(),
+        }
+    }
+
+    /// The same gate, also taking users' tokens, looked up in `engram`.
+    pub fn with_users(self, engram: Arc<Engram>) -> Self {
+        Self {
+            users: Some(engram),
+            ..self
         }
     }
 }
@@ -115,8 +130,9 @@ impl Guard {
     }
 }
 
-/// The middleware: 403 for a foreign `Host`/`Origin`, 401 without the right bearer token.
-pub async fn check(State(guard): State<Arc<Guard>>, req: Request, next: Next) -> Response {
+/// The middleware: 403 for a foreign `Host`/`Origin`, 401 without the server's or a user's
+/// bearer token; passes on whose token it was as a [`Principal`].
+pub async fn check(State(guard): State<Arc<Guard>>, mut req: Request, next: Next) -> Response {
     let headers = req.headers();
     if let Some(host) = header_str(headers, header::HOST)
         && !guard.allows_host(host)
@@ -152,7 +168,18 @@ pub async fn check(State(guard): State<Arc<Guard>>, req: Request, next: Next) ->
                     .or_else(|| v.strip_prefix("bearer "))
             })
             .map(str::trim);
-        if !given.is_some_and(|g| same_bytes(g.as_bytes(), expected)) {
+        let principal = match given {
+            Some(g) if same_bytes(g.as_bytes(), expected) => Some(Principal::Admin),
+            Some(g) => match guard.users.as_ref().map(|e| e.users().authenticate(g)) {
+                Some(Ok(user)) => user.map(Principal::User),
+                Some(Err(e)) => return crate::errors::AppError(e).into_response(),
+                None => None,
+            },
+            None => None,
+        };
+        if let Some(p) = principal {
+            req.extensions_mut().insert(p);
+        } else {
             let mut response = ApiError::new(
                 StatusCode::UNAUTHORIZED,
                 "unauthorized",

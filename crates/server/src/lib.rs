@@ -4,7 +4,8 @@
 //! Handlers are thin: parse, call one [`Engram`] method, shape the answer as Letta does
 //! ([`shapes`]), map errors to Letta's `{"detail": …}` ([`errors`]). Runs stream as SSE
 //! ([`sse`]). Every request passes [`guard`] first: loopback `Host`/`Origin` only (DNS
-//! rebinding), then the bearer token.
+//! rebinding), then the bearer token — the server's own (the administrator's) or a user's —
+//! and, for a user, [`access`]: only their agents, through the routes named there.
 //!
 //! ```no_run
 //! # async fn demo(engram: std::sync::Arc<engram_service::Engram>) -> std::io::Result<()> {
@@ -16,6 +17,7 @@
 //! # }
 //! ```
 
+pub mod access;
 mod app;
 mod app_chat;
 mod config;
@@ -58,7 +60,7 @@ pub const UI_CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self
 /// request tracing.
 pub fn router(engram: Arc<Engram>, config: ServerConfig) -> Router {
     let authenticated = matches!(config.auth, Auth::Token(_));
-    let guard_state = Arc::new(guard::Guard::new(&config));
+    let guard_state = Arc::new(guard::Guard::new(&config).with_users(engram.clone()));
     // Two body limits: file uploads carry whole documents, everything else is small.
     let api = limited(routes::all().merge(app::routes()), config.body_limit).merge(limited(
         routes::uploads().merge(app::upload_routes()),
@@ -76,11 +78,16 @@ pub fn router(engram: Arc<Engram>, config: ServerConfig) -> Router {
             )),
         None => api.fallback(routes::not_found),
     };
+    let state = AppState {
+        engram,
+        authenticated,
+    };
     with_ui
-        .with_state(AppState {
-            engram,
-            authenticated,
-        })
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            access::check,
+        ))
+        .with_state(state)
         .layer(axum::middleware::map_response(errors::json_for_bare_errors))
         .layer(axum::middleware::from_fn_with_state(
             guard_state,

@@ -56,6 +56,7 @@ mod tools;
 mod trust;
 mod turns;
 mod url_check;
+mod users;
 
 pub use agentfile::{
     ImportReport, ImportedAgent, ImportedMcpServer, ImportedToolReport, UNNAMED_FILE,
@@ -98,7 +99,7 @@ pub use recall::{MAX_PAGE, MessagePage, Order};
 pub use rerank::{RERANK_MODEL_DIR_SETTING, RERANK_SETTING, RerankerStatus};
 pub use rooms::{
     AgentFiles, Agents, Archival, Blocks, Folders, Mcp, MemoryServer, Models, Providers, Recall,
-    Runs, Sleeptime, Tools, Trust,
+    Runs, Sleeptime, Tools, Trust, Users,
 };
 pub use runs::{RunEvents, RunningRun};
 pub use templates::Template;

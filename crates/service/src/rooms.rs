@@ -109,6 +109,13 @@ pub struct Sleeptime<'e> {
     pub(crate) engram: &'e Engram,
 }
 
+/// A shared server's users: accounts, their tokens, who may use which agent.
+/// From [`Engram::users`]; its calls are in `users.rs`.
+#[derive(Clone, Copy)]
+pub struct Users<'e> {
+    pub(crate) engram: &'e Engram,
+}
+
 impl Engram {
     /// Agents: see [`Agents`].
     pub fn agents(&self) -> Agents<'_> {
@@ -178,5 +185,10 @@ impl Engram {
     /// Sleep-time passes: see [`Sleeptime`].
     pub fn sleeptime(&self) -> Sleeptime<'_> {
         Sleeptime { engram: self }
+    }
+
+    /// A shared server's users: see [`Users`].
+    pub fn users(&self) -> Users<'_> {
+        Users { engram: self }
     }
 }

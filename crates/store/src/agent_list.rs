@@ -8,7 +8,7 @@ use crate::created_page::{Page, read_page};
 use crate::passage_rows::Query;
 use crate::rooms::AgentRows;
 use crate::sql::{self, DbResult};
-use engram_core::{Agent, AgentId, Result};
+use engram_core::{Agent, AgentId, Result, UserId};
 use rusqlite::params_from_iter;
 
 /// Which agents to list, and which page.
@@ -32,6 +32,8 @@ pub struct AgentList {
     pub limit: usize,
     /// Oldest first when true.
     pub ascending: bool,
+    /// Only agents this user may use (see `UserRows::set_access`); `None`: every agent.
+    pub user: Option<UserId>,
 }
 
 /// The WHERE clause of the filters (on table alias `a`).
@@ -44,6 +46,12 @@ fn filters(q: &AgentList, query: &mut Query) -> Result<String> {
         cond.push_str(&format!(
             " AND instr(lower(a.name), lower({})) > 0",
             query.arg(text.to_owned())
+        ));
+    }
+    if let Some(user) = &q.user {
+        cond.push_str(&format!(
+            " AND EXISTS (SELECT 1 FROM agent_access x WHERE x.agent_id = a.id AND x.user_id = {})",
+            query.arg(user.as_str().to_owned())
         ));
     }
     let mut tags: Vec<&str> = Vec::new();

@@ -47,6 +47,7 @@ mod message_vectors;
 mod messages;
 mod migration_client_writes;
 mod migration_folders;
+mod migration_users;
 mod migrations;
 mod model_windows;
 mod pass_commit;
@@ -74,6 +75,7 @@ mod steps;
 mod term_stats;
 mod tools;
 mod undo;
+mod users;
 mod vector_build;
 mod vector_index;
 
@@ -104,7 +106,7 @@ pub use passage_rows::PassageQuery;
 pub use rollback::{BlockRevert, TurnRollback};
 pub use rooms::{
     AgentRows, BlockRows, ClientWriteRows, FolderRows, MessageRows, PassageRows, RunRows,
-    SettingRows, SleeptimeRows, ToolRows,
+    SettingRows, SleeptimeRows, ToolRows, UserRows,
 };
 pub use runs::{RunRecord, ToolEdit};
 pub use settings::ProviderRow;

@@ -599,6 +599,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(crate::migration_client_writes::CLIENT_WRITES),
     M::up(crate::migration_folders::FOLDER_WATCHES),
     M::up(crate::migration_folders::FOLDER_VECTOR_GENERATIONS),
+    M::up(crate::migration_users::USERS),
 ];
 
 /// The migration list (exposed to tests so they can validate it).

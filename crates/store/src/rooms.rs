@@ -83,6 +83,13 @@ pub struct ClientWriteRows<'s> {
     pub(crate) store: &'s Store,
 }
 
+/// A shared server's users: accounts, token hashes, who may use which agent.
+/// From [`Store::users`]; its calls are in `users.rs`.
+#[derive(Clone, Copy)]
+pub struct UserRows<'s> {
+    pub(crate) store: &'s Store,
+}
+
 impl Store {
     /// Agents: see [`AgentRows`].
     pub fn agents(&self) -> AgentRows<'_> {
@@ -127,6 +134,11 @@ impl Store {
     /// Sleep-time: see [`SleeptimeRows`].
     pub fn sleeptime(&self) -> SleeptimeRows<'_> {
         SleeptimeRows { store: self }
+    }
+
+    /// A shared server's users: see [`UserRows`].
+    pub fn users(&self) -> UserRows<'_> {
+        UserRows { store: self }
     }
 
     /// MCP memory clients' writes waiting for approval.: see [`ClientWriteRows`].

@@ -3,15 +3,17 @@
 
 use super::blocks::BlockIn;
 use super::{agent_state, shared::agent_id, shared::deleted};
+use crate::access::Principal;
 use crate::config::AppState;
 use crate::errors::{ApiError, ApiResult};
 use crate::json::{Body, Params};
 use crate::paging::Cursor;
 use crate::shapes;
-use axum::Json;
 use axum::extract::{Path, RawQuery, State};
+use axum::{Extension, Json};
 use engram_core::{
-    AgentId, AgentPatch, BlockId, EmbeddingConfig, LlmConfig, LoopStyle, NewAgent, NewBlock,
+    AgentAccess, AgentId, AgentPatch, BlockId, EmbeddingConfig, LlmConfig, LoopStyle, NewAgent,
+    NewBlock,
 };
 use engram_service::builtin_tools::default_tools;
 use engram_service::{AgentList, Engram};
@@ -188,7 +190,21 @@ impl AgentIn {
 }
 
 /// `POST /v1/agents/`.
-pub async fn create(State(s): State<AppState>, Body(req): Body<AgentIn>) -> ApiResult<Json<Value>> {
+pub async fn create(
+    State(s): State<AppState>,
+    principal: Option<Extension<Principal>>,
+    Body(req): Body<AgentIn>,
+) -> ApiResult<Json<Value>> {
+    let user = principal.as_ref().and_then(|Extension(p)| p.user());
+    if let Some(user) = user {
+        // A user brings in only blocks they may already change through one of their agents.
+        for id in req.block_ids.iter().flatten() {
+            let block = BlockId::from(id.as_str());
+            if s.engram.users().block_access(&block, &user.id)? < Some(AgentAccess::Write) {
+                return Err(engram_core::Error::not_found("block", id.as_str()).into());
+            }
+        }
+    }
     let style = req.loop_style()?.unwrap_or_default();
     let (llm, embedding, tools) = (req.llm(None), req.embedding(), req.tools(&s.engram, style)?);
     let sleeptime = (req.enable_sleeptime, req.sleeptime_agent_frequency);
@@ -218,6 +234,13 @@ pub async fn create(State(s): State<AppState>, Body(req): Body<AgentIn>) -> ApiR
             .collect(),
     };
     let state = s.engram.agents().create(new)?;
+    if let Some(user) = user
+        && let Err(e) = s.engram.users().make_owner(&state.agent.id, &user.id)
+    {
+        // Not left behind as the administrator's alone.
+        let _ = s.engram.agents().delete(&state.agent.id);
+        return Err(e.into());
+    }
     if let Some(tags) = &req.tags {
         s.engram.agents().set_tags(&state.agent.id, tags)?;
     }
@@ -250,7 +273,7 @@ fn tags_of(raw: Option<&str>) -> ApiResult<Vec<String>> {
 /// The filters and page of a list: `name` exactly, `query_text` as a case-insensitive
 /// substring of the name, `tags` any of them (all with `match_all_tags`), Letta's cursors;
 /// oldest first unless `order=desc`. All of it runs in SQL.
-fn agent_list(q: &AgentQuery, tags: Vec<String>) -> AgentList {
+fn agent_list(q: &AgentQuery, tags: Vec<String>, principal: Option<&Principal>) -> AgentList {
     AgentList {
         name: q.name.clone(),
         query_text: q.query_text.clone(),
@@ -260,6 +283,7 @@ fn agent_list(q: &AgentQuery, tags: Vec<String>) -> AgentList {
         before: q.cursor.before.clone().map(AgentId::from),
         limit: q.cursor.limit.unwrap_or(DEFAULT_AGENT_LIMIT),
         ascending: !q.cursor.descending(false),
+        user: principal.and_then(Principal::user).map(|u| u.id.clone()),
     }
 }
 
@@ -269,13 +293,15 @@ const DEFAULT_AGENT_LIMIT: usize = 50;
 /// `GET /v1/agents/`: oldest first unless `order=desc`, filtered as [`agent_list`] says.
 pub async fn list(
     State(s): State<AppState>,
+    principal: Option<Extension<Principal>>,
     Params(q): Params<AgentQuery>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<Vec<Value>>> {
-    let agents = s
-        .engram
-        .agents()
-        .page(&agent_list(&q, tags_of(raw.as_deref())?))?;
+    let agents = s.engram.agents().page(&agent_list(
+        &q,
+        tags_of(raw.as_deref())?,
+        principal.as_ref().map(|Extension(p)| p),
+    ))?;
     let mut out = Vec::with_capacity(agents.len());
     for a in agents {
         let state = s.engram.agents().get(&a.id)?;
@@ -287,10 +313,15 @@ pub async fn list(
 /// `GET /v1/agents/count`: how many agents the same filters as the list keep.
 pub async fn count(
     State(s): State<AppState>,
+    principal: Option<Extension<Principal>>,
     Params(q): Params<AgentQuery>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<u64>> {
-    let list = agent_list(&q, tags_of(raw.as_deref())?);
+    let list = agent_list(
+        &q,
+        tags_of(raw.as_deref())?,
+        principal.as_ref().map(|Extension(p)| p),
+    );
     Ok(Json(s.engram.agents().count(&list)?))
 }
 

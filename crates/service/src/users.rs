@@ -1,0 +1,119 @@
+//! A shared server's users: accounts made by the administrator, tokens shown once and kept
+//! only as SHA-256 hashes, and which agents each user may use.
+//!
+//! A token is 32 random bytes from the OS-seeded CSPRNG, so a plain SHA-256 is enough to keep
+//! it: there is nothing to guess that a slow hash would protect (unlike a password).
+
+use crate::rooms::Users;
+use engram_core::{AgentAccess, AgentId, BlockId, Error, Result, User, UserId, valid_user_name};
+use rand::RngCore;
+use secrecy::{ExposeSecret, SecretString};
+use sha2::{Digest, Sha256};
+
+/// How every user token starts, so one is told apart from the server's own token (`engram-`)
+/// and found by secret scanners.
+pub const USER_TOKEN_PREFIX: &str = "engram-user-";
+
+/// Random bytes in a user token (256 bits).
+const TOKEN_BYTES: usize = 32;
+
+fn hash(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+impl Users<'_> {
+    /// Makes a user. Errors: `Invalid` for a name outside 1–64 letters, digits, `.`, `_`,
+    /// `-`; `Conflict` when the name is taken.
+    pub fn create(self, name: &str) -> Result<User> {
+        if !valid_user_name(name) {
+            return Err(Error::invalid(format!(
+                "a user name is 1 to 64 letters, digits, '.', '_' or '-', not '{name}'"
+            )));
+        }
+        self.engram.store.users().create(name)
+    }
+
+    /// Every user, by name.
+    pub fn list(self) -> Result<Vec<User>> {
+        self.engram.store.users().list()
+    }
+
+    /// The user named `name`. Errors: `NotFound("user")`.
+    pub fn get(self, name: &str) -> Result<User> {
+        self.engram.store.users().by_name(name)
+    }
+
+    /// Deletes the user named `name` with their tokens and access (agents they own stay, the
+    /// administrator's alone). Errors: `NotFound("user")`.
+    pub fn delete(self, name: &str) -> Result<()> {
+        let user = self.get(name)?;
+        self.engram.store.users().delete(&user.id)?;
+        Ok(())
+    }
+
+    /// A new token for the user named `name`: `engram-user-` and 64 hex digits. It is returned
+    /// once, here; only its hash is stored. Errors: `NotFound("user")`.
+    pub fn issue_token(self, name: &str, label: &str) -> Result<SecretString> {
+        let user = self.get(name)?;
+        let mut bytes = [0u8; TOKEN_BYTES];
+        rand::rng().fill_bytes(&mut bytes);
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let token = SecretString::from(format!("{USER_TOKEN_PREFIX}{hex}"));
+        self.engram
+            .store
+            .users()
+            .add_token(&user.id, &hash(token.expose_secret()), label)?;
+        Ok(token)
+    }
+
+    /// Makes every token of the user named `name` stop working; returns how many there were.
+    /// Errors: `NotFound("user")`.
+    pub fn revoke_tokens(self, name: &str) -> Result<usize> {
+        let user = self.get(name)?;
+        self.engram.store.users().revoke_tokens(&user.id)
+    }
+
+    /// The user a bearer token belongs to; `None` for a token no user has (or any other
+    /// string). The lookup is by hash, so it takes the same time whatever the token shares
+    /// with a stored one.
+    pub fn authenticate(self, token: &str) -> Result<Option<User>> {
+        if !token.starts_with(USER_TOKEN_PREFIX) {
+            return Ok(None);
+        }
+        self.engram.store.users().by_token(&hash(token))
+    }
+
+    /// Gives the user named `name` `access` to `agent`, or takes it away (`None`).
+    /// Errors: `NotFound("user" | "agent")`.
+    pub fn share(self, agent: &AgentId, name: &str, access: Option<AgentAccess>) -> Result<()> {
+        let user = self.get(name)?;
+        self.engram
+            .store
+            .users()
+            .set_access(agent, &user.id, access)
+    }
+
+    /// Records `user` as the owner of `agent` (which they just made).
+    /// Errors: `NotFound("user" | "agent")`.
+    pub fn make_owner(self, agent: &AgentId, user: &UserId) -> Result<()> {
+        self.engram
+            .store
+            .users()
+            .set_access(agent, user, Some(AgentAccess::Owner))
+    }
+
+    /// What `user` may do with `agent`; `None`: nothing.
+    pub fn access(self, agent: &AgentId, user: &UserId) -> Result<Option<AgentAccess>> {
+        self.engram.store.users().access(agent, user)
+    }
+
+    /// The most `user` may do with `block` through the agents it is attached to.
+    pub fn block_access(self, block: &BlockId, user: &UserId) -> Result<Option<AgentAccess>> {
+        self.engram.store.users().block_access(block, user)
+    }
+
+    /// The agents `user` may use, with what they may do with each.
+    pub fn agents(self, user: &UserId) -> Result<Vec<(AgentId, AgentAccess)>> {
+        self.engram.store.users().agents(user)
+    }
+}

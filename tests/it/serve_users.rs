@@ -1,0 +1,433 @@
+//! Users of a shared `engram serve`: each with tokens of their own (shown once, kept hashed),
+//! reaching only the agents they made or were given. Another user's token is walked through
+//! every route the server has (read from the router's source, so a route added later is
+//! walked too): nothing of the owner's agent comes back, nothing of it changes.
+
+use engram_mock_llm::{MockLlm, Script};
+use engram_server::{Auth, ServerConfig};
+use reqwest::{Method, StatusCode};
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::{Value, json};
+
+const ADMIN: &str = "admin-token-0123456789";
+/// A value only Ana's agent holds: no answer to anyone else may contain it.
+const SECRET: &str = "Ana's locker code is 4471";
+
+struct Server {
+    home: engram_suite::Home,
+    base: String,
+    http: reqwest::Client,
+    mock: MockLlm,
+}
+
+impl Server {
+    async fn start() -> Server {
+        let mock = MockLlm::start(Script::Brain).await;
+        let home = engram_suite::Home::new();
+        let config = ServerConfig::new(Auth::Token(SecretString::from(ADMIN)));
+        let base = engram_suite::serve(home.engram.clone(), config).await;
+        Server {
+            home,
+            base,
+            http: reqwest::Client::new(),
+            mock,
+        }
+    }
+
+    /// A user and a token of theirs.
+    fn user(&self, name: &str) -> String {
+        let users = self.home.engram.users();
+        users.create(name).unwrap();
+        users
+            .issue_token(name, "test")
+            .unwrap()
+            .expose_secret()
+            .to_owned()
+    }
+
+    async fn call(
+        &self,
+        token: &str,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, String) {
+        let mut r = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(token);
+        if let Some(b) = body {
+            r = r.json(&b);
+        }
+        let resp = r.send().await.unwrap();
+        (resp.status(), resp.text().await.unwrap())
+    }
+
+    async fn ok(&self, token: &str, method: Method, path: &str, body: Option<Value>) -> Value {
+        let (status, text) = self.call(token, method.clone(), path, body).await;
+        assert_eq!(status, StatusCode::OK, "{method} {path}: {text}");
+        serde_json::from_str(&text).unwrap()
+    }
+
+    async fn agent(&self, token: &str, name: &str, extra: Value) -> Value {
+        let mut body = json!({
+            "name": name,
+            "memory_blocks": [{"label": "human", "value": SECRET}, {"label": "persona", "value": "I help."}],
+            "model": "openai/mock-small",
+            "llm_config": {"model": "mock-small", "model_endpoint_type": "openai",
+                           "model_endpoint": self.mock.base_url(), "context_window": 32000}
+        });
+        if let (Some(b), Some(x)) = (body.as_object_mut(), extra.as_object()) {
+            b.extend(x.clone());
+        }
+        self.ok(token, Method::POST, "/v1/agents/", Some(body))
+            .await
+    }
+}
+
+/// Every route pattern the server registers, from its source: `.route("…")` literals and the
+/// folder routes written with `format!` under both of their names.
+fn route_patterns() -> Vec<String> {
+    let source = include_str!("../../crates/server/src/routes/mod.rs");
+    let mut out = Vec::new();
+    for piece in source.split('"').skip(1).step_by(2) {
+        if !piece.starts_with("/v1/") {
+            continue;
+        }
+        let pattern = piece.replace("{{", "{").replace("}}", "}");
+        for kind in ["folders", "sources"] {
+            let p = pattern.replace("{kind}", kind);
+            if !out.contains(&p) {
+                out.push(p);
+            }
+        }
+    }
+    out.push("/app/{command}".to_owned());
+    out
+}
+
+/// A route pattern with its parameters filled in.
+fn fill(pattern: &str, ids: &[(&str, String)]) -> String {
+    let mut path = pattern.to_owned();
+    for (name, value) in ids {
+        path = path.replace(&format!("{{{name}}}"), value);
+    }
+    assert!(!path.contains('{'), "a parameter without a value: {path}");
+    path
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_users_token_reaches_nothing_of_an_agent_through_any_route() {
+    let s = Server::start().await;
+    let ana = s.user("ana");
+    let ben = s.user("ben");
+    let agent = s.agent(&ana, "Ana's helper", json!({})).await;
+    let agent_id = agent["id"].as_str().unwrap().to_owned();
+    let block_id = agent["memory"]["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["label"] == "human")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let passage = s
+        .ok(
+            &ana,
+            Method::POST,
+            &format!("/v1/agents/{agent_id}/archival-memory"),
+            Some(json!({"text": format!("{SECRET}, archived")})),
+        )
+        .await;
+    let passage_id = passage[0]["id"].as_str().unwrap().to_owned();
+    s.ok(
+        &ana,
+        Method::POST,
+        &format!("/v1/agents/{agent_id}/messages"),
+        Some(json!({"messages": [{"role": "user", "content": "hello"}]})),
+    )
+    .await;
+    let messages = s
+        .ok(
+            &ana,
+            Method::GET,
+            &format!("/v1/agents/{agent_id}/messages"),
+            None,
+        )
+        .await;
+    let message_id = messages[0]["id"].as_str().unwrap().to_owned();
+    let count_before = s
+        .ok(
+            &ana,
+            Method::GET,
+            &format!("/v1/agents/{agent_id}/messages/count"),
+            None,
+        )
+        .await;
+
+    let ids = [
+        ("agent_id", agent_id.clone()),
+        ("block_id", block_id.clone()),
+        ("*label", "human".to_owned()),
+        ("message_id", message_id),
+        ("memory_id", passage_id.clone()),
+        (
+            "folder_id",
+            "source-00000000-0000-0000-0000-000000000000".to_owned(),
+        ),
+        ("file_id", "file-x".to_owned()),
+        ("tool_id", "tool-x".to_owned()),
+        ("name", "docs".to_owned()),
+        ("tool", "t".to_owned()),
+        ("mcp_server_id", "mcp_server-x".to_owned()),
+        ("group_id", "group-x".to_owned()),
+        ("command", "list_agents".to_owned()),
+    ];
+    let patterns = route_patterns();
+    assert!(patterns.len() > 60, "read the routes: {patterns:?}");
+    let mut walked = 0;
+    for pattern in &patterns {
+        let path = fill(pattern, &ids);
+        for method in [
+            Method::GET,
+            Method::POST,
+            Method::PATCH,
+            Method::PUT,
+            Method::DELETE,
+        ] {
+            let (status, text) = s.call(&ben, method.clone(), &path, Some(json!({}))).await;
+            walked += 1;
+            assert_ne!(status, StatusCode::UNAUTHORIZED, "{method} {path}: {text}");
+            // An id Ben sent may come back in an error; nothing else of Ana's may.
+            for own in [SECRET, &agent_id, &block_id, &passage_id] {
+                assert!(
+                    path.contains(own) || !text.contains(own),
+                    "{method} {path} answered {status} with Ana's {own}: {text}"
+                );
+            }
+            if status.is_success() {
+                // Only routes that show nothing of others' agents may answer.
+                assert!(
+                    ["/v1/health", "/v1/models", "/v1/agents"]
+                        .iter()
+                        .any(|open| pattern.starts_with(open)),
+                    "{method} {path} answered {status}: {text}"
+                );
+            }
+        }
+    }
+    assert!(walked > 300, "walked {walked} requests");
+
+    // Nothing of Ana's changed, and she still reaches all of it.
+    let block = s
+        .ok(
+            &ana,
+            Method::GET,
+            &format!("/v1/agents/{agent_id}/core-memory/blocks/human"),
+            None,
+        )
+        .await;
+    assert_eq!(block["value"], SECRET);
+    let count_after = s
+        .ok(
+            &ana,
+            Method::GET,
+            &format!("/v1/agents/{agent_id}/messages/count"),
+            None,
+        )
+        .await;
+    assert_eq!(count_after, count_before);
+    let passages = s
+        .ok(
+            &ana,
+            Method::GET,
+            &format!("/v1/agents/{agent_id}/archival-memory"),
+            None,
+        )
+        .await;
+    assert_eq!(passages.as_array().unwrap().len(), 1);
+    // Ben's list holds only what Ben made during the walk; the administrator sees Ana's too.
+    let listed = s.ok(&ana, Method::GET, "/v1/agents/", None).await;
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+    let all = s.ok(ADMIN, Method::GET, "/v1/agents/", None).await;
+    assert!(all.to_string().contains(&agent_id));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_agent_allows_what_its_access_says() {
+    let s = Server::start().await;
+    let ana = s.user("ana");
+    let ben = s.user("ben");
+    let agent = s.agent(&ana, "Support memory", json!({})).await;
+    let id = agent["id"].as_str().unwrap().to_owned();
+    let human = agent["memory"]["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["label"] == "human")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let send = json!({"messages": [{"role": "user", "content": "hi"}]});
+    let edit = json!({"value": "edited by Ben"});
+
+    s.home
+        .engram
+        .users()
+        .share(
+            &id.as_str().into(),
+            "ben",
+            Some(engram_core::AgentAccess::Read),
+        )
+        .unwrap();
+    let seen = s
+        .ok(&ben, Method::GET, &format!("/v1/agents/{id}"), None)
+        .await;
+    assert_eq!(seen["name"], "Support memory");
+    let block = s
+        .ok(&ben, Method::GET, &format!("/v1/blocks/{human}"), None)
+        .await;
+    assert_eq!(block["value"], SECRET);
+    let listed = s.ok(&ben, Method::GET, "/v1/agents/", None).await;
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    for (method, path, body) in [
+        (
+            Method::POST,
+            format!("/v1/agents/{id}/messages"),
+            send.clone(),
+        ),
+        (Method::PATCH, format!("/v1/blocks/{human}"), edit.clone()),
+        (
+            Method::PATCH,
+            format!("/v1/agents/{id}/core-memory/blocks/human"),
+            edit.clone(),
+        ),
+    ] {
+        let (status, text) = s.call(&ben, method.clone(), &path, Some(body)).await;
+        assert_eq!(
+            status,
+            StatusCode::FORBIDDEN,
+            "read only: {method} {path}: {text}"
+        );
+    }
+    // Bringing the shared block into an agent of his own needs write access.
+    let (status, _) = s
+        .call(
+            &ben,
+            Method::POST,
+            "/v1/agents/",
+            Some(json!({"name": "Ben's", "block_ids": [human],
+                        "model": "openai/mock-small",
+                        "llm_config": {"model": "mock-small", "model_endpoint_type": "openai",
+                                       "model_endpoint": s.mock.base_url(), "context_window": 32000}})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    s.home
+        .engram
+        .users()
+        .share(
+            &id.as_str().into(),
+            "ben",
+            Some(engram_core::AgentAccess::Write),
+        )
+        .unwrap();
+    s.ok(
+        &ben,
+        Method::POST,
+        &format!("/v1/agents/{id}/messages"),
+        Some(send),
+    )
+    .await;
+    let edited = s
+        .ok(
+            &ben,
+            Method::PATCH,
+            &format!("/v1/blocks/{human}"),
+            Some(edit),
+        )
+        .await;
+    assert_eq!(edited["value"], "edited by Ben");
+    let own = s
+        .agent(
+            &ben,
+            "Ben's",
+            json!({"memory_blocks": [], "block_ids": [human]}),
+        )
+        .await;
+    assert_eq!(own["memory"]["blocks"][0]["value"], "edited by Ben");
+    let (status, _) = s
+        .call(&ben, Method::DELETE, &format!("/v1/agents/{id}"), None)
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "only the owner deletes");
+
+    // Taken back: gone from Ben's view, as if it did not exist.
+    s.home
+        .engram
+        .users()
+        .share(&id.as_str().into(), "ben", None)
+        .unwrap();
+    let (status, _) = s
+        .call(&ben, Method::GET, &format!("/v1/agents/{id}"), None)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = s
+        .call(&ana, Method::DELETE, &format!("/v1/agents/{id}"), None)
+        .await;
+    assert!(status.is_success(), "the owner deletes");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_is_shown_once_kept_hashed_and_revocable() {
+    let s = Server::start().await;
+    let home = s.home.path();
+    let out = engram_suite::cli(home, &["user", "add", "carl"]);
+    engram_suite::stdout_ok(&out);
+    let token = engram_suite::stdout_ok(&engram_suite::cli(
+        home,
+        &["user", "token", "carl", "--label", "laptop"],
+    ))
+    .trim()
+    .to_owned();
+    assert!(
+        token.starts_with("engram-user-") && token.len() == 12 + 64,
+        "{token}"
+    );
+
+    let mine = s.agent(&token, "Carl's", json!({})).await;
+    assert!(mine["id"].is_string());
+    let (status, _) = s.call(&token, Method::GET, "/app/list_agents", None).await;
+    assert_eq!(
+        status,
+        StatusCode::FORBIDDEN,
+        "the window's API is the administrator's"
+    );
+
+    // Neither the token nor its hex appears anywhere in the data directory's files.
+    let mut files = vec![home.to_owned()];
+    while let Some(p) = files.pop() {
+        if p.is_dir() {
+            files.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+        } else {
+            let bytes = std::fs::read(&p).unwrap_or_default();
+            let hex = &token["engram-user-".len()..];
+            assert!(
+                !bytes.windows(hex.len()).any(|w| w == hex.as_bytes()),
+                "{} holds the token",
+                p.display()
+            );
+        }
+    }
+
+    let revoked = engram_suite::stdout_ok(&engram_suite::cli(home, &["user", "revoke", "carl"]));
+    assert_eq!(revoked.trim(), "revoked 1 token(s)");
+    let (status, _) = s.call(&token, Method::GET, "/v1/agents/", None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, _) = s
+        .call("engram-user-not-a-token", Method::GET, "/v1/agents/", None)
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+}
