@@ -211,3 +211,54 @@ async fn beyond_loopback_only_with_tls_the_token_and_the_names_clients_use() {
     let body = rebound.text().await.unwrap();
     assert!(body.contains("engram.test"), "{body}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_connections_hold_up_no_more_than_the_handshake_cap() {
+    use engram_server::tls::{TlsIdentity, TlsListener};
+    let home = tempfile::tempdir().unwrap();
+    let identity =
+        TlsIdentity::self_signed(&home.path().join("tls"), &["localhost".to_owned()]).unwrap();
+    let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = tcp.local_addr().unwrap().port();
+    let listener = TlsListener::new(tcp, &identity).with_max_handshakes(2);
+    let engram = engram_suite::open(
+        home.path(),
+        std::sync::Arc::new(engram_secrets::MemoryStore::default()),
+    );
+    let config = engram_server::ServerConfig::new(engram_server::Auth::Disabled);
+    tokio::spawn(engram_server::serve_tls(
+        listener,
+        engram,
+        config,
+        std::future::pending(),
+    ));
+    let (pem, _) = made_certificate(home.path());
+    let client = pinned(&pem, &[], port);
+    let url = format!("https://localhost:{port}/v1/health");
+    assert_eq!(client.get(&url).send().await.unwrap().status(), 200);
+
+    // Two connections that never say a word take both handshake slots: a real client waits.
+    let silent: Vec<_> = (0..2)
+        .map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).unwrap())
+        .collect();
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let mut waiting = tokio::spawn({
+        // A new client: the first one would reuse its kept-alive connection.
+        let (client, url) = (pinned(&pem, &[], port), url.clone());
+        async move { client.get(&url).send().await.map(|r| r.status()) }
+    });
+    let early = tokio::time::timeout(std::time::Duration::from_secs(1), &mut waiting).await;
+    assert!(
+        early.is_err(),
+        "answered while the slots were taken: {early:?}"
+    );
+
+    // They go away: the waiting client is served (well before the handshake deadline).
+    drop(silent);
+    let status = tokio::time::timeout(std::time::Duration::from_secs(8), waiting)
+        .await
+        .expect("served once the slots were free")
+        .unwrap()
+        .unwrap();
+    assert_eq!(status, 200);
+}

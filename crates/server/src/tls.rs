@@ -24,6 +24,11 @@ use tokio_rustls::server::TlsStream;
 /// How long a client may take over its TLS handshake.
 const HANDSHAKE_DEADLINE: Duration = Duration::from_secs(10);
 
+/// How many TLS handshakes may be under way at once. Past it, no connection is accepted until
+/// one finishes or times out: the others wait in the kernel's backlog, so a flood of silent
+/// connections costs a bounded number of tasks and buffers, not one per connection.
+pub const MAX_HANDSHAKES: usize = 128;
+
 /// Errors of setting TLS up: a file that cannot be read or written, PEM without a
 /// certificate or key, or a key that does not fit the certificate.
 #[derive(Debug, thiserror::Error)]
@@ -146,15 +151,25 @@ pub struct TlsListener {
     tcp: TcpListener,
     acceptor: TlsAcceptor,
     handshakes: JoinSet<Option<(TlsStream<TcpStream>, SocketAddr)>>,
+    max_handshakes: usize,
 }
 
 impl TlsListener {
-    /// Serves `identity` on the bound `tcp`.
+    /// Serves `identity` on the bound `tcp`, with up to [`MAX_HANDSHAKES`] handshakes at once.
     pub fn new(tcp: TcpListener, identity: &TlsIdentity) -> Self {
         Self {
             tcp,
             acceptor: TlsAcceptor::from(Arc::clone(&identity.config)),
             handshakes: JoinSet::new(),
+            max_handshakes: MAX_HANDSHAKES,
+        }
+    }
+
+    /// The same listener with another cap on handshakes at once (at least 1).
+    pub fn with_max_handshakes(self, max: usize) -> Self {
+        Self {
+            max_handshakes: max.max(1),
+            ..self
         }
     }
 }
@@ -166,7 +181,7 @@ impl axum::serve::Listener for TlsListener {
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
         loop {
             tokio::select! {
-                accepted = self.tcp.accept() => match accepted {
+                accepted = self.tcp.accept(), if self.handshakes.len() < self.max_handshakes => match accepted {
                     Ok((tcp, addr)) => {
                         // SSE chunks are small writes (see `serve`).
                         let _ = tcp.set_nodelay(true);
