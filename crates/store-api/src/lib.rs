@@ -7,8 +7,9 @@
 //! [`AgentStore`] (an agent's row and its blocks at creation), [`BlockStore`] (blocks and
 //! their versioned operations, with history), [`LeaseStore`] (one holder per agent, with
 //! fencing tokens checked at commit), [`MessageStore`] (recall memory: the message history,
-//! paged by `seq`, with a words search) and [`PassageStore`] (archival memory: tagged
-//! passages, listed by time, with a words search). Steps and the rest follow the same way.
+//! paged by `seq`, with a words search), [`PassageStore`] (archival memory: tagged
+//! passages, listed by time, with a words search) and [`UserStore`] (a shared server's users,
+//! their token hashes and access to agents). Steps and the rest follow the same way.
 //!
 //! # Async, dyn-compatible
 //! Every method is `async` and the traits are object-safe (`Arc<dyn Backend>`), with `Send`
@@ -44,10 +45,12 @@
 
 mod messages;
 mod passages;
+mod users;
 mod words;
 
 pub use messages::{Hit, MessageSearch, MessageStore, SEQ_GAP, SeqOrder};
 pub use passages::{PassageRange, PassageSearch, PassageStore};
+pub use users::UserStore;
 pub use words::{MAX_QUERY_WORDS, QueryWords, query_words};
 
 use async_trait::async_trait;
@@ -236,6 +239,12 @@ pub trait LeaseStore: Send + Sync {
 }
 
 /// Everything a backend provides: what the service will hold as `Arc<dyn Backend>`.
-pub trait Backend: AgentStore + BlockStore + LeaseStore + MessageStore + PassageStore {}
+pub trait Backend:
+    AgentStore + BlockStore + LeaseStore + MessageStore + PassageStore + UserStore
+{
+}
 
-impl<T: AgentStore + BlockStore + LeaseStore + MessageStore + PassageStore> Backend for T {}
+impl<T: AgentStore + BlockStore + LeaseStore + MessageStore + PassageStore + UserStore> Backend
+    for T
+{
+}

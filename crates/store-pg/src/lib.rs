@@ -40,6 +40,7 @@ mod migrations;
 mod passages;
 mod rows;
 mod tx;
+mod users;
 
 pub use error::PgError;
 pub use migrations::{MIGRATIONS, Migration};

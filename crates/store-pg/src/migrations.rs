@@ -46,6 +46,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "passages",
         sql: PASSAGES,
     },
+    Migration {
+        version: 5,
+        name: "users",
+        sql: USERS,
+    },
 ];
 
 /// The advisory lock key migrations run under (`"engram"` in ASCII, then 1): any number that
@@ -202,6 +207,32 @@ CREATE TABLE passages (
 CREATE INDEX passages_by_time ON passages (agent_id, created_at, pk);
 CREATE INDEX passages_words ON passages USING gin (words);
 CREATE INDEX passages_tags ON passages USING gin (tags);
+"#;
+
+/// A shared server's users, the SHA-256 of each of their tokens (never a token itself) and
+/// which agents each may use. An agent without rows here is the administrator's alone.
+const USERS: &str = r#"
+CREATE TABLE users (
+    id         text PRIMARY KEY,
+    name       text NOT NULL UNIQUE,
+    created_at timestamptz NOT NULL
+);
+
+CREATE TABLE user_tokens (
+    hash       bytea PRIMARY KEY CHECK (octet_length(hash) = 32),
+    user_id    text NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    label      text NOT NULL DEFAULT '',
+    created_at timestamptz NOT NULL
+);
+CREATE INDEX user_tokens_by_user ON user_tokens (user_id);
+
+CREATE TABLE agent_access (
+    agent_id text NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+    user_id  text NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    access   text NOT NULL CHECK (access IN ('read', 'write', 'owner')),
+    PRIMARY KEY (agent_id, user_id)
+);
+CREATE INDEX agent_access_by_user ON agent_access (user_id, agent_id);
 "#;
 
 /// Applies every pending migration, once, however many stores open the database at the same

@@ -12,12 +12,13 @@ use crate::{
 };
 use async_trait::async_trait;
 use engram_core::{
-    Agent, AgentId, Block, BlockEdit, BlockId, BlockOp, BlockPatch, Editor, Error, Message,
-    MessageId, NewBlock, NewMessage, NewPassage, OpOutcome, Passage, PassageId, Result,
+    Agent, AgentAccess, AgentId, Block, BlockEdit, BlockId, BlockOp, BlockPatch, Editor, Error,
+    Message, MessageId, NewBlock, NewMessage, NewPassage, OpOutcome, Passage, PassageId, Result,
+    User, UserId,
 };
 use engram_store_api::{
     AgentStore, BlockStore, Hit, Lease, LeaseGrant, LeaseStore, MessageSearch, MessageStore,
-    PassageRange, PassageSearch, PassageStore,
+    PassageRange, PassageSearch, PassageStore, UserStore,
 };
 use std::sync::MutexGuard;
 use std::time::Duration;
@@ -273,5 +274,57 @@ impl PassageStore for Store {
         Ok(Hit::from_ranked(
             found.into_iter().map(|h| (h.passage, h.score)),
         ))
+    }
+}
+
+#[async_trait]
+impl UserStore for Store {
+    async fn create_user(&self, name: &str) -> Result<User> {
+        self.users().create(name)
+    }
+
+    async fn user_by_name(&self, name: &str) -> Result<User> {
+        self.users().by_name(name)
+    }
+
+    async fn list_users(&self) -> Result<Vec<User>> {
+        self.users().list()
+    }
+
+    async fn delete_user(&self, id: &UserId) -> Result<bool> {
+        self.users().delete(id)
+    }
+
+    async fn add_user_token(&self, user: &UserId, hash: &[u8; 32], label: &str) -> Result<()> {
+        self.users().add_token(user, hash, label)
+    }
+
+    async fn user_by_token(&self, hash: &[u8; 32]) -> Result<Option<User>> {
+        self.users().by_token(hash)
+    }
+
+    async fn revoke_user_tokens(&self, user: &UserId) -> Result<usize> {
+        self.users().revoke_tokens(user)
+    }
+
+    async fn set_agent_access(
+        &self,
+        agent: &AgentId,
+        user: &UserId,
+        access: Option<AgentAccess>,
+    ) -> Result<()> {
+        self.users().set_access(agent, user, access)
+    }
+
+    async fn agent_access(&self, agent: &AgentId, user: &UserId) -> Result<Option<AgentAccess>> {
+        self.users().access(agent, user)
+    }
+
+    async fn block_access(&self, block: &BlockId, user: &UserId) -> Result<Option<AgentAccess>> {
+        self.users().block_access(block, user)
+    }
+
+    async fn user_agents(&self, user: &UserId) -> Result<Vec<(AgentId, AgentAccess)>> {
+        self.users().agents(user)
     }
 }
