@@ -431,3 +431,58 @@ async fn a_token_is_shown_once_kept_hashed_and_revocable() {
         .await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_takes_its_token_from_a_secrets_file_it_alone_may_read() {
+    use std::io::BufRead as _;
+    let home = tempfile::tempdir().unwrap();
+    let file = home.path().join("secrets.toml");
+    std::fs::write(
+        &file,
+        "rest_api_token = \"file-token-0123456789\"\n[providers]\nopenai = \"sk-from-file\"\n",
+    )
+    .unwrap();
+    let serve = |mode: u32| {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+        engram_suite::cli_command(home.path())
+            .arg("--secrets-file")
+            .arg(&file)
+            .args(["serve", "--port", "0", "--show-token"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    #[cfg(unix)]
+    {
+        let refused = serve(0o644).wait_with_output().unwrap();
+        assert!(!refused.status.success());
+        let said = String::from_utf8_lossy(&refused.stderr);
+        assert!(said.contains("chmod 600"), "{said}");
+    }
+    let mut child = serve(0o600);
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let addr = lines.next().unwrap().unwrap();
+    let base = addr.strip_prefix("listening on ").unwrap().to_owned();
+    assert_eq!(
+        lines.next().unwrap().unwrap(),
+        "token: file-token-0123456789"
+    );
+    let status = reqwest::Client::new()
+        .get(format!("{base}/v1/agents/"))
+        .bearer_auth("file-token-0123456789")
+        .send()
+        .await
+        .unwrap()
+        .status();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(status, StatusCode::OK);
+    // The key was never copied into the data directory.
+    let db = std::fs::read(home.path().join("engram.db")).unwrap();
+    assert!(!db.windows(12).any(|w| w == b"sk-from-file"));
+}

@@ -15,6 +15,11 @@ pub struct Cli {
     /// (`engram embedding local-dir` keeps one).
     #[arg(long, global = true, value_name = "DIR")]
     pub model_dir: Option<PathBuf>,
+    /// A TOML file of provider keys (`[providers] openai = "sk-…"`) and optionally the REST
+    /// API's token (`rest_api_token = "…"`), for machines without a keychain (a server). It
+    /// must be readable by you alone; its keys are never copied anywhere.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub secrets_file: Option<PathBuf>,
     /// What to do; without one, chat with the most recent agent (creating one if none exist).
     #[command(subcommand)]
     pub command: Option<Command>,

@@ -101,6 +101,9 @@ async fn run(cli: Cli) -> Result<()> {
             }
         });
     }
+    if let Some(path) = &cli.secrets_file {
+        options.secrets = Arc::new(engram_secrets::FileOverride::open(path, options.secrets)?);
+    }
     let engram = Engram::open(options)?;
     if let Err(e) = engram_server::tool_api::install(&engram) {
         eprintln!("warning: tools cannot call Engram's API back: {e}");

@@ -13,12 +13,15 @@
 //! - [`EnvOverride`]: a wrapper that answers `"provider:openai"` / `"provider:anthropic"` from
 //!   `OPENAI_API_KEY` / `ANTHROPIC_API_KEY` when those are set, the way the official SDKs do. Values
 //!   read from the environment are never written anywhere.
+//! - [`FileOverride`]: a wrapper that answers from a secrets file of the server's (TOML, the
+//!   owner's alone), for machines without a keychain.
 //!
 //! [`default_store`] wires these together for the app. The trait is synchronous because the keychain
 //! APIs are (the Secret Service store is the sync D-Bus one: keyring's async store panics inside a
 //! tokio runtime); async callers wrap calls in `tokio::task::spawn_blocking`.
 
 mod env_override;
+mod file;
 mod keychain;
 mod memory;
 
@@ -26,6 +29,7 @@ use std::sync::Arc;
 
 pub use engram_core::{Error, Result};
 pub use env_override::EnvOverride;
+pub use file::FileOverride;
 pub use keychain::KeyringStore;
 pub use memory::MemoryStore;
 
