@@ -157,27 +157,10 @@ fn parse_time(text: &str, end_of_day: bool) -> Option<DateTime<Utc>> {
     if let Ok(t) = DateTime::parse_from_rfc3339(text) {
         return Some(t.to_utc());
     }
-    // The form the model reads its own messages in (`engram_core::run::format_time`).
-    if let Ok(t) = DateTime::parse_from_str(text, "%Y-%m-%d %I:%M:%S %p UTC%z") {
-        return Some(t.to_utc());
-    }
-    // Small models write the time the way the context window shows it ("2026-11-28
-    // 11:49:54 AM UTC"); refusing that had one retry the same call until the step limit.
-    let local = ["UTC", "GMT", "Z"]
-        .iter()
-        .find_map(|zone| text.strip_suffix(zone))
-        .map_or(text, str::trim_end);
-    for format in [
-        "%Y-%m-%dT%H:%M:%S%.f",
-        "%Y-%m-%d %H:%M:%S%.f",
-        "%Y-%m-%dT%H:%M",
-        "%Y-%m-%d %H:%M",
-        "%Y-%m-%d %I:%M:%S %p",
-        "%Y-%m-%d %I:%M %p",
-    ] {
-        if let Ok(t) = chrono::NaiveDateTime::parse_from_str(local, format) {
-            return Some(t.and_utc());
-        }
+    if let Ok(t) = chrono::NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S")
+        .or_else(|_| chrono::NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S"))
+    {
+        return Some(t.and_utc());
     }
     let day = NaiveDate::parse_from_str(text, "%Y-%m-%d").ok()?;
     let time = if end_of_day {
@@ -209,22 +192,6 @@ mod tests {
             .err()
             .unwrap();
         assert!(err.starts_with("Could not parse the arguments as JSON"));
-    }
-
-    #[test]
-    fn times_as_the_context_window_writes_them_are_read() {
-        let at = |text: &str| parse_time(text, false).map(|t| t.to_rfc3339());
-        let expected = Some("2026-11-28T11:49:54+00:00".to_owned());
-        assert_eq!(at("2026-11-28 11:49:54 AM UTC"), expected);
-        assert_eq!(at("2026-11-28 11:49:54 UTC"), expected);
-        assert_eq!(at("2026-11-28 12:49:54 PM UTC+0100"), expected);
-        assert_eq!(at("2026-11-28T11:49:54Z"), expected);
-        assert_eq!(
-            at("2026-11-28 01:05 PM"),
-            Some("2026-11-28T13:05:00+00:00".to_owned())
-        );
-        assert_eq!(at("yesterday"), None);
-        assert_eq!(at("2026-11-28 25:00"), None);
     }
 
     #[test]
