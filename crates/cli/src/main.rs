@@ -102,7 +102,7 @@ async fn run(cli: Cli) -> Result<()> {
         });
     }
     if let Some(path) = &cli.secrets_file {
-        options.secrets = Arc::new(engram_secrets::FileOverride::open(path, options.secrets)?);
+        options = options.with_secrets_file(path)?;
     }
     let engram = Engram::open(options)?;
     if let Err(e) = engram_server::tool_api::install(&engram) {

@@ -162,6 +162,15 @@ impl Options {
             env: Arc::new(|k| std::env::var(k).ok().filter(|v| !v.is_empty())),
         }
     }
+
+    /// These options with the secrets a server's secrets file holds (provider keys, the REST
+    /// API's token) answered from it, before the store they had (see
+    /// [`engram_secrets::FileOverride`] for the file's form and checks).
+    /// Errors: `Secrets` when the file cannot be used (unreadable, readable by others, broken).
+    pub fn with_secrets_file(mut self, path: &Path) -> Result<Self> {
+        self.secrets = Arc::new(engram_secrets::FileOverride::open(path, self.secrets)?);
+        Ok(self)
+    }
 }
 
 /// The data directory: explicit, else `ENGRAM_HOME`, else the platform data dir + `engram`.
