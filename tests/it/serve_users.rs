@@ -208,10 +208,12 @@ async fn another_users_token_reaches_nothing_of_an_agent_through_any_route() {
             }
             if status.is_success() {
                 // Only routes that show nothing of others' agents may answer.
+                let makes_a_block = method == Method::POST && pattern.starts_with("/v1/blocks");
                 assert!(
-                    ["/v1/health", "/v1/models", "/v1/agents"]
-                        .iter()
-                        .any(|open| pattern.starts_with(open)),
+                    makes_a_block
+                        || ["/v1/health", "/v1/models", "/v1/agents"]
+                            .iter()
+                            .any(|open| pattern.starts_with(open)),
                     "{method} {path} answered {status}: {text}"
                 );
             }
@@ -378,6 +380,48 @@ async fn a_shared_agent_allows_what_its_access_says() {
         .call(&ana, Method::DELETE, &format!("/v1/agents/{id}"), None)
         .await;
     assert!(status.is_success(), "the owner deletes");
+
+    // A block made on its own (the shared-memory tutorial's first step) is its maker's:
+    // she puts it on a new agent; Ben neither sees it nor may take it in.
+    let team = s
+        .ok(
+            &ana,
+            Method::POST,
+            "/v1/blocks",
+            Some(json!({"label": "team", "value": SECRET})),
+        )
+        .await;
+    let team = team["id"].as_str().unwrap().to_owned();
+    let (status, _) = s
+        .call(&ben, Method::GET, &format!("/v1/blocks/{team}"), None)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = s.call(&ben, Method::GET, "/v1/blocks", None).await;
+    assert_eq!(
+        status,
+        StatusCode::FORBIDDEN,
+        "the list of all blocks is not a user's"
+    );
+    let with_team = s.agent(&ana, "Team", json!({"block_ids": [team]})).await;
+    let labels: Vec<_> = with_team["memory"]["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["label"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(labels.contains(&"team".to_owned()), "{labels:?}");
+    let (status, _) = s
+        .call(
+            &ben,
+            Method::POST,
+            "/v1/agents/",
+            Some(json!({"name": "Ben's", "block_ids": [team],
+                        "model": "openai/mock-small",
+                        "llm_config": {"model": "mock-small", "model_endpoint_type": "openai",
+                                       "model_endpoint": s.mock.base_url(), "context_window": 32000}})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,9 +4,10 @@
 //! and reaches everything, as before users existed. A user's token (`engram user token`)
 //! reaches, by default, nothing: only the routes named here, and only for agents the user may
 //! use ([`AgentAccess`]) — reading needs `read`, anything else on an agent `write`, deleting it
-//! `owner`. Blocks by id are reached through the agents they are attached to; folders, tools,
-//! MCP servers, groups, imports, searches across agents and the window's `/app` API stay the
-//! administrator's. Listing and creating agents are scoped in their handlers (see
+//! `owner`. Blocks by id are reached by the user who made them and through the agents they
+//! are attached to. Folders, tools, MCP servers, groups, imports, searches across agents,
+//! listing all blocks and the window's `/app` API stay the administrator's. Listing and
+//! creating agents, and creating blocks, are scoped in their handlers (see
 //! [`Principal::user`]). A route added later is closed to users until it is named here.
 //!
 //! An agent a user may not see answers 404, as one that does not exist (so ids cannot be
@@ -74,6 +75,10 @@ const OPEN_TO_USERS: &[&str] = &[
 /// needs.
 fn need(method: &Method, pattern: &str, params: &[(&str, &str)]) -> Need {
     if OPEN_TO_USERS.contains(&pattern) {
+        return Need::Nothing;
+    }
+    // Making a block of one's own (its handler records the owner); listing all is not.
+    if *method == Method::POST && matches!(pattern, "/v1/blocks" | "/v1/blocks/") {
         return Need::Nothing;
     }
     let param = |name: &str| params.iter().find(|(k, _)| *k == name).map(|(_, v)| *v);

@@ -102,12 +102,19 @@ impl Users<'_> {
             .set_access(agent, user, Some(AgentAccess::Owner))
     }
 
+    /// Records `user` as the owner of `block` (which they just made on their own).
+    /// Errors: `NotFound("user" | "block")`.
+    pub fn make_block_owner(self, block: &BlockId, user: &UserId) -> Result<()> {
+        self.engram.store.users().set_block_owner(block, user)
+    }
+
     /// What `user` may do with `agent`; `None`: nothing.
     pub fn access(self, agent: &AgentId, user: &UserId) -> Result<Option<AgentAccess>> {
         self.engram.store.users().access(agent, user)
     }
 
-    /// The most `user` may do with `block` through the agents it is attached to.
+    /// The most `user` may do with `block`: as its owner, or through the agents it is
+    /// attached to.
     pub fn block_access(self, block: &BlockId, user: &UserId) -> Result<Option<AgentAccess>> {
         self.engram.store.users().block_access(block, user)
     }

@@ -48,8 +48,13 @@ pub trait UserStore: Send + Sync {
     /// Errors: `Storage`.
     async fn agent_access(&self, agent: &AgentId, user: &UserId) -> Result<Option<AgentAccess>>;
 
-    /// The most `user` may do with `block` through the agents it is attached to; `None` when
-    /// it is attached to none of theirs. Errors: `Storage`.
+    /// Records `user` as the owner of `block`, which they made on their own.
+    ///
+    /// Errors: `NotFound("user" | "block")`; `Storage`.
+    async fn set_block_owner(&self, block: &BlockId, user: &UserId) -> Result<()>;
+
+    /// The most `user` may do with `block`: `owner` when they made it on their own, else the
+    /// most the agents it is attached to allow them; `None` when neither. Errors: `Storage`.
     async fn block_access(&self, block: &BlockId, user: &UserId) -> Result<Option<AgentAccess>>;
 
     /// The agents `user` may use, with what they may do, by agent id. Errors: `Storage`.

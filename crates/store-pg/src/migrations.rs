@@ -209,8 +209,9 @@ CREATE INDEX passages_words ON passages USING gin (words);
 CREATE INDEX passages_tags ON passages USING gin (tags);
 "#;
 
-/// A shared server's users, the SHA-256 of each of their tokens (never a token itself) and
-/// which agents each may use. An agent without rows here is the administrator's alone.
+/// A shared server's users, the SHA-256 of each of their tokens (never a token itself), which
+/// agents each may use and the blocks each made on their own. An agent or block without rows
+/// here is the administrator's alone.
 const USERS: &str = r#"
 CREATE TABLE users (
     id         text PRIMARY KEY,
@@ -233,6 +234,11 @@ CREATE TABLE agent_access (
     PRIMARY KEY (agent_id, user_id)
 );
 CREATE INDEX agent_access_by_user ON agent_access (user_id, agent_id);
+
+CREATE TABLE block_owners (
+    block_id text PRIMARY KEY REFERENCES blocks (id) ON DELETE CASCADE,
+    user_id  text NOT NULL REFERENCES users (id) ON DELETE CASCADE
+);
 "#;
 
 /// Applies every pending migration, once, however many stores open the database at the same

@@ -178,13 +178,28 @@ impl UserStore for PgStore {
         .transpose()
     }
 
+    async fn set_block_owner(&self, block: &BlockId, user: &UserId) -> Result<()> {
+        transaction!(self, |tx| {
+            ensure_user(&tx, user).await?;
+            blocks::load(&tx, block, Lock::KeyShare).await?;
+            tx.exec(
+                "INSERT INTO block_owners (block_id, user_id) VALUES ($1, $2)
+                 ON CONFLICT (block_id) DO UPDATE SET user_id = excluded.user_id",
+                &[&block.as_str(), &user.as_str()],
+            )
+            .await?;
+        })
+    }
+
     async fn block_access(&self, block: &BlockId, user: &UserId) -> Result<Option<AgentAccess>> {
         let c = self.client().await?;
         let found = c
             .rows(
                 "SELECT a.access FROM agent_blocks b
                  JOIN agent_access a ON a.agent_id = b.agent_id
-                 WHERE b.block_id = $1 AND a.user_id = $2",
+                 WHERE b.block_id = $1 AND a.user_id = $2
+                 UNION ALL
+                 SELECT 'owner' FROM block_owners WHERE block_id = $1 AND user_id = $2",
                 &[&block.as_str(), &user.as_str()],
             )
             .await

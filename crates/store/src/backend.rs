@@ -320,6 +320,10 @@ impl UserStore for Store {
         self.users().access(agent, user)
     }
 
+    async fn set_block_owner(&self, block: &BlockId, user: &UserId) -> Result<()> {
+        self.users().set_block_owner(block, user)
+    }
+
     async fn block_access(&self, block: &BlockId, user: &UserId) -> Result<Option<AgentAccess>> {
         self.users().block_access(block, user)
     }

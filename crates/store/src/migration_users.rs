@@ -1,8 +1,9 @@
 //! The schema of a shared server's users (appended to `migrations::MIGRATIONS`; never edit
 //! once released). Read and written by `users`.
 
-/// Users, their tokens (only a hash of each is kept: a token is shown once, when made) and
-/// which agents each may use. An agent without rows here is the administrator's alone.
+/// Users, their tokens (only a hash of each is kept: a token is shown once, when made), which
+/// agents each may use, and the blocks each made on their own (before attaching them to an
+/// agent). An agent or block without rows here is the administrator's alone.
 pub(crate) const USERS: &str = r#"
 CREATE TABLE users (
     id         TEXT PRIMARY KEY NOT NULL,
@@ -25,4 +26,9 @@ CREATE TABLE agent_access (
     PRIMARY KEY (agent_id, user_id)
 ) WITHOUT ROWID;
 CREATE INDEX agent_access_by_user ON agent_access (user_id, agent_id);
+
+CREATE TABLE block_owners (
+    block_id TEXT PRIMARY KEY NOT NULL REFERENCES blocks (id) ON DELETE CASCADE,
+    user_id  TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE
+) WITHOUT ROWID;
 "#;

@@ -179,15 +179,34 @@ impl UserRows<'_> {
         })
     }
 
-    /// The most `user` may do with `block` through the agents it is attached to; `None` when
-    /// it is attached to none of theirs.
+    /// Records `user` as the owner of `block`, which they made on their own.
+    /// Errors: `NotFound("user" | "block")`.
+    pub fn set_block_owner(self, block: &BlockId, user: &UserId) -> Result<()> {
+        self.store.write(|tx| {
+            load(tx, user)?;
+            crate::blocks::load(tx, block)?;
+            tx.prepare_cached(
+                "INSERT INTO block_owners (block_id, user_id) VALUES (?1, ?2)
+                 ON CONFLICT (block_id) DO UPDATE SET user_id = excluded.user_id",
+            )
+            .db()?
+            .execute(params![block.as_str(), user.as_str()])
+            .db()?;
+            Ok(())
+        })
+    }
+
+    /// The most `user` may do with `block`: `owner` when they made it on their own, else the
+    /// most the agents it is attached to allow them; `None` when neither.
     pub fn block_access(self, block: &BlockId, user: &UserId) -> Result<Option<AgentAccess>> {
         self.store.read(|c| {
             let found = c
                 .prepare_cached(
                     "SELECT a.access FROM agent_blocks b
                      JOIN agent_access a ON a.agent_id = b.agent_id
-                     WHERE b.block_id = ?1 AND a.user_id = ?2",
+                     WHERE b.block_id = ?1 AND a.user_id = ?2
+                     UNION ALL
+                     SELECT 'owner' FROM block_owners WHERE block_id = ?1 AND user_id = ?2",
                 )
                 .db()?
                 .query_map(params![block.as_str(), user.as_str()], |r| {

@@ -2,6 +2,7 @@
 //! (`/v1/blocks`).
 
 use super::{agent_state, shared::agent_id, shared::deleted};
+use crate::access::Principal;
 use crate::config::AppState;
 use crate::errors::{ApiError, ApiResult};
 use crate::json::{Body, Params};
@@ -217,8 +218,19 @@ pub async fn list(
 }
 
 /// `POST /v1/blocks/`.
-pub async fn create(State(s): State<AppState>, Body(b): Body<BlockIn>) -> ApiResult<Json<Value>> {
+pub async fn create(
+    State(s): State<AppState>,
+    principal: Option<Extension<Principal>>,
+    Body(b): Body<BlockIn>,
+) -> ApiResult<Json<Value>> {
     let block = s.engram.blocks().create(&NewBlock::from(b))?;
+    if let Some(user) = principal.as_ref().and_then(|Extension(p)| p.user())
+        && let Err(e) = s.engram.users().make_block_owner(&block.id, &user.id)
+    {
+        // Not left behind as the administrator's alone.
+        let _ = s.engram.blocks().delete(&block.id);
+        return Err(e.into());
+    }
     Ok(Json(shapes::block(&block)))
 }
 

@@ -4,13 +4,14 @@
 
 use super::{agent_with, code};
 use crate::harness::{Harness, on_both_backends};
-use engram_core::{AgentAccess, AgentId, BlockId, UserId};
+use engram_core::{AgentAccess, AgentId, BlockId, NewBlock, UserId};
 use engram_store_api::{AgentStore, BlockStore, UserStore};
 
 on_both_backends!(
     users_have_unique_names_and_tokens_found_by_their_hash,
     access_to_agents_reaches_blocks_only_through_them,
     deleting_a_user_or_an_agent_leaves_no_access_behind,
+    a_block_made_alone_is_its_makers,
 );
 
 fn hash(n: u8) -> [u8; 32] {
@@ -144,4 +145,41 @@ async fn deleting_a_user_or_an_agent_leaves_no_access_behind<H: Harness>(h: H) {
         b.agent_access(&kept.id, &ana.id).await.unwrap(),
         Some(AgentAccess::Owner)
     );
+}
+
+async fn a_block_made_alone_is_its_makers<H: Harness>(h: H) {
+    let b = h.backend();
+    let ana = b.create_user("ana").await.unwrap();
+    let ben = b.create_user("ben").await.unwrap();
+    let block = b
+        .create_block(&NewBlock::new("team", "shared notes"))
+        .await
+        .unwrap();
+    assert_eq!(b.block_access(&block.id, &ana.id).await.unwrap(), None);
+    b.set_block_owner(&block.id, &ana.id).await.unwrap();
+    assert_eq!(
+        b.block_access(&block.id, &ana.id).await.unwrap(),
+        Some(AgentAccess::Owner)
+    );
+    assert_eq!(b.block_access(&block.id, &ben.id).await.unwrap(), None);
+    // Ben reaches it once it is on an agent he may read.
+    let (agent, _) = agent_with(&b, "team", &[]).await;
+    b.attach_block(&agent.id, &block.id).await.unwrap();
+    b.set_agent_access(&agent.id, &ben.id, Some(AgentAccess::Read))
+        .await
+        .unwrap();
+    assert_eq!(
+        b.block_access(&block.id, &ben.id).await.unwrap(),
+        Some(AgentAccess::Read)
+    );
+    assert_eq!(
+        code(b.set_block_owner(&BlockId::new(), &ana.id).await),
+        "not_found"
+    );
+    assert_eq!(
+        code(b.set_block_owner(&block.id, &UserId::new()).await),
+        "not_found"
+    );
+    b.delete_block(&block.id).await.unwrap();
+    assert!(b.delete_user(&ana.id).await.unwrap());
 }
