@@ -197,7 +197,8 @@ pub async fn create(
 ) -> ApiResult<Json<Value>> {
     let user = principal.as_ref().and_then(|Extension(p)| p.user());
     if let Some(user) = user {
-        // A user brings in only blocks they may already change through one of their agents.
+        // A user brings in only blocks they may already change: their own, or through one of
+        // their agents.
         for id in req.block_ids.iter().flatten() {
             let block = BlockId::from(id.as_str());
             if s.engram.users().block_access(&block, &user.id)? < Some(AgentAccess::Write) {
