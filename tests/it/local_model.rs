@@ -4,7 +4,9 @@
 //! the middle of a reply. A model this small says odd things; what is checked is that every
 //! message ends with a reply or a clear error in bounded time and the agent stays usable.
 
-use engram_core::{AgentId, LlmConfig, LoopStyle, NewAgent, NewBlock, Role, StopReason};
+use engram_core::{
+    AgentId, AgentPatch, LlmConfig, LoopStyle, NewAgent, NewBlock, Role, StopReason,
+};
 use engram_suite::{Home, RunOutcome, cli, stdout_ok};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -224,7 +226,22 @@ async fn a_worker_killed_mid_reply_ends_the_run_clearly_and_comes_back() {
     );
     assert!(error.message.contains("signal 9"), "{error:?}");
 
-    // The next message starts a new worker and gets an answer.
+    // The next message starts a new worker and gets an answer. The first message's 1,500
+    // tokens were for the kill to land mid-reply; this one only has to show a worker answering,
+    // and with that cap a step of the 135M model on two busy cores can take a minute (three
+    // such steps ran past the bound below in one run).
+    let mut llm = home.engram.agents().get(&agent).expect("agent").agent.llm;
+    llm.max_tokens = Some(200);
+    home.engram
+        .agents()
+        .update(
+            &agent,
+            &AgentPatch {
+                llm: Some(llm),
+                ..AgentPatch::default()
+            },
+        )
+        .expect("a shorter answer cap");
     let (next, _) = tokio::time::timeout(
         Duration::from_secs(240),
         home.chat(&agent, "Hello again, short answer please."),
