@@ -69,7 +69,9 @@ impl Server {
         serde_json::from_str(&text).unwrap()
     }
 
-    async fn agent(&self, token: &str, name: &str, extra: Value) -> Value {
+    /// The body creating an agent on the scripted model with `human` (holding [`SECRET`]) and
+    /// `persona` blocks, `extra`'s fields added or replacing those.
+    fn agent_body(&self, name: &str, extra: Value) -> Value {
         let mut body = json!({
             "name": name,
             "memory_blocks": [{"label": "human", "value": SECRET}, {"label": "persona", "value": "I help."}],
@@ -80,9 +82,27 @@ impl Server {
         if let (Some(b), Some(x)) = (body.as_object_mut(), extra.as_object()) {
             b.extend(x.clone());
         }
+        body
+    }
+
+    async fn agent(&self, token: &str, name: &str, extra: Value) -> Value {
+        let body = self.agent_body(name, extra);
         self.ok(token, Method::POST, "/v1/agents/", Some(body))
             .await
     }
+}
+
+/// The id of the agent's block labelled `label`, from an agent as the API shows it.
+fn block_id(agent: &Value, label: &str) -> String {
+    agent["memory"]["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["label"] == label)
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
 }
 
 /// Every route pattern the server registers, from its source: `.route("…")` literals and the
@@ -123,15 +143,7 @@ async fn another_users_token_reaches_nothing_of_an_agent_through_any_route() {
     let ben = s.user("ben");
     let agent = s.agent(&ana, "Ana's helper", json!({})).await;
     let agent_id = agent["id"].as_str().unwrap().to_owned();
-    let block_id = agent["memory"]["blocks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|b| b["label"] == "human")
-        .unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let block_id = block_id(&agent, "human");
     let passage = s
         .ok(
             &ana,
@@ -263,15 +275,7 @@ async fn a_shared_agent_allows_what_its_access_says() {
     let ben = s.user("ben");
     let agent = s.agent(&ana, "Support memory", json!({})).await;
     let id = agent["id"].as_str().unwrap().to_owned();
-    let human = agent["memory"]["blocks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|b| b["label"] == "human")
-        .unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let human = block_id(&agent, "human");
     let send = json!({"messages": [{"role": "user", "content": "hi"}]});
     let edit = json!({"value": "edited by Ben"});
 
@@ -320,23 +324,16 @@ async fn a_shared_agent_allows_what_its_access_says() {
             &ben,
             Method::POST,
             "/v1/agents/",
-            Some(json!({"name": "Ben's", "block_ids": [human],
-                        "model": "openai/mock-small",
-                        "llm_config": {"model": "mock-small", "model_endpoint_type": "openai",
-                                       "model_endpoint": s.mock.base_url(), "context_window": 32000}})),
+            Some(s.agent_body("Ben's", json!({"memory_blocks": [], "block_ids": [human]}))),
         )
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 
-    s.home
-        .engram
-        .users()
-        .share(
-            &id.as_str().into(),
-            "ben",
-            Some(engram_core::AgentAccess::Write),
-        )
-        .unwrap();
+    // Raised with the administrator's command, as a person would.
+    engram_suite::stdout_ok(&engram_suite::cli(
+        s.home.path(),
+        &["user", "share", &id, "ben", "--access", "write"],
+    ));
     s.ok(
         &ben,
         Method::POST,
@@ -415,10 +412,7 @@ async fn a_shared_agent_allows_what_its_access_says() {
             &ben,
             Method::POST,
             "/v1/agents/",
-            Some(json!({"name": "Ben's", "block_ids": [team],
-                        "model": "openai/mock-small",
-                        "llm_config": {"model": "mock-small", "model_endpoint_type": "openai",
-                                       "model_endpoint": s.mock.base_url(), "context_window": 32000}})),
+            Some(s.agent_body("Ben's", json!({"memory_blocks": [], "block_ids": [team]}))),
         )
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);

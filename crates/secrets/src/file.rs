@@ -19,10 +19,7 @@ use std::path::{Path, PathBuf};
 use secrecy::SecretString;
 use serde::Deserialize;
 
-use crate::{Error, Result, SecretStore, provider_key_name};
-
-/// The secret name of the REST API's token (see `engram_service`'s `REST_TOKEN_SECRET`).
-const REST_TOKEN_NAME: &str = "rest-api-token";
+use crate::{Error, REST_TOKEN_NAME, Result, SecretStore, provider_key_name};
 
 /// The file's shape.
 #[derive(Deserialize)]

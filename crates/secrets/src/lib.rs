@@ -41,6 +41,9 @@ pub fn no_keychain(e: &Error) -> bool {
 }
 pub use secrecy::{ExposeSecret, SecretString};
 
+/// The secret name of the REST API's bearer token (the administrator's on a shared server).
+pub const REST_TOKEN_NAME: &str = "rest-api-token";
+
 /// The keychain service name the app stores its entries under.
 pub const DEFAULT_SERVICE: &str = "engram";
 

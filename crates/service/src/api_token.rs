@@ -7,7 +7,7 @@ use rand::RngCore;
 use secrecy::{ExposeSecret, SecretString};
 
 /// The secret-store name of the REST API token.
-pub const REST_TOKEN_SECRET: &str = "rest-api-token";
+pub const REST_TOKEN_SECRET: &str = engram_secrets::REST_TOKEN_NAME;
 
 /// The settings key remembering whether the desktop app serves the REST API.
 const REST_ENABLED_SETTING: &str = "rest_api_enabled";
