@@ -52,6 +52,33 @@ async fn time_messages(
     times
 }
 
+/// Plain messages a chatting agent takes before a fresh one takes over.
+const CHAT_TURNS: usize = 50;
+
+/// Agents on the scripted model answering plain messages, a fresh one every [`CHAT_TURNS`].
+struct Chatter {
+    agent: AgentId,
+    turns: usize,
+}
+
+impl Chatter {
+    fn new(home: &Home, mock: &MockLlm) -> Self {
+        Self {
+            agent: home.agent_with(mock, LoopStyle::ToolLoop, |_| {}),
+            turns: 0,
+        }
+    }
+
+    /// Times one plain message (a fresh agent's creation, when due, is not timed).
+    async fn message(&mut self, home: &Home, mock: &MockLlm) -> Duration {
+        if self.turns == CHAT_TURNS {
+            *self = Self::new(home, mock);
+        }
+        self.turns += 1;
+        time_messages(home, mock, &self.agent, 1, |_| vec![Reply::text("ok")]).await[0]
+    }
+}
+
 fn main() {
     let pdf = std::fs::read(PDF).expect("install libtasn1-doc for the PDF manual");
     let copies = env_usize("FILE_SEARCH_COPIES", 278);
@@ -76,12 +103,17 @@ fn main() {
                 ..NewFolder::default()
             })
             .unwrap();
-        // The chat beside the folder being read: another agent's messages timed before, then
-        // while the files are read, parsed and embedded on a task of their own (its history
-        // grows by thousands of turns, so it is not the agent the tools are timed on).
-        let chatter = home.agent_with(&mock, LoopStyle::ToolLoop, |_| {});
-        let quiet =
-            time_messages(&home, &mock, &chatter, rounds, |_| vec![Reply::text("ok")]).await;
+        // The chat beside the folder being read: plain messages to other agents, timed before,
+        // then while the files are read, parsed and embedded on a task of their own. Each
+        // chatting agent takes `CHAT_TURNS` messages, then a fresh one takes over, so both
+        // phases see the same history sizes (a history grown by thousands of turns costs more
+        // per message on its own, whatever runs beside it).
+        let mut chatter = Chatter::new(&home, &mock);
+        let mut quiet = Vec::new();
+        while quiet.len() < 4 * CHAT_TURNS {
+            quiet.push(chatter.message(&home, &mock).await);
+        }
+        let mut chatter = Chatter::new(&home, &mock);
         let started = Instant::now();
         let ingest = {
             let (engram, folder, pdf) = (home.engram.clone(), folder.id.clone(), pdf.clone());
@@ -103,9 +135,7 @@ fn main() {
         };
         let mut busy = Vec::new();
         while !ingest.is_finished() {
-            busy.extend(
-                time_messages(&home, &mock, &chatter, 1, |_| vec![Reply::text("ok")]).await,
-            );
+            busy.push(chatter.message(&home, &mock).await);
         }
         let (pages, chunks) = ingest.await.expect("the folder was read");
         println!(
