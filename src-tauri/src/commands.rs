@@ -69,6 +69,7 @@ fn answer<R: Runtime>(def: &'static CommandDef, invoke: Invoke<R>) {
     let caller = Caller {
         rest_api: desktop.rest.status(),
         authenticated: true,
+        user: None,
     };
     match commands::call(&engram, caller, def.name, args) {
         Some(task) => invoke.resolver.respond_async_serialized(async move {

@@ -194,7 +194,8 @@ async fn another_users_token_reaches_nothing_of_an_agent_through_any_route() {
         ("tool", "t".to_owned()),
         ("mcp_server_id", "mcp_server-x".to_owned()),
         ("group_id", "group-x".to_owned()),
-        ("command", "list_agents".to_owned()),
+        // The window's commands are walked one by one below; this one is the administrator's.
+        ("command", "list_providers".to_owned()),
     ];
     let patterns = route_patterns();
     assert!(patterns.len() > 60, "read the routes: {patterns:?}");
@@ -437,11 +438,13 @@ async fn a_token_is_shown_once_kept_hashed_and_revocable() {
 
     let mine = s.agent(&token, "Carl's", json!({})).await;
     assert!(mine["id"].is_string());
-    let (status, _) = s.call(&token, Method::GET, "/app/list_agents", None).await;
+    let (status, _) = s
+        .call(&token, Method::POST, "/app/list_providers", None)
+        .await;
     assert_eq!(
         status,
         StatusCode::FORBIDDEN,
-        "the window's API is the administrator's"
+        "the window's settings are the administrator's"
     );
 
     // Neither the token nor its hex appears anywhere in the data directory's files.
@@ -523,4 +526,280 @@ async fn the_server_takes_its_token_from_a_secrets_file_it_alone_may_read() {
     // The key was never copied into the data directory.
     let db = std::fs::read(home.path().join("engram.db")).unwrap();
     assert!(!db.windows(12).any(|w| w == b"sk-from-file"));
+}
+
+/// Arguments for any window command: every field a command may name, filled with `agent` and
+/// Ana's ids (unknown fields are ignored; a command whose shapes do not fit answers 400).
+fn app_args(agent: &str, ana: &AnaIds) -> Value {
+    json!({
+        "agent_id": agent,
+        "agent_ids": [agent],
+        "passage_id": ana.passage,
+        "message_id": ana.message,
+        "block_id": ana.block,
+        "run_id": ana.run,
+        "run_ids": [ana.run],
+        "label": "human",
+        "text": "overwritten",
+        "query": "locker",
+        "limit": 50,
+        "patch": {"value": "overwritten", "name": "taken"},
+        "list": {},
+        "new": {"name": "Ben's copy", "block_ids": [ana.block]},
+        "name": "Ben's",
+        "tags": [],
+        "before": null,
+        "at": {"newest": null},
+        "format": "agent_file"
+    })
+}
+
+/// What Ana has that no one else may read or change.
+struct AnaIds {
+    block: String,
+    passage: String,
+    message: String,
+    run: String,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_users_window_reaches_nothing_of_an_agent_through_any_command() {
+    let s = Server::start().await;
+    let ana = s.user("ana");
+    let ben = s.user("ben");
+    let agent = s.agent(&ana, "Ana's helper", json!({})).await;
+    let agent_id = agent["id"].as_str().unwrap().to_owned();
+    let passage = s
+        .ok(
+            &ana,
+            Method::POST,
+            &format!("/v1/agents/{agent_id}/archival-memory"),
+            Some(json!({"text": format!("{SECRET}, archived")})),
+        )
+        .await;
+    s.ok(
+        &ana,
+        Method::POST,
+        &format!("/v1/agents/{agent_id}/messages"),
+        Some(json!({"messages": [{"role": "user", "content": "hello"}]})),
+    )
+    .await;
+    let messages = s
+        .ok(
+            &ana,
+            Method::GET,
+            &format!("/v1/agents/{agent_id}/messages"),
+            None,
+        )
+        .await;
+    let ids = AnaIds {
+        block: block_id(&agent, "human"),
+        passage: passage[0]["id"].as_str().unwrap().to_owned(),
+        message: messages[0]["id"].as_str().unwrap().to_owned(),
+        run: s
+            .home
+            .engram
+            .runs()
+            .records(&engram_core::AgentId::from(agent_id.as_str()), None)
+            .unwrap()[0]
+            .id
+            .to_string(),
+    };
+    let count_before = s
+        .ok(
+            &ana,
+            Method::GET,
+            &format!("/v1/agents/{agent_id}/messages/count"),
+            None,
+        )
+        .await;
+
+    // Ben's window: his own agent, made through the window's API, is his.
+    let made = s
+        .ok(
+            &ben,
+            Method::POST,
+            "/app/create_agent",
+            Some(
+                json!({"new": {"name": "Ben's", "blocks": [{"label": "human", "value": "Ben"}],
+                                "llm": {"model": "openai/mock-small", "base_url": s.mock.base_url(),
+                                        "context_window": 32000}}}),
+            ),
+        )
+        .await;
+    let bens_agent = made["id"].as_str().unwrap().to_owned();
+    let listed = s.ok(&ben, Method::POST, "/app/list_agents", None).await;
+    let names: Vec<_> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["id"].clone())
+        .collect();
+    assert_eq!(names, [json!(bens_agent)]);
+    let info = s.ok(&ben, Method::POST, "/app/app_info", None).await;
+    assert_eq!(
+        (info["user"].as_str(), info["home"].as_str()),
+        (Some("ben"), Some(""))
+    );
+
+    // Every command of the window, first on Ana's agent, then on Ben's own with Ana's ids.
+    let mut answered = Vec::new();
+    // Deleting Ben's agent goes last, so every other command finds it.
+    let mut defs: Vec<_> = engram_service::commands::list()
+        .iter()
+        .filter(|d| d.http)
+        .collect();
+    defs.sort_by_key(|d| d.name == "delete_agent");
+    for def in defs {
+        for (on, target) in [("ana's", &agent_id), ("ben's", &bens_agent)] {
+            let path = format!("/app/{}", def.name);
+            let (status, text) = s
+                .call(&ben, Method::POST, &path, Some(app_args(target, &ids)))
+                .await;
+            assert_ne!(status, StatusCode::UNAUTHORIZED, "{path} on {on}: {text}");
+            assert!(
+                !text.contains(SECRET),
+                "{path} on {on} showed Ana's block: {text}"
+            );
+            if on == "ben's" {
+                // Ana's agent id was not sent: nothing may name it.
+                assert!(
+                    !text.contains(&agent_id),
+                    "{path} on {on} named Ana's agent: {text}"
+                );
+            }
+            if status.is_success() {
+                answered.push(format!("{} on {on}", def.name));
+                // Ana's ids were sent, but a command that went through shows none of them.
+                for own in [&ids.block, &ids.passage, &ids.message, &ids.run] {
+                    assert!(
+                        !text.contains(own.as_str()),
+                        "{path} on {on} showed Ana's {own}: {text}"
+                    );
+                }
+                let scoped = def.access == engram_service::commands::Access::Scoped;
+                assert!(
+                    scoped || on == "ben's",
+                    "{path} answered {status} on Ana's agent: {text}"
+                );
+                assert_ne!(
+                    def.access,
+                    engram_service::commands::Access::Admin,
+                    "{path}: {text}"
+                );
+            }
+        }
+    }
+    assert!(
+        answered.iter().any(|a| a == "send_message on ben's")
+            && answered.iter().any(|a| a == "list_passages on ben's"),
+        "Ben's window works on his agent: {answered:?}"
+    );
+
+    // Nothing of Ana's changed.
+    let block = s
+        .ok(
+            &ana,
+            Method::GET,
+            &format!("/v1/agents/{agent_id}/core-memory/blocks/human"),
+            None,
+        )
+        .await;
+    assert_eq!(block["value"], SECRET);
+    let count_after = s
+        .ok(
+            &ana,
+            Method::GET,
+            &format!("/v1/agents/{agent_id}/messages/count"),
+            None,
+        )
+        .await;
+    assert_eq!(count_after, count_before);
+    let passages = s
+        .ok(
+            &ana,
+            Method::GET,
+            &format!("/v1/agents/{agent_id}/archival-memory"),
+            None,
+        )
+        .await;
+    assert_eq!(passages[0]["text"], format!("{SECRET}, archived"));
+    assert_eq!(
+        s.ok(&ana, Method::GET, "/v1/agents/", None).await[0]["name"],
+        "Ana's helper"
+    );
+}
+
+/// Reads the notice stream at `path` with `token` until `want` appears or `wait` passes;
+/// returns what arrived.
+async fn notices_until(s: &Server, token: &str, want: &str, wait: std::time::Duration) -> String {
+    use futures::StreamExt;
+    let resp = s
+        .http
+        .get(format!("{}/app/notices", s.base))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    let mut body = resp.bytes_stream();
+    let mut seen = String::new();
+    let _ = tokio::time::timeout(wait, async {
+        while let Some(Ok(chunk)) = body.next().await {
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+            if seen.contains(want) {
+                break;
+            }
+        }
+    })
+    .await;
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_users_window_hears_of_their_agents_only() {
+    let s = std::sync::Arc::new(Server::start().await);
+    let ana = s.user("ana");
+    let ben = s.user("ben");
+    let anas = s.agent(&ana, "Ana's helper", json!({})).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let bens = s.agent(&ben, "Ben's helper", json!({})).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let wait = std::time::Duration::from_secs(3);
+    let (s1, s2, ben1, anas1, bens1) = (
+        s.clone(),
+        s.clone(),
+        ben.clone(),
+        anas.clone(),
+        bens.clone(),
+    );
+    let admin = tokio::spawn(async move { notices_until(&s1, ADMIN, &anas1, wait).await });
+    let bens_stream = tokio::spawn(async move { notices_until(&s2, &ben1, &bens1, wait).await });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    for (token, agent) in [(&ana, &anas), (&ben, &bens)] {
+        s.ok(
+            token,
+            Method::POST,
+            &format!("/v1/agents/{agent}/archival-memory"),
+            Some(json!({"text": "a note"})),
+        )
+        .await;
+    }
+    let (admin, bens_stream) = (admin.await.unwrap(), bens_stream.await.unwrap());
+    assert!(
+        admin.contains(&anas),
+        "the administrator hears of Ana's agent: {admin}"
+    );
+    assert!(
+        bens_stream.contains(&bens),
+        "Ben hears of his agent: {bens_stream}"
+    );
+    assert!(
+        !bens_stream.contains(&anas),
+        "Ben heard of Ana's agent: {bens_stream}"
+    );
 }

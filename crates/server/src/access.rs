@@ -6,7 +6,9 @@
 //! use ([`AgentAccess`]) — reading needs `read`, anything else on an agent `write`, deleting it
 //! `owner`. Blocks by id are reached by the user who made them and through the agents they
 //! are attached to. Folders, tools, MCP servers, groups, imports, searches across agents,
-//! listing all blocks and the window's `/app` API stay the administrator's. Listing and
+//! listing all blocks stay the administrator's. The window's `/app` API is open command by
+//! command ([`Access`]): a user's window lists and makes their own agents, reads and chats
+//! with the agents shared with them, and sees notices of those agents only. Listing and
 //! creating agents, and creating blocks, are scoped in their handlers (see
 //! [`Principal::user`]). A route added later is closed to users until it is named here.
 //!
@@ -20,6 +22,8 @@ use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use engram_core::{AgentAccess, AgentId, BlockId, Result, User};
+use engram_service::Notice;
+use engram_service::commands::{Access, CommandDef};
 
 /// Who a request comes from, put into its extensions by the guard.
 #[derive(Clone, Debug)]
@@ -75,6 +79,11 @@ const OPEN_TO_USERS: &[&str] = &[
 /// needs.
 fn need(method: &Method, pattern: &str, params: &[(&str, &str)]) -> Need {
     if OPEN_TO_USERS.contains(&pattern) {
+        return Need::Nothing;
+    }
+    // The window's API names its agent in the body: each command declares who may call it,
+    // and its handler checks that ([`app_command`]); the notice stream is filtered per user.
+    if pattern.starts_with("/app/") {
         return Need::Nothing;
     }
     // Making a block of one's own (its handler records the owner); listing all is not.
@@ -196,6 +205,55 @@ fn allowed_agent(
             .is_some_and(|a| a >= AgentAccess::Write)),
         None => Ok(true),
     }
+}
+
+/// The answer refusing `user` the window's command `def` with `args` (its JSON arguments):
+/// 403 for a command that is not theirs, 404 for an agent they may not see; `None` when they
+/// may call it.
+pub(crate) fn app_refusal(
+    s: &AppState,
+    user: &User,
+    def: &CommandDef,
+    args: &serde_json::Value,
+) -> Option<Response> {
+    let forbidden = || {
+        ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            format!("`{}` is not open to user '{}'", def.name, user.name),
+        )
+        .into_response()
+    };
+    let access = match def.access {
+        Access::Scoped => return None,
+        Access::Admin => return Some(forbidden()),
+        Access::Agent(access) => access,
+    };
+    let Some(agent) = args.get("agent_id").and_then(serde_json::Value::as_str) else {
+        let e = engram_core::Error::invalid(format!("{}: agent_id is missing", def.name));
+        return Some(crate::errors::AppError(e).into_response());
+    };
+    match allowed_agent(s, user, &AgentId::from(agent), access, None) {
+        Ok(true) => None,
+        Ok(false) => Some(forbidden()),
+        Err(e) => Some(crate::errors::AppError(e).into_response()),
+    }
+}
+
+/// Whether `user` may see `notice`: those of agents they may read, and "the list of agents
+/// changed"; nothing of folders, tools, MCP servers or downloads, which are the
+/// administrator's.
+pub(crate) fn may_see(s: &AppState, user: &User, notice: &Notice) -> bool {
+    let agent = match notice {
+        Notice::AgentsChanged => return true,
+        Notice::AgentChanged { agent_id }
+        | Notice::MemoryChanged { agent_id, .. }
+        | Notice::MessagesChanged { agent_id, .. }
+        | Notice::ArchivalChanged { agent_id, .. }
+        | Notice::SleeptimePass { agent_id, .. } => agent_id,
+        _ => return false,
+    };
+    matches!(s.engram.users().access(agent, &user.id), Ok(Some(_)))
 }
 
 #[cfg(test)]

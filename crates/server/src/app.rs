@@ -10,6 +10,7 @@
 //! `GET /app/notices` streams [`Notice`](engram_service::Notice)s. Letta's `/v1` routes keep
 //! Letta's shapes; these keep Engram's.
 
+use crate::access::Principal;
 use crate::config::AppState;
 use crate::errors::AppError;
 use crate::json::Args;
@@ -19,7 +20,7 @@ use axum::http::{StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::{Extension, Json, Router};
 use engram_core::ErrorBody;
 use engram_core::commands::CommandKind;
 use engram_service::RestApiStatus;
@@ -80,10 +81,21 @@ async fn command(State(s): State<AppState>, Path(name): Path<String>, req: Reque
     let Some(def) = commands::find(&name).filter(|c| c.http && !c.is_adapter()) else {
         return crate::routes::not_found().await.into_response();
     };
+    let user = req
+        .extensions()
+        .get::<Principal>()
+        .and_then(Principal::user)
+        .cloned();
     let args = match arguments(req).await {
         Ok(args) => args,
         Err(rejected) => return rejected,
     };
+    if let Some(refused) = user
+        .as_ref()
+        .and_then(|u| crate::access::app_refusal(&s, u, def, &args))
+    {
+        return refused;
+    }
     if def.kind == CommandKind::Run {
         return match commands::run_request(def.name, args) {
             Some(Ok((agent, request))) => crate::app_chat::start(s, agent, request)
@@ -101,6 +113,7 @@ async fn command(State(s): State<AppState>, Path(name): Path<String>, req: Reque
             url: None,
         },
         authenticated: s.authenticated,
+        user,
     };
     let Some(answer) = commands::call(&s.engram, caller, def.name, args) else {
         return crate::routes::not_found().await.into_response();
@@ -111,10 +124,15 @@ async fn command(State(s): State<AppState>, Path(name): Path<String>, req: Reque
     }
 }
 
-/// Every [`Notice`](engram_service::Notice) from now on, as SSE. A listener that fell behind
+/// Every [`Notice`](engram_service::Notice) from now on (a user's: of agents they may read),
+/// as SSE. A listener that fell behind
 /// gets `agents_changed`, so it re-reads what it shows.
-async fn notices(State(s): State<AppState>) -> impl IntoResponse {
+async fn notices(
+    State(s): State<AppState>,
+    principal: Option<Extension<Principal>>,
+) -> impl IntoResponse {
     use tokio::sync::broadcast::error::RecvError;
+    let user = principal.and_then(|Extension(p)| p.user().cloned());
     let rx = s.engram.notices();
     let stream = futures::stream::unfold(rx, |mut rx| async move {
         let notice = match rx.recv().await {
@@ -123,6 +141,13 @@ async fn notices(State(s): State<AppState>) -> impl IntoResponse {
             Err(RecvError::Closed) => return None,
         };
         Some((notice, rx))
+    })
+    // A user hears only of agents they may read.
+    .filter(move |n| {
+        let seen = user
+            .as_ref()
+            .is_none_or(|u| crate::access::may_see(&s, u, n));
+        std::future::ready(seen)
     })
     .filter_map(|n| async move { Event::default().json_data(&n).ok().map(Ok::<_, Infallible>) });
     Sse::new(stream).keep_alive(KeepAlive::default())

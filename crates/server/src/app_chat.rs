@@ -3,6 +3,7 @@
 //! Same name and arguments (`engram_service::commands::AttachRunArgs`) as the desktop
 //! shell's command.
 
+use crate::access::Principal;
 use crate::config::AppState;
 use crate::errors::AppError;
 use crate::json::Args;
@@ -10,7 +11,7 @@ use axum::extract::State;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use axum::{Json, Router};
+use axum::{Extension, Json, Router};
 use engram_core::AgentId;
 use engram_service::commands::AttachRunArgs;
 use engram_service::{RunEvents, RunRequest};
@@ -26,8 +27,17 @@ pub(crate) fn routes() -> Router<AppState> {
 /// `done`), or JSON `null` when the agent is not running. 404 for an unknown agent.
 async fn attach_run(
     State(s): State<AppState>,
+    principal: Option<Extension<Principal>>,
     Args(a): Args<AttachRunArgs>,
 ) -> Result<Response, AppError> {
+    if let Some(user) = principal.as_ref().and_then(|Extension(p)| p.user()) {
+        let def = engram_service::commands::find("attach_run")
+            .ok_or_else(|| engram_core::Error::Internal("attach_run is not listed".into()))?;
+        let args = serde_json::json!({ "agent_id": a.agent_id });
+        if let Some(refused) = crate::access::app_refusal(&s, user, def, &args) {
+            return Ok(refused);
+        }
+    }
     s.engram.agents().get(&a.agent_id)?;
     let Some(events) = s.engram.runs().attach(&a.agent_id) else {
         return Ok(Json(serde_json::Value::Null).into_response());

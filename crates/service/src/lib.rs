@@ -194,6 +194,9 @@ pub struct AppInfo {
     pub home: String,
     /// The local REST API.
     pub rest_api: RestApiStatus,
+    /// The user of a shared server whose token the window uses (`None`: the administrator
+    /// or the desktop). Their window hides what only the administrator may change.
+    pub user: Option<String>,
 }
 
 /// Whether the local REST API (for `letta-client` scripts) is being served.
@@ -398,6 +401,7 @@ impl Engram {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             home: self.home.display().to_string(),
             rest_api,
+            user: None,
         }
     }
 

@@ -102,6 +102,32 @@ impl Users<'_> {
             .set_access(agent, user, Some(AgentAccess::Owner))
     }
 
+    /// Creates an agent for `user` with `create` (a plain or template creation) and records
+    /// them as its owner; the agent is removed again if that fails, so it is never left the
+    /// administrator's alone. A user brings in only blocks they may already change (their
+    /// own, or through one of their agents): `block_ids` are checked first.
+    ///
+    /// Errors: `NotFound("block")` for a block in `block_ids` the user may not change (as if
+    /// it did not exist); `create`'s; `NotFound("user")`.
+    pub fn create_agent(
+        self,
+        user: &UserId,
+        block_ids: &[BlockId],
+        create: impl FnOnce() -> Result<crate::AgentState>,
+    ) -> Result<crate::AgentState> {
+        for block in block_ids {
+            if self.block_access(block, user)? < Some(AgentAccess::Write) {
+                return Err(Error::not_found("block", block.as_str()));
+            }
+        }
+        let state = create()?;
+        if let Err(e) = self.make_owner(&state.agent.id, user) {
+            let _ = self.engram.agents().delete(&state.agent.id);
+            return Err(e);
+        }
+        Ok(state)
+    }
+
     /// Records `user` as the owner of `block` (which they just made on their own).
     /// Errors: `NotFound("user" | "block")`.
     pub fn make_block_owner(self, block: &BlockId, user: &UserId) -> Result<()> {

@@ -12,8 +12,7 @@ use crate::shapes;
 use axum::extract::{Path, RawQuery, State};
 use axum::{Extension, Json};
 use engram_core::{
-    AgentAccess, AgentId, AgentPatch, BlockId, EmbeddingConfig, LlmConfig, LoopStyle, NewAgent,
-    NewBlock,
+    AgentId, AgentPatch, BlockId, EmbeddingConfig, LlmConfig, LoopStyle, NewAgent, NewBlock,
 };
 use engram_service::builtin_tools::default_tools;
 use engram_service::{AgentList, Engram};
@@ -196,16 +195,6 @@ pub async fn create(
     Body(req): Body<AgentIn>,
 ) -> ApiResult<Json<Value>> {
     let user = principal.as_ref().and_then(|Extension(p)| p.user());
-    if let Some(user) = user {
-        // A user brings in only blocks they may already change: their own, or through one of
-        // their agents.
-        for id in req.block_ids.iter().flatten() {
-            let block = BlockId::from(id.as_str());
-            if s.engram.users().block_access(&block, &user.id)? < Some(AgentAccess::Write) {
-                return Err(engram_core::Error::not_found("block", id.as_str()).into());
-            }
-        }
-    }
     let style = req.loop_style()?.unwrap_or_default();
     let (llm, embedding, tools) = (req.llm(None), req.embedding(), req.tools(&s.engram, style)?);
     let sleeptime = (req.enable_sleeptime, req.sleeptime_agent_frequency);
@@ -234,14 +223,16 @@ pub async fn create(
             .map(BlockId::from)
             .collect(),
     };
-    let state = s.engram.agents().create(new)?;
-    if let Some(user) = user
-        && let Err(e) = s.engram.users().make_owner(&state.agent.id, &user.id)
-    {
-        // Not left behind as the administrator's alone.
-        let _ = s.engram.agents().delete(&state.agent.id);
-        return Err(e.into());
-    }
+    let state = match user {
+        // Theirs, with only blocks they may already change.
+        Some(user) => {
+            let blocks = new.block_ids.clone();
+            s.engram
+                .users()
+                .create_agent(&user.id, &blocks, || s.engram.agents().create(new))?
+        }
+        None => s.engram.agents().create(new)?,
+    };
     if let Some(tags) = &req.tags {
         s.engram.agents().set_tags(&state.agent.id, tags)?;
     }

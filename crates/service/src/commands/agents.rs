@@ -1,23 +1,32 @@
 //! Agent commands: list, read, create (from a template), change, clone, delete; exports and
 //! imports of Agent Files.
 
-use super::{AppCall, Caller, blocking};
+use super::{Access, AppCall, Caller, blocking};
 use crate::{AgentState, Engram, ExportFile, ExportFormat, ImportReport, ModelProblem, Template};
-use engram_core::{Agent, AgentId, AgentPatch, Error, NewAgent, Result};
+use engram_core::{Agent, AgentAccess, AgentId, AgentPatch, Error, NewAgent, Result};
 use serde::Deserialize;
 use std::sync::Arc;
 use ts_rs::TS;
 
-/// `list_agents`: every agent, oldest first.
+/// `list_agents`: every agent, oldest first (a user's: those they may use).
 #[derive(Deserialize, TS)]
 #[ts(export, export_to = "args/")]
 pub struct ListAgentsArgs {}
 
 impl AppCall for ListAgentsArgs {
     const NAME: &'static str = "list_agents";
+    const ACCESS: Access = Access::Scoped;
     type Output = Vec<Agent>;
-    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.agents().list()
+    async fn call(self, e: &Arc<Engram>, caller: &Caller) -> Result<Self::Output> {
+        match &caller.user {
+            None => e.agents().list(),
+            Some(user) => e.agents().page(&crate::AgentList {
+                user: Some(user.id.clone()),
+                ascending: true,
+                limit: usize::MAX,
+                ..crate::AgentList::default()
+            }),
+        }
     }
 }
 
@@ -30,6 +39,7 @@ pub struct GetAgentArgs {
 
 impl AppCall for GetAgentArgs {
     const NAME: &'static str = "get_agent";
+    const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = AgentState;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<AgentState> {
         e.agents().get(&self.agent_id)
@@ -48,11 +58,18 @@ pub struct CreateAgentArgs {
 
 impl AppCall for CreateAgentArgs {
     const NAME: &'static str = "create_agent";
+    const ACCESS: Access = Access::Scoped;
     type Output = AgentState;
-    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<AgentState> {
-        match self.template {
+    async fn call(self, e: &Arc<Engram>, caller: &Caller) -> Result<AgentState> {
+        let blocks = self.new.block_ids.clone();
+        let create = || match self.template {
             Some(template) => e.agents().create_from_template(&template, self.new),
             None => e.agents().create(self.new),
+        };
+        match &caller.user {
+            // A user's agent is theirs, with only blocks they may already change.
+            Some(user) => e.users().create_agent(&user.id, &blocks, create),
+            None => create(),
         }
     }
 }
@@ -67,6 +84,7 @@ pub struct UpdateAgentArgs {
 
 impl AppCall for UpdateAgentArgs {
     const NAME: &'static str = "update_agent";
+    const ACCESS: Access = Access::Agent(AgentAccess::Write);
     type Output = Agent;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Agent> {
         e.agents().update(&self.agent_id, &self.patch)
@@ -100,6 +118,7 @@ pub struct DeleteAgentArgs {
 
 impl AppCall for DeleteAgentArgs {
     const NAME: &'static str = "delete_agent";
+    const ACCESS: Access = Access::Agent(AgentAccess::Owner);
     type Output = ();
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
         e.agents().delete(&self.agent_id)
@@ -113,6 +132,8 @@ pub struct ListTemplatesArgs {}
 
 impl AppCall for ListTemplatesArgs {
     const NAME: &'static str = "list_templates";
+    // The built-in starting points: nobody's data.
+    const ACCESS: Access = Access::Scoped;
     type Output = Vec<Template>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
         Ok(e.agents().templates())
@@ -128,6 +149,7 @@ pub struct ExportAgentArgs {
 
 impl AppCall for ExportAgentArgs {
     const NAME: &'static str = "export_agent";
+    const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = String;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<String> {
         let bytes = e
@@ -220,6 +242,7 @@ pub struct AgentModelProblemArgs {
 
 impl AppCall for AgentModelProblemArgs {
     const NAME: &'static str = "agent_model_problem";
+    const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = Option<ModelProblem>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Option<ModelProblem>> {
         e.agents().model_problem(&self.agent_id)

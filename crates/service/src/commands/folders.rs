@@ -2,11 +2,12 @@
 //! files an agent has open. Files arrive as bytes (base64 in the JSON) from the window's file
 //! picker or a drop, and are read and embedded before the command answers.
 
-use super::{AppCall, Caller};
+use super::{Access, AppCall, Caller};
 use crate::{Engram, FileAdded};
 use base64::Engine as _;
 use engram_core::{
-    AgentFile, AgentId, Error, FileId, Folder, FolderFile, FolderId, FolderWatch, NewFolder, Result,
+    AgentAccess, AgentFile, AgentId, Error, FileId, Folder, FolderFile, FolderId, FolderWatch,
+    NewFolder, Result,
 };
 use serde::Deserialize;
 use std::sync::Arc;
@@ -161,6 +162,7 @@ pub struct AgentFoldersArgs {
 
 impl AppCall for AgentFoldersArgs {
     const NAME: &'static str = "agent_folders";
+    const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = Vec<Folder>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Vec<Folder>> {
         e.folders().of_agent(&self.agent_id)
@@ -176,6 +178,7 @@ pub struct AgentFilesArgs {
 
 impl AppCall for AgentFilesArgs {
     const NAME: &'static str = "agent_files";
+    const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = Vec<AgentFile>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Vec<AgentFile>> {
         e.folders().files_of_agent(&self.agent_id)
@@ -200,6 +203,7 @@ pub struct OpenAgentFileArgs {
 
 impl AppCall for OpenAgentFileArgs {
     const NAME: &'static str = "open_agent_file";
+    const ACCESS: Access = Access::Agent(AgentAccess::Write);
     type Output = Vec<FileId>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Vec<FileId>> {
         e.folders()
@@ -217,6 +221,7 @@ pub struct CloseAgentFileArgs {
 
 impl AppCall for CloseAgentFileArgs {
     const NAME: &'static str = "close_agent_file";
+    const ACCESS: Access = Access::Agent(AgentAccess::Write);
     type Output = bool;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<bool> {
         e.folders().close_file(&self.agent_id, &self.file_id)

@@ -1,14 +1,14 @@
 //! Memory panel commands: core memory blocks (edit, history, undo, add, share, delete),
 //! archival passages, recall search, and the context window's make-up.
 
-use super::{AppCall, Caller};
+use super::{Access, AppCall, Caller};
 use crate::{
     AgentState, ContextBreakdown, ContextView, Engram, MessageHit, MessageQuery, PassageList,
     PassagePage, SharedBlock, UndoPlan,
 };
 use engram_core::{
-    AgentId, Block, BlockEdit, BlockId, BlockPatch, EditId, NewBlock, Passage, PassageHit,
-    PassageId, Result, TagMatch, Timestamp,
+    AgentAccess, AgentId, Block, BlockEdit, BlockId, BlockPatch, EditId, NewBlock, Passage,
+    PassageHit, PassageId, Result, TagMatch, Timestamp,
 };
 use serde::Deserialize;
 use std::sync::Arc;
@@ -26,6 +26,7 @@ pub struct ListBlocksArgs {
 
 impl AppCall for ListBlocksArgs {
     const NAME: &'static str = "list_blocks";
+    const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = Vec<Block>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
         e.blocks().of_agent(&self.agent_id)
@@ -44,6 +45,7 @@ pub struct UpdateBlockArgs {
 
 impl AppCall for UpdateBlockArgs {
     const NAME: &'static str = "update_block";
+    const ACCESS: Access = Access::Agent(AgentAccess::Write);
     type Output = Block;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Block> {
         e.blocks()
@@ -61,6 +63,7 @@ pub struct BlockHistoryArgs {
 
 impl AppCall for BlockHistoryArgs {
     const NAME: &'static str = "block_history";
+    const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = Vec<BlockEdit>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
         e.blocks().history(&self.agent_id, &self.label)
@@ -128,6 +131,7 @@ pub struct CreateAgentBlockArgs {
 
 impl AppCall for CreateAgentBlockArgs {
     const NAME: &'static str = "create_agent_block";
+    const ACCESS: Access = Access::Agent(AgentAccess::Write);
     type Output = Block;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Block> {
         e.blocks().create_for_agent(&self.agent_id, &self.new)
@@ -173,6 +177,7 @@ pub struct DetachBlockArgs {
 
 impl AppCall for DetachBlockArgs {
     const NAME: &'static str = "detach_block";
+    const ACCESS: Access = Access::Agent(AgentAccess::Write);
     type Output = AgentState;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<AgentState> {
         e.blocks().detach(&self.agent_id, &self.block_id)
@@ -205,6 +210,7 @@ pub struct ListPassagesArgs {
 
 impl AppCall for ListPassagesArgs {
     const NAME: &'static str = "list_passages";
+    const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = PassagePage;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<PassagePage> {
         e.archival().page(&self.agent_id, &self.list)
@@ -234,6 +240,7 @@ pub struct SearchArchivalArgs {
 
 impl AppCall for SearchArchivalArgs {
     const NAME: &'static str = "search_archival";
+    const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = Vec<PassageHit>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
         let q = crate::PassageQuery {
@@ -261,6 +268,7 @@ pub struct AddPassageArgs {
 
 impl AppCall for AddPassageArgs {
     const NAME: &'static str = "add_passage";
+    const ACCESS: Access = Access::Agent(AgentAccess::Write);
     type Output = Passage;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Passage> {
         let tags = self.tags.unwrap_or_default();
@@ -278,6 +286,7 @@ pub struct DeletePassageArgs {
 
 impl AppCall for DeletePassageArgs {
     const NAME: &'static str = "delete_passage";
+    const ACCESS: Access = Access::Agent(AgentAccess::Write);
     type Output = ();
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
         e.archival().delete(&self.agent_id, &self.passage_id)
@@ -299,6 +308,7 @@ pub struct EditPassageArgs {
 
 impl AppCall for EditPassageArgs {
     const NAME: &'static str = "edit_passage";
+    const ACCESS: Access = Access::Agent(AgentAccess::Write);
     type Output = Passage;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Passage> {
         e.archival()
@@ -324,6 +334,7 @@ pub struct SearchRecallArgs {
 
 impl AppCall for SearchRecallArgs {
     const NAME: &'static str = "search_recall";
+    const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = Vec<MessageHit>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
         let query = MessageQuery {
@@ -346,6 +357,7 @@ pub struct ContextWindowArgs {
 
 impl AppCall for ContextWindowArgs {
     const NAME: &'static str = "context_window";
+    const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = ContextBreakdown;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<ContextBreakdown> {
         e.agents().context_breakdown(&self.agent_id)
@@ -362,6 +374,7 @@ pub struct ContextViewArgs {
 
 impl AppCall for ContextViewArgs {
     const NAME: &'static str = "context_view";
+    const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = ContextView;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<ContextView> {
         e.agents().context_view(&self.agent_id)

@@ -43,7 +43,7 @@ pub use typescript::typescript;
 
 use crate::{Engram, RestApiStatus, RunRequest};
 use engram_core::commands::CommandKind;
-use engram_core::{AgentId, Error, Result};
+use engram_core::{AgentAccess, AgentId, Error, Result, User};
 use futures::future::BoxFuture;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -61,6 +61,23 @@ pub struct Caller {
     /// request that carried the API token. Acts that start programs with the user's rights
     /// (adding or accepting an MCP server, installing the tools' Python) refuse others.
     pub authenticated: bool,
+    /// A user of a shared server (their own token), or `None` for the administrator and the
+    /// desktop window. Commands open to users ([`Access::Scoped`]) answer for them alone.
+    pub user: Option<User>,
+}
+
+/// Who may call a command on a shared `engram serve` with a user's token (the server's own
+/// token and the desktop window reach every command). The transport checks it before the
+/// command runs; what is not named stays the administrator's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// The administrator's: providers, models, tools, MCP servers, folders, settings.
+    Admin,
+    /// Every user: the command answers for [`Caller::user`] alone (their agents, their info).
+    Scoped,
+    /// A user with at least this access to the agent named by the `agent_id` argument. An
+    /// agent they may not see is "not found".
+    Agent(AgentAccess),
 }
 
 /// Refuses `what` (e.g. "adding an MCP server") unless the caller is known to be the user:
@@ -84,6 +101,8 @@ pub trait AppCall: DeserializeOwned + TS + Send + 'static {
     const NAME: &'static str;
     /// Whether `engram serve` answers it (false for what only makes sense in the desktop app).
     const HTTP: bool = true;
+    /// Who may call it with a user's token.
+    const ACCESS: Access = Access::Admin;
     /// What it answers (serialized as the command's JSON result).
     type Output: Serialize + TS + 'static;
     /// Answers the command.
@@ -102,6 +121,8 @@ pub trait AppCall: DeserializeOwned + TS + Send + 'static {
 pub trait AppRun: DeserializeOwned + TS + Send + 'static {
     /// The command's name.
     const NAME: &'static str;
+    /// Who may call it with a user's token: a run changes the agent's history.
+    const ACCESS: Access = Access::Agent(AgentAccess::Write);
     /// The agent to run and what to run.
     fn into_run(self) -> (AgentId, RunRequest);
 }
@@ -127,6 +148,8 @@ pub struct CommandDef {
     pub kind: CommandKind,
     /// Whether `engram serve` answers it at `POST /app/{name}`.
     pub http: bool,
+    /// Who may call it with a user's token.
+    pub access: Access,
     args_ts: TsFn,
     output_ts: Option<TsFn>,
     answer: Answer,
@@ -175,6 +198,7 @@ fn call_def<C: AppCall>() -> CommandDef {
         name: C::NAME,
         kind: CommandKind::Call,
         http: C::HTTP,
+        access: C::ACCESS,
         args_ts: ts::<C>,
         output_ts: Some(ts::<C::Output>),
         answer: Answer::Call(answer::<C>),
@@ -186,13 +210,15 @@ fn run_def<R: AppRun>() -> CommandDef {
         name: R::NAME,
         kind: CommandKind::Run,
         http: true,
+        access: R::ACCESS,
         args_ts: ts::<R>,
         output_ts: None,
         answer: Answer::Run(start::<R>),
     }
 }
 
-/// A command a transport answers by hand, with its arguments `A` and result `O`.
+/// A command a transport answers by hand, with its arguments `A` and result `O`. Joining a
+/// run reads the agent; the others are the desktop's own or the administrator's.
 fn adapter<A: TS + 'static, O: TS + 'static>(
     name: &'static str,
     kind: CommandKind,
@@ -202,6 +228,11 @@ fn adapter<A: TS + 'static, O: TS + 'static>(
         name,
         kind,
         http,
+        access: if kind == CommandKind::Attach {
+            Access::Agent(AgentAccess::Read)
+        } else {
+            Access::Admin
+        },
         args_ts: ts::<A>,
         output_ts: Some(ts::<O>),
         answer: Answer::Adapter,

@@ -1,12 +1,14 @@
 //! Settings commands: app info, model providers and the default model, the model picker's
 //! context windows, model prices, the Python tools run in, and MCP servers.
 
-use super::{AppCall, Caller, blocking, require_user};
+use super::{Access, AppCall, Caller, blocking, require_user};
 use crate::{
     AppInfo, ChatModel, Engram, LocalServer, ModelInfo, ModelWindow, ProviderInfo, ProviderSetup,
     ToolPython,
 };
-use engram_core::{AgentId, McpServer, ModelPrice, NewMcpServer, Result, RunId, Tool, UsageCost};
+use engram_core::{
+    AgentAccess, AgentId, McpServer, ModelPrice, NewMcpServer, Result, RunId, Tool, UsageCost,
+};
 use serde::Deserialize;
 use std::sync::Arc;
 use ts_rs::TS;
@@ -18,9 +20,16 @@ pub struct AppInfoArgs {}
 
 impl AppCall for AppInfoArgs {
     const NAME: &'static str = "app_info";
+    const ACCESS: Access = Access::Scoped;
     type Output = AppInfo;
     async fn call(self, e: &Arc<Engram>, caller: &Caller) -> Result<AppInfo> {
-        Ok(e.app_info(caller.rest_api.clone()))
+        let mut info = e.app_info(caller.rest_api.clone());
+        if let Some(user) = &caller.user {
+            // The server's data directory is the administrator's business.
+            info.home = String::new();
+            info.user = Some(user.name.clone());
+        }
+        Ok(info)
     }
 }
 
@@ -267,6 +276,8 @@ pub struct GetDefaultModelArgs {}
 
 impl AppCall for GetDefaultModelArgs {
     const NAME: &'static str = "get_default_model";
+    // New agents in a user's window start on the server's default model too.
+    const ACCESS: Access = Access::Scoped;
     type Output = String;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<String> {
         e.models().default_chat()
@@ -391,6 +402,7 @@ pub struct UsageCostArgs {
 
 impl AppCall for UsageCostArgs {
     const NAME: &'static str = "usage_cost";
+    const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = UsageCost;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<UsageCost> {
         e.models().usage_cost(&self.agent_id, self.run_id.as_ref())

@@ -1,9 +1,11 @@
 //! Sleep-time commands: an agent's settings (the switch and its options), its passes ("while
 //! you were away"), a pass run now, and undo of one change or a whole pass.
 
-use super::{AppCall, Caller};
+use super::{Access, AppCall, Caller};
 use crate::Engram;
-use engram_core::{AgentId, PassId, Result, SleeptimeBudget, SleeptimePass, SleeptimeSettings};
+use engram_core::{
+    AgentAccess, AgentId, PassId, Result, SleeptimeBudget, SleeptimePass, SleeptimeSettings,
+};
 use serde::Deserialize;
 use std::sync::Arc;
 use ts_rs::TS;
@@ -20,6 +22,7 @@ pub struct SleeptimeSettingsArgs {
 
 impl AppCall for SleeptimeSettingsArgs {
     const NAME: &'static str = "sleeptime_settings";
+    const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = SleeptimeSettings;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<SleeptimeSettings> {
         e.sleeptime().settings(&self.agent_id)
@@ -36,6 +39,7 @@ pub struct SetSleeptimeSettingsArgs {
 
 impl AppCall for SetSleeptimeSettingsArgs {
     const NAME: &'static str = "set_sleeptime_settings";
+    const ACCESS: Access = Access::Agent(AgentAccess::Write);
     type Output = ();
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
         e.sleeptime().set_settings(&self.agent_id, &self.settings)
@@ -53,6 +57,7 @@ pub struct SleeptimePassesArgs {
 
 impl AppCall for SleeptimePassesArgs {
     const NAME: &'static str = "sleeptime_passes";
+    const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = Vec<SleeptimePass>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
         e.sleeptime()
@@ -69,6 +74,7 @@ pub struct RunSleeptimePassArgs {
 
 impl AppCall for RunSleeptimePassArgs {
     const NAME: &'static str = "run_sleeptime_pass";
+    const ACCESS: Access = Access::Agent(AgentAccess::Write);
     type Output = SleeptimePass;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<SleeptimePass> {
         e.sleeptime().run_pass(&self.agent_id).await

@@ -2,9 +2,11 @@
 //! the user's trust decisions (DESIGN.md §8b: a tool's reviewed source, an agent's
 //! endpoints), and tool calls that wait for the user's approval.
 
-use super::{AppCall, Caller, blocking};
+use super::{Access, AppCall, Caller, blocking};
 use crate::{AgentEndpoints, Engram, ToolTrial};
-use engram_core::{Agent, AgentId, EndpointKind, NewTool, PendingApproval, Result, Tool, ToolId};
+use engram_core::{
+    Agent, AgentAccess, AgentId, EndpointKind, NewTool, PendingApproval, Result, Tool, ToolId,
+};
 use serde::Deserialize;
 use std::sync::Arc;
 use ts_rs::TS;
@@ -31,6 +33,7 @@ pub struct AgentToolsArgs {
 
 impl AppCall for AgentToolsArgs {
     const NAME: &'static str = "agent_tools";
+    const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = Vec<Tool>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
         e.tools().of_agent(&self.agent_id)
@@ -167,6 +170,7 @@ pub struct AgentEndpointsArgs {
 
 impl AppCall for AgentEndpointsArgs {
     const NAME: &'static str = "agent_endpoints";
+    const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = AgentEndpoints;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<AgentEndpoints> {
         e.trust().endpoints(&self.agent_id)
@@ -236,6 +240,7 @@ pub struct PendingApprovalArgs {
 
 impl AppCall for PendingApprovalArgs {
     const NAME: &'static str = "pending_approval";
+    const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = Option<PendingApproval>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
         e.runs().pending_approval(&self.agent_id)

@@ -2,9 +2,9 @@
 //! decision, regenerate, edit & resend) and stopping them, the message actions' previews,
 //! deleting a message, a new conversation, and what stored runs left behind.
 
-use super::{AppCall, AppRun, Caller};
+use super::{Access, AppCall, AppRun, Caller};
 use crate::{Engram, MessageWindow, RunRecord, RunRequest, ToolEdit, TurnRollback, WindowAt};
-use engram_core::{AgentId, ApprovalDecision, Message, MessageId, Result, RunId};
+use engram_core::{AgentAccess, AgentId, ApprovalDecision, Message, MessageId, Result, RunId};
 use serde::Deserialize;
 use std::sync::Arc;
 use ts_rs::TS;
@@ -21,6 +21,7 @@ pub struct ListMessagesArgs {
 
 impl AppCall for ListMessagesArgs {
     const NAME: &'static str = "list_messages";
+    const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = Vec<Message>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
         e.recall()
@@ -40,6 +41,7 @@ pub struct MessageWindowArgs {
 
 impl AppCall for MessageWindowArgs {
     const NAME: &'static str = "message_window";
+    const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = MessageWindow;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<MessageWindow> {
         e.recall().window(&self.agent_id, &self.at, self.limit)
@@ -132,6 +134,7 @@ pub struct CancelRunArgs {
 
 impl AppCall for CancelRunArgs {
     const NAME: &'static str = "cancel_run";
+    const ACCESS: Access = Access::Agent(AgentAccess::Write);
     type Output = usize;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<usize> {
         Ok(e.runs()
@@ -148,6 +151,7 @@ pub struct RegeneratePreviewArgs {
 
 impl AppCall for RegeneratePreviewArgs {
     const NAME: &'static str = "regenerate_preview";
+    const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = TurnRollback;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<TurnRollback> {
         e.runs().regenerate_preview(&self.agent_id)
@@ -164,6 +168,7 @@ pub struct RollbackPreviewArgs {
 
 impl AppCall for RollbackPreviewArgs {
     const NAME: &'static str = "rollback_preview";
+    const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = TurnRollback;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<TurnRollback> {
         e.runs().rollback_preview(&self.agent_id, &self.message_id)
@@ -181,6 +186,7 @@ pub struct DeleteMessageArgs {
 
 impl AppCall for DeleteMessageArgs {
     const NAME: &'static str = "delete_message";
+    const ACCESS: Access = Access::Agent(AgentAccess::Write);
     type Output = Vec<MessageId>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
         e.recall().delete(&self.agent_id, &self.message_id)
@@ -197,6 +203,7 @@ pub struct ResetMessagesArgs {
 
 impl AppCall for ResetMessagesArgs {
     const NAME: &'static str = "reset_messages";
+    const ACCESS: Access = Access::Agent(AgentAccess::Write);
     type Output = usize;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<usize> {
         e.recall().reset(&self.agent_id)
@@ -214,6 +221,7 @@ pub struct RunRecordsArgs {
 
 impl AppCall for RunRecordsArgs {
     const NAME: &'static str = "run_records";
+    const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = Vec<RunRecord>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
         e.runs().records(&self.agent_id, self.run_ids.as_deref())
@@ -231,6 +239,7 @@ pub struct RunEditsArgs {
 
 impl AppCall for RunEditsArgs {
     const NAME: &'static str = "run_edits";
+    const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = Vec<ToolEdit>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
         e.runs()

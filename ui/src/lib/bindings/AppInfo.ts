@@ -16,4 +16,9 @@ home: string,
 /**
  * The local REST API.
  */
-rest_api: RestApiStatus, };
+rest_api: RestApiStatus, 
+/**
+ * The user of a shared server whose token the window uses (`None`: the administrator
+ * or the desktop). Their window hides what only the administrator may change.
+ */
+user: string | null, };

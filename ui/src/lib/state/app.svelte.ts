@@ -1,6 +1,7 @@
 import { backend, BackendError } from '../backend';
 import type { Agent, ProviderInfo } from '../backend/types';
 import type { Route, SettingsSection } from './route';
+import { isAdmin, loadAccount } from './account.svelte';
 
 export type View = 'chat' | 'settings' | 'tools';
 
@@ -35,7 +36,8 @@ export class AppState {
   /** Loads agents and providers, then shows `initial` (the address the window opened at),
    *  else the last agent, else (no agent yet) the guided first run. */
   async init(initial: Route | null = null): Promise<void> {
-    await Promise.all([this.loadAgents(), this.loadProviders()]);
+    await loadAccount();
+    await Promise.all([this.loadAgents(), isAdmin() ? this.loadProviders() : undefined]);
     this.loaded = true;
     if (initial) this.show(initial);
   }

@@ -1,4 +1,5 @@
 import { backend, BackendError } from '../backend';
+import { isAdmin } from './account.svelte';
 import type { ClientWriteOutcome, PendingClientWrite } from '../backend/types';
 
 /** How often the list is re-read while shown: the memory server that asked is usually another
@@ -47,6 +48,8 @@ class ClientWrites {
   }
 
   async refresh() {
+    // Writes waiting from MCP clients are the administrator's to decide.
+    if (!isAdmin()) return;
     try {
       this.list = await backend().call('pending_client_writes');
       this.error = null;

@@ -1,4 +1,5 @@
 import { backend, BackendError } from '../backend';
+import { isAdmin } from './account.svelte';
 import type { Block, BlockAgent, BlockPatch, ContextBreakdown, NewBlock, SharedBlock } from '../backend/types';
 
 /** How long a block stays highlighted after the agent edited it (ms). */
@@ -34,6 +35,11 @@ export class MemoryState {
 
   /** Where blocks are shared; without it the blocks still show, only unmarked. */
   async loadShared(): Promise<void> {
+    // Which agents share a block is the administrator's to see.
+    if (!isAdmin()) {
+      this.shared = [];
+      return;
+    }
     try {
       this.shared = await backend().call('shared_blocks');
     } catch {

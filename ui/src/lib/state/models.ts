@@ -1,4 +1,5 @@
 import { backend } from '../backend';
+import { isAdmin } from './account.svelte';
 
 /**
  * Context windows people set per model handle (`provider/model`). The engine keeps them
@@ -14,6 +15,8 @@ export const DEFAULT_CONTEXT_WINDOW = 8192;
 
 /** Reads the stored windows from the engine (once; call again after a failure to retry). */
 export function loadModelWindows(): Promise<void> {
+  // The stored windows are the administrator's settings; a user's window goes without them.
+  if (!isAdmin()) return Promise.resolve();
   loading ??= backend()
     .call('model_windows')
     .then((all) => {

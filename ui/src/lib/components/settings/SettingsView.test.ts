@@ -7,7 +7,7 @@ import { SETTINGS_SECTIONS } from '../../state/route';
 
 afterEach(() => setBackend(null));
 
-const info = { version: '0.9.0', home: '/home/sam/.engram', rest_api: { enabled: false, url: null } };
+const info = { version: '0.9.0', home: '/home/sam/.engram', rest_api: { enabled: false, url: null }, user: null };
 
 function fake() {
   return useFakeBackend({
