@@ -8,7 +8,8 @@
 //! their versioned operations, with history), [`LeaseStore`] (one holder per agent, with
 //! fencing tokens checked at commit), [`MessageStore`] (recall memory: the message history,
 //! paged by `seq`, with a words search), [`PassageStore`] (archival memory: tagged
-//! passages, listed by time, with a words search) and [`UserStore`] (a shared server's users,
+//! passages, listed by time, with a words search), [`SettingStore`] (model providers without
+//! their keys, and the app's key-value settings) and [`UserStore`] (a shared server's users,
 //! their token hashes and access to agents). Steps and the rest follow the same way.
 //!
 //! # Async, dyn-compatible
@@ -45,11 +46,13 @@
 
 mod messages;
 mod passages;
+mod settings;
 mod users;
 mod words;
 
 pub use messages::{Hit, MessageSearch, MessageStore, SEQ_GAP, SeqOrder};
 pub use passages::{PassageRange, PassageSearch, PassageStore};
+pub use settings::{ProviderRow, SettingStore};
 pub use users::UserStore;
 pub use words::{MAX_QUERY_WORDS, QueryWords, query_words};
 
@@ -240,11 +243,12 @@ pub trait LeaseStore: Send + Sync {
 
 /// Everything a backend provides: what the service will hold as `Arc<dyn Backend>`.
 pub trait Backend:
-    AgentStore + BlockStore + LeaseStore + MessageStore + PassageStore + UserStore
+    AgentStore + BlockStore + LeaseStore + MessageStore + PassageStore + SettingStore + UserStore
 {
 }
 
-impl<T: AgentStore + BlockStore + LeaseStore + MessageStore + PassageStore + UserStore> Backend
-    for T
+impl<
+    T: AgentStore + BlockStore + LeaseStore + MessageStore + PassageStore + SettingStore + UserStore,
+> Backend for T
 {
 }

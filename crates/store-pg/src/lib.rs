@@ -39,6 +39,7 @@ mod messages;
 mod migrations;
 mod passages;
 mod rows;
+mod settings;
 mod tx;
 mod users;
 

@@ -51,6 +51,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "users",
         sql: USERS,
     },
+    Migration {
+        version: 6,
+        name: "settings",
+        sql: SETTINGS,
+    },
 ];
 
 /// The advisory lock key migrations run under (`"engram"` in ASCII, then 1): any number that
@@ -238,6 +243,23 @@ CREATE INDEX agent_access_by_user ON agent_access (user_id, agent_id);
 CREATE TABLE block_owners (
     block_id text PRIMARY KEY REFERENCES blocks (id) ON DELETE CASCADE,
     user_id  text NOT NULL REFERENCES users (id) ON DELETE CASCADE
+);
+"#;
+
+/// Model providers (never their keys) and the app's key-value settings.
+const SETTINGS: &str = r#"
+CREATE TABLE providers (
+    name          text PRIMARY KEY,
+    kind          text NOT NULL,
+    base_url      text,
+    default_model text,
+    created_at    timestamptz NOT NULL,
+    updated_at    timestamptz NOT NULL
+);
+
+CREATE TABLE settings (
+    key   text PRIMARY KEY,
+    value text NOT NULL
 );
 "#;
 

@@ -18,7 +18,7 @@ use engram_core::{
 };
 use engram_store_api::{
     AgentStore, BlockStore, Hit, Lease, LeaseGrant, LeaseStore, MessageSearch, MessageStore,
-    PassageRange, PassageSearch, PassageStore, UserStore,
+    PassageRange, PassageSearch, PassageStore, ProviderRow, SettingStore, UserStore,
 };
 use std::sync::MutexGuard;
 use std::time::Duration;
@@ -330,5 +330,36 @@ impl UserStore for Store {
 
     async fn user_agents(&self, user: &UserId) -> Result<Vec<(AgentId, AgentAccess)>> {
         self.users().agents(user)
+    }
+}
+
+#[async_trait]
+impl SettingStore for Store {
+    async fn upsert_provider(&self, p: &ProviderRow) -> Result<()> {
+        self.settings().upsert_provider(p)
+    }
+
+    async fn get_provider(&self, name: &str) -> Result<ProviderRow> {
+        self.settings().get_provider(name)
+    }
+
+    async fn list_providers(&self) -> Result<Vec<ProviderRow>> {
+        self.settings().list_providers()
+    }
+
+    async fn delete_provider(&self, name: &str) -> Result<()> {
+        self.settings().delete_provider(name)
+    }
+
+    async fn get_setting(&self, key: &str) -> Result<Option<String>> {
+        self.settings().get(key)
+    }
+
+    async fn set_setting(&self, key: &str, value: &str) -> Result<()> {
+        self.settings().set(key, value)
+    }
+
+    async fn settings_with_prefix(&self, prefix: &str) -> Result<Vec<(String, String)>> {
+        self.settings().with_prefix(prefix)
     }
 }

@@ -4,20 +4,8 @@ use crate::rooms::SettingRows;
 use crate::sql::{self, DbResult};
 use engram_core::{Error, Result};
 use rusqlite::{OptionalExtension, Row, params};
-use serde::{Deserialize, Serialize};
 
-/// A configured model provider, without its key (the key is in the keychain, by `name`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProviderRow {
-    /// The handle prefix models use, e.g. `openai`, `anthropic`, `ollama`.
-    pub name: String,
-    /// The API dialect, e.g. `openai` (also for OpenAI-compatible servers) or `anthropic`.
-    pub kind: String,
-    /// The server's base URL; `None` uses the provider's default.
-    pub base_url: Option<String>,
-    /// The model picked when an agent names none.
-    pub default_model: Option<String>,
-}
+pub use engram_store_api::ProviderRow;
 
 fn provider_from_row(r: &Row<'_>) -> rusqlite::Result<ProviderRow> {
     Ok(ProviderRow {

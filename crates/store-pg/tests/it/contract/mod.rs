@@ -8,6 +8,7 @@ mod leases;
 mod messages;
 mod ops;
 mod passages;
+mod settings;
 mod users;
 
 use engram_core::{Agent, Block, Editor, Error, LlmConfig, NewBlock};

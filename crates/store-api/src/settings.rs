@@ -1,0 +1,49 @@
+//! Settings: the model providers Engram talks to (never their keys: those stay in the OS
+//! keychain, or a server's environment or secrets file) and the app's own key-value settings
+//! (default models, context windows and prices set per model, sleep-time budgets, …).
+
+use async_trait::async_trait;
+use engram_core::Result;
+use serde::{Deserialize, Serialize};
+
+/// A configured model provider, without its key (the key is kept by `name`, elsewhere).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProviderRow {
+    /// The handle prefix models use, e.g. `openai`, `anthropic`, `ollama`.
+    pub name: String,
+    /// The API dialect, e.g. `openai` (also for OpenAI-compatible servers) or `anthropic`.
+    pub kind: String,
+    /// The server's base URL; `None` uses the provider's default.
+    pub base_url: Option<String>,
+    /// The model picked when an agent names none.
+    pub default_model: Option<String>,
+}
+
+/// Providers and app settings. Lists come in byte order of their names or keys (as SQLite
+/// compares text), whatever the database's collation.
+#[async_trait]
+pub trait SettingStore: Send + Sync {
+    /// Creates or replaces a provider's settings (its creation time is kept on replace).
+    ///
+    /// Errors: `Invalid` for an empty name or kind; `Storage`.
+    async fn upsert_provider(&self, p: &ProviderRow) -> Result<()>;
+
+    /// One provider's settings. Errors: `NotFound("provider", name)`; `Storage`.
+    async fn get_provider(&self, name: &str) -> Result<ProviderRow>;
+
+    /// Every configured provider, by name. Errors: `Storage`.
+    async fn list_providers(&self) -> Result<Vec<ProviderRow>>;
+
+    /// Removes a provider's settings. Errors: `NotFound("provider", name)`; `Storage`.
+    async fn delete_provider(&self, name: &str) -> Result<()>;
+
+    /// An app setting's value, `None` if it was never set. Errors: `Storage`.
+    async fn get_setting(&self, key: &str) -> Result<Option<String>>;
+
+    /// Sets an app setting, replacing any previous value. Errors: `Storage`.
+    async fn set_setting(&self, key: &str, value: &str) -> Result<()>;
+
+    /// Every app setting whose key starts with `prefix` (plain characters: `%` and `_` are
+    /// themselves), by key. Errors: `Storage`.
+    async fn settings_with_prefix(&self, prefix: &str) -> Result<Vec<(String, String)>>;
+}

@@ -1,0 +1,115 @@
+//! Providers (without keys) and app settings on PostgreSQL, in the same shape as the SQLite
+//! store's (`engram_store::SettingRows`). Lists sort with `COLLATE "C"`: byte order, as SQLite
+//! compares text, whatever collation the database was made with.
+
+use crate::PgStore;
+use crate::rows::{self, Cached};
+use crate::tx::TxError;
+use async_trait::async_trait;
+use engram_core::{Error, Result};
+use engram_store_api::{ProviderRow, SettingStore};
+use tokio_postgres::Row;
+
+const PROVIDER_COLS: &str = "name, kind, base_url, default_model";
+
+fn provider_of(r: &Row) -> ProviderRow {
+    ProviderRow {
+        name: r.get(0),
+        kind: r.get(1),
+        base_url: r.get(2),
+        default_model: r.get(3),
+    }
+}
+
+#[async_trait]
+impl SettingStore for PgStore {
+    async fn upsert_provider(&self, p: &ProviderRow) -> Result<()> {
+        if p.name.trim().is_empty() || p.kind.trim().is_empty() {
+            return Err(Error::invalid("a provider needs a name and a kind"));
+        }
+        let now = rows::now();
+        let c = self.client().await?;
+        c.exec(
+            "INSERT INTO providers (name, kind, base_url, default_model, created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $5)
+             ON CONFLICT (name) DO UPDATE SET kind = excluded.kind, base_url = excluded.base_url,
+                 default_model = excluded.default_model, updated_at = excluded.updated_at",
+            &[&p.name, &p.kind, &p.base_url, &p.default_model, &now],
+        )
+        .await
+        .map_err(TxError::from)?;
+        Ok(())
+    }
+
+    async fn get_provider(&self, name: &str) -> Result<ProviderRow> {
+        let c = self.client().await?;
+        c.one_opt(
+            &format!("SELECT {PROVIDER_COLS} FROM providers WHERE name = $1"),
+            &[&name],
+        )
+        .await
+        .map_err(TxError::from)?
+        .map(|r| provider_of(&r))
+        .ok_or_else(|| Error::not_found("provider", name))
+    }
+
+    async fn list_providers(&self) -> Result<Vec<ProviderRow>> {
+        let c = self.client().await?;
+        let rows = c
+            .rows(
+                &format!("SELECT {PROVIDER_COLS} FROM providers ORDER BY name COLLATE \"C\""),
+                &[],
+            )
+            .await
+            .map_err(TxError::from)?;
+        Ok(rows.iter().map(provider_of).collect())
+    }
+
+    async fn delete_provider(&self, name: &str) -> Result<()> {
+        let c = self.client().await?;
+        let n = c
+            .exec("DELETE FROM providers WHERE name = $1", &[&name])
+            .await
+            .map_err(TxError::from)?;
+        if n == 0 {
+            return Err(Error::not_found("provider", name));
+        }
+        Ok(())
+    }
+
+    async fn get_setting(&self, key: &str) -> Result<Option<String>> {
+        let c = self.client().await?;
+        Ok(
+            c.one_opt("SELECT value FROM settings WHERE key = $1", &[&key])
+                .await
+                .map_err(TxError::from)?
+                .map(|r| r.get(0)),
+        )
+    }
+
+    async fn set_setting(&self, key: &str, value: &str) -> Result<()> {
+        let c = self.client().await?;
+        c.exec(
+            "INSERT INTO settings (key, value) VALUES ($1, $2)
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            &[&key, &value],
+        )
+        .await
+        .map_err(TxError::from)?;
+        Ok(())
+    }
+
+    async fn settings_with_prefix(&self, prefix: &str) -> Result<Vec<(String, String)>> {
+        let c = self.client().await?;
+        // `starts_with`, not LIKE: `%` and `_` in a prefix are plain characters.
+        let rows = c
+            .rows(
+                "SELECT key, value FROM settings WHERE starts_with(key, $1)
+                 ORDER BY key COLLATE \"C\"",
+                &[&prefix],
+            )
+            .await
+            .map_err(TxError::from)?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+}
