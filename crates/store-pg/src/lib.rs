@@ -25,6 +25,8 @@
 //! - **Full-text search with `tsvector`.** The words of messages and passages are generated
 //!   `tsvector` columns with GIN indexes, stemmed like the SQLite store's FTS5 tables; ranked by
 //!   `ts_rank`, not BM25. Passage tags are a `text[]` (GIN index) and vectors plain bytes.
+//! - **Notices between replicas** (`notices`): `LISTEN`/`NOTIFY`, delivered on commit; a
+//!   listener that lost its connection listens again and says so, as notices are not kept.
 //! - **Types.** Timestamps are `timestamptz` (microseconds, as the SQLite store keeps them);
 //!   JSON-valued fields are `jsonb`.
 //!
@@ -37,6 +39,7 @@ mod error;
 mod leases;
 mod messages;
 mod migrations;
+mod notices;
 mod passages;
 mod rows;
 mod settings;
@@ -45,6 +48,7 @@ mod users;
 
 pub use error::PgError;
 pub use migrations::{MIGRATIONS, Migration};
+pub use notices::{BusEvent, Listener, MAX_NOTICE_BYTES, NOTICE_CHANNEL};
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use std::str::FromStr;
@@ -56,6 +60,8 @@ pub const DEFAULT_POOL_SIZE: usize = 16;
 #[derive(Clone)]
 pub struct PgStore {
     pool: Pool,
+    /// Where the database is, for connections outside the pool (a notice listener's).
+    config: tokio_postgres::Config,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -85,7 +91,7 @@ impl PgStore {
     pub async fn connect_with_pool_size(url: &str, size: usize) -> Result<PgStore, PgError> {
         let config = tokio_postgres::Config::from_str(url).map_err(PgError::Url)?;
         let manager = Manager::from_config(
-            config,
+            config.clone(),
             tokio_postgres::NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -95,7 +101,7 @@ impl PgStore {
             .max_size(size.max(1))
             .build()
             .map_err(|e| PgError::Pool(e.to_string()))?;
-        let store = PgStore { pool };
+        let store = PgStore { pool, config };
         let mut client = store.client().await?;
         migrations::run(&mut client).await?;
         Ok(store)

@@ -48,6 +48,13 @@ pub struct Postgres {
     store: PgStore,
 }
 
+impl Postgres {
+    /// The database's URL, for a client of the test's own.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+}
+
 /// Connections per pool: small, as several pools share one test cluster.
 const POOL: usize = 4;
 

@@ -1,5 +1,5 @@
-//! Lease behaviour only PostgreSQL can show: replicas with pools of their own racing for one
-//! agent's lease.
+//! What only PostgreSQL can show: replicas with pools of their own racing for one agent's
+//! lease, a store outliving a database restart, and notices between replicas.
 
 use crate::harness::{Harness, Postgres};
 use engram_core::{Agent, LlmConfig};
@@ -57,4 +57,98 @@ async fn a_store_recovers_when_the_database_comes_back() {
     let again = Agent::new("after the restart", LlmConfig::new("openai/gpt-4o-mini"));
     store.create_agent(&again, &[], &[]).await.unwrap();
     assert_eq!(store.list_agents().await.unwrap().len(), 2);
+}
+
+/// The next event a listener hears within `wait`, or `None`.
+async fn heard(
+    listener: &mut engram_store_pg::Listener,
+    wait: Duration,
+) -> Option<engram_store_pg::BusEvent> {
+    tokio::time::timeout(wait, listener.recv())
+        .await
+        .ok()
+        .flatten()
+}
+
+/// A notice one replica publishes reaches a listener on another, in order; one sent inside a
+/// transaction arrives when it commits and never when it rolls back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notices_reach_other_replicas_on_commit_only() {
+    use engram_store_pg::BusEvent::Notice;
+    let h = Postgres::fresh().await;
+    let replica = h.replica().await;
+    let mut listener = replica.listen().await.unwrap();
+    let publisher = h.backend();
+    publisher.publish("first").await.unwrap();
+    publisher.publish("second").await.unwrap();
+    let short = Duration::from_secs(5);
+    assert_eq!(
+        heard(&mut listener, short).await,
+        Some(Notice("first".into()))
+    );
+    assert_eq!(
+        heard(&mut listener, short).await,
+        Some(Notice("second".into()))
+    );
+
+    // A writer's own transaction, as a step's commit will send its notices.
+    let (mut client, connection) = tokio_postgres::connect(h.url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let tx = client.transaction().await.unwrap();
+    tx.execute("SELECT pg_notify('engram_notices', 'rolled back')", &[])
+        .await
+        .unwrap();
+    tx.rollback().await.unwrap();
+    let tx = client.transaction().await.unwrap();
+    tx.execute("SELECT pg_notify('engram_notices', 'committed')", &[])
+        .await
+        .unwrap();
+    assert_eq!(
+        heard(&mut listener, Duration::from_millis(300)).await,
+        None,
+        "nothing before the commit"
+    );
+    tx.commit().await.unwrap();
+    assert_eq!(
+        heard(&mut listener, short).await,
+        Some(Notice("committed".into()))
+    );
+
+    let big = "x".repeat(engram_store_pg::MAX_NOTICE_BYTES + 1);
+    assert!(matches!(
+        publisher.publish(&big).await,
+        Err(engram_core::Error::Invalid(_))
+    ));
+}
+
+/// The database restarted under a listener: it listens again on its own and says so, since
+/// notices sent while it was away are lost; then it hears new ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listener_comes_back_after_the_database_restarts_and_says_so() {
+    use engram_store_pg::BusEvent::{Notice, Resync};
+    let cluster = engram_test_postgres::Cluster::start().expect("a private cluster starts");
+    let url = cluster.database().unwrap().url();
+    let store = engram_store_pg::PgStore::connect_with_pool_size(&url, 2)
+        .await
+        .unwrap();
+    let mut listener = store.listen().await.unwrap();
+    store.publish("before").await.unwrap();
+    let wait = Duration::from_secs(20);
+    assert_eq!(
+        heard(&mut listener, wait).await,
+        Some(Notice("before".into()))
+    );
+
+    cluster.stop().unwrap();
+    // Published while the database is down: lost, as the listener will say.
+    assert!(store.publish("while down").await.is_err());
+    cluster.restart().unwrap();
+    assert_eq!(heard(&mut listener, wait).await, Some(Resync));
+    store.publish("after").await.unwrap();
+    assert_eq!(
+        heard(&mut listener, wait).await,
+        Some(Notice("after".into()))
+    );
 }
