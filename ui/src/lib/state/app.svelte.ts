@@ -57,9 +57,16 @@ export class AppState {
     }
   }
 
+  /** The newest `list_agents` request: notices come in bursts and answers can cross. */
+  #agentLoads = 0;
+
   async loadAgents(): Promise<void> {
+    const seq = ++this.#agentLoads;
     try {
-      this.agents = await backend().call('list_agents');
+      const agents = await backend().call('list_agents');
+      // An older answer that arrives last would bring back a deleted or renamed agent.
+      if (seq !== this.#agentLoads) return;
+      this.agents = agents;
       this.error = null;
     } catch (e) {
       this.error = BackendError.from(e).message;

@@ -22,10 +22,22 @@ export class MemoryState {
     this.agentId = agentId;
   }
 
+  /** The newest `list_blocks` request: notices come in bursts and answers can cross. */
+  #loads = 0;
+
   async load(): Promise<void> {
     const shared = this.loadShared();
+    const seq = ++this.#loads;
     try {
-      this.blocks = await backend().call('list_blocks', { agent_id: this.agentId });
+      const blocks = await backend().call('list_blocks', { agent_id: this.agentId });
+      // An older answer that arrives last is dropped, and no block goes back to a version older
+      // than the one shown (an edit streamed in by a run may be newer than a list read before).
+      if (seq === this.#loads) {
+        this.blocks = blocks.map((b) => {
+          const shown = this.blocks.find((s) => s.id === b.id);
+          return shown && shown.version > b.version ? shown : b;
+        });
+      }
       this.error = null;
     } catch (e) {
       this.error = BackendError.from(e).message;

@@ -4,7 +4,7 @@ import userEvent from '@testing-library/user-event';
 import FolderSettings from './FolderSettings.svelte';
 import { BackendError, setBackend } from '../../backend';
 import { useFakeBackend } from '../../../test/fakeBackend';
-import type { Folder, FolderWatch } from '../../backend/types';
+import type { Folder, FolderFile, FolderWatch, Notice } from '../../backend/types';
 
 afterEach(() => setBackend(null));
 
@@ -100,5 +100,49 @@ describe('FolderSettings', () => {
     const state = await screen.findByTestId('folder-watch-state');
     expect(state).toHaveTextContent('directory missing');
     expect(state).toHaveTextContent('is gone or unreadable');
+  });
+
+  it('keeps the newest state of a file when an older answer arrives last', async () => {
+    const broken = (status: FolderFile['status']): FolderFile => ({
+      id: 'file-1',
+      folder_id: 'source-1',
+      name: 'broken.pdf',
+      mime: 'application/pdf',
+      size: 32,
+      sha256: 'ab',
+      status,
+      error: status === 'error' ? 'cannot read it: not a readable PDF' : null,
+      pages: null,
+      lines: 0,
+      chunks: 0,
+      created_at: '2026-11-21T10:00:00Z',
+      updated_at: '2026-11-21T10:00:00Z',
+    });
+    // Each answer waits until the test lets it go, so the two can cross.
+    const answers: ((files: FolderFile[]) => void)[] = [];
+    const { backend } = useFakeBackend({
+      list_folders: () => [desk],
+      folder_files: () => new Promise<FolderFile[]>((resolve) => answers.push(resolve)),
+      folder_watches: () => [],
+    });
+    let notify: (n: Notice) => void = () => {};
+    vi.mocked(backend.onNotice).mockImplementation((f) => {
+      notify = f;
+      return () => {};
+    });
+    render(FolderSettings);
+    await vi.waitFor(() => expect(answers).toHaveLength(1));
+    answers[0]!([broken('parsing')]);
+    const file = await screen.findByTestId('folder-file');
+    expect(file).toHaveAttribute('data-status', 'parsing');
+
+    notify({ type: 'folder_changed', folder_id: 'source-1' });
+    notify({ type: 'folder_changed', folder_id: 'source-1' });
+    await vi.waitFor(() => expect(answers).toHaveLength(3));
+    answers[2]!([broken('error')]);
+    await vi.waitFor(() => expect(screen.getByTestId('folder-file')).toHaveAttribute('data-status', 'error'));
+    answers[1]!([broken('parsing')]);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(screen.getByTestId('folder-file')).toHaveAttribute('data-status', 'error');
   });
 });
