@@ -86,6 +86,14 @@ async fn command(State(s): State<AppState>, Path(name): Path<String>, req: Reque
         .get::<Principal>()
         .and_then(Principal::user)
         .cloned();
+    // A command that is not a user's is refused before its body is read (an upload's may be
+    // tens of MB).
+    if let Some(user) = &user
+        && def.access == commands::Access::Admin
+        && let Some(refused) = crate::access::app_refusal(&s, user, def, &serde_json::Value::Null)
+    {
+        return refused;
+    }
     let args = match arguments(req).await {
         Ok(args) => args,
         Err(rejected) => return rejected,
