@@ -133,8 +133,7 @@ async fn command(State(s): State<AppState>, Path(name): Path<String>, req: Reque
 }
 
 /// Every [`Notice`](engram_service::Notice) from now on (a user's: of agents they may read),
-/// as SSE. A listener that fell behind
-/// gets `agents_changed`, so it re-reads what it shows.
+/// as SSE. A listener that fell behind gets `agents_changed`, so it re-reads what it shows.
 async fn notices(
     State(s): State<AppState>,
     principal: Option<Extension<Principal>>,
