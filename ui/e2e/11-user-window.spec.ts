@@ -55,5 +55,10 @@ test('a user sees and chats with their own agents only', async ({ page }) => {
   await page.getByTestId('agent-settings').click();
   await expect(page.getByTestId('agent-settings-max-tokens')).toBeVisible();
   await page.keyboard.press('Escape');
+  // An address naming the settings leaves a user's window on the chat.
+  await page.goto(`${engram.url}/#/settings/providers`);
+  await page.reload();
+  await expect(page.getByRole('heading', { level: 1, name: 'Ben Helper' })).toBeVisible();
+  await expect(page.getByTestId('settings')).toHaveCount(0);
   expect(failed).toEqual([]);
 });

@@ -45,7 +45,10 @@ export class AppState {
   /** Shows `route`. An agent that is not there (deleted, or from another Engram) leaves the
    *  selection as it is. */
   show(route: Route): void {
-    if (route.view === 'settings') {
+    // Settings and tools are the administrator's: a user's window stays on the chat.
+    if (route.view !== 'chat' && !isAdmin()) {
+      this.view = 'chat';
+    } else if (route.view === 'settings') {
       this.section = route.section;
       this.view = 'settings';
     } else if (route.view === 'tools') {
