@@ -37,6 +37,9 @@ test('a user sees and chats with their own agents only', async ({ page }) => {
   await expect(page.getByRole('heading', { level: 1, name: 'Ben Helper' })).toBeVisible();
   await expect(agentItem(page, 'Ben Helper')).toBeVisible();
   await openAgent(page, 'Ben Helper');
+  // Sharing blocks and cloning agents are the administrator's: not offered either.
+  await expect(page.getByTestId('block-attach')).toHaveCount(0);
+  await expect(page.getByTestId('agent-clone')).toHaveCount(0);
   await page.getByTestId('chat-input').fill('my name is Bob');
   await page.getByTestId('chat-input').press('Enter');
   await expect(page.locator('[data-testid=message][data-role=assistant]').last()).toContainText('Nice to meet you, Bob!');

@@ -87,7 +87,9 @@ pub fn user(engram: &Engram, cmd: UserCmd) -> Result<()> {
             let token = users.issue_token(&name, &label)?;
             println!("{}", token.expose_secret());
             eprintln!(
-                "Shown once: only a hash of it is kept. Revoke with `engram user revoke {name}`."
+                "Shown once: only a hash of it is kept. Revoke with `engram user revoke {name}`.\n\
+                 {name} uses it as the API's bearer token, or opens the window at the server's \
+                 address followed by #token=<the token>."
             );
         }
         UserCmd::Revoke { name } => {
