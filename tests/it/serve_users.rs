@@ -550,7 +550,8 @@ fn app_args(agent: &str, ana: &AnaIds) -> Value {
         "tags": [],
         "before": null,
         "at": {"newest": null},
-        "format": "agent_file"
+        "format": "agent_file",
+        "handle": "openai/mock-small"
     })
 }
 
@@ -677,9 +678,15 @@ async fn another_users_window_reaches_nothing_of_an_agent_through_any_command() 
                         "{path} on {on} showed Ana's {own}: {text}"
                     );
                 }
-                let scoped = def.access == engram_service::commands::Access::Scoped;
+                // On Ana's agent only commands that name no agent may answer.
+                let agentless = [
+                    "app_info",
+                    "list_agents",
+                    "list_templates",
+                    "get_default_model",
+                ];
                 assert!(
-                    scoped || on == "ben's",
+                    agentless.contains(&def.name) || on == "ben's",
                     "{path} answered {status} on Ana's agent: {text}"
                 );
                 assert_ne!(

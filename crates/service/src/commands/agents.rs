@@ -224,8 +224,15 @@ pub struct CheckModelArgs {
 
 impl AppCall for CheckModelArgs {
     const NAME: &'static str = "check_model";
+    // A local check a user's New dialog makes too; an agent it names must be one they may read.
+    const ACCESS: Access = Access::Scoped;
     type Output = Option<String>;
-    async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Option<String>> {
+    async fn call(self, e: &Arc<Engram>, caller: &Caller) -> Result<Option<String>> {
+        if let (Some(user), Some(id)) = (&caller.user, &self.agent_id)
+            && e.users().access(id, &user.id)?.is_none()
+        {
+            return Err(Error::not_found("agent", id.as_str()));
+        }
         match &self.agent_id {
             Some(id) => e.models().check_for(id, &self.handle),
             None => e.models().check(&self.handle),
