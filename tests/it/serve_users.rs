@@ -141,48 +141,14 @@ async fn another_users_token_reaches_nothing_of_an_agent_through_any_route() {
     let s = Server::start().await;
     let ana = s.user("ana");
     let ben = s.user("ben");
-    let agent = s.agent(&ana, "Ana's helper", json!({})).await;
-    let agent_id = agent["id"].as_str().unwrap().to_owned();
-    let block_id = block_id(&agent, "human");
-    let passage = s
-        .ok(
-            &ana,
-            Method::POST,
-            &format!("/v1/agents/{agent_id}/archival-memory"),
-            Some(json!({"text": format!("{SECRET}, archived")})),
-        )
-        .await;
-    let passage_id = passage[0]["id"].as_str().unwrap().to_owned();
-    s.ok(
-        &ana,
-        Method::POST,
-        &format!("/v1/agents/{agent_id}/messages"),
-        Some(json!({"messages": [{"role": "user", "content": "hello"}]})),
-    )
-    .await;
-    let messages = s
-        .ok(
-            &ana,
-            Method::GET,
-            &format!("/v1/agents/{agent_id}/messages"),
-            None,
-        )
-        .await;
-    let message_id = messages[0]["id"].as_str().unwrap().to_owned();
-    let count_before = s
-        .ok(
-            &ana,
-            Method::GET,
-            &format!("/v1/agents/{agent_id}/messages/count"),
-            None,
-        )
-        .await;
-
+    let owned = AnasAgent::make(&s, &ana).await;
+    let (agent_id, block_id, passage_id) =
+        (owned.id.clone(), owned.block.clone(), owned.passage.clone());
     let ids = [
         ("agent_id", agent_id.clone()),
         ("block_id", block_id.clone()),
         ("*label", "human".to_owned()),
-        ("message_id", message_id),
+        ("message_id", owned.message.clone()),
         ("memory_id", passage_id.clone()),
         (
             "folder_id",
@@ -235,33 +201,7 @@ async fn another_users_token_reaches_nothing_of_an_agent_through_any_route() {
     assert!(walked > 300, "walked {walked} requests");
 
     // Nothing of Ana's changed, and she still reaches all of it.
-    let block = s
-        .ok(
-            &ana,
-            Method::GET,
-            &format!("/v1/agents/{agent_id}/core-memory/blocks/human"),
-            None,
-        )
-        .await;
-    assert_eq!(block["value"], SECRET);
-    let count_after = s
-        .ok(
-            &ana,
-            Method::GET,
-            &format!("/v1/agents/{agent_id}/messages/count"),
-            None,
-        )
-        .await;
-    assert_eq!(count_after, count_before);
-    let passages = s
-        .ok(
-            &ana,
-            Method::GET,
-            &format!("/v1/agents/{agent_id}/archival-memory"),
-            None,
-        )
-        .await;
-    assert_eq!(passages.as_array().unwrap().len(), 1);
+    owned.unchanged(&s, &ana).await;
     // Ben's list holds only what Ben made during the walk; the administrator sees Ana's too.
     let listed = s.ok(&ana, Method::GET, "/v1/agents/", None).await;
     assert_eq!(listed.as_array().unwrap().len(), 1);
@@ -530,7 +470,7 @@ async fn the_server_takes_its_token_from_a_secrets_file_it_alone_may_read() {
 
 /// Arguments for any window command: every field a command may name, filled with `agent` and
 /// Ana's ids (unknown fields are ignored; a command whose shapes do not fit answers 400).
-fn app_args(agent: &str, ana: &AnaIds) -> Value {
+fn app_args(agent: &str, ana: &AnasAgent) -> Value {
     json!({
         "agent_id": agent,
         "agent_ids": [agent],
@@ -555,12 +495,98 @@ fn app_args(agent: &str, ana: &AnaIds) -> Value {
     })
 }
 
-/// What Ana has that no one else may read or change.
-struct AnaIds {
+/// Ana's agent with what no one else may read or change: a block holding [`SECRET`], a
+/// passage, a message and the run that wrote it, and how many messages it has.
+struct AnasAgent {
+    id: String,
     block: String,
     passage: String,
     message: String,
     run: String,
+    messages: Value,
+}
+
+impl AnasAgent {
+    /// Makes it with `ana`'s token: an archived passage and one chat turn.
+    async fn make(s: &Server, ana: &str) -> AnasAgent {
+        let agent = s.agent(ana, "Ana's helper", json!({})).await;
+        let id = agent["id"].as_str().unwrap().to_owned();
+        let passage = s
+            .ok(
+                ana,
+                Method::POST,
+                &format!("/v1/agents/{id}/archival-memory"),
+                Some(json!({"text": format!("{SECRET}, archived")})),
+            )
+            .await;
+        s.ok(
+            ana,
+            Method::POST,
+            &format!("/v1/agents/{id}/messages"),
+            Some(json!({"messages": [{"role": "user", "content": "hello"}]})),
+        )
+        .await;
+        let messages = s
+            .ok(ana, Method::GET, &format!("/v1/agents/{id}/messages"), None)
+            .await;
+        let run = s
+            .home
+            .engram
+            .runs()
+            .records(&engram_core::AgentId::from(id.as_str()), None)
+            .unwrap()[0]
+            .id
+            .to_string();
+        let count = s
+            .ok(
+                ana,
+                Method::GET,
+                &format!("/v1/agents/{id}/messages/count"),
+                None,
+            )
+            .await;
+        AnasAgent {
+            block: block_id(&agent, "human"),
+            passage: passage[0]["id"].as_str().unwrap().to_owned(),
+            message: messages[0]["id"].as_str().unwrap().to_owned(),
+            run,
+            messages: count,
+            id,
+        }
+    }
+
+    /// Asserts, with `ana`'s token, that its block, messages and passage are as made.
+    async fn unchanged(&self, s: &Server, ana: &str) {
+        let id = &self.id;
+        let block = s
+            .ok(
+                ana,
+                Method::GET,
+                &format!("/v1/agents/{id}/core-memory/blocks/human"),
+                None,
+            )
+            .await;
+        assert_eq!(block["value"], SECRET);
+        let count = s
+            .ok(
+                ana,
+                Method::GET,
+                &format!("/v1/agents/{id}/messages/count"),
+                None,
+            )
+            .await;
+        assert_eq!(count, self.messages);
+        let passages = s
+            .ok(
+                ana,
+                Method::GET,
+                &format!("/v1/agents/{id}/archival-memory"),
+                None,
+            )
+            .await;
+        assert_eq!(passages.as_array().unwrap().len(), 1);
+        assert_eq!(passages[0]["text"], format!("{SECRET}, archived"));
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -568,52 +594,8 @@ async fn another_users_window_reaches_nothing_of_an_agent_through_any_command() 
     let s = Server::start().await;
     let ana = s.user("ana");
     let ben = s.user("ben");
-    let agent = s.agent(&ana, "Ana's helper", json!({})).await;
-    let agent_id = agent["id"].as_str().unwrap().to_owned();
-    let passage = s
-        .ok(
-            &ana,
-            Method::POST,
-            &format!("/v1/agents/{agent_id}/archival-memory"),
-            Some(json!({"text": format!("{SECRET}, archived")})),
-        )
-        .await;
-    s.ok(
-        &ana,
-        Method::POST,
-        &format!("/v1/agents/{agent_id}/messages"),
-        Some(json!({"messages": [{"role": "user", "content": "hello"}]})),
-    )
-    .await;
-    let messages = s
-        .ok(
-            &ana,
-            Method::GET,
-            &format!("/v1/agents/{agent_id}/messages"),
-            None,
-        )
-        .await;
-    let ids = AnaIds {
-        block: block_id(&agent, "human"),
-        passage: passage[0]["id"].as_str().unwrap().to_owned(),
-        message: messages[0]["id"].as_str().unwrap().to_owned(),
-        run: s
-            .home
-            .engram
-            .runs()
-            .records(&engram_core::AgentId::from(agent_id.as_str()), None)
-            .unwrap()[0]
-            .id
-            .to_string(),
-    };
-    let count_before = s
-        .ok(
-            &ana,
-            Method::GET,
-            &format!("/v1/agents/{agent_id}/messages/count"),
-            None,
-        )
-        .await;
+    let ids = AnasAgent::make(&s, &ana).await;
+    let agent_id = ids.id.clone();
 
     // Ben's window: his own agent, made through the window's API, is his.
     let made = s
@@ -704,33 +686,7 @@ async fn another_users_window_reaches_nothing_of_an_agent_through_any_command() 
     );
 
     // Nothing of Ana's changed.
-    let block = s
-        .ok(
-            &ana,
-            Method::GET,
-            &format!("/v1/agents/{agent_id}/core-memory/blocks/human"),
-            None,
-        )
-        .await;
-    assert_eq!(block["value"], SECRET);
-    let count_after = s
-        .ok(
-            &ana,
-            Method::GET,
-            &format!("/v1/agents/{agent_id}/messages/count"),
-            None,
-        )
-        .await;
-    assert_eq!(count_after, count_before);
-    let passages = s
-        .ok(
-            &ana,
-            Method::GET,
-            &format!("/v1/agents/{agent_id}/archival-memory"),
-            None,
-        )
-        .await;
-    assert_eq!(passages[0]["text"], format!("{SECRET}, archived"));
+    ids.unchanged(&s, &ana).await;
     assert_eq!(
         s.ok(&ana, Method::GET, "/v1/agents/", None).await[0]["name"],
         "Ana's helper"
