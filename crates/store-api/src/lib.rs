@@ -9,7 +9,8 @@
 //! fencing tokens checked at commit), [`MessageStore`] (recall memory: the message history,
 //! paged by `seq`, with a words search), [`PassageStore`] (archival memory: tagged
 //! passages, listed by time, with a words search), [`SettingStore`] (model providers without
-//! their keys, and the app's key-value settings) and [`UserStore`] (a shared server's users,
+//! their keys, and the app's key-value settings), [`StepStore`] (a step's commit, fenced by
+//! the agent's lease, and the tool call a paused run waits on) and [`UserStore`] (a shared server's users,
 //! their token hashes and access to agents). Steps and the rest follow the same way.
 //!
 //! # Async, dyn-compatible
@@ -47,12 +48,17 @@
 mod messages;
 mod passages;
 mod settings;
+mod steps;
 mod users;
 mod words;
 
 pub use messages::{Hit, MessageSearch, MessageStore, SEQ_GAP, SeqOrder};
 pub use passages::{PassageRange, PassageSearch, PassageStore};
 pub use settings::{ProviderRow, SettingStore};
+pub use steps::{
+    ApprovalWrite, BlockChange, BlockWrite, CommittedStep, StepCommit, StepStore, call_groups,
+    gone_message, rebase, restate, result_index,
+};
 pub use users::UserStore;
 pub use words::{MAX_QUERY_WORDS, QueryWords, query_words};
 
@@ -243,12 +249,26 @@ pub trait LeaseStore: Send + Sync {
 
 /// Everything a backend provides: what the service will hold as `Arc<dyn Backend>`.
 pub trait Backend:
-    AgentStore + BlockStore + LeaseStore + MessageStore + PassageStore + SettingStore + UserStore
+    AgentStore
+    + BlockStore
+    + LeaseStore
+    + MessageStore
+    + PassageStore
+    + SettingStore
+    + StepStore
+    + UserStore
 {
 }
 
 impl<
-    T: AgentStore + BlockStore + LeaseStore + MessageStore + PassageStore + SettingStore + UserStore,
+    T: AgentStore
+        + BlockStore
+        + LeaseStore
+        + MessageStore
+        + PassageStore
+        + SettingStore
+        + StepStore
+        + UserStore,
 > Backend for T
 {
 }

@@ -15,7 +15,7 @@ use deadpool_postgres::GenericClient;
 use engram_core::memory::check_limit;
 use engram_core::{
     AgentId, Applied, Block, BlockEdit, BlockId, BlockOp, BlockPatch, EditId, Editor, Error,
-    NewBlock, OpOutcome, Result, Timestamp,
+    NewBlock, OpOutcome, Result, StepId, Timestamp,
 };
 use engram_store_api::BlockStore;
 
@@ -167,18 +167,20 @@ async fn attached_agents(c: &impl GenericClient, block: &BlockId) -> TxResult<Ve
         .collect())
 }
 
-/// Records a value change of `before` into `after` as a history row by `editor`.
+/// Records a value change of `before` into `after` as a history row by `editor`, naming the
+/// step that made it (an agent's edit inside a step commit).
 async fn record_edit(
     c: &impl GenericClient,
     before: &Block,
     after: &Block,
     editor: &Editor,
+    step: Option<&StepId>,
     now: Timestamp,
 ) -> TxResult<()> {
     c.exec(
         "INSERT INTO block_history (id, block_id, editor, old_value, new_value, old_version,
                                     new_version, step_id, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, $8)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
         &[
             &EditId::new().as_str(),
             &before.id.as_str(),
@@ -187,6 +189,7 @@ async fn record_edit(
             &after.value,
             &rows::int(before.version, "version")?,
             &rows::int(after.version, "version")?,
+            &step.map(StepId::as_str),
             &now,
         ],
     )
@@ -195,19 +198,20 @@ async fn record_edit(
 }
 
 /// Sets `current`'s value to `new_value` (already checked), bumps its version, saves it and
-/// records the edit. Returns the block as stored.
-async fn commit_value(
+/// records the edit (by `step`, when a step's commit makes it). Returns the block as stored.
+pub(crate) async fn commit_value(
     c: &impl GenericClient,
     current: &Block,
     new_value: String,
     editor: &Editor,
+    step: Option<&StepId>,
     now: Timestamp,
 ) -> TxResult<Block> {
     let mut b = current.clone();
     b.value = new_value;
     b.version += 1;
     b.updated_at = now.max(b.updated_at);
-    record_edit(c, current, &b, editor, now).await?;
+    record_edit(c, current, &b, editor, step, now).await?;
     save(c, &b).await?;
     Ok(b)
 }
@@ -226,7 +230,7 @@ pub(crate) async fn apply_op(
         Err(error) => OpOutcome::Refused { error, current },
         Ok(Applied::Unchanged) => OpOutcome::Unchanged(current),
         Ok(Applied::Changed(value)) => {
-            OpOutcome::Changed(commit_value(c, &current, value, editor, rows::now()).await?)
+            OpOutcome::Changed(commit_value(c, &current, value, editor, None, rows::now()).await?)
         }
     })
 }
@@ -379,7 +383,7 @@ impl BlockStore for PgStore {
                 b.version += 1;
                 b.updated_at = now.max(b.updated_at);
                 if b.value != before.value {
-                    record_edit(&tx, &before, &b, editor, now).await?;
+                    record_edit(&tx, &before, &b, editor, None, now).await?;
                 }
                 save(&tx, &b).await?;
             }

@@ -32,7 +32,7 @@ fn token(v: i64) -> u64 {
 }
 
 /// Locks `lease`'s row while it is the agent's current, unexpired lease.
-async fn hold(c: &impl GenericClient, lease: &Lease) -> TxResult<()> {
+pub(crate) async fn hold(c: &impl GenericClient, lease: &Lease) -> TxResult<()> {
     let held = c
         .one_opt(
             "SELECT 1 FROM agent_leases

@@ -43,6 +43,7 @@ mod notices;
 mod passages;
 mod rows;
 mod settings;
+mod steps;
 mod tx;
 mod users;
 

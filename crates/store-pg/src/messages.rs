@@ -13,9 +13,10 @@
 use crate::PgStore;
 use crate::blocks::{self, Lock};
 use crate::rows::{self, Cached, MESSAGE_COLS};
-use crate::tx::{TxError, transaction};
+use crate::tx::{TxError, TxResult, transaction};
 use async_trait::async_trait;
-use engram_core::{AgentId, Error, Message, MessageId, NewMessage, Result};
+use deadpool_postgres::GenericClient;
+use engram_core::{AgentId, Error, Message, MessageId, NewMessage, Result, Timestamp};
 use engram_store_api::{
     Hit, MessageSearch, MessageStore, QueryWords, SEQ_GAP, SeqOrder, query_words,
 };
@@ -27,74 +28,86 @@ const FILTERS: &str = "m.agent_id = $1 AND m.role = ANY($2)
        AND ($3::timestamptz IS NULL OR m.created_at >= $3)
        AND ($4::timestamptz IS NULL OR m.created_at <= $4)";
 
+/// Appends `msgs` after the agent's last message, inside the caller's transaction, which must
+/// hold the agent's row (`FOR NO KEY UPDATE`, see the module docs) so `seq` reads the last
+/// committed message. Messages without a time get `now`. Errors: `Conflict` on an id clash
+/// (the caller's transaction is then to be rolled back).
+pub(crate) async fn append(
+    c: &impl GenericClient,
+    agent: &AgentId,
+    msgs: &[NewMessage],
+    now: Timestamp,
+) -> TxResult<Vec<Message>> {
+    let mut seq: i64 = c
+        .one(
+            "SELECT coalesce(max(seq), 0) FROM messages WHERE agent_id = $1",
+            &[&agent.as_str()],
+        )
+        .await?
+        .try_get(0)?;
+    let mut out = Vec::with_capacity(msgs.len());
+    for nm in msgs {
+        seq = seq
+            .checked_add(SEQ_GAP)
+            .ok_or_else(|| Error::Internal("message sequence overflow".into()))?;
+        let m = Message {
+            id: nm.id.clone().unwrap_or_default(),
+            agent_id: agent.clone(),
+            seq,
+            role: nm.role,
+            kind: nm.kind,
+            content: nm.content.clone(),
+            reasoning: nm.reasoning.clone(),
+            tool_calls: nm.tool_calls.clone(),
+            tool_call_id: nm.tool_call_id.clone(),
+            tool_name: nm.tool_name.clone(),
+            run_id: nm.run_id.clone(),
+            step_id: nm.step_id.clone(),
+            in_context: true,
+            created_at: nm.created_at.map_or(now, rows::truncate),
+        };
+        // A clash on the id (another agent's message, or twice in this batch) inserts
+        // nothing; the whole batch is then rolled back.
+        let inserted = c
+            .exec(
+                &format!(
+                    "INSERT INTO messages ({})
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+                     ON CONFLICT (id) DO NOTHING",
+                    MESSAGE_COLS.replace("m.", "")
+                ),
+                &[
+                    &m.id.as_str(),
+                    &m.agent_id.as_str(),
+                    &m.seq,
+                    &m.role.as_str(),
+                    &rows::kind_str(m.kind),
+                    &m.content,
+                    &m.reasoning,
+                    &rows::tool_calls_json(&m.tool_calls)?,
+                    &m.tool_call_id,
+                    &m.tool_name,
+                    &m.run_id.as_ref().map(|r| r.as_str()),
+                    &m.step_id.as_ref().map(|s| s.as_str()),
+                    &m.in_context,
+                    &m.created_at,
+                ],
+            )
+            .await?;
+        if inserted == 0 {
+            return Err(Error::Conflict(format!("message {} already exists", m.id)).into());
+        }
+        out.push(m);
+    }
+    Ok(out)
+}
+
 #[async_trait]
 impl MessageStore for PgStore {
     async fn append_messages(&self, agent: &AgentId, msgs: &[NewMessage]) -> Result<Vec<Message>> {
         transaction!(self, |tx| {
             blocks::ensure_agent(&tx, agent, Lock::NoKeyUpdate).await?;
-            let mut seq: i64 = tx
-                .one(
-                    "SELECT coalesce(max(seq), 0) FROM messages WHERE agent_id = $1",
-                    &[&agent.as_str()],
-                )
-                .await?
-                .try_get(0)?;
-            let now = rows::now();
-            let mut out = Vec::with_capacity(msgs.len());
-            for nm in msgs {
-                seq = seq
-                    .checked_add(SEQ_GAP)
-                    .ok_or_else(|| Error::Internal("message sequence overflow".into()))?;
-                let m = Message {
-                    id: nm.id.clone().unwrap_or_default(),
-                    agent_id: agent.clone(),
-                    seq,
-                    role: nm.role,
-                    kind: nm.kind,
-                    content: nm.content.clone(),
-                    reasoning: nm.reasoning.clone(),
-                    tool_calls: nm.tool_calls.clone(),
-                    tool_call_id: nm.tool_call_id.clone(),
-                    tool_name: nm.tool_name.clone(),
-                    run_id: nm.run_id.clone(),
-                    step_id: nm.step_id.clone(),
-                    in_context: true,
-                    created_at: nm.created_at.map_or(now, rows::truncate),
-                };
-                // A clash on the id (another agent's message, or twice in this batch) inserts
-                // nothing; the whole batch is then rolled back.
-                let inserted = tx
-                    .exec(
-                        &format!(
-                            "INSERT INTO messages ({})
-                             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
-                             ON CONFLICT (id) DO NOTHING",
-                            MESSAGE_COLS.replace("m.", "")
-                        ),
-                        &[
-                            &m.id.as_str(),
-                            &m.agent_id.as_str(),
-                            &m.seq,
-                            &m.role.as_str(),
-                            &rows::kind_str(m.kind),
-                            &m.content,
-                            &m.reasoning,
-                            &rows::tool_calls_json(&m.tool_calls)?,
-                            &m.tool_call_id,
-                            &m.tool_name,
-                            &m.run_id.as_ref().map(|r| r.as_str()),
-                            &m.step_id.as_ref().map(|s| s.as_str()),
-                            &m.in_context,
-                            &m.created_at,
-                        ],
-                    )
-                    .await?;
-                if inserted == 0 {
-                    return Err(Error::Conflict(format!("message {} already exists", m.id)).into());
-                }
-                out.push(m);
-            }
-            out
+            append(&tx, agent, msgs, rows::now()).await?
         })
     }
 

@@ -56,6 +56,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "settings",
         sql: SETTINGS,
     },
+    Migration {
+        version: 7,
+        name: "steps",
+        sql: STEPS,
+    },
 ];
 
 /// The advisory lock key migrations run under (`"engram"` in ASCII, then 1): any number that
@@ -261,6 +266,37 @@ CREATE TABLE settings (
     key   text PRIMARY KEY,
     value text NOT NULL
 );
+"#;
+
+/// Steps (one model call each: usage and timings) and the tool call a paused run waits on, at
+/// most one per agent (written only inside step commits).
+const STEPS: &str = r#"
+CREATE TABLE steps (
+    id                text PRIMARY KEY,
+    agent_id          text NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+    run_id            text NOT NULL,
+    step_index        bigint NOT NULL,
+    model             text NOT NULL,
+    prompt_tokens     bigint NOT NULL,          -- tokens
+    completion_tokens bigint NOT NULL,          -- tokens
+    finish_reason     text,
+    started_at        timestamptz NOT NULL,
+    llm_ms            bigint NOT NULL,          -- milliseconds
+    step_ms           bigint NOT NULL           -- milliseconds
+);
+CREATE INDEX steps_by_agent ON steps (agent_id, started_at);
+CREATE INDEX steps_by_run ON steps (run_id, step_index);
+
+CREATE TABLE pending_approvals (
+    agent_id     text PRIMARY KEY REFERENCES agents (id) ON DELETE CASCADE,
+    run_id       text NOT NULL,
+    step_id      text NOT NULL,
+    message_id   text NOT NULL,               -- the assistant message that made the call
+    tool_call    jsonb NOT NULL,              -- ToolCall {id, name, arguments}
+    requested_at timestamptz NOT NULL
+);
+
+CREATE INDEX passages_by_step ON passages (step_id) WHERE step_id IS NOT NULL;
 "#;
 
 /// Applies every pending migration, once, however many stores open the database at the same

@@ -8,7 +8,9 @@ use crate::rows::{self, Cached, PASSAGE_COLS};
 use crate::tx::{TxError, TxResult, transaction};
 use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
-use engram_core::{AgentId, Error, NewPassage, Passage, PassageId, Result, TagMatch, Timestamp};
+use engram_core::{
+    AgentId, Error, NewPassage, Passage, PassageId, Result, StepId, TagMatch, Timestamp,
+};
 use engram_store_api::{Hit, PassageRange, PassageSearch, PassageStore, QueryWords, query_words};
 
 /// A passage's place in time order: `(created_at, pk)`.
@@ -67,6 +69,70 @@ fn search_filters(tag_match: TagMatch) -> String {
     )
 }
 
+/// Checks passages before a write: each needs text, and a vector of finite values.
+/// Errors: `Invalid`.
+pub(crate) fn check_new(passages: &[NewPassage]) -> Result<()> {
+    for np in passages {
+        if np.text.trim().is_empty() {
+            return Err(Error::invalid("a passage needs some text"));
+        }
+        if let Some(v) = &np.embedding {
+            check_vector(v)?;
+        }
+    }
+    Ok(())
+}
+
+/// Inserts checked passages ([`check_new`]) of `agent`, inside the caller's transaction,
+/// remembering the step that wrote them. Passages without a time get `now`.
+pub(crate) async fn insert(
+    c: &impl GenericClient,
+    agent: &AgentId,
+    passages: &[NewPassage],
+    step: Option<&StepId>,
+    now: Timestamp,
+) -> TxResult<Vec<Passage>> {
+    let mut out = Vec::with_capacity(passages.len());
+    for np in passages {
+        let p = Passage {
+            id: PassageId::new(),
+            agent_id: agent.clone(),
+            text: np.text.clone(),
+            tags: dedup(&np.tags),
+            created_at: np.created_at.map_or(now, rows::truncate),
+            superseded: None,
+        };
+        let dim = np
+            .embedding
+            .as_ref()
+            .map(|v| i32::try_from(v.len()))
+            .transpose()
+            .map_err(|_| Error::invalid("an embedding has too many dimensions"))?;
+        let bytes: Option<Vec<u8>> = np
+            .embedding
+            .as_ref()
+            .map(|v| v.iter().flat_map(|x| x.to_le_bytes()).collect());
+        c.exec(
+            "INSERT INTO passages (id, agent_id, text, tags, created_at, embedding_dim,
+                                   embedding, step_id)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            &[
+                &p.id.as_str(),
+                &agent.as_str(),
+                &p.text,
+                &p.tags,
+                &p.created_at,
+                &dim,
+                &bytes,
+                &step.map(StepId::as_str),
+            ],
+        )
+        .await?;
+        out.push(p);
+    }
+    Ok(out)
+}
+
 #[async_trait]
 impl PassageStore for PgStore {
     async fn insert_passages(
@@ -74,56 +140,11 @@ impl PassageStore for PgStore {
         agent: &AgentId,
         passages: &[NewPassage],
     ) -> Result<Vec<Passage>> {
-        for np in passages {
-            if np.text.trim().is_empty() {
-                return Err(Error::invalid("a passage needs some text"));
-            }
-            if let Some(v) = &np.embedding {
-                check_vector(v)?;
-            }
-        }
+        check_new(passages)?;
         transaction!(self, |tx| {
             // Not deleted until these rows are in; other writers of the agent do not wait.
             blocks::ensure_agent(&tx, agent, Lock::KeyShare).await?;
-            let now = rows::now();
-            let mut out = Vec::with_capacity(passages.len());
-            for np in passages {
-                let p = Passage {
-                    id: PassageId::new(),
-                    agent_id: agent.clone(),
-                    text: np.text.clone(),
-                    tags: dedup(&np.tags),
-                    created_at: np.created_at.map_or(now, rows::truncate),
-                    superseded: None,
-                };
-                let dim = np
-                    .embedding
-                    .as_ref()
-                    .map(|v| i32::try_from(v.len()))
-                    .transpose()
-                    .map_err(|_| Error::invalid("an embedding has too many dimensions"))?;
-                let bytes: Option<Vec<u8>> = np
-                    .embedding
-                    .as_ref()
-                    .map(|v| v.iter().flat_map(|x| x.to_le_bytes()).collect());
-                tx.exec(
-                    "INSERT INTO passages (id, agent_id, text, tags, created_at, embedding_dim,
-                                           embedding)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                    &[
-                        &p.id.as_str(),
-                        &agent.as_str(),
-                        &p.text,
-                        &p.tags,
-                        &p.created_at,
-                        &dim,
-                        &bytes,
-                    ],
-                )
-                .await?;
-                out.push(p);
-            }
-            out
+            insert(&tx, agent, passages, None, rows::now()).await?
         })
     }
 

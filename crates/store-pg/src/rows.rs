@@ -51,7 +51,7 @@ pub(crate) fn to_json(v: &impl Serialize) -> TxResult<Value> {
         .map_err(|e| Error::Internal(format!("cannot encode a JSON column: {e}")).into())
 }
 
-fn from_json<T: DeserializeOwned>(row: &Row, idx: usize, what: &str) -> TxResult<T> {
+pub(crate) fn from_json<T: DeserializeOwned>(row: &Row, idx: usize, what: &str) -> TxResult<T> {
     let v: Value = row.try_get(idx)?;
     serde_json::from_value(v)
         .map_err(|e| Error::Storage(format!("a stored {what} cannot be read: {e}")).into())
@@ -79,7 +79,7 @@ pub(crate) fn int(v: u64, what: &str) -> TxResult<i64> {
 }
 
 /// A non-negative `bigint` column.
-fn uint(row: &Row, idx: usize) -> TxResult<u64> {
+pub(crate) fn uint(row: &Row, idx: usize) -> TxResult<u64> {
     let v: i64 = row.try_get(idx)?;
     u64::try_from(v).map_err(|_| Error::Storage(format!("negative value {v} stored")).into())
 }

@@ -1,5 +1,5 @@
 //! Tool calls waiting for a person (Letta's `requires_approval` rule): one row per paused
-//! agent, written and deleted only inside step commits (see [`crate::StepCommit::approval`]),
+//! agent, written and deleted only inside step commits (see `StepCommit::approval`),
 //! so the call and the row that says it waits are stored together.
 
 use crate::rooms::RunRows;
@@ -7,22 +7,8 @@ use crate::sql::{self, DbResult, json, ts};
 use engram_core::{
     AgentId, Error, McpToolSource, MessageId, PendingApproval, Result, RunId, StepId, ToolCall,
 };
+use engram_store_api::ApprovalWrite;
 use rusqlite::{Connection, OptionalExtension, params};
-use serde::{Deserialize, Serialize};
-
-/// What a step commit does to the agent's pending approval.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub enum ApprovalWrite {
-    /// Nothing (an ordinary step).
-    #[default]
-    Keep,
-    /// The step paused on this call: store it as the agent's pending approval. Its
-    /// `message_id` must be the id of one of the step's messages (mint it beforehand).
-    Request(PendingApproval),
-    /// The step answers the pending call: remove it, and store this one when the step paused
-    /// again on a later call of the same message.
-    Resolve(Option<PendingApproval>),
-}
 
 /// The agent's pending approval, if any.
 pub(crate) fn get(conn: &Connection, agent: &AgentId) -> Result<Option<PendingApproval>> {

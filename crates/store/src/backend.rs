@@ -12,15 +12,15 @@ use crate::{
 };
 use async_trait::async_trait;
 use engram_core::{
-    Agent, AgentAccess, AgentId, Block, BlockEdit, BlockId, BlockOp, BlockPatch, Editor, Error,
-    Message, MessageId, NewBlock, NewMessage, NewPassage, OpOutcome, Passage, PassageId, Result,
-    User, UserId,
+    Agent, AgentAccess, AgentId, Block, BlockEdit, BlockId, BlockOp, BlockPatch, Editor, Message,
+    MessageId, NewBlock, NewMessage, NewPassage, OpOutcome, Passage, PassageId, PendingApproval,
+    Result, RunId, Step, User, UserId,
 };
 use engram_store_api::{
-    AgentStore, BlockStore, Hit, Lease, LeaseGrant, LeaseStore, MessageSearch, MessageStore,
-    PassageRange, PassageSearch, PassageStore, ProviderRow, SettingStore, UserStore,
+    AgentStore, BlockStore, CommittedStep, Hit, Lease, LeaseGrant, LeaseStore, MessageSearch,
+    MessageStore, PassageRange, PassageSearch, PassageStore, ProviderRow, SettingStore, StepCommit,
+    StepStore, UserStore,
 };
-use std::sync::MutexGuard;
 use std::time::Duration;
 
 #[async_trait]
@@ -104,19 +104,6 @@ impl BlockStore for Store {
     }
 }
 
-impl Store {
-    fn lease_table(&self) -> MutexGuard<'_, crate::leases::Table> {
-        self.leases.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-fn lost(lease: &Lease) -> Error {
-    Error::LeaseLost {
-        agent: lease.agent_id.to_string(),
-        token: lease.token,
-    }
-}
-
 #[async_trait]
 impl LeaseStore for Store {
     async fn acquire_lease(
@@ -132,7 +119,7 @@ impl LeaseStore for Store {
     async fn renew_lease(&self, lease: &Lease, ttl: Duration) -> Result<Lease> {
         self.lease_table()
             .renew(lease, ttl, sql::now())
-            .ok_or_else(|| lost(lease))
+            .ok_or_else(|| crate::leases::lost(lease))
     }
 
     async fn release_lease(&self, lease: &Lease) -> Result<()> {
@@ -147,15 +134,25 @@ impl LeaseStore for Store {
         op: &BlockOp,
         editor: &Editor,
     ) -> Result<OpOutcome> {
-        // The table stays locked until the edit is committed, so the lease cannot pass to
-        // another holder in between.
-        let mut table = self.lease_table();
-        if table.current(lease, sql::now()).is_none() {
-            return Err(lost(lease));
-        }
+        let held = self.hold_lease(lease)?;
         let out = self.blocks().apply_op(id, op, editor);
-        drop(table);
+        drop(held);
         out
+    }
+}
+
+#[async_trait]
+impl StepStore for Store {
+    async fn commit_step(&self, lease: Option<&Lease>, c: &StepCommit) -> Result<CommittedStep> {
+        self.runs().commit_step_leased(lease, c)
+    }
+
+    async fn list_steps(&self, agent: &AgentId, run: Option<&RunId>) -> Result<Vec<Step>> {
+        self.runs().list_steps(agent, run)
+    }
+
+    async fn pending_approval(&self, agent: &AgentId) -> Result<Option<PendingApproval>> {
+        self.runs().pending_approval(agent)
     }
 }
 

@@ -80,13 +80,15 @@ mod vector_build;
 mod vector_index;
 
 pub use agent_list::AgentList;
-pub use approvals::ApprovalWrite;
 pub use base_urls::{BaseUrlOwner, BaseUrlRewrite, StoredBaseUrl};
 pub use block_list::BlockList;
 pub use calibration::{CALIBRATION_SETTING_PREFIX, Calibration};
 pub use candidates::{Bm25, CandidateDepth, Candidates, NeighbourMap, Ranking};
 pub use client_writes::ClientWriteState;
 pub use engram_core::OpOutcome;
+pub use engram_store_api::{
+    ApprovalWrite, BlockChange, BlockWrite, CommittedStep, StepCommit, StepStore,
+};
 pub use file_chunks::UnembeddedChunk;
 pub use file_state::{FileWindow, MAX_WINDOW_CHARS, qualified_name, window as file_window};
 pub use folder_files::{FileUpload, NewChunk, ParsedFile, Upserted};
@@ -111,8 +113,6 @@ pub use rooms::{
 pub use runs::{RunRecord, ToolEdit};
 pub use settings::ProviderRow;
 pub use sharing::{BlockAgent, SharedBlock};
-pub use step_edits::{BlockChange, BlockWrite};
-pub use steps::{CommittedStep, StepCommit};
 pub use term_stats::TermStats;
 pub use undo::{UndoPlan, revert_value};
 pub use vector_build::{BuildObserver, REPORT_EVERY, VectorIndexBuild};

@@ -1,63 +1,20 @@
-//! Applying a step's block edits at commit time, inside the step's transaction.
-//!
-//! Each [`BlockWrite`] carries an operation, not a value: it is applied to the block as stored
-//! *now* (SQLite's `BEGIN IMMEDIATE` has serialised this transaction against every other writer,
-//! also in other processes), so edits made since the step started — by hand, by another agent
-//! on a shared block — are kept. The writes of one tool call succeed or fail together (a
-//! savepoint per call): when one no longer applies, the call's earlier writes are rolled back
-//! and its stored result becomes a `Failed` one that shows the block's current value, so the
-//! model can retry. Every tool call still gets exactly one result, in the same transaction.
-//!
-//! A whole-value write ([`BlockOp::Rewrite`]) names the version it read. Writes of this same
-//! step that commit before it do not make it stale: a rewrite based on the version the block had
-//! when this commit first touched it is re-based onto the step's own latest version.
+//! Applying a step's block edits at commit time, inside the step's transaction, by the rules
+//! every backend shares (`engram_store_api::StepStore`'s module docs): SQLite's
+//! `BEGIN IMMEDIATE` has serialised this transaction against every other writer, also in other
+//! processes, so each operation meets the block as stored now; a savepoint per tool call lets a
+//! call's writes fail together.
 
 use crate::blocks::{self, Author};
 use crate::sql::DbResult;
 use engram_core::block_op::{applied_message, refused_message};
 use engram_core::{
-    Applied, Block, BlockId, BlockOp, Editor, Error, NewMessage, Result, Role, StepId, Timestamp,
-    ToolReturn, ToolStatus,
+    Applied, BlockId, Editor, Error, NewMessage, Result, StepId, Timestamp, ToolStatus,
+};
+use engram_store_api::{
+    BlockChange, BlockWrite, call_groups, gone_message, rebase, restate, result_index,
 };
 use rusqlite::Connection;
-use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-
-/// One edit of a block by a step: an operation re-applied to the block's value as stored at
-/// commit time (see [`RunRows::commit_step`](crate::RunRows::commit_step)).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct BlockWrite {
-    /// The block to change.
-    pub block_id: BlockId,
-    /// What to do to its current value (checked against its limit, in characters).
-    pub op: BlockOp,
-    /// Who made the change (recorded in the block's history). For [`Editor::Agent`] with a
-    /// `tool_call_id` whose tool result is among the step's messages, a write that no longer
-    /// applies turns that result into a `Failed` one instead of failing the step.
-    pub editor: Editor,
-    /// Rewrite the (OK) tool result to describe the block as committed (memory tools, whose
-    /// result is the block's value); user tools keep their own return value.
-    pub restate_result: bool,
-}
-
-impl BlockWrite {
-    /// The tool call that made this write, if an agent's tool made it.
-    pub fn tool_call_id(&self) -> Option<&str> {
-        match &self.editor {
-            Editor::Agent { tool_call_id, .. } => tool_call_id.as_deref(),
-            _ => None,
-        }
-    }
-}
-
-/// A block as a step left it, and the tool call that changed it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct BlockChange {
-    /// The block after the change, as stored (new version).
-    pub block: Block,
-    /// The tool call that made the change.
-    pub tool_call_id: Option<String>,
-}
 
 /// What the block writes of a step did.
 pub(crate) struct StepEdits {
@@ -90,16 +47,9 @@ pub(crate) fn apply(
     };
     // The version each block had when this commit first touched it.
     let mut first_seen: HashMap<BlockId, u64> = HashMap::new();
-    let mut i = 0;
-    while i < writes.len() {
-        // One tool call's writes are consecutive (a call runs to its end before the next).
-        let call = writes[i].tool_call_id();
-        let mut end = i + 1;
-        while call.is_some() && end < writes.len() && writes[end].tool_call_id() == call {
-            end += 1;
-        }
-        let group = &writes[i..end];
-        i = end;
+    for range in call_groups(writes) {
+        let group = &writes[range];
+        let call = group[0].tool_call_id();
         let answer = call.and_then(|id| result_index(msgs, id));
         tx.execute_batch("SAVEPOINT tool_call").db()?;
         match apply_group(tx, step, group, &mut first_seen, now) {
@@ -126,9 +76,7 @@ pub(crate) fn apply(
                 };
                 let text = match refusal {
                     Refusal::Op { why, block } => refused_message(&why, &blocks::load(tx, &block)?),
-                    Refusal::Gone(id) => format!(
-                        "The block {id} no longer exists (it was deleted meanwhile); nothing was written."
-                    ),
+                    Refusal::Gone(id) => gone_message(&id),
                     Refusal::Store(e) => return Err(e),
                 };
                 restate(&mut msgs[at], ToolStatus::Failed, text);
@@ -181,17 +129,7 @@ fn apply_group(
         let base = *first_seen
             .entry(w.block_id.clone())
             .or_insert(current.version);
-        let op = match &w.op {
-            // This step's own earlier writes do not make its rewrite stale.
-            BlockOp::Rewrite {
-                value,
-                based_on_version,
-            } if *based_on_version == base => BlockOp::Rewrite {
-                value: value.clone(),
-                based_on_version: current.version,
-            },
-            op => op.clone(),
-        };
+        let op = rebase(&w.op, base, current.version);
         let by_agent = matches!(w.editor, Editor::Agent { .. });
         let author = Author {
             editor: &w.editor,
@@ -217,22 +155,4 @@ fn apply_group(
         changes.push((change, changed));
     }
     Ok(changes)
-}
-
-/// Index of the tool message answering `call` in `msgs`.
-fn result_index(msgs: &[NewMessage], call: &str) -> Option<usize> {
-    msgs.iter()
-        .position(|m| m.role == Role::Tool && m.tool_call_id.as_deref() == Some(call))
-}
-
-/// Replaces the status and message of a stored tool-result envelope, keeping its time.
-fn restate(msg: &mut NewMessage, status: ToolStatus, message: String) {
-    let mut envelope = ToolReturn::parse(&msg.content).unwrap_or_else(|| ToolReturn {
-        status,
-        message: String::new(),
-        time: engram_core::run::format_time(chrono::Utc::now()),
-    });
-    envelope.status = status;
-    envelope.message = message;
-    msg.content = envelope.to_json();
 }

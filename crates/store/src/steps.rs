@@ -1,46 +1,13 @@
 //! Steps: one LLM call and everything it changed, committed as one transaction.
 
-use crate::approvals::{self, ApprovalWrite};
+use crate::approvals;
 use crate::rooms::RunRows;
 use crate::sql::{self, DbResult, ts, uint};
-use crate::step_edits::{self, BlockChange, BlockWrite};
+use crate::step_edits;
 use crate::{messages, passages};
-use engram_core::{AgentId, Message, NewMessage, NewPassage, Passage, Result, RunId, Step, StepId};
+use engram_core::{AgentId, Error, Result, RunId, Step, StepId};
+use engram_store_api::{CommittedStep, Lease, StepCommit};
 use rusqlite::{Connection, Row, params};
-use serde::{Deserialize, Serialize};
-
-/// Everything one step wrote. The agent is `step.agent_id`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct StepCommit {
-    /// The step's record (usage, timings).
-    pub step: Step,
-    /// Messages to append (the assistant message, then one tool result per call, …). Those
-    /// without a run or step id get the step's.
-    pub messages: Vec<NewMessage>,
-    /// Block edits made by the step's tools, applied in order to the values stored at commit.
-    pub block_writes: Vec<BlockWrite>,
-    /// Archival passages inserted by the step's tools.
-    pub passages: Vec<NewPassage>,
-    /// Whether the step pauses on a call a person must approve, or answers one (stored in the
-    /// same transaction as the messages, so a pending call is never lost or left unmarked).
-    #[serde(default)]
-    pub approval: ApprovalWrite,
-}
-
-/// What [`RunRows::commit_step`] stored.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct CommittedStep {
-    /// The appended messages, with ids and `seq`.
-    pub messages: Vec<Message>,
-    /// Each change a [`BlockWrite`] made, in order (writes that changed nothing or were
-    /// refused are not listed).
-    pub blocks: Vec<BlockChange>,
-    /// Tool calls whose block writes no longer applied at commit: their stored results were
-    /// turned into `Failed` ones showing the block's current value.
-    pub refused: Vec<String>,
-    /// The inserted passages.
-    pub passages: Vec<Passage>,
-}
 
 const STEP_COLS: &str = "id, agent_id, run_id, step_index, model, prompt_tokens, \
                          completion_tokens, finish_reason, started_at, llm_ms, step_ms";
@@ -97,18 +64,25 @@ impl RunRows<'_> {
     /// approval while another is pending; `NotFound("pending approval")` if it resolves one
     /// that is no longer pending.
     pub fn commit_step(self, c: &StepCommit) -> Result<CommittedStep> {
+        self.commit_step_leased(None, c)
+    }
+
+    /// [`commit_step`](Self::commit_step) fenced by `lease` when given: refused with
+    /// `LeaseLost` (nothing stored) unless it is still the agent's current, unexpired lease,
+    /// which no one can take over until the step is committed; `Invalid` for another agent's
+    /// lease.
+    pub fn commit_step_leased(
+        self,
+        lease: Option<&Lease>,
+        c: &StepCommit,
+    ) -> Result<CommittedStep> {
         let agent = &c.step.agent_id;
-        let mut msgs: Vec<NewMessage> = c
-            .messages
-            .iter()
-            .map(|m| {
-                let mut m = m.clone();
-                m.run_id.get_or_insert_with(|| c.step.run_id.clone());
-                m.step_id.get_or_insert_with(|| c.step.id.clone());
-                m
-            })
-            .collect();
-        self.store.write(|tx| {
+        if lease.is_some_and(|l| &l.agent_id != agent) {
+            return Err(Error::invalid("a step commits under its own agent's lease"));
+        }
+        let held = lease.map(|l| self.store.hold_lease(l)).transpose()?;
+        let mut msgs = c.stamped_messages();
+        let out = self.store.write(|tx| {
             sql::ensure_agent(tx, agent)?;
             insert_step(tx, &c.step)?;
             let now = sql::now();
@@ -122,7 +96,9 @@ impl RunRows<'_> {
                 passages,
                 refused: edits.refused,
             })
-        })
+        });
+        drop(held);
+        out
     }
 
     /// The agent's steps, oldest first; only those of `run` when given.

@@ -9,6 +9,7 @@ mod messages;
 mod ops;
 mod passages;
 mod settings;
+mod steps;
 mod users;
 
 use engram_core::{Agent, Block, Editor, Error, LlmConfig, NewBlock};
