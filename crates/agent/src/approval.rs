@@ -96,6 +96,7 @@ impl Runtime {
             )));
         };
         let setup = self.setup(agent_id)?;
+        let hold = self.take_lease(agent_id, &pending.run_id).await?;
         let started = Instant::now();
         let started_at = chrono::Utc::now();
         let run_id = pending.run_id.clone();
@@ -175,7 +176,10 @@ impl Runtime {
             passages: tool_ctx.passages,
             approval: ApprovalWrite::Resolve(again),
         };
-        let committed = self.store().runs().commit_step(&commit)?;
+        let committed = self
+            .store()
+            .runs()
+            .commit_step_leased(Some(hold.lease()), &commit)?;
         announce::step(events, agent_id, &committed, Usage::default());
         if answers.waiting.is_some() {
             announce::pending(self.store(), events, agent_id);
@@ -190,12 +194,16 @@ impl Runtime {
                     run_id,
                     events,
                     cancel,
+                    lease: hold.lease(),
                     rules,
                     usage: Usage::default(),
                 };
-                Ok(self.drive(run, index + 1, written).await)
+                let outcome = self.drive(run, index + 1, written).await;
+                hold.release().await;
+                Ok(outcome)
             }
             Some(stop) => {
+                hold.release().await;
                 let _ = events.send(RunEvent::Done {
                     run_id: run_id.clone(),
                     stop_reason: stop,

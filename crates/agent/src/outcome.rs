@@ -19,6 +19,13 @@ pub struct LoopSettings {
     /// bounds a rambling model in tokens; this bounds it in time (a slow CPU model may take
     /// minutes for the same tokens).
     pub step_time_limit: Duration,
+    /// How long a run's lease on its agent lasts unless renewed (renewed every third of it,
+    /// default 30 s): a replica that stops renewing (paused, cut off) loses the agent this long
+    /// after, and its later commits are refused.
+    pub lease_ttl: Duration,
+    /// How long a new run waits for an agent whose lease another holder (a run on another
+    /// replica) has, before it gives up with `agent_busy` (default 30 s).
+    pub lease_wait: Duration,
 }
 
 impl LoopSettings {
@@ -34,6 +41,8 @@ impl Default for LoopSettings {
             compact_at: 0.9,
             compact_to: 0.7,
             step_time_limit: Self::DEFAULT_STEP_TIME_LIMIT,
+            lease_ttl: Duration::from_secs(30),
+            lease_wait: Duration::from_secs(30),
         }
     }
 }

@@ -76,6 +76,19 @@ pub enum Error {
         /// The fencing token of the lease the holder had.
         token: u64,
     },
+    /// Another holder (a run on another replica) has held the agent's lease for as long as a
+    /// new run was willing to wait; nothing was written. Try again when that run has ended.
+    #[error(
+        "agent {agent} is busy: {holder} is running it (waited {waited_ms} ms); nothing was written"
+    )]
+    AgentBusy {
+        /// The agent.
+        agent: String,
+        /// Who holds its lease.
+        holder: String,
+        /// How long the new run waited for it, in milliseconds.
+        waited_ms: u64,
+    },
     /// A model provider failed; `message` says what to do about it.
     #[error("{message}")]
     Provider {
@@ -144,6 +157,7 @@ impl Error {
             Self::Conflict(_) => "conflict",
             Self::StaleVersion { .. } => "stale_version",
             Self::LeaseLost { .. } => "lease_lost",
+            Self::AgentBusy { .. } => "agent_busy",
             Self::Provider { fault, .. } => match fault {
                 ProviderFault::Auth => "provider_auth",
                 ProviderFault::RateLimited => "rate_limited",

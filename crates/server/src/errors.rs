@@ -53,9 +53,10 @@ pub fn status_of(e: &Error) -> StatusCode {
     match e {
         Error::NotFound { .. } => StatusCode::NOT_FOUND,
         Error::Invalid(_) | Error::ContextWindowTooSmall { .. } => StatusCode::BAD_REQUEST,
-        Error::Conflict(_) | Error::StaleVersion { .. } | Error::LeaseLost { .. } => {
-            StatusCode::CONFLICT
-        }
+        Error::Conflict(_)
+        | Error::StaleVersion { .. }
+        | Error::LeaseLost { .. }
+        | Error::AgentBusy { .. } => StatusCode::CONFLICT,
         Error::Provider {
             fault: ProviderFault::NotConfigured,
             ..

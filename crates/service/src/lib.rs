@@ -149,7 +149,9 @@ pub struct Options {
     /// default 300; `ENGRAM_STEP_TIMEOUT`, seconds one model call of a step may take, streaming
     /// included, default 300; `ENGRAM_LLM_WORKER`, the built-in chat models' worker program,
     /// default `engram-llm-worker` beside the executable; `ENGRAM_LLM_IDLE`, seconds an unused
-    /// worker keeps its model loaded, default 300).
+    /// worker keeps its model loaded, default 300; `ENGRAM_LEASE_TTL`, seconds a run's lease on
+    /// its agent lasts unless renewed, default 30, and `ENGRAM_LEASE_WAIT`, seconds a new run
+    /// waits for an agent another replica is running before `agent_busy`, default 30).
     pub env: EnvLookup,
 }
 
@@ -322,12 +324,15 @@ impl Engram {
             hub: mcp.clone(),
             notices: notices.clone(),
         });
+        let defaults = engram_agent::LoopSettings::default();
         let loop_settings = engram_agent::LoopSettings {
             step_time_limit: seconds(
                 "ENGRAM_STEP_TIMEOUT",
                 engram_agent::LoopSettings::DEFAULT_STEP_TIME_LIMIT,
             ),
-            ..engram_agent::LoopSettings::default()
+            lease_ttl: seconds("ENGRAM_LEASE_TTL", defaults.lease_ttl),
+            lease_wait: seconds("ENGRAM_LEASE_WAIT", defaults.lease_wait),
+            ..defaults
         };
         // Passes get a runtime of their own: they never take an agent's turn, so a chat is
         // never queued behind one.

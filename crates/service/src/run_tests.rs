@@ -216,3 +216,152 @@ async fn a_rollback_never_runs_while_the_agents_turn_is_held() {
         .collect();
     assert_eq!(after, ["hello", "Second answer."]);
 }
+
+/// An engine whose runs hold their agent's lease for `ttl` seconds and wait `wait` seconds for
+/// a lease someone else holds.
+fn open_with_leases(dir: &std::path::Path, ttl: &'static str, wait: &'static str) -> Arc<Engram> {
+    Engram::open(crate::Options {
+        home: Some(dir.to_owned()),
+        secrets: Arc::new(engram_secrets::MemoryStore::default()),
+        env: Arc::new(move |name| match name {
+            "ENGRAM_LEASE_TTL" => Some(ttl.to_owned()),
+            "ENGRAM_LEASE_WAIT" => Some(wait.to_owned()),
+            _ => None,
+        }),
+    })
+    .expect("open")
+}
+
+// A current-thread runtime on purpose: the model's reply blocks the one thread, so the
+// engine stops as a paused process would — its lease renewals included — while another
+// "replica" (a plain thread on the same database) takes the agent over.
+#[tokio::test(flavor = "current_thread")]
+async fn a_run_paused_past_its_lease_commits_nothing_more() {
+    use engram_store_api::{LeaseGrant, LeaseStore};
+    let dir = tempfile::tempdir().unwrap();
+    let engram = open_with_leases(dir.path(), "0.3", "5");
+    // The model's call goes out once the run holds the lease: it tells the other replica to
+    // start trying, then pauses.
+    let (asked, model_called) = std::sync::mpsc::channel::<()>();
+    let asked = std::sync::Mutex::new(asked);
+    let mock = MockLlm::start(Script::rules(move |view| {
+        if view.turn_results().is_empty() {
+            let _ = asked.lock().unwrap().send(());
+            std::thread::sleep(std::time::Duration::from_millis(1500));
+            Reply::ToolCalls(vec![engram_mock_llm::Call::new(
+                "core_memory_append",
+                serde_json::json!({"label": "human", "content": "Likes green tea."}),
+            )])
+        } else {
+            Reply::text("Noted.")
+        }
+    }))
+    .await;
+    let agent = agent(&engram, &mock);
+    let store = engram.store().clone();
+    let other = agent.clone();
+    // The other replica takes the lease as soon as it has expired.
+    let replica = std::thread::spawn(move || {
+        model_called.recv().expect("the model was called");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let grant = futures::executor::block_on(store.acquire_lease(
+                &other,
+                "replica-b",
+                std::time::Duration::from_secs(60),
+            ))
+            .unwrap();
+            match grant {
+                LeaseGrant::Granted(lease) => return lease,
+                LeaseGrant::Busy { .. } if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                LeaseGrant::Busy { holder, .. } => panic!("{holder} never let the lease go"),
+            }
+        }
+    });
+
+    let run = engram
+        .runs()
+        .start(&agent, message("I like green tea"))
+        .await
+        .unwrap();
+    let outcome = run.outcome().await.unwrap();
+    let taken = replica.join().unwrap();
+    assert_eq!(taken.holder, "replica-b");
+    assert_eq!(outcome.stop_reason, StopReason::Error, "{outcome:?}");
+    let error = outcome.error.expect("the run says why it stopped");
+    assert_eq!(error.code, "lease_lost", "{error:?}");
+    // The step left nothing: the block as it was, no assistant or tool message, no step.
+    let human = engram.store().blocks().of_agent(&agent).unwrap();
+    assert_eq!(human[0].value, "");
+    let stored = engram.recall().list(&agent, None, 10).unwrap();
+    assert_eq!(stored.len(), 1, "only the user's message: {stored:?}");
+    assert!(
+        engram
+            .store()
+            .runs()
+            .list_steps(&agent, None)
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn a_run_for_an_agent_another_replica_runs_waits_then_is_busy() {
+    use engram_store_api::{LeaseGrant, LeaseStore};
+    let dir = tempfile::tempdir().unwrap();
+    let engram = open_with_leases(dir.path(), "30", "0.4");
+    let mock = MockLlm::start(Script::Queue).await;
+    let agent = agent(&engram, &mock);
+    let LeaseGrant::Granted(elsewhere) = engram
+        .store()
+        .acquire_lease(&agent, "replica-b", std::time::Duration::from_secs(60))
+        .await
+        .unwrap()
+    else {
+        panic!("the lease was free");
+    };
+
+    let started = std::time::Instant::now();
+    let busy = engram
+        .runs()
+        .start(&agent, message("hello?"))
+        .await
+        .map(|_| ())
+        .expect_err("refused");
+    assert!(
+        started.elapsed() >= std::time::Duration::from_millis(400),
+        "it waited first"
+    );
+    match &busy {
+        Error::AgentBusy { holder, .. } => assert_eq!(holder, "replica-b"),
+        other => panic!("expected agent_busy, got {other:?}"),
+    }
+    assert_eq!(busy.code(), "agent_busy");
+    assert!(
+        engram.recall().list(&agent, None, 10).unwrap().is_empty(),
+        "nothing written"
+    );
+
+    // Once the other replica is done, the agent runs here, and gives its lease back after.
+    engram.store().release_lease(&elsewhere).await.unwrap();
+    mock.push(Reply::text("Hello."));
+    let run = engram
+        .runs()
+        .start(&agent, message("hello?"))
+        .await
+        .unwrap();
+    assert_eq!(
+        run.outcome().await.unwrap().stop_reason,
+        StopReason::EndTurn
+    );
+    assert!(matches!(
+        engram
+            .store()
+            .acquire_lease(&agent, "replica-b", std::time::Duration::from_secs(60))
+            .await
+            .unwrap(),
+        LeaseGrant::Granted(_)
+    ));
+}

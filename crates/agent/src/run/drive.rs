@@ -50,11 +50,14 @@ impl Runtime {
             return Err(p.blocks_new_message());
         }
         let setup = self.setup(agent_id)?;
+        let run_id = input.run_id.clone().unwrap_or_default();
+        let hold = self.take_lease(agent_id, &run_id).await?;
         let run = RunContext {
             setup: &setup,
-            run_id: input.run_id.clone().unwrap_or_default(),
+            run_id,
             events,
             cancel,
+            lease: hold.lease(),
             rules: Rules::new(&setup.agent.tool_rules),
             usage: Default::default(),
         };
@@ -77,7 +80,9 @@ impl Runtime {
         for m in &written {
             run.emit(RunEvent::Message { message: m.clone() });
         }
-        Ok(self.drive(run, 1, written).await)
+        let outcome = self.drive(run, 1, written).await;
+        hold.release().await;
+        Ok(outcome)
     }
 
     /// Takes steps `first..=max_steps` of the run until one ends it (at least one step, so a

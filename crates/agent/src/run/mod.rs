@@ -6,6 +6,7 @@
 //! The files follow a run's life:
 //! - `runtime`: the [`Runtime`] and what it checks before a run writes anything;
 //! - `turn`: one run per agent at a time ([`Turn`], [`Claim`]);
+//! - `lease`: the agent's lease a run holds, so one run per agent holds across replicas;
 //! - `drive`: a run from the user's message to its `Done` event, and how it ended;
 //! - `step`: one step in its phases (prepare, call the model, answer the calls, commit);
 //! - `call`: the model call itself (streaming, retries, time limit, cancel);
@@ -14,12 +15,14 @@
 
 mod call;
 mod drive;
+mod lease;
 mod repeats;
 mod runtime;
 mod setup;
 mod step;
 mod turn;
 
+pub(crate) use lease::LeaseHold;
 pub use runtime::Runtime;
 pub(crate) use setup::RunContext;
 pub(crate) use step::go_on_after_refusals;

@@ -11,6 +11,7 @@ use crate::window;
 use crate::{Embedder, ModelResolver};
 use engram_core::{Agent, AgentId, Result, Timestamp};
 use engram_store::Store;
+use engram_store_api::LeaseStore;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
@@ -25,6 +26,8 @@ pub struct Runtime {
     pub(crate) mcp: Option<Arc<dyn crate::McpCaller>>,
     /// Each agent's turn (see `turn`).
     turns: Turns,
+    /// Where runs take their agent's lease (see `lease`): the store's own by default.
+    pub(super) leases: Arc<dyn LeaseStore>,
     /// Agents warned about memory pressure in the current fill (since their context was last
     /// below the warning threshold), so the warning fires once per fill.
     pub(super) warned: Mutex<HashSet<AgentId>>,
@@ -43,6 +46,7 @@ impl Runtime {
         settings: LoopSettings,
     ) -> Self {
         Self {
+            leases: Arc::new(store.clone()),
             store,
             models,
             settings,
@@ -63,6 +67,22 @@ impl Runtime {
     pub fn with_mcp(mut self, mcp: Arc<dyn crate::McpCaller>) -> Self {
         self.mcp = Some(mcp);
         self
+    }
+
+    /// Takes agents' leases from `leases` instead of the store (a database shared by
+    /// replicas, or a test's own handle).
+    pub fn with_leases(mut self, leases: Arc<dyn LeaseStore>) -> Self {
+        self.leases = leases;
+        self
+    }
+
+    /// Takes `agent`'s lease for `run` (see `lease`). Errors: `AgentBusy`; the store's.
+    pub(crate) async fn take_lease(
+        &self,
+        agent: &AgentId,
+        run: &engram_core::RunId,
+    ) -> Result<super::LeaseHold> {
+        super::LeaseHold::take(self.leases.clone(), agent, run, &self.settings).await
     }
 
     /// Where user tools run.

@@ -296,7 +296,10 @@ impl Runtime {
             passages,
             approval,
         };
-        let committed = self.store.runs().commit_step(&commit)?;
+        let committed = self
+            .store
+            .runs()
+            .commit_step_leased(Some(run.lease), &commit)?;
         let mut step_usage = Usage::default();
         step_usage.add_step(prompt_tokens, completion_tokens);
         run.usage.add_step(prompt_tokens, completion_tokens);
@@ -355,7 +358,10 @@ impl Runtime {
             passages: Vec::new(),
             approval: ApprovalWrite::Keep,
         };
-        let committed = self.store.runs().commit_step(&commit)?;
+        let committed = self
+            .store
+            .runs()
+            .commit_step_leased(Some(run.lease), &commit)?;
         let mut step_usage = Usage::default();
         step_usage.add_step(prompt_tokens, completion_tokens);
         announce::step(run.events, &ctx.agent.id, &committed, step_usage);

@@ -372,7 +372,10 @@ async fn a_commit_under_a_lease_no_longer_current_stores_nothing<H: Harness>(h: 
     // A lease is the agent's own.
     let (other, _) = agent_with(&b, "ben", &[]).await;
     let wrong = commit(step(&other.id), vec![NewMessage::user("hi")], vec![]);
-    assert_eq!(code(b.commit_step(Some(&next), &wrong).await), "invalid_input");
+    assert_eq!(
+        code(b.commit_step(Some(&next), &wrong).await),
+        "invalid_input"
+    );
     assert_eq!(b.count_messages(&other.id).await.unwrap(), 0);
 }
 
