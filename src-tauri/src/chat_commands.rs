@@ -19,6 +19,17 @@ pub async fn attach_run(
     args: Args<AttachRunArgs>,
     on_event: Channel<RunEvent>,
 ) -> IpcResult<bool> {
+    if let Some(remote) = d.remote.current() {
+        let args = serde_json::json!({"agent_id": args.0.agent_id});
+        let on_event = on_event.clone();
+        return Ok(remote
+            .run("attach_run", &args, |event| {
+                if let Ok(event) = serde_json::from_value::<RunEvent>(event) {
+                    let _ = on_event.send(event);
+                }
+            })
+            .await?);
+    }
     let agent_id = args.0.agent_id;
     d.engram.agents().get(&agent_id)?;
     let Some(mut events) = d.engram.runs().attach(&agent_id) else {

@@ -27,6 +27,9 @@ use tauri::{Manager, Runtime, State};
 pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'static {
     let by_hand = shell_handler::<R, _>(tauri::generate_handler![
         set_rest_api,
+        crate::remote::connect_server,
+        crate::remote::disconnect_server,
+        crate::remote::server_connection,
         crate::chat_commands::attach_run,
         crate::file_commands::export_to_file,
         crate::file_commands::import_from_file,
@@ -56,8 +59,12 @@ fn answer<R: Runtime>(def: &'static CommandDef, invoke: Invoke<R>) {
         InvokeBody::Json(v) => v.clone(),
         InvokeBody::Raw(_) => Value::Null,
     };
+    if let Some(remote) = desktop.remote.current() {
+        forward(&remote, def, args, invoke);
+        return;
+    }
     if def.kind == CommandKind::Run {
-        let channel = run_channel(def.name, &args, webview.clone());
+        let channel = run_channel::<R, RunEvent>(def.name, &args, webview.clone());
         invoke.resolver.respond_async(async move {
             run(engram, def.name, args, channel?)
                 .await
@@ -83,12 +90,50 @@ fn answer<R: Runtime>(def: &'static CommandDef, invoke: Invoke<R>) {
     }
 }
 
+/// Answers a command on the server the window works on: a call with the server's JSON, a run
+/// by streaming the server's events into the window's channel (see `crate::remote`).
+fn forward<R: Runtime>(
+    remote: &Arc<engram_remote::Remote>,
+    def: &'static CommandDef,
+    mut args: Value,
+    invoke: Invoke<R>,
+) {
+    let remote = remote.clone();
+    if def.kind == CommandKind::Run {
+        let channel = run_channel::<R, Value>(def.name, &args, invoke.message.webview());
+        if let Some(fields) = args.as_object_mut() {
+            fields.remove("on_event");
+        }
+        invoke.resolver.respond_async(async move {
+            let channel = channel?;
+            remote
+                .run(def.name, &args, |event| {
+                    // A closed window is no reason to stop reading: the server keeps the run.
+                    let _ = channel.send(event);
+                })
+                .await
+                .map(|_| ())
+                .map_err(|e| InvokeError::from(IpcError::from(e)))
+        });
+        return;
+    }
+    invoke.resolver.respond_async_serialized(async move {
+        let value = remote
+            .call(def.name, &args)
+            .await
+            .map_err(|e| InvokeError::from(IpcError::from(e)))?;
+        serde_json::to_string(&value)
+            .map(InvokeResponseBody::Json)
+            .map_err(|e| InvokeError::from(IpcError::from(Error::Internal(e.to_string()))))
+    });
+}
+
 /// The `Channel` a run command's events go to: the window's `on_event` argument.
-fn run_channel<R: Runtime>(
+fn run_channel<R: Runtime, T>(
     name: &str,
     args: &Value,
     webview: tauri::Webview<R>,
-) -> Result<Channel<RunEvent>, InvokeError> {
+) -> Result<Channel<T>, InvokeError> {
     let id = args
         .get("on_event")
         .and_then(Value::as_str)
@@ -120,6 +165,12 @@ pub async fn set_rest_api(
     d: State<'_, Desktop>,
     args: Args<SetRestApiArgs>,
 ) -> IpcResult<RestApiStatus> {
+    if let Some(remote) = d.remote.current() {
+        return Err(crate::remote::not_while_remote(
+            "This computer's REST API",
+            &remote,
+        ));
+    }
     d.engram.trust().set_rest_api_enabled(args.0.enabled)?;
     if args.0.enabled {
         Ok(d.rest.start(d.engram.clone()).await?)

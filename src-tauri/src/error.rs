@@ -21,5 +21,12 @@ impl From<Error> for IpcError {
     }
 }
 
+impl IpcError {
+    /// An error as another engine sent it (a remote server's), passed on unchanged.
+    pub fn from_body(body: ErrorBody) -> Self {
+        Self(body)
+    }
+}
+
 /// A command's result.
 pub type IpcResult<T> = Result<T, IpcError>;

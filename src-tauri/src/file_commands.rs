@@ -12,7 +12,7 @@ use crate::error::IpcResult;
 use crate::state::Desktop;
 use engram_core::Error;
 use engram_service::commands::ExportAgentsArgs;
-use engram_service::{ExportFormat, ImportReport};
+use engram_service::{ExportFile, ExportFormat, ImportReport};
 use std::path::PathBuf;
 use tauri::{AppHandle, Manager, Runtime, State};
 use tauri_plugin_dialog::{Dialog, DialogExt};
@@ -39,9 +39,26 @@ pub async fn export_to_file<R: Runtime>(
     args: Args<ExportAgentsArgs>,
 ) -> IpcResult<Option<String>> {
     let ExportAgentsArgs { agent_ids, format } = args.0;
+    // On a server, the file is made there and saved here.
+    let fetched: Option<ExportFile> = match d.remote.current() {
+        Some(remote) => Some(
+            serde_json::from_value(
+                remote
+                    .call(
+                        "export_agents",
+                        &serde_json::json!({"agent_ids": agent_ids, "format": format}),
+                    )
+                    .await?,
+            )
+            .map_err(|e| Error::Internal(format!("the server's export: {e}")))?,
+        ),
+        None => None,
+    };
     let engram = d.engram.clone();
     // The name to offer needs the export's stem; the file itself is written after the choice.
-    let offered = {
+    let offered = if let Some(file) = &fetched {
+        file.file_name.clone()
+    } else {
         let e = engram.clone();
         let ids = agent_ids.clone();
         tokio::task::spawn_blocking(move || e.agent_files().export_all(ids.as_deref(), format))
@@ -77,6 +94,11 @@ pub async fn export_to_file<R: Runtime>(
         }
     };
     let Some(path) = path else { return Ok(None) };
+    if let Some(file) = fetched {
+        std::fs::write(&path, file.contents)
+            .map_err(|e| Error::invalid(format!("cannot write {}: {e}", path.display())))?;
+        return Ok(Some(path.display().to_string()));
+    }
     let written = tokio::task::spawn_blocking(move || {
         engram
             .agent_files()
@@ -116,10 +138,44 @@ pub async fn import_from_file<R: Runtime>(
         }
     };
     let Some(path) = path else { return Ok(None) };
+    if let Some(remote) = d.remote.current() {
+        // Read here, imported there.
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        let contents = read_agent_file(&path)?;
+        let report = remote
+            .call(
+                "import_agent_file",
+                &serde_json::json!({"contents": contents, "file_name": name}),
+            )
+            .await?;
+        return Ok(Some(serde_json::from_value(report).map_err(|e| {
+            Error::Internal(format!("the server's import report: {e}"))
+        })?));
+    }
     let engram = d.engram.clone();
     Ok(Some(
         tokio::task::spawn_blocking(move || engram.agent_files().import_at(&path))
             .await
             .map_err(|e| Error::Internal(format!("import: {e}")))??,
     ))
+}
+
+/// An agent file's text, read for a server to import (at most the engine's limit).
+/// Errors: `invalid_input` naming the file.
+fn read_agent_file(path: &std::path::Path) -> IpcResult<String> {
+    use std::io::Read as _;
+    let limit = engram_service::AGENT_FILE_MAX_BYTES;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(limit + 1).read_to_end(&mut bytes))
+        .map_err(|e| Error::invalid(format!("cannot read {}: {e}", path.display())))?;
+    if bytes.len() as u64 > limit {
+        return Err(Error::invalid(format!(
+            "{} is over {limit} bytes, the largest agent file Engram reads",
+            path.display()
+        ))
+        .into());
+    }
+    String::from_utf8(bytes)
+        .map_err(|_| Error::invalid(format!("{} is not text (UTF-8)", path.display())).into())
 }

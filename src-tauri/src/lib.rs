@@ -13,6 +13,7 @@ pub mod chat_commands;
 pub mod commands;
 pub mod error;
 pub mod file_commands;
+pub mod remote;
 pub mod rest;
 pub mod search_commands;
 mod state;
@@ -33,6 +34,7 @@ pub fn builder<R: Runtime>(builder: tauri::Builder<R>, engram: Arc<Engram>) -> t
         .manage(Desktop {
             engram,
             rest: rest::RestApi::default(),
+            remote: remote::RemoteLink::default(),
         })
         .setup(|app| {
             start(app.handle());
@@ -48,6 +50,7 @@ pub fn start<R: Runtime>(app: &tauri::AppHandle<R>) {
     forward_notices(app.clone());
     restore_rest_api(app.clone());
     resume_backfills(app.clone());
+    remote::reconnect_at_start(app.clone());
 }
 
 /// Goes on filling in vectors a restart left missing (a backfill cut short, an embedding model
@@ -75,6 +78,10 @@ fn forward_notices<R: Runtime>(app: tauri::AppHandle<R>) {
                 Err(RecvError::Lagged(_)) => Notice::AgentsChanged,
                 Err(RecvError::Closed) => break,
             };
+            // While the window works on a server, that server's notices are the ones it hears.
+            if app.state::<Desktop>().remote.current().is_some() {
+                continue;
+            }
             if let Err(e) = app.emit(NOTICE_EVENT, &notice) {
                 tracing::warn!(error = %e, "cannot emit a notice");
             }

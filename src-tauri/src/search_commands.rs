@@ -46,6 +46,12 @@ pub async fn pick_rerank_model_dir<R: Runtime>(
     app: AppHandle<R>,
     d: State<'_, Desktop>,
 ) -> IpcResult<Option<RerankerStatus>> {
+    if let Some(remote) = d.remote.current() {
+        return Err(crate::remote::not_while_remote(
+            "A reranker folder on this computer",
+            &remote,
+        ));
+    }
     let Some(dir) = pick_folder(&app, "Choose the reranker's weights folder").await? else {
         return Ok(None);
     };
@@ -61,6 +67,12 @@ pub async fn pick_watch_dir<R: Runtime>(
     args: Args<PickWatchDirArgs>,
 ) -> IpcResult<Option<FolderWatch>> {
     let PickWatchDirArgs { folder_id } = args.0;
+    if let Some(remote) = d.remote.current() {
+        return Err(crate::remote::not_while_remote(
+            "Following a directory of this computer",
+            &remote,
+        ));
+    }
     // The folder is checked first: no dialog for a folder that is gone.
     d.engram.folders().get(&folder_id)?;
     let Some(dir) = pick_folder(&app, "Choose the directory this folder follows").await? else {

@@ -11,4 +11,6 @@ pub struct Desktop {
     pub engram: Arc<Engram>,
     /// The local REST API, when the user switched it on.
     pub rest: rest::RestApi,
+    /// The remote server the window works on instead of `engram`, when connected.
+    pub remote: crate::remote::RemoteLink,
 }

@@ -18,10 +18,17 @@ struct Shell {
 
 impl Shell {
     fn start() -> Shell {
-        let home = tempfile::tempdir().unwrap();
+        Self::open(
+            tempfile::tempdir().unwrap(),
+            Arc::new(engram_secrets::MemoryStore::default()),
+        )
+    }
+
+    /// A shell on the data directory `home` with the keychain `secrets` (a restart keeps both).
+    fn open(home: tempfile::TempDir, secrets: Arc<engram_secrets::MemoryStore>) -> Shell {
         let engram = engram_service::Engram::open(engram_service::Options {
             home: Some(home.path().to_owned()),
-            secrets: Arc::new(engram_secrets::MemoryStore::default()),
+            secrets,
             env: Arc::new(|_| None),
         })
         .unwrap();
@@ -420,4 +427,251 @@ fn mcp_servers_are_configured_through_ipc_with_secrets_kept_out_of_answers() {
         .unwrap();
     let left = shell.invoke("list_mcp_servers", json!({})).unwrap();
     assert_eq!(left.as_array().unwrap().len(), 1);
+}
+
+/// A second engine served over HTTPS on 127.0.0.1 with a self-signed certificate, as
+/// `engram serve --tls-self-signed` serves it: the server a desktop connects to.
+struct RemoteServer {
+    engram: Arc<engram_service::Engram>,
+    url: String,
+    fingerprint: String,
+    _home: tempfile::TempDir,
+}
+
+const SERVER_TOKEN: &str = "engram-server-token-for-the-desktop-test";
+
+impl RemoteServer {
+    fn start(rt: &tokio::runtime::Runtime) -> RemoteServer {
+        let home = tempfile::tempdir().unwrap();
+        let engram = engram_service::Engram::open(engram_service::Options {
+            home: Some(home.path().to_owned()),
+            secrets: Arc::new(engram_secrets::MemoryStore::default()),
+            env: Arc::new(|_| None),
+        })
+        .unwrap();
+        let identity = engram_server::tls::TlsIdentity::self_signed(
+            &home.path().join("tls"),
+            &["localhost".into()],
+        )
+        .unwrap();
+        let tcp = rt
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
+        let port = tcp.local_addr().unwrap().port();
+        let listener = engram_server::tls::TlsListener::new(tcp, &identity);
+        let config = engram_server::ServerConfig::new(engram_server::Auth::Token(
+            engram_secrets::SecretString::from(SERVER_TOKEN),
+        ));
+        rt.spawn(engram_server::serve_tls(
+            listener,
+            engram.clone(),
+            config,
+            std::future::pending(),
+        ));
+        RemoteServer {
+            engram,
+            url: format!("https://localhost:{port}"),
+            fingerprint: identity.fingerprint,
+            _home: home,
+        }
+    }
+}
+
+#[test]
+fn the_window_works_on_a_remote_server_with_its_certificate_pinned() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = RemoteServer::start(&rt);
+    let mock = rt.block_on(MockLlm::start(Script::Brain));
+    let home = tempfile::tempdir().unwrap();
+    let home_path = home.path().to_owned();
+    let secrets = Arc::new(engram_secrets::MemoryStore::default());
+    let shell = Shell::open(home, secrets.clone());
+    assert_eq!(
+        shell.invoke("server_connection", json!({})).unwrap(),
+        Value::Null
+    );
+
+    // Another certificate than the pinned one: refused before the token is sent.
+    let other = "00:".repeat(31) + "00";
+    let e = shell
+        .invoke(
+            "connect_server",
+            json!({"url": server.url, "token": SERVER_TOKEN, "fingerprint": other}),
+        )
+        .unwrap_err();
+    assert_eq!(e["code"], "backend_unreachable", "{e}");
+    assert!(
+        e["message"].as_str().unwrap().contains("fingerprint"),
+        "{e}"
+    );
+    // No fingerprint: the self-signed certificate is vouched for by no one.
+    let e = shell
+        .invoke(
+            "connect_server",
+            json!({"url": server.url, "token": SERVER_TOKEN}),
+        )
+        .unwrap_err();
+    assert_eq!(e["code"], "backend_unreachable", "{e}");
+    // The right certificate, a wrong token.
+    let e = shell
+        .invoke(
+            "connect_server",
+            json!({"url": server.url, "token": "engram-wrong", "fingerprint": server.fingerprint}),
+        )
+        .unwrap_err();
+    assert_eq!(e["code"], "unauthorized", "{e}");
+    // Plain HTTP to another machine is refused outright.
+    let e = shell
+        .invoke(
+            "connect_server",
+            json!({"url": "http://desk.lan:8283", "token": SERVER_TOKEN}),
+        )
+        .unwrap_err();
+    assert_eq!(e["code"], "invalid_input", "{e}");
+    assert_eq!(
+        shell.invoke("server_connection", json!({})).unwrap(),
+        Value::Null
+    );
+
+    // The address as `engram serve` prints it, with the token in its fragment.
+    let link = shell
+        .invoke(
+            "connect_server",
+            json!({"url": format!("{}/#token={SERVER_TOKEN}", server.url), "fingerprint": server.fingerprint}),
+        )
+        .unwrap();
+    assert_eq!(link["connected"], true, "{link}");
+    assert_eq!(link["host"], "localhost");
+    assert_eq!(link["user"], Value::Null, "the administrator's token");
+    assert_eq!(link["fingerprint"], server.fingerprint);
+    assert!(!link.to_string().contains(SERVER_TOKEN), "{link}");
+    assert_eq!(shell.invoke("server_connection", json!({})).unwrap(), link);
+
+    let notices = Arc::new(Mutex::new(Vec::<Value>::new()));
+    let seen = notices.clone();
+    shell.window.listen_any(NOTICE_EVENT, move |event| {
+        seen.lock()
+            .unwrap()
+            .push(serde_json::from_str(event.payload()).unwrap());
+    });
+
+    // Everything now happens on the server.
+    shell
+        .invoke(
+            "set_provider",
+            json!({"setup": {"name": "openai", "base_url": mock.base_url(), "api_key": "sk-remote"}}),
+        )
+        .unwrap();
+    let agent = shell
+        .invoke(
+            "create_agent",
+            json!({"new": {"name": "Remy", "llm": {"model": "openai/mock-small", "context_window": 32000}}}),
+        )
+        .unwrap();
+    let id = agent["id"].as_str().unwrap().to_owned();
+    assert_eq!(server.engram.agents().list().unwrap().len(), 1);
+    let state = shell.window.state::<Desktop>();
+    assert!(
+        state.engram.agents().list().unwrap().is_empty(),
+        "nothing made here"
+    );
+
+    let block = shell
+        .invoke(
+            "update_block",
+            json!({"agent_id": id, "label": "human", "patch": {"value": "Name: Remy"}}),
+        )
+        .unwrap();
+    assert_eq!(block["value"], "Name: Remy");
+    let stale = shell
+        .invoke(
+            "update_block",
+            json!({"agent_id": id, "label": "human", "patch": {"value": "x", "version": 1}}),
+        )
+        .unwrap_err();
+    assert_eq!(
+        stale["code"], "stale_version",
+        "the server's error as it sent it: {stale}"
+    );
+
+    shell
+        .invoke(
+            "send_message",
+            json!({"agent_id": id, "text": "My name is Remy.", "on_event": "__CHANNEL__:7"}),
+        )
+        .unwrap();
+    let messages = shell
+        .invoke("list_messages", json!({"agent_id": id, "limit": 50}))
+        .unwrap();
+    assert!(
+        messages.to_string().contains("My name is Remy."),
+        "{messages}"
+    );
+    let on_server = server
+        .engram
+        .recall()
+        .list(&engram_core::AgentId::from(id.clone()), None, 50)
+        .unwrap();
+    assert!(
+        on_server
+            .iter()
+            .any(|m| m.content.contains("My name is Remy."))
+    );
+    // Not running: joining answers false.
+    assert_eq!(
+        shell
+            .invoke(
+                "attach_run",
+                json!({"agent_id": id, "on_event": "__CHANNEL__:8"})
+            )
+            .unwrap(),
+        false
+    );
+
+    // The server's notices reach the window.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let changed = json!({"type": "memory_changed", "agent_id": id});
+    while !notices.lock().unwrap().contains(&changed) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        notices.lock().unwrap().contains(&changed),
+        "{:?}",
+        notices.lock().unwrap()
+    );
+
+    // This computer's own things are refused while connected, saying so.
+    let e = shell
+        .invoke("set_rest_api", json!({"enabled": true}))
+        .unwrap_err();
+    assert!(e["message"].as_str().unwrap().contains("localhost"), "{e}");
+
+    // The token went to the keychain, not the database.
+    let (kept, token) = state.engram.trust().linked_server().unwrap().unwrap();
+    assert_eq!(
+        kept.fingerprint.as_deref(),
+        Some(server.fingerprint.as_str())
+    );
+    assert_eq!(
+        engram_secrets::ExposeSecret::expose_secret(&token),
+        SERVER_TOKEN
+    );
+    state.engram.store().checkpoint().unwrap();
+    let db = std::fs::read(home_path.join(engram_service::DB_FILE)).unwrap();
+    assert!(
+        !db.windows(SERVER_TOKEN.len())
+            .any(|w| w == SERVER_TOKEN.as_bytes())
+    );
+
+    // Back to this computer.
+    assert_eq!(
+        shell.invoke("disconnect_server", json!({})).unwrap(),
+        Value::Null
+    );
+    assert_eq!(shell.invoke("list_agents", json!({})).unwrap(), json!([]));
+    assert_eq!(
+        shell.invoke("server_connection", json!({})).unwrap(),
+        Value::Null
+    );
+    assert!(state.engram.trust().linked_server().unwrap().is_none());
 }

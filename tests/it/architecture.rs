@@ -19,12 +19,14 @@ const TRANSPORTS: &[(&str, &str)] = &[
 
 /// The workspace crates a transport may use outside its tests. `engram-server` is a transport
 /// too: the desktop shell serves the REST API with it, the CLI's `engram serve` as well; so is
-/// `engram-mcp-memory` (`engram mcp serve`), which shares the REST API's `Host`/`Origin` checks.
+/// `engram-mcp-memory` (`engram mcp serve`), which shares the REST API's `Host`/`Origin` checks;
+/// `engram-remote` is the other end of `engram-server`, the desktop's client of a remote one.
 const ALLOWED: &[&str] = &[
     "engram-core",
     "engram-service",
     "engram-server",
     "engram-mcp-memory",
+    "engram-remote",
 ];
 
 fn root() -> PathBuf {

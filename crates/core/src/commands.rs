@@ -58,6 +58,9 @@ impl AppCommand {
 pub const APP_COMMANDS: &[AppCommand] = &[
     AppCommand::new("app_info", CommandKind::Call),
     AppCommand::desktop_only("set_rest_api", CommandKind::Call),
+    AppCommand::desktop_only("connect_server", CommandKind::Call),
+    AppCommand::desktop_only("disconnect_server", CommandKind::Call),
+    AppCommand::desktop_only("server_connection", CommandKind::Call),
     AppCommand::new("list_providers", CommandKind::Call),
     AppCommand::new("set_provider", CommandKind::Call),
     AppCommand::new("delete_provider", CommandKind::Call),

@@ -48,6 +48,7 @@ mod rooms;
 #[cfg(test)]
 mod run_tests;
 mod runs;
+mod server_link;
 mod sleeptime;
 mod sleeptime_api;
 mod templates;
@@ -66,6 +67,7 @@ pub use api_token::REST_TOKEN_SECRET;
 pub use chat::{Run, RunRequest};
 pub use context_view::{ContextMessage, ContextTool, ContextView};
 pub use embeddings::BackfillReport;
+pub use engram_agentfile::MAX_FILE_BYTES as AGENT_FILE_MAX_BYTES;
 pub use engram_retrieval::tuning::{
     LATE_INTERACTION_CONTEXT_SHARE, LATE_INTERACTION_DEPTH, LATE_INTERACTION_NEIGHBOUR_REACH,
     LATE_INTERACTION_WEIGHT,
@@ -123,6 +125,8 @@ pub mod builtin_tools {
 }
 pub use engram_providers::ModelInfo;
 pub use engram_store::{BlockRevert, RunRecord, ToolEdit, TurnRollback};
+pub use secrecy::{ExposeSecret, SecretString};
+pub use server_link::ServerLink;
 
 use engram_agent::{PythonHost, Runtime};
 use engram_core::{Error, Result};

@@ -288,6 +288,9 @@ macro_rules! commands {
 commands! {
     [call AppInfoArgs]
     [adapter SetRestApiArgs => RestApiStatus, "set_rest_api", Call, false]
+    [adapter ConnectServerArgs => ServerConnection, "connect_server", Call, false]
+    [adapter DisconnectServerArgs => Option<ServerConnection>, "disconnect_server", Call, false]
+    [adapter ServerConnectionArgs => Option<ServerConnection>, "server_connection", Call, false]
     [call ListProvidersArgs]
     [call SetProviderArgs]
     [call DeleteProviderArgs]

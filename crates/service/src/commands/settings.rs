@@ -9,7 +9,7 @@ use crate::{
 use engram_core::{
     AgentAccess, AgentId, McpServer, ModelPrice, NewMcpServer, Result, RunId, Tool, UsageCost,
 };
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use ts_rs::TS;
 
@@ -40,6 +40,60 @@ impl AppCall for AppInfoArgs {
 pub struct SetRestApiArgs {
     /// Serve it (true) or stop it.
     pub enabled: bool,
+}
+
+/// `connect_server` (desktop only, answered by the shell): the window works on the engine of
+/// a remote `engram serve` from now on, and after a restart, until `disconnect_server`. The
+/// token goes to the keychain; the address and fingerprint to this computer's settings.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct ConnectServerArgs {
+    /// The server's address, `https://name:port` (as `engram serve` prints it; a `#token=…`
+    /// in it is used when `token` is empty).
+    pub url: String,
+    /// The bearer token: the server's (`engram serve --show-token`) or a user's
+    /// (`engram user token NAME`).
+    #[serde(default)]
+    #[ts(optional)]
+    pub token: Option<String>,
+    /// The SHA-256 of the server's certificate (`AB:CD:…`), for a self-signed one: only that
+    /// certificate is trusted.
+    #[serde(default)]
+    #[ts(optional)]
+    pub fingerprint: Option<String>,
+}
+
+/// `disconnect_server` (desktop only): back to this computer's engine; the server's address
+/// and token are forgotten. Answers `null`.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct DisconnectServerArgs {}
+
+/// `server_connection` (desktop only): the server the window works on, or `null` for this
+/// computer's engine.
+#[derive(Deserialize, TS)]
+#[ts(export, export_to = "args/")]
+pub struct ServerConnectionArgs {}
+
+/// The remote server a desktop window works on.
+#[derive(Clone, Debug, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct ServerConnection {
+    /// Its address, e.g. `https://desk.lan:8283/`.
+    pub url: String,
+    /// Its host name, how the window names it (`desk.lan`).
+    pub host: String,
+    /// The user the token belongs to; `None` for the server's administrator token.
+    pub user: Option<String>,
+    /// The pinned certificate fingerprint, if any.
+    pub fingerprint: Option<String>,
+    /// The server's Engram version, once reached.
+    pub version: Option<String>,
+    /// Whether the window works on it now; `false` when it could not be reached at start
+    /// (see `error`) — the window then shows this computer's engine until it is reached.
+    pub connected: bool,
+    /// Why it could not be reached, when it was not.
+    pub error: Option<String>,
 }
 
 /// `list_providers`: the configured model providers (never their keys).

@@ -50,6 +50,9 @@ fn each_command_is_answered_the_way_its_kind_says() {
         adapters,
         [
             "set_rest_api",
+            "connect_server",
+            "disconnect_server",
+            "server_connection",
             "attach_run",
             "export_to_file",
             "import_from_file",

@@ -2,6 +2,7 @@ import { backend, BackendError } from '../backend';
 import type { Agent, ProviderInfo } from '../backend/types';
 import type { Route, SettingsSection } from './route';
 import { isAdmin, loadAccount } from './account.svelte';
+import { loadServer } from './server.svelte';
 
 export type View = 'chat' | 'settings' | 'tools';
 
@@ -36,7 +37,7 @@ export class AppState {
   /** Loads agents and providers, then shows `initial` (the address the window opened at),
    *  else the last agent, else (no agent yet) the guided first run. */
   async init(initial: Route | null = null): Promise<void> {
-    await loadAccount();
+    await Promise.all([loadAccount(), loadServer()]);
     await Promise.all([this.loadAgents(), isAdmin() ? this.loadProviders() : undefined]);
     this.loaded = true;
     if (initial) this.show(initial);

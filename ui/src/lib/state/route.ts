@@ -11,7 +11,7 @@
  * is no route.
  */
 
-export const SETTINGS_SECTIONS = ['providers', 'models', 'search', 'mcp', 'memory-server', 'folders', 'transfer', 'api', 'about'] as const;
+export const SETTINGS_SECTIONS = ['providers', 'models', 'search', 'mcp', 'memory-server', 'folders', 'transfer', 'api', 'server', 'about'] as const;
 export type SettingsSection = (typeof SETTINGS_SECTIONS)[number];
 
 export type Route =

@@ -39,7 +39,10 @@ describe('SettingsView', () => {
       'REST API',
       'About',
     ]);
-    expect(links.map((l) => l.getAttribute('href'))).toEqual(SETTINGS_SECTIONS.map((s) => `#/settings/${s}`));
+    // A browser tab is its server's: only the desktop app has the Server section.
+    expect(links.map((l) => l.getAttribute('href'))).toEqual(
+      SETTINGS_SECTIONS.filter((s) => s !== 'server').map((s) => `#/settings/${s}`),
+    );
     expect(within(menu).getByRole('link', { current: 'page' })).toHaveTextContent('MCP servers');
   });
 
