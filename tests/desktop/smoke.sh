@@ -30,6 +30,21 @@ export ENGRAM_HOME="$scratch/home" ENGRAM_SECRETS=memory OPENAI_API_KEY= OPENAI_
 "$target/debug/engram" agent create --name "Smoke Sam" --model mock/mock-small \
   --block "persona=I am Sam." --block "human=" >/dev/null
 
+# A second engine served over HTTPS with a self-signed certificate: the server the window
+# connects to at the end (Settings → Server), with an agent of its own.
+ENGRAM_HOME="$scratch/server" "$target/debug/engram" provider set mock --base-url "$mock" >/dev/null
+ENGRAM_HOME="$scratch/server" "$target/debug/engram" agent create --name "Remote Rita" \
+  --model mock/mock-small --block "persona=I am Rita." --block "human=" >/dev/null
+ENGRAM_HOME="$scratch/server" "$target/debug/engram" serve --port 0 --tls-self-signed --show-token \
+  >"$scratch/serve.out" 2>"$scratch/serve.log" &
+pids+=($!)
+for _ in $(seq 200); do grep -q '^token: ' "$scratch/serve.out" 2>/dev/null && break; sleep 0.1; done
+REMOTE_URL=$(sed -n 's/^listening on //p' "$scratch/serve.out")
+REMOTE_FINGERPRINT=$(sed -n 's/^certificate sha256: //p' "$scratch/serve.out")
+REMOTE_TOKEN=$(sed -n 's/^token: //p' "$scratch/serve.out")
+[ -n "$REMOTE_TOKEN" ] || { cat "$scratch/serve.log" >&2; echo "engram serve did not start" >&2; exit 1; }
+export REMOTE_URL REMOTE_FINGERPRINT REMOTE_TOKEN
+
 # The debug build's save dialog returns this path instead of asking (release builds ignore it).
 export ENGRAM_TEST_SAVE_PATH="$scratch/export.af"
 export ENGRAM_DESKTOP_BIN="$target/debug/engram-desktop" SMOKE_SCREENSHOTS="$shots"

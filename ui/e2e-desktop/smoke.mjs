@@ -114,7 +114,43 @@ try {
   });
   const exported = JSON.parse(readFileSync(savePath, 'utf8'));
   if (!exported.agents?.some((a) => a.name === 'Smoke Sam')) throw new Error('the exported file does not hold the agent');
-  console.log('desktop smoke: window rendered, chat streamed, memory edit shown, regenerate rolled back and ran again, export saved');
+
+  // Connect to a server (smoke.sh serves one over HTTPS with a self-signed certificate): the
+  // window reloads onto the server's agents, chats there with the certificate pinned, and
+  // comes back to this computer's.
+  const { REMOTE_URL, REMOTE_FINGERPRINT, REMOTE_TOKEN } = process.env;
+  if (!REMOTE_URL || !REMOTE_FINGERPRINT || !REMOTE_TOKEN) throw new Error('smoke.sh serves the remote engine');
+  await (await browser.$('[data-testid="settings-nav-server"]')).click();
+  await (await browser.$('[data-testid="server-url"]')).setValue(REMOTE_URL);
+  await (await browser.$('[data-testid="server-token"]')).setValue(REMOTE_TOKEN);
+  await (await browser.$('[data-testid="server-fingerprint"]')).setValue(REMOTE_FINGERPRINT);
+  await (await browser.$('[data-testid="server-connect"]')).click();
+  const badge = await browser.$('[data-testid="server-badge"]');
+  await badge.waitForDisplayed({ timeout: 30_000, timeoutMsg: 'the window never showed the server it works on' });
+  const rita = await browser.$('[data-testid="agent-item"]*=Remote Rita');
+  await rita.waitForDisplayed({ timeout: 30_000, timeoutMsg: "the server's agent is not listed" });
+  if (await (await browser.$('[data-testid="agent-item"]*=Smoke Sam')).isExisting()) {
+    throw new Error("this computer's agent is still listed while working on the server");
+  }
+  await rita.click();
+  const remoteInput = await browser.$('[data-testid="chat-input"]');
+  await remoteInput.waitForDisplayed({ timeout: 10_000 });
+  await remoteInput.setValue('Hi! my name is Carol');
+  await (await browser.$('[data-testid="send"]')).click();
+  const remoteHuman = await browser.$('[data-testid="block-human"] [data-testid="block-value"]');
+  await browser.waitUntil(async () => (await remoteHuman.getText()).includes('Name: Carol'), {
+    timeout: 30_000,
+    timeoutMsg: "the server's agent never showed its memory edit",
+  });
+  if (shots) await browser.saveScreenshot(join(shots, 'server.png'));
+  await (await browser.$('[data-testid="nav-settings"]')).click();
+  await (await browser.$('[data-testid="settings-nav-server"]')).click();
+  await (await browser.$('[data-testid="server-disconnect"]')).click();
+  await (await browser.$('[data-testid="agent-item"]*=Smoke Sam')).waitForDisplayed({
+    timeout: 30_000,
+    timeoutMsg: "back on this computer, its agent is not listed",
+  });
+  console.log('desktop smoke: window rendered, chat streamed, memory edit shown, regenerate rolled back and ran again, export saved, worked on a pinned HTTPS server and came back');
 } finally {
   await browser.deleteSession();
   stop();
