@@ -13,7 +13,7 @@ use tauri::{Listener, Manager, WebviewWindow};
 struct Shell {
     _app: tauri::App<MockRuntime>,
     window: WebviewWindow<MockRuntime>,
-    _home: tempfile::TempDir,
+    _home: Option<tempfile::TempDir>,
 }
 
 impl Shell {
@@ -24,10 +24,17 @@ impl Shell {
         )
     }
 
-    /// A shell on the data directory `home` with the keychain `secrets` (a restart keeps both).
+    /// A shell on the data directory `home` with the keychain `secrets`.
     fn open(home: tempfile::TempDir, secrets: Arc<engram_secrets::MemoryStore>) -> Shell {
+        let mut shell = Self::open_at(home.path(), secrets);
+        shell._home = Some(home);
+        shell
+    }
+
+    /// A shell on a data directory the caller keeps (a restart keeps it and the keychain).
+    fn open_at(home: &std::path::Path, secrets: Arc<engram_secrets::MemoryStore>) -> Shell {
         let engram = engram_service::Engram::open(engram_service::Options {
-            home: Some(home.path().to_owned()),
+            home: Some(home.to_owned()),
             secrets,
             env: Arc::new(|_| None),
         })
@@ -46,7 +53,7 @@ impl Shell {
         Shell {
             _app: app,
             window,
-            _home: home,
+            _home: None,
         }
     }
 
@@ -674,4 +681,53 @@ fn the_window_works_on_a_remote_server_with_its_certificate_pinned() {
         Value::Null
     );
     assert!(state.engram.trust().linked_server().unwrap().is_none());
+}
+
+#[test]
+fn a_kept_server_that_cannot_be_reached_leaves_the_window_on_this_computer_saying_why() {
+    let home = tempfile::tempdir().unwrap();
+    let secrets = Arc::new(engram_secrets::MemoryStore::default());
+    {
+        // A link kept from an earlier run, to a server that is gone now.
+        let engram = engram_service::Engram::open(engram_service::Options {
+            home: Some(home.path().to_owned()),
+            secrets: secrets.clone(),
+            env: Arc::new(|_| None),
+        })
+        .unwrap();
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("https://127.0.0.1:{}/", closed.local_addr().unwrap().port());
+        drop(closed);
+        engram
+            .trust()
+            .link_server(
+                &engram_service::ServerLink {
+                    url,
+                    fingerprint: Some("AB:".repeat(31) + "AB"),
+                },
+                &engram_service::SecretString::from("engram-gone"),
+            )
+            .unwrap();
+    }
+    let shell = Shell::open(home, secrets);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut link = Value::Null;
+    while link.is_null() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        link = shell.invoke("server_connection", json!({})).unwrap();
+    }
+    assert_eq!(link["connected"], false, "{link}");
+    assert_eq!(link["host"], "127.0.0.1");
+    assert!(
+        link["error"].as_str().unwrap().contains("not answering"),
+        "{link}"
+    );
+    // The window works on this computer's engine meanwhile.
+    assert_eq!(shell.invoke("list_agents", json!({})).unwrap(), json!([]));
+    // Giving up the link forgets it.
+    shell.invoke("disconnect_server", json!({})).unwrap();
+    assert_eq!(
+        shell.invoke("server_connection", json!({})).unwrap(),
+        Value::Null
+    );
 }
