@@ -43,7 +43,7 @@ pub use memory::{Block, BlockEdit, BlockPatch, DEFAULT_BLOCK_LIMIT, Editor, NewB
 pub use message::{Message, MessageKind, NewMessage, Role, ToolCall};
 pub use passage::{NewPassage, Passage, PassageHit, SupersedeKind, Supersession, TagMatch};
 pub use price::{ModelPrice, PriceSource, UsageCost};
-pub use run::{RunEvent, Step, StopReason, ToolReturn, ToolStatus, Usage};
+pub use run::{RunEvent, RunRecord, Step, StopReason, ToolReturn, ToolStatus, Usage};
 pub use sleeptime::{
     PassChange, PassChangeKind, PassStatus, PassTrigger, PassUsage, SleeptimeBudget, SleeptimePass,
     SleeptimeSettings,

@@ -104,6 +104,25 @@ pub struct Step {
     pub step_ms: u64,
 }
 
+/// How one run (a turn) ended.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct RunRecord {
+    /// `run-<uuid>`; the messages of the run carry it.
+    pub id: RunId,
+    /// The agent.
+    pub agent_id: AgentId,
+    /// Why it ended.
+    pub stop_reason: StopReason,
+    /// What failed, when it failed.
+    pub error: Option<ErrorBody>,
+    /// What it used: tokens and LLM calls, summed over its steps (a stopped step counts what
+    /// was sent and what arrived).
+    pub usage: Usage,
+    /// When it ended.
+    pub ended_at: Timestamp,
+}
+
 /// The status of a tool result, as in Letta's envelope.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[ts(export)]

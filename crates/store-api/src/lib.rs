@@ -5,7 +5,8 @@
 //! by several replicas). The interface is cut along the store's groups — one trait per concern
 //! — so each concern is moved onto it, and tested on both backends, as a unit. Today:
 //! [`AgentStore`] (an agent's row and its blocks at creation), [`BlockStore`] (blocks and
-//! their versioned operations, with history), [`LeaseStore`] (one holder per agent, with
+//! their versioned operations, with history), [`ContextStore`] (the context window's messages,
+//! compactions, the cached system prompt and how runs ended), [`LeaseStore`] (one holder per agent, with
 //! fencing tokens checked at commit), [`MessageStore`] (recall memory: the message history,
 //! paged by `seq`, with a words search), [`PassageStore`] (archival memory: tagged
 //! passages, listed by time, with a words search), [`SettingStore`] (model providers without
@@ -45,6 +46,7 @@
 //! - Timestamps come back truncated to microseconds, so a value returned by a write equals
 //!   what a later read returns.
 
+mod context;
 mod messages;
 mod passages;
 mod settings;
@@ -52,6 +54,7 @@ mod steps;
 mod users;
 mod words;
 
+pub use context::ContextStore;
 pub use messages::{Hit, MessageSearch, MessageStore, SEQ_GAP, SeqOrder};
 pub use passages::{PassageRange, PassageSearch, PassageStore};
 pub use settings::{ProviderRow, SettingStore};
@@ -251,6 +254,7 @@ pub trait LeaseStore: Send + Sync {
 pub trait Backend:
     AgentStore
     + BlockStore
+    + ContextStore
     + LeaseStore
     + MessageStore
     + PassageStore
@@ -263,6 +267,7 @@ pub trait Backend:
 impl<
     T: AgentStore
         + BlockStore
+        + ContextStore
         + LeaseStore
         + MessageStore
         + PassageStore

@@ -35,6 +35,7 @@
 
 mod agents;
 mod blocks;
+mod context;
 mod error;
 mod leases;
 mod messages;

@@ -61,6 +61,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "steps",
         sql: STEPS,
     },
+    Migration {
+        version: 8,
+        name: "context",
+        sql: CONTEXT,
+    },
 ];
 
 /// The advisory lock key migrations run under (`"engram"` in ASCII, then 1): any number that
@@ -297,6 +302,35 @@ CREATE TABLE pending_approvals (
 );
 
 CREATE INDEX passages_by_step ON passages (step_id) WHERE step_id IS NOT NULL;
+"#;
+
+/// The context window's bookkeeping: the compiled system prompt an agent last had (a cache,
+/// with the memory section it was built from), compaction records (where the chat shows a
+/// divider) and how each run ended.
+const CONTEXT: &str = r#"
+ALTER TABLE agents ADD COLUMN system_cache_memory text, ADD COLUMN system_cache_prompt text;
+
+CREATE TABLE compactions (
+    pk         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    agent_id   text NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+    seq        bigint NOT NULL,             -- newest message folded in; the divider follows it
+    summary    text NOT NULL,
+    evicted    bigint NOT NULL,             -- messages this compaction took out of context
+    created_at timestamptz NOT NULL
+);
+CREATE INDEX compactions_by_seq ON compactions (agent_id, seq);
+
+CREATE TABLE runs (
+    id                text PRIMARY KEY,
+    agent_id          text NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+    stop_reason       text NOT NULL,
+    error             jsonb,                -- ErrorBody
+    prompt_tokens     bigint NOT NULL,      -- tokens
+    completion_tokens bigint NOT NULL,      -- tokens
+    step_count        bigint NOT NULL,
+    ended_at          timestamptz NOT NULL
+);
+CREATE INDEX runs_by_agent ON runs (agent_id, ended_at, id);
 "#;
 
 /// Applies every pending migration, once, however many stores open the database at the same

@@ -14,12 +14,12 @@ use async_trait::async_trait;
 use engram_core::{
     Agent, AgentAccess, AgentId, Block, BlockEdit, BlockId, BlockOp, BlockPatch, Editor, Message,
     MessageId, NewBlock, NewMessage, NewPassage, OpOutcome, Passage, PassageId, PendingApproval,
-    Result, RunId, Step, User, UserId,
+    Result, RunId, RunRecord, Step, User, UserId,
 };
 use engram_store_api::{
-    AgentStore, BlockStore, CommittedStep, Hit, Lease, LeaseGrant, LeaseStore, MessageSearch,
-    MessageStore, PassageRange, PassageSearch, PassageStore, ProviderRow, SettingStore, StepCommit,
-    StepStore, UserStore,
+    AgentStore, BlockStore, CommittedStep, ContextStore, Hit, Lease, LeaseGrant, LeaseStore,
+    MessageSearch, MessageStore, PassageRange, PassageSearch, PassageStore, ProviderRow,
+    SettingStore, StepCommit, StepStore, UserStore,
 };
 use std::time::Duration;
 
@@ -138,6 +138,44 @@ impl LeaseStore for Store {
         let out = self.blocks().apply_op(id, op, editor);
         drop(held);
         out
+    }
+}
+
+#[async_trait]
+impl ContextStore for Store {
+    async fn in_context_messages(&self, agent: &AgentId) -> Result<Vec<Message>> {
+        self.messages().in_context(agent)
+    }
+
+    async fn evict_messages(
+        &self,
+        agent: &AgentId,
+        ids: &[MessageId],
+        summary: &str,
+    ) -> Result<()> {
+        self.messages().evict(agent, ids, summary)
+    }
+
+    async fn system_cache(&self, agent: &AgentId) -> Result<Option<(String, String)>> {
+        self.agents().system_cache(agent)
+    }
+
+    async fn set_system_cache(
+        &self,
+        agent: &AgentId,
+        memory_section: &str,
+        prompt: &str,
+    ) -> Result<()> {
+        self.agents()
+            .set_system_cache(agent, memory_section, prompt)
+    }
+
+    async fn record_run(&self, run: &RunRecord) -> Result<()> {
+        self.runs().record(run)
+    }
+
+    async fn list_runs(&self, agent: &AgentId, ids: Option<&[RunId]>) -> Result<Vec<RunRecord>> {
+        self.runs().list(agent, ids)
     }
 }
 

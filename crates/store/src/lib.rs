@@ -86,6 +86,7 @@ pub use calibration::{CALIBRATION_SETTING_PREFIX, Calibration};
 pub use candidates::{Bm25, CandidateDepth, Candidates, NeighbourMap, Ranking};
 pub use client_writes::ClientWriteState;
 pub use engram_core::OpOutcome;
+pub use engram_core::RunRecord;
 pub use engram_store_api::{
     ApprovalWrite, BlockChange, BlockWrite, CommittedStep, StepCommit, StepStore,
 };
@@ -110,7 +111,7 @@ pub use rooms::{
     AgentRows, BlockRows, ClientWriteRows, FolderRows, MessageRows, PassageRows, RunRows,
     SettingRows, SleeptimeRows, ToolRows, UserRows,
 };
-pub use runs::{RunRecord, ToolEdit};
+pub use runs::ToolEdit;
 pub use settings::ProviderRow;
 pub use sharing::{BlockAgent, SharedBlock};
 pub use term_stats::TermStats;

@@ -5,28 +5,9 @@
 use crate::blocks;
 use crate::rooms::RunRows;
 use crate::sql::{self, DbResult, json_opt, ts, uint};
-use engram_core::{AgentId, BlockEdit, ErrorBody, Result, RunId, StopReason, Timestamp, Usage};
+use engram_core::{AgentId, BlockEdit, Result, RunId, RunRecord, StopReason, Usage};
 use rusqlite::params;
 use serde::{Deserialize, Serialize};
-
-/// How one run (a turn) ended.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ts_rs::TS)]
-#[ts(export)]
-pub struct RunRecord {
-    /// `run-<uuid>`; the messages of the run carry it.
-    pub id: RunId,
-    /// The agent.
-    pub agent_id: AgentId,
-    /// Why it ended.
-    pub stop_reason: StopReason,
-    /// What failed, when it failed.
-    pub error: Option<ErrorBody>,
-    /// What it used: tokens and LLM calls, summed over its steps (a stopped step counts what
-    /// was sent and what arrived).
-    pub usage: Usage,
-    /// When it ended.
-    pub ended_at: Timestamp,
-}
 
 /// A block edit one of the agent's tool calls made, with the block's label: what the chat shows
 /// as a diff under the tool call named by the edit's [`engram_core::Editor::Agent`] `tool_call_id`.

@@ -4,6 +4,7 @@
 mod agents;
 mod blocks;
 mod concurrency;
+mod context;
 mod leases;
 mod messages;
 mod ops;
