@@ -265,7 +265,6 @@ impl BlockStore for PgStore {
 
     async fn agent_blocks(&self, agent: &AgentId) -> Result<Vec<Block>> {
         let c = self.client().await?;
-        ensure_agent(&c, agent, Lock::None).await?;
         let found = c
             .rows(
                 &format!(
@@ -276,6 +275,10 @@ impl BlockStore for PgStore {
             )
             .await
             .map_err(crate::tx::TxError::from)?;
+        // Read before every step: the agent is looked up only when it has no block to show.
+        if found.is_empty() {
+            ensure_agent(&c, agent, Lock::None).await?;
+        }
         Ok(rows::all(&found, rows::block)?)
     }
 

@@ -42,7 +42,6 @@ fn run_from_row(r: &Row) -> crate::tx::TxResult<RunRecord> {
 impl ContextStore for PgStore {
     async fn in_context_messages(&self, agent: &AgentId) -> Result<Vec<Message>> {
         let c = self.client().await?;
-        blocks::ensure_agent(&c, agent, Lock::None).await?;
         let found = c
             .rows(
                 &format!(
@@ -53,6 +52,10 @@ impl ContextStore for PgStore {
             )
             .await
             .map_err(TxError::from)?;
+        // Read before every step: the agent is looked up only when there is nothing to show.
+        if found.is_empty() {
+            blocks::ensure_agent(&c, agent, Lock::None).await?;
+        }
         Ok(rows::all(&found, rows::message)?)
     }
 

@@ -156,10 +156,17 @@ async fn apply_writes(
         let group = &writes[range];
         let call = group[0].tool_call_id();
         let answer = call.and_then(|id| result_index(msgs, id));
-        c.batch_execute("SAVEPOINT tool_call").await?;
+        // A call's writes fail together; a lone write that fails has written nothing, so only
+        // a call with several writes needs a savepoint to undo.
+        let savepoint = group.len() > 1;
+        if savepoint {
+            c.batch_execute("SAVEPOINT tool_call").await?;
+        }
         match apply_group(c, step, group, &mut first_seen, now).await {
             Ok(results) => {
-                c.batch_execute("RELEASE SAVEPOINT tool_call").await?;
+                if savepoint {
+                    c.batch_execute("RELEASE SAVEPOINT tool_call").await?;
+                }
                 if let (Some(at), Some((last, _))) = (answer, results.last())
                     && group.iter().any(|w| w.restate_result)
                 {
@@ -169,8 +176,10 @@ async fn apply_writes(
             }
             Err(Refusal::Fatal(e)) => return Err(e),
             Err(refusal) => {
-                c.batch_execute("ROLLBACK TO SAVEPOINT tool_call; RELEASE SAVEPOINT tool_call")
-                    .await?;
+                if savepoint {
+                    c.batch_execute("ROLLBACK TO SAVEPOINT tool_call; RELEASE SAVEPOINT tool_call")
+                        .await?;
+                }
                 let (Some(at), Some(call)) = (answer, call) else {
                     return Err(match refusal {
                         Refusal::Op { why, .. } => Error::Invalid(why).into(),
