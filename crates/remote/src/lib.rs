@@ -28,6 +28,10 @@ use url::Url;
 /// How long connecting (TCP and TLS) may take before the server counts as unreachable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long one call may take in all (a 64 MiB upload on a slow link included); runs and the
+/// notice stream have no such bound, as they stay open while the server works.
+const CALL_TIMEOUT: Duration = Duration::from_secs(300);
+
 /// A failed request, in the engine's error shape (`{code, message, details?}`), so the window
 /// shows a remote error exactly as a local one. Codes of its own: `backend_unreachable` (no
 /// answer, a refused certificate, a stream cut short), `unauthorized` (the token was refused),
@@ -248,6 +252,7 @@ impl Remote {
     pub async fn call(&self, command: &str, args: &Value) -> RemoteResult<Value> {
         let response = self
             .post(command, args, "application/json")?
+            .timeout(CALL_TIMEOUT)
             .send()
             .await
             .map_err(|e| self.unreachable(&e))?;
