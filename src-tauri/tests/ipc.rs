@@ -663,7 +663,7 @@ fn the_window_works_on_a_remote_server_with_its_certificate_pinned() {
         engram_secrets::ExposeSecret::expose_secret(&token),
         SERVER_TOKEN
     );
-    state.engram.store().checkpoint().unwrap();
+    state.engram.checkpoint().unwrap();
     let db = std::fs::read(home_path.join(engram_service::DB_FILE)).unwrap();
     assert!(
         !db.windows(SERVER_TOKEN.len())

@@ -154,6 +154,16 @@ async fn requests_without_the_token_are_refused() {
         StatusCode::OK,
         "the health check needs no token"
     );
+    // A load balancer's readiness check: the database answers.
+    let ready = api
+        .http
+        .get(format!("{}/healthz", api.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ready.status(), StatusCode::OK);
+    let body: serde_json::Value = ready.json().await.unwrap();
+    assert_eq!(body["status"], "ok", "{body}");
     assert_eq!(api.get("/v1/agents/").await, (StatusCode::OK, json!([])));
 }
 

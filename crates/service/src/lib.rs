@@ -453,6 +453,14 @@ impl Engram {
         }
     }
 
+    /// Whether the engine can serve: its database answers a read. For a server's health check
+    /// (`GET /healthz`), which a load balancer in front of replicas polls.
+    ///
+    /// Errors: `storage` when the database does not answer.
+    pub fn health(&self) -> Result<()> {
+        self.store.ping()
+    }
+
     /// The store, for whole-system tests and benchmarks that check what was written. Transports
     /// never call it: they use the service's methods (`tests/it/architecture.rs` checks).
     pub fn store(&self) -> &Store {

@@ -229,6 +229,17 @@ impl Store {
         })
     }
 
+    /// Whether the database answers a read now (a load balancer's health check asks).
+    ///
+    /// Errors: [`Error::Storage`] when it does not (the file is gone, locked past the busy
+    /// timeout, unreadable).
+    pub fn ping(&self) -> Result<()> {
+        self.read(|c| {
+            c.query_row("SELECT count(*) FROM agents", [], |_| Ok(()))
+                .db()
+        })
+    }
+
     /// Copies every committed page from the write-ahead log into the database file and empties
     /// the log (`PRAGMA wal_checkpoint(TRUNCATE)`), so a process that stops leaves one
     /// self-contained file. Returns SQLite's `(busy, log pages, checkpointed pages)`; `busy` is

@@ -112,6 +112,7 @@ pub(crate) fn all() -> Router<AppState> {
     let mcp_root = get(mcp::list).post(mcp::create);
     folder_routes()
         .route("/v1/health", health.clone())
+        .route("/healthz", get(tools::healthz))
         .route("/v1/models", get(models::chat))
         .route("/v1/models/", get(models::chat))
         .route("/v1/models/embedding", get(models::embedding))

@@ -19,6 +19,29 @@ pub async fn health() -> Json<Value> {
     Json(json!({"version": env!("CARGO_PKG_VERSION"), "status": "ok"}))
 }
 
+/// `GET /healthz`: 200 `{"status": "ok"}` when the engine's database answers, else 503 with
+/// what failed — for a load balancer in front of replicas. No token: it reveals nothing.
+pub async fn healthz(
+    axum::extract::State(s): axum::extract::State<crate::config::AppState>,
+) -> (axum::http::StatusCode, Json<Value>) {
+    let engram = s.engram.clone();
+    let checked = tokio::task::spawn_blocking(move || engram.health()).await;
+    match checked {
+        Ok(Ok(())) => (
+            axum::http::StatusCode::OK,
+            Json(json!({"status": "ok", "version": env!("CARGO_PKG_VERSION")})),
+        ),
+        Ok(Err(e)) => (
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"status": "unavailable", "detail": e.to_string()})),
+        ),
+        Err(e) => (
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"status": "unavailable", "detail": e.to_string()})),
+        ),
+    }
+}
+
 /// A tool by REST id: the stable ids of built-ins (see [`shapes::tool_id`]) or a user tool's.
 pub(crate) fn resolve(engram: &Engram, id: &str) -> ApiResult<Tool> {
     match shapes::tool_name(id) {
