@@ -8,8 +8,8 @@ use crate::Engram;
 use crate::resolve::Resolver;
 use crate::rooms::Folders;
 use engram_core::{Error, FileStatus, FolderFile, FolderId, Provenance, Result};
-use engram_documents::{Piece, ReadError, Source, TextStream};
-use engram_store::{FileUpload, NewChunk, NewPiece, ParsedFile, Store, Upserted};
+use engram_documents::Source;
+use engram_store::{FileUpload, NewChunk, ParsedFile, Store, Upserted};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::path::{Component, Path};
@@ -127,7 +127,7 @@ impl Engram {
 
     /// Embeds a read file's folder (its passages without vectors, in batches) and marks the
     /// file completed; a model that fails leaves it searchable by words, with a note.
-    async fn embed_and_complete(
+    pub(crate) async fn embed_and_complete(
         &self,
         folder: &engram_core::Folder,
         file: FolderFile,
@@ -163,7 +163,7 @@ impl Engram {
     /// Runs `read` (the reading of `file`, named `name` in `folder`) so that a person may
     /// cancel it ([`Folders::cancel_read`]): the reading stops at its next await (a parse on
     /// its blocking thread finishes unseen) and the file goes, with whatever was stored of it.
-    async fn cancellable(
+    pub(crate) async fn cancellable(
         &self,
         folder: &engram_core::Folder,
         file: &FolderFile,
@@ -202,149 +202,6 @@ impl Engram {
                 })
             }
         }
-    }
-
-    /// Adds a text file too big to read whole (over 64 MiB), read as a stream: hashed a
-    /// piece at a time, then read ([`Engram::read_stream`]). Memory stays a few MiB whatever
-    /// the file's size. Errors: as [`Folders::add_file`].
-    pub(crate) async fn add_streamed_file(
-        &self,
-        folder: &FolderId,
-        name: &str,
-        file: std::fs::File,
-        kind: engram_documents::Kind,
-        size: u64,
-    ) -> Result<FileAdded> {
-        let name = check_file_name(name)?;
-        let folder = self.store.folders().get(folder)?;
-        let hashed = tokio::task::spawn_blocking(move || sha256_of(file))
-            .await
-            .map_err(|e| Error::Internal(format!("the reader stopped: {e}")))?;
-        let (file, sha256) = match hashed {
-            Ok(h) => h,
-            Err(e) => {
-                let upload = FileUpload {
-                    name: name.clone(),
-                    mime: kind.mime().to_owned(),
-                    size,
-                    sha256: String::new(),
-                };
-                let row = match self.store.folders().upsert_file(&folder.id, &upload)? {
-                    Upserted::Changed(f) | Upserted::Unchanged(f) => f,
-                };
-                let failed = self
-                    .store
-                    .folders()
-                    .fail_file(&row.id, &format!("cannot open it: {e}"))?;
-                return Ok(failed_added(name, failed));
-            }
-        };
-        let upload = FileUpload {
-            name: name.clone(),
-            mime: kind.mime().to_owned(),
-            size,
-            sha256,
-        };
-        let row = match self.store.folders().upsert_file(&folder.id, &upload)? {
-            Upserted::Unchanged(row) => {
-                return Ok(FileAdded {
-                    name,
-                    file: Some(row),
-                    unchanged: true,
-                    skipped: None,
-                    notes: Vec::new(),
-                });
-            }
-            Upserted::Changed(row) => row,
-        };
-        let read = self.read_stream(&folder, row.clone(), name.clone(), file, kind);
-        self.cancellable(&folder, &row, name, read).await
-    }
-
-    /// Reads a file as a stream: a blocking thread cuts it into pieces (about 1 MiB of text
-    /// and its passages each) and hands them over a channel of two; each is stored in a
-    /// transaction of its own, the file staying `parsing` (not readable, its passages not
-    /// found) until the last is in. A file that cannot be read is failed, its pieces removed.
-    /// Vectors are then computed in batches, as for any file.
-    async fn read_stream(
-        &self,
-        folder: &engram_core::Folder,
-        file: FolderFile,
-        name: String,
-        reader: std::fs::File,
-        kind: engram_documents::Kind,
-    ) -> Result<FileAdded> {
-        self.store.folders().begin_streamed_file(&file.id)?;
-        let (send, mut pieces) =
-            tokio::sync::mpsc::channel::<std::result::Result<Piece, ReadError>>(2);
-        let cutter = tokio::task::spawn_blocking(move || {
-            let mut stream = match TextStream::new(reader, kind, engram_documents::MAX_STREAM_BYTES)
-            {
-                Ok(s) => s,
-                Err(e) => {
-                    let _ = send.blocking_send(Err(e));
-                    return (0, Vec::new());
-                }
-            };
-            loop {
-                match stream.next_piece() {
-                    Ok(Some(p)) => {
-                        // The receiver gone (a cancel): stop reading.
-                        if send.blocking_send(Ok(p)).is_err() {
-                            break;
-                        }
-                    }
-                    Ok(None) => break,
-                    Err(e) => {
-                        let _ = send.blocking_send(Err(e));
-                        break;
-                    }
-                }
-            }
-            (stream.lines(), stream.notes().to_vec())
-        });
-        let (mut idx, mut seq) = (0u32, 0usize);
-        while let Some(piece) = pieces.recv().await {
-            let stored = piece.map_err(|e| e.to_string()).and_then(|p| {
-                let chunks: Vec<NewChunk> = p.chunks.into_iter().map(stored_chunk).collect();
-                let piece = NewPiece {
-                    idx,
-                    first_line: p.first_line,
-                    lines: p.lines,
-                    text: p.text,
-                    first_seq: seq,
-                    chunks,
-                };
-                seq += piece.chunks.len();
-                if piece.lines > 0 {
-                    idx += 1;
-                }
-                self.store
-                    .folders()
-                    .append_text_piece(&file.id, &piece)
-                    .map_err(|e| e.to_string())
-            });
-            if let Err(why) = stored {
-                drop(pieces);
-                let failed = self.store.folders().fail_file(&file.id, &why)?;
-                return Ok(failed_added(name, failed));
-            }
-            // The next piece is usually waiting already, so `recv` would not yield: yield
-            // here, so a cancel is seen between two pieces.
-            tokio::task::yield_now().await;
-        }
-        let (lines, notes) = cutter
-            .await
-            .map_err(|e| Error::Internal(format!("the reader stopped: {e}")))?;
-        let next = if folder.embedding.is_some() {
-            FileStatus::Embedding
-        } else {
-            FileStatus::Completed
-        };
-        self.store
-            .folders()
-            .finish_streamed_file(&file.id, lines, next)?;
-        self.embed_and_complete(folder, file, name, notes).await
     }
 
     /// Starts [`Folders::refill_vectors`] in the background (inside a tokio runtime).
@@ -558,7 +415,7 @@ impl Folders<'_> {
 }
 
 /// A file that could not be read, as stored (failed, with the reason).
-fn failed_added(name: String, failed: FolderFile) -> FileAdded {
+pub(crate) fn failed_added(name: String, failed: FolderFile) -> FileAdded {
     FileAdded {
         name,
         file: Some(failed),
@@ -566,24 +423,6 @@ fn failed_added(name: String, failed: FolderFile) -> FileAdded {
         skipped: None,
         notes: Vec::new(),
     }
-}
-
-/// SHA-256 of a file read from where it is open to its end, a MiB at a time, in lower-case
-/// hex; the file is handed back rewound to its start.
-fn sha256_of(mut file: std::fs::File) -> std::io::Result<(std::fs::File, String)> {
-    use std::io::{Read, Seek};
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = file.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    file.rewind()?;
-    let digest = hasher.finalize();
-    Ok((file, digest.iter().map(|b| format!("{b:02x}")).collect()))
 }
 
 fn skipped(path: &Path, why: String) -> FileAdded {

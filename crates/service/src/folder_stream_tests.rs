@@ -230,3 +230,68 @@ async fn a_big_pdf_is_refused_saying_pdfs_are_read_whole() {
     let error = file.error.as_deref().unwrap();
     assert!(error.contains("PDF files are read whole"), "{error}");
 }
+
+/// The way `engram folder add` takes it: a text file just over the 64 MiB a file is read
+/// whole goes through the stream, is hashed without being held (the same bytes again are
+/// left as they are), and its last lines are read and found where they are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_text_file_over_64_mib_added_from_disk_is_streamed() {
+    let home = tempfile::tempdir().unwrap();
+    let engram = Engram::open_for_test(home.path());
+    let (folder, agent) = folder_and_agent(&engram);
+    let path = home.path().join("big.log");
+    let mut lines = 1_000_000;
+    let mut size = write_lines(&path, lines, lines - 2);
+    while size <= engram_documents::MAX_FILE_BYTES {
+        lines += 100_000;
+        size = write_lines(&path, lines, lines - 2);
+    }
+    let needle = lines - 2;
+    let added = engram
+        .folders()
+        .add_paths(&folder, std::slice::from_ref(&path))
+        .await
+        .unwrap();
+    let file = added[0].file.clone().unwrap();
+    assert_eq!(file.status, FileStatus::Completed, "{:?}", file.error);
+    assert_eq!((file.lines, file.size), (lines, size));
+    let store = engram.store.folders();
+    assert!(
+        store.text_part(&file.id, 60).unwrap().is_some(),
+        "about 1 MiB a piece"
+    );
+    let w = store
+        .read_window(&file.id, "logs/big.log".into(), needle, 2)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        w.text,
+        format!(
+            "{needle}: {}\n{}: {}",
+            line(needle, needle),
+            needle + 1,
+            line(needle + 1, needle)
+        )
+    );
+    let hits = engram
+        .store
+        .search_agent_files(&agent, "zebra quartz", None, 3)
+        .unwrap();
+    assert!(
+        hits.first()
+            .is_some_and(|h| h.provenance.line_start <= needle && needle <= h.provenance.line_end),
+        "{hits:?}"
+    );
+    // The window's "show text": the first 8 MiB and a note.
+    let shown = engram.folders().file_text(&file.id).unwrap().unwrap();
+    assert!(shown.len() < (8 << 20) + 4096, "{}", shown.len());
+    assert!(shown.starts_with(&line(1, needle)));
+    assert!(shown.ends_with(&format!("of {lines} lines shown (8 MiB of text at most); an agent reads the rest with open_files and grep_files]")), "{}", &shown[shown.len() - 200..]);
+
+    let again = engram
+        .folders()
+        .add_paths(&folder, std::slice::from_ref(&path))
+        .await
+        .unwrap();
+    assert!(again[0].unchanged, "{again:?}");
+}

@@ -20,6 +20,7 @@ mod embeddings;
 mod env;
 mod export;
 mod folder_ingest;
+mod folder_stream;
 #[cfg(test)]
 mod folder_stream_tests;
 mod folder_sync;
