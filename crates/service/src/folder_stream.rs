@@ -112,33 +112,42 @@ impl Engram {
         });
         let (mut idx, mut seq) = (0u32, 0usize);
         while let Some(piece) = pieces.recv().await {
-            let stored = piece.map_err(|e| e.to_string()).and_then(|p| {
-                let chunks: Vec<NewChunk> = p.chunks.into_iter().map(stored_chunk).collect();
-                let piece = NewPiece {
-                    idx,
-                    first_line: p.first_line,
-                    lines: p.lines,
-                    text: p.text,
-                    first_seq: seq,
-                    chunks,
-                };
-                seq += piece.chunks.len();
-                if piece.lines > 0 {
-                    idx += 1;
+            let piece = match piece {
+                Ok(p) => {
+                    let chunks: Vec<NewChunk> = p.chunks.into_iter().map(stored_chunk).collect();
+                    NewPiece {
+                        idx,
+                        first_line: p.first_line,
+                        lines: p.lines,
+                        text: p.text,
+                        first_seq: seq,
+                        chunks,
+                    }
                 }
-                self.store
-                    .folders()
-                    .append_text_piece(&file.id, &piece)
-                    .map_err(|e| e.to_string())
-            });
+                Err(e) => {
+                    drop(pieces);
+                    let failed = self.store.folders().fail_file(&file.id, &e.to_string())?;
+                    return Ok(failed_added(name, failed));
+                }
+            };
+            seq += piece.chunks.len();
+            if piece.lines > 0 {
+                idx += 1;
+            }
+            // A piece's transaction (a MiB of text, its passages and their words) runs off
+            // the async threads. Cancelled while it runs, it still commits or finds the file
+            // gone: the delete that follows a cancel removes what it stored either way.
+            let (store, id) = (self.store.clone(), file.id.clone());
+            let stored =
+                tokio::task::spawn_blocking(move || store.folders().append_text_piece(&id, &piece))
+                    .await
+                    .map_err(|e| Error::Internal(format!("storing a piece stopped: {e}")))?
+                    .map_err(|e| e.to_string());
             if let Err(why) = stored {
                 drop(pieces);
                 let failed = self.store.folders().fail_file(&file.id, &why)?;
                 return Ok(failed_added(name, failed));
             }
-            // The next piece is usually waiting already, so `recv` would not yield: yield
-            // here, so a cancel is seen between two pieces.
-            tokio::task::yield_now().await;
         }
         let (lines, notes) = cutter
             .await
