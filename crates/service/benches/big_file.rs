@@ -2,11 +2,13 @@
 //! no embedding model), as a report: `cargo bench -p engram-service --bench big_file`.
 //!
 //! Writes a file of log-like lines into a temporary directory (`BIG_FILE_MB`, default 200),
-//! adds it with [`Folders::add_paths`](engram_service::Folders::add_paths) as `engram folder
-//! add` does, then reads a window in its middle and its first 8 MiB as the window's "show
-//! text" does. Prints the time of each, the process's peak resident set (`VmHWM`) before and
-//! after, the lines and passages stored and the database's size, and the machine's load
-//! average (the machine is shared; the times only mean something next to it).
+//! times reading and cutting it alone, adds it with
+//! [`Folders::add_paths`](engram_service::Folders::add_paths) as `engram folder add` does,
+//! then reads its first 8 MiB as the window's "show text" does, a window near its end as
+//! `open_files` does, and every line against a regex as `grep_files` walks it. Prints the
+//! time of each, the process's peak resident set (`VmHWM`), the lines and passages stored,
+//! the data directory's size, and the machine's load average (the machine is shared; the
+//! times only mean something next to it).
 
 use engram_core::{EmbeddingConfig, FileStatus, NewFolder};
 use engram_service::{Engram, Options};
@@ -57,6 +59,24 @@ fn main() {
         "file: {:.1} MB, {lines} lines, written in {:.1} s",
         size as f64 / 1e6,
         started.elapsed().as_secs_f64()
+    );
+    // Reading and cutting alone, without storing: what the database adds is the rest.
+    let started = Instant::now();
+    let mut stream = engram_documents::TextStream::new(
+        std::fs::File::open(&path).unwrap(),
+        engram_documents::Kind::Text,
+        engram_documents::MAX_STREAM_BYTES,
+    )
+    .unwrap();
+    let (mut pieces, mut passages) = (0, 0);
+    while let Some(p) = stream.next_piece().unwrap() {
+        pieces += 1;
+        passages += p.chunks.len();
+    }
+    println!(
+        "read and cut alone: {:.1} s, {pieces} pieces, {passages} passages, peak resident set {:.0} MB",
+        started.elapsed().as_secs_f64(),
+        status_mb("VmHWM")
     );
     let home = dir.path().join("home");
     let engram = Engram::open(Options {
@@ -115,6 +135,32 @@ fn main() {
         text.len()
     );
     drop(text);
+    // What open_files and grep_files read, through a second handle on the same database.
+    let store = engram_store::Store::open(&home.join(engram_service::DB_FILE)).unwrap();
+    let started = Instant::now();
+    let near_end = file.lines - 10;
+    let w = store
+        .folders()
+        .read_window(&file.id, "logs/big.log".into(), near_end, 100)
+        .unwrap()
+        .unwrap();
+    println!(
+        "a window of 100 lines near the end: {:.1} ms ({} lines shown)",
+        started.elapsed().as_secs_f64() * 1e3,
+        w.last + 1 - w.offset
+    );
+    let started = Instant::now();
+    let re = regex::Regex::new("u3999 agent").unwrap();
+    let (mut idx, mut matches) = (0, 0);
+    while let Some(part) = store.folders().text_part(&file.id, idx).unwrap() {
+        idx += 1;
+        matches += part.text.split('\n').filter(|l| re.is_match(l)).count();
+    }
+    println!(
+        "every line against a regex, a piece at a time (grep_files' walk): {:.1} s, {matches} matches; peak resident set {:.0} MB",
+        started.elapsed().as_secs_f64(),
+        status_mb("VmHWM")
+    );
     let db: u64 = walkdir::WalkDir::new(&home)
         .into_iter()
         .filter_map(|e| e.ok()?.metadata().ok())
