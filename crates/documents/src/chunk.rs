@@ -58,6 +58,8 @@ pub(crate) struct Builder {
     doc: Document,
     open: Option<Chunk>,
     open_chars: usize,
+    /// Lines in `doc.text` since it was last taken ([`Builder::take_piece`]).
+    text_lines: u32,
 }
 
 impl Builder {
@@ -68,11 +70,12 @@ impl Builder {
 
     /// Adds one line (without its line break) under `heading`.
     pub(crate) fn line(&mut self, line: &str, heading: Option<&str>) {
-        if self.doc.lines > 0 {
+        if self.text_lines > 0 {
             self.doc.text.push('\n');
         }
         self.doc.text.push_str(line);
         self.doc.lines += 1;
+        self.text_lines += 1;
         let n = self.doc.lines;
         let page = self.doc.pages();
         if line.trim().is_empty() {
@@ -116,6 +119,11 @@ impl Builder {
         self.open_chars += chars;
     }
 
+    /// Closes the passage still growing.
+    pub(crate) fn close_open(&mut self) {
+        self.flush();
+    }
+
     fn flush(&mut self) {
         if let Some(mut c) = self.open.take() {
             let trimmed = c.text.trim_end().len();
@@ -123,6 +131,22 @@ impl Builder {
             self.doc.chunks.push(c);
         }
         self.open_chars = 0;
+    }
+
+    /// Lines added so far.
+    pub(crate) fn lines(&self) -> u32 {
+        self.doc.lines
+    }
+
+    /// Takes the text added since the last call (its lines joined by `\n`) and the passages
+    /// closed meanwhile; the passage still growing stays, so passages come out as they would
+    /// from one whole text.
+    pub(crate) fn take_piece(&mut self) -> (String, Vec<Chunk>) {
+        self.text_lines = 0;
+        (
+            std::mem::take(&mut self.doc.text),
+            std::mem::take(&mut self.doc.chunks),
+        )
     }
 
     /// The document, its last passage closed.

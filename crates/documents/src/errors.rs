@@ -12,6 +12,19 @@ pub enum ReadError {
         /// The limit.
         limit: u64,
     },
+    /// A file of a kind read whole (PDF, DOCX, HTML) bigger than that is done for
+    /// (**bytes**); text files that big are read as a stream.
+    #[error(
+        "too large: {size} bytes; {kind} files are read whole, and only up to {limit} bytes (64 MiB)"
+    )]
+    TooLargeWhole {
+        /// Its kind's name (`PDF`, …).
+        kind: &'static str,
+        /// The file's size.
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
     /// A PDF locked with a password.
     #[error("encrypted PDF: it needs a password; save an unlocked copy and add that")]
     Encrypted,

@@ -51,6 +51,15 @@ impl Kind {
         }
     }
 
+    /// Whether files of this kind can be read as a stream ([`crate::stream`]): the text
+    /// kinds. PDF, DOCX and HTML are read whole, up to [`crate::MAX_FILE_BYTES`].
+    pub fn streams(self) -> bool {
+        matches!(
+            self,
+            Kind::Markdown | Kind::Text | Kind::Code | Kind::Csv | Kind::Json
+        )
+    }
+
     /// Its media type.
     pub fn mime(self) -> &'static str {
         match self {

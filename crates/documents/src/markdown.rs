@@ -7,10 +7,35 @@ use pulldown_cmark::{Event, Parser, Tag, TagEnd};
 
 /// Reads Markdown source text.
 pub(crate) fn read(text: &str) -> Result<Document, ReadError> {
-    // (first line of the heading, 1-based; its text)
+    let headings = headings(text);
+    let mut b = Builder::default();
+    let mut next = 0;
+    let mut heading: Option<&str> = None;
+    for (i, line) in text.lines().enumerate() {
+        let n = i as u32 + 1;
+        while next < headings.len() && headings[next].0 <= n {
+            heading = Some(headings[next].1.trim());
+            next += 1;
+        }
+        b.line(line, heading);
+    }
+    Ok(b.finish())
+}
+
+/// The headings of Markdown source text: (first line of the heading, 1-based; its text), in
+/// order.
+pub(crate) fn headings(text: &str) -> Vec<(u32, String)> {
     let mut headings: Vec<(u32, String)> = Vec::new();
     let mut current: Option<(u32, String)> = None;
-    let line_of = |offset: usize| text[..offset].matches('\n').count() as u32 + 1;
+    // Headings come in the order of their offsets: count line breaks from the last one.
+    let (mut counted_to, mut line) = (0usize, 1u32);
+    let mut line_of = |offset: usize| {
+        if offset >= counted_to {
+            line += text[counted_to..offset].matches('\n').count() as u32;
+            counted_to = offset;
+        }
+        line
+    };
     for (event, range) in Parser::new(text).into_offset_iter() {
         match event {
             Event::Start(Tag::Heading { .. }) => {
@@ -25,18 +50,7 @@ pub(crate) fn read(text: &str) -> Result<Document, ReadError> {
             _ => {}
         }
     }
-    let mut b = Builder::default();
-    let mut next = 0;
-    let mut heading: Option<&str> = None;
-    for (i, line) in text.lines().enumerate() {
-        let n = i as u32 + 1;
-        while next < headings.len() && headings[next].0 <= n {
-            heading = Some(headings[next].1.trim());
-            next += 1;
-        }
-        b.line(line, heading);
-    }
-    Ok(b.finish())
+    headings
 }
 
 #[cfg(test)]

@@ -153,17 +153,13 @@ impl Engram {
                 let visible = if state.is_open {
                     self.store
                         .folders()
-                        .file_text(&state.file_id)?
-                        .map(|(text, _)| {
-                            engram_store::file_window(
-                                state.file_id.clone(),
-                                state.file_name.clone(),
-                                &text,
-                                state.offset,
-                                state.length,
-                            )
-                            .text
-                        })
+                        .read_window(
+                            &state.file_id,
+                            state.file_name.clone(),
+                            state.offset,
+                            state.length,
+                        )?
+                        .map(|w| w.text)
                 } else {
                     None
                 };

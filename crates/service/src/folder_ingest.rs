@@ -8,6 +8,7 @@ use crate::Engram;
 use crate::resolve::Resolver;
 use crate::rooms::Folders;
 use engram_core::{Error, FileStatus, FolderFile, FolderId, Provenance, Result};
+use engram_documents::Source;
 use engram_store::{FileUpload, NewChunk, ParsedFile, Store, Upserted};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -103,16 +104,10 @@ impl Engram {
             Ok(doc) => doc,
             Err(e) => {
                 let failed = self.store.folders().fail_file(&file.id, &e.to_string())?;
-                return Ok(FileAdded {
-                    name,
-                    file: Some(failed),
-                    unchanged: false,
-                    skipped: None,
-                    notes: Vec::new(),
-                });
+                return Ok(failed_added(name, failed));
             }
         };
-        let mut notes = doc.notes.clone();
+        let notes = doc.notes.clone();
         let stored = ParsedFile {
             lines: doc.lines,
             page_starts: doc.page_starts,
@@ -127,6 +122,18 @@ impl Engram {
         self.store
             .folders()
             .store_parsed_file(&file.id, &stored, next)?;
+        self.embed_and_complete(folder, file, name, notes).await
+    }
+
+    /// Embeds a read file's folder (its passages without vectors, in batches) and marks the
+    /// file completed; a model that fails leaves it searchable by words, with a note.
+    pub(crate) async fn embed_and_complete(
+        &self,
+        folder: &engram_core::Folder,
+        file: FolderFile,
+        name: String,
+        mut notes: Vec<String>,
+    ) -> Result<FileAdded> {
         if let Some(cfg) = &folder.embedding
             && let Err(e) = self.embed_folder(&folder.id, cfg).await
         {
@@ -153,6 +160,50 @@ impl Engram {
         })
     }
 
+    /// Runs `read` (the reading of `file`, named `name` in `folder`) so that a person may
+    /// cancel it ([`Folders::cancel_read`]): the reading stops at its next await (a parse on
+    /// its blocking thread finishes unseen) and the file goes, with whatever was stored of it.
+    pub(crate) async fn cancellable(
+        &self,
+        folder: &engram_core::Folder,
+        file: &FolderFile,
+        name: String,
+        read: impl std::future::Future<Output = Result<FileAdded>>,
+    ) -> Result<FileAdded> {
+        let key = (folder.id.clone(), name.clone());
+        let token = tokio_util::sync::CancellationToken::new();
+        self.file_reads().insert(key.clone(), token.clone());
+        let read = tokio::select! {
+            biased;
+            () = token.cancelled() => None,
+            r = read => Some(r),
+        };
+        self.file_reads().remove(&key);
+        match read {
+            Some(r) => r,
+            None => {
+                self.store.folders().delete_file(&file.id)?;
+                for agent_id in self
+                    .store
+                    .folders()
+                    .agents_of(&folder.id)
+                    .unwrap_or_default()
+                {
+                    self.notify(crate::Notice::AgentChanged { agent_id });
+                }
+                Ok(FileAdded {
+                    name,
+                    file: None,
+                    unchanged: false,
+                    skipped: Some(
+                        "cancelled while it was being read: it is not in the folder".into(),
+                    ),
+                    notes: Vec::new(),
+                })
+            }
+        }
+    }
+
     /// Starts [`Folders::refill_vectors`] in the background (inside a tokio runtime).
     pub(crate) fn spawn_folder_refill(&self) {
         if tokio::runtime::Handle::try_current().is_err() {
@@ -175,8 +226,8 @@ impl Engram {
         embed_folder(&self.store, &self.resolver, folder, cfg).await
     }
 
-    /// Reads one file from disk (bounded) and adds it; a file that cannot be read is stored
-    /// as failed. A file a walk found is read only if it is still the regular file the walk
+    /// Reads one file from disk and adds it: whole up to 64 MiB, as a stream when it is a
+    /// bigger text file; a file that cannot be read is stored as failed. A file a walk found is read only if it is still the regular file the walk
     /// listed (see [`Listed`]).
     pub(crate) async fn add_disk_file(
         &self,
@@ -185,12 +236,12 @@ impl Engram {
         path: &Path,
         listed: Listed,
     ) -> Result<FileAdded> {
-        let read = match listed {
-            Listed::ByPerson => engram_documents::read_bytes(path),
-            Listed::ByWalk => engram_documents::read_listed_bytes(path),
-        };
+        let read = engram_documents::read_or_stream(name, path, matches!(listed, Listed::ByWalk));
         match read {
-            Ok(bytes) => self.folders().add_file(folder, name, bytes).await,
+            Ok(Source::Bytes(bytes)) => self.folders().add_file(folder, name, bytes).await,
+            Ok(Source::Stream { file, kind, size }) => {
+                self.add_streamed_file(folder, name, file, kind, size).await
+            }
             Err(e) => {
                 let name = check_file_name(name)?;
                 let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
@@ -255,41 +306,10 @@ impl Folders<'_> {
             }
             Upserted::Changed(file) => file,
         };
-        // A person may cancel the file while it is read: the reading stops at the next
-        // await (a parse on its blocking thread finishes unseen) and the file goes.
-        let key = (folder.id.clone(), name.clone());
-        let token = tokio_util::sync::CancellationToken::new();
-        self.engram.file_reads().insert(key.clone(), token.clone());
-        let read = tokio::select! {
-            biased;
-            () = token.cancelled() => None,
-            r = self.engram.read_file(&folder, file.clone(), name.clone(), bytes) => Some(r),
-        };
-        self.engram.file_reads().remove(&key);
-        match read {
-            Some(r) => r,
-            None => {
-                self.engram.store.folders().delete_file(&file.id)?;
-                for agent_id in self
-                    .engram
-                    .store
-                    .folders()
-                    .agents_of(&folder.id)
-                    .unwrap_or_default()
-                {
-                    self.engram.notify(crate::Notice::AgentChanged { agent_id });
-                }
-                Ok(FileAdded {
-                    name,
-                    file: None,
-                    unchanged: false,
-                    skipped: Some(
-                        "cancelled while it was being read: it is not in the folder".into(),
-                    ),
-                    notes: Vec::new(),
-                })
-            }
-        }
+        let read = self
+            .engram
+            .read_file(&folder, file.clone(), name.clone(), bytes);
+        self.engram.cancellable(&folder, &file, name, read).await
     }
 
     /// Stops reading the file `name` of the folder, if it is being read now (see
@@ -391,6 +411,17 @@ impl Folders<'_> {
             }
         }
         Ok(out)
+    }
+}
+
+/// A file that could not be read, as stored (failed, with the reason).
+pub(crate) fn failed_added(name: String, failed: FolderFile) -> FileAdded {
+    FileAdded {
+        name,
+        file: Some(failed),
+        unchanged: false,
+        skipped: None,
+        notes: Vec::new(),
     }
 }
 

@@ -8,6 +8,11 @@ use engram_core::{
 };
 use engram_store::FolderPatch;
 
+/// The most text [`Folders::file_text`] gives of one file, in **bytes** (8 MiB): enough for
+/// any file read whole but the largest, and a window's or a REST client's worth of a file
+/// read as a stream.
+pub const MAX_SHOWN_TEXT_BYTES: usize = 8 << 20;
+
 impl Engram {
     fn notify_folder_agents(&self, folder: &FolderId) {
         for agent_id in self.store.folders().agents_of(folder).unwrap_or_default() {
@@ -82,14 +87,26 @@ impl Folders<'_> {
         self.engram.store.folders().get_file(id)
     }
 
-    /// A file's extracted text (`None` while it has not been read). Errors: `not_found`.
+    /// A file's extracted text (`None` while it has not been read), at most
+    /// [`MAX_SHOWN_TEXT_BYTES`] of it: the text of a bigger file (one read as a stream) stops
+    /// at a line end before that, followed by a blank line and a bracketed note saying how
+    /// much more there is, so lines keep their numbers. Errors: `not_found`.
     pub fn file_text(self, id: &FileId) -> Result<Option<String>> {
-        Ok(self
-            .engram
-            .store
-            .folders()
-            .file_text(id)?
-            .map(|(text, _)| text))
+        let folders = self.engram.store.folders();
+        let Some((mut text, more)) = folders.file_text_head(id, MAX_SHOWN_TEXT_BYTES)? else {
+            return Ok(None);
+        };
+        if more {
+            let file = folders.get_file(id)?;
+            let shown = text.lines().count();
+            text.push_str(&format!(
+                "\n\n[… {shown} of {} lines shown ({} MiB of text at most); an agent reads \
+                 the rest with open_files and grep_files]",
+                file.lines,
+                MAX_SHOWN_TEXT_BYTES >> 20
+            ));
+        }
+        Ok(Some(text))
     }
 
     /// Deletes one file with its passages and every agent's state of it. Errors: `not_found`.

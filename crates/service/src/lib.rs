@@ -20,6 +20,9 @@ mod embeddings;
 mod env;
 mod export;
 mod folder_ingest;
+mod folder_stream;
+#[cfg(test)]
+mod folder_stream_tests;
 mod folder_sync;
 mod folder_watch;
 mod folder_watchers;
@@ -80,6 +83,7 @@ pub use env::EnvLookup;
 pub use export::{ExportFile, ExportFormat};
 pub use folder_ingest::{FileAdded, check_file_name};
 pub use folder_sync::{SyncReport, ignored_name};
+pub use folders::MAX_SHOWN_TEXT_BYTES;
 pub use index_builds::VectorIndexStatus;
 pub use local_llm::{
     DEFAULT_CONTEXT as LOCAL_CHAT_DEFAULT_CONTEXT, LLM_IDLE_ENV, LLM_THREADS_ENV, LLM_WORKER_ENV,

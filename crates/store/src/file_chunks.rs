@@ -10,7 +10,7 @@ use crate::rooms::FolderRows;
 use crate::search::{self, FtsQuery};
 use crate::sql::{self, DbResult};
 use engram_core::{AgentId, ChunkHit, FileChunk, FileId, FolderId, Provenance, Result};
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 /// A passage of a file waiting for its vector.
 #[derive(Clone, Debug, PartialEq)]
@@ -158,7 +158,7 @@ impl FolderRows<'_> {
             };
             let mut hits = Vec::new();
             for (pk, score) in rank(Candidates { lexical, vector }) {
-                hits.push(hit(c, pk, score)?);
+                hits.extend(hit(c, pk, score)?);
             }
             Ok(hits)
         })
@@ -236,11 +236,14 @@ fn attached_folders(c: &Connection, agent: &AgentId) -> Result<Vec<String>> {
     rows.collect::<rusqlite::Result<_>>().db()
 }
 
-fn hit(c: &Connection, pk: i64, score: f64) -> Result<ChunkHit> {
+/// The passage `pk` as a hit; `None` while its file is still being read (a file read as a
+/// stream stores its passages piece by piece, and is found once it is whole).
+fn hit(c: &Connection, pk: i64, score: f64) -> Result<Option<ChunkHit>> {
     c.prepare_cached(
         "SELECT c.file_id, f.folder_id, f.name, c.text, c.page, c.heading, c.line_start,
                 c.line_end
-         FROM file_chunks c JOIN folder_files f ON f.id = c.file_id WHERE c.pk = ?1",
+         FROM file_chunks c JOIN folder_files f ON f.id = c.file_id
+         WHERE c.pk = ?1 AND f.status NOT IN ('pending', 'parsing')",
     )
     .db()?
     .query_row([pk], |r| {
@@ -258,5 +261,6 @@ fn hit(c: &Connection, pk: i64, score: f64) -> Result<ChunkHit> {
             score,
         })
     })
+    .optional()
     .db()
 }

@@ -233,34 +233,89 @@ impl FolderRows<'_> {
         })?;
         let mut windows = Vec::with_capacity(open.len());
         for (id, name, offset, length) in open {
-            let Some((text, _)) = self.file_text(&id)? else {
-                continue;
-            };
-            windows.push(window(id, name, &text, offset, length));
+            windows.extend(self.read_window(&id, name, offset, length)?);
         }
         Ok(windows)
+    }
+
+    /// The window of `length` lines from line `offset` (1-based) of a file, as [`window`]
+    /// cuts it, loading only the text it shows (the pieces holding those lines, for a file
+    /// read as a stream). `None` while the file has not been read. Errors: `NotFound("file")`.
+    pub fn read_window(
+        self,
+        id: &FileId,
+        name: String,
+        offset: u32,
+        length: u32,
+    ) -> Result<Option<FileWindow>> {
+        self.store.read(|c| {
+            let row: Option<(Option<String>, u32, u32)> = c
+                .prepare_cached("SELECT text, text_pieces, lines FROM folder_files WHERE id = ?1")
+                .db()?
+                .query_row([id.as_str()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .optional()
+                .db()?;
+            let Some((text, pieces, total)) = row else {
+                return Err(Error::not_found("file", id.as_str()));
+            };
+            if let Some(text) = text {
+                return Ok(Some(window(id.clone(), name, &text, offset, length)));
+            }
+            if pieces == 0 {
+                return Ok(None);
+            }
+            let offset = offset.max(1);
+            let to = offset.saturating_add(length).saturating_sub(1);
+            let parts = crate::file_pieces::pieces_covering(c, id, offset, to)?;
+            let lines = parts.iter().flat_map(|(first, text)| {
+                text.split('\n')
+                    .enumerate()
+                    .map(move |(i, l)| (first + i as u32, l))
+            });
+            Ok(Some(window_of(
+                id.clone(),
+                name,
+                lines,
+                total,
+                offset,
+                length,
+            )))
+        })
     }
 }
 
 /// Cuts the lines `offset ..= offset + length - 1` (1-based) of `text`, numbered, to at most
 /// [`MAX_WINDOW_CHARS`] characters.
 pub fn window(file_id: FileId, name: String, text: &str, offset: u32, length: u32) -> FileWindow {
+    let total = text.lines().count() as u32;
+    let lines = text.lines().enumerate().map(|(i, l)| (i as u32 + 1, l));
+    window_of(file_id, name, lines, total, offset, length)
+}
+
+/// [`window`] over numbered lines (`(number, line)` in order, from any line up to `offset`)
+/// of a file of `total` lines.
+fn window_of<'a>(
+    file_id: FileId,
+    name: String,
+    lines: impl Iterator<Item = (u32, &'a str)>,
+    total: u32,
+    offset: u32,
+    length: u32,
+) -> FileWindow {
     let offset = offset.max(1);
     let mut out = String::new();
     let mut last = offset - 1;
-    let mut lines = 0u32;
     let mut chars = 0usize;
-    for (i, line) in text.lines().enumerate() {
-        lines += 1;
-        let n = i as u32 + 1;
-        if n < offset || n >= offset.saturating_add(length) {
+    for (n, line) in lines {
+        if n < offset {
             continue;
+        }
+        if n >= offset.saturating_add(length) {
+            break;
         }
         let row = format!("{n}: {line}");
         let row_chars = row.chars().count() + 1;
         if chars + row_chars > MAX_WINDOW_CHARS && n > offset {
-            // Count the rest of the lines, show no more of them.
-            lines += text.lines().skip(i + 1).count() as u32;
             break;
         }
         if !out.is_empty() {
@@ -275,7 +330,7 @@ pub fn window(file_id: FileId, name: String, text: &str, offset: u32, length: u3
         name,
         offset,
         last,
-        lines,
+        lines: total,
         text: out,
     }
 }

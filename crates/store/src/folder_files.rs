@@ -117,14 +117,12 @@ impl FolderRows<'_> {
                     return Ok(Upserted::Unchanged(f));
                 }
                 Some(f) => {
-                    tx.prepare_cached("DELETE FROM file_chunks WHERE file_id = ?1")
-                        .db()?
-                        .execute([f.id.as_str()])
-                        .db()?;
+                    clear_text(tx, &f.id)?;
                     tx.prepare_cached(
                         "UPDATE folder_files SET mime = ?2, size = ?3, sha256 = ?4,
                                 status = 'pending', error = NULL, text = NULL,
-                                page_starts = NULL, lines = 0, chunks = 0, updated_at = ?5
+                                page_starts = NULL, lines = 0, chunks = 0, text_pieces = 0,
+                                updated_at = ?5
                          WHERE id = ?1",
                     )
                     .db()?
@@ -197,10 +195,7 @@ impl FolderRows<'_> {
     ) -> Result<FolderFile> {
         self.store.write(|tx| {
             let f = load(tx, file)?;
-            tx.prepare_cached("DELETE FROM file_chunks WHERE file_id = ?1")
-                .db()?
-                .execute([file.as_str()])
-                .db()?;
+            clear_text(tx, file)?;
             let mut insert = tx
                 .prepare_cached(
                     "INSERT INTO file_chunks (file_id, folder_id, seq, text, page, heading,
@@ -229,7 +224,7 @@ impl FolderRows<'_> {
             };
             tx.prepare_cached(
                 "UPDATE folder_files SET text = ?2, page_starts = ?3, lines = ?4, chunks = ?5,
-                        status = ?6, error = NULL, updated_at = ?7
+                        text_pieces = 0, status = ?6, error = NULL, updated_at = ?7
                  WHERE id = ?1",
             )
             .db()?
@@ -247,18 +242,16 @@ impl FolderRows<'_> {
         })
     }
 
-    /// Marks a file failed with `reason` (what a person reads), removing any text and passages
-    /// it had, in one transaction. Errors: `NotFound("file")`.
+    /// Marks a file failed with `reason` (what a person reads), removing any text (its pieces
+    /// too) and passages it had, in one transaction. Errors: `NotFound("file")`.
     pub fn fail_file(self, file: &FileId, reason: &str) -> Result<FolderFile> {
         self.store.write(|tx| {
             load(tx, file)?;
-            tx.prepare_cached("DELETE FROM file_chunks WHERE file_id = ?1")
-                .db()?
-                .execute([file.as_str()])
-                .db()?;
+            clear_text(tx, file)?;
             tx.prepare_cached(
                 "UPDATE folder_files SET status = 'error', error = ?2, text = NULL,
-                        page_starts = NULL, lines = 0, chunks = 0, updated_at = ?3
+                        page_starts = NULL, lines = 0, chunks = 0, text_pieces = 0,
+                        updated_at = ?3
                  WHERE id = ?1",
             )
             .db()?
@@ -287,18 +280,27 @@ impl FolderRows<'_> {
         })
     }
 
-    /// A file's extracted text and the first line of each of its pages (empty when it is not
-    /// paged); `None` while it has not been read. Errors: `NotFound("file")`.
+    /// A file's whole extracted text and the first line of each of its pages (empty when it
+    /// is not paged); `None` while it has not been read. A file read as a stream has its
+    /// pieces joined here, so this can be up to a GiB: readers that need part of a file use
+    /// [`FolderRows::file_lines`], [`FolderRows::text_piece`] or
+    /// [`FolderRows::file_text_head`]. Errors: `NotFound("file")`.
     pub fn file_text(self, id: &FileId) -> Result<Option<(String, Vec<u32>)>> {
         self.store.read(|c| {
-            let row: Option<(Option<String>, Option<String>)> = c
-                .prepare_cached("SELECT text, page_starts FROM folder_files WHERE id = ?1")
+            let row: Option<(Option<String>, Option<String>, u32)> = c
+                .prepare_cached(
+                    "SELECT text, page_starts, text_pieces FROM folder_files WHERE id = ?1",
+                )
                 .db()?
-                .query_row([id.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))
+                .query_row([id.as_str()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
                 .optional()
                 .db()?;
-            let Some((text, pages)) = row else {
+            let Some((text, pages, pieces)) = row else {
                 return Err(Error::not_found("file", id.as_str()));
+            };
+            let text = match text {
+                None if pieces > 0 => Some(crate::file_pieces::joined(c, id)?),
+                t => t,
             };
             let pages = pages
                 .as_deref()
@@ -310,7 +312,7 @@ impl FolderRows<'_> {
         })
     }
 
-    /// Deletes a file with its passages and every agent's state of it. Errors:
+    /// Deletes a file with its text pieces, passages and every agent's state of it. Errors:
     /// `NotFound("file")`.
     pub fn delete_file(self, id: &FileId) -> Result<()> {
         self.store.write(|tx| {
@@ -325,4 +327,17 @@ impl FolderRows<'_> {
             Ok(())
         })
     }
+}
+
+/// Removes a file's passages and text pieces (its row stays).
+pub(crate) fn clear_text(tx: &Connection, file: &FileId) -> Result<()> {
+    tx.prepare_cached("DELETE FROM file_chunks WHERE file_id = ?1")
+        .db()?
+        .execute([file.as_str()])
+        .db()?;
+    tx.prepare_cached("DELETE FROM file_text_pieces WHERE file_id = ?1")
+        .db()?
+        .execute([file.as_str()])
+        .db()?;
+    Ok(())
 }

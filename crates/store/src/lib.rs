@@ -31,6 +31,7 @@ mod client_writes;
 mod created_page;
 mod endpoints;
 mod file_chunks;
+mod file_pieces;
 mod file_state;
 mod folder_files;
 mod folder_vectors;
@@ -91,6 +92,7 @@ pub use engram_store_api::{
     ApprovalWrite, BlockChange, BlockWrite, CommittedStep, StepCommit, StepStore,
 };
 pub use file_chunks::UnembeddedChunk;
+pub use file_pieces::{NewPiece, TextPart};
 pub use file_state::{FileWindow, MAX_WINDOW_CHARS, qualified_name, window as file_window};
 pub use folder_files::{FileUpload, NewChunk, ParsedFile, Upserted};
 pub use folders::{FILE_TOOLS, FolderPatch};

@@ -113,3 +113,20 @@ WHEN old.embedding IS NOT NULL BEGIN
     UPDATE folders SET vector_generation = vector_generation + 1 WHERE id = old.folder_id;
 END;
 "#;
+
+/// The text of a file read as a stream (a text file over 64 MiB), kept in pieces of about
+/// 1 MiB cut at line ends instead of in `folder_files.text`, so a reader loads the pieces it
+/// needs. `folder_files.text_pieces` counts them (0: the text is in `folder_files.text`).
+pub(crate) const FILE_TEXT_PIECES: &str = r#"
+ALTER TABLE folder_files ADD COLUMN text_pieces INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE file_text_pieces (
+    pk          INTEGER PRIMARY KEY,
+    file_id     TEXT NOT NULL REFERENCES folder_files (id) ON DELETE CASCADE,
+    idx         INTEGER NOT NULL,           -- 0-based, in file order
+    first_line  INTEGER NOT NULL,           -- 1-based
+    lines       INTEGER NOT NULL,
+    text        TEXT NOT NULL,              -- lines joined by '\n', none at the end
+    UNIQUE (file_id, idx),
+    UNIQUE (file_id, first_line)
+);
+"#;

@@ -600,6 +600,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(crate::migration_folders::FOLDER_WATCHES),
     M::up(crate::migration_folders::FOLDER_VECTOR_GENERATIONS),
     M::up(crate::migration_users::USERS),
+    M::up(crate::migration_folders::FILE_TEXT_PIECES),
 ];
 
 /// The migration list (exposed to tests so they can validate it).

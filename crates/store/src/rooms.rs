@@ -47,7 +47,7 @@ pub struct RunRows<'s> {
 }
 
 /// Folders: files and their text, chunks and vectors, agents' open files, watched directories.
-/// From [`Store::folders`]; its calls are in `file_chunks.rs`, `file_state.rs`, `folder_files.rs`,
+/// From [`Store::folders`]; its calls are in `file_chunks.rs`, `file_pieces.rs`, `file_state.rs`, `folder_files.rs`,
 /// `folder_watches.rs`, `folders.rs`.
 #[derive(Clone, Copy)]
 pub struct FolderRows<'s> {

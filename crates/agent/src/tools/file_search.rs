@@ -99,32 +99,18 @@ pub(super) fn grep(ctx: &mut ToolContext<'_>, args: &Args) -> Result<String, Str
         if !matches!(meta.status, FileStatus::Completed | FileStatus::Embedding) {
             continue;
         }
-        let Some((text, pages)) = ctx
-            .store
-            .folders()
-            .file_text(&f.file_id)
-            .map_err(|e| e.to_string())?
-        else {
-            continue;
-        };
-        let lines: Vec<&str> = text.lines().collect();
         let before = total;
-        for (i, line) in lines.iter().enumerate() {
-            if !re.is_match(line) {
-                continue;
-            }
-            if total >= offset && total < offset + GREP_PAGE {
-                let n = i as u32 + 1;
-                let _ = writeln!(shown, "{}", cite(&f.file_name, page_of(&pages, n), n));
-                let from = i.saturating_sub(context);
-                let to = (i + context).min(lines.len() - 1);
-                for (j, l) in lines.iter().enumerate().take(to + 1).skip(from) {
-                    let mark = if j == i { '>' } else { ' ' };
-                    let _ = writeln!(shown, "{mark}{}: {l}", j + 1);
-                }
-            }
-            total += 1;
-        }
+        grep_file(
+            ctx.store.folders(),
+            &f.file_id,
+            &f.file_name,
+            &re,
+            context,
+            offset,
+            &mut total,
+            &mut shown,
+        )
+        .map_err(|e| e.to_string())?;
         if total > before {
             in_files += 1;
         }
@@ -151,6 +137,96 @@ pub(super) fn grep(ctx: &mut ToolContext<'_>, args: &Args) -> Result<String, Str
     out.push_str("\n\n");
     out.push_str(shown.trim_end());
     Ok(out)
+}
+
+/// Greps one file: counts its matches of `re` on `total` and writes those numbered
+/// `offset + 1 ..= offset + GREP_PAGE` (counted over all files) on `shown`, each with its
+/// citation and `context` lines around it. The text is read a part at a time (a file read as
+/// a stream has pieces of about 1 MiB), so a file of hundreds of MB is never held whole.
+#[allow(clippy::too_many_arguments)]
+fn grep_file(
+    store: engram_store::FolderRows<'_>,
+    file: &engram_core::FileId,
+    name: &str,
+    re: &regex::Regex,
+    context: usize,
+    offset: usize,
+    total: &mut usize,
+    shown: &mut String,
+) -> engram_core::Result<()> {
+    let pages = store.page_starts(file)?;
+    let mut lines = LineWindow::new(context);
+    let mut part = 0;
+    while let Some(text) = store.text_part(file, part)? {
+        part += 1;
+        for (i, line) in text.text.split('\n').enumerate() {
+            let n = text.first_line + i as u32;
+            let show = re.is_match(line) && {
+                *total += 1;
+                *total > offset && *total <= offset + GREP_PAGE
+            };
+            lines.push(n, line, show.then(|| cite(name, page_of(&pages, n), n)));
+        }
+    }
+    lines.finish(shown);
+    Ok(())
+}
+
+/// Matches of one file shown with `context` lines around each, as a file is walked line by
+/// line (its parts one after the other): the lines before a match are kept in a ring, those
+/// after it are added as they come.
+struct LineWindow {
+    context: usize,
+    /// The last `context` lines seen (number, text).
+    before: std::collections::VecDeque<(u32, String)>,
+    /// Shown matches still waiting for lines after them: (text so far, last line to add).
+    open: Vec<(String, u32)>,
+    /// Finished matches, in order.
+    done: String,
+}
+
+impl LineWindow {
+    fn new(context: usize) -> Self {
+        LineWindow {
+            context,
+            before: Default::default(),
+            open: Vec::new(),
+            done: String::new(),
+        }
+    }
+
+    /// Line `n`; `cite` when it is a match to show.
+    fn push(&mut self, n: u32, line: &str, cite: Option<String>) {
+        for (out, _) in &mut self.open {
+            let _ = writeln!(out, " {n}: {line}");
+        }
+        if let Some(cite) = cite {
+            let mut out = format!("{cite}\n");
+            for (j, l) in &self.before {
+                let _ = writeln!(out, " {j}: {l}");
+            }
+            let _ = writeln!(out, ">{n}: {line}");
+            self.open.push((out, n + self.context as u32));
+        }
+        while self.open.first().is_some_and(|(_, last)| *last <= n) {
+            let (out, _) = self.open.remove(0);
+            self.done.push_str(&out);
+        }
+        if self.context > 0 {
+            if self.before.len() == self.context {
+                self.before.pop_front();
+            }
+            self.before.push_back((n, line.to_owned()));
+        }
+    }
+
+    /// Adds the file's shown matches to `shown`.
+    fn finish(self, shown: &mut String) {
+        shown.push_str(&self.done);
+        for (out, _) in self.open {
+            shown.push_str(&out);
+        }
+    }
 }
 
 /// `semantic_search_files(query, limit?)`: the passages of the agent's folders nearest to
@@ -223,6 +299,102 @@ mod tests {
         assert_eq!(page_of(&starts, 10), Some(2));
         assert_eq!(page_of(&starts, 400), Some(3));
         assert_eq!(page_of(&[], 4), None);
+    }
+
+    /// A file stored in three pieces: grep numbers lines across them, shows context that
+    /// crosses a cut, and pages 20 matches at a time.
+    #[test]
+    fn grep_walks_a_file_stored_in_pieces() {
+        use engram_core::{FileStatus, NewFolder};
+        use engram_store::{FileUpload, NewPiece, Store, Upserted};
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("engram.db")).unwrap();
+        let folder = store
+            .folders()
+            .create(&NewFolder {
+                name: "logs".into(),
+                ..NewFolder::default()
+            })
+            .unwrap();
+        let upload = FileUpload {
+            name: "big.log".into(),
+            mime: "text/plain".into(),
+            size: 1,
+            sha256: "x".into(),
+        };
+        let Upserted::Changed(file) = store.folders().upsert_file(&folder.id, &upload).unwrap()
+        else {
+            panic!("new file");
+        };
+        store.folders().begin_streamed_file(&file.id).unwrap();
+        // Lines 1..=30 (`row n`, `needle` on every third line), cut after lines 10 and 20.
+        for (idx, first) in [1u32, 11, 21].into_iter().enumerate() {
+            let text = (first..first + 10)
+                .map(|n| {
+                    if n.is_multiple_of(3) {
+                        format!("row {n} needle")
+                    } else {
+                        format!("row {n}")
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            let piece = NewPiece {
+                idx: idx as u32,
+                first_line: first,
+                lines: 10,
+                text,
+                chunks: Vec::new(),
+                first_seq: 0,
+            };
+            store.folders().append_text_piece(&file.id, &piece).unwrap();
+        }
+        store
+            .folders()
+            .finish_streamed_file(&file.id, 30, FileStatus::Completed)
+            .unwrap();
+        let re = regex::Regex::new("needle").unwrap();
+        let (mut total, mut shown) = (0, String::new());
+        let id = &file.id;
+        grep_file(
+            store.folders(),
+            id,
+            "logs/big.log",
+            &re,
+            1,
+            0,
+            &mut total,
+            &mut shown,
+        )
+        .unwrap();
+        assert_eq!(total, 10);
+        // Line 9 has a match; its context line 11 is in the next piece.
+        assert!(
+            shown.contains("logs/big.log:L9\n 8: row 8\n>9: row 9 needle\n 10: row 10\n"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("logs/big.log:L21\n 20: row 20\n>21: row 21 needle\n 22: row 22\n"),
+            "{shown}"
+        );
+        // Paging: from match 9 on, only lines 27 and 30 are shown (and all 10 counted).
+        let (mut total, mut shown) = (0, String::new());
+        grep_file(
+            store.folders(),
+            id,
+            "logs/big.log",
+            &re,
+            0,
+            8,
+            &mut total,
+            &mut shown,
+        )
+        .unwrap();
+        assert_eq!(total, 10);
+        assert_eq!(
+            shown,
+            "logs/big.log:L27\n>27: row 27 needle\nlogs/big.log:L30\n>30: row 30 needle\n"
+        );
     }
 
     #[test]

@@ -229,7 +229,8 @@ impl AppCall for CloseAgentFileArgs {
 }
 
 /// `folder_file_text`: the text read from a file (its lines are what citations count), or
-/// `null` when none was read (a file that failed, or is still being read).
+/// `null` when none was read (a file that failed, or is still being read). At most its first
+/// 8 MiB, with a note after them when there is more.
 #[derive(Deserialize, TS)]
 #[ts(export, export_to = "args/")]
 pub struct FolderFileTextArgs {

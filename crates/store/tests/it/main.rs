@@ -3,6 +3,7 @@
 mod agents;
 mod blocks;
 mod created_pages;
+mod file_pieces;
 mod folders;
 mod index_build;
 mod index_release;
