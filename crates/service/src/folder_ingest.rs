@@ -227,8 +227,8 @@ impl Engram {
     }
 
     /// Reads one file from disk and adds it: whole up to 64 MiB, as a stream when it is a
-    /// bigger text file; a file that cannot be read is stored as failed. A file a walk found is read only if it is still the regular file the walk
-    /// listed (see [`Listed`]).
+    /// bigger text file; a file that cannot be read is stored as failed. A file a walk found
+    /// is read only if it is still the regular file the walk listed (see [`Listed`]).
     pub(crate) async fn add_disk_file(
         &self,
         folder: &FolderId,
