@@ -27,9 +27,9 @@ use tauri::{Manager, Runtime, State};
 pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'static {
     let by_hand = shell_handler::<R, _>(tauri::generate_handler![
         set_rest_api,
-        crate::remote::connect_server,
-        crate::remote::disconnect_server,
-        crate::remote::server_connection,
+        crate::server_commands::connect_server,
+        crate::server_commands::disconnect_server,
+        crate::server_commands::server_connection,
         crate::chat_commands::attach_run,
         crate::file_commands::export_to_file,
         crate::file_commands::import_from_file,
@@ -91,7 +91,7 @@ fn answer<R: Runtime>(def: &'static CommandDef, invoke: Invoke<R>) {
 }
 
 /// Answers a command on the server the window works on: a call with the server's JSON, a run
-/// by streaming the server's events into the window's channel (see `crate::remote`).
+/// by streaming the server's events into the window's channel (see `crate::remote_link`).
 fn forward<R: Runtime>(
     remote: &Arc<engram_remote::Remote>,
     def: &'static CommandDef,
@@ -166,7 +166,7 @@ pub async fn set_rest_api(
     args: Args<SetRestApiArgs>,
 ) -> IpcResult<RestApiStatus> {
     if let Some(remote) = d.remote.current() {
-        return Err(crate::remote::not_while_remote(
+        return Err(crate::remote_link::not_while_remote(
             "This computer's REST API",
             &remote,
         ));

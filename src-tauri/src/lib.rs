@@ -12,10 +12,12 @@ mod args;
 pub mod chat_commands;
 pub mod commands;
 pub mod error;
+mod events;
 pub mod file_commands;
-pub mod remote;
+pub mod remote_link;
 pub mod rest;
 pub mod search_commands;
+pub mod server_commands;
 mod state;
 
 pub use state::Desktop;
@@ -24,8 +26,7 @@ use engram_service::{Engram, Notice};
 use std::sync::Arc;
 use tauri::{Emitter, Manager, Runtime};
 
-/// The event the window listens to for [`Notice`]s.
-pub const NOTICE_EVENT: &str = "engram://notice";
+pub use events::NOTICE_EVENT;
 
 /// The app with its commands and state, without the window or the plugins that need a real
 /// desktop — shared by [`run`] and the headless tests (`tauri::test::mock_builder`).
@@ -34,7 +35,7 @@ pub fn builder<R: Runtime>(builder: tauri::Builder<R>, engram: Arc<Engram>) -> t
         .manage(Desktop {
             engram,
             rest: rest::RestApi::default(),
-            remote: remote::RemoteLink::default(),
+            remote: remote_link::RemoteLink::default(),
         })
         .setup(|app| {
             start(app.handle());
@@ -50,7 +51,7 @@ pub fn start<R: Runtime>(app: &tauri::AppHandle<R>) {
     forward_notices(app.clone());
     restore_rest_api(app.clone());
     resume_backfills(app.clone());
-    remote::reconnect_at_start(app.clone());
+    server_commands::reconnect_at_start(app.clone());
 }
 
 /// Goes on filling in vectors a restart left missing (a backfill cut short, an embedding model

@@ -47,7 +47,7 @@ pub async fn pick_rerank_model_dir<R: Runtime>(
     d: State<'_, Desktop>,
 ) -> IpcResult<Option<RerankerStatus>> {
     if let Some(remote) = d.remote.current() {
-        return Err(crate::remote::not_while_remote(
+        return Err(crate::remote_link::not_while_remote(
             "A reranker folder on this computer",
             &remote,
         ));
@@ -68,7 +68,7 @@ pub async fn pick_watch_dir<R: Runtime>(
 ) -> IpcResult<Option<FolderWatch>> {
     let PickWatchDirArgs { folder_id } = args.0;
     if let Some(remote) = d.remote.current() {
-        return Err(crate::remote::not_while_remote(
+        return Err(crate::remote_link::not_while_remote(
             "Following a directory of this computer",
             &remote,
         ));

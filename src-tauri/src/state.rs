@@ -12,5 +12,5 @@ pub struct Desktop {
     /// The local REST API, when the user switched it on.
     pub rest: rest::RestApi,
     /// The remote server the window works on instead of `engram`, when connected.
-    pub remote: crate::remote::RemoteLink,
+    pub remote: crate::remote_link::RemoteLink,
 }

@@ -180,12 +180,18 @@ async fn a_file_over_the_size_limit_is_kept_as_failed_without_being_read() {
     let home = Home::new();
     let f = folder(&home);
     let dir = tempfile::tempdir().unwrap();
-    let big = dir.path().join("huge.txt");
-    // Sparse: no disk or memory is spent on it.
-    std::fs::File::create(&big)
-        .unwrap()
-        .set_len(engram_service::MAX_DOCUMENT_BYTES + 1)
-        .unwrap();
+    // Sparse: no disk or memory is spent on them.
+    let sparse = |name: &str, len: u64| {
+        std::fs::File::create(dir.path().join(name))
+            .unwrap()
+            .set_len(len)
+            .unwrap();
+    };
+    // Text is read as a stream up to 1 GiB; a PDF is read whole, up to 64 MiB.
+    sparse("huge.txt", engram_service::MAX_STREAMED_DOCUMENT_BYTES + 1);
+    sparse("huge.pdf", engram_service::MAX_DOCUMENT_BYTES + 1);
+    // Over 64 MiB of text is streamed: these zeros are binary, found on the first piece.
+    sparse("zeros.txt", engram_service::MAX_DOCUMENT_BYTES + 1);
     std::fs::write(dir.path().join("small.txt"), "small\n").unwrap();
     let added = home
         .engram
@@ -193,10 +199,21 @@ async fn a_file_over_the_size_limit_is_kept_as_failed_without_being_read() {
         .add_paths(&f, &[dir.path().to_owned()])
         .await
         .unwrap();
-    let huge = added.iter().find(|a| a.name == "huge.txt").unwrap();
-    failed_with(huge.file.as_ref().unwrap(), "too large");
-    let small = added.iter().find(|a| a.name == "small.txt").unwrap();
-    assert_eq!(small.file.as_ref().unwrap().status, FileStatus::Completed);
+    let file = |name: &str| {
+        added
+            .iter()
+            .find(|a| a.name == name)
+            .and_then(|a| a.file.clone())
+            .unwrap()
+    };
+    failed_with(&file("huge.txt"), "too large");
+    failed_with(&file("huge.pdf"), "too large");
+    assert!(
+        file("huge.pdf").error.unwrap().contains("read whole"),
+        "a PDF says why it is not streamed"
+    );
+    failed_with(&file("zeros.txt"), "not text");
+    assert_eq!(file("small.txt").status, FileStatus::Completed);
 }
 
 #[tokio::test]

@@ -8,9 +8,9 @@ use engram_core::{
 };
 use engram_store::FolderPatch;
 
-/// The most text [`Folders::file_text`] gives of one file, in **bytes** (8 MiB): enough for
-/// any file read whole but the largest, and a window's or a REST client's worth of a file
-/// read as a stream.
+/// The most text [`Folders::file_text`] gives of a file read as a stream (over 64 MiB), in
+/// **bytes** (8 MiB): a window's or a REST client's worth of it. A file read whole is given
+/// whole, as before streams.
 pub const MAX_SHOWN_TEXT_BYTES: usize = 8 << 20;
 
 impl Engram {
@@ -87,13 +87,19 @@ impl Folders<'_> {
         self.engram.store.folders().get_file(id)
     }
 
-    /// A file's extracted text (`None` while it has not been read), at most
-    /// [`MAX_SHOWN_TEXT_BYTES`] of it: the text of a bigger file (one read as a stream) stops
-    /// at a line end before that, followed by a blank line and a bracketed note saying how
-    /// much more there is, so lines keep their numbers. Errors: `not_found`.
+    /// A file's extracted text (`None` while it has not been read): all of it for a file read
+    /// whole; for one read as a stream (over 64 MiB), at most [`MAX_SHOWN_TEXT_BYTES`],
+    /// stopping at a line end, then a blank line and a bracketed note saying how much more
+    /// there is, so lines keep their numbers. Errors: `not_found`.
     pub fn file_text(self, id: &FileId) -> Result<Option<String>> {
         let folders = self.engram.store.folders();
-        let Some((mut text, more)) = folders.file_text_head(id, MAX_SHOWN_TEXT_BYTES)? else {
+        let streamed = folders.get_file(id)?.size > engram_documents::MAX_FILE_BYTES;
+        let max = if streamed {
+            MAX_SHOWN_TEXT_BYTES
+        } else {
+            usize::MAX
+        };
+        let Some((mut text, more)) = folders.file_text_head(id, max)? else {
             return Ok(None);
         };
         if more {

@@ -120,6 +120,7 @@ pub use engram_agent::{ToolApi, ToolApiError, ToolApiGrant, ToolScope};
 pub use engram_agentfile::{InactiveKind, MAX_FILE_BYTES};
 /// The largest document a folder reads, in **bytes**.
 pub use engram_documents::MAX_FILE_BYTES as MAX_DOCUMENT_BYTES;
+pub use engram_documents::MAX_STREAM_BYTES as MAX_STREAMED_DOCUMENT_BYTES;
 pub use engram_embed::{DEFAULT_MODEL as LOCAL_EMBEDDING_MODEL, MODEL_DIR_ENV};
 pub use engram_providers::ProviderKind;
 

@@ -8,7 +8,7 @@
 
 use crate::{
     CandidateDepth, Candidates, MessageQuery, PassageList, PassageQuery, Ranking, SeqOrder, Store,
-    sql,
+    leases, sql,
 };
 use async_trait::async_trait;
 use engram_core::{
@@ -21,6 +21,7 @@ use engram_store_api::{
     MessageSearch, MessageStore, PassageRange, PassageSearch, PassageStore, ProviderRow,
     SettingStore, StepCommit, StepStore, UserStore,
 };
+use std::sync::MutexGuard;
 use std::time::Duration;
 
 #[async_trait]
@@ -101,6 +102,24 @@ impl BlockStore for Store {
 
     async fn delete_block(&self, id: &BlockId) -> Result<()> {
         self.blocks().delete(id)
+    }
+}
+
+impl Store {
+    /// This database's lease table, locked.
+    pub(crate) fn lease_table(&self) -> MutexGuard<'_, leases::Table> {
+        self.leases.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The lease table, locked, once `lease` is checked to be the agent's current unexpired
+    /// lease: a commit fenced by it keeps the guard until it is done, so the lease cannot pass
+    /// to another holder in between. Errors: `LeaseLost`.
+    pub(crate) fn hold_lease(&self, lease: &Lease) -> Result<MutexGuard<'_, leases::Table>> {
+        let mut table = self.lease_table();
+        if table.current(lease, sql::now()).is_none() {
+            return Err(leases::lost(lease));
+        }
+        Ok(table)
     }
 }
 

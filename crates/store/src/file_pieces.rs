@@ -43,6 +43,38 @@ pub struct TextPart {
 }
 
 impl FolderRows<'_> {
+    /// A file's whole extracted text and the first line of each of its pages (empty when it
+    /// is not paged); `None` while it has not been read. A file read as a stream has its
+    /// pieces joined here, so this can be up to a GiB: readers that need part of a file use
+    /// [`FolderRows::file_lines`], [`FolderRows::text_piece`] or
+    /// [`FolderRows::file_text_head`]. Errors: `NotFound("file")`.
+    pub fn file_text(self, id: &FileId) -> Result<Option<(String, Vec<u32>)>> {
+        self.store.read(|c| {
+            let row: Option<(Option<String>, Option<String>, u32)> = c
+                .prepare_cached(
+                    "SELECT text, page_starts, text_pieces FROM folder_files WHERE id = ?1",
+                )
+                .db()?
+                .query_row([id.as_str()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .optional()
+                .db()?;
+            let Some((text, pages, pieces)) = row else {
+                return Err(Error::not_found("file", id.as_str()));
+            };
+            let text = match text {
+                None if pieces > 0 => Some(joined(c, id)?),
+                t => t,
+            };
+            let pages = pages
+                .as_deref()
+                .map(serde_json::from_str::<Vec<u32>>)
+                .transpose()
+                .map_err(|e| Error::Storage(format!("bad page list: {e}")))?
+                .unwrap_or_default();
+            Ok(text.map(|t| (t, pages)))
+        })
+    }
+
     /// Starts storing a file read as a stream: removes any text, pieces and passages it had
     /// and sets it `parsing`. One transaction. Errors: `NotFound("file")`.
     pub fn begin_streamed_file(self, file: &FileId) -> Result<FolderFile> {

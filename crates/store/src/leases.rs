@@ -6,12 +6,11 @@
 //! database has its own). Times come from the machine's clock. Fencing tokens start at 1 for
 //! each agent in each process: no holder outlives the process that gave it its token.
 
-use crate::{Store, sql};
-use engram_core::{AgentId, Error, Result, Timestamp};
+use engram_core::{AgentId, Error, Timestamp};
 use engram_store_api::{Lease, LeaseGrant};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 /// The lease table of each database file this process has open.
@@ -104,23 +103,5 @@ pub(crate) fn lost(lease: &Lease) -> Error {
     Error::LeaseLost {
         agent: lease.agent_id.to_string(),
         token: lease.token,
-    }
-}
-
-impl Store {
-    /// This database's lease table, locked.
-    pub(crate) fn lease_table(&self) -> MutexGuard<'_, Table> {
-        self.leases.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The lease table, locked, once `lease` is checked to be the agent's current unexpired
-    /// lease: a commit fenced by it keeps the guard until it is done, so the lease cannot pass
-    /// to another holder in between. Errors: `LeaseLost`.
-    pub(crate) fn hold_lease(&self, lease: &Lease) -> Result<MutexGuard<'_, Table>> {
-        let mut table = self.lease_table();
-        if table.current(lease, sql::now()).is_none() {
-            return Err(lost(lease));
-        }
-        Ok(table)
     }
 }

@@ -244,7 +244,7 @@ pub async fn files(
 }
 
 /// `GET /v1/folders/{folder_id}/files/{file_id}`: one file, with its text when
-/// `include_content=true` (at most its first 8 MiB, then a note: `Folders::file_text`).
+/// `include_content=true` (a streamed file's first 8 MiB, then a note: `Folders::file_text`).
 pub async fn file(
     State(s): State<AppState>,
     Path((folder, file)): Path<(String, String)>,

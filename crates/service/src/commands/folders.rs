@@ -229,8 +229,8 @@ impl AppCall for CloseAgentFileArgs {
 }
 
 /// `folder_file_text`: the text read from a file (its lines are what citations count), or
-/// `null` when none was read (a file that failed, or is still being read). At most its first
-/// 8 MiB, with a note after them when there is more.
+/// `null` when none was read (a file that failed, or is still being read). A file read as a
+/// stream (over 64 MiB) gives its first 8 MiB, with a note after them.
 #[derive(Deserialize, TS)]
 #[ts(export, export_to = "args/")]
 pub struct FolderFileTextArgs {

@@ -6,20 +6,17 @@
 //!
 //! Commands that need this computer's own things (native file dialogs for imports, directories
 //! to watch or load a reranker from) are refused while connected, saying so; exports are
-//! fetched from the server and saved here.
+//! fetched from the server and saved here. The window's commands for the link itself are in
+//! `server_commands`.
 
-use crate::NOTICE_EVENT;
-use crate::args::Args;
-use crate::error::{IpcError, IpcResult};
-use crate::state::Desktop;
+use crate::error::IpcError;
+use crate::events::NOTICE_EVENT;
 use engram_core::Error;
 use engram_remote::{Remote, RemoteError};
-use engram_service::commands::{
-    ConnectServerArgs, DisconnectServerArgs, ServerConnection, ServerConnectionArgs,
-};
-use engram_service::{ExposeSecret, Notice, SecretString, ServerLink};
+use engram_service::commands::ServerConnection;
+use engram_service::{Notice, ServerLink};
 use std::sync::{Arc, Mutex, RwLock};
-use tauri::{AppHandle, Emitter, Manager, Runtime, State};
+use tauri::{AppHandle, Emitter, Runtime};
 
 /// The server the window works on, if any, and why the kept one could not be reached.
 #[derive(Default)]
@@ -39,7 +36,7 @@ impl RemoteLink {
 
     /// Works on `remote` from now on (or on this computer's engine for `None`): the server's
     /// notices replace the engine's, and every window re-reads everything.
-    fn switch<R: Runtime>(&self, app: &AppHandle<R>, remote: Option<Arc<Remote>>) {
+    pub(crate) fn switch<R: Runtime>(&self, app: &AppHandle<R>, remote: Option<Arc<Remote>>) {
         if let Ok(mut n) = self.notices.lock()
             && let Some(task) = n.take()
         {
@@ -66,7 +63,7 @@ impl RemoteLink {
     }
 
     /// What the window shows of the link.
-    fn status(&self) -> Option<ServerConnection> {
+    pub(crate) fn status(&self) -> Option<ServerConnection> {
         if let Some(remote) = self.current() {
             return Some(ServerConnection {
                 url: remote.address().url.clone(),
@@ -95,6 +92,16 @@ impl RemoteLink {
     }
 }
 
+impl RemoteLink {
+    /// Remembers that the kept link to `link` could not be made, and why (the window shows
+    /// it; this computer's engine answers meanwhile).
+    pub(crate) fn set_failed(&self, link: ServerLink, why: String) {
+        if let Ok(mut f) = self.failed.write() {
+            *f = Some((link, why));
+        }
+    }
+}
+
 impl From<RemoteError> for IpcError {
     fn from(e: RemoteError) -> Self {
         IpcError::from_body(e.0)
@@ -108,85 +115,4 @@ pub(crate) fn not_while_remote(what: &str, remote: &Remote) -> IpcError {
         remote.host()
     ))
     .into()
-}
-
-/// Makes the kept link again, if there is one (at start, in the background): on failure the
-/// window works on this computer's engine and `server_connection` says why.
-pub(crate) fn reconnect_at_start<R: Runtime>(app: AppHandle<R>) {
-    let link = match app.state::<Desktop>().engram.trust().linked_server() {
-        Ok(Some(link)) => link,
-        Ok(None) => return,
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot read the linked server");
-            return;
-        }
-    };
-    tauri::async_runtime::spawn(async move {
-        let (link, token) = link;
-        let desktop = app.state::<Desktop>();
-        match Remote::connect(
-            &link.url,
-            Some(token.expose_secret()),
-            link.fingerprint.as_deref(),
-        )
-        .await
-        {
-            Ok(remote) => desktop.remote.switch(&app, Some(Arc::new(remote))),
-            Err(e) => {
-                tracing::warn!(error = %e, url = %link.url, "cannot reach the linked server");
-                if let Ok(mut f) = desktop.remote.failed.write() {
-                    *f = Some((link, e.to_string()));
-                }
-                let _ = app.emit(NOTICE_EVENT, &Notice::AgentsChanged);
-            }
-        }
-    });
-}
-
-/// Connects to a server (see `ConnectServerArgs`): checks the address, the certificate and
-/// the token with the server first, keeps the link, and switches every window to it.
-#[tauri::command(rename_all = "snake_case")]
-pub async fn connect_server<R: Runtime>(
-    app: AppHandle<R>,
-    d: State<'_, Desktop>,
-    args: Args<ConnectServerArgs>,
-) -> IpcResult<ServerConnection> {
-    let ConnectServerArgs {
-        url,
-        token,
-        fingerprint,
-    } = args.0;
-    let remote = Remote::connect(&url, token.as_deref(), fingerprint.as_deref()).await?;
-    let link = ServerLink {
-        url: remote.address().url.clone(),
-        fingerprint: remote.address().fingerprint.clone(),
-    };
-    d.engram
-        .trust()
-        .link_server(&link, &SecretString::from(remote.token().to_owned()))?;
-    d.remote.switch(&app, Some(Arc::new(remote)));
-    d.remote
-        .status()
-        .ok_or_else(|| Error::Internal("the link was lost at once".into()).into())
-}
-
-/// Back to this computer's engine; the server's address and token are forgotten.
-#[tauri::command(rename_all = "snake_case")]
-pub async fn disconnect_server<R: Runtime>(
-    app: AppHandle<R>,
-    d: State<'_, Desktop>,
-    _args: Args<DisconnectServerArgs>,
-) -> IpcResult<Option<ServerConnection>> {
-    d.engram.trust().unlink_server()?;
-    d.remote.switch(&app, None);
-    Ok(None)
-}
-
-/// The server the window works on (or failed to reach at start), or `null`.
-#[tauri::command(rename_all = "snake_case")]
-pub async fn server_connection(
-    d: State<'_, Desktop>,
-    _args: Args<ServerConnectionArgs>,
-) -> IpcResult<Option<ServerConnection>> {
-    Ok(d.remote.status())
 }
