@@ -4,10 +4,10 @@
 //! the certificate pinned) and re-emits the server's notices as its own. The link is kept (the
 //! address in the settings, the token in the keychain) and made again at the next start.
 //!
-//! Commands that need this computer's own things (native file dialogs for imports, directories
-//! to watch or load a reranker from) are refused while connected, saying so; exports are
-//! fetched from the server and saved here. The window's commands for the link itself are in
-//! `server_commands`.
+//! Commands that need this computer's own things (a directory to watch or to load a reranker
+//! from, this computer's REST API) are refused while connected, saying so; exports are made on
+//! the server and saved here, imports read here and made there. The window's commands for the
+//! link itself are in `server_commands`.
 
 use crate::error::IpcError;
 use crate::events::NOTICE_EVENT;
