@@ -80,6 +80,11 @@ struct Backfiller {
     outages: Arc<Mutex<std::collections::HashSet<AgentId>>>,
 }
 
+/// How long a file may stay `parsing` untouched before a start takes it for a reading a stop
+/// cut short (10 minutes): a reading alive touches its file at every MiB, and no single file
+/// read whole takes this long.
+pub const INTERRUPTED_READ_AFTER: chrono::TimeDelta = chrono::TimeDelta::minutes(10);
+
 impl Backfiller {
     /// The agent's embedding model handle (`local/all-minilm-l6-v2`) and client, if it has one.
     fn embedder(&self, agent: &AgentId) -> Result<Option<(String, Embedder)>> {
@@ -587,6 +592,9 @@ impl Archival<'_> {
     /// Vector index builds a quit cut short start again too, on a blocking thread (reading
     /// an agent's vectors takes seconds at a million passages), with progress as
     /// [`Notice::VectorIndexBuild`].
+    ///
+    /// Files a stop left `parsing` (untouched for [`INTERRUPTED_READ_AFTER`]) are marked
+    /// failed, their partial text and passages removed.
     pub fn resume_backfills(self) -> Result<usize> {
         if tokio::runtime::Handle::try_current().is_err() {
             return Ok(0);
@@ -599,6 +607,21 @@ impl Archival<'_> {
         });
         // Passages of folders read while their model was unreachable get their vectors too.
         self.engram.spawn_folder_refill();
+        // A file whose reading a stop cut short says so instead of staying "parsing".
+        let before = chrono::Utc::now() - INTERRUPTED_READ_AFTER;
+        match self.engram.store.folders().fail_interrupted_reads(before) {
+            Ok(failed) => {
+                for file in &failed {
+                    tracing::warn!(file = %file.name, "a file's reading was cut short by a stop; marked failed");
+                }
+                let folders: std::collections::BTreeSet<_> =
+                    failed.iter().map(|f| f.folder_id.clone()).collect();
+                for folder in &folders {
+                    self.engram.notify_folder_agents(folder);
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "files cut short by a stop not checked"),
+        }
         let backfiller = self.engram.backfiller();
         let mut started = 0;
         for agent in self.engram.store.messages().agents_with_embeddings()? {

@@ -14,7 +14,7 @@ use engram_store::FolderPatch;
 pub const MAX_SHOWN_TEXT_BYTES: usize = 8 << 20;
 
 impl Engram {
-    fn notify_folder_agents(&self, folder: &FolderId) {
+    pub(crate) fn notify_folder_agents(&self, folder: &FolderId) {
         for agent_id in self.store.folders().agents_of(folder).unwrap_or_default() {
             self.notify(Notice::AgentChanged { agent_id });
         }

@@ -12,7 +12,7 @@
 use crate::folder_files::{NewChunk, clear_text, load};
 use crate::rooms::FolderRows;
 use crate::sql::{self, DbResult};
-use engram_core::{Error, FileId, FileStatus, FolderFile, Result};
+use engram_core::{Error, FileId, FileStatus, FolderFile, Result, Timestamp};
 use rusqlite::{Connection, OptionalExtension, params};
 
 /// One piece of a streamed file, to store with the passages it closed.
@@ -131,6 +131,11 @@ impl FolderRows<'_> {
                     e => Error::Storage(e.to_string()),
                 })?;
             }
+            // Each piece shows the reading is alive (see `fail_interrupted_reads`).
+            tx.prepare_cached("UPDATE folder_files SET updated_at = ?2 WHERE id = ?1")
+                .db()?
+                .execute(params![file.as_str(), sql::micros(sql::now())])
+                .db()?;
             let mut insert = tx
                 .prepare_cached(
                     "INSERT INTO file_chunks (file_id, folder_id, seq, text, page, heading,
@@ -154,6 +159,38 @@ impl FolderRows<'_> {
             }
             Ok(())
         })
+    }
+
+    /// Fails the files a reading left `parsing` and has not touched since `before` (a process
+    /// that stopped or crashed mid-file), removing their text, pieces and passages, so the
+    /// folder shows why and a file added again is read again. A reading alive touches its
+    /// file at least every piece (about 1 MiB) and when it starts, so a `before` minutes in the
+    /// past never takes a file another process is reading now. Returns the files failed.
+    ///
+    /// Errors: `Storage`.
+    pub fn fail_interrupted_reads(self, before: Timestamp) -> Result<Vec<FolderFile>> {
+        let stale: Vec<FileId> = self.store.read(|c| {
+            let mut stmt = c
+                .prepare_cached(
+                    "SELECT id FROM folder_files WHERE status = 'parsing' AND updated_at < ?1",
+                )
+                .db()?;
+            let rows = stmt
+                .query_map([sql::micros(before)], |r| {
+                    Ok(FileId::from(r.get::<_, String>(0)?))
+                })
+                .db()?;
+            rows.collect::<rusqlite::Result<_>>().db()
+        })?;
+        stale
+            .iter()
+            .map(|id| {
+                self.fail_file(
+                    id,
+                    "Engram stopped while it was being read: add it again to read it",
+                )
+            })
+            .collect()
     }
 
     /// Ends a streamed file: records its `lines` and sets its status to `next` (`embedding`

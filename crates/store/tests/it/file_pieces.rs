@@ -206,3 +206,63 @@ fn a_file_failed_half_read_keeps_no_piece_nor_passage() {
     assert_eq!(done.lines, 1000);
     assert_eq!(rows(&dir, "file_text_pieces", file.id.as_str()), 1);
 }
+
+#[test]
+fn a_reading_cut_short_by_a_stop_is_failed_and_one_alive_is_left_alone() {
+    let (dir, store) = temp_store();
+    let folder = store
+        .folders()
+        .create(&NewFolder {
+            name: "logs".into(),
+            ..NewFolder::default()
+        })
+        .unwrap();
+    let upsert = |name: &str| {
+        let upload = FileUpload {
+            name: name.into(),
+            mime: "text/plain".into(),
+            size: 1,
+            sha256: name.into(),
+        };
+        match store.folders().upsert_file(&folder.id, &upload).unwrap() {
+            Upserted::Changed(f) => f,
+            Upserted::Unchanged(_) => panic!("a new file"),
+        }
+    };
+    let cut = upsert("cut.log");
+    store.folders().begin_streamed_file(&cut.id).unwrap();
+    store_pieces(&store, &cut.id, 2);
+    let done = upsert("done.log");
+    store.folders().begin_streamed_file(&done.id).unwrap();
+    store_pieces(&store, &done.id, 1);
+    store
+        .folders()
+        .finish_streamed_file(&done.id, 1000, FileStatus::Completed)
+        .unwrap();
+
+    // Touched just now (its last piece): a reading alive, left alone.
+    let ten_minutes_ago = chrono::Utc::now() - chrono::TimeDelta::minutes(10);
+    assert!(
+        store
+            .folders()
+            .fail_interrupted_reads(ten_minutes_ago)
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(rows(&dir, "file_text_pieces", cut.id.as_str()), 2);
+
+    // Seen from later on, it was cut short: failed, nothing of it left; the finished file stays.
+    let later = chrono::Utc::now() + chrono::TimeDelta::seconds(1);
+    let failed = store.folders().fail_interrupted_reads(later).unwrap();
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0].id, cut.id);
+    assert_eq!(failed[0].status, FileStatus::Error);
+    assert!(failed[0].error.as_deref().unwrap().contains("add it again"));
+    assert_eq!(rows(&dir, "file_text_pieces", cut.id.as_str()), 0);
+    assert_eq!(rows(&dir, "file_chunks", cut.id.as_str()), 0);
+    assert_eq!(
+        store.folders().get_file(&done.id).unwrap().status,
+        FileStatus::Completed
+    );
+    assert_eq!(rows(&dir, "file_text_pieces", done.id.as_str()), 1);
+}
