@@ -143,6 +143,22 @@ try {
     timeoutMsg: "the server's agent never showed its memory edit",
   });
   if (shots) await browser.saveScreenshot(join(shots, 'server.png'));
+  // A hand edit of the server agent's memory, kept there: a reload shows it again.
+  await browser.waitUntil(async () => !(await (await browser.$('[data-testid="stop"]')).isExisting()), {
+    timeout: 30_000,
+    timeoutMsg: "the server agent's run never finished",
+  });
+  const persona = await browser.$('[data-testid="block-persona"]');
+  await (await persona.$('[data-testid="block-edit"]')).click();
+  await (await persona.$('[data-testid="block-editor"]')).setValue('I am Rita. I keep the team notes.');
+  await (await persona.$('[data-testid="block-save"]')).click();
+  await browser.refresh();
+  await (await browser.$('[data-testid="agent-item"]*=Remote Rita')).click();
+  const kept = await browser.$('[data-testid="block-persona"] [data-testid="block-value"]');
+  await browser.waitUntil(async () => (await kept.getText()).includes('I keep the team notes.'), {
+    timeout: 30_000,
+    timeoutMsg: "the hand edit of the server agent's memory was not kept there",
+  });
   await (await browser.$('[data-testid="nav-settings"]')).click();
   await (await browser.$('[data-testid="settings-nav-server"]')).click();
   await (await browser.$('[data-testid="server-disconnect"]')).click();
@@ -150,7 +166,7 @@ try {
     timeout: 30_000,
     timeoutMsg: "back on this computer, its agent is not listed",
   });
-  console.log('desktop smoke: window rendered, chat streamed, memory edit shown, regenerate rolled back and ran again, export saved, worked on a pinned HTTPS server and came back');
+  console.log('desktop smoke: window rendered, chat streamed, memory edit shown, regenerate rolled back and ran again, export saved, worked on a pinned HTTPS server (chat, hand edit kept) and came back');
 } finally {
   await browser.deleteSession();
   stop();
