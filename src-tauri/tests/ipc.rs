@@ -10,6 +10,19 @@ use tauri::test::{INVOKE_KEY, MockRuntime, get_ipc_response, mock_builder};
 use tauri::webview::InvokeRequest;
 use tauri::{Listener, Manager, WebviewWindow};
 
+/// An engine on the data directory `home` with the in-memory keychain `secrets`.
+fn engine(
+    home: &std::path::Path,
+    secrets: Arc<engram_secrets::MemoryStore>,
+) -> Arc<engram_service::Engram> {
+    engram_service::Engram::open(engram_service::Options {
+        home: Some(home.to_owned()),
+        secrets,
+        env: Arc::new(|_| None),
+    })
+    .unwrap()
+}
+
 struct Shell {
     _app: tauri::App<MockRuntime>,
     window: WebviewWindow<MockRuntime>,
@@ -33,12 +46,7 @@ impl Shell {
 
     /// A shell on a data directory the caller keeps (a restart keeps it and the keychain).
     fn open_at(home: &std::path::Path, secrets: Arc<engram_secrets::MemoryStore>) -> Shell {
-        let engram = engram_service::Engram::open(engram_service::Options {
-            home: Some(home.to_owned()),
-            secrets,
-            env: Arc::new(|_| None),
-        })
-        .unwrap();
+        let engram = engine(home, secrets);
         let app = engram_desktop::builder(mock_builder(), engram)
             .build(tauri::generate_context!(test = true))
             .expect("app builds");
@@ -450,12 +458,7 @@ const SERVER_TOKEN: &str = "engram-server-token-for-the-desktop-test";
 impl RemoteServer {
     fn start(rt: &tokio::runtime::Runtime) -> RemoteServer {
         let home = tempfile::tempdir().unwrap();
-        let engram = engram_service::Engram::open(engram_service::Options {
-            home: Some(home.path().to_owned()),
-            secrets: Arc::new(engram_secrets::MemoryStore::default()),
-            env: Arc::new(|_| None),
-        })
-        .unwrap();
+        let engram = engine(home.path(), Arc::default());
         let identity = engram_server::tls::TlsIdentity::self_signed(
             &home.path().join("tls"),
             &["localhost".into()],
@@ -689,12 +692,7 @@ fn a_kept_server_that_cannot_be_reached_leaves_the_window_on_this_computer_sayin
     let secrets = Arc::new(engram_secrets::MemoryStore::default());
     {
         // A link kept from an earlier run, to a server that is gone now.
-        let engram = engram_service::Engram::open(engram_service::Options {
-            home: Some(home.path().to_owned()),
-            secrets: secrets.clone(),
-            env: Arc::new(|_| None),
-        })
-        .unwrap();
+        let engram = engine(home.path(), secrets.clone());
         let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("https://127.0.0.1:{}/", closed.local_addr().unwrap().port());
         drop(closed);

@@ -9,7 +9,7 @@
 //! Readers take what they need: a window of lines loads the pieces holding them, grep walks
 //! the text a part at a time ([`FolderRows::text_part`]).
 
-use crate::folder_files::{NewChunk, clear_text, load};
+use crate::folder_files::{NewChunk, clear_text, insert_chunks, load};
 use crate::rooms::FolderRows;
 use crate::sql::{self, DbResult};
 use engram_core::{Error, FileId, FileStatus, FolderFile, Result, Timestamp};
@@ -136,28 +136,7 @@ impl FolderRows<'_> {
                 .db()?
                 .execute(params![file.as_str(), sql::micros(sql::now())])
                 .db()?;
-            let mut insert = tx
-                .prepare_cached(
-                    "INSERT INTO file_chunks (file_id, folder_id, seq, text, page, heading,
-                            line_start, line_end)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                )
-                .db()?;
-            for (i, c) in piece.chunks.iter().enumerate() {
-                insert
-                    .execute(params![
-                        file.as_str(),
-                        f.folder_id.as_str(),
-                        sql::sat(piece.first_seq + i),
-                        c.text,
-                        c.provenance.page,
-                        c.provenance.heading,
-                        c.provenance.line_start,
-                        c.provenance.line_end
-                    ])
-                    .db()?;
-            }
-            Ok(())
+            insert_chunks(tx, file, &f.folder_id, piece.first_seq, &piece.chunks)
         })
     }
 

@@ -196,27 +196,7 @@ impl FolderRows<'_> {
         self.store.write(|tx| {
             let f = load(tx, file)?;
             clear_text(tx, file)?;
-            let mut insert = tx
-                .prepare_cached(
-                    "INSERT INTO file_chunks (file_id, folder_id, seq, text, page, heading,
-                            line_start, line_end)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                )
-                .db()?;
-            for (seq, c) in parsed.chunks.iter().enumerate() {
-                insert
-                    .execute(params![
-                        file.as_str(),
-                        f.folder_id.as_str(),
-                        sql::sat(seq),
-                        c.text,
-                        c.provenance.page,
-                        c.provenance.heading,
-                        c.provenance.line_start,
-                        c.provenance.line_end
-                    ])
-                    .db()?;
-            }
+            insert_chunks(tx, file, &f.folder_id, 0, &parsed.chunks)?;
             let page_starts = if parsed.page_starts.is_empty() {
                 None
             } else {
@@ -295,6 +275,39 @@ impl FolderRows<'_> {
             Ok(())
         })
     }
+}
+
+/// Stores `chunks` as passages of `file` in `folder`, numbered from `first_seq`, inside the
+/// caller's transaction.
+pub(crate) fn insert_chunks(
+    tx: &Connection,
+    file: &FileId,
+    folder: &FolderId,
+    first_seq: usize,
+    chunks: &[NewChunk],
+) -> Result<()> {
+    let mut insert = tx
+        .prepare_cached(
+            "INSERT INTO file_chunks (file_id, folder_id, seq, text, page, heading,
+                    line_start, line_end)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )
+        .db()?;
+    for (i, c) in chunks.iter().enumerate() {
+        insert
+            .execute(params![
+                file.as_str(),
+                folder.as_str(),
+                sql::sat(first_seq + i),
+                c.text,
+                c.provenance.page,
+                c.provenance.heading,
+                c.provenance.line_start,
+                c.provenance.line_end
+            ])
+            .db()?;
+    }
+    Ok(())
 }
 
 /// Removes a file's passages and text pieces (its row stays).

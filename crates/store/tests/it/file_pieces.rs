@@ -17,6 +17,31 @@ fn rows(dir: &tempfile::TempDir, table: &str, id: &str) -> i64 {
     .unwrap()
 }
 
+/// A new folder named `logs`.
+fn logs(store: &Store) -> engram_core::Folder {
+    store
+        .folders()
+        .create(&NewFolder {
+            name: "logs".into(),
+            ..NewFolder::default()
+        })
+        .unwrap()
+}
+
+/// A new text file `name` in `folder` (not read yet).
+fn new_file(store: &Store, folder: &engram_core::Folder, name: &str) -> engram_core::FolderFile {
+    let upload = FileUpload {
+        name: name.into(),
+        mime: "text/plain".into(),
+        size: 1,
+        sha256: name.into(),
+    };
+    match store.folders().upsert_file(&folder.id, &upload).unwrap() {
+        Upserted::Changed(f) => f,
+        Upserted::Unchanged(_) => panic!("a new file"),
+    }
+}
+
 /// Stores pieces of 1,000 lines `line n` each (piece `i` starting at line `1000 i + 1`), one
 /// passage a piece, and `rare zebra` on line 2,500.
 fn store_pieces(store: &Store, file: &engram_core::FileId, pieces: u32) {
@@ -61,23 +86,9 @@ fn store_pieces(store: &Store, file: &engram_core::FileId, pieces: u32) {
 fn a_file_in_pieces_is_hidden_until_whole_then_read_by_windows_and_deleted_whole() {
     let (dir, store) = temp_store();
     let (agent, _) = create(&store, "Sam");
-    let folder = store
-        .folders()
-        .create(&NewFolder {
-            name: "logs".into(),
-            ..NewFolder::default()
-        })
-        .unwrap();
+    let folder = logs(&store);
     store.folders().attach(&agent.id, &folder.id).unwrap();
-    let upload = FileUpload {
-        name: "big.log".into(),
-        mime: "text/plain".into(),
-        size: 1,
-        sha256: "a".into(),
-    };
-    let Upserted::Changed(file) = store.folders().upsert_file(&folder.id, &upload).unwrap() else {
-        panic!("a new file");
-    };
+    let file = new_file(&store, &folder, "big.log");
     store.folders().begin_streamed_file(&file.id).unwrap();
     store_pieces(&store, &file.id, 3);
     let id = file.id.as_str();
@@ -153,22 +164,8 @@ fn a_file_in_pieces_is_hidden_until_whole_then_read_by_windows_and_deleted_whole
 #[test]
 fn a_file_failed_half_read_keeps_no_piece_nor_passage() {
     let (dir, store) = temp_store();
-    let folder = store
-        .folders()
-        .create(&NewFolder {
-            name: "logs".into(),
-            ..NewFolder::default()
-        })
-        .unwrap();
-    let upload = FileUpload {
-        name: "big.log".into(),
-        mime: "text/plain".into(),
-        size: 1,
-        sha256: "a".into(),
-    };
-    let Upserted::Changed(file) = store.folders().upsert_file(&folder.id, &upload).unwrap() else {
-        panic!("a new file");
-    };
+    let folder = logs(&store);
+    let file = new_file(&store, &folder, "big.log");
     store.folders().begin_streamed_file(&file.id).unwrap();
     store_pieces(&store, &file.id, 2);
     let failed = store
@@ -191,8 +188,10 @@ fn a_file_failed_half_read_keeps_no_piece_nor_passage() {
 
     // Read again with other bytes, the old pieces do not come back.
     let upload = FileUpload {
+        name: "big.log".into(),
+        mime: "text/plain".into(),
+        size: 1,
         sha256: "b".into(),
-        ..upload
     };
     let Upserted::Changed(file) = store.folders().upsert_file(&folder.id, &upload).unwrap() else {
         panic!("changed");
@@ -210,29 +209,11 @@ fn a_file_failed_half_read_keeps_no_piece_nor_passage() {
 #[test]
 fn a_reading_cut_short_by_a_stop_is_failed_and_one_alive_is_left_alone() {
     let (dir, store) = temp_store();
-    let folder = store
-        .folders()
-        .create(&NewFolder {
-            name: "logs".into(),
-            ..NewFolder::default()
-        })
-        .unwrap();
-    let upsert = |name: &str| {
-        let upload = FileUpload {
-            name: name.into(),
-            mime: "text/plain".into(),
-            size: 1,
-            sha256: name.into(),
-        };
-        match store.folders().upsert_file(&folder.id, &upload).unwrap() {
-            Upserted::Changed(f) => f,
-            Upserted::Unchanged(_) => panic!("a new file"),
-        }
-    };
-    let cut = upsert("cut.log");
+    let folder = logs(&store);
+    let cut = new_file(&store, &folder, "cut.log");
     store.folders().begin_streamed_file(&cut.id).unwrap();
     store_pieces(&store, &cut.id, 2);
-    let done = upsert("done.log");
+    let done = new_file(&store, &folder, "done.log");
     store.folders().begin_streamed_file(&done.id).unwrap();
     store_pieces(&store, &done.id, 1);
     store
