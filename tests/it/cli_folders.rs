@@ -145,14 +145,17 @@ async fn a_folder_linked_by_the_cli_is_kept_in_step_by_the_server() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
-    drop(served);
-    // The server's last sync may still be recorded for a moment after it stops.
+    // The file shows up while its sync is still going (the directory's own change starts a
+    // full one); the server records `watching` when it ends. Killed before that, the record
+    // would rightly say the sync never finished.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     let mut listed = stdout_ok(&cli(home.path(), &["folder", "ls"]));
     while !listed.contains("(watching)") && std::time::Instant::now() < deadline {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         listed = stdout_ok(&cli(home.path(), &["folder", "ls"]));
     }
+    drop(served);
+    let listed = stdout_ok(&cli(home.path(), &["folder", "ls"]));
     assert!(listed.contains("(watching)"), "{listed}");
     stdout_ok(&cli(home.path(), &["folder", "unwatch", "desk"]));
     let listed = stdout_ok(&cli(home.path(), &["folder", "ls"]));
