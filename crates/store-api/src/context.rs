@@ -42,6 +42,11 @@ pub trait ContextStore: Send + Sync {
         prompt: &str,
     ) -> Result<()>;
 
+    /// What the agent's memory holds beyond its window, for the `<memory_metadata>` of the
+    /// system prompt: `(messages, passages)`, every message of recall memory (in the window or
+    /// not) and every passage stored, superseded ones included. Errors: `NotFound("agent")`.
+    async fn memory_counts(&self, agent: &AgentId) -> Result<(u64, u64)>;
+
     /// Records how a run ended, replacing an earlier record of the same run (a run resumed
     /// after an approval ends again). Errors: `NotFound("agent")`.
     async fn record_run(&self, run: &RunRecord) -> Result<()>;

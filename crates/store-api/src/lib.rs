@@ -4,15 +4,20 @@
 //! one process) and the PostgreSQL store of a server (`engram-store-pg`, one database shared
 //! by several replicas). The interface is cut along the store's groups — one trait per concern
 //! — so each concern is moved onto it, and tested on both backends, as a unit. Today:
-//! [`AgentStore`] (an agent's row and its blocks at creation), [`BlockStore`] (blocks and
-//! their versioned operations, with history), [`ContextStore`] (the context window's messages,
-//! compactions, the cached system prompt and how runs ended), [`LeaseStore`] (one holder per agent, with
-//! fencing tokens checked at commit), [`MessageStore`] (recall memory: the message history,
-//! paged by `seq`, with a words search), [`PassageStore`] (archival memory: tagged
-//! passages, listed by time, with a words search), [`SettingStore`] (model providers without
-//! their keys, and the app's key-value settings), [`StepStore`] (a step's commit, fenced by
-//! the agent's lease, and the tool call a paused run waits on) and [`UserStore`] (a shared server's users,
-//! their token hashes and access to agents). Steps and the rest follow the same way.
+//! - [`AgentStore`]: an agent's row and its blocks at creation;
+//! - [`BlockStore`]: blocks and their versioned operations, with history;
+//! - [`ContextStore`]: the context window's messages, compactions, the cached system prompt,
+//!   the memory counts it shows and how runs ended;
+//! - [`LeaseStore`]: one holder per agent, with fencing tokens checked at commit;
+//! - [`MessageStore`]: recall memory, the message history paged by `seq`, with a words search;
+//! - [`PassageStore`]: archival memory, tagged passages listed by time, with a words search;
+//! - [`SettingStore`]: model providers without their keys, and the app's key-value settings
+//!   (token calibrations among them);
+//! - [`StepStore`]: a step's commit fenced by the agent's lease, the tool call a paused run
+//!   waits on, and the repair of a context a crash left with unanswered calls;
+//! - [`UserStore`]: a shared server's users, their token hashes and access to agents.
+//!
+//! Folders and files, sleep-time passes and the rest follow the same way.
 //!
 //! # Async, dyn-compatible
 //! Every method is `async` and the traits are object-safe (`Arc<dyn Backend>`), with `Send`
@@ -49,6 +54,7 @@
 mod context;
 mod messages;
 mod passages;
+mod repair;
 mod settings;
 mod steps;
 mod users;
@@ -57,7 +63,10 @@ mod words;
 pub use context::ContextStore;
 pub use messages::{Hit, MessageSearch, MessageStore, SEQ_GAP, SeqOrder};
 pub use passages::{PassageRange, PassageSearch, PassageStore};
-pub use settings::{ProviderRow, SettingStore};
+pub use repair::{CallRow, Diagnosis, INTERRUPTED, Orphans, diagnose, slot_between};
+pub use settings::{
+    CALIBRATION_SETTING_PREFIX, Calibration, ProviderRow, SettingStore, calibration_key,
+};
 pub use steps::{
     ApprovalWrite, BlockChange, BlockWrite, CommittedStep, StepCommit, StepStore, call_groups,
     gone_message, rebase, restate, result_index,

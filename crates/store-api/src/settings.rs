@@ -19,6 +19,25 @@ pub struct ProviderRow {
     pub default_model: Option<String>,
 }
 
+/// Settings-key prefix of token calibrations; the model handle follows.
+pub const CALIBRATION_SETTING_PREFIX: &str = "calibration.";
+
+/// What Engram has learnt about one model's tokenizer, kept as JSON in the app setting
+/// [`calibration_key`] (a restart does not start from scratch, and no table is needed).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    /// Provider-reported prompt tokens per token of Engram's estimate (1.25 = the provider
+    /// counts a quarter more), smoothed over calls and raised by context-length refusals.
+    pub ratio: f64,
+    /// How many calls it was learnt from.
+    pub samples: u64,
+}
+
+/// The app setting that holds the calibration of `model` (a `provider/model` handle).
+pub fn calibration_key(model: &str) -> String {
+    format!("{CALIBRATION_SETTING_PREFIX}{model}")
+}
+
 /// Providers and app settings. Lists come in byte order of their names or keys (as SQLite
 /// compares text), whatever the database's collation.
 #[async_trait]

@@ -152,6 +152,24 @@ pub trait StepStore: Send + Sync {
     /// The tool call the agent's paused run waits on, if any (its `server` is filled in by
     /// backends that know the agent's MCP tools). Errors: `NotFound("agent")`.
     async fn pending_approval(&self, agent: &AgentId) -> Result<Option<PendingApproval>>;
+
+    /// Forgets the agent's pending approval without answering the call (the message that made
+    /// it left the context, e.g. after a reset); the next repair answers it as interrupted.
+    /// Returns whether one was pending. Errors: `NotFound("agent")`.
+    async fn drop_pending_approval(&self, agent: &AgentId) -> Result<bool>;
+
+    /// Makes the agent's context valid for providers again, in one transaction (see
+    /// [`crate::diagnose`]; the calls of the message a pending approval names are left for the
+    /// person to decide):
+    /// - every in-context assistant tool call without a result gets a `Failed` result
+    ///   ([`crate::INTERRUPTED`]; role `Tool`, the call's id and tool name, the assistant
+    ///   message's run and step) right after the last existing result of that message (or
+    ///   right after the message), stamped `now` (truncated to microseconds);
+    /// - tool messages that answer no call of an earlier in-context assistant message, or
+    ///   repeat a result already given, leave the context (they stay in recall memory).
+    ///
+    /// Returns how many results were inserted. Errors: `NotFound("agent")`.
+    async fn repair_tool_calls(&self, agent: &AgentId, now: Timestamp) -> Result<usize>;
 }
 
 /// The writes of each tool call, in order: ranges of `writes` (a call's writes are

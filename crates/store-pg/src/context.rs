@@ -141,6 +141,25 @@ impl ContextStore for PgStore {
         Ok(())
     }
 
+    async fn memory_counts(&self, agent: &AgentId) -> Result<(u64, u64)> {
+        let c = self.client().await?;
+        let counts = c
+            .one_opt(
+                "SELECT (SELECT count(*) FROM messages WHERE agent_id = a.id),
+                        (SELECT count(*) FROM passages WHERE agent_id = a.id)
+                 FROM agents a WHERE a.id = $1",
+                &[&agent.as_str()],
+            )
+            .await
+            .map_err(TxError::from)?
+            .ok_or_else(|| Error::not_found("agent", agent.as_str()))?;
+        let (messages, passages): (i64, i64) = (counts.get(0), counts.get(1));
+        Ok((
+            u64::try_from(messages).unwrap_or(0),
+            u64::try_from(passages).unwrap_or(0),
+        ))
+    }
+
     async fn record_run(&self, run: &RunRecord) -> Result<()> {
         let error = run.error.as_ref().map(rows::to_json).transpose()?;
         transaction!(self, |tx| {

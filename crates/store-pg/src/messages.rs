@@ -66,40 +66,46 @@ pub(crate) async fn append(
             in_context: true,
             created_at: nm.created_at.map_or(now, rows::truncate),
         };
-        // A clash on the id (another agent's message, or twice in this batch) inserts
-        // nothing; the whole batch is then rolled back.
-        let inserted = c
-            .exec(
-                &format!(
-                    "INSERT INTO messages ({})
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
-                     ON CONFLICT (id) DO NOTHING",
-                    MESSAGE_COLS.replace("m.", "")
-                ),
-                &[
-                    &m.id.as_str(),
-                    &m.agent_id.as_str(),
-                    &m.seq,
-                    &m.role.as_str(),
-                    &rows::kind_str(m.kind),
-                    &m.content,
-                    &m.reasoning,
-                    &rows::tool_calls_json(&m.tool_calls)?,
-                    &m.tool_call_id,
-                    &m.tool_name,
-                    &m.run_id.as_ref().map(|r| r.as_str()),
-                    &m.step_id.as_ref().map(|s| s.as_str()),
-                    &m.in_context,
-                    &m.created_at,
-                ],
-            )
-            .await?;
-        if inserted == 0 {
-            return Err(Error::Conflict(format!("message {} already exists", m.id)).into());
-        }
+        insert_row(c, &m).await?;
         out.push(m);
     }
     Ok(out)
+}
+
+/// Inserts one message as it is (its `seq` must be free). A clash on the id (another agent's
+/// message, or twice in one batch) inserts nothing and is a `Conflict`; the caller's
+/// transaction is then to be rolled back.
+pub(crate) async fn insert_row(c: &impl GenericClient, m: &Message) -> TxResult<()> {
+    let inserted = c
+        .exec(
+            &format!(
+                "INSERT INTO messages ({})
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+                 ON CONFLICT (id) DO NOTHING",
+                MESSAGE_COLS.replace("m.", "")
+            ),
+            &[
+                &m.id.as_str(),
+                &m.agent_id.as_str(),
+                &m.seq,
+                &m.role.as_str(),
+                &rows::kind_str(m.kind),
+                &m.content,
+                &m.reasoning,
+                &rows::tool_calls_json(&m.tool_calls)?,
+                &m.tool_call_id,
+                &m.tool_name,
+                &m.run_id.as_ref().map(|r| r.as_str()),
+                &m.step_id.as_ref().map(|s| s.as_str()),
+                &m.in_context,
+                &m.created_at,
+            ],
+        )
+        .await?;
+    if inserted == 0 {
+        return Err(Error::Conflict(format!("message {} already exists", m.id)).into());
+    }
+    Ok(())
 }
 
 #[async_trait]

@@ -151,7 +151,7 @@ pub(crate) fn edit(r: &Row) -> TxResult<BlockEdit> {
     })
 }
 
-fn role_from(s: &str) -> TxResult<Role> {
+pub(crate) fn role_from(s: &str) -> TxResult<Role> {
     Ok(match s {
         "system" => Role::System,
         "user" => Role::User,

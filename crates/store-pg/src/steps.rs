@@ -330,4 +330,20 @@ impl StepStore for PgStore {
             server: None,
         }))
     }
+
+    async fn drop_pending_approval(&self, agent: &AgentId) -> Result<bool> {
+        transaction!(self, |tx| {
+            blocks::ensure_agent(&tx, agent, Lock::None).await?;
+            tx.exec(
+                "DELETE FROM pending_approvals WHERE agent_id = $1",
+                &[&agent.as_str()],
+            )
+            .await?
+                > 0
+        })
+    }
+
+    async fn repair_tool_calls(&self, agent: &AgentId, now: Timestamp) -> Result<usize> {
+        transaction!(self, |tx| { crate::repair::repair(&tx, agent, now).await? })
+    }
 }

@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use engram_core::{
     Agent, AgentAccess, AgentId, Block, BlockEdit, BlockId, BlockOp, BlockPatch, Editor, Message,
     MessageId, NewBlock, NewMessage, NewPassage, OpOutcome, Passage, PassageId, PendingApproval,
-    Result, RunId, RunRecord, Step, User, UserId,
+    Result, RunId, RunRecord, Step, Timestamp, User, UserId,
 };
 use engram_store_api::{
     AgentStore, BlockStore, CommittedStep, ContextStore, Hit, Lease, LeaseGrant, LeaseStore,
@@ -189,6 +189,10 @@ impl ContextStore for Store {
             .set_system_cache(agent, memory_section, prompt)
     }
 
+    async fn memory_counts(&self, agent: &AgentId) -> Result<(u64, u64)> {
+        self.agents().memory_counts(agent)
+    }
+
     async fn record_run(&self, run: &RunRecord) -> Result<()> {
         self.runs().record(run)
     }
@@ -210,6 +214,14 @@ impl StepStore for Store {
 
     async fn pending_approval(&self, agent: &AgentId) -> Result<Option<PendingApproval>> {
         self.runs().pending_approval(agent)
+    }
+
+    async fn drop_pending_approval(&self, agent: &AgentId) -> Result<bool> {
+        self.runs().drop_pending_approval(agent)
+    }
+
+    async fn repair_tool_calls(&self, agent: &AgentId, now: Timestamp) -> Result<usize> {
+        self.messages().repair_orphaned_tool_calls(agent, now)
     }
 }
 

@@ -5,27 +5,14 @@
 
 use crate::rooms::SettingRows;
 use engram_core::Result;
-use serde::{Deserialize, Serialize};
-
-/// Settings-key prefix of calibrations; the model handle follows.
-pub const CALIBRATION_SETTING_PREFIX: &str = "calibration.";
-
-/// What Engram has learnt about one model's tokenizer.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Calibration {
-    /// Provider-reported prompt tokens per token of Engram's estimate (1.25 = the provider
-    /// counts a quarter more), smoothed over calls and raised by context-length refusals.
-    pub ratio: f64,
-    /// How many calls it was learnt from.
-    pub samples: u64,
-}
+use engram_store_api::{Calibration, calibration_key};
 
 impl SettingRows<'_> {
     /// The calibration of `model` (a `provider/model` handle), if one was learnt.
     ///
     /// Errors: [`engram_core::Error::Storage`]. A malformed stored value reads as `None`.
     pub fn model_calibration(self, model: &str) -> Result<Option<Calibration>> {
-        let key = format!("{CALIBRATION_SETTING_PREFIX}{model}");
+        let key = calibration_key(model);
         Ok(self.get(&key)?.and_then(|v| serde_json::from_str(&v).ok()))
     }
 
@@ -33,7 +20,7 @@ impl SettingRows<'_> {
     ///
     /// Errors: [`engram_core::Error::Storage`].
     pub fn set_model_calibration(self, model: &str, calibration: &Calibration) -> Result<()> {
-        let key = format!("{CALIBRATION_SETTING_PREFIX}{model}");
+        let key = calibration_key(model);
         let value = serde_json::to_string(calibration)
             .map_err(|e| engram_core::Error::Internal(format!("calibration: {e}")))?;
         self.set(&key, &value)

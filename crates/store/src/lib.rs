@@ -83,7 +83,6 @@ mod vector_index;
 pub use agent_list::AgentList;
 pub use base_urls::{BaseUrlOwner, BaseUrlRewrite, StoredBaseUrl};
 pub use block_list::BlockList;
-pub use calibration::{CALIBRATION_SETTING_PREFIX, Calibration};
 pub use candidates::{Bm25, CandidateDepth, Candidates, NeighbourMap, Ranking};
 pub use client_writes::ClientWriteState;
 pub use engram_core::OpOutcome;
@@ -91,6 +90,7 @@ pub use engram_core::RunRecord;
 pub use engram_store_api::{
     ApprovalWrite, BlockChange, BlockWrite, CommittedStep, StepCommit, StepStore,
 };
+pub use engram_store_api::{CALIBRATION_SETTING_PREFIX, Calibration};
 pub use file_chunks::UnembeddedChunk;
 pub use file_pieces::{NewPiece, TextPart};
 pub use file_state::{FileWindow, MAX_WINDOW_CHARS, qualified_name, window as file_window};

@@ -1,10 +1,8 @@
-//! Repair of the context after a crash or cancel: every tool call gets exactly one result.
-//!
-//! Providers reject a conversation in which an assistant tool call has no tool result, or a tool
-//! result answers no call; in naive loops one interrupted step breaks an agent for good. On load
-//! the loop calls [`MessageRows::repair_orphaned_tool_calls`], which answers the orphans with `Failed`
-//! results slotted in right after the call's answers (using the `seq` gap), and takes stray tool
-//! results out of the context.
+//! Repair of the context after a crash or cancel on SQLite: every tool call gets exactly one
+//! result (the rules are the interface's, [`engram_store_api::diagnose`]). On load the loop
+//! calls [`MessageRows::repair_orphaned_tool_calls`], which answers the orphans with `Failed`
+//! results slotted in right after the call's answers (using the `seq` gap), and takes stray
+//! tool results out of the context.
 
 use crate::approvals;
 use crate::message_rows;
@@ -15,12 +13,8 @@ use engram_core::{
     AgentId, Error, Message, MessageId, MessageKind, Result, Role, RunId, StepId, Timestamp,
     ToolCall, ToolReturn,
 };
+use engram_store_api::{CallRow, Diagnosis, INTERRUPTED, Orphans, diagnose, slot_between};
 use rusqlite::{Connection, params};
-use std::collections::{HashMap, HashSet};
-
-/// What the model reads in place of the result of a call that never finished.
-const INTERRUPTED: &str = "The tool call was interrupted before it finished (the app stopped). \
-                           It did not run to completion; try again if it is still needed.";
 
 /// A free `seq` right after `anchor` for the agent, renumbering later messages when the gap is
 /// used up.
@@ -31,12 +25,11 @@ fn slot_after(conn: &Connection, agent: &AgentId, anchor: i64) -> Result<i64> {
             .query_row(params![agent.as_str(), anchor], |r| r.get(0))
             .db()
     };
-    let Some(mut next) = next_seq(conn)? else {
-        return anchor
-            .checked_add(SEQ_GAP)
-            .ok_or_else(|| Error::Internal("seq overflow".into()));
-    };
-    if next - anchor < 2 {
+    let next = next_seq(conn)?;
+    if let Some(seq) = slot_between(anchor, next) {
+        return Ok(seq);
+    }
+    if next.is_some() {
         // Shift everything after the anchor by a gap. Through negative numbers, because SQLite
         // checks UNIQUE(agent_id, seq) row by row and an in-place shift would collide.
         // Stored seqs are always positive, so the negative range is free.
@@ -50,30 +43,8 @@ fn slot_after(conn: &Connection, agent: &AgentId, anchor: i64) -> Result<i64> {
             .db()?
             .execute([agent.as_str()])
             .db()?;
-        next = next_seq(conn)?.unwrap_or(anchor + SEQ_GAP);
     }
-    Ok(anchor + (next - anchor) / 2)
-}
-
-/// The unanswered calls of one assistant message.
-struct Orphans {
-    /// The assistant message's index in the context.
-    caller: usize,
-    /// The `seq` to insert the first result after.
-    anchor: i64,
-    /// `(call id, tool name)` of each unanswered call, in call order.
-    calls: Vec<(String, String)>,
-}
-
-/// What repair needs of an in-context message that makes or answers tool calls.
-struct CallRow {
-    id: MessageId,
-    seq: i64,
-    role: Role,
-    tool_calls: Vec<ToolCall>,
-    tool_call_id: Option<String>,
-    run_id: Option<RunId>,
-    step_id: Option<StepId>,
+    slot_between(anchor, next_seq(conn)?).ok_or_else(|| Error::Internal("seq overflow".into()))
 }
 
 /// The agent's in-context tool calls and tool results, by `seq`. Other messages and all the
@@ -101,66 +72,6 @@ fn call_rows(conn: &Connection, agent: &AgentId) -> Result<Vec<CallRow>> {
         })
         .db()?;
     rows.collect::<rusqlite::Result<_>>().db()
-}
-
-/// What is wrong with an agent's context: calls without results, results without calls.
-struct Diagnosis {
-    /// Assistant messages with unanswered calls, in context order.
-    orphans: Vec<Orphans>,
-    /// Tool messages that answer no call of an earlier in-context assistant message, or answer
-    /// one that already has a result.
-    strays: Vec<MessageId>,
-}
-
-fn diagnose(context: &[CallRow]) -> Diagnosis {
-    // A tool message answers the latest earlier assistant message that made a call with its id
-    // (some servers reuse ids like `call_0` across turns, so ids are not global).
-    let mut caller: HashMap<&str, usize> = HashMap::new();
-    let mut answered: HashSet<(usize, &str)> = HashSet::new();
-    let mut last_answer: HashMap<usize, i64> = HashMap::new();
-    let mut strays = Vec::new();
-    for (i, m) in context.iter().enumerate() {
-        match m.role {
-            Role::Assistant => {
-                for call in &m.tool_calls {
-                    caller.insert(&call.id, i);
-                }
-            }
-            Role::Tool => {
-                let id = m.tool_call_id.as_deref().unwrap_or_default();
-                match caller.get(id) {
-                    Some(&a) if answered.insert((a, id)) => {
-                        last_answer.insert(a, m.seq);
-                    }
-                    _ => strays.push(m.id.clone()),
-                }
-            }
-            Role::System | Role::User => {}
-        }
-    }
-    let mut orphans = Vec::new();
-    for (i, m) in context
-        .iter()
-        .enumerate()
-        .filter(|(_, m)| m.role == Role::Assistant)
-    {
-        let mut seen = HashSet::new();
-        let missing: Vec<(String, String)> = m
-            .tool_calls
-            .iter()
-            .filter(|c| seen.insert(c.id.as_str()) && !answered.contains(&(i, c.id.as_str())))
-            .map(|c| (c.id.clone(), c.name.clone()))
-            .collect();
-        if !missing.is_empty() {
-            let anchor = last_answer.get(&i).copied().unwrap_or(m.seq);
-            orphans.push(Orphans {
-                caller: i,
-                anchor,
-                calls: missing,
-            });
-        }
-    }
-    Diagnosis { orphans, strays }
 }
 
 impl MessageRows<'_> {

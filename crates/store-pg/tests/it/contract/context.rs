@@ -5,16 +5,24 @@
 use super::{agent_with, code};
 use crate::harness::{Harness, on_both_backends};
 use chrono::{Duration, Utc};
-use engram_core::{AgentId, ErrorBody, MessageId, NewMessage, RunId, RunRecord, StopReason, Usage};
-use engram_store_api::{AgentStore, ContextStore, MessageSearch, MessageStore, SeqOrder};
+use engram_core::{
+    AgentId, ErrorBody, MessageId, NewMessage, NewPassage, RunId, RunRecord, StopReason, Usage,
+};
+use engram_store_api::{
+    AgentStore, ContextStore, MessageSearch, MessageStore, PassageStore, SeqOrder,
+};
 
 on_both_backends!(
-    a_compaction_takes_messages_out_of_the_window_and_keeps_them_in_recall,
+    a_compaction_takes_messages_out_of_the_window_and_keeps_them_in_recall_and_counted,
     the_system_prompt_cache_is_kept_without_touching_the_agent,
     runs_are_recorded_replaced_by_id_and_listed_oldest_first,
 );
 
-async fn a_compaction_takes_messages_out_of_the_window_and_keeps_them_in_recall<H: Harness>(h: H) {
+async fn a_compaction_takes_messages_out_of_the_window_and_keeps_them_in_recall_and_counted<
+    H: Harness,
+>(
+    h: H,
+) {
     let b = h.backend();
     let (agent, _) = agent_with(&b, "ana", &[]).await;
     let texts = [
@@ -28,6 +36,12 @@ async fn a_compaction_takes_messages_out_of_the_window_and_keeps_them_in_recall<
     let msgs: Vec<NewMessage> = texts.iter().map(|t| NewMessage::user(*t)).collect();
     let stored = b.append_messages(&agent.id, &msgs).await.unwrap();
     assert_eq!(b.in_context_messages(&agent.id).await.unwrap(), stored);
+    assert_eq!(b.memory_counts(&agent.id).await.unwrap(), (6, 0));
+    let facts = [NewPassage {
+        text: "Miso is a tabby".into(),
+        ..NewPassage::default()
+    }];
+    b.insert_passages(&agent.id, &facts).await.unwrap();
 
     let folded: Vec<MessageId> = stored[..4].iter().map(|m| m.id.clone()).collect();
     b.evict_messages(
@@ -55,6 +69,7 @@ async fn a_compaction_takes_messages_out_of_the_window_and_keeps_them_in_recall<
     assert_eq!(all.len(), 6);
     assert_eq!(all.iter().filter(|m| !m.in_context).count(), 4);
     assert_eq!(b.count_messages(&agent.id).await.unwrap(), 6);
+    assert_eq!(b.memory_counts(&agent.id).await.unwrap(), (6, 1));
     let hits = b
         .search_messages(&agent.id, &MessageSearch::new("Lyon", 5))
         .await
@@ -83,6 +98,7 @@ async fn a_compaction_takes_messages_out_of_the_window_and_keeps_them_in_recall<
     let nobody = AgentId::new();
     assert_eq!(code(b.in_context_messages(&nobody).await), "not_found");
     assert_eq!(code(b.evict_messages(&nobody, &[], "x").await), "not_found");
+    assert_eq!(code(b.memory_counts(&nobody).await), "not_found");
 }
 
 async fn the_system_prompt_cache_is_kept_without_touching_the_agent<H: Harness>(h: H) {

@@ -1,0 +1,152 @@
+//! Context repair on PostgreSQL: every in-context tool call gets exactly one result (the rules
+//! are the interface's, [`engram_store_api::diagnose`]), in one transaction that holds the
+//! agent's row as an append does, so no message is appended between the diagnosis and the
+//! fix.
+
+use crate::blocks::{self, Lock};
+use crate::messages;
+use crate::rows::{self, Cached};
+use crate::tx::TxResult;
+use deadpool_postgres::GenericClient;
+use engram_core::{
+    AgentId, Error, Message, MessageId, MessageKind, Role, RunId, StepId, Timestamp, ToolCall,
+    ToolReturn,
+};
+use engram_store_api::{CallRow, Diagnosis, INTERRUPTED, Orphans, SEQ_GAP, diagnose, slot_between};
+use serde_json::Value;
+
+/// The agent's in-context tool calls and tool results, by `seq` (no text: see [`CallRow`]).
+async fn call_rows(c: &impl GenericClient, agent: &AgentId) -> TxResult<Vec<CallRow>> {
+    let found = c
+        .rows(
+            "SELECT id, seq, role, tool_calls, tool_call_id, run_id, step_id FROM messages
+             WHERE agent_id = $1 AND in_context AND (role = 'tool' OR tool_calls IS NOT NULL)
+             ORDER BY seq",
+            &[&agent.as_str()],
+        )
+        .await?;
+    let mut out = Vec::with_capacity(found.len());
+    for r in &found {
+        let calls: Option<Value> = r.try_get(3)?;
+        out.push(CallRow {
+            id: MessageId::from(r.try_get::<_, String>(0)?),
+            seq: r.try_get(1)?,
+            role: rows::role_from(r.try_get(2)?)?,
+            tool_calls: match calls {
+                None => Vec::new(),
+                Some(_) => rows::from_json::<Vec<ToolCall>>(r, 3, "tool call list")?,
+            },
+            tool_call_id: r.try_get(4)?,
+            run_id: r.try_get::<_, Option<String>>(5)?.map(RunId::from),
+            step_id: r.try_get::<_, Option<String>>(6)?.map(StepId::from),
+        });
+    }
+    Ok(out)
+}
+
+/// A free `seq` right after `anchor` for the agent, renumbering later messages by a gap when
+/// none is left. The shift goes through negative numbers: `UNIQUE (agent_id, seq)` is checked
+/// row by row, so an in-place shift could collide, and stored seqs are always positive.
+async fn slot_after(c: &impl GenericClient, agent: &AgentId, anchor: i64) -> TxResult<i64> {
+    let next_seq = async || -> TxResult<Option<i64>> {
+        Ok(c.one(
+            "SELECT min(seq) FROM messages WHERE agent_id = $1 AND seq > $2",
+            &[&agent.as_str(), &anchor],
+        )
+        .await?
+        .try_get(0)?)
+    };
+    let next = next_seq().await?;
+    if let Some(seq) = slot_between(anchor, next) {
+        return Ok(seq);
+    }
+    if next.is_some() {
+        c.exec(
+            "UPDATE messages SET seq = -(seq + $3) WHERE agent_id = $1 AND seq > $2",
+            &[&agent.as_str(), &anchor, &SEQ_GAP],
+        )
+        .await?;
+        c.exec(
+            "UPDATE messages SET seq = -seq WHERE agent_id = $1 AND seq < 0",
+            &[&agent.as_str()],
+        )
+        .await?;
+    }
+    slot_between(anchor, next_seq().await?)
+        .ok_or_else(|| Error::Internal("message sequence overflow".into()).into())
+}
+
+/// Repairs the agent's context inside the caller's transaction (see
+/// [`engram_store_api::StepStore::repair_tool_calls`]); returns how many results were
+/// inserted.
+pub(crate) async fn repair(
+    c: &impl GenericClient,
+    agent: &AgentId,
+    now: Timestamp,
+) -> TxResult<usize> {
+    blocks::ensure_agent(c, agent, Lock::NoKeyUpdate).await?;
+    let context = call_rows(c, agent).await?;
+    let Diagnosis {
+        mut orphans,
+        strays,
+    } = diagnose(&context);
+    // A call waiting for a person is not an orphan: it and the calls after it in its message
+    // are answered when the person decides.
+    let waiting = c
+        .one_opt(
+            "SELECT message_id FROM pending_approvals WHERE agent_id = $1",
+            &[&agent.as_str()],
+        )
+        .await?;
+    if let Some(row) = waiting {
+        let message: String = row.try_get(0)?;
+        orphans.retain(|o| context[o.caller].id.as_str() != message);
+    }
+    for id in &strays {
+        c.exec(
+            "UPDATE messages SET in_context = false WHERE id = $1",
+            &[&id.as_str()],
+        )
+        .await?;
+    }
+    let now = rows::truncate(now);
+    let content = ToolReturn::failed(INTERRUPTED, now).to_json();
+    let mut inserted = 0;
+    // Latest first: renumbering only moves messages after the anchor, so anchors of earlier
+    // assistant messages stay valid.
+    for Orphans {
+        caller,
+        anchor,
+        calls,
+    } in orphans.into_iter().rev()
+    {
+        let call_msg = &context[caller];
+        let mut after = anchor;
+        for (call_id, name) in calls {
+            let seq = slot_after(c, agent, after).await?;
+            let m = Message {
+                id: MessageId::new(),
+                agent_id: agent.clone(),
+                seq,
+                role: Role::Tool,
+                kind: MessageKind::Chat,
+                content: content.clone(),
+                reasoning: None,
+                tool_calls: Vec::new(),
+                tool_call_id: Some(call_id),
+                tool_name: Some(name),
+                run_id: call_msg.run_id.clone(),
+                step_id: call_msg.step_id.clone(),
+                in_context: true,
+                created_at: now,
+            };
+            messages::insert_row(c, &m).await?;
+            after = seq;
+            inserted += 1;
+        }
+    }
+    if inserted > 0 || !strays.is_empty() {
+        tracing::warn!(agent = %agent, inserted, dropped = strays.len(), "repaired tool calls");
+    }
+    Ok(inserted)
+}
