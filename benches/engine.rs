@@ -198,7 +198,7 @@ fn recall_search(home: &Home, agent: &engram_core::AgentId) -> Duration {
     percentile(&times, 0.5)
 }
 
-fn context_compile(home: &Home, agent: &engram_core::AgentId) -> Duration {
+async fn context_compile(home: &Home, agent: &engram_core::AgentId) -> Duration {
     let store = home.engram.store();
     for chunk in (0..10_000u64).collect::<Vec<_>>().chunks(500) {
         let batch: Vec<_> = chunk
@@ -220,6 +220,7 @@ fn context_compile(home: &Home, agent: &engram_core::AgentId) -> Duration {
             .engram
             .agents()
             .context_breakdown(agent)
+            .await
             .expect("context");
         times.push(started.elapsed());
         assert!(b.messages > 0);
@@ -228,7 +229,7 @@ fn context_compile(home: &Home, agent: &engram_core::AgentId) -> Duration {
     percentile(&times, 0.5)
 }
 
-fn first_call_tokens(home: &Home, style: LoopStyle) -> engram_agent::ContextBreakdown {
+async fn first_call_tokens(home: &Home, style: LoopStyle) -> engram_agent::ContextBreakdown {
     let agent = home
         .engram
         .agents()
@@ -244,6 +245,7 @@ fn first_call_tokens(home: &Home, style: LoopStyle) -> engram_agent::ContextBrea
     home.engram
         .agents()
         .context_breakdown(&agent)
+        .await
         .expect("context")
 }
 
@@ -264,10 +266,10 @@ fn main() {
         let agent = home.agent(&mock, LoopStyle::ToolLoop);
         let (rate, search_p50, search_p95) = archival(&home, &agent);
         eprintln!("context…");
-        let compile = context_compile(&home, &agent);
+        let compile = context_compile(&home, &agent).await;
         let recall = recall_search(&home, &agent);
-        let tool_loop = first_call_tokens(&home, LoopStyle::ToolLoop);
-        let classic = first_call_tokens(&home, LoopStyle::Classic);
+        let tool_loop = first_call_tokens(&home, LoopStyle::ToolLoop).await;
+        let classic = first_call_tokens(&home, LoopStyle::Classic).await;
 
         println!("| measure | result | target |");
         println!("|---|---|---|");

@@ -163,7 +163,7 @@ async fn folders_go_out_and_come_back_alike() {
         tools.iter().any(|t| t == "semantic_search_files"),
         "{tools:?}"
     );
-    let context = other.engram.agents().context_breakdown(copy).unwrap();
+    let context = other.engram.agents().context_breakdown(copy).await.unwrap();
     assert!(context.files > 0, "{context:?}");
 }
 

@@ -84,7 +84,12 @@ async fn a_long_conversation_is_compacted_with_tool_pairs_whole() {
     );
 
     // The context fits and starts at a whole exchange.
-    let ctx = home.engram.agents().context_breakdown(&agent).unwrap();
+    let ctx = home
+        .engram
+        .agents()
+        .context_breakdown(&agent)
+        .await
+        .unwrap();
     assert!(ctx.total < 4_000 * 9 / 10, "{ctx:?}");
     let in_context = home.engram.store().messages().in_context(&agent).unwrap();
     assert_ne!(in_context[0].role, Role::Tool);

@@ -67,7 +67,12 @@ async fn a_fresh_agent_costs_under_2000_prompt_tokens() {
             .unwrap()
             .agent
             .id;
-        let b = home.engram.agents().context_breakdown(&agent).unwrap();
+        let b = home
+            .engram
+            .agents()
+            .context_breakdown(&agent)
+            .await
+            .unwrap();
         assert!(b.exact, "gpt-4o-mini is counted with tiktoken");
         assert!(b.total < 2_000, "{style:?}: {b:?}");
     }

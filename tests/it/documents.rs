@@ -161,7 +161,7 @@ async fn an_agent_reads_searches_and_cites_real_documents() {
         "{}",
         &system[at..at + 200]
     );
-    let view = home.engram.agents().context_view(&agent).unwrap();
+    let view = home.engram.agents().context_view(&agent).await.unwrap();
     assert!(view.breakdown.files > 0, "{:?}", view.breakdown);
     assert!(view.messages[0].content.contains(&shown));
     let state = home.engram.folders().files_of_agent(&agent).unwrap();
@@ -233,7 +233,7 @@ async fn an_agent_reads_searches_and_cites_real_documents() {
             .unwrap()
             .is_empty()
     );
-    let view = home.engram.agents().context_view(&agent).unwrap();
+    let view = home.engram.agents().context_view(&agent).await.unwrap();
     assert_eq!(view.breakdown.files, 0);
     assert!(!view.messages[0].content.contains("<files>"));
     assert!(!view.tools.iter().any(|t| t.name == "open_files"));

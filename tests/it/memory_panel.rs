@@ -248,7 +248,7 @@ async fn the_context_view_is_what_the_model_receives_with_the_sampling_settings(
         )
         .unwrap();
 
-    let view = e.agents().context_view(&sam).unwrap();
+    let view = e.agents().context_view(&sam).await.unwrap();
     assert_eq!(view.messages[0].part, "system");
     assert!(view.messages[0].content.contains("<memory_blocks>"));
     assert_eq!((view.temperature, view.max_tokens), (Some(0.25), Some(321)));

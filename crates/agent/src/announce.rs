@@ -4,7 +4,7 @@
 
 use crate::EventSink;
 use engram_core::{AgentId, RunEvent, Usage};
-use engram_store::Store;
+use engram_store_api::StepStore;
 
 /// Emits what a committed step changed: every block change in commit order (two edits of one
 /// block in one step are two events, each naming its own tool call), messages, usage.
@@ -30,8 +30,8 @@ pub(crate) fn step(
 }
 
 /// Emits [`RunEvent::ApprovalRequested`] for the agent's pending call, as stored.
-pub(crate) fn pending(store: &Store, events: &EventSink, agent_id: &AgentId) {
-    match store.runs().pending_approval(agent_id) {
+pub(crate) async fn pending(store: &dyn StepStore, events: &EventSink, agent_id: &AgentId) {
+    match store.pending_approval(agent_id).await {
         Ok(Some(approval)) => {
             let _ = events.send(RunEvent::ApprovalRequested { approval });
         }

@@ -19,13 +19,14 @@ use engram_core::{
     StepId, ToolReturn, ToolStatus, Usage,
 };
 use engram_store::{ApprovalWrite, StepCommit};
+use engram_store_api::{MessageStore, StepStore};
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 impl Runtime {
     /// The tool call the agent's run waits on, if any. Errors: `NotFound("agent")`.
-    pub fn pending_approval(&self, agent_id: &AgentId) -> Result<Option<PendingApproval>> {
-        self.store().runs().pending_approval(agent_id)
+    pub async fn pending_approval(&self, agent_id: &AgentId) -> Result<Option<PendingApproval>> {
+        self.store().pending_approval(agent_id).await
     }
 
     /// Answers the agent's pending call with a person's `decision` and goes on with the run:
@@ -63,8 +64,8 @@ impl Runtime {
         let agent_id = turn.agent();
         let pending = self
             .store()
-            .runs()
-            .pending_approval(agent_id)?
+            .pending_approval(agent_id)
+            .await?
             .ok_or_else(|| Error::not_found("pending approval", agent_id.as_str()))?;
         if let Some(id) = &decision.tool_call_id
             && *id != pending.tool_call.id
@@ -76,7 +77,7 @@ impl Runtime {
         }
         // The message that made the call may be gone (deleted or rolled back by an older
         // Engram): then the call is no longer in the conversation either.
-        let assistant = match self.store().messages().get(&pending.message_id) {
+        let assistant = match self.store().get_message(&pending.message_id).await {
             Ok(m) => Some(m),
             Err(Error::NotFound { .. }) => None,
             Err(e) => return Err(e),
@@ -89,13 +90,13 @@ impl Runtime {
                 .filter(|_| a.in_context)?;
             Some((a, pos))
         }) else {
-            self.store().runs().drop_pending_approval(agent_id)?;
+            self.store().drop_pending_approval(agent_id).await?;
             return Err(Error::Conflict(format!(
                 "the call to '{}' is no longer in the conversation; nothing was run",
                 pending.tool_call.name
             )));
         };
-        let setup = self.setup(agent_id)?;
+        let setup = self.setup(agent_id).await?;
         let hold = self.take_lease(agent_id, &pending.run_id).await?;
         let started = Instant::now();
         let started_at = chrono::Utc::now();
@@ -104,7 +105,7 @@ impl Runtime {
             run_id: run_id.clone(),
             agent_id: agent_id.clone(),
         });
-        let ctx = context::load(self.store(), agent_id, started_at, true)?;
+        let ctx = context::load(self.store(), agent_id, started_at, true).await?;
         // The run's rule history (counts, last tool) is rebuilt from what already ran in it.
         let mut rules = Rules::new(&setup.agent.tool_rules);
         for m in ctx.messages.iter().filter(|m| {
@@ -118,8 +119,8 @@ impl Runtime {
         }
         let index = self
             .store()
-            .runs()
-            .list_steps(agent_id, Some(&run_id))?
+            .list_steps(agent_id, Some(&run_id))
+            .await?
             .len() as u32
             + 1;
         let step_id = StepId::new();
@@ -178,11 +179,11 @@ impl Runtime {
         };
         let committed = self
             .store()
-            .runs()
-            .commit_step_leased(Some(hold.lease()), &commit)?;
+            .commit_step(Some(hold.lease()), &commit)
+            .await?;
         announce::step(events, agent_id, &committed, Usage::default());
         if answers.waiting.is_some() {
-            announce::pending(self.store(), events, agent_id);
+            announce::pending(self.store(), events, agent_id).await;
         }
         // An edit refused at commit gets a step to retry, as in any step.
         let next = run::go_on_after_refusals(next, &committed);

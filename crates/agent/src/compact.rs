@@ -10,7 +10,7 @@ use crate::tokens::TokenCounter;
 use crate::window;
 use engram_core::{Message, MessageKind, Result, Role};
 use engram_providers::{ChatMessage, ChatModel};
-use engram_store::Store;
+use engram_store_api::ContextStore;
 /// Longest rendering of one message in the summariser's transcript, in characters.
 const MAX_LINE_CHARS: usize = 2_000;
 
@@ -79,7 +79,7 @@ fn choose_cut(ctx: &Context, target: usize, budget: usize) -> usize {
 /// Errors: [`engram_core::Error::ContextWindowTooSmall`] when the fixed part and a full-size
 /// summary do not fit the window (a block grew, or the window was lowered); the provider's.
 pub async fn compact(
-    store: &Store,
+    store: &dyn ContextStore,
     model: &dyn ChatModel,
     ctx: &Context,
     target: usize,
@@ -139,7 +139,7 @@ pub async fn compact(
         return Ok(());
     }
     let ids: Vec<_> = evicted.iter().map(|m| m.id.clone()).collect();
-    store.messages().evict(&ctx.agent.id, &ids, &summary)?;
+    store.evict_messages(&ctx.agent.id, &ids, &summary).await?;
     tracing::info!(agent_id = %ctx.agent.id, evicted = ids.len(), before = ctx.breakdown.total, after, "compacted the context window");
     Ok(())
 }

@@ -9,6 +9,7 @@ use crate::tools;
 use engram_core::{Agent, AgentId, Block, Message, Result, Role, Timestamp, Tool};
 use engram_providers::{ChatMessage, ChatRequest, ToolChoice};
 use engram_store::Store;
+use engram_store_api::Backend;
 use std::collections::HashSet;
 
 /// Everything one LLM call is made of.
@@ -37,18 +38,24 @@ pub struct Context {
 /// The system message is rebuilt only when the instructions or the blocks changed since it was
 /// last built (Letta does the same): a stable prefix keeps provider prompt caches warm, at the
 /// price of the time and counts in `<memory_metadata>` being as of the last rebuild.
-pub fn load(store: &Store, agent_id: &AgentId, now: Timestamp, stream: bool) -> Result<Context> {
-    let agent = store.agents().get(agent_id)?;
-    let blocks = store.blocks().of_agent(agent_id)?;
-    let messages = store.messages().in_context(agent_id)?;
+pub async fn load(
+    store: &Store,
+    agent_id: &AgentId,
+    now: Timestamp,
+    stream: bool,
+) -> Result<Context> {
+    let backend: &dyn Backend = store;
+    let agent = backend.get_agent(agent_id).await?;
+    let blocks = backend.agent_blocks(agent_id).await?;
+    let messages = backend.in_context_messages(agent_id).await?;
     let memory = compile::memory_section(&blocks);
     let files = files_section(store, agent_id)?;
     // Open files are part of what the model reads: a moved window rebuilds the message too.
     let key = format!("{}\u{0}{memory}\u{0}{files}", agent.system);
-    let system = match store.agents().system_cache(agent_id)? {
+    let system = match backend.system_cache(agent_id).await? {
         Some((cached_key, prompt)) if cached_key == key => prompt,
         _ => {
-            let (total, archival) = store.agents().memory_counts(agent_id)?;
+            let (total, archival) = backend.memory_counts(agent_id).await?;
             let recall = total.saturating_sub(messages.len() as u64);
             let metadata = compile::metadata_section(now, recall, archival);
             let with_files = if files.is_empty() {
@@ -57,12 +64,12 @@ pub fn load(store: &Store, agent_id: &AgentId, now: Timestamp, stream: bool) -> 
                 format!("{memory}\n\n{files}")
             };
             let prompt = compile::system_message(&agent.system, &with_files, &metadata);
-            store.agents().set_system_cache(agent_id, &key, &prompt)?;
+            backend.set_system_cache(agent_id, &key, &prompt).await?;
             prompt
         }
     };
 
-    let counter = calibrate::counter(store, &agent.llm.model);
+    let counter = calibrate::counter(backend, &agent.llm.model).await;
     let custom_tools = store.tools().named(&agent.tools)?;
     let tools = tools::specs_with(&agent.tools, &custom_tools, agent.loop_style);
     let mut chat = Vec::with_capacity(messages.len() + 2);

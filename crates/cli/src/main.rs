@@ -154,9 +154,9 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Context { agent, json, full } => {
             let agent = AgentId::from(agent);
             if full {
-                return print_context_view(&engram, &agent, json);
+                return print_context_view(&engram, &agent, json).await;
             }
-            let b = engram.agents().context_breakdown(&agent)?;
+            let b = engram.agents().context_breakdown(&agent).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&b)?);
             } else {
@@ -184,8 +184,8 @@ async fn run(cli: Cli) -> Result<()> {
 }
 
 /// `engram context --full`: the next request as the model will receive it, part by part.
-fn print_context_view(engram: &Engram, agent: &AgentId, json: bool) -> Result<()> {
-    let view = engram.agents().context_view(agent)?;
+async fn print_context_view(engram: &Engram, agent: &AgentId, json: bool) -> Result<()> {
+    let view = engram.agents().context_view(agent).await?;
     if json {
         println!("{}", terminal::json(&view)?);
         return Ok(());

@@ -35,7 +35,9 @@ impl Engram {
     /// Checks that `agent`'s model offers the context window it needs with `blocks`.
     pub(crate) fn check_window(&self, agent: &Agent, blocks: &[Block]) -> Result<()> {
         let custom = self.store.tools().named(&agent.tools)?;
-        let counter = calibrate::counter(&self.store, &agent.llm.model);
+        let model = &agent.llm.model;
+        let learnt = self.store.settings().model_calibration(model)?;
+        let counter = calibrate::counter_with(model, learnt);
         window::check_agent(agent, blocks, &custom, &counter, self.runtime.settings())
     }
 

@@ -67,8 +67,8 @@ pub struct ContextView {
 impl Agents<'_> {
     /// The agent's next request exactly as the loop would send it (the new user message aside),
     /// with token counts per message, per tool and per part. Errors: `not_found`.
-    pub fn context_view(self, agent: &AgentId) -> Result<ContextView> {
-        let ctx = self.engram.runtime.context(agent)?;
+    pub async fn context_view(self, agent: &AgentId) -> Result<ContextView> {
+        let ctx = self.engram.runtime.context(agent).await?;
         let has_summary = ctx.agent.summary.is_some();
         let messages = ctx
             .request
@@ -139,7 +139,10 @@ fn view_message(m: &ChatMessage, part: &str, tokens: usize) -> ContextMessage {
 
 impl Agents<'_> {
     /// The agent's context window as its next call would see it, by part (tokens).
-    pub fn context_breakdown(self, agent: &AgentId) -> Result<engram_agent::ContextBreakdown> {
-        Ok(self.engram.runtime.context(agent)?.breakdown)
+    pub async fn context_breakdown(
+        self,
+        agent: &AgentId,
+    ) -> Result<engram_agent::ContextBreakdown> {
+        Ok(self.engram.runtime.context(agent).await?.breakdown)
     }
 }

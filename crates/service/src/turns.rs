@@ -75,7 +75,7 @@ impl Engram {
     ) -> Result<RunOutcome> {
         let agent = turn.agent();
         self.check_pending_endpoints(agent)?;
-        self.runtime.preflight(agent)?;
+        self.runtime.preflight(agent).await?;
         let undone = self.store.messages().rollback_from(agent, from)?;
         self.announce_rollback(&undone);
         self.runtime.run_in(turn, input, events, cancel).await

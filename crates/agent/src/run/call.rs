@@ -113,12 +113,14 @@ impl Runtime {
                             &ctx.counter,
                             ctx.breakdown.total,
                             ctx.breakdown.context_window,
-                        );
-                        *ctx = context::load(&self.store, agent_id, chrono::Utc::now(), true)?;
+                        )
+                        .await;
+                        *ctx =
+                            context::load(&self.store, agent_id, chrono::Utc::now(), true).await?;
                     }
                     let target = self.target_tokens(ctx).min(ctx.breakdown.total / 2);
                     compact::compact(&self.store, model, ctx, target, &self.settings).await?;
-                    *ctx = context::load(&self.store, agent_id, chrono::Utc::now(), true)?;
+                    *ctx = context::load(&self.store, agent_id, chrono::Utc::now(), true).await?;
                 }
                 // The server died mid-answer, or the step ran out of time: the part of the
                 // reply that arrived is kept, then the run ends with the error.

@@ -10,6 +10,7 @@ use crate::outcome::RunOutcome;
 use crate::reply;
 use crate::rules::Rules;
 use engram_core::{Error, ErrorBody, LoopStyle, Message, NewMessage, Result, RunEvent, StopReason};
+use engram_store_api::{ContextStore, MessageStore, StepStore};
 use tokio_util::sync::CancellationToken;
 
 impl Runtime {
@@ -46,10 +47,10 @@ impl Runtime {
         cancel: &CancellationToken,
     ) -> Result<RunOutcome> {
         let agent_id = turn.agent();
-        if let Some(p) = self.store.runs().pending_approval(agent_id)? {
+        if let Some(p) = self.store.pending_approval(agent_id).await? {
             return Err(p.blocks_new_message());
         }
-        let setup = self.setup(agent_id)?;
+        let setup = self.setup(agent_id).await?;
         let run_id = input.run_id.clone().unwrap_or_default();
         let hold = self.take_lease(agent_id, &run_id).await?;
         let run = RunContext {
@@ -67,8 +68,8 @@ impl Runtime {
         });
         let repaired = self
             .store
-            .messages()
-            .repair_orphaned_tool_calls(agent_id, chrono::Utc::now())?;
+            .repair_tool_calls(agent_id, chrono::Utc::now())
+            .await?;
         if repaired > 0 {
             tracing::warn!(%agent_id, repaired, "answered tool calls left open by an interrupted run");
         }
@@ -76,7 +77,7 @@ impl Runtime {
             run_id: Some(run.run_id.clone()),
             ..input
         };
-        let written = self.store.messages().append(agent_id, &[input])?;
+        let written = self.store.append_messages(agent_id, &[input]).await?;
         for m in &written {
             run.emit(RunEvent::Message { message: m.clone() });
         }
@@ -128,12 +129,12 @@ impl Runtime {
                 }
             }
         }
-        self.finish(run, stop, error, written)
+        self.finish(run, stop, error, written).await
     }
 
     /// Ends a run: says why when it told the user nothing, stores how it ended (so a reload
     /// shows its usage line and "stopped" label), and emits `Done`.
-    fn finish(
+    async fn finish(
         &self,
         run: RunContext<'_>,
         mut stop: StopReason,
@@ -170,7 +171,7 @@ impl Runtime {
             usage: run.usage,
             ended_at: chrono::Utc::now(),
         };
-        if let Err(e) = self.store.runs().record(&record) {
+        if let Err(e) = self.store.record_run(&record).await {
             tracing::warn!(agent_id = %agent.id, error = %e, "could not record how the run ended");
         }
         run.emit(RunEvent::Done {

@@ -11,7 +11,7 @@ use crate::window;
 use crate::{Embedder, ModelResolver};
 use engram_core::{Agent, AgentId, Result, Timestamp};
 use engram_store::Store;
-use engram_store_api::LeaseStore;
+use engram_store_api::{AgentStore, LeaseStore};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
@@ -106,8 +106,8 @@ impl Runtime {
     }
 
     /// The agent's context as the next call would see it (for the context-window meter).
-    pub fn context(&self, agent_id: &AgentId) -> Result<Context> {
-        context::load(&self.store, agent_id, chrono::Utc::now(), true)
+    pub async fn context(&self, agent_id: &AgentId) -> Result<Context> {
+        context::load(&self.store, agent_id, chrono::Utc::now(), true).await
     }
 
     /// Checks what [`run`](Self::run) checks before it writes anything (the agent exists, its
@@ -116,10 +116,10 @@ impl Runtime {
     ///
     /// Errors: `NotFound("agent")`, configuration errors (no provider, no key),
     /// `context_window_too_small`.
-    pub fn preflight(&self, agent_id: &AgentId) -> Result<()> {
-        let agent = self.store.agents().get(agent_id)?;
+    pub async fn preflight(&self, agent_id: &AgentId) -> Result<()> {
+        let agent = self.store.get_agent(agent_id).await?;
         self.models.chat_model(&agent.llm)?;
-        self.check_window(&agent)?;
+        self.check_window(&agent).await?;
         if let Some(e) = &agent.embedding {
             self.models.embedder(e)?;
         }
@@ -128,10 +128,10 @@ impl Runtime {
 
     /// What a run needs before anything is written: the agent, its model clients, and the
     /// check that its context window can hold it.
-    pub(crate) fn setup(&self, agent_id: &AgentId) -> Result<Setup> {
-        let agent = self.store.agents().get(agent_id)?;
+    pub(crate) async fn setup(&self, agent_id: &AgentId) -> Result<Setup> {
+        let agent = self.store.get_agent(agent_id).await?;
         let model = self.models.chat_model(&agent.llm)?;
-        self.check_window(&agent)?;
+        self.check_window(&agent).await?;
         let embedder = agent
             .embedding
             .as_ref()
@@ -147,8 +147,8 @@ impl Runtime {
     /// Refuses an agent whose fixed part (system prompt, blocks, tools) does not fit its
     /// context window: that is the user's to fix, so it is said before anything is written,
     /// instead of a run that compacts on every step. Error: `context_window_too_small`.
-    fn check_window(&self, agent: &Agent) -> Result<()> {
-        let ctx = context::load(&self.store, &agent.id, chrono::Utc::now(), true)?;
+    async fn check_window(&self, agent: &Agent) -> Result<()> {
+        let ctx = context::load(&self.store, &agent.id, chrono::Utc::now(), true).await?;
         window::check(
             compact::fixed_tokens(&ctx),
             ctx.breakdown.context_window,

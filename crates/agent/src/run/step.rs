@@ -16,6 +16,7 @@ use engram_core::{
 };
 use engram_providers::{ChatResponse, ToolChoice};
 use engram_store::{ApprovalWrite, BlockWrite, CommittedStep, StepCommit};
+use engram_store_api::{MessageStore, StepStore};
 use std::time::Instant;
 
 /// One step's result, for the run to decide what comes next.
@@ -90,7 +91,7 @@ impl Runtime {
                 } else {
                     "cancelled"
                 };
-                let end = self.commit_partial(run, &ctx, &clock, text, reason)?;
+                let end = self.commit_partial(run, &ctx, &clock, text, reason).await?;
                 return match error {
                     Some(e) => Err(e),
                     None => Ok(end),
@@ -105,10 +106,11 @@ impl Runtime {
                 &ctx.counter,
                 ctx.breakdown.total,
                 u.prompt_tokens,
-            );
+            )
+            .await;
         }
         let answered = self.answer(run, &ctx, &clock, response, &allowed).await;
-        self.commit(run, &ctx, &clock, answered, llm_ms)
+        self.commit(run, &ctx, &clock, answered, llm_ms).await
     }
 
     /// The step's context, with memory pressure relieved (compacted when over `compact_at`,
@@ -116,7 +118,7 @@ impl Runtime {
     /// now (a narrowed choice must be taken).
     async fn prepare(&self, run: &RunContext<'_>) -> Result<(Context, Vec<String>)> {
         let agent_id = &run.setup.agent.id;
-        let ctx = context::load(&self.store, agent_id, chrono::Utc::now(), true)?;
+        let ctx = context::load(&self.store, agent_id, chrono::Utc::now(), true).await?;
         let warned = self
             .warned
             .lock()
@@ -142,9 +144,9 @@ impl Runtime {
                     MessageKind::Alert,
                     crate::prompts::memory_pressure_alert(percent),
                 );
-                self.store.messages().append(agent_id, &[alert])?;
+                self.store.append_messages(agent_id, &[alert]).await?;
                 set_warned(true);
-                context::load(&self.store, agent_id, chrono::Utc::now(), true)?
+                context::load(&self.store, agent_id, chrono::Utc::now(), true).await?
             }
             Pressure::Compact => {
                 let model = &*run.setup.model;
@@ -152,7 +154,7 @@ impl Runtime {
                     r = compact::compact(&self.store, model, &ctx, self.target_tokens(&ctx), &self.settings) => r?,
                     () = run.cancel.cancelled() => return Err(engram_core::Error::Cancelled),
                 }
-                context::load(&self.store, agent_id, chrono::Utc::now(), true)?
+                context::load(&self.store, agent_id, chrono::Utc::now(), true).await?
             }
         };
         let offered: Vec<String> = ctx.request.tools.iter().map(|t| t.name.clone()).collect();
@@ -244,7 +246,7 @@ impl Runtime {
 
     /// Commits the step (its record, messages, memory edits, passages and any pending
     /// approval) in one transaction and tells the run's readers.
-    fn commit(
+    async fn commit(
         &self,
         run: &mut RunContext<'_>,
         ctx: &Context,
@@ -296,16 +298,13 @@ impl Runtime {
             passages,
             approval,
         };
-        let committed = self
-            .store
-            .runs()
-            .commit_step_leased(Some(run.lease), &commit)?;
+        let committed = self.store.commit_step(Some(run.lease), &commit).await?;
         let mut step_usage = Usage::default();
         step_usage.add_step(prompt_tokens, completion_tokens);
         run.usage.add_step(prompt_tokens, completion_tokens);
         announce::step(run.events, agent_id, &committed, step_usage);
         if waiting {
-            announce::pending(&self.store, run.events, agent_id);
+            announce::pending(&self.store, run.events, agent_id).await;
         }
         let next = go_on_after_refusals(next, &committed);
         // A call refused at commit got another answer than the one recorded here; its retries
@@ -326,7 +325,7 @@ impl Runtime {
     /// the connection dropped or time ran out: "error"): keeps the text that arrived as an
     /// assistant message (no tool calls, so nothing is left unanswered) and counts what was
     /// sent and what arrived, so a stopped run shows what it used.
-    fn commit_partial(
+    async fn commit_partial(
         &self,
         run: &mut RunContext<'_>,
         ctx: &Context,
@@ -358,10 +357,7 @@ impl Runtime {
             passages: Vec::new(),
             approval: ApprovalWrite::Keep,
         };
-        let committed = self
-            .store
-            .runs()
-            .commit_step_leased(Some(run.lease), &commit)?;
+        let committed = self.store.commit_step(Some(run.lease), &commit).await?;
         let mut step_usage = Usage::default();
         step_usage.add_step(prompt_tokens, completion_tokens);
         announce::step(run.events, &ctx.agent.id, &committed, step_usage);

@@ -360,7 +360,7 @@ impl AppCall for ContextWindowArgs {
     const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = ContextBreakdown;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<ContextBreakdown> {
-        e.agents().context_breakdown(&self.agent_id)
+        e.agents().context_breakdown(&self.agent_id).await
     }
 }
 
@@ -377,6 +377,6 @@ impl AppCall for ContextViewArgs {
     const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = ContextView;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<ContextView> {
-        e.agents().context_view(&self.agent_id)
+        e.agents().context_view(&self.agent_id).await
     }
 }
