@@ -272,6 +272,62 @@ pub fn refused_message(why: &str, block: &Block) -> String {
     )
 }
 
+/// How many characters of surrounding text the reverse operation tries, in turn, to find the
+/// changed text exactly once.
+const CONTEXT_STEPS: [usize; 6] = [0, 8, 24, 64, 160, 400];
+
+/// The value `current` becomes when the change `old` → `new` (one recorded edit) is reversed
+/// and everything else in `current` is kept; `None` when that change cannot be found in
+/// `current` exactly once. Pure; lengths are in characters.
+pub fn revert_value(old: &str, new: &str, current: &str) -> Option<String> {
+    if current == new {
+        return Some(old.to_owned());
+    }
+    if old == new {
+        return Some(current.to_owned());
+    }
+    let old_chars: Vec<char> = old.chars().collect();
+    let new_chars: Vec<char> = new.chars().collect();
+    let prefix = old_chars
+        .iter()
+        .zip(&new_chars)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let max_suffix = old_chars.len().min(new_chars.len()) - prefix;
+    let suffix = old_chars
+        .iter()
+        .rev()
+        .zip(new_chars.iter().rev())
+        .take(max_suffix)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let removed: String = old_chars[prefix..old_chars.len() - suffix].iter().collect();
+    let added: String = new_chars[prefix..new_chars.len() - suffix].iter().collect();
+    for k in CONTEXT_STEPS {
+        let before: String = new_chars[prefix.saturating_sub(k)..prefix].iter().collect();
+        let after_end = (new_chars.len() - suffix + k).min(new_chars.len());
+        let after: String = new_chars[new_chars.len() - suffix..after_end]
+            .iter()
+            .collect();
+        let needle = format!("{before}{added}{after}");
+        let exhausted = k >= prefix && k >= suffix;
+        if !needle.is_empty() {
+            match current.matches(needle.as_str()).count() {
+                0 => return None,
+                1 => {
+                    let reversed = format!("{before}{removed}{after}");
+                    return Some(current.replacen(needle.as_str(), &reversed, 1));
+                }
+                _ => {}
+            }
+        }
+        if exhausted {
+            return None;
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -396,5 +452,40 @@ mod tests {
             text.contains("version 3") && text.ends_with("Name: Alice"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn the_latest_edit_reverts_to_its_old_value() {
+        assert_eq!(revert_value("a", "a\nb", "a\nb").as_deref(), Some("a"));
+    }
+
+    #[test]
+    fn an_older_edit_reverts_and_later_edits_stay() {
+        // Edit 1 appended "likes tea"; edit 2 then appended "lives in Oslo".
+        let got = revert_value(
+            "Name: Bob",
+            "Name: Bob\nlikes tea",
+            "Name: Bob\nlikes tea\nlives in Oslo",
+        );
+        assert_eq!(got.as_deref(), Some("Name: Bob\nlives in Oslo"));
+        // Edit 1 replaced a word; edit 2 appended on the same line.
+        let got = revert_value("Name: Bob", "Name: Robert", "Name: Robert, 42");
+        assert_eq!(got.as_deref(), Some("Name: Bob, 42"));
+        // Edit 1 deleted a line: putting it back needs the text around it.
+        let got = revert_value("a\nb\nc", "a\nc", "x\na\nc\nd");
+        assert_eq!(got.as_deref(), Some("x\na\nb\nc\nd"));
+    }
+
+    #[test]
+    fn a_change_rewritten_since_does_not_revert() {
+        assert_eq!(revert_value("Name: Bob", "Name: Robert", "Name: Rob"), None);
+        // The changed text now occurs twice, with the same context: ambiguous.
+        assert_eq!(revert_value("", "tea", "tea tea"), None);
+    }
+
+    #[test]
+    fn characters_not_bytes() {
+        let got = revert_value("café", "cafés", "cafés et thé");
+        assert_eq!(got.as_deref(), Some("café et thé"));
     }
 }

@@ -13,11 +13,13 @@
 //! - [`PassageStore`]: archival memory, tagged passages listed by time, with a words search;
 //! - [`SettingStore`]: model providers without their keys, and the app's key-value settings
 //!   (token calibrations among them);
+//! - [`SleeptimeStore`]: sleep-time settings, reading positions and passes, each written
+//!   with its changes in one transaction;
 //! - [`StepStore`]: a step's commit fenced by the agent's lease, the tool call a paused run
 //!   waits on, and the repair of a context a crash left with unanswered calls;
 //! - [`UserStore`]: a shared server's users, their token hashes and access to agents.
 //!
-//! Folders and files, sleep-time passes and the rest follow the same way.
+//! Folders and files and the rest follow the same way.
 //!
 //! # Async, dyn-compatible
 //! Every method is `async` and the traits are object-safe (`Arc<dyn Backend>`), with `Send`
@@ -56,6 +58,7 @@ mod messages;
 mod passages;
 mod repair;
 mod settings;
+mod sleeptime;
 mod steps;
 mod users;
 mod words;
@@ -67,6 +70,7 @@ pub use repair::{CallRow, Diagnosis, INTERRUPTED, Orphans, diagnose, slot_betwee
 pub use settings::{
     CALIBRATION_SETTING_PREFIX, Calibration, ProviderRow, SettingStore, calibration_key,
 };
+pub use sleeptime::{PassCommit, PassageOp, SleeptimeStore, block_diff, left_out_reason};
 pub use steps::{
     ApprovalWrite, BlockChange, BlockWrite, CommittedStep, StepCommit, StepStore, call_groups,
     gone_message, rebase, restate, result_index,
@@ -268,6 +272,7 @@ pub trait Backend:
     + MessageStore
     + PassageStore
     + SettingStore
+    + SleeptimeStore
     + StepStore
     + UserStore
 {
@@ -281,6 +286,7 @@ impl<
         + MessageStore
         + PassageStore
         + SettingStore
+        + SleeptimeStore
         + StepStore
         + UserStore,
 > Backend for T

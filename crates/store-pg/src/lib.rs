@@ -45,6 +45,7 @@ mod passages;
 mod repair;
 mod rows;
 mod settings;
+mod sleeptime;
 mod steps;
 mod tx;
 mod users;

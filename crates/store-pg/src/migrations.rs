@@ -66,6 +66,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "context",
         sql: CONTEXT,
     },
+    Migration {
+        version: 9,
+        name: "sleep-time",
+        sql: SLEEPTIME,
+    },
 ];
 
 /// The advisory lock key migrations run under (`"engram"` in ASCII, then 1): any number that
@@ -394,3 +399,41 @@ pub(crate) async fn applied(client: &impl GenericClient) -> Result<Vec<(i32, Str
         .await?;
     Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
 }
+
+/// Sleep-time passes: each agent's settings (JSON) and reading position (the `seq` of the last
+/// message its passes read), every pass's record, and its changes in order (each a JSON
+/// `PassChangeKind`; `undone_at` once undone). `pk` is the order passes were stored in, which
+/// breaks ties between passes started at the same microsecond.
+const SLEEPTIME: &str = r#"
+CREATE TABLE sleeptime_settings (
+    agent_id text PRIMARY KEY REFERENCES agents (id) ON DELETE CASCADE,
+    settings jsonb NOT NULL,
+    last_seq bigint NOT NULL DEFAULT 0
+);
+
+CREATE TABLE sleeptime_passes (
+    pk                bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+    id                text PRIMARY KEY,
+    agent_id          text NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+    trigger           text NOT NULL,
+    status            text NOT NULL,
+    reason            text,
+    model             text NOT NULL,
+    started_at        timestamptz NOT NULL,
+    ended_at          timestamptz NOT NULL,
+    messages_read     bigint NOT NULL,
+    last_seq          bigint NOT NULL,
+    model_calls       bigint NOT NULL,
+    prompt_tokens     bigint NOT NULL,      -- tokens
+    completion_tokens bigint NOT NULL       -- tokens
+);
+CREATE INDEX sleeptime_passes_by_agent ON sleeptime_passes (agent_id, started_at, pk);
+
+CREATE TABLE sleeptime_changes (
+    pass_id   text NOT NULL REFERENCES sleeptime_passes (id) ON DELETE CASCADE,
+    idx       bigint NOT NULL,
+    change    jsonb NOT NULL,
+    undone_at timestamptz,
+    PRIMARY KEY (pass_id, idx)
+);
+"#;

@@ -94,28 +94,45 @@ pub(crate) async fn insert(
 ) -> TxResult<Vec<Passage>> {
     let mut out = Vec::with_capacity(passages.len());
     for np in passages {
-        let p = Passage {
-            id: PassageId::new(),
-            agent_id: agent.clone(),
-            text: np.text.clone(),
-            tags: dedup(&np.tags),
-            created_at: np.created_at.map_or(now, rows::truncate),
-            superseded: None,
-        };
-        let dim = np
-            .embedding
-            .as_ref()
-            .map(|v| i32::try_from(v.len()))
-            .transpose()
-            .map_err(|_| Error::invalid("an embedding has too many dimensions"))?;
-        let bytes: Option<Vec<u8>> = np
-            .embedding
-            .as_ref()
-            .map(|v| v.iter().flat_map(|x| x.to_le_bytes()).collect());
-        c.exec(
+        out.push(insert_as(c, agent, PassageId::new(), np, step, now).await?);
+    }
+    Ok(out)
+}
+
+/// Inserts one passage under `id` (a sleep-time pass names the passages it adds), inside the
+/// caller's transaction; see [`insert`]. Errors: `Conflict` when the id is taken.
+pub(crate) async fn insert_as(
+    c: &impl GenericClient,
+    agent: &AgentId,
+    id: PassageId,
+    np: &NewPassage,
+    step: Option<&StepId>,
+    now: Timestamp,
+) -> TxResult<Passage> {
+    let p = Passage {
+        id,
+        agent_id: agent.clone(),
+        text: np.text.clone(),
+        tags: dedup(&np.tags),
+        created_at: np.created_at.map_or(now, rows::truncate),
+        superseded: None,
+    };
+    let dim = np
+        .embedding
+        .as_ref()
+        .map(|v| i32::try_from(v.len()))
+        .transpose()
+        .map_err(|_| Error::invalid("an embedding has too many dimensions"))?;
+    let bytes: Option<Vec<u8>> = np
+        .embedding
+        .as_ref()
+        .map(|v| v.iter().flat_map(|x| x.to_le_bytes()).collect());
+    let inserted = c
+        .exec(
             "INSERT INTO passages (id, agent_id, text, tags, created_at, embedding_dim,
-                                   embedding, step_id)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                               embedding, step_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+         ON CONFLICT (id) DO NOTHING",
             &[
                 &p.id.as_str(),
                 &agent.as_str(),
@@ -128,9 +145,10 @@ pub(crate) async fn insert(
             ],
         )
         .await?;
-        out.push(p);
+    if inserted == 0 {
+        return Err(Error::Conflict(format!("passage {} already exists", p.id)).into());
     }
-    Ok(out)
+    Ok(p)
 }
 
 #[async_trait]

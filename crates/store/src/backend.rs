@@ -13,13 +13,14 @@ use crate::{
 use async_trait::async_trait;
 use engram_core::{
     Agent, AgentAccess, AgentId, Block, BlockEdit, BlockId, BlockOp, BlockPatch, Editor, Message,
-    MessageId, NewBlock, NewMessage, NewPassage, OpOutcome, Passage, PassageId, PendingApproval,
-    Result, RunId, RunRecord, Step, Timestamp, User, UserId,
+    MessageId, NewBlock, NewMessage, NewPassage, OpOutcome, PassId, Passage, PassageId,
+    PendingApproval, Result, RunId, RunRecord, SleeptimePass, SleeptimeSettings, Step, Timestamp,
+    User, UserId,
 };
 use engram_store_api::{
     AgentStore, BlockStore, CommittedStep, ContextStore, Hit, Lease, LeaseGrant, LeaseStore,
-    MessageSearch, MessageStore, PassageRange, PassageSearch, PassageStore, ProviderRow,
-    SettingStore, StepCommit, StepStore, UserStore,
+    MessageSearch, MessageStore, PassCommit, PassageRange, PassageSearch, PassageStore,
+    ProviderRow, SettingStore, SleeptimeStore, StepCommit, StepStore, UserStore,
 };
 use std::sync::MutexGuard;
 use std::time::Duration;
@@ -427,5 +428,36 @@ impl SettingStore for Store {
 
     async fn settings_with_prefix(&self, prefix: &str) -> Result<Vec<(String, String)>> {
         self.settings().with_prefix(prefix)
+    }
+}
+
+#[async_trait]
+impl SleeptimeStore for Store {
+    async fn sleeptime_settings(&self, agent: &AgentId) -> Result<SleeptimeSettings> {
+        self.sleeptime().settings(agent)
+    }
+
+    async fn set_sleeptime_settings(&self, agent: &AgentId, s: &SleeptimeSettings) -> Result<()> {
+        self.sleeptime().set_settings(agent, s)
+    }
+
+    async fn last_read_seq(&self, agent: &AgentId) -> Result<i64> {
+        self.sleeptime().last_seq(agent)
+    }
+
+    async fn record_pass(&self, pass: &SleeptimePass) -> Result<()> {
+        self.sleeptime().record_pass(pass)
+    }
+
+    async fn commit_pass(&self, commit: &PassCommit) -> Result<SleeptimePass> {
+        self.sleeptime().commit_pass(commit)
+    }
+
+    async fn get_pass(&self, id: &PassId) -> Result<SleeptimePass> {
+        self.sleeptime().get_pass(id)
+    }
+
+    async fn list_passes(&self, agent: &AgentId, limit: usize) -> Result<Vec<SleeptimePass>> {
+        self.sleeptime().list_passes(agent, limit)
     }
 }

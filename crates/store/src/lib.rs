@@ -91,6 +91,7 @@ pub use engram_store_api::{
     ApprovalWrite, BlockChange, BlockWrite, CommittedStep, StepCommit, StepStore,
 };
 pub use engram_store_api::{CALIBRATION_SETTING_PREFIX, Calibration};
+pub use engram_store_api::{PassCommit, PassageOp};
 pub use file_chunks::UnembeddedChunk;
 pub use file_pieces::{NewPiece, TextPart};
 pub use file_state::{FileWindow, MAX_WINDOW_CHARS, qualified_name, window as file_window};
@@ -105,7 +106,6 @@ pub use message_pages::{Compaction, MessageWindow, SeqOrder, WindowAt};
 pub use message_vectors::{MessageVector, UnembeddedMessage, embeddable_text};
 pub use messages::{MessageHit, MessageQuery, SEQ_GAP};
 pub use model_windows::MODEL_WINDOW_SETTING_PREFIX;
-pub use pass_commit::{PassCommit, PassageOp};
 pub use passage_list::{PassageList, PassagePage};
 pub use passage_rows::PassageQuery;
 pub use rollback::{BlockRevert, TurnRollback};

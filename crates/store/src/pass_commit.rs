@@ -20,44 +20,12 @@ use crate::sleeptime::{self, insert_pass};
 use crate::sql::{self, DbResult};
 use crate::undo::{self, revert_value};
 use engram_core::{
-    Applied, Block, BlockId, BlockOp, EditId, Editor, Error, NewPassage, PassChange,
-    PassChangeKind, PassId, PassStatus, PassageId, Result, SleeptimePass, SupersedeKind, Timestamp,
+    Applied, Block, BlockId, BlockOp, EditId, Editor, Error, PassChange, PassChangeKind, PassId,
+    PassStatus, PassageId, Result, SleeptimePass, Timestamp,
 };
+use engram_store_api::{PassCommit, PassageOp, block_diff, left_out_reason};
 use rusqlite::{Connection, OptionalExtension, params};
 use std::collections::HashMap;
-
-/// A change to archival memory a pass decided on.
-#[derive(Clone, Debug, PartialEq)]
-pub enum PassageOp {
-    /// Store a new passage under `id` (minted by the pass, so later ops can name it).
-    Add {
-        /// The id it gets.
-        id: PassageId,
-        /// The passage.
-        passage: NewPassage,
-    },
-    /// Mark `passage_id` as no longer current: replaced by, or merged into, `by`.
-    Supersede {
-        /// The passage replaced.
-        passage_id: PassageId,
-        /// Its successor (one of the agent's passages, possibly added by this pass).
-        by: Option<PassageId>,
-        /// Replaced or merged.
-        how: SupersedeKind,
-    },
-}
-
-/// What a pass writes at its end: its record (without changes; the store fills them in) and
-/// its operations, in the order decided.
-#[derive(Clone, Debug)]
-pub struct PassCommit {
-    /// The record; `status` should be `Done`.
-    pub pass: SleeptimePass,
-    /// Block edits; their editor is replaced by the pass.
-    pub block_writes: Vec<BlockWrite>,
-    /// Archival changes.
-    pub passage_ops: Vec<PassageOp>,
-}
 
 /// The value of `block` at version `version`, from its history (`None` when not recorded).
 fn value_at(conn: &Connection, block: &BlockId, version: u64) -> Result<Option<String>> {
@@ -118,14 +86,6 @@ fn rebase(
     )
 }
 
-/// A unified line diff of `old` → `new`.
-fn diff(old: &str, new: &str) -> String {
-    similar::TextDiff::from_lines(old, new)
-        .unified_diff()
-        .context_radius(2)
-        .to_string()
-}
-
 /// Applies the block writes; returns the changes and the number left out.
 fn apply_blocks(
     tx: &Connection,
@@ -162,7 +122,7 @@ fn apply_blocks(
                     edit_id: last_edit(tx, &w.block_id)?,
                     block_id: w.block_id.clone(),
                     label: after.label.clone(),
-                    diff: diff(&current.value, &after.value),
+                    diff: block_diff(&current.value, &after.value),
                 });
             }
             Ok(Applied::Unchanged) => {}
@@ -324,13 +284,8 @@ impl SleeptimeRows<'_> {
             let (mut kinds, blocks_out) = apply_blocks(tx, &pass.id, &commit.block_writes, now)?;
             let (more, passages_out) = apply_passages(tx, &pass, &commit.passage_ops, now)?;
             kinds.extend(more);
-            let left_out = blocks_out + passages_out;
-            if left_out > 0 {
-                pass.reason = Some(format!(
-                    "{left_out} change{} no longer applied (memory changed meanwhile) and {} left out",
-                    if left_out == 1 { "" } else { "s" },
-                    if left_out == 1 { "was" } else { "were" },
-                ));
+            if let Some(reason) = left_out_reason(blocks_out + passages_out) {
+                pass.reason = Some(reason);
             }
             insert_pass(tx, &pass)?;
             insert_changes(tx, &pass.id, &kinds)?;

@@ -11,6 +11,7 @@ mod ops;
 mod passages;
 mod repair;
 mod settings;
+mod sleeptime;
 mod steps;
 mod users;
 
