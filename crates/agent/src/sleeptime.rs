@@ -17,7 +17,9 @@ use engram_core::{
     SleeptimePass, SleeptimeSettings, ToolReturn,
 };
 use engram_providers::{ChatMessage, ChatRequest, ToolChoice};
-use engram_store::{PassCommit, SeqOrder};
+use engram_store_api::{
+    AgentStore, BlockStore, MessageStore, PassCommit, SeqOrder, SleeptimeStore,
+};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -131,22 +133,25 @@ impl Runtime {
         cancel: &CancellationToken,
     ) -> Result<SleeptimePass> {
         let started_at = chrono::Utc::now();
-        let agent = self.store().agents().get(&req.agent_id)?;
+        let agent = self.store().get_agent(&req.agent_id).await?;
         let llm = req
             .settings
             .llm
             .clone()
             .unwrap_or_else(|| agent.llm.clone());
         let model = self.models.chat_model(&llm)?;
-        let last_seq = self.store().sleeptime().last_seq(&agent.id)?;
-        let read = self.store().messages().page(
-            &agent.id,
-            Some(last_seq),
-            None,
-            MAX_MESSAGES_READ,
-            SeqOrder::Asc,
-        )?;
-        let blocks = self.store().blocks().of_agent(&agent.id)?;
+        let last_seq = self.store().last_read_seq(&agent.id).await?;
+        let read = self
+            .store()
+            .page_messages(
+                &agent.id,
+                Some(last_seq),
+                None,
+                MAX_MESSAGES_READ,
+                SeqOrder::Asc,
+            )
+            .await?;
+        let blocks = self.store().agent_blocks(&agent.id).await?;
         let mut pass_agent = agent.clone();
         pass_agent.tools = SLEEPTIME_TOOLS.iter().map(|s| (*s).to_owned()).collect();
         let mut ctx = ToolContext {
@@ -210,14 +215,16 @@ impl Runtime {
             tracing::warn!(agent_id = %agent.id, %reason, "sleep-time pass wrote nothing");
             pass.status = PassStatus::Failed;
             pass.reason = Some(reason);
-            self.store().sleeptime().record_pass(&pass)?;
+            self.store().record_pass(&pass).await?;
             return Ok(pass);
         }
-        self.store().sleeptime().commit_pass(&PassCommit {
-            pass,
-            block_writes: ctx.writes,
-            passage_ops: state.passage_ops,
-        })
+        self.store()
+            .commit_pass(&PassCommit {
+                pass,
+                block_writes: ctx.writes,
+                passage_ops: state.passage_ops,
+            })
+            .await
     }
 
     /// The pass's steps: call the model, run its tool calls, until it finishes, stops calling
