@@ -32,7 +32,7 @@ pub(super) async fn run(
         .map_err(|u| format!("Tool '{}' cannot run: {}.", tool.name, u.reason))?;
     // The tool reads every block: give it the values as they are now, and base its writes on
     // those versions.
-    memory::refresh_all(ctx);
+    memory::refresh_all(ctx).await;
     // A door into Engram's API for this call only (the tutorials' tools call the server back);
     // it closes when `door` drops at the end of the call.
     let door = match ctx.python.tool_api() {

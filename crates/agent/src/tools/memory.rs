@@ -9,6 +9,7 @@ use super::context::ToolContext;
 use engram_core::block_op::{applied_message, refused_message};
 use engram_core::{Applied, Block, BlockOp, Editor, ReplaceCount};
 use engram_store::BlockWrite;
+use engram_store_api::BlockStore;
 
 fn find(ctx: &ToolContext<'_>, label: &str) -> Result<usize, String> {
     let index = ctx
@@ -34,8 +35,8 @@ fn find(ctx: &ToolContext<'_>, label: &str) -> Result<usize, String> {
 /// working copy is what the block will be if nothing else changes before the commit. Its
 /// `version` stays the stored one (queued writes are not committed yet). A block that can no
 /// longer be read keeps its working copy; the commit will refuse the write then.
-pub(super) fn refresh(ctx: &mut ToolContext<'_>, index: usize) {
-    let Ok(mut fresh) = ctx.store.blocks().get(&ctx.blocks[index].id) else {
+pub(super) async fn refresh(ctx: &mut ToolContext<'_>, index: usize) {
+    let Ok(mut fresh) = ctx.store.get_block(&ctx.blocks[index].id).await else {
         return;
     };
     for w in ctx.writes.iter().filter(|w| w.block_id == fresh.id) {
@@ -47,9 +48,9 @@ pub(super) fn refresh(ctx: &mut ToolContext<'_>, index: usize) {
 }
 
 /// Re-reads every block (before a user tool sees them all).
-pub(super) fn refresh_all(ctx: &mut ToolContext<'_>) {
+pub(super) async fn refresh_all(ctx: &mut ToolContext<'_>) {
     for index in 0..ctx.blocks.len() {
-        refresh(ctx, index);
+        refresh(ctx, index).await;
     }
 }
 
@@ -83,14 +84,14 @@ fn apply(
 }
 
 /// A memory tool's edit: refresh, apply, and tell the model what the block holds now.
-fn edit(
+async fn edit(
     ctx: &mut ToolContext<'_>,
     call_id: &str,
     label: &str,
     op: impl FnOnce(&Block) -> BlockOp,
 ) -> Result<String, String> {
     let index = find(ctx, label)?;
-    refresh(ctx, index);
+    refresh(ctx, index).await;
     let op = op(&ctx.blocks[index]);
     let duplicate_line = matches!(op, BlockOp::Append { .. });
     match apply(ctx, index, op, call_id, true)? {
@@ -106,7 +107,7 @@ fn edit(
 
 /// `core_memory_append(label, content)`: value + "\n" + content. Text already present as a line
 /// is not added again, so a fact repeated by the model does not bloat memory.
-pub(super) fn append(
+pub(super) async fn append(
     ctx: &mut ToolContext<'_>,
     call_id: &str,
     args: &Args,
@@ -119,10 +120,11 @@ pub(super) fn append(
     edit(ctx, call_id, label, |_| BlockOp::Append {
         text: content.to_owned(),
     })
+    .await
 }
 
 /// `core_memory_replace(label, old_content, new_content)`: replaces every occurrence.
-pub(super) fn replace_all(
+pub(super) async fn replace_all(
     ctx: &mut ToolContext<'_>,
     call_id: &str,
     args: &Args,
@@ -138,10 +140,11 @@ pub(super) fn replace_all(
         new: new.to_owned(),
         count: ReplaceCount::All,
     })
+    .await
 }
 
 /// `memory_replace(label, old_str, new_str)`: the text must occur exactly once.
-pub(super) fn replace_once(
+pub(super) async fn replace_once(
     ctx: &mut ToolContext<'_>,
     call_id: &str,
     args: &Args,
@@ -157,11 +160,12 @@ pub(super) fn replace_once(
         new: new.to_owned(),
         count: ReplaceCount::Once,
     })
+    .await
 }
 
 /// `memory_insert(label, new_str, insert_line=-1)`: inserts after line `insert_line`
 /// (0 = at the top, -1 = at the end).
-pub(super) fn insert(
+pub(super) async fn insert(
     ctx: &mut ToolContext<'_>,
     call_id: &str,
     args: &Args,
@@ -173,12 +177,13 @@ pub(super) fn insert(
         line,
         text: text.to_owned(),
     })
+    .await
 }
 
 /// `memory_rethink(label, new_memory)`: rewrites the whole block — a whole-value write based on
 /// the version the model read in this step's context window, refused (with the current value)
 /// if the block changed since.
-pub(super) fn rethink(
+pub(super) async fn rethink(
     ctx: &mut ToolContext<'_>,
     call_id: &str,
     args: &Args,
@@ -195,6 +200,7 @@ pub(super) fn rethink(
         value: new_memory.to_owned(),
         based_on_version: based_on.unwrap_or(b.version),
     })
+    .await
 }
 
 /// Tries a user tool's new value for block `label` (exists, not read-only, fits, not stale)

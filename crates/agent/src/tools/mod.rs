@@ -282,12 +282,6 @@ fn schema(name: &str) -> Option<(&'static str, Value)> {
     })
 }
 
-/// Re-reads every block of `ctx` from the store and replays the writes queued in it, so the
-/// working copies show everyone's edits (a sleep-time pass calls this before each step).
-pub fn refresh_blocks(ctx: &mut ToolContext<'_>) {
-    memory::refresh_all(ctx);
-}
-
 /// What one tool call produced.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolOutput {
@@ -414,11 +408,11 @@ async fn dispatch(
             *reply = Some(message.to_owned());
             Ok("Sent message successfully.".into())
         }
-        "core_memory_append" => memory::append(ctx, tool_call_id, args),
-        "core_memory_replace" => memory::replace_all(ctx, tool_call_id, args),
-        "memory_insert" => memory::insert(ctx, tool_call_id, args),
-        "memory_replace" => memory::replace_once(ctx, tool_call_id, args),
-        "memory_rethink" => memory::rethink(ctx, tool_call_id, args),
+        "core_memory_append" => memory::append(ctx, tool_call_id, args).await,
+        "core_memory_replace" => memory::replace_all(ctx, tool_call_id, args).await,
+        "memory_insert" => memory::insert(ctx, tool_call_id, args).await,
+        "memory_replace" => memory::replace_once(ctx, tool_call_id, args).await,
+        "memory_rethink" => memory::rethink(ctx, tool_call_id, args).await,
         "archival_memory_insert" => archival::insert(ctx, args).await,
         "archival_memory_search" => archival::search(ctx, args).await,
         "conversation_search" => recall::search(ctx, args).await,

@@ -148,9 +148,9 @@ pub async fn execute(
 ) -> Result<String, String> {
     let args = Args::parse(arguments)?;
     let out = match name {
-        "memory_rethink" => rethink(ctx, state, call_id, &args),
-        "memory_replace" => memory::replace_once(ctx, call_id, &args),
-        "memory_insert" => memory::insert(ctx, call_id, &args),
+        "memory_rethink" => rethink(ctx, state, call_id, &args).await,
+        "memory_replace" => memory::replace_once(ctx, call_id, &args).await,
+        "memory_insert" => memory::insert(ctx, call_id, &args).await,
         _ => return other(ctx, state, name, &args).await,
     };
     // Whatever the result, it showed the block as it is now.
@@ -169,7 +169,7 @@ pub async fn execute(
 /// saw it; when the block changed since (a hand edit, the chat), the model's change is
 /// carried onto the current value if the text it changed is still there exactly once, so the
 /// other edit is kept. Otherwise it is refused with the current value, to be redone.
-fn rethink(
+async fn rethink(
     ctx: &mut ToolContext<'_>,
     state: &PassState,
     call_id: &str,
@@ -178,9 +178,9 @@ fn rethink(
     let label = args.str("label")?;
     let new_memory = args.str_any(&["new_memory", "new_str", "new_string"])?;
     let Some(index) = ctx.blocks.iter().position(|b| b.label == label) else {
-        return memory::rethink(ctx, call_id, args);
+        return memory::rethink(ctx, call_id, args).await;
     };
-    memory::refresh(ctx, index);
+    memory::refresh(ctx, index).await;
     let current = &ctx.blocks[index];
     let seen = state.seen.get(&current.id).unwrap_or(&current.value);
     let value = if *seen == current.value {
