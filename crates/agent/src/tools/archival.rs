@@ -5,6 +5,7 @@ use super::context::ToolContext;
 use engram_core::run::format_time;
 use engram_core::{NewPassage, TagMatch};
 use engram_store::PassageQuery;
+use engram_store_api::PassageStore;
 use serde_json::json;
 
 /// Results returned to the model when it does not say how many.
@@ -91,20 +92,20 @@ pub(super) async fn search(ctx: &mut ToolContext<'_>, args: &Args) -> Result<Str
     if hits.is_empty() {
         return Ok("No matching passages in archival memory.".into());
     }
-    let results: Vec<_> = hits
-        .iter()
-        .map(|h| {
-            let mut r = json!({"timestamp": format_time(h.passage.created_at), "content": h.passage.text, "tags": h.passage.tags});
-            if let Some(s) = &h.passage.superseded {
-                // A fact from the history: say when it stopped being true and what replaced it.
-                r["replaced_at"] = json!(format_time(s.at));
-                r["replaced_how"] = json!(s.kind.as_str());
-                if let Some(by) = s.by.as_ref().and_then(|id| ctx.store.passages().get(id).ok()) {
-                    r["replaced_by"] = json!(by.text);
-                }
+    let mut results = Vec::with_capacity(hits.len());
+    for h in &hits {
+        let mut r = json!({"timestamp": format_time(h.passage.created_at), "content": h.passage.text, "tags": h.passage.tags});
+        if let Some(s) = &h.passage.superseded {
+            // A fact from the history: say when it stopped being true and what replaced it.
+            r["replaced_at"] = json!(format_time(s.at));
+            r["replaced_how"] = json!(s.kind.as_str());
+            if let Some(id) = &s.by
+                && let Ok(by) = ctx.store.get_passage(id).await
+            {
+                r["replaced_by"] = json!(by.text);
             }
-            r
-        })
-        .collect();
+        }
+        results.push(r);
+    }
     Ok(serde_json::Value::Array(results).to_string())
 }

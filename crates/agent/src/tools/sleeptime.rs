@@ -8,10 +8,12 @@ use super::args::Args;
 use super::context::ToolContext;
 use super::{memory, object};
 use engram_core::block_op::applied_message;
+use engram_core::block_op::revert_value;
 use engram_core::run::format_time;
 use engram_core::{BlockId, NewPassage, PassageId, SupersedeKind};
 use engram_providers::ToolSpec;
-use engram_store::{PassageOp, PassageQuery, revert_value};
+use engram_store::PassageQuery;
+use engram_store_api::{PassageOp, PassageStore};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 
@@ -212,8 +214,8 @@ async fn other(
             Ok(format!("Will save passage {id}."))
         }
         "archival_memory_search" => search(ctx, state, args).await,
-        "archival_supersede" => supersede(ctx, state, args),
-        "archival_merge" => merge(ctx, state, args),
+        "archival_supersede" => supersede(ctx, state, args).await,
+        "archival_merge" => merge(ctx, state, args).await,
         "finish" => {
             state.finished = true;
             Ok("Pass finished.".into())
@@ -249,7 +251,7 @@ fn add(
 }
 
 /// Checks that `id` names one of the agent's current passages (or one this pass added).
-fn current(ctx: &ToolContext<'_>, state: &PassState, id: &str) -> Result<PassageId, String> {
+async fn current(ctx: &ToolContext<'_>, state: &PassState, id: &str) -> Result<PassageId, String> {
     let id = PassageId::from(id);
     if state.added(&id) {
         return Ok(id);
@@ -257,7 +259,7 @@ fn current(ctx: &ToolContext<'_>, state: &PassState, id: &str) -> Result<Passage
     if state.superseded(&id) {
         return Err(format!("Passage {id} is already replaced in this pass."));
     }
-    match ctx.store.passages().get(&id) {
+    match ctx.store.get_passage(&id).await {
         Ok(p) if p.agent_id == ctx.agent.id && p.superseded.is_none() => Ok(id),
         Ok(p) if p.agent_id == ctx.agent.id => Err(format!(
             "Passage {id} was already replaced; leave it as it is."
@@ -268,15 +270,15 @@ fn current(ctx: &ToolContext<'_>, state: &PassState, id: &str) -> Result<Passage
     }
 }
 
-fn supersede(
+async fn supersede(
     ctx: &mut ToolContext<'_>,
     state: &mut PassState,
     args: &Args,
 ) -> Result<String, String> {
-    let old = current(ctx, state, args.str("passage_id")?)?;
+    let old = current(ctx, state, args.str("passage_id")?).await?;
     let by = match (args.opt_str("new_content")?, args.opt_str("successor_id")?) {
         (Some(text), _) if !text.trim().is_empty() => add(ctx, state, text, Vec::new())?,
-        (_, Some(id)) => current(ctx, state, id)?,
+        (_, Some(id)) => current(ctx, state, id).await?,
         _ => return Err("Give new_content or successor_id: what holds the fact now.".into()),
     };
     if by == old {
@@ -290,15 +292,19 @@ fn supersede(
     Ok(format!("Passage {old} will be marked replaced by {by}."))
 }
 
-fn merge(ctx: &mut ToolContext<'_>, state: &mut PassState, args: &Args) -> Result<String, String> {
+async fn merge(
+    ctx: &mut ToolContext<'_>,
+    state: &mut PassState,
+    args: &Args,
+) -> Result<String, String> {
     let ids = args.opt_strings("passage_ids")?;
     if ids.len() < 2 {
         return Err("Name at least two passages to merge.".into());
     }
-    let olds = ids
-        .iter()
-        .map(|id| current(ctx, state, id))
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut olds = Vec::with_capacity(ids.len());
+    for id in &ids {
+        olds.push(current(ctx, state, id).await?);
+    }
     let by = add(ctx, state, args.str("content")?, Vec::new())?;
     for old in &olds {
         state.passage_ops.push(PassageOp::Supersede {
