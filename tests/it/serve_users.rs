@@ -35,11 +35,12 @@ impl Server {
     }
 
     /// A user and a token of theirs.
-    fn user(&self, name: &str) -> String {
+    async fn user(&self, name: &str) -> String {
         let users = self.home.engram.users();
-        users.create(name).unwrap();
+        users.create(name).await.unwrap();
         users
             .issue_token(name, "test")
+            .await
             .unwrap()
             .expose_secret()
             .to_owned()
@@ -139,8 +140,8 @@ fn fill(pattern: &str, ids: &[(&str, String)]) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_users_token_reaches_nothing_of_an_agent_through_any_route() {
     let s = Server::start().await;
-    let ana = s.user("ana");
-    let ben = s.user("ben");
+    let ana = s.user("ana").await;
+    let ben = s.user("ben").await;
     let owned = AnasAgent::make(&s, &ana).await;
     let (agent_id, block_id, passage_id) =
         (owned.id.clone(), owned.block.clone(), owned.passage.clone());
@@ -212,8 +213,8 @@ async fn another_users_token_reaches_nothing_of_an_agent_through_any_route() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shared_agent_allows_what_its_access_says() {
     let s = Server::start().await;
-    let ana = s.user("ana");
-    let ben = s.user("ben");
+    let ana = s.user("ana").await;
+    let ben = s.user("ben").await;
     let agent = s.agent(&ana, "Support memory", json!({})).await;
     let id = agent["id"].as_str().unwrap().to_owned();
     let human = block_id(&agent, "human");
@@ -228,6 +229,7 @@ async fn a_shared_agent_allows_what_its_access_says() {
             "ben",
             Some(engram_core::AgentAccess::Read),
         )
+        .await
         .unwrap();
     let seen = s
         .ok(&ben, Method::GET, &format!("/v1/agents/{id}"), None)
@@ -309,6 +311,7 @@ async fn a_shared_agent_allows_what_its_access_says() {
         .engram
         .users()
         .share(&id.as_str().into(), "ben", None)
+        .await
         .unwrap();
     let (status, _) = s
         .call(&ben, Method::GET, &format!("/v1/agents/{id}"), None)
@@ -592,8 +595,8 @@ impl AnasAgent {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_users_window_reaches_nothing_of_an_agent_through_any_command() {
     let s = Server::start().await;
-    let ana = s.user("ana");
-    let ben = s.user("ben");
+    let ana = s.user("ana").await;
+    let ben = s.user("ben").await;
     let ids = AnasAgent::make(&s, &ana).await;
     let agent_id = ids.id.clone();
 
@@ -722,8 +725,8 @@ async fn notices_until(s: &Server, token: &str, want: &str, wait: std::time::Dur
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_users_window_hears_of_their_agents_only() {
     let s = std::sync::Arc::new(Server::start().await);
-    let ana = s.user("ana");
-    let ben = s.user("ben");
+    let ana = s.user("ana").await;
+    let ben = s.user("ben").await;
     let anas = s.agent(&ana, "Ana's helper", json!({})).await["id"]
         .as_str()
         .unwrap()

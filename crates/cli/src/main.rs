@@ -148,7 +148,7 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Python(cmd) => tools::python(&engram, cmd),
         Command::Mcp(cmd) => mcp::mcp(&engram, cmd).await,
         Command::Sleeptime(cmd) => sleeptime::sleeptime(&engram, cmd).await,
-        Command::User(cmd) => user::user(&engram, cmd),
+        Command::User(cmd) => user::user(&engram, cmd).await,
         Command::Import(args) => transfer::import(&engram, args),
         Command::Export(args) => transfer::export(&engram, args),
         Command::Context { agent, json, full } => {

@@ -65,15 +65,15 @@ pub enum AccessArg {
     None,
 }
 
-pub fn user(engram: &Engram, cmd: UserCmd) -> Result<()> {
+pub async fn user(engram: &Engram, cmd: UserCmd) -> Result<()> {
     let users = engram.users();
     match cmd {
         UserCmd::Add { name } => {
-            let user = users.create(&name)?;
+            let user = users.create(&name).await?;
             println!("{}", user.id);
         }
         UserCmd::Ls { json } => {
-            let all = users.list()?;
+            let all = users.list().await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&all)?);
             } else {
@@ -82,9 +82,9 @@ pub fn user(engram: &Engram, cmd: UserCmd) -> Result<()> {
                 }
             }
         }
-        UserCmd::Rm { name } => users.delete(&name)?,
+        UserCmd::Rm { name } => users.delete(&name).await?,
         UserCmd::Token { name, label } => {
-            let token = users.issue_token(&name, &label)?;
+            let token = users.issue_token(&name, &label).await?;
             println!("{}", token.expose_secret());
             eprintln!(
                 "Shown once: only a hash of it is kept. Revoke with `engram user revoke {name}`.\n\
@@ -93,7 +93,7 @@ pub fn user(engram: &Engram, cmd: UserCmd) -> Result<()> {
             );
         }
         UserCmd::Revoke { name } => {
-            let n = users.revoke_tokens(&name)?;
+            let n = users.revoke_tokens(&name).await?;
             println!("revoked {n} token(s)");
         }
         UserCmd::Share {
@@ -107,7 +107,7 @@ pub fn user(engram: &Engram, cmd: UserCmd) -> Result<()> {
                 AccessArg::Owner => Some(AgentAccess::Owner),
                 AccessArg::None => None,
             };
-            users.share(&AgentId::from(agent), &name, access)?;
+            users.share(&AgentId::from(agent), &name, access).await?;
         }
     }
     Ok(())

@@ -160,12 +160,14 @@ pub(crate) async fn check(State(s): State<AppState>, req: Request, next: Next) -
             agent,
             access,
             block,
-        } => allowed_agent(&s, &user, &agent, access, block.as_ref()),
-        Need::Block { block, access } => match s.engram.users().block_access(&block, &user.id) {
-            Ok(Some(has)) => Ok(has >= access),
-            Ok(None) => Err(engram_core::Error::not_found("block", block.as_str())),
-            Err(e) => Err(e),
-        },
+        } => allowed_agent(&s, &user, &agent, access, block.as_ref()).await,
+        Need::Block { block, access } => {
+            match s.engram.users().block_access(&block, &user.id).await {
+                Ok(Some(has)) => Ok(has >= access),
+                Ok(None) => Err(engram_core::Error::not_found("block", block.as_str())),
+                Err(e) => Err(e),
+            }
+        }
     };
     match verdict {
         Ok(true) => next.run(req).await,
@@ -185,7 +187,7 @@ pub(crate) async fn check(State(s): State<AppState>, req: Request, next: Next) -
 
 /// Whether `user` may do `access` with `agent` (and write `block`, when the route brings one
 /// in). An agent they may not see at all is "not found", as one that does not exist.
-fn allowed_agent(
+async fn allowed_agent(
     s: &AppState,
     user: &User,
     agent: &AgentId,
@@ -193,7 +195,7 @@ fn allowed_agent(
     block: Option<&BlockId>,
 ) -> Result<bool> {
     let users = s.engram.users();
-    let Some(has) = users.access(agent, &user.id)? else {
+    let Some(has) = users.access(agent, &user.id).await? else {
         return Err(engram_core::Error::not_found("agent", agent.as_str()));
     };
     if has < access {
@@ -201,7 +203,8 @@ fn allowed_agent(
     }
     match block {
         Some(b) => Ok(users
-            .block_access(b, &user.id)?
+            .block_access(b, &user.id)
+            .await?
             .is_some_and(|a| a >= AgentAccess::Write)),
         None => Ok(true),
     }
@@ -210,7 +213,7 @@ fn allowed_agent(
 /// The answer refusing `user` the window's command `def` with `args` (its JSON arguments):
 /// 403 for a command that is not theirs, 404 for an agent they may not see; `None` when they
 /// may call it.
-pub(crate) fn app_refusal(
+pub(crate) async fn app_refusal(
     s: &AppState,
     user: &User,
     def: &CommandDef,
@@ -233,7 +236,7 @@ pub(crate) fn app_refusal(
         let e = engram_core::Error::invalid(format!("{}: agent_id is missing", def.name));
         return Some(crate::errors::AppError(e).into_response());
     };
-    match allowed_agent(s, user, &AgentId::from(agent), access, None) {
+    match allowed_agent(s, user, &AgentId::from(agent), access, None).await {
         Ok(true) => None,
         Ok(false) => Some(forbidden()),
         Err(e) => Some(crate::errors::AppError(e).into_response()),
@@ -243,7 +246,7 @@ pub(crate) fn app_refusal(
 /// Whether `user` may see `notice`: those of agents they may read, and "the list of agents
 /// changed"; nothing of folders, tools, MCP servers or downloads, which are the
 /// administrator's.
-pub(crate) fn may_see(s: &AppState, user: &User, notice: &Notice) -> bool {
+pub(crate) async fn may_see(s: &AppState, user: &User, notice: &Notice) -> bool {
     let agent = match notice {
         Notice::AgentsChanged => return true,
         Notice::AgentChanged { agent_id }
@@ -253,7 +256,7 @@ pub(crate) fn may_see(s: &AppState, user: &User, notice: &Notice) -> bool {
         | Notice::SleeptimePass { agent_id, .. } => agent_id,
         _ => return false,
     };
-    matches!(s.engram.users().access(agent, &user.id), Ok(Some(_)))
+    matches!(s.engram.users().access(agent, &user.id).await, Ok(Some(_)))
 }
 
 #[cfg(test)]

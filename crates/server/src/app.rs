@@ -90,7 +90,8 @@ async fn command(State(s): State<AppState>, Path(name): Path<String>, req: Reque
     // tens of MB).
     if let Some(user) = &user
         && def.access == commands::Access::Admin
-        && let Some(refused) = crate::access::app_refusal(&s, user, def, &serde_json::Value::Null)
+        && let Some(refused) =
+            crate::access::app_refusal(&s, user, def, &serde_json::Value::Null).await
     {
         return refused;
     }
@@ -98,9 +99,8 @@ async fn command(State(s): State<AppState>, Path(name): Path<String>, req: Reque
         Ok(args) => args,
         Err(rejected) => return rejected,
     };
-    if let Some(refused) = user
-        .as_ref()
-        .and_then(|u| crate::access::app_refusal(&s, u, def, &args))
+    if let Some(u) = &user
+        && let Some(refused) = crate::access::app_refusal(&s, u, def, &args).await
     {
         return refused;
     }
@@ -151,10 +151,13 @@ async fn notices(
     })
     // A user hears only of agents they may read.
     .filter(move |n| {
-        let seen = user
-            .as_ref()
-            .is_none_or(|u| crate::access::may_see(&s, u, n));
-        std::future::ready(seen)
+        let (s, user, n) = (s.clone(), user.clone(), n.clone());
+        async move {
+            match &user {
+                None => true,
+                Some(u) => crate::access::may_see(&s, u, &n).await,
+            }
+        }
     })
     .filter_map(|n| async move { Event::default().json_data(&n).ok().map(Ok::<_, Infallible>) });
     Sse::new(stream).keep_alive(KeepAlive::default())

@@ -34,7 +34,7 @@ async fn attach_run(
         let def = engram_service::commands::find("attach_run")
             .ok_or_else(|| engram_core::Error::Internal("attach_run is not listed".into()))?;
         let args = serde_json::json!({ "agent_id": a.agent_id });
-        if let Some(refused) = crate::access::app_refusal(&s, user, def, &args) {
+        if let Some(refused) = crate::access::app_refusal(&s, user, def, &args).await {
             return Ok(refused);
         }
     }

@@ -170,9 +170,11 @@ pub async fn check(State(guard): State<Arc<Guard>>, mut req: Request, next: Next
             .map(str::trim);
         let principal = match given {
             Some(g) if same_bytes(g.as_bytes(), expected) => Some(Principal::Admin),
-            Some(g) => match guard.users.as_ref().map(|e| e.users().authenticate(g)) {
-                Some(Ok(user)) => user.map(Principal::User),
-                Some(Err(e)) => return crate::errors::AppError(e).into_response(),
+            Some(g) => match &guard.users {
+                Some(e) => match e.users().authenticate(g).await {
+                    Ok(user) => user.map(Principal::User),
+                    Err(e) => return crate::errors::AppError(e).into_response(),
+                },
                 None => None,
             },
             None => None,

@@ -224,6 +224,9 @@ pub struct RestApiStatus {
 pub struct Engram {
     home: PathBuf,
     store: Store,
+    /// The same data through the storage interface: what every room reads and writes as it
+    /// moves off the SQLite store's own API (a server's may be PostgreSQL).
+    backend: Arc<dyn engram_store_api::Backend>,
     secrets: Arc<dyn SecretStore>,
     resolver: Arc<resolve::Resolver>,
     runtime: Runtime,
@@ -381,6 +384,7 @@ impl Engram {
             python_from_env,
             resolver,
             home,
+            backend: Arc::new(store.clone()),
             store,
             secrets: options.secrets,
             runs: runs::Registry::default(),

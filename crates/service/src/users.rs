@@ -24,82 +24,87 @@ fn hash(token: &str) -> [u8; 32] {
 impl Users<'_> {
     /// Makes a user. Errors: `Invalid` for a name outside 1–64 letters, digits, `.`, `_`,
     /// `-`; `Conflict` when the name is taken.
-    pub fn create(self, name: &str) -> Result<User> {
+    pub async fn create(self, name: &str) -> Result<User> {
         if !valid_user_name(name) {
             return Err(Error::invalid(format!(
                 "a user name is 1 to 64 letters, digits, '.', '_' or '-', not '{name}'"
             )));
         }
-        self.engram.store.users().create(name)
+        self.engram.backend.create_user(name).await
     }
 
     /// Every user, by name.
-    pub fn list(self) -> Result<Vec<User>> {
-        self.engram.store.users().list()
+    pub async fn list(self) -> Result<Vec<User>> {
+        self.engram.backend.list_users().await
     }
 
     /// The user named `name`. Errors: `NotFound("user")`.
-    pub fn get(self, name: &str) -> Result<User> {
-        self.engram.store.users().by_name(name)
+    pub async fn get(self, name: &str) -> Result<User> {
+        self.engram.backend.user_by_name(name).await
     }
 
     /// Deletes the user named `name` with their tokens and access (agents they own stay, the
     /// administrator's alone). Errors: `NotFound("user")`.
-    pub fn delete(self, name: &str) -> Result<()> {
-        let user = self.get(name)?;
-        self.engram.store.users().delete(&user.id)?;
+    pub async fn delete(self, name: &str) -> Result<()> {
+        let user = self.get(name).await?;
+        self.engram.backend.delete_user(&user.id).await?;
         Ok(())
     }
 
     /// A new token for the user named `name`: `engram-user-` and 64 hex digits. It is returned
     /// once, here; only its hash is stored. Errors: `NotFound("user")`.
-    pub fn issue_token(self, name: &str, label: &str) -> Result<SecretString> {
-        let user = self.get(name)?;
+    pub async fn issue_token(self, name: &str, label: &str) -> Result<SecretString> {
+        let user = self.get(name).await?;
         let mut bytes = [0u8; TOKEN_BYTES];
         rand::rng().fill_bytes(&mut bytes);
         let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
         let token = SecretString::from(format!("{USER_TOKEN_PREFIX}{hex}"));
         self.engram
-            .store
-            .users()
-            .add_token(&user.id, &hash(token.expose_secret()), label)?;
+            .backend
+            .add_user_token(&user.id, &hash(token.expose_secret()), label)
+            .await?;
         Ok(token)
     }
 
     /// Makes every token of the user named `name` stop working; returns how many there were.
     /// Errors: `NotFound("user")`.
-    pub fn revoke_tokens(self, name: &str) -> Result<usize> {
-        let user = self.get(name)?;
-        self.engram.store.users().revoke_tokens(&user.id)
+    pub async fn revoke_tokens(self, name: &str) -> Result<usize> {
+        let user = self.get(name).await?;
+        self.engram.backend.revoke_user_tokens(&user.id).await
     }
 
     /// The user a bearer token belongs to; `None` for a token no user has (or any other
     /// string). The lookup is by hash, so it takes the same time whatever the token shares
     /// with a stored one.
-    pub fn authenticate(self, token: &str) -> Result<Option<User>> {
+    pub async fn authenticate(self, token: &str) -> Result<Option<User>> {
         if !token.starts_with(USER_TOKEN_PREFIX) {
             return Ok(None);
         }
-        self.engram.store.users().by_token(&hash(token))
+        self.engram.backend.user_by_token(&hash(token)).await
     }
 
     /// Gives the user named `name` `access` to `agent`, or takes it away (`None`).
     /// Errors: `NotFound("user" | "agent")`.
-    pub fn share(self, agent: &AgentId, name: &str, access: Option<AgentAccess>) -> Result<()> {
-        let user = self.get(name)?;
+    pub async fn share(
+        self,
+        agent: &AgentId,
+        name: &str,
+        access: Option<AgentAccess>,
+    ) -> Result<()> {
+        let user = self.get(name).await?;
         self.engram
-            .store
-            .users()
-            .set_access(agent, &user.id, access)
+            .backend
+            .set_agent_access(agent, &user.id, access)
+            .await
     }
 
     /// Records `user` as the owner of `agent` (which they just made).
     /// Errors: `NotFound("user" | "agent")`.
-    pub fn make_owner(self, agent: &AgentId, user: &UserId) -> Result<()> {
+    pub async fn make_owner(self, agent: &AgentId, user: &UserId) -> Result<()> {
         self.engram
-            .store
-            .users()
-            .set_access(agent, user, Some(AgentAccess::Owner))
+            .backend
+            .set_agent_access(agent, user, Some(AgentAccess::Owner))
+            .await
     }
 
     /// Creates an agent for `user` with `create` (a plain or template creation) and records
@@ -109,19 +114,19 @@ impl Users<'_> {
     ///
     /// Errors: `NotFound("block")` for a block in `block_ids` the user may not change (as if
     /// it did not exist); `create`'s; `NotFound("user")`.
-    pub fn create_agent(
+    pub async fn create_agent(
         self,
         user: &UserId,
         block_ids: &[BlockId],
         create: impl FnOnce() -> Result<crate::AgentState>,
     ) -> Result<crate::AgentState> {
         for block in block_ids {
-            if self.block_access(block, user)? < Some(AgentAccess::Write) {
+            if self.block_access(block, user).await? < Some(AgentAccess::Write) {
                 return Err(Error::not_found("block", block.as_str()));
             }
         }
         let state = create()?;
-        if let Err(e) = self.make_owner(&state.agent.id, user) {
+        if let Err(e) = self.make_owner(&state.agent.id, user).await {
             let _ = self.engram.agents().delete(&state.agent.id);
             return Err(e);
         }
@@ -130,23 +135,23 @@ impl Users<'_> {
 
     /// Records `user` as the owner of `block` (which they just made on their own).
     /// Errors: `NotFound("user" | "block")`.
-    pub fn make_block_owner(self, block: &BlockId, user: &UserId) -> Result<()> {
-        self.engram.store.users().set_block_owner(block, user)
+    pub async fn make_block_owner(self, block: &BlockId, user: &UserId) -> Result<()> {
+        self.engram.backend.set_block_owner(block, user).await
     }
 
     /// What `user` may do with `agent`; `None`: nothing.
-    pub fn access(self, agent: &AgentId, user: &UserId) -> Result<Option<AgentAccess>> {
-        self.engram.store.users().access(agent, user)
+    pub async fn access(self, agent: &AgentId, user: &UserId) -> Result<Option<AgentAccess>> {
+        self.engram.backend.agent_access(agent, user).await
     }
 
     /// The most `user` may do with `block`: as its owner, or through the agents it is
     /// attached to.
-    pub fn block_access(self, block: &BlockId, user: &UserId) -> Result<Option<AgentAccess>> {
-        self.engram.store.users().block_access(block, user)
+    pub async fn block_access(self, block: &BlockId, user: &UserId) -> Result<Option<AgentAccess>> {
+        self.engram.backend.block_access(block, user).await
     }
 
     /// The agents `user` may use, with what they may do with each.
-    pub fn agents(self, user: &UserId) -> Result<Vec<(AgentId, AgentAccess)>> {
-        self.engram.store.users().agents(user)
+    pub async fn agents(self, user: &UserId) -> Result<Vec<(AgentId, AgentAccess)>> {
+        self.engram.backend.user_agents(user).await
     }
 }

@@ -229,7 +229,8 @@ pub async fn create(
             let blocks = new.block_ids.clone();
             s.engram
                 .users()
-                .create_agent(&user.id, &blocks, || s.engram.agents().create(new))?
+                .create_agent(&user.id, &blocks, || s.engram.agents().create(new))
+                .await?
         }
         None => s.engram.agents().create(new)?,
     };

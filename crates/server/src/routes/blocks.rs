@@ -225,7 +225,7 @@ pub async fn create(
 ) -> ApiResult<Json<Value>> {
     let block = s.engram.blocks().create(&NewBlock::from(b))?;
     if let Some(user) = principal.as_ref().and_then(|Extension(p)| p.user())
-        && let Err(e) = s.engram.users().make_block_owner(&block.id, &user.id)
+        && let Err(e) = s.engram.users().make_block_owner(&block.id, &user.id).await
     {
         // Not left behind as the administrator's alone.
         let _ = s.engram.blocks().delete(&block.id);

@@ -68,7 +68,7 @@ impl AppCall for CreateAgentArgs {
         };
         match &caller.user {
             // A user's agent is theirs, with only blocks they may already change.
-            Some(user) => e.users().create_agent(&user.id, &blocks, create),
+            Some(user) => e.users().create_agent(&user.id, &blocks, create).await,
             None => create(),
         }
     }
@@ -229,7 +229,7 @@ impl AppCall for CheckModelArgs {
     type Output = Option<String>;
     async fn call(self, e: &Arc<Engram>, caller: &Caller) -> Result<Option<String>> {
         if let (Some(user), Some(id)) = (&caller.user, &self.agent_id)
-            && e.users().access(id, &user.id)?.is_none()
+            && e.users().access(id, &user.id).await?.is_none()
         {
             return Err(Error::not_found("agent", id.as_str()));
         }
