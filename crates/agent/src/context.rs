@@ -70,7 +70,7 @@ pub async fn load(
     };
 
     let counter = calibrate::counter(backend, &agent.llm.model).await;
-    let custom_tools = store.tools().named(&agent.tools)?;
+    let custom_tools = backend.tools_named(&agent.tools).await?;
     let tools = tools::specs_with(&agent.tools, &custom_tools, agent.loop_style);
     let mut chat = Vec::with_capacity(messages.len() + 2);
     chat.push(ChatMessage::System { content: system });

@@ -204,6 +204,32 @@ pub enum ToolRule {
 }
 
 impl ToolRule {
+    /// Renames every tool name the rule mentions that `map` gives a new name for, in one pass
+    /// (so `a→b` and `b→c` applied together never turn `a` into `c`). Rules Engram does not
+    /// enforce (`Other`) are left as they are.
+    pub fn rename_tools(&mut self, map: impl Fn(&str) -> Option<String>) {
+        let apply = |name: &mut String| {
+            if let Some(new) = map(name) {
+                *name = new;
+            }
+        };
+        match self {
+            Self::ExitLoop { tool_name }
+            | Self::ContinueLoop { tool_name }
+            | Self::RunFirst { tool_name }
+            | Self::RequiresApproval { tool_name }
+            | Self::MaxCountPerStep { tool_name, .. } => apply(tool_name),
+            Self::ConstrainChildTools {
+                tool_name,
+                children,
+            } => {
+                apply(tool_name);
+                children.iter_mut().for_each(apply);
+            }
+            Self::Other(_) => {}
+        }
+    }
+
     /// The tool the rule is about, when it names one.
     pub fn tool_name(&self) -> Option<&str> {
         match self {
@@ -237,6 +263,34 @@ pub fn valid_tool_name(name: &str) -> bool {
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
         && name.len() <= 64
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Rewrites an agent's tool list `names` and `rules` after the tool `old` was renamed to `new`,
+/// or deleted (`new` is `None`: the name and the rules about it go). Returns whether anything
+/// changed. The rule both stores apply, in the transaction that renames or deletes the tool.
+pub fn rewrite_tool_refs(
+    names: &mut Vec<String>,
+    rules: &mut Vec<ToolRule>,
+    old: &str,
+    new: Option<&str>,
+) -> bool {
+    if !names.iter().any(|n| n == old) && !rules.iter().any(|r| r.tool_name() == Some(old)) {
+        return false;
+    }
+    match new {
+        Some(new) => names
+            .iter_mut()
+            .filter(|n| *n == old)
+            .for_each(|n| *n = new.to_owned()),
+        None => names.retain(|n| n != old),
+    }
+    match new {
+        Some(new) => rules
+            .iter_mut()
+            .for_each(|r| r.rename_tools(|n| (n == old).then(|| new.to_owned()))),
+        None => rules.retain(|r| r.tool_name() != Some(old)),
+    }
+    true
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@
 //!   with its changes in one transaction;
 //! - [`StepStore`]: a step's commit fenced by the agent's lease, the tool call a paused run
 //!   waits on, and the repair of a context a crash left with unanswered calls;
+//! - [`ToolStore`]: user tools, unique by name, and the agents' references to them;
 //! - [`UserStore`]: a shared server's users, their token hashes and access to agents.
 //!
 //! Folders and files and the rest follow the same way.
@@ -60,6 +61,7 @@ mod repair;
 mod settings;
 mod sleeptime;
 mod steps;
+mod tools;
 mod users;
 mod words;
 
@@ -75,6 +77,7 @@ pub use steps::{
     ApprovalWrite, BlockChange, BlockWrite, CommittedStep, StepCommit, StepStore, call_groups,
     gone_message, rebase, restate, result_index,
 };
+pub use tools::ToolStore;
 pub use users::UserStore;
 pub use words::{MAX_QUERY_WORDS, QueryWords, query_words};
 
@@ -274,6 +277,7 @@ pub trait Backend:
     + SettingStore
     + SleeptimeStore
     + StepStore
+    + ToolStore
     + UserStore
 {
 }
@@ -288,6 +292,7 @@ impl<
         + SettingStore
         + SleeptimeStore
         + StepStore
+        + ToolStore
         + UserStore,
 > Backend for T
 {

@@ -47,6 +47,7 @@ mod rows;
 mod settings;
 mod sleeptime;
 mod steps;
+mod tools;
 mod tx;
 mod users;
 

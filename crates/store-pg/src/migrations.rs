@@ -71,6 +71,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "sleep-time",
         sql: SLEEPTIME,
     },
+    Migration {
+        version: 10,
+        name: "tools",
+        sql: TOOLS,
+    },
 ];
 
 /// The advisory lock key migrations run under (`"engram"` in ASCII, then 1): any number that
@@ -435,5 +440,28 @@ CREATE TABLE sleeptime_changes (
     change    jsonb NOT NULL,
     undone_at timestamptz,
     PRIMARY KEY (pass_id, idx)
+);
+"#;
+
+/// User tools, unique by name (byte order, as the SQLite store compares them). Agents refer to
+/// them by name in `agents.tools` and `agents.tool_rules`; the store rewrites those when a tool
+/// is renamed or deleted.
+const TOOLS: &str = r#"
+CREATE TABLE tools (
+    id                text PRIMARY KEY,
+    name              text NOT NULL UNIQUE,
+    description       text NOT NULL,
+    json_schema       jsonb NOT NULL,         -- the OpenAI function object
+    source_code       text,
+    language          text NOT NULL CHECK (language IN ('python', 'builtin', 'mcp')),
+    return_char_limit bigint NOT NULL,        -- characters
+    tags              jsonb NOT NULL,         -- array of strings
+    created_at        timestamptz NOT NULL,
+    updated_at        timestamptz NOT NULL,
+    network           boolean NOT NULL,
+    allow_unsandboxed boolean NOT NULL,
+    origin            jsonb NOT NULL,         -- ToolOrigin
+    trusted_hash      text,                   -- SHA-256 of the source the person trusted
+    mcp               jsonb                   -- McpToolSource, for tools of MCP servers
 );
 "#;

@@ -15,12 +15,12 @@ use engram_core::{
     Agent, AgentAccess, AgentId, Block, BlockEdit, BlockId, BlockOp, BlockPatch, Editor, Message,
     MessageId, NewBlock, NewMessage, NewPassage, OpOutcome, PassId, Passage, PassageId,
     PendingApproval, Result, RunId, RunRecord, SleeptimePass, SleeptimeSettings, Step, Timestamp,
-    User, UserId,
+    Tool, ToolId, User, UserId,
 };
 use engram_store_api::{
     AgentStore, BlockStore, CommittedStep, ContextStore, Hit, Lease, LeaseGrant, LeaseStore,
     MessageSearch, MessageStore, PassCommit, PassageRange, PassageSearch, PassageStore,
-    ProviderRow, SettingStore, SleeptimeStore, StepCommit, StepStore, UserStore,
+    ProviderRow, SettingStore, SleeptimeStore, StepCommit, StepStore, ToolStore, UserStore,
 };
 use std::sync::MutexGuard;
 use std::time::Duration;
@@ -459,5 +459,44 @@ impl SleeptimeStore for Store {
 
     async fn list_passes(&self, agent: &AgentId, limit: usize) -> Result<Vec<SleeptimePass>> {
         self.sleeptime().list_passes(agent, limit)
+    }
+}
+
+#[async_trait]
+impl ToolStore for Store {
+    async fn upsert_tool(&self, tool: &Tool) -> Result<Tool> {
+        self.tools().upsert(tool)
+    }
+
+    async fn replace_tool(&self, id: &ToolId, tool: &Tool) -> Result<Tool> {
+        self.tools().replace(id, tool)
+    }
+
+    async fn trust_tool(&self, id: &ToolId, expected_hash: &str) -> Result<Tool> {
+        self.tools().trust(id, expected_hash)
+    }
+
+    async fn untrust_tool(&self, id: &ToolId) -> Result<Tool> {
+        self.tools().untrust(id)
+    }
+
+    async fn get_tool(&self, id: &ToolId) -> Result<Tool> {
+        self.tools().get(id)
+    }
+
+    async fn tool_by_name(&self, name: &str) -> Result<Option<Tool>> {
+        self.tools().by_name(name)
+    }
+
+    async fn list_tools(&self) -> Result<Vec<Tool>> {
+        self.tools().list()
+    }
+
+    async fn tools_named(&self, names: &[String]) -> Result<Vec<Tool>> {
+        self.tools().named(names)
+    }
+
+    async fn delete_tool(&self, id: &ToolId) -> Result<()> {
+        self.tools().delete(id)
     }
 }

@@ -311,7 +311,7 @@ impl Store {
                     }
                 }
                 for r in &mut a.tool_rules {
-                    tools::map_rule_names(r, |n| renames.get(n).cloned());
+                    r.rename_tools(|n| renames.get(n).cloned());
                 }
                 agents::insert_row(tx, &a)?;
                 for e in &ia.pending_endpoints {

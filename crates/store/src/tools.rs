@@ -116,21 +116,8 @@ pub(crate) fn rewrite_agent_refs(conn: &Connection, old: &str, new: Option<&str>
         let mut names: Vec<String> = serde_json::from_str(&tools).unwrap_or_default();
         let mut rules: Vec<engram_core::ToolRule> =
             serde_json::from_str(&rules).unwrap_or_default();
-        if !names.iter().any(|n| n == old) && !rules.iter().any(|r| r.tool_name() == Some(old)) {
+        if !engram_core::tool::rewrite_tool_refs(&mut names, &mut rules, old, new) {
             continue;
-        }
-        match new {
-            Some(new) => names
-                .iter_mut()
-                .filter(|n| *n == old)
-                .for_each(|n| *n = new.to_owned()),
-            None => names.retain(|n| n != old),
-        }
-        rules.retain(|r| r.tool_name() != Some(old) || new.is_some());
-        if let Some(new) = new {
-            for r in &mut rules {
-                rename_rule(r, old, new);
-            }
         }
         conn.prepare_cached("UPDATE agents SET tools = ?2, tool_rules = ?3 WHERE id = ?1")
             .db()?
@@ -141,36 +128,7 @@ pub(crate) fn rewrite_agent_refs(conn: &Connection, old: &str, new: Option<&str>
 }
 
 pub(crate) fn rename_rule(rule: &mut engram_core::ToolRule, old: &str, new: &str) {
-    map_rule_names(rule, |n| (n == old).then(|| new.to_owned()));
-}
-
-/// Renames every tool name `rule` mentions that `map` gives a new name for, in one pass (so
-/// `a→b` and `b→c` applied together never turn `a` into `c`).
-pub(crate) fn map_rule_names(
-    rule: &mut engram_core::ToolRule,
-    map: impl Fn(&str) -> Option<String>,
-) {
-    use engram_core::ToolRule as R;
-    let apply = |name: &mut String| {
-        if let Some(new) = map(name) {
-            *name = new;
-        }
-    };
-    match rule {
-        R::ExitLoop { tool_name }
-        | R::ContinueLoop { tool_name }
-        | R::RunFirst { tool_name }
-        | R::RequiresApproval { tool_name }
-        | R::MaxCountPerStep { tool_name, .. } => apply(tool_name),
-        R::ConstrainChildTools {
-            tool_name,
-            children,
-        } => {
-            apply(tool_name);
-            children.iter_mut().for_each(apply);
-        }
-        R::Other(_) => {}
-    }
+    rule.rename_tools(|n| (n == old).then(|| new.to_owned()));
 }
 
 impl ToolRows<'_> {

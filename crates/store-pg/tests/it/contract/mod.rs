@@ -13,6 +13,7 @@ mod repair;
 mod settings;
 mod sleeptime;
 mod steps;
+mod tools;
 mod users;
 
 use engram_core::{Agent, Block, Editor, Error, LlmConfig, NewBlock};
