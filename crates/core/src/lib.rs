@@ -40,7 +40,7 @@ pub use ids::{
 };
 pub use mcp::{McpServer, McpToolSource, McpTransport, NewMcpServer, NewMcpTransport};
 pub use memory::{Block, BlockEdit, BlockPatch, DEFAULT_BLOCK_LIMIT, Editor, NewBlock};
-pub use message::{Message, MessageKind, NewMessage, Role, ToolCall};
+pub use message::{Message, MessageHit, MessageKind, NewMessage, Role, ToolCall};
 pub use passage::{NewPassage, Passage, PassageHit, SupersedeKind, Supersession, TagMatch};
 pub use price::{ModelPrice, PriceSource, UsageCost};
 pub use run::{RunEvent, RunRecord, Step, StopReason, ToolReturn, ToolStatus, Usage};

@@ -182,3 +182,16 @@ impl NewMessage {
         self
     }
 }
+
+/// A conversation search result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct MessageHit {
+    /// The matching message.
+    pub message: Message,
+    /// Relevance in `0..=1`, higher is better, with the meaning passage scores have: the BM25
+    /// score smoothed over neighbouring messages as a share of the best hit's, blended with
+    /// cosine similarity when the search had a query vector (see
+    /// `engram_retrieval::hybrid::messages`); 0 for an empty query.
+    pub score: f64,
+}

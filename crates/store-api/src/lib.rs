@@ -57,6 +57,7 @@
 mod context;
 mod messages;
 mod passages;
+mod ranking;
 mod repair;
 mod settings;
 mod sleeptime;
@@ -68,6 +69,9 @@ mod words;
 pub use context::ContextStore;
 pub use messages::{Hit, MessageSearch, MessageStore, SEQ_GAP, SeqOrder};
 pub use passages::{PassageRange, PassageSearch, PassageStore};
+pub use ranking::{
+    Bm25, CandidateDepth, Candidates, MessageQuery, NeighbourMap, PassageQuery, Ranker, Ranking,
+};
 pub use repair::{CallRow, Diagnosis, INTERRUPTED, Orphans, diagnose, slot_between};
 pub use settings::{
     CALIBRATION_SETTING_PREFIX, Calibration, ProviderRow, SettingStore, calibration_key,

@@ -1,8 +1,9 @@
 //! Recall memory: every message an agent ever had, in the order it was written, with a words
 //! search over it.
 
+use crate::{CandidateDepth, MessageQuery, Ranker};
 use async_trait::async_trait;
-use engram_core::{AgentId, Message, MessageId, NewMessage, Result, Role, Timestamp};
+use engram_core::{AgentId, Message, MessageHit, MessageId, NewMessage, Result, Role, Timestamp};
 
 /// Distance between the `seq` numbers of consecutive appended messages. The gap leaves room to
 /// slot a message in later right after another (e.g. the repaired result of an interrupted tool
@@ -147,4 +148,26 @@ pub trait MessageStore: Send + Sync {
         agent: &AgentId,
         q: &MessageSearch,
     ) -> Result<Vec<Hit<Message>>>;
+
+    /// The primitive of recall search: reads the candidates of `q` over the agent's whole
+    /// history (in context or not; see [`Candidates`](crate::Candidates)), `depth` deep on each side, hands them
+    /// to `rank` and returns the messages of the ranking it gives back, in its order, with its
+    /// scores. Roles (user, assistant and tool when `q.roles` is empty), kinds and dates are
+    /// filtered before the depth; hidden loop messages (heartbeats, alerts) are never
+    /// candidates. The lexical side holds the messages with any of the query's words, best
+    /// first, each with its neighbours (the messages just before and after it, within 30
+    /// minutes, passing the filters); the vector side, with `embedding` (the query's vector from
+    /// the agent's current embedding model), the cosine of the messages with a stored vector of
+    /// that model. A blank query lists the newest matching messages (score 0) and text without
+    /// words finds nothing without a vector, both without calling `rank`.
+    ///
+    /// Errors: `NotFound("agent")`; `Invalid` for an empty or non-finite query vector.
+    async fn rank_messages(
+        &self,
+        agent: &AgentId,
+        q: &MessageQuery,
+        embedding: Option<&[f32]>,
+        depth: CandidateDepth,
+        rank: Ranker<'_>,
+    ) -> Result<Vec<MessageHit>>;
 }

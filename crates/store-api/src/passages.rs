@@ -1,9 +1,11 @@
 //! Archival memory: an agent's passages (facts and documents it keeps), with tags, listed by
 //! time and searched by their words.
 
-use crate::Hit;
+use crate::{CandidateDepth, Hit, PassageQuery, Ranker};
 use async_trait::async_trait;
-use engram_core::{AgentId, NewPassage, Passage, PassageId, Result, TagMatch, Timestamp};
+use engram_core::{
+    AgentId, NewPassage, Passage, PassageHit, PassageId, Result, TagMatch, Timestamp,
+};
 
 /// Which page of an agent's passages to list ([`PassageStore::list_passages`]).
 ///
@@ -105,4 +107,40 @@ pub trait PassageStore: Send + Sync {
         agent: &AgentId,
         q: &PassageSearch,
     ) -> Result<Vec<Hit<Passage>>>;
+
+    /// The primitive of archival search: reads the candidates of `q` (see [`Candidates`](crate::Candidates)),
+    /// `depth` deep on each side, hands them to `rank` and returns the passages of the ranking
+    /// it gives back, in its order, with its scores. Tag, date and superseded filters apply to
+    /// both sides before the depth. The lexical side is the agent's passages holding any of the
+    /// query's words, best first, each with its neighbours (the passages written just before
+    /// and after it, within 30 minutes, passing the filters); the vector side, with
+    /// `q.embedding`, the cosine of every passage whose vector has the query's dimension. A
+    /// blank query without a vector lists the newest `q.top_k` passages (score 0) and text
+    /// without words finds nothing, both without calling `rank`. A row deleted meanwhile is
+    /// left out.
+    ///
+    /// Errors: `NotFound("agent")`; `Invalid` for an empty or non-finite query embedding.
+    async fn rank_passages(
+        &self,
+        agent: &AgentId,
+        q: &PassageQuery,
+        depth: CandidateDepth,
+        rank: Ranker<'_>,
+    ) -> Result<Vec<PassageHit>>;
+
+    /// The passages written around each of `ids` in the agent's archival memory: up to `reach`
+    /// before and `reach` after, found as neighbours are (nearest by time, then by insertion
+    /// order; each within 30 minutes of the next one in; passing `q`'s tag, date and superseded
+    /// filters — its text, vector and limit are not read). One list per id, in input order,
+    /// oldest first, without the passage itself; empty where there are none or the id is not
+    /// one of the agent's. A reranker reads a candidate with them.
+    ///
+    /// Errors: `NotFound("agent")`.
+    async fn passage_neighbours(
+        &self,
+        agent: &AgentId,
+        q: &PassageQuery,
+        ids: &[PassageId],
+        reach: usize,
+    ) -> Result<Vec<Vec<Passage>>>;
 }

@@ -42,6 +42,7 @@ mod messages;
 mod migrations;
 mod notices;
 mod passages;
+mod ranking;
 mod repair;
 mod rows;
 mod settings;

@@ -16,9 +16,10 @@ use crate::rows::{self, Cached, MESSAGE_COLS};
 use crate::tx::{TxError, TxResult, transaction};
 use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
-use engram_core::{AgentId, Error, Message, MessageId, NewMessage, Result, Timestamp};
+use engram_core::{AgentId, Error, Message, MessageHit, MessageId, NewMessage, Result, Timestamp};
 use engram_store_api::{
-    Hit, MessageSearch, MessageStore, QueryWords, SEQ_GAP, SeqOrder, query_words,
+    CandidateDepth, Hit, MessageQuery, MessageSearch, MessageStore, QueryWords, Ranker, SEQ_GAP,
+    SeqOrder, query_words,
 };
 
 /// The filters every search shares: `$1` agent, `$2` roles, `$3`..`$4` time range (either
@@ -227,5 +228,16 @@ impl MessageStore for PgStore {
             .map(|r| Ok((rows::message(r)?, r.try_get::<_, f64>(14)?)))
             .collect::<crate::tx::TxResult<Vec<_>>>()?;
         Ok(Hit::from_ranked(ranked))
+    }
+    async fn rank_messages(
+        &self,
+        agent: &AgentId,
+        q: &MessageQuery,
+        embedding: Option<&[f32]>,
+        depth: CandidateDepth,
+        rank: Ranker<'_>,
+    ) -> Result<Vec<MessageHit>> {
+        let c = self.client().await?;
+        crate::ranking::rank_messages(&c, agent, q, embedding, depth, rank).await
     }
 }

@@ -9,9 +9,12 @@ use crate::tx::{TxError, TxResult, transaction};
 use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
 use engram_core::{
-    AgentId, Error, NewPassage, Passage, PassageId, Result, StepId, TagMatch, Timestamp,
+    AgentId, Error, NewPassage, Passage, PassageHit, PassageId, Result, StepId, TagMatch, Timestamp,
 };
-use engram_store_api::{Hit, PassageRange, PassageSearch, PassageStore, QueryWords, query_words};
+use engram_store_api::{
+    CandidateDepth, Hit, PassageQuery, PassageRange, PassageSearch, PassageStore, QueryWords,
+    Ranker, query_words,
+};
 
 /// A passage's place in time order: `(created_at, pk)`.
 type Key = (Timestamp, i64);
@@ -30,7 +33,7 @@ fn check_vector(v: &[f32]) -> Result<()> {
 }
 
 /// Tags without duplicates, first occurrence kept.
-fn dedup(tags: &[String]) -> Vec<String> {
+pub(crate) fn dedup(tags: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::with_capacity(tags.len());
     for t in tags {
         if !out.contains(t) {
@@ -312,5 +315,26 @@ impl PassageStore for PgStore {
             .map(|r| Ok((rows::passage(r)?, r.try_get::<_, f64>(9)?)))
             .collect::<TxResult<Vec<_>>>()?;
         Ok(Hit::from_ranked(ranked))
+    }
+    async fn rank_passages(
+        &self,
+        agent: &AgentId,
+        q: &PassageQuery,
+        depth: CandidateDepth,
+        rank: Ranker<'_>,
+    ) -> Result<Vec<PassageHit>> {
+        let c = self.client().await?;
+        crate::ranking::rank_passages(&c, agent, q, depth, rank).await
+    }
+
+    async fn passage_neighbours(
+        &self,
+        agent: &AgentId,
+        q: &PassageQuery,
+        ids: &[PassageId],
+        reach: usize,
+    ) -> Result<Vec<Vec<Passage>>> {
+        let c = self.client().await?;
+        crate::ranking::passage_neighbours(&c, agent, q, ids, reach).await
     }
 }

@@ -13,14 +13,14 @@ use crate::{
 use async_trait::async_trait;
 use engram_core::{
     Agent, AgentAccess, AgentId, Block, BlockEdit, BlockId, BlockOp, BlockPatch, Editor, Message,
-    MessageId, NewBlock, NewMessage, NewPassage, OpOutcome, PassId, Passage, PassageId,
-    PendingApproval, Result, RunId, RunRecord, SleeptimePass, SleeptimeSettings, Step, Timestamp,
-    Tool, ToolId, User, UserId,
+    MessageHit, MessageId, NewBlock, NewMessage, NewPassage, OpOutcome, PassId, Passage,
+    PassageHit, PassageId, PendingApproval, Result, RunId, RunRecord, SleeptimePass,
+    SleeptimeSettings, Step, Timestamp, Tool, ToolId, User, UserId,
 };
 use engram_store_api::{
     AgentStore, BlockStore, CommittedStep, ContextStore, Hit, Lease, LeaseGrant, LeaseStore,
     MessageSearch, MessageStore, PassCommit, PassageRange, PassageSearch, PassageStore,
-    ProviderRow, SettingStore, SleeptimeStore, StepCommit, StepStore, ToolStore, UserStore,
+    ProviderRow, Ranker, SettingStore, SleeptimeStore, StepCommit, StepStore, ToolStore, UserStore,
 };
 use std::sync::MutexGuard;
 use std::time::Duration;
@@ -277,6 +277,17 @@ impl MessageStore for Store {
             found.into_iter().map(|h| (h.message, h.score)),
         ))
     }
+
+    async fn rank_messages(
+        &self,
+        agent: &AgentId,
+        q: &MessageQuery,
+        embedding: Option<&[f32]>,
+        depth: CandidateDepth,
+        rank: Ranker<'_>,
+    ) -> Result<Vec<MessageHit>> {
+        self.messages().rank(agent, q, embedding, depth, rank)
+    }
 }
 
 /// BM25 as FTS5 ranks it, best first: the words search of the interface. The neighbours the
@@ -341,6 +352,26 @@ impl PassageStore for Store {
         Ok(Hit::from_ranked(
             found.into_iter().map(|h| (h.passage, h.score)),
         ))
+    }
+
+    async fn rank_passages(
+        &self,
+        agent: &AgentId,
+        q: &PassageQuery,
+        depth: CandidateDepth,
+        rank: Ranker<'_>,
+    ) -> Result<Vec<PassageHit>> {
+        self.passages().rank(agent, q, depth, rank)
+    }
+
+    async fn passage_neighbours(
+        &self,
+        agent: &AgentId,
+        q: &PassageQuery,
+        ids: &[PassageId],
+        reach: usize,
+    ) -> Result<Vec<Vec<Passage>>> {
+        self.passages().neighbours(agent, q, ids, reach)
     }
 }
 

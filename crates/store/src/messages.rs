@@ -11,43 +11,13 @@ use engram_core::{
     AgentId, Error, Message, MessageId, NewMessage, Result, Role, RunId, StepId, Timestamp,
 };
 use rusqlite::{Connection, OptionalExtension, params};
-use serde::{Deserialize, Serialize};
 
 /// Distance between the `seq` numbers of consecutive appended messages (the storage
 /// interface's, shared by every backend).
 pub use engram_store_api::SEQ_GAP;
 
-/// A conversation (recall memory) search.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct MessageQuery {
-    /// Free text. Split into words, each matched as a quoted FTS5 term, joined by OR (BM25 ranks
-    /// messages matching more words higher). Empty or whitespace-only: the newest messages
-    /// matching the filters. Text without any word characters (only punctuation or emoji)
-    /// matches nothing.
-    pub query: String,
-    /// Only these roles; empty means user, assistant and tool. System messages are searched
-    /// only when `System` is listed.
-    pub roles: Vec<Role>,
-    /// Only messages created at or after this time.
-    pub start: Option<Timestamp>,
-    /// Only messages created at or before this time.
-    pub end: Option<Timestamp>,
-    /// Maximum number of hits.
-    pub limit: usize,
-}
-
-/// A conversation search result.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ts_rs::TS)]
-#[ts(export)]
-pub struct MessageHit {
-    /// The matching message.
-    pub message: Message,
-    /// Relevance in `0..=1`, higher is better, with the meaning passage scores have: the BM25
-    /// score smoothed over neighbouring messages as a share of the best hit's, blended with
-    /// cosine similarity when the search had a query vector (see
-    /// `engram_retrieval::hybrid::messages`); 0 for an empty query.
-    pub score: f64,
-}
+pub use engram_core::MessageHit;
+pub use engram_store_api::MessageQuery;
 
 /// The highest `seq` of the agent's messages, if any.
 pub(crate) fn max_seq(conn: &Connection, agent: &AgentId) -> Result<Option<i64>> {

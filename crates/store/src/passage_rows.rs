@@ -3,38 +3,12 @@
 
 use crate::sql::{self, DbResult, json, ts};
 use engram_core::{
-    AgentId, PassId, Passage, PassageId, Result, SupersedeKind, Supersession, TagMatch, Timestamp,
+    AgentId, PassId, Passage, PassageId, Result, SupersedeKind, Supersession, TagMatch,
 };
 use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, Row};
-use serde::{Deserialize, Serialize};
 
-/// An archival memory search.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct PassageQuery {
-    /// Free text, made safe as in conversation search (words quoted and ORed). Empty: the
-    /// newest passages matching the filters (or, with `embedding`, the nearest ones). Text
-    /// without word characters matches nothing by BM25.
-    pub query: String,
-    /// Only passages carrying these tags (see `tag_match`); empty means no tag filter.
-    pub tags: Vec<String>,
-    /// Whether a passage needs any or all of `tags`.
-    pub tag_match: TagMatch,
-    /// Only passages created at or after this time.
-    pub start: Option<Timestamp>,
-    /// Only passages created at or before this time.
-    pub end: Option<Timestamp>,
-    /// Maximum number of hits.
-    pub top_k: usize,
-    /// The query's embedding, from the agent's embedding model. When given, passages whose
-    /// stored vector has the same dimension are also ranked by cosine similarity and the two
-    /// rankings are fused (`engram_retrieval::fuse`: 0.7 × lexical share of the best + 0.3 × cosine).
-    pub embedding: Option<Vec<f32>>,
-    /// Also rank passages that were superseded or merged (the history of facts that
-    /// changed); by default only current passages are searched.
-    #[serde(default)]
-    pub include_superseded: bool,
-}
+pub use engram_store_api::PassageQuery;
 
 /// The columns of a passage row, in the order [`passage_from_row`] reads them.
 pub(crate) const PASSAGE_COLS: &str = "p.id, p.agent_id, p.text, \

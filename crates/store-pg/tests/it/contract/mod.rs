@@ -9,6 +9,7 @@ mod leases;
 mod messages;
 mod ops;
 mod passages;
+mod ranking;
 mod repair;
 mod settings;
 mod sleeptime;
