@@ -13,6 +13,7 @@ use engram_core::{AgentId, ChunkHit, PassageHit, Result};
 use engram_store::{
     Bm25, CandidateDepth, Candidates, MessageHit, MessageQuery, PassageQuery, Ranking, Store,
 };
+use engram_store_api::{MessageStore, PassageStore};
 
 /// The lexical side of a search: BM25 smoothed over neighbours (`mode`), cut to `limit`
 /// (`None`: not cut), as shares of the best hit.
@@ -39,7 +40,20 @@ fn lexical(bm25: Option<Bm25>, mode: Neighbours, limit: Option<usize>) -> Rankin
 /// embedding lists the newest passages with score 0.
 ///
 /// Errors: `NotFound("agent")`; `Invalid` for an empty or non-finite query embedding.
-pub fn passages(store: &Store, agent: &AgentId, q: &PassageQuery) -> Result<Vec<PassageHit>> {
+pub async fn passages(
+    store: &(dyn PassageStore + '_),
+    agent: &AgentId,
+    q: &PassageQuery,
+) -> Result<Vec<PassageHit>> {
+    let (depth, ranker) = passage_ranking(q);
+    store.rank_passages(agent, q, depth, &ranker).await
+}
+
+/// The depths and the ranking of an archival search (see [`passages`]): what every store is
+/// handed, whatever reads its candidates.
+fn passage_ranking(
+    q: &PassageQuery,
+) -> (CandidateDepth, impl Fn(Candidates) -> Ranking + Send + Sync) {
     // With a vector side, the lexical side is cut to the vector side's depth before fusion.
     let hybrid = q.embedding.is_some();
     let lexical_limit = if hybrid {
@@ -51,7 +65,8 @@ pub fn passages(store: &Store, agent: &AgentId, q: &PassageQuery) -> Result<Vec<
         lexical: candidates_for(lexical_limit),
         vector: candidates_for(q.top_k),
     };
-    store.passages().rank(agent, q, depth, |c: Candidates| {
+    let top_k = q.top_k;
+    let ranker = move |c: Candidates| {
         let text = lexical(c.lexical, Neighbours::Admit, Some(lexical_limit));
         let Some(vector) = c.vector else {
             return text;
@@ -61,9 +76,10 @@ pub fn passages(store: &Store, agent: &AgentId, q: &PassageQuery) -> Result<Vec<
         } else {
             fuse(&text, &vector, LEXICAL_WEIGHT)
         };
-        fused.truncate(q.top_k);
+        fused.truncate(top_k);
         fused
-    })
+    };
+    (depth, ranker)
 }
 
 /// Searches the agent's whole history (see [`MessageRows::rank`](engram_store::MessageRows::rank) for what is searched and
@@ -74,33 +90,43 @@ pub fn passages(store: &Store, agent: &AgentId, q: &PassageQuery) -> Result<Vec<
 /// with the query. An empty query lists the newest matching messages. At most `q.limit` hits.
 ///
 /// Errors: `NotFound("agent")`; `Invalid` for an empty or non-finite query vector.
-pub fn messages(
-    store: &Store,
+pub async fn messages(
+    store: &(dyn MessageStore + '_),
     agent: &AgentId,
     q: &MessageQuery,
     embedding: Option<&[f32]>,
 ) -> Result<Vec<MessageHit>> {
+    let (depth, ranker) = message_ranking(q);
+    store
+        .rank_messages(agent, q, embedding, depth, &ranker)
+        .await
+}
+
+/// The depths and the ranking of a recall search (see [`messages`]).
+fn message_ranking(
+    q: &MessageQuery,
+) -> (CandidateDepth, impl Fn(Candidates) -> Ranking + Send + Sync) {
     let pool = candidates_for(q.limit);
     let depth = CandidateDepth {
         lexical: pool,
         vector: pool,
     };
-    store
-        .messages()
-        .rank(agent, q, embedding, depth, |c: Candidates| {
-            let no_words = c.lexical.is_none();
-            let mut ranking = lexical(c.lexical, Neighbours::Rerank, None);
-            if let Some(vector) = c.vector {
-                // As in archival search: no words to match, the cosine itself.
-                ranking = if no_words {
-                    vector
-                } else {
-                    fuse(&ranking, &vector, LEXICAL_WEIGHT)
-                };
-            }
-            ranking.truncate(q.limit);
-            ranking
-        })
+    let limit = q.limit;
+    let ranker = move |c: Candidates| {
+        let no_words = c.lexical.is_none();
+        let mut ranking = lexical(c.lexical, Neighbours::Rerank, None);
+        if let Some(vector) = c.vector {
+            // As in archival search: no words to match, the cosine itself.
+            ranking = if no_words {
+                vector
+            } else {
+                fuse(&ranking, &vector, LEXICAL_WEIGHT)
+            };
+        }
+        ranking.truncate(limit);
+        ranking
+    };
+    (depth, ranker)
 }
 
 /// Searches the passages of the folders attached to `agent`: BM25 over `query`'s words,
@@ -154,13 +180,16 @@ pub trait HybridSearch {
     ) -> Result<Vec<ChunkHit>>;
 }
 
+/// On the SQLite store, at once (its reads are synchronous): the same depths and rankings as
+/// the async searches over any backend.
 impl HybridSearch for Store {
     fn search_passages(&self, agent: &AgentId, q: &PassageQuery) -> Result<Vec<PassageHit>> {
-        passages(self, agent, q)
+        let (depth, ranker) = passage_ranking(q);
+        self.passages().rank(agent, q, depth, ranker)
     }
 
     fn search_messages(&self, agent: &AgentId, q: &MessageQuery) -> Result<Vec<MessageHit>> {
-        messages(self, agent, q, None)
+        self.search_messages_by(agent, q, None)
     }
 
     fn search_messages_by(
@@ -169,7 +198,8 @@ impl HybridSearch for Store {
         q: &MessageQuery,
         embedding: Option<&[f32]>,
     ) -> Result<Vec<MessageHit>> {
-        messages(self, agent, q, embedding)
+        let (depth, ranker) = message_ranking(q);
+        self.messages().rank(agent, q, embedding, depth, ranker)
     }
 
     fn search_agent_files(

@@ -13,7 +13,7 @@ use crate::hybrid;
 use crate::rerank::{Candidate, Reranker};
 use crate::tuning::{EXPANSION, RERANK_CANDIDATES, RERANK_POOL};
 use engram_core::{AgentId, PassageHit, Result};
-use engram_store::{PassageQuery, Store};
+use engram_store::PassageQuery;
 
 /// Searches `agent`'s archival memory: the store's ranking (BM25, fused with vectors when
 /// `q.embedding` is set), then, with a `reranker` and a non-blank query, the first
@@ -23,7 +23,7 @@ use engram_store::{PassageQuery, Store};
 /// at most `q.top_k` hits, best first. Errors: those of [`hybrid::passages`] (unknown
 /// agent, a malformed vector); a reranker failure is not one (see the module docs).
 pub async fn search(
-    store: &Store,
+    store: &(dyn engram_store_api::PassageStore + '_),
     agent: &AgentId,
     q: &PassageQuery,
     reranker: Option<&dyn Reranker>,
@@ -36,7 +36,7 @@ pub async fn search(
 /// ([`crate::expand::feedback_terms`]) that are searched by words alone and blended in before
 /// any reranking. Errors: as [`search`].
 pub async fn search_with(
-    store: &Store,
+    store: &(dyn engram_store_api::PassageStore + '_),
     agent: &AgentId,
     q: &PassageQuery,
     reranker: Option<&dyn Reranker>,
@@ -46,7 +46,7 @@ pub async fn search_with(
     let reranker = reranker.filter(|_| ranks);
     let expand = ranks && expansion.weight > 0.0 && expansion.terms > 0;
     if reranker.is_none() && !expand {
-        return hybrid::passages(store, agent, q);
+        return hybrid::passages(store, agent, q).await;
     }
     let depth = reranker.map_or(RERANK_CANDIDATES, |r| r.depth().max(1));
     let read_depth = q.top_k.max(depth);
@@ -54,23 +54,23 @@ pub async fn search_with(
         top_k: read_depth.max(if reranker.is_some() { RERANK_POOL } else { 0 }),
         ..q.clone()
     };
-    let mut candidates = hybrid::passages(store, agent, &pool)?;
+    let mut candidates = hybrid::passages(store, agent, &pool).await?;
     if expand {
-        candidates = expanded(store, agent, &pool, candidates, expansion)?;
+        candidates = expanded(store, agent, &pool, candidates, expansion).await?;
     }
     candidates.truncate(read_depth);
     // What stands when there is no reranker, or it declines or fails: the store's answer at
     // the asked depth (its neighbour smoothing depends on the depth, so a cut deeper list
     // could differ from it), or the expanded ranking.
-    let fallback = |candidates: Vec<PassageHit>| {
+    let fallback = async |candidates: Vec<PassageHit>| {
         if expand {
             Ok(truncated(candidates, q.top_k))
         } else {
-            hybrid::passages(store, agent, q)
+            hybrid::passages(store, agent, q).await
         }
     };
     let Some(reranker) = reranker else {
-        return fallback(candidates);
+        return fallback(candidates).await;
     };
     if candidates.len() <= 1 {
         return Ok(truncated(candidates, q.top_k));
@@ -79,7 +79,7 @@ pub async fn search_with(
         0 => Vec::new(),
         reach => {
             let ids: Vec<_> = candidates.iter().map(|h| h.passage.id.clone()).collect();
-            store.passages().neighbours(agent, &pool, &ids, reach)?
+            store.passage_neighbours(agent, &pool, &ids, reach).await?
         }
     };
     let read: Vec<Candidate> = candidates
@@ -102,7 +102,7 @@ pub async fn search_with(
         1.0
     };
     match reranker.relevance(agent, &q.query, &read).await {
-        Ok(None) => fallback(candidates),
+        Ok(None) => fallback(candidates).await,
         Ok(Some(scores)) if scores.len() == candidates.len() => {
             let mut hits: Vec<PassageHit> = candidates
                 .into_iter()
@@ -133,15 +133,15 @@ pub async fn search_with(
                 ),
             };
             tracing::warn!(agent = %agent, why, "reranker unavailable; the store's ranking stands");
-            fallback(candidates)
+            fallback(candidates).await
         }
     }
 }
 
 /// Blends the lexical search of `first`'s feedback terms into `first` (see [`Expansion`]),
 /// best first, at most `pool.top_k` hits; the same filters apply to both searches.
-fn expanded(
-    store: &Store,
+async fn expanded(
+    store: &(dyn engram_store_api::PassageStore + '_),
     agent: &AgentId,
     pool: &PassageQuery,
     first: Vec<PassageHit>,
@@ -164,7 +164,8 @@ fn expanded(
             embedding: None,
             ..pool.clone()
         },
-    )?;
+    )
+    .await?;
     let w = expansion.weight.clamp(0.0, 1.0);
     let mut hits: Vec<PassageHit> = Vec::with_capacity(first.len() + second.len());
     let mut at: std::collections::HashMap<engram_core::PassageId, usize> =
@@ -200,6 +201,7 @@ mod tests {
     use crate::rerank::RerankError;
     use async_trait::async_trait;
     use engram_core::{Agent, LlmConfig, NewPassage, TagMatch};
+    use engram_store::Store;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// Prefers texts that hold the word "answer", then shorter texts; or fails.

@@ -116,7 +116,7 @@ impl Archival<'_> {
         q.top_k = q.top_k.max(1);
         let reranker = self.engram.resolver.rerankers.get();
         let mut hits =
-            engram_retrieval::search(&self.engram.store, agent, &q, reranker.as_deref()).await?;
+            engram_retrieval::search(&*self.engram.backend, agent, &q, reranker.as_deref()).await?;
         // By words alone, a neighbour that shares no word with the query came along as
         // context; the window shows it so instead of as a match.
         if q.embedding.is_none() && !hits.is_empty() {

@@ -81,7 +81,8 @@ mod tests {
             top_k: 3,
             ..Default::default()
         };
-        let hits = engram_retrieval::hybrid::passages(&engram.store, agent, &q).expect("search");
+        let hits = engram_retrieval::HybridSearch::search_passages(&engram.store, agent, &q)
+            .expect("search");
         assert_eq!(hits.len(), 3);
     }
 

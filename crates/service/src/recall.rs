@@ -123,7 +123,13 @@ impl Recall<'_> {
     pub async fn search(self, agent: &AgentId, query: &MessageQuery) -> Result<Vec<MessageHit>> {
         self.engram.store.agents().get(agent)?;
         let embedding = self.engram.query_vector(agent, &query.query).await;
-        engram_retrieval::hybrid::messages(&self.engram.store, agent, query, embedding.as_deref())
+        engram_retrieval::hybrid::messages(
+            &*self.engram.backend,
+            agent,
+            query,
+            embedding.as_deref(),
+        )
+        .await
     }
 
     /// Pages through the conversation: the `limit` messages before `before_seq`, oldest first.

@@ -51,6 +51,7 @@ pub(super) async fn search(ctx: &mut ToolContext<'_>, args: &Args) -> Result<Str
     };
     let hits =
         engram_retrieval::hybrid::messages(ctx.store, &ctx.agent.id, &q, embedding.as_deref())
+            .await
             .map_err(|e| format!("Search failed: {e}"))?;
     if hits.is_empty() {
         return Ok("No matching messages in recall memory.".into());

@@ -329,6 +329,7 @@ async fn search(
         ..PassageQuery::default()
     };
     let hits = engram_retrieval::hybrid::passages(ctx.store, &ctx.agent.id, &q)
+        .await
         .map_err(|e| format!("Search failed: {e}"))?;
     let mut results: Vec<Value> = hits
         .iter()
