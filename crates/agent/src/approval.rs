@@ -19,7 +19,6 @@ use engram_core::{
     StepId, ToolReturn, ToolStatus, Usage,
 };
 use engram_store::{ApprovalWrite, StepCommit};
-use engram_store_api::{MessageStore, StepStore};
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -105,7 +104,14 @@ impl Runtime {
             run_id: run_id.clone(),
             agent_id: agent_id.clone(),
         });
-        let ctx = context::load(self.store(), agent_id, started_at, true).await?;
+        let ctx = context::load(
+            self.store(),
+            self.folders.as_deref(),
+            agent_id,
+            started_at,
+            true,
+        )
+        .await?;
         // The run's rule history (counts, last tool) is rebuilt from what already ran in it.
         let mut rules = Rules::new(&setup.agent.tool_rules);
         for m in ctx.messages.iter().filter(|m| {

@@ -8,8 +8,7 @@ use crate::tokens::{ContextBreakdown, TokenCounter};
 use crate::tools;
 use engram_core::{Agent, AgentId, Block, Message, Result, Role, Timestamp, Tool};
 use engram_providers::{ChatMessage, ChatRequest, ToolChoice};
-use engram_store::Store;
-use engram_store_api::Backend;
+use engram_store_api::{Backend, FolderStore};
 use std::collections::HashSet;
 
 /// Everything one LLM call is made of.
@@ -39,17 +38,20 @@ pub struct Context {
 /// last built (Letta does the same): a stable prefix keeps provider prompt caches warm, at the
 /// price of the time and counts in `<memory_metadata>` being as of the last rebuild.
 pub async fn load(
-    store: &Store,
+    backend: &dyn Backend,
+    folders: Option<&dyn FolderStore>,
     agent_id: &AgentId,
     now: Timestamp,
     stream: bool,
 ) -> Result<Context> {
-    let backend: &dyn Backend = store;
     let agent = backend.get_agent(agent_id).await?;
     let blocks = backend.agent_blocks(agent_id).await?;
     let messages = backend.in_context_messages(agent_id).await?;
     let memory = compile::memory_section(&blocks);
-    let files = files_section(store, agent_id)?;
+    let files = match folders {
+        Some(folders) => files_section(folders, agent_id).await?,
+        None => String::new(),
+    };
     // Open files are part of what the model reads: a moved window rebuilds the message too.
     let key = format!("{}\u{0}{memory}\u{0}{files}", agent.system);
     let system = match backend.system_cache(agent_id).await? {
@@ -139,17 +141,17 @@ pub async fn load(
 }
 
 /// The agent's `<files>` section (empty without attached folders).
-fn files_section(store: &Store, agent_id: &AgentId) -> Result<String> {
-    let folders = store.folders().of_agent(agent_id)?;
-    if folders.is_empty() {
+async fn files_section(folders: &dyn FolderStore, agent_id: &AgentId) -> Result<String> {
+    let attached = folders.agent_folders(agent_id).await?;
+    if attached.is_empty() {
         return Ok(String::new());
     }
-    let named: Vec<(String, String)> = folders
+    let named: Vec<(String, String)> = attached
         .into_iter()
         .map(|f| (f.name, f.instructions))
         .collect();
-    let files = store.folders().files_of_agent(agent_id)?;
-    let windows = store.folders().open_file_windows(agent_id)?;
+    let files = folders.agent_files(agent_id).await?;
+    let windows = folders.open_file_windows(agent_id).await?;
     Ok(compile::files_section(&named, &files, &windows))
 }
 

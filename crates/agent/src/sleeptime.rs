@@ -17,9 +17,7 @@ use engram_core::{
     SleeptimePass, SleeptimeSettings, ToolReturn,
 };
 use engram_providers::{ChatMessage, ChatRequest, ToolChoice};
-use engram_store_api::{
-    AgentStore, BlockStore, MessageStore, PassCommit, SeqOrder, SleeptimeStore,
-};
+use engram_store_api::{PassCommit, SeqOrder};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -157,6 +155,7 @@ impl Runtime {
         let mut ctx = ToolContext {
             agent: &pass_agent,
             store: self.store(),
+            folders: None,
             read_versions: blocks.iter().map(|b| (b.id.clone(), b.version)).collect(),
             blocks,
             writes: Vec::new(),

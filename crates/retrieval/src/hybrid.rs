@@ -13,7 +13,7 @@ use engram_core::{AgentId, ChunkHit, PassageHit, Result};
 use engram_store::{
     Bm25, CandidateDepth, Candidates, MessageHit, MessageQuery, PassageQuery, Ranking, Store,
 };
-use engram_store_api::{MessageStore, PassageStore};
+use engram_store_api::{FolderStore, MessageStore, PassageStore};
 
 /// The lexical side of a search: BM25 smoothed over neighbours (`mode`), cut to `limit`
 /// (`None`: not cut), as shares of the best hit.
@@ -134,27 +134,34 @@ fn message_ranking(
 /// model that made it; only passages embedded by that model take part). Returns at most
 /// `limit` hits, best first, scores in `0..=1`. A blank query or one without words searches by
 /// meaning alone (or finds nothing without a vector). Errors: `NotFound("agent")`.
-pub fn files(
-    store: &Store,
+pub async fn files(
+    store: &(dyn FolderStore + '_),
     agent: &AgentId,
     query: &str,
     embedding: Option<(&str, &[f32])>,
     limit: usize,
 ) -> Result<Vec<ChunkHit>> {
+    let (depth, ranker) = file_ranking(limit);
+    store
+        .rank_agent_files(agent, query, embedding, depth, &ranker)
+        .await
+}
+
+/// The depths and the ranking of a search of an agent's files (see [`files`]).
+fn file_ranking(limit: usize) -> (CandidateDepth, impl Fn(Candidates) -> Ranking + Send + Sync) {
     let pool = candidates_for(limit);
     let depth = CandidateDepth {
         lexical: pool,
         vector: pool,
     };
-    store
-        .folders()
-        .rank_agent_files(agent, query, embedding, depth, |c: Candidates| {
-            let words = c.lexical.map(|b| b.ranking).unwrap_or_default();
-            let vector = c.vector.unwrap_or_default();
-            let mut fused = fuse(&relative(&words), &vector, LEXICAL_WEIGHT);
-            fused.truncate(limit);
-            fused
-        })
+    let ranker = move |c: Candidates| {
+        let words = c.lexical.map(|b| b.ranking).unwrap_or_default();
+        let vector = c.vector.unwrap_or_default();
+        let mut fused = fuse(&relative(&words), &vector, LEXICAL_WEIGHT);
+        fused.truncate(limit);
+        fused
+    };
+    (depth, ranker)
 }
 
 /// The hybrid rankings as methods of the store (see the module docs).
@@ -209,6 +216,8 @@ impl HybridSearch for Store {
         embedding: Option<(&str, &[f32])>,
         limit: usize,
     ) -> Result<Vec<ChunkHit>> {
-        files(self, agent, query, embedding, limit)
+        let (depth, ranker) = file_ranking(limit);
+        self.folders()
+            .rank_agent_files(agent, query, embedding, depth, ranker)
     }
 }

@@ -20,7 +20,8 @@
 //! - [`ToolStore`]: user tools, unique by name, and the agents' references to them;
 //! - [`UserStore`]: a shared server's users, their token hashes and access to agents.
 //!
-//! Folders and files and the rest follow the same way.
+//! [`FolderStore`] (an agent's folders as its runtime reads them) is the SQLite store's alone
+//! for now, outside [`Backend`]. Writing folders and the rest follow the same way.
 //!
 //! # Async, dyn-compatible
 //! Every method is `async` and the traits are object-safe (`Arc<dyn Backend>`), with `Send`
@@ -55,6 +56,7 @@
 //!   what a later read returns.
 
 mod context;
+mod folders;
 mod messages;
 mod passages;
 mod ranking;
@@ -67,6 +69,7 @@ mod users;
 mod words;
 
 pub use context::ContextStore;
+pub use folders::{FileWindow, FolderStore, TextPart};
 pub use messages::{Hit, MessageSearch, MessageStore, SEQ_GAP, SeqOrder};
 pub use passages::{PassageRange, PassageSearch, PassageStore};
 pub use ranking::{

@@ -32,17 +32,6 @@ fn check_vector(v: &[f32]) -> Result<()> {
     Ok(())
 }
 
-/// Tags without duplicates, first occurrence kept.
-pub(crate) fn dedup(tags: &[String]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::with_capacity(tags.len());
-    for t in tags {
-        if !out.contains(t) {
-            out.push(t.clone());
-        }
-    }
-    out
-}
-
 /// The key of the agent's passage `id`. Errors: `NotFound("passage", id)`.
 async fn key_of(c: &impl GenericClient, agent: &AgentId, id: &PassageId) -> TxResult<Key> {
     let row = c
@@ -116,7 +105,7 @@ pub(crate) async fn insert_as(
         id,
         agent_id: agent.clone(),
         text: np.text.clone(),
-        tags: dedup(&np.tags),
+        tags: rows::dedup_tags(&np.tags),
         created_at: np.created_at.map_or(now, rows::truncate),
         superseded: None,
     };
@@ -274,7 +263,7 @@ impl PassageStore for PgStore {
     ) -> Result<Vec<Hit<Passage>>> {
         let c = self.client().await?;
         blocks::ensure_agent(&c, agent, Lock::None).await?;
-        let tags = dedup(&q.tags);
+        let tags = rows::dedup_tags(&q.tags);
         let limit = rows::limit(q.limit);
         let filters = search_filters(q.tag_match);
         let found = match query_words(&q.query) {

@@ -108,7 +108,7 @@ pub(crate) async fn rank_passages(
     if q.top_k == 0 {
         return Ok(Vec::new());
     }
-    let tags = crate::passages::dedup(&q.tags);
+    let tags = rows::dedup_tags(&q.tags);
     let params = PassageParams {
         agent: agent.as_str(),
         q,
@@ -310,7 +310,7 @@ pub(crate) async fn passage_neighbours(
     reach: usize,
 ) -> Result<Vec<Vec<Passage>>> {
     blocks::ensure_agent(c, agent, Lock::None).await?;
-    let tags = crate::passages::dedup(&q.tags);
+    let tags = rows::dedup_tags(&q.tags);
     let params = PassageParams {
         agent: agent.as_str(),
         q,

@@ -285,3 +285,14 @@ pub(crate) trait Cached: GenericClient {
 }
 
 impl<C: GenericClient> Cached for C {}
+
+/// Tags without duplicates, first occurrence kept.
+pub(crate) fn dedup_tags(tags: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(tags.len());
+    for t in tags {
+        if !out.contains(t) {
+            out.push(t.clone());
+        }
+    }
+    out
+}

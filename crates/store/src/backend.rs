@@ -12,15 +12,17 @@ use crate::{
 };
 use async_trait::async_trait;
 use engram_core::{
-    Agent, AgentAccess, AgentId, Block, BlockEdit, BlockId, BlockOp, BlockPatch, Editor, Message,
-    MessageHit, MessageId, NewBlock, NewMessage, NewPassage, OpOutcome, PassId, Passage,
-    PassageHit, PassageId, PendingApproval, Result, RunId, RunRecord, SleeptimePass,
-    SleeptimeSettings, Step, Timestamp, Tool, ToolId, User, UserId,
+    Agent, AgentAccess, AgentFile, AgentId, Block, BlockEdit, BlockId, BlockOp, BlockPatch,
+    ChunkHit, Editor, FileId, Folder, FolderFile, Message, MessageHit, MessageId, NewBlock,
+    NewMessage, NewPassage, OpOutcome, PassId, Passage, PassageHit, PassageId, PendingApproval,
+    Result, RunId, RunRecord, SleeptimePass, SleeptimeSettings, Step, Timestamp, Tool, ToolId,
+    User, UserId,
 };
 use engram_store_api::{
-    AgentStore, BlockStore, CommittedStep, ContextStore, Hit, Lease, LeaseGrant, LeaseStore,
-    MessageSearch, MessageStore, PassCommit, PassageRange, PassageSearch, PassageStore,
-    ProviderRow, Ranker, SettingStore, SleeptimeStore, StepCommit, StepStore, ToolStore, UserStore,
+    AgentStore, BlockStore, CommittedStep, ContextStore, FileWindow, FolderStore, Hit, Lease,
+    LeaseGrant, LeaseStore, MessageSearch, MessageStore, PassCommit, PassageRange, PassageSearch,
+    PassageStore, ProviderRow, Ranker, SettingStore, SleeptimeStore, StepCommit, StepStore,
+    TextPart, ToolStore, UserStore,
 };
 use std::sync::MutexGuard;
 use std::time::Duration;
@@ -529,5 +531,64 @@ impl ToolStore for Store {
 
     async fn delete_tool(&self, id: &ToolId) -> Result<()> {
         self.tools().delete(id)
+    }
+}
+
+#[async_trait]
+impl FolderStore for Store {
+    async fn agent_folders(&self, agent: &AgentId) -> Result<Vec<Folder>> {
+        self.folders().of_agent(agent)
+    }
+
+    async fn agent_files(&self, agent: &AgentId) -> Result<Vec<AgentFile>> {
+        self.folders().files_of_agent(agent)
+    }
+
+    async fn agent_file(&self, agent: &AgentId, name: &str) -> Result<Option<FolderFile>> {
+        self.folders().file_of_agent(agent, name)
+    }
+
+    async fn folder_file(&self, id: &FileId) -> Result<FolderFile> {
+        self.folders().get_file(id)
+    }
+
+    async fn open_file(
+        &self,
+        agent: &AgentId,
+        file: &FileId,
+        offset: u32,
+        length: u32,
+        max_open: usize,
+    ) -> Result<Vec<FileId>> {
+        self.folders()
+            .open_file(agent, file, offset, length, max_open)
+    }
+
+    async fn close_all_files(&self, agent: &AgentId) -> Result<usize> {
+        self.folders().close_all_files(agent)
+    }
+
+    async fn open_file_windows(&self, agent: &AgentId) -> Result<Vec<FileWindow>> {
+        self.folders().open_file_windows(agent)
+    }
+
+    async fn file_text_part(&self, id: &FileId, idx: u32) -> Result<Option<TextPart>> {
+        self.folders().text_part(id, idx)
+    }
+
+    async fn file_page_starts(&self, id: &FileId) -> Result<Vec<u32>> {
+        self.folders().page_starts(id)
+    }
+
+    async fn rank_agent_files(
+        &self,
+        agent: &AgentId,
+        query: &str,
+        embedding: Option<(&str, &[f32])>,
+        depth: CandidateDepth,
+        rank: Ranker<'_>,
+    ) -> Result<Vec<ChunkHit>> {
+        self.folders()
+            .rank_agent_files(agent, query, embedding, depth, rank)
     }
 }

@@ -32,15 +32,7 @@ pub struct NewPiece {
     pub first_seq: usize,
 }
 
-/// A stretch of a file's text: the whole text of a file read whole (part 0), or one piece of
-/// a file read as a stream.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TextPart {
-    /// Its first line (1-based).
-    pub first_line: u32,
-    /// Its text, lines joined by `\n`.
-    pub text: String,
-}
+pub use engram_store_api::TextPart;
 
 impl FolderRows<'_> {
     /// A file's whole extracted text and the first line of each of its pages (empty when it

@@ -7,26 +7,11 @@ use crate::sql::{self, DbResult};
 use engram_core::{AgentFile, AgentId, Error, FileId, FolderFile, FolderId, Result};
 use rusqlite::{Connection, OptionalExtension, params};
 
+pub use engram_store_api::FileWindow;
+
 /// The most characters one open file shows in the context window; a window whose lines
 /// hold more is cut at a line end (and says so).
 pub const MAX_WINDOW_CHARS: usize = 12_000;
-
-/// One open file as compiled into an agent's context window.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FileWindow {
-    /// The file.
-    pub file_id: FileId,
-    /// How the agent names it: `folder/file`.
-    pub name: String,
-    /// The first line shown (1-based).
-    pub offset: u32,
-    /// The last line shown (inclusive; `offset - 1` when the file is empty).
-    pub last: u32,
-    /// Lines in the whole file.
-    pub lines: u32,
-    /// The shown lines, each as `<number>: <text>`, joined by `\n`.
-    pub text: String,
-}
 
 /// The agent-facing name of a file: `folder/file`.
 pub fn qualified_name(folder: &str, file: &str) -> String {

@@ -108,19 +108,32 @@ impl Runtime {
                     compacted_for_error = true;
                     if !ctx.counter.is_exact() {
                         calibrate::refused(
-                            &self.store,
+                            self.store(),
                             &ctx.agent.llm.model,
                             &ctx.counter,
                             ctx.breakdown.total,
                             ctx.breakdown.context_window,
                         )
                         .await;
-                        *ctx =
-                            context::load(&self.store, agent_id, chrono::Utc::now(), true).await?;
+                        *ctx = context::load(
+                            self.store(),
+                            self.folders.as_deref(),
+                            agent_id,
+                            chrono::Utc::now(),
+                            true,
+                        )
+                        .await?;
                     }
                     let target = self.target_tokens(ctx).min(ctx.breakdown.total / 2);
-                    compact::compact(&self.store, model, ctx, target, &self.settings).await?;
-                    *ctx = context::load(&self.store, agent_id, chrono::Utc::now(), true).await?;
+                    compact::compact(self.store(), model, ctx, target, &self.settings).await?;
+                    *ctx = context::load(
+                        self.store(),
+                        self.folders.as_deref(),
+                        agent_id,
+                        chrono::Utc::now(),
+                        true,
+                    )
+                    .await?;
                 }
                 // The server died mid-answer, or the step ran out of time: the part of the
                 // reply that arrived is kept, then the run ends with the error.

@@ -10,7 +10,6 @@ use crate::outcome::RunOutcome;
 use crate::reply;
 use crate::rules::Rules;
 use engram_core::{Error, ErrorBody, LoopStyle, Message, NewMessage, Result, RunEvent, StopReason};
-use engram_store_api::{ContextStore, MessageStore, StepStore};
 use tokio_util::sync::CancellationToken;
 
 impl Runtime {

@@ -11,14 +11,19 @@ use crate::window;
 use crate::{Embedder, ModelResolver};
 use engram_core::{Agent, AgentId, Result, Timestamp};
 use engram_store::Store;
-use engram_store_api::{AgentStore, LeaseStore};
+use engram_store_api::{Backend, FolderStore, LeaseStore};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 /// Runs agents. One run per agent at a time: a second message to a busy agent waits its turn,
 /// so two runs never interleave their steps.
 pub struct Runtime {
-    pub(super) store: Store,
+    /// Where agents, their memory and their runs are kept: the SQLite store of the desktop or
+    /// a server's PostgreSQL.
+    pub(super) store: Arc<dyn Backend>,
+    /// Agents' folders and files (see [`FolderStore`]); `None` where the backend has none,
+    /// and agents then have no file tools to call.
+    pub(crate) folders: Option<Arc<dyn FolderStore>>,
     pub(crate) models: Arc<dyn ModelResolver>,
     pub(super) settings: LoopSettings,
     python: Arc<PythonHost>,
@@ -34,7 +39,7 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    /// A runtime over `store`, resolving models with `models`.
+    /// A runtime over the SQLite `store` (with its folders), resolving models with `models`.
     pub fn new(store: Store, models: Arc<dyn ModelResolver>) -> Self {
         Self::with_settings(store, models, LoopSettings::default())
     }
@@ -45,9 +50,22 @@ impl Runtime {
         models: Arc<dyn ModelResolver>,
         settings: LoopSettings,
     ) -> Self {
+        let folders: Arc<dyn FolderStore> = Arc::new(store.clone());
+        Self::on_backend(Arc::new(store), Some(folders), models, settings)
+    }
+
+    /// A runtime over any `backend` (a server's PostgreSQL among them), with agents' folders
+    /// from `folders` when there are any.
+    pub fn on_backend(
+        backend: Arc<dyn Backend>,
+        folders: Option<Arc<dyn FolderStore>>,
+        models: Arc<dyn ModelResolver>,
+        settings: LoopSettings,
+    ) -> Self {
         Self {
-            leases: Arc::new(store.clone()),
-            store,
+            leases: backend.clone(),
+            store: backend,
+            folders,
             models,
             settings,
             python: Arc::new(PythonHost::default()),
@@ -90,9 +108,9 @@ impl Runtime {
         &self.python
     }
 
-    /// The store.
-    pub fn store(&self) -> &Store {
-        &self.store
+    /// Where agents are kept.
+    pub fn store(&self) -> &dyn Backend {
+        &*self.store
     }
 
     /// The reranker archival search uses now (see [`engram_retrieval::rerank`]), if any.
@@ -107,7 +125,14 @@ impl Runtime {
 
     /// The agent's context as the next call would see it (for the context-window meter).
     pub async fn context(&self, agent_id: &AgentId) -> Result<Context> {
-        context::load(&self.store, agent_id, chrono::Utc::now(), true).await
+        context::load(
+            self.store(),
+            self.folders.as_deref(),
+            agent_id,
+            chrono::Utc::now(),
+            true,
+        )
+        .await
     }
 
     /// Checks what [`run`](Self::run) checks before it writes anything (the agent exists, its
@@ -148,7 +173,14 @@ impl Runtime {
     /// context window: that is the user's to fix, so it is said before anything is written,
     /// instead of a run that compacts on every step. Error: `context_window_too_small`.
     async fn check_window(&self, agent: &Agent) -> Result<()> {
-        let ctx = context::load(&self.store, &agent.id, chrono::Utc::now(), true).await?;
+        let ctx = context::load(
+            self.store(),
+            self.folders.as_deref(),
+            &agent.id,
+            chrono::Utc::now(),
+            true,
+        )
+        .await?;
         window::check(
             compact::fixed_tokens(&ctx),
             ctx.breakdown.context_window,
@@ -200,7 +232,8 @@ impl Runtime {
     ) -> ToolContext<'a> {
         ToolContext {
             agent: &ctx.agent,
-            store: &self.store,
+            store: self.store(),
+            folders: self.folders.as_deref(),
             blocks: ctx.blocks.clone(),
             read_versions: ctx
                 .blocks

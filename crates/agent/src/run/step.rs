@@ -16,7 +16,6 @@ use engram_core::{
 };
 use engram_providers::{ChatResponse, ToolChoice};
 use engram_store::{ApprovalWrite, BlockWrite, CommittedStep, StepCommit};
-use engram_store_api::{MessageStore, StepStore};
 use std::time::Instant;
 
 /// One step's result, for the run to decide what comes next.
@@ -101,7 +100,7 @@ impl Runtime {
         let llm_ms = llm_started.elapsed().as_millis() as u64;
         if let Some(u) = &response.usage {
             calibrate::observe(
-                &self.store,
+                self.store(),
                 &ctx.agent.llm.model,
                 &ctx.counter,
                 ctx.breakdown.total,
@@ -118,7 +117,14 @@ impl Runtime {
     /// now (a narrowed choice must be taken).
     async fn prepare(&self, run: &RunContext<'_>) -> Result<(Context, Vec<String>)> {
         let agent_id = &run.setup.agent.id;
-        let ctx = context::load(&self.store, agent_id, chrono::Utc::now(), true).await?;
+        let ctx = context::load(
+            self.store(),
+            self.folders.as_deref(),
+            agent_id,
+            chrono::Utc::now(),
+            true,
+        )
+        .await?;
         let warned = self
             .warned
             .lock()
@@ -146,15 +152,29 @@ impl Runtime {
                 );
                 self.store.append_messages(agent_id, &[alert]).await?;
                 set_warned(true);
-                context::load(&self.store, agent_id, chrono::Utc::now(), true).await?
+                context::load(
+                    self.store(),
+                    self.folders.as_deref(),
+                    agent_id,
+                    chrono::Utc::now(),
+                    true,
+                )
+                .await?
             }
             Pressure::Compact => {
                 let model = &*run.setup.model;
                 tokio::select! {
-                    r = compact::compact(&self.store, model, &ctx, self.target_tokens(&ctx), &self.settings) => r?,
+                    r = compact::compact(self.store(), model, &ctx, self.target_tokens(&ctx), &self.settings) => r?,
                     () = run.cancel.cancelled() => return Err(engram_core::Error::Cancelled),
                 }
-                context::load(&self.store, agent_id, chrono::Utc::now(), true).await?
+                context::load(
+                    self.store(),
+                    self.folders.as_deref(),
+                    agent_id,
+                    chrono::Utc::now(),
+                    true,
+                )
+                .await?
             }
         };
         let offered: Vec<String> = ctx.request.tools.iter().map(|t| t.name.clone()).collect();
@@ -304,7 +324,7 @@ impl Runtime {
         run.usage.add_step(prompt_tokens, completion_tokens);
         announce::step(run.events, agent_id, &committed, step_usage);
         if waiting {
-            announce::pending(&self.store, run.events, agent_id).await;
+            announce::pending(self.store(), run.events, agent_id).await;
         }
         let next = go_on_after_refusals(next, &committed);
         // A call refused at commit got another answer than the one recorded here; its retries

@@ -5,7 +5,6 @@ use super::context::ToolContext;
 use engram_core::run::format_time;
 use engram_core::{NewPassage, TagMatch};
 use engram_store::PassageQuery;
-use engram_store_api::PassageStore;
 use serde_json::json;
 
 /// Results returned to the model when it does not say how many.

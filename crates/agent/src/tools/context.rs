@@ -4,7 +4,8 @@
 use crate::Embedder;
 use crate::python::PythonHost;
 use engram_core::{Agent, Block, BlockId, NewPassage, Timestamp, Tool};
-use engram_store::{BlockWrite, Store};
+use engram_store::BlockWrite;
+use engram_store_api::{Backend, FolderStore};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -16,7 +17,9 @@ pub struct ToolContext<'a> {
     /// The agent running the tools.
     pub agent: &'a Agent,
     /// For searches and fresh reads of blocks.
-    pub store: &'a Store,
+    pub store: &'a dyn Backend,
+    /// The agent's folders, where the backend keeps any (see [`FolderStore`]).
+    pub folders: Option<&'a dyn FolderStore>,
     /// Working copies of the agent's blocks: the last read plus this step's queued edits;
     /// `version` is the stored version of that read.
     pub blocks: Vec<Block>,

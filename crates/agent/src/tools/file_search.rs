@@ -4,6 +4,7 @@
 use super::args::Args;
 use super::context::ToolContext;
 use engram_core::{AgentFile, FileStatus};
+use engram_store_api::FolderStore;
 use std::fmt::Write;
 
 /// The longest pattern `grep_files` takes (**characters**).
@@ -53,7 +54,8 @@ fn cite(name: &str, page: Option<u32>, line: u32) -> String {
 /// line of every readable file (names filtered by the `include` glob, matched against both
 /// `folder/file` and `file`), [`GREP_PAGE`] matches a page from match `offset` (0-based), each
 /// with its citation and `context_lines` lines around it.
-pub(super) fn grep(ctx: &mut ToolContext<'_>, args: &Args) -> Result<String, String> {
+pub(super) async fn grep(ctx: &mut ToolContext<'_>, args: &Args) -> Result<String, String> {
+    let folders = super::files::folders(ctx)?;
     let pattern = args.str("pattern")?;
     if pattern.chars().count() > MAX_PATTERN_CHARS {
         return Err(format!(
@@ -71,10 +73,9 @@ pub(super) fn grep(ctx: &mut ToolContext<'_>, args: &Args) -> Result<String, Str
         .unwrap_or(1)
         .clamp(0, MAX_CONTEXT_LINES as i64) as usize;
     let offset = args.opt_int("offset")?.unwrap_or(0).max(0) as usize;
-    let files: Vec<AgentFile> = ctx
-        .store
-        .folders()
-        .files_of_agent(&ctx.agent.id)
+    let files: Vec<AgentFile> = folders
+        .agent_files(&ctx.agent.id)
+        .await
         .map_err(|e| e.to_string())?
         .into_iter()
         .filter(|f| {
@@ -91,17 +92,16 @@ pub(super) fn grep(ctx: &mut ToolContext<'_>, args: &Args) -> Result<String, Str
     let mut in_files = 0usize;
     let mut shown = String::new();
     for f in &files {
-        let meta = ctx
-            .store
-            .folders()
-            .get_file(&f.file_id)
+        let meta = folders
+            .folder_file(&f.file_id)
+            .await
             .map_err(|e| e.to_string())?;
         if !matches!(meta.status, FileStatus::Completed | FileStatus::Embedding) {
             continue;
         }
         let before = total;
         grep_file(
-            ctx.store.folders(),
+            folders,
             &f.file_id,
             &f.file_name,
             &re,
@@ -110,6 +110,7 @@ pub(super) fn grep(ctx: &mut ToolContext<'_>, args: &Args) -> Result<String, Str
             &mut total,
             &mut shown,
         )
+        .await
         .map_err(|e| e.to_string())?;
         if total > before {
             in_files += 1;
@@ -144,8 +145,8 @@ pub(super) fn grep(ctx: &mut ToolContext<'_>, args: &Args) -> Result<String, Str
 /// citation and `context` lines around it. The text is read a part at a time (a file read as
 /// a stream has pieces of about 1 MiB), so a file of hundreds of MB is never held whole.
 #[allow(clippy::too_many_arguments)]
-fn grep_file(
-    store: engram_store::FolderRows<'_>,
+async fn grep_file(
+    store: &dyn FolderStore,
     file: &engram_core::FileId,
     name: &str,
     re: &regex::Regex,
@@ -154,10 +155,10 @@ fn grep_file(
     total: &mut usize,
     shown: &mut String,
 ) -> engram_core::Result<()> {
-    let pages = store.page_starts(file)?;
+    let pages = store.file_page_starts(file).await?;
     let mut lines = LineWindow::new(context);
     let mut part = 0;
-    while let Some(text) = store.text_part(file, part)? {
+    while let Some(text) = store.file_text_part(file, part).await? {
         part += 1;
         for (i, line) in text.text.split('\n').enumerate() {
             let n = text.first_line + i as u32;
@@ -249,25 +250,26 @@ pub(super) async fn semantic(ctx: &mut ToolContext<'_>, args: &Args) -> Result<S
         },
         _ => None,
     };
+    let folders = super::files::folders(ctx)?;
     let hits = engram_retrieval::hybrid::files(
-        ctx.store,
+        folders,
         &ctx.agent.id,
         &query,
         embedding.as_ref().map(|(m, v)| (m.as_str(), v.as_slice())),
         limit,
     )
+    .await
     .map_err(|e| format!("Search failed: {e}"))?;
     if hits.is_empty() {
         return Ok("No passage of your files matches.".into());
     }
-    let folders = ctx
-        .store
-        .folders()
-        .of_agent(&ctx.agent.id)
+    let attached = folders
+        .agent_folders(&ctx.agent.id)
+        .await
         .map_err(|e| e.to_string())?;
     let mut out = String::new();
     for (i, h) in hits.iter().enumerate() {
-        let folder = folders
+        let folder = attached
             .iter()
             .find(|f| f.id == h.folder_id)
             .map_or("", |f| f.name.as_str());
@@ -303,8 +305,8 @@ mod tests {
 
     /// A file stored in three pieces: grep numbers lines across them, shows context that
     /// crosses a cut, and pages 20 matches at a time.
-    #[test]
-    fn grep_walks_a_file_stored_in_pieces() {
+    #[tokio::test]
+    async fn grep_walks_a_file_stored_in_pieces() {
         use engram_core::{FileStatus, NewFolder};
         use engram_store::{FileUpload, NewPiece, Store, Upserted};
         let dir = tempfile::tempdir().unwrap();
@@ -357,7 +359,7 @@ mod tests {
         let (mut total, mut shown) = (0, String::new());
         let id = &file.id;
         grep_file(
-            store.folders(),
+            &store,
             id,
             "logs/big.log",
             &re,
@@ -366,6 +368,7 @@ mod tests {
             &mut total,
             &mut shown,
         )
+        .await
         .unwrap();
         assert_eq!(total, 10);
         // Line 9 has a match; its context line 11 is in the next piece.
@@ -380,7 +383,7 @@ mod tests {
         // Paging: from match 9 on, only lines 27 and 30 are shown (and all 10 counted).
         let (mut total, mut shown) = (0, String::new());
         grep_file(
-            store.folders(),
+            &store,
             id,
             "logs/big.log",
             &re,
@@ -389,6 +392,7 @@ mod tests {
             &mut total,
             &mut shown,
         )
+        .await
         .unwrap();
         assert_eq!(total, 10);
         assert_eq!(

@@ -6,6 +6,7 @@
 use super::args::Args;
 use super::context::ToolContext;
 use engram_core::{FileStatus, FolderFile};
+use engram_store_api::FolderStore;
 use serde_json::Value;
 
 /// The most files an agent has open at once.
@@ -15,18 +16,23 @@ pub const DEFAULT_WINDOW_LINES: u32 = 100;
 /// The most lines one window shows (it is also cut at `engram_store::MAX_WINDOW_CHARS`).
 pub const MAX_WINDOW_LINES: u32 = 400;
 
+/// The agent's folders, or why there are none to use (in words for the model).
+pub(super) fn folders<'a>(ctx: &ToolContext<'a>) -> Result<&'a dyn FolderStore, String> {
+    ctx.folders
+        .ok_or_else(|| "Files are not available here: this Engram keeps no folders.".to_owned())
+}
+
 /// Finds the readable file the agent calls `name`, or says why not (in words for the model).
-pub(super) fn readable(ctx: &ToolContext<'_>, name: &str) -> Result<FolderFile, String> {
-    let found = ctx
-        .store
-        .folders()
-        .file_of_agent(&ctx.agent.id, name)
+pub(super) async fn readable(ctx: &ToolContext<'_>, name: &str) -> Result<FolderFile, String> {
+    let folders = folders(ctx)?;
+    let found = folders
+        .agent_file(&ctx.agent.id, name)
+        .await
         .map_err(|e| e.to_string())?;
     let Some(file) = found else {
-        let names: Vec<String> = ctx
-            .store
-            .folders()
-            .files_of_agent(&ctx.agent.id)
+        let names: Vec<String> = folders
+            .agent_files(&ctx.agent.id)
+            .await
             .map_err(|e| e.to_string())?
             .into_iter()
             .take(20)
@@ -57,7 +63,8 @@ pub(super) fn readable(ctx: &ToolContext<'_>, name: &str) -> Result<FolderFile, 
 /// `open_files(file_requests=[{file_name, offset?, length?}], close_all_others?)`: opens each
 /// file with a window of `length` lines from line `offset` (1-based), after closing the
 /// others when asked. Files it cannot open are reported; the rest still open.
-pub(super) fn open(ctx: &mut ToolContext<'_>, args: &Args) -> Result<String, String> {
+pub(super) async fn open(ctx: &mut ToolContext<'_>, args: &Args) -> Result<String, String> {
+    let folders = folders(ctx)?;
     let requests = match args.value("file_requests") {
         Some(Value::Array(r)) => r.clone(),
         Some(Value::Object(o)) => vec![Value::Object(o.clone())],
@@ -81,10 +88,9 @@ pub(super) fn open(ctx: &mut ToolContext<'_>, args: &Args) -> Result<String, Str
     let mut lines = Vec::new();
     let mut opened = 0;
     if args.opt_bool("close_all_others")?.unwrap_or(false) {
-        let n = ctx
-            .store
-            .folders()
+        let n = folders
             .close_all_files(agent)
+            .await
             .map_err(|e| e.to_string())?;
         if n > 0 {
             lines.push(format!("Closed {n} file(s) first."));
@@ -99,17 +105,16 @@ pub(super) fn open(ctx: &mut ToolContext<'_>, args: &Args) -> Result<String, Str
         let offset = int("offset").unwrap_or(1).clamp(1, i64::from(u32::MAX)) as u32;
         let asked = int("length").unwrap_or(i64::from(DEFAULT_WINDOW_LINES));
         let length = asked.clamp(1, i64::from(MAX_WINDOW_LINES)) as u32;
-        let file = match readable(ctx, name) {
+        let file = match readable(ctx, name).await {
             Ok(f) => f,
             Err(e) => {
                 lines.push(e);
                 continue;
             }
         };
-        let closed = ctx
-            .store
-            .folders()
+        let closed = folders
             .open_file(agent, &file.id, offset, length, MAX_OPEN_FILES)
+            .await
             .map_err(|e| e.to_string())?;
         let last = (offset + length - 1).min(file.lines.max(1));
         let mut line = format!(
@@ -123,10 +128,9 @@ pub(super) fn open(ctx: &mut ToolContext<'_>, args: &Args) -> Result<String, Str
         }
         line.push('.');
         if !closed.is_empty() {
-            let all = ctx
-                .store
-                .folders()
-                .files_of_agent(agent)
+            let all = folders
+                .agent_files(agent)
+                .await
                 .map_err(|e| e.to_string())?;
             let names: Vec<&str> = closed
                 .iter()

@@ -9,7 +9,6 @@ use super::context::ToolContext;
 use engram_core::block_op::{applied_message, refused_message};
 use engram_core::{Applied, Block, BlockOp, Editor, ReplaceCount};
 use engram_store::BlockWrite;
-use engram_store_api::BlockStore;
 
 fn find(ctx: &ToolContext<'_>, label: &str) -> Result<usize, String> {
     let index = ctx

@@ -416,8 +416,8 @@ async fn dispatch(
         "archival_memory_insert" => archival::insert(ctx, args).await,
         "archival_memory_search" => archival::search(ctx, args).await,
         "conversation_search" => recall::search(ctx, args).await,
-        "open_files" => files::open(ctx, args),
-        "grep_files" => file_search::grep(ctx, args),
+        "open_files" => files::open(ctx, args).await,
+        "grep_files" => file_search::grep(ctx, args).await,
         "semantic_search_files" => file_search::semantic(ctx, args).await,
         other => Err(format!(
             "Tool '{other}' cannot run in this version of Engram."

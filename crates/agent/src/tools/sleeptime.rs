@@ -13,7 +13,7 @@ use engram_core::run::format_time;
 use engram_core::{BlockId, NewPassage, PassageId, SupersedeKind};
 use engram_providers::ToolSpec;
 use engram_store::PassageQuery;
-use engram_store_api::{PassageOp, PassageStore};
+use engram_store_api::PassageOp;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 
