@@ -53,7 +53,15 @@ pub async fn load(
         None => String::new(),
     };
     // Open files are part of what the model reads: a moved window rebuilds the message too.
-    let key = format!("{}\u{0}{memory}\u{0}{files}", agent.system);
+    // Each part is prefixed by its length (bytes), so no two different triples make one key;
+    // no separator character is needed (PostgreSQL text holds no NUL).
+    let key = format!(
+        "{}:{}{}:{memory}{}:{files}",
+        agent.system.len(),
+        agent.system,
+        memory.len(),
+        files.len()
+    );
     let system = match backend.system_cache(agent_id).await? {
         Some((cached_key, prompt)) if cached_key == key => prompt,
         _ => {
