@@ -266,29 +266,42 @@ pub fn valid_tool_name(name: &str) -> bool {
 }
 
 /// Rewrites an agent's tool list `names` and `rules` after the tool `old` was renamed to `new`,
-/// or deleted (`new` is `None`: the name and the rules about it go). Returns whether anything
-/// changed. The rule both stores apply, in the transaction that renames or deletes the tool.
+/// or deleted (`new` is `None`: the name goes, with the rules about it, and from the children
+/// a rule allows after another tool). Returns whether anything changed. The rule both stores
+/// apply, in the transaction that renames or deletes the tool.
 pub fn rewrite_tool_refs(
     names: &mut Vec<String>,
     rules: &mut Vec<ToolRule>,
     old: &str,
     new: Option<&str>,
 ) -> bool {
-    if !names.iter().any(|n| n == old) && !rules.iter().any(|r| r.tool_name() == Some(old)) {
+    let in_children = |r: &ToolRule| matches!(r, ToolRule::ConstrainChildTools { children, .. } if children.iter().any(|c| c == old));
+    if !names.iter().any(|n| n == old)
+        && !rules
+            .iter()
+            .any(|r| r.tool_name() == Some(old) || in_children(r))
+    {
         return false;
     }
     match new {
-        Some(new) => names
-            .iter_mut()
-            .filter(|n| *n == old)
-            .for_each(|n| *n = new.to_owned()),
-        None => names.retain(|n| n != old),
-    }
-    match new {
-        Some(new) => rules
-            .iter_mut()
-            .for_each(|r| r.rename_tools(|n| (n == old).then(|| new.to_owned()))),
-        None => rules.retain(|r| r.tool_name() != Some(old)),
+        Some(new) => {
+            names
+                .iter_mut()
+                .filter(|n| *n == old)
+                .for_each(|n| *n = new.to_owned());
+            rules
+                .iter_mut()
+                .for_each(|r| r.rename_tools(|n| (n == old).then(|| new.to_owned())));
+        }
+        None => {
+            names.retain(|n| n != old);
+            rules.retain(|r| r.tool_name() != Some(old));
+            for r in rules.iter_mut() {
+                if let ToolRule::ConstrainChildTools { children, .. } = r {
+                    children.retain(|c| c != old);
+                }
+            }
+        }
     }
     true
 }
@@ -353,5 +366,37 @@ mod tests {
         assert!(!valid_tool_name("1abc"));
         assert!(!valid_tool_name("two words"));
         assert!(!valid_tool_name(""));
+    }
+
+    #[test]
+    fn a_renamed_or_deleted_tool_is_rewritten_wherever_a_rule_names_it() {
+        let constrain = |children: &[&str]| ToolRule::ConstrainChildTools {
+            tool_name: "plan".into(),
+            children: children.iter().map(|c| (*c).to_owned()).collect(),
+        };
+        // Named only as a child of another tool's rule: still rewritten.
+        let mut names = vec!["plan".to_owned()];
+        let mut rules = vec![constrain(&["lookup", "send_message"])];
+        assert!(rewrite_tool_refs(
+            &mut names,
+            &mut rules,
+            "lookup",
+            Some("find")
+        ));
+        assert_eq!(rules, [constrain(&["find", "send_message"])]);
+        assert!(rewrite_tool_refs(&mut names, &mut rules, "find", None));
+        assert_eq!(rules, [constrain(&["send_message"])]);
+        assert_eq!(names, ["plan"]);
+        // Not named anywhere: nothing to do.
+        assert!(!rewrite_tool_refs(&mut names, &mut rules, "other", None));
+        // Its own rules go with it.
+        let mut rules = vec![
+            ToolRule::RequiresApproval {
+                tool_name: "plan".into(),
+            },
+            constrain(&["send_message"]),
+        ];
+        assert!(rewrite_tool_refs(&mut names, &mut rules, "plan", None));
+        assert!(names.is_empty() && rules.is_empty());
     }
 }
