@@ -75,7 +75,9 @@ pub use passages::{PassageRange, PassageSearch, PassageStore};
 pub use ranking::{
     Bm25, CandidateDepth, Candidates, MessageQuery, NeighbourMap, PassageQuery, Ranker, Ranking,
 };
-pub use repair::{CallRow, Diagnosis, INTERRUPTED, Orphans, diagnose, slot_between};
+pub use repair::{
+    CallRow, Diagnosis, INTERRUPTED, Orphans, diagnose, interrupted_result, slot_between,
+};
 pub use settings::{
     CALIBRATION_SETTING_PREFIX, Calibration, ProviderRow, SettingStore, calibration_key,
 };

@@ -8,7 +8,9 @@
 //! right after the call's answers (in the `seq` gap) and takes the strays out of the context
 //! ([`StepStore::repair_tool_calls`](crate::StepStore::repair_tool_calls)).
 
-use engram_core::{MessageId, Role, RunId, StepId, ToolCall};
+use engram_core::{
+    AgentId, Message, MessageId, MessageKind, Role, RunId, StepId, Timestamp, ToolCall, ToolReturn,
+};
 use std::collections::{HashMap, HashSet};
 
 /// What the model reads in place of the result of a call that never finished.
@@ -118,5 +120,34 @@ pub fn slot_between(anchor: i64, next: Option<i64>) -> Option<i64> {
         None => anchor.checked_add(crate::SEQ_GAP),
         Some(next) if next - anchor >= 2 => Some(anchor + (next - anchor) / 2),
         Some(_) => None,
+    }
+}
+
+/// The `Failed` result repair stores for the unanswered call `call_id` (tool `name`) of the
+/// assistant message `caller`, at `seq`, stamped `now` (already truncated by the store): in
+/// context, with the caller's run and step.
+pub fn interrupted_result(
+    agent: &AgentId,
+    caller: &CallRow,
+    call_id: String,
+    name: String,
+    seq: i64,
+    now: Timestamp,
+) -> Message {
+    Message {
+        id: MessageId::new(),
+        agent_id: agent.clone(),
+        seq,
+        role: Role::Tool,
+        kind: MessageKind::Chat,
+        content: ToolReturn::failed(INTERRUPTED, now).to_json(),
+        reasoning: None,
+        tool_calls: Vec::new(),
+        tool_call_id: Some(call_id),
+        tool_name: Some(name),
+        run_id: caller.run_id.clone(),
+        step_id: caller.step_id.clone(),
+        in_context: true,
+        created_at: now,
     }
 }

@@ -8,11 +8,10 @@ use crate::messages;
 use crate::rows::{self, Cached};
 use crate::tx::TxResult;
 use deadpool_postgres::GenericClient;
-use engram_core::{
-    AgentId, Error, Message, MessageId, MessageKind, Role, RunId, StepId, Timestamp, ToolCall,
-    ToolReturn,
+use engram_core::{AgentId, Error, MessageId, RunId, StepId, Timestamp, ToolCall};
+use engram_store_api::{
+    CallRow, Diagnosis, Orphans, SEQ_GAP, diagnose, interrupted_result, slot_between,
 };
-use engram_store_api::{CallRow, Diagnosis, INTERRUPTED, Orphans, SEQ_GAP, diagnose, slot_between};
 use serde_json::Value;
 
 /// The agent's in-context tool calls and tool results, by `seq` (no text: see [`CallRow`]).
@@ -110,7 +109,6 @@ pub(crate) async fn repair(
         .await?;
     }
     let now = rows::truncate(now);
-    let content = ToolReturn::failed(INTERRUPTED, now).to_json();
     let mut inserted = 0;
     // Latest first: renumbering only moves messages after the anchor, so anchors of earlier
     // assistant messages stay valid.
@@ -124,22 +122,7 @@ pub(crate) async fn repair(
         let mut after = anchor;
         for (call_id, name) in calls {
             let seq = slot_after(c, agent, after).await?;
-            let m = Message {
-                id: MessageId::new(),
-                agent_id: agent.clone(),
-                seq,
-                role: Role::Tool,
-                kind: MessageKind::Chat,
-                content: content.clone(),
-                reasoning: None,
-                tool_calls: Vec::new(),
-                tool_call_id: Some(call_id),
-                tool_name: Some(name),
-                run_id: call_msg.run_id.clone(),
-                step_id: call_msg.step_id.clone(),
-                in_context: true,
-                created_at: now,
-            };
+            let m = interrupted_result(agent, call_msg, call_id, name, seq, now);
             messages::insert_row(c, &m).await?;
             after = seq;
             inserted += 1;

@@ -9,11 +9,8 @@ use crate::message_rows;
 use crate::messages::{self, SEQ_GAP};
 use crate::rooms::MessageRows;
 use crate::sql::{self, DbResult, json_opt};
-use engram_core::{
-    AgentId, Error, Message, MessageId, MessageKind, Result, Role, RunId, StepId, Timestamp,
-    ToolCall, ToolReturn,
-};
-use engram_store_api::{CallRow, Diagnosis, INTERRUPTED, Orphans, diagnose, slot_between};
+use engram_core::{AgentId, Error, MessageId, Result, RunId, StepId, Timestamp, ToolCall};
+use engram_store_api::{CallRow, Diagnosis, Orphans, diagnose, interrupted_result, slot_between};
 use rusqlite::{Connection, params};
 
 /// A free `seq` right after `anchor` for the agent, renumbering later messages when the gap is
@@ -105,7 +102,6 @@ impl MessageRows<'_> {
             for id in &strays {
                 stmt.execute([id.as_str()]).db()?;
             }
-            let content = ToolReturn::failed(INTERRUPTED, now).to_json();
             let mut inserted = 0;
             // Latest first: renumbering only moves messages after the anchor, so anchors of
             // earlier assistant messages stay valid.
@@ -114,22 +110,7 @@ impl MessageRows<'_> {
                 let mut after = anchor;
                 for (call_id, name) in calls {
                     let seq = slot_after(tx, agent, after)?;
-                    let m = Message {
-                        id: MessageId::new(),
-                        agent_id: agent.clone(),
-                        seq,
-                        role: Role::Tool,
-                        kind: MessageKind::Chat,
-                        content: content.clone(),
-                        reasoning: None,
-                        tool_calls: Vec::new(),
-                        tool_call_id: Some(call_id),
-                        tool_name: Some(name),
-                        run_id: call_msg.run_id.clone(),
-                        step_id: call_msg.step_id.clone(),
-                        in_context: true,
-                        created_at: now,
-                    };
+                    let m = interrupted_result(agent, call_msg, call_id, name, seq, now);
                     messages::insert_row(tx, &m)?;
                     after = seq;
                     inserted += 1;
