@@ -91,7 +91,7 @@ fn main() {
     runtime.block_on(async {
         let mock = MockLlm::start(Script::Queue).await;
         let home = Home::new();
-        let agent = home.agent(&mock, LoopStyle::ToolLoop);
+        let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
         eprintln!("filling {PASSAGES} passages…");
         let start = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
         let store = home.engram.store();

@@ -21,7 +21,7 @@ fn ms(d: Duration) -> String {
 async fn step_time() -> (Duration, Duration) {
     let mock = MockLlm::start(Script::rules(|_| Reply::text("ok"))).await;
     let home = Home::new();
-    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
     let mut times = Vec::new();
     for i in 0..300 {
         let started = Instant::now();
@@ -74,7 +74,7 @@ impl engram_agent::ModelResolver for InstantResolver {
 async fn engine_step_time() -> Duration {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
     let runtime = engram_agent::Runtime::new(
         home.engram.store().clone(),
         std::sync::Arc::new(InstantResolver),
@@ -105,7 +105,7 @@ async fn engine_step_time() -> Duration {
 async fn tool_step_time() -> Duration {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
     let mut times = Vec::new();
     for i in 0..200 {
         mock.push(Reply::ToolCalls(vec![Call::new(
@@ -239,6 +239,7 @@ async fn first_call_tokens(home: &Home, style: LoopStyle) -> engram_agent::Conte
             loop_style: style,
             ..NewAgent::default()
         })
+        .await
         .expect("create")
         .agent
         .id;
@@ -263,7 +264,7 @@ fn main() {
         eprintln!("archival…");
         let home = Home::new();
         let mock = MockLlm::start(Script::Queue).await;
-        let agent = home.agent(&mock, LoopStyle::ToolLoop);
+        let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
         let (rate, search_p50, search_p95) = archival(&home, &agent);
         eprintln!("context…");
         let compile = context_compile(&home, &agent).await;

@@ -62,9 +62,9 @@ struct Chatter {
 }
 
 impl Chatter {
-    fn new(home: &Home, mock: &MockLlm) -> Self {
+    async fn new(home: &Home, mock: &MockLlm) -> Self {
         Self {
-            agent: home.agent_with(mock, LoopStyle::ToolLoop, |_| {}),
+            agent: home.agent_with(mock, LoopStyle::ToolLoop, |_| {}).await,
             turns: 0,
         }
     }
@@ -72,7 +72,7 @@ impl Chatter {
     /// Times one plain message (a fresh agent's creation, when due, is not timed).
     async fn message(&mut self, home: &Home, mock: &MockLlm) -> Duration {
         if self.turns == CHAT_TURNS {
-            *self = Self::new(home, mock);
+            *self = Self::new(home, mock).await;
         }
         self.turns += 1;
         time_messages(home, mock, &self.agent, 1, |_| vec![Reply::text("ok")]).await[0]
@@ -91,9 +91,11 @@ fn main() {
             base_url: Some(mock.base_url()),
         };
         let home = Home::new();
-        let agent = home.agent_with(&mock, LoopStyle::ToolLoop, |a| {
-            a.embedding = Some(embedding.clone());
-        });
+        let agent = home
+            .agent_with(&mock, LoopStyle::ToolLoop, |a| {
+                a.embedding = Some(embedding.clone());
+            })
+            .await;
         let folder = home
             .engram
             .folders()
@@ -108,12 +110,12 @@ fn main() {
         // chatting agent takes `CHAT_TURNS` messages, then a fresh one takes over, so both
         // phases see the same history sizes (a history grown by thousands of turns costs more
         // per message on its own, whatever runs beside it).
-        let mut chatter = Chatter::new(&home, &mock);
+        let mut chatter = Chatter::new(&home, &mock).await;
         let mut quiet = Vec::new();
         while quiet.len() < 4 * CHAT_TURNS {
             quiet.push(chatter.message(&home, &mock).await);
         }
-        let mut chatter = Chatter::new(&home, &mock);
+        let mut chatter = Chatter::new(&home, &mock).await;
         let started = Instant::now();
         let ingest = {
             let (engram, folder, pdf) = (home.engram.clone(), folder.id.clone(), pdf.clone());

@@ -117,9 +117,11 @@ async fn run(model: &Model, window: u64, turns: &[String]) -> String {
         ramble_summaries: model.ramble,
     }));
     let home = Home::new();
-    let agent = home.agent_with(&mock, LoopStyle::ToolLoop, |a| {
-        a.llm.as_mut().unwrap().context_window = window as u32;
-    });
+    let agent = home
+        .agent_with(&mock, LoopStyle::ToolLoop, |a| {
+            a.llm.as_mut().unwrap().context_window = window as u32;
+        })
+        .await;
     let rss_before = rss_mb();
     let (mut took, mut counts, mut failed) = (Vec::new(), Vec::new(), 0);
     let mut refused_by_engram = None;

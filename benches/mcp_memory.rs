@@ -42,7 +42,7 @@ fn engram() -> PathBuf {
     bin
 }
 
-fn setup(home: &Home) -> AgentId {
+async fn setup(home: &Home) -> AgentId {
     let mut llm = LlmConfig::new("openai/unused");
     llm.base_url = Some("http://127.0.0.1:9/v1".into());
     let block = (0..200).map(word).collect::<Vec<_>>().join(" ");
@@ -59,6 +59,7 @@ fn setup(home: &Home) -> AgentId {
             blocks: vec![NewBlock::new("human", block)],
             ..NewAgent::default()
         })
+        .await
         .expect("agent")
         .agent
         .id;
@@ -110,7 +111,7 @@ fn main() {
         .expect("runtime");
     rt.block_on(async {
         let home = Home::new();
-        let agent = setup(&home);
+        let agent = setup(&home).await;
         let mut cmd = tokio::process::Command::new(engram());
         cmd.arg("--home")
             .arg(home.path())

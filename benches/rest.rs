@@ -60,8 +60,8 @@ fn main() {
     runtime.block_on(async {
         let mock = MockLlm::start(Script::Queue).await;
         let home = Home::new();
-        let direct_agent = home.agent(&mock, LoopStyle::ToolLoop);
-        let rest_agent = home.agent(&mock, LoopStyle::ToolLoop);
+        let direct_agent = home.agent(&mock, LoopStyle::ToolLoop).await;
+        let rest_agent = home.agent(&mock, LoopStyle::ToolLoop).await;
         let engram = engram_suite::open(
             home.path(),
             Arc::new(engram_secrets::MemoryStore::default()),

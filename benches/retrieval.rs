@@ -376,16 +376,13 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
 /// vector index; `benches/search_scale.rs` measures more).
 fn scale(n: u64) {
     let home = Home::new();
-    let agent = home
-        .engram
-        .agents()
-        .create(NewAgent {
-            name: "Scale".into(),
-            ..NewAgent::default()
-        })
-        .expect("agent")
-        .agent
-        .id;
+    let agent = futures::executor::block_on(home.engram.agents().create(NewAgent {
+        name: "Scale".into(),
+        ..NewAgent::default()
+    }))
+    .expect("agent")
+    .agent
+    .id;
     let store = home.engram.store();
     let words = [
         "garden", "tulips", "harbour", "terrier", "report", "lisbon", "coffee", "music", "river",

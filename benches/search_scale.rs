@@ -109,15 +109,11 @@ fn mb(bytes: u64) -> f64 {
 }
 
 fn new_agent(home: &Home, name: &str) -> AgentId {
-    home.engram
-        .agents()
-        .create(NewAgent {
-            name: name.into(),
-            ..NewAgent::default()
-        })
-        .expect("agent")
-        .agent
-        .id
+    let create = home.engram.agents().create(NewAgent {
+        name: name.into(),
+        ..NewAgent::default()
+    });
+    futures::executor::block_on(create).expect("agent").agent.id
 }
 
 /// 1–3 content words (vocabulary ranks 50–5,000), as `benches/engine.rs` asks.

@@ -63,7 +63,7 @@ async fn latency(n: usize, call_ms: u64) {
     // tend its memory, so both measure the same conversation lengths.
     let mut agents = Vec::new();
     for _ in 0..2 {
-        let agent = home.agent(&chat, LoopStyle::ToolLoop);
+        let agent = home.agent(&chat, LoopStyle::ToolLoop).await;
         for i in 0..200 {
             home.engram
                 .archival()
@@ -121,7 +121,7 @@ async fn cost_per_five_turns() {
     let chat = MockLlm::start(Script::Brain).await;
     let sleep = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = home.agent(&chat, LoopStyle::ToolLoop);
+    let agent = home.agent(&chat, LoopStyle::ToolLoop).await;
     home.engram
         .sleeptime()
         .set_settings(

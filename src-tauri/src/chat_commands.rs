@@ -31,7 +31,7 @@ pub async fn attach_run(
             .await?);
     }
     let agent_id = args.0.agent_id;
-    d.engram.agents().get(&agent_id)?;
+    d.engram.agents().get(&agent_id).await?;
     let Some(mut events) = d.engram.runs().attach(&agent_id) else {
         return Ok(false);
     };

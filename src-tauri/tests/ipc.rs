@@ -181,8 +181,8 @@ fn a_run_streams_through_the_dispatch_and_is_stored() {
     assert_eq!(runs.as_array().unwrap().len(), 1, "{runs}");
 }
 
-#[test]
-fn agents_and_memory_round_trip_through_ipc() {
+#[tokio::test]
+async fn agents_and_memory_round_trip_through_ipc() {
     let shell = Shell::start();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let mock = runtime.block_on(MockLlm::start(Script::Brain));
@@ -277,7 +277,7 @@ fn agents_and_memory_round_trip_through_ipc() {
         "{notices:?}"
     );
     let state = shell.window.state::<Desktop>();
-    assert_eq!(state.engram.agents().list().unwrap().len(), 1);
+    assert_eq!(state.engram.agents().list().await.unwrap().len(), 1);
 }
 
 #[test]
@@ -487,8 +487,8 @@ impl RemoteServer {
     }
 }
 
-#[test]
-fn the_window_works_on_a_remote_server_with_its_certificate_pinned() {
+#[tokio::test]
+async fn the_window_works_on_a_remote_server_with_its_certificate_pinned() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let server = RemoteServer::start(&rt);
     let mock = rt.block_on(MockLlm::start(Script::Brain));
@@ -579,10 +579,10 @@ fn the_window_works_on_a_remote_server_with_its_certificate_pinned() {
         )
         .unwrap();
     let id = agent["id"].as_str().unwrap().to_owned();
-    assert_eq!(server.engram.agents().list().unwrap().len(), 1);
+    assert_eq!(server.engram.agents().list().await.unwrap().len(), 1);
     let state = shell.window.state::<Desktop>();
     assert!(
-        state.engram.agents().list().unwrap().is_empty(),
+        state.engram.agents().list().await.unwrap().is_empty(),
         "nothing made here"
     );
 
@@ -621,6 +621,7 @@ fn the_window_works_on_a_remote_server_with_its_certificate_pinned() {
         .engram
         .recall()
         .list(&engram_core::AgentId::from(id.clone()), None, 50)
+        .await
         .unwrap();
     assert!(
         on_server

@@ -360,7 +360,7 @@ async fn continue_chatting(name: &str) {
         report.warnings
     );
     let id = &report.agents[0];
-    let mut llm = home.engram.agents().get(id).unwrap().agent.llm;
+    let mut llm = home.engram.agents().get(id).await.unwrap().agent.llm;
     llm.model = "openai/mock-small".into();
     llm.base_url = Some(mock.base_url());
     llm.context_window = 200_000;
@@ -373,6 +373,7 @@ async fn continue_chatting(name: &str) {
                 ..Default::default()
             },
         )
+        .await
         .unwrap();
     let (out, _) = home.chat(id, "my name is Bob").await;
     assert!(!out.messages.is_empty(), "{name}");
@@ -478,20 +479,24 @@ async fn engram_to_af_to_engram_is_lossless_and_holds_no_secrets() {
         .blocks()
         .create(&NewBlock::new("team", "We ship on Fridays."))
         .unwrap();
-    let a = home.agent_with(&mock, LoopStyle::Classic, |n| {
-        n.blocks.push(NewBlock {
-            label: "rules".into(),
-            value: "Never share secrets.".into(),
-            read_only: true,
-            limit: Some(300),
-            description: Some("Fixed rules".into()),
-        });
-        n.block_ids.push(shared.id.clone());
-    });
-    let b = home.agent_with(&mock, LoopStyle::ToolLoop, |n| {
-        n.name = "Kim".into();
-        n.block_ids.push(shared.id.clone());
-    });
+    let a = home
+        .agent_with(&mock, LoopStyle::Classic, |n| {
+            n.blocks.push(NewBlock {
+                label: "rules".into(),
+                value: "Never share secrets.".into(),
+                read_only: true,
+                limit: Some(300),
+                description: Some("Fixed rules".into()),
+            });
+            n.block_ids.push(shared.id.clone());
+        })
+        .await;
+    let b = home
+        .agent_with(&mock, LoopStyle::ToolLoop, |n| {
+            n.name = "Kim".into();
+            n.block_ids.push(shared.id.clone());
+        })
+        .await;
     home.chat(&a, "my name is Bob").await;
     home.chat(
         &a,
@@ -563,7 +568,15 @@ async fn engram_to_af_to_engram_is_lossless_and_holds_no_secrets() {
         assert_eq!(d.endpoints.len(), 1, "{:?}", d.endpoints);
         assert_eq!(d.endpoints[0].base_url, mock.base_url());
         assert_eq!(
-            other.engram.agents().get(id).unwrap().agent.llm.base_url,
+            other
+                .engram
+                .agents()
+                .get(id)
+                .await
+                .unwrap()
+                .agent
+                .llm
+                .base_url,
             None
         );
         other.engram.trust().accept_endpoint(id, None).unwrap();

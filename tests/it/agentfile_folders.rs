@@ -18,7 +18,7 @@ fn words_only() -> Option<EmbeddingConfig> {
 }
 
 async fn agent_with_folder(home: &Home, mock: &MockLlm) -> (AgentId, FolderId) {
-    let agent = home.agent(mock, LoopStyle::ToolLoop);
+    let agent = home.agent(mock, LoopStyle::ToolLoop).await;
     let e = &home.engram;
     let folder = e
         .folders()
@@ -286,6 +286,7 @@ async fn a_copy_of_an_agent_reads_the_same_folders() {
         .engram
         .agent_files()
         .duplicate(&agent, None)
+        .await
         .unwrap()
         .agent
         .id;

@@ -65,7 +65,7 @@ async fn prices_price_runs_and_agents_from_their_steps() {
         .expect("a built-in price");
     assert_eq!(mini["source"], "builtin");
 
-    let a = app.home.agent(&app.mock, LoopStyle::Classic);
+    let a = app.home.agent(&app.mock, LoopStyle::Classic).await;
     let (first, _) = app.home.chat(&a, "my name is Bob").await;
     app.home.chat(&a, "what is my name?").await;
 
@@ -157,16 +157,22 @@ async fn exports_come_with_a_file_name_in_every_format() {
     let (status, e) = app.call("export_agents", json!({"format": "af"})).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "no agent yet: {e}");
 
-    let sam = app.home.agent_with(&app.mock, LoopStyle::ToolLoop, |n| {
-        n.name = "Travel planner 1".into();
-        n.embedding = Some(EmbeddingConfig {
-            model: "openai/text-embedding-3-small".into(),
-            base_url: Some(app.mock.base_url()),
-        });
-    });
-    let kim = app.home.agent_with(&app.mock, LoopStyle::ToolLoop, |n| {
-        n.name = "Kim".into();
-    });
+    let sam = app
+        .home
+        .agent_with(&app.mock, LoopStyle::ToolLoop, |n| {
+            n.name = "Travel planner 1".into();
+            n.embedding = Some(EmbeddingConfig {
+                model: "openai/text-embedding-3-small".into(),
+                base_url: Some(app.mock.base_url()),
+            });
+        })
+        .await;
+    let kim = app
+        .home
+        .agent_with(&app.mock, LoopStyle::ToolLoop, |n| {
+            n.name = "Kim".into();
+        })
+        .await;
     app.home.chat(&sam, "hello there").await;
 
     let one = app
@@ -229,8 +235,8 @@ async fn exports_come_with_a_file_name_in_every_format() {
     assert_eq!(status, StatusCode::BAD_REQUEST);
 }
 
-#[test]
-fn an_export_is_written_where_the_dialog_said_and_a_file_imports_by_path() {
+#[tokio::test]
+async fn an_export_is_written_where_the_dialog_said_and_a_file_imports_by_path() {
     let home = engram_suite::Home::new();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let mock = runtime.block_on(MockLlm::start(Script::Brain));
@@ -239,7 +245,7 @@ fn an_export_is_written_where_the_dialog_said_and_a_file_imports_by_path() {
     let written = home
         .engram
         .agent_files()
-        .export_all_to(Some(&[a]), engram_service::ExportFormat::Af, &path)
+        .export_all_to(Some(&[a.await]), engram_service::ExportFormat::Af, &path)
         .unwrap();
     assert_eq!(written, path);
     let report = home.engram.agent_files().import_at(&path).unwrap();

@@ -9,7 +9,7 @@ use engram_suite::Home;
 async fn the_agent_saves_and_finds_passages() {
     let mock = MockLlm::start(Script::Brain).await;
     let home = Home::new();
-    let agent = home.agent(&mock, LoopStyle::Classic);
+    let agent = home.agent(&mock, LoopStyle::Classic).await;
     home.chat(
         &agent,
         "remember that the spare key is under the blue flowerpot",
@@ -19,7 +19,7 @@ async fn the_agent_saves_and_finds_passages() {
         limit: 100,
         ..Default::default()
     };
-    let passages = home.engram.archival().list(&agent, &list).unwrap();
+    let passages = home.engram.archival().list(&agent, &list).await.unwrap();
     assert_eq!(passages.len(), 1, "{passages:?}");
     assert!(passages[0].text.contains("blue flowerpot"));
 
@@ -45,12 +45,14 @@ async fn the_agent_saves_and_finds_passages() {
 async fn passages_are_embedded_and_searched_with_vectors_when_the_agent_has_a_model() {
     let mock = MockLlm::start(Script::Brain).await;
     let home = Home::new();
-    let agent = home.agent_with(&mock, LoopStyle::ToolLoop, |a| {
-        a.embedding = Some(EmbeddingConfig {
-            model: "openai/mock-embed".into(),
-            base_url: Some(mock.base_url()),
-        });
-    });
+    let agent = home
+        .agent_with(&mock, LoopStyle::ToolLoop, |a| {
+            a.embedding = Some(EmbeddingConfig {
+                model: "openai/mock-embed".into(),
+                base_url: Some(mock.base_url()),
+            });
+        })
+        .await;
     for (text, tag) in [
         ("The tulips in the front garden bloom in April.", "garden"),
         ("Bob's sister Carla lives in Lisbon.", "family"),
@@ -133,12 +135,16 @@ async fn passages_are_embedded_and_searched_with_vectors_when_the_agent_has_a_mo
 async fn word_search_marks_the_neighbours_it_brings_along_as_context() {
     let mock = MockLlm::start(Script::Brain).await;
     let home = Home::new();
-    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
     let words_only = engram_core::AgentPatch {
         embedding: Some(None),
         ..Default::default()
     };
-    home.engram.agents().update(&agent, &words_only).unwrap();
+    home.engram
+        .agents()
+        .update(&agent, &words_only)
+        .await
+        .unwrap();
     // Written one after another: the second is the first's neighbour in time.
     for text in [
         "The tulips in the front garden bloom in April.",

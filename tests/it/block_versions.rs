@@ -18,13 +18,14 @@ const HUMAN: &str = "Notes about the human.\nName: Alice";
 /// A user tool that keeps the step open for a while after the calls before it ran.
 const WAIT_TOOL: &str = "import time\n\ndef wait_a_bit() -> str:\n    \"\"\"Wait a moment before answering.\"\"\"\n    time.sleep(2)\n    return 'waited'\n";
 
-fn agent(home: &Home, mock: &MockLlm) -> AgentId {
+async fn agent(home: &Home, mock: &MockLlm) -> AgentId {
     home.agent_with(mock, LoopStyle::ToolLoop, |a| {
         a.blocks = vec![
             NewBlock::new("persona", "I am Sam."),
             NewBlock::new("human", HUMAN),
         ];
     })
+    .await
 }
 
 fn add_wait_tool(home: &Home, agent: &AgentId) {
@@ -44,7 +45,7 @@ fn add_wait_tool(home: &Home, agent: &AgentId) {
 async fn step_held_open_after(first: Call) -> (MockLlm, Home, AgentId) {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = agent(&home, &mock);
+    let agent = agent(&home, &mock).await;
     add_wait_tool(&home, &agent);
     mock.push(Reply::ToolCalls(vec![
         first,
@@ -71,8 +72,8 @@ fn result_of(out: &RunOutcome, tool: &str) -> ToolReturn {
 }
 
 /// A hand edit as the window's Save makes it: based on the version the editor opened.
-fn save_by_hand(home: &Home, agent: &AgentId, edit: impl FnOnce(&str) -> String) {
-    let block = home.engram.blocks().by_label(agent, "human").unwrap();
+async fn save_by_hand(home: &Home, agent: &AgentId, edit: impl FnOnce(&str) -> String) {
+    let block = home.engram.blocks().by_label(agent, "human").await.unwrap();
     let patch = BlockPatch {
         value: Some(edit(&block.value)),
         version: Some(block.version),
@@ -81,6 +82,7 @@ fn save_by_hand(home: &Home, agent: &AgentId, edit: impl FnOnce(&str) -> String)
     home.engram
         .blocks()
         .update_by_label(agent, "human", &patch)
+        .await
         .expect("hand edit");
 }
 
@@ -101,7 +103,7 @@ fn system_prompt(mock: &MockLlm) -> String {
 async fn a_hand_edit_made_while_the_model_answers_survives_its_append() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = agent(&home, &mock);
+    let agent = agent(&home, &mock).await;
     mock.push(Reply::Delayed(
         Duration::from_millis(800),
         Box::new(Reply::ToolCalls(vec![append_kiwi().with_id("call_kiwi")])),
@@ -112,7 +114,7 @@ async fn a_hand_edit_made_while_the_model_answers_survives_its_append() {
         home.chat(&agent, "my name is Alice and I like kiwi"),
         async {
             after(300).await;
-            save_by_hand(&home, &agent, |v| format!("{v}\nAllergic to peanuts"));
+            save_by_hand(&home, &agent, |v| format!("{v}\nAllergic to peanuts")).await;
         }
     );
     let expected = format!("{HUMAN}\nAllergic to peanuts\nLikes: kiwi");
@@ -126,7 +128,7 @@ async fn a_hand_edit_made_while_the_model_answers_survives_its_append() {
         RunEvent::MemoryChanged { block, tool_call_id, .. }
             if block.value == expected && tool_call_id.as_deref() == Some("call_kiwi"))));
 
-    let history = home.engram.blocks().history(&agent, "human").unwrap();
+    let history = home.engram.blocks().history(&agent, "human").await.unwrap();
     assert_eq!(history.len(), 2);
     assert_eq!(
         history[0].editor,
@@ -149,7 +151,7 @@ async fn an_edit_landing_between_the_tool_and_the_commit_is_kept_too() {
 
     let ((out, events), ()) = tokio::join!(home.chat(&agent, "I like kiwi"), async {
         after(700).await;
-        save_by_hand(&home, &agent, |v| format!("{v}\nAllergic to peanuts"));
+        save_by_hand(&home, &agent, |v| format!("{v}\nAllergic to peanuts")).await;
     });
     let preview = events
         .iter()
@@ -180,12 +182,12 @@ async fn a_replace_whose_text_changed_meanwhile_fails_with_the_current_value() {
         .with_id("call_mango"),
     )
     .await;
-    save_by_hand(&home, &agent, |v| format!("{v}\nLikes: kiwi"));
+    save_by_hand(&home, &agent, |v| format!("{v}\nLikes: kiwi")).await;
     mock.push(Reply::text("Let me look again."));
 
     let ((out, _), ()) = tokio::join!(home.chat(&agent, "I like mango now"), async {
         after(700).await;
-        save_by_hand(&home, &agent, |v| v.replace("kiwi", "figs"));
+        save_by_hand(&home, &agent, |v| v.replace("kiwi", "figs")).await;
     });
     let current = format!("{HUMAN}\nLikes: figs");
     assert_eq!(
@@ -219,7 +221,7 @@ async fn a_replace_whose_text_changed_meanwhile_fails_with_the_current_value() {
 async fn a_stale_memory_rethink_is_refused() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = agent(&home, &mock);
+    let agent = agent(&home, &mock).await;
     mock.push(Reply::Delayed(
         Duration::from_millis(800),
         Box::new(Reply::ToolCalls(vec![Call::new(
@@ -231,7 +233,7 @@ async fn a_stale_memory_rethink_is_refused() {
 
     let ((out, _), ()) = tokio::join!(home.chat(&agent, "tidy your notes"), async {
         after(300).await;
-        save_by_hand(&home, &agent, |v| format!("{v}\nAllergic to peanuts"));
+        save_by_hand(&home, &agent, |v| format!("{v}\nAllergic to peanuts")).await;
     });
     let current = format!("{HUMAN}\nAllergic to peanuts");
     assert_eq!(home.block(&agent, "human"), current);
@@ -278,15 +280,20 @@ async fn two_agents_sharing_a_block_keep_each_others_appends() {
     let only_persona = |a: &mut engram_core::NewAgent| {
         a.blocks = vec![NewBlock::new("persona", "I am an agent.")];
     };
-    let a = home.agent_with(&mock, LoopStyle::ToolLoop, only_persona);
-    let b = home.agent_with(&mock, LoopStyle::ToolLoop, only_persona);
+    let a = home
+        .agent_with(&mock, LoopStyle::ToolLoop, only_persona)
+        .await;
+    let b = home
+        .agent_with(&mock, LoopStyle::ToolLoop, only_persona)
+        .await;
     let shared = home
         .engram
         .blocks()
         .create(&NewBlock::new("human", "Name: Alice"))
+        .await
         .unwrap();
-    home.engram.blocks().attach(&a, &shared.id).unwrap();
-    home.engram.blocks().attach(&b, &shared.id).unwrap();
+    home.engram.blocks().attach(&a, &shared.id).await.unwrap();
+    home.engram.blocks().attach(&b, &shared.id).await.unwrap();
 
     let ((out_a, _), (out_b, _)) = tokio::join!(
         home.chat(&a, "fact: Likes kiwi"),
@@ -295,13 +302,13 @@ async fn two_agents_sharing_a_block_keep_each_others_appends() {
     for out in [&out_a, &out_b] {
         assert_eq!(result_of(out, "core_memory_append").status, ToolStatus::Ok);
     }
-    let value = home.engram.blocks().get(&shared.id).unwrap().value;
+    let value = home.engram.blocks().get(&shared.id).await.unwrap().value;
     let mut lines: Vec<&str> = value.lines().collect();
     lines.sort_unstable();
     assert_eq!(lines, ["Allergic to peanuts", "Likes kiwi", "Name: Alice"]);
-    let block = home.engram.blocks().get(&shared.id).unwrap();
+    let block = home.engram.blocks().get(&shared.id).await.unwrap();
     assert_eq!(block.version, 3);
-    let history = home.engram.blocks().history(&a, "human").unwrap();
+    let history = home.engram.blocks().history(&a, "human").await.unwrap();
     let mut authors: Vec<&AgentId> = history
         .iter()
         .filter_map(|e| match &e.editor {
@@ -354,7 +361,7 @@ async fn the_cli_as_a_second_process_editing_during_a_step_loses_nothing() {
 async fn the_cli_names_the_version_it_read_and_is_refused_when_stale() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = agent(&home, &mock);
+    let agent = agent(&home, &mock).await;
     let id = agent.to_string();
     let shown = engram_suite::stdout_ok(&engram_suite::cli(home.path(), &["memory", "show", &id]));
     assert!(
@@ -362,7 +369,7 @@ async fn the_cli_names_the_version_it_read_and_is_refused_when_stale() {
         "{shown}"
     );
     // The window saves first …
-    save_by_hand(&home, &agent, |v| format!("{v}\nLikes: kiwi"));
+    save_by_hand(&home, &agent, |v| format!("{v}\nLikes: kiwi")).await;
     // … so a CLI edit based on version 1 is refused with the current value, and changes nothing.
     let out = engram_suite::cli(
         home.path(),
@@ -413,7 +420,7 @@ const SLOW_REWRITE_TOOL: &str = "import time\n\ndef tidy_notes(agent_state: \"Ag
 async fn a_user_tools_whole_value_write_based_on_a_stale_read_is_refused() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = agent(&home, &mock);
+    let agent = agent(&home, &mock).await;
     let tool = home
         .engram
         .tools()
@@ -432,7 +439,7 @@ async fn a_user_tools_whole_value_write_based_on_a_stale_read_is_refused() {
     // The hand edit lands while the tool sleeps between its read and its write.
     let ((out, _), ()) = tokio::join!(home.chat(&agent, "tidy your notes"), async {
         after(700).await;
-        save_by_hand(&home, &agent, |v| format!("{v}\nAllergic to peanuts"));
+        save_by_hand(&home, &agent, |v| format!("{v}\nAllergic to peanuts")).await;
     });
     let current = format!("{HUMAN}\nAllergic to peanuts");
     assert_eq!(home.block(&agent, "human"), current, "the hand edit stays");

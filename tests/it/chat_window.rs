@@ -28,7 +28,7 @@ struct Served {
 async fn served(n: usize, evicted: usize, script: Script) -> Served {
     let mock = MockLlm::start(script).await;
     let home = Home::new();
-    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
     let start = chrono::DateTime::parse_from_rfc3339("2024-03-01T00:00:00Z")
         .unwrap()
         .to_utc();

@@ -42,9 +42,11 @@ async fn a_long_conversation_is_compacted_with_tool_pairs_whole() {
     let summaries = Arc::new(AtomicUsize::new(0));
     let mock = MockLlm::start(chatty_model(summaries.clone())).await;
     let home = Home::new();
-    let agent = home.agent_with(&mock, LoopStyle::ToolLoop, |a| {
-        a.llm.as_mut().unwrap().context_window = 4_000;
-    });
+    let agent = home
+        .agent_with(&mock, LoopStyle::ToolLoop, |a| {
+            a.llm.as_mut().unwrap().context_window = 4_000;
+        })
+        .await;
 
     for i in 0..40 {
         let (out, _) = home
@@ -67,7 +69,7 @@ async fn a_long_conversation_is_compacted_with_tool_pairs_whole() {
         "summaries: {}",
         summaries.load(Ordering::SeqCst)
     );
-    let state = home.engram.agents().get(&agent).unwrap().agent;
+    let state = home.engram.agents().get(&agent).await.unwrap().agent;
     assert!(state.summary.as_deref().unwrap().starts_with("Summary #"));
     let summariser_calls: Vec<_> = mock
         .chat_requests()
@@ -93,7 +95,12 @@ async fn a_long_conversation_is_compacted_with_tool_pairs_whole() {
     assert!(ctx.total < 4_000 * 9 / 10, "{ctx:?}");
     let in_context = home.engram.store().messages().in_context(&agent).unwrap();
     assert_ne!(in_context[0].role, Role::Tool);
-    let total = home.engram.recall().list(&agent, None, 10_000).unwrap();
+    let total = home
+        .engram
+        .recall()
+        .list(&agent, None, 10_000)
+        .await
+        .unwrap();
     assert!(in_context.len() < total.len());
 
     // Each compaction left a divider in the chat, right after its newest folded message, with
@@ -149,7 +156,7 @@ async fn a_long_conversation_is_compacted_with_tool_pairs_whole() {
 async fn a_context_length_error_compacts_and_retries() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
     for i in 0..6 {
         mock.push(Reply::text(format!("reply {i}")));
         home.chat(&agent, &format!("message {i}")).await;
@@ -161,7 +168,7 @@ async fn a_context_length_error_compacts_and_retries() {
     let (out, _) = home.chat(&agent, "are you there?").await;
     assert_eq!(out.stop_reason, StopReason::EndTurn, "{:?}", out.error);
     assert_eq!(out.messages.last().unwrap().content, "Still here.");
-    let agent_state = home.engram.agents().get(&agent).unwrap().agent;
+    let agent_state = home.engram.agents().get(&agent).await.unwrap().agent;
     assert_eq!(
         agent_state.summary.as_deref(),
         Some("Earlier we exchanged six numbered messages.")

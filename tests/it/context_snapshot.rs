@@ -8,12 +8,14 @@ use engram_suite::Home;
 async fn first_request(style: LoopStyle) -> serde_json::Value {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = home.agent_with(&mock, style, |a: &mut NewAgent| {
-        a.blocks = vec![
-            NewBlock::new("persona", "I am Sam."),
-            NewBlock::new("human", "Name: Bob"),
-        ];
-    });
+    let agent = home
+        .agent_with(&mock, style, |a: &mut NewAgent| {
+            a.blocks = vec![
+                NewBlock::new("persona", "I am Sam."),
+                NewBlock::new("human", "Name: Bob"),
+            ];
+        })
+        .await;
     mock.push(if style == LoopStyle::Classic {
         Reply::ToolCalls(vec![engram_mock_llm::Call::new(
             "send_message",
@@ -64,6 +66,7 @@ async fn a_fresh_agent_costs_under_2000_prompt_tokens() {
                 loop_style: style,
                 ..NewAgent::default()
             })
+            .await
             .unwrap()
             .agent
             .id;

@@ -46,6 +46,7 @@ async fn killing_the_process_mid_run_loses_only_the_step_in_flight() {
     let roles: Vec<Role> = engram
         .recall()
         .list(&agent, None, 100)
+        .await
         .unwrap()
         .iter()
         .map(|m| m.role)
@@ -63,7 +64,7 @@ async fn killing_the_process_mid_run_loses_only_the_step_in_flight() {
 async fn an_orphaned_tool_call_is_answered_before_the_next_call() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
     let store = home.engram.store();
     let calls = vec![
         ToolCall {

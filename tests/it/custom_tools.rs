@@ -36,7 +36,7 @@ fn add_tool(home: &Home, agent: &engram_core::AgentId, source: &str) -> engram_c
 async fn tutorial(style: LoopStyle) {
     let mock = MockLlm::start(Script::Brain).await;
     let home = Home::new();
-    let agent = home.agent_from_template(&mock, style, "task-queue");
+    let agent = home.agent_from_template(&mock, style, "task-queue").await;
     assert_eq!(home.block(&agent, "tasks"), "[]");
     let names: Vec<String> = home
         .engram
@@ -120,7 +120,7 @@ async fn the_task_queue_tutorial_runs_in_the_classic_loop() {
 async fn a_tool_that_raises_fails_with_its_error_line_and_the_run_goes_on() {
     let mock = MockLlm::start(call_once("boom", json!({"x": 3}))).await;
     let home = Home::new();
-    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
     add_tool(
         &home,
         &agent,
@@ -138,7 +138,7 @@ async fn a_tool_that_raises_fails_with_its_error_line_and_the_run_goes_on() {
 async fn a_tool_that_never_returns_is_stopped_at_the_timeout() {
     let mock = MockLlm::start(call_once("spin", json!({}))).await;
     let home = Home::with_env(&[("ENGRAM_TOOL_TIMEOUT", "1")]);
-    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
     add_tool(
         &home,
         &agent,
@@ -161,7 +161,7 @@ async fn a_tool_that_never_returns_is_stopped_at_the_timeout() {
 async fn megabytes_of_output_are_capped_and_the_result_is_cut_to_its_limit() {
     let mock = MockLlm::start(call_once("noisy", json!({}))).await;
     let home = Home::new();
-    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
     let tool = add_tool(
         &home,
         &agent,
@@ -193,12 +193,14 @@ async fn megabytes_of_output_are_capped_and_the_result_is_cut_to_its_limit() {
 async fn a_block_write_over_its_limit_fails_and_changes_nothing() {
     let mock = MockLlm::start(call_once("stuff", json!({}))).await;
     let home = Home::new();
-    let agent = home.agent_with(&mock, LoopStyle::ToolLoop, |a| {
-        a.blocks.push(engram_core::NewBlock {
-            limit: Some(10),
-            ..engram_core::NewBlock::new("notes", "short")
-        });
-    });
+    let agent = home
+        .agent_with(&mock, LoopStyle::ToolLoop, |a| {
+            a.blocks.push(engram_core::NewBlock {
+                limit: Some(10),
+                ..engram_core::NewBlock::new("notes", "short")
+            });
+        })
+        .await;
     add_tool(
         &home,
         &agent,
@@ -230,7 +232,7 @@ async fn non_string_return_values_reach_the_model_as_json() {
     ] {
         let mock = MockLlm::start(call_once("value", json!({}))).await;
         let home = Home::new();
-        let agent = home.agent(&mock, LoopStyle::Classic);
+        let agent = home.agent(&mock, LoopStyle::Classic).await;
         add_tool(
             &home,
             &agent,
@@ -251,7 +253,9 @@ async fn without_python_tools_are_listed_unavailable_and_calls_fail_cleanly() {
     ))
     .await;
     let home = Home::with_env(&[("ENGRAM_PYTHON", "/nonexistent/python3")]);
-    let agent = home.agent_from_template(&mock, LoopStyle::ToolLoop, "task-queue");
+    let agent = home
+        .agent_from_template(&mock, LoopStyle::ToolLoop, "task-queue")
+        .await;
     let push = home.engram.tools().find("task_queue_push").unwrap();
     assert!(!push.available);
     assert!(
@@ -286,7 +290,9 @@ async fn without_python_tools_are_listed_unavailable_and_calls_fail_cleanly() {
 async fn trying_a_tool_stores_nothing() {
     let home = Home::new();
     let mock = MockLlm::start(Script::Queue).await;
-    let agent = home.agent_from_template(&mock, LoopStyle::ToolLoop, "task-queue");
+    let agent = home
+        .agent_from_template(&mock, LoopStyle::ToolLoop, "task-queue")
+        .await;
     let push = home.engram.tools().find("task_queue_push").unwrap();
     let trial = home
         .engram
@@ -317,13 +323,15 @@ async fn trying_a_tool_stores_nothing() {
 const NOTE: &str = "def note(text: str) -> str:\n    \"\"\"Notes text.\n\n    Args:\n        text: what to note\n    \"\"\"\n    return 'noted ' + text\n";
 const CHECK: &str = "def check() -> str:\n    \"\"\"Checks.\"\"\"\n    return 'checked'\n";
 
-fn rule_home(
+async fn rule_home(
     mock: &MockLlm,
     style: LoopStyle,
     rules: Vec<ToolRule>,
 ) -> (Home, engram_core::AgentId) {
     let home = Home::new();
-    let agent = home.agent_with(mock, style, |a| a.max_steps = Some(6));
+    let agent = home
+        .agent_with(mock, style, |a| a.max_steps = Some(6))
+        .await;
     add_tool(&home, &agent, NOTE);
     add_tool(&home, &agent, CHECK);
     home.engram.tools().set_rules(&agent, rules).unwrap();
@@ -353,7 +361,8 @@ async fn a_terminal_rule_ends_the_run_after_the_tool() {
         vec![ToolRule::ExitLoop {
             tool_name: "note".into(),
         }],
-    );
+    )
+    .await;
     let (out, _) = home.chat(&agent, "go").await;
     assert_eq!(out.stop_reason, StopReason::ToolRule);
     assert_eq!(out.usage.step_count, 1);
@@ -382,7 +391,8 @@ async fn a_continue_rule_keeps_a_classic_run_going_without_a_heartbeat() {
         vec![ToolRule::ContinueLoop {
             tool_name: "check".into(),
         }],
-    );
+    )
+    .await;
     let (out, _) = home.chat(&agent, "go").await;
     assert_eq!(out.usage.step_count, 2, "the rule asked for a second step");
     assert_eq!(out.stop_reason, StopReason::EndTurn);
@@ -412,7 +422,8 @@ async fn run_first_is_the_only_tool_offered_first_and_other_calls_are_refused() 
         vec![ToolRule::RunFirst {
             tool_name: "check".into(),
         }],
-    );
+    )
+    .await;
     let (out, _) = home.chat(&agent, "go").await;
     assert_eq!(offered(&mock, 0), ["check"]);
     assert_eq!(mock.chat_requests()[0].body["tool_choice"], "required");
@@ -448,7 +459,8 @@ async fn child_constraints_narrow_the_next_call() {
             tool_name: "check".into(),
             children: vec!["note".into()],
         }],
-    );
+    )
+    .await;
     let (out, _) = home.chat(&agent, "go").await;
     assert_eq!(offered(&mock, 1), ["note"]);
     let r = results(&out);
@@ -479,7 +491,8 @@ async fn max_count_refuses_calls_past_the_limit() {
             tool_name: "note".into(),
             max_count_limit: 2,
         }],
-    );
+    )
+    .await;
     let (out, _) = home.chat(&agent, "go").await;
     let r = results(&out);
     assert_eq!(r[0].1.status, ToolStatus::Ok);
@@ -656,9 +669,9 @@ async fn an_imported_agents_custom_tools_and_rules_run_and_export_back() {
     let mut llm = engram_core::LlmConfig::new("openai/mock-small");
     llm.base_url = Some(mock.base_url());
     patch.llm = Some(llm);
-    home.engram.agents().update(&agent, &patch).unwrap();
+    home.engram.agents().update(&agent, &patch).await.unwrap();
 
-    let state = home.engram.agents().get(&agent).unwrap();
+    let state = home.engram.agents().get(&agent).await.unwrap();
     assert!(
         state.agent.tools.contains(&"check_order_status".to_owned()),
         "{:?}",

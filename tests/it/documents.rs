@@ -22,9 +22,11 @@ fn embedding(mock: &MockLlm) -> EmbeddingConfig {
 /// A home with agent Sam and folder "manuals" (the three documents) attached.
 async fn setup(mock: &MockLlm) -> (Home, AgentId, FolderId) {
     let home = Home::new();
-    let agent = home.agent_with(mock, LoopStyle::ToolLoop, |a| {
-        a.embedding = Some(embedding(mock));
-    });
+    let agent = home
+        .agent_with(mock, LoopStyle::ToolLoop, |a| {
+            a.embedding = Some(embedding(mock));
+        })
+        .await;
     let folder = home
         .engram
         .folders()
@@ -346,7 +348,7 @@ async fn a_folder_on_the_built_in_model_embeds_its_passages_and_is_searched_with
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::with_env(&[("ENGRAM_LOCAL_MODEL_DIR", dir.to_str().unwrap())]);
     // Both on the default model: the built-in all-MiniLM-L6-v2.
-    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
     let folder = home
         .engram
         .folders()

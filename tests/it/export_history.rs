@@ -31,12 +31,14 @@ fn usage(steps: &[Step]) -> Vec<Value> {
 
 /// A chatted-with agent on `mock` whose passages carry 3-dimension vectors of [`MODEL`].
 async fn agent_with_vectors(home: &Home, mock: &MockLlm) -> engram_core::AgentId {
-    let a = home.agent_with(mock, LoopStyle::ToolLoop, |n| {
-        n.embedding = Some(EmbeddingConfig {
-            model: MODEL.into(),
-            base_url: Some(mock.base_url()),
-        });
-    });
+    let a = home
+        .agent_with(mock, LoopStyle::ToolLoop, |n| {
+            n.embedding = Some(EmbeddingConfig {
+                model: MODEL.into(),
+                base_url: Some(mock.base_url()),
+            });
+        })
+        .await;
     home.chat(&a, "my name is Bob").await;
     home.chat(&a, "what is my name?").await;
     let store = home.engram.store();
@@ -177,7 +179,7 @@ async fn vectors_of_another_embedding_model_are_left_out_with_a_warning() {
         e.contains("engram.agents.agent-0.passages[0].embedding"),
         "{e}"
     );
-    assert_eq!(other.engram.agents().list().unwrap().len(), 1);
+    assert_eq!(other.engram.agents().list().await.unwrap().len(), 1);
 }
 
 #[tokio::test]

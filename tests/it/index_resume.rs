@@ -62,6 +62,7 @@ async fn a_build_cut_short_by_a_quit_is_shown_pending_and_engram_embedding_index
             llm: Some(LlmConfig::new("openai/mock-small")),
             ..NewAgent::default()
         })
+        .await
         .unwrap()
         .agent
         .id;

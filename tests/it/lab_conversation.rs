@@ -8,7 +8,7 @@ use engram_suite::Home;
 async fn lab(style: LoopStyle) {
     let mock = MockLlm::start(Script::Brain).await;
     let home = Home::new();
-    let agent = home.agent(&mock, style);
+    let agent = home.agent(&mock, style).await;
 
     let (out, events) = home.chat(&agent, "my name is Bob").await;
     assert_eq!(out.stop_reason, StopReason::EndTurn, "{out:?}");
@@ -88,7 +88,7 @@ async fn lab_conversation_in_the_classic_loop() {
 async fn repeating_a_fact_does_not_duplicate_it() {
     let mock = MockLlm::start(Script::Brain).await;
     let home = Home::new();
-    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
     for _ in 0..3 {
         home.chat(&agent, "my name is Bob").await;
     }
@@ -113,11 +113,13 @@ async fn lab_conversation_over_the_anthropic_api() {
             ..ProviderSetup::default()
         })
         .unwrap();
-    let agent = home.agent_with(&mock, LoopStyle::ToolLoop, |a| {
-        let llm = a.llm.as_mut().unwrap();
-        llm.model = "anthropic/claude-mock".into();
-        llm.base_url = None;
-    });
+    let agent = home
+        .agent_with(&mock, LoopStyle::ToolLoop, |a| {
+            let llm = a.llm.as_mut().unwrap();
+            llm.model = "anthropic/claude-mock".into();
+            llm.base_url = None;
+        })
+        .await;
     home.chat(&agent, "my name is Bob").await;
     let (out, _) = home
         .chat(&agent, "my best friend is Alya and she loves cherry pie")

@@ -231,6 +231,7 @@ async fn an_agent_on_words_alone_is_not_reranked_and_loads_no_model() {
             name: "Ann".into(),
             ..engram_core::NewAgent::default()
         })
+        .await
         .unwrap()
         .agent
         .id;
@@ -243,6 +244,7 @@ async fn an_agent_on_words_alone_is_not_reranked_and_loads_no_model() {
                 ..Default::default()
             },
         )
+        .await
         .unwrap();
     for p in PASSAGES {
         home.engram

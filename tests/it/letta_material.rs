@@ -105,8 +105,8 @@ fn kept_tool(f: &Value, name: &str) -> Value {
     t
 }
 
-#[test]
-fn path_labels_and_newer_sections_round_trip_byte_for_byte() {
+#[tokio::test]
+async fn path_labels_and_newer_sections_round_trip_byte_for_byte() {
     let home = Home::new();
     let original = json_of(&fixture(TREE));
     let report = home.engram.agent_files().import(&fixture(TREE)).unwrap();
@@ -118,6 +118,7 @@ fn path_labels_and_newer_sections_round_trip_byte_for_byte() {
         .engram
         .blocks()
         .of_agent(ezra)
+        .await
         .unwrap()
         .into_iter()
         .map(|b| b.label)
@@ -138,22 +139,30 @@ fn path_labels_and_newer_sections_round_trip_byte_for_byte() {
         .engram
         .blocks()
         .by_label(&report.agents[1], "system/human/family")
+        .await
         .unwrap();
     assert_eq!(
         family.id,
         home.engram
             .blocks()
             .by_label(ezra, "system/human/family")
+            .await
             .unwrap()
             .id
     );
     // Runnable tools are attached; the sleep-time tools Engram has (memory_replace,
     // memory_insert) run, the rest is kept.
-    let sleeper = home.engram.agents().get(&report.agents[1]).unwrap().agent;
+    let sleeper = home
+        .engram
+        .agents()
+        .get(&report.agents[1])
+        .await
+        .unwrap()
+        .agent;
     assert_eq!(sleeper.tools, ["memory_replace", "memory_insert"]);
     // Its folder is live, and with it the file tools.
     assert_eq!(
-        home.engram.agents().get(ezra).unwrap().agent.tools,
+        home.engram.agents().get(ezra).await.unwrap().agent.tools,
         [
             "conversation_search",
             "open_files",
@@ -266,8 +275,8 @@ fn parts_engram_does_not_run_are_reported_per_agent() {
     );
 }
 
-#[test]
-fn dangling_document_references_are_refused_with_their_path() {
+#[tokio::test]
+async fn dangling_document_references_are_refused_with_their_path() {
     let home = Home::new();
     let mut f = json_of(&fixture(TREE));
     f["agents"][0]["files_agents"][0]["file_id"] = "file-9".into();
@@ -287,15 +296,15 @@ fn dangling_document_references_are_refused_with_their_path() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("blocks[3].label"), "{err}");
-    assert!(home.engram.agents().list().unwrap().is_empty());
+    assert!(home.engram.agents().list().await.unwrap().is_empty());
 }
 
-#[test]
-fn export_names_an_endpoint_type_letta_accepts() {
+#[tokio::test]
+async fn export_names_an_endpoint_type_letta_accepts() {
     let home = Home::new();
     let report = home.engram.agent_files().import(&fixture(TREE)).unwrap();
     let id = &report.agents[0];
-    let mut llm = home.engram.agents().get(id).unwrap().agent.llm;
+    let mut llm = home.engram.agents().get(id).await.unwrap().agent.llm;
     llm.model = "mock/mock-small".into();
     home.engram
         .agents()
@@ -306,6 +315,7 @@ fn export_names_an_endpoint_type_letta_accepts() {
                 ..Default::default()
             },
         )
+        .await
         .unwrap();
     let f = json_of(
         &home
@@ -328,6 +338,7 @@ fn export_names_an_endpoint_type_letta_accepts() {
         home.engram
             .agents()
             .get(&back.agents[0])
+            .await
             .unwrap()
             .agent
             .llm

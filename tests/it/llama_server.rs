@@ -13,7 +13,7 @@ use engram_suite::llama_server::LlamaServer;
 
 /// Sets the server up as a keyless provider and creates an agent of `style` on it, its
 /// answers capped at 48 tokens and decoded greedily, as the built-in model's tests do.
-fn agent(home: &Home, server: &LlamaServer, style: LoopStyle) -> AgentId {
+async fn agent(home: &Home, server: &LlamaServer, style: LoopStyle) -> AgentId {
     let info = home
         .engram
         .providers()
@@ -31,6 +31,7 @@ fn agent(home: &Home, server: &LlamaServer, style: LoopStyle) -> AgentId {
     home.engram
         .agents()
         .create(sam(llm, style))
+        .await
         .expect("create agent")
         .agent
         .id
@@ -40,7 +41,7 @@ async fn converse(style: LoopStyle) {
     // One thread, as the built-in model's tests: the rest of the suite runs beside.
     let server = LlamaServer::start(&gguf(), 1).await;
     let home = Home::new();
-    let agent = agent(&home, &server, style);
+    let agent = agent(&home, &server, style).await;
     converse_with(&home, &agent, &format!("llama-server {style:?}")).await;
     let statuses = server.chat_statuses();
     assert!(

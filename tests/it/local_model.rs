@@ -33,7 +33,7 @@ fn home() -> Home {
 
 /// Registers the test model and creates an agent of `style` on it, its answers capped at
 /// `max_tokens` so each message stays quick.
-fn agent(home: &Home, style: LoopStyle, max_tokens: u32) -> AgentId {
+async fn agent(home: &Home, style: LoopStyle, max_tokens: u32) -> AgentId {
     let model = home
         .engram
         .models()
@@ -50,13 +50,14 @@ fn agent(home: &Home, style: LoopStyle, max_tokens: u32) -> AgentId {
         .engram
         .agents()
         .create(sam(llm, style))
+        .await
         .expect("create agent");
     assert_eq!(
         state.agent.llm.context_window, 4096,
         "the agent's window is the worker's context"
     );
     // Letta's model list (`GET /v1/models`) names it once, first, as a built-in model.
-    let known = home.engram.models().known_chat().unwrap();
+    let known = home.engram.models().known_chat().await.unwrap();
     assert_eq!(known[0].handle, HANDLE);
     assert!(
         known[0].built_in && known[0].size == Some(4096),
@@ -117,7 +118,7 @@ const CONVERSATION: [&str; 10] = [
 
 async fn converse(style: LoopStyle) {
     let home = home();
-    let agent = agent(&home, style, 48);
+    let agent = agent(&home, style, 48).await;
     converse_with(&home, &agent, &format!("built-in {style:?}")).await;
 }
 
@@ -171,7 +172,7 @@ async fn a_classic_agent_holds_a_conversation_on_the_built_in_model() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_worker_killed_mid_reply_ends_the_run_clearly_and_comes_back() {
     let home = home();
-    let agent = agent(&home, LoopStyle::ToolLoop, 1500);
+    let agent = agent(&home, LoopStyle::ToolLoop, 1500).await;
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let run = home.engram.runs().send_message(
         &agent,
@@ -230,7 +231,14 @@ async fn a_worker_killed_mid_reply_ends_the_run_clearly_and_comes_back() {
     // tokens were for the kill to land mid-reply; this one only has to show a worker answering,
     // and with that cap a step of the 135M model on two busy cores can take a minute (three
     // such steps ran past the bound below in one run).
-    let mut llm = home.engram.agents().get(&agent).expect("agent").agent.llm;
+    let mut llm = home
+        .engram
+        .agents()
+        .get(&agent)
+        .await
+        .expect("agent")
+        .agent
+        .llm;
     llm.max_tokens = Some(200);
     home.engram
         .agents()
@@ -241,6 +249,7 @@ async fn a_worker_killed_mid_reply_ends_the_run_clearly_and_comes_back() {
                 ..AgentPatch::default()
             },
         )
+        .await
         .expect("a shorter answer cap");
     let (next, _) = tokio::time::timeout(
         Duration::from_secs(240),

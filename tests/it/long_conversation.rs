@@ -47,10 +47,11 @@ async fn send_turns(home: &Home, agent: &AgentId, turns: std::ops::Range<usize>)
     }
 }
 
-fn agent_at(home: &Home, mock: &MockLlm, window: u32) -> AgentId {
+async fn agent_at(home: &Home, mock: &MockLlm, window: u32) -> AgentId {
     home.agent_with(mock, LoopStyle::ToolLoop, |a| {
         a.llm.as_mut().unwrap().context_window = window;
     })
+    .await
 }
 
 /// Summariser requests seen, split into first attempts and stricter retries.
@@ -80,7 +81,7 @@ async fn a_summariser_that_ignores_max_tokens_never_bricks_the_agent() {
         ramble_summaries: true,
     }));
     let home = Home::new();
-    let agent = agent_at(&home, &mock, window as u32);
+    let agent = agent_at(&home, &mock, window as u32).await;
     send_turns(&home, &agent, 0..300).await;
     assert_eq!(mock.refusals(), 0, "no prompt went over the window");
     let counts = mock.take_prompt_counts();
@@ -100,6 +101,7 @@ async fn a_summariser_that_ignores_max_tokens_never_bricks_the_agent() {
         .engram
         .agents()
         .get(&agent)
+        .await
         .unwrap()
         .agent
         .summary
@@ -118,7 +120,12 @@ async fn a_summariser_that_ignores_max_tokens_never_bricks_the_agent() {
     // bounded by the budget instead of growing until the agent breaks.
 
     // Warned at most once per compaction (once per fill), not after every step.
-    let all = home.engram.recall().list(&agent, None, 100_000).unwrap();
+    let all = home
+        .engram
+        .recall()
+        .list(&agent, None, 100_000)
+        .await
+        .unwrap();
     let alerts = all.iter().filter(|m| m.kind == MessageKind::Alert).count();
     assert!(
         alerts <= first + 1,
@@ -132,7 +139,7 @@ async fn a_2k_window_takes_few_calls_per_message() {
     let mock = MockLlm::start(Script::Brain).await;
     mock.set_limits(Some(Limits::window(2_048)));
     let home = Home::new();
-    let agent = agent_at(&home, &mock, 2_048);
+    let agent = agent_at(&home, &mock, 2_048).await;
     let messages = 60;
     send_turns(&home, &agent, 0..messages).await;
     let calls = mock.chat_requests().len();
@@ -143,7 +150,12 @@ async fn a_2k_window_takes_few_calls_per_message() {
     assert_eq!(mock.refusals(), 0);
     let (first, _) = summariser_calls(&mock);
     assert!(first >= 2, "the window was compacted ({first})");
-    let all = home.engram.recall().list(&agent, None, 100_000).unwrap();
+    let all = home
+        .engram
+        .recall()
+        .list(&agent, None, 100_000)
+        .await
+        .unwrap();
     let alerts = all.iter().filter(|m| m.kind == MessageKind::Alert).count();
     assert!(
         alerts <= first + 1,
@@ -160,7 +172,7 @@ async fn a_tokenizer_counting_a_quarter_more_is_learnt_with_at_most_one_refusal(
         ramble_summaries: false,
     }));
     let home = Home::new();
-    let agent = agent_at(&home, &mock, 4_096);
+    let agent = agent_at(&home, &mock, 4_096).await;
     send_turns(&home, &agent, 0..120).await;
     assert!(mock.refusals() <= 1, "{} refusals", mock.refusals());
     let (first, _) = summariser_calls(&mock);
@@ -193,7 +205,7 @@ async fn a_tokenizer_counting_a_quarter_more_is_learnt_with_at_most_one_refusal(
 async fn a_refusal_tightens_the_calibration_and_the_message_still_goes_through() {
     let mock = MockLlm::start(Script::Brain).await;
     let home = Home::new();
-    let agent = agent_at(&home, &mock, 4_096);
+    let agent = agent_at(&home, &mock, 4_096).await;
     for i in 0..20 {
         home.chat(&agent, &line(i)).await;
     }
@@ -235,7 +247,7 @@ async fn a_window_too_small_is_an_error_the_user_can_act_on() {
         llm: Some(llm.clone()),
         ..Default::default()
     };
-    let e = home.engram.agents().create(new).unwrap_err();
+    let e = home.engram.agents().create(new).await.unwrap_err();
     let Error::ContextWindowTooSmall {
         needed, offered, ..
     } = &e
@@ -252,21 +264,26 @@ async fn a_window_too_small_is_an_error_the_user_can_act_on() {
         "{text}"
     );
     assert!(text.contains("num_ctx"), "{text}");
-    assert!(home.engram.agents().list().unwrap().is_empty());
+    assert!(home.engram.agents().list().await.unwrap().is_empty());
 
     // On a model change: nothing changes.
-    let agent = agent_at(&home, &mock, 8_192);
+    let agent = agent_at(&home, &mock, 8_192).await;
     let patch = AgentPatch {
         llm: Some(llm),
         ..Default::default()
     };
-    let e = home.engram.agents().update(&agent, &patch).unwrap_err();
+    let e = home
+        .engram
+        .agents()
+        .update(&agent, &patch)
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), "context_window_too_small");
-    let kept = home.engram.agents().get(&agent).unwrap().agent;
+    let kept = home.engram.agents().get(&agent).await.unwrap().agent;
     assert_eq!(kept.llm.context_window, 8_192);
 
     // On a message, when memory grew past what the window holds: nothing is written.
-    let agent = agent_at(&home, &mock, 2_048);
+    let agent = agent_at(&home, &mock, 2_048).await;
     let big = "The user's garden notes. ".repeat(190);
     let human = home
         .engram
@@ -298,6 +315,7 @@ async fn a_window_too_small_is_an_error_the_user_can_act_on() {
         home.engram
             .recall()
             .list(&agent, None, 10)
+            .await
             .unwrap()
             .is_empty()
     );
@@ -308,7 +326,7 @@ async fn a_window_too_small_is_an_error_the_user_can_act_on() {
 async fn a_model_that_repeats_itself_is_stopped_with_a_clear_reason() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
     let search = || {
         Reply::ToolCalls(vec![Call::new(
             "archival_memory_search",
@@ -325,7 +343,7 @@ async fn a_model_that_repeats_itself_is_stopped_with_a_clear_reason() {
     assert_eq!(StopReason::NoProgress.as_str(), "no_progress");
 
     // Different calls are progress, however many.
-    let fresh = home.agent(&mock, LoopStyle::ToolLoop);
+    let fresh = home.agent(&mock, LoopStyle::ToolLoop).await;
     for n in 0..4 {
         mock.push(Reply::ToolCalls(vec![Call::new(
             "archival_memory_insert",
@@ -421,7 +439,7 @@ async fn an_agent_bricked_by_a_nested_summary_recovers() {
     let mock = MockLlm::start(Script::Brain).await;
     mock.set_limits(Some(Limits::window(4_096)));
     let home = Home::new();
-    let agent = agent_at(&home, &mock, 4_096);
+    let agent = agent_at(&home, &mock, 4_096).await;
     // What an unbounded summary had grown into: more than the window on its own.
     let nested = (0..60)
         .map(|i| format!("Previous summary: the user mentioned tulip bed {i} again."))
@@ -438,6 +456,7 @@ async fn an_agent_bricked_by_a_nested_summary_recovers() {
         .engram
         .agents()
         .get(&agent)
+        .await
         .unwrap()
         .agent
         .summary
@@ -454,7 +473,7 @@ async fn an_agent_bricked_by_a_nested_summary_recovers() {
 async fn heartbeats_that_only_repeat_a_memory_edit_are_stopped() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = home.agent(&mock, LoopStyle::Classic);
+    let agent = home.agent(&mock, LoopStyle::Classic).await;
     // A small model answering every heartbeat with the same edit, heartbeat requested.
     for _ in 0..8 {
         mock.push(Reply::ToolCalls(vec![Call::new(

@@ -80,6 +80,7 @@ async fn accepting_a_files_server_attaches_the_tools_the_file_named_with_its_app
                 ..Default::default()
             },
         )
+        .await
         .unwrap();
     assert!(
         report
@@ -112,7 +113,14 @@ async fn accepting_a_files_server_attaches_the_tools_the_file_named_with_its_app
             .iter()
             .any(|n| n.starts_with("files__"))
     );
-    let rules = home.engram.agents().get(&helper).unwrap().agent.tool_rules;
+    let rules = home
+        .engram
+        .agents()
+        .get(&helper)
+        .await
+        .unwrap()
+        .agent
+        .tool_rules;
     assert!(
         ToolRule::requires_approval(&rules, "files__echo"),
         "the file's rule follows the tool's new name: {rules:?}"
@@ -166,7 +174,14 @@ async fn a_renamed_server_attaches_its_tools_under_the_new_name_and_removal_drop
     let names = tool_names(&home, helper);
     assert!(names.contains(&"files_2__echo".to_owned()), "{names:?}");
     assert!(!names.contains(&"files__echo".to_owned()), "{names:?}");
-    let rules = home.engram.agents().get(helper).unwrap().agent.tool_rules;
+    let rules = home
+        .engram
+        .agents()
+        .get(helper)
+        .await
+        .unwrap()
+        .agent
+        .tool_rules;
     assert!(
         ToolRule::requires_approval(&rules, "files_2__echo"),
         "{rules:?}"

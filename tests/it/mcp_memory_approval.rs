@@ -117,7 +117,7 @@ async fn writes_wait_for_the_user_and_apply_only_when_approved() {
         human.contains("Name: Robert") && human.contains("Agent note: oolong"),
         "both edits are kept: {human}"
     );
-    let history = home.engram.blocks().history(&agent, "human").unwrap();
+    let history = home.engram.blocks().history(&agent, "human").await.unwrap();
     assert!(
         history.iter().any(|e| e.editor
             == Editor::Client {
@@ -161,6 +161,7 @@ async fn writes_wait_for_the_user_and_apply_only_when_approved() {
     home.engram
         .blocks()
         .set_value(&agent, "human", &now)
+        .await
         .unwrap();
     let outcome = decide(&base, &w["id"], true, None).await;
     assert_eq!(outcome["status"], "refused", "{outcome}");
@@ -184,6 +185,7 @@ async fn writes_wait_for_the_user_and_apply_only_when_approved() {
         .engram
         .archival()
         .list(&agent, &engram_store::PassageList::default())
+        .await
         .unwrap();
     assert!(
         !notes.iter().any(|p| p.text.contains("nobody approved")),

@@ -41,15 +41,17 @@ fn script() -> PathBuf {
 /// Agent "Sam" with a `human` block holding a repeated line and a small `project` block, and a
 /// past conversation about oolong in recall memory.
 pub(crate) async fn setup(mock: &MockLlm, home: &Home) -> AgentId {
-    let agent = home.agent_with(mock, LoopStyle::ToolLoop, |a| {
-        a.blocks = vec![
-            NewBlock::new("human", "Name: Bob\nLikes: tea\nLikes: tea"),
-            NewBlock {
-                limit: Some(60),
-                ..NewBlock::new("project", "Ship the MCP server.")
-            },
-        ];
-    });
+    let agent = home
+        .agent_with(mock, LoopStyle::ToolLoop, |a| {
+            a.blocks = vec![
+                NewBlock::new("human", "Name: Bob\nLikes: tea\nLikes: tea"),
+                NewBlock {
+                    limit: Some(60),
+                    ..NewBlock::new("project", "Ship the MCP server.")
+                },
+            ];
+        })
+        .await;
     mock.push(Reply::text("Oolong it is."));
     home.chat(&agent, "my favourite tea is oolong").await;
     agent
@@ -129,7 +131,7 @@ async fn drive(
             "{step} missing: {seen:#?}"
         );
     }
-    let history = home.engram.blocks().history(agent, "human").unwrap();
+    let history = home.engram.blocks().history(agent, "human").await.unwrap();
     let editors: Vec<&Editor> = history.iter().map(|e| &e.editor).collect();
     assert!(
         editors.contains(&&Editor::Client {

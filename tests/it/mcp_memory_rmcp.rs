@@ -182,9 +182,11 @@ async fn rmcp_client_edits_searches_and_hears_an_agent_edit() {
 async fn an_agent_run_and_an_mcp_client_edit_one_block_at_once() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = home.agent_with(&mock, LoopStyle::ToolLoop, |a| {
-        a.blocks = vec![NewBlock::new("human", "Name: Bob\nCity: Paris")];
-    });
+    let agent = home
+        .agent_with(&mock, LoopStyle::ToolLoop, |a| {
+            a.blocks = vec![NewBlock::new("human", "Name: Bob\nCity: Paris")];
+        })
+        .await;
     let (client, _) = connect(home.path(), "editor-assistant").await;
     // The model answers after 800 ms: the client's edit lands while the agent's run is under
     // way, after its context (with "Name: Bob") went to the model.
@@ -209,7 +211,7 @@ async fn an_agent_run_and_an_mcp_client_edit_one_block_at_once() {
         "the run started before the client's edit"
     );
     assert_eq!(home.block(&agent, "human"), "Name: Robert\nCity: Lyon");
-    let history = home.engram.blocks().history(&agent, "human").unwrap();
+    let history = home.engram.blocks().history(&agent, "human").await.unwrap();
     let editors: Vec<&Editor> = history.iter().map(|e| &e.editor).collect();
     assert_eq!(editors.len(), 2, "{editors:?}");
     assert!(
@@ -227,7 +229,11 @@ async fn an_agent_run_and_an_mcp_client_edit_one_block_at_once() {
         .iter()
         .find(|e| matches!(e.editor, Editor::Client { .. }))
         .unwrap();
-    home.engram.blocks().undo(&by_client.id, None).unwrap();
+    home.engram
+        .blocks()
+        .undo(&by_client.id, None)
+        .await
+        .unwrap();
     assert_eq!(home.block(&agent, "human"), "Name: Bob\nCity: Lyon");
     client.cancel().await.expect("close");
 }

@@ -80,7 +80,7 @@ async fn credentials_in_a_server_url_reach_the_server_and_nothing_else() {
         &serde_json::to_string(&home.engram.mcp().list().unwrap()).unwrap(),
     );
 
-    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
     let tools = home.engram.mcp().list_tools("web").await.unwrap();
     let add = tools.iter().find(|t| t.name == "web__add").unwrap();
     home.engram.tools().attach(&agent, &add.id).unwrap();
@@ -153,7 +153,7 @@ async fn a_failing_server_is_reported_without_the_credentials_of_its_url() {
     assert_clean("the listing error", &err.to_string());
 
     // A tool of that server, called by the model: the failure it reads carries no credential.
-    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
     let server = home.engram.mcp().get("down").unwrap();
     let tool = engram_core::Tool {
         mcp: Some(engram_core::McpToolSource {

@@ -43,7 +43,7 @@ async fn agent_with_mcp(
     server: NewMcpServer,
     tools: &[&str],
 ) -> engram_core::AgentId {
-    let agent = home.agent(mock, LoopStyle::ToolLoop);
+    let agent = home.agent(mock, LoopStyle::ToolLoop).await;
     let server = home.engram.mcp().add_server(server).expect("add server");
     let listed = home
         .engram
@@ -210,7 +210,7 @@ async fn a_pasted_config_is_inactive_until_accepted() {
     assert!(!home.engram.mcp().connected("pasted").await.unwrap());
 
     home.engram.mcp().set_active("pasted", true).await.unwrap();
-    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
     let tools = home.engram.mcp().list_tools("pasted").await.unwrap();
     let echo = tools.iter().find(|t| t.name == "pasted__echo").unwrap();
     home.engram.tools().attach(&agent, &echo.id).unwrap();

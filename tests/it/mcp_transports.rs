@@ -238,7 +238,7 @@ fn the_cli_adds_tests_imports_accepts_and_removes_servers() {
 async fn agent_files_carry_the_server_without_secrets_and_import_it_inactive() {
     let mock = engram_mock_llm::MockLlm::start(Script::Brain).await;
     let home = Home::new();
-    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
     let mut env = std::collections::BTreeMap::new();
     env.insert("API_KEY".to_owned(), "very-secret".to_owned());
     home.engram

@@ -20,8 +20,10 @@ async fn blocks_are_added_renamed_limited_locked_shared_and_deleted_by_version()
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
     let e = &home.engram;
-    let sam = home.agent(&mock, LoopStyle::ToolLoop);
-    let ada = home.agent_with(&mock, LoopStyle::ToolLoop, |a| a.name = "Ada".into());
+    let sam = home.agent(&mock, LoopStyle::ToolLoop).await;
+    let ada = home
+        .agent_with(&mock, LoopStyle::ToolLoop, |a| a.name = "Ada".into())
+        .await;
 
     // Add: created and attached at once, after the others; a taken label is refused whole.
     let notes = e
@@ -32,12 +34,13 @@ async fn blocks_are_added_renamed_limited_locked_shared_and_deleted_by_version()
     let labels: Vec<String> = e
         .blocks()
         .of_agent(&sam)
+        .await
         .unwrap()
         .into_iter()
         .map(|b| b.label)
         .collect();
     assert_eq!(labels, ["persona", "human", "notes"]);
-    let before = e.blocks().list(None).unwrap().len();
+    let before = e.blocks().list(None).await.unwrap().len();
     assert!(matches!(
         e.blocks()
             .create_for_agent(&sam, &NewBlock::new("notes", "again")),
@@ -49,7 +52,7 @@ async fn blocks_are_added_renamed_limited_locked_shared_and_deleted_by_version()
         Err(Error::Invalid(_))
     ));
     assert_eq!(
-        e.blocks().list(None).unwrap().len(),
+        e.blocks().list(None).await.unwrap().len(),
         before,
         "nothing half-made"
     );
@@ -65,35 +68,43 @@ async fn blocks_are_added_renamed_limited_locked_shared_and_deleted_by_version()
                 p.version = Some(1);
             }),
         )
+        .await
         .unwrap();
     assert_eq!((renamed.label.as_str(), renamed.version), ("topics", 2));
-    match e.blocks().update_by_label(
-        &sam,
-        "topics",
-        &patch(|p| {
-            p.limit = Some(500);
-            p.version = Some(1);
-        }),
-    ) {
+    match e
+        .blocks()
+        .update_by_label(
+            &sam,
+            "topics",
+            &patch(|p| {
+                p.limit = Some(500);
+                p.version = Some(1);
+            }),
+        )
+        .await
+    {
         Err(Error::StaleVersion { current, .. }) => assert_eq!(current.version, 2),
         other => panic!("expected stale_version, got {other:?}"),
     }
     assert!(matches!(
         e.blocks()
-            .update_by_label(&sam, "topics", &patch(|p| p.label = Some("human".into()))),
+            .update_by_label(&sam, "topics", &patch(|p| p.label = Some("human".into())))
+            .await,
         Err(Error::Conflict(_))
     ));
 
     // A limit below the value is refused; one that fits is kept; read-only toggles.
     assert!(matches!(
-        e.blocks().update_by_label(
-            &sam,
-            "topics",
-            &patch(|p| {
-                p.limit = Some(3);
-                p.version = Some(2);
-            })
-        ),
+        e.blocks()
+            .update_by_label(
+                &sam,
+                "topics",
+                &patch(|p| {
+                    p.limit = Some(3);
+                    p.version = Some(2);
+                })
+            )
+            .await,
         Err(Error::Invalid(_))
     ));
     let limited = e
@@ -106,6 +117,7 @@ async fn blocks_are_added_renamed_limited_locked_shared_and_deleted_by_version()
                 p.version = Some(2);
             }),
         )
+        .await
         .unwrap();
     assert_eq!((limited.limit, limited.version), (500, 3));
     let locked = e
@@ -118,11 +130,12 @@ async fn blocks_are_added_renamed_limited_locked_shared_and_deleted_by_version()
                 p.version = Some(3);
             }),
         )
+        .await
         .unwrap();
     assert!(locked.read_only);
 
     // Shared: attach to Ada; both see one row, and the listing says where it is attached.
-    e.blocks().attach(&ada, &notes.id).unwrap();
+    e.blocks().attach(&ada, &notes.id).await.unwrap();
     let shared = e.blocks().shared().unwrap();
     let row = shared.iter().find(|s| s.block.id == notes.id).unwrap();
     let names: Vec<&str> = row.agents.iter().map(|a| a.name.as_str()).collect();
@@ -136,21 +149,26 @@ async fn blocks_are_added_renamed_limited_locked_shared_and_deleted_by_version()
                 p.version = Some(4);
             }),
         )
+        .await
         .unwrap();
     assert_eq!(home.block(&sam, "topics"), "likes green tea");
     // Ada cannot take a second block labelled `human`.
-    let other = e.blocks().create(&NewBlock::new("human", "x")).unwrap();
+    let other = e
+        .blocks()
+        .create(&NewBlock::new("human", "x"))
+        .await
+        .unwrap();
     assert!(matches!(
-        e.blocks().attach(&ada, &other.id),
+        e.blocks().attach(&ada, &other.id).await,
         Err(Error::Conflict(_))
     ));
 
     // Detach from one agent keeps it for the other; delete removes it everywhere.
-    e.blocks().detach(&ada, &notes.id).unwrap();
-    assert!(e.blocks().by_label(&ada, "topics").is_err());
+    e.blocks().detach(&ada, &notes.id).await.unwrap();
+    assert!(e.blocks().by_label(&ada, "topics").await.is_err());
     assert_eq!(home.block(&sam, "topics"), "likes green tea");
-    e.blocks().delete(&notes.id).unwrap();
-    assert!(e.blocks().by_label(&sam, "topics").is_err());
+    e.blocks().delete(&notes.id).await.unwrap();
+    assert!(e.blocks().by_label(&sam, "topics").await.is_err());
     assert!(
         e.blocks()
             .shared()
@@ -165,14 +183,14 @@ async fn undoing_an_older_edit_keeps_the_later_ones_or_says_what_is_lost() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
     let e = &home.engram;
-    let sam = home.agent(&mock, LoopStyle::ToolLoop);
-    let set = |v: &str| {
-        e.blocks().set_value(&sam, "human", v).unwrap();
+    let sam = home.agent(&mock, LoopStyle::ToolLoop).await;
+    let set = async |v: &str| {
+        e.blocks().set_value(&sam, "human", v).await.unwrap();
     };
-    set("Name: Bob");
-    set("Name: Bob\nLikes tea");
-    set("Name: Bob\nLikes tea\nLives in Oslo");
-    let history = e.blocks().history(&sam, "human").unwrap();
+    set("Name: Bob").await;
+    set("Name: Bob\nLikes tea").await;
+    set("Name: Bob\nLikes tea\nLives in Oslo").await;
+    let history = e.blocks().history(&sam, "human").await.unwrap();
     let tea = history[1].clone(); // newest first: [Oslo, tea, Bob]
     assert_eq!(tea.new_value, "Name: Bob\nLikes tea");
 
@@ -180,27 +198,31 @@ async fn undoing_an_older_edit_keeps_the_later_ones_or_says_what_is_lost() {
     assert_eq!(plan.later_edits, 1);
     assert_eq!(plan.reverted.as_deref(), Some("Name: Bob\nLives in Oslo"));
     assert_eq!(plan.restored, "Name: Bob");
-    let current = e.blocks().by_label(&sam, "human").unwrap();
-    let undone = e.blocks().undo(&tea.id, Some(current.version)).unwrap();
+    let current = e.blocks().by_label(&sam, "human").await.unwrap();
+    let undone = e
+        .blocks()
+        .undo(&tea.id, Some(current.version))
+        .await
+        .unwrap();
     assert_eq!(
         undone.value, "Name: Bob\nLives in Oslo",
         "the later edit stays"
     );
     assert_eq!(undone.version, current.version + 1);
-    let last = e.blocks().history(&sam, "human").unwrap().remove(0);
+    let last = e.blocks().history(&sam, "human").await.unwrap().remove(0);
     assert!(matches!(last.editor, engram_core::Editor::Undo { ref edit_id } if *edit_id == tea.id));
 
     // A later edit rewrote the text the first edit wrote: it cannot be undone on its own.
-    set("Name: Robert\nLives in Oslo");
-    set("Name: Rob\nLives in Oslo");
-    let history = e.blocks().history(&sam, "human").unwrap();
+    set("Name: Robert\nLives in Oslo").await;
+    set("Name: Rob\nLives in Oslo").await;
+    let history = e.blocks().history(&sam, "human").await.unwrap();
     let robert = history[1].clone();
     let plan = e.blocks().undo_plan(&robert.id).unwrap();
     assert_eq!(plan.reverted, None);
     assert_eq!(plan.later_edits, 1);
-    let now = e.blocks().by_label(&sam, "human").unwrap();
+    let now = e.blocks().by_label(&sam, "human").await.unwrap();
     assert!(matches!(
-        e.blocks().undo(&robert.id, Some(now.version)),
+        e.blocks().undo(&robert.id, Some(now.version)).await,
         Err(Error::Conflict(_))
     ));
     assert_eq!(
@@ -210,10 +232,14 @@ async fn undoing_an_older_edit_keeps_the_later_ones_or_says_what_is_lost() {
     );
     // The person saw what is lost and chose the whole restore, from the version they saw.
     assert!(matches!(
-        e.blocks().restore(&robert.id, Some(now.version - 1)),
+        e.blocks().restore(&robert.id, Some(now.version - 1)).await,
         Err(Error::StaleVersion { .. })
     ));
-    let restored = e.blocks().restore(&robert.id, Some(now.version)).unwrap();
+    let restored = e
+        .blocks()
+        .restore(&robert.id, Some(now.version))
+        .await
+        .unwrap();
     assert_eq!(restored.value, "Name: Bob\nLives in Oslo");
 }
 
@@ -230,12 +256,12 @@ async fn the_context_view_is_what_the_model_receives_with_the_sampling_settings(
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
     let e = &home.engram;
-    let sam = home.agent(&mock, LoopStyle::ToolLoop);
+    let sam = home.agent(&mock, LoopStyle::ToolLoop).await;
     mock.push(Reply::text("Hello Bob."));
     home.chat(&sam, "my name is Bob").await;
 
     // Temperature and max output tokens are stored per agent and sent.
-    let mut llm = e.agents().get(&sam).unwrap().agent.llm;
+    let mut llm = e.agents().get(&sam).await.unwrap().agent.llm;
     llm.temperature = Some(0.25);
     llm.max_tokens = Some(321);
     e.agents()
@@ -246,6 +272,7 @@ async fn the_context_view_is_what_the_model_receives_with_the_sampling_settings(
                 ..AgentPatch::default()
             },
         )
+        .await
         .unwrap();
 
     let view = e.agents().context_view(&sam).await.unwrap();
@@ -353,6 +380,7 @@ async fn the_model_picker_lists_chat_models_with_stored_windows() {
             name: "Default".into(),
             ..engram_core::NewAgent::default()
         })
+        .await
         .unwrap();
     assert_eq!(agent.agent.llm.model, "mock/mock-large");
     assert_eq!(agent.agent.llm.context_window, 24_000);
@@ -363,7 +391,7 @@ async fn the_cli_shows_the_full_context_and_undoes_one_edit_or_restores_the_whol
     use engram_suite::{cli, stdout_ok};
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let sam = home.agent(&mock, LoopStyle::ToolLoop);
+    let sam = home.agent(&mock, LoopStyle::ToolLoop).await;
     let view: Value = serde_json::from_str(&stdout_ok(&cli(
         home.path(),
         &["context", sam.as_str(), "--full", "--json"],
@@ -384,10 +412,21 @@ async fn the_cli_shows_the_full_context_and_undoes_one_edit_or_restores_the_whol
     );
 
     let e = &home.engram;
-    e.blocks().set_value(&sam, "human", "Name: Bob").unwrap();
-    e.blocks().set_value(&sam, "human", "Name: Robert").unwrap();
-    e.blocks().set_value(&sam, "human", "Name: Rob").unwrap();
-    let robert = e.blocks().history(&sam, "human").unwrap()[1].id.clone();
+    e.blocks()
+        .set_value(&sam, "human", "Name: Bob")
+        .await
+        .unwrap();
+    e.blocks()
+        .set_value(&sam, "human", "Name: Robert")
+        .await
+        .unwrap();
+    e.blocks()
+        .set_value(&sam, "human", "Name: Rob")
+        .await
+        .unwrap();
+    let robert = e.blocks().history(&sam, "human").await.unwrap()[1]
+        .id
+        .clone();
     let refused = cli(home.path(), &["memory", "undo", robert.as_str()]);
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("cannot be undone on its own"));

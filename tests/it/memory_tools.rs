@@ -10,12 +10,14 @@ use serde_json::json;
 async fn an_over_limit_edit_is_a_failed_result_with_the_room_left() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = home.agent_with(&mock, LoopStyle::ToolLoop, |a| {
-        a.blocks = vec![NewBlock {
-            limit: Some(100),
-            ..NewBlock::new("human", "Name: Bob")
-        }];
-    });
+    let agent = home
+        .agent_with(&mock, LoopStyle::ToolLoop, |a| {
+            a.blocks = vec![NewBlock {
+                limit: Some(100),
+                ..NewBlock::new("human", "Name: Bob")
+            }];
+        })
+        .await;
     let long = "x".repeat(200);
     mock.push(Reply::ToolCalls(vec![Call::new(
         "core_memory_append",
@@ -39,6 +41,7 @@ async fn an_over_limit_edit_is_a_failed_result_with_the_room_left() {
         home.engram
             .blocks()
             .history(&agent, "human")
+            .await
             .unwrap()
             .is_empty()
     );
@@ -48,12 +51,14 @@ async fn an_over_limit_edit_is_a_failed_result_with_the_room_left() {
 async fn model_mistakes_are_failed_results_and_the_run_goes_on() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = home.agent_with(&mock, LoopStyle::ToolLoop, |a| {
-        a.blocks.push(NewBlock {
-            read_only: true,
-            ..NewBlock::new("policies", "Be kind.")
-        });
-    });
+    let agent = home
+        .agent_with(&mock, LoopStyle::ToolLoop, |a| {
+            a.blocks.push(NewBlock {
+                read_only: true,
+                ..NewBlock::new("policies", "Be kind.")
+            });
+        })
+        .await;
     mock.push(Reply::ToolCalls(vec![
         Call::new("no_such_tool", json!({})),
         Call::raw("core_memory_append", r#"{"label": "human", "content": "#),
@@ -116,9 +121,9 @@ async fn model_mistakes_are_failed_results_and_the_run_goes_on() {
 async fn agent_edits_are_recorded_and_can_be_undone() {
     let mock = MockLlm::start(Script::Brain).await;
     let home = Home::new();
-    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
     home.chat(&agent, "my name is Bob").await;
-    let history = home.engram.blocks().history(&agent, "human").unwrap();
+    let history = home.engram.blocks().history(&agent, "human").await.unwrap();
     assert_eq!(history.len(), 1);
     assert_eq!(
         (history[0].old_value.as_str(), history[0].new_value.as_str()),
@@ -128,7 +133,11 @@ async fn agent_edits_are_recorded_and_can_be_undone() {
         history[0].editor,
         engram_core::Editor::Agent { .. }
     ));
-    home.engram.blocks().undo(&history[0].id, None).unwrap();
+    home.engram
+        .blocks()
+        .undo(&history[0].id, None)
+        .await
+        .unwrap();
     assert_eq!(home.block(&agent, "human"), "");
 }
 
@@ -136,7 +145,7 @@ async fn agent_edits_are_recorded_and_can_be_undone() {
 async fn appending_a_line_already_in_the_block_changes_nothing() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
     let save = || {
         Reply::ToolCalls(vec![Call::new(
             "core_memory_append",
@@ -161,7 +170,12 @@ async fn appending_a_line_already_in_the_block_changes_nothing() {
             .contains("already contains that line")
     );
     assert_eq!(
-        home.engram.blocks().history(&agent, "human").unwrap().len(),
+        home.engram
+            .blocks()
+            .history(&agent, "human")
+            .await
+            .unwrap()
+            .len(),
         1,
         "one edit recorded"
     );

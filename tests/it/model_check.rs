@@ -40,15 +40,22 @@ async fn an_agent_without_a_model_is_named_and_fixed_in_one_call() {
     let e = &home.engram;
 
     // No provider at all: the default model is a hosted one nobody set up.
-    let first = e.agents().create(plain_agent("First", None)).unwrap().agent;
+    let first = e
+        .agents()
+        .create(plain_agent("First", None))
+        .await
+        .unwrap()
+        .agent;
     let imported = e
         .agents()
         .create(plain_agent("Imported", Some("vendorx/big-model")))
+        .await
         .unwrap()
         .agent;
     let built_in = e
         .agents()
         .create(plain_agent("Offline", Some("local/not-downloaded")))
+        .await
         .unwrap()
         .agent;
 
@@ -77,13 +84,14 @@ async fn an_agent_without_a_model_is_named_and_fixed_in_one_call() {
     let refused = e
         .agents()
         .use_model(std::slice::from_ref(&first.id), "nowhere/model")
+        .await
         .unwrap_err();
     assert!(
         refused.to_string().contains("cannot be used either"),
         "{refused}"
     );
     assert_eq!(
-        e.agents().get(&first.id).unwrap().agent.llm.model,
+        e.agents().get(&first.id).await.unwrap().agent.llm.model,
         first.llm.model
     );
 
@@ -97,7 +105,11 @@ async fn an_agent_without_a_model_is_named_and_fixed_in_one_call() {
         .into_iter()
         .map(|p| p.agent_id)
         .collect();
-    let moved = e.agents().use_model(&stranded, "home/mock-small").unwrap();
+    let moved = e
+        .agents()
+        .use_model(&stranded, "home/mock-small")
+        .await
+        .unwrap();
     assert_eq!(moved.len(), 3);
     assert!(moved.iter().all(|a| a.llm.model == "home/mock-small"));
     assert!(e.agents().without_model().unwrap().is_empty());
@@ -115,7 +127,7 @@ async fn a_model_too_small_for_the_agent_is_not_offered_to_it() {
     let e = &home.engram;
     let mut big = plain_agent("Big memory", Some("vendorx/big-model"));
     big.blocks = vec![NewBlock::new("human", "The user keeps bees. ".repeat(400))];
-    let big = e.agents().create(big).unwrap().agent;
+    let big = e.agents().create(big).await.unwrap().agent;
     e.providers().set(keyless("home", &mock)).unwrap();
 
     // A window of 1,024 tokens cannot hold ~8,000 characters of memory: set up, yet not for it.
@@ -124,6 +136,7 @@ async fn a_model_too_small_for_the_agent_is_not_offered_to_it() {
     let why = e
         .models()
         .check_for(&big.id, "home/mock-tiny")
+        .await
         .unwrap()
         .expect("too small for this agent");
     assert!(why.contains("tokens of context"), "{why}");
@@ -131,26 +144,32 @@ async fn a_model_too_small_for_the_agent_is_not_offered_to_it() {
     assert!(
         e.agents()
             .use_model(std::slice::from_ref(&big.id), "home/mock-tiny")
+            .await
             .is_err()
     );
     assert_eq!(
-        e.agents().get(&big.id).unwrap().agent.llm.model,
+        e.agents().get(&big.id).await.unwrap().agent.llm.model,
         "vendorx/big-model"
     );
 
     // A model with room is offered, and the move is accepted.
     assert_eq!(
-        e.models().check_for(&big.id, "home/mock-small").unwrap(),
+        e.models()
+            .check_for(&big.id, "home/mock-small")
+            .await
+            .unwrap(),
         None
     );
     let why = e
         .models()
         .check_for(&big.id, "nowhere/model")
+        .await
         .unwrap()
         .unwrap();
     assert!(why.contains("nowhere"), "{why}");
     e.agents()
         .use_model(std::slice::from_ref(&big.id), "home/mock-small")
+        .await
         .unwrap();
 }
 

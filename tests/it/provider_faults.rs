@@ -7,7 +7,7 @@ use engram_suite::{Home, last_tool_results};
 use serde_json::json;
 
 /// An agent whose provider retries quickly and gives up on a silent server after 2 s.
-fn impatient(home: &Home, mock: &MockLlm) -> engram_core::AgentId {
+async fn impatient(home: &Home, mock: &MockLlm) -> engram_core::AgentId {
     home.engram
         .providers()
         .set(ProviderSetup {
@@ -23,6 +23,7 @@ fn impatient(home: &Home, mock: &MockLlm) -> engram_core::AgentId {
         llm.model = "local/mock-small".into();
         llm.base_url = None;
     })
+    .await
 }
 
 async fn still_usable(home: &Home, mock: &MockLlm, agent: &engram_core::AgentId) {
@@ -39,7 +40,7 @@ async fn still_usable(home: &Home, mock: &MockLlm, agent: &engram_core::AgentId)
 async fn rate_limits_are_retried_after_the_servers_delay() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = impatient(&home, &mock);
+    let agent = impatient(&home, &mock).await;
     mock.push(Reply::rate_limited(Some(1)));
     mock.push(Reply::text("Sorry for the wait."));
     let started = std::time::Instant::now();
@@ -57,7 +58,7 @@ async fn rate_limits_are_retried_after_the_servers_delay() {
 async fn persistent_server_errors_end_the_run_with_a_clear_error() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = impatient(&home, &mock);
+    let agent = impatient(&home, &mock).await;
     for _ in 0..3 {
         mock.push(Reply::server_error());
     }
@@ -82,7 +83,7 @@ async fn persistent_server_errors_end_the_run_with_a_clear_error() {
 async fn a_hanging_server_times_out() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = impatient(&home, &mock);
+    let agent = impatient(&home, &mock).await;
     mock.push(Reply::Hang);
     let (out, _) = home.chat(&agent, "hi").await;
     assert_eq!(out.stop_reason, StopReason::LlmApiError);
@@ -94,7 +95,7 @@ async fn a_hanging_server_times_out() {
 async fn a_server_dying_mid_stream_says_the_connection_dropped_and_keeps_the_partial_reply() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = impatient(&home, &mock);
+    let agent = impatient(&home, &mock).await;
     // Streams the first words, then breaks the connection in the middle of a chunk.
     mock.push(Reply::Garbage);
     let (out, _) = home.chat(&agent, "hi").await;
@@ -129,7 +130,7 @@ async fn a_server_dying_mid_stream_says_the_connection_dropped_and_keeps_the_par
 async fn malformed_tool_arguments_are_answered_and_the_model_retries() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = impatient(&home, &mock);
+    let agent = impatient(&home, &mock).await;
     mock.push(Reply::ToolCalls(vec![Call::raw(
         "core_memory_append",
         r#"{"label":"human","content":"Name: Bob"#,
@@ -150,13 +151,15 @@ async fn malformed_tool_arguments_are_answered_and_the_model_retries() {
 async fn an_unreachable_server_says_so() {
     let home = Home::new();
     let mock = MockLlm::start(Script::Queue).await;
-    let agent = home.agent_with(&mock, LoopStyle::ToolLoop, |a| {
-        // A port nothing listens on.
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        drop(listener);
-        a.llm.as_mut().unwrap().base_url = Some(format!("http://127.0.0.1:{port}/v1"));
-    });
+    let agent = home
+        .agent_with(&mock, LoopStyle::ToolLoop, |a| {
+            // A port nothing listens on.
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let port = listener.local_addr().unwrap().port();
+            drop(listener);
+            a.llm.as_mut().unwrap().base_url = Some(format!("http://127.0.0.1:{port}/v1"));
+        })
+        .await;
     let (out, _) = home.chat(&agent, "hi").await;
     assert_eq!(out.stop_reason, StopReason::LlmApiError);
     let error = out.error.unwrap();
@@ -168,9 +171,11 @@ async fn an_unreachable_server_says_so() {
 async fn a_missing_key_is_reported_before_anything_is_written() {
     let home = Home::new();
     let mock = MockLlm::start(Script::Queue).await;
-    let agent = home.agent_with(&mock, LoopStyle::ToolLoop, |a| {
-        a.llm.as_mut().unwrap().base_url = None; // the real OpenAI endpoint, no key stored
-    });
+    let agent = home
+        .agent_with(&mock, LoopStyle::ToolLoop, |a| {
+            a.llm.as_mut().unwrap().base_url = None; // the real OpenAI endpoint, no key stored
+        })
+        .await;
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let err = home
         .engram
@@ -189,6 +194,7 @@ async fn a_missing_key_is_reported_before_anything_is_written() {
         home.engram
             .recall()
             .list(&agent, None, 10)
+            .await
             .unwrap()
             .is_empty()
     );
@@ -199,7 +205,7 @@ async fn a_missing_key_is_reported_before_anything_is_written() {
 async fn cancelling_keeps_what_arrived_and_answers_every_call() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
     mock.push(Reply::Delayed(
         std::time::Duration::from_secs(30),
         Box::new(Reply::text("too late")),

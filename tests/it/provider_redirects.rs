@@ -74,6 +74,7 @@ async fn a_redirect_to_another_host_is_not_followed_with_the_key() {
             llm: Some(llm),
             ..NewAgent::default()
         })
+        .await
         .unwrap()
         .agent
         .id;

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 async fn every_call_carries_an_output_limit_even_when_the_agent_sets_none() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
     home.chat(&agent, "hi").await;
     let sent = &mock.chat_requests()[0].body;
     // The test agents' window is 32,000 tokens: a quarter is more than the 4,096 default cap.
@@ -24,7 +24,7 @@ async fn every_call_carries_an_output_limit_even_when_the_agent_sets_none() {
 async fn classic_loop_plain_text_reaches_the_user_as_a_reply() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = home.agent(&mock, LoopStyle::Classic);
+    let agent = home.agent(&mock, LoopStyle::Classic).await;
     mock.push(Reply::text("Hello Bob, good to meet you."));
     let (out, events) = home.chat(&agent, "hi, I am Bob").await;
     assert_eq!(out.stop_reason, StopReason::EndTurn, "{:?}", out.error);
@@ -85,7 +85,7 @@ async fn classic_loop_plain_text_reaches_the_user_as_a_reply() {
 async fn an_empty_answer_is_asked_again_once() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
     mock.push(Reply::text(""));
     mock.push(Reply::text("Here I am."));
     let (out, _) = home.chat(&agent, "hello?").await;
@@ -100,7 +100,7 @@ async fn two_empty_answers_end_the_run_with_an_error_not_silence() {
     for style in [LoopStyle::ToolLoop, LoopStyle::Classic] {
         let mock = MockLlm::start(Script::Queue).await;
         let home = Home::new();
-        let agent = home.agent(&mock, style);
+        let agent = home.agent(&mock, style).await;
         mock.push(Reply::text(""));
         mock.push(Reply::text(""));
         let (out, events) = home.chat(&agent, "hello?").await;
@@ -126,7 +126,7 @@ async fn a_model_still_writing_at_the_step_time_limit_is_stopped_and_its_text_ke
         ..StreamStyle::default()
     });
     let home = Home::with_env(&[("ENGRAM_STEP_TIMEOUT", "1")]);
-    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
     // ~1,200 words at 20 ms each: 24 s of rambling, as a small model does without a cap.
     mock.push(Reply::text("Ribbon, no? Bridz, no? ".repeat(300)));
     let started = Instant::now();
@@ -163,7 +163,7 @@ async fn a_model_still_writing_at_the_step_time_limit_is_stopped_and_its_text_ke
 async fn a_misspelled_argument_is_answered_with_what_the_tool_takes() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
     mock.push(Reply::ToolCalls(vec![Call::new(
         "core_memory_append",
         json!({"label": "human", "text": "Likes tea."}),
@@ -194,7 +194,7 @@ async fn a_misspelled_argument_is_answered_with_what_the_tool_takes() {
 async fn a_tool_call_written_as_text_runs_and_thinking_stays_reasoning() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
     // Hermes-style, as Qwen and many small fine-tunes write it when a server does not parse it.
     mock.push(Reply::text(
         "<think>The user told me a fact worth keeping.</think>\n<tool_call>\n{\"name\": \
@@ -236,7 +236,7 @@ async fn a_model_that_only_repeats_a_tool_call_is_stopped_with_a_word_why() {
     }))
     .await;
     let home = Home::new();
-    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
     let (out, events) = home.chat(&agent, "what did I say about tulips?").await;
     assert_eq!(out.stop_reason, StopReason::NoProgress, "{:?}", out.error);
     assert!(out.usage.step_count < 5, "stopped early: {:?}", out.usage);
@@ -262,7 +262,7 @@ async fn a_model_retrying_a_refused_call_with_new_arguments_is_stopped() {
     }))
     .await;
     let home = Home::new();
-    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
     let (out, _) = home.chat(&agent, "what did I say about tulips?").await;
     assert_eq!(out.stop_reason, StopReason::NoProgress, "{:?}", out.error);
     assert!(out.usage.step_count <= 5, "stopped early: {:?}", out.usage);
@@ -274,7 +274,7 @@ async fn a_model_retrying_a_refused_call_with_new_arguments_is_stopped() {
 async fn a_classic_turn_that_only_edits_memory_says_the_user_got_no_answer() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = home.agent(&mock, LoopStyle::Classic);
+    let agent = home.agent(&mock, LoopStyle::Classic).await;
     // What SmolLM2 did when tried by hand: one archival insert, no heartbeat, no send_message.
     mock.push(Reply::ToolCalls(vec![Call::new(
         "archival_memory_insert",
@@ -306,7 +306,7 @@ fn streamed(events: &[RunEvent]) -> (String, String) {
 async fn thinking_and_tool_calls_written_as_text_never_stream_as_the_reply() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
     // As a small model behind a server without a reasoning or tool parser answers: its
     // thinking and its call in the text, streamed word by word.
     mock.push(Reply::text(

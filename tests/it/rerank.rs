@@ -161,7 +161,7 @@ async fn the_agents_search_tool_reranks_as_the_window_does() {
     let dir = model.path().display().to_string();
     let home = Home::with_model(&[("ENGRAM_RERANK_MODEL_DIR", dir.as_str())]);
     let mock = MockLlm::start(Script::Queue).await;
-    let sam = home.agent(&mock, LoopStyle::ToolLoop);
+    let sam = home.agent(&mock, LoopStyle::ToolLoop).await;
     for p in PASSAGES {
         home.engram
             .archival()
@@ -185,7 +185,7 @@ async fn the_agents_search_tool_reranks_as_the_window_does() {
     )]));
     mock.push(Reply::text("found them"));
     home.chat(&sam, "what do you know about Bob's dog?").await;
-    let messages = home.engram.recall().list(&sam, None, 50).unwrap();
+    let messages = home.engram.recall().list(&sam, None, 50).await.unwrap();
     let result = messages
         .iter()
         .find(|m| m.role == Role::Tool)

@@ -7,8 +7,8 @@ use engram_retrieval::HybridSearch;
 use engram_store::PassageQuery;
 use engram_suite::{Home, locomo};
 
-#[test]
-fn lexical_recall_on_the_development_set() {
+#[tokio::test]
+async fn lexical_recall_on_the_development_set() {
     let conversations = locomo::load(&locomo::dev_set_dir());
     if conversations.is_empty() {
         eprintln!("skipped: no ../shared/eval/locomo-dev beside the repository");
@@ -22,8 +22,8 @@ fn lexical_recall_on_the_development_set() {
     assert!(at5 >= 0.65, "lexical evidence recall@5 fell to {at5:.3}");
 }
 
-#[test]
-fn the_turn_after_a_matching_question_is_found() {
+#[tokio::test]
+async fn the_turn_after_a_matching_question_is_found() {
     let home = Home::new();
     let agent = home
         .engram
@@ -32,6 +32,7 @@ fn the_turn_after_a_matching_question_is_found() {
             name: "Diarist".into(),
             ..NewAgent::default()
         })
+        .await
         .unwrap()
         .agent
         .id;
@@ -79,9 +80,9 @@ fn the_turn_after_a_matching_question_is_found() {
 /// regression. Embeds the 2,760 turns and 997 questions: minutes on this 2-core machine, so it
 /// runs on request (`cargo test --test retrieval -- --ignored`); `cargo bench --bench
 /// retrieval` prints the same figures per category.
-#[test]
+#[tokio::test]
 #[ignore = "embeds 3,757 texts: minutes on 2 cores; run with --ignored or the retrieval bench"]
-fn hybrid_recall_on_the_development_set_is_not_below_lexical() {
+async fn hybrid_recall_on_the_development_set_is_not_below_lexical() {
     let conversations = locomo::load(&locomo::dev_set_dir());
     if conversations.is_empty() {
         eprintln!("skipped: no ../shared/eval/locomo-dev beside the repository");

@@ -11,7 +11,7 @@ use serde_json::json;
 async fn replies_stream_as_text_and_reasoning_deltas() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
     mock.push(Reply::Reasoning {
         reasoning: "The user greets me; I should greet back warmly.".into(),
         text: "Hello there, it is good to see you again!".into(),
@@ -57,7 +57,9 @@ async fn a_model_that_never_stops_is_stopped_at_the_step_limit() {
     }))
     .await;
     let home = Home::new();
-    let agent = home.agent_with(&mock, LoopStyle::ToolLoop, |a| a.max_steps = Some(3));
+    let agent = home
+        .agent_with(&mock, LoopStyle::ToolLoop, |a| a.max_steps = Some(3))
+        .await;
     let (out, events) = home.chat(&agent, "loop forever").await;
     assert_eq!(out.stop_reason, StopReason::MaxSteps);
     assert_eq!(out.usage.step_count, 3);

@@ -16,7 +16,7 @@ const PASSAGES: [&str; 4] = [
     "Remember to water the tomatoes twice a week",
 ];
 
-fn agent(engram: &Engram, embedding: Option<&str>) -> AgentId {
+async fn agent(engram: &Engram, embedding: Option<&str>) -> AgentId {
     let new = NewAgent {
         name: "Sam".into(),
         embedding: embedding.map(|m| EmbeddingConfig {
@@ -25,7 +25,7 @@ fn agent(engram: &Engram, embedding: Option<&str>) -> AgentId {
         }),
         ..NewAgent::default()
     };
-    engram.agents().create(new).unwrap().agent.id
+    engram.agents().create(new).await.unwrap().agent.id
 }
 
 async fn search(engram: &Engram, agent: &AgentId, q: &str, tags: &[&str], k: usize) -> Vec<String> {
@@ -49,8 +49,15 @@ async fn search(engram: &Engram, agent: &AgentId, q: &str, tags: &[&str], k: usi
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn new_agents_get_the_local_model_and_a_paraphrase_finds_its_passage() {
     let home = Home::with_model(&[]);
-    let sam = agent(&home.engram, None);
-    let cfg = home.engram.agents().get(&sam).unwrap().agent.embedding;
+    let sam = agent(&home.engram, None).await;
+    let cfg = home
+        .engram
+        .agents()
+        .get(&sam)
+        .await
+        .unwrap()
+        .agent
+        .embedding;
     assert_eq!(
         cfg,
         Some(EmbeddingConfig {
@@ -81,7 +88,7 @@ async fn new_agents_get_the_local_model_and_a_paraphrase_finds_its_passage() {
     assert!(missing.is_empty(), "{missing:?}");
 
     // "my dog" shares no word with the passage: words alone cannot find it.
-    let words_only = agent(&home.engram, Some("none"));
+    let words_only = agent(&home.engram, Some("none")).await;
     let plain = home.engram.models().default_embedding().unwrap();
     assert!(plain.is_some());
     home.engram
@@ -93,6 +100,7 @@ async fn new_agents_get_the_local_model_and_a_paraphrase_finds_its_passage() {
                 ..Default::default()
             },
         )
+        .await
         .unwrap();
     for p in PASSAGES {
         home.engram
@@ -122,7 +130,7 @@ async fn new_agents_get_the_local_model_and_a_paraphrase_finds_its_passage() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn filters_apply_before_the_limit_in_hybrid_search() {
     let home = Home::with_model(&[]);
-    let sam = agent(&home.engram, None);
+    let sam = agent(&home.engram, None).await;
     for i in 0..30 {
         let text = format!("Notes about puppies and dogs, number {i}");
         home.engram
@@ -150,7 +158,7 @@ async fn filters_apply_before_the_limit_in_hybrid_search() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_imported_passage_is_found_by_words_then_by_meaning_after_backfill() {
     let home = Home::with_model(&[]);
-    let sam = agent(&home.engram, None);
+    let sam = agent(&home.engram, None).await;
     // As an import stores them: no vectors.
     let rows: Vec<NewPassage> = PASSAGES
         .iter()
@@ -183,7 +191,7 @@ async fn an_imported_passage_is_found_by_words_then_by_meaning_after_backfill() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_passage_is_found_by_words_while_its_vectors_are_computed_then_by_meaning() {
     let home = Home::with_model(&[]);
-    let sam = agent(&home.engram, None);
+    let sam = agent(&home.engram, None).await;
     let store = home.engram.store();
     let stored = home
         .engram
@@ -258,7 +266,7 @@ async fn an_embedding_outage_loses_nothing_and_search_answers_at_once() {
         }),
         ..NewAgent::default()
     };
-    let sam = home.engram.agents().create(new).unwrap().agent.id;
+    let sam = home.engram.agents().create(new).await.unwrap().agent.id;
     let mut notices = home.engram.notices();
     let stored = home
         .engram
@@ -309,7 +317,7 @@ async fn damaged_weights_give_a_clear_error_and_search_falls_back_to_words() {
     std::fs::write(damaged.path().join("model.safetensors"), b"not weights").unwrap();
     let dir = damaged.path().display().to_string();
     let home = Home::with_env(&[("ENGRAM_LOCAL_MODEL_DIR", dir.as_str())]);
-    let sam = agent(&home.engram, None);
+    let sam = agent(&home.engram, None).await;
     let mut notices = home.engram.notices();
     home.engram
         .archival()
@@ -366,7 +374,7 @@ async fn the_first_use_download_comes_from_the_model_repository_with_progress() 
         .unwrap();
     assert!(!before.present && !before.user_folder);
     let mut notices = home.engram.notices();
-    let sam = agent(&home.engram, None);
+    let sam = agent(&home.engram, None).await;
     home.engram
         .archival()
         .insert(&sam, "Bob loves boston terriers", vec![])
@@ -409,8 +417,8 @@ async fn the_first_use_download_comes_from_the_model_repository_with_progress() 
     );
 }
 
-#[test]
-fn an_agents_embedding_endpoint_is_written_down_and_kept() {
+#[tokio::test]
+async fn an_agents_embedding_endpoint_is_written_down_and_kept() {
     let home = Home::with_env(&[("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")]);
     let given = NewAgent {
         name: "Sam".into(),
@@ -420,17 +428,18 @@ fn an_agents_embedding_endpoint_is_written_down_and_kept() {
         }),
         ..NewAgent::default()
     };
-    let a = home.engram.agents().create(given).unwrap().agent;
+    let a = home.engram.agents().create(given).await.unwrap().agent;
     assert_eq!(
         a.embedding.unwrap().base_url.as_deref(),
         Some("http://127.0.0.1:11500/v1")
     );
     // Without a base URL, the one that resolves now is written down…
-    let b = agent(&home.engram, Some("openai/text-embedding-3-small"));
+    let b = agent(&home.engram, Some("openai/text-embedding-3-small")).await;
     let stored = home
         .engram
         .agents()
         .get(&b)
+        .await
         .unwrap()
         .agent
         .embedding
@@ -439,7 +448,14 @@ fn an_agents_embedding_endpoint_is_written_down_and_kept() {
     // …and kept when the environment changes later.
     let dir = home.dir;
     let reopened = engram_suite::open_with_env(dir.path(), &[]);
-    let kept = reopened.agents().get(&b).unwrap().agent.embedding.unwrap();
+    let kept = reopened
+        .agents()
+        .get(&b)
+        .await
+        .unwrap()
+        .agent
+        .embedding
+        .unwrap();
     assert_eq!(kept.base_url.as_deref(), Some("http://127.0.0.1:9/v1"));
     // A provider nobody configured is refused rather than guessed.
     let unknown = NewAgent {
@@ -450,7 +466,12 @@ fn an_agents_embedding_endpoint_is_written_down_and_kept() {
         }),
         ..NewAgent::default()
     };
-    let err = reopened.agents().create(unknown).unwrap_err().to_string();
+    let err = reopened
+        .agents()
+        .create(unknown)
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("mystery"), "{err}");
 }
 
@@ -472,12 +493,14 @@ async fn a_retry_by_hand_tries_the_download_at_once() {
     });
     let home = engram_suite::Home::with_env(&[(engram_service::LOCAL_MODEL_URL_ENV, &url)]);
     let mock = engram_mock_llm::MockLlm::start(engram_mock_llm::Script::Brain).await;
-    let agent = home.agent_with(&mock, engram_core::LoopStyle::ToolLoop, |a| {
-        a.embedding = Some(engram_core::EmbeddingConfig {
-            model: engram_service::LOCAL_EMBEDDING_MODEL.into(),
-            base_url: None,
-        });
-    });
+    let agent = home
+        .agent_with(&mock, engram_core::LoopStyle::ToolLoop, |a| {
+            a.embedding = Some(engram_core::EmbeddingConfig {
+                model: engram_service::LOCAL_EMBEDDING_MODEL.into(),
+                base_url: None,
+            });
+        })
+        .await;
     for i in 0..5 {
         home.engram
             .archival()
@@ -504,9 +527,11 @@ async fn a_retry_by_hand_tries_the_download_at_once() {
         "the retry asked again without waiting for the back-off"
     );
 
-    let words_only = home.agent_with(&mock, engram_core::LoopStyle::ToolLoop, |a| {
-        a.name = "Words".into();
-    });
+    let words_only = home
+        .agent_with(&mock, engram_core::LoopStyle::ToolLoop, |a| {
+            a.name = "Words".into();
+        })
+        .await;
     home.engram
         .agents()
         .update(
@@ -516,6 +541,7 @@ async fn a_retry_by_hand_tries_the_download_at_once() {
                 ..Default::default()
             },
         )
+        .await
         .unwrap();
     assert!(
         home.engram

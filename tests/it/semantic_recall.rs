@@ -111,11 +111,12 @@ fn served(url: &str) -> Option<EmbeddingConfig> {
 async fn a_paraphrase_finds_a_message_by_meaning_through_conversation_search() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::with_model(&[]);
-    let sam = home.agent(&mock, LoopStyle::ToolLoop);
+    let sam = home.agent(&mock, LoopStyle::ToolLoop).await;
     assert_eq!(
         home.engram
             .agents()
             .get(&sam)
+            .await
             .unwrap()
             .agent
             .embedding
@@ -173,6 +174,7 @@ async fn messages_stored_without_vectors_are_found_by_meaning_after_the_backfill
             name: "Sam".into(),
             ..NewAgent::default()
         })
+        .await
         .unwrap()
         .agent
         .id;
@@ -214,7 +216,9 @@ async fn an_embedding_outage_during_a_turn_loses_nothing_and_the_message_is_back
     let mock = MockLlm::start(Script::Queue).await;
     let (url, up) = switchable_embeddings().await;
     let home = Home::new();
-    let sam = home.agent_with(&mock, LoopStyle::ToolLoop, |a| a.embedding = served(&url));
+    let sam = home
+        .agent_with(&mock, LoopStyle::ToolLoop, |a| a.embedding = served(&url))
+        .await;
     up.store(false, Ordering::SeqCst);
     mock.push(Reply::text("Got it."));
     let said = "The spare key is under the blue flowerpot";
@@ -256,7 +260,9 @@ async fn a_model_change_re_embeds_in_the_background_while_a_chat_turn_completes(
     let mock = MockLlm::start(Script::Queue).await;
     let (url, _up) = switchable_embeddings().await;
     let home = Home::with_model(&[]);
-    let sam = home.agent_with(&mock, LoopStyle::ToolLoop, |a| a.embedding = served(&url));
+    let sam = home
+        .agent_with(&mock, LoopStyle::ToolLoop, |a| a.embedding = served(&url))
+        .await;
     mock.push(Reply::text("Noted."));
     home.chat(&sam, DOG).await;
     wait_embedded(&home.engram, &sam).await;
@@ -279,6 +285,7 @@ async fn a_model_change_re_embeds_in_the_background_while_a_chat_turn_completes(
                 ..Default::default()
             },
         )
+        .await
         .unwrap();
     // The old model's vectors are never compared with the new model's queries: a query of
     // the old model's kind finds nothing by meaning any more.
@@ -306,6 +313,7 @@ async fn a_backfill_cut_short_by_a_restart_goes_on_when_the_app_starts_again() {
             name: "Sam".into(),
             ..NewAgent::default()
         })
+        .await
         .unwrap()
         .agent
         .id;

@@ -53,7 +53,7 @@ pub(crate) async fn search(
     texts
 }
 
-fn passage_id(home: &Home, agent: &AgentId, text: &str) -> String {
+async fn passage_id(home: &Home, agent: &AgentId, text: &str) -> String {
     let all = home
         .engram
         .archival()
@@ -65,6 +65,7 @@ fn passage_id(home: &Home, agent: &AgentId, text: &str) -> String {
                 ..PassageList::default()
             },
         )
+        .await
         .unwrap();
     all.iter()
         .find(|p| p.text == text)
@@ -141,7 +142,7 @@ async fn twenty_turns_then_a_pass_replaces_the_old_fact_once_and_undo_restores_a
     let chat = MockLlm::start(Script::Queue).await;
     let sleep = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = home.agent(&chat, LoopStyle::ToolLoop);
+    let agent = home.agent(&chat, LoopStyle::ToolLoop).await;
     home.engram
         .sleeptime()
         .set_settings(&agent, &settings(&sleep, 20))
@@ -153,8 +154,8 @@ async fn twenty_turns_then_a_pass_replaces_the_old_fact_once_and_undo_restores_a
         if i == 20 {
             // The facts are in place; script the sleep-time agent before the turn that
             // reaches the frequency.
-            let lisbon = passage_id(&home, &agent, "Ana lives in Lisbon");
-            let porto = passage_id(&home, &agent, "Ana moved to Porto");
+            let lisbon = passage_id(&home, &agent, "Ana lives in Lisbon").await;
+            let porto = passage_id(&home, &agent, "Ana moved to Porto").await;
             sleep.push_all([
                 Reply::ToolCalls(vec![
                     Call::new(
@@ -289,12 +290,14 @@ async fn a_hand_edit_and_a_chat_run_during_a_pass_both_survive_it() {
     let chat = MockLlm::start(Script::Queue).await;
     let sleep = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = home.agent_with(&chat, LoopStyle::ToolLoop, |a| {
-        a.blocks = vec![NewBlock::new(
-            "human",
-            "Name: Ana\nLives in Lisbon\nLikes tea\nLikes tea",
-        )];
-    });
+    let agent = home
+        .agent_with(&chat, LoopStyle::ToolLoop, |a| {
+            a.blocks = vec![NewBlock::new(
+                "human",
+                "Name: Ana\nLives in Lisbon\nLikes tea\nLikes tea",
+            )];
+        })
+        .await;
     home.engram
         .sleeptime()
         .set_settings(&agent, &settings(&sleep, 50))
@@ -314,10 +317,16 @@ async fn a_hand_edit_and_a_chat_run_during_a_pass_both_survive_it() {
         while sleep.chat_requests().is_empty() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        let block = home.engram.blocks().by_label(&agent, "human").unwrap();
+        let block = home
+            .engram
+            .blocks()
+            .by_label(&agent, "human")
+            .await
+            .unwrap();
         home.engram
             .blocks()
             .set_value(&agent, "human", &format!("{}\nHas a cat", block.value))
+            .await
             .unwrap();
         chat.push_all([
             Reply::ToolCalls(vec![Call::new(
@@ -356,7 +365,7 @@ async fn duplicated_passages_are_merged_into_one_and_the_merge_undone() {
     let chat = MockLlm::start(Script::Queue).await;
     let sleep = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = home.agent(&chat, LoopStyle::ToolLoop);
+    let agent = home.agent(&chat, LoopStyle::ToolLoop).await;
     home.engram
         .sleeptime()
         .set_settings(&agent, &settings(&sleep, 50))

@@ -8,7 +8,7 @@ use engram_mock_llm::{MockLlm, Script};
 use engram_service::PassageList;
 use engram_suite::Home;
 
-fn all(home: &Home, agent: &engram_core::AgentId) -> Vec<engram_core::Passage> {
+async fn all(home: &Home, agent: &engram_core::AgentId) -> Vec<engram_core::Passage> {
     home.engram
         .archival()
         .list(
@@ -20,6 +20,7 @@ fn all(home: &Home, agent: &engram_core::AgentId) -> Vec<engram_core::Passage> {
                 ..PassageList::default()
             },
         )
+        .await
         .unwrap()
 }
 
@@ -27,7 +28,7 @@ fn all(home: &Home, agent: &engram_core::AgentId) -> Vec<engram_core::Passage> {
 async fn settings_and_replaced_facts_round_trip_through_an_agent_file() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
     let settings = SleeptimeSettings {
         enabled: true,
         frequency: 3,
@@ -86,7 +87,7 @@ async fn settings_and_replaced_facts_round_trip_through_an_agent_file() {
     // Engram → Engram: everything, the settings whole and the history linked.
     let back = home.engram.agent_files().import(&file).unwrap().agents[0].clone();
     assert_eq!(home.engram.sleeptime().settings(&back).unwrap(), with_model);
-    let passages = all(&home, &back);
+    let passages = all(&home, &back).await;
     let texts: Vec<&str> = passages.iter().map(|p| p.text.as_str()).collect();
     assert_eq!(texts, ["Ana lives in Lisbon", "Ana lives in Porto"]);
     let replaced = passages[0].superseded.as_ref().expect("still history");

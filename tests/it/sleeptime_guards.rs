@@ -15,7 +15,7 @@ async fn a_budget_of_one_pass_a_day_skips_the_second_with_a_notice() {
     let chat = MockLlm::start(Script::Queue).await;
     let sleep = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = home.agent(&chat, LoopStyle::ToolLoop);
+    let agent = home.agent(&chat, LoopStyle::ToolLoop).await;
     let mut s = settings(&sleep, 50);
     s.passes_per_day = Some(1);
     home.engram.sleeptime().set_settings(&agent, &s).unwrap();
@@ -95,7 +95,7 @@ async fn the_money_left_stops_a_pass_mid_way_and_it_writes_nothing() {
     let chat = MockLlm::start(Script::Queue).await;
     let sleep = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = home.agent(&chat, LoopStyle::ToolLoop);
+    let agent = home.agent(&chat, LoopStyle::ToolLoop).await;
     let before = home.block(&agent, "human");
     home.engram
         .models()
@@ -137,7 +137,7 @@ async fn a_pass_never_runs_twice_at_once() {
     let chat = MockLlm::start(Script::Queue).await;
     let sleep = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = home.agent(&chat, LoopStyle::ToolLoop);
+    let agent = home.agent(&chat, LoopStyle::ToolLoop).await;
     home.engram
         .sleeptime()
         .set_settings(&agent, &settings(&sleep, 1))
@@ -166,9 +166,11 @@ async fn a_failed_model_call_leaves_memory_as_it_was() {
     let chat = MockLlm::start(Script::Queue).await;
     let sleep = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = home.agent_with(&chat, LoopStyle::ToolLoop, |a| {
-        a.blocks = vec![NewBlock::new("human", "Lives in Lisbon")];
-    });
+    let agent = home
+        .agent_with(&chat, LoopStyle::ToolLoop, |a| {
+            a.blocks = vec![NewBlock::new("human", "Lives in Lisbon")];
+        })
+        .await;
     home.engram
         .sleeptime()
         .set_settings(&agent, &settings(&sleep, 50))
@@ -193,6 +195,7 @@ async fn a_failed_model_call_leaves_memory_as_it_was() {
         home.engram
             .blocks()
             .history(&agent, "human")
+            .await
             .unwrap()
             .is_empty()
     );
@@ -203,10 +206,11 @@ async fn a_process_killed_mid_pass_leaves_the_database_as_before() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = tempfile::tempdir().unwrap();
     let agent = cli_agent(home.path(), &mock);
-    let snapshot = |engram: &engram_service::Engram| {
+    let snapshot = async |engram: &engram_service::Engram| {
         let blocks: Vec<(String, String, u64)> = engram
             .blocks()
             .of_agent(&agent)
+            .await
             .unwrap()
             .into_iter()
             .map(|b| (b.label, b.value, b.version))
@@ -221,6 +225,7 @@ async fn a_process_killed_mid_pass_leaves_the_database_as_before() {
                     ..PassageList::default()
                 },
             )
+            .await
             .unwrap()
             .into_iter()
             .map(|p| (p.text, p.superseded.is_some()))
@@ -236,13 +241,14 @@ async fn a_process_killed_mid_pass_leaves_the_database_as_before() {
         engram
             .blocks()
             .set_value(&agent, "human", "Lives in Lisbon")
+            .await
             .unwrap();
         engram
             .archival()
             .insert(&agent, "Ana lives in Lisbon", vec![])
             .await
             .unwrap();
-        snapshot(&engram)
+        snapshot(&engram).await
     };
     // The pass decides its edits, then its next model call never answers.
     mock.push_all([
@@ -272,7 +278,7 @@ async fn a_process_killed_mid_pass_leaves_the_database_as_before() {
         home.path(),
         std::sync::Arc::new(engram_secrets::MemoryStore::default()),
     );
-    assert_eq!(snapshot(&engram), before);
+    assert_eq!(snapshot(&engram).await, before);
 }
 
 #[tokio::test]
@@ -280,7 +286,7 @@ async fn an_idle_agent_gets_a_pass_on_what_is_waiting() {
     let chat = MockLlm::start(Script::Queue).await;
     let sleep = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = home.agent(&chat, LoopStyle::ToolLoop);
+    let agent = home.agent(&chat, LoopStyle::ToolLoop).await;
     let mut s = settings(&sleep, 50);
     s.idle_secs = Some(1);
     home.engram.sleeptime().set_settings(&agent, &s).unwrap();
@@ -324,9 +330,11 @@ async fn a_compaction_starts_a_pass_before_the_frequency_is_reached() {
     }))
     .await;
     let home = Home::new();
-    let agent = home.agent_with(&chat, LoopStyle::ToolLoop, |a| {
-        a.llm.as_mut().unwrap().context_window = 4_000;
-    });
+    let agent = home
+        .agent_with(&chat, LoopStyle::ToolLoop, |a| {
+            a.llm.as_mut().unwrap().context_window = 4_000;
+        })
+        .await;
     home.engram
         .sleeptime()
         .set_settings(&agent, &settings(&sleep, 1_000))

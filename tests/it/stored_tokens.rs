@@ -23,13 +23,14 @@ const NOTES: [&str; 6] = [
     "The harbour festival has fireworks in August",
 ];
 
-fn new_agent(engram: &Engram) -> AgentId {
+async fn new_agent(engram: &Engram) -> AgentId {
     engram
         .agents()
         .create(NewAgent {
             name: "Sam".into(),
             ..NewAgent::default()
         })
+        .await
         .unwrap()
         .agent
         .id
@@ -71,7 +72,7 @@ async fn until(what: &str, mut done: impl FnMut() -> bool) {
 async fn a_passage_is_found_by_words_at_once_and_by_its_stored_vectors_once_computed() {
     let home = Home::with_model(&[]);
     let engram = &home.engram;
-    let sam = new_agent(engram);
+    let sam = new_agent(engram).await;
     let notes: Vec<String> = NOTES.iter().map(|s| s.to_string()).collect();
     write_unembedded(engram, &sam, &notes);
     assert_eq!(without_tokens(engram, &sam), 6);
@@ -98,6 +99,7 @@ async fn a_passage_is_found_by_words_at_once_and_by_its_stored_vectors_once_comp
     let ids: Vec<_> = engram
         .archival()
         .list(&sam, &all_passages())
+        .await
         .unwrap()
         .into_iter()
         .map(|p| p.id)
@@ -119,7 +121,7 @@ async fn a_passage_is_found_by_words_at_once_and_by_its_stored_vectors_once_comp
     // The search reads what is stored, not the text: give the Lisbon note the vectors of the
     // tax note and it falls behind, though its text did not change.
     let lisbon = &before[0].passage;
-    let all = engram.archival().list(&sam, &all_passages()).unwrap();
+    let all = engram.archival().list(&sam, &all_passages()).await.unwrap();
     let tax = all.iter().find(|p| p.text == NOTES[1]).unwrap();
     let swapped = stored[&tax.id].clone();
     assert_eq!(
@@ -175,7 +177,7 @@ async fn a_passage_is_found_by_words_at_once_and_by_its_stored_vectors_once_comp
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_quit_in_the_middle_of_the_backfill_resumes_on_the_next_start() {
     let home = Home::with_model(&[]);
-    let sam = new_agent(&home.engram);
+    let sam = new_agent(&home.engram).await;
     let notes: Vec<String> = (0..400)
         .map(|i| {
             format!(

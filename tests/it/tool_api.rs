@@ -32,7 +32,7 @@ async fn request(socket: &Path, method: &str, path: &str, body: &str) -> (u16, S
     (status, body)
 }
 
-fn agent(home: &Home, name: &str) -> engram_core::AgentId {
+async fn agent(home: &Home, name: &str) -> engram_core::AgentId {
     home.engram
         .agents()
         .create(NewAgent {
@@ -46,6 +46,7 @@ fn agent(home: &Home, name: &str) -> engram_core::AgentId {
             ],
             ..NewAgent::default()
         })
+        .await
         .unwrap()
         .agent
         .id
@@ -54,7 +55,7 @@ fn agent(home: &Home, name: &str) -> engram_core::AgentId {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tools_door_serves_only_its_own_agent_and_closes_with_the_call() {
     let home = Home::new();
-    let (own, other) = (agent(&home, "Own"), agent(&home, "Other"));
+    let (own, other) = (agent(&home, "Own").await, agent(&home, "Other").await);
     let Home { dir: _dir, engram } = home;
     let api = engram_server::tool_api::install(&engram).unwrap();
     let door = api
@@ -79,7 +80,7 @@ async fn a_tools_door_serves_only_its_own_agent_and_closes_with_the_call() {
     // No token needed, and the edit is the tool call's.
     let (status, body) = request(&socket, "PATCH", &blocks, r#"{"value": "[\"a\"]"}"#).await;
     assert_eq!(status, 200, "{body}");
-    let history = engram.blocks().history(&own, "tasks").unwrap();
+    let history = engram.blocks().history(&own, "tasks").await.unwrap();
     assert_eq!(
         history[0].editor,
         Editor::Agent {
@@ -129,7 +130,7 @@ async fn a_tools_door_serves_only_its_own_agent_and_closes_with_the_call() {
         assert_eq!(status, 403, "{method} {path}: {answer}");
         assert!(answer.contains("detail"), "{answer}");
     }
-    let agent = engram.agents().get(&own).unwrap().agent;
+    let agent = engram.agents().get(&own).await.unwrap().agent;
     assert!(
         !agent
             .llm
@@ -139,11 +140,16 @@ async fn a_tools_door_serves_only_its_own_agent_and_closes_with_the_call() {
         "the tool changed its agent's endpoint"
     );
     assert_eq!(
-        engram.blocks().by_label(&own, "rules").unwrap().value,
+        engram.blocks().by_label(&own, "rules").await.unwrap().value,
         "Be kind."
     );
     assert_eq!(
-        engram.blocks().by_label(&other, "tasks").unwrap().value,
+        engram
+            .blocks()
+            .by_label(&other, "tasks")
+            .await
+            .unwrap()
+            .value,
         "[]",
         "the other agent is untouched"
     );

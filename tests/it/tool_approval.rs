@@ -20,8 +20,8 @@ fn append(content: &str) -> Call {
 }
 
 /// An agent whose `core_memory_append` asks before running.
-fn guarded(home: &Home, mock: &MockLlm) -> AgentId {
-    let agent = home.agent(mock, LoopStyle::ToolLoop);
+async fn guarded(home: &Home, mock: &MockLlm) -> AgentId {
+    let agent = home.agent(mock, LoopStyle::ToolLoop).await;
     home.engram
         .tools()
         .set_approval(&agent, "core_memory_append", true)
@@ -44,7 +44,7 @@ struct Paused {
 async fn paused_on(calls: Vec<Call>, say: &str) -> Paused {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = guarded(&home, &mock);
+    let agent = guarded(&home, &mock).await;
     mock.push(Reply::ToolCalls(calls));
     let (out, events) = home.chat(&agent, say).await;
     assert_eq!(out.stop_reason, StopReason::RequiresApproval);
@@ -365,8 +365,8 @@ async fn two_calls_needing_approval_are_asked_one_after_the_other() {
 async fn the_rule_is_set_per_agent_and_tool_and_needs_the_tool_attached() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = home.agent(&mock, LoopStyle::ToolLoop);
-    let other = home.agent(&mock, LoopStyle::ToolLoop);
+    let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
+    let other = home.agent(&mock, LoopStyle::ToolLoop).await;
     let a = home
         .engram
         .tools()
@@ -374,7 +374,14 @@ async fn the_rule_is_set_per_agent_and_tool_and_needs_the_tool_attached() {
         .unwrap();
     assert!(ToolRule::requires_approval(&a.tool_rules, "memory_insert"));
     assert!(!ToolRule::requires_approval(
-        &home.engram.agents().get(&other).unwrap().agent.tool_rules,
+        &home
+            .engram
+            .agents()
+            .get(&other)
+            .await
+            .unwrap()
+            .agent
+            .tool_rules,
         "memory_insert"
     ));
     // Setting it twice keeps one rule; off removes it.
@@ -408,7 +415,7 @@ async fn the_rule_is_set_per_agent_and_tool_and_needs_the_tool_attached() {
 async fn the_rule_round_trips_through_an_agent_file() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = guarded(&home, &mock);
+    let agent = guarded(&home, &mock).await;
     let bytes = home
         .engram
         .agent_files()
@@ -424,7 +431,14 @@ async fn the_rule_round_trips_through_an_agent_file() {
     let copy = &report.agents[0];
     assert_ne!(copy, &agent);
     assert!(ToolRule::requires_approval(
-        &home.engram.agents().get(copy).unwrap().agent.tool_rules,
+        &home
+            .engram
+            .agents()
+            .get(copy)
+            .await
+            .unwrap()
+            .agent
+            .tool_rules,
         "core_memory_append"
     ));
     // A Letta file's rule is read too, and enforced.
@@ -437,7 +451,13 @@ async fn the_rule_round_trips_through_an_agent_file() {
         .agent_files()
         .import_named(letta.as_bytes(), "lee.af")
         .unwrap();
-    let lee = home.engram.agents().get(&report.agents[0]).unwrap().agent;
+    let lee = home
+        .engram
+        .agents()
+        .get(&report.agents[0])
+        .await
+        .unwrap()
+        .agent;
     assert_eq!(
         lee.tool_rules,
         [ToolRule::RequiresApproval {
@@ -513,7 +533,7 @@ async fn resetting_the_messages_drops_a_waiting_call_unrun() {
 async fn in_the_classic_loop_a_denial_gets_a_heartbeat_and_the_agent_answers() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = home.agent(&mock, LoopStyle::Classic);
+    let agent = home.agent(&mock, LoopStyle::Classic).await;
     home.engram
         .tools()
         .set_approval(&agent, "core_memory_append", true)

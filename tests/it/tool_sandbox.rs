@@ -78,7 +78,7 @@ async fn a_snooping_tool_in_a_real_run_sees_nothing_and_reaches_nothing() {
     assert!(!names.is_empty());
     let mock = MockLlm::start(call_once("snoop", json!({"port": port, "names": names}))).await;
     let home = Home::new();
-    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
     let tool = home
         .engram
         .tools()
@@ -134,7 +134,7 @@ async fn a_snooping_tool_in_a_real_run_sees_nothing_and_reaches_nothing() {
 async fn without_a_sandbox_a_tool_runs_only_when_the_user_allows_it() {
     let mock = MockLlm::start(call_once("hello", json!({}))).await;
     let home = Home::with_env(&[("ENGRAM_BWRAP", "/nonexistent/engram-test/bwrap")]);
-    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
     let tool = home
         .engram
         .tools()

@@ -297,7 +297,7 @@ async fn importing_twice_or_a_clashing_tool_changes_no_existing_tool() {
         mine.trusted && private.trusted,
         "tools the user writes are trusted"
     );
-    let user_agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let user_agent = home.agent(&mock, LoopStyle::ToolLoop).await;
     home.engram.tools().attach(&user_agent, &mine.id).unwrap();
     let before = home.engram.tools().list().unwrap();
 
@@ -315,7 +315,13 @@ async fn importing_twice_or_a_clashing_tool_changes_no_existing_tool() {
             t.name
         );
     }
-    let imported = home.engram.agents().get(&first.agents[0]).unwrap().agent;
+    let imported = home
+        .engram
+        .agents()
+        .get(&first.agents[0])
+        .await
+        .unwrap()
+        .agent;
     assert!(imported.tools.contains(&"analyze_data".to_owned()));
     assert!(
         !imported.tools.contains(&"my_private_tool".to_owned()),
@@ -362,6 +368,7 @@ async fn importing_twice_or_a_clashing_tool_changes_no_existing_tool() {
         home.engram
             .agents()
             .get(&user_agent)
+            .await
             .unwrap()
             .agent
             .tools

@@ -22,7 +22,7 @@ const ROUNDS: usize = 40;
 async fn a_message_sent_while_a_turn_is_regenerated_is_never_lost() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Arc::new(Home::new());
-    let agent = home.agent(&mock, LoopStyle::ToolLoop);
+    let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
     home.chat(&agent, "first").await;
     let mut refused = 0;
     for round in 0..ROUNDS {
@@ -70,6 +70,7 @@ async fn a_message_sent_while_a_turn_is_regenerated_is_never_lost() {
             .engram
             .recall()
             .list(&agent, None, 1000)
+            .await
             .unwrap()
             .into_iter()
             .filter(|m| m.role == Role::User)
@@ -81,7 +82,7 @@ async fn a_message_sent_while_a_turn_is_regenerated_is_never_lost() {
             "round {round}: the message sent during the regenerate is kept once: {users:?}"
         );
         // Every user message was answered: no run lost its turn's messages to the rollback.
-        let all = home.engram.recall().list(&agent, None, 1000).unwrap();
+        let all = home.engram.recall().list(&agent, None, 1000).await.unwrap();
         for (i, m) in all.iter().enumerate() {
             if m.role == Role::User {
                 assert!(

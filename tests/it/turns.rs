@@ -25,7 +25,7 @@ fn script_turn(mock: &MockLlm, fact: &str) {
     mock.push(Reply::text(format!("Noted: {fact}.")));
 }
 
-fn passages(home: &Home, agent: &AgentId) -> Vec<String> {
+async fn passages(home: &Home, agent: &AgentId) -> Vec<String> {
     home.engram
         .archival()
         .list(
@@ -36,16 +36,18 @@ fn passages(home: &Home, agent: &AgentId) -> Vec<String> {
                 ..Default::default()
             },
         )
+        .await
         .unwrap()
         .into_iter()
         .map(|p| p.text)
         .collect()
 }
 
-fn texts(home: &Home, agent: &AgentId) -> Vec<(Role, String)> {
+async fn texts(home: &Home, agent: &AgentId) -> Vec<(Role, String)> {
     home.engram
         .recall()
         .list(agent, None, 100)
+        .await
         .unwrap()
         .into_iter()
         .filter(|m| m.role != Role::Tool)
@@ -67,10 +69,10 @@ async fn run_with(
     out.map(|o| (o, events))
 }
 
-fn agent(home: &Home, mock: &MockLlm) -> AgentId {
+async fn agent(home: &Home, mock: &MockLlm) -> AgentId {
     // The tool loop's built-in memory tools include core_memory_append and
     // archival_memory_insert.
-    home.agent_with(mock, LoopStyle::ToolLoop, |_| {})
+    home.agent_with(mock, LoopStyle::ToolLoop, |_| {}).await
 }
 
 /// Two turns: a fact about kiwi, then one about mango.
@@ -84,7 +86,7 @@ const KIWI_THEN_MANGO: &[(&str, &str)] = &[
 async fn told(turns: &[(&str, &str)]) -> (MockLlm, Home, AgentId, RunOutcome) {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = agent(&home, &mock);
+    let agent = agent(&home, &mock).await;
     let mut last = None;
     for (fact, message) in turns {
         script_turn(&mock, fact);
@@ -98,7 +100,7 @@ async fn regenerate_rolls_back_exactly_the_last_turn_then_runs_it_again() {
     let (mock, home, agent, first_try) = told(KIWI_THEN_MANGO).await;
     assert_eq!(home.block(&agent, "human"), "likes kiwi\nlikes mango");
     assert_eq!(
-        passages(&home, &agent),
+        passages(&home, &agent).await,
         ["fact: likes kiwi", "fact: likes mango"]
     );
 
@@ -125,11 +127,11 @@ async fn regenerate_rolls_back_exactly_the_last_turn_then_runs_it_again() {
     assert!(matches!(events[0], RunEvent::RunStarted { .. }));
     assert_eq!(home.block(&agent, "human"), "likes kiwi\nlikes papaya");
     assert_eq!(
-        passages(&home, &agent),
+        passages(&home, &agent).await,
         ["fact: likes kiwi", "fact: likes papaya"]
     );
     assert_eq!(
-        texts(&home, &agent),
+        texts(&home, &agent).await,
         [
             (Role::User, "I like kiwi".to_owned()),
             (Role::Assistant, String::new()),
@@ -188,7 +190,7 @@ async fn regenerate_rolls_back_exactly_the_last_turn_then_runs_it_again() {
 #[tokio::test]
 async fn edit_and_resend_rolls_back_from_that_message() {
     let (mock, home, agent, _) = told(KIWI_THEN_MANGO).await;
-    let first = home.engram.recall().list(&agent, None, 100).unwrap()[0].clone();
+    let first = home.engram.recall().list(&agent, None, 100).await.unwrap()[0].clone();
     assert_eq!(first.content, "I like kiwi");
 
     let preview = home
@@ -217,12 +219,12 @@ async fn edit_and_resend_rolls_back_from_that_message() {
     .unwrap();
     assert_eq!(out.stop_reason, StopReason::EndTurn);
     assert_eq!(home.block(&agent, "human"), "likes figs");
-    assert_eq!(passages(&home, &agent), ["fact: likes figs"]);
+    assert_eq!(passages(&home, &agent).await, ["fact: likes figs"]);
     assert_eq!(
-        texts(&home, &agent)[0],
+        texts(&home, &agent).await[0],
         (Role::User, "I like figs".to_owned())
     );
-    assert_eq!(texts(&home, &agent).len(), 3);
+    assert_eq!(texts(&home, &agent).await.len(), 3);
 }
 
 #[tokio::test]
@@ -231,8 +233,9 @@ async fn a_turn_whose_block_was_changed_by_hand_since_is_refused_and_nothing_is_
     home.engram
         .blocks()
         .set_value(&agent, "human", "likes kiwi (checked by hand)")
+        .await
         .unwrap();
-    let messages = home.engram.recall().list(&agent, None, 100).unwrap();
+    let messages = home.engram.recall().list(&agent, None, 100).await.unwrap();
     let requests = mock.requests().len();
 
     let preview = home.engram.runs().regenerate_preview(&agent).unwrap();
@@ -251,10 +254,10 @@ async fn a_turn_whose_block_was_changed_by_hand_since_is_refused_and_nothing_is_
     );
     assert_eq!(home.block(&agent, "human"), "likes kiwi (checked by hand)");
     assert_eq!(
-        home.engram.recall().list(&agent, None, 100).unwrap(),
+        home.engram.recall().list(&agent, None, 100).await.unwrap(),
         messages
     );
-    assert_eq!(passages(&home, &agent), ["fact: likes kiwi"]);
+    assert_eq!(passages(&home, &agent).await, ["fact: likes kiwi"]);
     assert_eq!(mock.requests().len(), requests, "no model call was made");
 }
 
@@ -262,7 +265,7 @@ async fn a_turn_whose_block_was_changed_by_hand_since_is_refused_and_nothing_is_
 async fn edits_and_run_records_are_read_back_from_stored_data() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = agent(&home, &mock);
+    let agent = agent(&home, &mock).await;
     // Two edits of one block in one step: each has its own diff, under its own call.
     mock.push(Reply::ToolCalls(vec![
         Call::new(
@@ -342,7 +345,7 @@ async fn edits_and_run_records_are_read_back_from_stored_data() {
 async fn a_stopped_run_records_what_it_used() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
-    let agent = agent(&home, &mock);
+    let agent = agent(&home, &mock).await;
     mock.push(Reply::Hang);
     let cancel = CancellationToken::new();
     let stop = cancel.clone();
@@ -363,12 +366,12 @@ async fn a_stopped_run_records_what_it_used() {
 #[tokio::test]
 async fn deleting_a_message_keeps_memory() {
     let (mock, home, agent, _) = told(&[("likes kiwi", "I like kiwi")]).await;
-    let all = home.engram.recall().list(&agent, None, 100).unwrap();
+    let all = home.engram.recall().list(&agent, None, 100).await.unwrap();
     let with_calls = all.iter().find(|m| !m.tool_calls.is_empty()).unwrap();
     let removed = home.engram.recall().delete(&agent, &with_calls.id).unwrap();
     assert_eq!(removed.len(), 3, "the call and its two results");
     assert_eq!(
-        texts(&home, &agent),
+        texts(&home, &agent).await,
         [
             (Role::User, "I like kiwi".to_owned()),
             (Role::Assistant, "Noted: likes kiwi.".to_owned()),

@@ -58,8 +58,8 @@ fn files_text(dir: &std::path::Path) -> String {
     text
 }
 
-#[test]
-fn base_urls_with_credentials_are_refused_everywhere_and_never_stored() {
+#[tokio::test]
+async fn base_urls_with_credentials_are_refused_everywhere_and_never_stored() {
     let home = Home::new();
     let e = &home.engram;
     let agent = e
@@ -69,6 +69,7 @@ fn base_urls_with_credentials_are_refused_everywhere_and_never_stored() {
             llm: Some(llm(Some("http://127.0.0.1:9/v1".into()))),
             ..NewAgent::default()
         })
+        .await
         .unwrap()
         .agent;
 
@@ -83,21 +84,25 @@ fn base_urls_with_credentials_are_refused_everywhere_and_never_stored() {
         );
         refused(
             "create_agent",
-            e.agents().create(NewAgent {
-                name: "Leaky".into(),
-                llm: Some(llm(Some(url.clone()))),
-                ..NewAgent::default()
-            }),
+            e.agents()
+                .create(NewAgent {
+                    name: "Leaky".into(),
+                    llm: Some(llm(Some(url.clone()))),
+                    ..NewAgent::default()
+                })
+                .await,
         );
         refused(
             "update_agent",
-            e.agents().update(
-                &agent.id,
-                &AgentPatch {
-                    llm: Some(llm(Some(url.clone()))),
-                    ..AgentPatch::default()
-                },
-            ),
+            e.agents()
+                .update(
+                    &agent.id,
+                    &AgentPatch {
+                        llm: Some(llm(Some(url.clone()))),
+                        ..AgentPatch::default()
+                    },
+                )
+                .await,
         );
         refused(
             "set_agent_base_url",
@@ -113,10 +118,11 @@ fn base_urls_with_credentials_are_refused_everywhere_and_never_stored() {
             .iter()
             .all(|p| p.name != "proxy")
     );
-    assert_eq!(e.agents().list().unwrap().len(), 1);
+    assert_eq!(e.agents().list().await.unwrap().len(), 1);
     assert_eq!(
         e.agents()
             .get(&agent.id)
+            .await
             .unwrap()
             .agent
             .llm
@@ -173,8 +179,8 @@ fn base_urls_with_credentials_are_refused_everywhere_and_never_stored() {
     );
 }
 
-#[test]
-fn credentials_an_older_version_stored_in_base_urls_are_taken_out_at_open() {
+#[tokio::test]
+async fn credentials_an_older_version_stored_in_base_urls_are_taken_out_at_open() {
     let dir = tempfile::tempdir().unwrap();
     let secrets: Arc<MemoryStore> = Arc::new(MemoryStore::default());
     let agent = {
@@ -193,6 +199,7 @@ fn credentials_an_older_version_stored_in_base_urls_are_taken_out_at_open() {
                 llm: Some(llm(Some("http://127.0.0.1:9/v1".into()))),
                 ..NewAgent::default()
             })
+            .await
             .unwrap()
             .agent
             .id;
@@ -254,7 +261,7 @@ fn credentials_an_older_version_stored_in_base_urls_are_taken_out_at_open() {
     // The key in the URL became the provider's key, in the keychain.
     let key = secrets.get(&provider_key_name("proxy")).unwrap().unwrap();
     assert_eq!(key.expose_secret(), SECRET);
-    let shown = e.agents().get(&agent).unwrap().agent;
+    let shown = e.agents().get(&agent).await.unwrap().agent;
     assert_eq!(shown.llm.base_url.as_deref(), Some("http://127.0.0.1:9/v1"));
     assert_eq!(
         shown.embedding.and_then(|m| m.base_url).as_deref(),

@@ -14,6 +14,7 @@ pub async fn agent_with_passages(engram: &Engram, name: &str, passages: &[&str])
             name: name.into(),
             ..NewAgent::default()
         })
+        .await
         .unwrap()
         .agent
         .id;

@@ -60,12 +60,12 @@ impl Home {
     }
 
     /// Creates an agent on the scripted server `mock` with `persona` and `human` blocks.
-    pub fn agent(&self, mock: &MockLlm, style: LoopStyle) -> AgentId {
-        self.agent_with(mock, style, |_| {})
+    pub async fn agent(&self, mock: &MockLlm, style: LoopStyle) -> AgentId {
+        self.agent_with(mock, style, |_| {}).await
     }
 
     /// Same, letting the test adjust the request first (context window, blocks, tools…).
-    pub fn agent_with(
+    pub async fn agent_with(
         &self,
         mock: &MockLlm,
         style: LoopStyle,
@@ -88,13 +88,19 @@ impl Home {
         self.engram
             .agents()
             .create(new)
+            .await
             .expect("create agent")
             .agent
             .id
     }
 
     /// An agent on the scripted server `mock` made from template `template`.
-    pub fn agent_from_template(&self, mock: &MockLlm, style: LoopStyle, template: &str) -> AgentId {
+    pub async fn agent_from_template(
+        &self,
+        mock: &MockLlm,
+        style: LoopStyle,
+        template: &str,
+    ) -> AgentId {
         let mut llm = LlmConfig::new("openai/mock-small");
         llm.base_url = Some(mock.base_url());
         llm.context_window = 32_000;
@@ -107,6 +113,7 @@ impl Home {
         self.engram
             .agents()
             .create_from_template(template, new)
+            .await
             .expect("create agent from template")
             .agent
             .id

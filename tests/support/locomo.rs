@@ -132,15 +132,7 @@ pub fn measure_lexical(engram: &Engram, conversations: &[Conversation], ks: &[us
     let store = engram.store();
     let mut recall = Recall::default();
     for conv in conversations {
-        let agent: AgentId = engram
-            .agents()
-            .create(NewAgent {
-                name: format!("LoCoMo {}", conv.name),
-                ..NewAgent::default()
-            })
-            .expect("create agent")
-            .agent
-            .id;
+        let agent = new_agent(engram, conv);
         let passages: Vec<NewPassage> = conv
             .turns
             .iter()
@@ -259,6 +251,18 @@ struct Loaded {
     question_vectors: Vec<Vec<f32>>,
 }
 
+/// A fresh agent for `conv`. Created on this thread (these measurements are synchronous and
+/// may run beside a runtime of their own): creating one waits on the SQLite store alone.
+fn new_agent(engram: &Engram, conv: &Conversation) -> AgentId {
+    futures::executor::block_on(engram.agents().create(NewAgent {
+        name: format!("LoCoMo {}", conv.name),
+        ..NewAgent::default()
+    }))
+    .expect("create agent")
+    .agent
+    .id
+}
+
 /// Stores `conv`'s turns with their vectors (`embed` gives one per text) as passages of a
 /// fresh agent, and embeds its questions.
 fn load_conversation(
@@ -266,15 +270,7 @@ fn load_conversation(
     conv: &Conversation,
     embed: &dyn Fn(&[String]) -> Vec<Vec<f32>>,
 ) -> Loaded {
-    let agent: AgentId = engram
-        .agents()
-        .create(NewAgent {
-            name: format!("LoCoMo {}", conv.name),
-            ..NewAgent::default()
-        })
-        .expect("create agent")
-        .agent
-        .id;
+    let agent = new_agent(engram, conv);
     let texts: Vec<String> = conv.turns.iter().map(|(_, t)| t.clone()).collect();
     let vectors = embed(&texts);
     let passages: Vec<NewPassage> = texts

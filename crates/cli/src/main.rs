@@ -109,12 +109,12 @@ async fn run(cli: Cli) -> Result<()> {
         eprintln!("warning: tools cannot call Engram's API back: {e}");
     }
     let Some(command) = cli.command else {
-        let agent = latest_or_new_agent(&engram)?;
+        let agent = latest_or_new_agent(&engram).await?;
         warn_model(&engram, &agent);
         return repl::run(&engram, &agent).await;
     };
     match command {
-        Command::Agent(cmd) => agent(&engram, cmd),
+        Command::Agent(cmd) => agent(&engram, cmd).await,
         Command::Chat(args) => {
             let policy = approval::Policy::from_flags(args.approve_all, args.deny_all, args.reason);
             let agent = AgentId::from(args.agent);
@@ -135,7 +135,7 @@ async fn run(cli: Cli) -> Result<()> {
                 }
             }
         }
-        Command::Memory(cmd) => memory(&engram, cmd),
+        Command::Memory(cmd) => memory(&engram, cmd).await,
         Command::Archival(cmd) => archival(&engram, cmd).await,
         Command::Recall(cmd) => recall(&engram, cmd).await,
         Command::Embedding(cmd) => embedding::embedding(&engram, cmd).await,
@@ -150,7 +150,7 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Sleeptime(cmd) => sleeptime::sleeptime(&engram, cmd).await,
         Command::User(cmd) => user::user(&engram, cmd).await,
         Command::Import(args) => transfer::import(&engram, args),
-        Command::Export(args) => transfer::export(&engram, args),
+        Command::Export(args) => transfer::export(&engram, args).await,
         Command::Context { agent, json, full } => {
             let agent = AgentId::from(agent);
             if full {
@@ -233,14 +233,17 @@ fn warn_model(engram: &Engram, id: &AgentId) {
 }
 
 /// The most recently created agent, or a new one with the default model when there is none.
-fn latest_or_new_agent(engram: &Engram) -> Result<AgentId> {
-    if let Some(agent) = engram.agents().list()?.pop() {
+async fn latest_or_new_agent(engram: &Engram) -> Result<AgentId> {
+    if let Some(agent) = engram.agents().list().await?.pop() {
         return Ok(agent.id);
     }
-    let state = engram.agents().create(NewAgent {
-        name: "Engram".into(),
-        ..NewAgent::default()
-    })?;
+    let state = engram
+        .agents()
+        .create(NewAgent {
+            name: "Engram".into(),
+            ..NewAgent::default()
+        })
+        .await?;
     eprintln!(
         "Created agent {} ({}).",
         state.agent.id,
@@ -249,7 +252,7 @@ fn latest_or_new_agent(engram: &Engram) -> Result<AgentId> {
     Ok(state.agent.id)
 }
 
-fn agent(engram: &Engram, cmd: AgentCmd) -> Result<()> {
+async fn agent(engram: &Engram, cmd: AgentCmd) -> Result<()> {
     match cmd {
         AgentCmd::Create {
             name,
@@ -323,21 +326,21 @@ fn agent(engram: &Engram, cmd: AgentCmd) -> Result<()> {
                 ..NewAgent::default()
             };
             let state = match template {
-                Some(t) => engram.agents().create_from_template(&t, new)?,
-                None => engram.agents().create(new)?,
+                Some(t) => engram.agents().create_from_template(&t, new).await?,
+                None => engram.agents().create(new).await?,
             };
             if no_embedding && state.agent.embedding.is_some() {
                 let patch = engram_core::AgentPatch {
                     embedding: Some(None),
                     ..Default::default()
                 };
-                engram.agents().update(&state.agent.id, &patch)?;
+                engram.agents().update(&state.agent.id, &patch).await?;
             }
             println!("{}", state.agent.id);
             warn_model(engram, &state.agent.id);
         }
         AgentCmd::List { json } => {
-            let agents = engram.agents().list()?;
+            let agents = engram.agents().list().await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&agents)?);
             }
@@ -367,7 +370,7 @@ fn agent(engram: &Engram, cmd: AgentCmd) -> Result<()> {
         }
         AgentCmd::Show { agent } => {
             let id = AgentId::from(agent);
-            let state = engram.agents().get(&id)?;
+            let state = engram.agents().get(&id).await?;
             // The agent as JSON, with where its model calls go and what waits for approval.
             let mut shown = serde_json::to_value(&state)?;
             shown["endpoints"] = serde_json::to_value(engram.trust().endpoints(&id)?)?;
@@ -395,12 +398,15 @@ fn agent(engram: &Engram, cmd: AgentCmd) -> Result<()> {
             if ids.is_empty() {
                 println!("every agent's model is set up; nothing changed");
             }
-            for a in engram.agents().use_model(&ids, &model)? {
+            for a in engram.agents().use_model(&ids, &model).await? {
                 println!("{}  {}  ({})", a.id, safe(&a.name), safe(&a.llm.model));
             }
         }
         AgentCmd::Delete { agent } => {
-            engram.agents().delete(&AgentId::from(agent.as_str()))?;
+            engram
+                .agents()
+                .delete(&AgentId::from(agent.as_str()))
+                .await?;
             println!("deleted {agent}");
         }
     }
@@ -422,7 +428,7 @@ async fn chat_once(
     json: bool,
     policy: approval::Policy,
 ) -> Result<()> {
-    let style = engram.agents().get(agent)?.agent.loop_style;
+    let style = engram.agents().get(agent).await?.agent.loop_style;
     let mut merged = None;
     // A call left waiting by an earlier run is decided first, so the turn can run.
     approval::settle(engram, agent, &policy, &mut merged).await?;
@@ -483,10 +489,10 @@ async fn chat_once(
     Ok(())
 }
 
-fn memory(engram: &Engram, cmd: MemoryCmd) -> Result<()> {
+async fn memory(engram: &Engram, cmd: MemoryCmd) -> Result<()> {
     match cmd {
         MemoryCmd::Show { agent, json } => {
-            let blocks = engram.agents().get(&AgentId::from(agent))?.blocks;
+            let blocks = engram.agents().get(&AgentId::from(agent)).await?.blocks;
             if json {
                 println!("{}", serde_json::to_string_pretty(&blocks)?);
             }
@@ -515,7 +521,8 @@ fn memory(engram: &Engram, cmd: MemoryCmd) -> Result<()> {
             };
             let b = engram
                 .blocks()
-                .update_by_label(&AgentId::from(agent), &label, &patch)?;
+                .update_by_label(&AgentId::from(agent), &label, &patch)
+                .await?;
             println!(
                 "[{}] {}/{} chars, version {}",
                 safe(&b.label),
@@ -525,7 +532,11 @@ fn memory(engram: &Engram, cmd: MemoryCmd) -> Result<()> {
             );
         }
         MemoryCmd::History { agent, label } => {
-            for e in engram.blocks().history(&AgentId::from(agent), &label)? {
+            for e in engram
+                .blocks()
+                .history(&AgentId::from(agent), &label)
+                .await?
+            {
                 let versions = match (e.old_version, e.new_version) {
                     (Some(old), Some(new)) => format!("  v{old} -> v{new}"),
                     _ => String::new(),
@@ -547,9 +558,9 @@ fn memory(engram: &Engram, cmd: MemoryCmd) -> Result<()> {
         } => {
             let edit = EditId::from(edit);
             let b = if whole {
-                engram.blocks().restore(&edit, if_version)?
+                engram.blocks().restore(&edit, if_version).await?
             } else {
-                engram.blocks().undo(&edit, if_version)?
+                engram.blocks().undo(&edit, if_version).await?
             };
             println!(
                 "[{}] restored ({}/{} chars)",
@@ -609,7 +620,7 @@ async fn archival(engram: &Engram, cmd: ArchivalCmd) -> Result<()> {
                 end: until,
                 ..PassageList::default()
             };
-            let passages = engram.archival().list(&AgentId::from(agent), &list)?;
+            let passages = engram.archival().list(&AgentId::from(agent), &list).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&passages)?);
             }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 pub async fn run(engram: &Arc<Engram>, agent: &AgentId) -> Result<()> {
-    let state = engram.agents().get(agent)?;
+    let state = engram.agents().get(agent).await?;
     eprintln!(
         "Chatting with {} ({}). Ctrl-C stops a reply, Ctrl-D or /exit leaves.",
         safe(&state.agent.name),

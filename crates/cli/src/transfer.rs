@@ -108,9 +108,15 @@ fn kind_word(kind: engram_service::InactiveKind) -> &'static str {
 }
 
 /// Exports agents in the chosen format to a file or standard output.
-pub fn export(engram: &Engram, args: ExportArgs) -> Result<()> {
+pub async fn export(engram: &Engram, args: ExportArgs) -> Result<()> {
     let ids: Vec<AgentId> = if args.all {
-        engram.agents().list()?.into_iter().map(|a| a.id).collect()
+        engram
+            .agents()
+            .list()
+            .await?
+            .into_iter()
+            .map(|a| a.id)
+            .collect()
     } else {
         args.agents.into_iter().map(AgentId::from).collect()
     };

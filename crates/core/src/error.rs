@@ -122,6 +122,10 @@ pub enum Error {
     /// The run was cancelled by the user.
     #[error("run cancelled")]
     Cancelled,
+    /// The call exists but not on this kind of deployment yet (a shared server on
+    /// PostgreSQL serves part of the API); the message names what is missing.
+    #[error("{0}")]
+    NotAvailable(String),
     /// A bug: something that should not happen.
     #[error("internal error: {0}")]
     Internal(String),
@@ -173,6 +177,7 @@ impl Error {
             Self::Secrets(_) => "secrets",
             Self::Storage(_) => "storage",
             Self::Cancelled => "cancelled",
+            Self::NotAvailable(_) => "not_available",
             Self::Internal(_) => "internal",
         }
     }

@@ -38,7 +38,7 @@ async fn attach_run(
             return Ok(refused);
         }
     }
-    s.engram.agents().get(&a.agent_id)?;
+    s.engram.agents().get(&a.agent_id).await?;
     let Some(events) = s.engram.runs().attach(&a.agent_id) else {
         return Ok(Json(serde_json::Value::Null).into_response());
     };

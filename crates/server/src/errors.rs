@@ -63,6 +63,7 @@ pub fn status_of(e: &Error) -> StatusCode {
         } => StatusCode::BAD_REQUEST,
         Error::Provider { .. } => StatusCode::BAD_GATEWAY,
         Error::Cancelled => StatusCode::CONFLICT,
+        Error::NotAvailable(_) => StatusCode::NOT_IMPLEMENTED,
         Error::Secrets(_) | Error::Storage(_) | Error::Internal(_) => {
             StatusCode::INTERNAL_SERVER_ERROR
         }

@@ -429,7 +429,7 @@ impl AgentFiles<'_> {
     /// File round trip, so a copy holds exactly what an
     /// export and re-import would. `name` renames the copy (default: the original's name +
     /// " (copy)"). Errors: `not_found`, `invalid_input` for an empty name.
-    pub fn duplicate(self, agent: &AgentId, name: Option<&str>) -> Result<crate::AgentState> {
+    pub async fn duplicate(self, agent: &AgentId, name: Option<&str>) -> Result<crate::AgentState> {
         let original = self.engram.store.agents().get(agent)?;
         let name = match name.map(str::trim) {
             Some("") => return Err(Error::invalid("an agent needs a name")),
@@ -462,14 +462,17 @@ impl AgentFiles<'_> {
         if report.details.iter().any(|d| !d.endpoints.is_empty()) {
             self.engram.trust().accept_endpoint(copy, None)?;
         }
-        self.engram.agents().update(
-            copy,
-            &engram_core::AgentPatch {
-                name: Some(name),
-                ..Default::default()
-            },
-        )?;
-        self.engram.agents().get(copy)
+        self.engram
+            .agents()
+            .update(
+                copy,
+                &engram_core::AgentPatch {
+                    name: Some(name),
+                    ..Default::default()
+                },
+            )
+            .await?;
+        self.engram.agents().get(copy).await
     }
 
     /// One agent as a Markdown document. Errors: `not_found`.

@@ -33,11 +33,9 @@ pub struct AgentState {
 
 impl Engram {
     /// Checks that `agent`'s model offers the context window it needs with `blocks`.
-    pub(crate) fn check_window(&self, agent: &Agent, blocks: &[Block]) -> Result<()> {
-        let custom = self.store.tools().named(&agent.tools)?;
-        let model = &agent.llm.model;
-        let learnt = self.store.settings().model_calibration(model)?;
-        let counter = calibrate::counter_with(model, learnt);
+    pub(crate) async fn check_window(&self, agent: &Agent, blocks: &[Block]) -> Result<()> {
+        let custom = self.backend.tools_named(&agent.tools).await?;
+        let counter = calibrate::counter(&*self.backend, &agent.llm.model).await;
         window::check_agent(agent, blocks, &custom, &counter, self.runtime.settings())
     }
 
@@ -53,8 +51,12 @@ impl Engram {
     }
 
     /// The existing blocks `ids` (to be attached), for the window check.
-    fn attached(&self, ids: &[BlockId]) -> Result<Vec<Block>> {
-        ids.iter().map(|id| self.store.blocks().get(id)).collect()
+    async fn attached(&self, ids: &[BlockId]) -> Result<Vec<Block>> {
+        let mut blocks = Vec::with_capacity(ids.len());
+        for id in ids {
+            blocks.push(self.backend.get_block(id).await?);
+        }
+        Ok(blocks)
     }
 }
 
@@ -71,13 +73,13 @@ impl Agents<'_> {
     /// `provider_not_configured` for an embedding model whose provider is unknown;
     /// `context_window_too_small` when the model's context window cannot hold the agent
     /// (details: `{model, needed, offered}` in tokens).
-    pub fn create(self, new: NewAgent) -> Result<AgentState> {
+    pub async fn create(self, new: NewAgent) -> Result<AgentState> {
         let name = new.name.trim();
         if name.is_empty() {
             return Err(Error::invalid("an agent needs a name"));
         }
         let tools = new.tools.unwrap_or_else(|| default_tools(new.loop_style));
-        self.engram.check_tool_names(&tools)?;
+        self.engram.check_tool_names(&tools).await?;
         refuse_url_credentials(new.llm.as_ref(), new.embedding.as_ref())?;
         let mut llm = match new.llm {
             Some(llm) => llm,
@@ -113,40 +115,42 @@ impl Agents<'_> {
             created_at: now,
             updated_at: now,
         };
-        self.engram.check_window(
-            &agent,
-            &planned_blocks(&blocks, &self.engram.attached(&new.block_ids)?),
-        )?;
+        let attached = self.engram.attached(&new.block_ids).await?;
+        self.engram
+            .check_window(&agent, &planned_blocks(&blocks, &attached))
+            .await?;
         let (agent, blocks) = self
             .engram
-            .store
-            .agents()
-            .create(&agent, &blocks, &new.block_ids)?;
+            .backend
+            .create_agent(&agent, &blocks, &new.block_ids)
+            .await?;
         self.engram.notify(Notice::AgentsChanged);
         Ok(AgentState { agent, blocks })
     }
 
     /// Every agent, oldest first.
-    pub fn list(self) -> Result<Vec<Agent>> {
-        self.engram.store.agents().list()
+    pub async fn list(self) -> Result<Vec<Agent>> {
+        self.engram.backend.list_agents().await
     }
 
     /// A page of agents filtered and paged in SQL (Letta's `GET /v1/agents/`; see
     /// [`AgentList`](engram_store::AgentList)).
+    /// Errors: `not_available` on a shared server.
     pub fn page(self, q: &engram_store::AgentList) -> Result<Vec<Agent>> {
-        self.engram.store.agents().page(q)
+        self.engram.local("filtering agents")?.agents().page(q)
     }
 
     /// How many agents pass the filters of `q` (cursors and limit aside).
+    /// Errors: `not_available` on a shared server.
     pub fn count(self, q: &engram_store::AgentList) -> Result<u64> {
-        self.engram.store.agents().count(q)
+        self.engram.local("counting agents")?.agents().count(q)
     }
 
-    /// One agent with its blocks.
-    pub fn get(self, id: &AgentId) -> Result<AgentState> {
+    /// One agent with its blocks. Errors: `not_found`.
+    pub async fn get(self, id: &AgentId) -> Result<AgentState> {
         Ok(AgentState {
-            agent: self.engram.store.agents().get(id)?,
-            blocks: self.engram.store.blocks().of_agent(id)?,
+            agent: self.engram.backend.get_agent(id).await?,
+            blocks: self.engram.backend.agent_blocks(id).await?,
         })
     }
 
@@ -156,22 +160,23 @@ impl Agents<'_> {
     ///
     /// Errors: `not_found`, `invalid_input`; `context_window_too_small` when a new model,
     /// context window, instructions or tool list would not fit the model's context window
-    /// (nothing is changed then).
-    pub fn update(self, id: &AgentId, patch: &AgentPatch) -> Result<Agent> {
+    /// (nothing is changed then); `not_available` on a shared server.
+    pub async fn update(self, id: &AgentId, patch: &AgentPatch) -> Result<Agent> {
+        let store = self.engram.local("changing an agent")?;
         if let Some(name) = &patch.name
             && name.trim().is_empty()
         {
             return Err(Error::invalid("an agent needs a name"));
         }
         if let Some(tools) = &patch.tools {
-            self.engram.check_tool_names(tools)?;
+            self.engram.check_tool_names(tools).await?;
         }
         refuse_url_credentials(
             patch.llm.as_ref(),
             patch.embedding.as_ref().and_then(Option::as_ref),
         )?;
         if patch.llm.is_some() || patch.system.is_some() || patch.tools.is_some() {
-            let mut planned = self.engram.store.agents().get(id)?;
+            let mut planned = store.agents().get(id)?;
             if let Some(llm) = &patch.llm {
                 planned.llm = llm.clone();
             }
@@ -185,12 +190,13 @@ impl Agents<'_> {
                 planned.loop_style = style;
             }
             self.engram
-                .check_window(&planned, &self.engram.store.blocks().of_agent(id)?)?;
+                .check_window(&planned, &store.blocks().of_agent(id)?)
+                .await?;
         }
         let mut patch = patch.clone();
         let before = match &patch.embedding {
             Some(new) => {
-                let before = self.engram.store.agents().get(id)?.embedding;
+                let before = store.agents().get(id)?.embedding;
                 if let Some(cfg) = new {
                     patch.embedding = Some(Some(self.engram.resolver.pin_embedding(cfg.clone())?));
                 }
@@ -198,11 +204,11 @@ impl Agents<'_> {
             }
             None => None,
         };
-        let agent = self.engram.store.agents().update(id, &patch)?;
+        let agent = store.agents().update(id, &patch)?;
         if let Some(before) = before
             && before != agent.embedding
         {
-            self.engram.store.passages().clear_vectors(id)?;
+            store.passages().clear_vectors(id)?;
             self.engram.spawn_backfill(id);
         }
         self.engram.notify(Notice::AgentChanged {
@@ -212,8 +218,9 @@ impl Agents<'_> {
     }
 
     /// Deletes an agent with its messages and passages; blocks it shares with other agents stay.
-    pub fn delete(self, id: &AgentId) -> Result<()> {
-        self.engram.store.agents().delete(id)?;
+    /// Errors: `not_found`.
+    pub async fn delete(self, id: &AgentId) -> Result<()> {
+        self.engram.backend.delete_agent(id).await?;
         self.engram.notify(Notice::AgentsChanged);
         Ok(())
     }
@@ -271,15 +278,20 @@ fn refuse_url_credentials(
 
 impl Agents<'_> {
     /// The agent's tags, in order. Errors: `not_found` for an unknown agent.
+    /// `not_available` on a shared server.
     pub fn tags(self, agent: &AgentId) -> Result<Vec<String>> {
-        self.engram.store.agents().get(agent)?;
-        self.engram.store.agents().tags(agent)
+        let store = self.engram.local("agents' tags")?;
+        store.agents().get(agent)?;
+        store.agents().tags(agent)
     }
 
     /// Replaces the agent's tags (order kept; duplicates and blank tags dropped).
-    /// Errors: `not_found`.
+    /// Errors: `not_found`; `not_available` on a shared server.
     pub fn set_tags(self, agent: &AgentId, tags: &[String]) -> Result<()> {
-        self.engram.store.agents().set_tags(agent, tags)?;
+        self.engram
+            .local("agents' tags")?
+            .agents()
+            .set_tags(agent, tags)?;
         self.engram.notify(Notice::AgentChanged {
             agent_id: agent.clone(),
         });
@@ -288,7 +300,7 @@ impl Agents<'_> {
 
     /// `(messages, passages)`: how many messages the agent's recall memory holds and how many
     /// passages its archival memory holds. Errors: `not_found`.
-    pub fn memory_counts(self, agent: &AgentId) -> Result<(u64, u64)> {
-        self.engram.store.agents().memory_counts(agent)
+    pub async fn memory_counts(self, agent: &AgentId) -> Result<(u64, u64)> {
+        self.engram.backend.memory_counts(agent).await
     }
 }

@@ -34,15 +34,31 @@ impl Archival<'_> {
         if text.trim().is_empty() {
             return Err(Error::invalid("a passage needs text"));
         }
-        let embedded = self.engram.store.agents().get(agent)?.embedding.is_some();
-        let new = NewPassage {
+        let embedded = self
+            .engram
+            .backend
+            .get_agent(agent)
+            .await?
+            .embedding
+            .is_some();
+        let mut new = NewPassage {
             text: text.to_owned(),
             tags,
             embedding: None,
             created_at,
         };
-        let mut stored = self.engram.store.passages().insert(agent, &[new])?;
-        if embedded {
+        // This machine's database fills vectors in the background, batched; a shared
+        // server's replicas have no such queue yet, so the vector is computed before the write.
+        if embedded && self.engram.shared {
+            let texts = [new.text.clone()];
+            new.embedding = self
+                .engram
+                .vectors_for_storing(agent, &texts)
+                .await?
+                .and_then(|mut v| v.pop());
+        }
+        let mut stored = self.engram.backend.insert_passages(agent, &[new]).await?;
+        if embedded && !self.engram.shared {
             self.engram.embed_fresh(agent);
         }
         self.engram.notify(Notice::ArchivalChanged {
@@ -54,14 +70,22 @@ impl Archival<'_> {
     }
 
     /// Lists a page of passages (see [`PassageList`]), newest first unless `ascending`.
-    /// Errors: `not_found` (agent, or a cursor passage).
-    pub fn list(self, agent: &AgentId, list: &PassageList) -> Result<Vec<Passage>> {
-        self.engram.store.passages().list(agent, list)
+    /// Errors: `not_found` (agent, or a cursor passage); `not_available` on a shared server
+    /// for a filtered list.
+    pub async fn list(self, agent: &AgentId, list: &PassageList) -> Result<Vec<Passage>> {
+        match list.as_range() {
+            Some(range) => self.engram.backend.list_passages(agent, &range).await,
+            None => self
+                .engram
+                .local("filtering passages")?
+                .passages()
+                .list(agent, list),
+        }
     }
 
-    /// Deletes a passage.
-    pub fn delete(self, agent: &AgentId, id: &PassageId) -> Result<()> {
-        self.engram.store.passages().delete(agent, id)?;
+    /// Deletes a passage. Errors: `not_found`.
+    pub async fn delete(self, agent: &AgentId, id: &PassageId) -> Result<()> {
+        self.engram.backend.delete_passage(agent, id).await?;
         self.engram.notify(Notice::ArchivalChanged {
             agent_id: agent.clone(),
         });
@@ -110,7 +134,7 @@ impl Archival<'_> {
     /// each hit's `context` says whether it holds none of the query's words and came along
     /// beside a match. Errors: `not_found` for the agent.
     pub async fn search_by(self, agent: &AgentId, mut q: PassageQuery) -> Result<Vec<PassageHit>> {
-        self.engram.store.agents().get(agent)?;
+        self.engram.backend.get_agent(agent).await?;
         self.engram.settle_for_search(agent).await;
         q.embedding = self.engram.query_vector(agent, &q.query).await;
         q.top_k = q.top_k.max(1);
@@ -182,9 +206,12 @@ impl Archival<'_> {
 impl Engram {
     /// The embedder of `agent`'s embedding model, `None` when it has none. Errors:
     /// `not_found` for the agent; a provider's configuration errors (no key, unknown model).
-    pub(crate) fn embedder_for(&self, agent: &AgentId) -> Result<Option<engram_agent::Embedder>> {
+    pub(crate) async fn embedder_for(
+        &self,
+        agent: &AgentId,
+    ) -> Result<Option<engram_agent::Embedder>> {
         use engram_agent::ModelResolver;
-        let agent = self.store.agents().get(agent)?;
+        let agent = self.backend.get_agent(agent).await?;
         agent
             .embedding
             .as_ref()

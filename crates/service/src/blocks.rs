@@ -14,54 +14,54 @@ impl Blocks<'_> {
     /// Creates a block that belongs to no agent yet (attach it with
     /// [`attach`](Self::attach)). Errors: `invalid_input` for a bad label or a value
     /// over an explicit limit.
-    pub fn create(self, new: &NewBlock) -> Result<Block> {
-        self.engram.store.blocks().create(new)
+    pub async fn create(self, new: &NewBlock) -> Result<Block> {
+        self.engram.backend.create_block(new).await
     }
 
     /// Every block, attached or not, oldest first; only those labelled `label` when given.
-    pub fn list(self, label: Option<&str>) -> Result<Vec<Block>> {
-        self.engram.store.blocks().list(label)
+    pub async fn list(self, label: Option<&str>) -> Result<Vec<Block>> {
+        self.engram.backend.list_blocks(label).await
     }
 
     /// A page of every block, filtered and paged in SQL (Letta's `GET /v1/blocks/`; see
-    /// [`BlockList`](engram_store::BlockList)).
+    /// [`BlockList`](engram_store::BlockList)). Errors: `not_available` on a shared server.
     pub fn page(self, q: &engram_store::BlockList) -> Result<Vec<Block>> {
-        self.engram.store.blocks().page(q)
+        self.engram.local("filtering blocks")?.blocks().page(q)
     }
 
     /// One block by id. Errors: `not_found`.
-    pub fn get(self, id: &BlockId) -> Result<Block> {
-        self.engram.store.blocks().get(id)
+    pub async fn get(self, id: &BlockId) -> Result<Block> {
+        self.engram.backend.get_block(id).await
     }
 
     /// One block of an agent by label. Errors: `not_found` for the agent or the label.
-    pub fn by_label(self, agent: &AgentId, label: &str) -> Result<Block> {
-        self.engram.store.blocks().by_label(agent, label)
+    pub async fn by_label(self, agent: &AgentId, label: &str) -> Result<Block> {
+        self.engram.backend.agent_block(agent, label).await
     }
 
     /// The agent's blocks in the order they are compiled. Errors: `not_found`.
-    pub fn of_agent(self, agent: &AgentId) -> Result<Vec<Block>> {
-        self.engram.store.blocks().of_agent(agent)
+    pub async fn of_agent(self, agent: &AgentId) -> Result<Vec<Block>> {
+        self.engram.backend.agent_blocks(agent).await
     }
 
     /// Changes a block by id (recorded in its history as a user edit); every agent it is
     /// attached to sees the change. With `patch.version` the block must still be at that
     /// version. Errors: `not_found`, `stale_version` (the current block in `details`),
     /// `invalid_input` (limit, label), `conflict` (label taken on an attached agent).
-    pub fn update(self, id: &BlockId, patch: &BlockPatch) -> Result<Block> {
+    pub async fn update(self, id: &BlockId, patch: &BlockPatch) -> Result<Block> {
         let block = self
             .engram
-            .store
-            .blocks()
-            .update(id, patch, &Editor::User)?;
-        self.engram.notify_block(id);
+            .backend
+            .update_block(id, patch, &Editor::User)
+            .await?;
+        self.engram.notify_block(id).await;
         Ok(block)
     }
 
     /// Deletes a block and detaches it from every agent. Errors: `not_found`.
-    pub fn delete(self, id: &BlockId) -> Result<()> {
-        let agents = self.engram.store.blocks().agents_of(id)?;
-        self.engram.store.blocks().delete(id)?;
+    pub async fn delete(self, id: &BlockId) -> Result<()> {
+        let agents = self.engram.backend.block_agents(id).await?;
+        self.engram.backend.delete_block(id).await?;
         for agent_id in agents {
             self.engram.notify(Notice::MemoryChanged { agent_id });
         }
@@ -71,27 +71,32 @@ impl Blocks<'_> {
     /// Attaches an existing block to an agent (after its other blocks) and returns the agent.
     /// Attaching twice does nothing. Errors: `not_found`; `conflict` when the agent already has
     /// another block with that label.
-    pub fn attach(self, agent: &AgentId, block: &BlockId) -> Result<AgentState> {
-        self.engram.store.blocks().attach(agent, block)?;
-        self.engram.notify_block(block);
-        self.engram.agents().get(agent)
+    pub async fn attach(self, agent: &AgentId, block: &BlockId) -> Result<AgentState> {
+        self.engram.backend.attach_block(agent, block).await?;
+        self.engram.notify_block(block).await;
+        self.engram.agents().get(agent).await
     }
 
     /// Detaches a block from an agent (the block stays) and returns the agent.
     /// Errors: `not_found`.
-    pub fn detach(self, agent: &AgentId, block: &BlockId) -> Result<AgentState> {
-        self.engram.store.blocks().detach(agent, block)?;
+    pub async fn detach(self, agent: &AgentId, block: &BlockId) -> Result<AgentState> {
+        self.engram.backend.detach_block(agent, block).await?;
         self.engram.notify(Notice::MemoryChanged {
             agent_id: agent.clone(),
         });
-        self.engram.agents().get(agent)
+        self.engram.agents().get(agent).await
     }
 
     /// Creates a block and attaches it to `agent` after its other blocks, in one transaction
     /// (the memory panel's "add block"). Errors: `not_found` for the agent; `invalid_input`
-    /// for a bad label or a value over an explicit limit; `conflict` when the label is taken.
+    /// for a bad label or a value over an explicit limit; `conflict` when the label is taken;
+    /// `not_available` on a shared server.
     pub fn create_for_agent(self, agent: &AgentId, new: &NewBlock) -> Result<Block> {
-        let block = self.engram.store.blocks().create_for_agent(agent, new)?;
+        let block = self
+            .engram
+            .local("adding a block to an agent")?
+            .blocks()
+            .create_for_agent(agent, new)?;
         self.engram.notify(Notice::MemoryChanged {
             agent_id: agent.clone(),
         });
@@ -100,57 +105,62 @@ impl Blocks<'_> {
 
     /// Every block with the agents it is attached to (by id and name), oldest block first:
     /// where each block is shared, and what can be attached to another agent.
+    /// Errors: `not_available` on a shared server.
     pub fn shared(self) -> Result<Vec<SharedBlock>> {
-        self.engram.store.blocks().shared()
+        self.engram
+            .local("the shared-blocks list")?
+            .blocks()
+            .shared()
     }
 }
 
 impl Blocks<'_> {
     /// Sets a block's value by hand (recorded in the block's history as a user edit).
     /// Errors: `not_found` for an unknown agent or label, `invalid_input` when over the limit.
-    pub fn set_value(self, agent: &AgentId, label: &str, value: &str) -> Result<Block> {
+    pub async fn set_value(self, agent: &AgentId, label: &str, value: &str) -> Result<Block> {
         let patch = BlockPatch {
             value: Some(value.to_owned()),
             ..BlockPatch::default()
         };
-        self.update_by_label(agent, label, &patch)
+        self.update_by_label(agent, label, &patch).await
     }
 
     /// Changes a block of an agent (value, limit, description, label, read-only). With
     /// `patch.version` the block must still be at that version. Errors: `not_found`;
     /// `stale_version` (the current block in `details`); `invalid_input`; `conflict`.
-    pub fn update_by_label(
+    pub async fn update_by_label(
         self,
         agent: &AgentId,
         label: &str,
         patch: &BlockPatch,
     ) -> Result<Block> {
         self.update_by_label_as(agent, label, patch, &Editor::User)
+            .await
     }
 
     /// Like [`update_by_label`](Self::update_by_label), recorded in the block's history
     /// as `editor`'s edit (a user tool calling the API back edits as its tool call).
-    pub fn update_by_label_as(
+    pub async fn update_by_label_as(
         self,
         agent: &AgentId,
         label: &str,
         patch: &BlockPatch,
         editor: &Editor,
     ) -> Result<Block> {
-        let block = self.engram.store.blocks().by_label(agent, label)?;
-        let block = self
-            .engram
-            .store
-            .blocks()
-            .update(&block.id, patch, editor)?;
-        self.engram.notify_block(&block.id);
+        let backend = &self.engram.backend;
+        let block = backend.agent_block(agent, label).await?;
+        let block = backend.update_block(&block.id, patch, editor).await?;
+        self.engram.notify_block(&block.id).await;
         Ok(block)
     }
 
-    /// The edit history of an agent's block, newest first.
-    pub fn history(self, agent: &AgentId, label: &str) -> Result<Vec<BlockEdit>> {
-        let block = self.engram.store.blocks().by_label(agent, label)?;
-        self.engram.store.blocks().history(&block.id, HISTORY_LIMIT)
+    /// The edit history of an agent's block, newest first. Errors: `not_found`.
+    pub async fn history(self, agent: &AgentId, label: &str) -> Result<Vec<BlockEdit>> {
+        let block = self.engram.backend.agent_block(agent, label).await?;
+        self.engram
+            .backend
+            .block_history(&block.id, HISTORY_LIMIT)
+            .await
     }
 
     /// Undoes one recorded edit, keeping every edit made after it: the text the edit changed
@@ -161,10 +171,11 @@ impl Blocks<'_> {
     /// `details`; `conflict` when later edits rewrote the text this edit changed (see
     /// [`undo_plan`](Self::undo_plan) and
     /// [`restore`](Self::restore)); `invalid_input` when the result no
-    /// longer fits the limit.
-    pub fn undo(self, edit: &EditId, based_on: Option<u64>) -> Result<Block> {
-        let block = self.engram.store.blocks().undo_edit(edit, based_on)?;
-        self.engram.notify_block(&block.id);
+    /// longer fits the limit; `not_available` on a shared server.
+    pub async fn undo(self, edit: &EditId, based_on: Option<u64>) -> Result<Block> {
+        let store = self.engram.local("undoing an edit")?;
+        let block = store.blocks().undo_edit(edit, based_on)?;
+        self.engram.notify_block(&block.id).await;
         Ok(block)
     }
 
@@ -172,16 +183,21 @@ impl Blocks<'_> {
     /// the value a whole restore writes, and how many later edits a restore drops. Writes
     /// nothing. Errors: `not_found`.
     pub fn undo_plan(self, edit: &EditId) -> Result<UndoPlan> {
-        self.engram.store.blocks().undo_plan(edit)
+        self.engram
+            .local("undoing an edit")?
+            .blocks()
+            .undo_plan(edit)
     }
 
     /// Restores the whole value `edit` replaced, dropping every later edit — only after the
     /// person saw what is lost ([`undo_plan`](Self::undo_plan)), so `based_on`
     /// should name the version they saw. Errors: `not_found`; `stale_version`;
-    /// `invalid_input` when the old value no longer fits the limit.
-    pub fn restore(self, edit: &EditId, based_on: Option<u64>) -> Result<Block> {
-        let block = self.engram.store.blocks().restore_edit(edit, based_on)?;
-        self.engram.notify_block(&block.id);
+    /// `invalid_input` when the old value no longer fits the limit; `not_available` on a
+    /// shared server.
+    pub async fn restore(self, edit: &EditId, based_on: Option<u64>) -> Result<Block> {
+        let store = self.engram.local("restoring an edit")?;
+        let block = store.blocks().restore_edit(edit, based_on)?;
+        self.engram.notify_block(&block.id).await;
         Ok(block)
     }
 }

@@ -75,7 +75,7 @@ impl Run {
 impl Engram {
     /// The id the run will be stored under: a new one, or for approval decisions the paused
     /// run's (which goes on). Checks what needs no lock first.
-    fn run_id_for(&self, agent: &AgentId, request: &RunRequest) -> Result<RunId> {
+    async fn run_id_for(&self, agent: &AgentId, request: &RunRequest) -> Result<RunId> {
         match request {
             RunRequest::Message { text } | RunRequest::EditAndResend { text, .. }
                 if text.trim().is_empty() =>
@@ -86,9 +86,9 @@ impl Engram {
                 Err(Error::invalid("no approval decision was given"))
             }
             RunRequest::Approvals { .. } => self
-                .store
-                .runs()
-                .pending_approval(agent)?
+                .backend
+                .pending_approval(agent)
+                .await?
                 .map(|p| p.run_id)
                 .ok_or_else(|| Error::not_found("pending approval", agent.as_str())),
             _ => Ok(RunId::new()),
@@ -147,7 +147,7 @@ impl Engram {
             }
             RunRequest::EditAndResend { message_id, text } => {
                 let turn = self.turn_for_rewrite(claim)?;
-                self.check_resendable(agent, &message_id)?;
+                self.check_resendable(agent, &message_id).await?;
                 self.resend(&turn, &message_id, message(text), tx, cancel)
                     .await
             }
@@ -190,7 +190,7 @@ impl Engram {
                 RunEvent::Message { message } => self.notify(Notice::MessagesChanged {
                     agent_id: message.agent_id.clone(),
                 }),
-                RunEvent::MemoryChanged { block, .. } => self.notify_block(&block.id),
+                RunEvent::MemoryChanged { block, .. } => self.notify_block(&block.id).await,
                 // The step has committed: its messages get vectors in the background, so the
                 // turn never waits for the embedding model.
                 RunEvent::Usage { .. } => self.spawn_backfill(agent),
@@ -226,7 +226,7 @@ impl Runs<'_> {
         let (done_tx, done_rx) = oneshot::channel();
         let engram = self.engram.handle()?;
         let owner = agent.clone();
-        let run_id = self.engram.run_id_for(agent, &request)?;
+        let run_id = self.engram.run_id_for(agent, &request).await?;
         let id = run_id.clone();
         tokio::spawn(async move {
             let outcome = engram
@@ -260,7 +260,7 @@ impl Runs<'_> {
         events: &EventSink,
         cancel: CancellationToken,
     ) -> Result<RunOutcome> {
-        let run_id = self.engram.run_id_for(agent, &request)?;
+        let run_id = self.engram.run_id_for(agent, &request).await?;
         self.engram
             .run_as(agent, run_id, request, events, cancel)
             .await

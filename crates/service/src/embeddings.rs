@@ -460,6 +460,10 @@ impl Engram {
     /// Starts filling in the agent's missing vectors in the background (no-op when nothing
     /// is missing; when a backfill runs already, it goes round once more).
     pub(crate) fn spawn_backfill(&self, agent: &AgentId) {
+        // A shared server's vectors are computed as rows are written (no queue of its own).
+        if self.shared {
+            return;
+        }
         self.backfiller().spawn(agent);
     }
 
@@ -467,6 +471,9 @@ impl Engram {
     /// [`add`](crate::Archival::insert)); searches wait briefly for them
     /// ([`fresh_vectors`](crate::Archival::fresh_vectors)).
     pub(crate) fn embed_fresh(&self, agent: &AgentId) {
+        if self.shared {
+            return;
+        }
         // Without a runtime to run it in, the vectors come with the next long-lived process.
         self.backfiller().spawn_for(agent, true);
     }
@@ -495,7 +502,7 @@ impl Engram {
         agent: &AgentId,
         texts: &[String],
     ) -> Result<Option<Vec<Vec<f32>>>> {
-        let embedder = match self.embedder_for(agent) {
+        let embedder = match self.embedder_for(agent).await {
             Ok(Some(e)) => e,
             Ok(None) => return Ok(None),
             Err(e) => {
@@ -522,7 +529,7 @@ impl Engram {
         if query.trim().is_empty() {
             return None;
         }
-        let embedder = match self.embedder_for(agent) {
+        let embedder = match self.embedder_for(agent).await {
             Ok(Some(e)) => e,
             Ok(None) => return None,
             Err(e) => {

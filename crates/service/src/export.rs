@@ -70,6 +70,7 @@ impl AgentFiles<'_> {
             Some(ids) => ids.to_vec(),
             None => self
                 .engram
+                .local("exporting agents")?
                 .agents()
                 .list()?
                 .into_iter()

@@ -38,7 +38,7 @@ fn write_lines(path: &Path, lines: u32, needle: u32) -> u64 {
     std::fs::metadata(path).unwrap().len()
 }
 
-fn folder_and_agent(engram: &Engram) -> (FolderId, AgentId) {
+async fn folder_and_agent(engram: &Engram) -> (FolderId, AgentId) {
     let folder = engram
         .folders()
         .create(NewFolder {
@@ -56,6 +56,7 @@ fn folder_and_agent(engram: &Engram) -> (FolderId, AgentId) {
             name: "Sam".into(),
             ..NewAgent::default()
         })
+        .await
         .unwrap()
         .agent
         .id;
@@ -67,7 +68,7 @@ fn folder_and_agent(engram: &Engram) -> (FolderId, AgentId) {
 async fn a_text_file_read_as_a_stream_is_stored_in_pieces_read_and_searched() {
     let home = tempfile::tempdir().unwrap();
     let engram = Engram::open_for_test(home.path());
-    let (folder, agent) = folder_and_agent(&engram);
+    let (folder, agent) = folder_and_agent(&engram).await;
     let lines = 80_000;
     let needle = lines - 5;
     let path = home.path().join("big.txt");
@@ -170,7 +171,7 @@ async fn a_text_file_read_as_a_stream_is_stored_in_pieces_read_and_searched() {
 async fn a_stream_cancelled_half_way_leaves_nothing() {
     let home = tempfile::tempdir().unwrap();
     let engram = Engram::open_for_test(home.path());
-    let (folder, _) = folder_and_agent(&engram);
+    let (folder, _) = folder_and_agent(&engram).await;
     let path = home.path().join("huge.csv");
     let size = write_lines(&path, 600_000, 0);
     let adding = {
@@ -216,7 +217,7 @@ async fn a_stream_cancelled_half_way_leaves_nothing() {
 async fn a_big_pdf_is_refused_saying_pdfs_are_read_whole() {
     let home = tempfile::tempdir().unwrap();
     let engram = Engram::open_for_test(home.path());
-    let (folder, _) = folder_and_agent(&engram);
+    let (folder, _) = folder_and_agent(&engram).await;
     let path = home.path().join("scan.pdf");
     let file = std::fs::File::create(&path).unwrap();
     file.set_len(engram_documents::MAX_FILE_BYTES + 1).unwrap();
@@ -238,7 +239,7 @@ async fn a_big_pdf_is_refused_saying_pdfs_are_read_whole() {
 async fn a_text_file_over_64_mib_added_from_disk_is_streamed() {
     let home = tempfile::tempdir().unwrap();
     let engram = Engram::open_for_test(home.path());
-    let (folder, agent) = folder_and_agent(&engram);
+    let (folder, agent) = folder_and_agent(&engram).await;
     let path = home.path().join("big.log");
     let mut lines = 1_000_000;
     let mut size = write_lines(&path, lines, lines - 2);

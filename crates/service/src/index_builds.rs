@@ -56,13 +56,13 @@ mod tests {
             .collect()
     }
 
-    fn agent_with_vectors(engram: &Engram, n: u64) -> AgentId {
+    async fn agent_with_vectors(engram: &Engram, n: u64) -> AgentId {
         let new = NewAgent {
             name: "Ada".into(),
             llm: Some(LlmConfig::new("openai/mock-small")),
             ..NewAgent::default()
         };
-        let id = engram.agents().create(new).expect("agent").agent.id;
+        let id = engram.agents().create(new).await.expect("agent").agent.id;
         let ps: Vec<NewPassage> = (0..n)
             .map(|i| NewPassage {
                 text: format!("passage {i}"),
@@ -124,7 +124,7 @@ mod tests {
             persist_above: 100,
             ..VectorIndexConfig::default()
         });
-        let agent = agent_with_vectors(&engram, 300);
+        let agent = agent_with_vectors(&engram, 300).await;
         let mut rx = engram.notices();
         engram.store.hold_vector_index_builds(true);
         search(&engram, &agent);
@@ -170,7 +170,7 @@ mod tests {
         let agent = {
             let engram = Engram::open_for_test(dir.path());
             engram.store.set_vector_index_config(config);
-            let agent = agent_with_vectors(&engram, 300);
+            let agent = agent_with_vectors(&engram, 300).await;
             engram.store.hold_vector_index_builds(true);
             search(&engram, &agent);
             agent

@@ -223,10 +223,14 @@ pub struct RestApiStatus {
 /// Engram's engine, opened on one data directory. Cheap to share behind an `Arc`.
 pub struct Engram {
     home: PathBuf,
+    /// This machine's SQLite database: everything on the desktop; on a shared server only
+    /// what belongs to this replica (its providers' settings, downloaded models).
     store: Store,
-    /// The same data through the storage interface: what every room reads and writes as it
-    /// moves off the SQLite store's own API (a server's may be PostgreSQL).
+    /// Agents, their memory, runs, tools and users through the storage interface: the same
+    /// SQLite database on the desktop, a server's PostgreSQL when [`shared`](Self::shared).
     backend: Arc<dyn engram_store_api::Backend>,
+    /// Whether `backend` is a database other replicas share (see [`Engram::open_shared`]).
+    shared: bool,
     secrets: Arc<dyn SecretStore>,
     resolver: Arc<resolve::Resolver>,
     runtime: Runtime,
@@ -285,6 +289,26 @@ impl Engram {
     /// Opens (creating if needed) the data directory and its database. The engine comes in
     /// an `Arc`: its rooms start work (runs, watchers, downloads) that holds on to it.
     pub fn open(options: Options) -> Result<Arc<Self>> {
+        Self::open_on(options, None)
+    }
+
+    /// Opens Engram as one replica of a server whose agents, memory, runs, tools and users
+    /// live in `backend` (PostgreSQL), shared with the other replicas. The data directory
+    /// keeps only this replica's own settings (providers, downloaded models). Calls that
+    /// have not moved onto the storage interface yet refuse with `not_available` rather than
+    /// read or write this replica's own database (see `docs/postgres.md`).
+    /// Errors: as [`open`](Self::open).
+    pub fn open_shared(
+        options: Options,
+        backend: Arc<dyn engram_store_api::Backend>,
+    ) -> Result<Arc<Self>> {
+        Self::open_on(options, Some(backend))
+    }
+
+    fn open_on(
+        options: Options,
+        shared: Option<Arc<dyn engram_store_api::Backend>>,
+    ) -> Result<Arc<Self>> {
         let home = resolve_home(options.home, &*options.env)?;
         // Private to the user: 0700 when Engram creates it (DESIGN.md §8b).
         engram_store::private::create_dir(&home)?;
@@ -348,10 +372,25 @@ impl Engram {
         };
         // Passes get a runtime of their own: they never take an agent's turn, so a chat is
         // never queued behind one.
-        let pass_runtime = Arc::new(
-            Runtime::with_settings(store.clone(), resolver.clone(), loop_settings)
-                .with_python(python.clone()),
-        );
+        let backend: Arc<dyn engram_store_api::Backend> = match &shared {
+            Some(backend) => backend.clone(),
+            None => Arc::new(store.clone()),
+        };
+        // Folders are still this machine's alone: a shared server's agents have none yet.
+        let folders: Option<Arc<dyn engram_store_api::FolderStore>> = match &shared {
+            Some(_) => None,
+            None => Some(Arc::new(store.clone())),
+        };
+        let runtime = || {
+            Runtime::on_backend(
+                backend.clone(),
+                folders.clone(),
+                resolver.clone(),
+                loop_settings,
+            )
+            .with_python(python.clone())
+        };
+        let pass_runtime = Arc::new(runtime());
         let announce = {
             let notices = notices.clone();
             Arc::new(move |pass: &engram_core::SleeptimePass| {
@@ -371,20 +410,20 @@ impl Engram {
             })
         };
         let sleeper = sleeptime::Sleeper::new(store.clone(), pass_runtime, announce);
+        let main_runtime = runtime().with_mcp(bridge);
         let engram = Arc::new_cyclic(|me| Self {
             me: me.clone(),
             sleeper,
             run_token: Arc::default(),
             pulls: pulls::Pulls::new(env.clone()),
-            runtime: Runtime::with_settings(store.clone(), resolver.clone(), loop_settings)
-                .with_python(python.clone())
-                .with_mcp(bridge),
+            runtime: main_runtime,
             mcp,
             python,
             python_from_env,
             resolver,
             home,
-            backend: Arc::new(store.clone()),
+            shared: shared.is_some(),
+            backend,
             store,
             secrets: options.secrets,
             runs: runs::Registry::default(),
@@ -456,8 +495,9 @@ impl Engram {
     }
 
     /// Announces a change to a block to every agent it is attached to.
-    pub(crate) fn notify_block(&self, block: &engram_core::BlockId) {
-        for agent_id in self.store.blocks().agents_of(block).unwrap_or_default() {
+    pub(crate) async fn notify_block(&self, block: &engram_core::BlockId) {
+        let agents = self.backend.block_agents(block).await;
+        for agent_id in agents.unwrap_or_default() {
             self.notify(Notice::MemoryChanged { agent_id });
         }
     }
@@ -466,8 +506,30 @@ impl Engram {
     /// (`GET /healthz`), which a load balancer in front of replicas polls.
     ///
     /// Errors: `storage` when the database does not answer.
-    pub fn health(&self) -> Result<()> {
-        self.store.ping()
+    pub async fn health(&self) -> Result<()> {
+        self.store.ping()?;
+        if self.shared {
+            // Any read that reaches the shared database.
+            self.backend.get_setting("health").await?;
+        }
+        Ok(())
+    }
+
+    /// Whether this engine is one replica of a shared server (see [`open_shared`](Self::open_shared)).
+    pub fn is_shared(&self) -> bool {
+        self.shared
+    }
+
+    /// This machine's database, for `what`: a call that has not moved onto the storage
+    /// interface yet. Errors: `not_available` on a shared server, where this database holds
+    /// none of the agents.
+    pub(crate) fn local(&self, what: &str) -> Result<&Store> {
+        if self.shared {
+            return Err(Error::NotAvailable(format!(
+                "{what} is not available on a shared server yet"
+            )));
+        }
+        Ok(&self.store)
     }
 
     /// The store, for whole-system tests and benchmarks that check what was written. Transports

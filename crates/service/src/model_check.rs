@@ -99,7 +99,7 @@ impl Models<'_> {
     /// window checks before it offers an agent a model. Nothing is sent anywhere.
     ///
     /// Errors: `not_found` for an unknown agent; `Storage`.
-    pub fn check_for(self, id: &AgentId, handle: &str) -> Result<Option<String>> {
+    pub async fn check_for(self, id: &AgentId, handle: &str) -> Result<Option<String>> {
         let handle = handle.trim();
         if let Some(problem) = self.check(handle)? {
             return Ok(Some(problem));
@@ -109,6 +109,7 @@ impl Models<'_> {
         match self
             .engram
             .check_window(&planned, &self.engram.store.blocks().of_agent(id)?)
+            .await
         {
             Ok(()) => Ok(None),
             Err(e @ Error::ContextWindowTooSmall { .. }) => Ok(Some(e.to_string())),
@@ -162,7 +163,11 @@ impl Agents<'_> {
     /// Errors: `invalid_input` when `handle` itself cannot be used (so nobody is moved from
     /// one missing model to another), or when the agents' memory would not fit its context
     /// window (checked per agent before any is changed); `not_found` for an unknown agent.
-    pub fn use_model(self, agents: &[AgentId], handle: &str) -> Result<Vec<engram_core::Agent>> {
+    pub async fn use_model(
+        self,
+        agents: &[AgentId],
+        handle: &str,
+    ) -> Result<Vec<engram_core::Agent>> {
         let handle = handle.trim();
         if !handle.contains('/') {
             return Err(Error::invalid(format!(
@@ -192,11 +197,13 @@ impl Agents<'_> {
             let mut planned = self.engram.store.agents().get(id)?;
             planned.llm = patch.llm.clone().unwrap_or(planned.llm);
             self.engram
-                .check_window(&planned, &self.engram.store.blocks().of_agent(id)?)?;
+                .check_window(&planned, &self.engram.store.blocks().of_agent(id)?)
+                .await?;
         }
-        patches
-            .iter()
-            .map(|(id, patch)| self.update(id, patch))
-            .collect()
+        let mut changed = Vec::with_capacity(patches.len());
+        for (id, patch) in &patches {
+            changed.push(self.update(id, patch).await?);
+        }
+        Ok(changed)
     }
 }

@@ -91,7 +91,7 @@ impl Models<'_> {
     /// The chat models Engram knows without a network call: the built-in ones (registered
     /// GGUFs), then each model an agent uses, once, in the order agents were created.
     /// Errors: storage.
-    pub fn known_chat(self) -> Result<Vec<KnownModel>> {
+    pub async fn known_chat(self) -> Result<Vec<KnownModel>> {
         let mut out: Vec<KnownModel> = self
             .list_local()?
             .into_iter()
@@ -102,7 +102,7 @@ impl Models<'_> {
                 built_in: true,
             })
             .collect();
-        for a in self.engram.agents().list()? {
+        for a in self.engram.agents().list().await? {
             if !out.iter().any(|k| k.handle == a.llm.model) {
                 out.push(KnownModel {
                     handle: a.llm.model.clone(),
@@ -117,7 +117,7 @@ impl Models<'_> {
 
     /// The embedding models Engram knows without a network call: the built-in encoder, then
     /// each one an agent uses, once. Errors: storage.
-    pub fn known_embedding(self) -> Result<Vec<KnownModel>> {
+    pub async fn known_embedding(self) -> Result<Vec<KnownModel>> {
         let built_in = engram_embed::DEFAULT_MODEL;
         let mut out = vec![KnownModel {
             handle: built_in.to_owned(),
@@ -125,7 +125,7 @@ impl Models<'_> {
             size: Some(engram_embed::ALL_MINILM_L6_V2.dimension as u32),
             built_in: true,
         }];
-        for a in self.engram.agents().list()? {
+        for a in self.engram.agents().list().await? {
             if let Some(e) = a.embedding
                 && !out.iter().any(|k| k.handle == e.model)
             {

@@ -42,24 +42,30 @@ impl Recall<'_> {
     /// `GET /v1/agents/{id}/messages?after=&before=&limit=&order=`.
     ///
     /// Errors: `not_found` for an unknown agent or a cursor that is not one of its messages.
-    pub fn page(self, agent: &AgentId, page: &MessagePage) -> Result<Vec<Message>> {
-        let seq_of = |id: &MessageId| self.engram.store.messages().seq(agent, id);
-        let after = page.after.as_ref().map(seq_of).transpose()?;
-        let before = page.before.as_ref().map(seq_of).transpose()?;
+    pub async fn page(self, agent: &AgentId, page: &MessagePage) -> Result<Vec<Message>> {
+        let after = self.seq_of(agent, page.after.as_ref()).await?;
+        let before = self.seq_of(agent, page.before.as_ref()).await?;
         // Seq bounds, both exclusive, whatever the order.
         let (lower, upper, order) = match page.order {
             Order::Asc => (after, before, SeqOrder::Asc),
             Order::Desc => (before, after, SeqOrder::Desc),
         };
         self.engram
-            .store
-            .messages()
-            .page(agent, lower, upper, page.limit.max(1), order)
+            .backend
+            .page_messages(agent, lower, upper, page.limit.max(1), order)
+            .await
+    }
+
+    /// Where the cursor `id` sits in the agent's conversation. Errors: `not_found` for a
+    /// message that is not one of the agent's.
+    async fn seq_of(self, agent: &AgentId, id: Option<&MessageId>) -> Result<Option<i64>> {
+        let Some(id) = id else { return Ok(None) };
+        Ok(Some(self.get(agent, id).await?.seq))
     }
 
     /// Scrolling back through a chat: the `limit` messages just older than `before` (the
     /// newest ones without it), oldest first. Errors as [`page`](Self::page).
-    pub fn before(
+    pub async fn before(
         self,
         agent: &AgentId,
         before: Option<&MessageId>,
@@ -72,7 +78,7 @@ impl Recall<'_> {
             limit,
             order: Order::Desc,
         };
-        let mut messages = self.page(agent, &page)?;
+        let mut messages = self.page(agent, &page).await?;
         messages.reverse();
         Ok(messages)
     }
@@ -92,8 +98,8 @@ impl Recall<'_> {
 
     /// One of the agent's messages. Errors: `not_found` for an unknown message or one that
     /// belongs to another agent.
-    pub fn get(self, agent: &AgentId, id: &MessageId) -> Result<Message> {
-        let m = self.engram.store.messages().get(id)?;
+    pub async fn get(self, agent: &AgentId, id: &MessageId) -> Result<Message> {
+        let m = self.engram.backend.get_message(id).await?;
         if m.agent_id != *agent {
             return Err(engram_core::Error::not_found("message", id.as_str()));
         }
@@ -121,7 +127,7 @@ impl Recall<'_> {
     /// search). When the model cannot embed the query the search answers by words alone at
     /// once, after an `EmbeddingsUnavailable` notice. Errors: `not_found` for the agent.
     pub async fn search(self, agent: &AgentId, query: &MessageQuery) -> Result<Vec<MessageHit>> {
-        self.engram.store.agents().get(agent)?;
+        self.engram.backend.get_agent(agent).await?;
         let embedding = self.engram.query_vector(agent, &query.query).await;
         engram_retrieval::hybrid::messages(
             &*self.engram.backend,
@@ -133,14 +139,20 @@ impl Recall<'_> {
     }
 
     /// Pages through the conversation: the `limit` messages before `before_seq`, oldest first.
-    pub fn list(
+    /// Errors: `not_found` for the agent.
+    pub async fn list(
         self,
         agent: &AgentId,
         before_seq: Option<i64>,
         limit: usize,
     ) -> Result<Vec<Message>> {
-        self.engram.store.agents().get(agent)?;
-        self.engram.store.messages().list(agent, before_seq, limit)
+        let mut newest = self
+            .engram
+            .backend
+            .page_messages(agent, None, before_seq, limit, SeqOrder::Desc)
+            .await?;
+        newest.reverse();
+        Ok(newest)
     }
 }
 

@@ -13,7 +13,7 @@ fn open(dir: &std::path::Path) -> Arc<Engram> {
     Engram::open_for_test(dir)
 }
 
-fn agent(engram: &Engram, mock: &MockLlm) -> AgentId {
+async fn agent(engram: &Engram, mock: &MockLlm) -> AgentId {
     let mut llm = LlmConfig::new("openai/mock-small");
     llm.base_url = Some(mock.base_url());
     llm.context_window = 32_000;
@@ -24,7 +24,7 @@ fn agent(engram: &Engram, mock: &MockLlm) -> AgentId {
         blocks: vec![NewBlock::new("human", "")],
         ..NewAgent::default()
     };
-    engram.agents().create(new).expect("agent").agent.id
+    engram.agents().create(new).await.expect("agent").agent.id
 }
 
 fn message(text: &str) -> RunRequest {
@@ -44,7 +44,7 @@ async fn a_started_run_streams_under_its_run_id_and_leaves_the_registry_when_don
     let mock = MockLlm::start(Script::Queue).await;
     let dir = tempfile::tempdir().unwrap();
     let engram = open(dir.path());
-    let agent = agent(&engram, &mock);
+    let agent = agent(&engram, &mock).await;
     mock.push(Reply::text("Hello there."));
 
     let mut run = engram.runs().start(&agent, message("hi")).await.unwrap();
@@ -61,7 +61,7 @@ async fn a_started_run_streams_under_its_run_id_and_leaves_the_registry_when_don
     let outcome = run.outcome().await.unwrap();
     assert_eq!(outcome.run_id, id);
     // The stored messages carry the same id.
-    let stored = engram.recall().list(&agent, None, 10).unwrap();
+    let stored = engram.recall().list(&agent, None, 10).await.unwrap();
     assert!(stored.iter().all(|m| m.run_id.as_ref() == Some(&id)));
     assert!(engram.runs().running(None).is_empty());
     assert!(engram.runs().attach(&agent).is_none());
@@ -92,7 +92,7 @@ async fn a_late_reader_gets_what_it_missed_and_the_run_stops_by_its_id() {
     let mock = MockLlm::start(Script::Queue).await;
     let dir = tempfile::tempdir().unwrap();
     let engram = open(dir.path());
-    let agent = agent(&engram, &mock);
+    let agent = agent(&engram, &mock).await;
     mock.push(Reply::Hang);
 
     let mut run = engram.runs().start(&agent, message("hi")).await.unwrap();
@@ -161,7 +161,7 @@ async fn a_rollback_never_runs_while_the_agents_turn_is_held() {
     let mock = MockLlm::start(Script::Queue).await;
     let dir = tempfile::tempdir().unwrap();
     let engram = open(dir.path());
-    let agent = agent(&engram, &mock);
+    let agent = agent(&engram, &mock).await;
     mock.push(Reply::text("First answer."));
     engram
         .runs()
@@ -171,7 +171,7 @@ async fn a_rollback_never_runs_while_the_agents_turn_is_held() {
         .outcome()
         .await
         .unwrap();
-    let before = engram.recall().list(&agent, None, 10).unwrap();
+    let before = engram.recall().list(&agent, None, 10).await.unwrap();
     let user = before[0].id.clone();
 
     // Whoever holds the turn (a run between registering and streaming, a compaction, another
@@ -191,7 +191,7 @@ async fn a_rollback_never_runs_while_the_agents_turn_is_held() {
     let refused = engram.recall().delete(&agent, &user).unwrap_err();
     assert!(matches!(refused, Error::Conflict(_)), "{refused:?}");
     assert_eq!(
-        engram.recall().list(&agent, None, 10).unwrap(),
+        engram.recall().list(&agent, None, 10).await.unwrap(),
         before,
         "nothing was rolled back"
     );
@@ -210,6 +210,7 @@ async fn a_rollback_never_runs_while_the_agents_turn_is_held() {
     let after: Vec<String> = engram
         .recall()
         .list(&agent, None, 10)
+        .await
         .unwrap()
         .into_iter()
         .map(|m| m.content)
@@ -257,7 +258,7 @@ async fn a_run_paused_past_its_lease_commits_nothing_more() {
         }
     }))
     .await;
-    let agent = agent(&engram, &mock);
+    let agent = agent(&engram, &mock).await;
     let store = engram.store().clone();
     let other = agent.clone();
     // The other replica takes the lease as soon as it has expired.
@@ -295,7 +296,7 @@ async fn a_run_paused_past_its_lease_commits_nothing_more() {
     // The step left nothing: the block as it was, no assistant or tool message, no step.
     let human = engram.store().blocks().of_agent(&agent).unwrap();
     assert_eq!(human[0].value, "");
-    let stored = engram.recall().list(&agent, None, 10).unwrap();
+    let stored = engram.recall().list(&agent, None, 10).await.unwrap();
     assert_eq!(stored.len(), 1, "only the user's message: {stored:?}");
     assert!(
         engram
@@ -313,7 +314,7 @@ async fn a_run_for_an_agent_another_replica_runs_waits_then_is_busy() {
     let dir = tempfile::tempdir().unwrap();
     let engram = open_with_leases(dir.path(), "30", "0.4");
     let mock = MockLlm::start(Script::Queue).await;
-    let agent = agent(&engram, &mock);
+    let agent = agent(&engram, &mock).await;
     let LeaseGrant::Granted(elsewhere) = engram
         .store()
         .acquire_lease(&agent, "replica-b", std::time::Duration::from_secs(60))
@@ -340,7 +341,12 @@ async fn a_run_for_an_agent_another_replica_runs_waits_then_is_busy() {
     }
     assert_eq!(busy.code(), "agent_busy");
     assert!(
-        engram.recall().list(&agent, None, 10).unwrap().is_empty(),
+        engram
+            .recall()
+            .list(&agent, None, 10)
+            .await
+            .unwrap()
+            .is_empty(),
         "nothing written"
     );
 

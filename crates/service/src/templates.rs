@@ -162,7 +162,7 @@ impl Agents<'_> {
     ///
     /// Errors: `not_found` for an unknown template; those of
     /// [`create`](Self::create).
-    pub fn create_from_template(self, template: &str, new: NewAgent) -> Result<AgentState> {
+    pub async fn create_from_template(self, template: &str, new: NewAgent) -> Result<AgentState> {
         let t = templates()
             .into_iter()
             .find(|t| t.id == template)
@@ -195,6 +195,6 @@ impl Agents<'_> {
             }
         }
         new.blocks = blocks;
-        self.create(new)
+        self.create(new).await
     }
 }

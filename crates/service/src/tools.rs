@@ -134,9 +134,10 @@ impl Engram {
     }
 
     /// Checks that every name is a built-in or a user tool. Errors: `invalid_input`.
-    pub(crate) fn check_tool_names(&self, names: &[String]) -> Result<()> {
+    pub(crate) async fn check_tool_names(&self, names: &[String]) -> Result<()> {
         for n in names {
-            if !BUILTIN_TOOLS.contains(&n.as_str()) && self.store.tools().by_name(n)?.is_none() {
+            if !BUILTIN_TOOLS.contains(&n.as_str()) && self.backend.tool_by_name(n).await?.is_none()
+            {
                 return Err(Error::invalid(format!(
                     "unknown tool '{n}'; built-in tools are {}, and user tools can be added with `engram tool add`",
                     BUILTIN_TOOLS.join(", ")
@@ -442,7 +443,7 @@ impl Tools<'_> {
         }
         let (id, name, blocks) = match agent {
             Some(a) => {
-                let state = self.engram.agents().get(a)?;
+                let state = self.engram.agents().get(a).await?;
                 (state.agent.id.to_string(), state.agent.name, state.blocks)
             }
             None => ("agent-trial".to_owned(), "trial".to_owned(), Vec::new()),

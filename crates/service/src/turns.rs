@@ -53,8 +53,12 @@ impl Engram {
     }
 
     /// Checks that `message` is one of the agent's messages that a person wrote.
-    pub(crate) fn check_resendable(&self, agent: &AgentId, message: &MessageId) -> Result<()> {
-        let m = self.recall().get(agent, message)?;
+    pub(crate) async fn check_resendable(
+        &self,
+        agent: &AgentId,
+        message: &MessageId,
+    ) -> Result<()> {
+        let m = self.recall().get(agent, message).await?;
         if m.role != Role::User || m.kind != MessageKind::Chat {
             return Err(Error::invalid(
                 "only a message you wrote can be edited and resent",
@@ -77,14 +81,14 @@ impl Engram {
         self.check_pending_endpoints(agent)?;
         self.runtime.preflight(agent).await?;
         let undone = self.store.messages().rollback_from(agent, from)?;
-        self.announce_rollback(&undone);
+        self.announce_rollback(&undone).await;
         self.runtime.run_in(turn, input, events, cancel).await
     }
 
-    fn announce_rollback(&self, undone: &TurnRollback) {
+    async fn announce_rollback(&self, undone: &TurnRollback) {
         let agent_id = undone.agent_id.clone();
         for b in &undone.blocks {
-            self.notify_block(&b.block_id);
+            self.notify_block(&b.block_id).await;
         }
         if !undone.passages.is_empty() {
             self.notify(Notice::ArchivalChanged {
@@ -202,7 +206,9 @@ mod tests {
     use std::time::Duration;
 
     /// An agent with one user message, on a model nothing answers (nothing here calls it).
-    fn agent_with_a_message(dir: &std::path::Path) -> (std::sync::Arc<Engram>, AgentId, MessageId) {
+    async fn agent_with_a_message(
+        dir: &std::path::Path,
+    ) -> (std::sync::Arc<Engram>, AgentId, MessageId) {
         let e = Engram::open_for_test(dir);
         let mut llm = LlmConfig::new("openai/mock-small");
         llm.base_url = Some("http://127.0.0.1:9/v1".into());
@@ -214,6 +220,7 @@ mod tests {
                 llm: Some(llm),
                 ..NewAgent::default()
             })
+            .await
             .unwrap()
             .agent
             .id;
@@ -230,7 +237,7 @@ mod tests {
     #[tokio::test]
     async fn no_conversation_change_happens_while_a_run_holds_the_agents_turn() {
         let dir = tempfile::tempdir().unwrap();
-        let (e, agent, message) = agent_with_a_message(dir.path());
+        let (e, agent, message) = agent_with_a_message(dir.path()).await;
         let turn = e
             .runtime
             .try_turn(&agent)

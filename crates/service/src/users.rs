@@ -118,16 +118,16 @@ impl Users<'_> {
         self,
         user: &UserId,
         block_ids: &[BlockId],
-        create: impl FnOnce() -> Result<crate::AgentState>,
+        create: impl Future<Output = Result<crate::AgentState>>,
     ) -> Result<crate::AgentState> {
         for block in block_ids {
             if self.block_access(block, user).await? < Some(AgentAccess::Write) {
                 return Err(Error::not_found("block", block.as_str()));
             }
         }
-        let state = create()?;
+        let state = create.await?;
         if let Err(e) = self.make_owner(&state.agent.id, user).await {
-            let _ = self.engram.agents().delete(&state.agent.id);
+            let _ = self.engram.agents().delete(&state.agent.id).await;
             return Err(e);
         }
         Ok(state)

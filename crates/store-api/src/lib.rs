@@ -192,6 +192,10 @@ pub trait BlockStore: Send + Sync {
         editor: &Editor,
     ) -> Result<OpOutcome>;
 
+    /// The agents `block` is attached to (whom a change to it concerns).
+    /// Errors: `NotFound("block")`.
+    async fn block_agents(&self, block: &BlockId) -> Result<Vec<AgentId>>;
+
     /// Up to `limit` recorded edits of a block, newest first. Errors: `NotFound("block")`.
     async fn block_history(&self, id: &BlockId, limit: usize) -> Result<Vec<BlockEdit>>;
 

@@ -403,6 +403,12 @@ impl BlockStore for PgStore {
         transaction!(self, |tx| { apply_op(&tx, id, op, editor).await? })
     }
 
+    async fn block_agents(&self, block: &BlockId) -> Result<Vec<AgentId>> {
+        let c = self.client().await?;
+        load(&c, block, Lock::None).await?;
+        Ok(attached_agents(&c, block).await?)
+    }
+
     async fn block_history(&self, id: &BlockId, limit: usize) -> Result<Vec<BlockEdit>> {
         let c = self.client().await?;
         load(&c, id, Lock::None).await?;

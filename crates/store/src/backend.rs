@@ -81,6 +81,10 @@ impl BlockStore for Store {
         self.blocks().detach(agent, block)
     }
 
+    async fn block_agents(&self, block: &BlockId) -> Result<Vec<AgentId>> {
+        self.blocks().agents_of(block)
+    }
+
     async fn update_block(
         &self,
         id: &BlockId,

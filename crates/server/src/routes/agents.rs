@@ -229,10 +229,10 @@ pub async fn create(
             let blocks = new.block_ids.clone();
             s.engram
                 .users()
-                .create_agent(&user.id, &blocks, || s.engram.agents().create(new))
+                .create_agent(&user.id, &blocks, s.engram.agents().create(new))
                 .await?
         }
-        None => s.engram.agents().create(new)?,
+        None => s.engram.agents().create(new).await?,
     };
     if let Some(tags) = &req.tags {
         s.engram.agents().set_tags(&state.agent.id, tags)?;
@@ -297,7 +297,7 @@ pub async fn list(
     ))?;
     let mut out = Vec::with_capacity(agents.len());
     for a in agents {
-        let state = s.engram.agents().get(&a.id)?;
+        let state = s.engram.agents().get(&a.id).await?;
         out.push(agent_state::render(&s.engram, &state)?.0);
     }
     Ok(Json(out))
@@ -320,7 +320,7 @@ pub async fn count(
 
 /// `GET /v1/agents/{agent_id}`.
 pub async fn retrieve(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
-    let state = s.engram.agents().get(&agent_id(id))?;
+    let state = s.engram.agents().get(&agent_id(id)).await?;
     agent_state::render(&s.engram, &state)
 }
 
@@ -331,7 +331,7 @@ pub async fn modify(
     Body(req): Body<AgentIn>,
 ) -> ApiResult<Json<Value>> {
     let id = agent_id(id);
-    let current = s.engram.agents().get(&id)?.agent;
+    let current = s.engram.agents().get(&id).await?.agent;
     let style = req.loop_style()?;
     let patch = AgentPatch {
         name: req.name.clone(),
@@ -344,7 +344,7 @@ pub async fn modify(
         tools: req.tools(&s.engram, style.unwrap_or(current.loop_style))?,
         tool_rules: req.tool_rules.clone(),
     };
-    s.engram.agents().update(&id, &patch)?;
+    s.engram.agents().update(&id, &patch).await?;
     if let Some(tags) = &req.tags {
         s.engram.agents().set_tags(&id, tags)?;
     }
@@ -353,12 +353,12 @@ pub async fn modify(
         &id,
         (req.enable_sleeptime, req.sleeptime_agent_frequency),
     )?;
-    let state = s.engram.agents().get(&id)?;
+    let state = s.engram.agents().get(&id).await?;
     agent_state::render(&s.engram, &state)
 }
 
 /// `DELETE /v1/agents/{agent_id}`.
 pub async fn delete(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
-    s.engram.agents().delete(&agent_id(id))?;
+    s.engram.agents().delete(&agent_id(id)).await?;
     Ok(deleted())
 }

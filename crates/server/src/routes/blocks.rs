@@ -85,7 +85,7 @@ pub async fn core_memory(
     State(s): State<AppState>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    let state = s.engram.agents().get(&agent_id(id))?;
+    let state = s.engram.agents().get(&agent_id(id)).await?;
     Ok(Json(shapes::memory(state.agent.loop_style, &state.blocks)))
 }
 
@@ -95,7 +95,7 @@ pub async fn agent_list(
     Path(id): Path<String>,
     Params(q): Params<BlockQuery>,
 ) -> ApiResult<Json<Vec<Value>>> {
-    let blocks = s.engram.blocks().of_agent(&agent_id(id))?;
+    let blocks = s.engram.blocks().of_agent(&agent_id(id)).await?;
     let blocks = blocks.iter().map(shapes::block).collect();
     Ok(Json(page(blocks, id_of, &q.cursor, false, usize::MAX)))
 }
@@ -104,12 +104,12 @@ pub async fn agent_list(
 /// their HTTP client folds the `//` of a label with a leading slash (`/note_directory`), so
 /// the server sees `note_directory`: when no block has the label as read but one has it with
 /// the leading slash, that one is meant (an exact match always wins).
-fn label_in_url(s: &AppState, agent: &engram_core::AgentId, label: String) -> String {
-    if label.starts_with('/') || s.engram.blocks().by_label(agent, &label).is_ok() {
+async fn label_in_url(s: &AppState, agent: &engram_core::AgentId, label: String) -> String {
+    if label.starts_with('/') || s.engram.blocks().by_label(agent, &label).await.is_ok() {
         return label;
     }
     let slashed = format!("/{label}");
-    if s.engram.blocks().by_label(agent, &slashed).is_ok() {
+    if s.engram.blocks().by_label(agent, &slashed).await.is_ok() {
         slashed
     } else {
         label
@@ -122,8 +122,8 @@ pub async fn agent_retrieve(
     Path((id, label)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {
     let id = agent_id(id);
-    let label = label_in_url(&s, &id, label);
-    let block = s.engram.blocks().by_label(&id, &label)?;
+    let label = label_in_url(&s, &id, label).await;
+    let block = s.engram.blocks().by_label(&id, &label).await?;
     Ok(Json(shapes::block(&block)))
 }
 
@@ -136,7 +136,7 @@ pub async fn agent_modify(
     Body(patch): Body<BlockPatchIn>,
 ) -> ApiResult<Json<Value>> {
     let id = agent_id(id);
-    let label = label_in_url(&s, &id, label);
+    let label = label_in_url(&s, &id, label).await;
     let patch: BlockPatch = patch.into();
     let editor = match scope {
         Some(Extension(scope)) => {
@@ -152,7 +152,7 @@ pub async fn agent_modify(
                     "a tool may change a block's value only; its label, limit, description and read-only flag are the user's",
                 ));
             }
-            if s.engram.blocks().by_label(&id, &label)?.read_only {
+            if s.engram.blocks().by_label(&id, &label).await?.read_only {
                 return Err(ApiError::new(
                     StatusCode::FORBIDDEN,
                     "forbidden",
@@ -169,7 +169,8 @@ pub async fn agent_modify(
     let block = s
         .engram
         .blocks()
-        .update_by_label_as(&id, &label, &patch, &editor)?;
+        .update_by_label_as(&id, &label, &patch, &editor)
+        .await?;
     Ok(Json(shapes::block(&block)))
 }
 
@@ -181,7 +182,8 @@ pub async fn attach(
     let state = s
         .engram
         .blocks()
-        .attach(&agent_id(id), &BlockId::from(block))?;
+        .attach(&agent_id(id), &BlockId::from(block))
+        .await?;
     agent_state::render(&s.engram, &state)
 }
 
@@ -193,7 +195,8 @@ pub async fn detach(
     let state = s
         .engram
         .blocks()
-        .detach(&agent_id(id), &BlockId::from(block))?;
+        .detach(&agent_id(id), &BlockId::from(block))
+        .await?;
     agent_state::render(&s.engram, &state)
 }
 
@@ -223,12 +226,12 @@ pub async fn create(
     principal: Option<Extension<Principal>>,
     Body(b): Body<BlockIn>,
 ) -> ApiResult<Json<Value>> {
-    let block = s.engram.blocks().create(&NewBlock::from(b))?;
+    let block = s.engram.blocks().create(&NewBlock::from(b)).await?;
     if let Some(user) = principal.as_ref().and_then(|Extension(p)| p.user())
         && let Err(e) = s.engram.users().make_block_owner(&block.id, &user.id).await
     {
         // Not left behind as the administrator's alone.
-        let _ = s.engram.blocks().delete(&block.id);
+        let _ = s.engram.blocks().delete(&block.id).await;
         return Err(e.into());
     }
     Ok(Json(shapes::block(&block)))
@@ -237,7 +240,7 @@ pub async fn create(
 /// `GET /v1/blocks/{block_id}`.
 pub async fn retrieve(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     Ok(Json(shapes::block(
-        &s.engram.blocks().get(&BlockId::from(id))?,
+        &s.engram.blocks().get(&BlockId::from(id)).await?,
     )))
 }
 
@@ -250,12 +253,13 @@ pub async fn modify(
     let block = s
         .engram
         .blocks()
-        .update(&BlockId::from(id), &patch.into())?;
+        .update(&BlockId::from(id), &patch.into())
+        .await?;
     Ok(Json(shapes::block(&block)))
 }
 
 /// `DELETE /v1/blocks/{block_id}`.
 pub async fn delete(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
-    s.engram.blocks().delete(&BlockId::from(id))?;
+    s.engram.blocks().delete(&BlockId::from(id)).await?;
     Ok(deleted())
 }

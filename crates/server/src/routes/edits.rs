@@ -52,7 +52,7 @@ pub async fn modify_message(
     let agent = agent_id(id);
     let message = MessageId::from(message);
     let kind = p.message_type.as_deref().unwrap_or("user_message");
-    let current = s.engram.recall().get(&agent, &message)?;
+    let current = s.engram.recall().get(&agent, &message).await?;
     let wanted = match kind {
         "system_message" => Role::System,
         "user_message" => Role::User,
@@ -85,7 +85,7 @@ pub async fn modify_message(
         .engram
         .recall()
         .edit(&agent, &message, content.as_deref(), reasoning.as_deref())?;
-    let style = s.engram.agents().get(&agent)?.agent.loop_style;
+    let style = s.engram.agents().get(&agent).await?.agent.loop_style;
     let shown = letta::letta_messages(&m, style);
     let pick = shown
         .iter()
@@ -115,7 +115,7 @@ pub async fn reset_messages(
     let _: Value = optional_body(&body)?;
     let id = agent_id(id);
     s.engram.recall().reset(&id)?;
-    let state = s.engram.agents().get(&id)?;
+    let state = s.engram.agents().get(&id).await?;
     agent_state::render(&s.engram, &state)
 }
 
@@ -210,7 +210,8 @@ async fn search(s: &AppState, req: &SearchIn) -> ApiResult<Vec<(Message, f64)>> 
         None => s
             .engram
             .agents()
-            .list()?
+            .list()
+            .await?
             .into_iter()
             .map(|a| a.id)
             .collect(),
@@ -280,7 +281,7 @@ pub async fn search_v1(
     let hits = search(&s, &req).await?;
     let mut out = Vec::new();
     for (m, _) in &hits {
-        let style = s.engram.agents().get(&m.agent_id)?.agent.loop_style;
+        let style = s.engram.agents().get(&m.agent_id).await?.agent.loop_style;
         for mut v in letta::letta_messages(m, style) {
             v["message_id"] = json!(m.id);
             v["agent_id"] = json!(m.agent_id);
@@ -302,7 +303,9 @@ pub async fn count_blocks(
     State(s): State<AppState>,
     Params(q): Params<LabelQuery>,
 ) -> ApiResult<Json<usize>> {
-    Ok(Json(s.engram.blocks().list(q.label.as_deref())?.len()))
+    Ok(Json(
+        s.engram.blocks().list(q.label.as_deref()).await?.len(),
+    ))
 }
 
 /// `GET /v1/agents/{agent_id}/archival-memory/count`: passages in archival memory.
@@ -310,7 +313,9 @@ pub async fn count_passages(
     State(s): State<AppState>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<u64>> {
-    Ok(Json(s.engram.agents().memory_counts(&agent_id(id))?.1))
+    Ok(Json(
+        s.engram.agents().memory_counts(&agent_id(id)).await?.1,
+    ))
 }
 
 /// `GET /v1/agents/{agent_id}/messages/count`: messages in recall memory (all of them).
@@ -318,5 +323,7 @@ pub async fn count_messages(
     State(s): State<AppState>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<u64>> {
-    Ok(Json(s.engram.agents().memory_counts(&agent_id(id))?.0))
+    Ok(Json(
+        s.engram.agents().memory_counts(&agent_id(id)).await?.0,
+    ))
 }

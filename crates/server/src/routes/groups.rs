@@ -35,12 +35,12 @@ fn agent_of(group_id: &str) -> ApiResult<AgentId> {
 }
 
 /// The group of `agent`, or `None` when its passes are off.
-fn group(engram: &Engram, agent: &AgentId) -> ApiResult<Option<Value>> {
+async fn group(engram: &Engram, agent: &AgentId) -> ApiResult<Option<Value>> {
     let settings = engram.sleeptime().settings(agent)?;
     if !settings.enabled {
         return Ok(None);
     }
-    let state = engram.agents().get(agent)?;
+    let state = engram.agents().get(agent).await?;
     let waiting = engram.sleeptime().turns_waiting(agent)?;
     let last = engram.sleeptime().last_message(agent)?;
     Ok(Some(shapes::sleeptime_group(
@@ -52,9 +52,10 @@ fn group(engram: &Engram, agent: &AgentId) -> ApiResult<Option<Value>> {
 }
 
 /// One group by id; `404` when the agent is unknown or its passes are off.
-fn group_by_id(engram: &Engram, group_id: &str) -> ApiResult<Value> {
+async fn group_by_id(engram: &Engram, group_id: &str) -> ApiResult<Value> {
     let agent = agent_of(group_id)?;
-    group(engram, &agent)?
+    group(engram, &agent)
+        .await?
         .ok_or_else(|| ApiError::not_found(format!("group not found: {group_id}")))
 }
 
@@ -67,11 +68,11 @@ pub async fn list(
         return Ok(Json(Value::Array(Vec::new())));
     }
     let mut out = Vec::new();
-    for agent in s.engram.agents().list()? {
+    for agent in s.engram.agents().list().await? {
         if q.limit.is_some_and(|n| out.len() >= n) {
             break;
         }
-        if let Some(g) = group(&s.engram, &agent.id)? {
+        if let Some(g) = group(&s.engram, &agent.id).await? {
             out.push(g);
         }
     }
@@ -80,7 +81,7 @@ pub async fn list(
 
 /// `GET /v1/groups/{group_id}`.
 pub async fn retrieve(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
-    group_by_id(&s.engram, &id).map(Json)
+    group_by_id(&s.engram, &id).await.map(Json)
 }
 
 /// The body of `PATCH /v1/groups/{group_id}`: Letta's `GroupUpdate`. Its other fields
@@ -106,7 +107,7 @@ pub async fn modify(
     Body(patch): Body<GroupPatch>,
 ) -> ApiResult<Json<Value>> {
     let agent = agent_of(&id)?;
-    group_by_id(&s.engram, &id)?;
+    group_by_id(&s.engram, &id).await?;
     if let Some(cfg) = patch.manager_config {
         if cfg
             .manager_type
@@ -128,13 +129,13 @@ pub async fn modify(
             s.engram.sleeptime().set_settings(&agent, &settings)?;
         }
     }
-    group_by_id(&s.engram, &id).map(Json)
+    group_by_id(&s.engram, &id).await.map(Json)
 }
 
 /// `DELETE /v1/groups/{group_id}`: turns the agent's sleep-time passes off.
 pub async fn delete(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let agent = agent_of(&id)?;
-    group_by_id(&s.engram, &id)?;
+    group_by_id(&s.engram, &id).await?;
     let mut settings = s.engram.sleeptime().settings(&agent)?;
     settings.enabled = false;
     s.engram.sleeptime().set_settings(&agent, &settings)?;

@@ -156,7 +156,7 @@ pub async fn create(
         return stream(State(s), Path(id), Body(req)).await;
     }
     let id = agent_id(id);
-    let style = s.engram.agents().get(&id)?.agent.loop_style;
+    let style = s.engram.agents().get(&id).await?.agent.loop_style;
     let request = request_of(&req)?;
     check_request(&s.engram, &id, &req)?;
     let outcome = s.engram.runs().start(&id, request).await?.outcome().await?;
@@ -184,7 +184,7 @@ pub async fn stream(
     Body(req): Body<SendIn>,
 ) -> ApiResult<Response> {
     let id = agent_id(id);
-    let style = s.engram.agents().get(&id)?.agent.loop_style;
+    let style = s.engram.agents().get(&id).await?.agent.loop_style;
     let request = request_of(&req)?;
     check_request(&s.engram, &id, &req)?;
     let run = s.engram.runs().start(&id, request).await?;
@@ -248,7 +248,7 @@ pub async fn list(
     Params(q): Params<ListQuery>,
 ) -> ApiResult<Json<Vec<Value>>> {
     let id = agent_id(id);
-    let style: LoopStyle = s.engram.agents().get(&id)?.agent.loop_style;
+    let style: LoopStyle = s.engram.agents().get(&id).await?.agent.loop_style;
     let page = MessagePage {
         after: q.cursor.after.clone().map(MessageId::from),
         before: q.cursor.before.clone().map(MessageId::from),
@@ -259,7 +259,7 @@ pub async fn list(
             Order::Asc
         },
     };
-    let messages = s.engram.recall().page(&id, &page)?;
+    let messages = s.engram.recall().page(&id, &page).await?;
     let mut out: Vec<Value> = messages
         .iter()
         .flat_map(|m| letta::letta_messages(m, style))
@@ -274,7 +274,7 @@ pub async fn list(
 /// `POST …/messages/cancel`: stops the agent's runs; `{"cancelled": n}`.
 pub async fn cancel(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let id = agent_id(id);
-    s.engram.agents().get(&id)?;
+    s.engram.agents().get(&id).await?;
     Ok(Json(
         json!({"cancelled": s.engram.runs().cancel_agent(&id)}),
     ))

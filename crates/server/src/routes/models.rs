@@ -11,14 +11,14 @@ use serde_json::Value;
 
 /// `GET /v1/models/`: chat models as Letta `LLMConfig`s, built-in ones first.
 pub async fn chat(State(s): State<AppState>) -> ApiResult<Json<Vec<Value>>> {
-    let known = s.engram.models().known_chat()?;
+    let known = s.engram.models().known_chat().await?;
     Ok(Json(known.iter().map(shapes::known_llm_config).collect()))
 }
 
 /// `GET /v1/models/embedding`: embedding models as Letta `EmbeddingConfig`s, the built-in
 /// encoder first.
 pub async fn embedding(State(s): State<AppState>) -> ApiResult<Json<Vec<Value>>> {
-    let known = s.engram.models().known_embedding()?;
+    let known = s.engram.models().known_embedding().await?;
     Ok(Json(
         known.iter().map(shapes::known_embedding_config).collect(),
     ))

@@ -107,7 +107,7 @@ pub async fn list(
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<Vec<Value>>> {
     let q = list_query(raw.as_deref())?;
-    let passages = s.engram.archival().list(&agent_id(id), &q)?;
+    let passages = s.engram.archival().list(&agent_id(id), &q).await?;
     Ok(Json(passages.iter().map(shapes::passage).collect()))
 }
 
@@ -241,7 +241,8 @@ pub async fn delete(
 ) -> ApiResult<Json<Value>> {
     s.engram
         .archival()
-        .delete(&agent_id(id), &PassageId::from(passage))?;
+        .delete(&agent_id(id), &PassageId::from(passage))
+        .await?;
     Ok(deleted())
 }
 

@@ -24,16 +24,10 @@ pub async fn health() -> Json<Value> {
 pub async fn healthz(
     axum::extract::State(s): axum::extract::State<crate::config::AppState>,
 ) -> (axum::http::StatusCode, Json<Value>) {
-    let engram = s.engram.clone();
-    let checked = tokio::task::spawn_blocking(move || engram.health()).await;
-    match checked {
-        Ok(Ok(())) => (
+    match s.engram.health().await {
+        Ok(()) => (
             axum::http::StatusCode::OK,
             Json(json!({"status": "ok", "version": env!("CARGO_PKG_VERSION")})),
-        ),
-        Ok(Err(e)) => (
-            axum::http::StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({"status": "unavailable", "detail": e.to_string()})),
         ),
         Err(e) => (
             axum::http::StatusCode::SERVICE_UNAVAILABLE,
@@ -191,7 +185,7 @@ pub async fn attach(
     let agent = agent_id(id);
     let tool = resolve(&s.engram, &tool)?;
     s.engram.tools().attach(&agent, &tool.id)?;
-    agent_state::render(&s.engram, &s.engram.agents().get(&agent)?)
+    agent_state::render(&s.engram, &s.engram.agents().get(&agent).await?)
 }
 
 /// `PATCH /v1/agents/{agent_id}/tools/detach/{tool_id}`: the agent state after detaching.
@@ -202,5 +196,5 @@ pub async fn detach(
     let agent = agent_id(id);
     let tool = resolve(&s.engram, &tool)?;
     s.engram.tools().detach(&agent, &tool.id)?;
-    agent_state::render(&s.engram, &s.engram.agents().get(&agent)?)
+    agent_state::render(&s.engram, &s.engram.agents().get(&agent).await?)
 }

@@ -19,7 +19,7 @@ impl AppCall for ListAgentsArgs {
     type Output = Vec<Agent>;
     async fn call(self, e: &Arc<Engram>, caller: &Caller) -> Result<Self::Output> {
         match &caller.user {
-            None => e.agents().list(),
+            None => e.agents().list().await,
             Some(user) => e.agents().page(&crate::AgentList {
                 user: Some(user.id.clone()),
                 ascending: true,
@@ -42,7 +42,7 @@ impl AppCall for GetAgentArgs {
     const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = AgentState;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<AgentState> {
-        e.agents().get(&self.agent_id)
+        e.agents().get(&self.agent_id).await
     }
 }
 
@@ -62,14 +62,16 @@ impl AppCall for CreateAgentArgs {
     type Output = AgentState;
     async fn call(self, e: &Arc<Engram>, caller: &Caller) -> Result<AgentState> {
         let blocks = self.new.block_ids.clone();
-        let create = || match self.template {
-            Some(template) => e.agents().create_from_template(&template, self.new),
-            None => e.agents().create(self.new),
+        let create = async {
+            match self.template {
+                Some(template) => e.agents().create_from_template(&template, self.new).await,
+                None => e.agents().create(self.new).await,
+            }
         };
         match &caller.user {
             // A user's agent is theirs, with only blocks they may already change.
             Some(user) => e.users().create_agent(&user.id, &blocks, create).await,
-            None => create(),
+            None => create.await,
         }
     }
 }
@@ -87,7 +89,7 @@ impl AppCall for UpdateAgentArgs {
     const ACCESS: Access = Access::Agent(AgentAccess::Write);
     type Output = Agent;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Agent> {
-        e.agents().update(&self.agent_id, &self.patch)
+        e.agents().update(&self.agent_id, &self.patch).await
     }
 }
 
@@ -106,6 +108,7 @@ impl AppCall for CloneAgentArgs {
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<AgentState> {
         e.agent_files()
             .duplicate(&self.agent_id, self.name.as_deref())
+            .await
     }
 }
 
@@ -121,7 +124,7 @@ impl AppCall for DeleteAgentArgs {
     const ACCESS: Access = Access::Agent(AgentAccess::Owner);
     type Output = ();
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
-        e.agents().delete(&self.agent_id)
+        e.agents().delete(&self.agent_id).await
     }
 }
 
@@ -234,7 +237,7 @@ impl AppCall for CheckModelArgs {
             return Err(Error::not_found("agent", id.as_str()));
         }
         match &self.agent_id {
-            Some(id) => e.models().check_for(id, &self.handle),
+            Some(id) => e.models().check_for(id, &self.handle).await,
             None => e.models().check(&self.handle),
         }
     }
@@ -282,6 +285,6 @@ impl AppCall for UseModelForArgs {
     const NAME: &'static str = "use_model_for";
     type Output = Vec<Agent>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Vec<Agent>> {
-        e.agents().use_model(&self.agent_ids, &self.handle)
+        e.agents().use_model(&self.agent_ids, &self.handle).await
     }
 }

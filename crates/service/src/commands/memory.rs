@@ -29,7 +29,7 @@ impl AppCall for ListBlocksArgs {
     const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = Vec<Block>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.blocks().of_agent(&self.agent_id)
+        e.blocks().of_agent(&self.agent_id).await
     }
 }
 
@@ -50,6 +50,7 @@ impl AppCall for UpdateBlockArgs {
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Block> {
         e.blocks()
             .update_by_label(&self.agent_id, &self.label, &self.patch)
+            .await
     }
 }
 
@@ -66,7 +67,7 @@ impl AppCall for BlockHistoryArgs {
     const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = Vec<BlockEdit>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.blocks().history(&self.agent_id, &self.label)
+        e.blocks().history(&self.agent_id, &self.label).await
     }
 }
 
@@ -84,7 +85,7 @@ impl AppCall for UndoBlockEditArgs {
     const NAME: &'static str = "undo_block_edit";
     type Output = Block;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Block> {
-        e.blocks().undo(&self.edit_id, self.version)
+        e.blocks().undo(&self.edit_id, self.version).await
     }
 }
 
@@ -117,7 +118,7 @@ impl AppCall for RestoreBlockEditArgs {
     const NAME: &'static str = "restore_block_edit";
     type Output = Block;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Block> {
-        e.blocks().restore(&self.edit_id, self.version)
+        e.blocks().restore(&self.edit_id, self.version).await
     }
 }
 
@@ -163,7 +164,7 @@ impl AppCall for AttachBlockArgs {
     const NAME: &'static str = "attach_block";
     type Output = AgentState;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<AgentState> {
-        e.blocks().attach(&self.agent_id, &self.block_id)
+        e.blocks().attach(&self.agent_id, &self.block_id).await
     }
 }
 
@@ -180,7 +181,7 @@ impl AppCall for DetachBlockArgs {
     const ACCESS: Access = Access::Agent(AgentAccess::Write);
     type Output = AgentState;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<AgentState> {
-        e.blocks().detach(&self.agent_id, &self.block_id)
+        e.blocks().detach(&self.agent_id, &self.block_id).await
     }
 }
 
@@ -195,7 +196,7 @@ impl AppCall for DeleteBlockArgs {
     const NAME: &'static str = "delete_block";
     type Output = ();
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
-        e.blocks().delete(&self.block_id)
+        e.blocks().delete(&self.block_id).await
     }
 }
 
@@ -289,7 +290,7 @@ impl AppCall for DeletePassageArgs {
     const ACCESS: Access = Access::Agent(AgentAccess::Write);
     type Output = ();
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
-        e.archival().delete(&self.agent_id, &self.passage_id)
+        e.archival().delete(&self.agent_id, &self.passage_id).await
     }
 }
 

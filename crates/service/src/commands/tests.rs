@@ -88,7 +88,7 @@ async fn calls_answer_through_the_dispatch_as_json() {
     assert_eq!(block.unwrap()["value"], "Ada L.");
     // The engine's own record: the edit went through the service method.
     let id = engram_core::AgentId::from(agent_id.as_str().unwrap().to_owned());
-    let blocks = engram.blocks().of_agent(&id).unwrap();
+    let blocks = engram.blocks().of_agent(&id).await.unwrap();
     assert_eq!(blocks[0].value, "Ada L.");
     // `()` answers `null`, as the transports did before.
     let args = json!({"handle": "openai/gpt-4o-mini"});

@@ -26,6 +26,7 @@ impl AppCall for ListMessagesArgs {
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
         e.recall()
             .before(&self.agent_id, self.before.as_ref(), self.limit)
+            .await
     }
 }
 

@@ -10,7 +10,7 @@ use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 
-fn careful(dir: &std::path::Path) -> (Arc<Engram>, MemoryClient) {
+async fn careful(dir: &std::path::Path) -> (Arc<Engram>, MemoryClient) {
     let engram = Engram::open_for_test(dir);
     let new = NewAgent {
         name: "Sam".into(),
@@ -18,7 +18,7 @@ fn careful(dir: &std::path::Path) -> (Arc<Engram>, MemoryClient) {
         blocks: vec![NewBlock::new("human", "Name: Bob")],
         ..NewAgent::default()
     };
-    engram.agents().create(new).expect("agent");
+    engram.agents().create(new).await.expect("agent");
     let access = Access {
         approve_writes: true,
         ..Access::default()
@@ -67,7 +67,7 @@ fn human(engram: &Engram) -> String {
 #[tokio::test]
 async fn approved_writes_apply_with_the_client_as_author() {
     let dir = tempfile::tempdir().unwrap();
-    let (engram, client) = careful(dir.path());
+    let (engram, client) = careful(dir.path()).await;
     let (task, w) = ask(&engram, &client, json!({"command": "str_replace", "path": "/memories/human.md", "old_str": "Bob", "new_str": "Robert"})).await;
     assert_eq!(w.client, "careful");
     assert_eq!(w.agent_name, "Sam");
@@ -90,7 +90,7 @@ async fn approved_writes_apply_with_the_client_as_author() {
     assert!(text.starts_with("Edited /memories/human.md"), "{text}");
     assert_eq!(human(&engram), "Name: Robert");
     let (agent, _) = engram.memory_server().agent("Sam").unwrap();
-    let history = engram.blocks().history(&agent, "human").unwrap();
+    let history = engram.blocks().history(&agent, "human").await.unwrap();
     assert!(
         history.iter().any(|e| e.editor
             == Editor::Client {
@@ -109,7 +109,7 @@ async fn approved_writes_apply_with_the_client_as_author() {
 #[tokio::test]
 async fn denied_conflicting_and_unanswered_writes_change_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let (engram, mut client) = careful(dir.path());
+    let (engram, mut client) = careful(dir.path()).await;
 
     let (task, w) = ask(&engram, &client, json!({"command": "insert", "path": "/memories/human.md", "insert_line": -1, "insert_text": "Likes: tea"})).await;
     engram
@@ -128,6 +128,7 @@ async fn denied_conflicting_and_unanswered_writes_change_nothing() {
     engram
         .blocks()
         .set_value(&agent, "human", "Name: Ann")
+        .await
         .unwrap();
     let outcome = engram
         .memory_server()
@@ -172,7 +173,7 @@ async fn denied_conflicting_and_unanswered_writes_change_nothing() {
 #[tokio::test]
 async fn a_write_whose_request_goes_away_is_withdrawn() {
     let dir = tempfile::tempdir().unwrap();
-    let (engram, client) = careful(dir.path());
+    let (engram, client) = careful(dir.path()).await;
     let (task, w) = ask(
         &engram,
         &client,
@@ -196,10 +197,10 @@ async fn a_write_whose_request_goes_away_is_withdrawn() {
     );
 }
 
-#[test]
-fn a_configured_client_waits_for_approval_per_agent() {
+#[tokio::test]
+async fn a_configured_client_waits_for_approval_per_agent() {
     let dir = tempfile::tempdir().unwrap();
-    let (engram, _) = careful(dir.path());
+    let (engram, _) = careful(dir.path()).await;
     engram
         .memory_server()
         .add_client("cursor", &Access::default())

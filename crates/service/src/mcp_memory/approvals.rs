@@ -386,11 +386,11 @@ impl MemoryServer<'_> {
                         self.engram.ask_user(client, grant, preview, write).await
                     }
                     // Nothing would change: nothing to ask about.
-                    None => self.command(client, command),
+                    None => self.command(client, command).await,
                 };
             }
         }
-        self.command(client, command)
+        self.command(client, command).await
     }
 
     /// The clients' writes waiting for the user, oldest first (writes whose client stopped
@@ -448,7 +448,7 @@ impl MemoryServer<'_> {
             g.approve = false;
         }
         let result = match &call.write {
-            ClientWrite::Memory { command } => self.command(&client, command),
+            ClientWrite::Memory { command } => self.command(&client, command).await,
             ClientWrite::AddMemory { text, tags, agent } => {
                 self.add_memory(&client, text, tags.clone(), agent.as_deref())
                     .await

@@ -203,7 +203,7 @@ impl Engram {
 
     /// `str_replace` and `insert`: the block operation an agent's tool would queue, applied to
     /// the value as stored now.
-    fn memory_op(
+    async fn memory_op(
         &self,
         client: &MemoryClient,
         path: &str,
@@ -217,7 +217,7 @@ impl Engram {
             .apply_op(&block.id, &op, &editor(client))?
         {
             OpOutcome::Changed(block) => {
-                self.notify_block(&block.id);
+                self.notify_block(&block.id).await;
                 Ok(format!(
                     "Edited {file}; it is now version {} ({} of {} characters).",
                     block.version,
@@ -238,7 +238,7 @@ impl MemoryServer<'_> {
     /// Errors: a [`MemoryError`] saying what to change (bad path, no such file, read-only
     /// client, text not found or found N times, over the limit by how much, line out of
     /// range); [`MemoryError::Engine`] when Engram itself fails.
-    pub fn command(
+    pub async fn command(
         self,
         client: &MemoryClient,
         command: &MemoryCommand,
@@ -264,7 +264,7 @@ impl MemoryServer<'_> {
                     &new,
                     &editor(client),
                 )?;
-                self.engram.notify_block(&block.id);
+                self.engram.notify_block(&block.id).await;
                 Ok(format!(
                     "Created {} ({} of {} characters).",
                     paths::file_path(client, grant, &label),
@@ -276,27 +276,35 @@ impl MemoryServer<'_> {
                 path,
                 old_str,
                 new_str,
-            } => self.engram.memory_op(
-                client,
-                path,
-                BlockOp::Replace {
-                    old: old_str.clone(),
-                    new: new_str.clone(),
-                    count: ReplaceCount::Once,
-                },
-            ),
+            } => {
+                self.engram
+                    .memory_op(
+                        client,
+                        path,
+                        BlockOp::Replace {
+                            old: old_str.clone(),
+                            new: new_str.clone(),
+                            count: ReplaceCount::Once,
+                        },
+                    )
+                    .await
+            }
             MemoryCommand::Insert {
                 path,
                 insert_line,
                 insert_text,
-            } => self.engram.memory_op(
-                client,
-                path,
-                BlockOp::Insert {
-                    line: *insert_line,
-                    text: block_text(insert_text).to_owned(),
-                },
-            ),
+            } => {
+                self.engram
+                    .memory_op(
+                        client,
+                        path,
+                        BlockOp::Insert {
+                            line: *insert_line,
+                            text: block_text(insert_text).to_owned(),
+                        },
+                    )
+                    .await
+            }
             MemoryCommand::Delete { path } => {
                 let (grant, block) = self.engram.writable_block(client, path)?;
                 self.engram
@@ -323,7 +331,7 @@ impl MemoryServer<'_> {
                         .store
                         .blocks()
                         .update(&block.id, &patch, &editor(client))?;
-                self.engram.notify_block(&renamed.id);
+                self.engram.notify_block(&renamed.id).await;
                 Ok(format!(
                     "Renamed {} to {}.",
                     paths::file_path(client, grant, &block.label),
