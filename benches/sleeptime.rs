@@ -83,6 +83,7 @@ async fn latency(n: usize, call_ms: u64) {
     home.engram
         .sleeptime()
         .set_settings(&busy, &settings)
+        .await
         .unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let passes = {
@@ -132,6 +133,7 @@ async fn cost_per_five_turns() {
                 ..SleeptimeSettings::default()
             },
         )
+        .await
         .unwrap();
     sleep.push_all([
         Reply::ToolCalls(vec![Call::new(

@@ -181,8 +181,8 @@ fn a_run_streams_through_the_dispatch_and_is_stored() {
     assert_eq!(runs.as_array().unwrap().len(), 1, "{runs}");
 }
 
-#[tokio::test]
-async fn agents_and_memory_round_trip_through_ipc() {
+#[test]
+fn agents_and_memory_round_trip_through_ipc() {
     let shell = Shell::start();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let mock = runtime.block_on(MockLlm::start(Script::Brain));
@@ -277,7 +277,8 @@ async fn agents_and_memory_round_trip_through_ipc() {
         "{notices:?}"
     );
     let state = shell.window.state::<Desktop>();
-    assert_eq!(state.engram.agents().list().await.unwrap().len(), 1);
+    let agents = runtime.block_on(state.engram.agents().list()).unwrap();
+    assert_eq!(agents.len(), 1);
 }
 
 #[test]
@@ -487,8 +488,8 @@ impl RemoteServer {
     }
 }
 
-#[tokio::test]
-async fn the_window_works_on_a_remote_server_with_its_certificate_pinned() {
+#[test]
+fn the_window_works_on_a_remote_server_with_its_certificate_pinned() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let server = RemoteServer::start(&rt);
     let mock = rt.block_on(MockLlm::start(Script::Brain));
@@ -579,10 +580,12 @@ async fn the_window_works_on_a_remote_server_with_its_certificate_pinned() {
         )
         .unwrap();
     let id = agent["id"].as_str().unwrap().to_owned();
-    assert_eq!(server.engram.agents().list().await.unwrap().len(), 1);
+    assert_eq!(rt.block_on(server.engram.agents().list()).unwrap().len(), 1);
     let state = shell.window.state::<Desktop>();
     assert!(
-        state.engram.agents().list().await.unwrap().is_empty(),
+        rt.block_on(state.engram.agents().list())
+            .unwrap()
+            .is_empty(),
         "nothing made here"
     );
 
@@ -617,11 +620,13 @@ async fn the_window_works_on_a_remote_server_with_its_certificate_pinned() {
         messages.to_string().contains("My name is Remy."),
         "{messages}"
     );
-    let on_server = server
-        .engram
-        .recall()
-        .list(&engram_core::AgentId::from(id.clone()), None, 50)
-        .await
+    let on_server = rt
+        .block_on(
+            server
+                .engram
+                .recall()
+                .list(&engram_core::AgentId::from(id.clone()), None, 50),
+        )
         .unwrap();
     assert!(
         on_server

@@ -235,17 +235,17 @@ async fn exports_come_with_a_file_name_in_every_format() {
     assert_eq!(status, StatusCode::BAD_REQUEST);
 }
 
-#[tokio::test]
-async fn an_export_is_written_where_the_dialog_said_and_a_file_imports_by_path() {
+#[test]
+fn an_export_is_written_where_the_dialog_said_and_a_file_imports_by_path() {
     let home = engram_suite::Home::new();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let mock = runtime.block_on(MockLlm::start(Script::Brain));
-    let a = home.agent(&mock, LoopStyle::ToolLoop);
+    let a = runtime.block_on(home.agent(&mock, LoopStyle::ToolLoop));
     let path = home.path().join("chosen.af");
     let written = home
         .engram
         .agent_files()
-        .export_all_to(Some(&[a.await]), engram_service::ExportFormat::Af, &path)
+        .export_all_to(Some(&[a]), engram_service::ExportFormat::Af, &path)
         .unwrap();
     assert_eq!(written, path);
     let report = home.engram.agent_files().import_at(&path).unwrap();

@@ -28,7 +28,7 @@ async fn agent(home: &Home, mock: &MockLlm) -> AgentId {
     .await
 }
 
-fn add_wait_tool(home: &Home, agent: &AgentId) {
+async fn add_wait_tool(home: &Home, agent: &AgentId) {
     let tool = home
         .engram
         .tools()
@@ -37,7 +37,11 @@ fn add_wait_tool(home: &Home, agent: &AgentId) {
             ..NewTool::default()
         })
         .expect("upsert tool");
-    home.engram.tools().attach(agent, &tool.id).expect("attach");
+    home.engram
+        .tools()
+        .attach(agent, &tool.id)
+        .await
+        .expect("attach");
 }
 
 /// A scripted model, a home and an agent with the wait tool, whose next step calls `first`
@@ -46,7 +50,7 @@ async fn step_held_open_after(first: Call) -> (MockLlm, Home, AgentId) {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
     let agent = agent(&home, &mock).await;
-    add_wait_tool(&home, &agent);
+    add_wait_tool(&home, &agent).await;
     mock.push(Reply::ToolCalls(vec![
         first,
         Call::new("wait_a_bit", json!({})),
@@ -432,6 +436,7 @@ async fn a_user_tools_whole_value_write_based_on_a_stale_read_is_refused() {
     home.engram
         .tools()
         .attach(&agent, &tool.id)
+        .await
         .expect("attach");
     mock.push(Reply::ToolCalls(vec![Call::new("tidy_notes", json!({}))]));
     mock.push(Reply::text("I will try again."));

@@ -20,7 +20,7 @@ fn call_once(name: &'static str, args: Value) -> Script {
 }
 
 /// Adds a user tool from `source` and attaches it to `agent`.
-fn add_tool(home: &Home, agent: &engram_core::AgentId, source: &str) -> engram_core::Tool {
+async fn add_tool(home: &Home, agent: &engram_core::AgentId, source: &str) -> engram_core::Tool {
     let tool = home
         .engram
         .tools()
@@ -29,7 +29,11 @@ fn add_tool(home: &Home, agent: &engram_core::AgentId, source: &str) -> engram_c
             ..NewTool::default()
         })
         .expect("upsert tool");
-    home.engram.tools().attach(agent, &tool.id).expect("attach");
+    home.engram
+        .tools()
+        .attach(agent, &tool.id)
+        .await
+        .expect("attach");
     tool
 }
 
@@ -42,6 +46,7 @@ async fn tutorial(style: LoopStyle) {
         .engram
         .tools()
         .of_agent(&agent)
+        .await
         .unwrap()
         .into_iter()
         .map(|t| t.name)
@@ -125,7 +130,7 @@ async fn a_tool_that_raises_fails_with_its_error_line_and_the_run_goes_on() {
         &home,
         &agent,
         "def boom(x: int) -> str:\n    \"\"\"Always fails.\n\n    Args:\n        x: a number\n    \"\"\"\n    raise ValueError(f'bad number {x}')\n",
-    );
+    ).await;
     let (out, _) = home.chat(&agent, "go").await;
     let r = &results(&out)[0].1;
     assert_eq!(r.status, ToolStatus::Failed);
@@ -143,7 +148,8 @@ async fn a_tool_that_never_returns_is_stopped_at_the_timeout() {
         &home,
         &agent,
         "def spin():\n    \"\"\"Never ends.\"\"\"\n    while True:\n        pass\n",
-    );
+    )
+    .await;
     let started = std::time::Instant::now();
     let (out, _) = home.chat(&agent, "go").await;
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
@@ -170,7 +176,7 @@ async fn megabytes_of_output_are_capped_and_the_result_is_cut_to_its_limit() {
     home.engram
         .tools()
         .update(
-            &tool.id,
+            &tool.await.id,
             engram_service::ToolPatch {
                 return_char_limit: Some(40),
                 ..Default::default()
@@ -207,7 +213,7 @@ async fn a_block_write_over_its_limit_fails_and_changes_nothing() {
         "def stuff() -> str:\n    \"\"\"Overfills notes.\"\"\"\n    agent_state.memory.update_block_value('human', 'changed first')\n    agent_state.memory.update_block_value('notes', 'z' * 11)\n    return 'ok'\n"
             .replace("def stuff()", "def stuff(agent_state)")
             .as_str(),
-    );
+    ).await;
     let (out, _) = home.chat(&agent, "go").await;
     let r = &results(&out)[0].1;
     assert_eq!(r.status, ToolStatus::Failed);
@@ -237,7 +243,8 @@ async fn non_string_return_values_reach_the_model_as_json() {
             &home,
             &agent,
             &format!("def value():\n    \"\"\"Returns a value.\"\"\"\n    {body}\n"),
-        );
+        )
+        .await;
         let (out, _) = home.chat(&agent, "go").await;
         let r = &results(&out)[0].1;
         assert_eq!(r.status, ToolStatus::Ok);
@@ -332,8 +339,8 @@ async fn rule_home(
     let agent = home
         .agent_with(mock, style, |a| a.max_steps = Some(6))
         .await;
-    add_tool(&home, &agent, NOTE);
-    add_tool(&home, &agent, CHECK);
+    add_tool(&home, &agent, NOTE).await;
+    add_tool(&home, &agent, CHECK).await;
     home.engram.tools().set_rules(&agent, rules).unwrap();
     (home, agent)
 }

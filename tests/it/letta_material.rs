@@ -207,8 +207,8 @@ async fn path_labels_and_newer_sections_round_trip_byte_for_byte() {
     assert_eq!(kept_parts(&third), kept_parts(&original));
 }
 
-#[test]
-fn parts_engram_does_not_run_are_reported_per_agent() {
+#[tokio::test]
+async fn parts_engram_does_not_run_are_reported_per_agent() {
     let home = Home::new();
     let report = home.engram.agent_files().import(&fixture(TREE)).unwrap();
     let of = |agent: usize| -> Vec<(InactiveKind, String)> {
@@ -251,7 +251,12 @@ fn parts_engram_does_not_run_are_reported_per_agent() {
     assert!(files.iter().any(|f| f.name == "opening.md"), "{files:?}");
     // Sleep-time passes are live: Ezra's are switched on at its group's frequency.
     assert!(!ezra.iter().any(|(k, _)| *k == InactiveKind::Sleeptime));
-    let passes = home.engram.sleeptime().settings(&report.agents[0]).unwrap();
+    let passes = home
+        .engram
+        .sleeptime()
+        .settings(&report.agents[0])
+        .await
+        .unwrap();
     assert!(passes.enabled);
     assert_eq!(passes.frequency, 5);
     let sleeper = of(1);
@@ -262,6 +267,7 @@ fn parts_engram_does_not_run_are_reported_per_agent() {
             .engram
             .sleeptime()
             .settings(&report.agents[1])
+            .await
             .unwrap()
             .enabled
     );

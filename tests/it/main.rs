@@ -62,6 +62,7 @@ mod retrieval;
 mod run_loop;
 mod semantic;
 mod semantic_recall;
+mod serve_postgres;
 mod serve_tls;
 mod serve_users;
 mod shutdown;

@@ -48,10 +48,11 @@ fn add_then_echo() -> Script {
     })
 }
 
-fn tool_names(home: &Home, agent: &engram_core::AgentId) -> Vec<String> {
+async fn tool_names(home: &Home, agent: &engram_core::AgentId) -> Vec<String> {
     home.engram
         .tools()
         .of_agent(agent)
+        .await
         .unwrap()
         .into_iter()
         .map(|t| t.name)
@@ -95,6 +96,7 @@ async fn accepting_a_files_server_attaches_the_tools_the_file_named_with_its_app
     assert!(!home.engram.mcp().get("files").unwrap().active);
     assert!(
         !tool_names(&home, &helper)
+            .await
             .iter()
             .any(|n| n.starts_with("files__"))
     );
@@ -103,13 +105,14 @@ async fn accepting_a_files_server_attaches_the_tools_the_file_named_with_its_app
     home.engram.mcp().set_active("files", true).await.unwrap();
     // Accepting starts nothing either.
     assert!(!home.engram.mcp().connected("files").await.unwrap());
-    let names = tool_names(&home, &helper);
+    let names = tool_names(&home, &helper).await;
     assert!(names.contains(&"files__add".to_owned()), "{names:?}");
     assert!(names.contains(&"files__echo".to_owned()), "{names:?}");
     // Only the tools the file named: the server's others (sleep, crash, fail) stay detached.
     assert_eq!(names.iter().filter(|n| n.starts_with("files__")).count(), 2);
     assert!(
         !tool_names(&home, &other)
+            .await
             .iter()
             .any(|n| n.starts_with("files__"))
     );
@@ -139,6 +142,7 @@ async fn accepting_a_files_server_attaches_the_tools_the_file_named_with_its_app
         .engram
         .runs()
         .pending_approval(&helper)
+        .await
         .unwrap()
         .expect("waits");
     assert_eq!(pending.tool_call.name, "files__echo");
@@ -146,7 +150,7 @@ async fn accepting_a_files_server_attaches_the_tools_the_file_named_with_its_app
     // Accepting again (or after a deactivation) attaches nothing new.
     home.engram.mcp().set_active("files", false).await.unwrap();
     home.engram.mcp().set_active("files", true).await.unwrap();
-    assert_eq!(tool_names(&home, &helper), names);
+    assert_eq!(tool_names(&home, &helper).await, names);
 }
 
 #[tokio::test]
@@ -171,7 +175,7 @@ async fn a_renamed_server_attaches_its_tools_under_the_new_name_and_removal_drop
         .unwrap();
     home.engram.mcp().set_active("files_2", true).await.unwrap();
     let helper = &first.agents[0];
-    let names = tool_names(&home, helper);
+    let names = tool_names(&home, helper).await;
     assert!(names.contains(&"files_2__echo".to_owned()), "{names:?}");
     assert!(!names.contains(&"files__echo".to_owned()), "{names:?}");
     let rules = home
@@ -214,6 +218,7 @@ async fn a_renamed_server_attaches_its_tools_under_the_new_name_and_removal_drop
     );
     assert!(
         !tool_names(&home, &second.agents[0])
+            .await
             .iter()
             .any(|n| n.contains("__"))
     );

@@ -83,7 +83,7 @@ async fn credentials_in_a_server_url_reach_the_server_and_nothing_else() {
     let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
     let tools = home.engram.mcp().list_tools("web").await.unwrap();
     let add = tools.iter().find(|t| t.name == "web__add").unwrap();
-    home.engram.tools().attach(&agent, &add.id).unwrap();
+    home.engram.tools().attach(&agent, &add.id).await.unwrap();
     let (out, _) = home.chat(&agent, "add").await;
     assert_eq!(results(&out)[0].1.message, "5");
 
@@ -169,7 +169,11 @@ async fn a_failing_server_is_reported_without_the_credentials_of_its_url() {
         .sync_mcp_tools(&server.id, &[tool])
         .unwrap();
     let stored = home.engram.tools().find("down__add").unwrap();
-    home.engram.tools().attach(&agent, &stored.id).unwrap();
+    home.engram
+        .tools()
+        .attach(&agent, &stored.id)
+        .await
+        .unwrap();
     let (out, _) = home.chat(&agent, "add").await;
     let r = results(&out);
     assert_eq!(r[0].1.status, ToolStatus::Failed);

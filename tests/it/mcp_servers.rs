@@ -59,6 +59,7 @@ async fn agent_with_mcp(
         home.engram
             .tools()
             .attach(&agent, &tool.id)
+            .await
             .expect("attach");
     }
     agent
@@ -213,7 +214,7 @@ async fn a_pasted_config_is_inactive_until_accepted() {
     let agent = home.agent(&mock, LoopStyle::ToolLoop).await;
     let tools = home.engram.mcp().list_tools("pasted").await.unwrap();
     let echo = tools.iter().find(|t| t.name == "pasted__echo").unwrap();
-    home.engram.tools().attach(&agent, &echo.id).unwrap();
+    home.engram.tools().attach(&agent, &echo.id).await.unwrap();
 
     // Deactivated again: the call is refused without starting anything.
     home.engram.mcp().set_active("pasted", false).await.unwrap();
@@ -269,6 +270,7 @@ async fn an_http_server_gets_its_token_from_the_keychain_and_removal_detaches_it
         .engram
         .tools()
         .of_agent(&agent)
+        .await
         .unwrap()
         .into_iter()
         .map(|t| t.name)
@@ -295,6 +297,7 @@ async fn a_server_tool_under_approval_waits_and_names_its_server() {
         .engram
         .runs()
         .pending_approval(&agent)
+        .await
         .unwrap()
         .expect("the call waits");
     assert_eq!(pending.tool_call.name, "files__echo");

@@ -254,7 +254,7 @@ async fn agent_files_carry_the_server_without_secrets_and_import_it_inactive() {
         .unwrap();
     let tools = home.engram.mcp().list_tools("files").await.unwrap();
     let echo = tools.iter().find(|t| t.name == "files__echo").unwrap();
-    home.engram.tools().attach(&agent, &echo.id).unwrap();
+    home.engram.tools().attach(&agent, &echo.id).await.unwrap();
 
     let bytes = home.engram.agent_files().export(&[agent]).unwrap();
     let text = String::from_utf8(bytes.clone()).unwrap();

@@ -62,6 +62,7 @@ async fn an_agent_without_a_model_is_named_and_fixed_in_one_call() {
     let problem = e
         .agents()
         .model_problem(&first.id)
+        .await
         .unwrap()
         .expect("a problem");
     assert_eq!(problem.model, first.llm.model);
@@ -70,9 +71,19 @@ async fn an_agent_without_a_model_is_named_and_fixed_in_one_call() {
         problem.detail.contains("engram provider set"),
         "{problem:?}"
     );
-    let vendor = e.agents().model_problem(&imported.id).unwrap().unwrap();
+    let vendor = e
+        .agents()
+        .model_problem(&imported.id)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(vendor.summary, "No provider named 'vendorx' is set up");
-    let local = e.agents().model_problem(&built_in.id).unwrap().unwrap();
+    let local = e
+        .agents()
+        .model_problem(&built_in.id)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(
         local.summary.contains("built-in model 'not-downloaded'"),
         "{local:?}"

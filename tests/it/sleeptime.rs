@@ -146,6 +146,7 @@ async fn twenty_turns_then_a_pass_replaces_the_old_fact_once_and_undo_restores_a
     home.engram
         .sleeptime()
         .set_settings(&agent, &settings(&sleep, 20))
+        .await
         .unwrap();
     let mut notices = home.engram.notices();
     for i in 1..=20 {
@@ -301,6 +302,7 @@ async fn a_hand_edit_and_a_chat_run_during_a_pass_both_survive_it() {
     home.engram
         .sleeptime()
         .set_settings(&agent, &settings(&sleep, 50))
+        .await
         .unwrap();
     // The sleep-time agent thinks for a while before it rewrites the block.
     sleep.push_all([
@@ -369,6 +371,7 @@ async fn duplicated_passages_are_merged_into_one_and_the_merge_undone() {
     home.engram
         .sleeptime()
         .set_settings(&agent, &settings(&sleep, 50))
+        .await
         .unwrap();
     let a = home
         .engram

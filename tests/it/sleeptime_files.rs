@@ -38,6 +38,7 @@ async fn settings_and_replaced_facts_round_trip_through_an_agent_file() {
     home.engram
         .sleeptime()
         .set_settings(&agent, &settings)
+        .await
         .unwrap();
     // A pass replaced Lisbon by Porto.
     let sleep = MockLlm::start(Script::Queue).await;
@@ -64,6 +65,7 @@ async fn settings_and_replaced_facts_round_trip_through_an_agent_file() {
     home.engram
         .sleeptime()
         .set_settings(&agent, &with_model)
+        .await
         .unwrap();
     let pass = home.engram.sleeptime().run_pass(&agent).await.unwrap();
     assert_eq!(pass.changes.len(), 2, "{pass:#?}");
@@ -86,7 +88,10 @@ async fn settings_and_replaced_facts_round_trip_through_an_agent_file() {
 
     // Engram → Engram: everything, the settings whole and the history linked.
     let back = home.engram.agent_files().import(&file).unwrap().agents[0].clone();
-    assert_eq!(home.engram.sleeptime().settings(&back).unwrap(), with_model);
+    assert_eq!(
+        home.engram.sleeptime().settings(&back).await.unwrap(),
+        with_model
+    );
     let passages = all(&home, &back).await;
     let texts: Vec<&str> = passages.iter().map(|p| p.text.as_str()).collect();
     assert_eq!(texts, ["Ana lives in Lisbon", "Ana lives in Porto"]);
@@ -100,7 +105,7 @@ async fn settings_and_replaced_facts_round_trip_through_an_agent_file() {
     letta_only.as_object_mut().unwrap().remove("engram");
     let bytes = serde_json::to_vec(&letta_only).unwrap();
     let plain = home.engram.agent_files().import(&bytes).unwrap().agents[0].clone();
-    let s = home.engram.sleeptime().settings(&plain).unwrap();
+    let s = home.engram.sleeptime().settings(&plain).await.unwrap();
     assert!(s.enabled);
     assert_eq!(s.frequency, 3);
 }

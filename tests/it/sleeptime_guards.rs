@@ -18,7 +18,11 @@ async fn a_budget_of_one_pass_a_day_skips_the_second_with_a_notice() {
     let agent = home.agent(&chat, LoopStyle::ToolLoop).await;
     let mut s = settings(&sleep, 50);
     s.passes_per_day = Some(1);
-    home.engram.sleeptime().set_settings(&agent, &s).unwrap();
+    home.engram
+        .sleeptime()
+        .set_settings(&agent, &s)
+        .await
+        .unwrap();
     let mut notices = home.engram.notices();
     sleep.push(Reply::ToolCalls(vec![Call::new("finish", json!({}))]));
     let first = home.engram.sleeptime().run_pass(&agent).await.unwrap();
@@ -47,7 +51,11 @@ async fn a_budget_of_one_pass_a_day_skips_the_second_with_a_notice() {
 
     // A global token budget already spent skips too.
     s.passes_per_day = None;
-    home.engram.sleeptime().set_settings(&agent, &s).unwrap();
+    home.engram
+        .sleeptime()
+        .set_settings(&agent, &s)
+        .await
+        .unwrap();
     home.engram
         .sleeptime()
         .set_budget(&engram_core::SleeptimeBudget {
@@ -74,7 +82,11 @@ async fn a_budget_of_one_pass_a_day_skips_the_second_with_a_notice() {
         })
         .unwrap();
     s.usd_per_day = Some(0.000_001);
-    home.engram.sleeptime().set_settings(&agent, &s).unwrap();
+    home.engram
+        .sleeptime()
+        .set_settings(&agent, &s)
+        .await
+        .unwrap();
     let fourth = home.engram.sleeptime().run_pass(&agent).await.unwrap();
     assert_eq!(fourth.status, PassStatus::Skipped);
     let reason = fourth.reason.unwrap();
@@ -109,7 +121,11 @@ async fn the_money_left_stops_a_pass_mid_way_and_it_writes_nothing() {
     let mut s = settings(&sleep, 50);
     // $0.003 buys 100 tokens at $30 per million; a pass's first call reads far more.
     s.usd_per_day = Some(0.003);
-    home.engram.sleeptime().set_settings(&agent, &s).unwrap();
+    home.engram
+        .sleeptime()
+        .set_settings(&agent, &s)
+        .await
+        .unwrap();
     sleep.push(Reply::ToolCalls(vec![Call::new(
         "memory_rethink",
         json!({"label": "human", "new_memory": "Written by a pass that could not pay"}),
@@ -141,6 +157,7 @@ async fn a_pass_never_runs_twice_at_once() {
     home.engram
         .sleeptime()
         .set_settings(&agent, &settings(&sleep, 1))
+        .await
         .unwrap();
     sleep.push(Reply::Delayed(
         Duration::from_millis(800),
@@ -174,6 +191,7 @@ async fn a_failed_model_call_leaves_memory_as_it_was() {
     home.engram
         .sleeptime()
         .set_settings(&agent, &settings(&sleep, 50))
+        .await
         .unwrap();
     sleep.push_all([
         Reply::ToolCalls(vec![
@@ -289,7 +307,11 @@ async fn an_idle_agent_gets_a_pass_on_what_is_waiting() {
     let agent = home.agent(&chat, LoopStyle::ToolLoop).await;
     let mut s = settings(&sleep, 50);
     s.idle_secs = Some(1);
-    home.engram.sleeptime().set_settings(&agent, &s).unwrap();
+    home.engram
+        .sleeptime()
+        .set_settings(&agent, &s)
+        .await
+        .unwrap();
     sleep.push(Reply::ToolCalls(vec![Call::new("finish", json!({}))]));
     home.chat(&agent, "first").await;
     // A second message within the idle time restarts the clock.
@@ -338,6 +360,7 @@ async fn a_compaction_starts_a_pass_before_the_frequency_is_reached() {
     home.engram
         .sleeptime()
         .set_settings(&agent, &settings(&sleep, 1_000))
+        .await
         .unwrap();
     let mut turns = 0;
     while home

@@ -103,6 +103,7 @@ async fn the_run_pauses_and_approving_runs_the_tool_and_goes_on() {
         .engram
         .runs()
         .pending_approval(&agent)
+        .await
         .unwrap()
         .unwrap();
     assert_eq!(pending.tool_call.name, "core_memory_append");
@@ -154,6 +155,7 @@ async fn the_run_pauses_and_approving_runs_the_tool_and_goes_on() {
         home.engram
             .runs()
             .pending_approval(&agent)
+            .await
             .unwrap()
             .is_none()
     );
@@ -220,6 +222,7 @@ async fn a_paused_run_survives_reopening_and_repair_leaves_it_alone() {
         .engram
         .runs()
         .pending_approval(&agent)
+        .await
         .unwrap()
         .unwrap();
     let Home { dir, engram } = home;
@@ -233,7 +236,7 @@ async fn a_paused_run_survives_reopening_and_repair_leaves_it_alone() {
     );
     let home = Home { dir, engram };
     assert_eq!(
-        home.engram.runs().pending_approval(&agent).unwrap(),
+        home.engram.runs().pending_approval(&agent).await.unwrap(),
         Some(pending.clone())
     );
     let repaired = home
@@ -311,6 +314,7 @@ async fn two_calls_needing_approval_are_asked_one_after_the_other() {
         .engram
         .runs()
         .pending_approval(&agent)
+        .await
         .unwrap()
         .unwrap();
     // Deciding another call than the waiting one is refused.
@@ -338,6 +342,7 @@ async fn two_calls_needing_approval_are_asked_one_after_the_other() {
         .engram
         .runs()
         .pending_approval(&agent)
+        .await
         .unwrap()
         .unwrap();
     assert_ne!(second.tool_call.id, first.tool_call.id);
@@ -518,6 +523,7 @@ async fn resetting_the_messages_drops_a_waiting_call_unrun() {
         home.engram
             .runs()
             .pending_approval(&agent)
+            .await
             .unwrap()
             .is_none()
     );
@@ -612,6 +618,7 @@ async fn regenerate_edit_and_delete_wait_until_the_call_is_decided() {
         home.engram
             .runs()
             .pending_approval(&agent)
+            .await
             .unwrap()
             .is_some()
     );

@@ -89,7 +89,7 @@ async fn a_snooping_tool_in_a_real_run_sees_nothing_and_reaches_nothing() {
         .unwrap();
     assert!(!tool.network && !tool.allow_unsandboxed, "off by default");
     assert!(tool.available, "{:?}", tool.unavailable_reason);
-    home.engram.tools().attach(&agent, &tool.id).unwrap();
+    home.engram.tools().attach(&agent, &tool.id).await.unwrap();
 
     let (out, _) = home.chat(&agent, "look around").await;
     let r = first_result(&out);
@@ -147,7 +147,7 @@ async fn without_a_sandbox_a_tool_runs_only_when_the_user_allows_it() {
     let why = tool.unavailable_reason.clone().unwrap();
     assert!(why.contains("not installed"), "{why}");
     assert!(why.contains("--unsandboxed on"), "{why}");
-    home.engram.tools().attach(&agent, &tool.id).unwrap();
+    home.engram.tools().attach(&agent, &tool.id).await.unwrap();
 
     let (out, _) = home.chat(&agent, "greet").await;
     let r = first_result(&out);

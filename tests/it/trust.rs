@@ -298,7 +298,11 @@ async fn importing_twice_or_a_clashing_tool_changes_no_existing_tool() {
         "tools the user writes are trusted"
     );
     let user_agent = home.agent(&mock, LoopStyle::ToolLoop).await;
-    home.engram.tools().attach(&user_agent, &mine.id).unwrap();
+    home.engram
+        .tools()
+        .attach(&user_agent, &mine.id)
+        .await
+        .unwrap();
     let before = home.engram.tools().list().unwrap();
 
     let first = home

@@ -73,7 +73,7 @@ pub async fn settle(
     merged: &mut Option<RunOutcome>,
 ) -> Result<()> {
     while let Some(decision) = policy.decision() {
-        if engram.runs().pending_approval(agent)?.is_none() {
+        if engram.runs().pending_approval(agent).await?.is_none() {
             break;
         }
         let request = RunRequest::Approvals {

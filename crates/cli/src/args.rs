@@ -20,6 +20,12 @@ pub struct Cli {
     /// must be readable by you alone; its keys are never copied anywhere.
     #[arg(long, global = true, value_name = "FILE")]
     pub secrets_file: Option<PathBuf>,
+    /// A shared server's database (`postgres://user@host:port/dbname`, also from
+    /// $ENGRAM_DATABASE_URL): agents, memory, runs, tools and users live there, and every
+    /// replica started with it serves the same ones. The data directory keeps only this
+    /// machine's settings. Default: the data directory's own SQLite database.
+    #[arg(long, global = true, value_name = "URL", env = "ENGRAM_DATABASE_URL")]
+    pub database: Option<String>,
     /// What to do; without one, chat with the most recent agent (creating one if none exist).
     #[command(subcommand)]
     pub command: Option<Command>,

@@ -88,6 +88,21 @@ fn main() -> ExitCode {
     }
 }
 
+/// `url` with its password left out, for messages (a `key=value` connection string is not
+/// shown at all).
+fn redacted(url: &str) -> String {
+    let Some(scheme) = url.find("://") else {
+        return "given by --database".into();
+    };
+    match url.rfind('@') {
+        Some(at) if at > scheme => {
+            let user = url[scheme + 3..at].split(':').next().unwrap_or_default();
+            format!("{}{user}@{}", &url[..scheme + 3], &url[at + 1..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
 async fn run(cli: Cli) -> Result<()> {
     let mut options = Options::from_env(cli.home);
     if let Some(dir) = cli.model_dir {
@@ -104,7 +119,15 @@ async fn run(cli: Cli) -> Result<()> {
     if let Some(path) = &cli.secrets_file {
         options = options.with_secrets_file(path)?;
     }
-    let engram = Engram::open(options)?;
+    let engram = match &cli.database {
+        Some(url) => {
+            let backend = engram_store_pg::PgStore::connect(url)
+                .await
+                .with_context(|| format!("cannot open the database {}", redacted(url)))?;
+            Engram::open_shared(options, Arc::new(backend))?
+        }
+        None => Engram::open(options)?,
+    };
     if let Err(e) = engram_server::tool_api::install(&engram) {
         eprintln!("warning: tools cannot call Engram's API back: {e}");
     }
@@ -143,7 +166,7 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Provider(cmd) => provider(&engram, cmd).await,
         Command::Model(cmd) => model::model(&engram, cmd).await,
         Command::Serve(args) => serve::run(engram, args).await,
-        Command::Tool(cmd) => tools::tool(&engram, cmd),
+        Command::Tool(cmd) => tools::tool(&engram, cmd).await,
         Command::Template(cmd) => tools::template(&engram, cmd),
         Command::Python(cmd) => tools::python(&engram, cmd),
         Command::Mcp(cmd) => mcp::mcp(&engram, cmd).await,
@@ -219,8 +242,8 @@ async fn print_context_view(engram: &Engram, agent: &AgentId, json: bool) -> Res
 /// Tells the user on standard error when agent `id`'s chat model is not set up (no provider,
 /// no key, a built-in model not on this computer), with the command that fixes it: said when
 /// the agent is made or opened, not after a message fails. Silent when it cannot tell.
-fn warn_model(engram: &Engram, id: &AgentId) {
-    if let Ok(Some(p)) = engram.agents().model_problem(id) {
+async fn warn_model(engram: &Engram, id: &AgentId) {
+    if let Ok(Some(p)) = engram.agents().model_problem(id).await {
         eprintln!(
             "warning: {} cannot talk to its model {} yet: {}. Set up the provider, or give the \
              agent another model (`engram agent set-model PROVIDER/MODEL {}`).",
@@ -433,7 +456,7 @@ async fn chat_once(
     // A call left waiting by an earlier run is decided first, so the turn can run.
     approval::settle(engram, agent, &policy, &mut merged).await?;
     if let Some(turn) = turn {
-        if let Some(p) = engram.runs().pending_approval(agent)? {
+        if let Some(p) = engram.runs().pending_approval(agent).await? {
             return Err(approval::waiting_error(agent, &p));
         }
         let request = match turn {
@@ -458,7 +481,7 @@ async fn chat_once(
     let Some(outcome) = merged else {
         bail!("no tool call is waiting for approval; nothing to do");
     };
-    let pending = engram.runs().pending_approval(agent)?;
+    let pending = engram.runs().pending_approval(agent).await?;
     if json {
         let mut body = letta::response(&outcome, style);
         if let (Some(p), Some(list)) = (&pending, body["messages"].as_array_mut()) {

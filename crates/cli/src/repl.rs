@@ -20,7 +20,7 @@ pub async fn run(engram: &Arc<Engram>, agent: &AgentId) -> Result<()> {
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     loop {
         // A call waiting for approval (from this run or one before) is asked about first.
-        if let Some(p) = engram.runs().pending_approval(agent)? {
+        if let Some(p) = engram.runs().pending_approval(agent).await? {
             match approval::ask(&mut lines, &p).await? {
                 Some(decision) => turn(engram, agent, Turn::Decide(decision)).await,
                 None => break,

@@ -168,7 +168,7 @@ pub async fn sleeptime(engram: &Engram, cmd: SleeptimeCmd) -> Result<()> {
     match cmd {
         SleeptimeCmd::Show { agent, limit, json } => {
             let agent = AgentId::from(agent);
-            let settings = engram.sleeptime().settings(&agent)?;
+            let settings = engram.sleeptime().settings(&agent).await?;
             let passes = engram.sleeptime().passes(&agent, limit)?;
             if json {
                 let out = serde_json::json!({"settings": settings, "passes": passes});
@@ -180,9 +180,9 @@ pub async fn sleeptime(engram: &Engram, cmd: SleeptimeCmd) -> Result<()> {
         }
         SleeptimeCmd::Set { ref agent, .. } => {
             let agent = AgentId::from(agent.as_str());
-            let mut s = engram.sleeptime().settings(&agent)?;
+            let mut s = engram.sleeptime().settings(&agent).await?;
             set(&mut s, cmd);
-            engram.sleeptime().set_settings(&agent, &s)?;
+            engram.sleeptime().set_settings(&agent, &s).await?;
             println!("{}", serde_json::to_string_pretty(&s)?);
         }
         SleeptimeCmd::Run { agent, json } => {

@@ -206,7 +206,7 @@ fn names(tools: &[Tool]) -> String {
         .join(", ")
 }
 
-pub fn tool(engram: &Engram, cmd: ToolCmd) -> Result<()> {
+pub async fn tool(engram: &Engram, cmd: ToolCmd) -> Result<()> {
     match cmd {
         ToolCmd::Add { file, name, attach } => {
             let source = std::fs::read_to_string(&file)
@@ -217,7 +217,10 @@ pub fn tool(engram: &Engram, cmd: ToolCmd) -> Result<()> {
                 ..NewTool::default()
             })?;
             if let Some(agent) = attach {
-                engram.tools().attach(&AgentId::from(agent), &tool.id)?;
+                engram
+                    .tools()
+                    .attach(&AgentId::from(agent), &tool.id)
+                    .await?;
             }
             if let Some(why) = &tool.unavailable_reason {
                 eprintln!("note: {} cannot run here yet: {}", tool.name, safe(why));
@@ -250,12 +253,12 @@ pub fn tool(engram: &Engram, cmd: ToolCmd) -> Result<()> {
         }
         ToolCmd::Attach { agent, tool } => {
             let t = engram.tools().find(&tool)?;
-            let tools = engram.tools().attach(&AgentId::from(agent), &t.id)?;
+            let tools = engram.tools().attach(&AgentId::from(agent), &t.id).await?;
             println!("{}", names(&tools));
         }
         ToolCmd::Detach { agent, tool } => {
             let t = engram.tools().find(&tool)?;
-            let tools = engram.tools().detach(&AgentId::from(agent), &t.id)?;
+            let tools = engram.tools().detach(&AgentId::from(agent), &t.id).await?;
             println!("{}", names(&tools));
         }
         ToolCmd::Set {

@@ -26,6 +26,7 @@ mod folder_shapes;
 pub mod guard;
 mod json;
 mod paging;
+mod replica;
 mod routes;
 pub mod shapes;
 pub mod sse;
@@ -83,6 +84,10 @@ pub fn router(engram: Arc<Engram>, config: ServerConfig) -> Router {
         authenticated,
     };
     with_ui
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            replica::check,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             access::check,

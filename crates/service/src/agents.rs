@@ -135,15 +135,76 @@ impl Agents<'_> {
 
     /// A page of agents filtered and paged in SQL (Letta's `GET /v1/agents/`; see
     /// [`AgentList`](engram_store::AgentList)).
-    /// Errors: `not_available` on a shared server.
-    pub fn page(self, q: &engram_store::AgentList) -> Result<Vec<Agent>> {
-        self.engram.local("filtering agents")?.agents().page(q)
+    pub async fn page(self, q: &engram_store::AgentList) -> Result<Vec<Agent>> {
+        if !self.engram.shared {
+            return self.engram.store.agents().page(q);
+        }
+        let mut agents = self.filtered(q).await?;
+        if !q.ascending {
+            agents.reverse();
+        }
+        // Cursors name agents of the list; one that is not gives an empty page.
+        if let Some(after) = &q.after {
+            match agents.iter().position(|a| &a.id == after) {
+                Some(i) => drop(agents.drain(..=i)),
+                None => return Ok(Vec::new()),
+            }
+        }
+        if let Some(before) = &q.before {
+            match agents.iter().position(|a| &a.id == before) {
+                Some(i) => {
+                    agents.truncate(i);
+                    let skip = agents.len().saturating_sub(q.limit);
+                    agents.drain(..skip);
+                }
+                None => return Ok(Vec::new()),
+            }
+        }
+        agents.truncate(q.limit);
+        Ok(agents)
     }
 
     /// How many agents pass the filters of `q` (cursors and limit aside).
-    /// Errors: `not_available` on a shared server.
-    pub fn count(self, q: &engram_store::AgentList) -> Result<u64> {
-        self.engram.local("counting agents")?.agents().count(q)
+    pub async fn count(self, q: &engram_store::AgentList) -> Result<u64> {
+        if !self.engram.shared {
+            return self.engram.store.agents().count(q);
+        }
+        Ok(self.filtered(q).await?.len() as u64)
+    }
+
+    /// The agents passing `q`'s filters, oldest first, on a shared server: the storage
+    /// interface lists them all and the filters apply here, as the SQLite query applies them.
+    async fn filtered(self, q: &engram_store::AgentList) -> Result<Vec<Agent>> {
+        let backend = &self.engram.backend;
+        let mut agents = backend.list_agents().await?;
+        if let Some(user) = &q.user {
+            let theirs: Vec<AgentId> = backend
+                .user_agents(user)
+                .await?
+                .into_iter()
+                .map(|(a, _)| a)
+                .collect();
+            agents.retain(|a| theirs.contains(&a.id));
+        }
+        if let Some(name) = &q.name {
+            agents.retain(|a| &a.name == name);
+        }
+        if let Some(text) = &q.query_text {
+            let text = text.to_ascii_lowercase();
+            agents.retain(|a| a.name.to_ascii_lowercase().contains(&text));
+        }
+        if q.tags.is_empty() {
+            return Ok(agents);
+        }
+        let mut kept = Vec::with_capacity(agents.len());
+        for a in agents {
+            let tags = backend.agent_tags(&a.id).await?;
+            let has = |t: &String| tags.contains(t);
+            if (q.match_all_tags && q.tags.iter().all(has)) || q.tags.iter().any(has) {
+                kept.push(a);
+            }
+        }
+        Ok(kept)
     }
 
     /// One agent with its blocks. Errors: `not_found`.
@@ -278,20 +339,14 @@ fn refuse_url_credentials(
 
 impl Agents<'_> {
     /// The agent's tags, in order. Errors: `not_found` for an unknown agent.
-    /// `not_available` on a shared server.
-    pub fn tags(self, agent: &AgentId) -> Result<Vec<String>> {
-        let store = self.engram.local("agents' tags")?;
-        store.agents().get(agent)?;
-        store.agents().tags(agent)
+    pub async fn tags(self, agent: &AgentId) -> Result<Vec<String>> {
+        self.engram.backend.agent_tags(agent).await
     }
 
     /// Replaces the agent's tags (order kept; duplicates and blank tags dropped).
-    /// Errors: `not_found`; `not_available` on a shared server.
-    pub fn set_tags(self, agent: &AgentId, tags: &[String]) -> Result<()> {
-        self.engram
-            .local("agents' tags")?
-            .agents()
-            .set_tags(agent, tags)?;
+    /// Errors: `not_found`.
+    pub async fn set_tags(self, agent: &AgentId, tags: &[String]) -> Result<()> {
+        self.engram.backend.set_agent_tags(agent, tags).await?;
         self.engram.notify(Notice::AgentChanged {
             agent_id: agent.clone(),
         });

@@ -45,7 +45,7 @@ impl Tools<'_> {
 impl Runs<'_> {
     /// The tool call the agent's run waits on, if any (stored: it survives a restart).
     /// Errors: `not_found`.
-    pub fn pending_approval(self, agent: &AgentId) -> Result<Option<PendingApproval>> {
-        self.engram.store.runs().pending_approval(agent)
+    pub async fn pending_approval(self, agent: &AgentId) -> Result<Option<PendingApproval>> {
+        self.engram.backend.pending_approval(agent).await
     }
 }

@@ -122,8 +122,8 @@ impl Agents<'_> {
     /// The problem with agent `id`'s chat model, or `None` when it can be used.
     ///
     /// Errors: `not_found` for an unknown agent; `Storage`.
-    pub fn model_problem(self, id: &AgentId) -> Result<Option<ModelProblem>> {
-        let agent = self.engram.store.agents().get(id)?;
+    pub async fn model_problem(self, id: &AgentId) -> Result<Option<ModelProblem>> {
+        let agent = self.engram.backend.get_agent(id).await?;
         Ok(self
             .engram
             .problem_of(&agent.llm)?

@@ -108,12 +108,12 @@ impl Recall<'_> {
 
     /// The ids of the messages in the agent's context window, oldest first (Letta's
     /// `message_ids` of an agent state). Errors: `not_found` for an unknown agent.
-    pub fn in_context_ids(self, agent: &AgentId) -> Result<Vec<MessageId>> {
+    pub async fn in_context_ids(self, agent: &AgentId) -> Result<Vec<MessageId>> {
         Ok(self
             .engram
-            .store
-            .messages()
-            .in_context(agent)?
+            .backend
+            .in_context_messages(agent)
+            .await?
             .into_iter()
             .map(|m| m.id)
             .collect())

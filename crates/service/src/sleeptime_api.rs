@@ -9,14 +9,14 @@ use engram_core::{
 
 impl Sleeptime<'_> {
     /// The agent's sleep-time settings. Errors: `not_found`.
-    pub fn settings(self, agent: &AgentId) -> Result<SleeptimeSettings> {
-        self.engram.store.sleeptime().settings(agent)
+    pub async fn settings(self, agent: &AgentId) -> Result<SleeptimeSettings> {
+        self.engram.backend.sleeptime_settings(agent).await
     }
 
     /// Sets the agent's sleep-time settings. Errors: `not_found`; `invalid_input` for a
     /// frequency, step limit or timeout of 0.
-    pub fn set_settings(self, agent: &AgentId, s: &SleeptimeSettings) -> Result<()> {
-        self.engram.store.sleeptime().set_settings(agent, s)?;
+    pub async fn set_settings(self, agent: &AgentId, s: &SleeptimeSettings) -> Result<()> {
+        self.engram.backend.set_sleeptime_settings(agent, s).await?;
         self.engram.notify(Notice::AgentChanged {
             agent_id: agent.clone(),
         });
@@ -24,15 +24,17 @@ impl Sleeptime<'_> {
     }
 
     /// User turns since the last message a pass read (what counts toward the frequency).
-    /// Errors: `not_found`.
+    /// Errors: `not_found`; `not_available` on a shared server.
     pub fn turns_waiting(self, agent: &AgentId) -> Result<u32> {
-        Ok(self.engram.store.sleeptime().backlog(agent)?.0)
+        let store = self.engram.local("the sleep-time backlog")?;
+        Ok(store.sleeptime().backlog(agent)?.0)
     }
 
     /// The last message the agent's passes read, or `None` before its first pass.
-    /// Errors: `not_found`.
+    /// Errors: `not_found`; `not_available` on a shared server.
     pub fn last_message(self, agent: &AgentId) -> Result<Option<engram_core::MessageId>> {
-        self.engram.store.sleeptime().last_message(agent)
+        let store = self.engram.local("the sleep-time backlog")?;
+        store.sleeptime().last_message(agent)
     }
 
     /// The budget over every agent's passes.

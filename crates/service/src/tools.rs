@@ -110,7 +110,7 @@ impl Engram {
 
     /// Changes the agent's list of tool names with `edit`, stores it when it changed, and
     /// returns the agent's tools.
-    fn edit_tool_list(
+    async fn edit_tool_list(
         &self,
         agent: &AgentId,
         edit: impl FnOnce(&mut Vec<String>),
@@ -130,7 +130,7 @@ impl Engram {
                 agent_id: agent.clone(),
             });
         }
-        self.tools().of_agent(agent)
+        self.tools().of_agent(agent).await
     }
 
     /// Checks that every name is a built-in or a user tool. Errors: `invalid_input`.
@@ -376,9 +376,9 @@ impl Tools<'_> {
 
     /// The agent's tools, in the order the model sees them. Names without a tool (a user tool
     /// deleted elsewhere) are left out. Errors: `not_found`.
-    pub fn of_agent(self, agent: &AgentId) -> Result<Vec<Tool>> {
-        let a = self.engram.store.agents().get(agent)?;
-        let custom = self.engram.store.tools().named(&a.tools)?;
+    pub async fn of_agent(self, agent: &AgentId) -> Result<Vec<Tool>> {
+        let a = self.engram.backend.get_agent(agent).await?;
+        let custom = self.engram.backend.tools_named(&a.tools).await?;
         Ok(a.tools
             .iter()
             .filter_map(|n| {
@@ -394,21 +394,24 @@ impl Tools<'_> {
 
     /// Attaches a tool (nothing changes when it is attached already); returns the agent's
     /// tools. Errors: `not_found` for the agent or the tool.
-    pub fn attach(self, agent: &AgentId, tool: &ToolId) -> Result<Vec<Tool>> {
+    pub async fn attach(self, agent: &AgentId, tool: &ToolId) -> Result<Vec<Tool>> {
         let name = self.get(tool)?.name;
-        self.engram.edit_tool_list(agent, |tools| {
-            if !tools.contains(&name) {
-                tools.push(name);
-            }
-        })
+        self.engram
+            .edit_tool_list(agent, |tools| {
+                if !tools.contains(&name) {
+                    tools.push(name);
+                }
+            })
+            .await
     }
 
     /// Detaches a tool (nothing changes when it is not attached); returns the agent's tools.
     /// The tool itself stays. Errors: `not_found` for the agent or the tool.
-    pub fn detach(self, agent: &AgentId, tool: &ToolId) -> Result<Vec<Tool>> {
+    pub async fn detach(self, agent: &AgentId, tool: &ToolId) -> Result<Vec<Tool>> {
         let name = self.get(tool)?.name;
         self.engram
             .edit_tool_list(agent, |tools| tools.retain(|n| *n != name))
+            .await
     }
 
     /// Replaces the agent's tool rules (enforced by the loop from the next run on).

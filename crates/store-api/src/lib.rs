@@ -97,6 +97,17 @@ use engram_core::{
 };
 use std::time::Duration;
 
+/// An agent's tags as they are kept: in the given order, blank ones and repeats dropped.
+pub fn clean_tags(tags: &[String]) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
+    for t in tags {
+        if !t.trim().is_empty() && !out.contains(&t.as_str()) {
+            out.push(t);
+        }
+    }
+    out
+}
+
 /// Agents: the row with its settings, created together with its blocks.
 #[async_trait]
 pub trait AgentStore: Send + Sync {
@@ -122,6 +133,13 @@ pub trait AgentStore: Send + Sync {
 
     /// Every agent, oldest first (creation time, then id).
     async fn list_agents(&self) -> Result<Vec<Agent>>;
+
+    /// The agent's tags, in their order. Errors: `NotFound("agent")`.
+    async fn agent_tags(&self, id: &AgentId) -> Result<Vec<String>>;
+
+    /// Replaces the agent's tags with `tags` as [`clean_tags`] keeps them.
+    /// Errors: `NotFound("agent")`.
+    async fn set_agent_tags(&self, id: &AgentId, tags: &[String]) -> Result<()>;
 
     /// Deletes the agent and its links to blocks in one transaction; blocks attached to no
     /// other agent go too (shared blocks stay). Errors: `NotFound("agent", id)`.

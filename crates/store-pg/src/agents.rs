@@ -111,6 +111,34 @@ impl AgentStore for PgStore {
         Ok(rows::all(&found, rows::agent)?)
     }
 
+    async fn agent_tags(&self, id: &AgentId) -> Result<Vec<String>> {
+        let c = self.client().await?;
+        let row = c
+            .one_opt("SELECT tags FROM agents WHERE id = $1", &[&id.as_str()])
+            .await
+            .map_err(TxError::from)?;
+        match row {
+            Some(r) => Ok(r.get(0)),
+            None => Err(Error::not_found("agent", id.as_str())),
+        }
+    }
+
+    async fn set_agent_tags(&self, id: &AgentId, tags: &[String]) -> Result<()> {
+        let tags = engram_store_api::clean_tags(tags);
+        let c = self.client().await?;
+        let n = c
+            .exec(
+                "UPDATE agents SET tags = $2 WHERE id = $1",
+                &[&id.as_str(), &tags],
+            )
+            .await
+            .map_err(TxError::from)?;
+        if n == 0 {
+            return Err(Error::not_found("agent", id.as_str()));
+        }
+        Ok(())
+    }
+
     async fn delete_agent(&self, id: &AgentId) -> Result<()> {
         transaction!(self, |tx| {
             blocks::ensure_agent(&tx, id, Lock::Update).await?;

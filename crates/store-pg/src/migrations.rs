@@ -76,6 +76,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "tools",
         sql: TOOLS,
     },
+    Migration {
+        version: 11,
+        name: "agent tags",
+        sql: AGENT_TAGS,
+    },
 ];
 
 /// The advisory lock key migrations run under (`"engram"` in ASCII, then 1): any number that
@@ -464,4 +469,10 @@ CREATE TABLE tools (
     trusted_hash      text,                   -- SHA-256 of the source the person trusted
     mcp               jsonb                   -- McpToolSource, for tools of MCP servers
 );
+"#;
+
+/// Version 11: an agent's tags, in their order (Letta's `tags` of an agent).
+const AGENT_TAGS: &str = r#"
+ALTER TABLE agents ADD COLUMN tags text[] NOT NULL DEFAULT '{}';
+CREATE INDEX agents_tags ON agents USING gin (tags);
 "#;

@@ -46,6 +46,15 @@ impl AgentStore for Store {
         self.agents().list()
     }
 
+    async fn agent_tags(&self, id: &AgentId) -> Result<Vec<String>> {
+        self.agents().get(id)?;
+        self.agents().tags(id)
+    }
+
+    async fn set_agent_tags(&self, id: &AgentId, tags: &[String]) -> Result<()> {
+        self.agents().set_tags(id, tags)
+    }
+
     async fn delete_agent(&self, id: &AgentId) -> Result<()> {
         self.agents().delete(id)
     }

@@ -8,17 +8,6 @@ use crate::sql::DbResult;
 use engram_core::{AgentId, Error, Message, MessageId, Passage, PassageId, Result, ToolCall};
 use rusqlite::{Connection, OptionalExtension, params};
 
-/// Tags in the caller's order, each once, none blank.
-fn clean(tags: &[String]) -> Vec<&str> {
-    let mut out: Vec<&str> = Vec::new();
-    for t in tags {
-        if !t.trim().is_empty() && !out.contains(&t.as_str()) {
-            out.push(t);
-        }
-    }
-    out
-}
-
 pub(crate) fn write_tags(tx: &Connection, agent: &AgentId, tags: &[String]) -> Result<()> {
     tx.prepare_cached("DELETE FROM agent_tags WHERE agent_id = ?1")
         .db()?
@@ -27,7 +16,7 @@ pub(crate) fn write_tags(tx: &Connection, agent: &AgentId, tags: &[String]) -> R
     let mut insert = tx
         .prepare_cached("INSERT INTO agent_tags (agent_id, tag, position) VALUES (?1, ?2, ?3)")
         .db()?;
-    for (i, t) in clean(tags).into_iter().enumerate() {
+    for (i, t) in engram_store_api::clean_tags(tags).into_iter().enumerate() {
         insert
             .execute(params![agent.as_str(), t, crate::sql::sat(i)])
             .db()?;
@@ -171,7 +160,7 @@ impl PassageRows<'_> {
                     .db()?
                     .execute([id.as_str()])
                     .db()?;
-                crate::passages::insert_tags(tx, id, &clean(tags))?;
+                crate::passages::insert_tags(tx, id, &engram_store_api::clean_tags(tags))?;
             }
             Ok(())
         })?;

@@ -34,7 +34,7 @@ pub async fn attach(
 ) -> ApiResult<Json<Value>> {
     let agent = agent_id(agent);
     s.engram.folders().attach(&agent, &FolderId::from(folder))?;
-    agent_state::render(&s.engram, &s.engram.agents().get(&agent).await?)
+    agent_state::render(&s.engram, &s.engram.agents().get(&agent).await?).await
 }
 
 /// `PATCH /v1/agents/{agent_id}/folders/detach/{folder_id}`: detaches it (its files close);
@@ -45,7 +45,7 @@ pub async fn detach(
 ) -> ApiResult<Json<Value>> {
     let agent = agent_id(agent);
     s.engram.folders().detach(&agent, &FolderId::from(folder))?;
-    agent_state::render(&s.engram, &s.engram.agents().get(&agent).await?)
+    agent_state::render(&s.engram, &s.engram.agents().get(&agent).await?).await
 }
 
 /// `GET /v1/agents/{agent_id}/files`: every file of its folders with `is_open` and the open

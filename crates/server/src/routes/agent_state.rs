@@ -10,29 +10,32 @@ use engram_service::{AgentState, Engram};
 use serde_json::Value;
 
 /// An agent state with its in-context message ids, as Letta shows it.
-pub(crate) fn render(engram: &Engram, state: &AgentState) -> ApiResult<Json<Value>> {
+pub(crate) async fn render(engram: &Engram, state: &AgentState) -> ApiResult<Json<Value>> {
     let ids: Vec<String> = engram
         .recall()
-        .in_context_ids(&state.agent.id)?
+        .in_context_ids(&state.agent.id)
+        .await?
         .into_iter()
         .map(|id| id.to_string())
         .collect();
     let tools = engram
         .tools()
-        .of_agent(&state.agent.id)?
+        .of_agent(&state.agent.id)
+        .await?
         .iter()
         .map(shapes::any_tool)
         .collect();
     let mut v = shapes::agent_state(state, &ids, tools);
-    v["tags"] = serde_json::json!(engram.agents().tags(&state.agent.id)?);
-    let sleeptime = engram.sleeptime().settings(&state.agent.id)?;
+    v["tags"] = serde_json::json!(engram.agents().tags(&state.agent.id).await?);
+    let sleeptime = engram.sleeptime().settings(&state.agent.id).await?;
     v["enable_sleeptime"] = sleeptime.enabled.into();
-    if sleeptime.enabled {
+    // Passes run on this machine's database only: a shared server's agents have none.
+    if sleeptime.enabled && !engram.is_shared() {
         let waiting = engram.sleeptime().turns_waiting(&state.agent.id)?;
         let last = engram.sleeptime().last_message(&state.agent.id)?;
         v["multi_agent_group"] = shapes::sleeptime_group(state, &sleeptime, waiting, last.as_ref());
     }
-    if let Some(problem) = engram.agents().model_problem(&state.agent.id)? {
+    if let Some(problem) = engram.agents().model_problem(&state.agent.id).await? {
         v["warnings"] = serde_json::json!([format!(
             "model {} is not usable yet: {}",
             problem.model, problem.detail

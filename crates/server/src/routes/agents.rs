@@ -78,7 +78,7 @@ fn prefixed(endpoint_type: Option<&str>, model: &str) -> String {
 }
 
 /// Applies `enable_sleeptime` and `sleeptime_agent_frequency` when given.
-fn apply_sleeptime(
+async fn apply_sleeptime(
     engram: &Engram,
     agent: &AgentId,
     (enable, frequency): (Option<bool>, Option<u32>),
@@ -86,10 +86,10 @@ fn apply_sleeptime(
     if enable.is_none() && frequency.is_none() {
         return Ok(());
     }
-    let mut s = engram.sleeptime().settings(agent)?;
+    let mut s = engram.sleeptime().settings(agent).await?;
     s.enabled = enable.unwrap_or(s.enabled);
     s.frequency = frequency.unwrap_or(s.frequency);
-    engram.sleeptime().set_settings(agent, &s)?;
+    engram.sleeptime().set_settings(agent, &s).await?;
     Ok(())
 }
 
@@ -235,10 +235,10 @@ pub async fn create(
         None => s.engram.agents().create(new).await?,
     };
     if let Some(tags) = &req.tags {
-        s.engram.agents().set_tags(&state.agent.id, tags)?;
+        s.engram.agents().set_tags(&state.agent.id, tags).await?;
     }
-    apply_sleeptime(&s.engram, &state.agent.id, sleeptime)?;
-    agent_state::render(&s.engram, &state)
+    apply_sleeptime(&s.engram, &state.agent.id, sleeptime).await?;
+    agent_state::render(&s.engram, &state).await
 }
 
 /// Query of `GET /v1/agents/` and `/v1/agents/count`.
@@ -290,15 +290,19 @@ pub async fn list(
     Params(q): Params<AgentQuery>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<Vec<Value>>> {
-    let agents = s.engram.agents().page(&agent_list(
-        &q,
-        tags_of(raw.as_deref())?,
-        principal.as_ref().map(|Extension(p)| p),
-    ))?;
+    let agents = s
+        .engram
+        .agents()
+        .page(&agent_list(
+            &q,
+            tags_of(raw.as_deref())?,
+            principal.as_ref().map(|Extension(p)| p),
+        ))
+        .await?;
     let mut out = Vec::with_capacity(agents.len());
     for a in agents {
         let state = s.engram.agents().get(&a.id).await?;
-        out.push(agent_state::render(&s.engram, &state)?.0);
+        out.push(agent_state::render(&s.engram, &state).await?.0);
     }
     Ok(Json(out))
 }
@@ -315,13 +319,13 @@ pub async fn count(
         tags_of(raw.as_deref())?,
         principal.as_ref().map(|Extension(p)| p),
     );
-    Ok(Json(s.engram.agents().count(&list)?))
+    Ok(Json(s.engram.agents().count(&list).await?))
 }
 
 /// `GET /v1/agents/{agent_id}`.
 pub async fn retrieve(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let state = s.engram.agents().get(&agent_id(id)).await?;
-    agent_state::render(&s.engram, &state)
+    agent_state::render(&s.engram, &state).await
 }
 
 /// `PATCH /v1/agents/{agent_id}`: name, description, system, model settings, tools, loop.
@@ -346,15 +350,16 @@ pub async fn modify(
     };
     s.engram.agents().update(&id, &patch).await?;
     if let Some(tags) = &req.tags {
-        s.engram.agents().set_tags(&id, tags)?;
+        s.engram.agents().set_tags(&id, tags).await?;
     }
     apply_sleeptime(
         &s.engram,
         &id,
         (req.enable_sleeptime, req.sleeptime_agent_frequency),
-    )?;
+    )
+    .await?;
     let state = s.engram.agents().get(&id).await?;
-    agent_state::render(&s.engram, &state)
+    agent_state::render(&s.engram, &state).await
 }
 
 /// `DELETE /v1/agents/{agent_id}`.

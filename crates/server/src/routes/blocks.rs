@@ -184,7 +184,7 @@ pub async fn attach(
         .blocks()
         .attach(&agent_id(id), &BlockId::from(block))
         .await?;
-    agent_state::render(&s.engram, &state)
+    agent_state::render(&s.engram, &state).await
 }
 
 /// `PATCH …/core-memory/blocks/detach/{block_id}`: answers the agent.
@@ -197,7 +197,7 @@ pub async fn detach(
         .blocks()
         .detach(&agent_id(id), &BlockId::from(block))
         .await?;
-    agent_state::render(&s.engram, &state)
+    agent_state::render(&s.engram, &state).await
 }
 
 /// How many blocks `GET /v1/blocks/` answers when the caller does not say.

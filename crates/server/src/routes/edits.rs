@@ -116,7 +116,7 @@ pub async fn reset_messages(
     let id = agent_id(id);
     s.engram.recall().reset(&id)?;
     let state = s.engram.agents().get(&id).await?;
-    agent_state::render(&s.engram, &state)
+    agent_state::render(&s.engram, &state).await
 }
 
 /// Body of a passage modify: the fields of Letta's `PassageUpdate` Engram has.

@@ -36,7 +36,7 @@ fn agent_of(group_id: &str) -> ApiResult<AgentId> {
 
 /// The group of `agent`, or `None` when its passes are off.
 async fn group(engram: &Engram, agent: &AgentId) -> ApiResult<Option<Value>> {
-    let settings = engram.sleeptime().settings(agent)?;
+    let settings = engram.sleeptime().settings(agent).await?;
     if !settings.enabled {
         return Ok(None);
     }
@@ -124,9 +124,9 @@ pub async fn modify(
                     "sleeptime_agent_frequency is a number of user turns: at least 1",
                 ));
             }
-            let mut settings = s.engram.sleeptime().settings(&agent)?;
+            let mut settings = s.engram.sleeptime().settings(&agent).await?;
             settings.frequency = n;
-            s.engram.sleeptime().set_settings(&agent, &settings)?;
+            s.engram.sleeptime().set_settings(&agent, &settings).await?;
         }
     }
     group_by_id(&s.engram, &id).await.map(Json)
@@ -136,9 +136,9 @@ pub async fn modify(
 pub async fn delete(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let agent = agent_of(&id)?;
     group_by_id(&s.engram, &id).await?;
-    let mut settings = s.engram.sleeptime().settings(&agent)?;
+    let mut settings = s.engram.sleeptime().settings(&agent).await?;
     settings.enabled = false;
-    s.engram.sleeptime().set_settings(&agent, &settings)?;
+    s.engram.sleeptime().set_settings(&agent, &settings).await?;
     Ok(deleted())
 }
 

@@ -158,12 +158,12 @@ pub async fn create(
     let id = agent_id(id);
     let style = s.engram.agents().get(&id).await?.agent.loop_style;
     let request = request_of(&req)?;
-    check_request(&s.engram, &id, &req)?;
+    check_request(&s.engram, &id, &req).await?;
     let outcome = s.engram.runs().start(&id, request).await?.outcome().await?;
     let mut body = letta::response(&outcome, style);
     if outcome.stop_reason == engram_core::StopReason::RequiresApproval
         && let (Some(p), Some(list)) = (
-            s.engram.runs().pending_approval(&id)?,
+            s.engram.runs().pending_approval(&id).await?,
             body["messages"].as_array_mut(),
         )
     {
@@ -186,7 +186,7 @@ pub async fn stream(
     let id = agent_id(id);
     let style = s.engram.agents().get(&id).await?.agent.loop_style;
     let request = request_of(&req)?;
-    check_request(&s.engram, &id, &req)?;
+    check_request(&s.engram, &id, &req).await?;
     let run = s.engram.runs().start(&id, request).await?;
     let mut mapper = ChunkMapper::new(style, req.stream_tokens);
     let chunks = run
@@ -203,14 +203,14 @@ pub async fn stream(
 
 /// Refuses an approval message whose `approval_request_id` names a request that no longer
 /// waits (it was decided already, or the run moved on to another call): 409, nothing runs.
-fn check_request(engram: &Engram, agent: &AgentId, req: &SendIn) -> ApiResult<()> {
+async fn check_request(engram: &Engram, agent: &AgentId, req: &SendIn) -> ApiResult<()> {
     let named = req
         .messages
         .iter()
         .flatten()
         .filter_map(|m| m.approval_request_id.as_deref());
     for request in named {
-        let waiting = engram.runs().pending_approval(agent)?;
+        let waiting = engram.runs().pending_approval(agent).await?;
         if waiting
             .as_ref()
             .is_none_or(|p| p.message_id.as_str() != request)
@@ -265,7 +265,7 @@ pub async fn list(
         .flat_map(|m| letta::letta_messages(m, style))
         .collect();
     // A call waiting for approval shows as Letta shows it.
-    if let Some(p) = s.engram.runs().pending_approval(&id)? {
+    if let Some(p) = s.engram.runs().pending_approval(&id).await? {
         letta::mark_pending(&mut out, &p, false);
     }
     Ok(Json(out))

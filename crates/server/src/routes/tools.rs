@@ -173,7 +173,7 @@ pub async fn for_agent(
     State(s): State<AppState>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Vec<Value>>> {
-    let tools = s.engram.tools().of_agent(&agent_id(id))?;
+    let tools = s.engram.tools().of_agent(&agent_id(id)).await?;
     Ok(Json(tools.iter().map(shapes::any_tool).collect()))
 }
 
@@ -184,8 +184,8 @@ pub async fn attach(
 ) -> ApiResult<Json<Value>> {
     let agent = agent_id(id);
     let tool = resolve(&s.engram, &tool)?;
-    s.engram.tools().attach(&agent, &tool.id)?;
-    agent_state::render(&s.engram, &s.engram.agents().get(&agent).await?)
+    s.engram.tools().attach(&agent, &tool.id).await?;
+    agent_state::render(&s.engram, &s.engram.agents().get(&agent).await?).await
 }
 
 /// `PATCH /v1/agents/{agent_id}/tools/detach/{tool_id}`: the agent state after detaching.
@@ -195,6 +195,6 @@ pub async fn detach(
 ) -> ApiResult<Json<Value>> {
     let agent = agent_id(id);
     let tool = resolve(&s.engram, &tool)?;
-    s.engram.tools().detach(&agent, &tool.id)?;
-    agent_state::render(&s.engram, &s.engram.agents().get(&agent).await?)
+    s.engram.tools().detach(&agent, &tool.id).await?;
+    agent_state::render(&s.engram, &s.engram.agents().get(&agent).await?).await
 }

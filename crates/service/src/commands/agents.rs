@@ -20,12 +20,16 @@ impl AppCall for ListAgentsArgs {
     async fn call(self, e: &Arc<Engram>, caller: &Caller) -> Result<Self::Output> {
         match &caller.user {
             None => e.agents().list().await,
-            Some(user) => e.agents().page(&crate::AgentList {
-                user: Some(user.id.clone()),
-                ascending: true,
-                limit: usize::MAX,
-                ..crate::AgentList::default()
-            }),
+            Some(user) => {
+                e.agents()
+                    .page(&crate::AgentList {
+                        user: Some(user.id.clone()),
+                        ascending: true,
+                        limit: usize::MAX,
+                        ..crate::AgentList::default()
+                    })
+                    .await
+            }
         }
     }
 }
@@ -255,7 +259,7 @@ impl AppCall for AgentModelProblemArgs {
     const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = Option<ModelProblem>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Option<ModelProblem>> {
-        e.agents().model_problem(&self.agent_id)
+        e.agents().model_problem(&self.agent_id).await
     }
 }
 

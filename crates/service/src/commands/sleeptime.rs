@@ -25,7 +25,7 @@ impl AppCall for SleeptimeSettingsArgs {
     const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = SleeptimeSettings;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<SleeptimeSettings> {
-        e.sleeptime().settings(&self.agent_id)
+        e.sleeptime().settings(&self.agent_id).await
     }
 }
 
@@ -42,7 +42,9 @@ impl AppCall for SetSleeptimeSettingsArgs {
     const ACCESS: Access = Access::Agent(AgentAccess::Write);
     type Output = ();
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
-        e.sleeptime().set_settings(&self.agent_id, &self.settings)
+        e.sleeptime()
+            .set_settings(&self.agent_id, &self.settings)
+            .await
     }
 }
 

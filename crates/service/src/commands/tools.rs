@@ -36,7 +36,7 @@ impl AppCall for AgentToolsArgs {
     const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = Vec<Tool>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.tools().of_agent(&self.agent_id)
+        e.tools().of_agent(&self.agent_id).await
     }
 }
 
@@ -84,7 +84,7 @@ impl AppCall for AttachToolArgs {
     const NAME: &'static str = "attach_tool";
     type Output = Vec<Tool>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.tools().attach(&self.agent_id, &self.tool_id)
+        e.tools().attach(&self.agent_id, &self.tool_id).await
     }
 }
 
@@ -100,7 +100,7 @@ impl AppCall for DetachToolArgs {
     const NAME: &'static str = "detach_tool";
     type Output = Vec<Tool>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.tools().detach(&self.agent_id, &self.tool_id)
+        e.tools().detach(&self.agent_id, &self.tool_id).await
     }
 }
 
@@ -243,7 +243,7 @@ impl AppCall for PendingApprovalArgs {
     const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = Option<PendingApproval>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.runs().pending_approval(&self.agent_id)
+        e.runs().pending_approval(&self.agent_id).await
     }
 }
 

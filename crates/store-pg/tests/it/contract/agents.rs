@@ -14,6 +14,8 @@ on_both_backends!(
     an_agent_can_start_with_existing_blocks,
     unknown_agents_are_not_found,
     deleting_an_agent_keeps_blocks_others_use,
+    tags_keep_their_order_once_each,
+    a_block_knows_the_agents_it_is_attached_to,
 );
 
 async fn an_agent_reads_back_as_it_was_written<H: Harness>(h: H) {
@@ -206,4 +208,37 @@ async fn deleting_an_agent_keeps_blocks_others_use<H: Harness>(h: H) {
         vec![blocks[1].clone()]
     );
     assert_eq!(b.list_agents().await.unwrap().len(), 1);
+}
+
+async fn tags_keep_their_order_once_each<H: Harness>(h: H) {
+    let b = h.backend();
+    let (a, _) = agent_with(&b, "tagged", &[]).await;
+    assert!(b.agent_tags(&a.id).await.unwrap().is_empty());
+    let given: Vec<String> = ["vip", " ", "support", "vip", "eu"]
+        .map(String::from)
+        .to_vec();
+    b.set_agent_tags(&a.id, &given).await.unwrap();
+    assert_eq!(b.agent_tags(&a.id).await.unwrap(), ["vip", "support", "eu"]);
+    b.set_agent_tags(&a.id, &[]).await.unwrap();
+    assert!(b.agent_tags(&a.id).await.unwrap().is_empty());
+    let nobody = agent("nobody").id;
+    assert_eq!(code(b.agent_tags(&nobody).await), "not_found");
+    assert_eq!(code(b.set_agent_tags(&nobody, &given).await), "not_found");
+}
+
+async fn a_block_knows_the_agents_it_is_attached_to<H: Harness>(h: H) {
+    let b = h.backend();
+    let (one, blocks) = agent_with(&b, "one", &[("ours", "shared")]).await;
+    let (two, _) = agent_with(&b, "two", &[]).await;
+    assert_eq!(
+        b.block_agents(&blocks[0].id).await.unwrap(),
+        [one.id.clone()]
+    );
+    b.attach_block(&two.id, &blocks[0].id).await.unwrap();
+    let mut both = b.block_agents(&blocks[0].id).await.unwrap();
+    both.sort();
+    let mut expected = vec![one.id, two.id];
+    expected.sort();
+    assert_eq!(both, expected);
+    assert_eq!(code(b.block_agents(&BlockId::new()).await), "not_found");
 }

@@ -1,0 +1,116 @@
+//! What a replica of a shared server (agents on PostgreSQL) serves: the routes whose calls all
+//! go through the storage interface. Every other route answers 501 `not_available`, so a
+//! client is never answered from a replica's own database, which holds none of the agents.
+//! The list grows as the service's calls move onto the interface (`docs/postgres.md`).
+
+use crate::config::AppState;
+use crate::errors::ApiError;
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+/// `(route pattern, methods)` a replica serves; patterns as `routes/mod.rs` registers them.
+const SERVED: &[(&str, &[Method])] = &[
+    ("/healthz", &[Method::GET]),
+    ("/v1/health", &[Method::GET]),
+    ("/v1/health/", &[Method::GET]),
+    ("/v1/models", &[Method::GET]),
+    ("/v1/models/", &[Method::GET]),
+    ("/v1/models/embedding", &[Method::GET]),
+    ("/v1/models/embedding/", &[Method::GET]),
+    ("/v1/agents", &[Method::GET, Method::POST]),
+    ("/v1/agents/", &[Method::GET, Method::POST]),
+    ("/v1/agents/{agent_id}", &[Method::GET, Method::DELETE]),
+    (
+        "/v1/agents/{agent_id}/messages",
+        &[Method::GET, Method::POST],
+    ),
+    ("/v1/agents/{agent_id}/messages/stream", &[Method::POST]),
+    ("/v1/agents/{agent_id}/messages/cancel", &[Method::POST]),
+    ("/v1/agents/{agent_id}/core-memory", &[Method::GET]),
+    ("/v1/agents/{agent_id}/core-memory/blocks", &[Method::GET]),
+    (
+        "/v1/agents/{agent_id}/core-memory/blocks/{*label}",
+        &[Method::GET, Method::PATCH],
+    ),
+    (
+        "/v1/agents/{agent_id}/core-memory/blocks/attach/{block_id}",
+        &[Method::PATCH],
+    ),
+    (
+        "/v1/agents/{agent_id}/core-memory/blocks/detach/{block_id}",
+        &[Method::PATCH],
+    ),
+    (
+        "/v1/agents/{agent_id}/archival-memory",
+        &[Method::GET, Method::POST],
+    ),
+    (
+        "/v1/agents/{agent_id}/archival-memory/search",
+        &[Method::GET],
+    ),
+    (
+        "/v1/agents/{agent_id}/archival-memory/{memory_id}",
+        &[Method::DELETE],
+    ),
+    ("/v1/blocks", &[Method::GET, Method::POST]),
+    ("/v1/blocks/", &[Method::GET, Method::POST]),
+    (
+        "/v1/blocks/{block_id}",
+        &[Method::GET, Method::PATCH, Method::DELETE],
+    ),
+];
+
+/// Whether a replica serves `method` on the route `pattern`.
+pub(crate) fn serves(pattern: &str, method: &Method) -> bool {
+    SERVED
+        .iter()
+        .any(|(p, methods)| *p == pattern && methods.contains(method))
+}
+
+/// Lets through what [`SERVED`] lists, on a shared server; refuses the rest with 501.
+/// Elsewhere (the desktop's own database) everything passes.
+pub(crate) async fn check(State(s): State<AppState>, req: Request, next: Next) -> Response {
+    if !s.engram.is_shared() {
+        return next.run(req).await;
+    }
+    let Some(pattern) = req.extensions().get::<MatchedPath>().cloned() else {
+        // Not a route (the UI's files, unknown paths): answered as anywhere.
+        return next.run(req).await;
+    };
+    if serves(pattern.as_str(), req.method()) {
+        return next.run(req).await;
+    }
+    ApiError::new(
+        StatusCode::NOT_IMPLEMENTED,
+        "not_available",
+        format!(
+            "{} {} is not available on a shared server yet",
+            req.method(),
+            pattern.as_str()
+        ),
+    )
+    .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_served_pattern_is_a_route_the_server_registers() {
+        let source = include_str!("routes/mod.rs");
+        for (pattern, _) in SERVED {
+            let quoted = format!("\"{pattern}\"");
+            assert!(source.contains(&quoted), "{pattern} is not registered");
+        }
+    }
+
+    #[test]
+    fn only_listed_methods_pass() {
+        assert!(serves("/v1/agents/{agent_id}", &Method::GET));
+        assert!(!serves("/v1/agents/{agent_id}", &Method::PATCH));
+        assert!(!serves("/v1/tools", &Method::GET));
+    }
+}

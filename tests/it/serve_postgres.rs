@@ -1,0 +1,261 @@
+//! A server on PostgreSQL: replicas — engines with data directories and connection pools of
+//! their own, on one database — serve Letta's core routes over HTTP. What one replica writes
+//! (an agent, a memory edit by a run, a passage, a block changed by hand) the other reads; a
+//! route that has not moved onto the storage interface answers 501 `not_available` instead of
+//! reading a replica's own database. Also `engram serve --database postgres://…` itself.
+
+use engram_mock_llm::{MockLlm, Script};
+use engram_secrets::MemoryStore;
+use engram_server::{Auth, ServerConfig};
+use engram_service::{Engram, Options, ProviderSetup};
+use engram_store_pg::PgStore;
+use reqwest::{Method, StatusCode};
+use secrecy::SecretString;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::sync::Arc;
+
+struct Replica {
+    _home: tempfile::TempDir,
+    base: String,
+}
+
+/// A replica of the server on the database at `url`, served on a loopback port; with
+/// `model`, its `openai` provider is the scripted model there (a provider is each replica's
+/// own setting, as its keys are).
+async fn replica(url: &str, model: Option<&MockLlm>) -> Replica {
+    let home = tempfile::tempdir().unwrap();
+    let pg = PgStore::connect_with_pool_size(url, 4).await.unwrap();
+    let engram = Engram::open_shared(
+        Options {
+            home: Some(home.path().to_owned()),
+            secrets: Arc::new(MemoryStore::default()),
+            env: Arc::new(|_| None),
+        },
+        Arc::new(pg),
+    )
+    .unwrap();
+    assert!(engram.is_shared());
+    if let Some(mock) = model {
+        engram
+            .providers()
+            .set(ProviderSetup {
+                name: "openai".into(),
+                base_url: Some(mock.base_url()),
+                api_key: Some(SecretString::from("sk-test")),
+                ..ProviderSetup::default()
+            })
+            .unwrap();
+    }
+    let base = engram_suite::serve(engram, ServerConfig::new(Auth::Disabled)).await;
+    Replica { _home: home, base }
+}
+
+async fn call(base: &str, method: Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
+    let mut r = reqwest::Client::new().request(method, format!("{base}{path}"));
+    if let Some(b) = body {
+        r = r.json(&b);
+    }
+    let resp = r.send().await.unwrap();
+    let status = resp.status();
+    let text = resp.text().await.unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+async fn ok(base: &str, method: Method, path: &str, body: Option<Value>) -> Value {
+    let (status, v) = call(base, method.clone(), path, body).await;
+    assert_eq!(status, StatusCode::OK, "{method} {path}: {v}");
+    v
+}
+
+/// What the agent said in a messages response (assistant messages, in order).
+fn said(response: &Value) -> String {
+    response["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["message_type"] == "assistant_message")
+        .filter_map(|m| m["content"].as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn user_says(text: &str) -> Value {
+    json!({"messages": [{"role": "user", "content": text}]})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_serve_one_set_of_agents() {
+    let mock = MockLlm::start(Script::Brain).await;
+    let url = engram_test_postgres::database().url();
+    let (a, b) = (
+        replica(&url, Some(&mock)).await,
+        replica(&url, Some(&mock)).await,
+    );
+
+    let created = ok(
+        &a.base,
+        Method::POST,
+        "/v1/agents/",
+        Some(json!({
+            "name": "Shared desk",
+            "memory_blocks": [{"label": "human", "value": ""}, {"label": "persona", "value": "I help."}],
+            "model": "openai/mock-small",
+            "embedding": "none",
+            "llm_config": {"model": "mock-small", "model_endpoint_type": "openai",
+                           "model_endpoint": mock.base_url(), "context_window": 32000},
+        })),
+    )
+    .await;
+    let id = created["id"].as_str().unwrap().to_owned();
+
+    // The other replica has it, and both list it.
+    let seen = ok(&b.base, Method::GET, &format!("/v1/agents/{id}"), None).await;
+    assert_eq!(seen["name"], "Shared desk");
+    for r in [&a, &b] {
+        let listed = ok(&r.base, Method::GET, "/v1/agents/", None).await;
+        let ids: Vec<&str> = listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|x| x["id"].as_str())
+            .collect();
+        assert_eq!(ids, [id.as_str()]);
+    }
+
+    // A run on one replica edits memory; the other reads the edit and answers from it.
+    let path = format!("/v1/agents/{id}/messages");
+    ok(
+        &b.base,
+        Method::POST,
+        &path,
+        Some(user_says("my name is Ana")),
+    )
+    .await;
+    let human = ok(
+        &a.base,
+        Method::GET,
+        &format!("/v1/agents/{id}/core-memory/blocks/human"),
+        None,
+    )
+    .await;
+    assert!(
+        human["value"].as_str().unwrap().contains("Name: Ana"),
+        "{human}"
+    );
+    let answer = ok(
+        &a.base,
+        Method::POST,
+        &path,
+        Some(user_says("what is my name?")),
+    )
+    .await;
+    assert!(said(&answer).contains("Ana"), "{answer}");
+
+    // One history, in order, whichever replica reads it.
+    let history = ok(
+        &b.base,
+        Method::GET,
+        &format!("{path}?limit=100&order=asc"),
+        None,
+    )
+    .await;
+    let users: Vec<&str> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["message_type"] == "user_message")
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(users, ["my name is Ana", "what is my name?"]);
+
+    // A passage added on one replica is found on the other.
+    let passages = format!("/v1/agents/{id}/archival-memory");
+    ok(
+        &a.base,
+        Method::POST,
+        &passages,
+        Some(json!({"text": "Ana's cat is called Miso"})),
+    )
+    .await;
+    let hits = ok(
+        &b.base,
+        Method::GET,
+        &format!("{passages}/search?query=cat"),
+        None,
+    )
+    .await;
+    assert!(hits.to_string().contains("Miso"), "{hits}");
+    let listed = ok(&b.base, Method::GET, &passages, None).await;
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+
+    // A block changed by hand on one replica is what the other shows.
+    ok(
+        &b.base,
+        Method::PATCH,
+        &format!("/v1/agents/{id}/core-memory/blocks/persona"),
+        Some(json!({"value": "I am brief."})),
+    )
+    .await;
+    let persona = ok(
+        &a.base,
+        Method::GET,
+        &format!("/v1/agents/{id}/core-memory/blocks/persona"),
+        None,
+    )
+    .await;
+    assert_eq!(persona["value"], "I am brief.");
+
+    // What has not moved onto the shared database says so rather than answer from a
+    // replica's own files.
+    let (status, body) = call(&a.base, Method::GET, "/v1/tools", None).await;
+    assert_eq!(status, StatusCode::NOT_IMPLEMENTED, "{body}");
+    assert_eq!(body["code"], "not_available", "{body}");
+
+    for r in [&a, &b] {
+        ok(&r.base, Method::GET, "/healthz", None).await;
+    }
+    ok(&a.base, Method::DELETE, &format!("/v1/agents/{id}"), None).await;
+    let (status, _) = call(&b.base, Method::GET, &format!("/v1/agents/{id}"), None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+/// `engram serve --database postgres://…` starts on the database, answers `/healthz`, and
+/// keeps what it is given there (a second engine on the database sees it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn engram_serve_runs_on_the_database_it_is_given() {
+    let url = engram_test_postgres::database().url();
+    let home = tempfile::tempdir().unwrap();
+    let mut child = engram_suite::cli_command(home.path())
+        .args(["serve", "--port", "0", "--no-auth", "--database", &url])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = lines.next().expect("engram serve exited early").unwrap();
+    let addr = line
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_owned();
+    let health = ok(&addr, Method::GET, "/healthz", None).await;
+    assert_eq!(health["status"], "ok");
+    let made = ok(
+        &addr,
+        Method::POST,
+        "/v1/agents/",
+        Some(json!({"name": "Kept", "model": "openai/gpt-4o-mini", "embedding": "none"})),
+    )
+    .await;
+    let _ = child.kill();
+    let _ = child.wait();
+
+    let other = replica(&url, None).await;
+    let id = made["id"].as_str().unwrap();
+    let seen = ok(&other.base, Method::GET, &format!("/v1/agents/{id}"), None).await;
+    assert_eq!(seen["name"], "Kept");
+}
