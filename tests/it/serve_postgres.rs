@@ -7,7 +7,7 @@
 use engram_mock_llm::{MockLlm, Script};
 use engram_secrets::MemoryStore;
 use engram_server::{Auth, ServerConfig};
-use engram_service::{Engram, Options, ProviderSetup};
+use engram_service::{Engram, Notice, Options, ProviderSetup};
 use engram_store_pg::PgStore;
 use reqwest::{Method, StatusCode};
 use secrecy::SecretString;
@@ -15,9 +15,11 @@ use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::sync::Arc;
+use std::time::Duration;
 
 struct Replica {
     _home: tempfile::TempDir,
+    engram: Arc<Engram>,
     base: String,
 }
 
@@ -26,14 +28,15 @@ struct Replica {
 /// own setting, as its keys are).
 async fn replica(url: &str, model: Option<&MockLlm>) -> Replica {
     let home = tempfile::tempdir().unwrap();
-    let pg = PgStore::connect_with_pool_size(url, 4).await.unwrap();
+    let pg = Arc::new(PgStore::connect_with_pool_size(url, 4).await.unwrap());
     let engram = Engram::open_shared(
         Options {
             home: Some(home.path().to_owned()),
             secrets: Arc::new(MemoryStore::default()),
             env: Arc::new(|_| None),
         },
-        Arc::new(pg),
+        pg.clone(),
+        pg,
     )
     .unwrap();
     assert!(engram.is_shared());
@@ -48,8 +51,12 @@ async fn replica(url: &str, model: Option<&MockLlm>) -> Replica {
             })
             .unwrap();
     }
-    let base = engram_suite::serve(engram, ServerConfig::new(Auth::Disabled)).await;
-    Replica { _home: home, base }
+    let base = engram_suite::serve(engram.clone(), ServerConfig::new(Auth::Disabled)).await;
+    Replica {
+        _home: home,
+        engram,
+        base,
+    }
 }
 
 async fn call(base: &str, method: Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
@@ -127,7 +134,9 @@ async fn two_replicas_serve_one_set_of_agents() {
         assert_eq!(ids, [id.as_str()]);
     }
 
-    // A run on one replica edits memory; the other reads the edit and answers from it.
+    // A run on one replica edits memory; the other hears of it, reads the edit and answers
+    // from it.
+    let mut heard = a.engram.notices();
     let path = format!("/v1/agents/{id}/messages");
     ok(
         &b.base,
@@ -136,6 +145,19 @@ async fn two_replicas_serve_one_set_of_agents() {
         Some(user_says("my name is Ana")),
     )
     .await;
+    let agent_id = engram_core::AgentId::from(id.clone());
+    let memory_changed = async {
+        loop {
+            if let Notice::MemoryChanged { agent_id: changed } = heard.recv().await.unwrap()
+                && changed == agent_id
+            {
+                return;
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), memory_changed)
+        .await
+        .expect("replica A hears of the memory edit made on B");
     let human = ok(
         &a.base,
         Method::GET,

@@ -124,7 +124,8 @@ async fn run(cli: Cli) -> Result<()> {
             let backend = engram_store_pg::PgStore::connect(url)
                 .await
                 .with_context(|| format!("cannot open the database {}", redacted(url)))?;
-            Engram::open_shared(options, Arc::new(backend))?
+            let backend = Arc::new(backend);
+            Engram::open_shared(options, backend.clone(), backend)?
         }
         None => Engram::open(options)?,
     };
@@ -133,7 +134,7 @@ async fn run(cli: Cli) -> Result<()> {
     }
     let Some(command) = cli.command else {
         let agent = latest_or_new_agent(&engram).await?;
-        warn_model(&engram, &agent);
+        warn_model(&engram, &agent).await;
         return repl::run(&engram, &agent).await;
     };
     match command {
@@ -153,7 +154,7 @@ async fn run(cli: Cli) -> Result<()> {
                     chat_once(&engram, &agent, None, args.json, policy).await
                 }
                 None => {
-                    warn_model(&engram, &agent);
+                    warn_model(&engram, &agent).await;
                     repl::run(&engram, &agent).await
                 }
             }
@@ -360,7 +361,7 @@ async fn agent(engram: &Engram, cmd: AgentCmd) -> Result<()> {
                 engram.agents().update(&state.agent.id, &patch).await?;
             }
             println!("{}", state.agent.id);
-            warn_model(engram, &state.agent.id);
+            warn_model(engram, &state.agent.id).await;
         }
         AgentCmd::List { json } => {
             let agents = engram.agents().list().await?;

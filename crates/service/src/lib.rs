@@ -45,6 +45,7 @@ mod prices;
 mod providers;
 mod pulls;
 mod recall;
+mod replica_notices;
 mod rerank;
 mod resolve;
 mod rooms;
@@ -231,6 +232,8 @@ pub struct Engram {
     backend: Arc<dyn engram_store_api::Backend>,
     /// Whether `backend` is a database other replicas share (see [`Engram::open_shared`]).
     shared: bool,
+    /// On a shared server: where this replica's notices go and the others' come from.
+    link: Option<replica_notices::Link>,
     secrets: Arc<dyn SecretStore>,
     resolver: Arc<resolve::Resolver>,
     runtime: Runtime,
@@ -289,25 +292,29 @@ impl Engram {
     /// Opens (creating if needed) the data directory and its database. The engine comes in
     /// an `Arc`: its rooms start work (runs, watchers, downloads) that holds on to it.
     pub fn open(options: Options) -> Result<Arc<Self>> {
-        Self::open_on(options, None)
+        Self::open_on(options, None, None)
     }
 
     /// Opens Engram as one replica of a server whose agents, memory, runs, tools and users
     /// live in `backend` (PostgreSQL), shared with the other replicas. The data directory
     /// keeps only this replica's own settings (providers, downloaded models). Calls that
     /// have not moved onto the storage interface yet refuse with `not_available` rather than
-    /// read or write this replica's own database (see `docs/postgres.md`).
+    /// read or write this replica's own database (see `docs/postgres.md`). Changes to shared
+    /// data are announced to the other replicas on `bus`, and theirs reach this one's
+    /// [`notices`](Self::notices) (call it inside a tokio runtime to hear them).
     /// Errors: as [`open`](Self::open).
     pub fn open_shared(
         options: Options,
         backend: Arc<dyn engram_store_api::Backend>,
+        bus: Arc<dyn engram_store_api::NoticeBus>,
     ) -> Result<Arc<Self>> {
-        Self::open_on(options, Some(backend))
+        Self::open_on(options, Some(backend), Some(bus))
     }
 
     fn open_on(
         options: Options,
         shared: Option<Arc<dyn engram_store_api::Backend>>,
+        bus: Option<Arc<dyn engram_store_api::NoticeBus>>,
     ) -> Result<Arc<Self>> {
         let home = resolve_home(options.home, &*options.env)?;
         // Private to the user: 0700 when Engram creates it (DESIGN.md §8b).
@@ -411,6 +418,7 @@ impl Engram {
         };
         let sleeper = sleeptime::Sleeper::new(store.clone(), pass_runtime, announce);
         let main_runtime = runtime().with_mcp(bridge);
+        let link = bus.map(|bus| replica_notices::Link::join(bus, notices.clone()));
         let engram = Arc::new_cyclic(|me| Self {
             me: me.clone(),
             sleeper,
@@ -423,6 +431,7 @@ impl Engram {
             resolver,
             home,
             shared: shared.is_some(),
+            link,
             backend,
             store,
             secrets: options.secrets,
@@ -491,6 +500,9 @@ impl Engram {
 
     /// Announces a change; nobody listening is fine.
     pub(crate) fn notify(&self, notice: Notice) {
+        if let Some(link) = &self.link {
+            link.publish(&notice);
+        }
         let _ = self.notices.send(notice);
     }
 

@@ -55,6 +55,7 @@
 //! - Timestamps come back truncated to microseconds, so a value returned by a write equals
 //!   what a later read returns.
 
+mod bus;
 mod context;
 mod folders;
 mod messages;
@@ -68,6 +69,7 @@ mod tools;
 mod users;
 mod words;
 
+pub use bus::{BusEvent, NoticeBus};
 pub use context::ContextStore;
 pub use folders::{FileWindow, FolderStore, TextPart};
 pub use messages::{Hit, MessageSearch, MessageStore, SEQ_GAP, SeqOrder};

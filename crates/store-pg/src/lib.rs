@@ -52,9 +52,10 @@ mod tools;
 mod tx;
 mod users;
 
+pub use engram_store_api::BusEvent;
 pub use error::PgError;
 pub use migrations::{MIGRATIONS, Migration};
-pub use notices::{BusEvent, Listener, MAX_NOTICE_BYTES, NOTICE_CHANNEL};
+pub use notices::{Listener, MAX_NOTICE_BYTES, NOTICE_CHANNEL};
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use std::str::FromStr;

@@ -12,6 +12,7 @@ use crate::error::PgError;
 use crate::rows::Cached;
 use crate::tx::TxError;
 use engram_core::{Error, Result};
+use engram_store_api::{BusEvent, NoticeBus};
 use std::future::poll_fn;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -30,16 +31,6 @@ const BUFFERED: usize = 1_024;
 /// Waits between attempts to listen again: from the first to the longest.
 const RETRY_FIRST: Duration = Duration::from_millis(100);
 const RETRY_MOST: Duration = Duration::from_secs(2);
-
-/// What a [`Listener`] hears.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum BusEvent {
-    /// A notice some replica published (its payload), after its transaction committed.
-    Notice(String),
-    /// The listening connection was lost and is back: notices sent meanwhile are gone, so what
-    /// is shown from stored data should be read again.
-    Resync,
-}
 
 /// Hears every notice published on the database from when [`PgStore::listen`] returned, in
 /// commit order, until dropped (which closes its connection).
@@ -101,6 +92,30 @@ impl PgStore {
             }
         });
         Ok(Listener { events, task })
+    }
+}
+
+#[async_trait::async_trait]
+impl NoticeBus for PgStore {
+    async fn publish(&self, payload: &str) -> Result<()> {
+        PgStore::publish(self, payload).await
+    }
+
+    async fn subscribe(&self) -> Result<mpsc::Receiver<BusEvent>> {
+        let mut listener = self
+            .listen()
+            .await
+            .map_err(|e| Error::Storage(e.to_string()))?;
+        let (tx, rx) = mpsc::channel(BUFFERED);
+        // The listener (and its connection) lives as long as someone receives.
+        tokio::spawn(async move {
+            while let Some(event) = listener.recv().await {
+                if tx.send(event).await.is_err() {
+                    return;
+                }
+            }
+        });
+        Ok(rx)
     }
 }
 

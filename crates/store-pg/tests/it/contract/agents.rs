@@ -232,7 +232,7 @@ async fn a_block_knows_the_agents_it_is_attached_to<H: Harness>(h: H) {
     let (two, _) = agent_with(&b, "two", &[]).await;
     assert_eq!(
         b.block_agents(&blocks[0].id).await.unwrap(),
-        [one.id.clone()]
+        std::slice::from_ref(&one.id)
     );
     b.attach_block(&two.id, &blocks[0].id).await.unwrap();
     let mut both = b.block_agents(&blocks[0].id).await.unwrap();
