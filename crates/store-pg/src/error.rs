@@ -43,7 +43,28 @@ pub enum PgError {
 
 impl From<PgError> for Error {
     fn from(e: PgError) -> Self {
-        Error::Storage(e.to_string())
+        match &e {
+            PgError::Db(db) => engine_error(db),
+            _ => Error::Storage(e.to_string()),
+        }
+    }
+}
+
+/// A failed statement as the engine's error: text PostgreSQL cannot hold (a NUL character,
+/// which SQLite keeps) is the caller's `Invalid` input, named as such; the rest is `Storage`.
+pub(crate) fn engine_error(e: &tokio_postgres::Error) -> Error {
+    use tokio_postgres::error::SqlState;
+    match e.code() {
+        Some(c)
+            if *c == SqlState::CHARACTER_NOT_IN_REPERTOIRE
+                || *c == SqlState::UNTRANSLATABLE_CHARACTER =>
+        {
+            Error::invalid(
+                "the text holds a NUL character (\\0), which a shared server's database cannot \
+                 store; remove it and try again",
+            )
+        }
+        _ => Error::Storage(describe(e)),
     }
 }
 

@@ -33,7 +33,7 @@ impl From<TxError> for Error {
     fn from(e: TxError) -> Self {
         match e {
             TxError::Engine(e) => e,
-            TxError::Db(e) => Error::Storage(describe(&e)),
+            TxError::Db(e) => crate::error::engine_error(&e),
         }
     }
 }

@@ -152,3 +152,55 @@ async fn a_listener_comes_back_after_the_database_restarts_and_says_so() {
         Some(Notice("after".into()))
     );
 }
+
+/// PostgreSQL cannot store a NUL character in text, where SQLite keeps it: a message, a
+/// passage or a block holding one is the caller's invalid input, said plainly, and nothing is
+/// written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_with_a_nul_character_is_refused_as_invalid_input() {
+    use engram_core::{BlockPatch, Editor, NewBlock, NewMessage, NewPassage};
+    use engram_store_api::{BlockStore, MessageStore, PassageRange, PassageStore};
+    let h = Postgres::fresh().await;
+    let b = h.backend();
+    let agent = Agent::new("nul", LlmConfig::new("openai/gpt-4o-mini"));
+    let (_, blocks) = b
+        .create_agent(&agent, &[NewBlock::new("human", "Ana")], &[])
+        .await
+        .unwrap();
+    let refused = |r: engram_core::Result<()>| match r {
+        Err(engram_core::Error::Invalid(m)) => assert!(m.contains("NUL"), "{m}"),
+        other => panic!("expected invalid input, got {other:?}"),
+    };
+    let message = b
+        .append_messages(&agent.id, &[NewMessage::user("a\0b")])
+        .await;
+    refused(message.map(drop));
+    let passage = NewPassage {
+        text: "a\0b".into(),
+        tags: vec![],
+        embedding: None,
+        created_at: None,
+    };
+    refused(b.insert_passages(&agent.id, &[passage]).await.map(drop));
+    let patch = BlockPatch {
+        value: Some("a\0b".into()),
+        ..BlockPatch::default()
+    };
+    refused(
+        b.update_block(&blocks[0].id, &patch, &Editor::User)
+            .await
+            .map(drop),
+    );
+    assert!(
+        b.page_messages(&agent.id, None, None, 10, engram_store_api::SeqOrder::Asc)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let range = PassageRange {
+        limit: 10,
+        ..PassageRange::default()
+    };
+    assert!(b.list_passages(&agent.id, &range).await.unwrap().is_empty());
+    assert_eq!(b.get_block(&blocks[0].id).await.unwrap().value, "Ana");
+}
