@@ -33,7 +33,8 @@ async fn replica(url: &str, model: Option<&MockLlm>) -> Replica {
         Options {
             home: Some(home.path().to_owned()),
             secrets: Arc::new(MemoryStore::default()),
-            env: Arc::new(|_| None),
+            // A message for an agent another replica is running waits a second, not 30.
+            env: Arc::new(|k| (k == "ENGRAM_LEASE_WAIT").then(|| "1".to_owned())),
         },
         pg.clone(),
         pg,
@@ -244,6 +245,85 @@ async fn two_replicas_serve_one_set_of_agents() {
     ok(&a.base, Method::DELETE, &format!("/v1/agents/{id}"), None).await;
     let (status, _) = call(&b.base, Method::GET, &format!("/v1/agents/{id}"), None).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+/// One agent, two replicas: while a run holds the agent on one, a message on the other waits
+/// for its lease, then answers `409 agent_busy` having written nothing; a cancel sent to the
+/// other replica stops the run where it runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_agent_answers_409_elsewhere_and_is_cancelled_from_any_replica() {
+    let mock = MockLlm::start(Script::Brain).await;
+    let url = engram_test_postgres::database().url();
+    let (a, b) = (
+        replica(&url, Some(&mock)).await,
+        replica(&url, Some(&mock)).await,
+    );
+    let created = ok(
+        &a.base,
+        Method::POST,
+        "/v1/agents/",
+        Some(json!({
+            "name": "Busy",
+            "model": "openai/mock-small",
+            "embedding": "none",
+            "llm_config": {"model": "mock-small", "model_endpoint_type": "openai",
+                           "model_endpoint": mock.base_url(), "context_window": 32000},
+        })),
+    )
+    .await;
+    let id = created["id"].as_str().unwrap().to_owned();
+    let agent = engram_core::AgentId::from(id.clone());
+    let path = format!("/v1/agents/{id}/messages");
+
+    // The scripted model takes 5 s over a "slow:" message.
+    let started = std::time::Instant::now();
+    let slow = tokio::spawn({
+        let (base, path) = (a.base.clone(), path.clone());
+        async move { call(&base, Method::POST, &path, Some(user_says("slow: hello"))).await }
+    });
+    while !a.engram.runs().is_running(&agent) {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the run never started"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Past the run's start: it holds the agent's lease.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let (status, body) = call(&b.base, Method::POST, &path, Some(user_says("hi"))).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["code"], "agent_busy", "{body}");
+
+    ok(&b.base, Method::POST, &format!("{path}/cancel"), None).await;
+    let (status, answer) = slow.await.unwrap();
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(
+        answer["stop_reason"]["stop_reason"], "cancelled",
+        "{answer}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(4_500),
+        "the run ran its course ({:?}) instead of stopping",
+        started.elapsed()
+    );
+
+    // The refused message left nothing; the agent takes the next one on either replica.
+    let history = ok(
+        &a.base,
+        Method::GET,
+        &format!("{path}?limit=100&order=asc"),
+        None,
+    )
+    .await;
+    assert!(!history.to_string().contains("\"hi\""), "{history}");
+    ok(
+        &b.base,
+        Method::POST,
+        &path,
+        Some(user_says("my name is Ana")),
+    )
+    .await;
 }
 
 /// `engram serve --database postgres://…` starts on the database, answers `/healthz`, and

@@ -321,7 +321,12 @@ impl Runs<'_> {
 
     /// Stops the agent's run `run` when given (a run of another agent is left alone), else
     /// every run of the agent. Returns how many runs were told to stop.
+    /// On a shared server the other replicas are told too, and stop the agent's runs they
+    /// hold; the count is this replica's.
     pub fn cancel_agent_run(self, agent: &AgentId, run: Option<&RunId>) -> usize {
+        if let Some(link) = &self.engram.link {
+            link.cancel(agent, run);
+        }
         self.engram
             .runs
             .cancel(|id, a| a == agent && run.is_none_or(|r| r == id))

@@ -242,7 +242,7 @@ pub struct Engram {
     python_from_env: bool,
     /// Every run in flight (or waiting its turn): cancel tokens, and what each streamed so
     /// far for windows that attach late.
-    runs: runs::Registry,
+    runs: Arc<runs::Registry>,
     notices: tokio::sync::broadcast::Sender<Notice>,
     /// One connection per MCP server, shared by every agent.
     mcp: Arc<engram_mcp::Hub>,
@@ -418,7 +418,8 @@ impl Engram {
         };
         let sleeper = sleeptime::Sleeper::new(store.clone(), pass_runtime, announce);
         let main_runtime = runtime().with_mcp(bridge);
-        let link = bus.map(|bus| replica_notices::Link::join(bus, notices.clone()));
+        let runs = Arc::new(runs::Registry::default());
+        let link = bus.map(|bus| replica_notices::Link::join(bus, notices.clone(), runs.clone()));
         let engram = Arc::new_cyclic(|me| Self {
             me: me.clone(),
             sleeper,
@@ -435,7 +436,7 @@ impl Engram {
             backend,
             store,
             secrets: options.secrets,
-            runs: runs::Registry::default(),
+            runs,
             notices,
             backfills: Arc::default(),
             embedding_outages: Arc::default(),

@@ -3,9 +3,12 @@
 //! database's notice bus once the write has returned, so after its commit; the other replicas'
 //! changes come in and reach this replica's windows and streams as if made here. When the bus
 //! was cut off, notices may have been missed: `AgentsChanged` has every window read everything
-//! again.
+//! again. A request to stop an agent's runs travels the same way, so it works from whichever
+//! replica a client reaches.
 
 use crate::Notice;
+use crate::runs::Registry;
+use engram_core::{AgentId, RunId};
 use engram_store_api::{BusEvent, NoticeBus};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -20,17 +23,35 @@ pub(crate) struct Link {
     stop: CancellationToken,
 }
 
-/// A notice as it travels: with the replica that sent it.
+/// What travels on the bus, with the replica that sent it.
 #[derive(Serialize, Deserialize)]
 struct Envelope {
     from: String,
-    notice: Notice,
+    #[serde(flatten)]
+    body: Body,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Body {
+    /// Shared data changed.
+    Notice { notice: Notice },
+    /// Stop the agent's runs (`run` alone when given) wherever they run.
+    Cancel {
+        agent_id: AgentId,
+        run_id: Option<RunId>,
+    },
 }
 
 impl Link {
-    /// Joins `bus`: the others' notices are passed on to `notices` from now on (when a tokio
-    /// runtime is running; otherwise this replica only sends).
-    pub(crate) fn join(bus: Arc<dyn NoticeBus>, notices: broadcast::Sender<Notice>) -> Self {
+    /// Joins `bus`: the others' notices are passed on to `notices`, and their requests to stop
+    /// runs reach `runs`, from now on (when a tokio runtime is running; otherwise this replica
+    /// only sends).
+    pub(crate) fn join(
+        bus: Arc<dyn NoticeBus>,
+        notices: broadcast::Sender<Notice>,
+        runs: Arc<Registry>,
+    ) -> Self {
         let link = Self {
             id: format!("replica-{:016x}", rand::random::<u64>()),
             bus,
@@ -42,6 +63,7 @@ impl Link {
                     link.bus.clone(),
                     link.id.clone(),
                     notices,
+                    runs,
                     link.stop.clone(),
                 ));
             }
@@ -52,15 +74,28 @@ impl Link {
 
     /// Sends `notice` to the other replicas when it is about data they share.
     pub(crate) fn publish(&self, notice: &Notice) {
-        if !is_shared(notice) {
-            return;
+        if is_shared(notice) {
+            self.send(Body::Notice {
+                notice: notice.clone(),
+            });
         }
+    }
+
+    /// Asks the other replicas to stop the agent's runs (`run` alone when given).
+    pub(crate) fn cancel(&self, agent: &AgentId, run: Option<&RunId>) {
+        self.send(Body::Cancel {
+            agent_id: agent.clone(),
+            run_id: run.cloned(),
+        });
+    }
+
+    fn send(&self, body: Body) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
         let envelope = Envelope {
             from: self.id.clone(),
-            notice: notice.clone(),
+            body,
         };
         let Ok(payload) = serde_json::to_string(&envelope) else {
             return;
@@ -95,11 +130,13 @@ fn is_shared(notice: &Notice) -> bool {
     )
 }
 
-/// Passes the notices other replicas publish on to `notices` until `stop`.
+/// Passes the notices other replicas publish on to `notices`, and their requests to stop runs
+/// to `runs`, until `stop`.
 async fn hear(
     bus: Arc<dyn NoticeBus>,
     me: String,
     notices: broadcast::Sender<Notice>,
+    runs: Arc<Registry>,
     stop: CancellationToken,
 ) {
     let mut events = match bus.subscribe().await {
@@ -114,11 +151,13 @@ async fn hear(
             () = stop.cancelled() => return,
             event = events.recv() => event,
         };
-        let notice = match event {
+        let body = match event {
             None => return,
-            Some(BusEvent::Resync) => Notice::AgentsChanged,
+            Some(BusEvent::Resync) => Body::Notice {
+                notice: Notice::AgentsChanged,
+            },
             Some(BusEvent::Notice(payload)) => match serde_json::from_str::<Envelope>(&payload) {
-                Ok(e) if e.from != me => e.notice,
+                Ok(e) if e.from != me => e.body,
                 Ok(_) => continue,
                 Err(e) => {
                     tracing::debug!(%e, "not a notice of ours on the bus");
@@ -126,6 +165,13 @@ async fn hear(
                 }
             },
         };
-        let _ = notices.send(notice);
+        match body {
+            Body::Notice { notice } => {
+                let _ = notices.send(notice);
+            }
+            Body::Cancel { agent_id, run_id } => {
+                runs.cancel(|id, a| *a == agent_id && run_id.as_ref().is_none_or(|r| r == id));
+            }
+        }
     }
 }
