@@ -326,6 +326,150 @@ async fn a_busy_agent_answers_409_elsewhere_and_is_cancelled_from_any_replica() 
     .await;
 }
 
+/// Three replicas behind a round-robin: 8 clients run 50 turns each on 16 agents, every
+/// request to the next replica. Every turn is answered, none with a server error, and each
+/// agent's history holds its turns once, in order. Two agents sharing a block, each written on
+/// every replica at once, keep every edit, each with its history row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn many_clients_on_three_replicas_lose_nothing() {
+    const AGENTS: usize = 16;
+    const TURNS: usize = 50;
+    const CLIENTS: usize = 8;
+    let mock = MockLlm::start(Script::Brain).await;
+    let url = engram_test_postgres::database().url();
+    let mut replicas = Vec::new();
+    for _ in 0..3 {
+        replicas.push(replica(&url, Some(&mock)).await);
+    }
+    let bases: Arc<Vec<String>> = Arc::new(replicas.iter().map(|r| r.base.clone()).collect());
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let pick = {
+        let (bases, next) = (bases.clone(), next.clone());
+        move || bases[next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % bases.len()].clone()
+    };
+    let body = |name: String| {
+        json!({
+            "name": name,
+            "model": "openai/mock-small",
+            "embedding": "none",
+            "llm_config": {"model": "mock-small", "model_endpoint_type": "openai",
+                           "model_endpoint": mock.base_url(), "context_window": 32000},
+        })
+    };
+    let mut agents = Vec::new();
+    for n in 0..AGENTS {
+        let made = ok(
+            &pick(),
+            Method::POST,
+            "/v1/agents/",
+            Some(body(format!("a{n}"))),
+        )
+        .await;
+        agents.push(made["id"].as_str().unwrap().to_owned());
+    }
+
+    let mut clients = Vec::new();
+    for c in 0..CLIENTS {
+        let mine: Vec<String> = agents.iter().skip(c).step_by(CLIENTS).cloned().collect();
+        let pick = pick.clone();
+        clients.push(tokio::spawn(async move {
+            for turn in 0..TURNS {
+                for agent in &mine {
+                    let path = format!("/v1/agents/{agent}/messages");
+                    let (status, v) = call(
+                        &pick(),
+                        Method::POST,
+                        &path,
+                        Some(user_says(&format!("note {turn}"))),
+                    )
+                    .await;
+                    assert_eq!(status, StatusCode::OK, "{agent} turn {turn}: {v}");
+                }
+            }
+        }));
+    }
+    for c in clients {
+        c.await.unwrap();
+    }
+    for agent in &agents {
+        let path = format!("/v1/agents/{agent}/messages?limit=1000&order=asc");
+        let history = ok(&pick(), Method::GET, &path, None).await;
+        let users: Vec<String> = history
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["message_type"] == "user_message")
+            .filter_map(|m| m["content"].as_str().map(str::to_owned))
+            .collect();
+        let expected: Vec<String> = (0..TURNS).map(|t| format!("note {t}")).collect();
+        assert_eq!(users, expected, "{agent}");
+    }
+
+    // Two agents share one `human` block; each learns ten names, on every replica at once.
+    let first = ok(
+        &pick(),
+        Method::POST,
+        "/v1/agents/",
+        Some({
+            let mut b = body("sharer one".into());
+            b["memory_blocks"] = json!([{"label": "human", "value": "", "limit": 20000}]);
+            b
+        }),
+    )
+    .await;
+    let block = first["memory"]["blocks"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let second = ok(
+        &pick(),
+        Method::POST,
+        "/v1/agents/",
+        Some({
+            let mut b = body("sharer two".into());
+            b["block_ids"] = json!([block]);
+            b
+        }),
+    )
+    .await;
+    let mut writers = Vec::new();
+    for (agent, who) in [(&first, "One"), (&second, "Two")] {
+        let path = format!("/v1/agents/{}/messages", agent["id"].as_str().unwrap());
+        let pick = pick.clone();
+        writers.push(tokio::spawn(async move {
+            for n in 0..10 {
+                let said = format!("my name is {who}{n}");
+                let (status, v) = call(&pick(), Method::POST, &path, Some(user_says(&said))).await;
+                assert_eq!(status, StatusCode::OK, "{said}: {v}");
+            }
+        }));
+    }
+    for w in writers {
+        w.await.unwrap();
+    }
+    let shared = ok(&pick(), Method::GET, &format!("/v1/blocks/{block}"), None).await;
+    let value = shared["value"].as_str().unwrap();
+    for who in ["One", "Two"] {
+        for n in 0..10 {
+            assert!(
+                value.contains(&format!("Name: {who}{n}\n"))
+                    || value.ends_with(&format!("Name: {who}{n}")),
+                "{who}{n} lost: {value}"
+            );
+        }
+    }
+    let history = replicas[0]
+        .engram
+        .blocks()
+        .history(
+            &engram_core::AgentId::from(first["id"].as_str().unwrap().to_owned()),
+            "human",
+        )
+        .await
+        .unwrap();
+    assert_eq!(history.len(), 20, "one history row per edit");
+}
+
 /// `engram serve --database postgres://…` starts on the database, answers `/healthz`, and
 /// keeps what it is given there (a second engine on the database sees it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
