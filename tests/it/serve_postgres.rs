@@ -13,7 +13,7 @@ use reqwest::{Method, StatusCode};
 use secrecy::SecretString;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
-use std::process::Stdio;
+use std::process::{Child, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -504,4 +504,193 @@ async fn engram_serve_runs_on_the_database_it_is_given() {
     let id = made["id"].as_str().unwrap();
     let seen = ok(&other.base, Method::GET, &format!("/v1/agents/{id}"), None).await;
     assert_eq!(seen["name"], "Kept");
+}
+
+/// A replica's process, killed when the test ends however it ends.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// An `engram serve --database url` process of its own (a replica that can be killed or
+/// paused), on the scripted model, with leases of `lease_ttl` seconds; its base URL.
+fn serve_process(
+    url: &str,
+    home: &std::path::Path,
+    mock: &MockLlm,
+    lease_ttl: &str,
+) -> (Proc, String) {
+    let mut child = engram_suite::cli_command(home)
+        .args(["serve", "--port", "0", "--no-auth", "--database", url])
+        .env("OPENAI_BASE_URL", mock.base_url())
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("ENGRAM_LEASE_TTL", lease_ttl)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = lines.next().expect("engram serve exited early").unwrap();
+    let base = line
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_owned();
+    (Proc(child), base)
+}
+
+fn signal(replica: &Proc, sig: &str) {
+    let status = std::process::Command::new("kill")
+        .args([sig, &replica.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// The agent's history as `(message_type, text)`, oldest first, the text of a tool call being
+/// its name.
+async fn history(base: &str, agent: &str) -> Vec<(String, String)> {
+    let path = format!("/v1/agents/{agent}/messages?limit=1000&order=asc");
+    ok(base, Method::GET, &path, None)
+        .await
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let text = m["content"]
+                .as_str()
+                .or(m["tool_call"]["name"].as_str())
+                .unwrap_or_default();
+            (
+                m["message_type"].as_str().unwrap_or_default().to_owned(),
+                text.to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The person's message `text` and the run it started: nothing from that run after the
+/// message itself when the next thing in `history` is the person's `next` message.
+fn run_left_nothing(history: &[(String, String)], text: &str, next: &str) {
+    let at = history
+        .iter()
+        .position(|(kind, t)| kind == "user_message" && t == text)
+        .unwrap_or_else(|| panic!("{text:?} is kept as the person sent it: {history:?}"));
+    assert_eq!(
+        history.get(at + 1),
+        Some(&("user_message".to_owned(), next.to_owned())),
+        "the stopped run wrote after {text:?}: {history:?}"
+    );
+}
+
+async fn agent_on(base: &str, mock: &MockLlm) -> String {
+    let made = ok(
+        base,
+        Method::POST,
+        "/v1/agents/",
+        Some(json!({
+            "name": "Replicated",
+            "model": "openai/mock-small",
+            "embedding": "none",
+            "llm_config": {"model": "mock-small", "model_endpoint_type": "openai",
+                           "model_endpoint": mock.base_url(), "context_window": 32000},
+        })),
+    )
+    .await;
+    made["id"].as_str().unwrap().to_owned()
+}
+
+/// A replica killed while its run waits on the model: the next message, on another replica,
+/// waits out the dead run's lease (2 s) and completes; the killed step left nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_killed_mid_step_leaves_nothing_and_another_takes_over() {
+    let mock = MockLlm::start(Script::Brain).await;
+    let url = engram_test_postgres::database().url();
+    let (home_a, home_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (mut a, base_a) = serve_process(&url, home_a.path(), &mock, "2");
+    let (_b, base_b) = serve_process(&url, home_b.path(), &mock, "2");
+    let agent = agent_on(&base_a, &mock).await;
+    let path = format!("/v1/agents/{agent}/messages");
+    let doomed = tokio::spawn({
+        let url = format!("{base_a}{path}");
+        async move {
+            reqwest::Client::new()
+                .post(url)
+                .json(&user_says("slow: doomed"))
+                .send()
+                .await
+        }
+    });
+    // The scripted model holds a "slow:" message 5 s: kill the replica while it waits.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let _ = a.0.kill();
+    let _ = a.0.wait();
+    assert!(
+        doomed.await.unwrap().is_err(),
+        "the killed replica answered"
+    );
+
+    let taken_over = std::time::Instant::now();
+    let answer = ok(
+        &base_b,
+        Method::POST,
+        &path,
+        Some(user_says("my name is Ana")),
+    )
+    .await;
+    assert!(
+        taken_over.elapsed() < Duration::from_secs(10),
+        "the other replica waited {:?}",
+        taken_over.elapsed()
+    );
+    assert!(answer.to_string().contains("Ana"), "{answer}");
+    // The person's message was kept when the run started; the killed step wrote nothing.
+    let h = history(&base_b, &agent).await;
+    run_left_nothing(&h, "slow: doomed", "my name is Ana");
+}
+
+/// A replica paused past its run's lease (its renewals stop with it) while another replica
+/// takes the agent over: when it resumes, its step is refused with `lease_lost` and writes
+/// nothing; the other replica's turn stands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_paused_past_its_lease_cannot_commit_when_it_resumes() {
+    let mock = MockLlm::start(Script::Brain).await;
+    let url = engram_test_postgres::database().url();
+    let (home_a, home_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, base_a) = serve_process(&url, home_a.path(), &mock, "2");
+    let (_b, base_b) = serve_process(&url, home_b.path(), &mock, "2");
+    let agent = agent_on(&base_a, &mock).await;
+    let path = format!("/v1/agents/{agent}/messages");
+    let stale = tokio::spawn({
+        let (base, path) = (base_a.clone(), path.clone());
+        async move { call(&base, Method::POST, &path, Some(user_says("slow: stale"))).await }
+    });
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    signal(&a, "-STOP");
+    // B waits out A's lease (2 s) and runs its own turn meanwhile.
+    ok(
+        &base_b,
+        Method::POST,
+        &path,
+        Some(user_says("my name is Ana")),
+    )
+    .await;
+    // The model's 5 s pass while A sleeps; it wakes with a reply to commit under a lost lease.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    signal(&a, "-CONT");
+    let (status, answer) = stale.await.unwrap();
+    assert!(
+        answer.to_string().contains("lease_lost"),
+        "{status}: {answer}"
+    );
+    let h = history(&base_b, &agent).await;
+    run_left_nothing(&h, "slow: stale", "my name is Ana");
+    assert!(
+        h.iter()
+            .any(|(kind, t)| kind == "assistant_message" && t.contains("Ana")),
+        "{h:?}"
+    );
 }
