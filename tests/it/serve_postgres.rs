@@ -504,6 +504,90 @@ async fn engram_serve_runs_on_the_database_it_is_given() {
     let id = made["id"].as_str().unwrap();
     let seen = ok(&other.base, Method::GET, &format!("/v1/agents/{id}"), None).await;
     assert_eq!(seen["name"], "Kept");
+
+    // The CLI's own commands work on the database too: a user added there is every
+    // replica's, and the agents listed are the database's.
+    let cli = |args: &[&str]| {
+        let out = engram_suite::cli_command(home.path())
+            .arg("--database")
+            .arg(&url)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    cli(&["user", "add", "ana"]);
+    assert!(
+        cli(&["agent", "list"]).contains(id),
+        "the database's agents are listed"
+    );
+    let users = other.engram.users().list().await.unwrap();
+    assert_eq!(
+        users.iter().map(|u| u.name.as_str()).collect::<Vec<_>>(),
+        ["ana"]
+    );
+}
+
+/// The database restarted under two replicas, one of them mid-conversation: both come back
+/// on their own, the windows of each are told to read everything again (`agents_changed`:
+/// notices sent meanwhile are lost), and the conversation goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_recover_from_a_database_restart_and_windows_read_again() {
+    let cluster = engram_test_postgres::Cluster::start().unwrap();
+    let url = cluster.database().unwrap().url();
+    let mock = MockLlm::start(Script::Brain).await;
+    let (a, b) = (
+        replica(&url, Some(&mock)).await,
+        replica(&url, Some(&mock)).await,
+    );
+    let id = agent_on(&a.base, &mock).await;
+    let path = format!("/v1/agents/{id}/messages");
+    ok(
+        &b.base,
+        Method::POST,
+        &path,
+        Some(user_says("my name is Ana")),
+    )
+    .await;
+    // Both replicas hear the bus before the restart.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut heard = a.engram.notices();
+
+    cluster.stop().unwrap();
+    let (status, _) = call(&b.base, Method::GET, "/healthz", None).await;
+    assert_eq!(
+        status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "the health check says the database is gone"
+    );
+    cluster.restart().unwrap();
+
+    let read_again = async {
+        loop {
+            if let Notice::AgentsChanged = heard.recv().await.unwrap() {
+                return;
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(15), read_again)
+        .await
+        .expect("replica A tells its windows to read everything again");
+    for r in [&a, &b] {
+        ok(&r.base, Method::GET, "/healthz", None).await;
+    }
+    let answer = ok(
+        &a.base,
+        Method::POST,
+        &path,
+        Some(user_says("what is my name?")),
+    )
+    .await;
+    assert!(said(&answer).contains("Ana"), "{answer}");
 }
 
 /// A replica's process, killed when the test ends however it ends.
