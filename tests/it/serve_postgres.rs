@@ -239,6 +239,36 @@ async fn two_replicas_serve_one_set_of_agents() {
     assert_eq!(status, StatusCode::NOT_IMPLEMENTED, "{body}");
     assert_eq!(body["code"], "not_available", "{body}");
 
+    // The window's own commands on a replica: the chat window's reads and writes answer from
+    // the database; a command not moved yet says so.
+    let agents = ok(&b.base, Method::POST, "/app/list_agents", Some(json!({}))).await;
+    assert_eq!(agents[0]["id"], id.as_str(), "{agents}");
+    let window = ok(
+        &b.base,
+        Method::POST,
+        "/app/list_messages",
+        Some(json!({"agent_id": id, "limit": 50})),
+    )
+    .await;
+    assert!(window.to_string().contains("what is my name?"), "{window}");
+    ok(
+        &b.base,
+        Method::POST,
+        "/app/update_block",
+        Some(json!({"agent_id": id, "label": "persona", "patch": {"value": "I am terse."}})),
+    )
+    .await;
+    let blocks = ok(
+        &a.base,
+        Method::POST,
+        "/app/list_blocks",
+        Some(json!({"agent_id": id})),
+    )
+    .await;
+    assert!(blocks.to_string().contains("I am terse."), "{blocks}");
+    let (status, body) = call(&a.base, Method::POST, "/app/list_tools", Some(json!({}))).await;
+    assert_eq!(status, StatusCode::NOT_IMPLEMENTED, "{body}");
+
     for r in [&a, &b] {
         ok(&r.base, Method::GET, "/healthz", None).await;
     }

@@ -62,11 +62,52 @@ const SERVED: &[(&str, &[Method])] = &[
     ),
 ];
 
-/// Whether a replica serves `method` on the route `pattern`.
-pub(crate) fn serves(pattern: &str, method: &Method) -> bool {
-    SERVED
-        .iter()
-        .any(|(p, methods)| *p == pattern && methods.contains(method))
+/// The window's commands (`POST /app/{command}`) a replica answers: those whose calls all go
+/// through the storage interface, enough for the chat window on a shared server.
+const COMMANDS: &[&str] = &[
+    "app_info",
+    "list_agents",
+    "get_agent",
+    "create_agent",
+    "delete_agent",
+    "list_blocks",
+    "update_block",
+    "block_history",
+    "attach_block",
+    "detach_block",
+    "delete_block",
+    "search_archival",
+    "add_passage",
+    "delete_passage",
+    "search_recall",
+    "context_window",
+    "list_messages",
+    "send_message",
+    "cancel_run",
+    "pending_approval",
+    "agent_tools",
+    "sleeptime_settings",
+    "chat_models",
+    "get_default_model",
+    "list_providers",
+];
+
+/// Whether a replica serves `method` on the route `pattern` (for `/app/{command}`, the
+/// command at `path`).
+pub(crate) fn serves(pattern: &str, method: &Method, path: &str) -> bool {
+    match pattern {
+        "/app/notices" => method == Method::GET,
+        "/app/attach_run" => method == Method::POST,
+        "/app/{command}" => {
+            method == Method::POST
+                && path
+                    .strip_prefix("/app/")
+                    .is_some_and(|c| COMMANDS.contains(&c))
+        }
+        _ => SERVED
+            .iter()
+            .any(|(p, methods)| *p == pattern && methods.contains(method)),
+    }
 }
 
 /// Lets through what [`SERVED`] lists, on a shared server; refuses the rest with 501.
@@ -79,7 +120,7 @@ pub(crate) async fn check(State(s): State<AppState>, req: Request, next: Next) -
         // Not a route (the UI's files, unknown paths): answered as anywhere.
         return next.run(req).await;
     };
-    if serves(pattern.as_str(), req.method()) {
+    if serves(pattern.as_str(), req.method(), req.uri().path()) {
         return next.run(req).await;
     }
     ApiError::new(
@@ -108,9 +149,24 @@ mod tests {
     }
 
     #[test]
-    fn only_listed_methods_pass() {
-        assert!(serves("/v1/agents/{agent_id}", &Method::GET));
-        assert!(!serves("/v1/agents/{agent_id}", &Method::PATCH));
-        assert!(!serves("/v1/tools", &Method::GET));
+    fn only_listed_methods_and_commands_pass() {
+        let path = "/v1/agents/agent-1";
+        assert!(serves("/v1/agents/{agent_id}", &Method::GET, path));
+        assert!(!serves("/v1/agents/{agent_id}", &Method::PATCH, path));
+        assert!(!serves("/v1/tools", &Method::GET, "/v1/tools"));
+        let command = "/app/{command}";
+        assert!(serves(command, &Method::POST, "/app/list_agents"));
+        assert!(!serves(command, &Method::POST, "/app/list_tools"));
+        assert!(serves("/app/notices", &Method::GET, "/app/notices"));
+    }
+
+    #[test]
+    fn every_served_command_exists() {
+        for name in COMMANDS {
+            assert!(
+                engram_service::commands::find(name).is_some(),
+                "{name} is not a command"
+            );
+        }
     }
 }
