@@ -124,6 +124,19 @@ async fn two_replicas_serve_one_set_of_agents() {
     // The other replica has it, and both list it.
     let seen = ok(&b.base, Method::GET, &format!("/v1/agents/{id}"), None).await;
     assert_eq!(seen["name"], "Shared desk");
+    // Renamed and tagged on one replica, listed by tag on the other.
+    ok(
+        &b.base,
+        Method::PATCH,
+        &format!("/v1/agents/{id}"),
+        Some(json!({"name": "Front desk", "tags": ["support"]})),
+    )
+    .await;
+    let tagged = ok(&a.base, Method::GET, "/v1/agents/?tags=support", None).await;
+    assert_eq!(tagged[0]["name"], "Front desk", "{tagged}");
+    assert_eq!(tagged[0]["tags"], json!(["support"]), "{tagged}");
+    let untagged = ok(&a.base, Method::GET, "/v1/agents/?tags=sales", None).await;
+    assert_eq!(untagged, json!([]));
     for r in [&a, &b] {
         let listed = ok(&r.base, Method::GET, "/v1/agents/", None).await;
         let ids: Vec<&str> = listed

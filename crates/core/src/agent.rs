@@ -232,6 +232,42 @@ pub struct AgentPatch {
     pub tool_rules: Option<Vec<ToolRule>>,
 }
 
+impl AgentPatch {
+    /// Writes what the patch sets into `agent` (times are the store's to set). Returns
+    /// whether the instructions changed, which makes a cached compiled system prompt stale.
+    pub fn apply_to(&self, agent: &mut Agent) -> bool {
+        let system_changed = self.system.as_ref().is_some_and(|s| *s != agent.system);
+        if let Some(v) = &self.name {
+            agent.name.clone_from(v);
+        }
+        if let Some(v) = &self.description {
+            agent.description.clone_from(v);
+        }
+        if let Some(v) = &self.system {
+            agent.system.clone_from(v);
+        }
+        if let Some(v) = &self.llm {
+            agent.llm = v.clone();
+        }
+        if let Some(v) = &self.embedding {
+            agent.embedding.clone_from(v);
+        }
+        if let Some(v) = self.loop_style {
+            agent.loop_style = v;
+        }
+        if let Some(v) = self.max_steps {
+            agent.max_steps = v;
+        }
+        if let Some(v) = &self.tools {
+            agent.tools.clone_from(v);
+        }
+        if let Some(v) = &self.tool_rules {
+            agent.tool_rules.clone_from(v);
+        }
+        system_changed
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,7 +21,10 @@ const SERVED: &[(&str, &[Method])] = &[
     ("/v1/models/embedding/", &[Method::GET]),
     ("/v1/agents", &[Method::GET, Method::POST]),
     ("/v1/agents/", &[Method::GET, Method::POST]),
-    ("/v1/agents/{agent_id}", &[Method::GET, Method::DELETE]),
+    (
+        "/v1/agents/{agent_id}",
+        &[Method::GET, Method::PATCH, Method::DELETE],
+    ),
     (
         "/v1/agents/{agent_id}/messages",
         &[Method::GET, Method::POST],
@@ -69,6 +72,7 @@ const COMMANDS: &[&str] = &[
     "list_agents",
     "get_agent",
     "create_agent",
+    "update_agent",
     "delete_agent",
     "list_blocks",
     "update_block",
@@ -152,7 +156,7 @@ mod tests {
     fn only_listed_methods_and_commands_pass() {
         let path = "/v1/agents/agent-1";
         assert!(serves("/v1/agents/{agent_id}", &Method::GET, path));
-        assert!(!serves("/v1/agents/{agent_id}", &Method::PATCH, path));
+        assert!(!serves("/v1/agents/{agent_id}", &Method::PUT, path));
         assert!(!serves("/v1/tools", &Method::GET, "/v1/tools"));
         let command = "/app/{command}";
         assert!(serves(command, &Method::POST, "/app/list_agents"));

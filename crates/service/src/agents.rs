@@ -221,9 +221,9 @@ impl Agents<'_> {
     ///
     /// Errors: `not_found`, `invalid_input`; `context_window_too_small` when a new model,
     /// context window, instructions or tool list would not fit the model's context window
-    /// (nothing is changed then); `not_available` on a shared server.
+    /// (nothing is changed then); `not_available` for a new embedding model on a shared server.
     pub async fn update(self, id: &AgentId, patch: &AgentPatch) -> Result<Agent> {
-        let store = self.engram.local("changing an agent")?;
+        let backend = &self.engram.backend;
         if let Some(name) = &patch.name
             && name.trim().is_empty()
         {
@@ -237,7 +237,7 @@ impl Agents<'_> {
             patch.embedding.as_ref().and_then(Option::as_ref),
         )?;
         if patch.llm.is_some() || patch.system.is_some() || patch.tools.is_some() {
-            let mut planned = store.agents().get(id)?;
+            let mut planned = backend.get_agent(id).await?;
             if let Some(llm) = &patch.llm {
                 planned.llm = llm.clone();
             }
@@ -251,13 +251,15 @@ impl Agents<'_> {
                 planned.loop_style = style;
             }
             self.engram
-                .check_window(&planned, &store.blocks().of_agent(id)?)
+                .check_window(&planned, &backend.agent_blocks(id).await?)
                 .await?;
         }
         let mut patch = patch.clone();
         let before = match &patch.embedding {
             Some(new) => {
-                let before = store.agents().get(id)?.embedding;
+                // The old vectors are dropped and computed again in this machine's database.
+                self.engram.local("changing an agent's embedding model")?;
+                let before = backend.get_agent(id).await?.embedding;
                 if let Some(cfg) = new {
                     patch.embedding = Some(Some(self.engram.resolver.pin_embedding(cfg.clone())?));
                 }
@@ -265,11 +267,11 @@ impl Agents<'_> {
             }
             None => None,
         };
-        let agent = store.agents().update(id, &patch)?;
+        let agent = backend.update_agent(id, &patch).await?;
         if let Some(before) = before
             && before != agent.embedding
         {
-            store.passages().clear_vectors(id)?;
+            self.engram.store.passages().clear_vectors(id)?;
             self.engram.spawn_backfill(id);
         }
         self.engram.notify(Notice::AgentChanged {

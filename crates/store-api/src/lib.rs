@@ -94,8 +94,8 @@ pub use words::{MAX_QUERY_WORDS, QueryWords, query_words};
 
 use async_trait::async_trait;
 use engram_core::{
-    Agent, AgentId, Block, BlockEdit, BlockId, BlockOp, BlockPatch, Editor, NewBlock, OpOutcome,
-    Result, Timestamp,
+    Agent, AgentId, AgentPatch, Block, BlockEdit, BlockId, BlockOp, BlockPatch, Editor, NewBlock,
+    OpOutcome, Result, Timestamp,
 };
 use std::time::Duration;
 
@@ -135,6 +135,11 @@ pub trait AgentStore: Send + Sync {
 
     /// Every agent, oldest first (creation time, then id).
     async fn list_agents(&self) -> Result<Vec<Agent>>;
+
+    /// Applies `patch` to the agent as stored (see [`AgentPatch::apply_to`]) in one
+    /// transaction and returns it; new instructions drop the cached system prompt.
+    /// Errors: `NotFound("agent")`.
+    async fn update_agent(&self, id: &AgentId, patch: &AgentPatch) -> Result<Agent>;
 
     /// The agent's tags, in their order. Errors: `NotFound("agent")`.
     async fn agent_tags(&self, id: &AgentId) -> Result<Vec<String>>;

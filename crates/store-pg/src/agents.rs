@@ -6,7 +6,7 @@ use crate::blocks::{self, Lock, label_conflict};
 use crate::rows::{self, AGENT_COLS, Cached};
 use crate::tx::{TxError, transaction};
 use async_trait::async_trait;
-use engram_core::{Agent, AgentId, Block, BlockId, Error, NewBlock, Result};
+use engram_core::{Agent, AgentId, AgentPatch, Block, BlockId, Error, NewBlock, Result};
 use engram_store_api::AgentStore;
 use std::collections::HashSet;
 
@@ -109,6 +109,47 @@ impl AgentStore for PgStore {
             .await
             .map_err(TxError::from)?;
         Ok(rows::all(&found, rows::agent)?)
+    }
+
+    async fn update_agent(&self, id: &AgentId, patch: &AgentPatch) -> Result<Agent> {
+        transaction!(self, |tx| {
+            let row = tx
+                .one_opt(
+                    &format!("SELECT {AGENT_COLS} FROM agents WHERE id = $1 FOR UPDATE"),
+                    &[&id.as_str()],
+                )
+                .await?;
+            let Some(row) = row else {
+                return Err(Error::not_found("agent", id.as_str()).into());
+            };
+            let mut a = rows::agent(&row)?;
+            let system_changed = patch.apply_to(&mut a);
+            a.updated_at = rows::now().max(a.updated_at);
+            tx.exec(
+                "UPDATE agents SET name = $2, description = $3, system = $4, llm = $5,
+                        embedding = $6, loop_style = $7, max_steps = $8, tools = $9,
+                        tool_rules = $10, updated_at = $11,
+                        system_cache_memory = CASE WHEN $12 THEN NULL ELSE system_cache_memory END,
+                        system_cache_prompt = CASE WHEN $12 THEN NULL ELSE system_cache_prompt END
+                 WHERE id = $1",
+                &[
+                    &id.as_str(),
+                    &a.name,
+                    &a.description,
+                    &a.system,
+                    &rows::to_json(&a.llm)?,
+                    &a.embedding.as_ref().map(rows::to_json).transpose()?,
+                    &rows::loop_style_str(a.loop_style),
+                    &i64::from(a.max_steps),
+                    &rows::to_json(&a.tools)?,
+                    &rows::to_json(&a.tool_rules)?,
+                    &a.updated_at,
+                    &system_changed,
+                ],
+            )
+            .await?;
+            a
+        })
     }
 
     async fn agent_tags(&self, id: &AgentId) -> Result<Vec<String>> {

@@ -234,34 +234,7 @@ impl AgentRows<'_> {
     pub fn update(self, id: &AgentId, patch: &AgentPatch) -> Result<Agent> {
         self.store.write(|tx| {
             let mut a = load(tx, id)?;
-            let system_changed = patch.system.as_ref().is_some_and(|s| *s != a.system);
-            if let Some(v) = &patch.name {
-                a.name.clone_from(v);
-            }
-            if let Some(v) = &patch.description {
-                a.description.clone_from(v);
-            }
-            if let Some(v) = &patch.system {
-                a.system.clone_from(v);
-            }
-            if let Some(v) = &patch.llm {
-                a.llm = v.clone();
-            }
-            if let Some(v) = &patch.embedding {
-                a.embedding.clone_from(v);
-            }
-            if let Some(v) = patch.loop_style {
-                a.loop_style = v;
-            }
-            if let Some(v) = patch.max_steps {
-                a.max_steps = v;
-            }
-            if let Some(v) = &patch.tools {
-                a.tools.clone_from(v);
-            }
-            if let Some(v) = &patch.tool_rules {
-                a.tool_rules.clone_from(v);
-            }
+            let system_changed = patch.apply_to(&mut a);
             a.updated_at = sql::now().max(a.updated_at);
             save(tx, &a, system_changed)?;
             Ok(a)

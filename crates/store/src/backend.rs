@@ -12,11 +12,11 @@ use crate::{
 };
 use async_trait::async_trait;
 use engram_core::{
-    Agent, AgentAccess, AgentFile, AgentId, Block, BlockEdit, BlockId, BlockOp, BlockPatch,
-    ChunkHit, Editor, FileId, Folder, FolderFile, Message, MessageHit, MessageId, NewBlock,
-    NewMessage, NewPassage, OpOutcome, PassId, Passage, PassageHit, PassageId, PendingApproval,
-    Result, RunId, RunRecord, SleeptimePass, SleeptimeSettings, Step, Timestamp, Tool, ToolId,
-    User, UserId,
+    Agent, AgentAccess, AgentFile, AgentId, AgentPatch, Block, BlockEdit, BlockId, BlockOp,
+    BlockPatch, ChunkHit, Editor, FileId, Folder, FolderFile, Message, MessageHit, MessageId,
+    NewBlock, NewMessage, NewPassage, OpOutcome, PassId, Passage, PassageHit, PassageId,
+    PendingApproval, Result, RunId, RunRecord, SleeptimePass, SleeptimeSettings, Step, Timestamp,
+    Tool, ToolId, User, UserId,
 };
 use engram_store_api::{
     AgentStore, BlockStore, CommittedStep, ContextStore, FileWindow, FolderStore, Hit, Lease,
@@ -44,6 +44,10 @@ impl AgentStore for Store {
 
     async fn list_agents(&self) -> Result<Vec<Agent>> {
         self.agents().list()
+    }
+
+    async fn update_agent(&self, id: &AgentId, patch: &AgentPatch) -> Result<Agent> {
+        self.agents().update(id, patch)
     }
 
     async fn agent_tags(&self, id: &AgentId) -> Result<Vec<String>> {

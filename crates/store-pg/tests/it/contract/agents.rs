@@ -15,6 +15,7 @@ on_both_backends!(
     unknown_agents_are_not_found,
     deleting_an_agent_keeps_blocks_others_use,
     tags_keep_their_order_once_each,
+    a_patch_changes_only_what_it_sets,
     a_block_knows_the_agents_it_is_attached_to,
 );
 
@@ -241,4 +242,41 @@ async fn a_block_knows_the_agents_it_is_attached_to<H: Harness>(h: H) {
     expected.sort();
     assert_eq!(both, expected);
     assert_eq!(code(b.block_agents(&BlockId::new()).await), "not_found");
+}
+
+async fn a_patch_changes_only_what_it_sets<H: Harness>(h: H) {
+    use engram_core::AgentPatch;
+    use engram_store_api::ContextStore;
+    let b = h.backend();
+    let (a, _) = agent_with(&b, "before", &[]).await;
+    b.set_system_cache(&a.id, "memory", "prompt").await.unwrap();
+    let renamed = b
+        .update_agent(
+            &a.id,
+            &AgentPatch {
+                name: Some("after".into()),
+                max_steps: Some(3),
+                ..AgentPatch::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!((renamed.name.as_str(), renamed.max_steps), ("after", 3));
+    assert_eq!(renamed.system, a.system, "what the patch leaves is kept");
+    assert_eq!(b.get_agent(&a.id).await.unwrap(), renamed);
+    assert!(
+        b.system_cache(&a.id).await.unwrap().is_some(),
+        "the instructions did not change: the compiled prompt stands"
+    );
+    let patch = AgentPatch {
+        system: Some("New instructions. {CORE_MEMORY}".into()),
+        ..AgentPatch::default()
+    };
+    b.update_agent(&a.id, &patch).await.unwrap();
+    assert!(
+        b.system_cache(&a.id).await.unwrap().is_none(),
+        "new instructions drop it"
+    );
+    let nobody = agent("nobody").id;
+    assert_eq!(code(b.update_agent(&nobody, &patch).await), "not_found");
 }
