@@ -263,7 +263,7 @@ async fn without_python_tools_are_listed_unavailable_and_calls_fail_cleanly() {
     let agent = home
         .agent_from_template(&mock, LoopStyle::ToolLoop, "task-queue")
         .await;
-    let push = home.engram.tools().find("task_queue_push").unwrap();
+    let push = home.engram.tools().find("task_queue_push").await.unwrap();
     assert!(!push.available);
     assert!(
         push.unavailable_reason
@@ -273,7 +273,7 @@ async fn without_python_tools_are_listed_unavailable_and_calls_fail_cleanly() {
         "{:?}",
         push.unavailable_reason
     );
-    let builtin = home.engram.tools().find("memory_replace").unwrap();
+    let builtin = home.engram.tools().find("memory_replace").await.unwrap();
     assert!(builtin.available, "built-ins need no Python");
     let (out, _) = home.chat(&agent, "go").await;
     let r = &results(&out)[0].1;
@@ -300,7 +300,7 @@ async fn trying_a_tool_stores_nothing() {
     let agent = home
         .agent_from_template(&mock, LoopStyle::ToolLoop, "task-queue")
         .await;
-    let push = home.engram.tools().find("task_queue_push").unwrap();
+    let push = home.engram.tools().find("task_queue_push").await.unwrap();
     let trial = home
         .engram
         .tools()
@@ -687,7 +687,12 @@ async fn an_imported_agents_custom_tools_and_rules_run_and_export_back() {
     assert!(state.agent.tool_rules.contains(&ToolRule::ExitLoop {
         tool_name: "send_message".into()
     }));
-    let tool = home.engram.tools().find("check_order_status").unwrap();
+    let tool = home
+        .engram
+        .tools()
+        .find("check_order_status")
+        .await
+        .unwrap();
     assert_eq!(tool.return_char_limit, 6000);
     // Code from a file waits for the user's review; trusted, it runs.
     assert!(!tool.trusted, "a file's tool is stored untrusted");
@@ -695,6 +700,7 @@ async fn an_imported_agents_custom_tools_and_rules_run_and_export_back() {
     home.engram
         .tools()
         .trust("check_order_status", tool.source_hash.as_deref().unwrap())
+        .await
         .unwrap();
     assert!(
         !report
@@ -756,6 +762,7 @@ async fn an_imported_agents_custom_tools_and_rules_run_and_export_back() {
         .engram
         .tools()
         .list()
+        .await
         .unwrap()
         .iter()
         .filter(|t| t.name == "check_order_status")

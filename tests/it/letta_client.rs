@@ -98,11 +98,12 @@ impl Drop for Server {
     }
 }
 
-/// `engram serve` on a free port with more environment (e.g. `ENGRAM_PYTHON`); killed when
-/// dropped.
-fn serve_with(home: &Path, mock: &MockLlm, env: &[(&str, &Path)]) -> Server {
+/// `engram serve` on a free port with more environment (e.g. `ENGRAM_PYTHON`) and global
+/// options (e.g. `--database`); killed when dropped.
+fn serve_with(home: &Path, mock: &MockLlm, env: &[(&str, &Path)], options: &[&str]) -> Server {
     let mut child = engram_suite::cli_command(home)
         .envs(env.iter().map(|(k, v)| (*k, *v)))
+        .args(options)
         .args(["serve", "--port", "0", "--show-token"])
         // The tutorial's `openai/…` handles then reach the scripted model, unchanged.
         .env("OPENAI_API_KEY", "sk-mock")
@@ -158,6 +159,18 @@ async fn run_script_with(
     done: &str,
     tools_use_sdk: bool,
 ) -> ScriptRun {
+    run_script_on(version, script, done, tools_use_sdk, &[]).await
+}
+
+/// [`run_script_with`] against a server started with the global `options` (e.g.
+/// `--database postgres://…`).
+async fn run_script_on(
+    version: &str,
+    script: &str,
+    done: &str,
+    tools_use_sdk: bool,
+    options: &[&str],
+) -> ScriptRun {
     let python = tokio::task::spawn_blocking({
         let v = version.to_owned();
         move || venv(&v)
@@ -171,7 +184,7 @@ async fn run_script_with(
     } else {
         &[]
     };
-    let server = serve_with(home.path(), &mock, tool_python);
+    let server = serve_with(home.path(), &mock, tool_python, options);
     let script = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/python")
         .join(script);
@@ -205,6 +218,35 @@ async fn tutorial_runs_with_letta_client_0_1() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tutorial_runs_with_letta_client_1_x() {
     tutorial_flow(SDK_1, "tutorial_flow_v1.py").await;
+}
+
+/// The tutorial flow, unchanged, against a server on PostgreSQL (`engram --database … serve`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tutorial_runs_with_letta_client_0_1_on_postgres() {
+    let url = engram_test_postgres::database().url();
+    let options = ["--database", url.as_str()];
+    run_script_on(
+        SDK_0_1,
+        "tutorial_flow_v01.py",
+        "tutorial flow OK",
+        false,
+        &options,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tutorial_runs_with_letta_client_1_x_on_postgres() {
+    let url = engram_test_postgres::database().url();
+    let options = ["--database", url.as_str()];
+    run_script_on(
+        SDK_1,
+        "tutorial_flow_v1.py",
+        "tutorial flow OK",
+        false,
+        &options,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

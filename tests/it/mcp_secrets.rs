@@ -168,7 +168,7 @@ async fn a_failing_server_is_reported_without_the_credentials_of_its_url() {
         .tools()
         .sync_mcp_tools(&server.id, &[tool])
         .unwrap();
-    let stored = home.engram.tools().find("down__add").unwrap();
+    let stored = home.engram.tools().find("down__add").await.unwrap();
     home.engram
         .tools()
         .attach(&agent, &stored.id)

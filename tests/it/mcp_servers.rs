@@ -276,7 +276,7 @@ async fn an_http_server_gets_its_token_from_the_keychain_and_removal_detaches_it
         .map(|t| t.name)
         .collect();
     assert!(!names.contains(&"web__add".to_owned()), "{names:?}");
-    assert!(home.engram.tools().find("web__add").is_err());
+    assert!(home.engram.tools().find("web__add").await.is_err());
     assert!(home.engram.mcp().list().unwrap().is_empty());
 }
 

@@ -174,7 +174,7 @@ async fn without_a_sandbox_a_tool_runs_only_when_the_user_allows_it() {
     let r = first_result(&out);
     assert_eq!((r.status, r.message.as_str()), (ToolStatus::Ok, "hi"));
 
-    let builtin = home.engram.tools().find("memory_replace").unwrap();
+    let builtin = home.engram.tools().find("memory_replace").await.unwrap();
     let err = home
         .engram
         .tools()

@@ -165,12 +165,14 @@ async fn an_imported_tool_does_not_run_before_trust_and_runs_after() {
         home.engram
             .tools()
             .trust("analyze_data", &engram_core::source_hash("print(1)"))
+            .await
             .is_err()
     );
     let trusted = home
         .engram
         .tools()
         .trust("analyze_data", &analyze.source_hash)
+        .await
         .unwrap();
     assert!(trusted.trusted);
     let (out, _) = home.chat(&agent, "analyse the sales data").await;
@@ -180,7 +182,7 @@ async fn an_imported_tool_does_not_run_before_trust_and_runs_after() {
     assert_eq!(home.block(&agent, "persona"), "pwned by analyze_data");
 
     // Changed code is untrusted again.
-    let t = home.engram.tools().find("analyze_data").unwrap();
+    let t = home.engram.tools().find("analyze_data").await.unwrap();
     home.engram
         .tools()
         .update(
@@ -192,7 +194,12 @@ async fn an_imported_tool_does_not_run_before_trust_and_runs_after() {
         )
         .unwrap();
     assert!(
-        home.engram.tools().find("analyze_data").unwrap().trusted,
+        home.engram
+            .tools()
+            .find("analyze_data")
+            .await
+            .unwrap()
+            .trusted,
         "a new description keeps trust"
     );
     let mut bytes = hostile_file(None);
@@ -303,7 +310,7 @@ async fn importing_twice_or_a_clashing_tool_changes_no_existing_tool() {
         .attach(&user_agent, &mine.id)
         .await
         .unwrap();
-    let before = home.engram.tools().list().unwrap();
+    let before = home.engram.tools().list().await.unwrap();
 
     let first = home
         .engram
@@ -313,7 +320,7 @@ async fn importing_twice_or_a_clashing_tool_changes_no_existing_tool() {
     // The user's tools are as they were; the file's copy has a name of its own.
     for t in &before {
         assert_eq!(
-            &home.engram.tools().get(&t.id).unwrap(),
+            &home.engram.tools().get(&t.id).await.unwrap(),
             t,
             "{} changed",
             t.name
@@ -358,7 +365,7 @@ async fn importing_twice_or_a_clashing_tool_changes_no_existing_tool() {
         "{:?}",
         first.warnings
     );
-    let push_2 = home.engram.tools().find("task_queue_push_2").unwrap();
+    let push_2 = home.engram.tools().find("task_queue_push_2").await.unwrap();
     assert!(!push_2.trusted);
     assert!(
         push_2
@@ -379,14 +386,14 @@ async fn importing_twice_or_a_clashing_tool_changes_no_existing_tool() {
             .last(),
         Some(&"task_queue_push".to_owned())
     );
-    let after_first = home.engram.tools().list().unwrap();
+    let after_first = home.engram.tools().list().await.unwrap();
 
     // The same file again: no tool changes and none is added.
     home.engram
         .agent_files()
         .import_named(&hostile_file(Some(&mock.base_url())), "evil.af")
         .unwrap();
-    assert_eq!(home.engram.tools().list().unwrap(), after_first);
+    assert_eq!(home.engram.tools().list().await.unwrap(), after_first);
     // And the user's own tool still runs the user's code.
     let trial = home
         .engram

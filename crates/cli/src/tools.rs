@@ -228,7 +228,7 @@ pub async fn tool(engram: &Engram, cmd: ToolCmd) -> Result<()> {
             println!("{}", tool.id);
         }
         ToolCmd::List { json } => {
-            let tools = engram.tools().list()?;
+            let tools = engram.tools().list().await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&tools)?);
             } else {
@@ -238,26 +238,26 @@ pub async fn tool(engram: &Engram, cmd: ToolCmd) -> Result<()> {
             }
         }
         ToolCmd::Show { tool } => {
-            let t = engram.tools().find(&tool)?;
+            let t = engram.tools().find(&tool).await?;
             println!("{}", crate::terminal::json(&t)?);
         }
-        ToolCmd::Trust { tool, hash } => crate::trust::trust_tool(engram, &tool, hash)?,
+        ToolCmd::Trust { tool, hash } => crate::trust::trust_tool(engram, &tool, hash).await?,
         ToolCmd::Untrust { tool } => {
-            let t = engram.tools().untrust(&tool)?;
+            let t = engram.tools().untrust(&tool).await?;
             println!("untrusted {}", t.name);
         }
         ToolCmd::Approval { agent, tool, state } => {
-            let name = engram.tools().find(&tool)?.name;
+            let name = engram.tools().find(&tool).await?.name;
             let on = bool::from(state);
             crate::approval::set_rule(engram, &agent, &name, on)?;
         }
         ToolCmd::Attach { agent, tool } => {
-            let t = engram.tools().find(&tool)?;
+            let t = engram.tools().find(&tool).await?;
             let tools = engram.tools().attach(&AgentId::from(agent), &t.id).await?;
             println!("{}", names(&tools));
         }
         ToolCmd::Detach { agent, tool } => {
-            let t = engram.tools().find(&tool)?;
+            let t = engram.tools().find(&tool).await?;
             let tools = engram.tools().detach(&AgentId::from(agent), &t.id).await?;
             println!("{}", names(&tools));
         }
@@ -271,7 +271,7 @@ pub async fn tool(engram: &Engram, cmd: ToolCmd) -> Result<()> {
                     "nothing to change: give --network on|off and/or --unsandboxed on|off"
                 );
             }
-            let t = engram.tools().find(&tool)?;
+            let t = engram.tools().find(&tool).await?;
             let t = engram.tools().set_sandbox(
                 &t.id,
                 ToolSandboxSettings {
@@ -282,7 +282,7 @@ pub async fn tool(engram: &Engram, cmd: ToolCmd) -> Result<()> {
             println!("{}", line(&t));
         }
         ToolCmd::Delete { tool } => {
-            let t = engram.tools().find(&tool)?;
+            let t = engram.tools().find(&tool).await?;
             engram.tools().delete(&t.id)?;
             println!("deleted {}", t.name);
         }

@@ -143,8 +143,8 @@ fn review(t: &Tool) {
 
 /// `engram tool trust`: shows the source and its hash, then trusts exactly that source —
 /// after a yes on a terminal, or when `--hash` names it (for scripts).
-pub fn trust_tool(engram: &Engram, name: &str, hash: Option<String>) -> Result<()> {
-    let t = engram.tools().find(name)?;
+pub async fn trust_tool(engram: &Engram, name: &str, hash: Option<String>) -> Result<()> {
+    let t = engram.tools().find(name).await?;
     review(&t);
     let shown = t.source_hash.clone().unwrap_or_default();
     let expected = match hash {
@@ -163,7 +163,7 @@ pub fn trust_tool(engram: &Engram, name: &str, hash: Option<String>) -> Result<(
             t.name
         ),
     };
-    let t = engram.tools().trust(t.id.as_str(), &expected)?;
+    let t = engram.tools().trust(t.id.as_str(), &expected).await?;
     println!(
         "trusted {} sha256:{}",
         t.name,

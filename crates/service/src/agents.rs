@@ -139,29 +139,14 @@ impl Agents<'_> {
         if !self.engram.shared {
             return self.engram.store.agents().page(q);
         }
-        let mut agents = self.filtered(q).await?;
-        if !q.ascending {
-            agents.reverse();
-        }
-        // Cursors name agents of the list; one that is not gives an empty page.
-        if let Some(after) = &q.after {
-            match agents.iter().position(|a| &a.id == after) {
-                Some(i) => drop(agents.drain(..=i)),
-                None => return Ok(Vec::new()),
-            }
-        }
-        if let Some(before) = &q.before {
-            match agents.iter().position(|a| &a.id == before) {
-                Some(i) => {
-                    agents.truncate(i);
-                    let skip = agents.len().saturating_sub(q.limit);
-                    agents.drain(..skip);
-                }
-                None => return Ok(Vec::new()),
-            }
-        }
-        agents.truncate(q.limit);
-        Ok(agents)
+        Ok(crate::shared_paging::page(
+            self.filtered(q).await?,
+            |a| a.id.as_str(),
+            q.after.as_ref().map(AgentId::as_str),
+            q.before.as_ref().map(AgentId::as_str),
+            q.limit,
+            q.ascending,
+        ))
     }
 
     /// How many agents pass the filters of `q` (cursors and limit aside).

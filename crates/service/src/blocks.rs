@@ -24,9 +24,20 @@ impl Blocks<'_> {
     }
 
     /// A page of every block, filtered and paged in SQL (Letta's `GET /v1/blocks/`; see
-    /// [`BlockList`](engram_store::BlockList)). Errors: `not_available` on a shared server.
-    pub fn page(self, q: &engram_store::BlockList) -> Result<Vec<Block>> {
-        self.engram.local("filtering blocks")?.blocks().page(q)
+    /// [`BlockList`](engram_store::BlockList)).
+    pub async fn page(self, q: &engram_store::BlockList) -> Result<Vec<Block>> {
+        if !self.engram.shared {
+            return self.engram.store.blocks().page(q);
+        }
+        let blocks = self.engram.backend.list_blocks(q.label.as_deref()).await?;
+        Ok(crate::shared_paging::page(
+            blocks,
+            |b| b.id.as_str(),
+            q.after.as_ref().map(BlockId::as_str),
+            q.before.as_ref().map(BlockId::as_str),
+            q.limit,
+            q.ascending,
+        ))
     }
 
     /// One block by id. Errors: `not_found`.

@@ -247,34 +247,33 @@ impl Engram {
 impl Tools<'_> {
     /// Every tool: the built-ins first (ids `tool-builtin-<name>`), then user tools by name,
     /// each marked available or not (Python tools need `python3`).
-    pub fn list(self) -> Result<Vec<Tool>> {
+    pub async fn list(self) -> Result<Vec<Tool>> {
         let mut all = builtin_tools();
-        for t in self.engram.store.tools().list()? {
+        for t in self.engram.backend.list_tools().await? {
             all.push(self.engram.with_availability(t));
         }
         Ok(all)
     }
 
     /// One tool by id (built-ins too). Errors: `not_found`.
-    pub fn get(self, id: &ToolId) -> Result<Tool> {
+    pub async fn get(self, id: &ToolId) -> Result<Tool> {
         if let Some(name) = id.as_str().strip_prefix("tool-builtin-") {
             return builtin_tool(name).ok_or_else(|| Error::not_found("tool", id.as_str()));
         }
-        Ok(self
-            .engram
-            .with_availability(self.engram.store.tools().get(id)?))
+        let tool = self.engram.backend.get_tool(id).await?;
+        Ok(self.engram.with_availability(tool))
     }
 
     /// One tool by id or name (for transports that let people type either).
     /// Errors: `not_found`.
-    pub fn find(self, id_or_name: &str) -> Result<Tool> {
+    pub async fn find(self, id_or_name: &str) -> Result<Tool> {
         if let Some(t) = builtin_tool(id_or_name) {
             return Ok(t);
         }
         if let Some(t) = self.engram.store.tools().by_name(id_or_name)? {
             return Ok(self.engram.with_availability(t));
         }
-        self.get(&ToolId::from(id_or_name))
+        self.get(&ToolId::from(id_or_name)).await
     }
 
     /// Creates a user tool, or replaces the one with the same name. Its schema is generated
@@ -395,7 +394,7 @@ impl Tools<'_> {
     /// Attaches a tool (nothing changes when it is attached already); returns the agent's
     /// tools. Errors: `not_found` for the agent or the tool.
     pub async fn attach(self, agent: &AgentId, tool: &ToolId) -> Result<Vec<Tool>> {
-        let name = self.get(tool)?.name;
+        let name = self.get(tool).await?.name;
         self.engram
             .edit_tool_list(agent, |tools| {
                 if !tools.contains(&name) {
@@ -408,7 +407,7 @@ impl Tools<'_> {
     /// Detaches a tool (nothing changes when it is not attached); returns the agent's tools.
     /// The tool itself stays. Errors: `not_found` for the agent or the tool.
     pub async fn detach(self, agent: &AgentId, tool: &ToolId) -> Result<Vec<Tool>> {
-        let name = self.get(tool)?.name;
+        let name = self.get(tool).await?.name;
         self.engram
             .edit_tool_list(agent, |tools| tools.retain(|n| *n != name))
             .await
@@ -440,7 +439,7 @@ impl Tools<'_> {
         agent: Option<&AgentId>,
         args: Value,
     ) -> Result<ToolTrial> {
-        let tool = self.get(tool)?;
+        let tool = self.get(tool).await?;
         if !args.is_object() {
             return Err(Error::invalid("the arguments must be a JSON object"));
         }

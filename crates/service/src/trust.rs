@@ -98,8 +98,8 @@ impl Tools<'_> {
     ///
     /// Errors: `not_found`; `invalid_input` for a built-in tool; `conflict` naming the current
     /// hash when the source changed since it was shown.
-    pub fn trust(self, name_or_id: &str, expected_hash: &str) -> Result<Tool> {
-        let tool = self.find(name_or_id)?;
+    pub async fn trust(self, name_or_id: &str, expected_hash: &str) -> Result<Tool> {
+        let tool = self.find(name_or_id).await?;
         if tool.language == ToolLanguage::Builtin {
             return Err(Error::invalid(format!(
                 "'{}' is built into Engram; only user tools need trust",
@@ -109,19 +109,19 @@ impl Tools<'_> {
         let trusted = self.engram.store.tools().trust(&tool.id, expected_hash)?;
         tracing::info!(tool = %trusted.name, hash = ?trusted.trusted_hash, "tool trusted");
         self.engram.notify(Notice::ToolsChanged);
-        self.find(&trusted.name)
+        self.find(&trusted.name).await
     }
 
     /// Withdraws trust from a user tool (by name or id): calls fail until it is trusted again.
     /// Errors: `not_found`; `invalid_input` for a built-in tool.
-    pub fn untrust(self, name_or_id: &str) -> Result<Tool> {
-        let tool = self.find(name_or_id)?;
+    pub async fn untrust(self, name_or_id: &str) -> Result<Tool> {
+        let tool = self.find(name_or_id).await?;
         if tool.language == ToolLanguage::Builtin {
             return Err(Error::invalid("built-in tools are always trusted"));
         }
         let t = self.engram.store.tools().untrust(&tool.id)?;
         self.engram.notify(Notice::ToolsChanged);
-        self.find(&t.name)
+        self.find(&t.name).await
     }
 }
 

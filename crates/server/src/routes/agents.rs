@@ -166,13 +166,13 @@ impl AgentIn {
 
     /// The tool list: `tools` and `tool_ids` by name, plus the loop's base tools unless
     /// `include_base_tools` is false. `None` when nothing was said (keep or default).
-    fn tools(&self, engram: &Engram, style: LoopStyle) -> ApiResult<Option<Vec<String>>> {
+    async fn tools(&self, engram: &Engram, style: LoopStyle) -> ApiResult<Option<Vec<String>>> {
         if self.tools.is_none() && self.tool_ids.is_none() && self.include_base_tools.is_none() {
             return Ok(None);
         }
         let mut named = self.tools.clone().unwrap_or_default();
         for id in self.tool_ids.iter().flatten() {
-            named.push(super::tools::resolve(engram, id)?.name);
+            named.push(super::tools::resolve(engram, id).await?.name);
         }
         let mut all = if self.include_base_tools.unwrap_or(true) {
             default_tools(style)
@@ -196,7 +196,11 @@ pub async fn create(
 ) -> ApiResult<Json<Value>> {
     let user = principal.as_ref().and_then(|Extension(p)| p.user());
     let style = req.loop_style()?.unwrap_or_default();
-    let (llm, embedding, tools) = (req.llm(None), req.embedding(), req.tools(&s.engram, style)?);
+    let (llm, embedding, tools) = (
+        req.llm(None),
+        req.embedding(),
+        req.tools(&s.engram, style).await?,
+    );
     let sleeptime = (req.enable_sleeptime, req.sleeptime_agent_frequency);
     let new = NewAgent {
         name: req
@@ -345,7 +349,9 @@ pub async fn modify(
         embedding: req.embedding().map(Some),
         loop_style: style,
         max_steps: req.max_steps,
-        tools: req.tools(&s.engram, style.unwrap_or(current.loop_style))?,
+        tools: req
+            .tools(&s.engram, style.unwrap_or(current.loop_style))
+            .await?,
         tool_rules: req.tool_rules.clone(),
     };
     s.engram.agents().update(&id, &patch).await?;

@@ -216,7 +216,7 @@ pub async fn list(
         limit: q.cursor.limit.unwrap_or(DEFAULT_BLOCK_LIMIT),
         ascending: !q.cursor.descending(false),
     };
-    let blocks = s.engram.blocks().page(&list)?;
+    let blocks = s.engram.blocks().page(&list).await?;
     Ok(Json(blocks.iter().map(shapes::block).collect()))
 }
 

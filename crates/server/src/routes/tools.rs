@@ -37,10 +37,10 @@ pub async fn healthz(
 }
 
 /// A tool by REST id: the stable ids of built-ins (see [`shapes::tool_id`]) or a user tool's.
-pub(crate) fn resolve(engram: &Engram, id: &str) -> ApiResult<Tool> {
+pub(crate) async fn resolve(engram: &Engram, id: &str) -> ApiResult<Tool> {
     match shapes::tool_name(id) {
-        Some(name) => Ok(engram.tools().find(name)?),
-        None => Ok(engram.tools().get(&ToolId::from(id))?),
+        Some(name) => Ok(engram.tools().find(name).await?),
+        None => Ok(engram.tools().get(&ToolId::from(id)).await?),
     }
 }
 
@@ -60,7 +60,8 @@ pub async fn list(
     let mut tools: Vec<Value> = s
         .engram
         .tools()
-        .list()?
+        .list()
+        .await?
         .iter()
         .map(shapes::any_tool)
         .collect();
@@ -78,7 +79,7 @@ pub async fn list(
 
 /// `GET /v1/tools/{tool_id}`.
 pub async fn retrieve(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
-    Ok(Json(shapes::any_tool(&resolve(&s.engram, &id)?)))
+    Ok(Json(shapes::any_tool(&resolve(&s.engram, &id).await?)))
 }
 
 /// The fields of Letta's `ToolCreate` / `ToolUpdate` that Engram acts on (what `letta-client`'s
@@ -141,7 +142,7 @@ pub async fn modify(
     Body(req): Body<ToolIn>,
 ) -> ApiResult<Json<Value>> {
     req.check_language()?;
-    let tool = resolve(&s.engram, &id)?;
+    let tool = resolve(&s.engram, &id).await?;
     let patch = ToolPatch {
         name: req
             .json_schema
@@ -163,7 +164,7 @@ pub async fn modify(
 
 /// `DELETE /v1/tools/{tool_id}`.
 pub async fn delete(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
-    let tool = resolve(&s.engram, &id)?;
+    let tool = resolve(&s.engram, &id).await?;
     s.engram.tools().delete(&tool.id)?;
     Ok(deleted())
 }
@@ -183,7 +184,7 @@ pub async fn attach(
     Path((id, tool)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {
     let agent = agent_id(id);
-    let tool = resolve(&s.engram, &tool)?;
+    let tool = resolve(&s.engram, &tool).await?;
     s.engram.tools().attach(&agent, &tool.id).await?;
     agent_state::render(&s.engram, &s.engram.agents().get(&agent).await?).await
 }
@@ -194,7 +195,7 @@ pub async fn detach(
     Path((id, tool)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {
     let agent = agent_id(id);
-    let tool = resolve(&s.engram, &tool)?;
+    let tool = resolve(&s.engram, &tool).await?;
     s.engram.tools().detach(&agent, &tool.id).await?;
     agent_state::render(&s.engram, &s.engram.agents().get(&agent).await?).await
 }

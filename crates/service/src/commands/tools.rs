@@ -20,7 +20,7 @@ impl AppCall for ListToolsArgs {
     const NAME: &'static str = "list_tools";
     type Output = Vec<Tool>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.tools().list()
+        e.tools().list().await
     }
 }
 
@@ -141,7 +141,7 @@ impl AppCall for TrustToolArgs {
     const NAME: &'static str = "trust_tool";
     type Output = Tool;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Tool> {
-        e.tools().trust(&self.tool, &self.expected_hash)
+        e.tools().trust(&self.tool, &self.expected_hash).await
     }
 }
 
@@ -157,7 +157,7 @@ impl AppCall for UntrustToolArgs {
     const NAME: &'static str = "untrust_tool";
     type Output = Tool;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Tool> {
-        e.tools().untrust(&self.tool)
+        e.tools().untrust(&self.tool).await
     }
 }
 
