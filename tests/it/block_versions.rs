@@ -36,6 +36,7 @@ async fn add_wait_tool(home: &Home, agent: &AgentId) {
             source_code: WAIT_TOOL.into(),
             ..NewTool::default()
         })
+        .await
         .expect("upsert tool");
     home.engram
         .tools()
@@ -432,6 +433,7 @@ async fn a_user_tools_whole_value_write_based_on_a_stale_read_is_refused() {
             source_code: SLOW_REWRITE_TOOL.into(),
             ..NewTool::default()
         })
+        .await
         .expect("upsert tool");
     home.engram
         .tools()

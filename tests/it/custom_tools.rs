@@ -28,6 +28,7 @@ async fn add_tool(home: &Home, agent: &engram_core::AgentId, source: &str) -> en
             source_code: source.into(),
             ..NewTool::default()
         })
+        .await
         .expect("upsert tool");
     home.engram
         .tools()
@@ -182,6 +183,7 @@ async fn megabytes_of_output_are_capped_and_the_result_is_cut_to_its_limit() {
                 ..Default::default()
             },
         )
+        .await
         .unwrap();
     let (out, _) = home.chat(&agent, "go").await;
     let r = &results(&out)[0].1;
@@ -289,6 +291,7 @@ async fn without_python_tools_are_listed_unavailable_and_calls_fail_cleanly() {
             source_code: "def f():\n    \"\"\"F.\"\"\"\n    return 1\n".into(),
             ..NewTool::default()
         })
+        .await
         .unwrap_err();
     assert_eq!(err.code(), "invalid_input");
 }
@@ -341,7 +344,7 @@ async fn rule_home(
         .await;
     add_tool(&home, &agent, NOTE).await;
     add_tool(&home, &agent, CHECK).await;
-    home.engram.tools().set_rules(&agent, rules).unwrap();
+    home.engram.tools().set_rules(&agent, rules).await.unwrap();
     (home, agent)
 }
 
@@ -404,7 +407,7 @@ async fn a_continue_rule_keeps_a_classic_run_going_without_a_heartbeat() {
     assert_eq!(out.usage.step_count, 2, "the rule asked for a second step");
     assert_eq!(out.stop_reason, StopReason::EndTurn);
     // Without the rule the same model stops after the first step.
-    home.engram.tools().set_rules(&agent, vec![]).unwrap();
+    home.engram.tools().set_rules(&agent, vec![]).await.unwrap();
     let (out, _) = home.chat(&agent, "go").await;
     assert_eq!(out.usage.step_count, 1);
 }

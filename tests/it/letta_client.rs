@@ -259,6 +259,36 @@ async fn task_queue_tools_upserted_with_letta_client_1_x_run() {
     run_script(SDK_1, "task_queue_v1.py", "task queue flow OK").await;
 }
 
+/// The task-queue tutorial (tools upserted, attached, run, detached) on a server on
+/// PostgreSQL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn task_queue_tools_run_on_postgres_with_letta_client_0_1() {
+    let url = engram_test_postgres::database().url();
+    let options = ["--database", url.as_str()];
+    run_script_on(
+        SDK_0_1,
+        "task_queue_v01.py",
+        "task queue flow OK",
+        false,
+        &options,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn task_queue_tools_run_on_postgres_with_letta_client_1_x() {
+    let url = engram_test_postgres::database().url();
+    let options = ["--database", url.as_str()];
+    run_script_on(
+        SDK_1,
+        "task_queue_v1.py",
+        "task queue flow OK",
+        false,
+        &options,
+    )
+    .await;
+}
+
 /// The tutorial's task-queue tools as written call the server back with `letta_client` and no
 /// token: with the API's token required, each call reaches its own agent through the door Engram
 /// opens for the tool call (the sandbox bridges it to localhost:8283), the `tasks` block ends

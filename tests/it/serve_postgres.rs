@@ -248,7 +248,7 @@ async fn two_replicas_serve_one_set_of_agents() {
 
     // What has not moved onto the shared database says so rather than answer from a
     // replica's own files.
-    let (status, body) = call(&a.base, Method::POST, "/v1/tools", Some(json!({}))).await;
+    let (status, body) = call(&a.base, Method::GET, "/v1/mcp-servers", None).await;
     assert_eq!(status, StatusCode::NOT_IMPLEMENTED, "{body}");
     assert_eq!(body["code"], "not_available", "{body}");
 

@@ -86,6 +86,7 @@ async fn a_snooping_tool_in_a_real_run_sees_nothing_and_reaches_nothing() {
             source_code: SNOOP.into(),
             ..NewTool::default()
         })
+        .await
         .unwrap();
     assert!(!tool.network && !tool.allow_unsandboxed, "off by default");
     assert!(tool.available, "{:?}", tool.unavailable_reason);
@@ -110,6 +111,7 @@ async fn a_snooping_tool_in_a_real_run_sees_nothing_and_reaches_nothing() {
                 ..Default::default()
             },
         )
+        .await
         .unwrap();
     assert!(tool.network && !tool.allow_unsandboxed);
     let (out, _) = home.chat(&agent, "again").await;
@@ -126,6 +128,7 @@ async fn a_snooping_tool_in_a_real_run_sees_nothing_and_reaches_nothing() {
             source_code: SNOOP.into(),
             ..NewTool::default()
         })
+        .await
         .unwrap();
     assert!(again.network, "a re-upsert keeps the grant");
 }
@@ -142,6 +145,7 @@ async fn without_a_sandbox_a_tool_runs_only_when_the_user_allows_it() {
             source_code: "def hello() -> str:\n    \"\"\"Say hi.\"\"\"\n    return 'hi'\n".into(),
             ..NewTool::default()
         })
+        .await
         .unwrap();
     assert!(!tool.available);
     let why = tool.unavailable_reason.clone().unwrap();
@@ -168,6 +172,7 @@ async fn without_a_sandbox_a_tool_runs_only_when_the_user_allows_it() {
                 ..Default::default()
             },
         )
+        .await
         .unwrap();
     assert!(tool.available, "{:?}", tool.unavailable_reason);
     let (out, _) = home.chat(&agent, "greet again").await;
@@ -179,6 +184,7 @@ async fn without_a_sandbox_a_tool_runs_only_when_the_user_allows_it() {
         .engram
         .tools()
         .set_sandbox(&builtin.id, ToolSandboxSettings::default())
+        .await
         .unwrap_err();
     assert_eq!(err.code(), "invalid_input");
 }

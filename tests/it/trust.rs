@@ -92,13 +92,14 @@ fn user_provider(home: &Home, mock: &MockLlm, key: Option<&str>) {
         .unwrap();
 }
 
-fn user_tool(home: &Home, source: &str) -> engram_core::Tool {
+async fn user_tool(home: &Home, source: &str) -> engram_core::Tool {
     home.engram
         .tools()
         .upsert(NewTool {
             source_code: source.into(),
             ..NewTool::default()
         })
+        .await
         .unwrap()
 }
 
@@ -192,6 +193,7 @@ async fn an_imported_tool_does_not_run_before_trust_and_runs_after() {
                 ..Default::default()
             },
         )
+        .await
         .unwrap();
     assert!(
         home.engram
@@ -298,8 +300,8 @@ async fn importing_twice_or_a_clashing_tool_changes_no_existing_tool() {
     let mock = MockLlm::start(Script::Brain).await;
     let home = Home::new();
     user_provider(&home, &mock, None);
-    let mine = user_tool(&home, MY_PUSH);
-    let private = user_tool(&home, MY_PRIVATE);
+    let mine = user_tool(&home, MY_PUSH).await;
+    let private = user_tool(&home, MY_PRIVATE).await;
     assert!(
         mine.trusted && private.trusted,
         "tools the user writes are trusted"

@@ -211,11 +211,14 @@ pub async fn tool(engram: &Engram, cmd: ToolCmd) -> Result<()> {
         ToolCmd::Add { file, name, attach } => {
             let source = std::fs::read_to_string(&file)
                 .with_context(|| format!("cannot read {}", file.display()))?;
-            let tool = engram.tools().upsert(NewTool {
-                source_code: source,
-                name,
-                ..NewTool::default()
-            })?;
+            let tool = engram
+                .tools()
+                .upsert(NewTool {
+                    source_code: source,
+                    name,
+                    ..NewTool::default()
+                })
+                .await?;
             if let Some(agent) = attach {
                 engram
                     .tools()
@@ -272,18 +275,21 @@ pub async fn tool(engram: &Engram, cmd: ToolCmd) -> Result<()> {
                 );
             }
             let t = engram.tools().find(&tool).await?;
-            let t = engram.tools().set_sandbox(
-                &t.id,
-                ToolSandboxSettings {
-                    network: network.map(bool::from),
-                    allow_unsandboxed: unsandboxed.map(bool::from),
-                },
-            )?;
+            let t = engram
+                .tools()
+                .set_sandbox(
+                    &t.id,
+                    ToolSandboxSettings {
+                        network: network.map(bool::from),
+                        allow_unsandboxed: unsandboxed.map(bool::from),
+                    },
+                )
+                .await?;
             println!("{}", line(&t));
         }
         ToolCmd::Delete { tool } => {
             let t = engram.tools().find(&tool).await?;
-            engram.tools().delete(&t.id)?;
+            engram.tools().delete(&t.id).await?;
             println!("deleted {}", t.name);
         }
     }

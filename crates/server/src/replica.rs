@@ -57,10 +57,21 @@ const SERVED: &[(&str, &[Method])] = &[
         "/v1/agents/{agent_id}/archival-memory/{memory_id}",
         &[Method::DELETE],
     ),
-    ("/v1/tools", &[Method::GET]),
-    ("/v1/tools/", &[Method::GET]),
-    ("/v1/tools/{tool_id}", &[Method::GET]),
+    ("/v1/tools", &[Method::GET, Method::POST, Method::PUT]),
+    ("/v1/tools/", &[Method::GET, Method::POST, Method::PUT]),
+    (
+        "/v1/tools/{tool_id}",
+        &[Method::GET, Method::PATCH, Method::DELETE],
+    ),
     ("/v1/agents/{agent_id}/tools", &[Method::GET]),
+    (
+        "/v1/agents/{agent_id}/tools/attach/{tool_id}",
+        &[Method::PATCH],
+    ),
+    (
+        "/v1/agents/{agent_id}/tools/detach/{tool_id}",
+        &[Method::PATCH],
+    ),
     ("/v1/blocks", &[Method::GET, Method::POST]),
     ("/v1/blocks/", &[Method::GET, Method::POST]),
     (
@@ -161,7 +172,7 @@ mod tests {
         let path = "/v1/agents/agent-1";
         assert!(serves("/v1/agents/{agent_id}", &Method::GET, path));
         assert!(!serves("/v1/agents/{agent_id}", &Method::PUT, path));
-        assert!(!serves("/v1/tools", &Method::POST, "/v1/tools"));
+        assert!(!serves("/v1/mcp-servers", &Method::GET, "/v1/mcp-servers"));
         let command = "/app/{command}";
         assert!(serves(command, &Method::POST, "/app/list_agents"));
         assert!(!serves(command, &Method::POST, "/app/list_tools"));

@@ -168,7 +168,7 @@ impl Agents<'_> {
             .find(|t| t.id == template)
             .ok_or_else(|| Error::not_found("template", template))?;
         for source in &t.tool_sources {
-            self.engram.tools().upsert(source.clone())?;
+            self.engram.tools().upsert(source.clone()).await?;
         }
         let mut new = new;
         if new.name.trim().is_empty() {

@@ -115,17 +115,15 @@ impl Engram {
         agent: &AgentId,
         edit: impl FnOnce(&mut Vec<String>),
     ) -> Result<Vec<Tool>> {
-        let before = self.store.agents().get(agent)?.tools;
+        let before = self.backend.get_agent(agent).await?.tools;
         let mut tools = before.clone();
         edit(&mut tools);
         if tools != before {
-            self.store.agents().update(
-                agent,
-                &engram_core::AgentPatch {
-                    tools: Some(tools),
-                    ..Default::default()
-                },
-            )?;
+            let patch = engram_core::AgentPatch {
+                tools: Some(tools),
+                ..Default::default()
+            };
+            self.backend.update_agent(agent, &patch).await?;
             self.notify(Notice::AgentChanged {
                 agent_id: agent.clone(),
             });
@@ -145,6 +143,15 @@ impl Engram {
             }
         }
         Ok(())
+    }
+
+    /// [`build_tool`](Self::build_tool) on a thread that may block: generating a schema runs
+    /// `python3`.
+    async fn build_tool_apart(&self, new: NewTool) -> Result<Tool> {
+        let engram = self.handle()?;
+        tokio::task::spawn_blocking(move || engram.build_tool(new))
+            .await
+            .map_err(|e| Error::Internal(format!("building a tool: {e}")))?
     }
 
     /// A user tool from `new`: schema given or generated, name and description settled.
@@ -270,7 +277,7 @@ impl Tools<'_> {
         if let Some(t) = builtin_tool(id_or_name) {
             return Ok(t);
         }
-        if let Some(t) = self.engram.store.tools().by_name(id_or_name)? {
+        if let Some(t) = self.engram.backend.tool_by_name(id_or_name).await? {
             return Ok(self.engram.with_availability(t));
         }
         self.get(&ToolId::from(id_or_name)).await
@@ -283,22 +290,24 @@ impl Tools<'_> {
     ///
     /// Errors: `invalid_input` with Python's parse error, for a name that is not an identifier
     /// or names a built-in tool, or when no schema is given and `python3` is missing.
-    pub fn upsert(self, new: NewTool) -> Result<Tool> {
-        let mut tool = self.engram.build_tool(new.clone())?;
+    pub async fn upsert(self, new: NewTool) -> Result<Tool> {
+        let mut tool = self.engram.build_tool_apart(new.clone()).await?;
+        let backend = &self.engram.backend;
         // Settings not given keep those of the tool being replaced.
-        if let Some(old) = self.engram.store.tools().by_name(&tool.name)? {
+        if let Some(old) = backend.tool_by_name(&tool.name).await? {
             tool.network = new.network.unwrap_or(old.network);
             tool.allow_unsandboxed = new.allow_unsandboxed.unwrap_or(old.allow_unsandboxed);
         }
-        let stored = self.engram.store.tools().upsert(&tool)?;
+        let stored = backend.upsert_tool(&tool).await?;
         self.engram.notify(Notice::ToolsChanged);
         Ok(self.engram.with_availability(stored))
     }
 
     /// Changes a user tool. Errors: `not_found`; `invalid_input` as for
     /// [`upsert`](Self::upsert); `conflict` when renamed to a taken name.
-    pub fn update(self, id: &ToolId, patch: ToolPatch) -> Result<Tool> {
-        let old = self.engram.store.tools().get(id)?;
+    pub async fn update(self, id: &ToolId, patch: ToolPatch) -> Result<Tool> {
+        let backend = &self.engram.backend;
+        let old = backend.get_tool(id).await?;
         let source_changed = patch.source_code.is_some();
         let name = patch.name.clone().unwrap_or_else(|| old.name.clone());
         let json_schema = match patch.json_schema {
@@ -327,7 +336,7 @@ impl Tools<'_> {
             network: Some(old.network),
             allow_unsandboxed: Some(old.allow_unsandboxed),
         };
-        let mut tool = self.engram.build_tool(new)?;
+        let mut tool = self.engram.build_tool_apart(new).await?;
         tool.id = old.id.clone();
         tool.created_at = old.created_at;
         if tool.source_code == old.source_code {
@@ -336,7 +345,7 @@ impl Tools<'_> {
             tool.origin = old.origin.clone();
             tool.trusted_hash = old.trusted_hash.clone();
         }
-        let stored = self.engram.store.tools().replace(id, &tool)?;
+        let stored = backend.replace_tool(id, &tool).await?;
         self.engram.notify(Notice::ToolsChanged);
         Ok(self.engram.with_availability(stored))
     }
@@ -344,31 +353,32 @@ impl Tools<'_> {
     /// Grants or revokes a user tool's network and unsandboxed runs (the user's decision;
     /// never taken from an imported file or an API client's tool definition). Returns the
     /// tool with its availability. Errors: `not_found`; `invalid_input` for a built-in tool.
-    pub fn set_sandbox(self, id: &ToolId, settings: ToolSandboxSettings) -> Result<Tool> {
+    pub async fn set_sandbox(self, id: &ToolId, settings: ToolSandboxSettings) -> Result<Tool> {
         if id.as_str().starts_with("tool-builtin-") {
             return Err(Error::invalid(
                 "built-in tools run inside Engram and have no sandbox settings",
             ));
         }
-        let mut tool = self.engram.store.tools().get(id)?;
+        let backend = &self.engram.backend;
+        let mut tool = backend.get_tool(id).await?;
         if let Some(network) = settings.network {
             tool.network = network;
         }
         if let Some(allow) = settings.allow_unsandboxed {
             tool.allow_unsandboxed = allow;
         }
-        let stored = self.engram.store.tools().replace(id, &tool)?;
+        let stored = backend.replace_tool(id, &tool).await?;
         self.engram.notify(Notice::ToolsChanged);
         Ok(self.engram.with_availability(stored))
     }
 
     /// Deletes a user tool and detaches it from every agent. Errors: `not_found`;
     /// `invalid_input` for a built-in tool.
-    pub fn delete(self, id: &ToolId) -> Result<()> {
+    pub async fn delete(self, id: &ToolId) -> Result<()> {
         if id.as_str().starts_with("tool-builtin-") {
             return Err(Error::invalid("built-in tools cannot be deleted"));
         }
-        self.engram.store.tools().delete(id)?;
+        self.engram.backend.delete_tool(id).await?;
         self.engram.notify(Notice::ToolsChanged);
         Ok(())
     }
@@ -415,14 +425,12 @@ impl Tools<'_> {
 
     /// Replaces the agent's tool rules (enforced by the loop from the next run on).
     /// Errors: `not_found`.
-    pub fn set_rules(self, agent: &AgentId, rules: Vec<ToolRule>) -> Result<Agent> {
-        let updated = self.engram.store.agents().update(
-            agent,
-            &engram_core::AgentPatch {
-                tool_rules: Some(rules),
-                ..Default::default()
-            },
-        )?;
+    pub async fn set_rules(self, agent: &AgentId, rules: Vec<ToolRule>) -> Result<Agent> {
+        let patch = engram_core::AgentPatch {
+            tool_rules: Some(rules),
+            ..Default::default()
+        };
+        let updated = self.engram.backend.update_agent(agent, &patch).await?;
         self.engram.notify(Notice::AgentChanged {
             agent_id: agent.clone(),
         });

@@ -127,11 +127,8 @@ impl ToolIn {
 /// `POST /v1/tools/` and `PUT /v1/tools/` (upsert by the function's name).
 pub async fn upsert(State(s): State<AppState>, Body(req): Body<ToolIn>) -> ApiResult<Json<Value>> {
     let new = req.into_new()?;
-    // Schema generation waits on a python3 process; keep it off the async workers.
-    let engram = s.engram.clone();
-    let tool = tokio::task::spawn_blocking(move || engram.tools().upsert(new))
-        .await
-        .map_err(|e| engram_core::Error::Internal(format!("tool upsert failed: {e}")))??;
+    // The service keeps schema generation (a python3 process) off the async workers.
+    let tool = s.engram.tools().upsert(new).await?;
     Ok(Json(shapes::any_tool(&tool)))
 }
 
@@ -155,17 +152,14 @@ pub async fn modify(
         return_char_limit: req.return_char_limit,
         tags: req.tags,
     };
-    let engram = s.engram.clone();
-    let tool = tokio::task::spawn_blocking(move || engram.tools().update(&tool.id, patch))
-        .await
-        .map_err(|e| engram_core::Error::Internal(format!("tool update failed: {e}")))??;
+    let tool = s.engram.tools().update(&tool.id, patch).await?;
     Ok(Json(shapes::any_tool(&tool)))
 }
 
 /// `DELETE /v1/tools/{tool_id}`.
 pub async fn delete(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let tool = resolve(&s.engram, &id).await?;
-    s.engram.tools().delete(&tool.id)?;
+    s.engram.tools().delete(&tool.id).await?;
     Ok(deleted())
 }
 

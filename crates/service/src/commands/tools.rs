@@ -2,7 +2,7 @@
 //! the user's trust decisions (DESIGN.md §8b: a tool's reviewed source, an agent's
 //! endpoints), and tool calls that wait for the user's approval.
 
-use super::{Access, AppCall, Caller, blocking};
+use super::{Access, AppCall, Caller};
 use crate::{AgentEndpoints, Engram, ToolTrial};
 use engram_core::{
     Agent, AgentAccess, AgentId, EndpointKind, NewTool, PendingApproval, Result, Tool, ToolId,
@@ -53,7 +53,7 @@ impl AppCall for UpsertToolArgs {
     type Output = Tool;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Tool> {
         let e = e.clone();
-        blocking("save tool", move || e.tools().upsert(self.new)).await
+        e.tools().upsert(self.new).await
     }
 }
 
@@ -68,7 +68,7 @@ impl AppCall for DeleteToolArgs {
     const NAME: &'static str = "delete_tool";
     type Output = ();
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
-        e.tools().delete(&self.tool_id)
+        e.tools().delete(&self.tool_id).await
     }
 }
 
