@@ -80,6 +80,17 @@ async fn ok(base: &str, method: Method, path: &str, body: Option<Value>) -> Valu
     v
 }
 
+/// The body creating an agent named `name` on the scripted model `mock`, words-only archival.
+fn agent_body(name: &str, mock: &MockLlm) -> Value {
+    json!({
+        "name": name,
+        "model": "openai/mock-small",
+        "embedding": "none",
+        "llm_config": {"model": "mock-small", "model_endpoint_type": "openai",
+                       "model_endpoint": mock.base_url(), "context_window": 32000},
+    })
+}
+
 /// What the agent said in a messages response (assistant messages, in order).
 fn said(response: &Value) -> String {
     response["messages"]
@@ -109,14 +120,12 @@ async fn two_replicas_serve_one_set_of_agents() {
         &a.base,
         Method::POST,
         "/v1/agents/",
-        Some(json!({
-            "name": "Shared desk",
-            "memory_blocks": [{"label": "human", "value": ""}, {"label": "persona", "value": "I help."}],
-            "model": "openai/mock-small",
-            "embedding": "none",
-            "llm_config": {"model": "mock-small", "model_endpoint_type": "openai",
-                           "model_endpoint": mock.base_url(), "context_window": 32000},
-        })),
+        Some({
+            let mut body = agent_body("Shared desk", &mock);
+            body["memory_blocks"] =
+                json!([{"label": "human", "value": ""}, {"label": "persona", "value": "I help."}]);
+            body
+        }),
     )
     .await;
     let id = created["id"].as_str().unwrap().to_owned();
@@ -301,20 +310,7 @@ async fn a_busy_agent_answers_409_elsewhere_and_is_cancelled_from_any_replica() 
         replica(&url, Some(&mock)).await,
         replica(&url, Some(&mock)).await,
     );
-    let created = ok(
-        &a.base,
-        Method::POST,
-        "/v1/agents/",
-        Some(json!({
-            "name": "Busy",
-            "model": "openai/mock-small",
-            "embedding": "none",
-            "llm_config": {"model": "mock-small", "model_endpoint_type": "openai",
-                           "model_endpoint": mock.base_url(), "context_window": 32000},
-        })),
-    )
-    .await;
-    let id = created["id"].as_str().unwrap().to_owned();
+    let id = agent_on(&a.base, &mock).await;
     let agent = engram_core::AgentId::from(id.clone());
     let path = format!("/v1/agents/{id}/messages");
 
@@ -337,6 +333,15 @@ async fn a_busy_agent_answers_409_elsewhere_and_is_cancelled_from_any_replica() 
     let (status, body) = call(&b.base, Method::POST, &path, Some(user_says("hi"))).await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     assert_eq!(body["code"], "agent_busy", "{body}");
+    // A hand edit does not wait for the run: it is an operation on the block as stored.
+    let human = format!("/v1/agents/{id}/core-memory/blocks/human");
+    ok(
+        &b.base,
+        Method::PATCH,
+        &human,
+        Some(json!({"value": "Name: Bo"})),
+    )
+    .await;
 
     ok(&b.base, Method::POST, &format!("{path}/cancel"), None).await;
     let (status, answer) = slow.await.unwrap();
@@ -351,6 +356,11 @@ async fn a_busy_agent_answers_409_elsewhere_and_is_cancelled_from_any_replica() 
         started.elapsed()
     );
 
+    let kept = ok(&a.base, Method::GET, &human, None).await;
+    assert_eq!(
+        kept["value"], "Name: Bo",
+        "the hand edit made mid-run stands"
+    );
     // The refused message left nothing; the agent takes the next one on either replica.
     let history = ok(
         &a.base,
@@ -390,15 +400,7 @@ async fn many_clients_on_three_replicas_lose_nothing() {
         let (bases, next) = (bases.clone(), next.clone());
         move || bases[next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % bases.len()].clone()
     };
-    let body = |name: String| {
-        json!({
-            "name": name,
-            "model": "openai/mock-small",
-            "embedding": "none",
-            "llm_config": {"model": "mock-small", "model_endpoint_type": "openai",
-                           "model_endpoint": mock.base_url(), "context_window": 32000},
-        })
-    };
+    let body = |name: String| agent_body(&name, &mock);
     let mut agents = Vec::new();
     for n in 0..AGENTS {
         let made = ok(
@@ -713,18 +715,13 @@ fn run_left_nothing(history: &[(String, String)], text: &str, next: &str) {
     );
 }
 
+/// An agent on the scripted model made through `base`; its id.
 async fn agent_on(base: &str, mock: &MockLlm) -> String {
     let made = ok(
         base,
         Method::POST,
         "/v1/agents/",
-        Some(json!({
-            "name": "Replicated",
-            "model": "openai/mock-small",
-            "embedding": "none",
-            "llm_config": {"model": "mock-small", "model_endpoint_type": "openai",
-                           "model_endpoint": mock.base_url(), "context_window": 32000},
-        })),
+        Some(agent_body("Replicated", mock)),
     )
     .await;
     made["id"].as_str().unwrap().to_owned()

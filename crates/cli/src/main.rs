@@ -91,15 +91,12 @@ fn main() -> ExitCode {
 /// `url` with its password left out, for messages (a `key=value` connection string is not
 /// shown at all).
 fn redacted(url: &str) -> String {
-    let Some(scheme) = url.find("://") else {
-        return "given by --database".into();
-    };
-    match url.rfind('@') {
-        Some(at) if at > scheme => {
-            let user = url[scheme + 3..at].split(':').next().unwrap_or_default();
-            format!("{}{user}@{}", &url[..scheme + 3], &url[at + 1..])
+    match url::Url::parse(url) {
+        Ok(mut parsed) if parsed.has_host() => {
+            let _ = parsed.set_password(None);
+            parsed.to_string()
         }
-        _ => url.to_owned(),
+        _ => "given by --database".into(),
     }
 }
 
@@ -815,4 +812,17 @@ async fn provider(engram: &Engram, cmd: ProviderCmd) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redacted;
+
+    #[test]
+    fn a_database_url_is_shown_without_its_password() {
+        let shown = redacted("postgres://engram:s3cret@db.internal:5432/engram");
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert!(shown.contains("engram@db.internal:5432/engram"), "{shown}");
+        assert_eq!(redacted("host=db password=s3cret"), "given by --database");
+    }
 }

@@ -17,6 +17,7 @@ pub mod mcp;
 pub mod memory;
 pub mod message;
 mod new_block;
+pub mod paging;
 pub mod passage;
 pub mod price;
 pub mod run;

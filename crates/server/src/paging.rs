@@ -50,35 +50,20 @@ impl Cursor {
 /// between the cursors, then the first `limit` (default `default_limit`). An unknown cursor id
 /// yields an empty page.
 pub fn page<T>(
-    mut items: Vec<T>,
+    items: Vec<T>,
     id: impl Fn(&T) -> &str,
     cursor: &Cursor,
     default_desc: bool,
     default_limit: usize,
 ) -> Vec<T> {
-    if cursor.descending(default_desc) {
-        items.reverse();
-    }
-    if let Some(after) = &cursor.after {
-        items = match items.iter().position(|t| id(t) == after) {
-            Some(i) => items.split_off(i + 1),
-            None => Vec::new(),
-        };
-    }
-    if let Some(before) = &cursor.before {
-        match items.iter().position(|t| id(t) == before) {
-            Some(i) => {
-                items.truncate(i);
-                // The page nearest the cursor.
-                let limit = cursor.limit.unwrap_or(default_limit);
-                let skip = items.len().saturating_sub(limit);
-                items.drain(..skip);
-            }
-            None => items.clear(),
-        }
-    }
-    items.truncate(cursor.limit.unwrap_or(default_limit));
-    items
+    engram_core::paging::page(
+        items,
+        id,
+        cursor.after.as_deref(),
+        cursor.before.as_deref(),
+        cursor.limit.unwrap_or(default_limit),
+        !cursor.descending(default_desc),
+    )
 }
 
 #[cfg(test)]

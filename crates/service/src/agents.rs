@@ -139,7 +139,7 @@ impl Agents<'_> {
         if !self.engram.shared {
             return self.engram.store.agents().page(q);
         }
-        Ok(crate::shared_paging::page(
+        Ok(engram_core::paging::page(
             self.filtered(q).await?,
             |a| a.id.as_str(),
             q.after.as_ref().map(AgentId::as_str),

@@ -30,7 +30,7 @@ impl Blocks<'_> {
             return self.engram.store.blocks().page(q);
         }
         let blocks = self.engram.backend.list_blocks(q.label.as_deref()).await?;
-        Ok(crate::shared_paging::page(
+        Ok(engram_core::paging::page(
             blocks,
             |b| b.id.as_str(),
             q.after.as_ref().map(BlockId::as_str),

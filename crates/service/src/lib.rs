@@ -53,7 +53,6 @@ mod rooms;
 mod run_tests;
 mod runs;
 mod server_link;
-mod shared_paging;
 mod sleeptime;
 mod sleeptime_api;
 mod templates;

@@ -1,10 +1,11 @@
-//! A page of a list read whole from a shared server's database, cut here the way the SQLite
-//! queries cut theirs (Letta's cursors): for lists the storage interface gives in full.
+//! Letta's cursor paging over a list held whole in memory: the REST routes over lists the
+//! engine returns whole, and a shared server's lists the storage interface gives in full,
+//! cut the way the SQLite queries cut theirs.
 
 /// The page of `items` (oldest first) in the list's order — reversed unless `ascending` —
 /// after the item `after` and before the item `before` (the `limit` nearest it), at most
 /// `limit`. A cursor that is not in the list gives an empty page, as on SQLite.
-pub(crate) fn page<T>(
+pub fn page<T>(
     mut items: Vec<T>,
     id: impl Fn(&T) -> &str,
     after: Option<&str>,
