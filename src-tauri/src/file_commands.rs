@@ -61,10 +61,13 @@ pub async fn export_to_file<R: Runtime>(
     } else {
         let e = engram.clone();
         let ids = agent_ids.clone();
-        tokio::task::spawn_blocking(move || e.agent_files().export_all(ids.as_deref(), format))
-            .await
-            .map_err(|e| Error::Internal(format!("export: {e}")))??
-            .file_name
+        tokio::task::spawn_blocking(move || {
+            tokio::runtime::Handle::current()
+                .block_on(e.agent_files().export_all(ids.as_deref(), format))
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("export: {e}")))??
+        .file_name
     };
     let path = match test_path("ENGRAM_TEST_SAVE_PATH") {
         Some(p) => Some(p),
@@ -100,9 +103,11 @@ pub async fn export_to_file<R: Runtime>(
         return Ok(Some(path.display().to_string()));
     }
     let written = tokio::task::spawn_blocking(move || {
-        engram
-            .agent_files()
-            .export_all_to(agent_ids.as_deref(), format, &path)
+        tokio::runtime::Handle::current().block_on(engram.agent_files().export_all_to(
+            agent_ids.as_deref(),
+            format,
+            &path,
+        ))
     })
     .await
     .map_err(|e| Error::Internal(format!("export: {e}")))??;
@@ -154,9 +159,11 @@ pub async fn import_from_file<R: Runtime>(
     }
     let engram = d.engram.clone();
     Ok(Some(
-        tokio::task::spawn_blocking(move || engram.agent_files().import_at(&path))
-            .await
-            .map_err(|e| Error::Internal(format!("import: {e}")))??,
+        tokio::task::spawn_blocking(move || {
+            tokio::runtime::Handle::current().block_on(engram.agent_files().import_at(&path))
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("import: {e}")))??,
     ))
 }
 

@@ -31,11 +31,30 @@ export ENGRAM_HOME="$scratch/home" ENGRAM_SECRETS=memory OPENAI_API_KEY= OPENAI_
   --block "persona=I am Sam." --block "human=" >/dev/null
 
 # A second engine served over HTTPS with a self-signed certificate: the server the window
-# connects to at the end (Settings → Server), with an agent of its own.
-ENGRAM_HOME="$scratch/server" "$target/debug/engram" provider set mock --base-url "$mock" >/dev/null
-ENGRAM_HOME="$scratch/server" "$target/debug/engram" agent create --name "Remote Rita" \
+# connects to at the end (Settings → Server), with an agent of its own. It keeps its agents on
+# PostgreSQL, as a team's server would: a cluster of its own in a temp dir on 127.0.0.1 (run
+# as `nobody` when we are root, since PostgreSQL refuses root), stopped on exit.
+pgbin=${ENGRAM_PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)}
+pgdir=$(mktemp -d /tmp/engram-smoke-pg.XXXXXX)
+as_pg=()
+if [ "$(id -u)" = 0 ]; then
+  chown nobody: "$pgdir"
+  as_pg=(runuser -u nobody --)
+fi
+stop_pg() {
+  "${as_pg[@]}" "$pgbin/pg_ctl" -D "$pgdir/data" -m immediate stop >/dev/null 2>&1 || true
+  rm -rf "$pgdir"
+}
+trap 'cleanup; stop_pg' EXIT
+"${as_pg[@]}" "$pgbin/initdb" -D "$pgdir/data" -U postgres --auth=trust -E UTF8 >/dev/null
+pgport=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"${as_pg[@]}" "$pgbin/pg_ctl" -D "$pgdir/data" -l "$pgdir/log" -w \
+  -o "-p $pgport -k $pgdir -c listen_addresses=127.0.0.1" start >/dev/null
+server=("$target/debug/engram" --database "postgres://postgres@127.0.0.1:$pgport/postgres")
+ENGRAM_HOME="$scratch/server" "${server[@]}" provider set mock --base-url "$mock" >/dev/null
+ENGRAM_HOME="$scratch/server" "${server[@]}" agent create --name "Remote Rita" \
   --model mock/mock-small --block "persona=I am Rita." --block "human=" >/dev/null
-ENGRAM_HOME="$scratch/server" "$target/debug/engram" serve --port 0 --tls-self-signed --show-token \
+ENGRAM_HOME="$scratch/server" "${server[@]}" serve --port 0 --tls-self-signed --show-token \
   >"$scratch/serve.out" 2>"$scratch/serve.log" &
 pids+=($!)
 for _ in $(seq 200); do grep -q '^token: ' "$scratch/serve.out" 2>/dev/null && break; sleep 0.1; done

@@ -233,8 +233,8 @@ fn expected(file: &Value) -> Vec<Expected> {
         .collect()
 }
 
-#[test]
-fn every_fixture_imports_as_the_file_describes_it() {
+#[tokio::test]
+async fn every_fixture_imports_as_the_file_describes_it() {
     for path in fixtures() {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let bytes = std::fs::read(&path).unwrap();
@@ -243,11 +243,12 @@ fn every_fixture_imports_as_the_file_describes_it() {
             .engram
             .agent_files()
             .import(&bytes)
+            .await
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         let want = expected(&json_of(&bytes));
         assert_eq!(report.agents.len(), want.len(), "{name}");
         for (id, want) in report.agents.iter().zip(want) {
-            let s = snapshot(home.engram.store(), id).unwrap();
+            let s = snapshot(home.engram.store(), id).await.unwrap();
             let blocks: Vec<_> = s
                 .blocks
                 .iter()
@@ -278,16 +279,17 @@ fn every_fixture_imports_as_the_file_describes_it() {
     }
 }
 
-#[test]
-fn the_v1_window_keeps_letta_order_and_the_rest_goes_to_recall() {
+#[tokio::test]
+async fn the_v1_window_keeps_letta_order_and_the_rest_goes_to_recall() {
     let home = Home::new();
     let report = home
         .engram
         .agent_files()
         .import(&fixture("memgpt_agent_with_convo.af"))
+        .await
         .unwrap();
     let id = &report.agents[0];
-    let s = snapshot(home.engram.store(), id).unwrap();
+    let s = snapshot(home.engram.store(), id).await.unwrap();
     assert_eq!(s.agent.loop_style, LoopStyle::Classic);
     assert_eq!(s.agent.llm.model, "openai/gpt-4.1");
     assert_eq!(s.agent.llm.context_window, 128_000);
@@ -312,15 +314,18 @@ fn the_v1_window_keeps_letta_order_and_the_rest_goes_to_recall() {
     assert!(created.starts_with("2025-04-01T03:47:27"), "{created}");
 }
 
-#[test]
-fn reasoning_parallel_results_and_approvals_map_onto_messages() {
+#[tokio::test]
+async fn reasoning_parallel_results_and_approvals_map_onto_messages() {
     let home = Home::new();
     let report = home
         .engram
         .agent_files()
         .import(&fixture("test_agent.af"))
+        .await
         .unwrap();
-    let s = snapshot(home.engram.store(), &report.agents[0]).unwrap();
+    let s = snapshot(home.engram.store(), &report.agents[0])
+        .await
+        .unwrap();
     assert!(s.messages.iter().any(|m| m.reasoning.is_some()));
     // The first parallel call of three got three tool messages out of one Letta message.
     let parallel = s
@@ -353,7 +358,12 @@ fn reasoning_parallel_results_and_approvals_map_onto_messages() {
 async fn continue_chatting(name: &str) {
     let mock = MockLlm::start(Script::Brain).await;
     let home = Home::new();
-    let report = home.engram.agent_files().import(&fixture(name)).unwrap();
+    let report = home
+        .engram
+        .agent_files()
+        .import(&fixture(name))
+        .await
+        .unwrap();
     assert!(
         report.warnings.iter().any(|w| w.contains("not usable")),
         "{:?}",
@@ -536,11 +546,11 @@ async fn engram_to_af_to_engram_is_lossless_and_holds_no_secrets() {
         .unwrap();
 
     let ids = vec![a.clone(), b.clone()];
-    let before: Vec<Value> = ids
-        .iter()
-        .map(|id| comparable(&snapshot(store, id).unwrap(), &ids))
-        .collect();
-    let file = home.engram.agent_files().export(&ids).unwrap();
+    let mut before: Vec<Value> = Vec::new();
+    for id in &ids {
+        before.push(comparable(&snapshot(store, id).await.unwrap(), &ids));
+    }
+    let file = home.engram.agent_files().export(&ids).await.unwrap();
     let text = String::from_utf8(file.clone()).unwrap();
     assert!(!text.contains(KEY), "the export holds a key");
     let json: Value = serde_json::from_str(&text).unwrap();
@@ -561,7 +571,7 @@ async fn engram_to_af_to_engram_is_lossless_and_holds_no_secrets() {
     );
 
     let other = Home::new();
-    let report = other.engram.agent_files().import(&file).unwrap();
+    let report = other.engram.agent_files().import(&file).await.unwrap();
     assert_eq!(report.agents.len(), 2);
     // The file's endpoints wait for approval; accepted, the agents are as they were.
     for (id, d) in report.agents.iter().zip(&report.details) {
@@ -581,11 +591,13 @@ async fn engram_to_af_to_engram_is_lossless_and_holds_no_secrets() {
         );
         other.engram.trust().accept_endpoint(id, None).unwrap();
     }
-    let after: Vec<Value> = report
-        .agents
-        .iter()
-        .map(|id| comparable(&snapshot(other.engram.store(), id).unwrap(), &report.agents))
-        .collect();
+    let mut after: Vec<Value> = Vec::new();
+    for id in &report.agents {
+        after.push(comparable(
+            &snapshot(other.engram.store(), id).await.unwrap(),
+            &report.agents,
+        ));
+    }
     assert_eq!(before, after);
     let team = other
         .engram
@@ -635,12 +647,13 @@ fn edit(name: &str, f: impl FnOnce(&mut Value)) -> Vec<u8> {
     serde_json::to_vec(&v).unwrap()
 }
 
-#[test]
-fn bad_files_name_what_and_where_and_import_nothing() {
+#[tokio::test]
+async fn bad_files_name_what_and_where_and_import_nothing() {
     let home = Home::new();
     home.engram
         .agent_files()
         .import(&fixture("customer_service.af"))
+        .await
         .unwrap();
     let v2 = "test_basic_agent_with_blocks_tools_messages_v2.af";
     let full = fixture(v2);
@@ -743,6 +756,7 @@ fn bad_files_name_what_and_where_and_import_nothing() {
             .engram
             .agent_files()
             .import(&bytes)
+            .await
             .expect_err(what)
             .to_string();
         assert!(err.contains(needle), "{what}: {err}");
@@ -777,13 +791,14 @@ fn mask_ids(text: &str) -> String {
     out
 }
 
-#[test]
-fn markdown_and_json_exports_are_stable() {
+#[tokio::test]
+async fn markdown_and_json_exports_are_stable() {
     let home = Home::new();
     let report = home
         .engram
         .agent_files()
         .import(&fixture("customer_service.af"))
+        .await
         .unwrap();
     let id = &report.agents[0];
     home.engram
@@ -799,7 +814,7 @@ fn markdown_and_json_exports_are_stable() {
             }],
         )
         .unwrap();
-    let md = home.engram.agent_files().export_markdown(id).unwrap();
+    let md = home.engram.agent_files().export_markdown(id).await.unwrap();
     assert!(md.contains("<details>"));
     insta::assert_snapshot!("customer_service_markdown", mask_ids(&md));
 
@@ -808,6 +823,7 @@ fn markdown_and_json_exports_are_stable() {
             .engram
             .agent_files()
             .export_json(std::slice::from_ref(id))
+            .await
             .unwrap(),
     )
     .unwrap();

@@ -62,8 +62,14 @@ async fn agent_with_folder(home: &Home, mock: &MockLlm) -> (AgentId, FolderId) {
 }
 
 /// The export as JSON.
-fn exported(e: &Engram, agent: &AgentId) -> Value {
-    serde_json::from_slice(&e.agent_files().export(std::slice::from_ref(agent)).unwrap()).unwrap()
+async fn exported(e: &Engram, agent: &AgentId) -> Value {
+    serde_json::from_slice(
+        &e.agent_files()
+            .export(std::slice::from_ref(agent))
+            .await
+            .unwrap(),
+    )
+    .unwrap()
 }
 
 /// The folder parts of an export: Letta's lists and the agent's links, and Engram's
@@ -85,7 +91,7 @@ async fn folders_go_out_and_come_back_alike() {
     let mock = MockLlm::start(Script::Queue).await;
     let home = Home::new();
     let (agent, _) = agent_with_folder(&home, &mock).await;
-    let first = exported(&home.engram, &agent);
+    let first = exported(&home.engram, &agent).await;
 
     // Letta's fields: the folder, its documents with their text, the agent's links.
     assert_eq!(first["sources"][0]["name"], "manuals");
@@ -135,6 +141,7 @@ async fn folders_go_out_and_come_back_alike() {
         .engram
         .agent_files()
         .import(&serde_json::to_vec(&first).unwrap())
+        .await
         .unwrap();
     assert!(
         report.inactive.iter().all(|i| !matches!(
@@ -145,7 +152,7 @@ async fn folders_go_out_and_come_back_alike() {
         report.inactive
     );
     let copy = &report.agents[0];
-    let again = exported(&other.engram, copy);
+    let again = exported(&other.engram, copy).await;
     assert_eq!(
         folder_parts(&first),
         folder_parts(&again),
@@ -213,6 +220,7 @@ async fn a_letta_file_with_folders_imports_them_live() {
         .engram
         .agent_files()
         .import(&serde_json::to_vec(&af).unwrap())
+        .await
         .unwrap();
     let id = &report.agents[0];
     assert!(
@@ -261,6 +269,7 @@ async fn a_letta_file_with_folders_imports_them_live() {
             .engram
             .agent_files()
             .export(std::slice::from_ref(id))
+            .await
             .unwrap(),
     )
     .unwrap();

@@ -241,46 +241,52 @@ fn an_export_is_written_where_the_dialog_said_and_a_file_imports_by_path() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let mock = runtime.block_on(MockLlm::start(Script::Brain));
     let a = runtime.block_on(home.agent(&mock, LoopStyle::ToolLoop));
-    let path = home.path().join("chosen.af");
-    let written = home
-        .engram
-        .agent_files()
-        .export_all_to(Some(&[a]), engram_service::ExportFormat::Af, &path)
-        .unwrap();
-    assert_eq!(written, path);
-    let report = home.engram.agent_files().import_at(&path).unwrap();
-    assert_eq!(report.file_name, "chosen.af");
-    assert_eq!(report.agents.len(), 1);
+    runtime.block_on(async {
+        let path = home.path().join("chosen.af");
+        let written = home
+            .engram
+            .agent_files()
+            .export_all_to(Some(&[a]), engram_service::ExportFormat::Af, &path)
+            .await
+            .unwrap();
+        assert_eq!(written, path);
+        let report = home.engram.agent_files().import_at(&path).await.unwrap();
+        assert_eq!(report.file_name, "chosen.af");
+        assert_eq!(report.agents.len(), 1);
 
-    // Errors name the file.
-    std::fs::write(
-        home.path().join("bad.af"),
-        "{\"agents\": [{\"messages\": 7}]}",
-    )
-    .unwrap();
-    let e = home
-        .engram
-        .agent_files()
-        .import_at(&home.path().join("bad.af"))
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("bad.af"), "{e}");
-    let e = home
-        .engram
-        .agent_files()
-        .import_at(&home.path().join("missing.af"))
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("cannot read missing.af"), "{e}");
-    let e = home
-        .engram
-        .agent_files()
-        .export_all_to(
-            None,
-            engram_service::ExportFormat::Af,
-            &home.path().join("no/such/dir/x.af"),
+        // Errors name the file.
+        std::fs::write(
+            home.path().join("bad.af"),
+            "{\"agents\": [{\"messages\": 7}]}",
         )
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("cannot write"), "{e}");
+        .unwrap();
+        let e = home
+            .engram
+            .agent_files()
+            .import_at(&home.path().join("bad.af"))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("bad.af"), "{e}");
+        let e = home
+            .engram
+            .agent_files()
+            .import_at(&home.path().join("missing.af"))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cannot read missing.af"), "{e}");
+        let e = home
+            .engram
+            .agent_files()
+            .export_all_to(
+                None,
+                engram_service::ExportFormat::Af,
+                &home.path().join("no/such/dir/x.af"),
+            )
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cannot write"), "{e}");
+    });
 }

@@ -673,6 +673,7 @@ async fn an_imported_agents_custom_tools_and_rules_run_and_export_back() {
         .engram
         .agent_files()
         .import(&fixture("customer_service.af"))
+        .await
         .unwrap();
     let agent = report.agents[0].clone();
     let mut patch = engram_core::AgentPatch::default();
@@ -733,7 +734,7 @@ async fn an_imported_agents_custom_tools_and_rules_run_and_export_back() {
     );
 
     let file: Value =
-        serde_json::from_slice(&home.engram.agent_files().export(&[agent]).unwrap()).unwrap();
+        serde_json::from_slice(&home.engram.agent_files().export(&[agent]).await.unwrap()).unwrap();
     let exported = file["tools"]
         .as_array()
         .unwrap()
@@ -759,6 +760,7 @@ async fn an_imported_agents_custom_tools_and_rules_run_and_export_back() {
         .engram
         .agent_files()
         .import(&serde_json::to_vec(&file).unwrap())
+        .await
         .unwrap();
     assert_eq!(again.agents.len(), 1);
     let count = home

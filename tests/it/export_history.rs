@@ -88,6 +88,7 @@ async fn vectors_and_usage_survive_an_agent_file_round_trip() {
         .engram
         .agent_files()
         .export(std::slice::from_ref(&a))
+        .await
         .unwrap();
     let json: Value = serde_json::from_slice(&file).unwrap();
     let ext = &json["engram"]["agents"]["agent-0"];
@@ -101,7 +102,7 @@ async fn vectors_and_usage_survive_an_agent_file_round_trip() {
 
     // Into another database, and into the same one again (fresh step ids, no conflict).
     for target in [Home::new(), home] {
-        let report = target.engram.agent_files().import(&file).unwrap();
+        let report = target.engram.agent_files().import(&file).await.unwrap();
         assert!(
             report.warnings.iter().all(|w| !w.contains("vector")),
             "{:?}",
@@ -137,7 +138,7 @@ async fn vectors_of_another_embedding_model_are_left_out_with_a_warning() {
     let mock = MockLlm::start(Script::Brain).await;
     let home = Home::new();
     let a = agent_with_vectors(&home, &mock).await;
-    let file = home.engram.agent_files().export(&[a]).unwrap();
+    let file = home.engram.agent_files().export(&[a]).await.unwrap();
     let mut json: Value = serde_json::from_slice(&file).unwrap();
     json["engram"]["agents"]["agent-0"]["embedding"]["model"] = "ollama/nomic-embed-text".into();
     let other = Home::new();
@@ -145,6 +146,7 @@ async fn vectors_of_another_embedding_model_are_left_out_with_a_warning() {
         .engram
         .agent_files()
         .import(&serde_json::to_vec(&json).unwrap())
+        .await
         .unwrap();
     let w = report.warnings.join("\n");
     assert!(
@@ -173,6 +175,7 @@ async fn vectors_of_another_embedding_model_are_left_out_with_a_warning() {
         .engram
         .agent_files()
         .import(&serde_json::to_vec(&json).unwrap())
+        .await
         .unwrap_err()
         .to_string();
     assert!(

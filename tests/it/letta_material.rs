@@ -109,7 +109,12 @@ fn kept_tool(f: &Value, name: &str) -> Value {
 async fn path_labels_and_newer_sections_round_trip_byte_for_byte() {
     let home = Home::new();
     let original = json_of(&fixture(TREE));
-    let report = home.engram.agent_files().import(&fixture(TREE)).unwrap();
+    let report = home
+        .engram
+        .agent_files()
+        .import(&fixture(TREE))
+        .await
+        .unwrap();
     assert_eq!(report.agents.len(), 2);
     let ezra = &report.agents[0];
 
@@ -171,7 +176,14 @@ async fn path_labels_and_newer_sections_round_trip_byte_for_byte() {
         ]
     );
 
-    let first = json_of(&home.engram.agent_files().export(&report.agents).unwrap());
+    let first = json_of(
+        &home
+            .engram
+            .agent_files()
+            .export(&report.agents)
+            .await
+            .unwrap(),
+    );
     assert_eq!(kept_parts(&first), kept_parts(&original));
     for name in ["list_issues", "memory_finish_edits"] {
         assert_eq!(
@@ -185,10 +197,25 @@ async fn path_labels_and_newer_sections_round_trip_byte_for_byte() {
     let again = home
         .engram
         .agent_files()
-        .import(&home.engram.agent_files().export(&report.agents).unwrap())
+        .import(
+            &home
+                .engram
+                .agent_files()
+                .export(&report.agents)
+                .await
+                .unwrap(),
+        )
+        .await
         .unwrap();
     assert_eq!(again.inactive.len(), report.inactive.len());
-    let second = json_of(&home.engram.agent_files().export(&again.agents).unwrap());
+    let second = json_of(
+        &home
+            .engram
+            .agent_files()
+            .export(&again.agents)
+            .await
+            .unwrap(),
+    );
     let strip = |mut v: Value| {
         v.as_object_mut().unwrap().remove("created_at");
         v
@@ -202,15 +229,28 @@ async fn path_labels_and_newer_sections_round_trip_byte_for_byte() {
         .engram
         .agent_files()
         .import(&serde_json::to_vec(&letta_only).unwrap())
+        .await
         .unwrap();
-    let third = json_of(&home.engram.agent_files().export(&third.agents).unwrap());
+    let third = json_of(
+        &home
+            .engram
+            .agent_files()
+            .export(&third.agents)
+            .await
+            .unwrap(),
+    );
     assert_eq!(kept_parts(&third), kept_parts(&original));
 }
 
 #[tokio::test]
 async fn parts_engram_does_not_run_are_reported_per_agent() {
     let home = Home::new();
-    let report = home.engram.agent_files().import(&fixture(TREE)).unwrap();
+    let report = home
+        .engram
+        .agent_files()
+        .import(&fixture(TREE))
+        .await
+        .unwrap();
     let of = |agent: usize| -> Vec<(InactiveKind, String)> {
         report
             .inactive
@@ -290,6 +330,7 @@ async fn dangling_document_references_are_refused_with_their_path() {
         .engram
         .agent_files()
         .import(&serde_json::to_vec(&f).unwrap())
+        .await
         .unwrap_err()
         .to_string();
     assert!(err.contains("agents[0].files_agents[0].file_id"), "{err}");
@@ -299,6 +340,7 @@ async fn dangling_document_references_are_refused_with_their_path() {
         .engram
         .agent_files()
         .import(&serde_json::to_vec(&f).unwrap())
+        .await
         .unwrap_err()
         .to_string();
     assert!(err.contains("blocks[3].label"), "{err}");
@@ -308,7 +350,12 @@ async fn dangling_document_references_are_refused_with_their_path() {
 #[tokio::test]
 async fn export_names_an_endpoint_type_letta_accepts() {
     let home = Home::new();
-    let report = home.engram.agent_files().import(&fixture(TREE)).unwrap();
+    let report = home
+        .engram
+        .agent_files()
+        .import(&fixture(TREE))
+        .await
+        .unwrap();
     let id = &report.agents[0];
     let mut llm = home.engram.agents().get(id).await.unwrap().agent.llm;
     llm.model = "mock/mock-small".into();
@@ -328,6 +375,7 @@ async fn export_names_an_endpoint_type_letta_accepts() {
             .engram
             .agent_files()
             .export(std::slice::from_ref(id))
+            .await
             .unwrap(),
     );
     let c = &f["agents"][0]["llm_config"];
@@ -339,6 +387,7 @@ async fn export_names_an_endpoint_type_letta_accepts() {
         .engram
         .agent_files()
         .import(&serde_json::to_vec(&f).unwrap())
+        .await
         .unwrap();
     assert_eq!(
         home.engram

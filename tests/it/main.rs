@@ -20,6 +20,7 @@ mod compaction;
 mod context_snapshot;
 mod crash_recovery;
 mod custom_tools;
+mod db_copy;
 mod documents;
 mod documents_cancel;
 mod documents_made;

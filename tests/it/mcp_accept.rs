@@ -67,6 +67,7 @@ async fn accepting_a_files_server_attaches_the_tools_the_file_named_with_its_app
         .engram
         .agent_files()
         .import_named(agent_file().to_string().as_bytes(), "helper.af")
+        .await
         .unwrap();
     let (helper, other) = (report.agents[0].clone(), report.agents[1].clone());
     let mut llm = LlmConfig::new("openai/mock-small");
@@ -172,6 +173,7 @@ async fn a_renamed_server_attaches_its_tools_under_the_new_name_and_removal_drop
         .engram
         .agent_files()
         .import_named(agent_file().to_string().as_bytes(), "a.af")
+        .await
         .unwrap();
     home.engram.mcp().set_active("files_2", true).await.unwrap();
     let helper = &first.agents[0];
@@ -196,6 +198,7 @@ async fn a_renamed_server_attaches_its_tools_under_the_new_name_and_removal_drop
         .engram
         .agent_files()
         .import_named(agent_file().to_string().as_bytes(), "b.af")
+        .await
         .unwrap();
     let server = home.engram.mcp().get("files_3").unwrap();
     assert_eq!(

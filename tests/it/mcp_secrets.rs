@@ -109,6 +109,7 @@ async fn credentials_in_a_server_url_reach_the_server_and_nothing_else() {
         .engram
         .agent_files()
         .export(std::slice::from_ref(&agent))
+        .await
         .unwrap();
     let af = String::from_utf8(af).unwrap();
     assert_clean("the agent file", &af);
@@ -122,13 +123,19 @@ async fn credentials_in_a_server_url_reach_the_server_and_nothing_else() {
             home.engram
                 .agent_files()
                 .export_json(std::slice::from_ref(&agent))
+                .await
                 .unwrap(),
         )
         .unwrap(),
     );
     assert_clean(
         "the Markdown export",
-        &home.engram.agent_files().export_markdown(&agent).unwrap(),
+        &home
+            .engram
+            .agent_files()
+            .export_markdown(&agent)
+            .await
+            .unwrap(),
     );
     for m in mock.chat_requests() {
         assert_clean("a request to the model", &m.body.to_string());
@@ -297,6 +304,7 @@ async fn a_pasted_config_and_an_agent_file_keep_url_credentials_out_of_the_datab
         .engram
         .agent_files()
         .import_named(file.to_string().as_bytes(), "remote.af")
+        .await
         .unwrap();
     assert_clean(
         "the import report",
@@ -306,6 +314,6 @@ async fn a_pasted_config_and_an_agent_file_keep_url_credentials_out_of_the_datab
     assert_clean("the database", &db_text(&home));
     assert_clean(
         "the re-export",
-        &String::from_utf8(home.engram.agent_files().export(&[agent]).unwrap()).unwrap(),
+        &String::from_utf8(home.engram.agent_files().export(&[agent]).await.unwrap()).unwrap(),
     );
 }

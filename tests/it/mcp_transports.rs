@@ -256,7 +256,7 @@ async fn agent_files_carry_the_server_without_secrets_and_import_it_inactive() {
     let echo = tools.iter().find(|t| t.name == "files__echo").unwrap();
     home.engram.tools().attach(&agent, &echo.id).await.unwrap();
 
-    let bytes = home.engram.agent_files().export(&[agent]).unwrap();
+    let bytes = home.engram.agent_files().export(&[agent]).await.unwrap();
     let text = String::from_utf8(bytes.clone()).unwrap();
     assert!(!text.contains("very-secret"));
     let file: Value = serde_json::from_str(&text).unwrap();
@@ -280,6 +280,7 @@ async fn agent_files_carry_the_server_without_secrets_and_import_it_inactive() {
         .engram
         .agent_files()
         .import_named(&bytes, "shared.af")
+        .await
         .unwrap();
     let stored = other.engram.mcp().list().unwrap();
     assert_eq!(stored.len(), 1);

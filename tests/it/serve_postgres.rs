@@ -299,6 +299,199 @@ async fn two_replicas_serve_one_set_of_agents() {
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
 
+/// Drops what names a row rather than describes it: ids (each store mints its own) and the
+/// time of the export (`exported_at`, an Agent File's top-level `created_at`).
+fn without_ids(v: &mut Value) {
+    if let Some(file) = v.as_object_mut() {
+        file.remove("created_at");
+    }
+    strip_ids(v);
+}
+
+fn strip_ids(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            map.retain(|k, _| k != "id" && k != "exported_at");
+            map.values_mut().for_each(strip_ids);
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_ids),
+        _ => {}
+    }
+}
+
+/// An agent that lived on the shared database — a memory edit by a run, passages, a tag, a
+/// block changed by hand — exports from any replica, as an Agent File and as the JSON report,
+/// and the file imports on a desktop's SQLite engine holding the same memory and history.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_exports_from_any_replica_and_imports_on_a_desktop() {
+    let mock = MockLlm::start(Script::Brain).await;
+    let url = engram_test_postgres::database().url();
+    let (a, b) = (
+        replica(&url, Some(&mock)).await,
+        replica(&url, Some(&mock)).await,
+    );
+    let mut body = agent_body("Archivist", &mock);
+    body["memory_blocks"] =
+        json!([{"label": "human", "value": ""}, {"label": "persona", "value": "I help."}]);
+    body["tags"] = json!(["support"]);
+    let id = ok(&a.base, Method::POST, "/v1/agents/", Some(body)).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let path = format!("/v1/agents/{id}/messages");
+    ok(
+        &a.base,
+        Method::POST,
+        &path,
+        Some(user_says("my name is Ana")),
+    )
+    .await;
+    for text in ["Ana's locker is 4471", "Ana prefers tea"] {
+        ok(
+            &b.base,
+            Method::POST,
+            &format!("/v1/agents/{id}/archival-memory"),
+            Some(json!({"text": text})),
+        )
+        .await;
+    }
+    ok(
+        &b.base,
+        Method::PATCH,
+        &format!("/v1/agents/{id}/core-memory/blocks/persona"),
+        Some(json!({"value": "I keep notes."})),
+    )
+    .await;
+
+    // Letta's route on one replica, the window's command on the other: the same file.
+    let (status, file) = call(
+        &b.base,
+        Method::GET,
+        &format!("/v1/agents/{id}/export"),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{file}");
+    let window = ok(
+        &a.base,
+        Method::POST,
+        "/app/export_agent",
+        Some(json!({"agent_id": id})),
+    )
+    .await;
+    let mut from_window: Value = serde_json::from_str(window.as_str().unwrap()).unwrap();
+    let mut from_route = file.clone();
+    without_ids(&mut from_window);
+    without_ids(&mut from_route);
+    assert_eq!(from_route, from_window);
+    let text = file.to_string();
+    for held in [
+        "Name: Ana",
+        "I keep notes.",
+        "Ana's locker is 4471",
+        "my name is Ana",
+    ] {
+        assert!(text.contains(held), "the export lacks {held:?}");
+    }
+    let report = ok(
+        &a.base,
+        Method::POST,
+        "/app/export_agents",
+        Some(json!({"agent_ids": [id], "format": "json"})),
+    )
+    .await;
+    assert_eq!(report["file_name"], "Archivist.report.json", "{report}");
+    let mut shared: Value = serde_json::from_str(report["contents"].as_str().unwrap()).unwrap();
+
+    // On a desktop: the file imports, and its report is the shared server's, ids aside.
+    let desk = engram_suite::Home::new();
+    let imported = desk
+        .engram
+        .agent_files()
+        .import(&serde_json::to_vec(&file).unwrap())
+        .await
+        .unwrap();
+    let mine = imported.agents[0].clone();
+    assert_eq!(desk.block(&mine, "human"), "Name: Ana");
+    let mut local: Value = serde_json::from_slice(
+        &desk
+            .engram
+            .agent_files()
+            .export_json(std::slice::from_ref(&mine))
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    without_ids(&mut shared);
+    without_ids(&mut local);
+    assert_eq!(
+        shared["agents"][0]["messages"],
+        local["agents"][0]["messages"]
+    );
+    assert_eq!(
+        shared["agents"][0]["passages"],
+        local["agents"][0]["passages"]
+    );
+    assert_eq!(shared, local);
+
+    // And back: the desktop's file imports on the shared server (the window's import), a
+    // new agent every replica has, holding the same memory; the conversation goes on there.
+    let desk_file = desk
+        .engram
+        .agent_files()
+        .export(std::slice::from_ref(&mine))
+        .await
+        .unwrap();
+    let report = ok(
+        &b.base,
+        Method::POST,
+        "/app/import_agent_file",
+        Some(
+            json!({"contents": String::from_utf8(desk_file).unwrap(), "file_name": "archivist.af"}),
+        ),
+    )
+    .await;
+    let back = report["agents"][0].as_str().unwrap().to_owned();
+    assert_ne!(back, id);
+    let human = ok(
+        &a.base,
+        Method::GET,
+        &format!("/v1/agents/{back}/core-memory/blocks/human"),
+        None,
+    )
+    .await;
+    assert_eq!(human["value"], "Name: Ana");
+    let count = |agent: String| {
+        let base = a.base.clone();
+        async move {
+            ok(
+                &base,
+                Method::GET,
+                &format!("/v1/agents/{agent}/messages/count"),
+                None,
+            )
+            .await
+        }
+    };
+    assert_eq!(count(back.clone()).await, count(id.clone()).await);
+    let found = ok(
+        &a.base,
+        Method::GET,
+        &format!("/v1/agents/{back}/archival-memory/search?query=locker"),
+        None,
+    )
+    .await;
+    assert!(found.to_string().contains("4471"), "{found}");
+    let answer = ok(
+        &a.base,
+        Method::POST,
+        &format!("/v1/agents/{back}/messages"),
+        Some(user_says("what is my name?")),
+    )
+    .await;
+    assert!(said(&answer).contains("Ana"), "{answer}");
+}
+
 /// One agent, two replicas: while a run holds the agent on one, a message on the other waits
 /// for its lease, then answers `409 agent_busy` having written nothing; a cancel sent to the
 /// other replica stops the run where it runs.

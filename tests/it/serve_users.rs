@@ -1,20 +1,52 @@
 //! Users of a shared `engram serve`: each with tokens of their own (shown once, kept hashed),
 //! reaching only the agents they made or were given. Another user's token is walked through
 //! every route the server has (read from the router's source, so a route added later is
-//! walked too): nothing of the owner's agent comes back, nothing of it changes.
+//! walked too): nothing of the owner's agent comes back, nothing of it changes. The walks and
+//! the sharing run on both stores: the desktop's SQLite file and a server on PostgreSQL.
 
 use engram_mock_llm::{MockLlm, Script};
+use engram_secrets::MemoryStore;
 use engram_server::{Auth, ServerConfig};
+use engram_service::{Engram, Options};
+use engram_store_pg::PgStore;
 use reqwest::{Method, StatusCode};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 const ADMIN: &str = "admin-token-0123456789";
 /// A value only Ana's agent holds: no answer to anyone else may contain it.
 const SECRET: &str = "Ana's locker code is 4471";
 
+/// Where the server keeps its agents.
+#[derive(Clone, Copy, Debug)]
+enum Store {
+    /// One SQLite file in the data directory (the desktop's default).
+    Sqlite,
+    /// A fresh database in the test cluster, the engine one replica of a shared server.
+    Postgres,
+}
+
+/// Two tests of one body: `$sqlite` on the SQLite store, `$pg` on PostgreSQL.
+macro_rules! on_both_stores {
+    ($sqlite:ident, $pg:ident, $body:ident) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $sqlite() {
+            $body(Store::Sqlite).await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $pg() {
+            $body(Store::Postgres).await;
+        }
+    };
+}
+
 struct Server {
-    home: engram_suite::Home,
+    home: tempfile::TempDir,
+    engram: Arc<Engram>,
+    /// The database's URL when on PostgreSQL.
+    database: Option<String>,
     base: String,
     http: reqwest::Client,
     mock: MockLlm,
@@ -22,21 +54,54 @@ struct Server {
 
 impl Server {
     async fn start() -> Server {
+        Server::on(Store::Sqlite).await
+    }
+
+    async fn on(store: Store) -> Server {
         let mock = MockLlm::start(Script::Brain).await;
-        let home = engram_suite::Home::new();
+        let home = tempfile::tempdir().unwrap();
+        let (engram, database) = match store {
+            Store::Sqlite => (
+                engram_suite::open(home.path(), Arc::new(MemoryStore::default())),
+                None,
+            ),
+            Store::Postgres => {
+                let url = engram_test_postgres::database().url();
+                let pg = Arc::new(PgStore::connect(&url).await.unwrap());
+                let options = Options {
+                    home: Some(home.path().to_owned()),
+                    secrets: Arc::new(MemoryStore::default()),
+                    env: Arc::new(|_| None),
+                };
+                let engram = Engram::open_shared(options, pg.clone(), pg).unwrap();
+                (engram, Some(url))
+            }
+        };
         let config = ServerConfig::new(Auth::Token(SecretString::from(ADMIN)));
-        let base = engram_suite::serve(home.engram.clone(), config).await;
+        let base = engram_suite::serve(engram.clone(), config).await;
         Server {
             home,
+            engram,
+            database,
             base,
             http: reqwest::Client::new(),
             mock,
         }
     }
 
+    /// The administrator's `engram` command on this server's data: its data directory, and
+    /// its database when on PostgreSQL. Asserts it succeeded; its stdout.
+    fn cli(&self, args: &[&str]) -> String {
+        let mut cmd = engram_suite::cli_command(self.home.path());
+        if let Some(url) = &self.database {
+            cmd.arg("--database").arg(url);
+        }
+        engram_suite::stdout_ok(&cmd.args(args).output().expect("run engram"))
+    }
+
     /// A user and a token of theirs.
     async fn user(&self, name: &str) -> String {
-        let users = self.home.engram.users();
+        let users = self.engram.users();
         users.create(name).await.unwrap();
         users
             .issue_token(name, "test")
@@ -137,9 +202,14 @@ fn fill(pattern: &str, ids: &[(&str, String)]) -> String {
     path
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn another_users_token_reaches_nothing_of_an_agent_through_any_route() {
-    let s = Server::start().await;
+on_both_stores!(
+    another_users_token_reaches_nothing_of_an_agent_through_any_route,
+    another_users_token_reaches_nothing_of_an_agent_through_any_route_on_postgres,
+    walk_every_route
+);
+
+async fn walk_every_route(store: Store) {
+    let s = Server::on(store).await;
     let ana = s.user("ana").await;
     let ben = s.user("ben").await;
     let owned = AnasAgent::make(&s, &ana).await;
@@ -210,9 +280,14 @@ async fn another_users_token_reaches_nothing_of_an_agent_through_any_route() {
     assert!(all.to_string().contains(&agent_id));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_shared_agent_allows_what_its_access_says() {
-    let s = Server::start().await;
+on_both_stores!(
+    a_shared_agent_allows_what_its_access_says,
+    a_shared_agent_allows_what_its_access_says_on_postgres,
+    share_an_agent
+);
+
+async fn share_an_agent(store: Store) {
+    let s = Server::on(store).await;
     let ana = s.user("ana").await;
     let ben = s.user("ben").await;
     let agent = s.agent(&ana, "Support memory", json!({})).await;
@@ -221,8 +296,7 @@ async fn a_shared_agent_allows_what_its_access_says() {
     let send = json!({"messages": [{"role": "user", "content": "hi"}]});
     let edit = json!({"value": "edited by Ben"});
 
-    s.home
-        .engram
+    s.engram
         .users()
         .share(
             &id.as_str().into(),
@@ -273,10 +347,7 @@ async fn a_shared_agent_allows_what_its_access_says() {
     assert_eq!(status, StatusCode::NOT_FOUND);
 
     // Raised with the administrator's command, as a person would.
-    engram_suite::stdout_ok(&engram_suite::cli(
-        s.home.path(),
-        &["user", "share", &id, "ben", "--access", "write"],
-    ));
+    s.cli(&["user", "share", &id, "ben", "--access", "write"]);
     s.ok(
         &ben,
         Method::POST,
@@ -307,8 +378,7 @@ async fn a_shared_agent_allows_what_its_access_says() {
     assert_eq!(status, StatusCode::FORBIDDEN, "only the owner deletes");
 
     // Taken back: gone from Ben's view, as if it did not exist.
-    s.home
-        .engram
+    s.engram
         .users()
         .share(&id.as_str().into(), "ben", None)
         .await
@@ -533,10 +603,10 @@ impl AnasAgent {
             .ok(ana, Method::GET, &format!("/v1/agents/{id}/messages"), None)
             .await;
         let run = s
-            .home
             .engram
             .runs()
             .records(&engram_core::AgentId::from(id.as_str()), None)
+            .await
             .unwrap()[0]
             .id
             .to_string();
@@ -592,9 +662,14 @@ impl AnasAgent {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn another_users_window_reaches_nothing_of_an_agent_through_any_command() {
-    let s = Server::start().await;
+on_both_stores!(
+    another_users_window_reaches_nothing_of_an_agent_through_any_command,
+    another_users_window_reaches_nothing_of_an_agent_through_any_command_on_postgres,
+    walk_every_command
+);
+
+async fn walk_every_command(store: Store) {
+    let s = Server::on(store).await;
     let ana = s.user("ana").await;
     let ben = s.user("ben").await;
     let ids = AnasAgent::make(&s, &ana).await;
@@ -722,9 +797,14 @@ async fn notices_until(s: &Server, token: &str, want: &str, wait: std::time::Dur
     seen
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_users_window_hears_of_their_agents_only() {
-    let s = std::sync::Arc::new(Server::start().await);
+on_both_stores!(
+    a_users_window_hears_of_their_agents_only,
+    a_users_window_hears_of_their_agents_only_on_postgres,
+    hear_own_agents
+);
+
+async fn hear_own_agents(store: Store) {
+    let s = std::sync::Arc::new(Server::on(store).await);
     let ana = s.user("ana").await;
     let ben = s.user("ben").await;
     let anas = s.agent(&ana, "Ana's helper", json!({})).await["id"]

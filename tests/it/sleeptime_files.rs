@@ -74,6 +74,7 @@ async fn settings_and_replaced_facts_round_trip_through_an_agent_file() {
         .engram
         .agent_files()
         .export(std::slice::from_ref(&agent))
+        .await
         .unwrap();
     let json: serde_json::Value = serde_json::from_slice(&file).unwrap();
     assert_eq!(json["agents"][0]["enable_sleeptime"], true);
@@ -87,7 +88,14 @@ async fn settings_and_replaced_facts_round_trip_through_an_agent_file() {
     assert_eq!(json["agents"][0]["group_ids"][0], group["id"]);
 
     // Engram → Engram: everything, the settings whole and the history linked.
-    let back = home.engram.agent_files().import(&file).unwrap().agents[0].clone();
+    let back = home
+        .engram
+        .agent_files()
+        .import(&file)
+        .await
+        .unwrap()
+        .agents[0]
+        .clone();
     assert_eq!(
         home.engram.sleeptime().settings(&back).await.unwrap(),
         with_model
@@ -104,7 +112,14 @@ async fn settings_and_replaced_facts_round_trip_through_an_agent_file() {
     let mut letta_only = json.clone();
     letta_only.as_object_mut().unwrap().remove("engram");
     let bytes = serde_json::to_vec(&letta_only).unwrap();
-    let plain = home.engram.agent_files().import(&bytes).unwrap().agents[0].clone();
+    let plain = home
+        .engram
+        .agent_files()
+        .import(&bytes)
+        .await
+        .unwrap()
+        .agents[0]
+        .clone();
     let s = home.engram.sleeptime().settings(&plain).await.unwrap();
     assert!(s.enabled);
     assert_eq!(s.frequency, 3);

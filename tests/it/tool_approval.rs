@@ -425,6 +425,7 @@ async fn the_rule_round_trips_through_an_agent_file() {
         .engram
         .agent_files()
         .export(std::slice::from_ref(&agent))
+        .await
         .unwrap();
     let text = String::from_utf8(bytes.clone()).unwrap();
     assert!(text.contains(r#""requires_approval""#), "{text}");
@@ -432,6 +433,7 @@ async fn the_rule_round_trips_through_an_agent_file() {
         .engram
         .agent_files()
         .import_named(&bytes, "sam.af")
+        .await
         .unwrap();
     let copy = &report.agents[0];
     assert_ne!(copy, &agent);
@@ -455,6 +457,7 @@ async fn the_rule_round_trips_through_an_agent_file() {
         .engram
         .agent_files()
         .import_named(letta.as_bytes(), "lee.af")
+        .await
         .unwrap();
     let lee = home
         .engram

@@ -116,6 +116,7 @@ async fn an_imported_tool_does_not_run_before_trust_and_runs_after() {
         .engram
         .agent_files()
         .import_named(&hostile_file(None), "data-helper.af")
+        .await
         .unwrap();
     let agent = report.agents[0].clone();
     // The report says what the file brings.
@@ -207,7 +208,7 @@ async fn an_imported_tool_does_not_run_before_trust_and_runs_after() {
     let mut bytes = hostile_file(None);
     let text = String::from_utf8(bytes.clone()).unwrap();
     bytes = text.replace("analysed ", "exfiltrated ").into_bytes();
-    let again = home.engram.agent_files().import(&bytes).unwrap();
+    let again = home.engram.agent_files().import(&bytes).await.unwrap();
     let changed = &again.details[0].tools[0];
     assert_eq!(changed.name, "analyze_data_2", "different code, new name");
     assert!(!changed.trusted);
@@ -223,6 +224,7 @@ async fn a_files_base_url_never_receives_a_stored_key() {
         .engram
         .agent_files()
         .import_named(&hostile_file(Some(&attacker.base_url())), "evil.af")
+        .await
         .unwrap();
     let agent = report.agents[0].clone();
     let pending = &report.details[0].endpoints;
@@ -272,6 +274,7 @@ async fn a_files_base_url_never_receives_a_stored_key() {
                 .into_bytes(),
             "evil.af",
         )
+        .await
         .unwrap();
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let err = other
@@ -318,6 +321,7 @@ async fn importing_twice_or_a_clashing_tool_changes_no_existing_tool() {
         .engram
         .agent_files()
         .import_named(&hostile_file(Some(&mock.base_url())), "evil.af")
+        .await
         .unwrap();
     // The user's tools are as they were; the file's copy has a name of its own.
     for t in &before {
@@ -394,6 +398,7 @@ async fn importing_twice_or_a_clashing_tool_changes_no_existing_tool() {
     home.engram
         .agent_files()
         .import_named(&hostile_file(Some(&mock.base_url())), "evil.af")
+        .await
         .unwrap();
     assert_eq!(home.engram.tools().list().await.unwrap(), after_first);
     // And the user's own tool still runs the user's code.

@@ -142,7 +142,7 @@ async fn regenerate_rolls_back_exactly_the_last_turn_then_runs_it_again() {
         ]
     );
     // The replaced run is gone from the run records and the steps; recall no longer finds it.
-    let runs = home.engram.runs().records(&agent, None).unwrap();
+    let runs = home.engram.runs().records(&agent, None).await.unwrap();
     assert_eq!(runs.len(), 2);
     assert!(runs.iter().all(|r| r.id != first_try.run_id));
     assert_eq!(runs[1].usage, second_try.usage);
@@ -333,7 +333,7 @@ async fn edits_and_run_records_are_read_back_from_stored_data() {
         ]
     );
     assert!(edits.iter().all(|e| e.label == "human"));
-    let records = home.engram.runs().records(&agent, None).unwrap();
+    let records = home.engram.runs().records(&agent, None).await.unwrap();
     assert_eq!(records.len(), 1);
     assert_eq!(records[0].id, out.run_id);
     assert_eq!(records[0].stop_reason, StopReason::EndTurn);
@@ -358,7 +358,7 @@ async fn a_stopped_run_records_what_it_used() {
     // Not "0 tokens · 0 steps": the prompt was sent.
     assert_eq!(out.usage.step_count, 1);
     assert!(out.usage.prompt_tokens > 0);
-    let records = home.engram.runs().records(&agent, None).unwrap();
+    let records = home.engram.runs().records(&agent, None).await.unwrap();
     assert_eq!(records[0].stop_reason, StopReason::Cancelled);
     assert_eq!(records[0].usage, out.usage);
 }

@@ -144,6 +144,7 @@ async fn base_urls_with_credentials_are_refused_everywhere_and_never_stored() {
     let clean = String::from_utf8(
         e.agent_files()
             .export(std::slice::from_ref(&agent.id))
+            .await
             .unwrap(),
     )
     .unwrap();
@@ -152,7 +153,7 @@ async fn base_urls_with_credentials_are_refused_everywhere_and_never_stored() {
         "http://127.0.0.1:9/v1",
         &format!("http://sam:{SECRET}@127.0.0.1:9/v1"),
     );
-    let report = e.agent_files().import(leaky.as_bytes()).unwrap();
+    let report = e.agent_files().import(leaky.as_bytes()).await.unwrap();
     let warnings = report.warnings.join("\n");
     assert!(warnings.contains("carries a credential"), "{warnings}");
     assert!(warnings.contains("***"), "{warnings}");
@@ -172,7 +173,11 @@ async fn base_urls_with_credentials_are_refused_everywhere_and_never_stored() {
         !db_text(&home).contains(SECRET),
         "the database holds the secret"
     );
-    let export = e.agent_files().export_all(None, ExportFormat::Af).unwrap();
+    let export = e
+        .agent_files()
+        .export_all(None, ExportFormat::Af)
+        .await
+        .unwrap();
     assert!(
         !export.contents.contains(SECRET),
         "the export holds the secret"
@@ -276,6 +281,10 @@ async fn credentials_an_older_version_stored_in_base_urls_are_taken_out_at_open(
         "the database files still hold the secret"
     );
     let e = engram_suite::open(dir.path(), secrets);
-    let export = e.agent_files().export_all(None, ExportFormat::Af).unwrap();
+    let export = e
+        .agent_files()
+        .export_all(None, ExportFormat::Af)
+        .await
+        .unwrap();
     assert!(!export.contents.contains(SECRET));
 }

@@ -115,9 +115,9 @@ try {
   const exported = JSON.parse(readFileSync(savePath, 'utf8'));
   if (!exported.agents?.some((a) => a.name === 'Smoke Sam')) throw new Error('the exported file does not hold the agent');
 
-  // Connect to a server (smoke.sh serves one over HTTPS with a self-signed certificate): the
-  // window reloads onto the server's agents, chats there with the certificate pinned, and
-  // comes back to this computer's.
+  // Connect to a server (smoke.sh serves one on PostgreSQL, over HTTPS with a self-signed
+  // certificate): the window reloads onto the server's agents, chats there with the
+  // certificate pinned, and comes back to this computer's.
   const { REMOTE_URL, REMOTE_FINGERPRINT, REMOTE_TOKEN } = process.env;
   if (!REMOTE_URL || !REMOTE_FINGERPRINT || !REMOTE_TOKEN) throw new Error('smoke.sh serves the remote engine');
   await (await browser.$('[data-testid="settings-nav-server"]')).click();
@@ -166,7 +166,7 @@ try {
     timeout: 30_000,
     timeoutMsg: "back on this computer, its agent is not listed",
   });
-  console.log('desktop smoke: window rendered, chat streamed, memory edit shown, regenerate rolled back and ran again, export saved, worked on a pinned HTTPS server (chat, hand edit kept) and came back');
+  console.log('desktop smoke: window rendered, chat streamed, memory edit shown, regenerate rolled back and ran again, export saved, worked on a pinned HTTPS server on PostgreSQL (chat, hand edit kept) and came back');
 } finally {
   await browser.deleteSession();
   stop();

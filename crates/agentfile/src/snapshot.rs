@@ -1,10 +1,10 @@
 //! Everything Engram stores about one agent, read in one place for the exporters.
 
 use engram_core::{
-    Agent, AgentId, Block, BlockEdit, BlockId, Message, Passage, PassageId, Result,
+    Agent, AgentId, Block, BlockEdit, BlockId, Error, Message, Passage, PassageId, Result,
     SleeptimeSettings, Step,
 };
-use engram_store::{PassageList, Store};
+use engram_store_api::{Backend, EXTRAS_SETTING_PREFIX, PassageRange, SeqOrder};
 use std::collections::HashMap;
 
 /// One agent with its memory: settings, blocks (context order) with their edit history,
@@ -34,37 +34,53 @@ pub struct AgentSnapshot {
     pub sleeptime: SleeptimeSettings,
 }
 
-/// Reads agent `id` whole. Errors: `NotFound("agent")`, `Storage`.
-pub fn snapshot(store: &Store, id: &AgentId) -> Result<AgentSnapshot> {
-    let agent = store.agents().get(id)?;
-    let blocks = store.blocks().of_agent(id)?;
+/// Reads agent `id` whole, through the storage interface (the desktop's SQLite file or a
+/// shared server's PostgreSQL alike). Not one transaction: an export made while the agent
+/// runs holds each part as it was when read.
+///
+/// Errors: `NotFound("agent")`, `Storage`.
+pub async fn snapshot(store: &dyn Backend, id: &AgentId) -> Result<AgentSnapshot> {
+    let agent = store.get_agent(id).await?;
+    let blocks = store.agent_blocks(id).await?;
     let mut history = HashMap::new();
     for b in &blocks {
-        let mut edits = store.blocks().history(&b.id, usize::MAX)?;
+        let mut edits = store.block_history(&b.id, usize::MAX).await?;
         edits.reverse();
         history.insert(b.id.clone(), edits);
     }
-    let messages = store.messages().list(id, None, usize::MAX)?;
-    let passages = store.passages().list(
-        id,
-        &PassageList {
-            limit: usize::MAX,
-            ascending: true,
-            // An export keeps the history of facts that changed.
-            include_superseded: true,
-            ..PassageList::default()
-        },
-    )?;
+    let messages = store
+        .page_messages(id, None, None, usize::MAX, SeqOrder::Asc)
+        .await?;
+    let passages = store
+        .list_passages(
+            id,
+            &PassageRange {
+                limit: usize::MAX,
+                ascending: true,
+                // An export keeps the history of facts that changed.
+                include_superseded: true,
+                ..PassageRange::default()
+            },
+        )
+        .await?;
+    let extras = store
+        .get_setting(&format!("{EXTRAS_SETTING_PREFIX}{id}"))
+        .await?
+        .map(|text| {
+            serde_json::from_str(&text)
+                .map_err(|e| Error::Storage(format!("agent file extras of {id}: {e}")))
+        })
+        .transpose()?;
     Ok(AgentSnapshot {
+        extras,
+        tags: store.agent_tags(id).await?,
+        vectors: store.passage_vectors(id).await?.into_iter().collect(),
+        steps: store.list_steps(id, None).await?,
+        sleeptime: store.sleeptime_settings(id).await?,
         agent,
         blocks,
         history,
         messages,
         passages,
-        extras: store.agent_file_extras(id)?,
-        tags: store.agents().tags(id)?,
-        vectors: store.passages().vectors(id)?.into_iter().collect(),
-        steps: store.runs().list_steps(id, None)?,
-        sleeptime: store.sleeptime().settings(id)?,
     })
 }

@@ -84,6 +84,9 @@ pub enum Command {
     /// Users of a shared `engram serve`: add, list, remove, tokens, sharing agents.
     #[command(subcommand)]
     User(crate::user::UserCmd),
+    /// Databases: copy one into another (SQLite file ⇄ a server's PostgreSQL).
+    #[command(subcommand)]
+    Db(crate::db::DbCmd),
     /// Show how an agent's context window is used.
     Context {
         /// Agent id.

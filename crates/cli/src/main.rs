@@ -22,6 +22,7 @@ macro_rules! print {
 
 mod approval;
 mod args;
+mod db;
 mod embedding;
 mod folder;
 mod mcp;
@@ -100,7 +101,13 @@ fn redacted(url: &str) -> String {
     }
 }
 
-async fn run(cli: Cli) -> Result<()> {
+async fn run(mut cli: Cli) -> Result<()> {
+    // Copies work on the databases they name, not on this machine's engine.
+    if matches!(cli.command, Some(Command::Db(_)))
+        && let Some(Command::Db(cmd)) = cli.command.take()
+    {
+        return db::db(cmd).await;
+    }
     let mut options = Options::from_env(cli.home);
     if let Some(dir) = cli.model_dir {
         let dir = std::path::absolute(dir)?.display().to_string();
@@ -170,7 +177,8 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Mcp(cmd) => mcp::mcp(&engram, cmd).await,
         Command::Sleeptime(cmd) => sleeptime::sleeptime(&engram, cmd).await,
         Command::User(cmd) => user::user(&engram, cmd).await,
-        Command::Import(args) => transfer::import(&engram, args),
+        Command::Import(args) => transfer::import(&engram, args).await,
+        Command::Db(_) => unreachable!("handled before the engine opens"),
         Command::Export(args) => transfer::export(&engram, args).await,
         Command::Context { agent, json, full } => {
             let agent = AgentId::from(agent);

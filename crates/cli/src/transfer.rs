@@ -46,7 +46,7 @@ pub struct ExportArgs {
 /// Imports a file and prints the new agent ids, one per line; on stderr, what the file brings
 /// that waits for review (tools with code, endpoints, tool rules, MCP servers), warnings, and
 /// one `inactive: <agent>: <kind> "<name>": <reason>` line per part kept but not active.
-pub fn import(engram: &Engram, args: ImportArgs) -> Result<()> {
+pub async fn import(engram: &Engram, args: ImportArgs) -> Result<()> {
     let limit = engram_service::MAX_FILE_BYTES;
     let bytes = if args.file.as_os_str() == "-" {
         let mut buf = Vec::new();
@@ -76,7 +76,10 @@ pub fn import(engram: &Engram, args: ImportArgs) -> Result<()> {
             |n| n.to_string_lossy().into_owned(),
         )
     };
-    let report = engram.agent_files().import_named(&bytes, &file_name)?;
+    let report = engram
+        .agent_files()
+        .import_named(&bytes, &file_name)
+        .await?;
     for id in &report.agents {
         println!("{id}");
     }
@@ -124,13 +127,13 @@ pub async fn export(engram: &Engram, args: ExportArgs) -> Result<()> {
         bail!("nothing to export: name agent ids or pass --all");
     }
     let bytes = match args.format {
-        ExportFormat::Af => engram.agent_files().export(&ids)?,
-        ExportFormat::Json => engram.agent_files().export_json(&ids)?,
+        ExportFormat::Af => engram.agent_files().export(&ids).await?,
+        ExportFormat::Json => engram.agent_files().export_json(&ids).await?,
         ExportFormat::Markdown => {
-            let docs = ids
-                .iter()
-                .map(|id| engram.agent_files().export_markdown(id))
-                .collect::<engram_core::Result<Vec<_>>>()?;
+            let mut docs = Vec::with_capacity(ids.len());
+            for id in &ids {
+                docs.push(engram.agent_files().export_markdown(id).await?);
+            }
             docs.join("\n---\n\n").into_bytes()
         }
     };

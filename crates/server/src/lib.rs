@@ -10,7 +10,7 @@
 //! ```no_run
 //! # async fn demo(engram: std::sync::Arc<engram_service::Engram>) -> std::io::Result<()> {
 //! use engram_server::{Auth, ServerConfig, bind, serve};
-//! let token = engram.rest_api_token().expect("token");
+//! let token = engram.trust().rest_api_token().expect("token");
 //! let config = ServerConfig::new(Auth::Token(token));
 //! let listener = bind("127.0.0.1", 8283).await?;
 //! serve(listener, engram, config, std::future::pending()).await

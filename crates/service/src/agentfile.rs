@@ -125,17 +125,20 @@ fn mcp_server(v: &serde_json::Value) -> ImportedMcpServer {
 pub const UNNAMED_FILE: &str = "(unnamed file)";
 
 impl Engram {
-    /// [`AgentFiles::export`], with the agents' folders or without them.
-    fn export_file(&self, agents: &[AgentId], folders: bool) -> Result<Vec<u8>> {
-        let snaps = self.snapshots(agents)?;
+    /// [`AgentFiles::export`], with the agents' folders or without them (a shared server has
+    /// none yet).
+    async fn export_file(&self, agents: &[AgentId], folders: bool) -> Result<Vec<u8>> {
+        let snaps = self.snapshots(agents).await?;
         let mut opts = ExportOptions {
             now: chrono::Utc::now(),
             ..ExportOptions::default()
         };
         let names: Vec<String> = BUILTIN_TOOLS.iter().map(|s| (*s).to_owned()).collect();
         for s in &snaps {
-            for t in self.store.tools().named(&s.agent.tools)? {
+            for t in self.backend.tools_named(&s.agent.tools).await? {
+                // MCP servers are this machine's (a shared server has none yet).
                 if let Some(m) = &t.mcp
+                    && !self.is_shared()
                     && let Ok(server) = self.store.tools().find_mcp_server(m.server_id.as_str())
                 {
                     opts.mcp_servers.insert(server.id.to_string(), server);
@@ -158,14 +161,18 @@ impl Engram {
             }
         }
         let mut file = engram_agentfile::export_v2(&snaps, &opts);
-        if folders {
+        if folders && !self.is_shared() {
             self.export_folders(agents, &mut file)?;
         }
         to_pretty(&file)
     }
 
-    fn snapshots(&self, agents: &[AgentId]) -> Result<Vec<engram_agentfile::AgentSnapshot>> {
-        agents.iter().map(|id| snapshot(&self.store, id)).collect()
+    async fn snapshots(&self, agents: &[AgentId]) -> Result<Vec<engram_agentfile::AgentSnapshot>> {
+        let mut out = Vec::with_capacity(agents.len());
+        for id in agents {
+            out.push(snapshot(self.backend.as_ref(), id).await?);
+        }
+        Ok(out)
     }
 }
 
@@ -175,8 +182,8 @@ impl AgentFiles<'_> {
     /// [`import_named`](Self::import_named) with no file name.
     ///
     /// Errors: as `import_agent_file_named`.
-    pub fn import(self, bytes: &[u8]) -> Result<ImportReport> {
-        self.import_named(bytes, UNNAMED_FILE)
+    pub async fn import(self, bytes: &[u8]) -> Result<ImportReport> {
+        self.import_named(bytes, UNNAMED_FILE).await
     }
 
     /// Imports an Agent File in one transaction; `file_name` is recorded as the origin of its
@@ -192,9 +199,13 @@ impl AgentFiles<'_> {
     /// embedding model whose provider is not configured is dropped (search falls back to BM25;
     /// the original settings stay in the agent's file extras), so the agent can chat at once.
     ///
+    /// On a shared server the agents, blocks, history, passages and tools land in its
+    /// database; the file's folders and MCP servers are left out with a warning (a shared
+    /// server keeps neither yet).
+    ///
     /// Errors: `invalid_input` naming what is wrong and its JSON path (e.g. `agent file:
     /// unexpected value at agents[0].messages[3].role: …`); nothing is imported then.
-    pub fn import_named(self, bytes: &[u8], file_name: &str) -> Result<ImportReport> {
+    pub async fn import_named(self, bytes: &[u8], file_name: &str) -> Result<ImportReport> {
         let file = engram_agentfile::parse(bytes)?;
         let default_model = self.engram.models().default_chat()?;
         let file_name = file_name.trim();
@@ -284,9 +295,21 @@ impl AgentFiles<'_> {
                 }
             }
         }
-        let ids = self.engram.store.import_bundle(&conv.bundle)?;
+        let ids = self.engram.backend.import_bundle(&conv.bundle).await?;
         let mut folder_warnings = Vec::new();
-        if let engram_agentfile::AgentFile::V2(v2) = &file {
+        let shared = self.engram.is_shared();
+        if let engram_agentfile::AgentFile::V2(v2) = &file
+            && shared
+            && !v2.sources.is_empty()
+        {
+            folder_warnings.push(format!(
+                "the file's {} folder(s) were not imported: a shared server keeps no folders yet",
+                v2.sources.len()
+            ));
+        }
+        if let engram_agentfile::AgentFile::V2(v2) = &file
+            && !shared
+        {
             folder_warnings = self.engram.import_folders(v2, &ids.agents)?;
             if !v2.sources.is_empty() {
                 // The folders are live: their documents and the file tools no longer wait.
@@ -344,7 +367,13 @@ impl AgentFiles<'_> {
             .collect();
         // The file's MCP servers are stored inactive: never started until the user accepts.
         // The tools the file's agents used from one are attached to them on acceptance.
-        for entry in &conv.mcp_servers {
+        if shared && !conv.mcp_servers.is_empty() {
+            warnings.push(format!(
+                "the file's {} MCP server(s) were not stored: a shared server keeps no MCP servers yet",
+                conv.mcp_servers.len()
+            ));
+        }
+        for entry in conv.mcp_servers.iter().filter(|_| !shared) {
             let Some(server) = crate::mcp_import::server_from_agent_file(entry) else {
                 continue;
             };
@@ -420,8 +449,8 @@ impl AgentFiles<'_> {
     /// Exports agents as one Agent File v2 (pretty JSON, UTF-8): Letta's fields plus the
     /// `engram` extension with the full history, passages, block history and loop style.
     /// Never contains API keys. Errors: `not_found` for an unknown agent.
-    pub fn export(self, agents: &[AgentId]) -> Result<Vec<u8>> {
-        self.engram.export_file(agents, true)
+    pub async fn export(self, agents: &[AgentId]) -> Result<Vec<u8>> {
+        self.engram.export_file(agents, true).await
     }
 
     /// Copies an agent — settings, blocks (as blocks of its own, not shared), history,
@@ -430,19 +459,22 @@ impl AgentFiles<'_> {
     /// export and re-import would. `name` renames the copy (default: the original's name +
     /// " (copy)"). Errors: `not_found`, `invalid_input` for an empty name.
     pub async fn duplicate(self, agent: &AgentId, name: Option<&str>) -> Result<crate::AgentState> {
-        let original = self.engram.store.agents().get(agent)?;
+        let original = self.engram.local("copying an agent")?.agents().get(agent)?;
         let name = match name.map(str::trim) {
             Some("") => return Err(Error::invalid("an agent needs a name")),
             Some(n) => n.to_owned(),
             None => format!("{} (copy)", original.name),
         };
         // Folders are shared, not copied: the copy reads the original's, with its open files.
-        let report = self.import_named(
-            &self
-                .engram
-                .export_file(std::slice::from_ref(agent), false)?,
-            &format!("a copy of {}", original.name),
-        )?;
+        let report = self
+            .import_named(
+                &self
+                    .engram
+                    .export_file(std::slice::from_ref(agent), false)
+                    .await?,
+                &format!("a copy of {}", original.name),
+            )
+            .await?;
         let copy = report
             .agents
             .first()
@@ -476,17 +508,16 @@ impl AgentFiles<'_> {
     }
 
     /// One agent as a Markdown document. Errors: `not_found`.
-    pub fn export_markdown(self, agent: &AgentId) -> Result<String> {
-        Ok(engram_agentfile::markdown::render(&snapshot(
-            &self.engram.store,
-            agent,
-        )?))
+    pub async fn export_markdown(self, agent: &AgentId) -> Result<String> {
+        Ok(engram_agentfile::markdown::render(
+            &snapshot(self.engram.backend.as_ref(), agent).await?,
+        ))
     }
 
     /// Agents in Engram's documented JSON shape (see `engram_agentfile::people`), pretty UTF-8.
     /// Errors: `not_found`.
-    pub fn export_json(self, agents: &[AgentId]) -> Result<Vec<u8>> {
-        let snaps = self.engram.snapshots(agents)?;
+    pub async fn export_json(self, agents: &[AgentId]) -> Result<Vec<u8>> {
+        let snaps = self.engram.snapshots(agents).await?;
         to_pretty(&engram_agentfile::people::export(
             &snaps,
             chrono::Utc::now(),

@@ -61,7 +61,7 @@ impl AgentFiles<'_> {
     /// Exports `agents` (every agent when `None`) as `format`, with a file name to offer: the
     /// agent's name for one agent, `engram-agents-<date>` for several.
     /// Errors: `not_found` for an unknown agent; `invalid_input` when there is no agent.
-    pub fn export_all(
+    pub async fn export_all(
         self,
         agents: Option<&[AgentId]>,
         format: ExportFormat,
@@ -70,9 +70,9 @@ impl AgentFiles<'_> {
             Some(ids) => ids.to_vec(),
             None => self
                 .engram
-                .local("exporting agents")?
-                .agents()
-                .list()?
+                .backend
+                .list_agents()
+                .await?
                 .into_iter()
                 .map(|a| a.id)
                 .collect(),
@@ -81,18 +81,19 @@ impl AgentFiles<'_> {
             return Err(Error::invalid("there is no agent to export"));
         }
         let stem = match ids.as_slice() {
-            [one] => safe_name(&self.engram.store.agents().get(one)?.name),
+            [one] => safe_name(&self.engram.backend.get_agent(one).await?.name),
             _ => format!("engram-agents-{}", chrono::Utc::now().format("%Y-%m-%d")),
         };
         let bytes = match format {
-            ExportFormat::Af => self.export(&ids)?,
-            ExportFormat::Json => self.export_json(&ids)?,
-            ExportFormat::Markdown => ids
-                .iter()
-                .map(|id| self.export_markdown(id))
-                .collect::<Result<Vec<_>>>()?
-                .join("\n---\n\n")
-                .into_bytes(),
+            ExportFormat::Af => self.export(&ids).await?,
+            ExportFormat::Json => self.export_json(&ids).await?,
+            ExportFormat::Markdown => {
+                let mut parts = Vec::with_capacity(ids.len());
+                for id in &ids {
+                    parts.push(self.export_markdown(id).await?);
+                }
+                parts.join("\n---\n\n").into_bytes()
+            }
         };
         let contents = String::from_utf8(bytes)
             .map_err(|e| Error::Internal(format!("the export is not UTF-8: {e}")))?;
@@ -105,13 +106,13 @@ impl AgentFiles<'_> {
     /// Writes an export to `path` (chosen by the user in a save dialog) and returns the path.
     /// Errors: as [`AgentFiles::export_all`]; `invalid_input` naming the path when it cannot
     /// be written.
-    pub fn export_all_to(
+    pub async fn export_all_to(
         self,
         agents: Option<&[AgentId]>,
         format: ExportFormat,
         path: &Path,
     ) -> Result<PathBuf> {
-        let file = self.export_all(agents, format)?;
+        let file = self.export_all(agents, format).await?;
         std::fs::write(path, file.contents)
             .map_err(|e| Error::invalid(format!("cannot write {}: {e}", path.display())))?;
         Ok(path.to_owned())
@@ -120,7 +121,7 @@ impl AgentFiles<'_> {
     /// Imports the agent file at `path` (chosen by the user in an open dialog), named by its
     /// file name in the report. Errors: `invalid_input` naming the file when it cannot be
     /// read, is over 64 MiB, or is not an agent file (with the JSON path of the problem).
-    pub fn import_at(self, path: &Path) -> Result<ImportReport> {
+    pub async fn import_at(self, path: &Path) -> Result<ImportReport> {
         let name = path.file_name().map_or_else(
             || path.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
@@ -135,7 +136,7 @@ impl AgentFiles<'_> {
                 "{name}: agent files larger than {limit} bytes (64 MiB) are refused"
             )));
         }
-        self.import_named(&bytes, &name).map_err(|e| match e {
+        self.import_named(&bytes, &name).await.map_err(|e| match e {
             Error::Invalid(m) => Error::Invalid(format!("{name}: {m}")),
             e => e,
         })

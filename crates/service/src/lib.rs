@@ -16,6 +16,7 @@ mod built_in_models;
 mod chat;
 pub mod commands;
 mod context_view;
+pub mod db_copy;
 mod embeddings;
 mod env;
 mod export;

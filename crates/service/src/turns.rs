@@ -163,8 +163,8 @@ impl Runs<'_> {
 
     /// How the agent's runs ended (stop reason, error, usage), oldest first; only those in
     /// `runs` when given. Errors: `not_found`.
-    pub fn records(self, agent: &AgentId, runs: Option<&[RunId]>) -> Result<Vec<RunRecord>> {
-        self.engram.store.runs().list(agent, runs)
+    pub async fn records(self, agent: &AgentId, runs: Option<&[RunId]>) -> Result<Vec<RunRecord>> {
+        self.engram.backend.list_runs(agent, runs).await
     }
 
     /// The block edits the agent's tool calls made in `runs`, oldest first, from the stored

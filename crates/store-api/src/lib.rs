@@ -8,6 +8,8 @@
 //! - [`BlockStore`]: blocks and their versioned operations, with history;
 //! - [`ContextStore`]: the context window's messages, compactions, the cached system prompt,
 //!   the memory counts it shows and how runs ended;
+//! - [`ImportStore`]: whole agent files (agents with blocks, history, messages, passages and
+//!   tools) written in one transaction;
 //! - [`LeaseStore`]: one holder per agent, with fencing tokens checked at commit;
 //! - [`MessageStore`]: recall memory, the message history paged by `seq`, with a words search;
 //! - [`PassageStore`]: archival memory, tagged passages listed by time, with a words search;
@@ -58,6 +60,7 @@
 mod bus;
 mod context;
 mod folders;
+mod import;
 mod messages;
 mod passages;
 mod ranking;
@@ -72,6 +75,11 @@ mod words;
 pub use bus::{BusEvent, NoticeBus};
 pub use context::ContextStore;
 pub use folders::{FileWindow, FolderStore, TextPart};
+pub use import::{
+    EXTRAS_SETTING_PREFIX, ImportAgent, ImportBlock, ImportBundle, ImportMessage, ImportStore,
+    ImportSupersession, ImportedIds, ImportedTool, added_status, check_bundle, is_same_tool,
+    tool_candidate,
+};
 pub use messages::{Hit, MessageSearch, MessageStore, SEQ_GAP, SeqOrder};
 pub use passages::{PassageRange, PassageSearch, PassageStore};
 pub use ranking::{
@@ -309,6 +317,7 @@ pub trait Backend:
     AgentStore
     + BlockStore
     + ContextStore
+    + ImportStore
     + LeaseStore
     + MessageStore
     + PassageStore
@@ -324,6 +333,7 @@ impl<
     T: AgentStore
         + BlockStore
         + ContextStore
+        + ImportStore
         + LeaseStore
         + MessageStore
         + PassageStore

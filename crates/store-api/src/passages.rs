@@ -22,6 +22,9 @@ pub struct PassageRange {
     pub limit: usize,
     /// Oldest first when true, newest first otherwise.
     pub ascending: bool,
+    /// Also passages a later one superseded or merged (the history of facts that changed,
+    /// which an export keeps), each with its [`Supersession`](engram_core::Supersession).
+    pub include_superseded: bool,
 }
 
 /// A words search over one agent's passages ([`PassageStore::search_passages`]).
@@ -62,7 +65,8 @@ impl PassageSearch {
 /// - **An insert is one transaction**: every passage of the batch is stored, or none is.
 /// - **Passages go with their agent**: deleting an agent deletes its passages.
 /// - Lists, counts and searches see current passages only: a passage marked superseded (a fact
-///   that changed, by the store's consolidation) is left out.
+///   that changed, by the store's consolidation) is left out, unless a list asks for it
+///   ([`PassageRange::include_superseded`]).
 ///
 /// The words search matches passages holding any of the query's words (stemmed, as
 /// [`MessageStore`](crate::MessageStore)'s), best first by each engine's own ranking (BM25 over
@@ -89,6 +93,10 @@ pub trait PassageStore: Send + Sync {
     /// Errors: `NotFound("agent")`; `NotFound("passage", id)` for a cursor that is not one of
     /// the agent's passages.
     async fn list_passages(&self, agent: &AgentId, range: &PassageRange) -> Result<Vec<Passage>>;
+
+    /// The stored vector of each of the agent's passages that has one (superseded ones too),
+    /// in insertion order, at its native dimension. Errors: `NotFound("agent")`.
+    async fn passage_vectors(&self, agent: &AgentId) -> Result<Vec<(PassageId, Vec<f32>)>>;
 
     /// How many current passages the agent has. Errors: `NotFound("agent")`.
     async fn count_passages(&self, agent: &AgentId) -> Result<u64>;

@@ -4,8 +4,9 @@
 use crate::PgStore;
 use crate::blocks::{self, Lock, label_conflict};
 use crate::rows::{self, AGENT_COLS, Cached};
-use crate::tx::{TxError, transaction};
+use crate::tx::{TxError, TxResult, transaction};
 use async_trait::async_trait;
+use deadpool_postgres::GenericClient;
 use engram_core::{Agent, AgentId, AgentPatch, Block, BlockId, Error, NewBlock, Result};
 use engram_store_api::AgentStore;
 use std::collections::HashSet;
@@ -23,35 +24,7 @@ impl AgentStore for PgStore {
         agent.updated_at = rows::truncate(agent.updated_at);
         let agent = &agent;
         transaction!(self, |tx| {
-            // Concurrent creations of one id: the second waits for the first, then inserts
-            // nothing.
-            let inserted = tx
-                .exec(
-                    &format!(
-                        "INSERT INTO agents ({AGENT_COLS})
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-                         ON CONFLICT (id) DO NOTHING"
-                    ),
-                    &[
-                        &agent.id.as_str(),
-                        &agent.name,
-                        &agent.description,
-                        &agent.system,
-                        &rows::to_json(&agent.llm)?,
-                        &agent.embedding.as_ref().map(rows::to_json).transpose()?,
-                        &rows::loop_style_str(agent.loop_style),
-                        &i64::from(agent.max_steps),
-                        &rows::to_json(&agent.tools)?,
-                        &rows::to_json(&agent.tool_rules)?,
-                        &agent.summary,
-                        &agent.created_at,
-                        &agent.updated_at,
-                    ],
-                )
-                .await?;
-            if inserted == 0 {
-                return Err(Error::Conflict(format!("agent {} already exists", agent.id)).into());
-            }
+            insert_row(&tx, agent).await?;
             let now = rows::now();
             let mut attached: Vec<Block> = Vec::with_capacity(new_blocks.len() + attach.len());
             let mut labels = HashSet::new();
@@ -205,4 +178,38 @@ impl AgentStore for PgStore {
             tracing::debug!(agent = %id, "deleted agent");
         })
     }
+}
+
+/// Inserts an agent's row as given (times already truncated), inside the caller's
+/// transaction. Errors: `Conflict` when the id exists (concurrent creations of one id: the
+/// second waits for the first, then inserts nothing).
+pub(crate) async fn insert_row(c: &impl GenericClient, agent: &Agent) -> TxResult<()> {
+    let inserted = c
+        .exec(
+            &format!(
+                "INSERT INTO agents ({AGENT_COLS})
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                 ON CONFLICT (id) DO NOTHING"
+            ),
+            &[
+                &agent.id.as_str(),
+                &agent.name,
+                &agent.description,
+                &agent.system,
+                &rows::to_json(&agent.llm)?,
+                &agent.embedding.as_ref().map(rows::to_json).transpose()?,
+                &rows::loop_style_str(agent.loop_style),
+                &i64::from(agent.max_steps),
+                &rows::to_json(&agent.tools)?,
+                &rows::to_json(&agent.tool_rules)?,
+                &agent.summary,
+                &agent.created_at,
+                &agent.updated_at,
+            ],
+        )
+        .await?;
+    if inserted == 0 {
+        return Err(Error::Conflict(format!("agent {} already exists", agent.id)).into());
+    }
+    Ok(())
 }

@@ -37,6 +37,7 @@ mod agents;
 mod blocks;
 mod context;
 mod error;
+mod import;
 mod leases;
 mod messages;
 mod migrations;

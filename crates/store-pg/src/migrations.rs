@@ -81,6 +81,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "agent tags",
         sql: AGENT_TAGS,
     },
+    Migration {
+        version: 12,
+        name: "pending endpoints",
+        sql: PENDING_ENDPOINTS,
+    },
 ];
 
 /// The advisory lock key migrations run under (`"engram"` in ASCII, then 1): any number that
@@ -475,4 +480,17 @@ CREATE TABLE tools (
 const AGENT_TAGS: &str = r#"
 ALTER TABLE agents ADD COLUMN tags text[] NOT NULL DEFAULT '{}';
 CREATE INDEX agents_tags ON agents USING gin (tags);
+"#;
+
+/// Version 12: base URLs an imported agent file asked for, kept inactive until the person
+/// accepts them (one per agent and kind).
+const PENDING_ENDPOINTS: &str = r#"
+CREATE TABLE pending_endpoints (
+    agent_id   text NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+    kind       text NOT NULL CHECK (kind IN ('llm', 'embedding')),
+    base_url   text NOT NULL,
+    source     text NOT NULL,                 -- the agent file's name
+    created_at timestamptz NOT NULL,
+    PRIMARY KEY (agent_id, kind)
+);
 "#;

@@ -204,7 +204,7 @@ impl PassageStore for PgStore {
             .rows(
                 &format!(
                     "SELECT {PASSAGE_COLS} FROM passages p
-                     WHERE p.agent_id = $1 AND p.superseded_at IS NULL
+                     WHERE p.agent_id = $1 AND ($7 OR p.superseded_at IS NULL)
                        AND ($2::timestamptz IS NULL OR (p.created_at, p.pk) > ($2, $3))
                        AND ($4::timestamptz IS NULL OR (p.created_at, p.pk) < ($4, $5))
                      ORDER BY p.created_at {dir}, p.pk {dir} LIMIT $6"
@@ -216,6 +216,7 @@ impl PassageStore for PgStore {
                     &upper.map(|k| k.0),
                     &upper.map_or(0, |k| k.1),
                     &rows::limit(range.limit),
+                    &range.include_superseded,
                 ],
             )
             .await
@@ -223,6 +224,30 @@ impl PassageStore for PgStore {
         let mut out = rows::all(&found, rows::passage)?;
         if from_end {
             out.reverse();
+        }
+        Ok(out)
+    }
+
+    async fn passage_vectors(&self, agent: &AgentId) -> Result<Vec<(PassageId, Vec<f32>)>> {
+        let c = self.client().await?;
+        blocks::ensure_agent(&c, agent, Lock::None).await?;
+        let found = c
+            .rows(
+                "SELECT id, embedding FROM passages
+                 WHERE agent_id = $1 AND embedding IS NOT NULL ORDER BY pk",
+                &[&agent.as_str()],
+            )
+            .await
+            .map_err(TxError::from)?;
+        let mut out = Vec::with_capacity(found.len());
+        for r in &found {
+            let id: String = r.try_get(0).map_err(TxError::from)?;
+            let bytes: Vec<u8> = r.try_get(1).map_err(TxError::from)?;
+            let v = bytes
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
+            out.push((PassageId::from(id), v));
         }
         Ok(out)
     }

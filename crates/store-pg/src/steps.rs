@@ -46,7 +46,7 @@ fn step_from_row(r: &Row) -> TxResult<Step> {
     })
 }
 
-async fn insert_step(c: &impl GenericClient, s: &Step) -> TxResult<()> {
+pub(crate) async fn insert_step(c: &impl GenericClient, s: &Step) -> TxResult<()> {
     let inserted = c
         .exec(
             &format!(

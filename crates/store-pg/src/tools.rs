@@ -50,7 +50,11 @@ fn tool_from_row(r: &Row) -> TxResult<Tool> {
     .with_trust_computed())
 }
 
-async fn load_by(c: &impl GenericClient, column: &str, key: &str) -> TxResult<Option<Tool>> {
+pub(crate) async fn load_by(
+    c: &impl GenericClient,
+    column: &str,
+    key: &str,
+) -> TxResult<Option<Tool>> {
     c.one_opt(
         &format!("SELECT {TOOL_COLS} FROM tools WHERE {column} = $1"),
         &[&key],
@@ -68,7 +72,7 @@ async fn load_id(c: &impl GenericClient, id: &ToolId) -> TxResult<Tool> {
 }
 
 /// Inserts or replaces the row of `tool.name`, keeping an existing row's id and `created_at`.
-async fn upsert(c: &impl GenericClient, tool: &Tool) -> TxResult<Tool> {
+pub(crate) async fn upsert(c: &impl GenericClient, tool: &Tool) -> TxResult<Tool> {
     let now = rows::now();
     let mut t = tool.clone();
     t.updated_at = now;

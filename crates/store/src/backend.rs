@@ -19,10 +19,10 @@ use engram_core::{
     Tool, ToolId, User, UserId,
 };
 use engram_store_api::{
-    AgentStore, BlockStore, CommittedStep, ContextStore, FileWindow, FolderStore, Hit, Lease,
-    LeaseGrant, LeaseStore, MessageSearch, MessageStore, PassCommit, PassageRange, PassageSearch,
-    PassageStore, ProviderRow, Ranker, SettingStore, SleeptimeStore, StepCommit, StepStore,
-    TextPart, ToolStore, UserStore,
+    AgentStore, BlockStore, CommittedStep, ContextStore, FileWindow, FolderStore, Hit,
+    ImportBundle, ImportStore, ImportedIds, Lease, LeaseGrant, LeaseStore, MessageSearch,
+    MessageStore, PassCommit, PassageRange, PassageSearch, PassageStore, ProviderRow, Ranker,
+    SettingStore, SleeptimeStore, StepCommit, StepStore, TextPart, ToolStore, UserStore,
 };
 use std::sync::MutexGuard;
 use std::time::Duration;
@@ -223,6 +223,13 @@ impl ContextStore for Store {
 }
 
 #[async_trait]
+impl ImportStore for Store {
+    async fn import_bundle(&self, bundle: &ImportBundle) -> Result<ImportedIds> {
+        Store::import_bundle(self, bundle)
+    }
+}
+
+#[async_trait]
 impl StepStore for Store {
     async fn commit_step(&self, lease: Option<&Lease>, c: &StepCommit) -> Result<CommittedStep> {
         self.runs().commit_step_leased(lease, c)
@@ -335,9 +342,14 @@ impl PassageStore for Store {
             before: range.before.clone(),
             limit: range.limit,
             ascending: range.ascending,
+            include_superseded: range.include_superseded,
             ..PassageList::default()
         };
         self.passages().list(agent, &list)
+    }
+
+    async fn passage_vectors(&self, agent: &AgentId) -> Result<Vec<(PassageId, Vec<f32>)>> {
+        self.passages().vectors(agent)
     }
 
     async fn count_passages(&self, agent: &AgentId) -> Result<u64> {

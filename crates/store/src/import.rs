@@ -1,144 +1,17 @@
-//! Bulk import: a whole set of agents with their blocks, history, messages and passages, written
-//! in one transaction (an agent file lands completely or not at all).
-//!
-//! The caller (the agent-file crate) builds fully formed rows with fresh ids; this module checks
-//! what the database must guarantee (valid labels, values within limits, one label per agent,
-//! references to blocks of the bundle, ids not yet taken) and writes them. Messages get `seq`
-//! numbers [`SEQ_GAP`](crate::SEQ_GAP) apart in the order given.
-//!
-//! What Engram does not model yet (custom tools, tool rules, Letta-only settings) travels as a
-//! JSON document per agent in the `settings` table under [`EXTRAS_SETTING_PREFIX`]`<agent id>`,
-//! so a later feature can make it live and exports can give it back.
+//! Bulk import on SQLite: the [`ImportStore`](engram_store_api::ImportStore) contract (types
+//! and checks in `engram-store-api`), written in one immediate transaction.
 
 use crate::messages::{self, SEQ_GAP};
 use crate::sql::{self, DbResult, to_json};
 use crate::{Store, agents, blocks, passages, tools};
-use engram_core::memory::check_limit;
 use engram_core::trust::ImportedToolStatus;
-use engram_core::{
-    Agent, AgentId, Block, BlockEdit, BlockId, Error, NewMessage, NewPassage, PendingEndpoint,
-    Result, Step, Tool,
+use engram_core::{AgentId, BlockEdit, BlockId, Error, PendingEndpoint, Result, Tool};
+use engram_store_api::{
+    EXTRAS_SETTING_PREFIX, ImportBundle, ImportMessage, ImportedIds, ImportedTool, added_status,
+    check_bundle, is_same_tool, tool_candidate,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 use std::collections::{HashMap, HashSet};
-
-/// Settings key prefix of an agent's agent-file extras (`agent_file_extras.<agent id>`): a JSON
-/// object with what an imported file carried that Engram cannot run yet (custom tools with their
-/// source and schema, tool rules, the original model settings, tags, groups).
-pub const EXTRAS_SETTING_PREFIX: &str = "agent_file_extras.";
-
-/// A block to create, with its recorded edits (oldest first).
-#[derive(Clone, Debug, PartialEq)]
-pub struct ImportBlock {
-    /// The block row as it will be stored (fresh id, kept times).
-    pub block: Block,
-    /// Its edit history, oldest first; `block_id` is ignored (the row's id is used).
-    pub history: Vec<BlockEdit>,
-}
-
-/// One message of an imported history.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ImportMessage {
-    /// The message; `id` (else a fresh one) and `created_at` (else now) are kept.
-    pub message: NewMessage,
-    /// Whether it is in the context window.
-    pub in_context: bool,
-}
-
-/// An agent to create.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ImportAgent {
-    /// The agent row (fresh id, settings, summary, kept times).
-    pub agent: Agent,
-    /// Blocks to attach, in context order; each must be a block of the bundle.
-    pub block_ids: Vec<BlockId>,
-    /// The whole history, oldest first (stored `SEQ_GAP` apart in this order).
-    pub messages: Vec<ImportMessage>,
-    /// Archival passages.
-    pub passages: Vec<NewPassage>,
-    /// Agent-file extras kept under [`EXTRAS_SETTING_PREFIX`]; `None` stores nothing.
-    pub extras: Option<serde_json::Value>,
-    /// The agent's tags (Letta's `tags`), in order.
-    pub tags: Vec<String>,
-    /// Its step (usage) history as recorded by the Engram that exported it: ids as given
-    /// (the importer mints fresh ones), `agent_id` is replaced by the agent's.
-    pub steps: Vec<Step>,
-    /// Base URLs the file asked for, stored inactive until the user accepts them (their
-    /// `agent_id` is replaced by the agent's).
-    pub pending_endpoints: Vec<PendingEndpoint>,
-    /// Sleep-time settings, when the file gave some.
-    pub sleeptime: Option<engram_core::SleeptimeSettings>,
-    /// Which of `passages` were replaced, and by which (indexes into `passages`).
-    pub superseded: Vec<ImportSupersession>,
-}
-
-/// A passage of an import that was no longer current when it was exported.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ImportSupersession {
-    /// Its index in [`ImportAgent::passages`].
-    pub passage: usize,
-    /// The index of the passage that replaced it, if any.
-    pub by: Option<usize>,
-    /// Replaced or merged.
-    pub kind: engram_core::SupersedeKind,
-    /// When.
-    pub at: engram_core::Timestamp,
-}
-
-/// Everything one import writes.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ImportBundle {
-    /// Blocks, possibly shared by several agents of the bundle.
-    pub blocks: Vec<ImportBlock>,
-    /// Agents.
-    pub agents: Vec<ImportAgent>,
-    /// User tools the agents use. An import never changes a stored tool: a tool whose name
-    /// is free is added as given (a file's tools untrusted); one identical to the stored tool
-    /// of its name (same source and schema) is that tool; any other gets a free name
-    /// (`name_2`, `name_3`, …; its `def` and the bundle's tool lists and rules follow).
-    pub tools: Vec<Tool>,
-}
-
-/// What became of one tool of a bundle.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ImportedTool {
-    /// The name the file gave it.
-    pub requested_name: String,
-    /// The tool as stored (for `Existing`, the stored tool the file's copy matched).
-    pub tool: Tool,
-    /// Added, added under a new name, or matched an existing tool.
-    pub status: ImportedToolStatus,
-}
-
-/// The ids an import created, in bundle order.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ImportedIds {
-    /// The new agents.
-    pub agents: Vec<AgentId>,
-    /// The new blocks.
-    pub blocks: Vec<BlockId>,
-    /// The bundle's tools, in bundle order.
-    pub tools: Vec<ImportedTool>,
-}
-
-/// `name` with suffix `_n`, cut so the result stays a valid tool name (≤ 64 characters).
-fn suffixed(name: &str, n: u32) -> String {
-    let suffix = format!("_{n}");
-    let keep = name.len().min(64 - suffix.len());
-    format!("{}{suffix}", &name[..keep])
-}
-
-/// `t` under the name `name`: its `def` and schema follow.
-fn renamed(t: &Tool, name: &str) -> Tool {
-    let mut r = t.clone();
-    r.source_code = t
-        .source_code
-        .as_ref()
-        .map(|src| src.replace(&format!("def {}(", t.name), &format!("def {name}(")));
-    r.json_schema["name"] = serde_json::json!(name);
-    r.name = name.to_owned();
-    r
-}
 
 /// Stores one tool of a bundle without touching a stored tool (see [`ImportBundle::tools`]).
 /// A tool identical to a stored one (under its name, or under a name an earlier import of
@@ -146,31 +19,18 @@ fn renamed(t: &Tool, name: &str) -> Tool {
 /// user granted the stored one the network or unsandboxed runs: a file never gets those, so
 /// it gets a copy of its own instead.
 fn place_tool(tx: &Connection, t: &Tool, bundle_names: &HashSet<&str>) -> Result<ImportedTool> {
-    let same = |a: &Tool, b: &Tool| {
-        a.source_code == b.source_code
-            && a.json_schema == b.json_schema
-            && !a.network
-            && !a.allow_unsandboxed
-    };
     let mut n = 1;
     let (tool, status) = loop {
-        let candidate = if n == 1 {
-            t.clone()
-        } else {
-            renamed(t, &suffixed(&t.name, n))
-        };
+        let candidate = tool_candidate(t, n);
         let taken_in_bundle = n > 1 && bundle_names.contains(candidate.name.as_str());
         match tools::load_by(tx, "name", &candidate.name)? {
-            Some(old) if same(&old, &candidate) => break (old, ImportedToolStatus::Existing),
+            Some(old) if is_same_tool(&old, &candidate) => {
+                break (old, ImportedToolStatus::Existing);
+            }
             None if !taken_in_bundle => {
                 let mut fresh = candidate;
                 fresh.id = engram_core::ToolId::new();
-                let status = if n == 1 {
-                    ImportedToolStatus::Added
-                } else {
-                    ImportedToolStatus::Renamed
-                };
-                break (tools::upsert(tx, &fresh)?, status);
+                break (tools::upsert(tx, &fresh)?, added_status(n));
             }
             _ => n += 1,
         }
@@ -199,12 +59,6 @@ fn insert_pending(tx: &Connection, agent: &AgentId, e: &PendingEndpoint) -> Resu
     ])
     .db()?;
     Ok(())
-}
-
-fn check_block(b: &Block) -> Result<()> {
-    crate::blocks::check_label(&b.label)?;
-    check_limit("", &b.value, b.limit)
-        .map_err(|e| Error::Invalid(format!("block {:?}: {e}", b.label)))
 }
 
 fn insert_edit(tx: &Connection, block: &BlockId, e: &BlockEdit) -> Result<()> {
@@ -256,25 +110,7 @@ impl Store {
     /// empty passage; `NotFound("block")` when an agent attaches a block that is not in the
     /// bundle; `Conflict` when an agent has two blocks with one label or an id already exists.
     pub fn import_bundle(&self, bundle: &ImportBundle) -> Result<ImportedIds> {
-        for ib in &bundle.blocks {
-            check_block(&ib.block)?;
-        }
-        let labels: HashMap<&BlockId, &str> = bundle
-            .blocks
-            .iter()
-            .map(|ib| (&ib.block.id, ib.block.label.as_str()))
-            .collect();
-        for ia in &bundle.agents {
-            let mut seen = HashSet::new();
-            for id in &ia.block_ids {
-                let label = labels
-                    .get(id)
-                    .ok_or_else(|| Error::not_found("block", id.as_str()))?;
-                if !seen.insert(*label) {
-                    return Err(blocks::label_conflict(label));
-                }
-            }
-        }
+        check_bundle(bundle)?;
         self.write(|tx| {
             let mut out = ImportedIds::default();
             let bundle_names: HashSet<&str> =
@@ -325,7 +161,16 @@ impl Store {
                     // Where the kept summary took over: after the last message out of context.
                     crate::message_pages::record_imported_compaction(tx, &a.id, summary)?;
                 }
-                let stored = passages::insert(tx, &a.id, &ia.passages, None, sql::now())?;
+                let stored = if ia.passage_ids.is_empty() {
+                    passages::insert(tx, &a.id, &ia.passages, None, sql::now())?
+                } else {
+                    let now = sql::now();
+                    ia.passages
+                        .iter()
+                        .zip(&ia.passage_ids)
+                        .map(|(np, id)| passages::insert_as(tx, &a.id, id.clone(), np, None, now))
+                        .collect::<Result<Vec<_>>>()?
+                };
                 for h in &ia.superseded {
                     let id = |i: usize| {
                         stored.get(i).map(|p| p.id.as_str()).ok_or_else(|| {
@@ -401,7 +246,10 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engram_core::{EditId, Editor, LlmConfig, Role};
+    use engram_core::{
+        Agent, Block, EditId, Editor, LlmConfig, NewMessage, NewPassage, Role, Step,
+    };
+    use engram_store_api::{ImportAgent, ImportBlock};
 
     fn block(label: &str, value: &str) -> Block {
         let now = chrono::Utc::now();
@@ -476,6 +324,7 @@ mod tests {
                         tags: vec!["t".into()],
                         ..NewPassage::default()
                     }],
+                    passage_ids: vec![],
                     extras: Some(serde_json::json!({"tools": []})),
                     tags: vec!["kept".into()],
                     steps: vec![step()],
@@ -488,6 +337,7 @@ mod tests {
                     block_ids: vec![shared.id.clone()],
                     messages: vec![],
                     passages: vec![],
+                    passage_ids: vec![],
                     extras: None,
                     tags: Vec::new(),
                     steps: vec![],

@@ -91,16 +91,16 @@ pub use engram_store_api::{
     ApprovalWrite, BlockChange, BlockWrite, CommittedStep, StepCommit, StepStore,
 };
 pub use engram_store_api::{CALIBRATION_SETTING_PREFIX, Calibration};
+pub use engram_store_api::{
+    EXTRAS_SETTING_PREFIX, ImportAgent, ImportBlock, ImportBundle, ImportMessage,
+    ImportSupersession, ImportedIds, ImportedTool,
+};
 pub use engram_store_api::{PassCommit, PassageOp};
 pub use file_chunks::UnembeddedChunk;
 pub use file_pieces::{NewPiece, TextPart};
 pub use file_state::{FileWindow, MAX_WINDOW_CHARS, qualified_name, window as file_window};
 pub use folder_files::{FileUpload, NewChunk, ParsedFile, Upserted};
 pub use folders::{FILE_TOOLS, FolderPatch};
-pub use import::{
-    EXTRAS_SETTING_PREFIX, ImportAgent, ImportBlock, ImportBundle, ImportMessage,
-    ImportSupersession, ImportedIds, ImportedTool,
-};
 pub use mcp_pending::{AttachedMcpTools, PendingMcpTool};
 pub use message_pages::{Compaction, MessageWindow, SeqOrder, WindowAt};
 pub use message_vectors::{MessageVector, UnembeddedMessage, embeddable_text};

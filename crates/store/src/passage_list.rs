@@ -63,20 +63,20 @@ pub struct PassageList {
 
 impl PassageList {
     /// This list as the storage interface's plain range, when it is one: no filter, no
-    /// offset, no date to jump to, current passages only. `None` otherwise.
+    /// offset, no date to jump to. `None` otherwise.
     pub fn as_range(&self) -> Option<engram_store_api::PassageRange> {
         let plain = self.search.is_none()
             && self.tags.is_empty()
             && self.start.is_none()
             && self.end.is_none()
             && self.at.is_none()
-            && self.offset == 0
-            && !self.include_superseded;
+            && self.offset == 0;
         plain.then(|| engram_store_api::PassageRange {
             after: self.after.clone(),
             before: self.before.clone(),
             limit: self.limit,
             ascending: self.ascending,
+            include_superseded: self.include_superseded,
         })
     }
 }

@@ -4,7 +4,7 @@ use super::{parts::AgentIn, parts::Ctx, tools::user_tool};
 use engram_core::ToolRule;
 use serde_json::{Map, Value, json};
 
-/// What Engram keeps of a Letta agent without running it (see [`engram_store::EXTRAS_SETTING_PREFIX`]).
+/// What Engram keeps of a Letta agent without running it (see [`engram_store_api::EXTRAS_SETTING_PREFIX`]).
 /// Secrets and tool environment variables are left out on purpose.
 pub(super) fn letta_extras(ctx: &mut Ctx<'_>, a: &AgentIn<'_>, groups: &[Value]) -> Value {
     let builtin = ctx.opts.builtin_tools;

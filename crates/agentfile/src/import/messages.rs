@@ -5,7 +5,7 @@ use crate::errors::AgentFileError;
 use crate::model::{ContentAf, RoleAf, ToolCallAf};
 use crate::time::time_or;
 use engram_core::{MessageKind, NewMessage, Role, Timestamp, ToolCall};
-use engram_store::ImportMessage;
+use engram_store_api::ImportMessage;
 use serde_json::{Map, Value, json};
 use std::collections::{HashMap, HashSet};
 

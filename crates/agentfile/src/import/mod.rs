@@ -1,6 +1,6 @@
 //! A parsed agent file → an [`ImportBundle`] of Engram rows with fresh ids, after checking every
 //! reference (blocks, tools, messages, extension entries) and naming the JSON path of the first
-//! problem. Nothing here touches the database; [`Store::import_bundle`] writes the result in
+//! problem. Nothing here touches the database; [`ImportStore::import_bundle`] writes the result in
 //! one transaction.
 //!
 //! Mapping (Letta → Engram):
@@ -30,7 +30,7 @@
 //! Its base URLs become pending endpoints (inactive until the user accepts them) and its tool
 //! list keeps only built-ins and tools the file itself carries.
 //!
-//! [`Store::import_bundle`]: engram_store::Store::import_bundle
+//! [`ImportStore::import_bundle`]: engram_store_api::ImportStore::import_bundle
 
 use crate::errors::AgentFileError;
 use crate::extension::{AgentExt, decode_vector};
@@ -44,7 +44,7 @@ use engram_core::{
     EmbeddingConfig, EndpointKind, LlmConfig, LoopStyle, NewMessage, NewPassage, PendingEndpoint,
     RunId, Step, StepId, ToolOrigin, ToolRule,
 };
-use engram_store::{ImportAgent, ImportBlock, ImportBundle, ImportMessage};
+use engram_store_api::{ImportAgent, ImportBlock, ImportBundle, ImportMessage};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 
@@ -481,6 +481,7 @@ fn convert_agent(
         block_ids,
         messages,
         passages,
+        passage_ids: vec![],
         extras,
         tags,
         steps,
@@ -492,13 +493,13 @@ fn convert_agent(
 
 /// The extension's passages that were replaced, by index (a successor index past the list is
 /// dropped: the passage is still history, without its link).
-fn superseded_of(x: &crate::extension::AgentExt) -> Vec<engram_store::ImportSupersession> {
+fn superseded_of(x: &crate::extension::AgentExt) -> Vec<engram_store_api::ImportSupersession> {
     x.passages
         .iter()
         .enumerate()
         .filter_map(|(i, p)| {
             let h = p.superseded.as_ref()?;
-            Some(engram_store::ImportSupersession {
+            Some(engram_store_api::ImportSupersession {
                 passage: i,
                 by: h.by.filter(|b| *b < x.passages.len() && *b != i),
                 kind: h.kind,

@@ -11,7 +11,7 @@
 use super::{parts::AgentIn, parts::Shared};
 use crate::errors::AgentFileError;
 use engram_core::AgentId;
-use engram_store::ImportAgent;
+use engram_store_api::ImportAgent;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::HashMap;

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 /// `GET /v1/agents/{agent_id}/export`: the agent as an Agent File (JSON).
 pub async fn export(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Response> {
-    let bytes = s.engram.agent_files().export(&[agent_id(id)])?;
+    let bytes = s.engram.agent_files().export(&[agent_id(id)]).await?;
     Ok(([(header::CONTENT_TYPE, "application/json")], bytes).into_response())
 }
 
@@ -38,10 +38,14 @@ pub async fn import(State(s): State<AppState>, mut form: Multipart) -> ApiResult
     }
     let bytes = file.ok_or_else(|| ApiError::bad_request("the form has no `file` field"))?;
     // The file's tools are stored untrusted and its endpoints pending, as for every import.
-    let report = s.engram.agent_files().import_named(
-        &bytes,
-        file_name.as_deref().unwrap_or(engram_service::UNNAMED_FILE),
-    )?;
+    let report = s
+        .engram
+        .agent_files()
+        .import_named(
+            &bytes,
+            file_name.as_deref().unwrap_or(engram_service::UNNAMED_FILE),
+        )
+        .await?;
     Ok(Json(json!({
         "agent_ids": report.agents,
         "warnings": report.warnings,

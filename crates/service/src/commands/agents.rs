@@ -161,7 +161,8 @@ impl AppCall for ExportAgentArgs {
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<String> {
         let bytes = e
             .agent_files()
-            .export(std::slice::from_ref(&self.agent_id))?;
+            .export(std::slice::from_ref(&self.agent_id))
+            .await?;
         String::from_utf8(bytes).map_err(|e| Error::Internal(e.to_string()))
     }
 }
@@ -182,7 +183,9 @@ impl AppCall for ImportAgentFileArgs {
     type Output = ImportReport;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<ImportReport> {
         let name = self.file_name.as_deref().unwrap_or(crate::UNNAMED_FILE);
-        e.agent_files().import_named(self.contents.as_bytes(), name)
+        e.agent_files()
+            .import_named(self.contents.as_bytes(), name)
+            .await
     }
 }
 
@@ -203,9 +206,12 @@ impl AppCall for ExportAgentsArgs {
     type Output = ExportFile;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<ExportFile> {
         let e = e.clone();
+        // An export reads whole histories: on a blocking thread, not a worker.
         blocking("export", move || {
-            e.agent_files()
-                .export_all(self.agent_ids.as_deref(), self.format)
+            tokio::runtime::Handle::current().block_on(
+                e.agent_files()
+                    .export_all(self.agent_ids.as_deref(), self.format),
+            )
         })
         .await
     }

@@ -225,7 +225,9 @@ impl AppCall for RunRecordsArgs {
     const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = Vec<RunRecord>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.runs().records(&self.agent_id, self.run_ids.as_deref())
+        e.runs()
+            .records(&self.agent_id, self.run_ids.as_deref())
+            .await
     }
 }
 

@@ -125,6 +125,7 @@ fn tag_rows_follow_their_passage_through_every_writer() {
                     created_at: Some(at("2024-03-01T12:00:00Z")),
                     ..tagged("old note", &["x"])
                 }],
+                passage_ids: vec![],
                 extras: None,
                 tags: vec![],
                 steps: vec![],

@@ -65,6 +65,7 @@ fn bundle_with(tools: Vec<Tool>, attach: &[&str]) -> ImportBundle {
             block_ids: vec![],
             messages: vec![],
             passages: vec![],
+            passage_ids: vec![],
             extras: None,
             tags: vec![],
             steps: vec![],

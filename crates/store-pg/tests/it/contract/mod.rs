@@ -5,6 +5,7 @@ mod agents;
 mod blocks;
 mod concurrency;
 mod context;
+mod import;
 mod leases;
 mod messages;
 mod ops;

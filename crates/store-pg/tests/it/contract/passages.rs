@@ -4,7 +4,7 @@
 
 use super::{agent, agent_with, code};
 use crate::harness::{Harness, on_both_backends};
-use engram_core::{Error, NewPassage, Passage, PassageId, TagMatch, Timestamp};
+use engram_core::{AgentId, Error, NewPassage, Passage, PassageId, TagMatch, Timestamp};
 use engram_store_api::{AgentStore, PassageRange, PassageSearch, PassageStore};
 
 on_both_backends!(
@@ -80,6 +80,12 @@ async fn inserted_passages_read_back_as_written<H: Harness>(h: H) {
     assert_eq!(b.count_passages(&a.id).await.unwrap(), 2);
     assert!(b.insert_passages(&a.id, &[]).await.unwrap().is_empty());
     assert_eq!(b.count_passages(&a.id).await.unwrap(), 2);
+    // The vector comes back as given, for the passage that has one.
+    assert_eq!(
+        b.passage_vectors(&a.id).await.unwrap(),
+        [(stored[0].id.clone(), vec![0.25, -1.0, 3.5])]
+    );
+    assert_eq!(code(b.passage_vectors(&AgentId::new()).await), "not_found");
 }
 
 async fn a_batch_with_blank_text_or_a_bad_vector_writes_nothing<H: Harness>(h: H) {
@@ -161,6 +167,7 @@ async fn passages_list_by_time_with_cursors_either_way<H: Harness>(h: H) {
             before: before.map(id),
             limit,
             ascending,
+            include_superseded: false,
         };
         async move {
             b.list_passages(&a, &range)

@@ -10,7 +10,7 @@ use engram_core::{
     PassageId, SleeptimePass, SleeptimeSettings, SupersedeKind,
 };
 use engram_store_api::{
-    BlockStore, BlockWrite, PassCommit, PassageOp, PassageStore, SleeptimeStore,
+    BlockStore, BlockWrite, PassCommit, PassageOp, PassageRange, PassageStore, SleeptimeStore,
 };
 
 on_both_backends!(
@@ -200,7 +200,7 @@ async fn a_pass_writes_its_edits_passages_and_record_together<H: Harness>(h: H) 
         }
     );
     let replaced = b.get_passage(&old.id).await.unwrap();
-    let s = replaced.superseded.expect("superseded");
+    let s = replaced.superseded.clone().expect("superseded");
     assert_eq!(
         (s.by.as_ref(), s.kind),
         (Some(&newer), SupersedeKind::Superseded)
@@ -209,6 +209,26 @@ async fn a_pass_writes_its_edits_passages_and_record_together<H: Harness>(h: H) 
         b.get_passage(&newer).await.unwrap().text,
         "Ana moved from Lyon to Porto in May"
     );
+    // Lists show current passages; an export's list asks for the replaced one too.
+    let listed = |include_superseded| {
+        let range = PassageRange {
+            limit: 10,
+            ascending: true,
+            include_superseded,
+            ..PassageRange::default()
+        };
+        let (b, agent) = (b.clone(), a.id.clone());
+        async move { b.list_passages(&agent, &range).await.unwrap() }
+    };
+    let current = listed(false).await;
+    assert_eq!(current.len(), 1);
+    assert_eq!(current[0].id, newer);
+    let all = listed(true).await;
+    assert_eq!(
+        all.iter().map(|p| p.id.clone()).collect::<Vec<_>>(),
+        [old.id.clone(), newer.clone()]
+    );
+    assert_eq!(all[0].superseded, replaced.superseded);
     assert_eq!(b.last_read_seq(&a.id).await.unwrap(), 5_000);
     assert_eq!(b.get_pass(&p.id).await.unwrap(), stored);
 
