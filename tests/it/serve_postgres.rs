@@ -362,6 +362,19 @@ async fn an_agent_exports_from_any_replica_and_imports_on_a_desktop() {
         Some(json!({"value": "I keep notes."})),
     )
     .await;
+    // The window's archive pager, filtered, on the other replica.
+    let page = ok(
+        &a.base,
+        Method::POST,
+        "/app/list_passages",
+        Some(json!({"agent_id": id, "list": {"search": "TEA", "limit": 10}})),
+    )
+    .await;
+    assert_eq!(
+        (page["total"].as_u64(), page["offset"].as_u64()),
+        (Some(1), Some(0))
+    );
+    assert_eq!(page["passages"][0]["text"], "Ana prefers tea");
 
     // Letta's route on one replica, the window's command on the other: the same file.
     let (status, file) = call(

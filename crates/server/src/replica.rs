@@ -23,7 +23,10 @@ const SERVED: &[(&str, &[Method])] = &[
     ("/v1/agents/", &[Method::GET, Method::POST]),
     ("/v1/agents/count", &[Method::GET]),
     ("/v1/agents/{agent_id}/messages/count", &[Method::GET]),
-    ("/v1/agents/{agent_id}/archival-memory/count", &[Method::GET]),
+    (
+        "/v1/agents/{agent_id}/archival-memory/count",
+        &[Method::GET],
+    ),
     ("/v1/blocks/count", &[Method::GET]),
     (
         "/v1/agents/{agent_id}",
@@ -102,6 +105,7 @@ const COMMANDS: &[&str] = &[
     "detach_block",
     "delete_block",
     "search_archival",
+    "list_passages",
     "add_passage",
     "delete_passage",
     "search_recall",

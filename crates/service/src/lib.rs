@@ -54,6 +54,7 @@ mod rooms;
 mod run_tests;
 mod runs;
 mod server_link;
+mod shared_passages;
 mod sleeptime;
 mod sleeptime_api;
 mod templates;

@@ -214,7 +214,7 @@ impl AppCall for ListPassagesArgs {
     const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = PassagePage;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<PassagePage> {
-        e.archival().page(&self.agent_id, &self.list)
+        e.archival().page(&self.agent_id, &self.list).await
     }
 }
 
