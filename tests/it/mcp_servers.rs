@@ -288,6 +288,7 @@ async fn a_server_tool_under_approval_waits_and_names_its_server() {
     home.engram
         .tools()
         .set_approval(&agent, "files__echo", true)
+        .await
         .expect("ask before running");
 
     let (out, _) = home.chat(&agent, "say hi").await;

@@ -288,7 +288,13 @@ async fn two_replicas_serve_one_set_of_agents() {
     )
     .await;
     assert!(blocks.to_string().contains("I am terse."), "{blocks}");
-    let (status, body) = call(&a.base, Method::POST, "/app/list_tools", Some(json!({}))).await;
+    let (status, body) = call(
+        &a.base,
+        Method::POST,
+        "/app/list_mcp_servers",
+        Some(json!({})),
+    )
+    .await;
     assert_eq!(status, StatusCode::NOT_IMPLEMENTED, "{body}");
 
     for r in [&a, &b] {
@@ -298,6 +304,9 @@ async fn two_replicas_serve_one_set_of_agents() {
     let (status, _) = call(&b.base, Method::GET, &format!("/v1/agents/{id}"), None).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
+
+/// A user tool, as the window's tool editor sends it.
+const ROLL_DIE: &str = "def roll_die(sides: int) -> int:\n    \"\"\"Rolls a die.\n\n    Args:\n        sides: How many sides it has.\n    \"\"\"\n    return 4\n";
 
 /// Drops what names a row rather than describes it: ids (each store mints its own) and the
 /// time of the export (`exported_at`, an Agent File's top-level `created_at`).
@@ -375,6 +384,62 @@ async fn an_agent_exports_from_any_replica_and_imports_on_a_desktop() {
         (Some(1), Some(0))
     );
     assert_eq!(page["passages"][0]["text"], "Ana prefers tea");
+
+    // A tool made in the window on one replica (its maker's own code, trusted), its trust
+    // withdrawn and given back on the other, set to ask before running: all kept in the
+    // database (and so in the export below).
+    let tool = ok(
+        &a.base,
+        Method::POST,
+        "/app/upsert_tool",
+        Some(json!({"new": {"source_code": ROLL_DIE}})),
+    )
+    .await;
+    assert_eq!(tool["trusted"], true, "{tool}");
+    let tool_id = tool["id"].as_str().unwrap().to_owned();
+    let withdrawn = ok(
+        &b.base,
+        Method::POST,
+        "/app/untrust_tool",
+        Some(json!({"tool": tool_id})),
+    )
+    .await;
+    assert_eq!(withdrawn["trusted"], false, "{withdrawn}");
+    ok(
+        &b.base,
+        Method::POST,
+        "/app/attach_tool",
+        Some(json!({"agent_id": id, "tool_id": tool_id})),
+    )
+    .await;
+    let trusted = ok(
+        &b.base,
+        Method::POST,
+        "/app/trust_tool",
+        Some(json!({"tool": "roll_die", "expected_hash": tool["source_hash"]})),
+    )
+    .await;
+    assert_eq!(trusted["trusted"], true, "{trusted}");
+    ok(
+        &a.base,
+        Method::POST,
+        "/app/set_tool_approval",
+        Some(json!({"agent_id": id, "tool": "roll_die", "on": true})),
+    )
+    .await;
+    let listed = ok(&a.base, Method::POST, "/app/list_tools", Some(json!({}))).await;
+    let mine = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "roll_die")
+        .expect("the tool is listed on the other replica");
+    assert_eq!(mine["trusted"], true);
+    let agent = ok(&b.base, Method::GET, &format!("/v1/agents/{id}"), None).await;
+    assert!(
+        agent["tool_rules"].to_string().contains("roll_die"),
+        "{agent}"
+    );
 
     // Letta's route on one replica, the window's command on the other: the same file.
     let (status, file) = call(
@@ -503,6 +568,63 @@ async fn an_agent_exports_from_any_replica_and_imports_on_a_desktop() {
     )
     .await;
     assert!(said(&answer).contains("Ana"), "{answer}");
+
+    // A memory edit that asks first: the run pauses on one replica, the window on the other
+    // approves it, and the paused run goes on there.
+    ok(
+        &a.base,
+        Method::POST,
+        "/app/set_tool_approval",
+        Some(json!({"agent_id": back, "tool": "core_memory_append", "on": true})),
+    )
+    .await;
+    ok(
+        &a.base,
+        Method::POST,
+        &format!("/v1/agents/{back}/messages"),
+        Some(user_says("my name is Bob")),
+    )
+    .await;
+    let pending = ok(
+        &b.base,
+        Method::POST,
+        "/app/pending_approval",
+        Some(json!({"agent_id": back})),
+    )
+    .await;
+    assert_eq!(
+        pending["tool_call"]["name"], "core_memory_append",
+        "{pending}"
+    );
+    let waiting = ok(
+        &b.base,
+        Method::GET,
+        &format!("/v1/agents/{back}/core-memory/blocks/human"),
+        None,
+    )
+    .await;
+    assert_eq!(
+        waiting["value"], "Name: Ana",
+        "nothing is written before the approval"
+    );
+    ok(
+        &b.base,
+        Method::POST,
+        "/app/resolve_approval",
+        Some(json!({"agent_id": back, "decision": {"approve": true}})),
+    )
+    .await;
+    let human = ok(
+        &a.base,
+        Method::GET,
+        &format!("/v1/agents/{back}/core-memory/blocks/human"),
+        None,
+    )
+    .await;
+    assert!(
+        human["value"].as_str().unwrap().contains("Name: Bob"),
+        "{human}"
+    );
 }
 
 /// One agent, two replicas: while a run holds the agent on one, a message on the other waits

@@ -25,6 +25,7 @@ async fn guarded(home: &Home, mock: &MockLlm) -> AgentId {
     home.engram
         .tools()
         .set_approval(&agent, "core_memory_append", true)
+        .await
         .unwrap();
     agent
 }
@@ -376,6 +377,7 @@ async fn the_rule_is_set_per_agent_and_tool_and_needs_the_tool_attached() {
         .engram
         .tools()
         .set_approval(&agent, "memory_insert", true)
+        .await
         .unwrap();
     assert!(ToolRule::requires_approval(&a.tool_rules, "memory_insert"));
     assert!(!ToolRule::requires_approval(
@@ -394,18 +396,21 @@ async fn the_rule_is_set_per_agent_and_tool_and_needs_the_tool_attached() {
         .engram
         .tools()
         .set_approval(&agent, "memory_insert", true)
+        .await
         .unwrap();
     assert_eq!(a.tool_rules.len(), 1);
     let a = home
         .engram
         .tools()
         .set_approval(&agent, "memory_insert", false)
+        .await
         .unwrap();
     assert!(a.tool_rules.is_empty());
     let err = home
         .engram
         .tools()
         .set_approval(&agent, "send_message", true)
+        .await
         .unwrap_err();
     assert!(err.to_string().contains("not attached"), "{err}");
 
@@ -546,6 +551,7 @@ async fn in_the_classic_loop_a_denial_gets_a_heartbeat_and_the_agent_answers() {
     home.engram
         .tools()
         .set_approval(&agent, "core_memory_append", true)
+        .await
         .unwrap();
     mock.push(Reply::ToolCalls(vec![append("Name: Cy")]));
     mock.push(Reply::ToolCalls(vec![Call::new(

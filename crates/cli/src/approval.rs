@@ -136,10 +136,11 @@ pub fn is_waiting(outcome: &RunOutcome) -> bool {
 }
 
 /// Sets "ask before running" for `tool` on `agent` and prints the result.
-pub fn set_rule(engram: &Engram, agent: &str, tool: &str, on: bool) -> Result<()> {
+pub async fn set_rule(engram: &Engram, agent: &str, tool: &str, on: bool) -> Result<()> {
     let agent = engram
         .tools()
-        .set_approval(&AgentId::from(agent), tool, on)?;
+        .set_approval(&AgentId::from(agent), tool, on)
+        .await?;
     println!(
         "{}: {} {}",
         safe(&agent.name),

@@ -252,7 +252,7 @@ pub async fn tool(engram: &Engram, cmd: ToolCmd) -> Result<()> {
         ToolCmd::Approval { agent, tool, state } => {
             let name = engram.tools().find(&tool).await?.name;
             let on = bool::from(state);
-            crate::approval::set_rule(engram, &agent, &name, on)?;
+            crate::approval::set_rule(engram, &agent, &name, on).await?;
         }
         ToolCmd::Attach { agent, tool } => {
             let t = engram.tools().find(&tool).await?;

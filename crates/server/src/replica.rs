@@ -119,6 +119,16 @@ const COMMANDS: &[&str] = &[
     "import_agent_file",
     "pending_approval",
     "agent_tools",
+    "list_tools",
+    "upsert_tool",
+    "delete_tool",
+    "attach_tool",
+    "detach_tool",
+    "try_tool",
+    "trust_tool",
+    "untrust_tool",
+    "set_tool_approval",
+    "resolve_approval",
     "sleeptime_settings",
     "chat_models",
     "get_default_model",
@@ -189,7 +199,7 @@ mod tests {
         assert!(!serves("/v1/mcp-servers", &Method::GET, "/v1/mcp-servers"));
         let command = "/app/{command}";
         assert!(serves(command, &Method::POST, "/app/list_agents"));
-        assert!(!serves(command, &Method::POST, "/app/list_tools"));
+        assert!(!serves(command, &Method::POST, "/app/list_mcp_servers"));
         assert!(serves("/app/notices", &Method::GET, "/app/notices"));
     }
 

@@ -10,8 +10,8 @@ impl Tools<'_> {
     /// `requires_approval` rule (other rules are kept). Works for any tool the agent has —
     /// built-in, Python or from an MCP server — as rules are keyed by tool name.
     /// Errors: `not_found` (agent); `invalid_input` when the tool is not attached to the agent.
-    pub fn set_approval(self, agent: &AgentId, tool: &str, on: bool) -> Result<Agent> {
-        let current = self.engram.store.agents().get(agent)?;
+    pub async fn set_approval(self, agent: &AgentId, tool: &str, on: bool) -> Result<Agent> {
+        let current = self.engram.backend.get_agent(agent).await?;
         if !current.tools.iter().any(|t| t == tool) {
             return Err(Error::invalid(format!(
                 "tool '{tool}' is not attached to agent '{}'; attach it first",
@@ -28,13 +28,17 @@ impl Tools<'_> {
                 tool_name: tool.to_owned(),
             });
         }
-        let updated = self.engram.store.agents().update(
-            agent,
-            &AgentPatch {
-                tool_rules: Some(rules),
-                ..Default::default()
-            },
-        )?;
+        let updated = self
+            .engram
+            .backend
+            .update_agent(
+                agent,
+                &AgentPatch {
+                    tool_rules: Some(rules),
+                    ..Default::default()
+                },
+            )
+            .await?;
         self.engram.notify(Notice::AgentChanged {
             agent_id: agent.clone(),
         });

@@ -106,7 +106,11 @@ impl Tools<'_> {
                 tool.name
             )));
         }
-        let trusted = self.engram.store.tools().trust(&tool.id, expected_hash)?;
+        let trusted = self
+            .engram
+            .backend
+            .trust_tool(&tool.id, expected_hash)
+            .await?;
         tracing::info!(tool = %trusted.name, hash = ?trusted.trusted_hash, "tool trusted");
         self.engram.notify(Notice::ToolsChanged);
         self.find(&trusted.name).await
@@ -119,7 +123,7 @@ impl Tools<'_> {
         if tool.language == ToolLanguage::Builtin {
             return Err(Error::invalid("built-in tools are always trusted"));
         }
-        let t = self.engram.store.tools().untrust(&tool.id)?;
+        let t = self.engram.backend.untrust_tool(&tool.id).await?;
         self.engram.notify(Notice::ToolsChanged);
         self.find(&t.name).await
     }

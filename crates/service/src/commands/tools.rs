@@ -261,6 +261,8 @@ impl AppCall for SetToolApprovalArgs {
     const NAME: &'static str = "set_tool_approval";
     type Output = Agent;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Agent> {
-        e.tools().set_approval(&self.agent_id, &self.tool, self.on)
+        e.tools()
+            .set_approval(&self.agent_id, &self.tool, self.on)
+            .await
     }
 }
