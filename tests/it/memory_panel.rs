@@ -194,7 +194,7 @@ async fn undoing_an_older_edit_keeps_the_later_ones_or_says_what_is_lost() {
     let tea = history[1].clone(); // newest first: [Oslo, tea, Bob]
     assert_eq!(tea.new_value, "Name: Bob\nLikes tea");
 
-    let plan = e.blocks().undo_plan(&tea.id).unwrap();
+    let plan = e.blocks().undo_plan(&tea.id).await.unwrap();
     assert_eq!(plan.later_edits, 1);
     assert_eq!(plan.reverted.as_deref(), Some("Name: Bob\nLives in Oslo"));
     assert_eq!(plan.restored, "Name: Bob");
@@ -217,7 +217,7 @@ async fn undoing_an_older_edit_keeps_the_later_ones_or_says_what_is_lost() {
     set("Name: Rob\nLives in Oslo").await;
     let history = e.blocks().history(&sam, "human").await.unwrap();
     let robert = history[1].clone();
-    let plan = e.blocks().undo_plan(&robert.id).unwrap();
+    let plan = e.blocks().undo_plan(&robert.id).await.unwrap();
     assert_eq!(plan.reverted, None);
     assert_eq!(plan.later_edits, 1);
     let now = e.blocks().by_label(&sam, "human").await.unwrap();

@@ -627,6 +627,119 @@ async fn an_agent_exports_from_any_replica_and_imports_on_a_desktop() {
     );
 }
 
+/// The memory panel's undo on a shared server: an edit the agent made on one replica is
+/// planned and undone from the other, keeping a later edit; a whole restore drops the later
+/// one only at the version the person saw; both are in the history as undos.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_edits_are_undone_and_restored_from_any_replica() {
+    let mock = MockLlm::start(Script::Brain).await;
+    let url = engram_test_postgres::database().url();
+    let (a, b) = (
+        replica(&url, Some(&mock)).await,
+        replica(&url, Some(&mock)).await,
+    );
+    let mut body = agent_body("Undoer", &mock);
+    body["memory_blocks"] =
+        json!([{"label": "human", "value": ""}, {"label": "persona", "value": "I help."}]);
+    let id = ok(&a.base, Method::POST, "/v1/agents/", Some(body)).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    ok(
+        &a.base,
+        Method::POST,
+        &format!("/v1/agents/{id}/messages"),
+        Some(user_says("my name is Ana")),
+    )
+    .await;
+    let human = |base: String, id: String| async move {
+        ok(
+            &base,
+            Method::GET,
+            &format!("/v1/agents/{id}/core-memory/blocks/human"),
+            None,
+        )
+        .await
+    };
+    let block = human(a.base.clone(), id.clone()).await;
+    assert_eq!(block["value"], "Name: Ana");
+    // A later hand edit on the other replica, elsewhere in the block.
+    let edited = ok(
+        &b.base,
+        Method::PATCH,
+        &format!("/v1/agents/{id}/core-memory/blocks/human"),
+        Some(json!({"value": "Name: Ana\nLikes tea"})),
+    )
+    .await;
+    let history = ok(
+        &b.base,
+        Method::POST,
+        "/app/block_history",
+        Some(json!({"agent_id": id, "label": "human"})),
+    )
+    .await;
+    let agents_edit = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["new_value"] == "Name: Ana")
+        .expect("the agent's edit is in the history")["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let plan = ok(
+        &a.base,
+        Method::POST,
+        "/app/block_undo_plan",
+        Some(json!({"edit_id": agents_edit})),
+    )
+    .await;
+    assert_eq!(plan["later_edits"], 1, "{plan}");
+    assert_eq!(plan["reverted"], "\nLikes tea", "{plan}");
+    assert_eq!(plan["restored"], "");
+    // Undoing just it keeps the later edit.
+    let undone = ok(
+        &a.base,
+        Method::POST,
+        "/app/undo_block_edit",
+        Some(json!({"edit_id": agents_edit, "version": edited["version"]})),
+    )
+    .await;
+    assert_eq!(undone["value"], "\nLikes tea", "{undone}");
+    // A restore based on a version no longer current is refused, nothing written.
+    let (status, body) = call(
+        &b.base,
+        Method::POST,
+        "/app/restore_block_edit",
+        Some(json!({"edit_id": agents_edit, "version": edited["version"]})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["code"], "stale_version", "{body}");
+    let restored = ok(
+        &b.base,
+        Method::POST,
+        "/app/restore_block_edit",
+        Some(json!({"edit_id": agents_edit, "version": undone["version"]})),
+    )
+    .await;
+    assert_eq!(restored["value"], "");
+    let history = ok(
+        &a.base,
+        Method::POST,
+        "/app/block_history",
+        Some(json!({"agent_id": id, "label": "human"})),
+    )
+    .await;
+    let undos = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["editor"]["kind"] == "undo" && e["editor"]["edit_id"] == agents_edit)
+        .count();
+    assert_eq!(undos, 2, "{history}");
+}
+
 /// One agent, two replicas: while a run holds the agent on one, a message on the other waits
 /// for its lease, then answers `409 agent_busy` having written nothing; a cancel sent to the
 /// other replica stops the run where it runs.

@@ -182,10 +182,17 @@ impl Blocks<'_> {
     /// `details`; `conflict` when later edits rewrote the text this edit changed (see
     /// [`undo_plan`](Self::undo_plan) and
     /// [`restore`](Self::restore)); `invalid_input` when the result no
-    /// longer fits the limit; `not_available` on a shared server.
+    /// longer fits the limit.
     pub async fn undo(self, edit: &EditId, based_on: Option<u64>) -> Result<Block> {
-        let store = self.engram.local("undoing an edit")?;
-        let block = store.blocks().undo_edit(edit, based_on)?;
+        let block = if self.engram.shared {
+            let plan = self.undo_plan(edit).await?;
+            let Some(value) = plan.reverted.clone() else {
+                return Err(engram_store::cannot_undo_alone(&plan));
+            };
+            self.write_undo(&plan, value, based_on).await?
+        } else {
+            self.engram.store.blocks().undo_edit(edit, based_on)?
+        };
         self.engram.notify_block(&block.id).await;
         Ok(block)
     }
@@ -193,21 +200,64 @@ impl Blocks<'_> {
     /// What undoing `edit` would do now: the value after undoing just it (when it applies),
     /// the value a whole restore writes, and how many later edits a restore drops. Writes
     /// nothing. Errors: `not_found`.
-    pub fn undo_plan(self, edit: &EditId) -> Result<UndoPlan> {
+    pub async fn undo_plan(self, edit: &EditId) -> Result<UndoPlan> {
+        if !self.engram.shared {
+            return self.engram.store.blocks().undo_plan(edit);
+        }
+        let backend = &self.engram.backend;
+        let e = backend.block_edit(edit).await?;
+        let block = backend.get_block(&e.block_id).await?;
+        let later = backend
+            .block_history(&e.block_id, usize::MAX)
+            .await?
+            .iter()
+            .position(|h| h.id == *edit)
+            .unwrap_or(0);
+        Ok(UndoPlan {
+            edit_id: edit.clone(),
+            later_edits: u32::try_from(later).unwrap_or(u32::MAX),
+            reverted: engram_store::revert_value(&e.old_value, &e.new_value, &block.value),
+            restored: e.old_value,
+            block,
+        })
+    }
+
+    /// Writes `value` over the block of `plan` as an undo of its edit, through the storage
+    /// interface: a whole-value write at the version the person saw (`based_on`) or, without
+    /// one, at the version the plan read, so an edit made meanwhile is never overwritten
+    /// unseen (`stale_version`).
+    async fn write_undo(
+        self,
+        plan: &UndoPlan,
+        value: String,
+        based_on: Option<u64>,
+    ) -> Result<Block> {
+        let patch = BlockPatch {
+            value: Some(value),
+            version: Some(based_on.unwrap_or(plan.block.version)),
+            ..BlockPatch::default()
+        };
+        let editor = Editor::Undo {
+            edit_id: plan.edit_id.clone(),
+        };
         self.engram
-            .local("undoing an edit")?
-            .blocks()
-            .undo_plan(edit)
+            .backend
+            .update_block(&plan.block.id, &patch, &editor)
+            .await
     }
 
     /// Restores the whole value `edit` replaced, dropping every later edit — only after the
     /// person saw what is lost ([`undo_plan`](Self::undo_plan)), so `based_on`
     /// should name the version they saw. Errors: `not_found`; `stale_version`;
-    /// `invalid_input` when the old value no longer fits the limit; `not_available` on a
-    /// shared server.
+    /// `invalid_input` when the old value no longer fits the limit.
     pub async fn restore(self, edit: &EditId, based_on: Option<u64>) -> Result<Block> {
-        let store = self.engram.local("restoring an edit")?;
-        let block = store.blocks().restore_edit(edit, based_on)?;
+        let block = if self.engram.shared {
+            let plan = self.undo_plan(edit).await?;
+            let value = plan.restored.clone();
+            self.write_undo(&plan, value, based_on).await?
+        } else {
+            self.engram.store.blocks().restore_edit(edit, based_on)?
+        };
         self.engram.notify_block(&block.id).await;
         Ok(block)
     }

@@ -102,8 +102,8 @@ pub use words::{MAX_QUERY_WORDS, QueryWords, query_words};
 
 use async_trait::async_trait;
 use engram_core::{
-    Agent, AgentId, AgentPatch, Block, BlockEdit, BlockId, BlockOp, BlockPatch, Editor, NewBlock,
-    OpOutcome, Result, Timestamp,
+    Agent, AgentId, AgentPatch, Block, BlockEdit, BlockId, BlockOp, BlockPatch, EditId, Editor,
+    NewBlock, OpOutcome, Result, Timestamp,
 };
 use std::time::Duration;
 
@@ -228,6 +228,9 @@ pub trait BlockStore: Send + Sync {
     /// The agents `block` is attached to (whom a change to it concerns).
     /// Errors: `NotFound("block")`.
     async fn block_agents(&self, block: &BlockId) -> Result<Vec<AgentId>>;
+
+    /// One recorded edit (of any block), by id. Errors: `NotFound("edit")`.
+    async fn block_edit(&self, id: &EditId) -> Result<BlockEdit>;
 
     /// Up to `limit` recorded edits of a block, newest first. Errors: `NotFound("block")`.
     async fn block_history(&self, id: &BlockId, limit: usize) -> Result<Vec<BlockEdit>>;

@@ -409,6 +409,21 @@ impl BlockStore for PgStore {
         Ok(attached_agents(&c, block).await?)
     }
 
+    async fn block_edit(&self, id: &EditId) -> Result<BlockEdit> {
+        let c = self.client().await?;
+        let row = c
+            .one_opt(
+                &format!("SELECT {EDIT_COLS} FROM block_history WHERE id = $1"),
+                &[&id.as_str()],
+            )
+            .await
+            .map_err(crate::tx::TxError::from)?;
+        match row {
+            Some(r) => Ok(rows::edit(&r)?),
+            None => Err(Error::not_found("edit", id.as_str())),
+        }
+    }
+
     async fn block_history(&self, id: &BlockId, limit: usize) -> Result<Vec<BlockEdit>> {
         let c = self.client().await?;
         load(&c, id, Lock::None).await?;

@@ -13,8 +13,8 @@ use crate::{
 use async_trait::async_trait;
 use engram_core::{
     Agent, AgentAccess, AgentFile, AgentId, AgentPatch, Block, BlockEdit, BlockId, BlockOp,
-    BlockPatch, ChunkHit, Editor, FileId, Folder, FolderFile, Message, MessageHit, MessageId,
-    NewBlock, NewMessage, NewPassage, OpOutcome, PassId, Passage, PassageHit, PassageId,
+    BlockPatch, ChunkHit, EditId, Editor, FileId, Folder, FolderFile, Message, MessageHit,
+    MessageId, NewBlock, NewMessage, NewPassage, OpOutcome, PassId, Passage, PassageHit, PassageId,
     PendingApproval, Result, RunId, RunRecord, SleeptimePass, SleeptimeSettings, Step, Timestamp,
     Tool, ToolId, User, UserId,
 };
@@ -114,6 +114,10 @@ impl BlockStore for Store {
         editor: &Editor,
     ) -> Result<OpOutcome> {
         self.blocks().apply_op(id, op, editor)
+    }
+
+    async fn block_edit(&self, id: &EditId) -> Result<BlockEdit> {
+        self.blocks().edit(id)
     }
 
     async fn block_history(&self, id: &BlockId, limit: usize) -> Result<Vec<BlockEdit>> {

@@ -434,6 +434,20 @@ impl BlockRows<'_> {
         })
     }
 
+    /// One recorded edit, by id. Errors: `NotFound("edit")`.
+    pub fn edit(self, id: &EditId) -> Result<BlockEdit> {
+        self.store.read(|c| {
+            c.prepare_cached(&format!(
+                "SELECT {EDIT_COLS} FROM block_history WHERE id = ?1"
+            ))
+            .db()?
+            .query_row([id.as_str()], edit_from_row)
+            .optional()
+            .db()?
+            .ok_or_else(|| Error::not_found("edit", id.as_str()))
+        })
+    }
+
     /// Up to `limit` recorded edits of a block, newest first. Errors: `NotFound("block")`.
     pub fn history(self, id: &BlockId, limit: usize) -> Result<Vec<BlockEdit>> {
         self.store.read(|c| {

@@ -117,7 +117,7 @@ pub use runs::ToolEdit;
 pub use settings::ProviderRow;
 pub use sharing::{BlockAgent, SharedBlock};
 pub use term_stats::TermStats;
-pub use undo::{UndoPlan, revert_value};
+pub use undo::{UndoPlan, cannot_undo_alone, revert_value};
 pub use vector_build::{BuildObserver, REPORT_EVERY, VectorIndexBuild};
 pub use vector_index::VectorIndexConfig;
 

@@ -107,16 +107,22 @@ pub(crate) fn undo_in(tx: &Connection, edit: &EditId, based_on: Option<u64>) -> 
     let p = plan(tx, edit)?;
     blocks::check_version(&p.block, based_on)?;
     let Some(value) = p.reverted.clone() else {
-        return Err(Error::Conflict(format!(
-            "this edit of '{}' cannot be undone on its own: {} later edit{} changed the \
-             same text; restoring the value before it would undo {} too",
-            p.block.label,
-            p.later_edits,
-            if p.later_edits == 1 { "" } else { "s" },
-            if p.later_edits == 1 { "it" } else { "them" },
-        )));
+        return Err(cannot_undo_alone(&p));
     };
     write_undo(tx, &p, &value)
+}
+
+/// The `Conflict` for an edit whose changed text later edits rewrote: only a whole restore
+/// can undo it, losing them.
+pub fn cannot_undo_alone(p: &UndoPlan) -> Error {
+    Error::Conflict(format!(
+        "this edit of '{}' cannot be undone on its own: {} later edit{} changed the same \
+         text; restoring the value before it would undo {} too",
+        p.block.label,
+        p.later_edits,
+        if p.later_edits == 1 { "" } else { "s" },
+        if p.later_edits == 1 { "it" } else { "them" },
+    ))
 }
 
 impl BlockRows<'_> {

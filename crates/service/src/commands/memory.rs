@@ -100,7 +100,7 @@ impl AppCall for BlockUndoPlanArgs {
     const NAME: &'static str = "block_undo_plan";
     type Output = UndoPlan;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<UndoPlan> {
-        e.blocks().undo_plan(&self.edit_id)
+        e.blocks().undo_plan(&self.edit_id).await
     }
 }
 

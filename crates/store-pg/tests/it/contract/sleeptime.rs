@@ -6,7 +6,7 @@ use super::{agent_with, code, user};
 use crate::harness::{Harness, on_both_backends};
 use chrono::{Duration, Utc};
 use engram_core::{
-    AgentId, BlockOp, Editor, NewPassage, PassChangeKind, PassId, PassStatus, PassTrigger,
+    AgentId, BlockOp, EditId, Editor, NewPassage, PassChangeKind, PassId, PassStatus, PassTrigger,
     PassageId, SleeptimePass, SleeptimeSettings, SupersedeKind,
 };
 use engram_store_api::{
@@ -193,6 +193,9 @@ async fn a_pass_writes_its_edits_passages_and_record_together<H: Harness>(h: H) 
     );
     let history = b.block_history(&human.id, 10).await.unwrap();
     assert_eq!(&history[0].id, edit_id);
+    // An edit is read by its id alone, as an undo finds it.
+    assert_eq!(b.block_edit(edit_id).await.unwrap(), history[0]);
+    assert_eq!(code(b.block_edit(&EditId::new()).await), "not_found");
     assert_eq!(
         history[0].editor,
         Editor::Sleeptime {
