@@ -9,9 +9,11 @@
 //!
 //! Left behind, each named in the report's warnings when the source has some: folders and MCP
 //! servers (a shared server keeps neither yet), users' tokens (issue new ones), which user
-//! made a standalone block, sleep-time passes, base URLs an import left waiting for
-//! acceptance, and a paused run's pending approval. The copy reads the source whole, a group of
-//! agents that share blocks at a time, and writes each group in one transaction.
+//! made a standalone block, the record of sleep-time passes (their edits stay), base URLs an
+//! import left waiting for acceptance, and a paused run's pending approval (the call is
+//! answered as interrupted on the copy's next run). The copy reads every agent of the source
+//! first, then writes each group of agents that share blocks in one transaction: it holds the
+//! whole source in memory while it runs.
 
 use engram_agentfile::{AgentSnapshot, snapshot};
 use engram_core::{AgentId, BlockId, Error, NewMessage, NewPassage, PassageId, Result};
@@ -143,8 +145,23 @@ pub async fn copy_database(from: &Database, to: &Database) -> Result<CopyReport>
     let ids: Vec<AgentId> = agents.iter().map(|a| a.id.clone()).collect();
     report.warnings.extend(source.left_behind(&ids)?);
     let mut snaps = Vec::with_capacity(agents.len());
+    let (mut paused, mut with_passes) = (0, 0);
     for a in &agents {
         snaps.push(snapshot(from, &a.id).await?);
+        paused += usize::from(from.pending_approval(&a.id).await?.is_some());
+        with_passes += usize::from(!from.list_passes(&a.id, 1).await?.is_empty());
+    }
+    if paused > 0 {
+        report.warnings.push(format!(
+            "{paused} agent(s) waiting for a tool call's approval were copied without it: the \
+             call is answered as interrupted on the next run"
+        ));
+    }
+    if with_passes > 0 {
+        report.warnings.push(format!(
+            "the record of sleep-time passes of {with_passes} agent(s) was not copied (their \
+             edits were)"
+        ));
     }
     for group in groups(&snaps) {
         let bundle = bundle_of(&group);
