@@ -1,7 +1,7 @@
 //! `engram db copy`: one database into another, through the storage interface — the
 //! desktop's SQLite file onto a server's PostgreSQL, or back.
 
-use crate::redacted;
+use crate::database_url::redacted;
 use anyhow::{Context, Result, bail};
 use clap::Subcommand;
 use engram_service::db_copy::{CopyReport, Database, copy_database};

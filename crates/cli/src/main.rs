@@ -22,6 +22,7 @@ macro_rules! print {
 
 mod approval;
 mod args;
+mod database_url;
 mod db;
 mod embedding;
 mod folder;
@@ -40,6 +41,7 @@ mod user;
 use anyhow::{Context as _, Result, anyhow, bail};
 use args::{AgentCmd, ArchivalCmd, Cli, Command, LoopArg, MemoryCmd, ProviderCmd, RecallCmd};
 use clap::Parser;
+use database_url::redacted;
 use engram_core::{
     AgentId, EditId, EmbeddingConfig, LlmConfig, LoopStyle, NewAgent, NewBlock, Role, TagMatch,
 };
@@ -86,18 +88,6 @@ fn main() -> ExitCode {
             eprintln!("error: {}", terminal::safe(&format!("{e:#}")));
             ExitCode::FAILURE
         }
-    }
-}
-
-/// `url` with its password left out, for messages (a `key=value` connection string is not
-/// shown at all).
-fn redacted(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut parsed) if parsed.has_host() => {
-            let _ = parsed.set_password(None);
-            parsed.to_string()
-        }
-        _ => "given by --database".into(),
     }
 }
 
@@ -820,17 +810,4 @@ async fn provider(engram: &Engram, cmd: ProviderCmd) -> Result<()> {
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::redacted;
-
-    #[test]
-    fn a_database_url_is_shown_without_its_password() {
-        let shown = redacted("postgres://engram:s3cret@db.internal:5432/engram");
-        assert!(!shown.contains("s3cret"), "{shown}");
-        assert!(shown.contains("engram@db.internal:5432/engram"), "{shown}");
-        assert_eq!(redacted("host=db password=s3cret"), "given by --database");
-    }
 }
