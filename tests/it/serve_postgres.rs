@@ -1012,6 +1012,20 @@ async fn engram_serve_runs_on_the_database_it_is_given() {
         cli(&["agent", "list"]).contains(id),
         "the database's agents are listed"
     );
+    // A command that has not moved onto the interface says so, rather than looking in the
+    // data directory's own database.
+    let refused = engram_suite::cli_command(home.path())
+        .arg("--database")
+        .arg(&url)
+        .args(["sleeptime", "show", id])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("`engram sleeptime` does not work on a shared server's database yet"),
+        "{said}"
+    );
     let users = other.engram.users().list().await.unwrap();
     assert_eq!(
         users.iter().map(|u| u.name.as_str()).collect::<Vec<_>>(),

@@ -91,6 +91,21 @@ fn main() -> ExitCode {
     }
 }
 
+/// The commands whose service calls still read or write this machine's own database: on a
+/// shared server's database they would not see its agents (and could write beside them), so
+/// they are refused by name instead.
+fn not_on_a_shared_database(command: &Command) -> Option<&'static str> {
+    match command {
+        Command::Folder(_) => Some("folder"),
+        Command::Mcp(_) => Some("mcp"),
+        Command::Sleeptime(_) => Some("sleeptime"),
+        Command::Chat(args) if args.regenerate => Some("chat --regenerate"),
+        Command::Archival(ArchivalCmd::Backfill { .. }) => Some("archival backfill"),
+        Command::Agent(AgentCmd::Endpoint(_)) => Some("agent endpoint"),
+        _ => None,
+    }
+}
+
 async fn run(mut cli: Cli) -> Result<()> {
     // Copies work on the databases they name, not on this machine's engine.
     if matches!(cli.command, Some(Command::Db(_)))
@@ -125,6 +140,14 @@ async fn run(mut cli: Cli) -> Result<()> {
     };
     if let Err(e) = engram_server::tool_api::install(&engram) {
         eprintln!("warning: tools cannot call Engram's API back: {e}");
+    }
+    if cli.database.is_some()
+        && let Some(what) = cli.command.as_ref().and_then(not_on_a_shared_database)
+    {
+        bail!(
+            "`engram {what}` does not work on a shared server's database yet (--database): \
+             what a shared server serves is listed in docs/postgres.md"
+        );
     }
     let Some(command) = cli.command else {
         let agent = latest_or_new_agent(&engram).await?;
