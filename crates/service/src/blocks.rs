@@ -186,6 +186,15 @@ impl Blocks<'_> {
     pub async fn undo(self, edit: &EditId, based_on: Option<u64>) -> Result<Block> {
         let block = if self.engram.shared {
             let plan = self.undo_plan(edit).await?;
+            // A stale window hears so first, as on this machine's database.
+            if let Some(v) = based_on
+                && v != plan.block.version
+            {
+                return Err(engram_core::Error::StaleVersion {
+                    based_on: v,
+                    current: Box::new(plan.block),
+                });
+            }
             let Some(value) = plan.reverted.clone() else {
                 return Err(engram_store::cannot_undo_alone(&plan));
             };
