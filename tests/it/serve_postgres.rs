@@ -91,6 +91,14 @@ fn agent_body(name: &str, mock: &MockLlm) -> Value {
     })
 }
 
+/// [`agent_body`] with an empty `human` block and a `persona`.
+fn agent_with_memory(name: &str, mock: &MockLlm) -> Value {
+    let mut body = agent_body(name, mock);
+    body["memory_blocks"] =
+        json!([{"label": "human", "value": ""}, {"label": "persona", "value": "I help."}]);
+    body
+}
+
 /// What the agent said in a messages response (assistant messages, in order).
 fn said(response: &Value) -> String {
     response["messages"]
@@ -120,12 +128,7 @@ async fn two_replicas_serve_one_set_of_agents() {
         &a.base,
         Method::POST,
         "/v1/agents/",
-        Some({
-            let mut body = agent_body("Shared desk", &mock);
-            body["memory_blocks"] =
-                json!([{"label": "human", "value": ""}, {"label": "persona", "value": "I help."}]);
-            body
-        }),
+        Some(agent_with_memory("Shared desk", &mock)),
     )
     .await;
     let id = created["id"].as_str().unwrap().to_owned();
@@ -339,9 +342,7 @@ async fn an_agent_exports_from_any_replica_and_imports_on_a_desktop() {
         replica(&url, Some(&mock)).await,
         replica(&url, Some(&mock)).await,
     );
-    let mut body = agent_body("Archivist", &mock);
-    body["memory_blocks"] =
-        json!([{"label": "human", "value": ""}, {"label": "persona", "value": "I help."}]);
+    let mut body = agent_with_memory("Archivist", &mock);
     body["tags"] = json!(["support"]);
     let id = ok(&a.base, Method::POST, "/v1/agents/", Some(body)).await["id"]
         .as_str()
@@ -638,9 +639,7 @@ async fn memory_edits_are_undone_and_restored_from_any_replica() {
         replica(&url, Some(&mock)).await,
         replica(&url, Some(&mock)).await,
     );
-    let mut body = agent_body("Undoer", &mock);
-    body["memory_blocks"] =
-        json!([{"label": "human", "value": ""}, {"label": "persona", "value": "I help."}]);
+    let body = agent_with_memory("Undoer", &mock);
     let id = ok(&a.base, Method::POST, "/v1/agents/", Some(body)).await["id"]
         .as_str()
         .unwrap()

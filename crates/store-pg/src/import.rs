@@ -12,9 +12,7 @@ use crate::tx::{TxResult, transaction};
 use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
 use engram_core::trust::ImportedToolStatus;
-use engram_core::{
-    AgentId, BlockEdit, BlockId, Error, Message, PassageId, Result, Timestamp, Tool, ToolId,
-};
+use engram_core::{AgentId, BlockEdit, BlockId, Error, PassageId, Result, Timestamp, Tool, ToolId};
 use engram_store_api::{
     EXTRAS_SETTING_PREFIX, ImportBundle, ImportMessage, ImportStore, ImportedIds, ImportedTool,
     SEQ_GAP, added_status, check_bundle, is_same_tool, tool_candidate,
@@ -258,23 +256,7 @@ async fn insert_messages(
         seq = seq
             .checked_add(SEQ_GAP)
             .ok_or_else(|| Error::invalid("too many messages"))?;
-        let nm = &im.message;
-        let m = Message {
-            id: nm.id.clone().unwrap_or_default(),
-            agent_id: agent.clone(),
-            seq,
-            role: nm.role,
-            kind: nm.kind,
-            content: nm.content.clone(),
-            reasoning: nm.reasoning.clone(),
-            tool_calls: nm.tool_calls.clone(),
-            tool_call_id: nm.tool_call_id.clone(),
-            tool_name: nm.tool_name.clone(),
-            run_id: nm.run_id.clone(),
-            step_id: nm.step_id.clone(),
-            in_context: im.in_context,
-            created_at: nm.created_at.map_or(now, rows::truncate),
-        };
+        let m = crate::messages::row_of(&im.message, agent, seq, im.in_context, now);
         crate::messages::insert_row(c, &m).await?;
     }
     Ok(())

@@ -51,26 +51,38 @@ pub(crate) async fn append(
         seq = seq
             .checked_add(SEQ_GAP)
             .ok_or_else(|| Error::Internal("message sequence overflow".into()))?;
-        let m = Message {
-            id: nm.id.clone().unwrap_or_default(),
-            agent_id: agent.clone(),
-            seq,
-            role: nm.role,
-            kind: nm.kind,
-            content: nm.content.clone(),
-            reasoning: nm.reasoning.clone(),
-            tool_calls: nm.tool_calls.clone(),
-            tool_call_id: nm.tool_call_id.clone(),
-            tool_name: nm.tool_name.clone(),
-            run_id: nm.run_id.clone(),
-            step_id: nm.step_id.clone(),
-            in_context: true,
-            created_at: nm.created_at.map_or(now, rows::truncate),
-        };
+        let m = row_of(nm, agent, seq, true, now);
         insert_row(c, &m).await?;
         out.push(m);
     }
     Ok(out)
+}
+
+/// The row `nm` is stored as at `seq`: its id and time kept when given (times truncated to
+/// microseconds), else a fresh id and `now`.
+pub(crate) fn row_of(
+    nm: &NewMessage,
+    agent: &AgentId,
+    seq: i64,
+    in_context: bool,
+    now: Timestamp,
+) -> Message {
+    Message {
+        id: nm.id.clone().unwrap_or_default(),
+        agent_id: agent.clone(),
+        seq,
+        role: nm.role,
+        kind: nm.kind,
+        content: nm.content.clone(),
+        reasoning: nm.reasoning.clone(),
+        tool_calls: nm.tool_calls.clone(),
+        tool_call_id: nm.tool_call_id.clone(),
+        tool_name: nm.tool_name.clone(),
+        run_id: nm.run_id.clone(),
+        step_id: nm.step_id.clone(),
+        in_context,
+        created_at: nm.created_at.map_or(now, rows::truncate),
+    }
 }
 
 /// Inserts one message as it is (its `seq` must be free). A clash on the id (another agent's
