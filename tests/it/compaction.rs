@@ -109,6 +109,7 @@ async fn a_long_conversation_is_compacted_with_tool_pairs_whole() {
         .engram
         .recall()
         .window(&agent, &engram_service::WindowAt::Start, 1000)
+        .await
         .unwrap();
     assert!(window.compactions.len() >= 2, "{:?}", window.compactions);
     assert!(

@@ -4,7 +4,7 @@
 //! route that has not moved onto the storage interface answers 501 `not_available` instead of
 //! reading a replica's own database. Also `engram serve --database postgres://…` itself.
 
-use engram_mock_llm::{MockLlm, Script};
+use engram_mock_llm::{MockLlm, Reply, Script};
 use engram_secrets::MemoryStore;
 use engram_server::{Auth, ServerConfig};
 use engram_service::{Engram, Notice, Options, ProviderSetup};
@@ -1271,4 +1271,280 @@ async fn a_replica_paused_past_its_lease_cannot_commit_when_it_resumes() {
             .any(|(kind, t)| kind == "assistant_message" && t.contains("Ana")),
         "{h:?}"
     );
+}
+
+/// A run command of the window (`/app/regenerate`, …) on `base`: its Server-Sent Events, in
+/// order, up to `done`.
+async fn run_events(base: &str, command: &str, args: Value) -> Vec<Value> {
+    let resp = reqwest::Client::new()
+        .post(format!("{base}/app/{command}"))
+        .json(&args)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK, "{command}");
+    resp.text()
+        .await
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect()
+}
+
+/// The conversation as the chat window loads it from `base`: `(role, content)` oldest first,
+/// and the messages themselves.
+async fn window(base: &str, agent: &str) -> (Vec<(String, String)>, Vec<Value>) {
+    let w = ok(
+        base,
+        Method::POST,
+        "/app/message_window",
+        Some(json!({"agent_id": agent, "at": {"kind": "latest"}, "limit": 50})),
+    )
+    .await;
+    assert_eq!(w["has_older"], false, "{w}");
+    let messages = w["messages"].as_array().unwrap().clone();
+    let pairs = messages
+        .iter()
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap().to_owned(),
+                m["content"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    (pairs, messages)
+}
+
+/// The chat window's own actions on a server on PostgreSQL, each from either replica: the
+/// conversation loads after a reload with the diffs under its tool calls and the compiled
+/// context; regenerate and edit & resend roll the turn back (its memory edit too) and run it
+/// again; a message is deleted with its tool results; the context window is emptied. A change
+/// while a run holds the agent on the other replica waits for its lease, then is refused
+/// having changed nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_chat_windows_actions_work_from_any_replica() {
+    let mock = MockLlm::start(Script::Brain).await;
+    let url = engram_test_postgres::database().url();
+    let (a, b) = (
+        replica(&url, Some(&mock)).await,
+        replica(&url, Some(&mock)).await,
+    );
+    let id = ok(
+        &a.base,
+        Method::POST,
+        "/v1/agents/",
+        Some(agent_with_memory("Chatter", &mock)),
+    )
+    .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    ok(
+        &a.base,
+        Method::POST,
+        &format!("/v1/agents/{id}/messages"),
+        Some(user_says("my name is Ana")),
+    )
+    .await;
+    let human = |base: String| {
+        let id = id.clone();
+        async move {
+            ok(
+                &base,
+                Method::GET,
+                &format!("/v1/agents/{id}/core-memory/blocks/human"),
+                None,
+            )
+            .await["value"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        }
+    };
+    assert_eq!(human(a.base.clone()).await, "Name: Ana");
+
+    // The other replica's window reloads the chat from the database.
+    let (pairs, messages) = window(&b.base, &id).await;
+    assert_eq!(pairs[0], ("user".into(), "my name is Ana".into()));
+    assert!(pairs.iter().any(|(role, _)| role == "tool"), "{pairs:?}");
+    let mut runs: Vec<String> = messages
+        .iter()
+        .filter_map(|m| m["run_id"].as_str().map(str::to_owned))
+        .collect();
+    runs.dedup();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let edits = ok(
+        &b.base,
+        Method::POST,
+        "/app/run_edits",
+        Some(json!({"agent_id": id, "run_ids": runs})),
+    )
+    .await;
+    assert_eq!(edits.as_array().unwrap().len(), 1, "{edits}");
+    assert_eq!(edits[0]["label"], "human");
+    assert_eq!(edits[0]["edit"]["new_value"], "Name: Ana");
+    let view = ok(
+        &b.base,
+        Method::POST,
+        "/app/context_view",
+        Some(json!({"agent_id": id})),
+    )
+    .await;
+    assert_eq!(view["messages"][0]["role"], "system");
+    assert!(
+        view["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("Name: Ana")
+    );
+    assert!(
+        view["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["content"] == "my name is Ana"),
+        "{view}"
+    );
+
+    // Regenerate on the other replica: the turn and its memory edit go, the run comes again.
+    let plan = ok(
+        &b.base,
+        Method::POST,
+        "/app/regenerate_preview",
+        Some(json!({"agent_id": id})),
+    )
+    .await;
+    assert_eq!(plan["runs"], json!(runs), "{plan}");
+    assert_eq!(plan["blocks"][0]["label"], "human");
+    assert_eq!(plan["blocks"][0]["restored_value"], "");
+    let events = run_events(&b.base, "regenerate", json!({"agent_id": id})).await;
+    assert_eq!(events.last().unwrap()["type"], "done", "{events:?}");
+    let (pairs, messages) = window(&a.base, &id).await;
+    let asked: Vec<_> = pairs.iter().filter(|(r, _)| r == "user").collect();
+    assert_eq!(asked, [&("user".to_owned(), "my name is Ana".to_owned())]);
+    assert!(
+        messages.iter().all(|m| m["run_id"] != json!(runs[0])),
+        "a new run"
+    );
+    assert_eq!(human(a.base.clone()).await, "Name: Ana");
+    let history = ok(
+        &a.base,
+        Method::POST,
+        "/app/block_history",
+        Some(json!({"agent_id": id, "label": "human"})),
+    )
+    .await;
+    assert!(
+        history
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["editor"]["kind"] == "rollback"),
+        "{history}"
+    );
+
+    // Edit & resend on the first replica.
+    let first = messages[0]["id"].as_str().unwrap().to_owned();
+    let preview = ok(
+        &a.base,
+        Method::POST,
+        "/app/rollback_preview",
+        Some(json!({"agent_id": id, "message_id": first})),
+    )
+    .await;
+    assert_eq!(preview["from_message"], first);
+    let events = run_events(
+        &a.base,
+        "edit_and_resend",
+        json!({"agent_id": id, "message_id": first, "text": "my name is Bo"}),
+    )
+    .await;
+    assert_eq!(events.last().unwrap()["type"], "done", "{events:?}");
+    assert_eq!(human(b.base.clone()).await, "Name: Bo");
+    let (pairs, messages) = window(&b.base, &id).await;
+    assert_eq!(pairs[0], ("user".into(), "my name is Bo".into()));
+    assert!(!pairs.iter().any(|(_, c)| c.contains("Ana")), "{pairs:?}");
+
+    // A delete on the other replica takes the call's result along.
+    let tool_call = messages
+        .iter()
+        .find(|m| m["role"] == "assistant" && !m["tool_calls"].as_array().unwrap().is_empty())
+        .expect("the run's tool call");
+    let removed = ok(
+        &b.base,
+        Method::POST,
+        "/app/delete_message",
+        Some(json!({"agent_id": id, "message_id": tool_call["id"]})),
+    )
+    .await;
+    assert_eq!(removed.as_array().unwrap().len(), 2, "{removed}");
+    let (left, _) = window(&a.base, &id).await;
+    assert_eq!(left.len(), pairs.len() - 2);
+    assert!(!left.iter().any(|(role, _)| role == "tool"), "{left:?}");
+
+    // While a slow run holds the agent on one replica, a change on the other waits for the
+    // lease (a second here), then is refused having changed nothing.
+    mock.push(Reply::Delayed(
+        Duration::from_millis(3000),
+        Box::new(Reply::text("slowly")),
+    ));
+    let slow = {
+        let (base, id) = (a.base.clone(), id.clone());
+        tokio::spawn(async move {
+            call(
+                &base,
+                Method::POST,
+                &format!("/v1/agents/{id}/messages"),
+                Some(user_says("take your time")),
+            )
+            .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let (status, body) = call(
+        &b.base,
+        Method::POST,
+        "/app/reset_messages",
+        Some(json!({"agent_id": id})),
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::CONFLICT, Some("agent_busy")),
+        "{body}"
+    );
+    let (status, answered) = slow.await.unwrap();
+    assert_eq!(status, StatusCode::OK, "{answered}");
+    assert_eq!(said(&answered), "slowly");
+    let in_context = ok(
+        &b.base,
+        Method::POST,
+        "/app/context_view",
+        Some(json!({"agent_id": id})),
+    )
+    .await["messages"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert!(in_context > 3, "the refused reset emptied nothing");
+
+    // Once the run is over, the reset goes through (Letta's route, on the other replica).
+    ok(
+        &b.base,
+        Method::PATCH,
+        &format!("/v1/agents/{id}/reset-messages"),
+        None,
+    )
+    .await;
+    let view = ok(
+        &a.base,
+        Method::POST,
+        "/app/context_view",
+        Some(json!({"agent_id": id})),
+    )
+    .await;
+    assert_eq!(view["messages"].as_array().unwrap().len(), 1, "{view}");
+    let (all, _) = window(&a.base, &id).await;
+    assert!(all.len() > 3, "recall keeps every message: {all:?}");
 }

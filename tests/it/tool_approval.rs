@@ -526,7 +526,7 @@ async fn resetting_the_messages_drops_a_waiting_call_unrun() {
     let Paused {
         mock, home, agent, ..
     } = paused_on(vec![append("Name: Bob")], "my name is Bob").await;
-    home.engram.recall().reset(&agent).unwrap();
+    home.engram.recall().reset(&agent).await.unwrap();
     assert!(
         home.engram
             .runs()
@@ -617,7 +617,12 @@ async fn regenerate_edit_and_delete_wait_until_the_call_is_decided() {
         )
         .await
         .unwrap_err();
-    let delete = home.engram.recall().delete(&agent, &user).unwrap_err();
+    let delete = home
+        .engram
+        .recall()
+        .delete(&agent, &user)
+        .await
+        .unwrap_err();
     for e in [regenerate, resend, delete] {
         assert_eq!(e.code(), "conflict", "{e}");
         assert!(e.to_string().contains("core_memory_append"), "{e}");

@@ -104,7 +104,7 @@ async fn regenerate_rolls_back_exactly_the_last_turn_then_runs_it_again() {
         ["fact: likes kiwi", "fact: likes mango"]
     );
 
-    let preview = home.engram.runs().regenerate_preview(&agent).unwrap();
+    let preview = home.engram.runs().regenerate_preview(&agent).await.unwrap();
     assert_eq!(preview.runs, std::slice::from_ref(&first_try.run_id));
     assert_eq!(preview.blocks.len(), 1);
     assert_eq!(preview.blocks[0].label, "human");
@@ -197,6 +197,7 @@ async fn edit_and_resend_rolls_back_from_that_message() {
         .engram
         .runs()
         .rollback_preview(&agent, &first.id)
+        .await
         .unwrap();
     assert_eq!(preview.runs.len(), 2);
     assert_eq!(preview.passages.len(), 2);
@@ -238,7 +239,7 @@ async fn a_turn_whose_block_was_changed_by_hand_since_is_refused_and_nothing_is_
     let messages = home.engram.recall().list(&agent, None, 100).await.unwrap();
     let requests = mock.requests().len();
 
-    let preview = home.engram.runs().regenerate_preview(&agent).unwrap();
+    let preview = home.engram.runs().regenerate_preview(&agent).await.unwrap();
     assert!(preview.blocks[0].changed_later);
     let err = run_with(async |tx| {
         home.engram
@@ -310,6 +311,7 @@ async fn edits_and_run_records_are_read_back_from_stored_data() {
         .engram
         .runs()
         .edits(&agent, std::slice::from_ref(&out.run_id))
+        .await
         .unwrap();
     let stored: Vec<(Option<String>, String, String)> = edits
         .iter()
@@ -368,7 +370,12 @@ async fn deleting_a_message_keeps_memory() {
     let (mock, home, agent, _) = told(&[("likes kiwi", "I like kiwi")]).await;
     let all = home.engram.recall().list(&agent, None, 100).await.unwrap();
     let with_calls = all.iter().find(|m| !m.tool_calls.is_empty()).unwrap();
-    let removed = home.engram.recall().delete(&agent, &with_calls.id).unwrap();
+    let removed = home
+        .engram
+        .recall()
+        .delete(&agent, &with_calls.id)
+        .await
+        .unwrap();
     assert_eq!(removed.len(), 3, "the call and its two results");
     assert_eq!(
         texts(&home, &agent).await,

@@ -159,6 +159,12 @@ try {
     timeout: 30_000,
     timeoutMsg: "the hand edit of the server agent's memory was not kept there",
   });
+  // …and so does the conversation, read back from the server's database.
+  const spoken = await browser.$('[data-testid="message"][data-role="user"]*=my name is Carol');
+  await spoken.waitForDisplayed({
+    timeout: 30_000,
+    timeoutMsg: "after a reload the server agent's conversation is not shown",
+  });
   await (await browser.$('[data-testid="nav-settings"]')).click();
   await (await browser.$('[data-testid="settings-nav-server"]')).click();
   await (await browser.$('[data-testid="server-disconnect"]')).click();
@@ -166,7 +172,7 @@ try {
     timeout: 30_000,
     timeoutMsg: "back on this computer, its agent is not listed",
   });
-  console.log('desktop smoke: window rendered, chat streamed, memory edit shown, regenerate rolled back and ran again, export saved, worked on a pinned HTTPS server on PostgreSQL (chat, hand edit kept) and came back');
+  console.log('desktop smoke: window rendered, chat streamed, memory edit shown, regenerate rolled back and ran again, export saved, worked on a pinned HTTPS server on PostgreSQL (chat, hand edit and conversation kept) and came back');
 } finally {
   await browser.deleteSession();
   stop();

@@ -31,7 +31,7 @@ pub use engram_retrieval::Reranker;
 pub use mcp::{McpCall, McpCallError, McpCaller};
 pub use outcome::{LoopSettings, RunOutcome};
 pub use python::PythonHost;
-pub use run::{Claim, Runtime, Turn};
+pub use run::{Claim, LeaseHold, Runtime, Turn};
 pub use sleeptime::PassRequest;
 pub use tokens::{ContextBreakdown, TokenCounter};
 pub use tool_api::{TOOL_API_PORT, ToolApi, ToolApiError, ToolApiGrant, ToolScope};

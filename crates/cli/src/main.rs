@@ -99,7 +99,6 @@ fn not_on_a_shared_database(command: &Command) -> Option<&'static str> {
         Command::Folder(_) => Some("folder"),
         Command::Mcp(_) => Some("mcp"),
         Command::Sleeptime(_) => Some("sleeptime"),
-        Command::Chat(args) if args.regenerate => Some("chat --regenerate"),
         Command::Archival(ArchivalCmd::Backfill { .. }) => Some("archival backfill"),
         Command::Agent(AgentCmd::Endpoint(_)) => Some("agent endpoint"),
         _ => None,
@@ -483,7 +482,7 @@ async fn chat_once(
                 text: message.to_owned(),
             },
             Turn::Regenerate => {
-                let undone = engram.runs().regenerate_preview(agent)?;
+                let undone = engram.runs().regenerate_preview(agent).await?;
                 eprintln!(
                     "undoing {} messages, {} block edits, {} passages",
                     undone.messages.len(),

@@ -140,13 +140,13 @@ impl Engram {
                 self.runtime.run_in(&turn, message(text), tx, cancel).await
             }
             RunRequest::Regenerate => {
-                let turn = self.turn_for_rewrite(claim)?;
-                let last = self.last_user_message(agent)?;
+                let turn = self.turn_for_rewrite(claim).await?;
+                let last = self.last_user_message(agent).await?;
                 self.resend(&turn, &last.id, message(last.content), tx, cancel)
                     .await
             }
             RunRequest::EditAndResend { message_id, text } => {
-                let turn = self.turn_for_rewrite(claim)?;
+                let turn = self.turn_for_rewrite(claim).await?;
                 self.check_resendable(agent, &message_id).await?;
                 self.resend(&turn, &message_id, message(text), tx, cancel)
                     .await

@@ -89,11 +89,16 @@ impl Recall<'_> {
     /// chat window pages with.
     ///
     /// Errors: `not_found` for an unknown agent or a message id that is not one of its own.
-    pub fn window(self, agent: &AgentId, at: &WindowAt, limit: usize) -> Result<MessageWindow> {
+    pub async fn window(
+        self,
+        agent: &AgentId,
+        at: &WindowAt,
+        limit: usize,
+    ) -> Result<MessageWindow> {
         self.engram
-            .store
-            .messages()
-            .window(agent, at, limit.clamp(1, MAX_PAGE))
+            .backend
+            .message_window(agent, at, limit.clamp(1, MAX_PAGE))
+            .await
     }
 
     /// One of the agent's messages. Errors: `not_found` for an unknown message or one that
@@ -227,15 +232,23 @@ impl Recall<'_> {
     /// Empties the agent's context window (Letta's reset messages). The messages stay in
     /// recall memory; the summary of the old window is dropped (and a call waiting for
     /// approval with it). Returns how many messages left the window.
-    /// Errors: `not_found`; `conflict` while a run of the agent is in flight.
-    pub fn reset(self, agent: &AgentId) -> Result<usize> {
+    /// Errors: `not_found`; `conflict` while a run of the agent is in flight here;
+    /// `agent_busy` while one on another replica goes on past the lease wait.
+    pub async fn reset(self, agent: &AgentId) -> Result<usize> {
         // Held to the change, so no run's steps see their context emptied under them.
         let turn =
             self.engram.runtime.try_turn(agent)?.ok_or_else(|| {
                 Error::Conflict("the agent is answering; stop the run first".into())
             })?;
-        let n = self.engram.store.messages().reset_context(agent)?;
+        let hold = self.engram.lease_for_change(&turn).await?;
+        let n = self
+            .engram
+            .backend
+            .reset_context(Some(hold.lease()), agent)
+            .await;
+        hold.release().await;
         drop(turn);
+        let n = n?;
         self.engram.notify(Notice::MessagesChanged {
             agent_id: agent.clone(),
         });

@@ -188,7 +188,7 @@ async fn a_rollback_never_runs_while_the_agents_turn_is_held() {
         let refused = engram.runs().start(&agent, request).await.unwrap_err();
         assert!(matches!(refused, Error::Conflict(_)), "{refused:?}");
     }
-    let refused = engram.recall().delete(&agent, &user).unwrap_err();
+    let refused = engram.recall().delete(&agent, &user).await.unwrap_err();
     assert!(matches!(refused, Error::Conflict(_)), "{refused:?}");
     assert_eq!(
         engram.recall().list(&agent, None, 10).await.unwrap(),

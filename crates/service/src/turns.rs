@@ -13,7 +13,7 @@
 
 use crate::rooms::{Recall, Runs};
 use crate::{Engram, Notice, RunRequest};
-use engram_agent::{Claim, EventSink, RunOutcome, Turn};
+use engram_agent::{Claim, EventSink, LeaseHold, RunOutcome, Turn};
 use engram_core::{
     AgentId, Error, Message, MessageId, MessageKind, NewMessage, Result, Role, RunId,
 };
@@ -26,17 +26,25 @@ impl Engram {
     /// flight or queued, or a tool call waits for approval. The check, the rollback and the
     /// new run all happen under this one turn, the lock every run of the agent holds, so no
     /// run can slip in between them.
-    pub(crate) fn turn_for_rewrite(&self, claim: Claim) -> Result<Turn> {
+    pub(crate) async fn turn_for_rewrite(&self, claim: Claim) -> Result<Turn> {
         let agent = claim.agent().clone();
         let turn = claim.turn_alone().ok_or_else(busy)?;
-        self.refuse_while_waiting(&agent)?;
+        self.refuse_while_waiting(&agent).await?;
         Ok(turn)
+    }
+
+    /// The agent's lease for a change to its conversation made in `turn` (a delete, a reset):
+    /// on a database shared by replicas, a run on another replica holds it while it works, so
+    /// the change waits for that run (up to the lease wait, then `agent_busy`) instead of
+    /// cutting into it. On this machine's own database the turn alone decides.
+    pub(crate) async fn lease_for_change(&self, turn: &Turn) -> Result<LeaseHold> {
+        self.runtime.lease_for(turn, &RunId::default()).await
     }
 
     /// Refuses to change the conversation while a tool call waits for approval: rolling back
     /// or deleting then would strand the waiting call.
-    fn refuse_while_waiting(&self, agent: &AgentId) -> Result<()> {
-        if let Some(p) = self.store.runs().pending_approval(agent)? {
+    async fn refuse_while_waiting(&self, agent: &AgentId) -> Result<()> {
+        if let Some(p) = self.backend.pending_approval(agent).await? {
             return Err(Error::Conflict(format!(
                 "the call to '{}' waits for your approval; approve or deny it first",
                 p.tool_call.name
@@ -45,10 +53,10 @@ impl Engram {
         Ok(())
     }
 
-    pub(crate) fn last_user_message(&self, agent: &AgentId) -> Result<Message> {
-        self.store
-            .messages()
-            .last_user_message(agent)?
+    pub(crate) async fn last_user_message(&self, agent: &AgentId) -> Result<Message> {
+        self.backend
+            .last_user_message(agent)
+            .await?
             .ok_or_else(|| Error::invalid("there is no message of yours to answer again"))
     }
 
@@ -80,9 +88,22 @@ impl Engram {
         let agent = turn.agent();
         self.check_pending_endpoints(agent)?;
         self.runtime.preflight(agent).await?;
-        let undone = self.store.messages().rollback_from(agent, from)?;
+        // The lease is taken before the rollback and kept by the new run, so no run on
+        // another replica can come in between them.
+        let run_id = input.run_id.clone().unwrap_or_default();
+        let hold = self.runtime.lease_for(turn, &run_id).await?;
+        let undone = self
+            .backend
+            .rollback_from(Some(hold.lease()), agent, from)
+            .await?;
         self.announce_rollback(&undone).await;
-        self.runtime.run_in(turn, input, events, cancel).await
+        let input = NewMessage {
+            run_id: Some(run_id),
+            ..input
+        };
+        self.runtime
+            .run_held(turn, hold, input, events, cancel)
+            .await
     }
 
     async fn announce_rollback(&self, undone: &TurnRollback) {
@@ -105,20 +126,17 @@ impl Runs<'_> {
     ///
     /// Errors: `not_found` (agent); `invalid_input` when there is no user message to
     /// regenerate from.
-    pub fn regenerate_preview(self, agent: &AgentId) -> Result<TurnRollback> {
-        let last = self.engram.last_user_message(agent)?;
-        self.engram
-            .store
-            .messages()
-            .rollback_preview(agent, &last.id)
+    pub async fn regenerate_preview(self, agent: &AgentId) -> Result<TurnRollback> {
+        let last = self.engram.last_user_message(agent).await?;
+        self.engram.backend.rollback_preview(agent, &last.id).await
     }
 
     /// What editing and resending user message `from` would undo: that message and everything
     /// after it. Nothing changes. Blocks with `changed_later` set would refuse the rollback.
     ///
     /// Errors: `not_found` (agent or message).
-    pub fn rollback_preview(self, agent: &AgentId, from: &MessageId) -> Result<TurnRollback> {
-        self.engram.store.messages().rollback_preview(agent, from)
+    pub async fn rollback_preview(self, agent: &AgentId, from: &MessageId) -> Result<TurnRollback> {
+        self.engram.backend.rollback_preview(agent, from).await
     }
 
     /// Re-runs the agent's last turn: rolls back everything from its last user message on (see
@@ -170,8 +188,8 @@ impl Runs<'_> {
     /// The block edits the agent's tool calls made in `runs`, oldest first, from the stored
     /// history: what the chat shows as a diff under each tool call.
     /// Errors: `not_found`.
-    pub fn edits(self, agent: &AgentId, runs: &[RunId]) -> Result<Vec<ToolEdit>> {
-        self.engram.store.runs().edits(agent, runs)
+    pub async fn edits(self, agent: &AgentId, runs: &[RunId]) -> Result<Vec<ToolEdit>> {
+        self.engram.backend.tool_edits(agent, runs).await
     }
 }
 
@@ -180,13 +198,21 @@ impl Recall<'_> {
     /// along). Memory edits and passages stay; returns the ids removed.
     ///
     /// Errors: `not_found`; `invalid_input` for a tool result; `conflict` while a run of the
-    /// agent is in flight.
-    pub fn delete(self, agent: &AgentId, id: &MessageId) -> Result<Vec<MessageId>> {
-        // Holding the agent's turn: no run can start while the message goes.
+    /// agent is in flight here; `agent_busy` while one on another replica goes on past the
+    /// lease wait.
+    pub async fn delete(self, agent: &AgentId, id: &MessageId) -> Result<Vec<MessageId>> {
+        // Holding the agent's turn and lease: no run can start while the message goes.
         let turn = self.engram.runtime.try_turn(agent)?.ok_or_else(busy)?;
-        self.engram.refuse_while_waiting(agent)?;
-        let removed = self.engram.store.messages().delete(agent, id)?;
+        self.engram.refuse_while_waiting(agent).await?;
+        let hold = self.engram.lease_for_change(&turn).await?;
+        let removed = self
+            .engram
+            .backend
+            .delete_message(Some(hold.lease()), agent, id)
+            .await;
+        hold.release().await;
         drop(turn);
+        let removed = removed?;
         self.engram.notify(Notice::MessagesChanged {
             agent_id: agent.clone(),
         });
@@ -254,9 +280,9 @@ mod tests {
             matches!(regenerated, Ok(Err(Error::Conflict(_)))),
             "{regenerated:?}"
         );
-        let deleted = e.recall().delete(&agent, &message);
+        let deleted = e.recall().delete(&agent, &message).await;
         assert!(matches!(deleted, Err(Error::Conflict(_))), "{deleted:?}");
-        let reset = e.recall().reset(&agent);
+        let reset = e.recall().reset(&agent).await;
         assert!(matches!(reset, Err(Error::Conflict(_))), "{reset:?}");
         let edited = e
             .recall()
@@ -285,6 +311,9 @@ mod tests {
             .edit(&agent, &message, Some("rewritten after"), None)
             .unwrap();
         assert_eq!(edited.content, "rewritten after");
-        assert_eq!(e.recall().delete(&agent, &message).unwrap(), [message]);
+        assert_eq!(
+            e.recall().delete(&agent, &message).await.unwrap(),
+            [message]
+        );
     }
 }

@@ -11,8 +11,11 @@
 //! - [`ImportStore`]: whole agent files (agents with blocks, history, messages, passages and
 //!   tools) written in one transaction;
 //! - [`LeaseStore`]: one holder per agent, with fencing tokens checked at commit;
-//! - [`MessageStore`]: recall memory, the message history paged by `seq`, with a words search;
+//! - [`MessageStore`]: recall memory, the message history paged by `seq` and cut into the
+//!   chat's windows ([`window`]), with a words search;
 //! - [`PassageStore`]: archival memory, tagged passages listed by time, with a words search;
+//! - [`RewriteStore`]: changes to a conversation that happened (rollback, delete, reset),
+//!   fenced by the agent's lease;
 //! - [`SettingStore`]: model providers without their keys, and the app's key-value settings
 //!   (token calibrations among them);
 //! - [`SleeptimeStore`]: sleep-time settings, reading positions and passes, each written
@@ -65,11 +68,13 @@ mod messages;
 mod passages;
 mod ranking;
 mod repair;
+mod rewrite;
 mod settings;
 mod sleeptime;
 mod steps;
 mod tools;
 mod users;
+pub mod window;
 mod words;
 
 pub use bus::{BusEvent, NoticeBus};
@@ -88,16 +93,18 @@ pub use ranking::{
 pub use repair::{
     CallRow, Diagnosis, INTERRUPTED, Orphans, diagnose, interrupted_result, slot_between,
 };
+pub use rewrite::{BlockRevert, RewriteStore, TurnRollback, tool_result_alone};
 pub use settings::{
     CALIBRATION_SETTING_PREFIX, Calibration, ProviderRow, SettingStore, calibration_key,
 };
 pub use sleeptime::{PassCommit, PassageOp, SleeptimeStore, block_diff, left_out_reason};
 pub use steps::{
-    ApprovalWrite, BlockChange, BlockWrite, CommittedStep, StepCommit, StepStore, call_groups,
-    gone_message, rebase, restate, result_index,
+    ApprovalWrite, BlockChange, BlockWrite, CommittedStep, StepCommit, StepStore, ToolEdit,
+    call_groups, gone_message, rebase, restate, result_index,
 };
 pub use tools::ToolStore;
 pub use users::UserStore;
+pub use window::{Compaction, MessageWindow, WindowAt};
 pub use words::{MAX_QUERY_WORDS, QueryWords, query_words};
 
 use async_trait::async_trait;
@@ -254,6 +261,19 @@ pub struct Lease {
     pub expires_at: Timestamp,
 }
 
+impl Lease {
+    /// Checks that a write to `agent` may be fenced by `lease` (absent, or the agent's own).
+    /// Errors: `Invalid` for another agent's lease.
+    pub fn check_for(lease: Option<&Lease>, agent: &AgentId) -> Result<()> {
+        match lease {
+            Some(l) if &l.agent_id != agent => Err(engram_core::Error::invalid(
+                "a write to an agent is fenced by that agent's own lease",
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// The answer to [`LeaseStore::acquire_lease`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LeaseGrant {
@@ -324,6 +344,7 @@ pub trait Backend:
     + LeaseStore
     + MessageStore
     + PassageStore
+    + RewriteStore
     + SettingStore
     + SleeptimeStore
     + StepStore
@@ -340,6 +361,7 @@ impl<
         + LeaseStore
         + MessageStore
         + PassageStore
+        + RewriteStore
         + SettingStore
         + SleeptimeStore
         + StepStore

@@ -1,7 +1,7 @@
 //! Recall memory: every message an agent ever had, in the order it was written, with a words
 //! search over it.
 
-use crate::{CandidateDepth, MessageQuery, Ranker};
+use crate::{CandidateDepth, MessageQuery, MessageWindow, Ranker, WindowAt};
 use async_trait::async_trait;
 use engram_core::{AgentId, Message, MessageHit, MessageId, NewMessage, Result, Role, Timestamp};
 
@@ -138,6 +138,19 @@ pub trait MessageStore: Send + Sync {
     ///
     /// Errors: `NotFound("agent")`.
     async fn count_messages(&self, agent: &AgentId) -> Result<u64>;
+
+    /// A window of at most `limit` (at least 1) messages at `at`, oldest first, with whether
+    /// more lie on either side and the compactions inside it (see [`crate::window`]'s rules).
+    /// All its reads share one snapshot.
+    ///
+    /// Errors: `NotFound("agent")`; `NotFound("message", id)` for a cursor that is not one of
+    /// the agent's messages.
+    async fn message_window(
+        &self,
+        agent: &AgentId,
+        at: &WindowAt,
+        limit: usize,
+    ) -> Result<MessageWindow>;
 
     /// Up to `q.limit` of the agent's messages matching `q`, best first (see the trait docs);
     /// for a blank query the newest first, each with score 0.

@@ -17,11 +17,22 @@
 use crate::Lease;
 use async_trait::async_trait;
 use engram_core::{
-    AgentId, Block, BlockId, BlockOp, Editor, Message, NewMessage, NewPassage, Passage,
+    AgentId, Block, BlockEdit, BlockId, BlockOp, Editor, Message, NewMessage, NewPassage, Passage,
     PendingApproval, Result, Role, RunId, Step, Timestamp, ToolReturn, ToolStatus,
 };
 use serde::{Deserialize, Serialize};
 use std::ops::Range;
+
+/// One block edit a tool call made, with the block's label: what the chat shows as a diff
+/// under the tool call named by the edit's [`Editor::Agent`] `tool_call_id`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+#[ts(export)]
+pub struct ToolEdit {
+    /// The stored history row (old and new value, versions, step, tool call).
+    pub edit: BlockEdit,
+    /// The block's label.
+    pub label: String,
+}
 
 /// Everything one step wrote. The agent is `step.agent_id`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -148,6 +159,11 @@ pub trait StepStore: Send + Sync {
     /// The agent's steps, oldest first (start time, then index); only those of `run` when
     /// given. Errors: `NotFound("agent")`.
     async fn list_steps(&self, agent: &AgentId, run: Option<&RunId>) -> Result<Vec<Step>>;
+
+    /// The block edits made by the agent's steps in `runs`, in the order they were made (two
+    /// edits in one step are two rows, each with its own old and new value): what a reloaded
+    /// chat shows under each tool call. Errors: `NotFound("agent")`.
+    async fn tool_edits(&self, agent: &AgentId, runs: &[RunId]) -> Result<Vec<ToolEdit>>;
 
     /// The tool call the agent's paused run waits on, if any (its `server` is filled in by
     /// backends that know the agent's MCP tools). Errors: `NotFound("agent")`.

@@ -45,6 +45,7 @@ mod notices;
 mod passages;
 mod ranking;
 mod repair;
+mod rewrite;
 mod rows;
 mod settings;
 mod sleeptime;

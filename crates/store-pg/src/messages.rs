@@ -12,15 +12,17 @@
 
 use crate::PgStore;
 use crate::blocks::{self, Lock};
+use crate::rewrite::seq_of;
 use crate::rows::{self, Cached, MESSAGE_COLS};
 use crate::tx::{TxError, TxResult, transaction};
 use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
 use engram_core::{AgentId, Error, Message, MessageHit, MessageId, NewMessage, Result, Timestamp};
 use engram_store_api::{
-    CandidateDepth, Hit, MessageQuery, MessageSearch, MessageStore, QueryWords, Ranker, SEQ_GAP,
-    SeqOrder, query_words,
+    CandidateDepth, Compaction, Hit, MessageQuery, MessageSearch, MessageStore, MessageWindow,
+    QueryWords, Ranker, SEQ_GAP, SeqOrder, WindowAt, query_words,
 };
+use tokio_postgres::IsolationLevel;
 
 /// The filters every search shares: `$1` agent, `$2` roles, `$3`..`$4` time range (either
 /// `NULL` for no bound). Hidden loop messages never match.
@@ -153,29 +155,30 @@ impl MessageStore for PgStore {
         limit: usize,
         order: SeqOrder,
     ) -> Result<Vec<Message>> {
-        let dir = match order {
-            SeqOrder::Asc => "ASC",
-            SeqOrder::Desc => "DESC",
-        };
         let c = self.client().await?;
         blocks::ensure_agent(&c, agent, Lock::None).await?;
-        let found = c
-            .rows(
-                &format!(
-                    "SELECT {MESSAGE_COLS} FROM messages m
-                     WHERE m.agent_id = $1 AND m.seq > $2 AND m.seq < $3
-                     ORDER BY m.seq {dir} LIMIT $4"
-                ),
-                &[
-                    &agent.as_str(),
-                    &after_seq.unwrap_or(i64::MIN),
-                    &before_seq.unwrap_or(i64::MAX),
-                    &rows::limit(limit),
-                ],
-            )
+        Ok(range(&c, agent, after_seq, before_seq, limit, order).await?)
+    }
+
+    async fn message_window(
+        &self,
+        agent: &AgentId,
+        at: &WindowAt,
+        limit: usize,
+    ) -> Result<MessageWindow> {
+        let mut c = self.client().await?;
+        // One snapshot for every read of the window.
+        let tx = c
+            .build_transaction()
+            .isolation_level(IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
             .await
             .map_err(TxError::from)?;
-        Ok(rows::all(&found, rows::message)?)
+        blocks::ensure_agent(&tx, agent, Lock::None).await?;
+        let w = window(&tx, agent, at, limit.max(1)).await?;
+        tx.commit().await.map_err(TxError::from)?;
+        Ok(w)
     }
 
     async fn count_messages(&self, agent: &AgentId) -> Result<u64> {
@@ -252,4 +255,146 @@ impl MessageStore for PgStore {
         let c = self.client().await?;
         crate::ranking::rank_messages(&c, agent, q, embedding, depth, rank).await
     }
+}
+
+/// Messages with `lower < seq < upper` (unbounded where `None`), the `limit` nearest `lower`
+/// in `Asc` order or nearest `upper` in `Desc` order, returned in that order.
+async fn range(
+    c: &impl GenericClient,
+    agent: &AgentId,
+    lower: Option<i64>,
+    upper: Option<i64>,
+    limit: usize,
+    order: SeqOrder,
+) -> TxResult<Vec<Message>> {
+    let dir = match order {
+        SeqOrder::Asc => "ASC",
+        SeqOrder::Desc => "DESC",
+    };
+    let found = c
+        .rows(
+            &format!(
+                "SELECT {MESSAGE_COLS} FROM messages m
+                 WHERE m.agent_id = $1 AND m.seq > $2 AND m.seq < $3
+                 ORDER BY m.seq {dir} LIMIT $4"
+            ),
+            &[
+                &agent.as_str(),
+                &lower.unwrap_or(i64::MIN),
+                &upper.unwrap_or(i64::MAX),
+                &rows::limit(limit),
+            ],
+        )
+        .await?;
+    rows::all(&found, rows::message)
+}
+
+/// Up to `limit` messages older than `upper` (oldest first) and whether more lie beyond.
+async fn older(
+    c: &impl GenericClient,
+    agent: &AgentId,
+    upper: Option<i64>,
+    limit: usize,
+) -> TxResult<(Vec<Message>, bool)> {
+    let page = range(c, agent, None, upper, limit + 1, SeqOrder::Desc).await?;
+    let (mut page, more) = MessageWindow::cut(page, limit);
+    page.reverse();
+    Ok((page, more))
+}
+
+/// Up to `limit` messages newer than `lower` (oldest first) and whether more lie beyond.
+async fn newer(
+    c: &impl GenericClient,
+    agent: &AgentId,
+    lower: Option<i64>,
+    limit: usize,
+) -> TxResult<(Vec<Message>, bool)> {
+    let page = range(c, agent, lower, None, limit + 1, SeqOrder::Asc).await?;
+    Ok(MessageWindow::cut(page, limit))
+}
+
+/// The window centred on the message at `seq` (see [`MessageWindow::around`]).
+async fn around(
+    c: &impl GenericClient,
+    agent: &AgentId,
+    seq: i64,
+    limit: usize,
+) -> TxResult<MessageWindow> {
+    let (before, more_before) = older(c, agent, Some(seq), limit - 1).await?;
+    let (after, more_after) = newer(c, agent, Some(seq - 1), limit).await?;
+    Ok(MessageWindow::around(
+        before,
+        more_before,
+        after,
+        more_after,
+        limit,
+    ))
+}
+
+/// The window at `at` (`limit` at least 1), as the SQLite store cuts it.
+async fn window(
+    c: &impl GenericClient,
+    agent: &AgentId,
+    at: &WindowAt,
+    limit: usize,
+) -> TxResult<MessageWindow> {
+    let mut w = match at {
+        WindowAt::Latest => {
+            let (messages, has_older) = older(c, agent, None, limit).await?;
+            MessageWindow::of(messages, has_older, false)
+        }
+        WindowAt::Start => {
+            let (messages, has_newer) = newer(c, agent, None, limit).await?;
+            MessageWindow::of(messages, false, has_newer)
+        }
+        WindowAt::Before { id } => {
+            let seq = seq_of(c, agent, id).await?;
+            let (messages, has_older) = older(c, agent, Some(seq), limit).await?;
+            MessageWindow::of(messages, has_older, true)
+        }
+        WindowAt::After { id } => {
+            let seq = seq_of(c, agent, id).await?;
+            let (messages, has_newer) = newer(c, agent, Some(seq), limit).await?;
+            MessageWindow::of(messages, true, has_newer)
+        }
+        WindowAt::Around { id } => around(c, agent, seq_of(c, agent, id).await?, limit).await?,
+        WindowAt::Date { at } => {
+            let first = c
+                .one_opt(
+                    "SELECT seq FROM messages WHERE agent_id = $1 AND created_at >= $2
+                     ORDER BY created_at, seq LIMIT 1",
+                    &[&agent.as_str(), at],
+                )
+                .await?;
+            match first {
+                Some(r) => around(c, agent, r.try_get(0)?, limit).await?,
+                None => {
+                    let (messages, has_older) = older(c, agent, None, limit).await?;
+                    let mut w = MessageWindow::of(messages, has_older, false);
+                    w.anchor = w.messages.last().map(|m| m.id.clone());
+                    w
+                }
+            }
+        }
+    };
+    // Both ends included: neighbouring pages may both carry a divider; readers merge them by
+    // `seq`.
+    if let (Some(first), Some(last)) = (w.messages.first(), w.messages.last()) {
+        let found = c
+            .rows(
+                "SELECT seq, summary, evicted, created_at FROM compactions
+                 WHERE agent_id = $1 AND seq >= $2 AND seq <= $3 ORDER BY seq, pk",
+                &[&agent.as_str(), &first.seq, &last.seq],
+            )
+            .await?;
+        w.compactions = rows::all(&found, |r| {
+            Ok(Compaction {
+                seq: r.try_get(0)?,
+                summary: r.try_get(1)?,
+                evicted: u32::try_from(rows::uint(r, 2)?).unwrap_or(u32::MAX),
+                created_at: r.try_get(3)?,
+            })
+        })?;
+    }
+    Ok(w)
 }

@@ -86,6 +86,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "pending endpoints",
         sql: PENDING_ENDPOINTS,
     },
+    Migration {
+        version: 13,
+        name: "block history by step",
+        sql: HISTORY_BY_STEP,
+    },
 ];
 
 /// The advisory lock key migrations run under (`"engram"` in ASCII, then 1): any number that
@@ -493,4 +498,10 @@ CREATE TABLE pending_endpoints (
     created_at timestamptz NOT NULL,
     PRIMARY KEY (agent_id, kind)
 );
+"#;
+
+/// Version 13: the block edits of given steps, found without reading every block's history
+/// (what a rollback undoes, and the diffs a reloaded chat shows under each tool call).
+const HISTORY_BY_STEP: &str = r#"
+CREATE INDEX block_history_by_step ON block_history (step_id) WHERE step_id IS NOT NULL;
 "#;

@@ -10,7 +10,7 @@
 use crate::PgStore;
 use crate::blocks::{self, Lock};
 use crate::leases::hold;
-use crate::rows::{self, Cached};
+use crate::rows::{self, Cached, EDIT_COLS};
 use crate::tx::{TxError, TxResult, transaction};
 use crate::{messages, passages};
 use async_trait::async_trait;
@@ -21,7 +21,7 @@ use engram_core::{
     RunId, Step, StepId, Timestamp, ToolCall, ToolStatus,
 };
 use engram_store_api::{
-    ApprovalWrite, BlockChange, BlockWrite, CommittedStep, Lease, StepCommit, StepStore,
+    ApprovalWrite, BlockChange, BlockWrite, CommittedStep, Lease, StepCommit, StepStore, ToolEdit,
     call_groups, gone_message, rebase, restate, result_index,
 };
 use std::collections::HashMap;
@@ -287,6 +287,36 @@ impl StepStore for PgStore {
                 passages,
             }
         })
+    }
+
+    async fn tool_edits(&self, agent: &AgentId, runs: &[RunId]) -> Result<Vec<ToolEdit>> {
+        let c = self.client().await?;
+        blocks::ensure_agent(&c, agent, Lock::None).await?;
+        let runs: Vec<&str> = runs.iter().map(RunId::as_str).collect();
+        let cols = EDIT_COLS
+            .split(',')
+            .map(|col| format!("h.{}", col.trim()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let found = c
+            .rows(
+                &format!(
+                    "SELECT {cols}, b.label FROM block_history h
+                     JOIN steps s ON s.id = h.step_id
+                     JOIN blocks b ON b.id = h.block_id
+                     WHERE s.agent_id = $1 AND s.run_id = ANY($2)
+                     ORDER BY h.pk"
+                ),
+                &[&agent.as_str(), &runs],
+            )
+            .await
+            .map_err(TxError::from)?;
+        Ok(rows::all(&found, |r| {
+            Ok(ToolEdit {
+                edit: rows::edit(r)?,
+                label: r.try_get(9)?,
+            })
+        })?)
     }
 
     async fn list_steps(&self, agent: &AgentId, run: Option<&RunId>) -> Result<Vec<Step>> {

@@ -15,14 +15,15 @@ use engram_core::{
     Agent, AgentAccess, AgentFile, AgentId, AgentPatch, Block, BlockEdit, BlockId, BlockOp,
     BlockPatch, ChunkHit, EditId, Editor, FileId, Folder, FolderFile, Message, MessageHit,
     MessageId, NewBlock, NewMessage, NewPassage, OpOutcome, PassId, Passage, PassageHit, PassageId,
-    PendingApproval, Result, RunId, RunRecord, SleeptimePass, SleeptimeSettings, Step, Timestamp,
-    Tool, ToolId, User, UserId,
+    PendingApproval, Result, RunId, RunRecord, SleeptimePass, SleeptimeSettings,
+    Step, Timestamp, Tool, ToolId, User, UserId,
 };
 use engram_store_api::{
     AgentStore, BlockStore, CommittedStep, ContextStore, FileWindow, FolderStore, Hit,
     ImportBundle, ImportStore, ImportedIds, Lease, LeaseGrant, LeaseStore, MessageSearch,
-    MessageStore, PassCommit, PassageRange, PassageSearch, PassageStore, ProviderRow, Ranker,
-    SettingStore, SleeptimeStore, StepCommit, StepStore, TextPart, ToolStore, UserStore,
+    MessageStore, MessageWindow, PassCommit, PassageRange, PassageSearch, PassageStore,
+    ProviderRow, Ranker, RewriteStore, SettingStore, SleeptimeStore, StepCommit, StepStore,
+    TextPart, ToolEdit, ToolStore, TurnRollback, UserStore,
 };
 use std::sync::MutexGuard;
 use std::time::Duration;
@@ -243,6 +244,10 @@ impl StepStore for Store {
         self.runs().list_steps(agent, run)
     }
 
+    async fn tool_edits(&self, agent: &AgentId, runs: &[RunId]) -> Result<Vec<ToolEdit>> {
+        self.runs().edits(agent, runs)
+    }
+
     async fn pending_approval(&self, agent: &AgentId) -> Result<Option<PendingApproval>> {
         self.runs().pending_approval(agent)
     }
@@ -253,6 +258,42 @@ impl StepStore for Store {
 
     async fn repair_tool_calls(&self, agent: &AgentId, now: Timestamp) -> Result<usize> {
         self.messages().repair_orphaned_tool_calls(agent, now)
+    }
+}
+
+#[async_trait]
+impl RewriteStore for Store {
+    async fn rollback_preview(&self, agent: &AgentId, from: &MessageId) -> Result<TurnRollback> {
+        self.messages().rollback_preview(agent, from)
+    }
+
+    async fn rollback_from(
+        &self,
+        lease: Option<&Lease>,
+        agent: &AgentId,
+        from: &MessageId,
+    ) -> Result<TurnRollback> {
+        Lease::check_for(lease, agent)?;
+        self.messages().rollback_from(lease, agent, from)
+    }
+
+    async fn delete_message(
+        &self,
+        lease: Option<&Lease>,
+        agent: &AgentId,
+        id: &MessageId,
+    ) -> Result<Vec<MessageId>> {
+        Lease::check_for(lease, agent)?;
+        self.messages().delete(lease, agent, id)
+    }
+
+    async fn reset_context(&self, lease: Option<&Lease>, agent: &AgentId) -> Result<usize> {
+        Lease::check_for(lease, agent)?;
+        self.messages().reset_context(lease, agent)
+    }
+
+    async fn last_user_message(&self, agent: &AgentId) -> Result<Option<Message>> {
+        self.messages().last_user_message(agent)
     }
 }
 
@@ -280,6 +321,15 @@ impl MessageStore for Store {
 
     async fn count_messages(&self, agent: &AgentId) -> Result<u64> {
         self.messages().count(agent)
+    }
+
+    async fn message_window(
+        &self,
+        agent: &AgentId,
+        at: &crate::WindowAt,
+        limit: usize,
+    ) -> Result<MessageWindow> {
+        self.messages().window(agent, at, limit)
     }
 
     async fn search_messages(

@@ -8,79 +8,13 @@
 use crate::message_rows::message_from_row;
 use crate::rooms::MessageRows;
 use crate::sql::{self, DbResult, ts};
-use engram_core::{AgentId, Error, Message, MessageId, Result, Timestamp};
+use engram_core::{AgentId, Error, Message, MessageId, Result};
+pub use engram_store_api::{Compaction, MessageWindow, WindowAt};
 use rusqlite::{Connection, OptionalExtension, params};
-use serde::{Deserialize, Serialize};
 
 const MSG_COLS: &str = "m.id, m.agent_id, m.seq, m.role, m.kind, m.content, m.reasoning, \
                         m.tool_calls, m.tool_call_id, m.tool_name, m.run_id, m.step_id, \
                         m.in_context, m.created_at";
-
-/// A place in the history where older messages left the context window and were folded into
-/// the agent's recursive summary (MemGPT's "recursive summary"; Letta keeps only the newest).
-/// One row per compaction, written in the same transaction as the eviction.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ts_rs::TS)]
-#[ts(export)]
-pub struct Compaction {
-    /// The `seq` of the newest message folded in: the divider goes right after it.
-    #[ts(type = "number")]
-    pub seq: i64,
-    /// The summary as it stood after this compaction (it covers everything folded so far).
-    pub summary: String,
-    /// How many messages this compaction took out of the context window.
-    pub evicted: u32,
-    /// When it happened.
-    pub created_at: Timestamp,
-}
-
-/// Where a [`MessageWindow`] is taken.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ts_rs::TS)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-#[ts(export)]
-pub enum WindowAt {
-    /// The newest messages (what a chat opens on).
-    Latest,
-    /// The first messages the agent ever had.
-    Start,
-    /// The messages just older than this one (scrolling up).
-    Before {
-        /// A message of the agent.
-        id: MessageId,
-    },
-    /// The messages just newer than this one (scrolling down after a jump).
-    After {
-        /// A message of the agent.
-        id: MessageId,
-    },
-    /// This message with about half the window on either side (opening a search hit).
-    Around {
-        /// A message of the agent.
-        id: MessageId,
-    },
-    /// The first message written at or after this time, with context on either side (a jump
-    /// to a date). After the last message: the newest messages.
-    Date {
-        /// RFC 3339 time.
-        at: Timestamp,
-    },
-}
-
-/// A contiguous run of an agent's messages, oldest first, and what lies beyond it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ts_rs::TS)]
-#[ts(export)]
-pub struct MessageWindow {
-    /// The messages, oldest first (every kind, hidden loop messages included).
-    pub messages: Vec<Message>,
-    /// Whether older messages exist before the first one.
-    pub has_older: bool,
-    /// Whether newer messages exist after the last one.
-    pub has_newer: bool,
-    /// The message the window was taken for (`Around`, `Date`), to show highlighted.
-    pub anchor: Option<MessageId>,
-    /// Compactions whose divider falls inside the window (`seq` from the first message's to
-    /// the last's, both included), oldest first.
-    pub compactions: Vec<Compaction>,
-}
 
 /// Which way a page of messages runs (the storage interface's, shared by every backend).
 pub use engram_store_api::SeqOrder;
@@ -138,9 +72,10 @@ fn older(
     upper: Option<i64>,
     limit: usize,
 ) -> Result<(Vec<Message>, bool)> {
-    let mut page = range(c, agent, None, upper, limit + 1, SeqOrder::Desc)?;
-    let more = page.len() > limit;
-    page.truncate(limit);
+    let (mut page, more) = MessageWindow::cut(
+        range(c, agent, None, upper, limit + 1, SeqOrder::Desc)?,
+        limit,
+    );
     page.reverse();
     Ok((page, more))
 }
@@ -152,35 +87,23 @@ fn newer(
     lower: Option<i64>,
     limit: usize,
 ) -> Result<(Vec<Message>, bool)> {
-    let mut page = range(c, agent, lower, None, limit + 1, SeqOrder::Asc)?;
-    let more = page.len() > limit;
-    page.truncate(limit);
-    Ok((page, more))
+    Ok(MessageWindow::cut(
+        range(c, agent, lower, None, limit + 1, SeqOrder::Asc)?,
+        limit,
+    ))
 }
 
-/// The window centred on the message at `seq` (included), `limit` messages in all; near either
-/// end of the history the other side fills the window.
+/// The window centred on the message at `seq` (see [`MessageWindow::around`]).
 fn around(c: &Connection, agent: &AgentId, seq: i64, limit: usize) -> Result<MessageWindow> {
-    let (mut before, more_before) = older(c, agent, Some(seq), limit - 1)?;
-    let (mut after, more_after) = newer(c, agent, Some(seq - 1), limit)?;
-    let half = (limit - 1) / 2;
-    let take_before = before
-        .len()
-        .min(half.max(limit.saturating_sub(after.len())));
-    let take_after = after.len().min(limit - take_before);
-    let has_older = more_before || take_before < before.len();
-    let has_newer = more_after || take_after < after.len();
-    before.drain(..before.len() - take_before);
-    after.truncate(take_after);
-    let anchor = after.first().map(|m| m.id.clone());
-    before.extend(after);
-    Ok(MessageWindow {
-        messages: before,
-        has_older,
-        has_newer,
-        anchor,
-        compactions: Vec::new(),
-    })
+    let (before, more_before) = older(c, agent, Some(seq), limit - 1)?;
+    let (after, more_after) = newer(c, agent, Some(seq - 1), limit)?;
+    Ok(MessageWindow::around(
+        before,
+        more_before,
+        after,
+        more_after,
+        limit,
+    ))
 }
 
 fn compactions_between(
@@ -309,21 +232,21 @@ impl MessageRows<'_> {
             let mut w = match at {
                 WindowAt::Latest => {
                     let (messages, has_older) = older(c, agent, None, limit)?;
-                    window(messages, has_older, false)
+                    MessageWindow::of(messages, has_older, false)
                 }
                 WindowAt::Start => {
                     let (messages, has_newer) = newer(c, agent, None, limit)?;
-                    window(messages, false, has_newer)
+                    MessageWindow::of(messages, false, has_newer)
                 }
                 WindowAt::Before { id } => {
                     let seq = seq_of(c, agent, id)?;
                     let (messages, has_older) = older(c, agent, Some(seq), limit)?;
-                    window(messages, has_older, true)
+                    MessageWindow::of(messages, has_older, true)
                 }
                 WindowAt::After { id } => {
                     let seq = seq_of(c, agent, id)?;
                     let (messages, has_newer) = newer(c, agent, Some(seq), limit)?;
-                    window(messages, true, has_newer)
+                    MessageWindow::of(messages, true, has_newer)
                 }
                 WindowAt::Around { id } => around(c, agent, seq_of(c, agent, id)?, limit)?,
                 WindowAt::Date { at } => {
@@ -340,7 +263,7 @@ impl MessageRows<'_> {
                         Some(seq) => around(c, agent, seq, limit)?,
                         None => {
                             let (messages, has_older) = older(c, agent, None, limit)?;
-                            let mut w = window(messages, has_older, false);
+                            let mut w = MessageWindow::of(messages, has_older, false);
                             w.anchor = w.messages.last().map(|m| m.id.clone());
                             w
                         }
@@ -354,15 +277,5 @@ impl MessageRows<'_> {
             }
             Ok(w)
         })
-    }
-}
-
-fn window(messages: Vec<Message>, has_older: bool, has_newer: bool) -> MessageWindow {
-    MessageWindow {
-        messages,
-        has_older,
-        has_newer,
-        anchor: None,
-        compactions: Vec::new(),
     }
 }

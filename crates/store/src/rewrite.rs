@@ -6,6 +6,7 @@ use crate::rooms::{AgentRows, MessageRows, PassageRows};
 use crate::sql;
 use crate::sql::DbResult;
 use engram_core::{AgentId, Error, Message, MessageId, Passage, PassageId, Result, ToolCall};
+use engram_store_api::Lease;
 use rusqlite::{Connection, OptionalExtension, params};
 
 pub(crate) fn write_tags(tx: &Connection, agent: &AgentId, tags: &[String]) -> Result<()> {
@@ -86,9 +87,11 @@ impl MessageRows<'_> {
     /// Empties the agent's context window (Letta's reset messages): every message leaves the
     /// window but stays in recall memory, listed and searchable; the recursive summary of the
     /// old window goes too, and so does a tool call waiting for approval (it is never run).
-    /// Returns how many messages left the window. Errors:
-    /// `NotFound("agent")`.
-    pub fn reset_context(self, agent: &AgentId) -> Result<usize> {
+    /// Returns how many messages left the window. With `lease`, the write is fenced by it.
+    ///
+    /// Errors: `LeaseLost`; `NotFound("agent")`.
+    pub fn reset_context(self, lease: Option<&Lease>, agent: &AgentId) -> Result<usize> {
+        let _held = lease.map(|l| self.store.hold_lease(l)).transpose()?;
         self.store.write(|tx| {
             sql::ensure_agent(tx, agent)?;
             let n = tx

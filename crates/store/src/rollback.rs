@@ -3,74 +3,19 @@
 //! passages those steps inserted, and the block edits those steps made — all in one
 //! transaction, or nothing.
 //!
-//! A block goes back to the value it had before the first rolled-back edit **only when no other
-//! writer touched it since** (a hand edit, another agent on a shared block, an undo): every
-//! history row of the block from that edit on must come from a rolled-back step. Otherwise the
-//! whole rollback is refused with a conflict naming the blocks, and nothing changes — a rollback
-//! never silently wipes someone else's edit (DESIGN.md §8b). The restore is a new write (version
-//! bumped, history row by [`Editor::Rollback`]), so a window that read the turn's version sees
-//! its save refused instead of writing over the restored value.
+//! The rules (what a block goes back to, when the rollback is refused) are the interface's:
+//! see `engram_store_api::RewriteStore`.
 
 use crate::blocks::{self, Author};
 use crate::rooms::MessageRows;
 use crate::sql::{self, DbResult};
 use crate::{message_rows, passage_rows};
 use engram_core::{
-    AgentId, Block, BlockId, Editor, Error, MessageId, Passage, Result, Role, RunId, StepId, Usage,
+    AgentId, Block, BlockId, Editor, Error, MessageId, Result, Role, RunId, StepId, Usage,
 };
+pub use engram_store_api::{BlockRevert, TurnRollback};
+use engram_store_api::{Lease, tool_result_alone};
 use rusqlite::{Connection, OptionalExtension, params};
-use serde::{Deserialize, Serialize};
-
-/// What rolling back the conversation from one message undoes (shown before it is done, and
-/// returned once it is done).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ts_rs::TS)]
-#[ts(export)]
-pub struct TurnRollback {
-    /// The agent.
-    pub agent_id: AgentId,
-    /// The first message removed (a user message for regenerate and edit & resend).
-    pub from_message: MessageId,
-    /// Every message removed (that one and all after it), oldest first.
-    pub messages: Vec<MessageId>,
-    /// The runs (turns) whose messages, steps and usage are removed.
-    pub runs: Vec<RunId>,
-    /// What the removed steps used (tokens and LLM calls).
-    pub usage: Usage,
-    /// Blocks whose edits by the removed steps are undone.
-    pub blocks: Vec<BlockRevert>,
-    /// Archival passages the removed steps inserted, which are deleted.
-    pub passages: Vec<Passage>,
-}
-
-impl TurnRollback {
-    /// The blocks that another writer changed after the rolled-back edits: while any is listed,
-    /// the rollback is refused.
-    pub fn conflicts(&self) -> impl Iterator<Item = &BlockRevert> {
-        self.blocks.iter().filter(|b| b.changed_later)
-    }
-}
-
-/// One block a rollback puts back.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ts_rs::TS)]
-#[ts(export)]
-pub struct BlockRevert {
-    /// The block.
-    pub block_id: BlockId,
-    /// Its label.
-    pub label: String,
-    /// Its value now.
-    pub current_value: String,
-    /// The value it goes back to (before the first rolled-back edit).
-    pub restored_value: String,
-    /// Its version now.
-    #[ts(type = "number")]
-    pub version: u64,
-    /// How many edits of the rolled-back steps are undone.
-    pub edits: u32,
-    /// Another writer (a person, another agent, an undo) changed the block after the first
-    /// rolled-back edit: restoring it would lose that change, so the rollback is refused.
-    pub changed_later: bool,
-}
 
 /// Works out what rolling back from `from` would undo, reading inside `conn` (the caller's
 /// transaction when it is about to apply it).
@@ -206,19 +151,6 @@ fn reverts(conn: &Connection, steps: &str) -> Result<Vec<BlockRevert>> {
     Ok(out)
 }
 
-/// The refusal for a plan with conflicts.
-fn conflict(plan: &TurnRollback) -> Error {
-    let labels: Vec<String> = plan.conflicts().map(|b| format!("'{}'", b.label)).collect();
-    Error::Conflict(format!(
-        "cannot roll back this turn: the {} {} changed by someone else after the turn edited {}; \
-         nothing was rolled back (edit the {} by hand instead)",
-        if labels.len() == 1 { "block" } else { "blocks" },
-        labels.join(", "),
-        if labels.len() == 1 { "it" } else { "them" },
-        if labels.len() == 1 { "block" } else { "blocks" },
-    ))
-}
-
 impl MessageRows<'_> {
     /// What [`rollback_from`](MessageRows::rollback_from) would undo, without changing anything:
     /// blocks with `changed_later` set would make it refuse.
@@ -234,15 +166,21 @@ impl MessageRows<'_> {
     /// steps and usage, the passages those steps inserted, and their block edits — each block
     /// goes back to its value before the first of them, as a new version recorded by
     /// [`Editor::Rollback`]. The old history rows stay (they are what happened). Returns what
-    /// was undone.
+    /// was undone. With `lease`, the write is fenced by it (`RewriteStore::rollback_from`).
     ///
-    /// Errors (nothing changes): `NotFound("agent")`, `NotFound("message", id)`; `Conflict`
+    /// Errors (nothing changes): `LeaseLost`; `NotFound("agent")`, `NotFound("message", id)`; `Conflict`
     /// naming the blocks another writer changed after the turn's edits.
-    pub fn rollback_from(self, agent: &AgentId, from: &MessageId) -> Result<TurnRollback> {
+    pub fn rollback_from(
+        self,
+        lease: Option<&Lease>,
+        agent: &AgentId,
+        from: &MessageId,
+    ) -> Result<TurnRollback> {
+        let _held = lease.map(|l| self.store.hold_lease(l)).transpose()?;
         self.store.write(|tx| {
             let plan = plan(tx, agent, from)?;
             if plan.conflicts().next().is_some() {
-                return Err(conflict(&plan));
+                return Err(plan.conflict_error());
             }
             let now = sql::now();
             for b in &plan.blocks {
@@ -291,11 +229,17 @@ impl MessageRows<'_> {
     /// everything that only makes sense with it, in one transaction: an assistant message's
     /// tool calls take their tool results along, so no call is left unanswered and no result
     /// answers nothing. Memory edits and passages stay (use [`rollback_from`](MessageRows::rollback_from)
-    /// to undo a turn). Returns the ids removed.
+    /// to undo a turn). Returns the ids removed. With `lease`, the write is fenced by it.
     ///
-    /// Errors: `NotFound("message", id)` when it is not one of the agent's messages;
+    /// Errors: `LeaseLost`; `NotFound("message", id)` when it is not one of the agent's messages;
     /// `Invalid` for a tool result (delete the assistant message that made the call).
-    pub fn delete(self, agent: &AgentId, id: &MessageId) -> Result<Vec<MessageId>> {
+    pub fn delete(
+        self,
+        lease: Option<&Lease>,
+        agent: &AgentId,
+        id: &MessageId,
+    ) -> Result<Vec<MessageId>> {
+        let _held = lease.map(|l| self.store.hold_lease(l)).transpose()?;
         self.store.write(|tx| {
             let m = tx
                 .prepare_cached(&format!(
@@ -311,10 +255,7 @@ impl MessageRows<'_> {
                 .db()?
                 .ok_or_else(|| Error::not_found("message", id.as_str()))?;
             if m.role == Role::Tool {
-                return Err(Error::invalid(
-                    "a tool result cannot be deleted on its own; delete the assistant message \
-                     that made the call",
-                ));
+                return Err(tool_result_alone());
             }
             let mut removed = vec![m.id.clone()];
             for call in &m.tool_calls {

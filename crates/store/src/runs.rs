@@ -5,20 +5,10 @@
 use crate::blocks;
 use crate::rooms::RunRows;
 use crate::sql::{self, DbResult, json_opt, ts, uint};
-use engram_core::{AgentId, BlockEdit, Result, RunId, RunRecord, StopReason, Usage};
+use engram_core::{AgentId, Result, RunId, RunRecord, StopReason, Usage};
 use rusqlite::params;
-use serde::{Deserialize, Serialize};
 
-/// A block edit one of the agent's tool calls made, with the block's label: what the chat shows
-/// as a diff under the tool call named by the edit's [`engram_core::Editor::Agent`] `tool_call_id`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ts_rs::TS)]
-#[ts(export)]
-pub struct ToolEdit {
-    /// The stored history row (old and new value, versions, step, tool call).
-    pub edit: BlockEdit,
-    /// The block's label.
-    pub label: String,
-}
+pub use engram_store_api::ToolEdit;
 
 fn stop_from(s: &str) -> StopReason {
     serde_json::from_value(serde_json::Value::String(s.to_owned())).unwrap_or(StopReason::Error)

@@ -1,9 +1,10 @@
 //! A run from the user's message to its `Done` event: steps until one ends the run, then how
 //! it ended, stored.
 
+use super::LeaseHold;
 use super::repeats::Repeats;
 use super::runtime::Runtime;
-use super::setup::RunContext;
+use super::setup::{RunContext, Setup};
 use super::turn::Turn;
 use crate::EventSink;
 use crate::outcome::RunOutcome;
@@ -52,6 +53,53 @@ impl Runtime {
         let setup = self.setup(agent_id).await?;
         let run_id = input.run_id.clone().unwrap_or_default();
         let hold = self.take_lease(agent_id, &run_id).await?;
+        self.run_leased(setup, hold, run_id, input, events, cancel)
+            .await
+    }
+
+    /// Takes the agent's lease in `turn` for `run`, for a caller that must change the
+    /// conversation under it before the run starts (a rollback before a regenerate), then
+    /// hands it to [`run_held`](Self::run_held): nothing from another replica can come in
+    /// between. Errors: `AgentBusy` when another holder keeps it past the wait; the store's.
+    pub async fn lease_for(&self, turn: &Turn, run: &engram_core::RunId) -> Result<LeaseHold> {
+        self.take_lease(turn.agent(), run).await
+    }
+
+    /// [`run_in`](Self::run_in) under `hold`, a lease of the turn's agent taken with
+    /// [`lease_for`](Self::lease_for) for `input.run_id` (which must be set). Errors as for
+    /// `run`; `Invalid` for a lease of another agent.
+    pub async fn run_held(
+        &self,
+        turn: &Turn,
+        hold: LeaseHold,
+        input: NewMessage,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<RunOutcome> {
+        let agent_id = turn.agent();
+        if &hold.lease().agent_id != agent_id {
+            return Err(Error::invalid("a run goes on under its own agent's lease"));
+        }
+        if let Some(p) = self.store.pending_approval(agent_id).await? {
+            return Err(p.blocks_new_message());
+        }
+        let setup = self.setup(agent_id).await?;
+        let run_id = input.run_id.clone().unwrap_or_default();
+        self.run_leased(setup, hold, run_id, input, events, cancel)
+            .await
+    }
+
+    /// The run itself, from its first event on, under `hold`.
+    async fn run_leased(
+        &self,
+        setup: Setup,
+        hold: LeaseHold,
+        run_id: engram_core::RunId,
+        input: NewMessage,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<RunOutcome> {
+        let agent_id = &setup.agent.id.clone();
         let run = RunContext {
             setup: &setup,
             run_id,

@@ -18,9 +18,10 @@ use std::time::{Duration, Instant};
 /// The longest pause between two tries for a busy lease.
 const MAX_POLL: Duration = Duration::from_millis(250);
 
-/// A lease held by a run (see the module docs). Dropping it stops the renewals and gives the
+/// A lease held by a run, or by a change to the conversation that must not interleave with a
+/// run on another replica (see the module docs). Dropping it stops the renewals and gives the
 /// lease back in the background; [`release`](Self::release) gives it back at once.
-pub(crate) struct LeaseHold {
+pub struct LeaseHold {
     lease: Lease,
     store: Arc<dyn LeaseStore>,
     renewer: tokio::task::JoinHandle<()>,
@@ -73,14 +74,14 @@ impl LeaseHold {
         })
     }
 
-    /// The lease, for the run's commits.
-    pub(crate) fn lease(&self) -> &Lease {
+    /// The lease, for the run's commits (and the fenced writes of its holder).
+    pub fn lease(&self) -> &Lease {
         &self.lease
     }
 
     /// Stops the renewals and gives the lease back now, so the next run (here or on another
     /// replica) need not wait for it to expire. A failure is logged: the lease then expires.
-    pub(crate) async fn release(mut self) {
+    pub async fn release(mut self) {
         self.renewer.abort();
         self.released = true;
         if let Err(e) = self.store.release_lease(&self.lease).await {

@@ -22,7 +22,7 @@ mod setup;
 mod step;
 mod turn;
 
-pub(crate) use lease::LeaseHold;
+pub use lease::LeaseHold;
 pub use runtime::Runtime;
 pub(crate) use setup::RunContext;
 pub(crate) use step::go_on_after_refusals;

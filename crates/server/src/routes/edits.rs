@@ -114,7 +114,7 @@ pub async fn reset_messages(
 ) -> ApiResult<Json<Value>> {
     let _: Value = optional_body(&body)?;
     let id = agent_id(id);
-    s.engram.recall().reset(&id)?;
+    s.engram.recall().reset(&id).await?;
     let state = s.engram.agents().get(&id).await?;
     agent_state::render(&s.engram, &state).await
 }

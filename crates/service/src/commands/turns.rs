@@ -45,7 +45,9 @@ impl AppCall for MessageWindowArgs {
     const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = MessageWindow;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<MessageWindow> {
-        e.recall().window(&self.agent_id, &self.at, self.limit)
+        e.recall()
+            .window(&self.agent_id, &self.at, self.limit)
+            .await
     }
 }
 
@@ -155,7 +157,7 @@ impl AppCall for RegeneratePreviewArgs {
     const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = TurnRollback;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<TurnRollback> {
-        e.runs().regenerate_preview(&self.agent_id)
+        e.runs().regenerate_preview(&self.agent_id).await
     }
 }
 
@@ -172,7 +174,9 @@ impl AppCall for RollbackPreviewArgs {
     const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = TurnRollback;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<TurnRollback> {
-        e.runs().rollback_preview(&self.agent_id, &self.message_id)
+        e.runs()
+            .rollback_preview(&self.agent_id, &self.message_id)
+            .await
     }
 }
 
@@ -190,7 +194,7 @@ impl AppCall for DeleteMessageArgs {
     const ACCESS: Access = Access::Agent(AgentAccess::Write);
     type Output = Vec<MessageId>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.recall().delete(&self.agent_id, &self.message_id)
+        e.recall().delete(&self.agent_id, &self.message_id).await
     }
 }
 
@@ -207,7 +211,7 @@ impl AppCall for ResetMessagesArgs {
     const ACCESS: Access = Access::Agent(AgentAccess::Write);
     type Output = usize;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<usize> {
-        e.recall().reset(&self.agent_id)
+        e.recall().reset(&self.agent_id).await
     }
 }
 
@@ -247,5 +251,6 @@ impl AppCall for RunEditsArgs {
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
         e.runs()
             .edits(&self.agent_id, self.run_ids.as_deref().unwrap_or_default())
+            .await
     }
 }

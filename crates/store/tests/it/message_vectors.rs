@@ -229,7 +229,7 @@ fn recall_search_fuses_words_and_meaning_with_filters_before_the_limit() {
     assert_eq!(other.len(), 1);
     // Deleting a message takes its vector along.
     let id = hits[0].message.id.clone();
-    store.messages().delete(&a.id, &id).unwrap();
+    store.messages().delete(None, &a.id, &id).unwrap();
     let after = store
         .search_messages_by(&a.id, &q("my dog", vec![Role::User], 1), Some(&pet))
         .unwrap();

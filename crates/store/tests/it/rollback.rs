@@ -134,7 +134,10 @@ fn rolling_back_the_last_turn_undoes_exactly_that_turn() {
     // A preview changes nothing.
     assert_eq!(store.messages().list(&a.id, None, 100).unwrap().len(), 8);
 
-    let done = store.messages().rollback_from(&a.id, &second).unwrap();
+    let done = store
+        .messages()
+        .rollback_from(None, &a.id, &second)
+        .unwrap();
     assert_eq!(done, preview);
     let block = store.blocks().get(&human.id).unwrap();
     assert_eq!(block.value, "kiwi");
@@ -167,7 +170,7 @@ fn rolling_back_from_an_earlier_message_undoes_every_later_turn() {
     let human = &blocks[1];
     let (first, _) = turn(&store, &a.id, human, "c1", "kiwi");
     turn(&store, &a.id, human, "c2", "mango");
-    let done = store.messages().rollback_from(&a.id, &first).unwrap();
+    let done = store.messages().rollback_from(None, &a.id, &first).unwrap();
     assert_eq!(done.runs.len(), 2);
     assert_eq!(done.blocks[0].edits, 2);
     assert_eq!(store.blocks().get(&human.id).unwrap().value, "");
@@ -199,7 +202,10 @@ fn a_block_changed_by_someone_else_after_the_turn_refuses_the_rollback_and_chang
 
     let preview = store.messages().rollback_preview(&a.id, &first).unwrap();
     assert!(preview.blocks[0].changed_later);
-    let err = store.messages().rollback_from(&a.id, &first).unwrap_err();
+    let err = store
+        .messages()
+        .rollback_from(None, &a.id, &first)
+        .unwrap_err();
     match &err {
         Error::Conflict(m) => assert!(m.contains("'human'"), "{m}"),
         other => panic!("expected a conflict, got {other:?}"),
@@ -210,7 +216,10 @@ fn a_block_changed_by_someone_else_after_the_turn_refuses_the_rollback_and_chang
     assert_eq!(store.runs().list_steps(&a.id, None).unwrap().len(), 2);
 
     // The last turn alone came after the hand edit: it rolls back onto it.
-    store.messages().rollback_from(&a.id, &second).unwrap();
+    store
+        .messages()
+        .rollback_from(None, &a.id, &second)
+        .unwrap();
     assert_eq!(
         store.blocks().get(&human.id).unwrap().value,
         "kiwi (by hand)"
@@ -230,7 +239,7 @@ fn a_block_changed_by_someone_else_after_the_turn_refuses_the_rollback_and_chang
         )
         .unwrap();
     assert!(matches!(
-        store.messages().rollback_from(&a.id, &third),
+        store.messages().rollback_from(None, &a.id, &third),
         Err(Error::Conflict(_))
     ));
     assert_eq!(passages_found(&store, &a.id, "fig"), 1);
@@ -243,7 +252,7 @@ fn rollback_of_an_unknown_message_is_not_found() {
     let (b, blocks_b) = create(&store, "b");
     let (theirs, _) = turn(&store, &b.id, &blocks_b[1], "c1", "kiwi");
     assert!(matches!(
-        store.messages().rollback_from(&a.id, &theirs),
+        store.messages().rollback_from(None, &a.id, &theirs),
         Err(Error::NotFound {
             what: "message",
             ..
@@ -260,10 +269,10 @@ fn deleting_an_assistant_message_takes_its_tool_results_along() {
     let all = store.messages().list(&a.id, None, 100).unwrap();
     let (call, result) = (&all[1], &all[2]);
     assert!(matches!(
-        store.messages().delete(&a.id, &result.id),
+        store.messages().delete(None, &a.id, &result.id),
         Err(Error::Invalid(_))
     ));
-    let removed = store.messages().delete(&a.id, &call.id).unwrap();
+    let removed = store.messages().delete(None, &a.id, &call.id).unwrap();
     assert_eq!(removed, [call.id.clone(), result.id.clone()]);
     let left: Vec<MessageId> = store
         .messages()

@@ -103,7 +103,10 @@ fn tag_rows_follow_their_passage_through_every_writer() {
         .unwrap();
     assert_eq!(drift(&db), (0, 6));
     assert_eq!(x(&store), 2);
-    store.messages().rollback_from(&a.id, &user.id).unwrap();
+    store
+        .messages()
+        .rollback_from(None, &a.id, &user.id)
+        .unwrap();
     assert_eq!(drift(&db), (0, 4));
     assert_eq!(x(&store), 1);
 

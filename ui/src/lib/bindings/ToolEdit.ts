@@ -2,8 +2,8 @@
 import type { BlockEdit } from "./BlockEdit";
 
 /**
- * A block edit one of the agent's tool calls made, with the block's label: what the chat shows
- * as a diff under the tool call named by the edit's [`engram_core::Editor::Agent`] `tool_call_id`.
+ * One block edit a tool call made, with the block's label: what the chat shows as a diff
+ * under the tool call named by the edit's [`Editor::Agent`] `tool_call_id`.
  */
 export type ToolEdit = { 
 /**

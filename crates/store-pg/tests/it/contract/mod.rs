@@ -12,6 +12,7 @@ mod ops;
 mod passages;
 mod ranking;
 mod repair;
+mod rewrite;
 mod settings;
 mod sleeptime;
 mod steps;
