@@ -7,7 +7,7 @@
 use engram_core::{AgentAccess, LoopStyle, NewBlock, NewTool};
 use engram_mock_llm::{MockLlm, Script};
 use engram_suite::Home;
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::process::Output;
 
 const TOOL: &str = "def roll_die(sides: int) -> int:\n    \"\"\"Rolls a die.\n\n    Args:\n        sides: How many sides it has.\n    \"\"\"\n    return 4\n";
@@ -85,6 +85,26 @@ async fn a_database_copied_to_postgres_and_back_exports_the_same_agents() {
         .share(&team, "ana", Some(AgentAccess::Write))
         .await
         .unwrap();
+    // An agent from a file whose base URL waits for the person's acceptance.
+    let file = desk
+        .engram
+        .agent_files()
+        .export(std::slice::from_ref(&sam))
+        .await
+        .unwrap();
+    let mut far: Value = serde_json::from_slice(&file).unwrap();
+    far["agents"][0]["name"] = json!("Far");
+    far["agents"][0]["llm_config"]["model_endpoint"] = json!("http://10.0.0.5:8000/v1");
+    let far = desk
+        .engram
+        .agent_files()
+        .import_named(&serde_json::to_vec(&far).unwrap(), "far.af")
+        .await
+        .unwrap()
+        .agents[0]
+        .clone();
+    let waiting = desk.engram.trust().endpoints(&far).unwrap().pending;
+    assert_eq!(waiting.len(), 1);
     let before = exports(&desk).await;
     let runs = desk.engram.runs().records(&sam, None).await.unwrap();
     assert_eq!(runs.len(), 2);
@@ -94,7 +114,11 @@ async fn a_database_copied_to_postgres_and_back_exports_the_same_agents() {
     let db = desk.path().join(engram_service::DB_FILE);
     let out = copy(desk.path(), &format!("sqlite:{}", db.display()), &url);
     let said = engram_suite::stdout_ok(&out);
-    assert!(said.starts_with("copied 2 agent(s), 4 block(s)"), "{said}");
+    assert!(said.starts_with("copied 3 agent(s), 6 block(s)"), "{said}");
+    assert!(
+        !said.contains("base URL"),
+        "nothing is left behind of them: {said}"
+    );
     assert!(
         said.contains("1 user(s) were copied without their tokens"),
         "{said}"
@@ -125,7 +149,7 @@ async fn a_database_copied_to_postgres_and_back_exports_the_same_agents() {
         dir: other,
     };
     let after = exports(&copied).await;
-    assert_eq!(after.len(), 2);
+    assert_eq!(after.len(), 3);
     for (a, b) in before.iter().zip(&after) {
         assert_eq!(a, b, "the export of {} changed", a["agents"][0]["name"]);
     }
@@ -141,6 +165,11 @@ async fn a_database_copied_to_postgres_and_back_exports_the_same_agents() {
     assert_eq!(users.len(), 1);
     let access = copied.engram.users().agents(&users[0].id).await.unwrap();
     assert_eq!(access, [(team.clone(), AgentAccess::Write)]);
+    assert_eq!(
+        copied.engram.trust().endpoints(&far).unwrap().pending,
+        waiting,
+        "the base URL still waits for acceptance"
+    );
     // The copy chats on as the original would.
     let (outcome, _) = copied.chat(&sam, "what is my name?").await;
     assert!(format!("{outcome:?}").contains("Bob"), "{outcome:?}");

@@ -1,22 +1,22 @@
 //! Copying one database into another through the storage interface (`engram db copy`): the
 //! desktop's SQLite file onto a server's PostgreSQL, or back. Every agent keeps its ids,
 //! settings, blocks (shared ones stay shared) with their history, whole conversation, passages
-//! with their vectors and supersessions, steps, runs, tags, sleep-time settings and
-//! agent-file extras, so an Agent File export of any agent is the same on both sides. Tools
+//! with their vectors and supersessions, steps, runs, tags, sleep-time settings, agent-file
+//! extras and the base URLs an import left waiting for acceptance (still waiting), so an Agent File export of any agent is the same on both sides. Tools
 //! (with the trust given to them), standalone blocks, providers (never their keys, which stay
 //! in each machine's keychain), the app's settings, users and their access to agents come
 //! along.
 //!
 //! Left behind, each named in the report's warnings when the source has some: folders and MCP
 //! servers (a shared server keeps neither yet), users' tokens (issue new ones), which user
-//! made a standalone block, the record of sleep-time passes (their edits stay), base URLs an
-//! import left waiting for acceptance, and a paused run's pending approval (the call is
+//! made a standalone block, the record of sleep-time passes (their edits stay), and a paused
+//! run's pending approval (the call is
 //! answered as interrupted on the copy's next run). The copy reads every agent of the source
 //! first, then writes each group of agents that share blocks in one transaction: it holds the
 //! whole source in memory while it runs.
 
 use engram_agentfile::{AgentSnapshot, snapshot};
-use engram_core::{AgentId, BlockId, Error, NewMessage, NewPassage, PassageId, Result};
+use engram_core::{BlockId, Error, NewMessage, NewPassage, PassageId, Result};
 use engram_store_api::{
     Backend, ImportAgent, ImportBlock, ImportBundle, ImportMessage, ImportSupersession,
 };
@@ -71,7 +71,7 @@ impl Database {
     }
 
     /// What the copy leaves behind of this database, in words (see the module docs).
-    fn left_behind(&self, agents: &[AgentId]) -> Result<Vec<String>> {
+    fn left_behind(&self) -> Result<Vec<String>> {
         let Some(store) = &self.sqlite else {
             return Ok(Vec::new());
         };
@@ -85,16 +85,6 @@ impl Database {
         let servers = store.tools().list_mcp_servers()?.len();
         if servers > 0 {
             out.push(format!("{servers} MCP server(s) were not copied"));
-        }
-        let mut pending = 0;
-        for a in agents {
-            pending += store.settings().pending_endpoints(a)?.len();
-        }
-        if pending > 0 {
-            out.push(format!(
-                "{pending} base URL(s) waiting for acceptance were not copied: accept them \
-                 before copying, or set them again"
-            ));
         }
         Ok(out)
     }
@@ -142,8 +132,7 @@ pub async fn copy_database(from: &Database, to: &Database) -> Result<CopyReport>
     }
 
     let agents = from.list_agents().await?;
-    let ids: Vec<AgentId> = agents.iter().map(|a| a.id.clone()).collect();
-    report.warnings.extend(source.left_behind(&ids)?);
+    report.warnings.extend(source.left_behind()?);
     let mut snaps = Vec::with_capacity(agents.len());
     let (mut paused, mut with_passes) = (0, 0);
     for a in &agents {
@@ -164,7 +153,11 @@ pub async fn copy_database(from: &Database, to: &Database) -> Result<CopyReport>
         ));
     }
     for group in groups(&snaps) {
-        let bundle = bundle_of(&group);
+        let mut bundle = bundle_of(&group);
+        // Base URLs still waiting for the person's acceptance go along, still waiting.
+        for a in &mut bundle.agents {
+            a.pending_endpoints = from.pending_endpoints(&a.agent.id).await?;
+        }
         report.blocks += bundle.blocks.len();
         report.messages += bundle
             .agents

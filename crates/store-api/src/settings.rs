@@ -3,7 +3,7 @@
 //! (default models, context windows and prices set per model, sleep-time budgets, …).
 
 use async_trait::async_trait;
-use engram_core::Result;
+use engram_core::{AgentId, PendingEndpoint, Result};
 use serde::{Deserialize, Serialize};
 
 /// A configured model provider, without its key (the key is kept by `name`, elsewhere).
@@ -65,4 +65,8 @@ pub trait SettingStore: Send + Sync {
     /// Every app setting whose key starts with `prefix` (plain characters: `%` and `_` are
     /// themselves), by key. Errors: `Storage`.
     async fn settings_with_prefix(&self, prefix: &str) -> Result<Vec<(String, String)>>;
+
+    /// The base URLs an imported agent file asked for on `agent`'s behalf, kept inactive until
+    /// the person accepts them: at most one per kind, the chat model's first. Errors: `Storage`.
+    async fn pending_endpoints(&self, agent: &AgentId) -> Result<Vec<PendingEndpoint>>;
 }

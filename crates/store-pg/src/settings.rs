@@ -6,7 +6,7 @@ use crate::PgStore;
 use crate::rows::{self, Cached};
 use crate::tx::TxError;
 use async_trait::async_trait;
-use engram_core::{Error, Result};
+use engram_core::{AgentId, EndpointKind, Error, PendingEndpoint, Result};
 use engram_store_api::{ProviderRow, SettingStore};
 use tokio_postgres::Row;
 
@@ -111,5 +111,31 @@ impl SettingStore for PgStore {
             .await
             .map_err(TxError::from)?;
         Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+
+    async fn pending_endpoints(&self, agent: &AgentId) -> Result<Vec<PendingEndpoint>> {
+        let c = self.client().await?;
+        let found = c
+            .rows(
+                "SELECT kind, base_url, source, created_at FROM pending_endpoints
+                 WHERE agent_id = $1 ORDER BY kind DESC",
+                &[&agent.as_str()],
+            )
+            .await
+            .map_err(TxError::from)?;
+        Ok(found
+            .iter()
+            .map(|r| PendingEndpoint {
+                agent_id: agent.clone(),
+                kind: if r.get::<_, &str>(0) == "embedding" {
+                    EndpointKind::Embedding
+                } else {
+                    EndpointKind::Llm
+                },
+                base_url: r.get(1),
+                source: r.get(2),
+                created_at: r.get(3),
+            })
+            .collect())
     }
 }

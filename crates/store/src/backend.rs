@@ -15,7 +15,7 @@ use engram_core::{
     Agent, AgentAccess, AgentFile, AgentId, AgentPatch, Block, BlockEdit, BlockId, BlockOp,
     BlockPatch, ChunkHit, EditId, Editor, FileId, Folder, FolderFile, Message, MessageHit,
     MessageId, NewBlock, NewMessage, NewPassage, OpOutcome, PassId, Passage, PassageHit, PassageId,
-    PendingApproval, Result, RunId, RunRecord, SleeptimePass, SleeptimeSettings,
+    PendingApproval, PendingEndpoint, Result, RunId, RunRecord, SleeptimePass, SleeptimeSettings,
     Step, Timestamp, Tool, ToolId, User, UserId,
 };
 use engram_store_api::{
@@ -544,6 +544,10 @@ impl SettingStore for Store {
 
     async fn settings_with_prefix(&self, prefix: &str) -> Result<Vec<(String, String)>> {
         self.settings().with_prefix(prefix)
+    }
+
+    async fn pending_endpoints(&self, agent: &AgentId) -> Result<Vec<PendingEndpoint>> {
+        self.settings().pending_endpoints(agent)
     }
 }
 

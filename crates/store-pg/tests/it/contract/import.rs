@@ -305,6 +305,12 @@ async fn a_bundle_lands_whole_as_given<H: Harness>(h: H) {
     assert_eq!(steps, ana.steps);
     assert!(b.sleeptime_settings(&ana.agent.id).await.unwrap().enabled);
     assert!(!b.sleeptime_settings(&ben.agent.id).await.unwrap().enabled);
+    assert_eq!(
+        b.pending_endpoints(&ana.agent.id).await.unwrap(),
+        ana.pending_endpoints,
+        "a base URL waiting for acceptance"
+    );
+    assert!(b.pending_endpoints(&ben.agent.id).await.unwrap().is_empty());
     let extras = b
         .get_setting(&format!("{EXTRAS_SETTING_PREFIX}{}", ana.agent.id))
         .await
