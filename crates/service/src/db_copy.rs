@@ -2,18 +2,17 @@
 //! desktop's SQLite file onto a server's PostgreSQL, or back. Every agent keeps its ids,
 //! settings, blocks (shared ones stay shared) with their history, whole conversation, passages
 //! with their vectors and supersessions, steps, runs, tags, sleep-time settings, agent-file
-//! extras and the base URLs an import left waiting for acceptance (still waiting), so an Agent File export of any agent is the same on both sides. Tools
-//! (with the trust given to them), standalone blocks, providers (never their keys, which stay
-//! in each machine's keychain), the app's settings, users and their access to agents come
-//! along.
+//! extras and the base URLs an import left waiting for acceptance (still waiting), so an Agent
+//! File export of any agent is the same on both sides. Tools (with the trust given to them),
+//! standalone blocks, providers (never their keys, which stay in each machine's keychain), the
+//! app's settings, users and their access to agents come along.
 //!
 //! Left behind, each named in the report's warnings when the source has some: folders and MCP
 //! servers (a shared server keeps neither yet), users' tokens (issue new ones), which user
 //! made a standalone block, the record of sleep-time passes (their edits stay), and a paused
-//! run's pending approval (the call is
-//! answered as interrupted on the copy's next run). The copy reads every agent of the source
-//! first, then writes each group of agents that share blocks in one transaction: it holds the
-//! whole source in memory while it runs.
+//! run's pending approval (the call is answered as interrupted on the copy's next run). The
+//! copy reads every agent of the source first, then writes each group of agents that share
+//! blocks in one transaction: it holds the whole source in memory while it runs.
 
 use engram_agentfile::{AgentSnapshot, snapshot};
 use engram_core::{BlockId, Error, NewMessage, NewPassage, PassageId, Result};

@@ -66,8 +66,8 @@ impl Runtime {
     }
 
     /// [`run_in`](Self::run_in) under `hold`, a lease of the turn's agent taken with
-    /// [`lease_for`](Self::lease_for) for `input.run_id` (which must be set). Errors as for
-    /// `run`; `Invalid` for a lease of another agent.
+    /// [`lease_for`](Self::lease_for) for the run `input.run_id` names (a new id when unset).
+    /// Errors as for `run`; `Invalid` for a lease of another agent.
     pub async fn run_held(
         &self,
         turn: &Turn,
