@@ -5,7 +5,9 @@
 //!
 //! A rollback puts a block back to its value before the first rolled-back edit **only when no
 //! other writer touched it since** (a hand edit, another agent on a shared block, an undo):
-//! every history row of the block from that edit on must come from a rolled-back step.
+//! every history row of the block from that edit on must come from a rolled-back step, from an
+//! earlier rollback, or from one of the agent's own steps that an earlier rollback removed
+//! (regenerating a turn, then rolling back further, undoes only the agent's own work).
 //! Otherwise the whole rollback is refused with a conflict naming the blocks, and nothing
 //! changes — a rollback never silently wipes someone else's edit (DESIGN.md §8b). The restore
 //! is a new write (version bumped, history row by [`Editor::Rollback`]), so a window that read

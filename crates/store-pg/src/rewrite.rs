@@ -90,15 +90,17 @@ async fn plan(
         messages,
         runs: runs.into_iter().map(RunId::from).collect(),
         usage,
-        blocks: reverts(c, &steps, lock).await?,
+        blocks: reverts(c, agent, &steps, lock).await?,
         passages: rows::all(&passages, rows::passage)?,
     })
 }
 
 /// For each block `steps` edited: the value before their first edit, and whether a history row
-/// after it came from someone else.
+/// after it came from someone else (not the steps themselves, a rollback, or `agent`'s steps an
+/// earlier rollback removed: see `engram_store::rollback`).
 async fn reverts(
     c: &impl GenericClient,
+    agent: &AgentId,
     steps: &[String],
     lock: Lock,
 ) -> TxResult<Vec<BlockRevert>> {
@@ -126,10 +128,15 @@ async fn reverts(
                                 WHERE block_id = $1 AND step_id = ANY($2))
                  SELECT (SELECT old_value FROM block_history WHERE pk = first.pk),
                         count(*) FILTER (WHERE h.step_id = ANY($2)),
-                        count(*) FILTER (WHERE h.step_id IS NULL OR NOT h.step_id = ANY($2))
+                        count(*) FILTER (WHERE NOT coalesce(h.step_id = ANY($2), false)
+                            AND coalesce(h.editor->>'kind', '') <> 'rollback'
+                            AND NOT (h.step_id IS NOT NULL
+                                     AND coalesce(h.editor->>'agent_id' = $3, false)
+                                     AND NOT EXISTS (SELECT 1 FROM steps s
+                                                     WHERE s.id = h.step_id)))
                  FROM first JOIN block_history h ON h.block_id = $1 AND h.pk >= first.pk
                  GROUP BY first.pk",
-                &[&id.as_str(), &steps],
+                &[&id.as_str(), &steps, &agent.as_str()],
             )
             .await?;
         let edits: i64 = row.try_get(1)?;

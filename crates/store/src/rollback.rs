@@ -70,7 +70,7 @@ fn plan(conn: &Connection, agent: &AgentId, from: &MessageId) -> Result<TurnRoll
             .collect(),
         runs,
         usage,
-        blocks: reverts(conn, &steps_json)?,
+        blocks: reverts(conn, agent, &steps_json)?,
         passages,
     })
 }
@@ -100,8 +100,11 @@ fn steps_of(conn: &Connection, agent: &AgentId, runs: &str) -> Result<(Vec<StepI
 }
 
 /// For each block the steps (JSON array of step ids) edited: the value before their first edit,
-/// and whether any history row after it came from someone else.
-fn reverts(conn: &Connection, steps: &str) -> Result<Vec<BlockRevert>> {
+/// and whether any history row after it came from someone else. Not someone else: the steps
+/// themselves, a rollback (it only ever undid turns of its own agent, or it would have been
+/// refused), and `agent`'s steps that an earlier rollback removed (their edits were undone by
+/// that rollback's row).
+fn reverts(conn: &Connection, agent: &AgentId, steps: &str) -> Result<Vec<BlockRevert>> {
     // The first edit of each block by one of the steps.
     let firsts: Vec<(String, i64)> = conn
         .prepare_cached(
@@ -122,13 +125,20 @@ fn reverts(conn: &Connection, steps: &str) -> Result<Vec<BlockRevert>> {
             .db()?;
         let (edits, foreign): (u32, u32) = conn
             .prepare_cached(
-                "SELECT count(*) FILTER (WHERE step_id IN (SELECT value FROM json_each(?3))),
-                        count(*) FILTER (WHERE step_id IS NULL
-                                         OR step_id NOT IN (SELECT value FROM json_each(?3)))
-                 FROM block_history WHERE block_id = ?1 AND pk >= ?2",
+                "SELECT count(*) FILTER (WHERE ours),
+                        count(*) FILTER (WHERE NOT ours AND NOT by_rollback AND NOT undone)
+                 FROM (SELECT
+                         coalesce(h.step_id IN (SELECT value FROM json_each(?3)), 0) AS ours,
+                         coalesce(json_extract(h.editor, '$.kind') = 'rollback', 0)
+                           AS by_rollback,
+                         coalesce(h.step_id IS NOT NULL
+                                  AND json_extract(h.editor, '$.agent_id') = ?4
+                                  AND NOT EXISTS (SELECT 1 FROM steps s WHERE s.id = h.step_id),
+                                  0) AS undone
+                       FROM block_history h WHERE h.block_id = ?1 AND h.pk >= ?2)",
             )
             .db()?
-            .query_row(params![block_id, first_pk, steps], |r| {
+            .query_row(params![block_id, first_pk, steps, agent.as_str()], |r| {
                 Ok((r.get(0)?, r.get(1)?))
             })
             .db()?;

@@ -238,6 +238,23 @@ async fn a_rollback_takes_a_turn_back_whole<H: Harness>(h: H) {
         "not_found",
         "the message went with the rollback"
     );
+
+    // A turn run again, then a rollback from the very first message: the earlier rollback's
+    // restore and the removed turn's edit are this agent's own history, not someone else's,
+    // and the block goes back to what it was before any turn.
+    turn(&b, &b, &agent.id, human, "Dogs.").await;
+    let plan = b.rollback_preview(&agent.id, &first.message).await.unwrap();
+    assert_eq!(
+        (plan.blocks[0].changed_later, plan.blocks[0].edits),
+        (false, 2),
+        "{plan:?}"
+    );
+    b.rollback_from(Some(&lease), &agent.id, &first.message)
+        .await
+        .unwrap();
+    assert_eq!(b.get_block(&human.id).await.unwrap().value, "Name: Ana.");
+    assert!(texts(&b, &agent.id).await.is_empty());
+    assert!(passage_texts(&b, &agent.id).await.is_empty());
     assert_eq!(
         code(
             b.rollback_preview(&AgentId::from("agent-nobody"), &first.message)
