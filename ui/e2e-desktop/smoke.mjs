@@ -160,11 +160,15 @@ try {
     timeoutMsg: "the hand edit of the server agent's memory was not kept there",
   });
   // …and so does the conversation, read back from the server's database.
-  const spoken = await browser.$('[data-testid="message"][data-role="user"]*=my name is Carol');
-  await spoken.waitForDisplayed({
-    timeout: 30_000,
-    timeoutMsg: "after a reload the server agent's conversation is not shown",
-  });
+  await browser.waitUntil(
+    async () => {
+      for (const m of await browser.$$('[data-testid="message"][data-role="user"]')) {
+        if ((await m.getText()).includes('my name is Carol')) return true;
+      }
+      return false;
+    },
+    { timeout: 30_000, timeoutMsg: "after a reload the server agent's conversation is not shown" },
+  );
   await (await browser.$('[data-testid="nav-settings"]')).click();
   await (await browser.$('[data-testid="settings-nav-server"]')).click();
   await (await browser.$('[data-testid="server-disconnect"]')).click();
