@@ -1319,7 +1319,8 @@ async fn window(base: &str, agent: &str) -> (Vec<(String, String)>, Vec<Value>) 
 /// The chat window's own actions on a server on PostgreSQL, each from either replica: the
 /// conversation loads after a reload with the diffs under its tool calls and the compiled
 /// context; regenerate and edit & resend roll the turn back (its memory edit too) and run it
-/// again; a message is deleted with its tool results; the context window is emptied. A change
+/// again; a message's text is changed (Letta's modify); a message is deleted with its tool
+/// results; the context window is emptied. A change
 /// while a run holds the agent on the other replica waits for its lease, then is refused
 /// having changed nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1465,6 +1466,34 @@ async fn the_chat_windows_actions_work_from_any_replica() {
     let (pairs, messages) = window(&b.base, &id).await;
     assert_eq!(pairs[0], ("user".into(), "my name is Bo".into()));
     assert!(!pairs.iter().any(|(_, c)| c.contains("Ana")), "{pairs:?}");
+
+    // Letta's message modify on the other replica: the text the chat shows, and the model's.
+    let asked = messages[0]["id"].as_str().unwrap().to_owned();
+    let changed = ok(
+        &b.base,
+        Method::PATCH,
+        &format!("/v1/agents/{id}/messages/{asked}"),
+        Some(json!({"message_type": "user_message", "content": "my name is Bo, hello"})),
+    )
+    .await;
+    assert_eq!(changed["content"], "my name is Bo, hello", "{changed}");
+    let (pairs, messages) = window(&a.base, &id).await;
+    assert_eq!(pairs[0], ("user".into(), "my name is Bo, hello".into()));
+    let view = ok(
+        &a.base,
+        Method::POST,
+        "/app/context_view",
+        Some(json!({"agent_id": id})),
+    )
+    .await;
+    assert!(
+        view["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["content"] == "my name is Bo, hello"),
+        "{view}"
+    );
 
     // A delete on the other replica takes the call's result along.
     let tool_call = messages

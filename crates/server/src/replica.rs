@@ -41,6 +41,10 @@ const SERVED: &[(&str, &[Method])] = &[
     ("/v1/agents/import", &[Method::POST]),
     ("/v1/agents/{agent_id}/messages/cancel", &[Method::POST]),
     ("/v1/agents/{agent_id}/reset-messages", &[Method::PATCH]),
+    (
+        "/v1/agents/{agent_id}/messages/{message_id}",
+        &[Method::PATCH],
+    ),
     ("/v1/agents/{agent_id}/core-memory", &[Method::GET]),
     ("/v1/agents/{agent_id}/core-memory/blocks", &[Method::GET]),
     (

@@ -171,24 +171,22 @@ impl Recall<'_> {
     ///
     /// Errors: `not_found` (agent or message); `invalid_input` for a tool message; `conflict`
     /// while a run of the agent is in flight (an edit holds the agent's turn, the lock every
-    /// run and rollback holds, so a running step never sees its context change under it).
-    pub fn edit(
+    /// run and rollback holds, so a running step never sees its context change under it);
+    /// `agent_busy` while a run on another replica goes on past the lease wait.
+    pub async fn edit(
         self,
         agent: &AgentId,
         id: &MessageId,
         content: Option<&str>,
         reasoning: Option<&str>,
     ) -> Result<Message> {
-        let style = self.engram.store.agents().get(agent)?.loop_style;
+        let style = self.engram.backend.get_agent(agent).await?.loop_style;
         // Held to the write, as delete and reset do: no run can start or step meanwhile.
         let turn =
             self.engram.runtime.try_turn(agent)?.ok_or_else(|| {
                 Error::Conflict("the agent is answering; stop the run first".into())
             })?;
-        let current = self.engram.store.messages().get(id)?;
-        if current.agent_id != *agent {
-            return Err(Error::not_found("message", id.as_str()));
-        }
+        let current = self.get(agent, id).await?;
         if current.role == Role::Tool {
             return Err(Error::invalid(
                 "tool results cannot be rewritten; edit a user, assistant or system message",
@@ -213,14 +211,22 @@ impl Recall<'_> {
                 new.clone_into(&mut text);
             }
         }
-        let m = self.engram.store.messages().update_text(
-            agent,
-            id,
-            &text,
-            reasoning,
-            calls.as_deref(),
-        )?;
+        let hold = self.engram.lease_for_change(&turn).await?;
+        let m = self
+            .engram
+            .backend
+            .update_message_text(
+                Some(hold.lease()),
+                agent,
+                id,
+                &text,
+                reasoning,
+                calls.as_deref(),
+            )
+            .await;
+        hold.release().await;
         drop(turn);
+        let m = m?;
         self.engram.notify(Notice::MessagesChanged {
             agent_id: agent.clone(),
         });

@@ -286,7 +286,8 @@ mod tests {
         assert!(matches!(reset, Err(Error::Conflict(_))), "{reset:?}");
         let edited = e
             .recall()
-            .edit(&agent, &message, Some("rewritten mid-run"), None);
+            .edit(&agent, &message, Some("rewritten mid-run"), None)
+            .await;
         assert!(matches!(edited, Err(Error::Conflict(_))), "{edited:?}");
         assert_eq!(
             e.store.messages().in_context(&agent).unwrap().len(),
@@ -309,6 +310,7 @@ mod tests {
         let edited = e
             .recall()
             .edit(&agent, &message, Some("rewritten after"), None)
+            .await
             .unwrap();
         assert_eq!(edited.content, "rewritten after");
         assert_eq!(

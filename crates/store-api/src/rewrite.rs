@@ -17,7 +17,9 @@
 
 use crate::Lease;
 use async_trait::async_trait;
-use engram_core::{AgentId, BlockId, Error, Message, MessageId, Passage, Result, RunId, Usage};
+use engram_core::{
+    AgentId, BlockId, Error, Message, MessageId, Passage, Result, RunId, ToolCall, Usage,
+};
 use serde::{Deserialize, Serialize};
 
 /// What rolling back the conversation from one message undoes (shown before it is done, and
@@ -141,6 +143,23 @@ pub trait RewriteStore: Send + Sync {
     ///
     /// Errors (nothing changes): `LeaseLost`; `NotFound("agent")`.
     async fn reset_context(&self, lease: Option<&Lease>, agent: &AgentId) -> Result<usize>;
+
+    /// Sets one of the agent's messages' text (Letta's message modify) and, when given, its
+    /// reasoning and its tool calls (same ids, new arguments), in one transaction: the model
+    /// sees them from its next step, recall's words search finds the new text. A stored vector
+    /// of the message no longer describes it and goes. Returns the message as stored.
+    ///
+    /// Errors (nothing changes): `LeaseLost`; `NotFound("message", id)` when it is not one of
+    /// the agent's messages.
+    async fn update_message_text(
+        &self,
+        lease: Option<&Lease>,
+        agent: &AgentId,
+        id: &MessageId,
+        content: &str,
+        reasoning: Option<&str>,
+        tool_calls: Option<&[ToolCall]>,
+    ) -> Result<Message>;
 
     /// The agent's last user message a person wrote (not a heartbeat or system alert): the
     /// one "regenerate" sends again. `None` when there is none.

@@ -15,7 +15,7 @@ use crate::tx::{TxError, TxResult, transaction};
 use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
 use engram_core::{
-    AgentId, BlockId, Editor, Error, Message, MessageId, Result, Role, RunId, Usage,
+    AgentId, BlockId, Editor, Error, Message, MessageId, Result, Role, RunId, ToolCall, Usage,
 };
 use engram_store_api::{BlockRevert, Lease, RewriteStore, TurnRollback, tool_result_alone};
 
@@ -288,6 +288,37 @@ impl RewriteStore for PgStore {
             )
             .await?;
             usize::try_from(n).unwrap_or(usize::MAX)
+        })
+    }
+
+    async fn update_message_text(
+        &self,
+        lease: Option<&Lease>,
+        agent: &AgentId,
+        id: &MessageId,
+        content: &str,
+        reasoning: Option<&str>,
+        tool_calls: Option<&[ToolCall]>,
+    ) -> Result<Message> {
+        let calls = tool_calls.map(rows::tool_calls_json).transpose()?.flatten();
+        transaction!(self, |tx| {
+            fence(&tx, lease, agent).await?;
+            let updated = tx
+                .one_opt(
+                    &format!(
+                        "UPDATE messages m SET content = $3,
+                             reasoning = coalesce($4, m.reasoning),
+                             tool_calls = coalesce($5, m.tool_calls)
+                         WHERE m.id = $1 AND m.agent_id = $2
+                         RETURNING {MESSAGE_COLS}"
+                    ),
+                    &[&id.as_str(), &agent.as_str(), &content, &reasoning, &calls],
+                )
+                .await?;
+            match updated {
+                Some(r) => rows::message(&r)?,
+                None => return Err(Error::not_found("message", id.as_str()).into()),
+            }
         })
     }
 

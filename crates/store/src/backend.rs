@@ -16,7 +16,7 @@ use engram_core::{
     BlockPatch, ChunkHit, EditId, Editor, FileId, Folder, FolderFile, Message, MessageHit,
     MessageId, NewBlock, NewMessage, NewPassage, OpOutcome, PassId, Passage, PassageHit, PassageId,
     PendingApproval, PendingEndpoint, Result, RunId, RunRecord, SleeptimePass, SleeptimeSettings,
-    Step, Timestamp, Tool, ToolId, User, UserId,
+    Step, Timestamp, Tool, ToolCall, ToolId, User, UserId,
 };
 use engram_store_api::{
     AgentStore, BlockStore, CommittedStep, ContextStore, FileWindow, FolderStore, Hit,
@@ -290,6 +290,21 @@ impl RewriteStore for Store {
     async fn reset_context(&self, lease: Option<&Lease>, agent: &AgentId) -> Result<usize> {
         Lease::check_for(lease, agent)?;
         self.messages().reset_context(lease, agent)
+    }
+
+    async fn update_message_text(
+        &self,
+        lease: Option<&Lease>,
+        agent: &AgentId,
+        id: &MessageId,
+        content: &str,
+        reasoning: Option<&str>,
+        tool_calls: Option<&[ToolCall]>,
+    ) -> Result<Message> {
+        Lease::check_for(lease, agent)?;
+        let _held = lease.map(|l| self.hold_lease(l)).transpose()?;
+        self.messages()
+            .update_text(agent, id, content, reasoning, tool_calls)
     }
 
     async fn last_user_message(&self, agent: &AgentId) -> Result<Option<Message>> {

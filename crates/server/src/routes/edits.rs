@@ -84,7 +84,8 @@ pub async fn modify_message(
     let m = s
         .engram
         .recall()
-        .edit(&agent, &message, content.as_deref(), reasoning.as_deref())?;
+        .edit(&agent, &message, content.as_deref(), reasoning.as_deref())
+        .await?;
     let style = s.engram.agents().get(&agent).await?.agent.loop_style;
     let shown = letta::letta_messages(&m, style);
     let pick = shown

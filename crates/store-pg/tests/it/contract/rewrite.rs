@@ -24,6 +24,7 @@ on_both_backends!(
     deleting_an_assistant_message_takes_its_tool_results_along,
     a_reset_empties_the_window_and_keeps_recall,
     the_last_user_message_is_one_a_person_wrote,
+    a_messages_text_changes_in_place,
     windows_of_the_conversation_are_cut_the_same_way,
 );
 
@@ -463,6 +464,91 @@ async fn the_last_user_message_is_one_a_person_wrote<H: Harness>(h: H) {
     assert_eq!(
         code(b.last_user_message(&AgentId::from("agent-nobody")).await),
         "not_found"
+    );
+}
+
+async fn a_messages_text_changes_in_place<H: Harness>(h: H) {
+    let b = h.backend();
+    let (agent, blocks) = agent_with(&b, "ivy", &[("human", "Name: Ivy.")]).await;
+    turn(&b, &b, &agent.id, &blocks[0], "Golf.").await;
+    let all = b
+        .message_window(&agent.id, &WindowAt::Start, 10)
+        .await
+        .unwrap()
+        .messages;
+    let (asked, call) = (&all[0], &all[1]);
+
+    let changed = b
+        .update_message_text(None, &agent.id, &asked.id, "remember Polo.", None, None)
+        .await
+        .unwrap();
+    assert_eq!(
+        (changed.id.clone(), changed.seq),
+        (asked.id.clone(), asked.seq)
+    );
+    assert_eq!(changed.content, "remember Polo.");
+    assert_eq!(b.get_message(&asked.id).await.unwrap(), changed);
+    let found = b
+        .search_messages(&agent.id, &engram_store_api::MessageSearch::new("polo", 5))
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 1, "the words search finds the new text");
+
+    let mut calls = call.tool_calls.clone();
+    calls[0].arguments = "{\"label\": \"human\"}".into();
+    let rewritten = b
+        .update_message_text(
+            None,
+            &agent.id,
+            &call.id,
+            "",
+            Some("thinking again"),
+            Some(&calls),
+        )
+        .await
+        .unwrap();
+    assert_eq!(rewritten.tool_calls, calls);
+    assert_eq!(rewritten.reasoning.as_deref(), Some("thinking again"));
+    let kept = b
+        .update_message_text(None, &agent.id, &call.id, "said", None, None)
+        .await
+        .unwrap();
+    assert_eq!(
+        (kept.reasoning.as_deref(), kept.tool_calls.clone()),
+        (Some("thinking again"), calls),
+        "what is not given stays"
+    );
+
+    let (other, _) = agent_with(&b, "jo", &[]).await;
+    assert_eq!(
+        code(
+            b.update_message_text(None, &other.id, &asked.id, "x", None, None)
+                .await
+        ),
+        "not_found"
+    );
+    let stale = match b
+        .acquire_lease(&agent.id, "replica-a", Duration::from_millis(100))
+        .await
+        .unwrap()
+    {
+        LeaseGrant::Granted(l) => l,
+        other => panic!("{other:?}"),
+    };
+    b.release_lease(&stale).await.unwrap();
+    b.acquire_lease(&agent.id, "replica-b", Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert_eq!(
+        code(
+            b.update_message_text(Some(&stale), &agent.id, &asked.id, "x", None, None)
+                .await
+        ),
+        "lease_lost"
+    );
+    assert_eq!(
+        b.get_message(&asked.id).await.unwrap().content,
+        "remember Polo."
     );
 }
 
