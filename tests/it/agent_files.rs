@@ -589,7 +589,12 @@ async fn engram_to_af_to_engram_is_lossless_and_holds_no_secrets() {
                 .base_url,
             None
         );
-        other.engram.trust().accept_endpoint(id, None).unwrap();
+        other
+            .engram
+            .trust()
+            .accept_endpoint(id, None)
+            .await
+            .unwrap();
     }
     let mut after: Vec<Value> = Vec::new();
     for id in &report.agents {

@@ -103,7 +103,7 @@ async fn a_database_copied_to_postgres_and_back_exports_the_same_agents() {
         .unwrap()
         .agents[0]
         .clone();
-    let waiting = desk.engram.trust().endpoints(&far).unwrap().pending;
+    let waiting = desk.engram.trust().endpoints(&far).await.unwrap().pending;
     assert_eq!(waiting.len(), 1);
     let before = exports(&desk).await;
     let runs = desk.engram.runs().records(&sam, None).await.unwrap();
@@ -166,7 +166,7 @@ async fn a_database_copied_to_postgres_and_back_exports_the_same_agents() {
     let access = copied.engram.users().agents(&users[0].id).await.unwrap();
     assert_eq!(access, [(team.clone(), AgentAccess::Write)]);
     assert_eq!(
-        copied.engram.trust().endpoints(&far).unwrap().pending,
+        copied.engram.trust().endpoints(&far).await.unwrap().pending,
         waiting,
         "the base URL still waits for acceptance"
     );

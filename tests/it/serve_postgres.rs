@@ -1577,3 +1577,113 @@ async fn the_chat_windows_actions_work_from_any_replica() {
     let (all, _) = window(&a.base, &id).await;
     assert!(all.len() > 3, "recall keeps every message: {all:?}");
 }
+
+/// A base URL an agent file names waits on a shared server for a person to accept it, from
+/// either replica: a run meanwhile uses the provider's own URL; dismissed, it is gone; accepted
+/// (on the other replica), it is the agent's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_imported_base_url_waits_for_acceptance_on_any_replica() {
+    let mock = MockLlm::start(Script::Brain).await;
+    let url = engram_test_postgres::database().url();
+    let (a, b) = (
+        replica(&url, Some(&mock)).await,
+        replica(&url, Some(&mock)).await,
+    );
+    let id = ok(
+        &a.base,
+        Method::POST,
+        "/v1/agents/",
+        Some(agent_body("Faraway", &mock)),
+    )
+    .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The file names another host wherever it gives the agent's base URL.
+    let file = ok(
+        &a.base,
+        Method::GET,
+        &format!("/v1/agents/{id}/export"),
+        None,
+    )
+    .await
+    .to_string()
+    .replace(&mock.base_url(), "http://10.0.0.5:8000/v1");
+    let import = |name: &'static str| {
+        let (base, file) = (a.base.clone(), file.clone());
+        async move {
+            let report = ok(
+                &base,
+                Method::POST,
+                "/app/import_agent_file",
+                Some(json!({"contents": file, "file_name": name})),
+            )
+            .await;
+            report["agents"][0].as_str().unwrap().to_owned()
+        }
+    };
+    let far = import("far.af").await;
+    let shown = ok(
+        &b.base,
+        Method::POST,
+        "/app/agent_endpoints",
+        Some(json!({"agent_id": far})),
+    )
+    .await;
+    assert_eq!(shown["llm_base_url"], Value::Null, "{shown}");
+    assert_eq!(
+        shown["pending"][0]["kind"], "llm",
+        "the chat model's first: {shown}"
+    );
+    assert_eq!(shown["pending"][0]["base_url"], "http://10.0.0.5:8000/v1");
+    assert_eq!(shown["pending"][0]["source"], "far.af");
+    // Meanwhile a run goes to the provider's own URL, never to the file's.
+    let answered = ok(
+        &b.base,
+        Method::POST,
+        &format!("/v1/agents/{far}/messages"),
+        Some(user_says("hello")),
+    )
+    .await;
+    assert!(!said(&answered).is_empty(), "{answered}");
+
+    let dismissed = ok(
+        &a.base,
+        Method::POST,
+        "/app/dismiss_endpoint",
+        Some(json!({"agent_id": far, "kind": "llm"})),
+    )
+    .await;
+    let kinds: Vec<&Value> = dismissed["pending"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| &p["kind"])
+        .collect();
+    assert!(!kinds.contains(&&json!("llm")), "{dismissed}");
+    assert_eq!(dismissed["llm_base_url"], Value::Null);
+
+    let near = import("near.af").await;
+    let accepted = ok(
+        &b.base,
+        Method::POST,
+        "/app/accept_endpoint",
+        Some(json!({"agent_id": near})),
+    )
+    .await;
+    assert_eq!(accepted["pending"], json!([]), "{accepted}");
+    assert_eq!(accepted["llm_base_url"], "http://10.0.0.5:8000/v1");
+    let agent = ok(&a.base, Method::GET, &format!("/v1/agents/{near}"), None).await;
+    assert_eq!(
+        agent["llm_config"]["model_endpoint"], "http://10.0.0.5:8000/v1",
+        "{agent}"
+    );
+    let (status, again) = call(
+        &a.base,
+        Method::POST,
+        "/app/accept_endpoint",
+        Some(json!({"agent_id": near})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{again}");
+}

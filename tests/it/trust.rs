@@ -231,7 +231,7 @@ async fn a_files_base_url_never_receives_a_stored_key() {
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].base_url, attacker.base_url());
     assert_eq!(pending[0].kind, EndpointKind::Llm);
-    let shown = home.engram.trust().endpoints(&agent).unwrap();
+    let shown = home.engram.trust().endpoints(&agent).await.unwrap();
     assert_eq!(shown.llm_base_url, None);
     assert_eq!(
         shown.llm_effective_url.as_deref(),
@@ -246,9 +246,18 @@ async fn a_files_base_url_never_receives_a_stored_key() {
     assert_eq!(auth, Some(format!("Bearer {SECRET}")));
 
     // Accepted (or typed in by the user): requests go there, but never with the key.
-    home.engram.trust().accept_endpoint(&agent, None).unwrap();
+    home.engram
+        .trust()
+        .accept_endpoint(&agent, None)
+        .await
+        .unwrap();
     assert_eq!(
-        home.engram.trust().endpoints(&agent).unwrap().llm_base_url,
+        home.engram
+            .trust()
+            .endpoints(&agent)
+            .await
+            .unwrap()
+            .llm_base_url,
         Some(attacker.base_url())
     );
     let (out, _) = home.chat(&agent, "hello again").await;

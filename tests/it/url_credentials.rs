@@ -107,7 +107,8 @@ async fn base_urls_with_credentials_are_refused_everywhere_and_never_stored() {
         refused(
             "set_agent_base_url",
             e.trust()
-                .set_base_url(&agent.id, EndpointKind::Llm, Some(&url)),
+                .set_base_url(&agent.id, EndpointKind::Llm, Some(&url))
+                .await,
         );
     }
     // Nothing of it was stored: no provider, no second agent, the first agent unchanged.
@@ -159,7 +160,7 @@ async fn base_urls_with_credentials_are_refused_everywhere_and_never_stored() {
     assert!(warnings.contains("***"), "{warnings}");
     assert!(!warnings.contains(SECRET), "{warnings}");
     let imported = &report.agents[0];
-    let endpoints = e.trust().endpoints(imported).unwrap();
+    let endpoints = e.trust().endpoints(imported).await.unwrap();
     assert!(
         endpoints
             .pending
@@ -272,7 +273,14 @@ async fn credentials_an_older_version_stored_in_base_urls_are_taken_out_at_open(
         shown.embedding.and_then(|m| m.base_url).as_deref(),
         Some("http://127.0.0.1:9/v1")
     );
-    assert!(e.trust().endpoints(&agent).unwrap().pending.is_empty());
+    assert!(
+        e.trust()
+            .endpoints(&agent)
+            .await
+            .unwrap()
+            .pending
+            .is_empty()
+    );
 
     // No copy is left in the database file, its log, or an export.
     drop(e);

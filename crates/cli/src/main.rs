@@ -100,7 +100,6 @@ fn not_on_a_shared_database(command: &Command) -> Option<&'static str> {
         Command::Mcp(_) => Some("mcp"),
         Command::Sleeptime(_) => Some("sleeptime"),
         Command::Archival(ArchivalCmd::Backfill { .. }) => Some("archival backfill"),
-        Command::Agent(AgentCmd::Endpoint(_)) => Some("agent endpoint"),
         _ => None,
     }
 }
@@ -414,13 +413,13 @@ async fn agent(engram: &Engram, cmd: AgentCmd) -> Result<()> {
             let state = engram.agents().get(&id).await?;
             // The agent as JSON, with where its model calls go and what waits for approval.
             let mut shown = serde_json::to_value(&state)?;
-            shown["endpoints"] = serde_json::to_value(engram.trust().endpoints(&id)?)?;
+            shown["endpoints"] = serde_json::to_value(engram.trust().endpoints(&id).await?)?;
             // Whether its vector index is being built (then archival search is exact but
             // slower): in this process, or marked pending by another or by a quit.
             shown["vector_index"] = serde_json::to_value(engram.archival().index_status(&id)?)?;
             println!("{}", terminal::json(&shown)?);
         }
-        AgentCmd::Endpoint(cmd) => trust::endpoint(engram, cmd)?,
+        AgentCmd::Endpoint(cmd) => trust::endpoint(engram, cmd).await?,
         AgentCmd::SetModel {
             model,
             agents,

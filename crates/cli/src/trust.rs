@@ -97,10 +97,10 @@ fn print_endpoints(e: &AgentEndpoints) {
     }
 }
 
-pub fn endpoint(engram: &Engram, cmd: EndpointCmd) -> Result<()> {
+pub async fn endpoint(engram: &Engram, cmd: EndpointCmd) -> Result<()> {
     let shown = match cmd {
         EndpointCmd::Show { agent, json } => {
-            let e = engram.trust().endpoints(&AgentId::from(agent))?;
+            let e = engram.trust().endpoints(&AgentId::from(agent)).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&e)?);
                 return Ok(());
@@ -110,19 +110,27 @@ pub fn endpoint(engram: &Engram, cmd: EndpointCmd) -> Result<()> {
         EndpointCmd::Set { agent, url, kind } => {
             engram
                 .trust()
-                .set_base_url(&AgentId::from(agent), kind.into(), Some(&url))?
+                .set_base_url(&AgentId::from(agent), kind.into(), Some(&url))
+                .await?
         }
         EndpointCmd::Clear { agent, kind } => {
             engram
                 .trust()
-                .set_base_url(&AgentId::from(agent), kind.into(), None)?
+                .set_base_url(&AgentId::from(agent), kind.into(), None)
+                .await?
         }
-        EndpointCmd::Accept { agent, kind } => engram
-            .trust()
-            .accept_endpoint(&AgentId::from(agent), kind.map(Into::into))?,
-        EndpointCmd::Dismiss { agent, kind } => engram
-            .trust()
-            .dismiss_endpoint(&AgentId::from(agent), kind.into())?,
+        EndpointCmd::Accept { agent, kind } => {
+            engram
+                .trust()
+                .accept_endpoint(&AgentId::from(agent), kind.map(Into::into))
+                .await?
+        }
+        EndpointCmd::Dismiss { agent, kind } => {
+            engram
+                .trust()
+                .dismiss_endpoint(&AgentId::from(agent), kind.into())
+                .await?
+        }
     };
     print_endpoints(&shown);
     Ok(())

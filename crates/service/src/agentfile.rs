@@ -492,7 +492,7 @@ impl AgentFiles<'_> {
         }
         // The endpoints are the original's, which the user already has: keep them live.
         if report.details.iter().any(|d| !d.endpoints.is_empty()) {
-            self.engram.trust().accept_endpoint(copy, None)?;
+            self.engram.trust().accept_endpoint(copy, None).await?;
         }
         self.engram
             .agents()

@@ -135,7 +135,7 @@ impl Engram {
         };
         match request {
             RunRequest::Message { text } => {
-                self.check_pending_endpoints(agent)?;
+                self.check_pending_endpoints(agent).await?;
                 let turn = claim.turn().await;
                 self.runtime.run_in(&turn, message(text), tx, cancel).await
             }

@@ -61,12 +61,12 @@ impl Engram {
     /// Before a run: an endpoint that waits for approval is replaced by the provider's own
     /// base URL when that provider is set up; otherwise the run is refused with an error that
     /// names the endpoint and its file. Errors: `provider` (not configured).
-    pub(crate) fn check_pending_endpoints(&self, agent: &AgentId) -> Result<()> {
-        let pending = self.store.settings().pending_endpoints(agent)?;
+    pub(crate) async fn check_pending_endpoints(&self, agent: &AgentId) -> Result<()> {
+        let pending = self.backend.pending_endpoints(agent).await?;
         if pending.is_empty() {
             return Ok(());
         }
-        let a = self.store.agents().get(agent)?;
+        let a = self.backend.get_agent(agent).await?;
         for p in &pending {
             let usable = match p.kind {
                 EndpointKind::Llm => self
@@ -131,8 +131,8 @@ impl Tools<'_> {
 
 impl Trust<'_> {
     /// The agent's endpoints (see [`AgentEndpoints`]). Errors: `not_found`.
-    pub fn endpoints(self, agent: &AgentId) -> Result<AgentEndpoints> {
-        let a = self.engram.store.agents().get(agent)?;
+    pub async fn endpoints(self, agent: &AgentId) -> Result<AgentEndpoints> {
+        let a = self.engram.backend.get_agent(agent).await?;
         let llm_effective_url = self
             .engram
             .resolver
@@ -146,7 +146,7 @@ impl Trust<'_> {
             llm_effective_url,
             embedding_model: a.embedding.as_ref().map(|e| e.model.clone()),
             embedding_base_url: a.embedding.as_ref().and_then(|e| e.base_url.clone()),
-            pending: self.engram.store.settings().pending_endpoints(agent)?,
+            pending: self.engram.backend.pending_endpoints(agent).await?,
         })
     }
 
@@ -154,7 +154,7 @@ impl Trust<'_> {
     /// chat or embedding model. A stored key still goes only to its provider's host.
     /// Errors: `not_found`; `invalid_input` for a URL that is not http(s) or carries a
     /// credential, or an embedding URL for an agent without an embedding model.
-    pub fn set_base_url(
+    pub async fn set_base_url(
         self,
         agent: &AgentId,
         kind: EndpointKind,
@@ -164,7 +164,7 @@ impl Trust<'_> {
         if let Some(u) = url {
             check_url(u)?;
         }
-        let a = self.engram.store.agents().get(agent)?;
+        let a = self.engram.backend.get_agent(agent).await?;
         let mut patch = AgentPatch::default();
         match kind {
             EndpointKind::Llm => {
@@ -180,17 +180,17 @@ impl Trust<'_> {
                 patch.embedding = Some(Some(emb));
             }
         }
-        self.engram.store.agents().update(agent, &patch)?;
+        self.engram.backend.update_agent(agent, &patch).await?;
         self.engram.notify(Notice::AgentChanged {
             agent_id: agent.clone(),
         });
-        self.endpoints(agent)
+        self.endpoints(agent).await
     }
 
     /// Accepts the agent's pending endpoint of `kind` (`None`: every pending one): its base
     /// URL becomes the agent's. Errors: `not_found` (also when nothing of that kind waits);
     /// `invalid_input` for an embedding endpoint of an agent without an embedding model.
-    pub fn accept_endpoint(
+    pub async fn accept_endpoint(
         self,
         agent: &AgentId,
         kind: Option<EndpointKind>,
@@ -199,9 +199,9 @@ impl Trust<'_> {
             Some(k) => vec![k],
             None => self
                 .engram
-                .store
-                .settings()
-                .pending_endpoints(agent)?
+                .backend
+                .pending_endpoints(agent)
+                .await?
                 .into_iter()
                 .map(|p| p.kind)
                 .collect(),
@@ -210,20 +210,24 @@ impl Trust<'_> {
             return Err(Error::not_found("pending endpoint", agent.as_str()));
         }
         for k in kinds {
-            self.engram.store.settings().accept_endpoint(agent, k)?;
+            self.engram.backend.accept_endpoint(agent, k).await?;
         }
         self.engram.notify(Notice::AgentChanged {
             agent_id: agent.clone(),
         });
-        self.endpoints(agent)
+        self.endpoints(agent).await
     }
 
     /// Drops the agent's pending endpoint of `kind` unused. Errors: `not_found`.
-    pub fn dismiss_endpoint(self, agent: &AgentId, kind: EndpointKind) -> Result<AgentEndpoints> {
-        self.engram.store.settings().dismiss_endpoint(agent, kind)?;
+    pub async fn dismiss_endpoint(
+        self,
+        agent: &AgentId,
+        kind: EndpointKind,
+    ) -> Result<AgentEndpoints> {
+        self.engram.backend.dismiss_endpoint(agent, kind).await?;
         self.engram.notify(Notice::AgentChanged {
             agent_id: agent.clone(),
         });
-        self.endpoints(agent)
+        self.endpoints(agent).await
     }
 }

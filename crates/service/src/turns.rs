@@ -86,7 +86,7 @@ impl Engram {
         cancel: &CancellationToken,
     ) -> Result<RunOutcome> {
         let agent = turn.agent();
-        self.check_pending_endpoints(agent)?;
+        self.check_pending_endpoints(agent).await?;
         self.runtime.preflight(agent).await?;
         // The lease is taken before the rollback and kept by the new run, so no run on
         // another replica can come in between them.

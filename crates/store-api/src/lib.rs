@@ -96,6 +96,7 @@ pub use repair::{
 pub use rewrite::{BlockRevert, RewriteStore, TurnRollback, tool_result_alone};
 pub use settings::{
     CALIBRATION_SETTING_PREFIX, Calibration, ProviderRow, SettingStore, calibration_key,
+    no_embedding_model_for_endpoint, no_pending_endpoint,
 };
 pub use sleeptime::{PassCommit, PassageOp, SleeptimeStore, block_diff, left_out_reason};
 pub use steps::{

@@ -3,7 +3,7 @@
 //! (default models, context windows and prices set per model, sleep-time budgets, …).
 
 use async_trait::async_trait;
-use engram_core::{AgentId, PendingEndpoint, Result};
+use engram_core::{Agent, AgentId, EndpointKind, PendingEndpoint, Result};
 use serde::{Deserialize, Serialize};
 
 /// A configured model provider, without its key (the key is kept by `name`, elsewhere).
@@ -69,4 +69,29 @@ pub trait SettingStore: Send + Sync {
     /// The base URLs an imported agent file asked for on `agent`'s behalf, kept inactive until
     /// the person accepts them: at most one per kind, the chat model's first. Errors: `Storage`.
     async fn pending_endpoints(&self, agent: &AgentId) -> Result<Vec<PendingEndpoint>>;
+
+    /// Accepts `agent`'s pending endpoint of `kind`, in one transaction: its base URL becomes
+    /// the agent's (`llm.base_url` or `embedding.base_url`) and the pending row goes. The
+    /// agent's `updated_at` is kept (accepting completes the import, so an accepted round trip
+    /// gives back the agent as exported). Returns the agent.
+    ///
+    /// Errors (nothing changes): `NotFound("pending endpoint")`; `Invalid` when an embedding
+    /// endpoint waits but the agent has no embedding model.
+    async fn accept_endpoint(&self, agent: &AgentId, kind: EndpointKind) -> Result<Agent>;
+
+    /// Drops `agent`'s pending endpoint of `kind` unused. Errors: `NotFound("pending
+    /// endpoint")`.
+    async fn dismiss_endpoint(&self, agent: &AgentId, kind: EndpointKind) -> Result<()>;
+}
+
+/// The refusal for an embedding endpoint of an agent without an embedding model.
+pub fn no_embedding_model_for_endpoint() -> engram_core::Error {
+    engram_core::Error::invalid(
+        "the agent has no embedding model to give this endpoint; set one first",
+    )
+}
+
+/// The error for a pending endpoint that does not wait.
+pub fn no_pending_endpoint(agent: &AgentId, kind: EndpointKind) -> engram_core::Error {
+    engram_core::Error::not_found("pending endpoint", format!("{agent} {}", kind.as_str()))
 }

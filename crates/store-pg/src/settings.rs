@@ -3,11 +3,14 @@
 //! compares text, whatever collation the database was made with.
 
 use crate::PgStore;
+use crate::rows::AGENT_COLS;
 use crate::rows::{self, Cached};
-use crate::tx::TxError;
+use crate::tx::{TxError, transaction};
 use async_trait::async_trait;
-use engram_core::{AgentId, EndpointKind, Error, PendingEndpoint, Result};
-use engram_store_api::{ProviderRow, SettingStore};
+use engram_core::{Agent, AgentId, EndpointKind, Error, PendingEndpoint, Result};
+use engram_store_api::{
+    ProviderRow, SettingStore, no_embedding_model_for_endpoint, no_pending_endpoint,
+};
 use tokio_postgres::Row;
 
 const PROVIDER_COLS: &str = "name, kind, base_url, default_model";
@@ -137,5 +140,64 @@ impl SettingStore for PgStore {
                 created_at: r.get(3),
             })
             .collect())
+    }
+
+    async fn accept_endpoint(&self, agent: &AgentId, kind: EndpointKind) -> Result<Agent> {
+        transaction!(self, |tx| {
+            let row = tx
+                .one_opt(
+                    &format!("SELECT {AGENT_COLS} FROM agents WHERE id = $1 FOR UPDATE"),
+                    &[&agent.as_str()],
+                )
+                .await?;
+            let Some(row) = row else {
+                return Err(no_pending_endpoint(agent, kind).into());
+            };
+            let mut a = rows::agent(&row)?;
+            let Some(pending) = tx
+                .one_opt(
+                    "DELETE FROM pending_endpoints WHERE agent_id = $1 AND kind = $2
+                     RETURNING base_url",
+                    &[&agent.as_str(), &kind.as_str()],
+                )
+                .await?
+            else {
+                return Err(no_pending_endpoint(agent, kind).into());
+            };
+            let url: String = pending.try_get(0)?;
+            match kind {
+                EndpointKind::Llm => a.llm.base_url = Some(url),
+                EndpointKind::Embedding => match a.embedding.as_mut() {
+                    Some(e) => e.base_url = Some(url),
+                    None => return Err(no_embedding_model_for_endpoint().into()),
+                },
+            }
+            // `updated_at` is kept: accepting completes the import.
+            tx.exec(
+                "UPDATE agents SET llm = $2, embedding = $3 WHERE id = $1",
+                &[
+                    &agent.as_str(),
+                    &rows::to_json(&a.llm)?,
+                    &a.embedding.as_ref().map(rows::to_json).transpose()?,
+                ],
+            )
+            .await?;
+            a
+        })
+    }
+
+    async fn dismiss_endpoint(&self, agent: &AgentId, kind: EndpointKind) -> Result<()> {
+        let c = self.client().await?;
+        let n = c
+            .exec(
+                "DELETE FROM pending_endpoints WHERE agent_id = $1 AND kind = $2",
+                &[&agent.as_str(), &kind.as_str()],
+            )
+            .await
+            .map_err(TxError::from)?;
+        if n == 0 {
+            return Err(no_pending_endpoint(agent, kind));
+        }
+        Ok(())
     }
 }

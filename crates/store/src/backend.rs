@@ -13,10 +13,10 @@ use crate::{
 use async_trait::async_trait;
 use engram_core::{
     Agent, AgentAccess, AgentFile, AgentId, AgentPatch, Block, BlockEdit, BlockId, BlockOp,
-    BlockPatch, ChunkHit, EditId, Editor, FileId, Folder, FolderFile, Message, MessageHit,
-    MessageId, NewBlock, NewMessage, NewPassage, OpOutcome, PassId, Passage, PassageHit, PassageId,
-    PendingApproval, PendingEndpoint, Result, RunId, RunRecord, SleeptimePass, SleeptimeSettings,
-    Step, Timestamp, Tool, ToolCall, ToolId, User, UserId,
+    BlockPatch, ChunkHit, EditId, Editor, EndpointKind, FileId, Folder, FolderFile, Message,
+    MessageHit, MessageId, NewBlock, NewMessage, NewPassage, OpOutcome, PassId, Passage,
+    PassageHit, PassageId, PendingApproval, PendingEndpoint, Result, RunId, RunRecord,
+    SleeptimePass, SleeptimeSettings, Step, Timestamp, Tool, ToolCall, ToolId, User, UserId,
 };
 use engram_store_api::{
     AgentStore, BlockStore, CommittedStep, ContextStore, FileWindow, FolderStore, Hit,
@@ -563,6 +563,14 @@ impl SettingStore for Store {
 
     async fn pending_endpoints(&self, agent: &AgentId) -> Result<Vec<PendingEndpoint>> {
         self.settings().pending_endpoints(agent)
+    }
+
+    async fn accept_endpoint(&self, agent: &AgentId, kind: EndpointKind) -> Result<Agent> {
+        self.settings().accept_endpoint(agent, kind)
+    }
+
+    async fn dismiss_endpoint(&self, agent: &AgentId, kind: EndpointKind) -> Result<()> {
+        self.settings().dismiss_endpoint(agent, kind)
     }
 }
 

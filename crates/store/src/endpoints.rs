@@ -4,7 +4,8 @@
 use crate::agents;
 use crate::rooms::SettingRows;
 use crate::sql::{DbResult, ts};
-use engram_core::{Agent, AgentId, EndpointKind, Error, PendingEndpoint, Result};
+use engram_core::{Agent, AgentId, EndpointKind, PendingEndpoint, Result};
+use engram_store_api::{no_embedding_model_for_endpoint, no_pending_endpoint};
 use rusqlite::{OptionalExtension, Row, params};
 
 fn kind_from(s: &str) -> EndpointKind {
@@ -55,19 +56,13 @@ impl SettingRows<'_> {
                 .query_row(params![agent.as_str(), kind.as_str()], from_row)
                 .optional()
                 .db()?
-                .ok_or_else(|| {
-                    Error::not_found("pending endpoint", format!("{agent} {}", kind.as_str()))
-                })?;
+                .ok_or_else(|| no_pending_endpoint(agent, kind))?;
             let mut a = agents::load(tx, agent)?;
             match kind {
                 EndpointKind::Llm => a.llm.base_url = Some(pending.base_url),
                 EndpointKind::Embedding => match a.embedding.as_mut() {
                     Some(e) => e.base_url = Some(pending.base_url),
-                    None => {
-                        return Err(Error::invalid(
-                            "the agent has no embedding model to give this endpoint; set one first",
-                        ));
-                    }
+                    None => return Err(no_embedding_model_for_endpoint()),
                 },
             }
             // Accepting completes the import (the file's own setting): `updated_at` is kept,
@@ -93,10 +88,7 @@ impl SettingRows<'_> {
                 )
                 .db()?;
             if n == 0 {
-                return Err(Error::not_found(
-                    "pending endpoint",
-                    format!("{agent} {}", kind.as_str()),
-                ));
+                return Err(no_pending_endpoint(agent, kind));
             }
             Ok(())
         })

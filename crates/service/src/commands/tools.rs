@@ -173,7 +173,7 @@ impl AppCall for AgentEndpointsArgs {
     const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = AgentEndpoints;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<AgentEndpoints> {
-        e.trust().endpoints(&self.agent_id)
+        e.trust().endpoints(&self.agent_id).await
     }
 }
 
@@ -193,6 +193,7 @@ impl AppCall for SetAgentBaseUrlArgs {
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<AgentEndpoints> {
         e.trust()
             .set_base_url(&self.agent_id, self.kind, self.base_url.as_deref())
+            .await
     }
 }
 
@@ -209,7 +210,7 @@ impl AppCall for AcceptEndpointArgs {
     const NAME: &'static str = "accept_endpoint";
     type Output = AgentEndpoints;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<AgentEndpoints> {
-        e.trust().accept_endpoint(&self.agent_id, self.kind)
+        e.trust().accept_endpoint(&self.agent_id, self.kind).await
     }
 }
 
@@ -227,7 +228,7 @@ impl AppCall for DismissEndpointArgs {
     type Output = AgentEndpoints;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<AgentEndpoints> {
         let kind = self.kind.unwrap_or(EndpointKind::Llm);
-        e.trust().dismiss_endpoint(&self.agent_id, kind)
+        e.trust().dismiss_endpoint(&self.agent_id, kind).await
     }
 }
 

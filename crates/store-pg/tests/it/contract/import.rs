@@ -22,6 +22,7 @@ use serde_json::json;
 on_both_backends!(
     a_bundle_lands_whole_as_given,
     a_bundle_that_cannot_land_writes_nothing,
+    a_waiting_endpoint_is_accepted_or_dismissed_once,
 );
 
 fn at(secs: i64) -> DateTime<Utc> {
@@ -350,4 +351,60 @@ async fn a_bundle_that_cannot_land_writes_nothing<H: Harness>(h: H) {
     assert!(b.list_agents().await.unwrap().is_empty());
     assert!(b.list_tools().await.unwrap().is_empty());
     assert!(b.list_blocks(None).await.unwrap().is_empty());
+}
+
+async fn a_waiting_endpoint_is_accepted_or_dismissed_once<H: Harness>(h: H) {
+    let b = h.backend();
+    let mut bundle = bundle();
+    let ben = bundle.agents[1].agent.id.clone();
+    bundle.agents[1].pending_endpoints = [EndpointKind::Llm, EndpointKind::Embedding]
+        .into_iter()
+        .map(|kind| PendingEndpoint {
+            agent_id: ben.clone(),
+            kind,
+            base_url: "http://10.0.0.6:8000/v1".into(),
+            source: "ben.af".into(),
+            created_at: at(8),
+        })
+        .collect();
+    b.import_bundle(&bundle).await.unwrap();
+    let ana = &bundle.agents[0].agent;
+
+    assert_eq!(
+        code(b.accept_endpoint(&ana.id, EndpointKind::Embedding).await),
+        "not_found"
+    );
+    let accepted = b.accept_endpoint(&ana.id, EndpointKind::Llm).await.unwrap();
+    assert_eq!(
+        accepted.llm.base_url.as_deref(),
+        Some("http://10.0.0.5:8000/v1")
+    );
+    assert_eq!(accepted.updated_at, at(3), "accepting completes the import");
+    assert_eq!(b.get_agent(&ana.id).await.unwrap(), accepted);
+    assert!(b.pending_endpoints(&ana.id).await.unwrap().is_empty());
+    assert_eq!(
+        code(b.accept_endpoint(&ana.id, EndpointKind::Llm).await),
+        "not_found",
+        "accepted once"
+    );
+
+    // Ben has no embedding model to give his embedding endpoint to: refused, nothing changes.
+    assert_eq!(
+        code(b.accept_endpoint(&ben, EndpointKind::Embedding).await),
+        "invalid_input"
+    );
+    assert_eq!(b.pending_endpoints(&ben).await.unwrap().len(), 2);
+    b.dismiss_endpoint(&ben, EndpointKind::Embedding)
+        .await
+        .unwrap();
+    assert_eq!(
+        code(b.dismiss_endpoint(&ben, EndpointKind::Embedding).await),
+        "not_found"
+    );
+    let left = b.pending_endpoints(&ben).await.unwrap();
+    assert_eq!(
+        left.iter().map(|p| p.kind).collect::<Vec<_>>(),
+        [EndpointKind::Llm]
+    );
+    assert_eq!(b.get_agent(&ben).await.unwrap().llm.base_url, None);
 }
