@@ -29,6 +29,7 @@ async fn blocks_are_added_renamed_limited_locked_shared_and_deleted_by_version()
     let notes = e
         .blocks()
         .create_for_agent(&sam, &NewBlock::new("notes", "likes tea"))
+        .await
         .unwrap();
     assert_eq!(notes.version, 1);
     let labels: Vec<String> = e
@@ -43,12 +44,14 @@ async fn blocks_are_added_renamed_limited_locked_shared_and_deleted_by_version()
     let before = e.blocks().list(None).await.unwrap().len();
     assert!(matches!(
         e.blocks()
-            .create_for_agent(&sam, &NewBlock::new("notes", "again")),
+            .create_for_agent(&sam, &NewBlock::new("notes", "again"))
+            .await,
         Err(Error::Conflict(_))
     ));
     assert!(matches!(
         e.blocks()
-            .create_for_agent(&sam, &NewBlock::new("bad<label>", "")),
+            .create_for_agent(&sam, &NewBlock::new("bad<label>", ""))
+            .await,
         Err(Error::Invalid(_))
     ));
     assert_eq!(

@@ -1408,6 +1408,24 @@ async fn the_chat_windows_actions_work_from_any_replica() {
         "{view}"
     );
 
+    // A block added from the other replica's memory panel is the agent's everywhere.
+    let notes = ok(
+        &b.base,
+        Method::POST,
+        "/app/create_agent_block",
+        Some(json!({"agent_id": id, "new": {"label": "notes", "value": "Bring the keys."}})),
+    )
+    .await;
+    assert_eq!(notes["label"], "notes", "{notes}");
+    let listed = ok(
+        &a.base,
+        Method::GET,
+        &format!("/v1/agents/{id}/core-memory/blocks/notes"),
+        None,
+    )
+    .await;
+    assert_eq!(listed["value"], "Bring the keys.");
+
     // Regenerate on the other replica: the turn and its memory edit go, the run comes again.
     let plan = ok(
         &b.base,

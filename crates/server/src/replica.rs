@@ -104,6 +104,7 @@ const COMMANDS: &[&str] = &[
     "update_agent",
     "delete_agent",
     "list_blocks",
+    "create_agent_block",
     "update_block",
     "block_history",
     "block_undo_plan",

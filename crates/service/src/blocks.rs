@@ -100,14 +100,9 @@ impl Blocks<'_> {
 
     /// Creates a block and attaches it to `agent` after its other blocks, in one transaction
     /// (the memory panel's "add block"). Errors: `not_found` for the agent; `invalid_input`
-    /// for a bad label or a value over an explicit limit; `conflict` when the label is taken;
-    /// `not_available` on a shared server.
-    pub fn create_for_agent(self, agent: &AgentId, new: &NewBlock) -> Result<Block> {
-        let block = self
-            .engram
-            .local("adding a block to an agent")?
-            .blocks()
-            .create_for_agent(agent, new)?;
+    /// for a bad label or a value over an explicit limit; `conflict` when the label is taken.
+    pub async fn create_for_agent(self, agent: &AgentId, new: &NewBlock) -> Result<Block> {
+        let block = self.engram.backend.create_agent_block(agent, new).await?;
         self.engram.notify(Notice::MemoryChanged {
             agent_id: agent.clone(),
         });

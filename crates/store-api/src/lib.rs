@@ -179,6 +179,13 @@ pub trait BlockStore: Send + Sync {
     /// Errors: `Invalid` for a bad label or a value over an explicit limit.
     async fn create_block(&self, new: &NewBlock) -> Result<Block>;
 
+    /// Creates a block, version 1, and attaches it to `agent` after its other blocks, in one
+    /// transaction (the memory panel's "add block").
+    ///
+    /// Errors (nothing written): `NotFound("agent")`; `Invalid` for a bad label or a value over
+    /// an explicit limit; `Conflict` when the agent already has a block with that label.
+    async fn create_agent_block(&self, agent: &AgentId, new: &NewBlock) -> Result<Block>;
+
     /// One block. Errors: `NotFound("block", id)`.
     async fn get_block(&self, id: &BlockId) -> Result<Block>;
 

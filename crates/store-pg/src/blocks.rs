@@ -243,6 +243,27 @@ impl BlockStore for PgStore {
         Ok(block)
     }
 
+    async fn create_agent_block(&self, agent: &AgentId, new: &NewBlock) -> Result<Block> {
+        let block = new.to_block(rows::now())?;
+        transaction!(self, |tx| {
+            // The agent's lock serialises label checks on it, as attaching does.
+            ensure_agent(&tx, agent, Lock::Update).await?;
+            if label_taken(&tx, agent, &block.label, &block.id).await? {
+                return Err(label_conflict(&block.label).into());
+            }
+            insert(&tx, &block).await?;
+            let next: i64 = tx
+                .one(
+                    "SELECT coalesce(max(position) + 1, 0) FROM agent_blocks WHERE agent_id = $1",
+                    &[&agent.as_str()],
+                )
+                .await?
+                .get(0);
+            link(&tx, agent, &block.id, next).await?;
+        })?;
+        Ok(block)
+    }
+
     async fn get_block(&self, id: &BlockId) -> Result<Block> {
         let c = self.client().await?;
         Ok(load(&c, id, Lock::None).await?)

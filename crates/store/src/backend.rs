@@ -71,6 +71,10 @@ impl BlockStore for Store {
         self.blocks().create(new)
     }
 
+    async fn create_agent_block(&self, agent: &AgentId, new: &NewBlock) -> Result<Block> {
+        self.blocks().create_for_agent(agent, new)
+    }
+
     async fn get_block(&self, id: &BlockId) -> Result<Block> {
         self.blocks().get(id)
     }

@@ -135,7 +135,7 @@ impl AppCall for CreateAgentBlockArgs {
     const ACCESS: Access = Access::Agent(AgentAccess::Write);
     type Output = Block;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Block> {
-        e.blocks().create_for_agent(&self.agent_id, &self.new)
+        e.blocks().create_for_agent(&self.agent_id, &self.new).await
     }
 }
 

@@ -16,6 +16,7 @@ on_both_backends!(
     limits_are_checked_against_the_value_stored_now,
     deleting_a_block_detaches_it,
     unknown_blocks_are_not_found,
+    a_block_made_for_an_agent_comes_after_its_others_or_not_at_all,
 );
 
 async fn a_standalone_block_is_listed_and_read_back<H: Harness>(h: H) {
@@ -354,4 +355,52 @@ async fn unknown_blocks_are_not_found<H: Harness>(h: H) {
     let block = b.create_block(&NewBlock::new("loose", "")).await.unwrap();
     let nobody = super::agent("unsaved").id;
     assert_eq!(code(b.attach_block(&nobody, &block.id).await), "not_found");
+}
+
+async fn a_block_made_for_an_agent_comes_after_its_others_or_not_at_all<H: Harness>(h: H) {
+    let b = h.backend();
+    let (agent, _) = agent_with(&b, "kim", &[("persona", "I help."), ("human", "")]).await;
+    let notes = b
+        .create_agent_block(&agent.id, &NewBlock::new("notes", "Bring the keys."))
+        .await
+        .unwrap();
+    assert_eq!(
+        (notes.version, notes.value.as_str()),
+        (1, "Bring the keys.")
+    );
+    let labels: Vec<String> = b
+        .agent_blocks(&agent.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|b| b.label)
+        .collect();
+    assert_eq!(labels, ["persona", "human", "notes"]);
+    assert_eq!(b.get_block(&notes.id).await.unwrap(), notes);
+
+    let before = b.list_blocks(None).await.unwrap().len();
+    assert_eq!(
+        code(
+            b.create_agent_block(&agent.id, &NewBlock::new("notes", "again"))
+                .await
+        ),
+        "conflict"
+    );
+    assert_eq!(
+        code(
+            b.create_agent_block(&agent.id, &NewBlock::new("bad<label>", ""))
+                .await
+        ),
+        "invalid_input"
+    );
+    let nobody = engram_core::AgentId::from("agent-nobody");
+    assert_eq!(
+        code(b.create_agent_block(&nobody, &NewBlock::new("x", "")).await),
+        "not_found"
+    );
+    assert_eq!(
+        b.list_blocks(None).await.unwrap().len(),
+        before,
+        "a refused block is not left behind"
+    );
 }
