@@ -1318,11 +1318,11 @@ async fn window(base: &str, agent: &str) -> (Vec<(String, String)>, Vec<Value>) 
 
 /// The chat window's own actions on a server on PostgreSQL, each from either replica: the
 /// conversation loads after a reload with the diffs under its tool calls and the compiled
-/// context; regenerate and edit & resend roll the turn back (its memory edit too) and run it
-/// again; a message's text is changed (Letta's modify); a message is deleted with its tool
-/// results; the context window is emptied. A change
-/// while a run holds the agent on the other replica waits for its lease, then is refused
-/// having changed nothing.
+/// context; a block is added and the agent copied; regenerate and edit & resend roll the
+/// turn back (its memory edit too) and run it again; a message's text is changed (Letta's
+/// modify); a message is deleted with its tool results; the context window is emptied. A
+/// change while a run holds the agent on the other replica waits for its lease, then is
+/// refused having changed nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_chat_windows_actions_work_from_any_replica() {
     let mock = MockLlm::start(Script::Brain).await;
@@ -1425,6 +1425,30 @@ async fn the_chat_windows_actions_work_from_any_replica() {
     )
     .await;
     assert_eq!(listed["value"], "Bring the keys.");
+
+    // A copy made on one replica holds the memory and the conversation, on every replica.
+    let twin = ok(
+        &b.base,
+        Method::POST,
+        "/app/clone_agent",
+        Some(json!({"agent_id": id, "name": "Chatter twin"})),
+    )
+    .await;
+    let twin = twin["id"].as_str().unwrap().to_owned();
+    assert_ne!(twin, id);
+    let copied = ok(&a.base, Method::GET, &format!("/v1/agents/{twin}"), None).await;
+    assert_eq!(copied["name"], "Chatter twin");
+    let (twin_said, _) = window(&a.base, &twin).await;
+    assert_eq!(twin_said, window(&a.base, &id).await.0);
+    let twin_notes = ok(
+        &a.base,
+        Method::GET,
+        &format!("/v1/agents/{twin}/core-memory/blocks/notes"),
+        None,
+    )
+    .await;
+    assert_eq!(twin_notes["value"], "Bring the keys.");
+    assert_ne!(twin_notes["id"], listed["id"], "a block of its own");
 
     // Regenerate on the other replica: the turn and its memory edit go, the run comes again.
     let plan = ok(

@@ -103,6 +103,7 @@ const COMMANDS: &[&str] = &[
     "create_agent",
     "update_agent",
     "delete_agent",
+    "clone_agent",
     "list_blocks",
     "create_agent_block",
     "update_block",

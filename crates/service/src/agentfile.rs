@@ -459,7 +459,7 @@ impl AgentFiles<'_> {
     /// export and re-import would. `name` renames the copy (default: the original's name +
     /// " (copy)"). Errors: `not_found`, `invalid_input` for an empty name.
     pub async fn duplicate(self, agent: &AgentId, name: Option<&str>) -> Result<crate::AgentState> {
-        let original = self.engram.local("copying an agent")?.agents().get(agent)?;
+        let original = self.engram.backend.get_agent(agent).await?;
         let name = match name.map(str::trim) {
             Some("") => return Err(Error::invalid("an agent needs a name")),
             Some(n) => n.to_owned(),
@@ -479,15 +479,18 @@ impl AgentFiles<'_> {
             .agents
             .first()
             .ok_or_else(|| Error::Internal("the copy imported no agent".into()))?;
-        for folder in self.engram.store.folders().of_agent(agent)? {
-            self.engram.store.folders().attach(copy, &folder.id)?;
-        }
-        for state in self.engram.store.folders().files_of_agent(agent)? {
-            if state.is_open || state.last_accessed_at.is_some() {
-                self.engram
-                    .store
-                    .folders()
-                    .restore_file_state(copy, &state.file_id, &state)?;
+        // A shared server keeps no folders (yet): there is nothing to share.
+        if !self.engram.is_shared() {
+            for folder in self.engram.store.folders().of_agent(agent)? {
+                self.engram.store.folders().attach(copy, &folder.id)?;
+            }
+            for state in self.engram.store.folders().files_of_agent(agent)? {
+                if state.is_open || state.last_accessed_at.is_some() {
+                    self.engram
+                        .store
+                        .folders()
+                        .restore_file_state(copy, &state.file_id, &state)?;
+                }
             }
         }
         // The endpoints are the original's, which the user already has: keep them live.
