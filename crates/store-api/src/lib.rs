@@ -14,8 +14,8 @@
 //! - [`MessageStore`]: recall memory, the message history paged by `seq` and cut into the
 //!   chat's windows ([`window`]), with a words search;
 //! - [`PassageStore`]: archival memory, tagged passages listed by time, with a words search;
-//! - [`RewriteStore`]: changes to a conversation that happened (rollback, delete, reset),
-//!   fenced by the agent's lease;
+//! - [`RewriteStore`]: changes to a conversation that happened (rollback, delete, a message's
+//!   new text, reset), fenced by the agent's lease;
 //! - [`SettingStore`]: model providers without their keys, and the app's key-value settings
 //!   (token calibrations among them);
 //! - [`SleeptimeStore`]: sleep-time settings, reading positions and passes, each written

@@ -1,7 +1,8 @@
 //! Changing a conversation that already happened: rolling it back to just before one message
-//! (regenerate, edit & resend), deleting a message, emptying the context window. Each is one
-//! transaction, fenced by the agent's lease when the caller holds one, so on a database shared
-//! by replicas it can never interleave with a run on another replica.
+//! (regenerate, edit & resend), deleting a message, changing a message's text, emptying the
+//! context window. Each is one transaction, fenced by the agent's lease when the caller holds
+//! one, so on a database shared by replicas it can never interleave with a run on another
+//! replica.
 //!
 //! A rollback puts a block back to its value before the first rolled-back edit **only when no
 //! other writer touched it since** (a hand edit, another agent on a shared block, an undo):

@@ -1,6 +1,6 @@
 //! Changing a conversation that already happened, on PostgreSQL: rolling it back from one
-//! message, deleting a message, emptying the context window (the rules are the interface's,
-//! `engram_store_api::RewriteStore`).
+//! message, deleting a message, changing a message's text, emptying the context window (the
+//! rules are the interface's, `engram_store_api::RewriteStore`).
 //!
 //! Each write locks the agent's row as an append does (`FOR NO KEY UPDATE`), so no message is
 //! appended in the middle of it, and a rollback locks each block it puts back (`FOR UPDATE`)
