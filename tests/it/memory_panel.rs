@@ -139,7 +139,7 @@ async fn blocks_are_added_renamed_limited_locked_shared_and_deleted_by_version()
 
     // Shared: attach to Ada; both see one row, and the listing says where it is attached.
     e.blocks().attach(&ada, &notes.id).await.unwrap();
-    let shared = e.blocks().shared().unwrap();
+    let shared = e.blocks().shared().await.unwrap();
     let row = shared.iter().find(|s| s.block.id == notes.id).unwrap();
     let names: Vec<&str> = row.agents.iter().map(|a| a.name.as_str()).collect();
     assert_eq!(names, ["Sam", "Ada"]);
@@ -175,6 +175,7 @@ async fn blocks_are_added_renamed_limited_locked_shared_and_deleted_by_version()
     assert!(
         e.blocks()
             .shared()
+            .await
             .unwrap()
             .iter()
             .all(|s| s.block.id != notes.id)

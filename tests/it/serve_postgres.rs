@@ -1425,6 +1425,14 @@ async fn the_chat_windows_actions_work_from_any_replica() {
     )
     .await;
     assert_eq!(listed["value"], "Bring the keys.");
+    let shared = ok(&a.base, Method::POST, "/app/shared_blocks", None).await;
+    let with_notes = shared
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["block"]["id"] == listed["id"])
+        .expect("the new block is listed");
+    assert_eq!(with_notes["agents"][0]["id"], json!(id), "{with_notes}");
 
     // A copy made on one replica holds the memory and the conversation, on every replica.
     let twin = ok(

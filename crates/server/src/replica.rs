@@ -106,6 +106,7 @@ const COMMANDS: &[&str] = &[
     "clone_agent",
     "list_blocks",
     "create_agent_block",
+    "shared_blocks",
     "update_block",
     "block_history",
     "block_undo_plan",

@@ -111,12 +111,9 @@ impl Blocks<'_> {
 
     /// Every block with the agents it is attached to (by id and name), oldest block first:
     /// where each block is shared, and what can be attached to another agent.
-    /// Errors: `not_available` on a shared server.
-    pub fn shared(self) -> Result<Vec<SharedBlock>> {
-        self.engram
-            .local("the shared-blocks list")?
-            .blocks()
-            .shared()
+    /// Errors: `storage`.
+    pub async fn shared(self) -> Result<Vec<SharedBlock>> {
+        self.engram.backend.shared_blocks().await
     }
 }
 

@@ -70,6 +70,7 @@ mod ranking;
 mod repair;
 mod rewrite;
 mod settings;
+mod sharing;
 mod sleeptime;
 mod steps;
 mod tools;
@@ -98,6 +99,7 @@ pub use settings::{
     CALIBRATION_SETTING_PREFIX, Calibration, ProviderRow, SettingStore, calibration_key,
     no_embedding_model_for_endpoint, no_pending_endpoint,
 };
+pub use sharing::{BlockAgent, SharedBlock, shared_blocks};
 pub use sleeptime::{PassCommit, PassageOp, SleeptimeStore, block_diff, left_out_reason};
 pub use steps::{
     ApprovalWrite, BlockChange, BlockWrite, CommittedStep, StepCommit, StepStore, ToolEdit,
@@ -243,6 +245,11 @@ pub trait BlockStore: Send + Sync {
     /// The agents `block` is attached to (whom a change to it concerns).
     /// Errors: `NotFound("block")`.
     async fn block_agents(&self, block: &BlockId) -> Result<Vec<AgentId>>;
+
+    /// Every block, oldest first, with the agents it is attached to (oldest agent first; none
+    /// for a standalone block): where each block is shared, and what can be attached to
+    /// another agent. Errors: `Storage`.
+    async fn shared_blocks(&self) -> Result<Vec<SharedBlock>>;
 
     /// One recorded edit (of any block), by id. Errors: `NotFound("edit")`.
     async fn block_edit(&self, id: &EditId) -> Result<BlockEdit>;

@@ -17,7 +17,7 @@ use engram_core::{
     AgentId, Applied, Block, BlockEdit, BlockId, BlockOp, BlockPatch, EditId, Editor, Error,
     NewBlock, OpOutcome, Result, StepId, Timestamp,
 };
-use engram_store_api::BlockStore;
+use engram_store_api::{BlockAgent, BlockStore, SharedBlock, shared_blocks};
 
 /// The error for a label already used by another block of the same agent (the SQLite store's
 /// wording).
@@ -262,6 +262,32 @@ impl BlockStore for PgStore {
             link(&tx, agent, &block.id, next).await?;
         })?;
         Ok(block)
+    }
+
+    async fn shared_blocks(&self) -> Result<Vec<SharedBlock>> {
+        let all = self.list_blocks(None).await?;
+        let c = self.client().await?;
+        let found = c
+            .rows(
+                "SELECT ab.block_id, a.id, a.name FROM agent_blocks ab
+                 JOIN agents a ON a.id = ab.agent_id ORDER BY a.created_at, a.id",
+                &[],
+            )
+            .await
+            .map_err(crate::tx::TxError::from)?;
+        let links = found
+            .iter()
+            .map(|r| {
+                (
+                    BlockId::from(r.get::<_, String>(0)),
+                    BlockAgent {
+                        id: AgentId::from(r.get::<_, String>(1)),
+                        name: r.get(2),
+                    },
+                )
+            })
+            .collect();
+        Ok(shared_blocks(all, links))
     }
 
     async fn get_block(&self, id: &BlockId) -> Result<Block> {

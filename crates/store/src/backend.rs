@@ -99,6 +99,10 @@ impl BlockStore for Store {
         self.blocks().detach(agent, block)
     }
 
+    async fn shared_blocks(&self) -> Result<Vec<engram_store_api::SharedBlock>> {
+        self.blocks().shared()
+    }
+
     async fn block_agents(&self, block: &BlockId) -> Result<Vec<AgentId>> {
         self.blocks().agents_of(block)
     }

@@ -6,27 +6,8 @@ use crate::rooms::BlockRows;
 use crate::sql::{self, DbResult};
 use engram_core::{AgentId, Block, BlockId, NewBlock, Result};
 use rusqlite::{Connection, params};
-use serde::Serialize;
 
-/// An agent a block is attached to, by id and display name.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, ts_rs::TS)]
-#[ts(export)]
-pub struct BlockAgent {
-    /// `agent-<uuid>`.
-    pub id: AgentId,
-    /// The agent's display name.
-    pub name: String,
-}
-
-/// One block with every agent it is attached to (none for a standalone block).
-#[derive(Clone, Debug, PartialEq, Serialize, ts_rs::TS)]
-#[ts(export)]
-pub struct SharedBlock {
-    /// The block.
-    pub block: Block,
-    /// The agents it is attached to, oldest agent first.
-    pub agents: Vec<BlockAgent>,
-}
+pub use engram_store_api::{BlockAgent, SharedBlock};
 
 impl BlockRows<'_> {
     /// Creates a block and attaches it to `agent` after its other blocks, in one transaction.
@@ -66,18 +47,7 @@ impl BlockRows<'_> {
                 .db()?;
             rows.collect::<rusqlite::Result<_>>().db()
         })?;
-        let mut by_block: std::collections::HashMap<BlockId, Vec<BlockAgent>> =
-            std::collections::HashMap::new();
-        for (block, agent) in links {
-            by_block.entry(block).or_default().push(agent);
-        }
-        Ok(all
-            .into_iter()
-            .map(|block| SharedBlock {
-                agents: by_block.remove(&block.id).unwrap_or_default(),
-                block,
-            })
-            .collect())
+        Ok(engram_store_api::shared_blocks(all, links))
     }
 }
 

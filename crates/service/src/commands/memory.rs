@@ -148,7 +148,7 @@ impl AppCall for SharedBlocksArgs {
     const NAME: &'static str = "shared_blocks";
     type Output = Vec<SharedBlock>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.blocks().shared()
+        e.blocks().shared().await
     }
 }
 

@@ -17,6 +17,7 @@ on_both_backends!(
     deleting_a_block_detaches_it,
     unknown_blocks_are_not_found,
     a_block_made_for_an_agent_comes_after_its_others_or_not_at_all,
+    the_shared_blocks_list_names_each_blocks_agents,
 );
 
 async fn a_standalone_block_is_listed_and_read_back<H: Harness>(h: H) {
@@ -403,4 +404,39 @@ async fn a_block_made_for_an_agent_comes_after_its_others_or_not_at_all<H: Harne
         before,
         "a refused block is not left behind"
     );
+}
+
+async fn the_shared_blocks_list_names_each_blocks_agents<H: Harness>(h: H) {
+    let b = h.backend();
+    let (ann, blocks) = agent_with(&b, "ann", &[("team", "Ships on Fridays")]).await;
+    let (bob, _) = agent_with(&b, "bob", &[("human", "Name: Bob")]).await;
+    b.attach_block(&bob.id, &blocks[0].id).await.unwrap();
+    let loose = b
+        .create_block(&NewBlock::new("policy", "Refunds in 30 days"))
+        .await
+        .unwrap();
+    let listed: Vec<(String, Vec<String>)> = b
+        .shared_blocks()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| {
+            (
+                s.block.label,
+                s.agents.into_iter().map(|a| a.name).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("team".to_owned(), vec!["ann".to_owned(), "bob".to_owned()]),
+            ("human".to_owned(), vec!["bob".to_owned()]),
+            ("policy".to_owned(), vec![]),
+        ],
+        "oldest block first, oldest agent first"
+    );
+    let shared = b.shared_blocks().await.unwrap();
+    assert_eq!(shared[0].agents[0].id, ann.id);
+    assert_eq!(shared[2].block, loose);
 }
