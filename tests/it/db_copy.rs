@@ -4,7 +4,7 @@
 //! their trust); runs, users and their access come along; a second copy into the same
 //! database is refused; what is not copied is said.
 
-use engram_core::{AgentAccess, LoopStyle, NewBlock, NewTool};
+use engram_core::{AgentAccess, LoopStyle, ModelPrice, NewBlock, NewTool, PriceSource};
 use engram_mock_llm::{MockLlm, Script};
 use engram_suite::Home;
 use serde_json::{Value, json};
@@ -105,6 +105,19 @@ async fn a_database_copied_to_postgres_and_back_exports_the_same_agents() {
         .clone();
     let waiting = desk.engram.trust().endpoints(&far).await.unwrap().pending;
     assert_eq!(waiting.len(), 1);
+    // The model settings people make: a price and a context window.
+    let price = ModelPrice {
+        model: "openai/mock-small".into(),
+        input_per_mtok: 0.5,
+        output_per_mtok: 1.5,
+        source: PriceSource::User,
+    };
+    desk.engram.models().set_price(&price).await.unwrap();
+    desk.engram
+        .models()
+        .set_window("openai/mock-small", 24_000)
+        .await
+        .unwrap();
     let before = exports(&desk).await;
     let runs = desk.engram.runs().records(&sam, None).await.unwrap();
     assert_eq!(runs.len(), 2);
@@ -169,6 +182,15 @@ async fn a_database_copied_to_postgres_and_back_exports_the_same_agents() {
         copied.engram.trust().endpoints(&far).await.unwrap().pending,
         waiting,
         "the base URL still waits for acceptance"
+    );
+    let prices = copied.engram.models().prices().await.unwrap();
+    assert!(prices.contains(&price), "{prices:?}");
+    let windows = copied.engram.models().windows().await.unwrap();
+    assert!(
+        windows
+            .iter()
+            .any(|w| w.handle == "openai/mock-small" && w.context_window == 24_000),
+        "{windows:?}"
     );
     // The copy chats on as the original would.
     let (outcome, _) = copied.chat(&sam, "what is my name?").await;

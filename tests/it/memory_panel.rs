@@ -343,16 +343,19 @@ async fn the_model_picker_lists_chat_models_with_stored_windows() {
     );
 
     assert!(matches!(
-        e.models().set_window("mock-small", 100),
+        e.models().set_window("mock-small", 100).await,
         Err(Error::Invalid(_))
     ));
-    e.models().set_window("mock/mock-large", 16_000).unwrap();
+    e.models()
+        .set_window("mock/mock-large", 16_000)
+        .await
+        .unwrap();
     let models = e.models().chat("mock").await.unwrap();
     assert_eq!(
         (models[1].context_window, models[1].stored),
         (Some(16_000), true)
     );
-    assert_eq!(e.models().windows().unwrap().len(), 1);
+    assert_eq!(e.models().windows().await.unwrap().len(), 1);
 
     // With one provider, its default model is the default for new agents (no `default_model`
     // setting needed), with the window stored for it.
@@ -372,6 +375,7 @@ async fn the_model_picker_lists_chat_models_with_stored_windows() {
         .engram
         .models()
         .set_window("mock/mock-large", 24_000)
+        .await
         .unwrap();
     assert_eq!(
         fresh.engram.models().default_chat().unwrap(),

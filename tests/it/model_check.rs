@@ -88,7 +88,7 @@ async fn an_agent_without_a_model_is_named_and_fixed_in_one_call() {
         local.summary.contains("built-in model 'not-downloaded'"),
         "{local:?}"
     );
-    assert_eq!(e.agents().without_model().unwrap().len(), 3);
+    assert_eq!(e.agents().without_model().await.unwrap().len(), 3);
     assert!(e.models().check("vendorx/big-model").unwrap().is_some());
 
     // Moving agents to a model that is not set up either is refused, and nothing moves.
@@ -112,6 +112,7 @@ async fn an_agent_without_a_model_is_named_and_fixed_in_one_call() {
     let stranded: Vec<_> = e
         .agents()
         .without_model()
+        .await
         .unwrap()
         .into_iter()
         .map(|p| p.agent_id)
@@ -123,7 +124,7 @@ async fn an_agent_without_a_model_is_named_and_fixed_in_one_call() {
         .unwrap();
     assert_eq!(moved.len(), 3);
     assert!(moved.iter().all(|a| a.llm.model == "home/mock-small"));
-    assert!(e.agents().without_model().unwrap().is_empty());
+    assert!(e.agents().without_model().await.unwrap().is_empty());
 
     // And the agent that could not talk now does.
     let (out, _) = home.chat(&first.id, "my name is Bob").await;
@@ -142,7 +143,10 @@ async fn a_model_too_small_for_the_agent_is_not_offered_to_it() {
     e.providers().set(keyless("home", &mock)).unwrap();
 
     // A window of 1,024 tokens cannot hold ~8,000 characters of memory: set up, yet not for it.
-    e.models().set_window("home/mock-tiny", 1_024).unwrap();
+    e.models()
+        .set_window("home/mock-tiny", 1_024)
+        .await
+        .unwrap();
     assert_eq!(e.models().check("home/mock-tiny").unwrap(), None);
     let why = e
         .models()

@@ -1737,3 +1737,214 @@ async fn an_imported_base_url_waits_for_acceptance_on_any_replica() {
     .await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{again}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_memory_panel_and_model_settings_read_the_same_on_every_replica() {
+    let mock = MockLlm::start(Script::Brain).await;
+    let url = engram_test_postgres::database().url();
+    let (a, b) = (
+        replica(&url, Some(&mock)).await,
+        replica(&url, Some(&mock)).await,
+    );
+    let id = ok(
+        &a.base,
+        Method::POST,
+        "/v1/agents/",
+        Some(agent_with_memory("Costly", &mock)),
+    )
+    .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    ok(
+        &a.base,
+        Method::POST,
+        &format!("/v1/agents/{id}/messages"),
+        Some(user_says("my name is Ana")),
+    )
+    .await;
+    let templates = ok(&b.base, Method::POST, "/app/list_templates", None).await;
+    assert!(!templates.as_array().unwrap().is_empty(), "{templates}");
+
+    // The cost line: the steps A ran, priced on B once a price is set on A.
+    let cost = |base: String| {
+        let id = id.clone();
+        async move {
+            ok(
+                &base,
+                Method::POST,
+                "/app/usage_cost",
+                Some(json!({"agent_id": id})),
+            )
+            .await
+        }
+    };
+    let unpriced = cost(b.base.clone()).await;
+    let (prompt, completion) = (
+        unpriced["prompt_tokens"].as_f64().unwrap(),
+        unpriced["completion_tokens"].as_f64().unwrap(),
+    );
+    assert!(unpriced["step_count"].as_u64().unwrap() >= 1, "{unpriced}");
+    assert!(prompt > 0.0, "{unpriced}");
+    assert_eq!(unpriced["cost_usd"], Value::Null);
+    assert_eq!(unpriced["unpriced_models"], json!(["openai/mock-small"]));
+    let price = json!({"model": "openai/mock-small", "input_per_mtok": 2.0,
+                       "output_per_mtok": 4.0, "source": "user"});
+    ok(
+        &a.base,
+        Method::POST,
+        "/app/set_model_price",
+        Some(json!({"price": price})),
+    )
+    .await;
+    let prices = ok(&b.base, Method::POST, "/app/model_prices", None).await;
+    assert!(prices.as_array().unwrap().contains(&price), "{prices}");
+    let priced = cost(b.base.clone()).await;
+    let expected = (prompt * 2.0 + completion * 4.0) / 1e6;
+    assert!(
+        (priced["cost_usd"].as_f64().unwrap() - expected).abs() < 1e-12,
+        "{priced}"
+    );
+    assert_eq!(priced["unpriced_models"], json!([]));
+    ok(
+        &b.base,
+        Method::POST,
+        "/app/delete_model_price",
+        Some(json!({"model": "openai/mock-small"})),
+    )
+    .await;
+    assert_eq!(cost(a.base.clone()).await["cost_usd"], Value::Null);
+
+    // A context window set in the model picker on one replica moves agents on the other.
+    ok(
+        &b.base,
+        Method::POST,
+        "/app/set_model_window",
+        Some(json!({"handle": "openai/mock-large", "context_window": 20_000})),
+    )
+    .await;
+    let windows = ok(&a.base, Method::POST, "/app/model_windows", None).await;
+    assert_eq!(
+        windows,
+        json!([{"handle": "openai/mock-large", "context_window": 20_000}])
+    );
+    let fits = ok(
+        &a.base,
+        Method::POST,
+        "/app/check_model",
+        Some(json!({"handle": "openai/mock-large", "agent_id": id})),
+    )
+    .await;
+    assert_eq!(fits, Value::Null);
+    ok(
+        &b.base,
+        Method::POST,
+        "/app/set_model_window",
+        Some(json!({"handle": "openai/mock-tiny", "context_window": 50})),
+    )
+    .await;
+    let too_small = ok(
+        &a.base,
+        Method::POST,
+        "/app/check_model",
+        Some(json!({"handle": "openai/mock-tiny", "agent_id": id})),
+    )
+    .await;
+    assert!(
+        too_small.as_str().unwrap().contains("mock-tiny offers 50"),
+        "{too_small}"
+    );
+    let moved = ok(
+        &a.base,
+        Method::POST,
+        "/app/use_model_for",
+        Some(json!({"agent_ids": [id], "handle": "openai/mock-large"})),
+    )
+    .await;
+    assert_eq!(moved[0]["llm"]["model"], "openai/mock-large", "{moved}");
+    let agent = ok(&b.base, Method::GET, &format!("/v1/agents/{id}"), None).await;
+    assert_eq!(agent["llm_config"]["context_window"], 20_000, "{agent}");
+    assert_eq!(
+        ok(
+            &b.base,
+            Method::POST,
+            "/app/agent_model_problem",
+            Some(json!({"agent_id": id})),
+        )
+        .await,
+        Value::Null
+    );
+
+    // Providers are each replica's own: one without the scripted model says what is missing.
+    let bare = replica(&url, None).await;
+    let problem = ok(
+        &bare.base,
+        Method::POST,
+        "/app/agent_model_problem",
+        Some(json!({"agent_id": id})),
+    )
+    .await;
+    assert!(
+        problem["summary"].as_str().unwrap().contains("openai"),
+        "{problem}"
+    );
+    let stranded = ok(&bare.base, Method::POST, "/app/agents_without_model", None).await;
+    assert!(
+        stranded
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["agent_id"] == id.as_str()),
+        "{stranded}"
+    );
+
+    // A passage written on A, changed from B's memory panel and by Letta's route on A.
+    let passage = ok(
+        &a.base,
+        Method::POST,
+        "/app/add_passage",
+        Some(json!({"agent_id": id, "text": "Ana lives in Lisbon", "tags": ["home"]})),
+    )
+    .await;
+    let pid = passage["id"].as_str().unwrap();
+    let edited = ok(
+        &b.base,
+        Method::POST,
+        "/app/edit_passage",
+        Some(json!({"agent_id": id, "passage_id": pid, "text": "Ana moved to Porto"})),
+    )
+    .await;
+    assert_eq!(edited["text"], "Ana moved to Porto");
+    assert_eq!(edited["tags"], json!(["home"]));
+    let patched = ok(
+        &a.base,
+        Method::PATCH,
+        &format!("/v1/agents/{id}/archival-memory/{pid}"),
+        Some(json!({"tags": ["home", "moves"]})),
+    )
+    .await;
+    assert_eq!(patched[0]["text"], "Ana moved to Porto", "{patched}");
+    let found = ok(
+        &b.base,
+        Method::POST,
+        "/app/search_archival",
+        Some(json!({"agent_id": id, "query": "Porto", "top_k": 5})),
+    )
+    .await;
+    assert_eq!(found[0]["passage"]["id"], pid, "{found}");
+    assert_eq!(found[0]["passage"]["tags"], json!(["home", "moves"]));
+    let listed = ok(
+        &b.base,
+        Method::GET,
+        &format!("/v1/agents/{id}/archival-memory"),
+        None,
+    )
+    .await;
+    let texts: Vec<&Value> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| &p["text"])
+        .collect();
+    assert_eq!(texts, [&json!("Ana moved to Porto")], "{listed}");
+}

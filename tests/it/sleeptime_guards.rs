@@ -80,6 +80,7 @@ async fn a_budget_of_one_pass_a_day_skips_the_second_with_a_notice() {
             output_per_mtok: 100.0,
             source: engram_core::PriceSource::User,
         })
+        .await
         .unwrap();
     s.usd_per_day = Some(0.000_001);
     home.engram
@@ -117,6 +118,7 @@ async fn the_money_left_stops_a_pass_mid_way_and_it_writes_nothing() {
             output_per_mtok: 30.0,
             source: engram_core::PriceSource::User,
         })
+        .await
         .unwrap();
     let mut s = settings(&sleep, 50);
     // $0.003 buys 100 tokens at $30 per million; a pass's first call reads far more.

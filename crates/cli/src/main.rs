@@ -389,7 +389,8 @@ async fn agent(engram: &Engram, cmd: AgentCmd) -> Result<()> {
             } else {
                 engram
                     .agents()
-                    .without_model()?
+                    .without_model()
+                    .await?
                     .into_iter()
                     .map(|p| p.agent_id)
                     .collect()
@@ -430,7 +431,8 @@ async fn agent(engram: &Engram, cmd: AgentCmd) -> Result<()> {
                 ids.extend(
                     engram
                         .agents()
-                        .without_model()?
+                        .without_model()
+                        .await?
                         .into_iter()
                         .map(|p| p.agent_id),
                 );

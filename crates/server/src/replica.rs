@@ -69,7 +69,7 @@ const SERVED: &[(&str, &[Method])] = &[
     ),
     (
         "/v1/agents/{agent_id}/archival-memory/{memory_id}",
-        &[Method::DELETE],
+        &[Method::DELETE, Method::PATCH],
     ),
     ("/v1/tools", &[Method::GET, Method::POST, Method::PUT]),
     ("/v1/tools/", &[Method::GET, Method::POST, Method::PUT]),
@@ -104,6 +104,11 @@ const COMMANDS: &[&str] = &[
     "update_agent",
     "delete_agent",
     "clone_agent",
+    "list_templates",
+    "check_model",
+    "agent_model_problem",
+    "agents_without_model",
+    "use_model_for",
     "list_blocks",
     "create_agent_block",
     "shared_blocks",
@@ -118,6 +123,7 @@ const COMMANDS: &[&str] = &[
     "search_archival",
     "list_passages",
     "add_passage",
+    "edit_passage",
     "delete_passage",
     "search_recall",
     "context_window",
@@ -157,6 +163,14 @@ const COMMANDS: &[&str] = &[
     "chat_models",
     "get_default_model",
     "list_providers",
+    // This machine's settings (kept in the replica's data directory, like its providers).
+    "set_default_model",
+    "model_windows",
+    "set_model_window",
+    "model_prices",
+    "set_model_price",
+    "delete_model_price",
+    "usage_cost",
 ];
 
 /// Whether a replica serves `method` on the route `pattern` (for `/app/{command}`, the

@@ -41,8 +41,8 @@ impl Engram {
 
     /// Model settings for `handle` with the context window stored for it (the model picker's),
     /// else the guess of [`LlmConfig::new`].
-    fn llm_for(&self, handle: String) -> Result<LlmConfig> {
-        let stored = self.store.settings().model_window(&handle)?;
+    async fn llm_for(&self, handle: String) -> Result<LlmConfig> {
+        let stored = self.stored_window(&handle).await?;
         let mut llm = LlmConfig::new(handle);
         if let Some(tokens) = stored {
             llm.context_window = tokens;
@@ -83,7 +83,11 @@ impl Agents<'_> {
         refuse_url_credentials(new.llm.as_ref(), new.embedding.as_ref())?;
         let mut llm = match new.llm {
             Some(llm) => llm,
-            None => self.engram.llm_for(self.engram.models().default_chat()?)?,
+            None => {
+                self.engram
+                    .llm_for(self.engram.models().default_chat()?)
+                    .await?
+            }
         };
         // A built-in model serves only the context its worker runs with.
         if let Some(max) = self.engram.local_window(&llm.model) {

@@ -183,7 +183,7 @@ impl Archival<'_> {
         text: Option<&str>,
         tags: Option<Vec<String>>,
     ) -> Result<Passage> {
-        self.engram.store.agents().get(agent)?;
+        self.engram.backend.get_agent(agent).await?;
         // New text gets a new vector; if the model cannot give one now, the old vector is
         // dropped (it described the old text) and the backfill fills it in later.
         let embedding = match text {
@@ -194,13 +194,11 @@ impl Archival<'_> {
                 .and_then(|mut v| v.pop()),
             _ => None,
         };
-        let p = self.engram.store.passages().update(
-            agent,
-            id,
-            text,
-            tags.as_deref(),
-            embedding.as_deref(),
-        )?;
+        let p = self
+            .engram
+            .backend
+            .update_passage(agent, id, text, tags.as_deref(), embedding.as_deref())
+            .await?;
         if embedding.is_some() {
             self.engram.spawn_backfill(agent);
         }

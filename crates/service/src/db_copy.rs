@@ -5,7 +5,7 @@
 //! extras and the base URLs an import left waiting for acceptance (still waiting), so an Agent
 //! File export of any agent is the same on both sides. Tools (with the trust given to them),
 //! standalone blocks, providers (never their keys, which stay in each machine's keychain), the
-//! app's settings, users and their access to agents come along.
+//! app's settings, the model prices people set, users and their access to agents come along.
 //!
 //! Left behind, each named in the report's warnings when the source has some: folders and MCP
 //! servers (a shared server keeps neither yet), users' tokens (issue new ones), which user
@@ -115,6 +115,9 @@ pub async fn copy_database(from: &Database, to: &Database) -> Result<CopyReport>
     }
     for (key, value) in from.settings_with_prefix("").await? {
         to.set_setting(&key, &value).await?;
+    }
+    for price in from.model_prices().await? {
+        to.set_model_price(&price).await?;
     }
     let tools = from.list_tools().await?;
     let mut mcp_tools = 0;

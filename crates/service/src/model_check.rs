@@ -31,10 +31,10 @@ impl Engram {
     /// `llm` pointed at `handle`, keeping the agent's other settings: its own base URL named
     /// the old provider's server, and the context window becomes the one stored for `handle`
     /// when someone set it.
-    fn moved_llm(&self, mut llm: LlmConfig, handle: &str) -> Result<LlmConfig> {
+    async fn moved_llm(&self, mut llm: LlmConfig, handle: &str) -> Result<LlmConfig> {
         llm.model = handle.to_owned();
         llm.base_url = None;
-        if let Some(tokens) = self.store.settings().model_window(handle)? {
+        if let Some(tokens) = self.stored_window(handle).await? {
             llm.context_window = tokens;
         }
         Ok(llm)
@@ -104,11 +104,11 @@ impl Models<'_> {
         if let Some(problem) = self.check(handle)? {
             return Ok(Some(problem));
         }
-        let mut planned = self.engram.store.agents().get(id)?;
-        planned.llm = self.engram.moved_llm(planned.llm, handle)?;
+        let mut planned = self.engram.backend.get_agent(id).await?;
+        planned.llm = self.engram.moved_llm(planned.llm, handle).await?;
         match self
             .engram
-            .check_window(&planned, &self.engram.store.blocks().of_agent(id)?)
+            .check_window(&planned, &self.engram.backend.agent_blocks(id).await?)
             .await
         {
             Ok(()) => Ok(None),
@@ -140,9 +140,9 @@ impl Agents<'_> {
     /// added, these are the agents to offer it to.
     ///
     /// Errors: `Storage`.
-    pub fn without_model(self) -> Result<Vec<ModelProblem>> {
+    pub async fn without_model(self) -> Result<Vec<ModelProblem>> {
         let mut out = Vec::new();
-        for agent in self.engram.store.agents().list()? {
+        for agent in self.engram.backend.list_agents().await? {
             if let Some((summary, detail)) = self.engram.problem_of(&agent.llm)? {
                 out.push(ModelProblem {
                     agent_id: agent.id,
@@ -183,7 +183,8 @@ impl Agents<'_> {
         for id in agents {
             let llm = self
                 .engram
-                .moved_llm(self.engram.store.agents().get(id)?.llm, handle)?;
+                .moved_llm(self.engram.backend.get_agent(id).await?.llm, handle)
+                .await?;
             patches.push((
                 id.clone(),
                 engram_core::AgentPatch {
@@ -194,10 +195,10 @@ impl Agents<'_> {
         }
         // Every agent is checked (its window, its tools) before the first one changes.
         for (id, patch) in &patches {
-            let mut planned = self.engram.store.agents().get(id)?;
+            let mut planned = self.engram.backend.get_agent(id).await?;
             planned.llm = patch.llm.clone().unwrap_or(planned.llm);
             self.engram
-                .check_window(&planned, &self.engram.store.blocks().of_agent(id)?)
+                .check_window(&planned, &self.engram.backend.agent_blocks(id).await?)
                 .await?;
         }
         let mut changed = Vec::with_capacity(patches.len());

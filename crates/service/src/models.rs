@@ -1,9 +1,11 @@
 //! The model picker: a provider's chat models with their context windows, and the context
 //! window people set per model, kept in the engine (not in one browser's storage).
 
+use crate::Engram;
 use crate::agents::{DEFAULT_EMBEDDING_SETTING, DEFAULT_MODEL_SETTING, FALLBACK_MODEL};
 use crate::rooms::Models;
 use engram_core::{EmbeddingConfig, Error, Result};
+use engram_store::MODEL_WINDOW_SETTING_PREFIX;
 use serde::Serialize;
 
 /// A chat model a provider offers, as the model picker lists it.
@@ -67,11 +69,10 @@ impl Models<'_> {
     pub async fn chat(self, name: &str) -> Result<Vec<ChatModel>> {
         let listed = self.engram.providers().test(name).await?;
         let stored: std::collections::HashMap<String, u32> = self
-            .engram
-            .store
-            .settings()
-            .model_windows()?
+            .windows()
+            .await?
             .into_iter()
+            .map(|w| (w.handle, w.context_window))
             .collect();
         Ok(listed
             .into_iter()
@@ -140,17 +141,21 @@ impl Models<'_> {
         Ok(out)
     }
 
-    /// Every context window stored per model, by handle.
-    pub fn windows(self) -> Result<Vec<ModelWindow>> {
-        Ok(self
+    /// Every context window stored per model, by handle (a malformed stored value is left
+    /// out).
+    pub async fn windows(self) -> Result<Vec<ModelWindow>> {
+        let stored = self
             .engram
-            .store
-            .settings()
-            .model_windows()?
+            .backend
+            .settings_with_prefix(MODEL_WINDOW_SETTING_PREFIX)
+            .await?;
+        Ok(stored
             .into_iter()
-            .map(|(handle, context_window)| ModelWindow {
-                handle,
-                context_window,
+            .filter_map(|(key, value)| {
+                Some(ModelWindow {
+                    handle: key.strip_prefix(MODEL_WINDOW_SETTING_PREFIX)?.to_owned(),
+                    context_window: value.parse().ok()?,
+                })
             })
             .collect())
     }
@@ -158,16 +163,35 @@ impl Models<'_> {
     /// Stores the context window (tokens) of model `handle`; new agents on that model get it.
     /// Agents already on the model keep their own setting. Errors: `invalid_input` for a
     /// handle without `provider/` or zero tokens.
-    pub fn set_window(self, handle: &str, tokens: u32) -> Result<()> {
+    pub async fn set_window(self, handle: &str, tokens: u32) -> Result<()> {
         if !handle.contains('/') {
             return Err(Error::invalid(format!(
                 "model handle {handle:?} needs the provider/model form"
             )));
         }
+        if tokens == 0 {
+            return Err(Error::invalid(
+                "a model context window needs a positive number of tokens",
+            ));
+        }
+        let key = format!("{MODEL_WINDOW_SETTING_PREFIX}{handle}");
         self.engram
-            .store
-            .settings()
-            .set_model_window(handle, tokens)
+            .backend
+            .set_setting(&key, &tokens.to_string())
+            .await
+    }
+}
+
+impl Engram {
+    /// The context window (tokens) stored for the model `handle` (the model picker's), if
+    /// someone set one; a malformed stored value reads as `None`. Errors: `Storage`.
+    pub(crate) async fn stored_window(&self, handle: &str) -> Result<Option<u32>> {
+        let key = format!("{MODEL_WINDOW_SETTING_PREFIX}{handle}");
+        Ok(self
+            .backend
+            .get_setting(&key)
+            .await?
+            .and_then(|v| v.parse().ok()))
     }
 }
 

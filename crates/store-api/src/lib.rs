@@ -102,8 +102,8 @@ pub use settings::{
 pub use sharing::{BlockAgent, SharedBlock, shared_blocks};
 pub use sleeptime::{PassCommit, PassageOp, SleeptimeStore, block_diff, left_out_reason};
 pub use steps::{
-    ApprovalWrite, BlockChange, BlockWrite, CommittedStep, StepCommit, StepStore, ToolEdit,
-    call_groups, gone_message, rebase, restate, result_index,
+    ApprovalWrite, BlockChange, BlockWrite, CommittedStep, ModelUsage, StepCommit, StepStore,
+    ToolEdit, call_groups, gone_message, rebase, restate, result_index,
 };
 pub use tools::ToolStore;
 pub use users::UserStore;

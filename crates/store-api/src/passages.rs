@@ -106,6 +106,22 @@ pub trait PassageStore: Send + Sync {
     /// Errors: `NotFound("passage", id)` when the agent (known or not) has no such passage.
     async fn delete_passage(&self, agent: &AgentId, id: &PassageId) -> Result<()>;
 
+    /// Sets one of the agent's passages' text and/or tags (Letta's passage modify), in one
+    /// transaction; `None` leaves that part as it is. A new text replaces the stored vector
+    /// with `embedding` (the new text's, at its native dimension), or drops it when `None`:
+    /// it described the old text. New tags keep their order, less duplicates and blank ones.
+    ///
+    /// Errors: `NotFound("passage", id)` when the agent has no such passage; `Invalid` for
+    /// blank text or an empty or non-finite vector. Nothing changes on error.
+    async fn update_passage(
+        &self,
+        agent: &AgentId,
+        id: &PassageId,
+        text: Option<&str>,
+        tags: Option<&[String]>,
+        embedding: Option<&[f32]>,
+    ) -> Result<Passage>;
+
     /// Up to `q.limit` of the agent's passages matching `q`, best first (see the trait docs);
     /// for a blank query the newest first, each with score 0.
     ///

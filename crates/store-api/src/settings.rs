@@ -3,7 +3,7 @@
 //! (default models, context windows and prices set per model, sleep-time budgets, …).
 
 use async_trait::async_trait;
-use engram_core::{Agent, AgentId, EndpointKind, PendingEndpoint, Result};
+use engram_core::{Agent, AgentId, EndpointKind, ModelPrice, PendingEndpoint, Result};
 use serde::{Deserialize, Serialize};
 
 /// A configured model provider, without its key (the key is kept by `name`, elsewhere).
@@ -65,6 +65,18 @@ pub trait SettingStore: Send + Sync {
     /// Every app setting whose key starts with `prefix` (plain characters: `%` and `_` are
     /// themselves), by key. Errors: `Storage`.
     async fn settings_with_prefix(&self, prefix: &str) -> Result<Vec<(String, String)>>;
+
+    /// The prices people set per model (US dollars per million tokens; source
+    /// [`PriceSource::User`](engram_core::PriceSource)), by model. The built-in table is not
+    /// stored: a price here replaces a built-in one. Errors: `Storage`.
+    async fn model_prices(&self) -> Result<Vec<ModelPrice>>;
+
+    /// Stores (or replaces) the price of `p.model` (trimmed; `p.source` is not read).
+    /// Errors: `Invalid` for an empty model or a negative or non-finite price.
+    async fn set_model_price(&self, p: &ModelPrice) -> Result<()>;
+
+    /// Removes the price set for `model`; returns whether there was one. Errors: `Storage`.
+    async fn delete_model_price(&self, model: &str) -> Result<bool>;
 
     /// The base URLs an imported agent file asked for on `agent`'s behalf, kept inactive until
     /// the person accepts them: at most one per kind, the chat model's first. Errors: `Storage`.

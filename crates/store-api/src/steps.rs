@@ -34,6 +34,19 @@ pub struct ToolEdit {
     pub label: String,
 }
 
+/// The tokens one model used in an agent's steps (see [`StepStore::usage_by_model`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelUsage {
+    /// The model's handle as the steps recorded it, `provider/model`.
+    pub model: String,
+    /// Prompt (input) tokens, summed.
+    pub prompt_tokens: u64,
+    /// Completion (output) tokens, summed.
+    pub completion_tokens: u64,
+    /// How many steps called it.
+    pub steps: u64,
+}
+
 /// Everything one step wrote. The agent is `step.agent_id`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StepCommit {
@@ -164,6 +177,12 @@ pub trait StepStore: Send + Sync {
     /// edits in one step are two rows, each with its own old and new value): what a reloaded
     /// chat shows under each tool call. Errors: `NotFound("agent")`.
     async fn tool_edits(&self, agent: &AgentId, runs: &[RunId]) -> Result<Vec<ToolEdit>>;
+
+    /// The tokens the agent's steps used, per model: one row per model its steps called (only
+    /// `run`'s steps when given), by model name. What a cost total prices.
+    /// Errors: `NotFound("agent")`.
+    async fn usage_by_model(&self, agent: &AgentId, run: Option<&RunId>)
+    -> Result<Vec<ModelUsage>>;
 
     /// The tool call the agent's paused run waits on, if any (its `server` is filled in by
     /// backends that know the agent's MCP tools). Errors: `NotFound("agent")`.

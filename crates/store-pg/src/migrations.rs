@@ -91,6 +91,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "block history by step",
         sql: HISTORY_BY_STEP,
     },
+    Migration {
+        version: 14,
+        name: "model prices",
+        sql: MODEL_PRICES,
+    },
 ];
 
 /// The advisory lock key migrations run under (`"engram"` in ASCII, then 1): any number that
@@ -504,4 +509,15 @@ CREATE TABLE pending_endpoints (
 /// (what a rollback undoes, and the diffs a reloaded chat shows under each tool call).
 const HISTORY_BY_STEP: &str = r#"
 CREATE INDEX block_history_by_step ON block_history (step_id) WHERE step_id IS NOT NULL;
+"#;
+
+/// Version 14: the prices people set per model (US dollars per million tokens), over the
+/// built-in table; one price list for every replica, so a cost reads the same on each.
+const MODEL_PRICES: &str = r#"
+CREATE TABLE model_prices (
+    model           text PRIMARY KEY,             -- provider/model handle
+    input_per_mtok  double precision NOT NULL,    -- USD per million prompt tokens
+    output_per_mtok double precision NOT NULL,    -- USD per million completion tokens
+    updated_at      timestamptz NOT NULL
+);
 "#;

@@ -281,6 +281,68 @@ impl PassageStore for PgStore {
         Ok(())
     }
 
+    async fn update_passage(
+        &self,
+        agent: &AgentId,
+        id: &PassageId,
+        text: Option<&str>,
+        tags: Option<&[String]>,
+        embedding: Option<&[f32]>,
+    ) -> Result<Passage> {
+        if text.is_some_and(|t| t.trim().is_empty()) {
+            return Err(Error::invalid("a passage needs some text"));
+        }
+        if let Some(v) = embedding {
+            check_vector(v)?;
+        }
+        let dim = embedding
+            .map(|v| i32::try_from(v.len()))
+            .transpose()
+            .map_err(|_| Error::invalid("an embedding has too many dimensions"))?;
+        let bytes: Option<Vec<u8>> =
+            embedding.map(|v| v.iter().flat_map(|x| x.to_le_bytes()).collect());
+        let tags: Option<Vec<String>> = tags.map(|t| {
+            engram_store_api::clean_tags(t)
+                .into_iter()
+                .map(str::to_owned)
+                .collect()
+        });
+        transaction!(self, |tx| {
+            // Locks the row, so two edits of one passage apply one after the other.
+            let found = tx
+                .one_opt(
+                    "SELECT pk FROM passages WHERE id = $1 AND agent_id = $2 FOR UPDATE",
+                    &[&id.as_str(), &agent.as_str()],
+                )
+                .await?;
+            if found.is_none() {
+                return Err(Error::not_found("passage", id.as_str()).into());
+            }
+            if let Some(text) = text {
+                tx.exec(
+                    "UPDATE passages SET text = $2, embedding_dim = $3, embedding = $4
+                     WHERE id = $1",
+                    &[&id.as_str(), &text, &dim, &bytes],
+                )
+                .await?;
+            }
+            if let Some(tags) = &tags {
+                tx.exec(
+                    "UPDATE passages SET tags = $2 WHERE id = $1",
+                    &[&id.as_str(), tags],
+                )
+                .await?;
+            }
+            let row = tx
+                .one(
+                    &format!("SELECT {PASSAGE_COLS} FROM passages p WHERE p.id = $1"),
+                    &[&id.as_str()],
+                )
+                .await?;
+            rows::passage(&row)?
+        })
+    }
+
     async fn search_passages(
         &self,
         agent: &AgentId,

@@ -7,7 +7,9 @@ use crate::rows::AGENT_COLS;
 use crate::rows::{self, Cached};
 use crate::tx::{TxError, transaction};
 use async_trait::async_trait;
-use engram_core::{Agent, AgentId, EndpointKind, Error, PendingEndpoint, Result};
+use engram_core::{
+    Agent, AgentId, EndpointKind, Error, ModelPrice, PendingEndpoint, PriceSource, Result,
+};
 use engram_store_api::{
     ProviderRow, SettingStore, no_embedding_model_for_endpoint, no_pending_endpoint,
 };
@@ -114,6 +116,55 @@ impl SettingStore for PgStore {
             .await
             .map_err(TxError::from)?;
         Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+
+    async fn model_prices(&self) -> Result<Vec<ModelPrice>> {
+        let c = self.client().await?;
+        let found = c
+            .rows(
+                "SELECT model, input_per_mtok, output_per_mtok FROM model_prices
+                 ORDER BY model COLLATE \"C\"",
+                &[],
+            )
+            .await
+            .map_err(TxError::from)?;
+        Ok(rows::all(&found, |r| {
+            Ok(ModelPrice {
+                model: r.try_get(0)?,
+                input_per_mtok: r.try_get(1)?,
+                output_per_mtok: r.try_get(2)?,
+                source: PriceSource::User,
+            })
+        })?)
+    }
+
+    async fn set_model_price(&self, p: &ModelPrice) -> Result<()> {
+        p.check()?;
+        let c = self.client().await?;
+        c.exec(
+            "INSERT INTO model_prices (model, input_per_mtok, output_per_mtok, updated_at)
+             VALUES ($1, $2, $3, $4)
+             ON CONFLICT (model) DO UPDATE SET input_per_mtok = excluded.input_per_mtok,
+                 output_per_mtok = excluded.output_per_mtok, updated_at = excluded.updated_at",
+            &[
+                &p.model.trim(),
+                &p.input_per_mtok,
+                &p.output_per_mtok,
+                &rows::now(),
+            ],
+        )
+        .await
+        .map_err(TxError::from)?;
+        Ok(())
+    }
+
+    async fn delete_model_price(&self, model: &str) -> Result<bool> {
+        let c = self.client().await?;
+        let n = c
+            .exec("DELETE FROM model_prices WHERE model = $1", &[&model])
+            .await
+            .map_err(TxError::from)?;
+        Ok(n > 0)
     }
 
     async fn pending_endpoints(&self, agent: &AgentId) -> Result<Vec<PendingEndpoint>> {

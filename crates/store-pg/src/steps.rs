@@ -21,8 +21,8 @@ use engram_core::{
     RunId, Step, StepId, Timestamp, ToolCall, ToolStatus,
 };
 use engram_store_api::{
-    ApprovalWrite, BlockChange, BlockWrite, CommittedStep, Lease, StepCommit, StepStore, ToolEdit,
-    call_groups, gone_message, rebase, restate, result_index,
+    ApprovalWrite, BlockChange, BlockWrite, CommittedStep, Lease, ModelUsage, StepCommit,
+    StepStore, ToolEdit, call_groups, gone_message, rebase, restate, result_index,
 };
 use std::collections::HashMap;
 use tokio_postgres::Row;
@@ -315,6 +315,37 @@ impl StepStore for PgStore {
             Ok(ToolEdit {
                 edit: rows::edit(r)?,
                 label: r.try_get(9)?,
+            })
+        })?)
+    }
+
+    async fn usage_by_model(
+        &self,
+        agent: &AgentId,
+        run: Option<&RunId>,
+    ) -> Result<Vec<ModelUsage>> {
+        let c = self.client().await?;
+        blocks::ensure_agent(&c, agent, Lock::None).await?;
+        // `::bigint`: PostgreSQL sums bigints as numeric.
+        let found = c
+            .rows(
+                "SELECT model, sum(prompt_tokens)::bigint, sum(completion_tokens)::bigint,
+                        count(*)
+                 FROM steps WHERE agent_id = $1 AND ($2::text IS NULL OR run_id = $2)
+                 GROUP BY model ORDER BY model COLLATE \"C\"",
+                &[&agent.as_str(), &run.map(RunId::as_str)],
+            )
+            .await
+            .map_err(TxError::from)?;
+        let count = |r: &Row, i: usize| -> TxResult<u64> {
+            Ok(u64::try_from(r.try_get::<_, i64>(i)?).unwrap_or(0))
+        };
+        Ok(rows::all(&found, |r| {
+            Ok(ModelUsage {
+                model: r.try_get(0)?,
+                prompt_tokens: count(r, 1)?,
+                completion_tokens: count(r, 2)?,
+                steps: count(r, 3)?,
             })
         })?)
     }

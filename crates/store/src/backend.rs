@@ -14,14 +14,14 @@ use async_trait::async_trait;
 use engram_core::{
     Agent, AgentAccess, AgentFile, AgentId, AgentPatch, Block, BlockEdit, BlockId, BlockOp,
     BlockPatch, ChunkHit, EditId, Editor, EndpointKind, FileId, Folder, FolderFile, Message,
-    MessageHit, MessageId, NewBlock, NewMessage, NewPassage, OpOutcome, PassId, Passage,
-    PassageHit, PassageId, PendingApproval, PendingEndpoint, Result, RunId, RunRecord,
+    MessageHit, MessageId, ModelPrice, NewBlock, NewMessage, NewPassage, OpOutcome, PassId,
+    Passage, PassageHit, PassageId, PendingApproval, PendingEndpoint, Result, RunId, RunRecord,
     SleeptimePass, SleeptimeSettings, Step, Timestamp, Tool, ToolCall, ToolId, User, UserId,
 };
 use engram_store_api::{
     AgentStore, BlockStore, CommittedStep, ContextStore, FileWindow, FolderStore, Hit,
     ImportBundle, ImportStore, ImportedIds, Lease, LeaseGrant, LeaseStore, MessageSearch,
-    MessageStore, MessageWindow, PassCommit, PassageRange, PassageSearch, PassageStore,
+    MessageStore, MessageWindow, ModelUsage, PassCommit, PassageRange, PassageSearch, PassageStore,
     ProviderRow, Ranker, RewriteStore, SettingStore, SleeptimeStore, StepCommit, StepStore,
     TextPart, ToolEdit, ToolStore, TurnRollback, UserStore,
 };
@@ -256,6 +256,14 @@ impl StepStore for Store {
         self.runs().edits(agent, runs)
     }
 
+    async fn usage_by_model(
+        &self,
+        agent: &AgentId,
+        run: Option<&RunId>,
+    ) -> Result<Vec<ModelUsage>> {
+        self.settings().usage_by_model(agent, run)
+    }
+
     async fn pending_approval(&self, agent: &AgentId) -> Result<Option<PendingApproval>> {
         self.runs().pending_approval(agent)
     }
@@ -433,6 +441,17 @@ impl PassageStore for Store {
         self.passages().count(agent, &PassageList::default())
     }
 
+    async fn update_passage(
+        &self,
+        agent: &AgentId,
+        id: &PassageId,
+        text: Option<&str>,
+        tags: Option<&[String]>,
+        embedding: Option<&[f32]>,
+    ) -> Result<Passage> {
+        self.passages().update(agent, id, text, tags, embedding)
+    }
+
     async fn delete_passage(&self, agent: &AgentId, id: &PassageId) -> Result<()> {
         self.passages().delete(agent, id)
     }
@@ -567,6 +586,18 @@ impl SettingStore for Store {
 
     async fn settings_with_prefix(&self, prefix: &str) -> Result<Vec<(String, String)>> {
         self.settings().with_prefix(prefix)
+    }
+
+    async fn model_prices(&self) -> Result<Vec<ModelPrice>> {
+        self.settings().user_model_prices()
+    }
+
+    async fn set_model_price(&self, p: &ModelPrice) -> Result<()> {
+        self.settings().set_model_price(p)
+    }
+
+    async fn delete_model_price(&self, model: &str) -> Result<bool> {
+        self.settings().delete_model_price(model)
     }
 
     async fn pending_endpoints(&self, agent: &AgentId) -> Result<Vec<PendingEndpoint>> {

@@ -5,8 +5,7 @@ use crate::sql::{self, DbResult, uint};
 use engram_core::{AgentId, ModelPrice, PriceSource, Result, RunId};
 use rusqlite::params;
 
-/// Tokens one model used: `(model, prompt tokens, completion tokens, steps)`.
-pub type ModelUsage = (String, u64, u64, u64);
+use engram_store_api::ModelUsage;
 
 /// The price of `model`: the user's, else the built-in one, else `None`.
 pub(crate) fn price_of(conn: &rusqlite::Connection, model: &str) -> Result<Option<ModelPrice>> {
@@ -117,7 +116,12 @@ impl SettingRows<'_> {
                 .db()?;
             let rows = stmt
                 .query_map(params![agent.as_str(), run.map(RunId::as_str)], |r| {
-                    Ok((r.get(0)?, uint(r, 1)?, uint(r, 2)?, uint(r, 3)?))
+                    Ok(ModelUsage {
+                        model: r.get(0)?,
+                        prompt_tokens: uint(r, 1)?,
+                        completion_tokens: uint(r, 2)?,
+                        steps: uint(r, 3)?,
+                    })
                 })
                 .db()?;
             rows.collect::<rusqlite::Result<_>>().db()

@@ -278,7 +278,7 @@ impl AppCall for AgentsWithoutModelArgs {
     const NAME: &'static str = "agents_without_model";
     type Output = Vec<ModelProblem>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Vec<ModelProblem>> {
-        e.agents().without_model()
+        e.agents().without_model().await
     }
 }
 

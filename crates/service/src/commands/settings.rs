@@ -379,7 +379,7 @@ impl AppCall for ModelWindowsArgs {
     const NAME: &'static str = "model_windows";
     type Output = Vec<ModelWindow>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.models().windows()
+        e.models().windows().await
     }
 }
 
@@ -397,7 +397,9 @@ impl AppCall for SetModelWindowArgs {
     const NAME: &'static str = "set_model_window";
     type Output = ();
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
-        e.models().set_window(&self.handle, self.context_window)
+        e.models()
+            .set_window(&self.handle, self.context_window)
+            .await
     }
 }
 
@@ -410,7 +412,7 @@ impl AppCall for ModelPricesArgs {
     const NAME: &'static str = "model_prices";
     type Output = Vec<ModelPrice>;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
-        e.models().prices()
+        e.models().prices().await
     }
 }
 
@@ -425,7 +427,7 @@ impl AppCall for SetModelPriceArgs {
     const NAME: &'static str = "set_model_price";
     type Output = ();
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
-        e.models().set_price(&self.price)
+        e.models().set_price(&self.price).await
     }
 }
 
@@ -441,7 +443,7 @@ impl AppCall for DeleteModelPriceArgs {
     const NAME: &'static str = "delete_model_price";
     type Output = bool;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<bool> {
-        e.models().delete_price(&self.model)
+        e.models().delete_price(&self.model).await
     }
 }
 
@@ -459,7 +461,9 @@ impl AppCall for UsageCostArgs {
     const ACCESS: Access = Access::Agent(AgentAccess::Read);
     type Output = UsageCost;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<UsageCost> {
-        e.models().usage_cost(&self.agent_id, self.run_id.as_ref())
+        e.models()
+            .usage_cost(&self.agent_id, self.run_id.as_ref())
+            .await
     }
 }
 

@@ -15,6 +15,7 @@ on_both_backends!(
     passages_go_with_their_agent,
     a_passage_search_ranks_more_of_the_words_first,
     a_passage_search_filters_tags_and_dates,
+    a_passage_change_rewrites_text_tags_and_vector_together,
 );
 
 fn at(secs: i64) -> Timestamp {
@@ -425,4 +426,115 @@ async fn a_passage_search_filters_tags_and_dates<H: Harness>(h: H) {
         ["kiwi three", "kiwi two"],
         "both ends inclusive"
     );
+}
+
+async fn a_passage_change_rewrites_text_tags_and_vector_together<H: Harness>(h: H) {
+    let b = h.backend();
+    let (a, _) = agent_with(&b, "editor", &[]).await;
+    let (other, _) = agent_with(&b, "bystander", &[]).await;
+    let stored = b
+        .insert_passages(
+            &a.id,
+            &[NewPassage {
+                embedding: Some(vec![1.0, 0.0]),
+                ..new("Ana lives in Lisbon", &["people"], 0)
+            }],
+        )
+        .await
+        .unwrap()
+        .remove(0);
+
+    // Tags alone: the text and its vector stay.
+    let tagged = b
+        .update_passage(
+            &a.id,
+            &stored.id,
+            None,
+            Some(&["home".into(), " ".into(), "people".into(), "home".into()]),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(tagged.text, "Ana lives in Lisbon");
+    assert_eq!(
+        tagged.tags,
+        ["home", "people"],
+        "order kept, blanks and repeats dropped"
+    );
+    assert_eq!(tagged.created_at, stored.created_at);
+    assert_eq!(
+        b.passage_vectors(&a.id).await.unwrap(),
+        [(stored.id.clone(), vec![1.0, 0.0])]
+    );
+
+    // New text with its new vector: both replace the old ones, and search follows the text.
+    let moved = b
+        .update_passage(
+            &a.id,
+            &stored.id,
+            Some("Ana moved to Porto"),
+            None,
+            Some(&[0.0, 1.0, 0.5]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (moved.text.as_str(), moved.tags.clone()),
+        ("Ana moved to Porto", tagged.tags.clone())
+    );
+    assert_eq!(b.get_passage(&stored.id).await.unwrap(), moved);
+    assert_eq!(
+        b.passage_vectors(&a.id).await.unwrap(),
+        [(stored.id.clone(), vec![0.0, 1.0, 0.5])]
+    );
+    let hits = b
+        .search_passages(&a.id, &PassageSearch::new("Porto", 5))
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 1);
+    assert!(
+        b.search_passages(&a.id, &PassageSearch::new("Lisbon", 5))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // New text without a vector drops the old one: it described the old text.
+    b.update_passage(&a.id, &stored.id, Some("Ana moved to Faro"), None, None)
+        .await
+        .unwrap();
+    assert!(b.passage_vectors(&a.id).await.unwrap().is_empty());
+
+    // Refusals change nothing.
+    let before = b.get_passage(&stored.id).await.unwrap();
+    assert_eq!(
+        code(
+            b.update_passage(&a.id, &stored.id, Some("  "), Some(&["x".into()]), None)
+                .await
+        ),
+        "invalid_input"
+    );
+    assert_eq!(
+        code(
+            b.update_passage(&a.id, &stored.id, Some("ok"), None, Some(&[f32::INFINITY]))
+                .await
+        ),
+        "invalid_input"
+    );
+    assert_eq!(
+        code(
+            b.update_passage(&other.id, &stored.id, Some("not yours"), None, None)
+                .await
+        ),
+        "not_found",
+        "another agent's passage"
+    );
+    assert_eq!(
+        code(
+            b.update_passage(&a.id, &PassageId::new(), Some("nobody"), None, None)
+                .await
+        ),
+        "not_found"
+    );
+    assert_eq!(b.get_passage(&stored.id).await.unwrap(), before);
 }

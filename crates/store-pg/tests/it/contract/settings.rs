@@ -1,14 +1,16 @@
 //! Providers and app settings: a provider is replaced whole and found by name, removing a
 //! missing one is "not found", settings are replaced by key, and a prefix is plain characters
-//! in byte order on both backends.
+//! in byte order on both backends; a model's price is replaced whole and checked.
 
 use super::code;
 use crate::harness::{Harness, on_both_backends};
+use engram_core::{ModelPrice, PriceSource};
 use engram_store_api::{ProviderRow, SettingStore};
 
 on_both_backends!(
     providers_are_replaced_whole_and_listed_by_name,
     settings_are_replaced_by_key_and_listed_by_plain_prefix,
+    model_prices_are_replaced_by_model_and_checked,
 );
 
 fn provider(name: &str, kind: &str, base_url: Option<&str>) -> ProviderRow {
@@ -105,4 +107,56 @@ async fn settings_are_replaced_by_key_and_listed_by_plain_prefix<H: Harness>(h: 
     assert_eq!(under, ["window_x"]);
     assert_eq!(b.settings_with_prefix("%").await.unwrap(), []);
     assert_eq!(b.settings_with_prefix("").await.unwrap().len(), 6);
+}
+
+fn price(model: &str, input: f64, output: f64) -> ModelPrice {
+    ModelPrice {
+        model: model.into(),
+        input_per_mtok: input,
+        output_per_mtok: output,
+        source: PriceSource::User,
+    }
+}
+
+async fn model_prices_are_replaced_by_model_and_checked<H: Harness>(h: H) {
+    let b = h.backend();
+    assert_eq!(b.model_prices().await.unwrap(), []);
+    b.set_model_price(&price("openai/gpt-4o-mini", 0.15, 0.6))
+        .await
+        .unwrap();
+    // A price read back is the user's, whatever source the caller gave; the model is trimmed.
+    b.set_model_price(&ModelPrice {
+        source: PriceSource::Builtin,
+        ..price(" local/qwen ", 0.0, 0.0)
+    })
+    .await
+    .unwrap();
+    b.set_model_price(&price("Zed/x", 1.25, 2.5)).await.unwrap();
+    b.set_model_price(&price("openai/gpt-4o-mini", 0.2, 0.8))
+        .await
+        .unwrap();
+    assert_eq!(
+        b.model_prices().await.unwrap(),
+        [
+            price("Zed/x", 1.25, 2.5),
+            price("local/qwen", 0.0, 0.0),
+            price("openai/gpt-4o-mini", 0.2, 0.8),
+        ],
+        "by model in byte order, replaced in place"
+    );
+    for bad in [
+        price("  ", 1.0, 1.0),
+        price("a/b", -0.01, 0.0),
+        price("a/b", 0.0, f64::NAN),
+        price("a/b", f64::INFINITY, 0.0),
+    ] {
+        assert_eq!(
+            code(b.set_model_price(&bad).await),
+            "invalid_input",
+            "{bad:?}"
+        );
+    }
+    assert!(b.delete_model_price("Zed/x").await.unwrap());
+    assert!(!b.delete_model_price("Zed/x").await.unwrap());
+    assert_eq!(b.model_prices().await.unwrap().len(), 2);
 }

@@ -10,7 +10,7 @@ use engram_core::{
     ReplaceCount, Role, RunId, Step, StepId, ToolCall, ToolReturn, ToolStatus,
 };
 use engram_store_api::{
-    ApprovalWrite, BlockStore, BlockWrite, Lease, LeaseGrant, LeaseStore, MessageStore,
+    ApprovalWrite, BlockStore, BlockWrite, Lease, LeaseGrant, LeaseStore, MessageStore, ModelUsage,
     PassageRange, PassageStore, SeqOrder, StepCommit, StepStore,
 };
 use std::time::Duration;
@@ -22,6 +22,7 @@ on_both_backends!(
     a_commit_under_a_lease_no_longer_current_stores_nothing,
     a_paused_call_is_stored_once_and_answered_once,
     concurrent_steps_on_a_shared_block_keep_every_edit,
+    usage_sums_tokens_per_model_for_the_agent_or_one_run,
 );
 
 fn step(agent: &AgentId) -> Step {
@@ -499,4 +500,57 @@ async fn concurrent_steps_on_a_shared_block_keep_every_edit<H: Harness>(h: H) {
             assert_eq!(pair[0].step_id, pair[1].step_id);
         }
     }
+}
+
+async fn usage_sums_tokens_per_model_for_the_agent_or_one_run<H: Harness>(h: H) {
+    let b = h.backend();
+    let (agent, _) = agent_with(&b, "spender", &[]).await;
+    let (other, _) = agent_with(&b, "bystander", &[]).await;
+    assert!(b.usage_by_model(&agent.id, None).await.unwrap().is_empty());
+    let first = step(&agent.id);
+    let mut second = step(&agent.id);
+    second.run_id = first.run_id.clone();
+    second.index = 2;
+    second.model = "anthropic/claude-haiku".into();
+    second.prompt_tokens = 3_000_000_000; // past u32: sums stay exact
+    second.completion_tokens = 7;
+    let mut later = step(&agent.id);
+    later.prompt_tokens = 100;
+    later.completion_tokens = 20;
+    let mut theirs = step(&other.id);
+    theirs.prompt_tokens = 55;
+    for s in [first.clone(), second, later.clone(), theirs] {
+        b.commit_step(None, &commit(s, vec![], vec![]))
+            .await
+            .unwrap();
+    }
+    let usage = |model: &str, prompt, completion, steps| ModelUsage {
+        model: model.into(),
+        prompt_tokens: prompt,
+        completion_tokens: completion,
+        steps,
+    };
+    assert_eq!(
+        b.usage_by_model(&agent.id, None).await.unwrap(),
+        [
+            usage("anthropic/claude-haiku", 3_000_000_000, 7, 1),
+            usage("openai/gpt-4o-mini", 1300, 100, 2),
+        ]
+    );
+    assert_eq!(
+        b.usage_by_model(&agent.id, Some(&later.run_id))
+            .await
+            .unwrap(),
+        [usage("openai/gpt-4o-mini", 100, 20, 1)]
+    );
+    assert!(
+        b.usage_by_model(&agent.id, Some(&RunId::new()))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        code(b.usage_by_model(&AgentId::new(), None).await),
+        "not_found"
+    );
 }
