@@ -1763,6 +1763,32 @@ async fn the_memory_panel_and_model_settings_read_the_same_on_every_replica() {
         Some(user_says("my name is Ana")),
     )
     .await;
+    // The window leaves out what a replica does not offer; each of those is refused (501),
+    // never answered from the replica's own machine.
+    let info = ok(&b.base, Method::POST, "/app/app_info", None).await;
+    let unavailable: Vec<&str> = info["unavailable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    let refused = [
+        ("folders", "list_folders"),
+        ("sleeptime_passes", "sleeptime_passes"),
+        ("mcp", "list_mcp_servers"),
+        ("built_in_models", "list_local_models"),
+        ("provider_setup", "set_provider"),
+        ("reranker", "reranker_status"),
+        ("tool_python", "tool_python"),
+    ];
+    assert_eq!(
+        unavailable,
+        refused.iter().map(|(f, _)| *f).collect::<Vec<_>>()
+    );
+    for (feature, command) in refused {
+        let (status, body) = call(&b.base, Method::POST, &format!("/app/{command}"), None).await;
+        assert_eq!(status, StatusCode::NOT_IMPLEMENTED, "{feature}: {body}");
+    }
     let templates = ok(&b.base, Method::POST, "/app/list_templates", None).await;
     assert!(!templates.as_array().unwrap().is_empty(), "{templates}");
 

@@ -211,6 +211,45 @@ pub struct AppInfo {
     /// The user of a shared server whose token the window uses (`None`: the administrator
     /// or the desktop). Their window hides what only the administrator may change.
     pub user: Option<String>,
+    /// What this engine does not offer where it runs (a shared server has no folders yet,
+    /// …): the window leaves these out instead of showing an error. Empty on the desktop.
+    pub unavailable: Vec<Feature>,
+}
+
+/// A part of the app an engine may not offer where it runs (see [`AppInfo::unavailable`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, ts_rs::TS)]
+#[serde(rename_all = "snake_case")]
+#[ts(export)]
+pub enum Feature {
+    /// Folders of files agents read (`list_folders`, `agent_files`, …).
+    Folders,
+    /// Sleep-time passes: running, listing and undoing them, and their budget.
+    SleeptimePasses,
+    /// MCP servers, and Engram's memory served to AI tools over MCP.
+    Mcp,
+    /// Built-in models: GGUF files this machine runs, and downloading them.
+    BuiltInModels,
+    /// Setting up providers from the window (a shared server's replicas take theirs from
+    /// their own configuration).
+    ProviderSetup,
+    /// The local reranker's settings.
+    Reranker,
+    /// The Python environment user tools run in.
+    ToolPython,
+}
+
+impl Feature {
+    /// What a shared server does not offer yet: each of these reads or writes a replica's
+    /// own machine.
+    const NOT_SHARED: [Feature; 7] = [
+        Feature::Folders,
+        Feature::SleeptimePasses,
+        Feature::Mcp,
+        Feature::BuiltInModels,
+        Feature::ProviderSetup,
+        Feature::Reranker,
+        Feature::ToolPython,
+    ];
 }
 
 /// Whether the local REST API (for `letta-client` scripts) is being served.
@@ -471,6 +510,11 @@ impl Engram {
             home: self.home.display().to_string(),
             rest_api,
             user: None,
+            unavailable: if self.shared {
+                Feature::NOT_SHARED.to_vec()
+            } else {
+                Vec::new()
+            },
         }
     }
 

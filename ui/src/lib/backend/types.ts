@@ -20,6 +20,7 @@ export type { ToolPython } from '../bindings/ToolPython';
 export type { AgentPatch } from '../bindings/AgentPatch';
 export type { AgentState } from '../bindings/AgentState';
 export type { AppInfo } from '../bindings/AppInfo';
+export type { Feature } from '../bindings/Feature';
 export type { ApprovalDecision } from '../bindings/ApprovalDecision';
 export type { PendingApproval } from '../bindings/PendingApproval';
 export type { ToolRule } from '../bindings/ToolRule';

@@ -4,10 +4,14 @@ import SettingsView from './SettingsView.svelte';
 import { setBackend } from '../../backend';
 import { useFakeBackend } from '../../../test/fakeBackend';
 import { SETTINGS_SECTIONS } from '../../state/route';
+import { account } from '../../state/account.svelte';
 
-afterEach(() => setBackend(null));
+afterEach(() => {
+  setBackend(null);
+  account.unavailable = [];
+});
 
-const info = { version: '0.9.0', home: '/home/sam/.engram', rest_api: { enabled: false, url: null }, user: null };
+const info = { version: '0.9.0', home: '/home/sam/.engram', rest_api: { enabled: false, url: null }, user: null, unavailable: [] };
 
 function fake() {
   return useFakeBackend({
@@ -72,5 +76,25 @@ describe('SettingsView', () => {
     fake();
     render(SettingsView, { ...props, section: 'api' });
     expect(await screen.findByTestId('rest-state')).toHaveTextContent('this window talks to Engram through it');
+  });
+
+  it('leaves out what a shared server does not offer, and opens the first section it does', async () => {
+    fake();
+    account.unavailable = ['folders', 'sleeptime_passes', 'mcp', 'built_in_models', 'provider_setup', 'reranker', 'tool_python'];
+    render(SettingsView, { ...props, section: 'folders' });
+    const menu = screen.getByRole('navigation', { name: 'Settings' });
+    expect(within(menu).getAllByRole('link').map((l) => l.textContent)).toEqual([
+      'Models & prices',
+      'Export & import',
+      'REST API',
+      'About',
+    ]);
+    // An old address of a section not offered lands on the first one: prices, without the
+    // built-in models (this machine's files, not the server's).
+    expect(screen.getByTestId('settings')).toHaveAttribute('data-section', 'models');
+    expect(within(menu).getByRole('link', { current: 'page' })).toHaveTextContent('Models & prices');
+    expect(screen.queryByTestId('mcp-settings')).toBeNull();
+    expect(screen.getByRole('heading', { level: 1, name: 'Models and prices' })).toBeInTheDocument();
+    expect(screen.queryByTestId('builtin-models')).toBeNull();
   });
 });
