@@ -1974,3 +1974,121 @@ async fn the_memory_panel_and_model_settings_read_the_same_on_every_replica() {
         .collect();
     assert_eq!(texts, [&json!("Ana moved to Porto")], "{listed}");
 }
+
+/// Waits until none of `agent`'s passages lacks a vector; how many are left when it gives up.
+async fn vectors_filled(pg: &PgStore, agent: &engram_core::AgentId) -> u64 {
+    use engram_store_api::PassageStore;
+    let mut left = u64::MAX;
+    for _ in 0..200 {
+        left = pg.count_passages_without_vectors(agent).await.unwrap();
+        if left == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    left
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn passages_imported_without_vectors_get_them_on_the_server() {
+    use engram_store_api::PassageStore;
+    let mock = MockLlm::start(Script::Brain).await;
+    let url = engram_test_postgres::database().url();
+    let pg = PgStore::connect_with_pool_size(&url, 2).await.unwrap();
+    let (a, b) = (
+        replica(&url, Some(&mock)).await,
+        replica(&url, Some(&mock)).await,
+    );
+    let id = ok(
+        &a.base,
+        Method::POST,
+        "/v1/agents/",
+        Some(agent_body("Librarian", &mock)),
+    )
+    .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for text in [
+        "Ana's locker is number 4471",
+        "Bo plays chess on Sundays",
+        "The office closes at six",
+    ] {
+        ok(
+            &a.base,
+            Method::POST,
+            &format!("/v1/agents/{id}/archival-memory"),
+            Some(json!({"text": text})),
+        )
+        .await;
+    }
+    let original = engram_core::AgentId::from(id.clone());
+    assert_eq!(
+        pg.count_passages_without_vectors(&original).await.unwrap(),
+        0,
+        "written on the server: embedded before they were stored"
+    );
+
+    // An agent file brings its passages without vectors; the replica that imports it fills
+    // them in, in the background, and search works by words meanwhile.
+    let file = ok(
+        &a.base,
+        Method::GET,
+        &format!("/v1/agents/{id}/export"),
+        None,
+    )
+    .await;
+    let report = ok(
+        &b.base,
+        Method::POST,
+        "/app/import_agent_file",
+        Some(json!({"contents": file.to_string(), "file_name": "librarian.af"})),
+    )
+    .await;
+    let copy = engram_core::AgentId::from(report["agents"][0].as_str().unwrap());
+    assert_eq!(pg.count_passages(&copy).await.unwrap(), 3);
+    assert_eq!(vectors_filled(&pg, &copy).await, 0, "the import's backfill");
+    let vectors = pg.passage_vectors(&copy).await.unwrap();
+    assert_eq!(vectors.len(), 3);
+    assert!(vectors.iter().all(|(_, v)| !v.is_empty()));
+
+    // A backfill a quit cut short goes on when a replica starts: passages left without a
+    // vector are found on the server, not in the replica's own database.
+    pg.insert_passages(
+        &copy,
+        &[engram_core::NewPassage {
+            text: "The spare key is under the mat".into(),
+            ..Default::default()
+        }],
+    )
+    .await
+    .unwrap();
+    assert_eq!(pg.count_passages_without_vectors(&copy).await.unwrap(), 1);
+    let c = replica(&url, Some(&mock)).await;
+    c.engram.archival().resume_backfills().unwrap();
+    assert_eq!(vectors_filled(&pg, &copy).await, 0, "resumed on start");
+
+    // And on demand (`engram --database … archival backfill`).
+    pg.insert_passages(
+        &copy,
+        &[engram_core::NewPassage {
+            text: "Deliveries come on Tuesdays".into(),
+            ..Default::default()
+        }],
+    )
+    .await
+    .unwrap();
+    let done = a.engram.archival().backfill(&copy).await.unwrap();
+    assert_eq!((done.embedded, done.remaining), (1, 0), "{done:?}");
+    let hits = ok(
+        &c.base,
+        Method::GET,
+        &format!("/v1/agents/{copy}/archival-memory/search?query=deliveries%20tuesday"),
+        None,
+    )
+    .await;
+    assert_eq!(
+        hits["results"][0]["content"], "Deliveries come on Tuesdays",
+        "{hits}"
+    );
+}

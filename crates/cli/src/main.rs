@@ -99,7 +99,6 @@ fn not_on_a_shared_database(command: &Command) -> Option<&'static str> {
         Command::Folder(_) => Some("folder"),
         Command::Mcp(_) => Some("mcp"),
         Command::Sleeptime(_) => Some("sleeptime"),
-        Command::Archival(ArchivalCmd::Backfill { .. }) => Some("archival backfill"),
         _ => None,
     }
 }

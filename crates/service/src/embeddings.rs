@@ -8,6 +8,10 @@
 //! ([`Archival::resume_backfills`]), or on demand ([`Archival::backfill`]), with
 //! progress as [`Notice::EmbeddingBackfill`].
 //!
+//! On a shared server (PostgreSQL) passages are embedded before they are stored; those that
+//! arrive without a vector are filled in by the same backfill through the storage interface
+//! (`Backfiller::run_shared`). Token and message vectors are this machine's database's only.
+//!
 //! Messages get vectors the same way, never during a turn: the turn commits, then its messages
 //! are embedded in the background. A changed embedding model forgets the passages' vectors
 //! and ignores the messages' vectors of the old model (they are never compared with the new
@@ -73,6 +77,10 @@ const FRESH_WAIT_AT_MOST: u64 = 64;
 #[derive(Clone)]
 struct Backfiller {
     store: Store,
+    /// The storage interface: on a shared server the passages are there, not in `store`.
+    backend: Arc<dyn engram_store_api::Backend>,
+    /// A shared server's replica (see [`run_shared`](Self::run_shared)).
+    shared: bool,
     resolver: Arc<crate::resolve::Resolver>,
     notices: tokio::sync::broadcast::Sender<Notice>,
     state: Arc<Backfills>,
@@ -370,6 +378,63 @@ impl Backfiller {
         }
     }
 
+    /// [`run`](Self::run) on a shared server's replica: the agent's passages without a vector,
+    /// through the storage interface, batch by batch. Token vectors and messages' vectors are
+    /// kept on this machine's database only, so there are none to fill in there. Replicas
+    /// that fill the same agent at once store each vector once (a fill writes only where none
+    /// is stored yet); the one whose batch was taken stops.
+    async fn run_shared(&self, agent: &AgentId) -> Result<BackfillReport> {
+        let mut report = BackfillReport::default();
+        let Some(cfg) = self.backend.get_agent(agent).await?.embedding else {
+            report.remaining = self.backend.count_passages_without_vectors(agent).await?;
+            return Ok(report);
+        };
+        let embedder = self.resolver.embedder(&cfg)?;
+        let total = self.backend.count_passages_without_vectors(agent).await?;
+        loop {
+            let batch = self
+                .backend
+                .passages_without_vectors(agent, BACKFILL_BATCH)
+                .await?;
+            if batch.is_empty() {
+                break;
+            }
+            let texts: Vec<String> = batch.iter().map(|p| p.text.clone()).collect();
+            let vectors = match embedder.model.embed(&embedder.name, &texts).await {
+                Ok(v) if v.len() == texts.len() => v,
+                Ok(_) => {
+                    self.outage(agent, TOO_FEW);
+                    break;
+                }
+                Err(e) => {
+                    self.outage(agent, &e.to_string());
+                    break;
+                }
+            };
+            let filled: Vec<_> = batch
+                .into_iter()
+                .zip(texts)
+                .zip(vectors)
+                .map(|((p, t), v)| (p.id, t, v))
+                .collect();
+            let n = self
+                .backend
+                .fill_passage_vectors(agent, &cfg.model, &filled)
+                .await?;
+            if n == 0 {
+                break;
+            }
+            report.embedded += n as u64;
+            let _ = self.notices.send(Notice::EmbeddingBackfill {
+                agent_id: agent.clone(),
+                done: report.embedded,
+                total,
+            });
+        }
+        report.remaining = self.backend.count_passages_without_vectors(agent).await?;
+        Ok(report)
+    }
+
     /// Whether `handle` is still the agent's embedding model.
     fn still_model(&self, agent: &AgentId, handle: &str) -> bool {
         self.store
@@ -417,10 +482,18 @@ impl Backfiller {
         let agent = agent.clone();
         runtime.spawn(async move {
             loop {
-                let missing = this.missing(&agent).unwrap_or(0);
-                if missing > 0
-                    && let Err(e) = this.run(&agent).await
-                {
+                let done = if this.shared {
+                    match this.backend.count_passages_without_vectors(&agent).await {
+                        Ok(missing) if missing > 0 => this.run_shared(&agent).await.map(drop),
+                        Ok(_) => Ok(()),
+                        Err(e) => Err(e),
+                    }
+                } else if this.missing(&agent).unwrap_or(0) > 0 {
+                    this.run(&agent).await.map(drop)
+                } else {
+                    Ok(())
+                };
+                if let Err(e) = done {
                     tracing::warn!(%e, agent = %agent, "backfill stopped");
                 }
                 let mut running = this.lock();
@@ -450,6 +523,8 @@ impl Engram {
     fn backfiller(&self) -> Backfiller {
         Backfiller {
             store: self.store.clone(),
+            backend: self.backend.clone(),
+            shared: self.shared,
             resolver: self.resolver.clone(),
             notices: self.notices.clone(),
             state: self.backfills.clone(),
@@ -460,10 +535,6 @@ impl Engram {
     /// Starts filling in the agent's missing vectors in the background (no-op when nothing
     /// is missing; when a backfill runs already, it goes round once more).
     pub(crate) fn spawn_backfill(&self, agent: &AgentId) {
-        // A shared server's vectors are computed as rows are written (no queue of its own).
-        if self.shared {
-            return;
-        }
         self.backfiller().spawn(agent);
     }
 
@@ -586,15 +657,21 @@ impl Archival<'_> {
     /// [`Notice::EmbeddingBackfill`]. Resumable: it can stop at any point and the next run
     /// goes on from what is still missing. Errors: `not_found` for the agent.
     pub async fn backfill(self, agent: &AgentId) -> Result<BackfillReport> {
-        self.engram.backfiller().run(agent).await
+        let backfiller = self.engram.backfiller();
+        if backfiller.shared {
+            return backfiller.run_shared(agent).await;
+        }
+        backfiller.run(agent).await
     }
 
     /// Starts a background backfill for every agent with passages or messages lacking a
     /// vector of its current embedding model: a backfill cut short by a restart (or an
     /// embedding model changed just before it) goes on. For long-lived processes (`engram
     /// serve`, the desktop app), called once after opening; progress arrives as
-    /// [`Notice::EmbeddingBackfill`]. Returns how many agents have one. Must be called inside a
-    /// tokio runtime (otherwise nothing starts and 0 is returned). Errors: storage.
+    /// [`Notice::EmbeddingBackfill`]. Returns how many agents have one (on a shared server the
+    /// agents are looked at in the background, passages only, and 0 is returned). Must be
+    /// called inside a tokio runtime (otherwise nothing starts and 0 is returned). Errors:
+    /// storage.
     ///
     /// Vector index builds a quit cut short start again too, on a blocking thread (reading
     /// an agent's vectors takes seconds at a million passages), with progress as
@@ -630,6 +707,28 @@ impl Archival<'_> {
             Err(e) => tracing::warn!(error = %e, "files cut short by a stop not checked"),
         }
         let backfiller = self.engram.backfiller();
+        if backfiller.shared {
+            // Every agent on the server is looked at, in the background: each one its backfill
+            // when passages wait for a vector (spawned backfills count as started later).
+            tokio::spawn(async move {
+                let agents = match backfiller.backend.list_agents().await {
+                    Ok(agents) => agents,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "embedding backfills not resumed");
+                        return;
+                    }
+                };
+                for agent in agents.into_iter().filter(|a| a.embedding.is_some()) {
+                    if matches!(
+                        backfiller.backend.count_passages_without_vectors(&agent.id).await,
+                        Ok(n) if n > 0
+                    ) {
+                        backfiller.spawn(&agent.id);
+                    }
+                }
+            });
+            return Ok(0);
+        }
         let mut started = 0;
         for agent in self.engram.store.messages().agents_with_embeddings()? {
             if backfiller.missing(&agent)? > 0 {

@@ -98,6 +98,30 @@ pub trait PassageStore: Send + Sync {
     /// in insertion order, at its native dimension. Errors: `NotFound("agent")`.
     async fn passage_vectors(&self, agent: &AgentId) -> Result<Vec<(PassageId, Vec<f32>)>>;
 
+    /// Up to `limit` of the agent's passages without a stored vector (superseded ones too),
+    /// oldest first: what a backfill embeds, batch by batch. Errors: `NotFound("agent")`.
+    async fn passages_without_vectors(&self, agent: &AgentId, limit: usize)
+    -> Result<Vec<Passage>>;
+
+    /// How many of the agent's passages have no stored vector. Errors: `NotFound("agent")`.
+    async fn count_passages_without_vectors(&self, agent: &AgentId) -> Result<u64>;
+
+    /// Stores vectors of the embedding model `model` (a handle, `local/all-minilm-l6-v2`)
+    /// computed for the agent's `(passage, the text it was computed from, vector)`, in one
+    /// transaction: only where the passage still has no vector and still has that text (an
+    /// edit, or another backfill, meanwhile wins), and only while `model` is still the agent's
+    /// embedding model (a backfill that began before a model change never stores the old
+    /// model's vectors). Returns how many were stored.
+    ///
+    /// Errors: `NotFound("agent")`; `Invalid` for an empty or non-finite vector (nothing is
+    /// stored).
+    async fn fill_passage_vectors(
+        &self,
+        agent: &AgentId,
+        model: &str,
+        filled: &[(PassageId, String, Vec<f32>)],
+    ) -> Result<usize>;
+
     /// How many current passages the agent has. Errors: `NotFound("agent")`.
     async fn count_passages(&self, agent: &AgentId) -> Result<u64>;
 

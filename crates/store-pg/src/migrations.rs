@@ -96,6 +96,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "model prices",
         sql: MODEL_PRICES,
     },
+    Migration {
+        version: 15,
+        name: "passages without a vector",
+        sql: PASSAGES_WITHOUT_VECTOR,
+    },
 ];
 
 /// The advisory lock key migrations run under (`"engram"` in ASCII, then 1): any number that
@@ -520,4 +525,11 @@ CREATE TABLE model_prices (
     output_per_mtok double precision NOT NULL,    -- USD per million completion tokens
     updated_at      timestamptz NOT NULL
 );
+"#;
+
+/// Version 15: the passages still waiting for a vector (imported without one, or written
+/// while the embedding model was down), found without reading an agent's whole archive: a
+/// backfill looks for them after every chat step.
+const PASSAGES_WITHOUT_VECTOR: &str = r#"
+CREATE INDEX passages_without_vector ON passages (agent_id, pk) WHERE embedding IS NULL;
 "#;

@@ -281,6 +281,85 @@ impl PassageStore for PgStore {
         Ok(())
     }
 
+    async fn passages_without_vectors(
+        &self,
+        agent: &AgentId,
+        limit: usize,
+    ) -> Result<Vec<Passage>> {
+        let c = self.client().await?;
+        blocks::ensure_agent(&c, agent, Lock::None).await?;
+        let found = c
+            .rows(
+                &format!(
+                    "SELECT {PASSAGE_COLS} FROM passages p
+                     WHERE p.agent_id = $1 AND p.embedding IS NULL ORDER BY p.pk LIMIT $2"
+                ),
+                &[&agent.as_str(), &rows::limit(limit)],
+            )
+            .await
+            .map_err(TxError::from)?;
+        Ok(rows::all(&found, rows::passage)?)
+    }
+
+    async fn count_passages_without_vectors(&self, agent: &AgentId) -> Result<u64> {
+        let c = self.client().await?;
+        blocks::ensure_agent(&c, agent, Lock::None).await?;
+        let n: i64 = c
+            .one(
+                "SELECT count(*) FROM passages WHERE agent_id = $1 AND embedding IS NULL",
+                &[&agent.as_str()],
+            )
+            .await
+            .map_err(TxError::from)?
+            .get(0);
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    async fn fill_passage_vectors(
+        &self,
+        agent: &AgentId,
+        model: &str,
+        filled: &[(PassageId, String, Vec<f32>)],
+    ) -> Result<usize> {
+        let mut coded = Vec::with_capacity(filled.len());
+        for (id, text, v) in filled {
+            check_vector(v)?;
+            let dim = i32::try_from(v.len())
+                .map_err(|_| Error::invalid("an embedding has too many dimensions"))?;
+            let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+            coded.push((id, text, dim, bytes));
+        }
+        transaction!(self, |tx| {
+            // Read under a share lock: a change of the embedding model commits before this
+            // fill or after it, never in between.
+            let current = tx
+                .one_opt(
+                    "SELECT embedding ->> 'model' FROM agents WHERE id = $1 FOR SHARE",
+                    &[&agent.as_str()],
+                )
+                .await?;
+            let Some(current) = current else {
+                return Err(Error::not_found("agent", agent.as_str()).into());
+            };
+            if current.try_get::<_, Option<String>>(0)?.as_deref() != Some(model) {
+                0
+            } else {
+                let mut n = 0;
+                for (id, text, dim, bytes) in &coded {
+                    n += tx
+                        .exec(
+                            "UPDATE passages SET embedding_dim = $2, embedding = $3
+                             WHERE id = $1 AND embedding IS NULL AND text = $4
+                               AND agent_id = $5",
+                            &[&id.as_str(), dim, bytes, text, &agent.as_str()],
+                        )
+                        .await?;
+                }
+                usize::try_from(n).unwrap_or(usize::MAX)
+            }
+        })
+    }
+
     async fn update_passage(
         &self,
         agent: &AgentId,

@@ -441,6 +441,27 @@ impl PassageStore for Store {
         self.passages().count(agent, &PassageList::default())
     }
 
+    async fn passages_without_vectors(
+        &self,
+        agent: &AgentId,
+        limit: usize,
+    ) -> Result<Vec<Passage>> {
+        self.passages().without_vectors(agent, limit)
+    }
+
+    async fn count_passages_without_vectors(&self, agent: &AgentId) -> Result<u64> {
+        self.passages().count_without_vectors(agent)
+    }
+
+    async fn fill_passage_vectors(
+        &self,
+        agent: &AgentId,
+        model: &str,
+        filled: &[(PassageId, String, Vec<f32>)],
+    ) -> Result<usize> {
+        self.passages().fill_vectors(agent, model, filled)
+    }
+
     async fn update_passage(
         &self,
         agent: &AgentId,

@@ -16,6 +16,7 @@ on_both_backends!(
     a_passage_search_ranks_more_of_the_words_first,
     a_passage_search_filters_tags_and_dates,
     a_passage_change_rewrites_text_tags_and_vector_together,
+    a_backfill_fills_only_missing_vectors_of_the_current_model,
 );
 
 fn at(secs: i64) -> Timestamp {
@@ -537,4 +538,112 @@ async fn a_passage_change_rewrites_text_tags_and_vector_together<H: Harness>(h: 
         "not_found"
     );
     assert_eq!(b.get_passage(&stored.id).await.unwrap(), before);
+}
+
+async fn a_backfill_fills_only_missing_vectors_of_the_current_model<H: Harness>(h: H) {
+    let b = h.backend();
+    let mut new = super::agent("embedder");
+    new.embedding = Some(engram_core::EmbeddingConfig {
+        model: "local/all-minilm-l6-v2".into(),
+        base_url: None,
+    });
+    let (a, _) = b.create_agent(&new, &[], &[]).await.unwrap();
+    let stored = b
+        .insert_passages(
+            &a.id,
+            &[
+                new_passage("first fact", 0),
+                NewPassage {
+                    embedding: Some(vec![0.5, 0.5]),
+                    ..new_passage("already has one", 1)
+                },
+                new_passage("second fact", 2),
+                new_passage("third fact", 3),
+            ],
+        )
+        .await
+        .unwrap();
+    assert_eq!(b.count_passages_without_vectors(&a.id).await.unwrap(), 3);
+    let waiting = b.passages_without_vectors(&a.id, 2).await.unwrap();
+    assert_eq!(
+        texts(&waiting),
+        ["first fact", "second fact"],
+        "oldest first, limited"
+    );
+
+    // The third passage changed after it was read: its vector describes the old text.
+    b.update_passage(&a.id, &stored[3].id, Some("third fact, edited"), None, None)
+        .await
+        .unwrap();
+    let model = "local/all-minilm-l6-v2";
+    let filled = [
+        (
+            stored[0].id.clone(),
+            "first fact".to_owned(),
+            vec![1.0, 0.0],
+        ),
+        (
+            stored[1].id.clone(),
+            "already has one".to_owned(),
+            vec![9.0, 9.0],
+        ),
+        (
+            stored[3].id.clone(),
+            "third fact".to_owned(),
+            vec![0.0, 1.0],
+        ),
+    ];
+    // Another model's vectors are not stored at all.
+    assert_eq!(
+        b.fill_passage_vectors(&a.id, "openai/text-embedding-3-small", &filled)
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        code(
+            b.fill_passage_vectors(
+                &a.id,
+                model,
+                &[(stored[2].id.clone(), "second fact".into(), vec![f32::NAN])]
+            )
+            .await
+        ),
+        "invalid_input"
+    );
+    assert_eq!(
+        b.fill_passage_vectors(&a.id, model, &filled).await.unwrap(),
+        1
+    );
+    let vectors = b.passage_vectors(&a.id).await.unwrap();
+    assert_eq!(
+        vectors,
+        [
+            (stored[0].id.clone(), vec![1.0, 0.0]),
+            (stored[1].id.clone(), vec![0.5, 0.5]),
+        ],
+        "a stored vector is never overwritten, an edited text not given the old one"
+    );
+    assert_eq!(
+        texts(&b.passages_without_vectors(&a.id, 10).await.unwrap()),
+        ["second fact", "third fact, edited"]
+    );
+    assert_eq!(b.count_passages_without_vectors(&a.id).await.unwrap(), 2);
+    let ghost = AgentId::new();
+    assert_eq!(
+        code(b.count_passages_without_vectors(&ghost).await),
+        "not_found"
+    );
+    assert_eq!(
+        code(b.passages_without_vectors(&ghost, 5).await),
+        "not_found"
+    );
+    assert_eq!(
+        code(b.fill_passage_vectors(&ghost, model, &[]).await),
+        "not_found"
+    );
+}
+
+fn new_passage(text: &str, secs: i64) -> NewPassage {
+    new(text, &[], secs)
 }
