@@ -74,7 +74,7 @@ impl Archival<'_> {
     pub async fn list(self, agent: &AgentId, list: &PassageList) -> Result<Vec<Passage>> {
         match list.as_range() {
             Some(range) => self.engram.backend.list_passages(agent, &range).await,
-            // Filters on a shared server: cut in memory, as a page is.
+            // A filtered list on a shared server: a page of the interface's.
             None if self.engram.shared => Ok(self.page(agent, list).await?.passages),
             None => self.engram.store.passages().list(agent, list),
         }
@@ -90,21 +90,11 @@ impl Archival<'_> {
     }
 
     /// A page of passages with the number of passages passing the list's filters in all and
-    /// the page's position in that list, for a pager (paged in SQL on SQLite: a page costs the
-    /// same at any archive size; cut in memory on a shared server, see `shared_passages`).
+    /// the page's position in that list, for a pager (paged in SQL on both stores: a page
+    /// costs about the same at any archive size).
     /// Errors: `not_found` (agent, or a cursor passage).
     pub async fn page(self, agent: &AgentId, list: &PassageList) -> Result<PassagePage> {
-        if !self.engram.shared {
-            return self.engram.store.passages().page(agent, list);
-        }
-        let whole = engram_store_api::PassageRange {
-            limit: usize::MAX,
-            ascending: list.ascending,
-            include_superseded: list.include_superseded,
-            ..engram_store_api::PassageRange::default()
-        };
-        let all = self.engram.backend.list_passages(agent, &whole).await?;
-        crate::shared_passages::page(all, list)
+        self.engram.backend.page_passages(agent, list).await
     }
 
     /// Searches archival memory as the agent's tool does (BM25, fused with vectors when the

@@ -54,7 +54,6 @@ mod rooms;
 mod run_tests;
 mod runs;
 mod server_link;
-mod shared_passages;
 mod sleeptime;
 mod sleeptime_api;
 mod templates;

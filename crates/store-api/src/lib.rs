@@ -87,7 +87,7 @@ pub use import::{
     tool_candidate,
 };
 pub use messages::{Hit, MessageSearch, MessageStore, SEQ_GAP, SeqOrder};
-pub use passages::{PassageRange, PassageSearch, PassageStore};
+pub use passages::{PassageList, PassagePage, PassageRange, PassageSearch, PassageStore};
 pub use ranking::{
     Bm25, CandidateDepth, Candidates, MessageQuery, NeighbourMap, PassageQuery, Ranker, Ranking,
 };

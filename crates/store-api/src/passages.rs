@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use engram_core::{
     AgentId, NewPassage, Passage, PassageHit, PassageId, Result, TagMatch, Timestamp,
 };
+use serde::{Deserialize, Serialize};
 
 /// Which page of an agent's passages to list ([`PassageStore::list_passages`]).
 ///
@@ -122,6 +123,15 @@ pub trait PassageStore: Send + Sync {
         filled: &[(PassageId, String, Vec<f32>)],
     ) -> Result<usize>;
 
+    /// A page of the agent's archival memory as the window's browser reads it (see
+    /// [`PassageList`]): the passages passing the list's filters from where it says, how many
+    /// pass them in all, and how many of those come before the page. Paged in the database on
+    /// both stores, and read in one snapshot, so the three agree.
+    ///
+    /// Errors: `NotFound("agent")`; `NotFound("passage", id)` for a cursor that is not one of
+    /// the agent's passages.
+    async fn page_passages(&self, agent: &AgentId, list: &PassageList) -> Result<PassagePage>;
+
     /// How many current passages the agent has. Errors: `NotFound("agent")`.
     async fn count_passages(&self, agent: &AgentId) -> Result<u64>;
 
@@ -191,4 +201,85 @@ pub trait PassageStore: Send + Sync {
         ids: &[PassageId],
         reach: usize,
     ) -> Result<Vec<Vec<Passage>>>;
+}
+
+/// Which page of an agent's archival memory to read, and which passages count.
+///
+/// Filters (`search`, `tags`, `start`, `end`) decide which passages are in the list and are
+/// counted in [`PassagePage::total`]; `after`, `before`, `at` and `offset` only choose where
+/// in that list the page starts.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+#[ts(export)]
+#[serde(default)]
+pub struct PassageList {
+    /// Only passages whose text contains this substring (case-insensitive for ASCII letters).
+    #[ts(optional)]
+    pub search: Option<String>,
+    /// Only passages carrying these tags (see `tag_match`); empty: no tag filter.
+    pub tags: Vec<String>,
+    /// Whether a passage needs any or all of `tags`.
+    pub tag_match: TagMatch,
+    /// Only passages created at or after this time.
+    #[ts(optional)]
+    pub start: Option<Timestamp>,
+    /// Only passages created at or before this time.
+    #[ts(optional)]
+    pub end: Option<Timestamp>,
+    /// Only passages after this one in the list's order (a Letta cursor).
+    #[ts(optional)]
+    pub after: Option<PassageId>,
+    /// Only passages before this one in the list's order: the `limit` nearest it.
+    #[ts(optional)]
+    pub before: Option<PassageId>,
+    /// Start at the page (of `limit` passages, counted from the list's start) holding the
+    /// first passage created at or before this time (newest first) or at or after it (oldest
+    /// first): "jump to a date". Ignored with a cursor.
+    #[ts(optional)]
+    pub at: Option<Timestamp>,
+    /// Passages to skip (after the cursor, if any).
+    pub offset: usize,
+    /// Maximum number of passages.
+    pub limit: usize,
+    /// Oldest first when true, newest first otherwise.
+    pub ascending: bool,
+    /// Also list passages that were superseded or merged (the history of facts that
+    /// changed); by default only current passages are listed and counted.
+    #[ts(as = "Option<bool>", optional)]
+    pub include_superseded: bool,
+}
+
+impl PassageList {
+    /// This list as the storage interface's plain range, when it is one: no filter, no
+    /// offset, no date to jump to. `None` otherwise.
+    pub fn as_range(&self) -> Option<PassageRange> {
+        let plain = self.search.is_none()
+            && self.tags.is_empty()
+            && self.start.is_none()
+            && self.end.is_none()
+            && self.at.is_none()
+            && self.offset == 0;
+        plain.then(|| PassageRange {
+            after: self.after.clone(),
+            before: self.before.clone(),
+            limit: self.limit,
+            ascending: self.ascending,
+            include_superseded: self.include_superseded,
+        })
+    }
+}
+
+/// One page of archival memory, where it sits in the list, and how many passages the list
+/// holds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+#[ts(export)]
+pub struct PassagePage {
+    /// The page, in the order asked for.
+    pub passages: Vec<Passage>,
+    /// Passages passing the filters (all of the agent's without any).
+    #[ts(type = "number")]
+    pub total: u64,
+    /// How many passages of the list come before the page's first one (the page's index is
+    /// `offset / limit` when the page is aligned).
+    #[ts(type = "number")]
+    pub offset: u64,
 }

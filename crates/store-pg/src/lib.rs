@@ -42,6 +42,7 @@ mod leases;
 mod messages;
 mod migrations;
 mod notices;
+mod passage_page;
 mod passages;
 mod ranking;
 mod repair;

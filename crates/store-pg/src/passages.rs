@@ -12,8 +12,8 @@ use engram_core::{
     AgentId, Error, NewPassage, Passage, PassageHit, PassageId, Result, StepId, TagMatch, Timestamp,
 };
 use engram_store_api::{
-    CandidateDepth, Hit, PassageQuery, PassageRange, PassageSearch, PassageStore, QueryWords,
-    Ranker, query_words,
+    CandidateDepth, Hit, PassageList, PassagePage, PassageQuery, PassageRange, PassageSearch,
+    PassageStore, QueryWords, Ranker, query_words,
 };
 
 /// A passage's place in time order: `(created_at, pk)`.
@@ -33,7 +33,11 @@ fn check_vector(v: &[f32]) -> Result<()> {
 }
 
 /// The key of the agent's passage `id`. Errors: `NotFound("passage", id)`.
-async fn key_of(c: &impl GenericClient, agent: &AgentId, id: &PassageId) -> TxResult<Key> {
+pub(crate) async fn key_of(
+    c: &impl GenericClient,
+    agent: &AgentId,
+    id: &PassageId,
+) -> TxResult<Key> {
     let row = c
         .one_opt(
             "SELECT created_at, pk FROM passages WHERE id = $1 AND agent_id = $2",
@@ -279,6 +283,10 @@ impl PassageStore for PgStore {
             return Err(Error::not_found("passage", id.as_str()));
         }
         Ok(())
+    }
+
+    async fn page_passages(&self, agent: &AgentId, list: &PassageList) -> Result<PassagePage> {
+        crate::passage_page::page_in_snapshot(self, agent, list).await
     }
 
     async fn passages_without_vectors(

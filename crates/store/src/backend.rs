@@ -7,8 +7,8 @@
 //! smoothing, no vectors (those are the retrieval layer's).
 
 use crate::{
-    CandidateDepth, Candidates, MessageQuery, PassageList, PassageQuery, Ranking, SeqOrder, Store,
-    leases, sql,
+    CandidateDepth, Candidates, MessageQuery, PassageList, PassagePage, PassageQuery, Ranking,
+    SeqOrder, Store, leases, sql,
 };
 use async_trait::async_trait;
 use engram_core::{
@@ -439,6 +439,10 @@ impl PassageStore for Store {
 
     async fn count_passages(&self, agent: &AgentId) -> Result<u64> {
         self.passages().count(agent, &PassageList::default())
+    }
+
+    async fn page_passages(&self, agent: &AgentId, list: &PassageList) -> Result<PassagePage> {
+        self.passages().page(agent, list)
     }
 
     async fn passages_without_vectors(

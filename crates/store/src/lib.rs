@@ -96,6 +96,7 @@ pub use engram_store_api::{
     ImportSupersession, ImportedIds, ImportedTool,
 };
 pub use engram_store_api::{PassCommit, PassageOp};
+pub use engram_store_api::{PassageList, PassagePage};
 pub use file_chunks::UnembeddedChunk;
 pub use file_pieces::{NewPiece, TextPart};
 pub use file_state::{FileWindow, MAX_WINDOW_CHARS, qualified_name, window as file_window};
@@ -106,7 +107,6 @@ pub use message_pages::{Compaction, MessageWindow, SeqOrder, WindowAt};
 pub use message_vectors::{MessageVector, UnembeddedMessage, embeddable_text};
 pub use messages::{MessageHit, MessageQuery, SEQ_GAP};
 pub use model_windows::MODEL_WINDOW_SETTING_PREFIX;
-pub use passage_list::{PassageList, PassagePage};
 pub use passage_rows::PassageQuery;
 pub use rollback::{BlockRevert, TurnRollback};
 pub use rooms::{

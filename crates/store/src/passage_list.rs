@@ -12,90 +12,9 @@ use crate::passage_rows::{PASSAGE_COLS, Query, passage_from_row};
 use crate::rooms::PassageRows;
 use crate::sql::{self, DbResult};
 use engram_core::{AgentId, Error, Passage, PassageId, Result, TagMatch, Timestamp};
+use engram_store_api::{PassageList, PassagePage};
 use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
-use serde::{Deserialize, Serialize};
-
-/// Which page of an agent's archival memory to read, and which passages count.
-///
-/// Filters (`search`, `tags`, `start`, `end`) decide which passages are in the list and are
-/// counted in [`PassagePage::total`]; `after`, `before`, `at` and `offset` only choose where
-/// in that list the page starts.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
-#[ts(export)]
-#[serde(default)]
-pub struct PassageList {
-    /// Only passages whose text contains this substring (case-insensitive for ASCII letters).
-    #[ts(optional)]
-    pub search: Option<String>,
-    /// Only passages carrying these tags (see `tag_match`); empty: no tag filter.
-    pub tags: Vec<String>,
-    /// Whether a passage needs any or all of `tags`.
-    pub tag_match: TagMatch,
-    /// Only passages created at or after this time.
-    #[ts(optional)]
-    pub start: Option<Timestamp>,
-    /// Only passages created at or before this time.
-    #[ts(optional)]
-    pub end: Option<Timestamp>,
-    /// Only passages after this one in the list's order (a Letta cursor).
-    #[ts(optional)]
-    pub after: Option<PassageId>,
-    /// Only passages before this one in the list's order: the `limit` nearest it.
-    #[ts(optional)]
-    pub before: Option<PassageId>,
-    /// Start at the page (of `limit` passages, counted from the list's start) holding the
-    /// first passage created at or before this time (newest first) or at or after it (oldest
-    /// first): "jump to a date". Ignored with a cursor.
-    #[ts(optional)]
-    pub at: Option<Timestamp>,
-    /// Passages to skip (after the cursor, if any).
-    pub offset: usize,
-    /// Maximum number of passages.
-    pub limit: usize,
-    /// Oldest first when true, newest first otherwise.
-    pub ascending: bool,
-    /// Also list passages that were superseded or merged (the history of facts that
-    /// changed); by default only current passages are listed and counted.
-    #[ts(as = "Option<bool>", optional)]
-    pub include_superseded: bool,
-}
-
-impl PassageList {
-    /// This list as the storage interface's plain range, when it is one: no filter, no
-    /// offset, no date to jump to. `None` otherwise.
-    pub fn as_range(&self) -> Option<engram_store_api::PassageRange> {
-        let plain = self.search.is_none()
-            && self.tags.is_empty()
-            && self.start.is_none()
-            && self.end.is_none()
-            && self.at.is_none()
-            && self.offset == 0;
-        plain.then(|| engram_store_api::PassageRange {
-            after: self.after.clone(),
-            before: self.before.clone(),
-            limit: self.limit,
-            ascending: self.ascending,
-            include_superseded: self.include_superseded,
-        })
-    }
-}
-
-/// One page of archival memory, where it sits in the list, and how many passages the list
-/// holds.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ts_rs::TS)]
-#[ts(export)]
-pub struct PassagePage {
-    /// The page, in the order asked for.
-    pub passages: Vec<Passage>,
-    /// Passages passing the filters (all of the agent's without any).
-    #[ts(type = "number")]
-    pub total: u64,
-    /// How many passages of the list come before the page's first one (the page's index is
-    /// `offset / limit` when the page is aligned).
-    #[ts(type = "number")]
-    pub offset: u64,
-}
 
 /// A `LIKE` pattern matching text that contains `search` literally (`None` for no filter).
 fn like_pattern(search: Option<&str>) -> Option<String> {

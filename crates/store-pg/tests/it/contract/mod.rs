@@ -9,6 +9,7 @@ mod import;
 mod leases;
 mod messages;
 mod ops;
+mod pages;
 mod passages;
 mod ranking;
 mod repair;
