@@ -145,9 +145,9 @@ impl Archival<'_> {
             let ids: Vec<_> = hits.iter().map(|h| h.passage.id.clone()).collect();
             let with_words = self
                 .engram
-                .store
-                .passages()
-                .with_words(agent, &q.query, &ids)?;
+                .backend
+                .passages_with_words(agent, &q.query, &ids)
+                .await?;
             if !with_words.is_empty() {
                 for h in &mut hits {
                     h.context = !with_words.contains(&h.passage.id);

@@ -132,6 +132,17 @@ pub trait PassageStore: Send + Sync {
     /// the agent's passages.
     async fn page_passages(&self, agent: &AgentId, list: &PassageList) -> Result<PassagePage>;
 
+    /// The passages among `ids` (the agent's) whose text holds at least one word of `query`,
+    /// as the words search counts words (stop words left out, stems compared); none for a
+    /// blank query or one without words. What tells a hit of a words-only search from a
+    /// neighbour that came along with it. Errors: `NotFound("agent")`.
+    async fn passages_with_words(
+        &self,
+        agent: &AgentId,
+        query: &str,
+        ids: &[PassageId],
+    ) -> Result<Vec<PassageId>>;
+
     /// How many current passages the agent has. Errors: `NotFound("agent")`.
     async fn count_passages(&self, agent: &AgentId) -> Result<u64>;
 

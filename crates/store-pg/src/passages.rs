@@ -285,6 +285,35 @@ impl PassageStore for PgStore {
         Ok(())
     }
 
+    async fn passages_with_words(
+        &self,
+        agent: &AgentId,
+        query: &str,
+        ids: &[PassageId],
+    ) -> Result<Vec<PassageId>> {
+        let c = self.client().await?;
+        blocks::ensure_agent(&c, agent, Lock::None).await?;
+        let QueryWords::Words(words) = query_words(query) else {
+            return Ok(Vec::new());
+        };
+        let wanted: Vec<&str> = ids.iter().map(PassageId::as_str).collect();
+        let found = c
+            .rows(
+                "SELECT id FROM passages
+                 WHERE agent_id = $1 AND id = ANY($2)
+                   AND words @@ to_tsquery('engram_words', $3)",
+                &[&agent.as_str(), &wanted, &rows::tsquery_any(&words)],
+            )
+            .await
+            .map_err(TxError::from)?;
+        let found: std::collections::HashSet<String> = found.iter().map(|r| r.get(0)).collect();
+        Ok(ids
+            .iter()
+            .filter(|id| found.contains(id.as_str()))
+            .cloned()
+            .collect())
+    }
+
     async fn page_passages(&self, agent: &AgentId, list: &PassageList) -> Result<PassagePage> {
         crate::passage_page::page_in_snapshot(self, agent, list).await
     }

@@ -441,6 +441,20 @@ impl PassageStore for Store {
         self.passages().count(agent, &PassageList::default())
     }
 
+    async fn passages_with_words(
+        &self,
+        agent: &AgentId,
+        query: &str,
+        ids: &[PassageId],
+    ) -> Result<Vec<PassageId>> {
+        let found = self.passages().with_words(agent, query, ids)?;
+        Ok(ids
+            .iter()
+            .filter(|id| found.contains(*id))
+            .cloned()
+            .collect())
+    }
+
     async fn page_passages(&self, agent: &AgentId, list: &PassageList) -> Result<PassagePage> {
         self.passages().page(agent, list)
     }

@@ -17,6 +17,7 @@ on_both_backends!(
     a_passage_search_filters_tags_and_dates,
     a_passage_change_rewrites_text_tags_and_vector_together,
     a_backfill_fills_only_missing_vectors_of_the_current_model,
+    passages_with_the_querys_words_are_told_from_the_others,
 );
 
 fn at(secs: i64) -> Timestamp {
@@ -646,4 +647,54 @@ async fn a_backfill_fills_only_missing_vectors_of_the_current_model<H: Harness>(
 
 fn new_passage(text: &str, secs: i64) -> NewPassage {
     new(text, &[], secs)
+}
+
+async fn passages_with_the_querys_words_are_told_from_the_others<H: Harness>(h: H) {
+    let b = h.backend();
+    let (a, _) = agent_with(&b, "reader", &[]).await;
+    let (other, _) = agent_with(&b, "other", &[]).await;
+    let mine = b
+        .insert_passages(
+            &a.id,
+            &[
+                new("Grace likes green tea", &[], 0),
+                new("Bo plays chess on Sundays", &[], 1),
+                new("The office closes at six", &[], 2),
+            ],
+        )
+        .await
+        .unwrap();
+    let theirs = b
+        .insert_passages(&other.id, &[new("More tea for Ana", &[], 0)])
+        .await
+        .unwrap();
+    let mut ids: Vec<PassageId> = mine.iter().map(|p| p.id.clone()).collect();
+    ids.push(theirs[0].id.clone());
+    // Stems compared ("teas" finds "tea"); only the agent's own passages among `ids`.
+    assert_eq!(
+        b.passages_with_words(&a.id, "teas or chess?", &ids)
+            .await
+            .unwrap(),
+        [mine[0].id.clone(), mine[1].id.clone()]
+    );
+    assert_eq!(
+        b.passages_with_words(&a.id, "chess", &ids[2..])
+            .await
+            .unwrap(),
+        [],
+        "only among the ids given"
+    );
+    for nothing in ["", "   ", "?!"] {
+        assert!(
+            b.passages_with_words(&a.id, nothing, &ids)
+                .await
+                .unwrap()
+                .is_empty(),
+            "{nothing:?}"
+        );
+    }
+    assert_eq!(
+        code(b.passages_with_words(&AgentId::new(), "tea", &ids).await),
+        "not_found"
+    );
 }
