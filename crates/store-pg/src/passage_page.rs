@@ -5,16 +5,33 @@
 //! are [`PassageList`]'s, as the SQLite store applies them.
 
 use crate::blocks::{self, Lock};
-use crate::passages::key_of;
 use crate::rows::{self, Cached, PASSAGE_COLS};
 use crate::tx::{TxError, TxResult};
 use deadpool_postgres::GenericClient;
-use engram_core::{AgentId, Passage, TagMatch, Timestamp};
+use engram_core::{AgentId, Error, Passage, PassageId, TagMatch, Timestamp};
 use engram_store_api::{PassageList, PassagePage};
 use tokio_postgres::types::ToSql;
 
 /// A passage's place in time order: `(created_at, pk)`.
-type Key = (Timestamp, i64);
+pub(crate) type Key = (Timestamp, i64);
+
+/// The key of the agent's passage `id`. Errors: `NotFound("passage", id)`.
+pub(crate) async fn key_of(
+    c: &impl GenericClient,
+    agent: &AgentId,
+    id: &PassageId,
+) -> TxResult<Key> {
+    let row = c
+        .one_opt(
+            "SELECT created_at, pk FROM passages WHERE id = $1 AND agent_id = $2",
+            &[&id.as_str(), &agent.as_str()],
+        )
+        .await?;
+    match row {
+        Some(r) => Ok((r.try_get(0)?, r.try_get(1)?)),
+        None => Err(Error::not_found("passage", id.as_str()).into()),
+    }
+}
 
 /// A statement's arguments, numbered as they are added.
 #[derive(Default)]

@@ -4,6 +4,7 @@
 
 use crate::PgStore;
 use crate::blocks::{self, Lock};
+use crate::passage_page::key_of;
 use crate::rows::{self, Cached, PASSAGE_COLS};
 use crate::tx::{TxError, TxResult, transaction};
 use async_trait::async_trait;
@@ -16,9 +17,6 @@ use engram_store_api::{
     PassageStore, QueryWords, Ranker, query_words,
 };
 
-/// A passage's place in time order: `(created_at, pk)`.
-type Key = (Timestamp, i64);
-
 /// Checks a vector as the SQLite store does. Errors: `Invalid`.
 fn check_vector(v: &[f32]) -> Result<()> {
     if v.is_empty() {
@@ -30,24 +28,6 @@ fn check_vector(v: &[f32]) -> Result<()> {
         ));
     }
     Ok(())
-}
-
-/// The key of the agent's passage `id`. Errors: `NotFound("passage", id)`.
-pub(crate) async fn key_of(
-    c: &impl GenericClient,
-    agent: &AgentId,
-    id: &PassageId,
-) -> TxResult<Key> {
-    let row = c
-        .one_opt(
-            "SELECT created_at, pk FROM passages WHERE id = $1 AND agent_id = $2",
-            &[&id.as_str(), &agent.as_str()],
-        )
-        .await?;
-    match row {
-        Some(r) => Ok((r.try_get(0)?, r.try_get(1)?)),
-        None => Err(Error::not_found("passage", id.as_str()).into()),
-    }
 }
 
 /// The filters of a search: `$1` agent, `$2`..`$3` time range (`NULL` for no bound), `$4` tags

@@ -4,7 +4,8 @@
 //!
 //! A commit holds the agent's row (`FOR NO KEY UPDATE`, as an append does) so the reading
 //! position and the pass's changes land together, and each block it edits (`FOR UPDATE`, as
-//! any edit does). Model prices are not kept on PostgreSQL yet, so `cost_usd` is `None`.
+//! any edit does). A pass's `cost_usd` is read at its model's price as the SQLite store reads
+//! it: the one people set (`model_prices`), else the built-in one.
 
 use crate::PgStore;
 use crate::blocks::{self, Lock};
@@ -69,6 +70,34 @@ async fn changes(c: &impl GenericClient, id: &PassId) -> TxResult<Vec<PassChange
     Ok(out)
 }
 
+/// Sets the pass's cost at its model's price: the one people set, else the built-in one, else
+/// none.
+async fn price(c: &impl GenericClient, pass: &mut SleeptimePass) -> TxResult<()> {
+    let set = c
+        .one_opt(
+            "SELECT input_per_mtok, output_per_mtok FROM model_prices WHERE model = $1",
+            &[&pass.model],
+        )
+        .await?;
+    let per_mtok = match set {
+        Some(r) => Some((r.try_get::<_, f64>(0)?, r.try_get::<_, f64>(1)?)),
+        None => engram_core::price::BUILTIN_PRICES
+            .iter()
+            .find(|(m, _, _)| *m == pass.model)
+            .map(|&(_, input, output)| (input, output)),
+    };
+    pass.cost_usd = per_mtok.map(|(input, output)| {
+        engram_core::ModelPrice {
+            model: pass.model.clone(),
+            input_per_mtok: input,
+            output_per_mtok: output,
+            source: engram_core::PriceSource::User,
+        }
+        .cost(pass.prompt_tokens, pass.completion_tokens)
+    });
+    Ok(())
+}
+
 async fn load(c: &impl GenericClient, id: &PassId) -> TxResult<SleeptimePass> {
     let row = c
         .one_opt(
@@ -79,6 +108,7 @@ async fn load(c: &impl GenericClient, id: &PassId) -> TxResult<SleeptimePass> {
         .ok_or_else(|| Error::not_found("sleep-time pass", id.as_str()))?;
     let mut pass = pass_from_row(&row)?;
     pass.changes = changes(c, id).await?;
+    price(c, &mut pass).await?;
     Ok(pass)
 }
 
@@ -414,6 +444,7 @@ impl SleeptimeStore for PgStore {
         for r in &found {
             let mut pass = pass_from_row(r)?;
             pass.changes = changes(&c, &pass.id).await?;
+            price(&c, &mut pass).await?;
             out.push(pass);
         }
         Ok(out)

@@ -10,7 +10,8 @@ use engram_core::{
     PassageId, SleeptimePass, SleeptimeSettings, SupersedeKind,
 };
 use engram_store_api::{
-    BlockStore, BlockWrite, PassCommit, PassageOp, PassageRange, PassageStore, SleeptimeStore,
+    BlockStore, BlockWrite, PassCommit, PassageOp, PassageRange, PassageStore, SettingStore,
+    SleeptimeStore,
 };
 
 on_both_backends!(
@@ -95,6 +96,26 @@ async fn settings_are_kept_apart_from_the_reading_position<H: Harness>(h: H) {
         code(b.set_sleeptime_settings(&a.id, &zero).await),
         "invalid_input"
     );
+    // A pass's cost is read at its model's price: the built-in one, or the one people set.
+    let listed = b.list_passes(&a.id, 1).await.unwrap();
+    let builtin = listed[0]
+        .cost_usd
+        .expect("gpt-4o-mini has a built-in price");
+    assert!(builtin > 0.0, "{builtin}");
+    b.set_model_price(&engram_core::ModelPrice {
+        model: "openai/gpt-4o-mini".into(),
+        input_per_mtok: 1.0,
+        output_per_mtok: 10.0,
+        source: engram_core::PriceSource::User,
+    })
+    .await
+    .unwrap();
+    let priced = b.get_pass(&listed[0].id).await.unwrap().cost_usd.unwrap();
+    assert!(
+        (priced - (900.0 * 1.0 + 60.0 * 10.0) / 1e6).abs() < 1e-12,
+        "{priced}"
+    );
+
     let again = pass(&a.id, 1, 1, PassStatus::Skipped);
     b.record_pass(&again).await.unwrap();
     assert_eq!(code(b.record_pass(&again).await), "conflict");
