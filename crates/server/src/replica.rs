@@ -162,9 +162,10 @@ const COMMANDS: &[&str] = &[
     "sleeptime_settings",
     "chat_models",
     "get_default_model",
-    "list_providers",
-    // This machine's settings (kept in the replica's data directory, like its providers).
+    // The replica's own setting, kept in its data directory like its providers.
     "set_default_model",
+    "list_providers",
+    // The model settings people make in the window, in the database for every replica.
     "model_windows",
     "set_model_window",
     "model_prices",
