@@ -52,6 +52,23 @@ pub struct ModelPrice {
 }
 
 impl ModelPrice {
+    /// Every price of [`BUILTIN_PRICES`], in its order (source `Builtin`).
+    pub fn builtin() -> impl Iterator<Item = ModelPrice> {
+        BUILTIN_PRICES
+            .iter()
+            .map(|&(model, input, output)| ModelPrice {
+                model: model.to_owned(),
+                input_per_mtok: input,
+                output_per_mtok: output,
+                source: PriceSource::Builtin,
+            })
+    }
+
+    /// The built-in price of `model`, if the table has one.
+    pub fn builtin_for(model: &str) -> Option<ModelPrice> {
+        Self::builtin().find(|p| p.model == model)
+    }
+
     /// The cost in US dollars of `prompt` input and `completion` output tokens.
     #[allow(clippy::cast_precision_loss)] // token counts stay far below 2^52
     pub fn cost(&self, prompt: u64, completion: u64) -> f64 {

@@ -3,27 +3,15 @@
 //! On a shared server the prices people set are in the database, one list for every replica.
 
 use crate::rooms::Models;
-use engram_core::price::BUILTIN_PRICES;
-use engram_core::{AgentId, ModelPrice, PriceSource, Result, RunId, UsageCost};
+use engram_core::{AgentId, ModelPrice, Result, RunId, UsageCost};
 use std::collections::BTreeMap;
 
 impl Models<'_> {
     /// Every known price, by model: the built-in table with the user's prices over it (a
     /// user price of a built-in model replaces it; source says which). Errors: `Storage`.
     pub async fn prices(self) -> Result<Vec<ModelPrice>> {
-        let mut by_model: BTreeMap<String, ModelPrice> = BUILTIN_PRICES
-            .iter()
-            .map(|&(model, input, output)| {
-                (
-                    model.to_owned(),
-                    ModelPrice {
-                        model: model.to_owned(),
-                        input_per_mtok: input,
-                        output_per_mtok: output,
-                        source: PriceSource::Builtin,
-                    },
-                )
-            })
+        let mut by_model: BTreeMap<String, ModelPrice> = ModelPrice::builtin()
+            .map(|p| (p.model.clone(), p))
             .collect();
         for p in self.engram.backend.model_prices().await? {
             by_model.insert(p.model.clone(), p);

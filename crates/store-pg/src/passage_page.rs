@@ -73,12 +73,7 @@ fn filters(agent: &AgentId, q: &PassageList, args: &mut Args) -> String {
         cond.push_str(&format!(" AND {FOLD} LIKE {pattern} ESCAPE '\\'"));
     }
     if !q.tags.is_empty() {
-        let mut tags: Vec<String> = Vec::new();
-        for t in &q.tags {
-            if !tags.contains(t) {
-                tags.push(t.clone());
-            }
-        }
+        let tags = rows::dedup_tags(&q.tags);
         let op = match q.tag_match {
             TagMatch::Any => "&&",
             TagMatch::All => "@>",

@@ -45,6 +45,15 @@ fn search_filters(tag_match: TagMatch) -> String {
     )
 }
 
+/// A checked vector as stored: `(embedding_dim, little-endian f32 bytes)`.
+/// Errors: `Invalid` for an empty or non-finite vector, or one of over 2^31 dimensions.
+fn encode(v: &[f32]) -> Result<(i32, Vec<u8>)> {
+    check_vector(v)?;
+    let dim = i32::try_from(v.len())
+        .map_err(|_| Error::invalid("an embedding has too many dimensions"))?;
+    Ok((dim, v.iter().flat_map(|x| x.to_le_bytes()).collect()))
+}
+
 /// Checks passages before a write: each needs text, and a vector of finite values.
 /// Errors: `Invalid`.
 pub(crate) fn check_new(passages: &[NewPassage]) -> Result<()> {
@@ -93,16 +102,7 @@ pub(crate) async fn insert_as(
         created_at: np.created_at.map_or(now, rows::truncate),
         superseded: None,
     };
-    let dim = np
-        .embedding
-        .as_ref()
-        .map(|v| i32::try_from(v.len()))
-        .transpose()
-        .map_err(|_| Error::invalid("an embedding has too many dimensions"))?;
-    let bytes: Option<Vec<u8>> = np
-        .embedding
-        .as_ref()
-        .map(|v| v.iter().flat_map(|x| x.to_le_bytes()).collect());
+    let (dim, bytes) = np.embedding.as_deref().map(encode).transpose()?.unzip();
     let inserted = c
         .exec(
             "INSERT INTO passages (id, agent_id, text, tags, created_at, embedding_dim,
@@ -340,10 +340,7 @@ impl PassageStore for PgStore {
     ) -> Result<usize> {
         let mut coded = Vec::with_capacity(filled.len());
         for (id, text, v) in filled {
-            check_vector(v)?;
-            let dim = i32::try_from(v.len())
-                .map_err(|_| Error::invalid("an embedding has too many dimensions"))?;
-            let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+            let (dim, bytes) = encode(v)?;
             coded.push((id, text, dim, bytes));
         }
         transaction!(self, |tx| {
@@ -388,15 +385,7 @@ impl PassageStore for PgStore {
         if text.is_some_and(|t| t.trim().is_empty()) {
             return Err(Error::invalid("a passage needs some text"));
         }
-        if let Some(v) = embedding {
-            check_vector(v)?;
-        }
-        let dim = embedding
-            .map(|v| i32::try_from(v.len()))
-            .transpose()
-            .map_err(|_| Error::invalid("an embedding has too many dimensions"))?;
-        let bytes: Option<Vec<u8>> =
-            embedding.map(|v| v.iter().flat_map(|x| x.to_le_bytes()).collect());
+        let (dim, bytes) = embedding.map(encode).transpose()?.unzip();
         let tags: Option<Vec<String>> = tags.map(|t| {
             engram_store_api::clean_tags(t)
                 .into_iter()

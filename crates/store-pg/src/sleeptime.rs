@@ -79,22 +79,16 @@ async fn price(c: &impl GenericClient, pass: &mut SleeptimePass) -> TxResult<()>
             &[&pass.model],
         )
         .await?;
-    let per_mtok = match set {
-        Some(r) => Some((r.try_get::<_, f64>(0)?, r.try_get::<_, f64>(1)?)),
-        None => engram_core::price::BUILTIN_PRICES
-            .iter()
-            .find(|(m, _, _)| *m == pass.model)
-            .map(|&(_, input, output)| (input, output)),
-    };
-    pass.cost_usd = per_mtok.map(|(input, output)| {
-        engram_core::ModelPrice {
+    let price = match set {
+        Some(r) => Some(engram_core::ModelPrice {
             model: pass.model.clone(),
-            input_per_mtok: input,
-            output_per_mtok: output,
+            input_per_mtok: r.try_get(0)?,
+            output_per_mtok: r.try_get(1)?,
             source: engram_core::PriceSource::User,
-        }
-        .cost(pass.prompt_tokens, pass.completion_tokens)
-    });
+        }),
+        None => engram_core::ModelPrice::builtin_for(&pass.model),
+    };
+    pass.cost_usd = price.map(|p| p.cost(pass.prompt_tokens, pass.completion_tokens));
     Ok(())
 }
 

@@ -23,17 +23,7 @@ pub(crate) fn price_of(conn: &rusqlite::Connection, model: &str) -> Result<Optio
         })
         .optional()
         .db()?;
-    Ok(user.or_else(|| {
-        engram_core::price::BUILTIN_PRICES
-            .iter()
-            .find(|(m, _, _)| *m == model)
-            .map(|&(m, input, output)| ModelPrice {
-                model: m.to_owned(),
-                input_per_mtok: input,
-                output_per_mtok: output,
-                source: PriceSource::Builtin,
-            })
-    }))
+    Ok(user.or_else(|| ModelPrice::builtin_for(model)))
 }
 
 impl SettingRows<'_> {
