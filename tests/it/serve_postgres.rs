@@ -80,6 +80,22 @@ async fn ok(base: &str, method: Method, path: &str, body: Option<Value>) -> Valu
     v
 }
 
+/// Two replicas of the server on the database at `url`, each with the scripted model.
+async fn two_replicas(url: &str, mock: &MockLlm) -> (Replica, Replica) {
+    (
+        replica(url, Some(mock)).await,
+        replica(url, Some(mock)).await,
+    )
+}
+
+/// Creates an agent through Letta's route on `base`; its id.
+async fn created(base: &str, body: Value) -> String {
+    ok(base, Method::POST, "/v1/agents/", Some(body)).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
 /// The body creating an agent named `name` on the scripted model `mock`, words-only archival.
 fn agent_body(name: &str, mock: &MockLlm) -> Value {
     json!({
@@ -119,10 +135,7 @@ fn user_says(text: &str) -> Value {
 async fn two_replicas_serve_one_set_of_agents() {
     let mock = MockLlm::start(Script::Brain).await;
     let url = engram_test_postgres::database().url();
-    let (a, b) = (
-        replica(&url, Some(&mock)).await,
-        replica(&url, Some(&mock)).await,
-    );
+    let (a, b) = two_replicas(&url, &mock).await;
 
     let created = ok(
         &a.base,
@@ -338,10 +351,7 @@ fn strip_ids(v: &mut Value) {
 async fn an_agent_exports_from_any_replica_and_imports_on_a_desktop() {
     let mock = MockLlm::start(Script::Brain).await;
     let url = engram_test_postgres::database().url();
-    let (a, b) = (
-        replica(&url, Some(&mock)).await,
-        replica(&url, Some(&mock)).await,
-    );
+    let (a, b) = two_replicas(&url, &mock).await;
     let mut body = agent_with_memory("Archivist", &mock);
     body["tags"] = json!(["support"]);
     let id = ok(&a.base, Method::POST, "/v1/agents/", Some(body)).await["id"]
@@ -635,10 +645,7 @@ async fn an_agent_exports_from_any_replica_and_imports_on_a_desktop() {
 async fn memory_edits_are_undone_and_restored_from_any_replica() {
     let mock = MockLlm::start(Script::Brain).await;
     let url = engram_test_postgres::database().url();
-    let (a, b) = (
-        replica(&url, Some(&mock)).await,
-        replica(&url, Some(&mock)).await,
-    );
+    let (a, b) = two_replicas(&url, &mock).await;
     let body = agent_with_memory("Undoer", &mock);
     let id = ok(&a.base, Method::POST, "/v1/agents/", Some(body)).await["id"]
         .as_str()
@@ -746,10 +753,7 @@ async fn memory_edits_are_undone_and_restored_from_any_replica() {
 async fn a_busy_agent_answers_409_elsewhere_and_is_cancelled_from_any_replica() {
     let mock = MockLlm::start(Script::Brain).await;
     let url = engram_test_postgres::database().url();
-    let (a, b) = (
-        replica(&url, Some(&mock)).await,
-        replica(&url, Some(&mock)).await,
-    );
+    let (a, b) = two_replicas(&url, &mock).await;
     let id = agent_on(&a.base, &mock).await;
     let agent = engram_core::AgentId::from(id.clone());
     let path = format!("/v1/agents/{id}/messages");
@@ -1040,10 +1044,7 @@ async fn replicas_recover_from_a_database_restart_and_windows_read_again() {
     let cluster = engram_test_postgres::Cluster::start().unwrap();
     let url = cluster.database().unwrap().url();
     let mock = MockLlm::start(Script::Brain).await;
-    let (a, b) = (
-        replica(&url, Some(&mock)).await,
-        replica(&url, Some(&mock)).await,
-    );
+    let (a, b) = two_replicas(&url, &mock).await;
     let id = agent_on(&a.base, &mock).await;
     let path = format!("/v1/agents/{id}/messages");
     ok(
@@ -1327,20 +1328,8 @@ async fn window(base: &str, agent: &str) -> (Vec<(String, String)>, Vec<Value>) 
 async fn the_chat_windows_actions_work_from_any_replica() {
     let mock = MockLlm::start(Script::Brain).await;
     let url = engram_test_postgres::database().url();
-    let (a, b) = (
-        replica(&url, Some(&mock)).await,
-        replica(&url, Some(&mock)).await,
-    );
-    let id = ok(
-        &a.base,
-        Method::POST,
-        "/v1/agents/",
-        Some(agent_with_memory("Chatter", &mock)),
-    )
-    .await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (a, b) = two_replicas(&url, &mock).await;
+    let id = created(&a.base, agent_with_memory("Chatter", &mock)).await;
     ok(
         &a.base,
         Method::POST,
@@ -1635,20 +1624,8 @@ async fn the_chat_windows_actions_work_from_any_replica() {
 async fn an_imported_base_url_waits_for_acceptance_on_any_replica() {
     let mock = MockLlm::start(Script::Brain).await;
     let url = engram_test_postgres::database().url();
-    let (a, b) = (
-        replica(&url, Some(&mock)).await,
-        replica(&url, Some(&mock)).await,
-    );
-    let id = ok(
-        &a.base,
-        Method::POST,
-        "/v1/agents/",
-        Some(agent_body("Faraway", &mock)),
-    )
-    .await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (a, b) = two_replicas(&url, &mock).await;
+    let id = created(&a.base, agent_body("Faraway", &mock)).await;
     // The file names another host wherever it gives the agent's base URL.
     let file = ok(
         &a.base,
@@ -1742,20 +1719,8 @@ async fn an_imported_base_url_waits_for_acceptance_on_any_replica() {
 async fn the_memory_panel_and_model_settings_read_the_same_on_every_replica() {
     let mock = MockLlm::start(Script::Brain).await;
     let url = engram_test_postgres::database().url();
-    let (a, b) = (
-        replica(&url, Some(&mock)).await,
-        replica(&url, Some(&mock)).await,
-    );
-    let id = ok(
-        &a.base,
-        Method::POST,
-        "/v1/agents/",
-        Some(agent_with_memory("Costly", &mock)),
-    )
-    .await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (a, b) = two_replicas(&url, &mock).await;
+    let id = created(&a.base, agent_with_memory("Costly", &mock)).await;
     ok(
         &a.base,
         Method::POST,
@@ -1995,20 +1960,8 @@ async fn passages_imported_without_vectors_get_them_on_the_server() {
     let mock = MockLlm::start(Script::Brain).await;
     let url = engram_test_postgres::database().url();
     let pg = PgStore::connect_with_pool_size(&url, 2).await.unwrap();
-    let (a, b) = (
-        replica(&url, Some(&mock)).await,
-        replica(&url, Some(&mock)).await,
-    );
-    let id = ok(
-        &a.base,
-        Method::POST,
-        "/v1/agents/",
-        Some(agent_body("Librarian", &mock)),
-    )
-    .await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (a, b) = two_replicas(&url, &mock).await;
+    let id = created(&a.base, agent_body("Librarian", &mock)).await;
     for text in [
         "Ana's locker is number 4471",
         "Bo plays chess on Sundays",
