@@ -227,6 +227,22 @@ async fn every_page_follows_the_lists_rules<H: Harness>(h: H) {
         let expected = by_hand(&all, q).unwrap();
         assert_eq!(b.page_passages(&a.id, q).await.unwrap(), expected, "{q:?}");
     }
+    // Only ASCII letters are folded, as SQL `LIKE` folds them on SQLite.
+    b.insert_passages(&a.id, &[new_one("Émile met ELENA in Évora")])
+        .await
+        .unwrap();
+    for (search, found) in [("elena", 1), ("émile", 0), ("Évora", 1), ("évora", 0)] {
+        let q = PassageList {
+            search: Some(search.into()),
+            limit: 5,
+            ..PassageList::default()
+        };
+        assert_eq!(
+            b.page_passages(&a.id, &q).await.unwrap().total,
+            found,
+            "{search}"
+        );
+    }
     // A search pattern's own `%` and `_` are letters, not wildcards.
     let literal = PassageList {
         search: Some("%".into()),
@@ -248,4 +264,12 @@ async fn every_page_follows_the_lists_rules<H: Harness>(h: H) {
         ),
         "not_found"
     );
+}
+
+fn new_one(text: &str) -> NewPassage {
+    NewPassage {
+        text: text.into(),
+        created_at: Some(at(99_000)),
+        ..NewPassage::default()
+    }
 }
