@@ -201,13 +201,11 @@ impl Runtime {
                     run_id,
                     events,
                     cancel,
-                    lease: hold.lease(),
+                    hold: &hold,
                     rules,
                     usage: Usage::default(),
                 };
-                let outcome = self.drive(run, index + 1, written).await;
-                hold.release().await;
-                Ok(outcome)
+                Ok(self.drive(run, index + 1, written).await)
             }
             Some(stop) => {
                 hold.release().await;

@@ -46,18 +46,11 @@ pub fn pressure(ctx: &Context, settings: &LoopSettings, warned: bool) -> Pressur
     }
 }
 
-/// Tokens of the part of every call compaction cannot shrink: system message (instructions and
-/// memory) and tool schemas.
-pub fn fixed_tokens(ctx: &Context) -> usize {
-    let b = &ctx.breakdown;
-    b.system + b.core_memory + b.files + b.tools
-}
-
 /// The first message index to keep so that the context fits `target` tokens with a summary of
 /// `budget` tokens: the smallest index whose suffix fits and that is not a tool result (so
 /// calls and results stay together). `messages.len()` means everything goes into the summary.
 fn choose_cut(ctx: &Context, target: usize, budget: usize) -> usize {
-    let fixed = fixed_tokens(ctx) + budget;
+    let fixed = ctx.fixed_tokens() + budget;
     let mut cut = ctx.messages.len();
     let mut kept = 0;
     for i in (0..ctx.messages.len()).rev() {
@@ -86,7 +79,7 @@ pub async fn compact(
     settings: &LoopSettings,
 ) -> Result<()> {
     let window = ctx.breakdown.context_window;
-    let fixed = fixed_tokens(ctx);
+    let fixed = ctx.fixed_tokens();
     window::check(fixed, window, &ctx.agent.llm.model, settings)?;
     let budget = window::summary_budget(window);
     let cut = choose_cut(ctx, target, budget);

@@ -32,6 +32,15 @@ pub struct Context {
     pub counter: TokenCounter,
 }
 
+impl Context {
+    /// Tokens of the part of every call compaction cannot shrink: system message
+    /// (instructions and memory) and tool schemas.
+    pub fn fixed_tokens(&self) -> usize {
+        let b = &self.breakdown;
+        b.system + b.core_memory + b.files + b.tools
+    }
+}
+
 /// Loads the agent's context as of now.
 ///
 /// The system message is rebuilt only when the instructions or the blocks changed since it was
@@ -44,25 +53,17 @@ pub async fn load(
     now: Timestamp,
     stream: bool,
 ) -> Result<Context> {
-    let agent = backend.get_agent(agent_id).await?;
-    let blocks = backend.agent_blocks(agent_id).await?;
-    let messages = backend.in_context_messages(agent_id).await?;
+    // Independent reads: on a database server they go out together.
+    let (agent, blocks, messages, cached, files) = tokio::try_join!(
+        backend.get_agent(agent_id),
+        backend.agent_blocks(agent_id),
+        backend.in_context_messages(agent_id),
+        backend.system_cache(agent_id),
+        files_of(folders, agent_id),
+    )?;
     let memory = compile::memory_section(&blocks);
-    let files = match folders {
-        Some(folders) => files_section(folders, agent_id).await?,
-        None => String::new(),
-    };
-    // Open files are part of what the model reads: a moved window rebuilds the message too.
-    // Each part is prefixed by its length (bytes), so no two different triples make one key;
-    // no separator character is needed (PostgreSQL text holds no NUL).
-    let key = format!(
-        "{}:{}{}:{memory}{}:{files}",
-        agent.system.len(),
-        agent.system,
-        memory.len(),
-        files.len()
-    );
-    let system = match backend.system_cache(agent_id).await? {
+    let key = system_key(&agent, &memory, &files);
+    let system = match cached {
         Some((cached_key, prompt)) if cached_key == key => prompt,
         _ => {
             let (total, archival) = backend.memory_counts(agent_id).await?;
@@ -79,8 +80,11 @@ pub async fn load(
         }
     };
 
-    let counter = calibrate::counter(backend, &agent.llm.model).await;
-    let custom_tools = backend.tools_named(&agent.tools).await?;
+    let (counter, custom_tools) = tokio::join!(
+        calibrate::counter(backend, &agent.llm.model),
+        backend.tools_named(&agent.tools)
+    );
+    let custom_tools = custom_tools?;
     let tools = tools::specs_with(&agent.tools, &custom_tools, agent.loop_style);
     let mut chat = Vec::with_capacity(messages.len() + 2);
     chat.push(ChatMessage::System { content: system });
@@ -146,6 +150,62 @@ pub async fn load(
         custom_tools,
         counter,
     })
+}
+
+/// The agent as stored now, and the tokens of the part of its next call that compaction
+/// cannot shrink (system message and tool schemas, as
+/// [`Context::fixed_tokens`] counts them on a [`load`]ed
+/// context), read without the messages: asked before every run. While the stored system
+/// message is current this costs two round trips on a database server; when memory changed
+/// since, it is the full [`load`] (which rebuilds and stores it). Errors: `NotFound("agent")`;
+/// the store's.
+pub async fn fixed_part(
+    backend: &dyn Backend,
+    folders: Option<&dyn FolderStore>,
+    agent_id: &AgentId,
+    now: Timestamp,
+) -> Result<(Agent, usize)> {
+    let (agent, blocks, cached, files) = tokio::try_join!(
+        backend.get_agent(agent_id),
+        backend.agent_blocks(agent_id),
+        backend.system_cache(agent_id),
+        files_of(folders, agent_id),
+    )?;
+    let key = system_key(&agent, &compile::memory_section(&blocks), &files);
+    let Some((_, system)) = cached.filter(|(cached_key, _)| *cached_key == key) else {
+        let ctx = load(backend, folders, agent_id, now, false).await?;
+        let tokens = ctx.fixed_tokens();
+        return Ok((ctx.agent, tokens));
+    };
+    let (counter, custom_tools) = tokio::join!(
+        calibrate::counter(backend, &agent.llm.model),
+        backend.tools_named(&agent.tools)
+    );
+    let tools = tools::specs_with(&agent.tools, &custom_tools?, agent.loop_style);
+    let tokens = counter.count_message(&ChatMessage::System { content: system })
+        + counter.count_tools(&tools);
+    Ok((agent, tokens))
+}
+
+/// What the stored system message was built from: the instructions, the memory section and
+/// the files section. Each part is prefixed by its length (bytes), so no two different
+/// triples make one key; no separator character is needed (PostgreSQL text holds no NUL).
+fn system_key(agent: &Agent, memory: &str, files: &str) -> String {
+    format!(
+        "{}:{}{}:{memory}{}:{files}",
+        agent.system.len(),
+        agent.system,
+        memory.len(),
+        files.len()
+    )
+}
+
+/// The agent's `<files>` section where folders are kept (empty without them).
+async fn files_of(folders: Option<&dyn FolderStore>, agent_id: &AgentId) -> Result<String> {
+    match folders {
+        Some(folders) => files_section(folders, agent_id).await,
+        None => Ok(String::new()),
+    }
 }
 
 /// The agent's `<files>` section (empty without attached folders).

@@ -196,6 +196,12 @@ impl Agents<'_> {
         Ok(kept)
     }
 
+    /// One agent's settings, without its blocks (one read, where [`get`](Self::get) makes
+    /// two). Errors: `not_found`.
+    pub async fn settings(self, id: &AgentId) -> Result<Agent> {
+        self.engram.backend.get_agent(id).await
+    }
+
     /// One agent with its blocks. Errors: `not_found`.
     pub async fn get(self, id: &AgentId) -> Result<AgentState> {
         Ok(AgentState {

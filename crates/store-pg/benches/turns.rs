@@ -2,11 +2,12 @@
 //! `cargo bench -p engram-store-pg --bench turns`.
 //!
 //! What one message costs the store when the runtime handles it, through the storage
-//! interface only: take the agent's lease, append the person's message, then two steps — each
-//! reads what a context window is compiled from (the agent, its blocks, the messages in the
-//! window, the cached system prompt) and commits under the lease (the first: an assistant
-//! message calling a memory tool, its result and the block append; the second: the reply) —
-//! record how the run ended and give the lease back. No model, no prompt compile: the figures
+//! interface only: take the agent's lease, check for tool calls left open, append the person's
+//! message, then two steps — each reads what a context window is compiled from (the agent, its
+//! blocks, the messages in the window, the cached system prompt, at once) and commits under the
+//! lease (the first: an assistant message calling a memory tool, its result and the block
+//! append; the second: the reply) — record how the run ended while the lease goes back, as the
+//! runtime does. No model, no prompt compile: the figures
 //! are the stores' own overhead per message. One agent per `AGENTS` in turn; `TURNS_BENCH_TURNS`
 //! turns in all (default 400). Neither store waits for an fsync at commit (see `block_ops`).
 
@@ -50,12 +51,15 @@ fn step(agent: &Agent, run: &RunId, index: u32) -> Step {
     }
 }
 
-/// What a step compiles its context window from.
+/// What a step compiles its context window from, read at once as the runtime reads it.
 async fn read_context(b: &impl Backend, agent: &Agent) {
-    b.get_agent(&agent.id).await.unwrap();
-    b.agent_blocks(&agent.id).await.unwrap();
-    b.in_context_messages(&agent.id).await.unwrap();
-    b.system_cache(&agent.id).await.unwrap();
+    tokio::try_join!(
+        b.get_agent(&agent.id),
+        b.agent_blocks(&agent.id),
+        b.in_context_messages(&agent.id),
+        b.system_cache(&agent.id),
+    )
+    .unwrap();
 }
 
 async fn one_turn(b: &impl Backend, agent: &Agent, human: &engram_core::BlockId, i: usize) {
@@ -67,6 +71,7 @@ async fn one_turn(b: &impl Backend, agent: &Agent, human: &engram_core::BlockId,
     else {
         panic!("the bench's agent is busy");
     };
+    b.repair_tool_calls(&agent.id, Utc::now()).await.unwrap();
     let mut user = NewMessage::user(format!("message {i}: I like tea number {i}"));
     user.run_id = Some(run.clone());
     b.append_messages(&agent.id, &[user]).await.unwrap();
@@ -120,7 +125,7 @@ async fn one_turn(b: &impl Backend, agent: &Agent, human: &engram_core::BlockId,
         approval: ApprovalWrite::Keep,
     };
     b.commit_step(Some(&lease), &reply).await.unwrap();
-    b.record_run(&RunRecord {
+    let record = RunRecord {
         id: run,
         agent_id: agent.id.clone(),
         stop_reason: StopReason::EndTurn,
@@ -132,10 +137,10 @@ async fn one_turn(b: &impl Backend, agent: &Agent, human: &engram_core::BlockId,
             step_count: 2,
         },
         ended_at: Utc::now(),
-    })
-    .await
-    .unwrap();
-    b.release_lease(&lease).await.unwrap();
+    };
+    let (recorded, released) = tokio::join!(b.record_run(&record), b.release_lease(&lease));
+    recorded.unwrap();
+    released.unwrap();
 }
 
 async fn bench(b: &impl Backend, n: usize) -> (f64, f64, f64) {

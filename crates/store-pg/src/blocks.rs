@@ -71,11 +71,33 @@ impl Lock {
 /// Checks the agent exists; with `lock`, holds its row (attaching and relabelling serialise on
 /// it, which keeps labels unique per agent). Errors: `NotFound("agent", id)`.
 pub(crate) async fn ensure_agent(c: &impl GenericClient, id: &AgentId, lock: Lock) -> TxResult<()> {
-    let sql = format!("SELECT 1 FROM agents WHERE id = $1{}", lock.clause());
-    match c.one_opt(&sql, &[&id.as_str()]).await? {
+    match c.one_opt(&ensure_sql(lock), &[&id.as_str()]).await? {
         Some(_) => Ok(()),
         None => Err(Error::not_found("agent", id.as_str()).into()),
     }
+}
+
+/// The statement of [`ensure_agent`].
+pub(crate) fn ensure_sql(lock: Lock) -> String {
+    format!("SELECT 1 FROM agents WHERE id = $1{}", lock.clause())
+}
+
+/// `query` with the agent check of [`ensure_agent`] in one round trip: tokio-postgres sends
+/// both before reading either answer, and PostgreSQL runs them in the order they were sent:
+/// the check first (its statement is prepared beforehand and it is polled first, so it goes
+/// out on its first poll), so a lock it takes is held before `query` runs. A missing agent is
+/// `NotFound` whatever `query` answered (a write it made then is the caller's to roll back:
+/// run it in a transaction, or let a foreign key refuse it).
+pub(crate) async fn with_agent<T>(
+    c: &impl GenericClient,
+    id: &AgentId,
+    lock: Lock,
+    query: impl Future<Output = TxResult<T>>,
+) -> TxResult<T> {
+    c.prepare_cached(&ensure_sql(lock)).await?;
+    let (exists, out) = tokio::join!(biased; ensure_agent(c, id, lock), query);
+    exists?;
+    out
 }
 
 /// Inserts a block row.

@@ -14,6 +14,7 @@ use engram_core::{
 };
 use engram_store_api::ContextStore;
 use tokio_postgres::Row;
+use tokio_postgres::error::SqlState;
 
 fn run_from_row(r: &Row) -> crate::tx::TxResult<RunRecord> {
     let stop: String = r.try_get(2)?;
@@ -162,9 +163,11 @@ impl ContextStore for PgStore {
 
     async fn record_run(&self, run: &RunRecord) -> Result<()> {
         let error = run.error.as_ref().map(rows::to_json).transpose()?;
-        transaction!(self, |tx| {
-            blocks::ensure_agent(&tx, &run.agent_id, Lock::KeyShare).await?;
-            tx.exec(
+        let c = self.client().await?;
+        // One statement, one round trip (written at the end of every run): the foreign key's
+        // check holds the agent's row while it runs, and refuses a missing agent.
+        let written = c
+            .exec(
                 "INSERT INTO runs (id, agent_id, stop_reason, error, prompt_tokens,
                                    completion_tokens, step_count, ended_at)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
@@ -184,8 +187,14 @@ impl ContextStore for PgStore {
                     &rows::truncate(run.ended_at),
                 ],
             )
-            .await?;
-        })
+            .await;
+        match written {
+            Ok(_) => Ok(()),
+            Err(e) if e.code() == Some(&SqlState::FOREIGN_KEY_VIOLATION) => {
+                Err(Error::not_found("agent", run.agent_id.as_str()))
+            }
+            Err(e) => Err(TxError::from(e).into()),
+        }
     }
 
     async fn list_runs(&self, agent: &AgentId, ids: Option<&[RunId]>) -> Result<Vec<RunRecord>> {

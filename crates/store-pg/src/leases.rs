@@ -31,13 +31,16 @@ fn token(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)
 }
 
+/// The statement of [`hold`].
+pub(crate) const HOLD_SQL: &str = "SELECT 1 FROM agent_leases
+     WHERE agent_id = $1 AND token = $2 AND expires_at > clock_timestamp()
+     FOR UPDATE";
+
 /// Locks `lease`'s row while it is the agent's current, unexpired lease.
 pub(crate) async fn hold(c: &impl GenericClient, lease: &Lease) -> TxResult<()> {
     let held = c
         .one_opt(
-            "SELECT 1 FROM agent_leases
-             WHERE agent_id = $1 AND token = $2 AND expires_at > clock_timestamp()
-             FOR UPDATE",
+            HOLD_SQL,
             &[&lease.agent_id.as_str(), &rows::int(lease.token, "token")?],
         )
         .await?;
@@ -56,10 +59,11 @@ impl LeaseStore for PgStore {
         ttl: Duration,
     ) -> Result<LeaseGrant> {
         let c = self.client().await?;
-        blocks::ensure_agent(&c, agent, Lock::None).await?;
         // Concurrent upserts of one row serialise; the loser's WHERE sees the winner's expiry.
-        let granted = c
-            .one_opt(
+        // Taken before every run: one round trip with the agent check (for a missing agent
+        // the foreign key refuses the row).
+        let granted = blocks::with_agent(&c, agent, Lock::None, async {
+            Ok(c.one_opt(
                 "INSERT INTO agent_leases AS l (agent_id, holder, token, expires_at)
                  VALUES ($1, $2, 1, clock_timestamp() + make_interval(secs => $3))
                  ON CONFLICT (agent_id) DO UPDATE
@@ -69,8 +73,9 @@ impl LeaseStore for PgStore {
                  RETURNING token, expires_at",
                 &[&agent.as_str(), &holder, &seconds(ttl)],
             )
-            .await
-            .map_err(TxError::from)?;
+            .await?)
+        })
+        .await?;
         if let Some(r) = granted {
             return Ok(LeaseGrant::Granted(Lease {
                 agent_id: agent.clone(),

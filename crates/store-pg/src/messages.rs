@@ -31,32 +31,40 @@ const FILTERS: &str = "m.agent_id = $1 AND m.role = ANY($2)
        AND ($3::timestamptz IS NULL OR m.created_at >= $3)
        AND ($4::timestamptz IS NULL OR m.created_at <= $4)";
 
-/// Appends `msgs` after the agent's last message, inside the caller's transaction, which must
-/// hold the agent's row (`FOR NO KEY UPDATE`, see the module docs) so `seq` reads the last
-/// committed message. Messages without a time get `now`. Errors: `Conflict` on an id clash
-/// (the caller's transaction is then to be rolled back).
-pub(crate) async fn append(
+/// The `seq` of the agent's last message (0 for none). Inside the caller's transaction, which
+/// must hold the agent's row (`FOR NO KEY UPDATE`, see the module docs) so the read sees the
+/// last committed message; it may be sent in one pipeline with the locking statement, which
+/// PostgreSQL runs first.
+pub(crate) async fn last_seq(c: &impl GenericClient, agent: &AgentId) -> TxResult<i64> {
+    Ok(c.one(
+        "SELECT coalesce(max(seq), 0) FROM messages WHERE agent_id = $1",
+        &[&agent.as_str()],
+    )
+    .await?
+    .try_get(0)?)
+}
+
+/// Appends `msgs` after `last`, the agent's last `seq` as [`last_seq`] read it in this
+/// transaction (which holds the agent's row). Messages without a time get `now`. The inserts
+/// go in one pipeline (one round trip); the first failure, in order, is the answer.
+/// Errors: `Conflict` on an id clash (the caller's transaction is then to be rolled back).
+pub(crate) async fn append_after(
     c: &impl GenericClient,
     agent: &AgentId,
+    last: i64,
     msgs: &[NewMessage],
     now: Timestamp,
 ) -> TxResult<Vec<Message>> {
-    let mut seq: i64 = c
-        .one(
-            "SELECT coalesce(max(seq), 0) FROM messages WHERE agent_id = $1",
-            &[&agent.as_str()],
-        )
-        .await?
-        .try_get(0)?;
+    let mut seq = last;
     let mut out = Vec::with_capacity(msgs.len());
     for nm in msgs {
         seq = seq
             .checked_add(SEQ_GAP)
             .ok_or_else(|| Error::Internal("message sequence overflow".into()))?;
-        let m = row_of(nm, agent, seq, true, now);
-        insert_row(c, &m).await?;
-        out.push(m);
+        out.push(row_of(nm, agent, seq, true, now));
     }
+    let inserted = futures::future::join_all(out.iter().map(|m| insert_row(c, m))).await;
+    inserted.into_iter().collect::<TxResult<Vec<()>>>()?;
     Ok(out)
 }
 
@@ -127,8 +135,8 @@ pub(crate) async fn insert_row(c: &impl GenericClient, m: &Message) -> TxResult<
 impl MessageStore for PgStore {
     async fn append_messages(&self, agent: &AgentId, msgs: &[NewMessage]) -> Result<Vec<Message>> {
         transaction!(self, |tx| {
-            blocks::ensure_agent(&tx, agent, Lock::NoKeyUpdate).await?;
-            append(&tx, agent, msgs, rows::now()).await?
+            let last = blocks::with_agent(&tx, agent, Lock::NoKeyUpdate, last_seq(&tx, agent));
+            append_after(&tx, agent, last.await?, msgs, rows::now()).await?
         })
     }
 

@@ -320,15 +320,16 @@ impl PassageStore for PgStore {
 
     async fn count_passages_without_vectors(&self, agent: &AgentId) -> Result<u64> {
         let c = self.client().await?;
-        blocks::ensure_agent(&c, agent, Lock::None).await?;
-        let n: i64 = c
-            .one(
+        // Asked after every step: one round trip.
+        let n: i64 = blocks::with_agent(&c, agent, Lock::None, async {
+            Ok(c.one(
                 "SELECT count(*) FROM passages WHERE agent_id = $1 AND embedding IS NULL",
                 &[&agent.as_str()],
             )
-            .await
-            .map_err(TxError::from)?
-            .get(0);
+            .await?
+            .try_get(0)?)
+        })
+        .await?;
         Ok(u64::try_from(n).unwrap_or(0))
     }
 

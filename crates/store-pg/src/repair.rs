@@ -75,6 +75,46 @@ async fn slot_after(c: &impl GenericClient, agent: &AgentId, anchor: i64) -> TxR
         .ok_or_else(|| Error::Internal("message sequence overflow".into()).into())
 }
 
+/// The assistant message whose call waits for a person, if one does.
+async fn waiting_call(c: &impl GenericClient, agent: &AgentId) -> TxResult<Option<String>> {
+    let row = c
+        .one_opt(
+            "SELECT message_id FROM pending_approvals WHERE agent_id = $1",
+            &[&agent.as_str()],
+        )
+        .await?;
+    Ok(row.map(|r| r.try_get(0)).transpose()?)
+}
+
+/// The agent's call rows and what is wrong with them, read in one round trip after the agent
+/// check with `lock`. A call waiting for a person is not an orphan: it and the calls after it
+/// in its message are answered when the person decides.
+async fn diagnosis(
+    c: &impl GenericClient,
+    agent: &AgentId,
+    lock: Lock,
+) -> TxResult<(Vec<CallRow>, Diagnosis)> {
+    let (context, waiting) = blocks::with_agent(c, agent, lock, async {
+        tokio::try_join!(call_rows(c, agent), waiting_call(c, agent))
+    })
+    .await?;
+    let mut found = diagnose(&context);
+    if let Some(message) = waiting {
+        found
+            .orphans
+            .retain(|o| context[o.caller].id.as_str() != message);
+    }
+    Ok((context, found))
+}
+
+/// Whether the agent's context needs a repair, read outside a transaction. Asked at the start
+/// of every run, where the answer is nearly always no: that costs one round trip, and a
+/// repair that is needed diagnoses again under the agent's lock ([`repair`]).
+pub(crate) async fn needed(c: &impl GenericClient, agent: &AgentId) -> TxResult<bool> {
+    let (_, found) = diagnosis(c, agent, Lock::None).await?;
+    Ok(!found.orphans.is_empty() || !found.strays.is_empty())
+}
+
 /// Repairs the agent's context inside the caller's transaction (see
 /// [`engram_store_api::StepStore::repair_tool_calls`]); returns how many results were
 /// inserted.
@@ -83,24 +123,7 @@ pub(crate) async fn repair(
     agent: &AgentId,
     now: Timestamp,
 ) -> TxResult<usize> {
-    blocks::ensure_agent(c, agent, Lock::NoKeyUpdate).await?;
-    let context = call_rows(c, agent).await?;
-    let Diagnosis {
-        mut orphans,
-        strays,
-    } = diagnose(&context);
-    // A call waiting for a person is not an orphan: it and the calls after it in its message
-    // are answered when the person decides.
-    let waiting = c
-        .one_opt(
-            "SELECT message_id FROM pending_approvals WHERE agent_id = $1",
-            &[&agent.as_str()],
-        )
-        .await?;
-    if let Some(row) = waiting {
-        let message: String = row.try_get(0)?;
-        orphans.retain(|o| context[o.caller].id.as_str() != message);
-    }
+    let (context, Diagnosis { orphans, strays }) = diagnosis(c, agent, Lock::NoKeyUpdate).await?;
     for id in &strays {
         c.exec(
             "UPDATE messages SET in_context = false WHERE id = $1",

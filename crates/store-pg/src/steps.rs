@@ -9,7 +9,7 @@
 
 use crate::PgStore;
 use crate::blocks::{self, Lock};
-use crate::leases::hold;
+use crate::leases::{HOLD_SQL, hold};
 use crate::rows::{self, Cached, EDIT_COLS};
 use crate::tx::{TxError, TxResult, transaction};
 use crate::{messages, passages};
@@ -267,18 +267,35 @@ impl StepStore for PgStore {
             return Err(Error::invalid("a step commits under its own agent's lease"));
         }
         transaction!(self, |tx| {
-            if let Some(lease) = lease {
-                hold(&tx, lease).await?;
-            }
-            blocks::ensure_agent(&tx, agent, Lock::NoKeyUpdate).await?;
-            insert_step(&tx, &c.step).await?;
+            // One round trip for the checks, the step and the last `seq`, run in this order:
+            // the checks' statements are prepared first, so each goes out on its first poll,
+            // and the fence and the agent's lock come before the rest. A failed check is the
+            // answer (what ran after it is rolled back with the transaction).
+            let lock_sql = blocks::ensure_sql(Lock::NoKeyUpdate);
+            tokio::try_join!(tx.prepare_cached(HOLD_SQL), tx.prepare_cached(&lock_sql))?;
+            let (held, locked, step, last) = tokio::join!(
+                biased;
+                async {
+                    match lease {
+                        Some(lease) => hold(&tx, lease).await,
+                        None => Ok(()),
+                    }
+                },
+                blocks::ensure_agent(&tx, agent, Lock::NoKeyUpdate),
+                insert_step(&tx, &c.step),
+                messages::last_seq(&tx, agent),
+            );
+            held?;
+            locked?;
+            step?;
+            let last = last?;
             let now = rows::now();
             // A fresh copy each attempt: a conflict runs the whole body again.
             let mut msgs = c.stamped_messages();
             let (changes, refused) =
                 apply_writes(&tx, &c.step.id, &c.block_writes, &mut msgs, now).await?;
             let passages = passages::insert(&tx, agent, &c.passages, Some(&c.step.id), now).await?;
-            let messages = messages::append(&tx, agent, &msgs, now).await?;
+            let messages = messages::append_after(&tx, agent, last, &msgs, now).await?;
             apply_approval(&tx, agent, &c.approval).await?;
             CommittedStep {
                 messages,
@@ -369,15 +386,16 @@ impl StepStore for PgStore {
 
     async fn pending_approval(&self, agent: &AgentId) -> Result<Option<PendingApproval>> {
         let c = self.client().await?;
-        blocks::ensure_agent(&c, agent, Lock::None).await?;
-        let row = c
-            .one_opt(
+        // Asked before every message: one round trip.
+        let row = blocks::with_agent(&c, agent, Lock::None, async {
+            Ok(c.one_opt(
                 "SELECT run_id, step_id, message_id, tool_call, requested_at
                  FROM pending_approvals WHERE agent_id = $1",
                 &[&agent.as_str()],
             )
-            .await
-            .map_err(TxError::from)?;
+            .await?)
+        })
+        .await?;
         let Some(r) = row else { return Ok(None) };
         Ok(Some(PendingApproval {
             agent_id: agent.clone(),
@@ -405,6 +423,9 @@ impl StepStore for PgStore {
     }
 
     async fn repair_tool_calls(&self, agent: &AgentId, now: Timestamp) -> Result<usize> {
+        if !crate::repair::needed(&self.client().await?, agent).await? {
+            return Ok(0);
+        }
         transaction!(self, |tx| { crate::repair::repair(&tx, agent, now).await? })
     }
 }

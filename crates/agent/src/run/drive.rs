@@ -10,7 +10,9 @@ use crate::EventSink;
 use crate::outcome::RunOutcome;
 use crate::reply;
 use crate::rules::Rules;
-use engram_core::{Error, ErrorBody, LoopStyle, Message, NewMessage, Result, RunEvent, StopReason};
+use engram_core::{
+    AgentId, Error, ErrorBody, LoopStyle, Message, NewMessage, Result, RunEvent, StopReason,
+};
 use tokio_util::sync::CancellationToken;
 
 impl Runtime {
@@ -47,10 +49,7 @@ impl Runtime {
         cancel: &CancellationToken,
     ) -> Result<RunOutcome> {
         let agent_id = turn.agent();
-        if let Some(p) = self.store.pending_approval(agent_id).await? {
-            return Err(p.blocks_new_message());
-        }
-        let setup = self.setup(agent_id).await?;
+        let setup = self.setup_unless_waiting(agent_id).await?;
         let run_id = input.run_id.clone().unwrap_or_default();
         let hold = self.take_lease(agent_id, &run_id).await?;
         self.run_leased(setup, hold, run_id, input, events, cancel)
@@ -80,13 +79,22 @@ impl Runtime {
         if &hold.lease().agent_id != agent_id {
             return Err(Error::invalid("a run goes on under its own agent's lease"));
         }
-        if let Some(p) = self.store.pending_approval(agent_id).await? {
-            return Err(p.blocks_new_message());
-        }
-        let setup = self.setup(agent_id).await?;
+        let setup = self.setup_unless_waiting(agent_id).await?;
         let run_id = input.run_id.clone().unwrap_or_default();
         self.run_leased(setup, hold, run_id, input, events, cancel)
             .await
+    }
+
+    /// The run's [setup](Self::setup), unless a call waits for approval (then a new message
+    /// is refused: `Conflict`). Both are read at once (one round trip on a database server);
+    /// the waiting call is the answer before any setup error.
+    async fn setup_unless_waiting(&self, agent_id: &AgentId) -> Result<Setup> {
+        let (waiting, setup) =
+            tokio::join!(self.store.pending_approval(agent_id), self.setup(agent_id));
+        if let Some(p) = waiting? {
+            return Err(p.blocks_new_message());
+        }
+        setup
     }
 
     /// The run itself, from its first event on, under `hold`.
@@ -105,7 +113,7 @@ impl Runtime {
             run_id,
             events,
             cancel,
-            lease: hold.lease(),
+            hold: &hold,
             rules: Rules::new(&setup.agent.tool_rules),
             usage: Default::default(),
         };
@@ -128,9 +136,7 @@ impl Runtime {
         for m in &written {
             run.emit(RunEvent::Message { message: m.clone() });
         }
-        let outcome = self.drive(run, 1, written).await;
-        hold.release().await;
-        Ok(outcome)
+        Ok(self.drive(run, 1, written).await)
     }
 
     /// Takes steps `first..=max_steps` of the run until one ends it (at least one step, so a
@@ -218,7 +224,10 @@ impl Runtime {
             usage: run.usage,
             ended_at: chrono::Utc::now(),
         };
-        if let Err(e) = self.store.record_run(&record).await {
+        // Nothing commits under the lease any more: it goes back while the run's end is
+        // stored.
+        let (recorded, ()) = tokio::join!(self.store.record_run(&record), run.hold.release());
+        if let Err(e) = recorded {
             tracing::warn!(agent_id = %agent.id, error = %e, "could not record how the run ended");
         }
         run.emit(RunEvent::Done {

@@ -13,6 +13,7 @@ use crate::outcome::LoopSettings;
 use engram_core::{AgentId, Error, Result, RunId};
 use engram_store_api::{Lease, LeaseGrant, LeaseStore};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// The longest pause between two tries for a busy lease.
@@ -25,7 +26,7 @@ pub struct LeaseHold {
     lease: Lease,
     store: Arc<dyn LeaseStore>,
     renewer: tokio::task::JoinHandle<()>,
-    released: bool,
+    released: AtomicBool,
 }
 
 /// Who holds a lease, for people reading the table: this process and the run.
@@ -70,7 +71,7 @@ impl LeaseHold {
             lease,
             store,
             renewer,
-            released: false,
+            released: AtomicBool::new(false),
         })
     }
 
@@ -80,10 +81,13 @@ impl LeaseHold {
     }
 
     /// Stops the renewals and gives the lease back now, so the next run (here or on another
-    /// replica) need not wait for it to expire. A failure is logged: the lease then expires.
-    pub async fn release(mut self) {
+    /// replica) need not wait for it to expire; once only (a second call does nothing). A
+    /// failure is logged: the lease then expires. Nothing may commit under the lease after.
+    pub async fn release(&self) {
         self.renewer.abort();
-        self.released = true;
+        if self.released.swap(true, Ordering::SeqCst) {
+            return;
+        }
         if let Err(e) = self.store.release_lease(&self.lease).await {
             tracing::warn!(agent_id = %self.lease.agent_id, error = %e, "could not give the agent's lease back; it expires on its own");
         }
@@ -93,7 +97,7 @@ impl LeaseHold {
 impl Drop for LeaseHold {
     fn drop(&mut self) {
         self.renewer.abort();
-        if self.released {
+        if *self.released.get_mut() {
             return;
         }
         // A run that ended early (an error, a dropped future) still gives the lease back.

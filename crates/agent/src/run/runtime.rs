@@ -2,14 +2,13 @@
 
 use super::setup::Setup;
 use super::turn::{Claim, Turn, Turns};
-use crate::compact;
 use crate::context::{self, Context};
 use crate::outcome::LoopSettings;
 use crate::python::PythonHost;
 use crate::tools::ToolContext;
 use crate::window;
 use crate::{Embedder, ModelResolver};
-use engram_core::{Agent, AgentId, Result, Timestamp};
+use engram_core::{AgentId, Result, Timestamp};
 use engram_store::Store;
 use engram_store_api::{Backend, FolderStore, LeaseStore};
 use std::collections::HashSet;
@@ -142,21 +141,24 @@ impl Runtime {
     /// Errors: `NotFound("agent")`, configuration errors (no provider, no key),
     /// `context_window_too_small`.
     pub async fn preflight(&self, agent_id: &AgentId) -> Result<()> {
-        let agent = self.store.get_agent(agent_id).await?;
-        self.models.chat_model(&agent.llm)?;
-        self.check_window(&agent).await?;
-        if let Some(e) = &agent.embedding {
-            self.models.embedder(e)?;
-        }
-        Ok(())
+        self.setup(agent_id).await.map(drop)
     }
 
     /// What a run needs before anything is written: the agent, its model clients, and the
     /// check that its context window can hold it.
     pub(crate) async fn setup(&self, agent_id: &AgentId) -> Result<Setup> {
-        let agent = self.store.get_agent(agent_id).await?;
+        let now = chrono::Utc::now();
+        let (agent, fixed) =
+            context::fixed_part(self.store(), self.folders.as_deref(), agent_id, now).await?;
         let model = self.models.chat_model(&agent.llm)?;
-        self.check_window(&agent).await?;
+        // Refused before anything is written, instead of a run that compacts on every step:
+        // the fixed part (system prompt, blocks, tools) is the user's to fix.
+        window::check(
+            fixed,
+            agent.llm.context_window as usize,
+            &agent.llm.model,
+            &self.settings,
+        )?;
         let embedder = agent
             .embedding
             .as_ref()
@@ -167,26 +169,6 @@ impl Runtime {
             model,
             embedder,
         })
-    }
-
-    /// Refuses an agent whose fixed part (system prompt, blocks, tools) does not fit its
-    /// context window: that is the user's to fix, so it is said before anything is written,
-    /// instead of a run that compacts on every step. Error: `context_window_too_small`.
-    async fn check_window(&self, agent: &Agent) -> Result<()> {
-        let ctx = context::load(
-            self.store(),
-            self.folders.as_deref(),
-            &agent.id,
-            chrono::Utc::now(),
-            true,
-        )
-        .await?;
-        window::check(
-            compact::fixed_tokens(&ctx),
-            ctx.breakdown.context_window,
-            &agent.llm.model,
-            &self.settings,
-        )
     }
 
     /// Claims a place in the agent's queue: from now until the claim (or the turn it becomes)

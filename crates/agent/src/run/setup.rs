@@ -1,10 +1,10 @@
 //! What a run carries from step to step.
 
+use super::LeaseHold;
 use crate::rules::Rules;
 use crate::{Embedder, EventSink};
 use engram_core::{Agent, RunEvent, RunId, Usage};
 use engram_providers::ChatModel;
-use engram_store_api::Lease;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -23,8 +23,9 @@ pub(crate) struct RunContext<'a> {
     pub run_id: RunId,
     pub events: &'a EventSink,
     pub cancel: &'a CancellationToken,
-    /// The agent's lease the run holds; every commit names it.
-    pub lease: &'a Lease,
+    /// The agent's lease the run holds; every commit names it, and the run's end gives it
+    /// back.
+    pub hold: &'a LeaseHold,
     /// Which tools ran, for the agent's tool rules (narrowing what the next call may use).
     pub rules: Rules,
     /// Tokens sent and received over every step so far.

@@ -98,18 +98,27 @@ impl Runtime {
             }
         };
         let llm_ms = llm_started.elapsed().as_millis() as u64;
-        if let Some(u) = &response.usage {
-            calibrate::observe(
-                self.store(),
-                &ctx.agent.llm.model,
-                &ctx.counter,
-                ctx.breakdown.total,
-                u.prompt_tokens,
-            )
-            .await;
-        }
-        let answered = self.answer(run, &ctx, &clock, response, &allowed).await;
-        self.commit(run, &ctx, &clock, answered, llm_ms).await
+        // What the answer's usage teaches the token counter is stored while the step goes on
+        // (it never fails the step).
+        let prompt_tokens = response.usage.as_ref().map(|u| u.prompt_tokens);
+        let learn = async {
+            if let Some(reported) = prompt_tokens {
+                calibrate::observe(
+                    self.store(),
+                    &ctx.agent.llm.model,
+                    &ctx.counter,
+                    ctx.breakdown.total,
+                    reported,
+                )
+                .await;
+            }
+        };
+        let step = async {
+            let answered = self.answer(run, &ctx, &clock, response, &allowed).await;
+            self.commit(run, &ctx, &clock, answered, llm_ms).await
+        };
+        let ((), end) = tokio::join!(learn, step);
+        end
     }
 
     /// The step's context, with memory pressure relieved (compacted when over `compact_at`,
@@ -318,7 +327,10 @@ impl Runtime {
             passages,
             approval,
         };
-        let committed = self.store.commit_step(Some(run.lease), &commit).await?;
+        let committed = self
+            .store
+            .commit_step(Some(run.hold.lease()), &commit)
+            .await?;
         let mut step_usage = Usage::default();
         step_usage.add_step(prompt_tokens, completion_tokens);
         run.usage.add_step(prompt_tokens, completion_tokens);
@@ -377,7 +389,10 @@ impl Runtime {
             passages: Vec::new(),
             approval: ApprovalWrite::Keep,
         };
-        let committed = self.store.commit_step(Some(run.lease), &commit).await?;
+        let committed = self
+            .store
+            .commit_step(Some(run.hold.lease()), &commit)
+            .await?;
         let mut step_usage = Usage::default();
         step_usage.add_step(prompt_tokens, completion_tokens);
         announce::step(run.events, &ctx.agent.id, &committed, step_usage);

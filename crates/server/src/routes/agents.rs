@@ -339,7 +339,7 @@ pub async fn modify(
     Body(req): Body<AgentIn>,
 ) -> ApiResult<Json<Value>> {
     let id = agent_id(id);
-    let current = s.engram.agents().get(&id).await?.agent;
+    let current = s.engram.agents().settings(&id).await?;
     let style = req.loop_style()?;
     let patch = AgentPatch {
         name: req.name.clone(),

@@ -11,7 +11,7 @@ use axum::extract::{Path, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use engram_core::{AgentId, ApprovalDecision, LoopStyle, MessageId};
-use engram_service::{Engram, MessagePage, Order, RunRequest, letta};
+use engram_service::{Engram, MessagePage, Order, Run, RunRequest, letta};
 use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -156,10 +156,10 @@ pub async fn create(
         return stream(State(s), Path(id), Body(req)).await;
     }
     let id = agent_id(id);
-    let style = s.engram.agents().get(&id).await?.agent.loop_style;
     let request = request_of(&req)?;
     check_request(&s.engram, &id, &req).await?;
-    let outcome = s.engram.runs().start(&id, request).await?.outcome().await?;
+    let (style, run) = started(&s.engram, &id, request).await?;
+    let outcome = run.outcome().await?;
     let mut body = letta::response(&outcome, style);
     if outcome.stop_reason == engram_core::StopReason::RequiresApproval
         && let (Some(p), Some(list)) = (
@@ -184,10 +184,9 @@ pub async fn stream(
     Body(req): Body<SendIn>,
 ) -> ApiResult<Response> {
     let id = agent_id(id);
-    let style = s.engram.agents().get(&id).await?.agent.loop_style;
     let request = request_of(&req)?;
     check_request(&s.engram, &id, &req).await?;
-    let run = s.engram.runs().start(&id, request).await?;
+    let (style, run) = started(&s.engram, &id, request).await?;
     let mut mapper = ChunkMapper::new(style, req.stream_tokens);
     let chunks = run
         .events
@@ -199,6 +198,21 @@ pub async fn stream(
     Ok(Sse::new(chunks)
         .keep_alive(KeepAlive::default())
         .into_response())
+}
+
+/// Starts the run, reading meanwhile the agent's loop style, which shapes the answer (one
+/// round trip less per message on a database server). Errors: the run's, as
+/// `Runs::start` says; `not_found` for an unknown agent.
+async fn started(
+    engram: &Engram,
+    agent: &AgentId,
+    request: RunRequest,
+) -> engram_core::Result<(LoopStyle, Run)> {
+    let (agent, run) = tokio::try_join!(
+        engram.agents().settings(agent),
+        engram.runs().start(agent, request)
+    )?;
+    Ok((agent.loop_style, run))
 }
 
 /// Refuses an approval message whose `approval_request_id` names a request that no longer
@@ -248,7 +262,7 @@ pub async fn list(
     Params(q): Params<ListQuery>,
 ) -> ApiResult<Json<Vec<Value>>> {
     let id = agent_id(id);
-    let style: LoopStyle = s.engram.agents().get(&id).await?.agent.loop_style;
+    let style: LoopStyle = s.engram.agents().settings(&id).await?.loop_style;
     let page = MessagePage {
         after: q.cursor.after.clone().map(MessageId::from),
         before: q.cursor.before.clone().map(MessageId::from),
