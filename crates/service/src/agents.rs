@@ -137,63 +137,15 @@ impl Agents<'_> {
         self.engram.backend.list_agents().await
     }
 
-    /// A page of agents filtered and paged in SQL (Letta's `GET /v1/agents/`; see
+    /// A page of agents filtered and paged by the database (Letta's `GET /v1/agents/`; see
     /// [`AgentList`](engram_store::AgentList)).
     pub async fn page(self, q: &engram_store::AgentList) -> Result<Vec<Agent>> {
-        if !self.engram.shared {
-            return self.engram.store.agents().page(q);
-        }
-        Ok(engram_core::paging::page(
-            self.filtered(q).await?,
-            |a| a.id.as_str(),
-            q.after.as_ref().map(AgentId::as_str),
-            q.before.as_ref().map(AgentId::as_str),
-            q.limit,
-            q.ascending,
-        ))
+        self.engram.backend.page_agents(q).await
     }
 
     /// How many agents pass the filters of `q` (cursors and limit aside).
     pub async fn count(self, q: &engram_store::AgentList) -> Result<u64> {
-        if !self.engram.shared {
-            return self.engram.store.agents().count(q);
-        }
-        Ok(self.filtered(q).await?.len() as u64)
-    }
-
-    /// The agents passing `q`'s filters, oldest first, on a shared server: the storage
-    /// interface lists them all and the filters apply here, as the SQLite query applies them.
-    async fn filtered(self, q: &engram_store::AgentList) -> Result<Vec<Agent>> {
-        let backend = &self.engram.backend;
-        let mut agents = backend.list_agents().await?;
-        if let Some(user) = &q.user {
-            let theirs: Vec<AgentId> = backend
-                .user_agents(user)
-                .await?
-                .into_iter()
-                .map(|(a, _)| a)
-                .collect();
-            agents.retain(|a| theirs.contains(&a.id));
-        }
-        if let Some(name) = &q.name {
-            agents.retain(|a| &a.name == name);
-        }
-        if let Some(text) = &q.query_text {
-            let text = text.to_ascii_lowercase();
-            agents.retain(|a| a.name.to_ascii_lowercase().contains(&text));
-        }
-        if q.tags.is_empty() {
-            return Ok(agents);
-        }
-        let mut kept = Vec::with_capacity(agents.len());
-        for a in agents {
-            let tags = backend.agent_tags(&a.id).await?;
-            let has = |t: &String| tags.contains(t);
-            if (q.match_all_tags && q.tags.iter().all(has)) || q.tags.iter().any(has) {
-                kept.push(a);
-            }
-        }
-        Ok(kept)
+        self.engram.backend.count_agents(q).await
     }
 
     /// One agent's settings, without its blocks (one read, where [`get`](Self::get) makes

@@ -23,21 +23,10 @@ impl Blocks<'_> {
         self.engram.backend.list_blocks(label).await
     }
 
-    /// A page of every block, filtered and paged in SQL (Letta's `GET /v1/blocks/`; see
+    /// A page of every block, paged by the database (Letta's `GET /v1/blocks/`; see
     /// [`BlockList`](engram_store::BlockList)).
     pub async fn page(self, q: &engram_store::BlockList) -> Result<Vec<Block>> {
-        if !self.engram.shared {
-            return self.engram.store.blocks().page(q);
-        }
-        let blocks = self.engram.backend.list_blocks(q.label.as_deref()).await?;
-        Ok(engram_core::paging::page(
-            blocks,
-            |b| b.id.as_str(),
-            q.after.as_ref().map(BlockId::as_str),
-            q.before.as_ref().map(BlockId::as_str),
-            q.limit,
-            q.ascending,
-        ))
+        self.engram.backend.page_blocks(q).await
     }
 
     /// One block by id. Errors: `not_found`.

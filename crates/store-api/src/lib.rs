@@ -64,6 +64,7 @@ mod bus;
 mod context;
 mod folders;
 mod import;
+mod lists;
 mod messages;
 mod passages;
 mod ranking;
@@ -86,6 +87,7 @@ pub use import::{
     ImportSupersession, ImportedIds, ImportedTool, added_status, check_bundle, is_same_tool,
     tool_candidate,
 };
+pub use lists::{AgentList, BlockList};
 pub use messages::{Hit, MessageSearch, MessageStore, SEQ_GAP, SeqOrder};
 pub use passages::{PassageList, PassagePage, PassageRange, PassageSearch, PassageStore};
 pub use ranking::{
@@ -154,6 +156,14 @@ pub trait AgentStore: Send + Sync {
     /// Every agent, oldest first (creation time, then id).
     async fn list_agents(&self) -> Result<Vec<Agent>>;
 
+    /// A page of the agents passing `q`'s filters, in the list's order (see [`AgentList`]),
+    /// filtered and paged by the database, so a page costs about the same however many
+    /// agents there are. A cursor that names no agent gives an empty page.
+    async fn page_agents(&self, q: &AgentList) -> Result<Vec<Agent>>;
+
+    /// How many agents pass `q`'s filters (cursors and limit aside).
+    async fn count_agents(&self, q: &AgentList) -> Result<u64>;
+
     /// Applies `patch` to the agent as stored (see [`AgentPatch::apply_to`]) in one
     /// transaction and returns it; new instructions drop the cached system prompt.
     /// Errors: `NotFound("agent")`.
@@ -194,6 +204,10 @@ pub trait BlockStore: Send + Sync {
     /// Every block (attached or not), oldest first (creation time, then id), optionally only
     /// those labelled `label`.
     async fn list_blocks(&self, label: Option<&str>) -> Result<Vec<Block>>;
+
+    /// A page of every block (attached or not), in the list's order (see [`BlockList`]),
+    /// paged by the database. A cursor that names no block gives an empty page.
+    async fn page_blocks(&self, q: &BlockList) -> Result<Vec<Block>>;
 
     /// The agent's blocks in attach order. Errors: `NotFound("agent")`.
     async fn agent_blocks(&self, agent: &AgentId) -> Result<Vec<Block>>;

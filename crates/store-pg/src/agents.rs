@@ -2,13 +2,14 @@
 //! transaction.
 
 use crate::PgStore;
+use crate::agent_list;
 use crate::blocks::{self, Lock, label_conflict};
 use crate::rows::{self, AGENT_COLS, Cached};
 use crate::tx::{TxError, TxResult, transaction};
 use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
 use engram_core::{Agent, AgentId, AgentPatch, Block, BlockId, Error, NewBlock, Result};
-use engram_store_api::AgentStore;
+use engram_store_api::{AgentList, AgentStore};
 use std::collections::HashSet;
 
 #[async_trait]
@@ -82,6 +83,16 @@ impl AgentStore for PgStore {
             .await
             .map_err(TxError::from)?;
         Ok(rows::all(&found, rows::agent)?)
+    }
+
+    async fn page_agents(&self, q: &AgentList) -> Result<Vec<Agent>> {
+        let c = self.client().await?;
+        Ok(agent_list::page(&c, q).await?)
+    }
+
+    async fn count_agents(&self, q: &AgentList) -> Result<u64> {
+        let c = self.client().await?;
+        Ok(agent_list::count(&c, q).await?)
     }
 
     async fn update_agent(&self, id: &AgentId, patch: &AgentPatch) -> Result<Agent> {

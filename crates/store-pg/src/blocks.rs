@@ -17,7 +17,7 @@ use engram_core::{
     AgentId, Applied, Block, BlockEdit, BlockId, BlockOp, BlockPatch, EditId, Editor, Error,
     NewBlock, OpOutcome, Result, StepId, Timestamp,
 };
-use engram_store_api::{BlockAgent, BlockStore, SharedBlock, shared_blocks};
+use engram_store_api::{BlockAgent, BlockList, BlockStore, SharedBlock, shared_blocks};
 
 /// The error for a label already used by another block of the same agent (the SQLite store's
 /// wording).
@@ -330,6 +330,11 @@ impl BlockStore for PgStore {
             .await
             .map_err(crate::tx::TxError::from)?;
         Ok(rows::all(&found, rows::block)?)
+    }
+
+    async fn page_blocks(&self, q: &BlockList) -> Result<Vec<Block>> {
+        let c = self.client().await?;
+        Ok(crate::block_list::page(&c, q).await?)
     }
 
     async fn agent_blocks(&self, agent: &AgentId) -> Result<Vec<Block>> {

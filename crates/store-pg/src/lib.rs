@@ -33,9 +33,12 @@
 //! Connections are plain TCP: for now a server reaches its database on the same host or a
 //! private network (TLS to the database comes with remote serving).
 
+mod agent_list;
 mod agents;
+mod block_list;
 mod blocks;
 mod context;
+mod created_page;
 mod error;
 mod import;
 mod leases;

@@ -296,3 +296,34 @@ pub(crate) fn dedup_tags(tags: &[String]) -> Vec<String> {
     }
     out
 }
+
+/// A statement's arguments, numbered as they are added.
+#[derive(Default)]
+pub(crate) struct Args(Vec<Box<dyn ToSql + Sync + Send>>);
+
+impl Args {
+    /// Adds `v`; its placeholder (`$n`).
+    pub(crate) fn add(&mut self, v: impl ToSql + Sync + Send + 'static) -> String {
+        self.0.push(Box::new(v));
+        format!("${}", self.0.len())
+    }
+
+    /// The arguments, as a statement takes them.
+    pub(crate) fn refs(&self) -> Vec<&(dyn ToSql + Sync)> {
+        self.0
+            .iter()
+            .map(|b| b.as_ref() as &(dyn ToSql + Sync))
+            .collect()
+    }
+}
+
+/// A `LIKE … ESCAPE '\\'` pattern for text that contains `needle`, ASCII letters folded to
+/// lower case (compare it with text folded the same way, as SQLite's `LIKE` and `lower()` do).
+pub(crate) fn contains_pattern(needle: &str) -> String {
+    let escaped = needle
+        .to_ascii_lowercase()
+        .replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_");
+    format!("%{escaped}%")
+}

@@ -8,33 +8,9 @@ use crate::created_page::{Page, read_page};
 use crate::passage_rows::Query;
 use crate::rooms::AgentRows;
 use crate::sql::{self, DbResult};
-use engram_core::{Agent, AgentId, Result, UserId};
+use engram_core::{Agent, AgentId, Result};
+use engram_store_api::AgentList;
 use rusqlite::params_from_iter;
-
-/// Which agents to list, and which page.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct AgentList {
-    /// Only agents with exactly this name.
-    pub name: Option<String>,
-    /// Only agents whose name contains this (case-insensitive for ASCII letters).
-    pub query_text: Option<String>,
-    /// Only agents with any of these tags (all of them with `match_all_tags`); empty: no
-    /// tag filter.
-    pub tags: Vec<String>,
-    /// Whether an agent needs every tag rather than one.
-    pub match_all_tags: bool,
-    /// Only agents after this one in the list's order. An id that is not an agent's gives an
-    /// empty page (the SDKs' paging then ends).
-    pub after: Option<AgentId>,
-    /// Only agents before this one in the list's order: the `limit` nearest it.
-    pub before: Option<AgentId>,
-    /// Maximum number of agents.
-    pub limit: usize,
-    /// Oldest first when true.
-    pub ascending: bool,
-    /// Only agents this user may use (see `UserRows::set_access`); `None`: every agent.
-    pub user: Option<UserId>,
-}
 
 /// The WHERE clause of the filters (on table alias `a`).
 fn filters(q: &AgentList, query: &mut Query) -> Result<String> {

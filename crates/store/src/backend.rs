@@ -47,6 +47,14 @@ impl AgentStore for Store {
         self.agents().list()
     }
 
+    async fn page_agents(&self, q: &engram_store_api::AgentList) -> Result<Vec<Agent>> {
+        self.agents().page(q)
+    }
+
+    async fn count_agents(&self, q: &engram_store_api::AgentList) -> Result<u64> {
+        self.agents().count(q)
+    }
+
     async fn update_agent(&self, id: &AgentId, patch: &AgentPatch) -> Result<Agent> {
         self.agents().update(id, patch)
     }
@@ -81,6 +89,10 @@ impl BlockStore for Store {
 
     async fn list_blocks(&self, label: Option<&str>) -> Result<Vec<Block>> {
         self.blocks().list(label)
+    }
+
+    async fn page_blocks(&self, q: &engram_store_api::BlockList) -> Result<Vec<Block>> {
+        self.blocks().page(q)
     }
 
     async fn agent_blocks(&self, agent: &AgentId) -> Result<Vec<Block>> {

@@ -7,22 +7,7 @@ use crate::created_page::{Page, read_page};
 use crate::passage_rows::Query;
 use crate::rooms::BlockRows;
 use engram_core::{Block, BlockId, Result};
-
-/// Which blocks to list, and which page.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct BlockList {
-    /// Only blocks with this label.
-    pub label: Option<String>,
-    /// Only blocks after this one in the list's order. An id that is not a block's gives an
-    /// empty page (the SDKs' paging then ends).
-    pub after: Option<BlockId>,
-    /// Only blocks before this one in the list's order: the `limit` nearest it.
-    pub before: Option<BlockId>,
-    /// Maximum number of blocks.
-    pub limit: usize,
-    /// Oldest first when true.
-    pub ascending: bool,
-}
+use engram_store_api::BlockList;
 
 impl BlockRows<'_> {
     /// A page of blocks (attached or not) in creation order (see [`BlockList`]).

@@ -80,9 +80,7 @@ mod users;
 mod vector_build;
 mod vector_index;
 
-pub use agent_list::AgentList;
 pub use base_urls::{BaseUrlOwner, BaseUrlRewrite, StoredBaseUrl};
-pub use block_list::BlockList;
 pub use candidates::{Bm25, CandidateDepth, Candidates, NeighbourMap, Ranking};
 pub use client_writes::ClientWriteState;
 pub use engram_core::OpOutcome;
@@ -96,7 +94,7 @@ pub use engram_store_api::{
     ImportSupersession, ImportedIds, ImportedTool,
 };
 pub use engram_store_api::{PassCommit, PassageOp};
-pub use engram_store_api::{PassageList, PassagePage};
+pub use engram_store_api::{AgentList, BlockList, PassageList, PassagePage};
 pub use file_chunks::UnembeddedChunk;
 pub use file_pieces::{NewPiece, TextPart};
 pub use file_state::{FileWindow, MAX_WINDOW_CHARS, qualified_name, window as file_window};

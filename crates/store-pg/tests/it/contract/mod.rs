@@ -6,6 +6,7 @@ mod blocks;
 mod concurrency;
 mod context;
 mod import;
+mod lists;
 mod leases;
 mod messages;
 mod ops;
