@@ -80,9 +80,10 @@ pub async fn load(
         }
     };
 
+    let user_tools = tools::user_tool_names(&agent.tools);
     let (counter, custom_tools) = tokio::join!(
         calibrate::counter(backend, &agent.llm.model),
-        backend.tools_named(&agent.tools)
+        backend.tools_named(&user_tools)
     );
     let custom_tools = custom_tools?;
     let tools = tools::specs_with(&agent.tools, &custom_tools, agent.loop_style);
@@ -177,9 +178,10 @@ pub async fn fixed_part(
         let tokens = ctx.fixed_tokens();
         return Ok((ctx.agent, tokens));
     };
+    let user_tools = tools::user_tool_names(&agent.tools);
     let (counter, custom_tools) = tokio::join!(
         calibrate::counter(backend, &agent.llm.model),
-        backend.tools_named(&agent.tools)
+        backend.tools_named(&user_tools)
     );
     let tools = tools::specs_with(&agent.tools, &custom_tools?, agent.loop_style);
     let tokens = counter.count_message(&ChatMessage::System { content: system })

@@ -192,8 +192,9 @@ impl Engram {
                 }),
                 RunEvent::MemoryChanged { block, .. } => self.notify_block(&block.id).await,
                 // The step has committed: its messages get vectors in the background, so the
-                // turn never waits for the embedding model.
-                RunEvent::Usage { .. } => self.spawn_backfill(agent),
+                // turn never waits for the embedding model. A shared server keeps no message
+                // vectors: its passages are filled in once the run is done.
+                RunEvent::Usage { .. } if !self.shared => self.spawn_backfill(agent),
                 // The turn is over: the backlog may call for a sleep-time pass (in its own
                 // task; the next message never waits for it).
                 RunEvent::Done { .. } => {

@@ -102,6 +102,16 @@ pub fn specs_with(names: &[String], custom: &[Tool], style: LoopStyle) -> Vec<To
         .collect()
 }
 
+/// The names among `names` that are not built-ins: the user tools a context needs the rows
+/// of (a built-in's schema and code are the runtime's own, whatever rows are named alike).
+pub fn user_tool_names(names: &[String]) -> Vec<String> {
+    names
+        .iter()
+        .filter(|n| schema(n).is_none())
+        .cloned()
+        .collect()
+}
+
 /// Every built-in tool as a [`Tool`] (id `tool-builtin-<name>`, tool-loop schema), so built-ins
 /// are listed, attached and shown like user tools.
 pub fn builtin_tools() -> Vec<Tool> {
