@@ -85,6 +85,7 @@ pub use candidates::{Bm25, CandidateDepth, Candidates, NeighbourMap, Ranking};
 pub use client_writes::ClientWriteState;
 pub use engram_core::OpOutcome;
 pub use engram_core::RunRecord;
+pub use engram_store_api::{AgentList, BlockList, PassageList, PassagePage};
 pub use engram_store_api::{
     ApprovalWrite, BlockChange, BlockWrite, CommittedStep, StepCommit, StepStore,
 };
@@ -94,7 +95,6 @@ pub use engram_store_api::{
     ImportSupersession, ImportedIds, ImportedTool,
 };
 pub use engram_store_api::{PassCommit, PassageOp};
-pub use engram_store_api::{AgentList, BlockList, PassageList, PassagePage};
 pub use file_chunks::UnembeddedChunk;
 pub use file_pieces::{NewPiece, TextPart};
 pub use file_state::{FileWindow, MAX_WINDOW_CHARS, qualified_name, window as file_window};

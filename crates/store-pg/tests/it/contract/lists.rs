@@ -45,9 +45,7 @@ fn cut<T: Clone>(
     let kept: Vec<T> = order
         .iter()
         .enumerate()
-        .filter(|(i, t)| {
-            after.is_none_or(|a| *i > a) && before.is_none_or(|b| *i < b) && passes(t)
-        })
+        .filter(|(i, t)| after.is_none_or(|a| *i > a) && before.is_none_or(|b| *i < b) && passes(t))
         .map(|(_, t)| (*t).clone())
         .collect();
     if before.is_some() {
@@ -62,10 +60,11 @@ fn cut<T: Clone>(
 fn agents_by_hand(all: &[(Agent, Vec<String>, Option<UserId>)], q: &AgentList) -> Vec<AgentId> {
     let passes = |(a, tags, user): &(Agent, Vec<String>, Option<UserId>)| {
         let name = q.name.as_ref().is_none_or(|n| &a.name == n);
-        let text = q
-            .query_text
-            .as_ref()
-            .is_none_or(|t| a.name.to_ascii_lowercase().contains(&t.to_ascii_lowercase()));
+        let text = q.query_text.as_ref().is_none_or(|t| {
+            a.name
+                .to_ascii_lowercase()
+                .contains(&t.to_ascii_lowercase())
+        });
         let has = |t: &String| tags.contains(t);
         let tagged = q.tags.is_empty()
             || if q.match_all_tags {
@@ -79,10 +78,17 @@ fn agents_by_hand(all: &[(Agent, Vec<String>, Option<UserId>)], q: &AgentList) -
         q.after.as_ref().map(AgentId::as_str),
         q.before.as_ref().map(AgentId::as_str),
     );
-    cut(all, |(a, ..)| a.id.as_str(), passes, cursors, q.limit, q.ascending)
-        .into_iter()
-        .map(|(a, ..)| a.id)
-        .collect()
+    cut(
+        all,
+        |(a, ..)| a.id.as_str(),
+        passes,
+        cursors,
+        q.limit,
+        q.ascending,
+    )
+    .into_iter()
+    .map(|(a, ..)| a.id)
+    .collect()
 }
 
 async fn every_agent_page_follows_the_lists_rules<H: Harness>(h: H) {
@@ -232,15 +238,24 @@ fn blocks_by_hand(all: &[Block], q: &BlockList) -> Vec<BlockId> {
         q.after.as_ref().map(BlockId::as_str),
         q.before.as_ref().map(BlockId::as_str),
     );
-    cut(all, |b| b.id.as_str(), passes, cursors, q.limit, q.ascending)
-        .into_iter()
-        .map(|b| b.id)
-        .collect()
+    cut(
+        all,
+        |b| b.id.as_str(),
+        passes,
+        cursors,
+        q.limit,
+        q.ascending,
+    )
+    .into_iter()
+    .map(|b| b.id)
+    .collect()
 }
 
 async fn every_block_page_follows_the_lists_rules<H: Harness>(h: H) {
     let b = h.backend();
-    let labels = ["human", "persona", "notes", "human", "team", "human", "notes"];
+    let labels = [
+        "human", "persona", "notes", "human", "team", "human", "notes",
+    ];
     for (i, label) in labels.iter().enumerate() {
         b.create_block(&NewBlock::new(*label, format!("value {i}")))
             .await
