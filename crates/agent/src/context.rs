@@ -154,9 +154,8 @@ pub async fn load(
 }
 
 /// The agent as stored now, and the tokens of the part of its next call that compaction
-/// cannot shrink (system message and tool schemas, as
-/// [`Context::fixed_tokens`] counts them on a [`load`]ed
-/// context), read without the messages: asked before every run. While the stored system
+/// cannot shrink (system message and tool schemas, as [`Context::fixed_tokens`] counts them
+/// on a [`load`]ed context), read without the messages: asked before every run. While the stored system
 /// message is current this costs two round trips on a database server; when memory changed
 /// since, it is the full [`load`] (which rebuilds and stores it). Errors: `NotFound("agent")`;
 /// the store's.
@@ -190,7 +189,8 @@ pub async fn fixed_part(
 }
 
 /// What the stored system message was built from: the instructions, the memory section and
-/// the files section. Each part is prefixed by its length (bytes), so no two different
+/// the files section (open files are part of what the model reads: a moved window rebuilds
+/// the message too). Each part is prefixed by its length (bytes), so no two different
 /// triples make one key; no separator character is needed (PostgreSQL text holds no NUL).
 fn system_key(agent: &Agent, memory: &str, files: &str) -> String {
     format!(
