@@ -152,6 +152,27 @@ impl Backfiller {
         });
     }
 
+    /// `got` when it holds one result per text asked (`asked`); otherwise the outage is told
+    /// (see [`outage`](Self::outage)) and `None` says to stop.
+    fn all_or_outage<T, E: std::fmt::Display>(
+        &self,
+        agent: &AgentId,
+        asked: usize,
+        got: std::result::Result<Vec<T>, E>,
+    ) -> Option<Vec<T>> {
+        match got {
+            Ok(all) if all.len() == asked => Some(all),
+            Ok(_) => {
+                self.outage(agent, TOO_FEW);
+                None
+            }
+            Err(e) => {
+                self.outage(agent, &e.to_string());
+                None
+            }
+        }
+    }
+
     /// Embeds the agent's passages and messages that lack a vector of its current model,
     /// batch by batch, until none are left or the model fails (what is done stays done: a
     /// later run resumes from there).
@@ -215,32 +236,22 @@ impl Backfiller {
             }
             let texts: Vec<String> = batch.iter().map(|p| p.text.clone()).collect();
             let (vectors, tokens) = match built_in {
-                Some(model) => match model.encode(&texts, BULK_BATCHING).await {
-                    Ok(e) if e.len() == texts.len() => {
-                        let (v, t): (Vec<_>, Vec<_>) =
-                            e.into_iter().map(|e| (e.vector, e.tokens)).unzip();
-                        (v, Some(t))
-                    }
-                    Ok(_) => {
-                        self.outage(agent, TOO_FEW);
+                Some(model) => {
+                    let encoded = model.encode(&texts, BULK_BATCHING).await;
+                    let Some(e) = self.all_or_outage(agent, texts.len(), encoded) else {
                         return Ok(false);
-                    }
-                    Err(e) => {
-                        self.outage(agent, &e.to_string());
+                    };
+                    let (v, t): (Vec<_>, Vec<_>) =
+                        e.into_iter().map(|e| (e.vector, e.tokens)).unzip();
+                    (v, Some(t))
+                }
+                None => {
+                    let embedded = embedder.model.embed(&embedder.name, &texts).await;
+                    let Some(v) = self.all_or_outage(agent, texts.len(), embedded) else {
                         return Ok(false);
-                    }
-                },
-                None => match embedder.model.embed(&embedder.name, &texts).await {
-                    Ok(v) if v.len() == texts.len() => (v, None),
-                    Ok(_) => {
-                        self.outage(agent, TOO_FEW);
-                        return Ok(false);
-                    }
-                    Err(e) => {
-                        self.outage(agent, &e.to_string());
-                        return Ok(false);
-                    }
-                },
+                    };
+                    (v, None)
+                }
             };
             if let Some(tokens) = tokens {
                 let coded: Vec<_> = batch
@@ -290,16 +301,9 @@ impl Backfiller {
                 return Ok(true);
             }
             let texts: Vec<String> = batch.iter().map(|p| p.text.clone()).collect();
-            let encoded = match model.encode(&texts, BULK_BATCHING).await {
-                Ok(e) if e.len() == texts.len() => e,
-                Ok(_) => {
-                    self.outage(agent, TOO_FEW);
-                    return Ok(false);
-                }
-                Err(e) => {
-                    self.outage(agent, &e.to_string());
-                    return Ok(false);
-                }
+            let encoded = model.encode(&texts, BULK_BATCHING).await;
+            let Some(encoded) = self.all_or_outage(agent, texts.len(), encoded) else {
+                return Ok(false);
             };
             let coded: Vec<_> = batch
                 .into_iter()
@@ -343,17 +347,11 @@ impl Backfiller {
             let mut vectors = if wanted.is_empty() {
                 Vec::new()
             } else {
-                match embedder.model.embed(&embedder.name, &wanted).await {
-                    Ok(v) if v.len() == wanted.len() => v,
-                    Ok(_) => {
-                        self.outage(agent, TOO_FEW);
-                        return Ok(());
-                    }
-                    Err(e) => {
-                        self.outage(agent, &e.to_string());
-                        return Ok(());
-                    }
-                }
+                let embedded = embedder.model.embed(&embedder.name, &wanted).await;
+                let Some(v) = self.all_or_outage(agent, wanted.len(), embedded) else {
+                    return Ok(());
+                };
+                v
             }
             .into_iter();
             let filled: Vec<MessageVector> = batch
@@ -400,16 +398,9 @@ impl Backfiller {
                 break;
             }
             let texts: Vec<String> = batch.iter().map(|p| p.text.clone()).collect();
-            let vectors = match embedder.model.embed(&embedder.name, &texts).await {
-                Ok(v) if v.len() == texts.len() => v,
-                Ok(_) => {
-                    self.outage(agent, TOO_FEW);
-                    break;
-                }
-                Err(e) => {
-                    self.outage(agent, &e.to_string());
-                    break;
-                }
+            let embedded = embedder.model.embed(&embedder.name, &texts).await;
+            let Some(vectors) = self.all_or_outage(agent, texts.len(), embedded) else {
+                break;
             };
             let filled: Vec<_> = batch
                 .into_iter()
