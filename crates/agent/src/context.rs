@@ -53,14 +53,50 @@ pub async fn load(
     now: Timestamp,
     stream: bool,
 ) -> Result<Context> {
+    load_with(backend, folders, agent_id, now, stream, None).await
+}
+
+/// [`load`] for a caller that knows the agent as it was a moment ago (a run's steps): what
+/// depends on its model and tools (the token calibration, the user tools' rows) is read
+/// beside the rest from `expected` (one round trip less on a database server), and read again
+/// when the agent changed since in either.
+pub async fn load_expecting(
+    backend: &dyn Backend,
+    folders: Option<&dyn FolderStore>,
+    expected: &Agent,
+    now: Timestamp,
+    stream: bool,
+) -> Result<Context> {
+    load_with(backend, folders, &expected.id, now, stream, Some(expected)).await
+}
+
+async fn load_with(
+    backend: &dyn Backend,
+    folders: Option<&dyn FolderStore>,
+    agent_id: &AgentId,
+    now: Timestamp,
+    stream: bool,
+    expected: Option<&Agent>,
+) -> Result<Context> {
     // Independent reads: on a database server they go out together.
-    let (agent, blocks, messages, cached, files) = tokio::try_join!(
-        backend.get_agent(agent_id),
-        backend.agent_blocks(agent_id),
-        backend.in_context_messages(agent_id),
-        backend.system_cache(agent_id),
-        files_of(folders, agent_id),
-    )?;
+    let early = async {
+        match expected {
+            Some(agent) => Some(model_reads(backend, agent).await),
+            None => None,
+        }
+    };
+    let (read, early) = tokio::join!(
+        async {
+            tokio::try_join!(
+                backend.agent_with_system_cache(agent_id),
+                backend.agent_blocks(agent_id),
+                backend.in_context_messages(agent_id),
+                files_of(folders, agent_id),
+            )
+        },
+        early
+    );
+    let ((agent, cached), blocks, messages, files) = read?;
     let memory = compile::memory_section(&blocks);
     let key = system_key(&agent, &memory, &files);
     let system = match cached {
@@ -80,12 +116,10 @@ pub async fn load(
         }
     };
 
-    let user_tools = tools::user_tool_names(&agent.tools);
-    let (counter, custom_tools) = tokio::join!(
-        calibrate::counter(backend, &agent.llm.model),
-        backend.tools_named(&user_tools)
-    );
-    let custom_tools = custom_tools?;
+    let (counter, custom_tools) = match early {
+        Some(Ok(read)) if expected.is_some_and(|e| same_model_and_tools(e, &agent)) => read,
+        _ => model_reads(backend, &agent).await?,
+    };
     let tools = tools::specs_with(&agent.tools, &custom_tools, agent.loop_style);
     let mut chat = Vec::with_capacity(messages.len() + 2);
     chat.push(ChatMessage::System { content: system });
@@ -165,10 +199,9 @@ pub async fn fixed_part(
     agent_id: &AgentId,
     now: Timestamp,
 ) -> Result<(Agent, usize)> {
-    let (agent, blocks, cached, files) = tokio::try_join!(
-        backend.get_agent(agent_id),
+    let ((agent, cached), blocks, files) = tokio::try_join!(
+        backend.agent_with_system_cache(agent_id),
         backend.agent_blocks(agent_id),
-        backend.system_cache(agent_id),
         files_of(folders, agent_id),
     )?;
     let key = system_key(&agent, &compile::memory_section(&blocks), &files);
@@ -177,15 +210,27 @@ pub async fn fixed_part(
         let tokens = ctx.fixed_tokens();
         return Ok((ctx.agent, tokens));
     };
+    let (counter, custom_tools) = model_reads(backend, &agent).await?;
+    let tools = tools::specs_with(&agent.tools, &custom_tools, agent.loop_style);
+    let tokens = counter.count_message(&ChatMessage::System { content: system })
+        + counter.count_tools(&tools);
+    Ok((agent, tokens))
+}
+
+/// What a context reads once it knows the agent: the token counter for its model (as
+/// calibrated so far) and the rows of its user tools, together.
+async fn model_reads(backend: &dyn Backend, agent: &Agent) -> Result<(TokenCounter, Vec<Tool>)> {
     let user_tools = tools::user_tool_names(&agent.tools);
     let (counter, custom_tools) = tokio::join!(
         calibrate::counter(backend, &agent.llm.model),
         backend.tools_named(&user_tools)
     );
-    let tools = tools::specs_with(&agent.tools, &custom_tools?, agent.loop_style);
-    let tokens = counter.count_message(&ChatMessage::System { content: system })
-        + counter.count_tools(&tools);
-    Ok((agent, tokens))
+    Ok((counter, custom_tools?))
+}
+
+/// Whether [`model_reads`] of `a` hold for `b`.
+fn same_model_and_tools(a: &Agent, b: &Agent) -> bool {
+    a.llm.model == b.llm.model && a.tools == b.tools
 }
 
 /// What the stored system message was built from: the instructions, the memory section and

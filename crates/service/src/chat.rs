@@ -135,9 +135,11 @@ impl Engram {
         };
         match request {
             RunRequest::Message { text } => {
-                self.check_pending_endpoints(agent).await?;
                 let turn = claim.turn().await;
-                self.runtime.run_in(&turn, message(text), tx, cancel).await
+                let check = self.check_pending_endpoints(agent);
+                self.runtime
+                    .run_checked(&turn, message(text), check, tx, cancel)
+                    .await
             }
             RunRequest::Regenerate => {
                 let turn = self.turn_for_rewrite(claim).await?;

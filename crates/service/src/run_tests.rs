@@ -308,6 +308,90 @@ async fn a_run_paused_past_its_lease_commits_nothing_more() {
     );
 }
 
+/// A message that waited for another replica's run reads the agent again once it has it: a
+/// call that run left waiting for approval refuses the message, and nothing is written.
+#[tokio::test]
+async fn a_message_that_waited_for_another_replica_sees_the_call_it_left_waiting() {
+    use engram_core::{MessageId, NewMessage, PendingApproval, Step, StepId, ToolCall};
+    use engram_store_api::{ApprovalWrite, LeaseGrant, LeaseStore, StepCommit, StepStore};
+    let dir = tempfile::tempdir().unwrap();
+    let engram = open_with_leases(dir.path(), "30", "5");
+    let mock = MockLlm::start(Script::Queue).await;
+    let agent = agent(&engram, &mock).await;
+    let LeaseGrant::Granted(elsewhere) = engram
+        .store()
+        .acquire_lease(&agent, "replica-b", std::time::Duration::from_secs(60))
+        .await
+        .unwrap()
+    else {
+        panic!("the lease was free");
+    };
+    let waiting = {
+        let engram = engram.clone();
+        let agent = agent.clone();
+        tokio::spawn(async move {
+            engram
+                .runs()
+                .start(&agent, message("are you there?"))
+                .await
+                .map(|_| ())
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    assert!(!waiting.is_finished(), "the message waits for the lease");
+
+    // Replica B's run pauses on a call that needs a person, then gives the agent back.
+    let (run, step) = (RunId::new(), StepId::new());
+    let call = ToolCall {
+        id: "call-1".into(),
+        name: "send_email".into(),
+        arguments: "{}".into(),
+    };
+    let asked = MessageId::new();
+    let paused = StepCommit {
+        step: Step {
+            id: step.clone(),
+            agent_id: agent.clone(),
+            run_id: run.clone(),
+            index: 1,
+            model: "openai/mock-small".into(),
+            prompt_tokens: 100,
+            completion_tokens: 10,
+            finish_reason: Some("tool_calls".into()),
+            started_at: chrono::Utc::now(),
+            llm_ms: 1,
+            step_ms: 1,
+        },
+        messages: vec![NewMessage {
+            id: Some(asked.clone()),
+            ..NewMessage::assistant("", None, vec![call.clone()])
+        }],
+        block_writes: vec![],
+        passages: vec![],
+        approval: ApprovalWrite::Request(PendingApproval {
+            agent_id: agent.clone(),
+            run_id: run,
+            step_id: step,
+            message_id: asked,
+            tool_call: call,
+            requested_at: chrono::Utc::now(),
+            server: None,
+        }),
+    };
+    engram
+        .store()
+        .commit_step(Some(&elsewhere), &paused)
+        .await
+        .unwrap();
+    engram.store().release_lease(&elsewhere).await.unwrap();
+
+    let refused = waiting.await.unwrap().expect_err("refused");
+    assert_eq!(refused.code(), "conflict", "{refused}");
+    assert!(refused.to_string().contains("call-1"), "{refused}");
+    let history = engram.recall().list(&agent, None, 10).await.unwrap();
+    assert_eq!(history.len(), 1, "only replica B's message: {history:?}");
+}
+
 #[tokio::test]
 async fn a_run_for_an_agent_another_replica_runs_waits_then_is_busy() {
     use engram_store_api::{LeaseGrant, LeaseStore};

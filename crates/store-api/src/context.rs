@@ -3,7 +3,7 @@
 //! compiled system prompt it last built, and how each run ended.
 
 use async_trait::async_trait;
-use engram_core::{AgentId, Message, MessageId, Result, RunId, RunRecord};
+use engram_core::{Agent, AgentId, Message, MessageId, Result, RunId, RunRecord};
 
 /// The context window's bookkeeping, on any backend.
 ///
@@ -29,9 +29,13 @@ pub trait ContextStore: Send + Sync {
     async fn evict_messages(&self, agent: &AgentId, ids: &[MessageId], summary: &str)
     -> Result<()>;
 
-    /// The cached compiled system prompt: `(memory section it was built from, prompt)`, or
-    /// `None` before the first. Errors: `NotFound("agent")`.
-    async fn system_cache(&self, agent: &AgentId) -> Result<Option<(String, String)>>;
+    /// The agent as stored, with its cached compiled system prompt: `(key it was built from,
+    /// prompt)`, or `None` before the first. Read together because the runtime needs both
+    /// before every step (one statement on a database server). Errors: `NotFound("agent")`.
+    async fn agent_with_system_cache(
+        &self,
+        agent: &AgentId,
+    ) -> Result<(Agent, Option<(String, String)>)>;
 
     /// Caches the compiled system prompt and the memory section it was built from.
     /// Errors: `NotFound("agent")`.

@@ -205,6 +205,16 @@ pub trait StepStore: Send + Sync {
     ///
     /// Returns how many results were inserted. Errors: `NotFound("agent")`.
     async fn repair_tool_calls(&self, agent: &AgentId, now: Timestamp) -> Result<usize>;
+
+    /// Whether [`repair_tool_calls`](Self::repair_tool_calls) may have something to do: a
+    /// read, asked beside the other reads before a run so that the repair (a write under
+    /// the agent's lease) is called only when needed. `false` only when the repair would
+    /// change nothing now; by default `true`, for a store whose repair checks cheaply by
+    /// itself. Errors: `NotFound("agent")` (or none, when answering `true` unread).
+    async fn needs_repair(&self, agent: &AgentId) -> Result<bool> {
+        let _ = agent;
+        Ok(true)
+    }
 }
 
 /// The writes of each tool call, in order: ranges of `writes` (a call's writes are

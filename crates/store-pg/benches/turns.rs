@@ -2,9 +2,10 @@
 //! `cargo bench -p engram-store-pg --bench turns`.
 //!
 //! What one message costs the store when the runtime handles it, through the storage
-//! interface only: take the agent's lease, check for tool calls left open, append the person's
-//! message, then two steps — each reads what a context window is compiled from (the agent, its
-//! blocks, the messages in the window, the cached system prompt, at once) and commits under the
+//! interface only: take the agent's lease while checking for tool calls left open (repaired
+//! only when there are), append the person's message, then two steps — each reads what a
+//! context window is compiled from (the agent with its cached system prompt, its blocks, the
+//! messages in the window, at once) and commits under the
 //! lease (the first: an assistant message calling a memory tool, its result and the block
 //! append; the second: the reply) — record how the run ended while the lease goes back, as the
 //! runtime does. No model, no prompt compile: the figures
@@ -54,24 +55,25 @@ fn step(agent: &Agent, run: &RunId, index: u32) -> Step {
 /// What a step compiles its context window from, read at once as the runtime reads it.
 async fn read_context(b: &impl Backend, agent: &Agent) {
     tokio::try_join!(
-        b.get_agent(&agent.id),
+        b.agent_with_system_cache(&agent.id),
         b.agent_blocks(&agent.id),
         b.in_context_messages(&agent.id),
-        b.system_cache(&agent.id),
     )
     .unwrap();
 }
 
 async fn one_turn(b: &impl Backend, agent: &Agent, human: &engram_core::BlockId, i: usize) {
     let run = RunId::new();
-    let LeaseGrant::Granted(lease) = b
-        .acquire_lease(&agent.id, "bench", Duration::from_secs(30))
-        .await
-        .unwrap()
-    else {
+    let (granted, repair) = tokio::join!(
+        b.acquire_lease(&agent.id, "bench", Duration::from_secs(30)),
+        b.needs_repair(&agent.id)
+    );
+    let LeaseGrant::Granted(lease) = granted.unwrap() else {
         panic!("the bench's agent is busy");
     };
-    b.repair_tool_calls(&agent.id, Utc::now()).await.unwrap();
+    if repair.unwrap() {
+        b.repair_tool_calls(&agent.id, Utc::now()).await.unwrap();
+    }
     let mut user = NewMessage::user(format!("message {i}: I like tea number {i}"));
     user.run_id = Some(run.clone());
     b.append_messages(&agent.id, &[user]).await.unwrap();

@@ -9,7 +9,7 @@
 
 use crate::PgStore;
 use crate::rows::{self, BLOCK_COLS, Cached, EDIT_COLS};
-use crate::tx::{TxResult, transaction};
+use crate::tx::{TxError, TxResult, transaction};
 use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
 use engram_core::memory::check_limit;
@@ -18,6 +18,7 @@ use engram_core::{
     NewBlock, OpOutcome, Result, StepId, Timestamp,
 };
 use engram_store_api::{BlockAgent, BlockList, BlockStore, SharedBlock, shared_blocks};
+use tokio_postgres::error::SqlState;
 
 /// The error for a label already used by another block of the same agent (the SQLite store's
 /// wording).
@@ -98,6 +99,17 @@ pub(crate) async fn with_agent<T>(
     let (exists, out) = tokio::join!(biased; ensure_agent(c, id, lock), query);
     exists?;
     out
+}
+
+/// `e`, or `NotFound("agent")` when it is a foreign key's refusal: for a single statement
+/// whose only foreign key is the agent's, which then needs no check of its own.
+pub(crate) fn missing_agent(e: tokio_postgres::Error, id: &AgentId) -> TxError {
+    match e.code() {
+        Some(c) if *c == SqlState::FOREIGN_KEY_VIOLATION => {
+            Error::not_found("agent", id.as_str()).into()
+        }
+        _ => e.into(),
+    }
 }
 
 /// Inserts a block row.

@@ -6,15 +6,15 @@
 
 use crate::PgStore;
 use crate::blocks::{self, Lock};
-use crate::rows::{self, Cached, MESSAGE_COLS};
+use crate::rows::{self, AGENT_COLS, AGENT_WIDTH, Cached, MESSAGE_COLS};
 use crate::tx::{TxError, transaction};
 use async_trait::async_trait;
 use engram_core::{
-    AgentId, Error, ErrorBody, Message, MessageId, Result, RunId, RunRecord, StopReason, Usage,
+    Agent, AgentId, Error, ErrorBody, Message, MessageId, Result, RunId, RunRecord, StopReason,
+    Usage,
 };
 use engram_store_api::ContextStore;
 use tokio_postgres::Row;
-use tokio_postgres::error::SqlState;
 
 fn run_from_row(r: &Row) -> crate::tx::TxResult<RunRecord> {
     let stop: String = r.try_get(2)?;
@@ -106,19 +106,28 @@ impl ContextStore for PgStore {
         })
     }
 
-    async fn system_cache(&self, agent: &AgentId) -> Result<Option<(String, String)>> {
+    async fn agent_with_system_cache(
+        &self,
+        agent: &AgentId,
+    ) -> Result<(Agent, Option<(String, String)>)> {
         let c = self.client().await?;
         let row = c
             .one_opt(
-                "SELECT system_cache_memory, system_cache_prompt FROM agents WHERE id = $1",
+                &format!(
+                    "SELECT {AGENT_COLS}, system_cache_memory, system_cache_prompt
+                     FROM agents WHERE id = $1"
+                ),
                 &[&agent.as_str()],
             )
             .await
             .map_err(TxError::from)?
             .ok_or_else(|| Error::not_found("agent", agent.as_str()))?;
-        let memory: Option<String> = row.try_get(0).map_err(TxError::from)?;
-        let prompt: Option<String> = row.try_get(1).map_err(TxError::from)?;
-        Ok(memory.zip(prompt))
+        let read = || -> crate::tx::TxResult<_> {
+            let memory: Option<String> = row.try_get(AGENT_WIDTH)?;
+            let prompt: Option<String> = row.try_get(AGENT_WIDTH + 1)?;
+            Ok((rows::agent(&row)?, memory.zip(prompt)))
+        };
+        Ok(read()?)
     }
 
     async fn set_system_cache(
@@ -188,13 +197,8 @@ impl ContextStore for PgStore {
                 ],
             )
             .await;
-        match written {
-            Ok(_) => Ok(()),
-            Err(e) if e.code() == Some(&SqlState::FOREIGN_KEY_VIOLATION) => {
-                Err(Error::not_found("agent", run.agent_id.as_str()))
-            }
-            Err(e) => Err(TxError::from(e).into()),
-        }
+        written.map_err(|e| blocks::missing_agent(e, &run.agent_id))?;
+        Ok(())
     }
 
     async fn list_runs(&self, agent: &AgentId, ids: Option<&[RunId]>) -> Result<Vec<RunRecord>> {

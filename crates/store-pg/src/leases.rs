@@ -4,10 +4,12 @@
 //!
 //! Acquiring is one upsert that takes the row only when the lease has expired, bumping the
 //! token. A commit under a lease locks the lease row (`FOR UPDATE`) after checking token and
-//! expiry, so no one can acquire the lease until that commit is done.
+//! expiry, so no one can acquire the lease until that commit is done. The check is a statement
+//! that fails when the lease is lost (`engram_hold_lease`, migration 16), so it aborts the
+//! transaction whether or not the client reads its answer before the `COMMIT`.
 
 use crate::PgStore;
-use crate::blocks::{self, Lock};
+use crate::blocks;
 use crate::rows::{self, Cached};
 use crate::tx::{TxError, TxResult, transaction};
 use async_trait::async_trait;
@@ -32,21 +34,21 @@ fn token(v: i64) -> u64 {
 }
 
 /// The statement of [`hold`].
-pub(crate) const HOLD_SQL: &str = "SELECT 1 FROM agent_leases
-     WHERE agent_id = $1 AND token = $2 AND expires_at > clock_timestamp()
-     FOR UPDATE";
+pub(crate) const HOLD_SQL: &str = "SELECT engram_hold_lease($1, $2)";
 
-/// Locks `lease`'s row while it is the agent's current, unexpired lease.
+/// The SQLSTATE `engram_hold_lease` fails with when the lease is lost.
+const LOST: &str = "EG001";
+
+/// Locks `lease`'s row while it is the agent's current, unexpired lease. Errors: `LeaseLost`
+/// (the statement failed, so the transaction is aborted). Nothing fails before the statement
+/// is sent, so it may go in a pipeline that ends with `COMMIT` (see `tx::pipelined`).
 pub(crate) async fn hold(c: &impl GenericClient, lease: &Lease) -> TxResult<()> {
-    let held = c
-        .one_opt(
-            HOLD_SQL,
-            &[&lease.agent_id.as_str(), &rows::int(lease.token, "token")?],
-        )
-        .await?;
-    match held {
-        Some(_) => Ok(()),
-        None => Err(lost(lease).into()),
+    // A token past `bigint` was never stored: -1 matches no lease, so the check fails.
+    let token = i64::try_from(lease.token).unwrap_or(-1);
+    match c.one(HOLD_SQL, &[&lease.agent_id.as_str(), &token]).await {
+        Ok(_) => Ok(()),
+        Err(e) if e.code().is_some_and(|c| c.code() == LOST) => Err(lost(lease).into()),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -60,10 +62,10 @@ impl LeaseStore for PgStore {
     ) -> Result<LeaseGrant> {
         let c = self.client().await?;
         // Concurrent upserts of one row serialise; the loser's WHERE sees the winner's expiry.
-        // Taken before every run: one round trip with the agent check (for a missing agent
-        // the foreign key refuses the row).
-        let granted = blocks::with_agent(&c, agent, Lock::None, async {
-            Ok(c.one_opt(
+        // Taken before every run: one statement (for a missing agent the foreign key refuses
+        // the row).
+        let granted = c
+            .one_opt(
                 "INSERT INTO agent_leases AS l (agent_id, holder, token, expires_at)
                  VALUES ($1, $2, 1, clock_timestamp() + make_interval(secs => $3))
                  ON CONFLICT (agent_id) DO UPDATE
@@ -73,9 +75,8 @@ impl LeaseStore for PgStore {
                  RETURNING token, expires_at",
                 &[&agent.as_str(), &holder, &seconds(ttl)],
             )
-            .await?)
-        })
-        .await?;
+            .await
+            .map_err(|e| blocks::missing_agent(e, agent))?;
         if let Some(r) = granted {
             return Ok(LeaseGrant::Granted(Lease {
                 agent_id: agent.clone(),

@@ -5,8 +5,9 @@
 //! not both read the same last one. An append locks the agent's row (`FOR NO KEY UPDATE`: other
 //! appends and agent changes wait, rows that merely reference the agent do not) and only then
 //! reads `max(seq)`; under READ COMMITTED that read is a fresh snapshot taken after the lock was
-//! granted, so it sees every append committed before. The read must be a statement of its own:
-//! in the locking statement it would use that statement's snapshot, taken before the wait. A
+//! granted, so it sees every append committed before. The read must be in a later statement
+//! than the lock: in the locking statement it would use that statement's snapshot, taken before
+//! the wait. Each insert reads it itself, sent in one pipeline after the lock. A
 //! sequence object would not do: it hands out numbers in the order transactions ask, not the
 //! order they commit.
 
@@ -14,7 +15,7 @@ use crate::PgStore;
 use crate::blocks::{self, Lock};
 use crate::rewrite::seq_of;
 use crate::rows::{self, Cached, MESSAGE_COLS};
-use crate::tx::{TxError, TxResult, transaction};
+use crate::tx::{TxError, TxResult, in_order, one_trip};
 use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
 use engram_core::{AgentId, Error, Message, MessageHit, MessageId, NewMessage, Result, Timestamp};
@@ -22,6 +23,7 @@ use engram_store_api::{
     CandidateDepth, Compaction, Hit, MessageQuery, MessageSearch, MessageStore, MessageWindow,
     QueryWords, Ranker, SEQ_GAP, SeqOrder, WindowAt, query_words,
 };
+use std::sync::LazyLock;
 use tokio_postgres::IsolationLevel;
 
 /// The filters every search shares: `$1` agent, `$2` roles, `$3`..`$4` time range (either
@@ -31,41 +33,96 @@ const FILTERS: &str = "m.agent_id = $1 AND m.role = ANY($2)
        AND ($3::timestamptz IS NULL OR m.created_at >= $3)
        AND ($4::timestamptz IS NULL OR m.created_at <= $4)";
 
-/// The `seq` of the agent's last message (0 for none). Inside the caller's transaction, which
-/// must hold the agent's row (`FOR NO KEY UPDATE`, see the module docs) so the read sees the
-/// last committed message; it may be sent in one pipeline with the locking statement, which
-/// PostgreSQL runs first.
-pub(crate) async fn last_seq(c: &impl GenericClient, agent: &AgentId) -> TxResult<i64> {
-    Ok(c.one(
-        "SELECT coalesce(max(seq), 0) FROM messages WHERE agent_id = $1",
-        &[&agent.as_str()],
+/// The statement [`ToAppend::send`] runs for each message: an insert whose `seq` is the
+/// agent's last plus [`SEQ_GAP`], read by the insert itself (`$3` is the gap). Inside a
+/// transaction that holds the agent's row (see the module docs), each insert is a statement of
+/// its own and so reads a snapshot taken after the lock and after the inserts before it. An id
+/// that is taken fails the statement (see [`taken`]).
+pub(crate) static APPEND_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "INSERT INTO messages ({})
+         VALUES ($1, $2, (SELECT coalesce(max(seq), 0) FROM messages WHERE agent_id = $2) + $3,
+                 $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+         RETURNING seq",
+        MESSAGE_COLS.replace("m.", "")
     )
-    .await?
-    .try_get(0)?)
+});
+
+/// `e`, or `Conflict` when it is an insert's clash on a message id (another agent's message,
+/// or the same id twice in one batch).
+fn taken(e: tokio_postgres::Error, id: &MessageId) -> TxError {
+    let clash = e
+        .as_db_error()
+        .is_some_and(|db| db.constraint() == Some("messages_pkey"));
+    match clash {
+        true => Error::Conflict(format!("message {id} already exists")).into(),
+        false => e.into(),
+    }
 }
 
-/// Appends `msgs` after `last`, the agent's last `seq` as [`last_seq`] read it in this
-/// transaction (which holds the agent's row). Messages without a time get `now`. The inserts
-/// go in one pipeline (one round trip); the first failure, in order, is the answer.
-/// Errors: `Conflict` on an id clash (the caller's transaction is then to be rolled back).
-pub(crate) async fn append_after(
-    c: &impl GenericClient,
-    agent: &AgentId,
-    last: i64,
-    msgs: &[NewMessage],
-    now: Timestamp,
-) -> TxResult<Vec<Message>> {
-    let mut seq = last;
-    let mut out = Vec::with_capacity(msgs.len());
-    for nm in msgs {
-        seq = seq
-            .checked_add(SEQ_GAP)
-            .ok_or_else(|| Error::Internal("message sequence overflow".into()))?;
-        out.push(row_of(nm, agent, seq, true, now));
+/// Messages ready to append after the agent's last, in order: their rows (`seq` still to come)
+/// and their tool calls as JSON, made before any statement is sent, so that sending them
+/// fails only by a failing statement (see `tx::pipelined`).
+pub(crate) struct ToAppend(Vec<(Message, Option<serde_json::Value>)>);
+
+impl ToAppend {
+    /// `msgs` as the agent's next messages; those without a time get `now`. Errors: a tool
+    /// call list that cannot be written as JSON.
+    pub(crate) fn new(agent: &AgentId, msgs: &[NewMessage], now: Timestamp) -> TxResult<Self> {
+        let ready = msgs.iter().map(|nm| {
+            let m = row_of(nm, agent, 0, true, now);
+            Ok((rows::tool_calls_json(&m.tool_calls)?, m))
+        });
+        Ok(Self(
+            ready
+                .map(|r: TxResult<_>| r.map(|(calls, m)| (m, calls)))
+                .collect::<TxResult<_>>()?,
+        ))
     }
-    let inserted = futures::future::join_all(out.iter().map(|m| insert_row(c, m))).await;
-    inserted.into_iter().collect::<TxResult<Vec<()>>>()?;
-    Ok(out)
+
+    /// Inserts the messages, one statement each, in one pipeline (with [`APPEND_SQL`]
+    /// prepared beforehand every insert goes out on the first poll); the messages with their
+    /// `seq`. Inside the caller's transaction, which must hold the agent's row (or lock it
+    /// in the same pipeline, before). The first failure, in order, is the answer. Errors:
+    /// `Conflict` on an id clash (the transaction is then aborted).
+    pub(crate) async fn send(&self, c: &impl GenericClient) -> TxResult<Vec<Message>> {
+        let inserts = self.0.iter().map(|(m, calls)| async move {
+            let row = c
+                .one(
+                    &APPEND_SQL,
+                    &[
+                        &m.id.as_str(),
+                        &m.agent_id.as_str(),
+                        &SEQ_GAP,
+                        &m.role.as_str(),
+                        &rows::kind_str(m.kind),
+                        &m.content,
+                        &m.reasoning,
+                        calls,
+                        &m.tool_call_id,
+                        &m.tool_name,
+                        &m.run_id.as_ref().map(|r| r.as_str()),
+                        &m.step_id.as_ref().map(|s| s.as_str()),
+                        &m.in_context,
+                        &m.created_at,
+                    ],
+                )
+                .await
+                .map_err(|e| taken(e, &m.id))?;
+            Ok::<i64, TxError>(row.try_get(0)?)
+        });
+        let seqs = in_order(inserts.collect()).await;
+        self.0
+            .iter()
+            .zip(seqs)
+            .map(|((m, _), seq)| {
+                Ok(Message {
+                    seq: seq?,
+                    ..m.clone()
+                })
+            })
+            .collect()
+    }
 }
 
 /// The row `nm` is stored as at `seq`: its id and time kept when given (times truncated to
@@ -134,9 +191,12 @@ pub(crate) async fn insert_row(c: &impl GenericClient, m: &Message) -> TxResult<
 #[async_trait]
 impl MessageStore for PgStore {
     async fn append_messages(&self, agent: &AgentId, msgs: &[NewMessage]) -> Result<Vec<Message>> {
-        transaction!(self, |tx| {
-            let last = blocks::with_agent(&tx, agent, Lock::NoKeyUpdate, last_seq(&tx, agent));
-            append_after(&tx, agent, last.await?, msgs, rows::now()).await?
+        let ready = ToAppend::new(agent, msgs, rows::now())?;
+        // The whole transaction in one round trip: the lock, then the inserts (a missing
+        // agent fails them by its foreign key).
+        let lock = blocks::ensure_sql(Lock::NoKeyUpdate);
+        one_trip!(self, prepare [&APPEND_SQL, &lock], |c| {
+            blocks::with_agent(&c, agent, Lock::NoKeyUpdate, ready.send(&c))
         })
     }
 

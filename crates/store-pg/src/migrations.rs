@@ -101,6 +101,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "passages without a vector",
         sql: PASSAGES_WITHOUT_VECTOR,
     },
+    Migration {
+        version: 16,
+        name: "lease fence",
+        sql: LEASE_FENCE,
+    },
 ];
 
 /// The advisory lock key migrations run under (`"engram"` in ASCII, then 1): any number that
@@ -532,4 +537,23 @@ CREATE TABLE model_prices (
 /// backfill looks for them after every chat step.
 const PASSAGES_WITHOUT_VECTOR: &str = r#"
 CREATE INDEX passages_without_vector ON passages (agent_id, pk) WHERE embedding IS NULL;
+"#;
+
+/// Version 16: the check a write under a lease makes (the lease is still the agent's current,
+/// unexpired one: its row is then locked until the transaction ends) as a statement that
+/// fails when it is not, with SQLSTATE `EG001`. A failed statement aborts the transaction, so
+/// a write sent in one pipeline with its `COMMIT` is rolled back without a word from the client.
+const LEASE_FENCE: &str = r#"
+CREATE FUNCTION engram_hold_lease(agent text, lease bigint) RETURNS void
+    LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM 1 FROM agent_leases
+        WHERE agent_id = agent AND token = lease AND expires_at > clock_timestamp()
+        FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'agent % is no longer leased under token %', agent, lease
+            USING ERRCODE = 'EG001';
+    END IF;
+END
+$$;
 "#;

@@ -320,16 +320,20 @@ impl PassageStore for PgStore {
 
     async fn count_passages_without_vectors(&self, agent: &AgentId) -> Result<u64> {
         let c = self.client().await?;
-        // Asked after every step: one round trip.
-        let n: i64 = blocks::with_agent(&c, agent, Lock::None, async {
-            Ok(c.one(
-                "SELECT count(*) FROM passages WHERE agent_id = $1 AND embedding IS NULL",
+        // Asked after every run: one statement, which finds no agent row for a missing agent.
+        let row = c
+            .one_opt(
+                "SELECT (SELECT count(*) FROM passages p
+                         WHERE p.agent_id = a.id AND p.embedding IS NULL)
+                 FROM agents a WHERE a.id = $1",
                 &[&agent.as_str()],
             )
-            .await?
-            .try_get(0)?)
-        })
-        .await?;
+            .await
+            .map_err(TxError::from)?;
+        let n: i64 = match row {
+            Some(r) => r.try_get(0).map_err(TxError::from)?,
+            None => return Err(Error::not_found("agent", agent.as_str())),
+        };
         Ok(u64::try_from(n).unwrap_or(0))
     }
 

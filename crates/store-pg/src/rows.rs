@@ -18,6 +18,9 @@ use tokio_postgres::types::ToSql;
 pub(crate) const AGENT_COLS: &str = "id, name, description, system, llm, embedding, loop_style, \
      max_steps, tools, tool_rules, summary, created_at, updated_at";
 
+/// How many columns [`AGENT_COLS`] names: a query may read more after them.
+pub(crate) const AGENT_WIDTH: usize = 13;
+
 /// The columns [`block`] reads, in order (table alias `b`).
 pub(crate) const BLOCK_COLS: &str = "b.id, b.label, b.value, b.char_limit, b.description, \
      b.read_only, b.version, b.created_at, b.updated_at";

@@ -10,9 +10,10 @@
 use crate::PgStore;
 use crate::blocks::{self, Lock};
 use crate::leases::{HOLD_SQL, hold};
+use crate::messages::{APPEND_SQL, ToAppend};
+use crate::passages;
 use crate::rows::{self, Cached, EDIT_COLS};
-use crate::tx::{TxError, TxResult, transaction};
-use crate::{messages, passages};
+use crate::tx::{TxError, TxResult, one_trip, transaction};
 use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
 use engram_core::block_op::{applied_message, refused_message};
@@ -25,6 +26,7 @@ use engram_store_api::{
     StepStore, ToolEdit, call_groups, gone_message, rebase, restate, result_index,
 };
 use std::collections::HashMap;
+use std::sync::LazyLock;
 use tokio_postgres::Row;
 
 const STEP_COLS: &str = "id, agent_id, run_id, step_index, model, prompt_tokens, \
@@ -46,33 +48,78 @@ fn step_from_row(r: &Row) -> TxResult<Step> {
     })
 }
 
-pub(crate) async fn insert_step(c: &impl GenericClient, s: &Step) -> TxResult<()> {
-    let inserted = c
-        .exec(
-            &format!(
-                "INSERT INTO steps ({STEP_COLS})
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-                 ON CONFLICT (id) DO NOTHING"
-            ),
-            &[
-                &s.id.as_str(),
-                &s.agent_id.as_str(),
-                &s.run_id.as_str(),
-                &i64::from(s.index),
-                &s.model,
-                &rows::int(s.prompt_tokens, "prompt_tokens")?,
-                &rows::int(s.completion_tokens, "completion_tokens")?,
-                &s.finish_reason,
-                &rows::truncate(s.started_at),
-                &rows::int(s.llm_ms, "llm_ms")?,
-                &rows::int(s.step_ms, "step_ms")?,
+/// The statement [`StepRow::send`] runs.
+static STEP_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "INSERT INTO steps ({STEP_COLS})
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+    )
+});
+
+/// A step ready to insert: its counts as `bigint`s, converted before any statement is sent
+/// (see `tx::pipelined`).
+pub(crate) struct StepRow<'a> {
+    step: &'a Step,
+    counts: [i64; 4],
+}
+
+impl<'a> StepRow<'a> {
+    /// Errors: `Invalid` for a count past `bigint`.
+    pub(crate) fn new(step: &'a Step) -> TxResult<Self> {
+        Ok(Self {
+            step,
+            counts: [
+                rows::int(step.prompt_tokens, "prompt_tokens")?,
+                rows::int(step.completion_tokens, "completion_tokens")?,
+                rows::int(step.llm_ms, "llm_ms")?,
+                rows::int(step.step_ms, "step_ms")?,
             ],
-        )
-        .await?;
-    if inserted == 0 {
-        return Err(Error::Conflict(format!("step {} already exists", s.id)).into());
+        })
     }
-    Ok(())
+
+    /// Inserts the step (one statement). Errors: `Conflict` when its id is taken (the
+    /// transaction is then aborted).
+    pub(crate) async fn send(&self, c: &impl GenericClient) -> TxResult<()> {
+        let (s, [prompt, completion, llm_ms, step_ms]) = (self.step, &self.counts);
+        let inserted = c
+            .exec(
+                &STEP_SQL,
+                &[
+                    &s.id.as_str(),
+                    &s.agent_id.as_str(),
+                    &s.run_id.as_str(),
+                    &i64::from(s.index),
+                    &s.model,
+                    prompt,
+                    completion,
+                    &s.finish_reason,
+                    &rows::truncate(s.started_at),
+                    llm_ms,
+                    step_ms,
+                ],
+            )
+            .await;
+        match inserted {
+            Ok(_) => Ok(()),
+            Err(e) if e.as_db_error().and_then(|d| d.constraint()) == Some("steps_pkey") => {
+                Err(Error::Conflict(format!("step {} already exists", s.id)).into())
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// Inserts a step row. Errors as [`StepRow::send`]; `Invalid` for a count past `bigint`.
+pub(crate) async fn insert_step(c: &impl GenericClient, s: &Step) -> TxResult<()> {
+    StepRow::new(s)?.send(c).await
+}
+
+/// The fence of a commit under `lease` (see `leases::hold`); nothing without one.
+async fn fence(c: &impl GenericClient, lease: Option<&Lease>) -> TxResult<()> {
+    match lease {
+        Some(lease) => hold(c, lease).await,
+        None => Ok(()),
+    }
 }
 
 /// Why a tool call's writes were not applied.
@@ -266,36 +313,57 @@ impl StepStore for PgStore {
         if lease.is_some_and(|l| &l.agent_id != agent) {
             return Err(Error::invalid("a step commits under its own agent's lease"));
         }
+        let ready = ToAppend::new(agent, &c.stamped_messages(), rows::now())?;
+        let step = StepRow::new(&c.step)?;
+        let lock = blocks::ensure_sql(Lock::NoKeyUpdate);
+        let plain = c.block_writes.is_empty()
+            && c.passages.is_empty()
+            && matches!(c.approval, ApprovalWrite::Keep);
+        if plain {
+            // A step that only adds messages (most chat steps): the whole transaction in one
+            // round trip, in this order: the fence, the agent's lock, the step, the messages.
+            // A lost lease fails its statement and a missing agent fails the inserts by their
+            // foreign keys, so the `COMMIT` sent with them rolls back (see `tx::pipelined`).
+            return one_trip!(self, prepare [HOLD_SQL, &lock, &STEP_SQL, &APPEND_SQL], |tx| async {
+                let (held, locked, inserted, messages) = tokio::join!(
+                    biased;
+                    fence(&tx, lease),
+                    blocks::ensure_agent(&tx, agent, Lock::NoKeyUpdate),
+                    step.send(&tx),
+                    ready.send(&tx),
+                );
+                held?;
+                locked?;
+                inserted?;
+                Ok(CommittedStep {
+                    messages: messages?,
+                    ..CommittedStep::default()
+                })
+            });
+        }
         transaction!(self, |tx| {
-            // One round trip for the checks, the step and the last `seq`, run in this order:
-            // the checks' statements are prepared first, so each goes out on its first poll,
-            // and the fence and the agent's lock come before the rest. A failed check is the
-            // answer (what ran after it is rolled back with the transaction).
-            let lock_sql = blocks::ensure_sql(Lock::NoKeyUpdate);
-            tokio::try_join!(tx.prepare_cached(HOLD_SQL), tx.prepare_cached(&lock_sql))?;
-            let (held, locked, step, last) = tokio::join!(
+            // The checks and the step in one round trip, in this order: the statements are
+            // prepared first, so each goes out on its first poll, and the fence and the
+            // agent's lock come before the rest. A failed check is the answer (what ran after
+            // it is rolled back with the transaction).
+            tokio::try_join!(tx.prepare_cached(HOLD_SQL), tx.prepare_cached(&lock))?;
+            tx.prepare_cached(&STEP_SQL).await?;
+            let (held, locked, inserted) = tokio::join!(
                 biased;
-                async {
-                    match lease {
-                        Some(lease) => hold(&tx, lease).await,
-                        None => Ok(()),
-                    }
-                },
+                fence(&tx, lease),
                 blocks::ensure_agent(&tx, agent, Lock::NoKeyUpdate),
-                insert_step(&tx, &c.step),
-                messages::last_seq(&tx, agent),
+                step.send(&tx),
             );
             held?;
             locked?;
-            step?;
-            let last = last?;
+            inserted?;
             let now = rows::now();
             // A fresh copy each attempt: a conflict runs the whole body again.
             let mut msgs = c.stamped_messages();
             let (changes, refused) =
                 apply_writes(&tx, &c.step.id, &c.block_writes, &mut msgs, now).await?;
             let passages = passages::insert(&tx, agent, &c.passages, Some(&c.step.id), now).await?;
-            let messages = messages::append_after(&tx, agent, last, &msgs, now).await?;
+            let messages = ToAppend::new(agent, &msgs, now)?.send(&tx).await?;
             apply_approval(&tx, agent, &c.approval).await?;
             CommittedStep {
                 messages,
@@ -386,20 +454,25 @@ impl StepStore for PgStore {
 
     async fn pending_approval(&self, agent: &AgentId) -> Result<Option<PendingApproval>> {
         let c = self.client().await?;
-        // Asked before every message: one round trip.
-        let row = blocks::with_agent(&c, agent, Lock::None, async {
-            Ok(c.one_opt(
-                "SELECT run_id, step_id, message_id, tool_call, requested_at
-                 FROM pending_approvals WHERE agent_id = $1",
+        // Asked before every message: one statement, a row for the agent (none when it is
+        // not there) with the waiting call's columns, NULL when no call waits.
+        let row = c
+            .one_opt(
+                "SELECT p.run_id, p.step_id, p.message_id, p.tool_call, p.requested_at
+                 FROM agents a LEFT JOIN pending_approvals p ON p.agent_id = a.id
+                 WHERE a.id = $1",
                 &[&agent.as_str()],
             )
-            .await?)
-        })
-        .await?;
-        let Some(r) = row else { return Ok(None) };
+            .await
+            .map_err(TxError::from)?
+            .ok_or_else(|| Error::not_found("agent", agent.as_str()))?;
+        let waiting: Option<String> = row.try_get(0).map_err(TxError::from)?;
+        let (Some(run), r) = (waiting, row) else {
+            return Ok(None);
+        };
         Ok(Some(PendingApproval {
             agent_id: agent.clone(),
-            run_id: RunId::from(r.try_get::<_, String>(0).map_err(TxError::from)?),
+            run_id: RunId::from(run),
             step_id: StepId::from(r.try_get::<_, String>(1).map_err(TxError::from)?),
             message_id: MessageId::from(r.try_get::<_, String>(2).map_err(TxError::from)?),
             tool_call: rows::from_json::<ToolCall>(&r, 3, "tool call")?,
@@ -427,5 +500,9 @@ impl StepStore for PgStore {
             return Ok(0);
         }
         transaction!(self, |tx| { crate::repair::repair(&tx, agent, now).await? })
+    }
+
+    async fn needs_repair(&self, agent: &AgentId) -> Result<bool> {
+        Ok(crate::repair::needed(&self.client().await?, agent).await?)
     }
 }

@@ -220,8 +220,12 @@ impl ContextStore for Store {
         self.messages().evict(agent, ids, summary)
     }
 
-    async fn system_cache(&self, agent: &AgentId) -> Result<Option<(String, String)>> {
-        self.agents().system_cache(agent)
+    async fn agent_with_system_cache(
+        &self,
+        agent: &AgentId,
+    ) -> Result<(Agent, Option<(String, String)>)> {
+        let agents = self.agents();
+        Ok((agents.get(agent)?, agents.system_cache(agent)?))
     }
 
     async fn set_system_cache(

@@ -48,10 +48,56 @@ impl Runtime {
         events: &EventSink,
         cancel: &CancellationToken,
     ) -> Result<RunOutcome> {
+        self.run_checked(turn, input, async { Ok(()) }, events, cancel)
+            .await
+    }
+
+    /// [`run_in`](Self::run_in) after `check`, a condition of the caller's (a trusted
+    /// endpoint) read while the run reads its own: nothing is written when it fails, and its
+    /// error comes before the run's. Errors as for `run`.
+    pub async fn run_checked(
+        &self,
+        turn: &Turn,
+        input: NewMessage,
+        check: impl Future<Output = Result<()>>,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<RunOutcome> {
         let agent_id = turn.agent();
-        let setup = self.setup_unless_waiting(agent_id).await?;
         let run_id = input.run_id.clone().unwrap_or_default();
-        let hold = self.take_lease(agent_id, &run_id).await?;
+        // Everything a run reads before it writes goes out at once (one round trip on a
+        // database server), with a try for the lease, given back at once when the run
+        // cannot start.
+        let reads = async {
+            let (checked, setup) = tokio::join!(check, self.setup_unless_waiting(agent_id));
+            checked.and(setup)
+        };
+        let (setup, free) = tokio::join!(reads, self.try_lease(agent_id, &run_id));
+        let mut setup = match setup {
+            Ok(read) => read,
+            Err(e) => {
+                if let Ok(Some(hold)) = &free {
+                    hold.release().await;
+                }
+                return Err(e);
+            }
+        };
+        let hold = match free? {
+            Some(hold) => hold,
+            None => {
+                // Another run holds the agent: wait for it, then read again (what it left,
+                // such as a call waiting for approval, decides whether this run starts).
+                let hold = self.take_lease(agent_id, &run_id).await?;
+                match self.setup_unless_waiting(agent_id).await {
+                    Ok(read) => setup = read,
+                    Err(e) => {
+                        hold.release().await;
+                        return Err(e);
+                    }
+                }
+                hold
+            }
+        };
         self.run_leased(setup, hold, run_id, input, events, cancel)
             .await
     }
@@ -86,15 +132,28 @@ impl Runtime {
     }
 
     /// The run's [setup](Self::setup), unless a call waits for approval (then a new message
-    /// is refused: `Conflict`). Both are read at once (one round trip on a database server);
-    /// the waiting call is the answer before any setup error.
+    /// is refused: `Conflict`), with whether the context may need a repair (see
+    /// `StepStore::needs_repair`). All are read at once (one round trip on a database
+    /// server); the waiting call is the answer before any setup error.
+    ///
+    /// Read before the lease is held, the repair's answer stays true under it: tool calls are
+    /// left open only by a crash or an imported file, never by a holder's commits (a step
+    /// stores its calls with their results, a paused call is not open, and a dropped one has
+    /// left the conversation).
     async fn setup_unless_waiting(&self, agent_id: &AgentId) -> Result<Setup> {
-        let (waiting, setup) =
-            tokio::join!(self.store.pending_approval(agent_id), self.setup(agent_id));
+        let (waiting, setup, repair) = tokio::join!(
+            self.store.pending_approval(agent_id),
+            self.setup(agent_id),
+            self.store.needs_repair(agent_id)
+        );
         if let Some(p) = waiting? {
             return Err(p.blocks_new_message());
         }
-        setup
+        let setup = setup?;
+        Ok(Setup {
+            repair: repair?,
+            ..setup
+        })
     }
 
     /// The run itself, from its first event on, under `hold`.
@@ -121,12 +180,14 @@ impl Runtime {
             run_id: run.run_id.clone(),
             agent_id: agent_id.clone(),
         });
-        let repaired = self
-            .store
-            .repair_tool_calls(agent_id, chrono::Utc::now())
-            .await?;
-        if repaired > 0 {
-            tracing::warn!(%agent_id, repaired, "answered tool calls left open by an interrupted run");
+        if setup.repair {
+            let repaired = self
+                .store
+                .repair_tool_calls(agent_id, chrono::Utc::now())
+                .await?;
+            if repaired > 0 {
+                tracing::warn!(%agent_id, repaired, "answered tool calls left open by an interrupted run");
+            }
         }
         let input = NewMessage {
             run_id: Some(run.run_id.clone()),

@@ -66,13 +66,37 @@ impl LeaseHold {
                 }
             }
         };
+        Ok(Self::held(store, lease, settings))
+    }
+
+    /// [`take`](Self::take) without waiting: `None` while another holder has the lease.
+    /// Errors: the store's.
+    pub(crate) async fn try_take(
+        store: Arc<dyn LeaseStore>,
+        agent: &AgentId,
+        run: &RunId,
+        settings: &LoopSettings,
+    ) -> Result<Option<Self>> {
+        Ok(
+            match store
+                .acquire_lease(agent, &holder(run), settings.lease_ttl)
+                .await?
+            {
+                LeaseGrant::Granted(lease) => Some(Self::held(store, lease, settings)),
+                LeaseGrant::Busy { .. } => None,
+            },
+        )
+    }
+
+    /// A granted lease, renewed from now on.
+    fn held(store: Arc<dyn LeaseStore>, lease: Lease, settings: &LoopSettings) -> Self {
         let renewer = tokio::spawn(renew(store.clone(), lease.clone(), settings.lease_ttl));
-        Ok(Self {
+        Self {
             lease,
             store,
             renewer,
             released: AtomicBool::new(false),
-        })
+        }
     }
 
     /// The lease, for the run's commits (and the fenced writes of its holder).

@@ -102,6 +102,15 @@ impl Runtime {
         super::LeaseHold::take(self.leases.clone(), agent, run, &self.settings).await
     }
 
+    /// [`take_lease`](Self::take_lease) without waiting: `None` while another holder has it.
+    pub(crate) async fn try_lease(
+        &self,
+        agent: &AgentId,
+        run: &engram_core::RunId,
+    ) -> Result<Option<super::LeaseHold>> {
+        super::LeaseHold::try_take(self.leases.clone(), agent, run, &self.settings).await
+    }
+
     /// Where user tools run.
     pub fn python(&self) -> &Arc<PythonHost> {
         &self.python
@@ -168,6 +177,7 @@ impl Runtime {
             agent,
             model,
             embedder,
+            repair: true,
         })
     }
 

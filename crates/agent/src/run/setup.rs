@@ -14,6 +14,9 @@ pub(crate) struct Setup {
     pub agent: Agent,
     pub model: Arc<dyn ChatModel>,
     pub embedder: Option<Embedder>,
+    /// Whether the context may need a repair before the run writes (see
+    /// `StepStore::needs_repair`): true unless the store said otherwise.
+    pub repair: bool,
 }
 
 /// One run as it goes: what every step reads (the setup, where events go, the cancel

@@ -126,10 +126,10 @@ impl Runtime {
     /// now (a narrowed choice must be taken).
     async fn prepare(&self, run: &RunContext<'_>) -> Result<(Context, Vec<String>)> {
         let agent_id = &run.setup.agent.id;
-        let ctx = context::load(
+        let ctx = context::load_expecting(
             self.store(),
             self.folders.as_deref(),
-            agent_id,
+            &run.setup.agent,
             chrono::Utc::now(),
             true,
         )

@@ -1,9 +1,10 @@
 //! What only PostgreSQL can show: replicas with pools of their own racing for one agent's
-//! lease, a store outliving a database restart, and notices between replicas.
+//! lease, a store outliving a database restart, notices between replicas, and a repair asked
+//! for only when one is needed.
 
 use crate::harness::{Harness, Postgres};
-use engram_core::{Agent, LlmConfig};
-use engram_store_api::{AgentStore, LeaseGrant, LeaseStore};
+use engram_core::{Agent, AgentId, LlmConfig, NewMessage, ToolCall};
+use engram_store_api::{AgentStore, LeaseGrant, LeaseStore, MessageStore, StepStore};
 use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -203,4 +204,44 @@ async fn text_with_a_nul_character_is_refused_as_invalid_input() {
     };
     assert!(b.list_passages(&agent.id, &range).await.unwrap().is_empty());
     assert_eq!(b.get_block(&blocks[0].id).await.unwrap().value, "Ana");
+}
+
+/// SQLite leaves the check to the repair itself (`needs_repair` answers true); PostgreSQL reads
+/// it, so a run on a clean context makes no repair's round trip.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repair_is_needed_only_while_a_call_is_open() {
+    let h = Postgres::fresh().await;
+    let b = h.backend();
+    let agent = Agent::new("ana", LlmConfig::new("openai/gpt-4o-mini"));
+    b.create_agent(&agent, &[], &[]).await.unwrap();
+    assert!(
+        !b.needs_repair(&agent.id).await.unwrap(),
+        "an empty context"
+    );
+    let open = ToolCall {
+        id: "c1".into(),
+        name: "core_memory_append".into(),
+        arguments: "{}".into(),
+    };
+    b.append_messages(
+        &agent.id,
+        &[
+            NewMessage::user("remember this"),
+            NewMessage::assistant("", None, vec![open]),
+        ],
+    )
+    .await
+    .unwrap();
+    assert!(b.needs_repair(&agent.id).await.unwrap(), "c1 has no result");
+    assert_eq!(
+        b.repair_tool_calls(&agent.id, chrono::Utc::now())
+            .await
+            .unwrap(),
+        1
+    );
+    assert!(!b.needs_repair(&agent.id).await.unwrap(), "repaired");
+    assert!(matches!(
+        b.needs_repair(&AgentId::new()).await,
+        Err(engram_core::Error::NotFound { .. })
+    ));
 }

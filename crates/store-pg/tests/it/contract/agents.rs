@@ -265,7 +265,7 @@ async fn a_patch_changes_only_what_it_sets<H: Harness>(h: H) {
     assert_eq!(renamed.system, a.system, "what the patch leaves is kept");
     assert_eq!(b.get_agent(&a.id).await.unwrap(), renamed);
     assert!(
-        b.system_cache(&a.id).await.unwrap().is_some(),
+        b.agent_with_system_cache(&a.id).await.unwrap().1.is_some(),
         "the instructions did not change: the compiled prompt stands"
     );
     let patch = AgentPatch {
@@ -274,7 +274,7 @@ async fn a_patch_changes_only_what_it_sets<H: Harness>(h: H) {
     };
     b.update_agent(&a.id, &patch).await.unwrap();
     assert!(
-        b.system_cache(&a.id).await.unwrap().is_none(),
+        b.agent_with_system_cache(&a.id).await.unwrap().1.is_none(),
         "new instructions drop it"
     );
     let nobody = agent("nobody").id;

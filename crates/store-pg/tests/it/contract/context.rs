@@ -6,10 +6,11 @@ use super::{agent_with, code};
 use crate::harness::{Harness, on_both_backends};
 use chrono::{Duration, Utc};
 use engram_core::{
-    AgentId, ErrorBody, MessageId, NewMessage, NewPassage, RunId, RunRecord, StopReason, Usage,
+    Agent, AgentId, ErrorBody, MessageId, NewMessage, NewPassage, RunId, RunRecord, StopReason,
+    Usage,
 };
 use engram_store_api::{
-    AgentStore, ContextStore, MessageSearch, MessageStore, PassageStore, SeqOrder,
+    AgentStore, Backend, ContextStore, MessageSearch, MessageStore, PassageStore, SeqOrder,
 };
 
 on_both_backends!(
@@ -101,10 +102,17 @@ async fn a_compaction_takes_messages_out_of_the_window_and_keeps_them_in_recall_
     assert_eq!(code(b.memory_counts(&nobody).await), "not_found");
 }
 
+/// The agent's cached system prompt, checking that the agent read beside it is the agent.
+async fn cache(b: &impl Backend, agent: &Agent) -> Option<(String, String)> {
+    let (read, cached) = b.agent_with_system_cache(&agent.id).await.unwrap();
+    assert_eq!(&read, agent);
+    cached
+}
+
 async fn the_system_prompt_cache_is_kept_without_touching_the_agent<H: Harness>(h: H) {
     let b = h.backend();
     let (agent, _) = agent_with(&b, "ana", &[("human", "Name: Ana")]).await;
-    assert_eq!(b.system_cache(&agent.id).await.unwrap(), None);
+    assert_eq!(cache(&b, &agent).await, None);
     b.set_system_cache(
         &agent.id,
         "<human>Name: Ana</human>",
@@ -113,7 +121,7 @@ async fn the_system_prompt_cache_is_kept_without_touching_the_agent<H: Harness>(
     .await
     .unwrap();
     assert_eq!(
-        b.system_cache(&agent.id).await.unwrap(),
+        cache(&b, &agent).await,
         Some((
             "<human>Name: Ana</human>".to_owned(),
             "You are Ana's helper.\n…".to_owned()
@@ -121,7 +129,7 @@ async fn the_system_prompt_cache_is_kept_without_touching_the_agent<H: Harness>(
     );
     b.set_system_cache(&agent.id, "m2", "p2").await.unwrap();
     assert_eq!(
-        b.system_cache(&agent.id).await.unwrap(),
+        cache(&b, &agent).await,
         Some(("m2".to_owned(), "p2".to_owned()))
     );
     assert_eq!(
@@ -130,7 +138,7 @@ async fn the_system_prompt_cache_is_kept_without_touching_the_agent<H: Harness>(
         "a cache is not a setting"
     );
     let nobody = AgentId::new();
-    assert_eq!(code(b.system_cache(&nobody).await), "not_found");
+    assert_eq!(code(b.agent_with_system_cache(&nobody).await), "not_found");
     assert_eq!(
         code(b.set_system_cache(&nobody, "m", "p").await),
         "not_found"

@@ -71,6 +71,7 @@ async fn orphaned_calls_are_answered_in_place_and_strays_leave_the_context<H: Ha
     .await
     .unwrap();
     let now = at("2024-06-01T12:00:00.123456Z");
+    assert!(b.needs_repair(&a.id).await.unwrap());
     assert_eq!(b.repair_tool_calls(&a.id, now).await.unwrap(), 1);
 
     assert_eq!(

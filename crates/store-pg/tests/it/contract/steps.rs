@@ -20,6 +20,7 @@ on_both_backends!(
     a_write_that_no_longer_applies_fails_its_call_and_the_step_goes_on,
     a_write_with_no_result_to_answer_fails_the_step_and_stores_nothing,
     a_commit_under_a_lease_no_longer_current_stores_nothing,
+    a_step_of_messages_alone_is_stored_whole_or_not_at_all,
     a_paused_call_is_stored_once_and_answered_once,
     concurrent_steps_on_a_shared_block_keep_every_edit,
     usage_sums_tokens_per_model_for_the_agent_or_one_run,
@@ -323,6 +324,81 @@ fn granted(g: LeaseGrant) -> Lease {
         LeaseGrant::Granted(lease) => lease,
         LeaseGrant::Busy { holder, .. } => panic!("expected the lease, {holder} holds it"),
     }
+}
+
+/// A step that only adds messages (no block write, passage or paused call): most chat steps,
+/// which a database server commits in one round trip. Each way it can fail stores nothing.
+async fn a_step_of_messages_alone_is_stored_whole_or_not_at_all<H: Harness>(h: H) {
+    let b = h.backend();
+    let (agent, _) = agent_with(&b, "ana", &[]).await;
+    let reply = |text: &str| NewMessage::assistant(text, None, vec![]);
+    let lease = granted(
+        b.acquire_lease(&agent.id, "replica-a", Duration::from_millis(150))
+            .await
+            .unwrap(),
+    );
+    let first = commit(step(&agent.id), vec![reply("one"), reply("two")], vec![]);
+    let done = b.commit_step(Some(&lease), &first).await.unwrap();
+    let seqs: Vec<i64> = done.messages.iter().map(|m| m.seq).collect();
+    assert!(seqs[0] > 0 && seqs[1] > seqs[0], "in order: {seqs:?}");
+    let stored = b
+        .page_messages(&agent.id, None, None, 10, SeqOrder::Asc)
+        .await
+        .unwrap();
+    assert_eq!(stored, done.messages, "what it returns is what it stored");
+
+    // The same step id again, with new messages: a conflict, and they are not kept.
+    let again = commit(first.step.clone(), vec![reply("three")], vec![]);
+    assert_eq!(code(b.commit_step(Some(&lease), &again).await), "conflict");
+    // A message id already taken, after a fresh one: neither, nor the step.
+    let fresh = MessageId::new();
+    let clash = commit(
+        step(&agent.id),
+        vec![
+            NewMessage {
+                id: Some(fresh.clone()),
+                ..reply("four")
+            },
+            NewMessage {
+                id: Some(done.messages[0].id.clone()),
+                ..reply("five")
+            },
+        ],
+        vec![],
+    );
+    assert_eq!(code(b.commit_step(Some(&lease), &clash).await), "conflict");
+    assert_eq!(code(b.get_message(&fresh).await), "not_found");
+    // The lease ran out and another replica took the agent: refused.
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    let next = granted(
+        b.acquire_lease(&agent.id, "replica-b", Duration::from_secs(10))
+            .await
+            .unwrap(),
+    );
+    let late = commit(step(&agent.id), vec![reply("six")], vec![]);
+    match b.commit_step(Some(&lease), &late).await {
+        Err(Error::LeaseLost { token, .. }) => assert_eq!(token, lease.token),
+        other => panic!("the stale replica's step was not refused: {other:?}"),
+    }
+    assert_eq!(b.count_messages(&agent.id).await.unwrap(), 2);
+    assert_eq!(b.list_steps(&agent.id, None).await.unwrap().len(), 1);
+
+    // Under the current lease it goes on after the first step's messages.
+    let on = commit(step(&agent.id), vec![reply("seven")], vec![]);
+    let more = b.commit_step(Some(&next), &on).await.unwrap();
+    assert!(more.messages[0].seq > seqs[1]);
+    // An agent that is not there: nothing is stored anywhere.
+    let lost = MessageId::new();
+    let ghost = commit(
+        step(&AgentId::new()),
+        vec![NewMessage {
+            id: Some(lost.clone()),
+            ..reply("eight")
+        }],
+        vec![],
+    );
+    assert_eq!(code(b.commit_step(None, &ghost).await), "not_found");
+    assert_eq!(code(b.get_message(&lost).await), "not_found");
 }
 
 async fn a_commit_under_a_lease_no_longer_current_stores_nothing<H: Harness>(h: H) {
