@@ -9,7 +9,8 @@
 //! storage interface, on any backend.
 
 use crate::tokens::TokenCounter;
-use engram_store_api::{Calibration, SettingStore, calibration_key};
+use engram_store_api::{CALIBRATION_SETTING_PREFIX, Calibration, SettingStore, calibration_key};
+use std::collections::HashMap;
 
 /// Added on top of the learnt ratio, so a prompt that drifts a little above the average ratio
 /// still fits.
@@ -101,6 +102,24 @@ pub fn after_refusal(
 pub async fn learnt(settings: &dyn SettingStore, model: &str) -> Option<Calibration> {
     let stored = settings.get_setting(&calibration_key(model)).await.ok()??;
     serde_json::from_str(&stored).ok()
+}
+
+/// What was learnt about every model, by model handle: one read (the settings under
+/// [`CALIBRATION_SETTING_PREFIX`], one per model ever calibrated), for a caller that does not
+/// know the model yet. A store error reads as "nothing learnt", a malformed value as "not
+/// learnt" for its model.
+pub async fn every_learnt(settings: &dyn SettingStore) -> HashMap<String, Calibration> {
+    let stored = settings
+        .settings_with_prefix(CALIBRATION_SETTING_PREFIX)
+        .await
+        .unwrap_or_default();
+    stored
+        .into_iter()
+        .filter_map(|(key, value)| {
+            let model = key.strip_prefix(CALIBRATION_SETTING_PREFIX)?;
+            Some((model.to_owned(), serde_json::from_str(&value).ok()?))
+        })
+        .collect()
 }
 
 /// Stores what was learnt about `model`; a failure is logged, never raised.
@@ -207,5 +226,27 @@ mod tests {
         let c = counter(&store, MODEL).await;
         refused(&store, MODEL, &c, 500, 32_000).await;
         assert!((ratio(&store).await - r * 1.5).abs() < 1e-9);
+    }
+
+    #[tokio::test]
+    async fn every_learnt_ratio_is_read_at_once_by_model() {
+        let store = Store::open_in_memory().unwrap();
+        assert!(every_learnt(&store).await.is_empty());
+        let plain = counter(&store, MODEL).await;
+        observe(&store, MODEL, &plain, 1_000, 1_250).await;
+        let other = "anthropic/claude-sonnet-4";
+        observe(&store, other, &counter(&store, other).await, 1_000, 900).await;
+        // A value no Engram wrote reads as not learnt, for its model only.
+        store
+            .set_setting(&calibration_key("broken/model"), "not json")
+            .await
+            .unwrap();
+        let all = every_learnt(&store).await;
+        assert_eq!(all.len(), 2, "{all:?}");
+        assert_eq!(all.get(MODEL), learnt(&store, MODEL).await.as_ref());
+        assert_eq!(all.get(other), learnt(&store, other).await.as_ref());
+        // The counter made from it is the one a read for the model makes.
+        let from_all = counter_with(MODEL, all.get(MODEL).copied());
+        assert_eq!(from_all.scale(), counter(&store, MODEL).await.scale());
     }
 }

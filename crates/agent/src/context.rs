@@ -189,28 +189,39 @@ async fn load_with(
 
 /// The agent as stored now, and the tokens of the part of its next call that compaction
 /// cannot shrink (system message and tool schemas, as [`Context::fixed_tokens`] counts them
-/// on a [`load`]ed context), read without the messages: asked before every run. While the stored system
-/// message is current this costs two round trips on a database server; when memory changed
-/// since, it is the full [`load`] (which rebuilds and stores it). Errors: `NotFound("agent")`;
-/// the store's.
+/// on a [`load`]ed context), read without the messages: asked before every run. While the
+/// stored system message is current this is one round trip on a database server (a second
+/// for an agent with user tools, whose rows are read once its tool list is known): the token
+/// calibrations of every model are read beside the agent, whose model is not known yet. When
+/// memory changed since, it is the full [`load`] (which rebuilds and stores it). Errors:
+/// `NotFound("agent")`; the store's.
 pub async fn fixed_part(
     backend: &dyn Backend,
     folders: Option<&dyn FolderStore>,
     agent_id: &AgentId,
     now: Timestamp,
 ) -> Result<(Agent, usize)> {
-    let ((agent, cached), blocks, files) = tokio::try_join!(
-        backend.agent_with_system_cache(agent_id),
-        backend.agent_blocks(agent_id),
-        files_of(folders, agent_id),
-    )?;
+    let (read, mut learnt) = tokio::join!(
+        async {
+            tokio::try_join!(
+                backend.agent_with_system_cache(agent_id),
+                backend.agent_blocks(agent_id),
+                files_of(folders, agent_id),
+            )
+        },
+        calibrate::every_learnt(backend)
+    );
+    let ((agent, cached), blocks, files) = read?;
     let key = system_key(&agent, &compile::memory_section(&blocks), &files);
     let Some((_, system)) = cached.filter(|(cached_key, _)| *cached_key == key) else {
         let ctx = load(backend, folders, agent_id, now, false).await?;
         let tokens = ctx.fixed_tokens();
         return Ok((ctx.agent, tokens));
     };
-    let (counter, custom_tools) = model_reads(backend, &agent).await?;
+    let counter = calibrate::counter_with(&agent.llm.model, learnt.remove(&agent.llm.model));
+    let custom_tools = backend
+        .tools_named(&tools::user_tool_names(&agent.tools))
+        .await?;
     let tools = tools::specs_with(&agent.tools, &custom_tools, agent.loop_style);
     let tokens = counter.count_message(&ChatMessage::System { content: system })
         + counter.count_tools(&tools);

@@ -14,33 +14,38 @@ use engram_store_api::{
 };
 use serde_json::Value;
 
+/// The columns of a [`CallRow`], in order (table alias `m`).
+const CALL_COLS: &str = "m.id, m.seq, m.role, m.tool_calls, m.tool_call_id, m.run_id, m.step_id";
+
+/// Which messages are call rows: in the window, and tool results or messages that call.
+const CALL_ROWS: &str = "m.in_context AND (m.role = 'tool' OR m.tool_calls IS NOT NULL)";
+
+/// The [`CallRow`] in `r`'s columns from `at` on ([`CALL_COLS`]).
+fn call_row(r: &tokio_postgres::Row, at: usize) -> TxResult<CallRow> {
+    let calls: Option<Value> = r.try_get(at + 3)?;
+    Ok(CallRow {
+        id: MessageId::from(r.try_get::<_, String>(at)?),
+        seq: r.try_get(at + 1)?,
+        role: rows::role_from(r.try_get(at + 2)?)?,
+        tool_calls: match calls {
+            None => Vec::new(),
+            Some(_) => rows::from_json::<Vec<ToolCall>>(r, at + 3, "tool call list")?,
+        },
+        tool_call_id: r.try_get(at + 4)?,
+        run_id: r.try_get::<_, Option<String>>(at + 5)?.map(RunId::from),
+        step_id: r.try_get::<_, Option<String>>(at + 6)?.map(StepId::from),
+    })
+}
+
 /// The agent's in-context tool calls and tool results, by `seq` (no text: see [`CallRow`]).
 async fn call_rows(c: &impl GenericClient, agent: &AgentId) -> TxResult<Vec<CallRow>> {
     let found = c
         .rows(
-            "SELECT id, seq, role, tool_calls, tool_call_id, run_id, step_id FROM messages
-             WHERE agent_id = $1 AND in_context AND (role = 'tool' OR tool_calls IS NOT NULL)
-             ORDER BY seq",
+            &format!("SELECT {CALL_COLS} FROM messages m WHERE m.agent_id = $1 AND {CALL_ROWS} ORDER BY m.seq"),
             &[&agent.as_str()],
         )
         .await?;
-    let mut out = Vec::with_capacity(found.len());
-    for r in &found {
-        let calls: Option<Value> = r.try_get(3)?;
-        out.push(CallRow {
-            id: MessageId::from(r.try_get::<_, String>(0)?),
-            seq: r.try_get(1)?,
-            role: rows::role_from(r.try_get(2)?)?,
-            tool_calls: match calls {
-                None => Vec::new(),
-                Some(_) => rows::from_json::<Vec<ToolCall>>(r, 3, "tool call list")?,
-            },
-            tool_call_id: r.try_get(4)?,
-            run_id: r.try_get::<_, Option<String>>(5)?.map(RunId::from),
-            step_id: r.try_get::<_, Option<String>>(6)?.map(StepId::from),
-        });
-    }
-    Ok(out)
+    rows::all(&found, |r| call_row(r, 0))
 }
 
 /// A free `seq` right after `anchor` for the agent, renumbering later messages by a gap when
@@ -86,32 +91,45 @@ async fn waiting_call(c: &impl GenericClient, agent: &AgentId) -> TxResult<Optio
     Ok(row.map(|r| r.try_get(0)).transpose()?)
 }
 
-/// The agent's call rows and what is wrong with them, read in one round trip after the agent
-/// check with `lock`. A call waiting for a person is not an orphan: it and the calls after it
-/// in its message are answered when the person decides.
-async fn diagnosis(
-    c: &impl GenericClient,
-    agent: &AgentId,
-    lock: Lock,
-) -> TxResult<(Vec<CallRow>, Diagnosis)> {
-    let (context, waiting) = blocks::with_agent(c, agent, lock, async {
-        tokio::try_join!(call_rows(c, agent), waiting_call(c, agent))
-    })
-    .await?;
-    let mut found = diagnose(&context);
+/// What is wrong with the agent's call rows `context`, the call waiting for a person (the
+/// message that made it) aside: it and the calls after it in its message are answered when
+/// the person decides.
+fn diagnosis_of(context: &[CallRow], waiting: Option<String>) -> Diagnosis {
+    let mut found = diagnose(context);
     if let Some(message) = waiting {
         found
             .orphans
             .retain(|o| context[o.caller].id.as_str() != message);
     }
-    Ok((context, found))
+    found
 }
 
-/// Whether the agent's context needs a repair, read outside a transaction. Asked at the start
-/// of every run, where the answer is nearly always no: that costs one round trip, and a
-/// repair that is needed diagnoses again under the agent's lock ([`repair`]).
+/// Whether the agent's context needs a repair, read outside a transaction. Asked before every
+/// run, where the answer is nearly always no: one statement (the agent, its call rows and the
+/// call waiting for a person), and a repair that is needed diagnoses again under the agent's
+/// lock ([`repair`]). Errors: `NotFound("agent")`.
 pub(crate) async fn needed(c: &impl GenericClient, agent: &AgentId) -> TxResult<bool> {
-    let (_, found) = diagnosis(c, agent, Lock::None).await?;
+    // One row per call row, or one row of NULLs after the first column when there is none;
+    // none at all when the agent is not there.
+    let found = c
+        .rows(
+            &format!(
+                "SELECT (SELECT message_id FROM pending_approvals WHERE agent_id = $1), {CALL_COLS}
+                 FROM agents a LEFT JOIN messages m ON m.agent_id = a.id AND {CALL_ROWS}
+                 WHERE a.id = $1 ORDER BY m.seq"
+            ),
+            &[&agent.as_str()],
+        )
+        .await?;
+    let Some(first) = found.first() else {
+        return Err(Error::not_found("agent", agent.as_str()).into());
+    };
+    let waiting: Option<String> = first.try_get(0)?;
+    let context = match first.try_get::<_, Option<String>>(1)? {
+        None => Vec::new(),
+        Some(_) => rows::all(&found, |r| call_row(r, 1))?,
+    };
+    let found = diagnosis_of(&context, waiting);
     Ok(!found.orphans.is_empty() || !found.strays.is_empty())
 }
 
@@ -123,7 +141,13 @@ pub(crate) async fn repair(
     agent: &AgentId,
     now: Timestamp,
 ) -> TxResult<usize> {
-    let (context, Diagnosis { orphans, strays }) = diagnosis(c, agent, Lock::NoKeyUpdate).await?;
+    // The lock first, then the reads, each a statement of its own so that it sees what was
+    // committed before the lock was granted.
+    let (context, waiting) = blocks::with_agent(c, agent, Lock::NoKeyUpdate, async {
+        tokio::try_join!(call_rows(c, agent), waiting_call(c, agent))
+    })
+    .await?;
+    let Diagnosis { orphans, strays } = diagnosis_of(&context, waiting);
     for id in &strays {
         c.exec(
             "UPDATE messages SET in_context = false WHERE id = $1",

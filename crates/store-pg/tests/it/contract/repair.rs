@@ -214,6 +214,7 @@ async fn a_call_waiting_for_a_person_is_not_repaired_until_its_approval_is_dropp
     assert!(b.drop_pending_approval(&a.id).await.unwrap());
     assert!(!b.drop_pending_approval(&a.id).await.unwrap());
     assert_eq!(b.pending_approval(&a.id).await.unwrap(), None);
+    assert!(b.needs_repair(&a.id).await.unwrap(), "c1 is open now");
     assert_eq!(b.repair_tool_calls(&a.id, Utc::now()).await.unwrap(), 1);
     assert_eq!(
         shape(&b, &a.id).await,
