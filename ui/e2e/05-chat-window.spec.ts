@@ -191,14 +191,17 @@ test('jump to the start, to a date, to a search hit and to a recall hit', async 
 
   // Older messages were summarised a few messages further down: the divider opens to the
   // summary. (Only rows near the screen exist, so scroll until it is rendered.)
+  // An opened divider stays open when the list re-renders its row.
   const divider = page.getByTestId('compaction-divider');
-  for (let i = 0; i < 30 && (await divider.count()) === 0; i++) {
-    await page.locator('.vlist').evaluate((el) => (el.scrollTop += 150));
-    await page.waitForTimeout(50);
-  }
-  await expect(divider).toContainText('earlier messages summarised');
-  await divider.locator('summary').click();
-  await expect(page.getByTestId('compaction-summary')).toContainText('A year of garden notes');
+  await expect(async () => {
+    for (let i = 0; i < 30 && (await divider.count()) === 0; i++) {
+      await page.locator('.vlist').evaluate((el) => (el.scrollTop += 150));
+      await page.waitForTimeout(50);
+    }
+    await expect(divider).toContainText('earlier messages summarised', { timeout: 1000 });
+    if (!(await divider.evaluate((d) => (d as HTMLDetailsElement).open))) await divider.locator('summary').click();
+    await expect(page.getByTestId('compaction-summary')).toContainText('A year of garden notes', { timeout: 1000 });
+  }).toPass({ timeout: 15_000 });
   await divider.evaluate((el) => el.scrollIntoView({ block: 'center' }));
   await page.waitForTimeout(100);
   await page.screenshot({ path: '../docs/screenshots/compaction.png' });

@@ -69,15 +69,12 @@ impl ToAppend {
     /// `msgs` as the agent's next messages; those without a time get `now`. Errors: a tool
     /// call list that cannot be written as JSON.
     pub(crate) fn new(agent: &AgentId, msgs: &[NewMessage], now: Timestamp) -> TxResult<Self> {
-        let ready = msgs.iter().map(|nm| {
+        let ready = msgs.iter().map(|nm| -> TxResult<_> {
             let m = row_of(nm, agent, 0, true, now);
-            Ok((rows::tool_calls_json(&m.tool_calls)?, m))
+            let calls = rows::tool_calls_json(&m.tool_calls)?;
+            Ok((m, calls))
         });
-        Ok(Self(
-            ready
-                .map(|r: TxResult<_>| r.map(|(calls, m)| (m, calls)))
-                .collect::<TxResult<_>>()?,
-        ))
+        Ok(Self(ready.collect::<TxResult<_>>()?))
     }
 
     /// Inserts the messages, one statement each, in one pipeline (with [`APPEND_SQL`]

@@ -313,13 +313,13 @@ impl StepStore for PgStore {
         if lease.is_some_and(|l| &l.agent_id != agent) {
             return Err(Error::invalid("a step commits under its own agent's lease"));
         }
-        let ready = ToAppend::new(agent, &c.stamped_messages(), rows::now())?;
         let step = StepRow::new(&c.step)?;
         let lock = blocks::ensure_sql(Lock::NoKeyUpdate);
         let plain = c.block_writes.is_empty()
             && c.passages.is_empty()
             && matches!(c.approval, ApprovalWrite::Keep);
         if plain {
+            let ready = ToAppend::new(agent, &c.stamped_messages(), rows::now())?;
             // A step that only adds messages (most chat steps): the whole transaction in one
             // round trip, in this order: the fence, the agent's lock, the step, the messages.
             // A lost lease fails its statement and a missing agent fails the inserts by their
@@ -466,10 +466,10 @@ impl StepStore for PgStore {
             .await
             .map_err(TxError::from)?
             .ok_or_else(|| Error::not_found("agent", agent.as_str()))?;
-        let waiting: Option<String> = row.try_get(0).map_err(TxError::from)?;
-        let (Some(run), r) = (waiting, row) else {
+        let Some(run) = row.try_get::<_, Option<String>>(0).map_err(TxError::from)? else {
             return Ok(None);
         };
+        let r = row;
         Ok(Some(PendingApproval {
             agent_id: agent.clone(),
             run_id: RunId::from(run),

@@ -98,7 +98,7 @@ pub(crate) use one_trip;
 ///
 /// The rules `body` keeps, for its writes to be all or nothing:
 /// - **every statement goes out on its first poll**: prepared beforehand (`prepare_cached`),
-///   polled in order (`join!(biased; …)`, `join_all`), nothing awaited before a send;
+///   polled in order (`join!(biased; …)`, [`in_order`]), nothing awaited before a send;
 /// - **it fails only by a failing statement**: whatever may fail on the client (a conversion,
 ///   a check of an answer) is done before, or backed by a statement that fails in the same
 ///   case (a row that is not there refused by a foreign key), since the `COMMIT` is already
