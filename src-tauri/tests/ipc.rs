@@ -644,8 +644,20 @@ fn the_window_works_on_a_remote_server_with_its_certificate_pinned() {
         false
     );
 
-    // The server's notices reach the window.
+    // The server's notices reach the window. The stream opens in the background after the
+    // link is made, so an edit made at once may come before it: wait until the run's notices
+    // arrived, then edit memory again.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let listening = json!({"type": "messages_changed", "agent_id": id});
+    while !notices.lock().unwrap().contains(&listening) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    shell
+        .invoke(
+            "update_block",
+            json!({"agent_id": id, "label": "human", "patch": {"value": "Name: Remy, on a server"}}),
+        )
+        .unwrap();
     let changed = json!({"type": "memory_changed", "agent_id": id});
     while !notices.lock().unwrap().contains(&changed) && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(20));
