@@ -102,7 +102,10 @@ pub use settings::{
     no_embedding_model_for_endpoint, no_pending_endpoint,
 };
 pub use sharing::{BlockAgent, SharedBlock, shared_blocks};
-pub use sleeptime::{PassCommit, PassageOp, SleeptimeStore, block_diff, left_out_reason};
+pub use sleeptime::{
+    BUDGET_SETTING, PassBacklog, PassCommit, PassageOp, SleeptimeStore, block_diff,
+    cannot_undo_alone, left_out_reason,
+};
 pub use steps::{
     ApprovalWrite, BlockChange, BlockWrite, CommittedStep, ModelUsage, StepCommit, StepStore,
     ToolEdit, call_groups, gone_message, rebase, restate, result_index,

@@ -106,6 +106,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "lease fence",
         sql: LEASE_FENCE,
     },
+    Migration {
+        version: 17,
+        name: "sleep-time claims",
+        sql: SLEEPTIME_CLAIMS,
+    },
 ];
 
 /// The advisory lock key migrations run under (`"engram"` in ASCII, then 1): any number that
@@ -556,4 +561,10 @@ BEGIN
     END IF;
 END
 $$;
+"#;
+
+/// Version 17: which pass runs for each agent now, until when (by the database's clock): one
+/// pass per agent across replicas, and a claim left by a replica that died expires on its own.
+const SLEEPTIME_CLAIMS: &str = r#"
+ALTER TABLE sleeptime_settings ADD COLUMN running_pass text, ADD COLUMN running_until timestamptz;
 "#;

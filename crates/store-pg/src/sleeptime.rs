@@ -15,15 +15,18 @@ use crate::tx::{TxError, TxResult, transaction};
 use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
 use engram_core::block_op::revert_value;
+use engram_core::memory::check_limit;
 use engram_core::{
-    AgentId, Applied, Block, BlockId, BlockOp, EditId, Editor, Error, PassChange, PassChangeKind,
-    PassId, PassStatus, PassTrigger, PassageId, Result, SleeptimePass, SleeptimeSettings,
-    Timestamp,
+    AgentId, Applied, Block, BlockId, BlockOp, EditId, Editor, Error, MessageId, PassChange,
+    PassChangeKind, PassId, PassStatus, PassTrigger, PassUsage, PassageId, Result, SleeptimePass,
+    SleeptimeSettings, Timestamp,
 };
 use engram_store_api::{
-    BlockWrite, PassCommit, PassageOp, SleeptimeStore, block_diff, left_out_reason,
+    BlockWrite, PassBacklog, PassCommit, PassageOp, SleeptimeStore, block_diff, cannot_undo_alone,
+    left_out_reason,
 };
 use std::collections::HashMap;
+use std::time::Duration;
 use tokio_postgres::Row;
 
 const PASS_COLS: &str = "id, agent_id, trigger, status, reason, model, started_at, ended_at, \
@@ -70,25 +73,33 @@ async fn changes(c: &impl GenericClient, id: &PassId) -> TxResult<Vec<PassChange
     Ok(out)
 }
 
-/// Sets the pass's cost at its model's price: the one people set, else the built-in one, else
-/// none.
-async fn price(c: &impl GenericClient, pass: &mut SleeptimePass) -> TxResult<()> {
+/// The price of `model`: the one people set, else the built-in one, else none.
+async fn price_of(
+    c: &impl GenericClient,
+    model: &str,
+) -> TxResult<Option<engram_core::ModelPrice>> {
     let set = c
         .one_opt(
             "SELECT input_per_mtok, output_per_mtok FROM model_prices WHERE model = $1",
-            &[&pass.model],
+            &[&model],
         )
         .await?;
-    let price = match set {
+    Ok(match set {
         Some(r) => Some(engram_core::ModelPrice {
-            model: pass.model.clone(),
+            model: model.to_owned(),
             input_per_mtok: r.try_get(0)?,
             output_per_mtok: r.try_get(1)?,
             source: engram_core::PriceSource::User,
         }),
-        None => engram_core::ModelPrice::builtin_for(&pass.model),
-    };
-    pass.cost_usd = price.map(|p| p.cost(pass.prompt_tokens, pass.completion_tokens));
+        None => engram_core::ModelPrice::builtin_for(model),
+    })
+}
+
+/// Sets the pass's cost at its model's price (none without one).
+async fn price(c: &impl GenericClient, pass: &mut SleeptimePass) -> TxResult<()> {
+    pass.cost_usd = price_of(c, &pass.model)
+        .await?
+        .map(|p| p.cost(pass.prompt_tokens, pass.completion_tokens));
     Ok(())
 }
 
@@ -331,6 +342,96 @@ async fn insert_changes(
     Ok(())
 }
 
+/// Undoes change `change` of `pass` inside the caller's transaction (the rules are
+/// [`SleeptimeStore::undo_pass_changes`]'s).
+async fn undo_change(c: &impl GenericClient, pass: &PassId, change: &PassChange) -> TxResult<()> {
+    match &change.kind {
+        PassChangeKind::BlockEdit { edit_id, .. } => undo_block_edit(c, edit_id).await?,
+        PassChangeKind::PassageSuperseded { passage_id, .. } => {
+            c.exec(
+                "UPDATE passages SET superseded_at = NULL, superseded_kind = NULL,
+                        superseded_by = NULL, superseded_pass = NULL
+                 WHERE id = $1 AND superseded_pass = $2",
+                &[&passage_id.as_str(), &pass.as_str()],
+            )
+            .await?;
+        }
+        PassChangeKind::PassageAdded { passage_id, .. } => {
+            let replaced = c
+                .one_opt(
+                    "SELECT id FROM passages WHERE superseded_by = $1 AND superseded_at IS NOT NULL
+                     LIMIT 1",
+                    &[&passage_id.as_str()],
+                )
+                .await?;
+            if let Some(r) = replaced {
+                let older: String = r.try_get(0)?;
+                return Err(Error::Conflict(format!(
+                    "passage {passage_id} replaced {older}; undo that replacement first"
+                ))
+                .into());
+            }
+            // The pass added it: taking it away restores archival memory as it was.
+            c.exec(
+                "DELETE FROM passages WHERE id = $1",
+                &[&passage_id.as_str()],
+            )
+            .await?;
+        }
+    }
+    c.exec(
+        "UPDATE sleeptime_changes SET undone_at = $1 WHERE pass_id = $2 AND idx = $3",
+        &[&rows::now(), &pass.as_str(), &i64::from(change.index)],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Undoes the block edit `edit` by its reverse operation on the block's current value,
+/// recorded as an undo; `Conflict` when later edits rewrote the text it changed.
+async fn undo_block_edit(c: &impl GenericClient, edit: &EditId) -> TxResult<()> {
+    let row = c
+        .one_opt(
+            "SELECT block_id, old_value, new_value,
+                    (SELECT count(*) FROM block_history later
+                     WHERE later.block_id = h.block_id AND later.pk > h.pk)
+             FROM block_history h WHERE id = $1",
+            &[&edit.as_str()],
+        )
+        .await?
+        .ok_or_else(|| Error::not_found("edit", edit.as_str()))?;
+    let block = BlockId::from(row.try_get::<_, String>(0)?);
+    let (old, new): (String, String) = (row.try_get(1)?, row.try_get(2)?);
+    let current = blocks::load(c, &block, Lock::Update).await?;
+    let Some(value) = revert_value(&old, &new, &current.value) else {
+        let later = u32::try_from(rows::uint(&row, 3)?).unwrap_or(u32::MAX);
+        return Err(cannot_undo_alone(&current.label, later).into());
+    };
+    check_limit(&current.value, &value, current.limit)
+        .map_err(|e| Error::Invalid(e.to_string()))?;
+    if value != current.value {
+        let editor = Editor::Undo {
+            edit_id: edit.clone(),
+        };
+        blocks::commit_value(c, &current, value, &editor, None, rows::now()).await?;
+    }
+    Ok(())
+}
+
+/// Marks the pass undone when none of its changes stands.
+async fn settle(c: &impl GenericClient, pass: &PassId) -> TxResult<()> {
+    c.exec(
+        "UPDATE sleeptime_passes SET status = 'undone'
+         WHERE id = $1 AND status = 'done'
+           AND NOT EXISTS (SELECT 1 FROM sleeptime_changes
+                           WHERE pass_id = $1 AND undone_at IS NULL)
+           AND EXISTS (SELECT 1 FROM sleeptime_changes WHERE pass_id = $1)",
+        &[&pass.as_str()],
+    )
+    .await?;
+    Ok(())
+}
+
 #[async_trait]
 impl SleeptimeStore for PgStore {
     async fn sleeptime_settings(&self, agent: &AgentId) -> Result<SleeptimeSettings> {
@@ -442,5 +543,124 @@ impl SleeptimeStore for PgStore {
             out.push(pass);
         }
         Ok(out)
+    }
+
+    async fn pass_backlog(&self, agent: &AgentId) -> Result<PassBacklog> {
+        let c = self.client().await?;
+        // One statement: no agent row, no result row.
+        let row = c
+            .one_opt(
+                "WITH s AS (SELECT coalesce((SELECT last_seq FROM sleeptime_settings
+                                             WHERE agent_id = $1), 0) AS seq,
+                                   (SELECT max(ended_at) FROM sleeptime_passes
+                                    WHERE agent_id = $1 AND status = 'done') AS at)
+                 SELECT (SELECT count(*) FROM messages m
+                         WHERE m.agent_id = $1 AND m.seq > s.seq
+                           AND m.role = 'user' AND m.kind = 'chat'),
+                        (SELECT count(*) FROM compactions k
+                         WHERE k.agent_id = $1 AND (s.at IS NULL OR k.created_at > s.at)),
+                        (SELECT m.id FROM messages m
+                         WHERE m.agent_id = $1 AND m.seq <= s.seq
+                         ORDER BY m.seq DESC LIMIT 1),
+                        (SELECT m.created_at FROM messages m WHERE m.agent_id = $1
+                         ORDER BY m.seq DESC LIMIT 1)
+                 FROM agents, s WHERE agents.id = $1",
+                &[&agent.as_str()],
+            )
+            .await
+            .map_err(TxError::from)?
+            .ok_or_else(|| Error::not_found("agent", agent.as_str()))?;
+        let count = |i: usize| -> Result<u32> {
+            Ok(u32::try_from(rows::uint(&row, i)?).unwrap_or(u32::MAX))
+        };
+        Ok(PassBacklog {
+            turns: count(0)?,
+            compactions: count(1)?,
+            last_read: row
+                .try_get::<_, Option<String>>(2)
+                .map_err(TxError::from)?
+                .map(MessageId::from),
+            last_message_at: row.try_get(3).map_err(TxError::from)?,
+        })
+    }
+
+    async fn pass_usage(&self, agent: Option<&AgentId>, since: Timestamp) -> Result<PassUsage> {
+        let c = self.client().await?;
+        let found = c
+            .rows(
+                "SELECT model, count(*), sum(prompt_tokens)::bigint, sum(completion_tokens)::bigint
+                 FROM sleeptime_passes
+                 WHERE started_at >= $1 AND status != 'skipped'
+                   AND ($2::text IS NULL OR agent_id = $2)
+                 GROUP BY model",
+                &[&since, &agent.map(AgentId::as_str)],
+            )
+            .await
+            .map_err(TxError::from)?;
+        let mut out = PassUsage::default();
+        for r in &found {
+            let model: String = r.try_get(0).map_err(TxError::from)?;
+            let (prompt, completion) = (rows::uint(r, 2)?, rows::uint(r, 3)?);
+            out.passes += u32::try_from(rows::uint(r, 1)?).unwrap_or(u32::MAX);
+            out.tokens += prompt + completion;
+            if let Some(p) = price_of(&c, &model).await? {
+                out.usd += p.cost(prompt, completion);
+            }
+        }
+        Ok(out)
+    }
+
+    async fn undo_pass_changes(&self, pass: &PassId, index: Option<u32>) -> Result<SleeptimePass> {
+        transaction!(self, |tx| {
+            let record = load(&tx, pass).await?;
+            // The agent's row, as a commit holds it: an undo and a pass never interleave.
+            blocks::ensure_agent(&tx, &record.agent_id, Lock::NoKeyUpdate).await?;
+            if let Some(i) = index
+                && !record.changes.iter().any(|c| c.index == i)
+            {
+                return Err(TxError::from(Error::not_found("change", i.to_string())));
+            }
+            for change in record
+                .changes
+                .iter()
+                .rev()
+                .filter(|c| c.undone_at.is_none() && index.is_none_or(|i| i == c.index))
+            {
+                undo_change(&tx, pass, change).await?;
+            }
+            settle(&tx, pass).await?;
+            load(&tx, pass).await?
+        })
+    }
+
+    async fn claim_pass(&self, agent: &AgentId, pass: &PassId, ttl: Duration) -> Result<bool> {
+        let c = self.client().await?;
+        let taken = c
+            .exec(
+                "INSERT INTO sleeptime_settings (agent_id, settings, running_pass, running_until)
+                 VALUES ($1, '{}', $2, clock_timestamp() + make_interval(secs => $3))
+                 ON CONFLICT (agent_id) DO UPDATE
+                 SET running_pass = excluded.running_pass,
+                     running_until = excluded.running_until
+                 WHERE sleeptime_settings.running_pass IS NULL
+                    OR sleeptime_settings.running_pass = excluded.running_pass
+                    OR sleeptime_settings.running_until <= clock_timestamp()",
+                &[&agent.as_str(), &pass.as_str(), &ttl.as_secs_f64()],
+            )
+            .await
+            .map_err(|e| blocks::missing_agent(e, agent))?;
+        Ok(taken == 1)
+    }
+
+    async fn release_pass(&self, agent: &AgentId, pass: &PassId) -> Result<()> {
+        let c = self.client().await?;
+        c.exec(
+            "UPDATE sleeptime_settings SET running_pass = NULL, running_until = NULL
+             WHERE agent_id = $1 AND running_pass = $2",
+            &[&agent.as_str(), &pass.as_str()],
+        )
+        .await
+        .map_err(TxError::from)?;
+        Ok(())
     }
 }

@@ -15,15 +15,16 @@ use engram_core::{
     Agent, AgentAccess, AgentFile, AgentId, AgentPatch, Block, BlockEdit, BlockId, BlockOp,
     BlockPatch, ChunkHit, EditId, Editor, EndpointKind, FileId, Folder, FolderFile, Message,
     MessageHit, MessageId, ModelPrice, NewBlock, NewMessage, NewPassage, OpOutcome, PassId,
-    Passage, PassageHit, PassageId, PendingApproval, PendingEndpoint, Result, RunId, RunRecord,
-    SleeptimePass, SleeptimeSettings, Step, Timestamp, Tool, ToolCall, ToolId, User, UserId,
+    PassUsage, Passage, PassageHit, PassageId, PendingApproval, PendingEndpoint, Result, RunId,
+    RunRecord, SleeptimePass, SleeptimeSettings, Step, Timestamp, Tool, ToolCall, ToolId, User,
+    UserId,
 };
 use engram_store_api::{
     AgentStore, BlockStore, CommittedStep, ContextStore, FileWindow, FolderStore, Hit,
     ImportBundle, ImportStore, ImportedIds, Lease, LeaseGrant, LeaseStore, MessageSearch,
-    MessageStore, MessageWindow, ModelUsage, PassCommit, PassageRange, PassageSearch, PassageStore,
-    ProviderRow, Ranker, RewriteStore, SettingStore, SleeptimeStore, StepCommit, StepStore,
-    TextPart, ToolEdit, ToolStore, TurnRollback, UserStore,
+    MessageStore, MessageWindow, ModelUsage, PassBacklog, PassCommit, PassageRange, PassageSearch,
+    PassageStore, ProviderRow, Ranker, RewriteStore, SettingStore, SleeptimeStore, StepCommit,
+    StepStore, TextPart, ToolEdit, ToolStore, TurnRollback, UserStore,
 };
 use std::sync::MutexGuard;
 use std::time::Duration;
@@ -696,6 +697,28 @@ impl SleeptimeStore for Store {
 
     async fn list_passes(&self, agent: &AgentId, limit: usize) -> Result<Vec<SleeptimePass>> {
         self.sleeptime().list_passes(agent, limit)
+    }
+
+    async fn pass_backlog(&self, agent: &AgentId) -> Result<PassBacklog> {
+        self.sleeptime().backlog(agent)
+    }
+
+    async fn pass_usage(&self, agent: Option<&AgentId>, since: Timestamp) -> Result<PassUsage> {
+        self.sleeptime().usage(agent, since)
+    }
+
+    async fn undo_pass_changes(&self, pass: &PassId, index: Option<u32>) -> Result<SleeptimePass> {
+        self.sleeptime().undo_changes(pass, index)
+    }
+
+    async fn claim_pass(&self, agent: &AgentId, pass: &PassId, ttl: Duration) -> Result<bool> {
+        self.agents().get(agent)?;
+        Ok(self.lease_table().claim_pass(agent, pass, ttl, sql::now()))
+    }
+
+    async fn release_pass(&self, agent: &AgentId, pass: &PassId) -> Result<()> {
+        self.lease_table().release_pass(agent, pass);
+        Ok(())
     }
 }
 

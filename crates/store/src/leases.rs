@@ -1,12 +1,14 @@
-//! Leases per agent for the storage interface's `LeaseStore`, kept in memory.
+//! Leases per agent for the storage interface's `LeaseStore`, and the claims of sleep-time
+//! passes (`SleeptimeStore::claim_pass`), kept in memory.
 //!
 //! A SQLite database is used by one process at a time for runs (the desktop app is a single
 //! instance), so the table lives in memory, one per database file and process: every
 //! [`Store`](crate::Store) handle this process opens on the file shares it (an in-memory
 //! database has its own). Times come from the machine's clock. Fencing tokens start at 1 for
-//! each agent in each process: no holder outlives the process that gave it its token.
+//! each agent in each process: no holder outlives the process that gave it its token, and a
+//! pass's claim ends with the process that ran it.
 
-use engram_core::{AgentId, Error, Timestamp};
+use engram_core::{AgentId, Error, PassId, Timestamp};
 use engram_store_api::{Lease, LeaseGrant};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -41,6 +43,8 @@ pub(crate) fn table_for(path: Option<&Path>) -> Arc<Mutex<Table>> {
 #[derive(Debug, Default)]
 pub(crate) struct Table {
     rows: HashMap<AgentId, Lease>,
+    /// The pass running for each agent, until when.
+    passes: HashMap<AgentId, (PassId, Timestamp)>,
 }
 
 fn plus(now: Timestamp, ttl: Duration) -> Timestamp {
@@ -94,6 +98,33 @@ impl Table {
     pub(crate) fn release(&mut self, lease: &Lease, now: Timestamp) {
         if let Some(held) = self.current(lease, now) {
             held.expires_at = now;
+        }
+    }
+
+    /// Claims `agent` for `pass` until `ttl` after `now`, unless another pass holds an
+    /// unexpired claim.
+    pub(crate) fn claim_pass(
+        &mut self,
+        agent: &AgentId,
+        pass: &PassId,
+        ttl: Duration,
+        now: Timestamp,
+    ) -> bool {
+        if let Some((held, until)) = self.passes.get(agent)
+            && held != pass
+            && *until > now
+        {
+            return false;
+        }
+        self.passes
+            .insert(agent.clone(), (pass.clone(), plus(now, ttl)));
+        true
+    }
+
+    /// Ends `pass`'s claim on `agent`, if it holds it.
+    pub(crate) fn release_pass(&mut self, agent: &AgentId, pass: &PassId) {
+        if self.passes.get(agent).is_some_and(|(held, _)| held == pass) {
+            self.passes.remove(agent);
         }
     }
 }

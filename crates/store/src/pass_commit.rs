@@ -293,36 +293,25 @@ impl SleeptimeRows<'_> {
         })
     }
 
-    /// Undoes change `index` of pass `pass` (see the module docs). Undoing a change already
-    /// undone does nothing. Errors: `NotFound("sleep-time pass" | "change")`; `Conflict` when
-    /// a later edit rewrote what the change wrote (nothing is written over).
-    pub fn undo_pass_change(self, pass: &PassId, index: u32) -> Result<SleeptimePass> {
+    /// Undoes change `index` of pass `pass`, or with `None` every change still standing
+    /// (newest first), in one transaction: all of them or, when one cannot be undone, none
+    /// (see the module docs). A change already undone is left as it is.
+    ///
+    /// Errors: `NotFound("sleep-time pass" | "change")`; `Conflict` naming what a later edit
+    /// changed (nothing is written over).
+    pub fn undo_changes(self, pass: &PassId, index: Option<u32>) -> Result<SleeptimePass> {
         self.store.write(|tx| {
             let record = sleeptime::load(tx, pass)?;
-            let change = record
-                .changes
-                .iter()
-                .find(|c| c.index == index)
-                .ok_or_else(|| Error::not_found("change", index.to_string()))?;
-            if change.undone_at.is_none() {
-                undo_change(tx, pass, change)?;
-                settle(tx, pass)?;
+            if let Some(i) = index
+                && !record.changes.iter().any(|c| c.index == i)
+            {
+                return Err(Error::not_found("change", i.to_string()));
             }
-            sleeptime::load(tx, pass)
-        })
-    }
-
-    /// Undoes every change of pass `pass` still standing, newest first, in one transaction:
-    /// all of them or, when one cannot be undone, none. Errors: `NotFound("sleep-time pass")`;
-    /// `Conflict` naming what a later edit changed.
-    pub fn undo_pass(self, pass: &PassId) -> Result<SleeptimePass> {
-        self.store.write(|tx| {
-            let record = sleeptime::load(tx, pass)?;
             for c in record
                 .changes
                 .iter()
                 .rev()
-                .filter(|c| c.undone_at.is_none())
+                .filter(|c| c.undone_at.is_none() && index.is_none_or(|i| i == c.index))
             {
                 undo_change(tx, pass, c)?;
             }

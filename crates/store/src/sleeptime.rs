@@ -6,12 +6,10 @@ use crate::rooms::SleeptimeRows;
 use crate::sql::{self, DbResult, json, ts};
 use engram_core::{
     AgentId, Error, MessageId, PassChange, PassId, PassStatus, PassTrigger, PassUsage, Result,
-    SleeptimeBudget, SleeptimePass, SleeptimeSettings, Timestamp,
+    SleeptimePass, SleeptimeSettings, Timestamp,
 };
+use engram_store_api::PassBacklog;
 use rusqlite::{Connection, OptionalExtension, Row, params};
-
-/// The settings key of the global budget.
-const BUDGET_SETTING: &str = "sleeptime.budget";
 
 const PASS_COLS: &str = "id, agent_id, trigger, status, reason, model, started_at, ended_at, \
     messages_read, last_seq, model_calls, prompt_tokens, completion_tokens";
@@ -199,29 +197,11 @@ impl SleeptimeRows<'_> {
         })
     }
 
-    /// The id of the last message the agent's passes read (Letta's group
-    /// `last_processed_message_id`), or `None` before the first pass.
-    /// Errors: `NotFound("agent")`.
-    pub fn last_message(self, agent: &AgentId) -> Result<Option<MessageId>> {
-        self.store.read(|c| {
-            sql::ensure_agent(c, agent)?;
-            c.prepare_cached(
-                "SELECT m.id FROM messages m
-                 WHERE m.agent_id = ?1
-                   AND m.seq <= coalesce((SELECT last_seq FROM sleeptime_settings WHERE agent_id = ?1), 0)
-                 ORDER BY m.seq DESC LIMIT 1",
-            )
-            .db()?
-            .query_row([agent.as_str()], |r| r.get::<_, String>(0))
-            .optional()
-            .db()
-            .map(|id| id.map(MessageId::from))
-        })
-    }
-
     /// What is waiting for the agent's next pass: user messages since the last message a pass
-    /// read, and compactions since the last pass that ran. Errors: `NotFound("agent")`.
-    pub fn backlog(self, agent: &AgentId) -> Result<(u32, u32)> {
+    /// read, compactions since the last pass that ran, that last message and when the newest
+    /// message was stored.
+    /// Errors: `NotFound("agent")`.
+    pub fn backlog(self, agent: &AgentId) -> Result<PassBacklog> {
         self.store.read(|c| {
             sql::ensure_agent(c, agent)?;
             c.prepare_cached(
@@ -233,29 +213,27 @@ impl SleeptimeRows<'_> {
                          WHERE agent_id = ?1 AND messages.seq > s.seq
                            AND role = 'user' AND kind = 'chat'),
                         (SELECT count(*) FROM compactions, s
-                         WHERE agent_id = ?1 AND compactions.created_at > s.at)",
+                         WHERE agent_id = ?1 AND compactions.created_at > s.at),
+                        (SELECT m.id FROM messages m, s
+                         WHERE m.agent_id = ?1 AND m.seq <= s.seq
+                         ORDER BY m.seq DESC LIMIT 1),
+                        (SELECT created_at FROM messages WHERE agent_id = ?1
+                         ORDER BY seq DESC LIMIT 1)",
             )
             .db()?
-            .query_row([agent.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))
+            .query_row([agent.as_str()], |r| {
+                Ok(PassBacklog {
+                    turns: r.get(0)?,
+                    compactions: r.get(1)?,
+                    last_read: r.get::<_, Option<String>>(2)?.map(MessageId::from),
+                    last_message_at: match r.get::<_, Option<i64>>(3)? {
+                        Some(_) => Some(ts(r, 3)?),
+                        None => None,
+                    },
+                })
+            })
             .db()
         })
-    }
-
-    /// The global budget of passes (no limits when never set).
-    pub fn budget(self) -> Result<SleeptimeBudget> {
-        Ok(self
-            .store
-            .settings()
-            .get(BUDGET_SETTING)?
-            .and_then(|s| serde_json::from_str(&s).ok())
-            .unwrap_or_default())
-    }
-
-    /// Stores the global budget of passes.
-    pub fn set_budget(self, budget: &SleeptimeBudget) -> Result<()> {
-        self.store
-            .settings()
-            .set(BUDGET_SETTING, &sql::to_json(budget)?)
     }
 
     /// Passes that ran since `since`, the tokens they used and their cost: the agent's when

@@ -115,14 +115,7 @@ pub(crate) fn undo_in(tx: &Connection, edit: &EditId, based_on: Option<u64>) -> 
 /// The `Conflict` for an edit whose changed text later edits rewrote: only a whole restore
 /// can undo it, losing them.
 pub fn cannot_undo_alone(p: &UndoPlan) -> Error {
-    Error::Conflict(format!(
-        "this edit of '{}' cannot be undone on its own: {} later edit{} changed the same \
-         text; restoring the value before it would undo {} too",
-        p.block.label,
-        p.later_edits,
-        if p.later_edits == 1 { "" } else { "s" },
-        if p.later_edits == 1 { "it" } else { "them" },
-    ))
+    engram_store_api::cannot_undo_alone(&p.block.label, p.later_edits)
 }
 
 impl BlockRows<'_> {

@@ -1,6 +1,8 @@
-//! Facts that change and sleep-time passes: a pass's changes land in one transaction, a
-//! superseded passage leaves searches and lists but stays in the history, edits made meanwhile
-//! are kept, and undo puts everything back without writing over later edits.
+//! Facts that change and sleep-time passes on SQLite: a pass's changes land in one
+//! transaction, a superseded passage leaves searches and lists but stays in the history, edits
+//! made meanwhile are kept, and undo puts everything back. The rest of the passes' contract
+//! (undo refused over a later edit, usage, claims) runs on both stores in `engram-store-pg`'s
+//! contract suite.
 
 use crate::support::{create, temp_store};
 use engram_core::{
@@ -170,7 +172,7 @@ fn a_pass_replaces_a_fact_keeps_a_hand_edit_and_undoes_whole() {
     assert_eq!(store.sleeptime().last_seq(&agent.id).unwrap(), 4096);
 
     // Undo of the whole pass: the block as before the pass, with the hand edit kept.
-    let undone = store.sleeptime().undo_pass(&pass.id).unwrap();
+    let undone = store.sleeptime().undo_changes(&pass.id, None).unwrap();
     assert_eq!(undone.status, PassStatus::Undone);
     assert_eq!(
         store.blocks().get(&human.id).unwrap().value,
@@ -181,47 +183,6 @@ fn a_pass_replaces_a_fact_keeps_a_hand_edit_and_undoes_whole() {
         ["Ana lives in Lisbon"]
     );
     assert!(store.passages().get(&old.id).unwrap().superseded.is_none());
-}
-
-#[test]
-fn an_undo_that_would_write_over_a_later_edit_is_refused_and_changes_nothing() {
-    let (_dir, store) = temp_store();
-    let (agent, blocks) = create(&store, "a");
-    let human = blocks.iter().find(|b| b.label == "human").unwrap().clone();
-    let pass = store
-        .sleeptime()
-        .commit_pass(&PassCommit {
-            pass: record(&agent.id),
-            block_writes: vec![write(
-                &human,
-                BlockOp::Append {
-                    text: "Lives in Porto".into(),
-                },
-            )],
-            passage_ops: vec![],
-        })
-        .unwrap();
-    store
-        .blocks()
-        .update(
-            &human.id,
-            &BlockPatch {
-                value: Some("Moved to Oporto in May".into()),
-                ..BlockPatch::default()
-            },
-            &Editor::User,
-        )
-        .unwrap();
-    let err = store.sleeptime().undo_pass(&pass.id).unwrap_err();
-    assert_eq!(err.code(), "conflict", "{err}");
-    assert_eq!(
-        store.blocks().get(&human.id).unwrap().value,
-        "Moved to Oporto in May"
-    );
-    assert_eq!(
-        store.sleeptime().get_pass(&pass.id).unwrap().status,
-        PassStatus::Done
-    );
 }
 
 #[test]
@@ -253,51 +214,5 @@ fn an_operation_that_no_longer_applies_is_left_out_and_said() {
         pass.reason
             .unwrap()
             .starts_with("2 changes no longer applied")
-    );
-}
-
-#[test]
-fn settings_budgets_and_usage() {
-    let (_dir, store) = temp_store();
-    let (agent, _) = create(&store, "a");
-    let mut s = store.sleeptime().settings(&agent.id).unwrap();
-    assert!(!s.enabled);
-    assert_eq!(s.frequency, 5);
-    s.enabled = true;
-    s.frequency = 3;
-    store.sleeptime().set_settings(&agent.id, &s).unwrap();
-    assert_eq!(store.sleeptime().settings(&agent.id).unwrap(), s);
-    s.frequency = 0;
-    assert!(store.sleeptime().set_settings(&agent.id, &s).is_err());
-    let mut skipped = record(&agent.id);
-    skipped.status = PassStatus::Skipped;
-    store.sleeptime().record_pass(&skipped).unwrap();
-    store.sleeptime().record_pass(&record(&agent.id)).unwrap();
-    let since = chrono::Utc::now() - chrono::Duration::days(1);
-    let used = store.sleeptime().usage(Some(&agent.id), since).unwrap();
-    assert_eq!((used.passes, used.tokens), (1, 120));
-    assert_eq!(store.sleeptime().usage(None, since).unwrap(), used);
-    assert_eq!(used.usd, 0.0, "openai/mock has no price");
-    // With a price, passes cost money: 100 prompt + 20 completion tokens at $1 / $2 per M.
-    store
-        .settings()
-        .set_model_price(&engram_core::ModelPrice {
-            model: "openai/mock".into(),
-            input_per_mtok: 1.0,
-            output_per_mtok: 2.0,
-            source: engram_core::PriceSource::User,
-        })
-        .unwrap();
-    let used = store.sleeptime().usage(None, since).unwrap();
-    assert!((used.usd - 0.000_14).abs() < 1e-12, "{}", used.usd);
-    let listed = store.sleeptime().list_passes(&agent.id, 10).unwrap();
-    assert!(
-        listed
-            .iter()
-            .any(|p| p.cost_usd.is_some_and(|c| (c - 0.000_14).abs() < 1e-12))
-    );
-    assert_eq!(
-        store.sleeptime().list_passes(&agent.id, 10).unwrap().len(),
-        2
     );
 }

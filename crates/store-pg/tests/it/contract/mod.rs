@@ -17,6 +17,7 @@ mod repair;
 mod rewrite;
 mod settings;
 mod sleeptime;
+mod sleeptime_upkeep;
 mod steps;
 mod tools;
 mod users;
