@@ -153,7 +153,7 @@ async fn cost_per_five_turns() {
     }
     let mut passes = Vec::new();
     for _ in 0..200 {
-        passes = home.engram.sleeptime().passes(&agent, 1).unwrap();
+        passes = home.engram.sleeptime().passes(&agent, 1).await.unwrap();
         if !passes.is_empty() && !home.engram.sleeptime().running(&agent) {
             break;
         }

@@ -64,6 +64,7 @@ mod run_loop;
 mod semantic;
 mod semantic_recall;
 mod serve_postgres;
+mod serve_postgres_sleeptime;
 mod serve_tls;
 mod serve_users;
 mod shutdown;

@@ -17,16 +17,16 @@ use std::process::{Child, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-struct Replica {
+pub(crate) struct Replica {
     _home: tempfile::TempDir,
-    engram: Arc<Engram>,
-    base: String,
+    pub(crate) engram: Arc<Engram>,
+    pub(crate) base: String,
 }
 
 /// A replica of the server on the database at `url`, served on a loopback port; with
 /// `model`, its `openai` provider is the scripted model there (a provider is each replica's
 /// own setting, as its keys are).
-async fn replica(url: &str, model: Option<&MockLlm>) -> Replica {
+pub(crate) async fn replica(url: &str, model: Option<&MockLlm>) -> Replica {
     let home = tempfile::tempdir().unwrap();
     let pg = Arc::new(PgStore::connect_with_pool_size(url, 4).await.unwrap());
     let engram = Engram::open_shared(
@@ -60,7 +60,12 @@ async fn replica(url: &str, model: Option<&MockLlm>) -> Replica {
     }
 }
 
-async fn call(base: &str, method: Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
+pub(crate) async fn call(
+    base: &str,
+    method: Method,
+    path: &str,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
     let mut r = reqwest::Client::new().request(method, format!("{base}{path}"));
     if let Some(b) = body {
         r = r.json(&b);
@@ -74,14 +79,14 @@ async fn call(base: &str, method: Method, path: &str, body: Option<Value>) -> (S
     )
 }
 
-async fn ok(base: &str, method: Method, path: &str, body: Option<Value>) -> Value {
+pub(crate) async fn ok(base: &str, method: Method, path: &str, body: Option<Value>) -> Value {
     let (status, v) = call(base, method.clone(), path, body).await;
     assert_eq!(status, StatusCode::OK, "{method} {path}: {v}");
     v
 }
 
 /// Two replicas of the server on the database at `url`, each with the scripted model.
-async fn two_replicas(url: &str, mock: &MockLlm) -> (Replica, Replica) {
+pub(crate) async fn two_replicas(url: &str, mock: &MockLlm) -> (Replica, Replica) {
     (
         replica(url, Some(mock)).await,
         replica(url, Some(mock)).await,
@@ -89,7 +94,7 @@ async fn two_replicas(url: &str, mock: &MockLlm) -> (Replica, Replica) {
 }
 
 /// Creates an agent through Letta's route on `base`; its id.
-async fn created(base: &str, body: Value) -> String {
+pub(crate) async fn created(base: &str, body: Value) -> String {
     ok(base, Method::POST, "/v1/agents/", Some(body)).await["id"]
         .as_str()
         .unwrap()
@@ -97,7 +102,7 @@ async fn created(base: &str, body: Value) -> String {
 }
 
 /// The body creating an agent named `name` on the scripted model `mock`, words-only archival.
-fn agent_body(name: &str, mock: &MockLlm) -> Value {
+pub(crate) fn agent_body(name: &str, mock: &MockLlm) -> Value {
     json!({
         "name": name,
         "model": "openai/mock-small",
@@ -108,7 +113,7 @@ fn agent_body(name: &str, mock: &MockLlm) -> Value {
 }
 
 /// [`agent_body`] with an empty `human` block and a `persona`.
-fn agent_with_memory(name: &str, mock: &MockLlm) -> Value {
+pub(crate) fn agent_with_memory(name: &str, mock: &MockLlm) -> Value {
     let mut body = agent_body(name, mock);
     body["memory_blocks"] =
         json!([{"label": "human", "value": ""}, {"label": "persona", "value": "I help."}]);
@@ -127,7 +132,7 @@ fn said(response: &Value) -> String {
         .join(" ")
 }
 
-fn user_says(text: &str) -> Value {
+pub(crate) fn user_says(text: &str) -> Value {
     json!({"messages": [{"role": "user", "content": text}]})
 }
 
@@ -1739,7 +1744,6 @@ async fn the_memory_panel_and_model_settings_read_the_same_on_every_replica() {
         .collect();
     let refused = [
         ("folders", "list_folders"),
-        ("sleeptime_passes", "sleeptime_passes"),
         ("mcp", "list_mcp_servers"),
         ("built_in_models", "list_local_models"),
         ("provider_setup", "set_provider"),

@@ -62,6 +62,7 @@ async fn a_budget_of_one_pass_a_day_skips_the_second_with_a_notice() {
             tokens_per_day: Some(1),
             ..engram_core::SleeptimeBudget::default()
         })
+        .await
         .unwrap();
     let third = home.engram.sleeptime().run_pass(&agent).await.unwrap();
     assert_eq!(third.status, PassStatus::Skipped);
@@ -71,6 +72,7 @@ async fn a_budget_of_one_pass_a_day_skips_the_second_with_a_notice() {
     home.engram
         .sleeptime()
         .set_budget(&engram_core::SleeptimeBudget::default())
+        .await
         .unwrap();
     home.engram
         .models()
@@ -95,7 +97,7 @@ async fn a_budget_of_one_pass_a_day_skips_the_second_with_a_notice() {
         reason.contains("for this agent's passes per 24 hours are spent"),
         "{reason}"
     );
-    let first = &home.engram.sleeptime().passes(&agent, 10).unwrap()[3];
+    let first = &home.engram.sleeptime().passes(&agent, 10).await.unwrap()[3];
     assert_eq!(first.status, PassStatus::Done);
     assert!(first.cost_usd.unwrap() > 0.0, "the pass has a cost");
 }
@@ -250,7 +252,7 @@ async fn a_process_killed_mid_pass_leaves_the_database_as_before() {
             .into_iter()
             .map(|p| (p.text, p.superseded.is_some()))
             .collect();
-        let passes = engram.sleeptime().passes(&agent, 10).unwrap().len();
+        let passes = engram.sleeptime().passes(&agent, 10).await.unwrap().len();
         (blocks, passages, passes)
     };
     let before = {
@@ -324,6 +326,7 @@ async fn an_idle_agent_gets_a_pass_on_what_is_waiting() {
         home.engram
             .sleeptime()
             .passes(&agent, 10)
+            .await
             .unwrap()
             .is_empty()
     );
@@ -331,7 +334,10 @@ async fn an_idle_agent_gets_a_pass_on_what_is_waiting() {
     assert_eq!(passes.len(), 1);
     assert_eq!(passes[0].trigger, PassTrigger::Idle);
     assert_eq!(passes[0].status, PassStatus::Done);
-    assert_eq!(home.engram.sleeptime().turns_waiting(&agent).unwrap(), 0);
+    assert_eq!(
+        home.engram.sleeptime().backlog(&agent).await.unwrap().turns,
+        0
+    );
 }
 
 #[tokio::test]
@@ -369,6 +375,7 @@ async fn a_compaction_starts_a_pass_before_the_frequency_is_reached() {
         .engram
         .sleeptime()
         .passes(&agent, 1)
+        .await
         .unwrap()
         .is_empty()
         && turns < 60

@@ -169,7 +169,7 @@ pub async fn sleeptime(engram: &Engram, cmd: SleeptimeCmd) -> Result<()> {
         SleeptimeCmd::Show { agent, limit, json } => {
             let agent = AgentId::from(agent);
             let settings = engram.sleeptime().settings(&agent).await?;
-            let passes = engram.sleeptime().passes(&agent, limit)?;
+            let passes = engram.sleeptime().passes(&agent, limit).await?;
             if json {
                 let out = serde_json::json!({"settings": settings, "passes": passes});
                 println!("{}", serde_json::to_string_pretty(&out)?);
@@ -196,8 +196,8 @@ pub async fn sleeptime(engram: &Engram, cmd: SleeptimeCmd) -> Result<()> {
         SleeptimeCmd::Undo { pass, change } => {
             let pass = PassId::from(pass);
             let p = match change {
-                Some(i) => engram.sleeptime().undo_change(&pass, i)?,
-                None => engram.sleeptime().undo_pass(&pass)?,
+                Some(i) => engram.sleeptime().undo_change(&pass, i).await?,
+                None => engram.sleeptime().undo_pass(&pass).await?,
             };
             print_pass(&p);
         }

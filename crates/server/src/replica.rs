@@ -28,6 +28,12 @@ const SERVED: &[(&str, &[Method])] = &[
         &[Method::GET],
     ),
     ("/v1/blocks/count", &[Method::GET]),
+    ("/v1/groups", &[Method::GET, Method::POST]),
+    ("/v1/groups/", &[Method::GET, Method::POST]),
+    (
+        "/v1/groups/{group_id}",
+        &[Method::GET, Method::PATCH, Method::DELETE],
+    ),
     (
         "/v1/agents/{agent_id}",
         &[Method::GET, Method::PATCH, Method::DELETE],
@@ -160,6 +166,13 @@ const COMMANDS: &[&str] = &[
     "set_tool_approval",
     "resolve_approval",
     "sleeptime_settings",
+    "set_sleeptime_settings",
+    "sleeptime_passes",
+    "run_sleeptime_pass",
+    "undo_sleeptime_change",
+    "undo_sleeptime_pass",
+    "sleeptime_budget",
+    "set_sleeptime_budget",
     "chat_models",
     "get_default_model",
     // The replica's own setting, kept in its data directory like its providers.

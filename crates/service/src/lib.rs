@@ -222,8 +222,6 @@ pub struct AppInfo {
 pub enum Feature {
     /// Folders of files agents read (`list_folders`, `agent_files`, …).
     Folders,
-    /// Sleep-time passes: running, listing and undoing them, and their budget.
-    SleeptimePasses,
     /// MCP servers, and Engram's memory served to AI tools over MCP.
     Mcp,
     /// Built-in models: GGUF files this machine runs, and downloading them.
@@ -240,9 +238,8 @@ pub enum Feature {
 impl Feature {
     /// What a shared server does not offer yet: each of these reads or writes a replica's
     /// own machine.
-    const NOT_SHARED: [Feature; 7] = [
+    const NOT_SHARED: [Feature; 6] = [
         Feature::Folders,
-        Feature::SleeptimePasses,
         Feature::Mcp,
         Feature::BuiltInModels,
         Feature::ProviderSetup,
@@ -456,7 +453,7 @@ impl Engram {
                 }
             })
         };
-        let sleeper = sleeptime::Sleeper::new(store.clone(), pass_runtime, announce);
+        let sleeper = sleeptime::Sleeper::new(backend.clone(), pass_runtime, announce);
         let main_runtime = runtime().with_mcp(bridge);
         let runs = Arc::new(runs::Registry::default());
         let link = bus.map(|bus| replica_notices::Link::join(bus, notices.clone(), runs.clone()));

@@ -4,12 +4,17 @@
 //! within budgets (passes and tokens per rolling 24 hours, per agent and over all agents; a
 //! pass over budget is skipped, recorded and announced). The pass itself is
 //! `engram_agent::sleeptime`; what it wrote is undone through the store's versioned undo.
+//!
+//! Everything goes through the storage interface, so passes run the same on a shared server:
+//! a pass claims its agent in the database (`SleeptimeStore::claim_pass`), so two replicas
+//! whose runs both reach the agent's frequency start one pass between them.
 
 use engram_agent::{PassRequest, Runtime};
 use engram_core::{
-    AgentId, Error, PassId, PassStatus, PassTrigger, Result, SleeptimePass, SleeptimeSettings,
+    AgentId, Error, ModelPrice, PassId, PassStatus, PassTrigger, Result, SleeptimeBudget,
+    SleeptimePass, SleeptimeSettings,
 };
-use engram_store::Store;
+use engram_store_api::{BUDGET_SETTING, Backend};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -21,10 +26,14 @@ pub(crate) type Announce = Arc<dyn Fn(&SleeptimePass) + Send + Sync>;
 /// The window budgets are counted over.
 const BUDGET_WINDOW: chrono::TimeDelta = chrono::TimeDelta::hours(24);
 
+/// How long a pass's claim outlives its time limit: the commit after the model's last word,
+/// and the clocks of two replicas.
+const CLAIM_MARGIN: Duration = Duration::from_secs(60);
+
 /// Runs passes; cheap to clone (every field is shared).
 #[derive(Clone)]
 pub(crate) struct Sleeper {
-    store: Store,
+    store: Arc<dyn Backend>,
     runtime: Arc<Runtime>,
     announce: Announce,
     /// Agents with a pass in flight.
@@ -56,7 +65,7 @@ enum Allowance {
 }
 
 impl Sleeper {
-    pub(crate) fn new(store: Store, runtime: Arc<Runtime>, announce: Announce) -> Self {
+    pub(crate) fn new(store: Arc<dyn Backend>, runtime: Arc<Runtime>, announce: Announce) -> Self {
         Self {
             store,
             runtime,
@@ -83,11 +92,13 @@ impl Sleeper {
     }
 
     /// The budgets' verdict for a pass of `agent` now.
-    fn allowance(&self, agent: &AgentId, s: &SleeptimeSettings) -> Result<Allowance> {
+    async fn allowance(&self, agent: &AgentId, s: &SleeptimeSettings) -> Result<Allowance> {
         let since = chrono::Utc::now() - BUDGET_WINDOW;
-        let budget = self.store.sleeptime().budget()?;
-        let own = self.store.sleeptime().usage(Some(agent), since)?;
-        let all = self.store.sleeptime().usage(None, since)?;
+        let (budget, own, all) = tokio::try_join!(
+            budget(&*self.store),
+            self.store.pass_usage(Some(agent), since),
+            self.store.pass_usage(None, since),
+        )?;
         let (own_tokens, all_tokens) = (own.tokens, all.tokens);
         let checks = [
             (
@@ -140,7 +151,8 @@ impl Sleeper {
                     s.usd_per_day.map(|l| l - own.usd),
                     budget.usd_per_day.map(|l| l - all.usd),
                 ],
-            )?,
+            )
+            .await?,
         ]
         .into_iter()
         .flatten()
@@ -152,7 +164,7 @@ impl Sleeper {
     /// model, each token counted at the dearer of its input and output price: so a pass stops
     /// within the money left, not only before it starts. `None` when no money limit is set or
     /// the model has no price (it then costs nothing here).
-    fn tokens_money_buys(
+    async fn tokens_money_buys(
         &self,
         agent: &AgentId,
         s: &SleeptimeSettings,
@@ -163,9 +175,15 @@ impl Sleeper {
         };
         let model = match &s.llm {
             Some(llm) => llm.model.clone(),
-            None => self.store.agents().get(agent)?.llm.model,
+            None => self.store.get_agent(agent).await?.llm.model,
         };
-        let Some(price) = self.store.settings().model_price(&model)? else {
+        // The price people set, else the built-in one.
+        let set = self.store.model_prices().await?;
+        let Some(price) = set
+            .into_iter()
+            .find(|p| p.model == model)
+            .or_else(|| ModelPrice::builtin_for(&model))
+        else {
             return Ok(None);
         };
         let per_token = price.input_per_mtok.max(price.output_per_mtok) / 1_000_000.0;
@@ -182,19 +200,40 @@ impl Sleeper {
     }
 
     /// Runs a pass now, in the caller's task. Errors: `conflict` while another pass of the
-    /// agent runs; `not_found`; the pass model's configuration errors.
+    /// agent runs (here or on another replica); `not_found`; the pass model's configuration
+    /// errors.
     pub(crate) async fn run(&self, agent: &AgentId, trigger: PassTrigger) -> Result<SleeptimePass> {
-        let settings = self.store.sleeptime().settings(agent)?;
-        let _claim = self.claim(agent).ok_or_else(|| {
-            Error::Conflict("a sleep-time pass of this agent is running; wait for it to end".into())
-        })?;
+        let settings = self.store.sleeptime_settings(agent).await?;
+        let _claim = self.claim(agent).ok_or_else(busy)?;
         let pass_id = PassId::new();
-        let token_allowance = match self.allowance(agent, &settings)? {
+        let ttl = Duration::from_secs(u64::from(settings.timeout_secs)) + CLAIM_MARGIN;
+        if !self.store.claim_pass(agent, &pass_id, ttl).await? {
+            return Err(busy());
+        }
+        let out = self.run_claimed(agent, trigger, &pass_id, settings).await;
+        if let Err(e) = self.store.release_pass(agent, &pass_id).await {
+            // The claim expires on its own.
+            tracing::warn!(agent_id = %agent, error = %e, "sleep-time claim not given back");
+        }
+        let pass = out?;
+        self.announce(&pass);
+        Ok(pass)
+    }
+
+    /// [`run`](Self::run) once the agent is claimed for `pass_id`.
+    async fn run_claimed(
+        &self,
+        agent: &AgentId,
+        trigger: PassTrigger,
+        pass_id: &PassId,
+        settings: SleeptimeSettings,
+    ) -> Result<SleeptimePass> {
+        let token_allowance = match self.allowance(agent, &settings).await? {
             Allowance::Run(tokens) => tokens,
             Allowance::Skip(reason) => {
                 let now = chrono::Utc::now();
                 let pass = SleeptimePass {
-                    id: pass_id,
+                    id: pass_id.clone(),
                     agent_id: agent.clone(),
                     trigger,
                     status: PassStatus::Skipped,
@@ -203,7 +242,7 @@ impl Sleeper {
                     started_at: now,
                     ended_at: now,
                     messages_read: 0,
-                    last_seq: self.store.sleeptime().last_seq(agent)?,
+                    last_seq: self.store.last_read_seq(agent).await?,
                     model_calls: 0,
                     prompt_tokens: 0,
                     completion_tokens: 0,
@@ -211,21 +250,18 @@ impl Sleeper {
                     changes: Vec::new(),
                 };
                 tracing::info!(agent_id = %agent, reason = pass.reason.as_deref(), "sleep-time pass skipped");
-                self.store.sleeptime().record_pass(&pass)?;
-                self.announce(&pass);
+                self.store.record_pass(&pass).await?;
                 return Ok(pass);
             }
         };
         let request = PassRequest {
-            pass_id,
+            pass_id: pass_id.clone(),
             agent_id: agent.clone(),
             trigger,
             settings,
             token_allowance,
         };
-        let pass = self.runtime.sleeptime_pass(&request, &self.cancel).await?;
-        self.announce(&pass);
-        Ok(pass)
+        self.runtime.sleeptime_pass(&request, &self.cancel).await
     }
 
     /// Starts a pass in the background (unless one runs already); errors are logged.
@@ -245,36 +281,50 @@ impl Sleeper {
     }
 
     /// After a run of `agent` ended: starts a pass when its frequency of user turns was
-    /// reached or the conversation was compacted, and (re)starts its idle timer.
+    /// reached or the conversation was compacted, and (re)starts its idle timer. The reads
+    /// run in a task of their own: the run's end is never held up by them.
     pub(crate) fn after_run(&self, agent: &AgentId) {
-        let Ok(settings) = self.store.sleeptime().settings(agent) else {
-            return;
-        };
-        if !settings.enabled {
-            return;
-        }
-        match self.store.sleeptime().backlog(agent) {
-            Ok((turns, _)) if turns >= settings.frequency => self.spawn(agent, PassTrigger::Turns),
-            Ok((turns, compactions)) if turns > 0 && compactions > 0 => {
-                self.spawn(agent, PassTrigger::Compaction);
-            }
-            Ok(_) => {}
-            Err(e) => tracing::warn!(agent_id = %agent, error = %e, "sleep-time backlog unread"),
-        }
-        if let Some(secs) = settings.idle_secs {
-            self.restart_idle(agent, Duration::from_secs(u64::from(secs)));
-        }
-    }
-
-    fn restart_idle(&self, agent: &AgentId, after: Duration) {
         if tokio::runtime::Handle::try_current().is_err() {
             return;
         }
         let me = self.clone();
+        let agent = agent.clone();
+        tokio::spawn(async move {
+            let Ok(settings) = me.store.sleeptime_settings(&agent).await else {
+                return;
+            };
+            if !settings.enabled {
+                return;
+            }
+            match me.store.pass_backlog(&agent).await {
+                Ok(b) if b.turns >= settings.frequency => me.spawn(&agent, PassTrigger::Turns),
+                Ok(b) if b.turns > 0 && b.compactions > 0 => {
+                    me.spawn(&agent, PassTrigger::Compaction);
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(agent_id = %agent, error = %e, "sleep-time backlog unread")
+                }
+            }
+            if let Some(secs) = settings.idle_secs {
+                me.restart_idle(&agent, Duration::from_secs(u64::from(secs)));
+            }
+        });
+    }
+
+    fn restart_idle(&self, agent: &AgentId, after: Duration) {
+        let me = self.clone();
         let who = agent.clone();
         let task = tokio::spawn(async move {
             tokio::time::sleep(after).await;
-            if matches!(me.store.sleeptime().backlog(&who), Ok((turns, _)) if turns > 0) {
+            let Ok(b) = me.store.pass_backlog(&who).await else {
+                return;
+            };
+            // A turn that ran since on another replica restarted the wait there.
+            let quiet = b.last_message_at.is_none_or(|at| {
+                chrono::Utc::now() - at >= chrono::TimeDelta::from_std(after).unwrap_or_default()
+            });
+            if b.turns > 0 && quiet {
                 me.spawn(&who, PassTrigger::Idle);
             }
         });
@@ -294,4 +344,18 @@ impl Sleeper {
             }
         }
     }
+}
+
+/// The `conflict` for a pass asked for while another of the agent runs.
+fn busy() -> Error {
+    Error::Conflict("a sleep-time pass of this agent is running; wait for it to end".into())
+}
+
+/// The budget over every agent's passes (no limits when never set or unreadable as one).
+pub(crate) async fn budget(store: &dyn Backend) -> Result<SleeptimeBudget> {
+    Ok(store
+        .get_setting(BUDGET_SETTING)
+        .await?
+        .and_then(|s| serde_json::from_str(&s).ok())
+        .unwrap_or_default())
 }

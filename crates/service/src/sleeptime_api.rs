@@ -6,6 +6,7 @@ use crate::rooms::Sleeptime;
 use engram_core::{
     AgentId, PassId, PassTrigger, Result, SleeptimeBudget, SleeptimePass, SleeptimeSettings,
 };
+use engram_store_api::{BUDGET_SETTING, PassBacklog};
 
 impl Sleeptime<'_> {
     /// The agent's sleep-time settings. Errors: `not_found`.
@@ -23,28 +24,26 @@ impl Sleeptime<'_> {
         Ok(())
     }
 
-    /// User turns since the last message a pass read (what counts toward the frequency).
-    /// Errors: `not_found`; `not_available` on a shared server.
-    pub fn turns_waiting(self, agent: &AgentId) -> Result<u32> {
-        let store = self.engram.local("the sleep-time backlog")?;
-        Ok(store.sleeptime().backlog(agent)?.0)
-    }
-
-    /// The last message the agent's passes read, or `None` before its first pass.
-    /// Errors: `not_found`; `not_available` on a shared server.
-    pub fn last_message(self, agent: &AgentId) -> Result<Option<engram_core::MessageId>> {
-        let store = self.engram.local("the sleep-time backlog")?;
-        store.sleeptime().last_message(agent)
+    /// What waits for the agent's next pass: user turns since the last message a pass read
+    /// (what counts toward the frequency), compactions since, and that last message.
+    /// Errors: `not_found`.
+    pub async fn backlog(self, agent: &AgentId) -> Result<PassBacklog> {
+        self.engram.backend.pass_backlog(agent).await
     }
 
     /// The budget over every agent's passes.
-    pub fn budget(self) -> Result<SleeptimeBudget> {
-        self.engram.store.sleeptime().budget()
+    pub async fn budget(self) -> Result<SleeptimeBudget> {
+        crate::sleeptime::budget(&*self.engram.backend).await
     }
 
     /// Sets the budget over every agent's passes.
-    pub fn set_budget(self, budget: &SleeptimeBudget) -> Result<()> {
-        self.engram.store.sleeptime().set_budget(budget)
+    pub async fn set_budget(self, budget: &SleeptimeBudget) -> Result<()> {
+        let value = serde_json::to_string(budget)
+            .map_err(|e| engram_core::Error::Internal(format!("a budget as JSON: {e}")))?;
+        self.engram
+            .backend
+            .set_setting(BUDGET_SETTING, &value)
+            .await
     }
 
     /// Runs a sleep-time pass of the agent now and waits for it (also when passes are off:
@@ -61,27 +60,27 @@ impl Sleeptime<'_> {
     }
 
     /// The agent's passes, newest first, with their changes ("while you were away").
-    pub fn passes(self, agent: &AgentId, limit: usize) -> Result<Vec<SleeptimePass>> {
-        self.engram.store.sleeptime().list_passes(agent, limit)
+    pub async fn passes(self, agent: &AgentId, limit: usize) -> Result<Vec<SleeptimePass>> {
+        self.engram.backend.list_passes(agent, limit).await
     }
 
     /// Undoes one change of a pass (a block edit through the block's versioned undo, a
     /// passage put back as current, an added passage taken away). Errors: `not_found`;
     /// `conflict` when a later edit rewrote what the change wrote.
-    pub fn undo_change(self, pass: &PassId, index: u32) -> Result<SleeptimePass> {
+    pub async fn undo_change(self, pass: &PassId, index: u32) -> Result<SleeptimePass> {
         let p = self
             .engram
-            .store
-            .sleeptime()
-            .undo_pass_change(pass, index)?;
+            .backend
+            .undo_pass_changes(pass, Some(index))
+            .await?;
         self.engram.sleeper.announce(&p);
         Ok(p)
     }
 
     /// Undoes every change of a pass still standing, all or none. Errors as
     /// [`undo_change`](Self::undo_change).
-    pub fn undo_pass(self, pass: &PassId) -> Result<SleeptimePass> {
-        let p = self.engram.store.sleeptime().undo_pass(pass)?;
+    pub async fn undo_pass(self, pass: &PassId) -> Result<SleeptimePass> {
+        let p = self.engram.backend.undo_pass_changes(pass, None).await?;
         self.engram.sleeper.announce(&p);
         Ok(p)
     }

@@ -29,11 +29,10 @@ pub(crate) async fn render(engram: &Engram, state: &AgentState) -> ApiResult<Jso
     v["tags"] = serde_json::json!(engram.agents().tags(&state.agent.id).await?);
     let sleeptime = engram.sleeptime().settings(&state.agent.id).await?;
     v["enable_sleeptime"] = sleeptime.enabled.into();
-    // Passes run on this machine's database only: a shared server's agents have none.
-    if sleeptime.enabled && !engram.is_shared() {
-        let waiting = engram.sleeptime().turns_waiting(&state.agent.id)?;
-        let last = engram.sleeptime().last_message(&state.agent.id)?;
-        v["multi_agent_group"] = shapes::sleeptime_group(state, &sleeptime, waiting, last.as_ref());
+    if sleeptime.enabled {
+        let backlog = engram.sleeptime().backlog(&state.agent.id).await?;
+        v["multi_agent_group"] =
+            shapes::sleeptime_group(state, &sleeptime, backlog.turns, backlog.last_read.as_ref());
     }
     if let Some(problem) = engram.agents().model_problem(&state.agent.id).await? {
         v["warnings"] = serde_json::json!([format!(

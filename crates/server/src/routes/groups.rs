@@ -41,13 +41,12 @@ async fn group(engram: &Engram, agent: &AgentId) -> ApiResult<Option<Value>> {
         return Ok(None);
     }
     let state = engram.agents().get(agent).await?;
-    let waiting = engram.sleeptime().turns_waiting(agent)?;
-    let last = engram.sleeptime().last_message(agent)?;
+    let backlog = engram.sleeptime().backlog(agent).await?;
     Ok(Some(shapes::sleeptime_group(
         &state,
         &settings,
-        waiting,
-        last.as_ref(),
+        backlog.turns,
+        backlog.last_read.as_ref(),
     )))
 }
 

@@ -64,6 +64,7 @@ impl AppCall for SleeptimePassesArgs {
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<Self::Output> {
         e.sleeptime()
             .passes(&self.agent_id, self.limit.unwrap_or(DEFAULT_PASSES))
+            .await
     }
 }
 
@@ -95,7 +96,7 @@ impl AppCall for UndoSleeptimeChangeArgs {
     const NAME: &'static str = "undo_sleeptime_change";
     type Output = SleeptimePass;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<SleeptimePass> {
-        e.sleeptime().undo_change(&self.pass_id, self.index)
+        e.sleeptime().undo_change(&self.pass_id, self.index).await
     }
 }
 
@@ -110,7 +111,7 @@ impl AppCall for UndoSleeptimePassArgs {
     const NAME: &'static str = "undo_sleeptime_pass";
     type Output = SleeptimePass;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<SleeptimePass> {
-        e.sleeptime().undo_pass(&self.pass_id)
+        e.sleeptime().undo_pass(&self.pass_id).await
     }
 }
 
@@ -123,7 +124,7 @@ impl AppCall for SleeptimeBudgetArgs {
     const NAME: &'static str = "sleeptime_budget";
     type Output = SleeptimeBudget;
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<SleeptimeBudget> {
-        e.sleeptime().budget()
+        e.sleeptime().budget().await
     }
 }
 
@@ -138,6 +139,6 @@ impl AppCall for SetSleeptimeBudgetArgs {
     const NAME: &'static str = "set_sleeptime_budget";
     type Output = ();
     async fn call(self, e: &Arc<Engram>, _: &Caller) -> Result<()> {
-        e.sleeptime().set_budget(&self.budget)
+        e.sleeptime().set_budget(&self.budget).await
     }
 }

@@ -3,4 +3,4 @@
 /**
  * A part of the app an engine may not offer where it runs (see [`AppInfo::unavailable`]).
  */
-export type Feature = "folders" | "sleeptime_passes" | "mcp" | "built_in_models" | "provider_setup" | "reranker" | "tool_python";
+export type Feature = "folders" | "mcp" | "built_in_models" | "provider_setup" | "reranker" | "tool_python";

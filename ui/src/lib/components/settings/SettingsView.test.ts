@@ -80,7 +80,7 @@ describe('SettingsView', () => {
 
   it('leaves out what a shared server does not offer, and opens the first section it does', async () => {
     fake();
-    account.unavailable = ['folders', 'sleeptime_passes', 'mcp', 'built_in_models', 'provider_setup', 'reranker', 'tool_python'];
+    account.unavailable = ['folders', 'mcp', 'built_in_models', 'provider_setup', 'reranker', 'tool_python'];
     render(SettingsView, { ...props, section: 'folders' });
     const menu = screen.getByRole('navigation', { name: 'Settings' });
     expect(within(menu).getAllByRole('link').map((l) => l.textContent)).toEqual([
