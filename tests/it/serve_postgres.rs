@@ -1020,18 +1020,22 @@ async fn engram_serve_runs_on_the_database_it_is_given() {
         cli(&["agent", "list"]).contains(id),
         "the database's agents are listed"
     );
+    cli(&["sleeptime", "set", id, "--on", "--frequency", "3"]);
+    let shown: serde_json::Value =
+        serde_json::from_str(&cli(&["sleeptime", "show", id, "--json"])).unwrap();
+    assert_eq!(shown["settings"]["frequency"], 3, "{shown}");
     // A command that has not moved onto the interface says so, rather than looking in the
     // data directory's own database.
     let refused = engram_suite::cli_command(home.path())
         .arg("--database")
         .arg(&url)
-        .args(["sleeptime", "show", id])
+        .args(["mcp", "list"])
         .output()
         .unwrap();
     assert!(!refused.status.success());
     let said = String::from_utf8_lossy(&refused.stderr);
     assert!(
-        said.contains("`engram sleeptime` does not work on a shared server's database yet"),
+        said.contains("`engram mcp` does not work on a shared server's database yet"),
         "{said}"
     );
     let users = other.engram.users().list().await.unwrap();

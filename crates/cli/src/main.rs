@@ -98,7 +98,6 @@ fn not_on_a_shared_database(command: &Command) -> Option<&'static str> {
     match command {
         Command::Folder(_) => Some("folder"),
         Command::Mcp(_) => Some("mcp"),
-        Command::Sleeptime(_) => Some("sleeptime"),
         _ => None,
     }
 }
