@@ -1,9 +1,11 @@
 //! Sleep-time passes on a shared server: a run on one replica that reaches the agent's
 //! frequency starts a pass, the other replica lists it, undoes it and counts it against the
-//! budget, and one pass runs per agent at a time across replicas.
+//! budget, and one pass runs per agent at a time across replicas; every replica's windows hear
+//! how a pass ended.
 
 use crate::serve_postgres::{agent_with_memory, call, created, ok, two_replicas, user_says};
 use engram_mock_llm::{Call, MockLlm, Reply, Script};
+use engram_service::Notice;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -127,7 +129,8 @@ async fn passes_run_on_a_shared_server_once_at_a_time_and_undo_from_any_replica(
     assert_eq!(human(&b.base, &id).await, "Name: Ana\nLives in Lisbon");
     assert_eq!(passes(&b.base, &id).await[0]["status"], "undone");
 
-    // While a pass runs on one replica, the other cannot start one.
+    // While a pass runs on one replica, the other cannot start one, and hears how it ended.
+    let mut heard = b.engram.notices();
     slow.store(true, Ordering::SeqCst);
     let running = {
         let (base, id) = (a.base.clone(), id.clone());
@@ -154,6 +157,18 @@ async fn passes_run_on_a_shared_server_once_at_a_time_and_undo_from_any_replica(
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["trigger"], "manual");
     slow.store(false, Ordering::SeqCst);
+    let manual = body["id"].as_str().unwrap().to_owned();
+    let notice = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            if let Ok(Notice::SleeptimePass { pass_id, .. }) = heard.recv().await
+                && pass_id.as_str() == manual
+            {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(notice.is_ok(), "the other replica heard of the pass");
 
     // The budget is one setting for every replica; the passes that ran count against it.
     ok(

@@ -270,7 +270,7 @@ pub struct Engram {
     /// Whether `backend` is a database other replicas share (see [`Engram::open_shared`]).
     shared: bool,
     /// On a shared server: where this replica's notices go and the others' come from.
-    link: Option<replica_notices::Link>,
+    link: Option<Arc<replica_notices::Link>>,
     secrets: Arc<dyn SecretStore>,
     resolver: Arc<resolve::Resolver>,
     runtime: Runtime,
@@ -435,28 +435,35 @@ impl Engram {
             .with_python(python.clone())
         };
         let pass_runtime = Arc::new(runtime());
+        let runs = Arc::new(runs::Registry::default());
+        let link = bus.map(|bus| {
+            Arc::new(replica_notices::Link::join(
+                bus,
+                notices.clone(),
+                runs.clone(),
+            ))
+        });
         let announce = {
-            let notices = notices.clone();
+            let (notices, link) = (notices.clone(), link.clone());
             Arc::new(move |pass: &engram_core::SleeptimePass| {
                 let agent_id = pass.agent_id.clone();
-                let _ = notices.send(Notice::SleeptimePass {
+                let send = |n| announce(link.as_deref(), &notices, n);
+                send(Notice::SleeptimePass {
                     agent_id: agent_id.clone(),
                     pass_id: pass.id.clone(),
                     status: pass.status,
                     reason: pass.reason.clone(),
                 });
                 if !pass.changes.is_empty() {
-                    let _ = notices.send(Notice::MemoryChanged {
+                    send(Notice::MemoryChanged {
                         agent_id: agent_id.clone(),
                     });
-                    let _ = notices.send(Notice::ArchivalChanged { agent_id });
+                    send(Notice::ArchivalChanged { agent_id });
                 }
             })
         };
         let sleeper = sleeptime::Sleeper::new(backend.clone(), pass_runtime, announce);
         let main_runtime = runtime().with_mcp(bridge);
-        let runs = Arc::new(runs::Registry::default());
-        let link = bus.map(|bus| replica_notices::Link::join(bus, notices.clone(), runs.clone()));
         let engram = Arc::new_cyclic(|me| Self {
             me: me.clone(),
             sleeper,
@@ -543,10 +550,7 @@ impl Engram {
 
     /// Announces a change; nobody listening is fine.
     pub(crate) fn notify(&self, notice: Notice) {
-        if let Some(link) = &self.link {
-            link.publish(&notice);
-        }
-        let _ = self.notices.send(notice);
+        announce(self.link.as_deref(), &self.notices, notice);
     }
 
     /// Announces a change to a block to every agent it is attached to.
@@ -616,6 +620,19 @@ fn python_host(env: &dyn Fn(&str) -> Option<String>, home: &Path) -> PythonHost 
         Some(bwrap) => host.with_bwrap(bwrap),
         None => host,
     }
+}
+
+/// Sends `notice` to this engine's windows and, on a shared server, to the other replicas'
+/// (through `link`). Nobody listening is fine.
+fn announce(
+    link: Option<&replica_notices::Link>,
+    notices: &broadcast::Sender<Notice>,
+    notice: Notice,
+) {
+    if let Some(link) = link {
+        link.publish(&notice);
+    }
+    let _ = notices.send(notice);
 }
 
 #[cfg(test)]
