@@ -1964,7 +1964,7 @@ async fn vectors_filled(pg: &PgStore, agent: &engram_core::AgentId) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn passages_imported_without_vectors_get_them_on_the_server() {
-    use engram_store_api::PassageStore;
+    use engram_store_api::{MessageStore, PassageStore};
     let mock = MockLlm::start(Script::Brain).await;
     let url = engram_test_postgres::database().url();
     let pg = PgStore::connect_with_pool_size(&url, 2).await.unwrap();
@@ -2051,5 +2051,35 @@ async fn passages_imported_without_vectors_get_them_on_the_server() {
     assert_eq!(
         hits["results"][0]["content"], "Deliveries come on Tuesdays",
         "{hits}"
+    );
+
+    // Its conversation gets vectors too, once a run on any replica is done, for recall search
+    // by meaning.
+    ok(
+        &b.base,
+        Method::POST,
+        &format!("/v1/agents/{copy}/messages"),
+        Some(user_says("Where is the spare key?")),
+    )
+    .await;
+    let mut left = u64::MAX;
+    for _ in 0..200 {
+        left = pg.count_messages_without_vectors(&copy).await.unwrap();
+        if left == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(left, 0, "the run's messages were embedded");
+    let recalled = ok(
+        &c.base,
+        Method::POST,
+        "/app/search_recall",
+        Some(json!({"agent_id": copy, "query": "Where is the spare key?", "limit": 5})),
+    )
+    .await;
+    assert!(
+        recalled.to_string().contains("Where is the spare key?"),
+        "{recalled}"
     );
 }

@@ -194,8 +194,8 @@ impl Engram {
                 }),
                 RunEvent::MemoryChanged { block, .. } => self.notify_block(&block.id).await,
                 // The step has committed: its messages get vectors in the background, so the
-                // turn never waits for the embedding model. A shared server keeps no message
-                // vectors: its passages are filled in once the run is done.
+                // turn never waits for the embedding model. A shared server fills in its
+                // messages and passages once the run is done (fewer reads of the database).
                 RunEvent::Usage { .. } if !self.shared => self.spawn_backfill(agent),
                 // The turn is over: the backlog may call for a sleep-time pass (in its own
                 // task; the next message never waits for it).

@@ -10,7 +10,8 @@
 //!
 //! On a shared server (PostgreSQL) passages are embedded before they are stored; those that
 //! arrive without a vector are filled in by the same backfill through the storage interface
-//! (`Backfiller::run_shared`). Token and message vectors are this machine's database's only.
+//! (`Backfiller::run_shared`), and so are the messages' vectors. Token vectors are this
+//! machine's database's only.
 //!
 //! Messages get vectors the same way, never during a turn: the turn commits, then its messages
 //! are embedded in the background. A changed embedding model forgets the passages' vectors
@@ -319,8 +320,9 @@ impl Backfiller {
         }
     }
 
-    /// The message part of [`run`](Self::run): every user and assistant message without a
-    /// vector of `handle`, in the order they were written.
+    /// The message part of [`run`](Self::run) and [`run_shared`](Self::run_shared), through
+    /// the storage interface: every user and assistant message without a vector of `handle`,
+    /// in the order they were written.
     async fn messages(
         &self,
         agent: &AgentId,
@@ -332,16 +334,16 @@ impl Backfiller {
         let mut after = None;
         loop {
             let batch = self
-                .store
-                .messages()
-                .without_vectors(agent, after, BACKFILL_BATCH)?;
+                .backend
+                .messages_without_vectors(agent, after, BACKFILL_BATCH)
+                .await?;
             let Some(last) = batch.last() else {
                 return Ok(());
             };
             after = Some(last.cursor);
             let texts: Vec<String> = batch
                 .iter()
-                .map(|u| engram_store::embeddable_text(&u.message).unwrap_or_default())
+                .map(|u| engram_store_api::embeddable_text(&u.message).unwrap_or_default())
                 .collect();
             let wanted: Vec<String> = texts.iter().filter(|t| !t.is_empty()).cloned().collect();
             let mut vectors = if wanted.is_empty() {
@@ -367,8 +369,11 @@ impl Backfiller {
                     text,
                 })
                 .collect();
-            let n = self.store.messages().fill_vectors(agent, handle, &filled)?;
-            if n == 0 && !self.still_model(agent, handle) {
+            let n = self
+                .backend
+                .fill_message_vectors(agent, handle, &filled)
+                .await?;
+            if n == 0 && !self.backend_model_is(agent, handle).await {
                 return Ok(());
             }
             report.embedded += n as u64;
@@ -376,11 +381,11 @@ impl Backfiller {
         }
     }
 
-    /// [`run`](Self::run) on a shared server's replica: the agent's passages without a vector,
-    /// through the storage interface, batch by batch. Token vectors and messages' vectors are
-    /// kept on this machine's database only, so there are none to fill in there. Replicas
-    /// that fill the same agent at once store each vector once (a fill writes only where none
-    /// is stored yet); the one whose batch was taken stops.
+    /// [`run`](Self::run) on a shared server's replica: the agent's passages, then its
+    /// messages, without a vector, through the storage interface, batch by batch. Token
+    /// vectors are kept on this machine's database only, so there are none to fill in there.
+    /// Replicas that fill the same agent at once store each vector once (a fill writes only
+    /// where none is stored yet, or the same again); the one whose batch was taken stops.
     async fn run_shared(&self, agent: &AgentId) -> Result<BackfillReport> {
         let mut report = BackfillReport::default();
         let Some(cfg) = self.backend.get_agent(agent).await?.embedding else {
@@ -388,7 +393,16 @@ impl Backfiller {
             return Ok(report);
         };
         let embedder = self.resolver.embedder(&cfg)?;
-        let total = self.backend.count_passages_without_vectors(agent).await?;
+        let total = self.backend.count_passages_without_vectors(agent).await?
+            + self.backend.count_messages_without_vectors(agent).await?;
+        let progress = |report: &BackfillReport| {
+            let _ = self.notices.send(Notice::EmbeddingBackfill {
+                agent_id: agent.clone(),
+                done: report.embedded,
+                total,
+            });
+        };
+        let mut went_on = true;
         loop {
             let batch = self
                 .backend
@@ -400,6 +414,7 @@ impl Backfiller {
             let texts: Vec<String> = batch.iter().map(|p| p.text.clone()).collect();
             let embedded = embedder.model.embed(&embedder.name, &texts).await;
             let Some(vectors) = self.all_or_outage(agent, texts.len(), embedded) else {
+                went_on = false;
                 break;
             };
             let filled: Vec<_> = batch
@@ -413,17 +428,42 @@ impl Backfiller {
                 .fill_passage_vectors(agent, &cfg.model, &filled)
                 .await?;
             if n == 0 {
+                went_on = self.backend_model_is(agent, &cfg.model).await;
                 break;
             }
             report.embedded += n as u64;
-            let _ = self.notices.send(Notice::EmbeddingBackfill {
-                agent_id: agent.clone(),
-                done: report.embedded,
-                total,
-            });
+            progress(&report);
         }
-        report.remaining = self.backend.count_passages_without_vectors(agent).await?;
+        if went_on {
+            self.messages(agent, &cfg.model, &embedder, &mut report, &progress)
+                .await?;
+        }
+        report.remaining = self.backend.count_passages_without_vectors(agent).await?
+            + self.backend.count_messages_without_vectors(agent).await?;
         Ok(report)
+    }
+
+    /// Whether passages or messages of the agent wait for a vector on a shared server.
+    async fn waiting_shared(&self, agent: &AgentId) -> Result<bool> {
+        if self.backend.count_passages_without_vectors(agent).await? > 0 {
+            return Ok(true);
+        }
+        let next = self
+            .backend
+            .messages_without_vectors(agent, None, 1)
+            .await?;
+        Ok(!next.is_empty())
+    }
+
+    /// Whether `handle` is still the agent's embedding model, read through the storage
+    /// interface (`false` when it cannot be read).
+    async fn backend_model_is(&self, agent: &AgentId, handle: &str) -> bool {
+        self.backend
+            .get_agent(agent)
+            .await
+            .ok()
+            .and_then(|a| a.embedding)
+            .is_some_and(|cfg| cfg.model == handle)
     }
 
     /// Whether `handle` is still the agent's embedding model.
@@ -474,9 +514,9 @@ impl Backfiller {
         runtime.spawn(async move {
             loop {
                 let done = if this.shared {
-                    match this.backend.count_passages_without_vectors(&agent).await {
-                        Ok(missing) if missing > 0 => this.run_shared(&agent).await.map(drop),
-                        Ok(_) => Ok(()),
+                    match this.waiting_shared(&agent).await {
+                        Ok(true) => this.run_shared(&agent).await.map(drop),
+                        Ok(false) => Ok(()),
                         Err(e) => Err(e),
                     }
                 } else if this.missing(&agent).unwrap_or(0) > 0 {
@@ -700,7 +740,8 @@ impl Archival<'_> {
         let backfiller = self.engram.backfiller();
         if backfiller.shared {
             // Every agent on the server is looked at, in the background: each one its backfill
-            // when passages wait for a vector (spawned backfills count as started later).
+            // when passages or messages wait for a vector (spawned backfills count as started
+            // later).
             tokio::spawn(async move {
                 let agents = match backfiller.backend.list_agents().await {
                     Ok(agents) => agents,
@@ -710,10 +751,7 @@ impl Archival<'_> {
                     }
                 };
                 for agent in agents.into_iter().filter(|a| a.embedding.is_some()) {
-                    if matches!(
-                        backfiller.backend.count_passages_without_vectors(&agent.id).await,
-                        Ok(n) if n > 0
-                    ) {
+                    if matches!(backfiller.waiting_shared(&agent.id).await, Ok(true)) {
                         backfiller.spawn(&agent.id);
                     }
                 }

@@ -65,6 +65,7 @@ mod context;
 mod folders;
 mod import;
 mod lists;
+mod message_vectors;
 mod messages;
 mod passages;
 mod ranking;
@@ -88,6 +89,7 @@ pub use import::{
     tool_candidate,
 };
 pub use lists::{AgentList, BlockList};
+pub use message_vectors::{MessageVector, UnembeddedMessage, embeddable_text};
 pub use messages::{Hit, MessageSearch, MessageStore, SEQ_GAP, SeqOrder};
 pub use passages::{PassageList, PassagePage, PassageRange, PassageSearch, PassageStore};
 pub use ranking::{

@@ -1,7 +1,9 @@
 //! Recall memory: every message an agent ever had, in the order it was written, with a words
 //! search over it.
 
-use crate::{CandidateDepth, MessageQuery, MessageWindow, Ranker, WindowAt};
+use crate::{
+    CandidateDepth, MessageQuery, MessageVector, MessageWindow, Ranker, UnembeddedMessage, WindowAt,
+};
 use async_trait::async_trait;
 use engram_core::{AgentId, Message, MessageHit, MessageId, NewMessage, Result, Role, Timestamp};
 
@@ -183,4 +185,37 @@ pub trait MessageStore: Send + Sync {
         depth: CandidateDepth,
         rank: Ranker<'_>,
     ) -> Result<Vec<MessageHit>>;
+
+    /// Up to `limit` of the agent's messages that need a vector of its current embedding
+    /// model ([`embeddable_text`](crate::embeddable_text)'s candidates: user and assistant
+    /// chat messages) and have none, in the order they were written, after cursor `after`
+    /// (`None` from the start). Empty when the agent has no embedding model.
+    ///
+    /// Errors: `NotFound("agent")`.
+    async fn messages_without_vectors(
+        &self,
+        agent: &AgentId,
+        after: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<UnembeddedMessage>>;
+
+    /// How many of the agent's messages need a vector of its current embedding model and have
+    /// none (0 without a model). Errors: `NotFound("agent")`.
+    async fn count_messages_without_vectors(&self, agent: &AgentId) -> Result<u64>;
+
+    /// Stores vectors of `model` for the agent's messages in one transaction, replacing a
+    /// vector of another model. A vector is stored only while the agent's embedding model is
+    /// still `model` and the message still has the text it was computed from (an edit, a
+    /// deleted message or a model change meanwhile wins): nothing at all when the model
+    /// changed. An entry with empty text and vector marks a message with nothing to embed.
+    /// Returns how many were stored.
+    ///
+    /// Errors: `NotFound("agent")`; `Invalid` for a non-finite vector, or an empty one for
+    /// non-empty text (nothing is stored then).
+    async fn fill_message_vectors(
+        &self,
+        agent: &AgentId,
+        model: &str,
+        filled: &[MessageVector],
+    ) -> Result<usize>;
 }

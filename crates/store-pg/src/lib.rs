@@ -42,6 +42,7 @@ mod created_page;
 mod error;
 mod import;
 mod leases;
+mod message_vectors;
 mod messages;
 mod migrations;
 mod notices;

@@ -13,18 +13,20 @@
 
 use crate::PgStore;
 use crate::blocks::{self, Lock};
+use crate::message_vectors;
 use crate::rewrite::seq_of;
 use crate::rows::{self, Cached, MESSAGE_COLS};
-use crate::tx::{TxError, TxResult, in_order, one_trip};
+use crate::tx::{TxError, TxResult, in_order, one_trip, transaction};
 use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
 use engram_core::{AgentId, Error, Message, MessageHit, MessageId, NewMessage, Result, Timestamp};
 use engram_store_api::{
-    CandidateDepth, Compaction, Hit, MessageQuery, MessageSearch, MessageStore, MessageWindow,
-    QueryWords, Ranker, SEQ_GAP, SeqOrder, WindowAt, query_words,
+    CandidateDepth, Compaction, Hit, MessageQuery, MessageSearch, MessageStore, MessageVector,
+    MessageWindow, QueryWords, Ranker, SEQ_GAP, SeqOrder, UnembeddedMessage, WindowAt, query_words,
 };
 use std::sync::LazyLock;
 use tokio_postgres::IsolationLevel;
+use tokio_postgres::types::ToSql;
 
 /// The filters every search shares: `$1` agent, `$2` roles, `$3`..`$4` time range (either
 /// `NULL` for no bound). Hidden loop messages never match.
@@ -85,25 +87,7 @@ impl ToAppend {
     pub(crate) async fn send(&self, c: &impl GenericClient) -> TxResult<Vec<Message>> {
         let inserts = self.0.iter().map(|(m, calls)| async move {
             let row = c
-                .one(
-                    &APPEND_SQL,
-                    &[
-                        &m.id.as_str(),
-                        &m.agent_id.as_str(),
-                        &SEQ_GAP,
-                        &m.role.as_str(),
-                        &rows::kind_str(m.kind),
-                        &m.content,
-                        &m.reasoning,
-                        calls,
-                        &m.tool_call_id,
-                        &m.tool_name,
-                        &m.run_id.as_ref().map(|r| r.as_str()),
-                        &m.step_id.as_ref().map(|s| s.as_str()),
-                        &m.in_context,
-                        &m.created_at,
-                    ],
-                )
+                .one(&APPEND_SQL, &RowParams::new(m, SEQ_GAP, calls).list())
                 .await
                 .map_err(|e| taken(e, &m.id))?;
             Ok::<i64, TxError>(row.try_get(0)?)
@@ -119,6 +103,58 @@ impl ToAppend {
                 })
             })
             .collect()
+    }
+}
+
+/// A message's row as the parameters `$1`..`$14` of an insert into `MESSAGE_COLS`, with
+/// `seq` in the third place: the row's own `seq` ([`insert_row`]), or the gap an append adds
+/// to the agent's last ([`APPEND_SQL`]).
+struct RowParams<'a> {
+    m: &'a Message,
+    id: &'a str,
+    agent: &'a str,
+    seq: i64,
+    calls: &'a Option<serde_json::Value>,
+    role: &'static str,
+    kind: &'static str,
+    run: Option<&'a str>,
+    step: Option<&'a str>,
+}
+
+impl<'a> RowParams<'a> {
+    fn new(m: &'a Message, seq: i64, calls: &'a Option<serde_json::Value>) -> Self {
+        Self {
+            m,
+            id: m.id.as_str(),
+            agent: m.agent_id.as_str(),
+            seq,
+            calls,
+            role: m.role.as_str(),
+            kind: rows::kind_str(m.kind),
+            run: m.run_id.as_ref().map(|r| r.as_str()),
+            step: m.step_id.as_ref().map(|s| s.as_str()),
+        }
+    }
+
+    /// The parameters, in `MESSAGE_COLS` order.
+    fn list(&self) -> [&(dyn ToSql + Sync); 14] {
+        let m = self.m;
+        [
+            &self.id,
+            &self.agent,
+            &self.seq,
+            &self.role,
+            &self.kind,
+            &m.content,
+            &m.reasoning,
+            self.calls,
+            &m.tool_call_id,
+            &m.tool_name,
+            &self.run,
+            &self.step,
+            &m.in_context,
+            &m.created_at,
+        ]
     }
 }
 
@@ -153,6 +189,7 @@ pub(crate) fn row_of(
 /// message, or twice in one batch) inserts nothing and is a `Conflict`; the caller's
 /// transaction is then to be rolled back.
 pub(crate) async fn insert_row(c: &impl GenericClient, m: &Message) -> TxResult<()> {
+    let calls = rows::tool_calls_json(&m.tool_calls)?;
     let inserted = c
         .exec(
             &format!(
@@ -161,22 +198,7 @@ pub(crate) async fn insert_row(c: &impl GenericClient, m: &Message) -> TxResult<
                  ON CONFLICT (id) DO NOTHING",
                 MESSAGE_COLS.replace("m.", "")
             ),
-            &[
-                &m.id.as_str(),
-                &m.agent_id.as_str(),
-                &m.seq,
-                &m.role.as_str(),
-                &rows::kind_str(m.kind),
-                &m.content,
-                &m.reasoning,
-                &rows::tool_calls_json(&m.tool_calls)?,
-                &m.tool_call_id,
-                &m.tool_name,
-                &m.run_id.as_ref().map(|r| r.as_str()),
-                &m.step_id.as_ref().map(|s| s.as_str()),
-                &m.in_context,
-                &m.created_at,
-            ],
+            &RowParams::new(m, m.seq, &calls).list(),
         )
         .await?;
     if inserted == 0 {
@@ -319,6 +341,41 @@ impl MessageStore for PgStore {
     ) -> Result<Vec<MessageHit>> {
         let c = self.client().await?;
         crate::ranking::rank_messages(&c, agent, q, embedding, depth, rank).await
+    }
+
+    async fn messages_without_vectors(
+        &self,
+        agent: &AgentId,
+        after: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<UnembeddedMessage>> {
+        let c = self.client().await?;
+        Ok(message_vectors::without(&c, agent, after, limit).await?)
+    }
+
+    async fn count_messages_without_vectors(&self, agent: &AgentId) -> Result<u64> {
+        let c = self.client().await?;
+        Ok(message_vectors::count_without(&c, agent).await?)
+    }
+
+    async fn fill_message_vectors(
+        &self,
+        agent: &AgentId,
+        model: &str,
+        filled: &[MessageVector],
+    ) -> Result<usize> {
+        let coded = filled
+            .iter()
+            .map(|f| Ok((f, message_vectors::coded(f)?)))
+            .collect::<Result<Vec<_>>>()?;
+        transaction!(self, |tx| {
+            let current = message_vectors::current_model(&tx, agent, true).await?;
+            if current.as_deref() == Some(model) {
+                message_vectors::fill(&tx, agent, model, &coded).await?
+            } else {
+                0
+            }
+        })
     }
 }
 

@@ -111,6 +111,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "sleep-time claims",
         sql: SLEEPTIME_CLAIMS,
     },
+    Migration {
+        version: 18,
+        name: "message vectors",
+        sql: MESSAGE_VECTORS,
+    },
 ];
 
 /// The advisory lock key migrations run under (`"engram"` in ASCII, then 1): any number that
@@ -567,4 +572,29 @@ $$;
 /// pass per agent across replicas, and a claim left by a replica that died expires on its own.
 const SLEEPTIME_CLAIMS: &str = r#"
 ALTER TABLE sleeptime_settings ADD COLUMN running_pass text, ADD COLUMN running_until timestamptz;
+"#;
+
+/// Version 18: a vector per message of the agent's embedding model at the time (`dim` 0 and
+/// no bytes: the message has nothing to embed), for recall search by meaning. A change of a
+/// message's text takes its vector away, so no write path can leave a stale one.
+const MESSAGE_VECTORS: &str = r#"
+CREATE TABLE message_vectors (
+    message_id text PRIMARY KEY REFERENCES messages (id) ON DELETE CASCADE,
+    model      text NOT NULL,
+    dim        integer NOT NULL,
+    vector     bytea NOT NULL
+);
+
+CREATE FUNCTION engram_message_vector_stale() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM message_vectors WHERE message_id = OLD.id;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER message_vectors_stale AFTER UPDATE OF content, tool_calls ON messages
+    FOR EACH ROW
+    WHEN (OLD.content IS DISTINCT FROM NEW.content OR OLD.tool_calls IS DISTINCT FROM NEW.tool_calls)
+    EXECUTE FUNCTION engram_message_vector_stale();
 "#;

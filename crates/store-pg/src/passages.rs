@@ -47,7 +47,7 @@ fn search_filters(tag_match: TagMatch) -> String {
 
 /// A checked vector as stored: `(embedding_dim, little-endian f32 bytes)`.
 /// Errors: `Invalid` for an empty or non-finite vector, or one of over 2^31 dimensions.
-fn encode(v: &[f32]) -> Result<(i32, Vec<u8>)> {
+pub(crate) fn encode(v: &[f32]) -> Result<(i32, Vec<u8>)> {
     check_vector(v)?;
     let dim = i32::try_from(v.len())
         .map_err(|_| Error::invalid("an embedding has too many dimensions"))?;

@@ -7,9 +7,8 @@
 //! - Neighbours: for each word hit, the row just before and just after it (by time then
 //!   insertion order for passages, by `seq` for messages) passing the search's filters, within
 //!   30 minutes of it — one statement for all hits, two index seeks each.
-//! - Vectors: an exact cosine scan of the stored vectors of the query's dimension, in Rust.
-//!   Messages have no stored vectors on PostgreSQL yet, so a recall search's vector side is
-//!   empty there.
+//! - Vectors: an exact cosine scan of the stored vectors of the query's dimension, in Rust
+//!   (for messages, those of the agent's current embedding model: `message_vectors`).
 //!
 //! Row keys are `passages.pk` and `messages.seq`.
 
@@ -63,7 +62,7 @@ fn passage_filters(a: &str, tag_match: TagMatch) -> String {
 }
 
 /// The recall filters on alias `a`: `$1` agent, `$2` roles, `$3`..`$4` time range.
-fn message_filters(a: &str) -> String {
+pub(crate) fn message_filters(a: &str) -> String {
     format!(
         "{a}.agent_id = $1 AND {a}.role = ANY($2)
          AND {a}.kind NOT IN ('heartbeat', 'alert')
@@ -74,7 +73,7 @@ fn message_filters(a: &str) -> String {
 
 /// The cosine of `v` (norm `qnorm`) with a stored vector (little-endian `f32`s); `None` for a
 /// vector of another dimension or of norm 0.
-fn cosine(v: &[f32], qnorm: f32, bytes: &[u8]) -> Option<f64> {
+pub(crate) fn cosine(v: &[f32], qnorm: f32, bytes: &[u8]) -> Option<f64> {
     if bytes.len() != v.len() * 4 {
         return None;
     }
@@ -88,7 +87,7 @@ fn cosine(v: &[f32], qnorm: f32, bytes: &[u8]) -> Option<f64> {
 }
 
 /// Best first; equal scores: the newer row (higher key) first, as the SQLite store orders them.
-fn best_first(ranking: &mut Ranking, limit: usize) {
+pub(crate) fn best_first(ranking: &mut Ranking, limit: usize) {
     ranking.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
     ranking.truncate(limit);
 }
@@ -483,8 +482,13 @@ pub(crate) async fn rank_messages(
             })
         }
     };
-    // No message vectors are stored on PostgreSQL yet: nothing to rank by meaning.
-    let vector = embedding.map(|_| Ranking::new());
+    let vector = match embedding {
+        Some(v) => Some(
+            crate::message_vectors::ranking(c, agent, (&roles, q.start, q.end), v, depth.vector)
+                .await?,
+        ),
+        None => None,
+    };
     let ranking = rank(Candidates { lexical, vector });
     let keys: Vec<i64> = ranking.iter().map(|(k, _)| *k).collect();
     let found = c

@@ -22,9 +22,10 @@ use engram_core::{
 use engram_store_api::{
     AgentStore, BlockStore, CommittedStep, ContextStore, FileWindow, FolderStore, Hit,
     ImportBundle, ImportStore, ImportedIds, Lease, LeaseGrant, LeaseStore, MessageSearch,
-    MessageStore, MessageWindow, ModelUsage, PassBacklog, PassCommit, PassageRange, PassageSearch,
-    PassageStore, ProviderRow, Ranker, RewriteStore, SettingStore, SleeptimeStore, StepCommit,
-    StepStore, TextPart, ToolEdit, ToolStore, TurnRollback, UserStore,
+    MessageStore, MessageVector, MessageWindow, ModelUsage, PassBacklog, PassCommit, PassageRange,
+    PassageSearch, PassageStore, ProviderRow, Ranker, RewriteStore, SettingStore, SleeptimeStore,
+    StepCommit, StepStore, TextPart, ToolEdit, ToolStore, TurnRollback, UnembeddedMessage,
+    UserStore,
 };
 use std::sync::MutexGuard;
 use std::time::Duration;
@@ -415,6 +416,28 @@ impl MessageStore for Store {
         rank: Ranker<'_>,
     ) -> Result<Vec<MessageHit>> {
         self.messages().rank(agent, q, embedding, depth, rank)
+    }
+
+    async fn messages_without_vectors(
+        &self,
+        agent: &AgentId,
+        after: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<UnembeddedMessage>> {
+        self.messages().without_vectors(agent, after, limit)
+    }
+
+    async fn count_messages_without_vectors(&self, agent: &AgentId) -> Result<u64> {
+        self.messages().count_without_vectors(agent)
+    }
+
+    async fn fill_message_vectors(
+        &self,
+        agent: &AgentId,
+        model: &str,
+        filled: &[MessageVector],
+    ) -> Result<usize> {
+        self.messages().fill_vectors(agent, model, filled)
     }
 }
 

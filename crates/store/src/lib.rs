@@ -94,6 +94,7 @@ pub use engram_store_api::{
     EXTRAS_SETTING_PREFIX, ImportAgent, ImportBlock, ImportBundle, ImportMessage,
     ImportSupersession, ImportedIds, ImportedTool,
 };
+pub use engram_store_api::{MessageVector, UnembeddedMessage, embeddable_text};
 pub use engram_store_api::{PassCommit, PassageOp};
 pub use file_chunks::UnembeddedChunk;
 pub use file_pieces::{NewPiece, TextPart};
@@ -102,7 +103,6 @@ pub use folder_files::{FileUpload, NewChunk, ParsedFile, Upserted};
 pub use folders::{FILE_TOOLS, FolderPatch};
 pub use mcp_pending::{AttachedMcpTools, PendingMcpTool};
 pub use message_pages::{Compaction, MessageWindow, SeqOrder, WindowAt};
-pub use message_vectors::{MessageVector, UnembeddedMessage, embeddable_text};
 pub use messages::{MessageHit, MessageQuery, SEQ_GAP};
 pub use model_windows::MODEL_WINDOW_SETTING_PREFIX;
 pub use passage_rows::PassageQuery;

@@ -8,6 +8,7 @@ mod context;
 mod import;
 mod leases;
 mod lists;
+mod message_vectors;
 mod messages;
 mod ops;
 mod pages;
