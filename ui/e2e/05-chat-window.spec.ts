@@ -295,12 +295,13 @@ test('Ctrl+K then Enter opens the agent without typing into the message box', as
 test('reloading during a run shows it busy with Stop, then the reply arriving', async ({ page }) => {
   await openApp(page);
   await openAgent(page, SMALL);
-  // The model takes its time over this one.
+  // The model takes its time over this one: long enough for a reload and the agent opened
+  // again on a busy machine, where four seconds were sometimes not.
   const root = engram.mockBase.replace(/\/v1$/, '');
   await fetch(`${root}/_mock/push`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ type: 'delayed', ms: 4000, reply: { type: 'text', text: 'Here after your reload.' } }),
+    body: JSON.stringify({ type: 'delayed', ms: 10_000, reply: { type: 'text', text: 'Here after your reload.' } }),
   });
   await page.getByTestId('chat-input').fill('take your time');
   await page.getByTestId('chat-input').press('Enter');
@@ -310,7 +311,7 @@ test('reloading during a run shows it busy with Stop, then the reply arriving', 
   await expect(page.getByTestId('stop')).toBeVisible();
   await expect(page.locator('[data-live=true]')).toBeVisible();
   await expect(page.locator('[data-testid=message][data-role=user]').last()).toContainText('take your time');
-  await expect(page.locator('[data-testid=message][data-role=assistant]').last()).toContainText('Here after your reload.', { timeout: 15_000 });
+  await expect(page.locator('[data-testid=message][data-role=assistant]').last()).toContainText('Here after your reload.', { timeout: 25_000 });
   await expect(page.getByTestId('send')).toBeVisible();
   await expect(page.getByTestId('run-usage').last()).toBeVisible();
 });

@@ -90,9 +90,12 @@ export async function createAgent(name: string, loop_style = 'tool_loop'): Promi
   return a.id;
 }
 
-/** Opens the app signed in, the way `engram serve --show-token` tells people to. */
+/** Opens the app signed in, the way `engram serve --show-token` tells people to, and waits
+ *  for its first load: until then a link's address is not followed (the window then shows
+ *  where it opened), so a click on one would be lost. */
 export async function openApp(page: Page): Promise<void> {
   await page.goto(`${engram.url}/#token=${engram.token}`);
+  await expect(page.locator('.shell[data-loaded=true]')).toBeAttached();
 }
 
 export async function openAgent(page: Page, name: string): Promise<void> {
