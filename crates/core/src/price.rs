@@ -69,6 +69,14 @@ impl ModelPrice {
         Self::builtin().find(|p| p.model == model)
     }
 
+    /// The price of `model`: the one people set (in `set`, the prices they stored), else the
+    /// built-in one, else `None`.
+    pub fn of(model: &str, set: impl IntoIterator<Item = ModelPrice>) -> Option<ModelPrice> {
+        set.into_iter()
+            .find(|p| p.model == model)
+            .or_else(|| Self::builtin_for(model))
+    }
+
     /// The cost in US dollars of `prompt` input and `completion` output tokens.
     #[allow(clippy::cast_precision_loss)] // token counts stay far below 2^52
     pub fn cost(&self, prompt: u64, completion: u64) -> f64 {
@@ -117,6 +125,23 @@ pub struct UsageCost {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_price_people_set_comes_before_the_built_in_one() {
+        let builtin = ModelPrice::builtin_for("openai/gpt-4o-mini").expect("a built-in price");
+        assert_eq!(ModelPrice::of("openai/gpt-4o-mini", []), Some(builtin));
+        let mine = ModelPrice {
+            model: "openai/gpt-4o-mini".into(),
+            input_per_mtok: 1.0,
+            output_per_mtok: 2.0,
+            source: PriceSource::User,
+        };
+        assert_eq!(
+            ModelPrice::of("openai/gpt-4o-mini", [mine.clone()]),
+            Some(mine.clone())
+        );
+        assert_eq!(ModelPrice::of("local/unpriced", [mine]), None);
+    }
 
     #[test]
     fn cost_is_per_million_tokens_in_and_out() {

@@ -4,18 +4,7 @@
 
 use crate::rooms::Models;
 use engram_core::{AgentId, ModelPrice, Result, RunId, UsageCost};
-use engram_store_api::Backend;
 use std::collections::BTreeMap;
-
-/// The price of `model`: the one people set, else the built-in one, else `None`.
-/// Errors: `Storage`.
-pub(crate) async fn price_of(backend: &dyn Backend, model: &str) -> Result<Option<ModelPrice>> {
-    let set = backend.model_prices().await?;
-    Ok(set
-        .into_iter()
-        .find(|p| p.model == model)
-        .or_else(|| ModelPrice::builtin_for(model)))
-}
 
 impl Models<'_> {
     /// Every known price, by model: the built-in table with the user's prices over it (a

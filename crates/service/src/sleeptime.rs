@@ -11,8 +11,8 @@
 
 use engram_agent::{PassRequest, Runtime};
 use engram_core::{
-    AgentId, Error, PassId, PassStatus, PassTrigger, Result, SleeptimeBudget, SleeptimePass,
-    SleeptimeSettings,
+    AgentId, Error, ModelPrice, PassId, PassStatus, PassTrigger, Result, SleeptimeBudget,
+    SleeptimePass, SleeptimeSettings,
 };
 use engram_store_api::{BUDGET_SETTING, Backend};
 use std::collections::{HashMap, HashSet};
@@ -177,7 +177,7 @@ impl Sleeper {
             Some(llm) => llm.model.clone(),
             None => self.store.get_agent(agent).await?.llm.model,
         };
-        let Some(price) = crate::prices::price_of(&*self.store, &model).await? else {
+        let Some(price) = ModelPrice::of(&model, self.store.model_prices().await?) else {
             return Ok(None);
         };
         let per_token = price.input_per_mtok.max(price.output_per_mtok) / 1_000_000.0;

@@ -2,16 +2,14 @@
 //! `engram_store_api::embeddable_text` and `MessageStore::fill_message_vectors`).
 //!
 //! Each message has at most one vector, in `message_vectors`, with the embedding model it came
-//! from; search reads the vectors of the agent's current model with the query's dimension and
-//! ranks them exactly (cosine over every candidate), as the passages' vectors are ranked here.
+//! from; search (`ranking::message_vectors`) reads the vectors of the agent's current model
+//! with the query's dimension and ranks them exactly, as the passages' vectors are ranked.
 
-use crate::passages::encode;
-use crate::ranking::{best_first, cosine, message_filters};
 use crate::rows::{self, Cached, MESSAGE_COLS};
 use crate::tx::TxResult;
 use deadpool_postgres::GenericClient;
-use engram_core::{AgentId, Error, Timestamp};
-use engram_store_api::{MessageVector, Ranking, UnembeddedMessage, embeddable_text};
+use engram_core::{AgentId, Error};
+use engram_store_api::{MessageVector, UnembeddedMessage, embeddable_text};
 
 /// The messages that may have a vector: user and assistant messages that are not hidden loop
 /// messages (`$1` the agent).
@@ -98,7 +96,7 @@ pub(crate) fn coded(f: &MessageVector) -> engram_core::Result<(i32, Vec<u8>)> {
     if f.text.is_empty() && f.vector.is_empty() {
         return Ok((0, Vec::new()));
     }
-    encode(&f.vector)
+    rows::encode_vector(&f.vector)
 }
 
 /// Stores the vectors of `filled` (already [`coded`]) whose message still has the text they
@@ -140,44 +138,4 @@ pub(crate) async fn fill(
             .await?;
     }
     Ok(usize::try_from(n).unwrap_or(usize::MAX))
-}
-
-/// The cosine ranking (`seq`, similarity; best first) of up to `limit` of the agent's messages
-/// that pass recall's filters (`roles`, `start`..`end`) and have a vector of its current model
-/// with `v`'s dimension.
-pub(crate) async fn ranking(
-    c: &impl GenericClient,
-    agent: &AgentId,
-    (roles, start, end): (&[&str], Option<Timestamp>, Option<Timestamp>),
-    v: &[f32],
-    limit: usize,
-) -> TxResult<Ranking> {
-    let qnorm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if qnorm == 0.0 || limit == 0 {
-        return Ok(Ranking::new());
-    }
-    let Some(model) = current_model(c, agent, false).await? else {
-        return Ok(Ranking::new());
-    };
-    let dim = i32::try_from(v.len()).unwrap_or(i32::MAX);
-    let found = c
-        .rows(
-            &format!(
-                "SELECT m.seq, v.vector FROM messages m
-                 JOIN message_vectors v ON v.message_id = m.id
-                 WHERE {} AND v.model = $5 AND v.dim = $6",
-                message_filters("m")
-            ),
-            &[&agent.as_str(), &roles, &start, &end, &model, &dim],
-        )
-        .await?;
-    let mut ranking = Ranking::with_capacity(found.len());
-    for r in &found {
-        let bytes: &[u8] = r.try_get(1)?;
-        if let Some(sim) = cosine(v, qnorm, bytes) {
-            ranking.push((r.try_get(0)?, sim));
-        }
-    }
-    best_first(&mut ranking, limit);
-    Ok(ranking)
 }

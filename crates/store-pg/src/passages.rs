@@ -17,19 +17,6 @@ use engram_store_api::{
     PassageStore, QueryWords, Ranker, query_words,
 };
 
-/// Checks a vector as the SQLite store does. Errors: `Invalid`.
-fn check_vector(v: &[f32]) -> Result<()> {
-    if v.is_empty() {
-        return Err(Error::invalid("an embedding needs at least one dimension"));
-    }
-    if !v.iter().all(|x| x.is_finite()) {
-        return Err(Error::invalid(
-            "an embedding must not contain NaN or infinity",
-        ));
-    }
-    Ok(())
-}
-
 /// The filters of a search: `$1` agent, `$2`..`$3` time range (`NULL` for no bound), `$4` tags
 /// (an empty array for no tag filter), current passages only.
 fn search_filters(tag_match: TagMatch) -> String {
@@ -45,15 +32,6 @@ fn search_filters(tag_match: TagMatch) -> String {
     )
 }
 
-/// A checked vector as stored: `(embedding_dim, little-endian f32 bytes)`.
-/// Errors: `Invalid` for an empty or non-finite vector, or one of over 2^31 dimensions.
-pub(crate) fn encode(v: &[f32]) -> Result<(i32, Vec<u8>)> {
-    check_vector(v)?;
-    let dim = i32::try_from(v.len())
-        .map_err(|_| Error::invalid("an embedding has too many dimensions"))?;
-    Ok((dim, v.iter().flat_map(|x| x.to_le_bytes()).collect()))
-}
-
 /// Checks passages before a write: each needs text, and a vector of finite values.
 /// Errors: `Invalid`.
 pub(crate) fn check_new(passages: &[NewPassage]) -> Result<()> {
@@ -62,7 +40,7 @@ pub(crate) fn check_new(passages: &[NewPassage]) -> Result<()> {
             return Err(Error::invalid("a passage needs some text"));
         }
         if let Some(v) = &np.embedding {
-            check_vector(v)?;
+            rows::check_vector(v)?;
         }
     }
     Ok(())
@@ -102,7 +80,12 @@ pub(crate) async fn insert_as(
         created_at: np.created_at.map_or(now, rows::truncate),
         superseded: None,
     };
-    let (dim, bytes) = np.embedding.as_deref().map(encode).transpose()?.unzip();
+    let (dim, bytes) = np
+        .embedding
+        .as_deref()
+        .map(rows::encode_vector)
+        .transpose()?
+        .unzip();
     let inserted = c
         .exec(
             "INSERT INTO passages (id, agent_id, text, tags, created_at, embedding_dim,
@@ -345,7 +328,7 @@ impl PassageStore for PgStore {
     ) -> Result<usize> {
         let mut coded = Vec::with_capacity(filled.len());
         for (id, text, v) in filled {
-            let (dim, bytes) = encode(v)?;
+            let (dim, bytes) = rows::encode_vector(v)?;
             coded.push((id, text, dim, bytes));
         }
         transaction!(self, |tx| {
@@ -390,7 +373,7 @@ impl PassageStore for PgStore {
         if text.is_some_and(|t| t.trim().is_empty()) {
             return Err(Error::invalid("a passage needs some text"));
         }
-        let (dim, bytes) = embedding.map(encode).transpose()?.unzip();
+        let (dim, bytes) = embedding.map(rows::encode_vector).transpose()?.unzip();
         let tags: Option<Vec<String>> = tags.map(|t| {
             engram_store_api::clean_tags(t)
                 .into_iter()

@@ -62,7 +62,7 @@ fn passage_filters(a: &str, tag_match: TagMatch) -> String {
 }
 
 /// The recall filters on alias `a`: `$1` agent, `$2` roles, `$3`..`$4` time range.
-pub(crate) fn message_filters(a: &str) -> String {
+fn message_filters(a: &str) -> String {
     format!(
         "{a}.agent_id = $1 AND {a}.role = ANY($2)
          AND {a}.kind NOT IN ('heartbeat', 'alert')
@@ -73,7 +73,7 @@ pub(crate) fn message_filters(a: &str) -> String {
 
 /// The cosine of `v` (norm `qnorm`) with a stored vector (little-endian `f32`s); `None` for a
 /// vector of another dimension or of norm 0.
-pub(crate) fn cosine(v: &[f32], qnorm: f32, bytes: &[u8]) -> Option<f64> {
+fn cosine(v: &[f32], qnorm: f32, bytes: &[u8]) -> Option<f64> {
     if bytes.len() != v.len() * 4 {
         return None;
     }
@@ -87,7 +87,7 @@ pub(crate) fn cosine(v: &[f32], qnorm: f32, bytes: &[u8]) -> Option<f64> {
 }
 
 /// Best first; equal scores: the newer row (higher key) first, as the SQLite store orders them.
-pub(crate) fn best_first(ranking: &mut Ranking, limit: usize) {
+fn best_first(ranking: &mut Ranking, limit: usize) {
     ranking.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
     ranking.truncate(limit);
 }
@@ -483,10 +483,9 @@ pub(crate) async fn rank_messages(
         }
     };
     let vector = match embedding {
-        Some(v) => Some(
-            crate::message_vectors::ranking(c, agent, (&roles, q.start, q.end), v, depth.vector)
-                .await?,
-        ),
+        Some(v) => {
+            Some(message_vectors(c, agent, (&roles, q.start, q.end), v, depth.vector).await?)
+        }
         None => None,
     };
     let ranking = rank(Candidates { lexical, vector });
@@ -515,4 +514,48 @@ pub(crate) async fn rank_messages(
                 .map(|message| MessageHit { message, score })
         })
         .collect())
+}
+
+/// The cosine ranking (`seq`, similarity; best first) of up to `limit` of the agent's messages
+/// that pass recall's filters (`roles`, `start`..`end`) and have a vector of its current model
+/// with `v`'s dimension.
+async fn message_vectors(
+    c: &impl GenericClient,
+    agent: &AgentId,
+    (roles, start, end): (
+        &[&str],
+        Option<engram_core::Timestamp>,
+        Option<engram_core::Timestamp>,
+    ),
+    v: &[f32],
+    limit: usize,
+) -> TxResult<Ranking> {
+    let qnorm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if qnorm == 0.0 || limit == 0 {
+        return Ok(Ranking::new());
+    }
+    let Some(model) = crate::message_vectors::current_model(c, agent, false).await? else {
+        return Ok(Ranking::new());
+    };
+    let dim = i32::try_from(v.len()).unwrap_or(i32::MAX);
+    let found = c
+        .rows(
+            &format!(
+                "SELECT m.seq, v.vector FROM messages m
+                 JOIN message_vectors v ON v.message_id = m.id
+                 WHERE {} AND v.model = $5 AND v.dim = $6",
+                message_filters("m")
+            ),
+            &[&agent.as_str(), &roles, &start, &end, &model, &dim],
+        )
+        .await?;
+    let mut ranking = Ranking::with_capacity(found.len());
+    for r in &found {
+        let bytes: &[u8] = r.try_get(1)?;
+        if let Some(sim) = cosine(v, qnorm, bytes) {
+            ranking.push((r.try_get(0)?, sim));
+        }
+    }
+    best_first(&mut ranking, limit);
+    Ok(ranking)
 }
