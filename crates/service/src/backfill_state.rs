@@ -15,6 +15,8 @@ pub(crate) struct Backfills {
     pub running: Mutex<HashMap<AgentId, bool>>,
     /// Agents with passages written since their backfill last ended, and how many.
     pub fresh: Mutex<HashMap<AgentId, u64>>,
+    /// Agents whose backfill after a run is due soon (see `Engram::backfill_after_run`).
+    pub due: Mutex<std::collections::HashSet<AgentId>>,
     /// Counts backfills that ended, for whoever waits for one.
     pub ended: tokio::sync::watch::Sender<u64>,
 }
@@ -24,6 +26,7 @@ impl Default for Backfills {
         Self {
             running: Mutex::default(),
             fresh: Mutex::default(),
+            due: Mutex::default(),
             ended: tokio::sync::watch::channel(0).0,
         }
     }

@@ -195,12 +195,17 @@ impl Engram {
                 RunEvent::MemoryChanged { block, .. } => self.notify_block(&block.id).await,
                 // The step has committed: its messages get vectors in the background, so the
                 // turn never waits for the embedding model. A shared server fills in its
-                // messages and passages once the run is done (fewer reads of the database).
+                // messages and passages a moment after the run is done, once for the runs
+                // that end meanwhile (fewer reads of the database).
                 RunEvent::Usage { .. } if !self.shared => self.spawn_backfill(agent),
                 // The turn is over: the backlog may call for a sleep-time pass (in its own
                 // task; the next message never waits for it).
                 RunEvent::Done { .. } => {
-                    self.spawn_backfill(agent);
+                    if self.shared {
+                        self.backfill_after_run(agent);
+                    } else {
+                        self.spawn_backfill(agent);
+                    }
                     self.sleeper.after_run(agent);
                 }
                 _ => {}

@@ -32,6 +32,10 @@ use std::sync::{Arc, Mutex};
 /// Rows (passages or messages) embedded per request while backfilling.
 const BACKFILL_BATCH: usize = 64;
 
+/// How long after a run a shared server's replica starts the backfill of its messages (see
+/// `Engram::backfill_after_run`).
+const AFTER_RUN_DELAY: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// How the built-in model batches a backfill's texts (see `engram_embed::Batching`).
 const BULK_BATCHING: engram_embed::Batching = engram_embed::Batching {
     max_rows: 2,
@@ -567,6 +571,35 @@ impl Engram {
     /// is missing; when a backfill runs already, it goes round once more).
     pub(crate) fn spawn_backfill(&self, agent: &AgentId) {
         self.backfiller().spawn(agent);
+    }
+
+    /// After a run on a shared server: the backfill of its messages, [`AFTER_RUN_DELAY`]
+    /// later, once for all the runs of the agent that end meanwhile. A busy agent's messages
+    /// are then embedded a batch at a time, and its turns do not share the database with a
+    /// backfill each (the desktop embeds each step's messages at once, in the same process).
+    pub(crate) fn backfill_after_run(&self, agent: &AgentId) {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
+        let due = &self.backfills.due;
+        if !due
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(agent.clone())
+        {
+            return;
+        }
+        let (backfiller, agent) = (self.backfiller(), agent.clone());
+        tokio::spawn(async move {
+            tokio::time::sleep(AFTER_RUN_DELAY).await;
+            backfiller
+                .state
+                .due
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&agent);
+            backfiller.spawn(&agent);
+        });
     }
 
     /// Starts computing the vectors of passages just stored without them (see

@@ -436,17 +436,21 @@ async fn settle(c: &impl GenericClient, pass: &PassId) -> TxResult<()> {
 impl SleeptimeStore for PgStore {
     async fn sleeptime_settings(&self, agent: &AgentId) -> Result<SleeptimeSettings> {
         let c = self.client().await?;
-        blocks::ensure_agent(&c, agent, Lock::None).await?;
-        let stored = c
+        // One statement: no agent row, no result row (read after every run).
+        let row = c
             .one_opt(
-                "SELECT settings FROM sleeptime_settings WHERE agent_id = $1",
+                "SELECT s.settings FROM agents a
+                 LEFT JOIN sleeptime_settings s ON s.agent_id = a.id WHERE a.id = $1",
                 &[&agent.as_str()],
             )
             .await
-            .map_err(TxError::from)?;
-        // A row made by a pass before any settings were saved holds `{}`: the defaults.
-        Ok(stored
-            .and_then(|r| r.try_get::<_, serde_json::Value>(0).ok())
+            .map_err(TxError::from)?
+            .ok_or_else(|| Error::not_found("agent", agent.as_str()))?;
+        // No row, or a row made by a pass before any settings were saved (`{}`): the defaults.
+        Ok(row
+            .try_get::<_, Option<serde_json::Value>>(0)
+            .ok()
+            .flatten()
             .and_then(|v| serde_json::from_value(v).ok())
             .unwrap_or_default())
     }
