@@ -91,7 +91,9 @@ pub use import::{
 pub use lists::{AgentList, BlockList};
 pub use message_vectors::{MessageVector, UnembeddedMessage, embeddable_text};
 pub use messages::{Hit, MessageSearch, MessageStore, SEQ_GAP, SeqOrder};
-pub use passages::{PassageList, PassagePage, PassageRange, PassageSearch, PassageStore};
+pub use passages::{
+    PassageList, PassagePage, PassageRange, PassageSearch, PassageStore, check_vector,
+};
 pub use ranking::{
     Bm25, CandidateDepth, Candidates, MessageQuery, NeighbourMap, PassageQuery, Ranker, Ranking,
 };

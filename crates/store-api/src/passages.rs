@@ -294,3 +294,19 @@ pub struct PassagePage {
     #[ts(type = "number")]
     pub offset: u64,
 }
+
+/// Checks a vector before it is stored or searched with: at least one dimension, every value
+/// finite. Errors: `Invalid`.
+pub fn check_vector(v: &[f32]) -> Result<()> {
+    if v.is_empty() {
+        return Err(engram_core::Error::invalid(
+            "an embedding needs at least one dimension",
+        ));
+    }
+    if !v.iter().all(|x| x.is_finite()) {
+        return Err(engram_core::Error::invalid(
+            "an embedding must not contain NaN or infinity",
+        ));
+    }
+    Ok(())
+}

@@ -40,7 +40,7 @@ pub(crate) fn check_new(passages: &[NewPassage]) -> Result<()> {
             return Err(Error::invalid("a passage needs some text"));
         }
         if let Some(v) = &np.embedding {
-            rows::check_vector(v)?;
+            engram_store_api::check_vector(v)?;
         }
     }
     Ok(())

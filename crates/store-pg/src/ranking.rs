@@ -24,6 +24,7 @@ use engram_store_api::{
     Ranking, query_words,
 };
 use std::collections::HashMap;
+use tokio_postgres::Row;
 
 /// How far a neighbour may lie from the hit it neighbours, in seconds.
 const NEIGHBOUR_WINDOW_SECS: f64 = 30.0 * 60.0;
@@ -84,6 +85,20 @@ fn cosine(v: &[f32], qnorm: f32, bytes: &[u8]) -> Option<f64> {
         norm += y * y;
     }
     (norm > 0.0).then(|| f64::from(dot / (qnorm * norm.sqrt())))
+}
+
+/// The `limit` rows of `found` (key, little-endian vector) nearest `v` (norm `qnorm`) by
+/// cosine, best first; rows of another dimension are left out.
+fn by_cosine(found: &[Row], v: &[f32], qnorm: f32, limit: usize) -> TxResult<Ranking> {
+    let mut ranking = Ranking::with_capacity(found.len());
+    for r in found {
+        let bytes: &[u8] = r.try_get(1)?;
+        if let Some(sim) = cosine(v, qnorm, bytes) {
+            ranking.push((r.try_get(0)?, sim));
+        }
+    }
+    best_first(&mut ranking, limit);
+    Ok(ranking)
 }
 
 /// Best first; equal scores: the newer row (higher key) first, as the SQLite store orders them.
@@ -272,15 +287,7 @@ async fn passage_vectors(
             passage_args!(p, &dim),
         )
         .await?;
-    let mut ranking = Ranking::with_capacity(found.len());
-    for r in &found {
-        let bytes: &[u8] = r.try_get(1)?;
-        if let Some(sim) = cosine(v, qnorm, bytes) {
-            ranking.push((r.try_get(0)?, sim));
-        }
-    }
-    best_first(&mut ranking, limit);
-    Ok(ranking)
+    by_cosine(&found, v, qnorm, limit)
 }
 
 async fn load_passages(c: &impl GenericClient, keys: &[i64]) -> TxResult<HashMap<i64, Passage>> {
@@ -549,13 +556,5 @@ async fn message_vectors(
             &[&agent.as_str(), &roles, &start, &end, &model, &dim],
         )
         .await?;
-    let mut ranking = Ranking::with_capacity(found.len());
-    for r in &found {
-        let bytes: &[u8] = r.try_get(1)?;
-        if let Some(sim) = cosine(v, qnorm, bytes) {
-            ranking.push((r.try_get(0)?, sim));
-        }
-    }
-    best_first(&mut ranking, limit);
-    Ok(ranking)
+    by_cosine(&found, v, qnorm, limit)
 }

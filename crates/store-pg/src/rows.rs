@@ -331,23 +331,10 @@ pub(crate) fn contains_pattern(needle: &str) -> String {
     format!("%{escaped}%")
 }
 
-/// Checks a vector as the SQLite store does. Errors: `Invalid`.
-pub(crate) fn check_vector(v: &[f32]) -> engram_core::Result<()> {
-    if v.is_empty() {
-        return Err(Error::invalid("an embedding needs at least one dimension"));
-    }
-    if !v.iter().all(|x| x.is_finite()) {
-        return Err(Error::invalid(
-            "an embedding must not contain NaN or infinity",
-        ));
-    }
-    Ok(())
-}
-
 /// A checked vector as stored: `(embedding_dim, little-endian f32 bytes)`.
 /// Errors: `Invalid` for an empty or non-finite vector, or one of over 2^31 dimensions.
 pub(crate) fn encode_vector(v: &[f32]) -> engram_core::Result<(i32, Vec<u8>)> {
-    check_vector(v)?;
+    engram_store_api::check_vector(v)?;
     let dim = i32::try_from(v.len())
         .map_err(|_| Error::invalid("an embedding has too many dimensions"))?;
     Ok((dim, v.iter().flat_map(|x| x.to_le_bytes()).collect()))

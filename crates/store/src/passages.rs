@@ -29,17 +29,7 @@ use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 use std::collections::HashSet;
 use std::sync::Mutex;
 
-pub(crate) fn check_vector(v: &[f32]) -> Result<()> {
-    if v.is_empty() {
-        return Err(Error::invalid("an embedding needs at least one dimension"));
-    }
-    if !v.iter().all(|x| x.is_finite()) {
-        return Err(Error::invalid(
-            "an embedding must not contain NaN or infinity",
-        ));
-    }
-    Ok(())
-}
+pub(crate) use engram_store_api::check_vector;
 
 /// Stores passages for an existing agent (no transaction of its own).
 pub(crate) fn insert(

@@ -20,7 +20,13 @@ on_both_backends!(
     edits_made_meanwhile_are_kept_and_what_no_longer_applies_is_left_out,
 );
 
-fn pass(agent: &AgentId, last_seq: i64, minutes_ago: i64, status: PassStatus) -> SleeptimePass {
+/// A pass record of `agent` that read up to `last_seq`, started `minutes_ago`.
+pub(super) fn pass(
+    agent: &AgentId,
+    last_seq: i64,
+    minutes_ago: i64,
+    status: PassStatus,
+) -> SleeptimePass {
     let started = Utc::now() - Duration::minutes(minutes_ago);
     SleeptimePass {
         id: PassId::new(),

@@ -2,12 +2,13 @@
 //! when a pass runs, what passes used against the budgets, the claim that lets one pass per
 //! agent run at a time, and undo, all or nothing.
 
+use super::sleeptime::pass;
 use super::{agent_with, code, user};
 use crate::harness::{Harness, on_both_backends};
 use chrono::{Duration, Utc};
 use engram_core::{
     AgentId, BlockOp, BlockPatch, Editor, ModelPrice, NewMessage, NewPassage, PassChangeKind,
-    PassId, PassStatus, PassTrigger, PassageId, PriceSource, SleeptimePass, SupersedeKind,
+    PassId, PassStatus, PassageId, PriceSource, SupersedeKind,
 };
 use engram_store_api::{
     BlockStore, BlockWrite, ContextStore, MessageStore, PassCommit, PassageOp, PassageStore,
@@ -21,27 +22,6 @@ on_both_backends!(
     undo_puts_a_pass_back_one_change_or_all,
     an_undo_that_would_write_over_a_later_edit_changes_nothing,
 );
-
-fn pass(agent: &AgentId, last_seq: i64, minutes_ago: i64, status: PassStatus) -> SleeptimePass {
-    let started = Utc::now() - Duration::minutes(minutes_ago);
-    SleeptimePass {
-        id: PassId::new(),
-        agent_id: agent.clone(),
-        trigger: PassTrigger::Turns,
-        status,
-        reason: None,
-        model: "openai/gpt-4o-mini".into(),
-        started_at: started,
-        ended_at: started + Duration::seconds(3),
-        messages_read: 4,
-        last_seq,
-        model_calls: 2,
-        prompt_tokens: 900,
-        completion_tokens: 60,
-        cost_usd: None,
-        changes: Vec::new(),
-    }
-}
 
 fn append(block: &engram_core::Block, text: &str) -> BlockWrite {
     BlockWrite {
